@@ -1,0 +1,1 @@
+//! The graph crate: a generic DAG and scheduler.

@@ -1,0 +1,328 @@
+//! Diagnostics: failures are values. Every user-facing problem is a `Diagnostic` with a severity,
+//! a summary (sentence case, no trailing period), a detail that says what to do, and — where
+//! there is one — a source span or a resource address. Code collects them and reports them all.
+//!
+//! Spans are byte ranges into a file registered in the `SourceMap`; line and column are computed
+//! from the map's line index when a diagnostic is rendered or serialized.
+
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// A file registered in a `SourceMap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileId(pub u32);
+
+/// A byte range in one source file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub file: FileId,
+    pub start: usize,
+    pub end: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub summary: String,
+    pub detail: String,
+    pub span: Option<Span>,
+    /// The resource or provider address the problem belongs to, when it has one.
+    pub address: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            summary: summary.into(),
+            detail: detail.into(),
+            span: None,
+            address: None,
+        }
+    }
+    pub fn warning(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(summary, detail)
+        }
+    }
+    pub fn with_span(mut self, span: Option<Span>) -> Self {
+        if self.span.is_none() {
+            self.span = span;
+        }
+        self
+    }
+    pub fn with_address(mut self, address: impl ToString) -> Self {
+        if self.address.is_none() {
+            self.address = Some(address.to_string());
+        }
+        self
+    }
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// A collection of diagnostics, in the order they were found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    pub fn new() -> Self {
+        Diagnostics(Vec::new())
+    }
+    pub fn push(&mut self, d: Diagnostic) {
+        self.0.push(d);
+    }
+    pub fn extend(&mut self, other: impl IntoIterator<Item = Diagnostic>) {
+        self.0.extend(other);
+    }
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(Diagnostic::is_error)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn iter(&self) -> std::slice::Iter<'_, Diagnostic> {
+        self.0.iter()
+    }
+    pub fn error_count(&self) -> usize {
+        self.0.iter().filter(|d| d.is_error()).count()
+    }
+    pub fn warning_count(&self) -> usize {
+        self.0.len() - self.error_count()
+    }
+}
+
+impl From<Diagnostic> for Diagnostics {
+    fn from(d: Diagnostic) -> Self {
+        Diagnostics(vec![d])
+    }
+}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Diagnostics {
+    type Item = &'a Diagnostic;
+    type IntoIter = std::slice::Iter<'a, Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl FromIterator<Diagnostic> for Diagnostics {
+    fn from_iter<T: IntoIterator<Item = Diagnostic>>(iter: T) -> Self {
+        Diagnostics(iter.into_iter().collect())
+    }
+}
+
+/// A line/column position: 1-based line and column (in characters), 0-based byte offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Pos {
+    pub line: usize,
+    pub column: usize,
+    pub byte: usize,
+}
+
+#[derive(Debug)]
+struct SourceFile {
+    /// The path as it is shown to users (relative to the working directory where possible).
+    path: PathBuf,
+    text: Arc<str>,
+    /// Byte offset of the start of each line.
+    line_starts: Vec<usize>,
+}
+
+/// Every source file that was read, so spans can be turned into positions and snippets.
+#[derive(Debug, Default)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+}
+
+impl SourceMap {
+    pub fn new() -> Self {
+        SourceMap::default()
+    }
+
+    pub fn add(&mut self, path: impl AsRef<Path>, text: impl Into<Arc<str>>) -> FileId {
+        let text: Arc<str> = text.into();
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        self.files.push(SourceFile {
+            path: path.as_ref().to_path_buf(),
+            text,
+            line_starts,
+        });
+        FileId(self.files.len() as u32 - 1)
+    }
+
+    pub fn path(&self, file: FileId) -> &Path {
+        &self.files[file.0 as usize].path
+    }
+
+    pub fn text(&self, file: FileId) -> &str {
+        &self.files[file.0 as usize].text
+    }
+
+    pub fn pos(&self, file: FileId, byte: usize) -> Pos {
+        let f = &self.files[file.0 as usize];
+        let byte = byte.min(f.text.len());
+        let line = f.line_starts.partition_point(|&s| s <= byte) - 1;
+        let start = f.line_starts[line];
+        let column = f
+            .text
+            .get(start..byte)
+            .map(|s| s.chars().count())
+            .unwrap_or(byte - start)
+            + 1;
+        Pos {
+            line: line + 1,
+            column,
+            byte,
+        }
+    }
+
+    /// `file:line:col` of a span's start.
+    pub fn location(&self, span: Span) -> String {
+        let p = self.pos(span.file, span.start);
+        format!("{}:{}:{}", self.path(span.file).display(), p.line, p.column)
+    }
+
+    /// Renders one diagnostic as Terraform does: a heading, the location, a snippet with a caret
+    /// under the span, and the detail.
+    pub fn render(&self, d: &Diagnostic, color: bool) -> String {
+        let (red, yellow, bold, reset) = if color {
+            ("\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m")
+        } else {
+            ("", "", "", "")
+        };
+        let (tone, word) = match d.severity {
+            Severity::Error => (red, "Error"),
+            Severity::Warning => (yellow, "Warning"),
+        };
+        let mut out = String::new();
+        let _ = writeln!(out, "{tone}╷{reset}");
+        let _ = writeln!(
+            out,
+            "{tone}│{reset} {tone}{bold}{word}:{reset} {bold}{}{reset}",
+            d.summary
+        );
+        if d.span.is_some() || d.address.is_some() {
+            let _ = writeln!(out, "{tone}│{reset}");
+        }
+        if let Some(span) = d.span {
+            let start = self.pos(span.file, span.start);
+            let end = self.pos(span.file, span.end.max(span.start));
+            let _ = writeln!(
+                out,
+                "{tone}│{reset}   on {}:{}:{}:",
+                self.path(span.file).display(),
+                start.line,
+                start.column
+            );
+            let text = self.text(span.file);
+            let f = &self.files[span.file.0 as usize];
+            let line_start = f.line_starts[start.line - 1];
+            let line_end = text[line_start..]
+                .find('\n')
+                .map(|i| line_start + i)
+                .unwrap_or(text.len());
+            let line = text[line_start..line_end].trim_end_matches('\r');
+            let _ = writeln!(out, "{tone}│{reset}   {:>4}: {}", start.line, line);
+            let width = if end.line == start.line {
+                (end.column.saturating_sub(start.column)).max(1)
+            } else {
+                1
+            };
+            let _ = writeln!(
+                out,
+                "{tone}│{reset}         {}{bold}{}{reset}",
+                " ".repeat(start.column - 1),
+                "^".repeat(width.min(line.chars().count().saturating_sub(start.column - 1).max(1)))
+            );
+        }
+        if let Some(a) = &d.address {
+            let _ = writeln!(out, "{tone}│{reset}   with {a}");
+        }
+        if !d.detail.is_empty() {
+            let _ = writeln!(out, "{tone}│{reset}");
+            for l in d.detail.lines() {
+                let _ = writeln!(out, "{tone}│{reset} {l}");
+            }
+        }
+        let _ = writeln!(out, "{tone}╵{reset}");
+        out
+    }
+
+    /// The JSON form used by `validate -json` and the `-json` UI, as Terraform writes it.
+    pub fn to_json(&self, d: &Diagnostic) -> serde_json::Value {
+        let mut o = serde_json::json!({
+            "severity": d.severity,
+            "summary": d.summary,
+            "detail": d.detail,
+        });
+        if let Some(span) = d.span {
+            let start = self.pos(span.file, span.start);
+            let end = self.pos(span.file, span.end.max(span.start));
+            o["range"] = serde_json::json!({
+                "filename": self.path(span.file).display().to_string(),
+                "start": start,
+                "end": end,
+            });
+        }
+        if let Some(a) = &d.address {
+            o["address"] = serde_json::Value::String(a.clone());
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_a_caret_under_the_span() {
+        let mut map = SourceMap::new();
+        let f = map.add("main.tf", "resource \"x\" \"y\" {\n  name = \"a\" + 1\n}\n");
+        let start = map.text(f).find("\"a\" + 1").unwrap();
+        let d = Diagnostic::error(
+            "Invalid operand",
+            "Unsuitable value for left operand: a number is required.",
+        )
+        .with_span(Some(Span {
+            file: f,
+            start,
+            end: start + 7,
+        }));
+        let text = map.render(&d, false);
+        assert!(text.contains("on main.tf:2:10:"), "{text}");
+        let expected = format!(
+            "      2:   name = \"a\" + 1\n│{}^^^^^^^\n",
+            " ".repeat(9 + 9)
+        );
+        assert!(text.contains(&expected), "{text}");
+        let j = map.to_json(&d);
+        assert_eq!(j["range"]["start"]["line"], 2);
+        assert_eq!(j["range"]["start"]["column"], 10);
+        assert_eq!(j["range"]["end"]["column"], 17);
+    }
+}

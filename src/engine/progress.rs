@@ -1,0 +1,69 @@
+//! Progress events: what the engine reports while it works. The CLI turns them into text lines,
+//! a status line, or `-json` UI events; the engine never prints.
+
+use crate::diag::Diagnostic;
+use crate::plan::Action;
+use cairn_state::{ProviderAddr, ResourceInstanceAddr};
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Progress {
+    /// Refresh of one managed instance started / finished.
+    RefreshStart { addr: ResourceInstanceAddr },
+    RefreshDone {
+        addr: ResourceInstanceAddr,
+        id: Option<String>,
+        elapsed: Duration,
+    },
+    /// A data source read started / finished (at plan or apply).
+    ReadStart { addr: ResourceInstanceAddr },
+    ReadDone {
+        addr: ResourceInstanceAddr,
+        elapsed: Duration,
+    },
+    /// A create, update or delete started.
+    ApplyStart {
+        addr: ResourceInstanceAddr,
+        action: Action,
+    },
+    /// Still running: emitted every 10 seconds for a long call.
+    ApplyProgress {
+        addr: ResourceInstanceAddr,
+        action: Action,
+        elapsed: Duration,
+    },
+    ApplyDone {
+        addr: ResourceInstanceAddr,
+        action: Action,
+        id: Option<String>,
+        elapsed: Duration,
+    },
+    ApplyErrored {
+        addr: ResourceInstanceAddr,
+        action: Action,
+        elapsed: Duration,
+        message: String,
+    },
+    /// A provider instance was configured (or reconfigured).
+    ProviderConfigured { addr: ProviderAddr },
+    /// Counts for a status line: done, running, left.
+    Counts {
+        done: usize,
+        running: usize,
+        left: usize,
+    },
+    /// A diagnostic found along the way (warnings, and errors as they happen).
+    Diagnostic(Diagnostic),
+}
+
+/// Receives progress events. Called from many tasks at once, so it must be `Sync`.
+pub trait Observer: Send + Sync {
+    fn event(&self, event: Progress);
+}
+
+/// An observer that ignores everything (tests, `inspect`).
+pub struct Silent;
+
+impl Observer for Silent {
+    fn event(&self, _: Progress) {}
+}

@@ -1,0 +1,92 @@
+//! Expression evaluation: reference extraction, the evaluation scope, operators, and the
+//! built-in functions.
+//!
+//! Invariants: synchronous and deterministic (no I/O except the confined filesystem functions);
+//! unknown in → unknown out wherever the result depends on it.
+//!
+//! The seam with the rest of Cairn is small:
+//! - `Subject`/`Reference`: what an expression refers to (`refs`), used to build graphs;
+//! - `Scope`: how the evaluator asks for the value of a subject; the engine implements it;
+//! - `functions::call`: the built-in function library.
+
+use crate::diag::FileId;
+use crate::value::Value;
+use cairn_state::Mode;
+use std::path::Path;
+
+pub mod functions;
+
+/// What a reference names: the part of a traversal that identifies a term. The rest of the
+/// traversal (`[0].id`) is applied by the evaluator to the subject's value.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Subject {
+    /// `var.NAME`
+    Var(String),
+    /// `local.NAME`
+    Local(String),
+    /// `module.NAME`, with the output name when the traversal names one statically
+    /// (`module.m.out`, `module.m["k"].out`). Resolves to the call's value: an object of
+    /// outputs, or a tuple/object of such objects when the call has `count`/`for_each`.
+    ModuleCall {
+        name: String,
+        output: Option<String>,
+    },
+    /// `TYPE.NAME` or `data.TYPE.NAME`. Resolves to the resource's value: an object, or a
+    /// tuple (count) / object (for_each) of instance objects.
+    Resource {
+        mode: Mode,
+        type_: String,
+        name: String,
+    },
+    /// `count.index`
+    CountIndex,
+    /// `each.key`
+    EachKey,
+    /// `each.value`
+    EachValue,
+    /// `self` (in provisioner-like contexts; kept for completeness of the language)
+    SelfRef,
+    /// `path.module`, `path.root`, `path.cwd`
+    Path(String),
+    /// `terraform.workspace`
+    Terraform(String),
+}
+
+/// One reference found in an expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    pub subject: Subject,
+    /// Byte range of the whole traversal in its file.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// What the evaluator needs from its surroundings.
+pub trait Scope {
+    /// The value of a subject. An error is a message for a diagnostic at the reference
+    /// (e.g. "Reference to undeclared input variable" with a "did you mean").
+    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError>;
+    /// The file the expressions being evaluated come from (for diagnostics' spans).
+    fn file(&self) -> FileId;
+    /// The module's directory (`path.module`, and the base of relative paths in `file()`).
+    fn module_dir(&self) -> &Path;
+    /// The root of the configuration's directory tree: filesystem functions may not read
+    /// outside it.
+    fn root_dir(&self) -> &Path;
+}
+
+/// Why a subject could not be resolved: a diagnostic's summary and detail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeError {
+    pub summary: String,
+    pub detail: String,
+}
+
+impl ScopeError {
+    pub fn new(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        ScopeError {
+            summary: summary.into(),
+            detail: detail.into(),
+        }
+    }
+}

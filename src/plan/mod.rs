@@ -1,0 +1,223 @@
+//! `Plan`, `Change`, `Action`: what a plan proposes, and the reasons. `render` is the only way a
+//! plan becomes human text; `json` gives the `terraform show -json` view.
+
+use crate::value::Value;
+use cairn_state::{ProviderAddr, ResourceInstanceAddr};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Action {
+    NoOp,
+    Create,
+    /// A data source read deferred to apply.
+    Read,
+    Update,
+    /// Replace: delete the old object, then create the new one.
+    DeleteThenCreate,
+    /// Replace with `create_before_destroy`: create first, then delete the old one.
+    CreateThenDelete,
+    Delete,
+}
+
+impl Action {
+    pub fn is_replace(self) -> bool {
+        matches!(self, Action::DeleteThenCreate | Action::CreateThenDelete)
+    }
+    /// The words Terraform uses in "will be …" sentences.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Action::NoOp => "left unchanged",
+            Action::Create => "created",
+            Action::Read => "read during apply",
+            Action::Update => "updated in-place",
+            Action::DeleteThenCreate | Action::CreateThenDelete => "replaced",
+            Action::Delete => "destroyed",
+        }
+    }
+    /// Terraform's `change.actions` array.
+    pub fn json_actions(self) -> &'static [&'static str] {
+        match self {
+            Action::NoOp => &["no-op"],
+            Action::Create => &["create"],
+            Action::Read => &["read"],
+            Action::Update => &["update"],
+            Action::DeleteThenCreate => &["delete", "create"],
+            Action::CreateThenDelete => &["create", "delete"],
+            Action::Delete => &["delete"],
+        }
+    }
+}
+
+/// Why an action was chosen, when it needs saying.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reason {
+    ReplaceBecauseCannotUpdate,
+    ReplaceBecauseTainted,
+    ReplaceByRequest,
+    ReplaceByTriggers,
+    /// The provider instance's `diff_config` said replace (e.g. `sim`'s region changed), or the
+    /// resource moved to a provider instance with a different configuration.
+    ReplaceBecauseProviderChanged {
+        provider: ProviderAddr,
+    },
+    DeleteBecauseNoResourceConfig,
+    DeleteBecauseCountIndex,
+    DeleteBecauseEachKey,
+    DeleteBecauseNoModule,
+    /// The provider's configuration is not known until apply: planned without calling it.
+    ProviderConfigUnknown {
+        provider: ProviderAddr,
+    },
+    /// `read_because_config_unknown`: `value` (a path in the data source's configuration, or in
+    /// its provider's) is unknown; `chain` is where the unknown comes from, nearest first, e.g.
+    /// `["local.k", "sim_thing.a.id"]`.
+    ReadBecauseConfigUnknown {
+        value: String,
+        chain: Vec<String>,
+    },
+    /// `read_because_dependency_pending`: `dependency` has a planned `action`; `via` is the
+    /// chain of references from the data source to it (locals, variables, module outputs).
+    ReadBecauseDependencyPending {
+        dependency: ResourceInstanceAddr,
+        action: Action,
+        via: Vec<String>,
+    },
+}
+
+impl Reason {
+    /// Terraform's `action_reason` string.
+    pub fn json_name(&self) -> &'static str {
+        match self {
+            Reason::ReplaceBecauseCannotUpdate => "replace_because_cannot_update",
+            Reason::ReplaceBecauseTainted => "replace_because_tainted",
+            Reason::ReplaceByRequest => "replace_by_request",
+            Reason::ReplaceByTriggers => "replace_by_triggers",
+            Reason::ReplaceBecauseProviderChanged { .. } => "replace_because_provider_changed",
+            Reason::DeleteBecauseNoResourceConfig => "delete_because_no_resource_config",
+            Reason::DeleteBecauseCountIndex => "delete_because_count_index",
+            Reason::DeleteBecauseEachKey => "delete_because_each_key",
+            Reason::DeleteBecauseNoModule => "delete_because_no_module",
+            Reason::ProviderConfigUnknown { .. } => "provider_config_unknown",
+            Reason::ReadBecauseConfigUnknown { .. } => "read_because_config_unknown",
+            Reason::ReadBecauseDependencyPending { .. } => "read_because_dependency_pending",
+        }
+    }
+}
+
+/// The planned change of one resource instance (managed, or a data read deferred to apply).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub addr: ResourceInstanceAddr,
+    pub provider: ProviderAddr,
+    pub action: Action,
+    /// The prior state (refreshed), `None` for a create or read.
+    pub before: Option<Value>,
+    /// The planned state, with unknowns; `None` for a delete.
+    pub after: Option<Value>,
+    /// Attributes whose change forces the replacement.
+    pub replace_paths: Vec<String>,
+    pub reason: Option<Reason>,
+    /// Attribute names the schema marks sensitive.
+    pub sensitive_attrs: Vec<String>,
+    /// The provider's diff was not available (its configuration is unknown until apply).
+    pub diff_unavailable: bool,
+}
+
+/// A change of a provider instance (providers are resources too).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProviderChange {
+    pub addr: ProviderAddr,
+    pub action: Action,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+    pub is_default: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutputChange {
+    pub name: String,
+    pub action: Action,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+    pub sensitive: bool,
+}
+
+/// A change refresh found that was made outside Cairn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    pub addr: ResourceInstanceAddr,
+    pub before: Value,
+    /// `None` when the object is gone.
+    pub after: Option<Value>,
+}
+
+/// A data source read during the plan, with its result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DataRead {
+    pub addr: ResourceInstanceAddr,
+    pub provider: ProviderAddr,
+    pub config: Value,
+    pub result: Value,
+    /// The previous result in state, if any (read-only mode shows what changed).
+    pub before: Option<Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlanMode {
+    Normal,
+    Destroy,
+    ReadOnly,
+    RefreshOnly,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub mode: PlanMode,
+    /// The log position (sequence number of the last event) the plan was computed against.
+    pub base_seq: u64,
+    /// A hash of the configuration files and variable values the plan was made from.
+    pub config_hash: String,
+    pub changes: Vec<Change>,
+    pub provider_changes: Vec<ProviderChange>,
+    pub outputs: Vec<OutputChange>,
+    pub drift: Vec<Drift>,
+    pub data_reads: Vec<DataRead>,
+    /// Variable values, so a saved plan applies with the values it was made with.
+    pub variables: BTreeMap<String, Value>,
+    /// Warnings found while planning (rendered with the plan).
+    pub warnings: Vec<String>,
+    /// True when applying would change anything (managed changes, deferred reads, outputs, or
+    /// in read-only mode new data results).
+    pub applyable: bool,
+    pub errored: bool,
+}
+
+impl Plan {
+    /// Counts for the summary line: (add, change, destroy).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let mut c = (0, 0, 0);
+        for ch in &self.changes {
+            match ch.action {
+                Action::Create => c.0 += 1,
+                Action::Update => c.1 += 1,
+                Action::Delete => c.2 += 1,
+                Action::DeleteThenCreate | Action::CreateThenDelete => {
+                    c.0 += 1;
+                    c.2 += 1
+                }
+                Action::NoOp | Action::Read => {}
+            }
+        }
+        c
+    }
+    /// True when the plan proposes any managed change or output change.
+    pub fn has_changes(&self) -> bool {
+        self.changes.iter().any(|c| c.action != Action::NoOp)
+            || self.outputs.iter().any(|o| o.action != Action::NoOp)
+            || self
+                .provider_changes
+                .iter()
+                .any(|p| p.action != Action::NoOp)
+    }
+}
