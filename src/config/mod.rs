@@ -293,3 +293,9 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
         end: r.end,
     }
 }
+
+mod load;
+pub use load::load;
+
+#[cfg(test)]
+mod tests;

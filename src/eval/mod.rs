@@ -20,6 +20,7 @@ mod fnshim;
 pub mod functions;
 pub mod refs;
 pub mod suggest;
+pub mod types;
 
 pub use expr::{eval, eval_template_string};
 pub use refs::{body_references, references};
