@@ -14,6 +14,7 @@ use crate::value::Value;
 use cairn_state::Mode;
 use std::path::Path;
 
+pub mod convert;
 pub mod functions;
 
 /// What a reference names: the part of a traversal that identifies a term. The rest of the
