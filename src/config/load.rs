@@ -8,7 +8,7 @@
 
 use super::*;
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
-use crate::eval::coerce::convert;
+use crate::eval::expr::convert;
 use crate::eval::refs::traversal_subject;
 use crate::eval::suggest;
 use crate::eval::types::{const_value, parse_type};

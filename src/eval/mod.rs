@@ -14,9 +14,8 @@ use crate::value::Value;
 use cairn_state::Mode;
 use std::path::Path;
 
-pub mod coerce;
+pub mod convert;
 pub mod expr;
-mod fnshim;
 pub mod functions;
 pub mod refs;
 pub mod suggest;

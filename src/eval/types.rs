@@ -1,7 +1,7 @@
 //! Type constraints: `string`, `list(number)`, `map(any)`, `tuple([...])`,
 //! `object({a = string, b = optional(number, 3)})`, `any`, read from their expressions.
 
-use super::coerce::convert;
+use super::expr::convert;
 use super::expr::Evaluator;
 use super::{Scope, ScopeError, Subject};
 use crate::diag::{Diagnostic, FileId, Span};
