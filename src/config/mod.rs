@@ -299,3 +299,6 @@ pub use load::load;
 
 #[cfg(test)]
 mod tests;
+
+mod vars;
+pub use vars::{input_values, validate_variable, VarArg};

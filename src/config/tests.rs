@@ -190,3 +190,63 @@ fn config_fixtures() {
         check_load(&d);
     }
 }
+
+/// A `fixtures/vars/` case: `main.tf`, variable files, and `args.txt` with one argument per
+/// line (`-var k=v`, `-var-file=F`, `env NAME=VALUE`); the values and diagnostics must match
+/// `expected.txt`.
+fn check_vars(dir: &Path) {
+    use super::{input_values, VarArg};
+    let (config, mut diags) = load(dir);
+    let mut config = config.expect("fixture loads");
+    let args = std::fs::read_to_string(dir.join("args.txt")).unwrap_or_default();
+    let mut cli = Vec::new();
+    let mut env = std::collections::BTreeMap::new();
+    for line in args.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some(v) = line.strip_prefix("-var ") {
+            cli.push(VarArg::Var(v.to_string()));
+        } else if let Some(f) = line.strip_prefix("-var-file=") {
+            cli.push(VarArg::File(f.into()));
+        } else if let Some(e) = line.strip_prefix("env ") {
+            let (k, v) = e.split_once('=').expect("env NAME=VALUE");
+            env.insert(k.to_string(), v.to_string());
+        } else {
+            panic!("bad args.txt line {line:?}");
+        }
+    }
+    let (values, more) = input_values(&mut config, &cli, &env, dir);
+    diags.extend(more);
+    let mut out = String::new();
+    for (k, v) in &values {
+        let _ = writeln!(out, "var.{k} = {}", crate::value::format_hcl(v));
+    }
+    for d in &diags {
+        out.push_str(&config.sources.render(d, false));
+    }
+    let expected_path = dir.join("expected.txt");
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::write(&expected_path, &out).expect("write expected.txt");
+        return;
+    }
+    let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+    assert_eq!(
+        out,
+        expected,
+        "{} differs (UPDATE_EXPECT=1 rewrites it)",
+        expected_path.display()
+    );
+}
+
+#[test]
+fn vars_fixtures() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/vars");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("fixtures/vars")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 3, "fixture directories missing");
+    for d in dirs {
+        check_vars(&d);
+    }
+}
