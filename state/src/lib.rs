@@ -36,6 +36,7 @@ pub mod error;
 pub mod event;
 pub mod log;
 pub mod snapshot;
+pub mod tfstate;
 pub mod value;
 
 pub use addr::*;
@@ -47,4 +48,5 @@ pub use event::{
 };
 pub use log::{OpenOptions, Store};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
+pub use tfstate::{export_tfstate, import_tfstate};
 pub use value::StoredValue;

@@ -159,6 +159,28 @@ impl Store {
     /// Opens (with `write`, creating) the state in `dir`. The warnings say what was repaired
     /// or skipped (a torn tail, an unreadable checkpoint).
     pub fn open(dir: &Path, opts: &OpenOptions) -> Result<(Store, Vec<String>), StateError> {
+        Self::open_inner(dir, opts, None)
+    }
+
+    /// Opens the state read-only (whatever `opts.write` says) as it was after event `upto`,
+    /// ignoring every record after it: the way to recover what precedes a corrupt record.
+    pub fn open_upto(
+        dir: &Path,
+        opts: &OpenOptions,
+        upto: u64,
+    ) -> Result<(Store, Vec<String>), StateError> {
+        let opts = OpenOptions {
+            write: false,
+            ..opts.clone()
+        };
+        Self::open_inner(dir, &opts, Some(upto))
+    }
+
+    fn open_inner(
+        dir: &Path,
+        opts: &OpenOptions,
+        upto: Option<u64>,
+    ) -> Result<(Store, Vec<String>), StateError> {
         let log_dir = dir.join("log");
         if opts.write {
             fs::create_dir_all(dir)
@@ -193,7 +215,7 @@ impl Store {
             checkpoint_every: CHECKPOINT_EVERY,
             clock: Box::new(now_ms),
         };
-        let warnings = store.load()?;
+        let warnings = store.load(upto)?;
         if store.write && store.meta.get("lineage").ok().flatten().is_none() {
             let lineage = new_lineage(dir);
             store
@@ -228,7 +250,7 @@ impl Store {
     }
 
     /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it.
-    fn load(&mut self) -> Result<Vec<String>, StateError> {
+    fn load(&mut self, upto: Option<u64>) -> Result<Vec<String>, StateError> {
         let mut warnings = Vec::new();
         let last = self
             .events
@@ -241,13 +263,14 @@ impl Store {
             seq: 0,
             detail: "a key of the events tree is not a sequence number".into(),
         })?;
-        let (snapshot, ckpt_warnings) = self.newest_checkpoint(last_seq);
+        let end = upto.map_or(last_seq, |u| u.min(last_seq));
+        let (snapshot, ckpt_warnings) = self.newest_checkpoint(end);
         warnings.extend(ckpt_warnings);
         self.snapshot = snapshot.unwrap_or_default();
         self.last_checkpoint = self.snapshot.head;
         let from = self.snapshot.head + 1;
         let mut expected = from;
-        for item in self.events.range(key(from)..) {
+        for item in self.events.range(key(from)..=key(end)) {
             let (k, v) = item.map_err(sled_err("cannot read the log", &self.dir))?;
             let seq = self.check_key(&k, expected)?;
             expected += 1;
@@ -271,7 +294,7 @@ impl Store {
                 Err(e) => return Err(e),
             }
         }
-        if expected <= last_seq {
+        if expected <= end {
             return Err(StateError::Corrupt {
                 seq: expected,
                 detail: "the record is missing".into(),
@@ -609,7 +632,6 @@ impl Store {
 
     /// Test-only hook: writes raw bytes as record `seq`, bypassing encoding (fault injection).
     #[cfg(test)]
-    #[allow(dead_code)]
     pub(crate) fn put_raw(&mut self, seq: u64, bytes: &[u8]) {
         self.events
             .insert(key(seq), bytes)
@@ -617,9 +639,15 @@ impl Store {
         self.db.flush().expect("test hook flush");
     }
 
+    /// Test-only hook: removes record `seq`.
+    #[cfg(test)]
+    pub(crate) fn remove_raw(&mut self, seq: u64) {
+        self.events.remove(key(seq)).expect("test hook remove");
+        self.db.flush().expect("test hook flush");
+    }
+
     /// Test-only hook: removes all checkpoints.
     #[cfg(test)]
-    #[allow(dead_code)]
     pub(crate) fn drop_checkpoints(&mut self) {
         self.checkpoints.clear().expect("test hook clear");
         self.last_checkpoint = 0;
@@ -627,7 +655,6 @@ impl Store {
 
     /// Test-only hook: the seqs of the checkpoints present.
     #[cfg(test)]
-    #[allow(dead_code)]
     pub(crate) fn checkpoint_positions(&self) -> Vec<u64> {
         self.checkpoint_seqs()
     }
@@ -708,4 +735,505 @@ fn new_lineage(dir: &Path) -> String {
         b >> 48,
         b & 0xffff_ffff_ffff
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{OpAction, ProviderRef, ResourceObject};
+    use crate::value::StoredValue;
+
+    fn opts(command: &str, write: bool) -> OpenOptions {
+        OpenOptions {
+            command: command.into(),
+            lock_timeout: Duration::ZERO,
+            write,
+        }
+    }
+
+    fn open(dir: &Path) -> (Store, Vec<String>) {
+        Store::open(dir, &opts("apply", true)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn create(n: u64) -> EventBody {
+        EventBody::OperationStarted {
+            addr: format!("sim_thing.a[{n}]").parse().unwrap(),
+            deposed: None,
+            action: OpAction::Create,
+            token: Some(format!("t{n}")),
+            provider: ProviderRef {
+                addr: "provider[\"sim\"]".parse().unwrap(),
+                id: "p".into(),
+            },
+            prior: None,
+        }
+    }
+
+    fn created(op: u64, n: u64) -> EventBody {
+        EventBody::OperationSucceeded {
+            op,
+            object: Some(ResourceObject {
+                attrs: StoredValue::String(format!("v{n}")),
+                deps: vec![],
+                provider: ProviderRef {
+                    addr: "provider[\"sim\"]".parse().unwrap(),
+                    id: "p".into(),
+                },
+                create_token: Some(format!("t{n}")),
+                tainted: false,
+            }),
+        }
+    }
+
+    /// A log of a run creating `n` instances: 2n + 1 events.
+    fn fill(store: &mut Store, n: u64) {
+        store.begin_run("apply", &[]).unwrap();
+        if store.snapshot().providers.is_empty() {
+            store
+                .append(EventBody::ProviderRegistered {
+                    instance: crate::event::ProviderInstance {
+                        addr: "provider[\"sim\"]".parse().unwrap(),
+                        id: "p".into(),
+                        config: StoredValue::Null,
+                        is_default: true,
+                    },
+                })
+                .unwrap();
+        }
+        for i in 0..n {
+            let op = store.append(create(i)).unwrap();
+            store.append(created(op, i)).unwrap();
+        }
+        store.commit().unwrap();
+    }
+
+    #[test]
+    fn appends_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = {
+            let (mut s, warnings) = open(dir.path());
+            assert!(warnings.is_empty());
+            fill(&mut s, 3);
+            s.finish_run(RunOutcome::Success, RunSummary::default())
+                .unwrap();
+            assert_eq!(s.head(), 9);
+            s.snapshot().clone()
+        };
+        let (s, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &before);
+        assert_eq!(s.snapshot().resources.len(), 3);
+        let events = s.events(1).unwrap();
+        assert_eq!(events.len(), 9);
+        assert!(events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.seq == i as u64 + 1));
+        assert_eq!(Snapshot::replay(&events), before);
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        assert!(!s.lineage().is_empty());
+    }
+
+    #[test]
+    fn read_only_stores_refuse_to_change_and_missing_states_are_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nothing");
+        let err = Store::open(&missing, &opts("state list", false))
+            .err()
+            .unwrap();
+        assert_eq!(
+            err,
+            StateError::NotFound {
+                dir: missing.clone()
+            }
+        );
+        assert!(!missing.exists());
+        drop(open(dir.path()));
+        let (mut s, _) = Store::open(dir.path(), &opts("state list", false)).unwrap();
+        assert_eq!(s.append(create(0)), Err(StateError::ReadOnly));
+        assert_eq!(s.begin_run("x", &[]), Err(StateError::ReadOnly));
+        assert_eq!(s.checkpoint(), Err(StateError::ReadOnly));
+    }
+
+    #[test]
+    fn finish_run_needs_an_open_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        assert_eq!(
+            s.finish_run(RunOutcome::Success, RunSummary::default()),
+            Err(StateError::NoOpenRun)
+        );
+        let run = s.begin_run("apply", &["-auto-approve".into()]).unwrap();
+        let seq = s.append(create(0)).unwrap();
+        assert_eq!(s.events(seq).unwrap()[0].run, run);
+        s.finish_run(RunOutcome::Failed, RunSummary::default())
+            .unwrap();
+        let r = s.snapshot().run(run).unwrap();
+        assert_eq!((r.outcome, r.last_seq), (Some(RunOutcome::Failed), 3));
+        assert_eq!(r.pid, std::process::id());
+    }
+
+    #[test]
+    fn a_torn_tail_opens_at_the_last_complete_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 2);
+        let before = s.snapshot().clone();
+        let bytes = event::encode(&Event {
+            seq: 7,
+            version: CURRENT_VERSION,
+            time_ms: 0,
+            run: 1,
+            body: create(9),
+        });
+        s.put_raw(7, &bytes[..bytes.len() - 3]);
+        drop(s);
+
+        // A reader sees the torn record, warns, and leaves it alone.
+        let (r, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "the last state log record (7) is incomplete, probably from a process killed \
+                 while writing"
+            ),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[0].ends_with("the state opens at record 6"),
+            "{}",
+            warnings[0]
+        );
+        assert_eq!(r.snapshot(), &before);
+        assert_eq!(r.check().iter().map(|v| v.number).collect::<Vec<_>>(), [1]);
+        drop(r);
+
+        // A writer sets it aside, and the log goes on from there.
+        let (mut w, warnings) = open(dir.path());
+        assert!(warnings[0].ends_with("and the torn record was set aside"));
+        assert_eq!(w.snapshot(), &before);
+        assert_eq!(w.append(create(7)).unwrap(), 7);
+        w.commit().unwrap();
+        assert!(w.check().is_empty(), "{:?}", w.check());
+        drop(w);
+        let (w, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(w.head(), 7);
+    }
+
+    fn check_corrupt(damage: impl FnOnce(&mut Store), seq: u64, detail: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        damage(&mut s);
+        drop(s);
+        for write in [false, true] {
+            let err = Store::open(dir.path(), &opts("apply", write))
+                .err()
+                .unwrap();
+            assert_eq!(
+                err,
+                StateError::Corrupt {
+                    seq,
+                    detail: detail.into()
+                }
+            );
+        }
+        let err = Store::open(dir.path(), &opts("apply", false))
+            .err()
+            .unwrap();
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("state log record {seq} is corrupt"))
+                && msg.contains(&format!("cairn state pull -at={}", seq - 1)),
+            "{msg}"
+        );
+        // The intact prefix still opens, for recovery.
+        let (s, _) = Store::open_upto(dir.path(), &opts("state pull", false), seq - 1).unwrap();
+        assert_eq!(s.head(), seq - 1);
+    }
+
+    #[test]
+    fn a_corrupt_record_in_the_middle_is_an_error_naming_it() {
+        check_corrupt(
+            |s| s.put_raw(3, b"\x93garbage"),
+            3,
+            "invalid length 3, expected struct Event with 5 elements",
+        );
+    }
+
+    #[test]
+    fn a_missing_record_is_corruption() {
+        check_corrupt(
+            |s| s.remove_raw(4),
+            4,
+            "the record is missing (the next record is 5)",
+        );
+    }
+
+    #[test]
+    fn a_record_out_of_place_is_corruption() {
+        let bytes = event::encode(&Event {
+            seq: 2,
+            version: CURRENT_VERSION,
+            time_ms: 0,
+            run: 1,
+            body: create(0),
+        });
+        check_corrupt(
+            move |s| s.put_raw(4, &bytes),
+            4,
+            "the record says it is number 2",
+        );
+    }
+
+    #[test]
+    fn checkpoints_give_the_same_state_as_a_full_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        s.set_checkpoint_every(7);
+        for _ in 0..5 {
+            fill(&mut s, 5);
+            s.finish_run(RunOutcome::Success, RunSummary::default())
+                .unwrap();
+        }
+        let positions = s.checkpoint_positions();
+        assert_eq!(positions.len(), KEEP_CHECKPOINTS, "{positions:?}");
+        let full = Snapshot::replay(&s.events(1).unwrap());
+        assert_eq!(s.snapshot(), &full);
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        drop(s);
+        let (mut s, _) = open(dir.path());
+        assert_eq!(s.snapshot(), &full);
+        // Time travel from a checkpoint equals replaying the prefix.
+        let events = s.events(1).unwrap();
+        for at in 0..=s.head() {
+            let expected = Snapshot::replay(&events[..at as usize]);
+            assert_eq!(s.snapshot_at(at).unwrap(), expected, "at {at}");
+        }
+        assert_eq!(
+            s.snapshot_at(s.head() + 1),
+            Err(StateError::OutOfRange {
+                seq: s.head() + 1,
+                head: s.head()
+            })
+        );
+        // Deleting checkpoints changes nothing but speed.
+        s.drop_checkpoints();
+        drop(s);
+        let (s, _) = open(dir.path());
+        assert_eq!(s.snapshot(), &full);
+    }
+
+    #[test]
+    fn an_unreadable_checkpoint_is_skipped_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 4);
+        s.checkpoint().unwrap();
+        let at = s.head();
+        fill(&mut s, 1);
+        let full = s.snapshot().clone();
+        s.checkpoints
+            .insert(ckpt_key(at, 0), &b"\x01\x02"[..])
+            .unwrap();
+        s.commit().unwrap();
+        assert_eq!(s.check().iter().map(|v| v.number).collect::<Vec<_>>(), [9]);
+        drop(s);
+        let (s, warnings) = open(dir.path());
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("checkpoint at 10 is unreadable"),
+            "{warnings:?}"
+        );
+        assert_eq!(s.snapshot(), &full);
+    }
+
+    #[test]
+    fn check_reports_outcomes_of_unknown_operations() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 1);
+        s.append(created(3, 0)).unwrap();
+        s.append(EventBody::OperationFailed {
+            op: 1,
+            object: None,
+            error: "x".into(),
+        })
+        .unwrap();
+        let found: Vec<_> = s.check().into_iter().map(|v| v.to_string()).collect();
+        assert_eq!(
+            found,
+            [
+                "invariant 3: event 5 (OperationSucceeded) settles operation 3, which was \
+                 already settled",
+                "invariant 3: event 6 (OperationFailed) settles operation 1, which was never \
+                 started",
+            ]
+        );
+    }
+
+    // ---- Locking ----
+
+    #[test]
+    fn a_second_opener_is_told_who_holds_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = open(dir.path());
+        for write in [true, false] {
+            let err = Store::open(dir.path(), &opts("plan", write)).err().unwrap();
+            let StateError::Locked {
+                pid,
+                command,
+                since_ms,
+                stale,
+                ..
+            } = &err
+            else {
+                panic!("{err}")
+            };
+            assert_eq!(
+                (*pid, command.as_deref(), *stale),
+                (Some(std::process::id()), Some("apply"), false)
+            );
+            let since = since_ms.unwrap();
+            assert!(now_ms() - since < 60_000);
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "the state in {} is locked by process {} (cairn apply) since {}; wait for \
+                     it to finish, or retry with -lock-timeout=DURATION",
+                    dir.path().display(),
+                    std::process::id(),
+                    crate::error::format_time_ms(since)
+                )
+            );
+        }
+        drop(s);
+        assert!(!dir.path().join("lock.json").exists());
+        drop(open(dir.path()));
+    }
+
+    #[test]
+    fn lock_timeout_waits_for_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = open(dir.path());
+        let start = Instant::now();
+        let mut o = opts("plan", true);
+        o.lock_timeout = Duration::from_millis(300);
+        assert!(matches!(
+            Store::open(dir.path(), &o),
+            Err(StateError::Locked { .. })
+        ));
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(s);
+        });
+        o.lock_timeout = Duration::from_secs(20);
+        let (s2, _) = Store::open(dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
+        release.join().unwrap();
+        assert!(s2.is_writable());
+    }
+
+    #[test]
+    fn a_missing_or_stale_holder_record_says_what_is_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_s, _) = open(dir.path());
+        let lock = dir.path().join("lock.json");
+        std::fs::remove_file(&lock).unwrap();
+        let err = Store::open(dir.path(), &opts("plan", true)).err().unwrap();
+        assert!(
+            err.to_string()
+                .contains("by another process that has not identified itself"),
+            "{err}"
+        );
+        // A holder record left by a process that has exited.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        std::fs::write(
+            &lock,
+            format!(r#"{{"pid":{dead},"command":"apply","since_ms":0,"write":true}}"#),
+        )
+        .unwrap();
+        let err = Store::open(dir.path(), &opts("plan", true)).err().unwrap();
+        assert!(
+            matches!(err, StateError::Locked { stale: true, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains(&format!(
+                "the last recorded holder, process {dead} running cairn apply, has exited"
+            )),
+            "{err}"
+        );
+    }
+
+    /// The child half of `another_process_is_locked_out`: opens the state named by
+    /// `CAIRN_LOCK_CHILD_DIR` and prints the outcome.
+    #[test]
+    #[ignore = "run by another_process_is_locked_out in a child process"]
+    fn lock_child() {
+        let Ok(dir) = std::env::var("CAIRN_LOCK_CHILD_DIR") else {
+            return;
+        };
+        let write = std::env::var("CAIRN_LOCK_CHILD_WRITE").is_ok();
+        match Store::open(Path::new(&dir), &opts("output", write)) {
+            Ok((s, _)) => println!("CHILD opened at {}", s.head()),
+            Err(e) => println!("CHILD error: {e}"),
+        }
+    }
+
+    fn run_child(dir: &Path, write: bool) -> String {
+        let exe = std::env::current_exe().unwrap();
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args([
+            "--exact",
+            "log::tests::lock_child",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("CAIRN_LOCK_CHILD_DIR", dir);
+        if write {
+            cmd.env("CAIRN_LOCK_CHILD_WRITE", "1");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        stdout
+            .lines()
+            .find(|l| l.starts_with("CHILD"))
+            .unwrap_or_else(|| panic!("child printed no outcome: {stdout}"))
+            .to_string()
+    }
+
+    #[test]
+    fn another_process_is_locked_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 1);
+        for write in [false, true] {
+            assert_eq!(
+                run_child(dir.path(), write),
+                format!(
+                    "CHILD error: the state in {} is locked by process {} (cairn apply) since \
+                     {}; wait for it to finish, or retry with -lock-timeout=DURATION",
+                    dir.path().display(),
+                    std::process::id(),
+                    crate::error::format_time_ms(
+                        read_holder_since(dir.path()).expect("holder record")
+                    )
+                )
+            );
+        }
+        drop(s);
+        assert_eq!(run_child(dir.path(), false), "CHILD opened at 4");
+    }
+
+    fn read_holder_since(dir: &Path) -> Option<u64> {
+        match read_holder(dir) {
+            StateError::Locked { since_ms, .. } => since_ms,
+            _ => None,
+        }
+    }
 }

@@ -409,3 +409,490 @@ impl Snapshot {
             && self.pending.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::StoredValue;
+
+    /// The snapshot as compact text: one line per thing in state.
+    fn render(s: &Snapshot) -> String {
+        let mut out = vec![format!("head {} open_run {:?}", s.head, s.open_run)];
+        let obj = |o: &ResourceObject| {
+            let deps: Vec<_> = o.deps.iter().map(|d| d.to_string()).collect();
+            format!(
+                "{} deps={:?} by {}/{}{}{}",
+                o.attrs.to_json(),
+                deps,
+                o.provider.addr,
+                o.provider.id,
+                o.create_token
+                    .as_ref()
+                    .map(|t| format!(" token={t}"))
+                    .unwrap_or_default(),
+                if o.tainted { " tainted" } else { "" }
+            )
+        };
+        for p in s.providers.values() {
+            out.push(format!("{} {} {}", p.addr, p.id, p.config.to_json()));
+        }
+        for (a, r) in &s.resources {
+            if let Some(o) = &r.current {
+                out.push(format!("{a}: {}", obj(o)));
+            }
+            for (k, o) in &r.deposed {
+                out.push(format!("{a} deposed {k}: {}", obj(o)));
+            }
+        }
+        for (a, d) in &s.data {
+            out.push(format!("{a}: {} by {}", d.attrs.to_json(), d.provider.addr));
+        }
+        for (n, o) in &s.outputs {
+            out.push(format!(
+                "output {n} = {} sensitive={}",
+                o.value.to_json(),
+                o.sensitive
+            ));
+        }
+        for p in s.pending.values() {
+            out.push(format!(
+                "pending {}: {} {}{} run {}",
+                p.op,
+                p.action,
+                p.addr,
+                p.deposed
+                    .as_ref()
+                    .map(|k| format!(" deposed {k}"))
+                    .unwrap_or_default(),
+                p.run
+            ));
+        }
+        for r in &s.runs {
+            out.push(format!(
+                "run {} {} {:?} {:?} last {} +{} ~{} -{}",
+                r.id,
+                r.command,
+                r.args,
+                r.outcome,
+                r.last_seq,
+                r.summary.added,
+                r.summary.changed,
+                r.summary.destroyed
+            ));
+        }
+        out.join("\n")
+    }
+
+    /// Folds `events` (numbered from 1, run 1 when one was started) and compares the result.
+    fn check_fold(events: Vec<EventBody>, expected: &str) {
+        let mut s = Snapshot::new();
+        let mut run = 0;
+        for (i, body) in events.into_iter().enumerate() {
+            let seq = i as u64 + 1;
+            if matches!(body, EventBody::RunStarted { .. }) {
+                run = seq;
+            }
+            s.apply(&Event {
+                seq,
+                version: 1,
+                time_ms: seq * 1000,
+                run,
+                body,
+            });
+        }
+        let got = render(&s);
+        assert_eq!(got, expected.trim(), "got:\n{got}");
+    }
+
+    fn a(s: &str) -> ResourceInstanceAddr {
+        s.parse().unwrap()
+    }
+    fn pref() -> ProviderRef {
+        ProviderRef {
+            addr: "provider[\"sim\"]".parse().unwrap(),
+            id: "p1".into(),
+        }
+    }
+    fn attrs(id: &str) -> StoredValue {
+        StoredValue::Object([("id".to_string(), StoredValue::String(id.into()))].into())
+    }
+    fn obj(id: &str, deps: &[&str]) -> ResourceObject {
+        ResourceObject {
+            attrs: attrs(id),
+            deps: deps.iter().map(|d| a(d)).collect(),
+            provider: pref(),
+            create_token: Some(format!("t-{id}")),
+            tainted: false,
+        }
+    }
+    fn started() -> EventBody {
+        EventBody::RunStarted {
+            command: "apply".into(),
+            args: vec!["-auto-approve".into()],
+            user: "me".into(),
+            pid: 7,
+        }
+    }
+    fn provider() -> EventBody {
+        EventBody::ProviderRegistered {
+            instance: ProviderInstance {
+                addr: pref().addr,
+                id: "p1".into(),
+                config: StoredValue::Null,
+                is_default: true,
+            },
+        }
+    }
+    fn op(addr: &str, action: OpAction, deposed: Option<&str>) -> EventBody {
+        EventBody::OperationStarted {
+            addr: a(addr),
+            deposed: deposed.map(str::to_string),
+            action,
+            token: Some("tok".into()),
+            provider: pref(),
+            prior: None,
+        }
+    }
+    fn ok(op: u64, object: Option<ResourceObject>) -> EventBody {
+        EventBody::OperationSucceeded { op, object }
+    }
+
+    #[test]
+    fn runs_open_and_finish() {
+        check_fold(
+            vec![
+                started(),
+                EventBody::RunFinished {
+                    outcome: RunOutcome::Success,
+                    summary: RunSummary {
+                        added: 2,
+                        ..Default::default()
+                    },
+                },
+                started(),
+            ],
+            r#"
+head 3 open_run Some(3)
+run 1 apply ["-auto-approve"] Some(Success) last 2 +2 ~0 -0
+run 3 apply ["-auto-approve"] None last 3 +0 ~0 -0
+"#,
+        );
+    }
+
+    #[test]
+    fn providers_register_update_and_leave() {
+        check_fold(
+            vec![
+                provider(),
+                EventBody::ProviderUpdated {
+                    addr: pref().addr,
+                    id: "p1".into(),
+                    config: attrs("c"),
+                },
+                // An update or removal naming another instance id changes nothing.
+                EventBody::ProviderUpdated {
+                    addr: pref().addr,
+                    id: "old".into(),
+                    config: StoredValue::Null,
+                },
+                EventBody::ProviderRemoved {
+                    addr: pref().addr,
+                    id: "old".into(),
+                },
+            ],
+            r#"
+head 4 open_run None
+provider["sim"] p1 {"id":"c"}
+"#,
+        );
+        check_fold(
+            vec![
+                provider(),
+                EventBody::ProviderRemoved {
+                    addr: pref().addr,
+                    id: "p1".into(),
+                },
+            ],
+            "head 2 open_run None",
+        );
+    }
+
+    #[test]
+    fn operations_are_pending_until_settled() {
+        check_fold(
+            vec![
+                started(),
+                provider(),
+                op("sim_thing.a", OpAction::Create, None),
+                ok(3, Some(obj("a", &[]))),
+                op("sim_thing.b", OpAction::Create, None),
+                op("sim_thing.c", OpAction::Create, None),
+                EventBody::OperationFailed {
+                    op: 6,
+                    object: Some(ResourceObject {
+                        tainted: true,
+                        ..obj("c", &["sim_thing.a"])
+                    }),
+                    error: "boom".into(),
+                },
+                // An outcome for an op that is not pending changes nothing.
+                ok(99, None),
+            ],
+            r#"
+head 8 open_run Some(1)
+provider["sim"] p1 null
+sim_thing.a: {"id":"a"} deps=[] by provider["sim"]/p1 token=t-a
+sim_thing.c: {"id":"c"} deps=["sim_thing.a"] by provider["sim"]/p1 token=t-c tainted
+pending 5: create sim_thing.b run 1
+run 1 apply ["-auto-approve"] None last 8 +0 ~0 -0
+"#,
+        );
+    }
+
+    #[test]
+    fn refresh_reads_and_gone() {
+        check_fold(
+            vec![
+                op("sim_thing.a", OpAction::Create, None),
+                ok(1, Some(obj("a", &[]))),
+                op("sim_thing.b", OpAction::Create, None),
+                ok(3, Some(obj("b", &["sim_thing.a"]))),
+                EventBody::ResourceRead {
+                    addr: a("sim_thing.b"),
+                    attrs: attrs("b2"),
+                },
+                // A read of an instance not in state does not add it.
+                EventBody::ResourceRead {
+                    addr: a("sim_thing.zz"),
+                    attrs: attrs("zz"),
+                },
+                EventBody::ResourceGone {
+                    addr: a("sim_thing.a"),
+                },
+            ],
+            r#"
+head 7 open_run None
+sim_thing.b: {"id":"b2"} deps=[] by provider["sim"]/p1 token=t-b
+"#,
+        );
+    }
+
+    #[test]
+    fn create_before_destroy_deposes_then_deletes() {
+        check_fold(
+            vec![
+                op("sim_thing.a", OpAction::Create, None),
+                ok(1, Some(obj("old", &[]))),
+                EventBody::ObjectDeposed {
+                    addr: a("sim_thing.a"),
+                    key: "00000001".into(),
+                },
+                op("sim_thing.a", OpAction::Create, None),
+                ok(4, Some(obj("new", &[]))),
+                op("sim_thing.a", OpAction::Delete, Some("00000001")),
+            ],
+            r#"
+head 6 open_run None
+sim_thing.a: {"id":"new"} deps=[] by provider["sim"]/p1 token=t-new
+sim_thing.a deposed 00000001: {"id":"old"} deps=[] by provider["sim"]/p1 token=t-old
+pending 6: delete sim_thing.a deposed 00000001 run 0
+"#,
+        );
+        check_fold(
+            vec![
+                op("sim_thing.a", OpAction::Create, None),
+                ok(1, Some(obj("old", &[]))),
+                EventBody::ObjectDeposed {
+                    addr: a("sim_thing.a"),
+                    key: "k".into(),
+                },
+                op("sim_thing.a", OpAction::Delete, Some("k")),
+                ok(4, None),
+            ],
+            "head 5 open_run None",
+        );
+    }
+
+    #[test]
+    fn deleting_the_last_object_removes_the_instance_and_dependencies_on_it() {
+        check_fold(
+            vec![
+                EventBody::StateImported {
+                    source: "test".into(),
+                    providers: vec![],
+                    resources: vec![
+                        (a("sim_thing.a"), obj("a", &[])),
+                        (a("sim_thing.b"), obj("b", &["sim_thing.a"])),
+                    ],
+                },
+                op("sim_thing.a", OpAction::Delete, None),
+                ok(2, None),
+            ],
+            r#"
+head 3 open_run None
+sim_thing.b: {"id":"b"} deps=[] by provider["sim"]/p1 token=t-b
+"#,
+        );
+    }
+
+    #[test]
+    fn pending_ops_resolve() {
+        check_fold(
+            vec![
+                op("sim_thing.a", OpAction::Create, None),
+                EventBody::PendingResolved {
+                    op: 1,
+                    object: Some(obj("found", &[])),
+                    how: "adopted".into(),
+                },
+                op("sim_thing.b", OpAction::Create, None),
+                EventBody::PendingResolved {
+                    op: 3,
+                    object: None,
+                    how: "dropped".into(),
+                },
+            ],
+            r#"
+head 4 open_run None
+sim_thing.a: {"id":"found"} deps=[] by provider["sim"]/p1 token=t-found
+"#,
+        );
+    }
+
+    #[test]
+    fn data_and_outputs() {
+        let data = |id: &str| DataObject {
+            attrs: attrs(id),
+            provider: pref(),
+        };
+        check_fold(
+            vec![
+                EventBody::DataRead {
+                    addr: a("data.sim_x.a"),
+                    object: data("1"),
+                },
+                EventBody::DataRead {
+                    addr: a("data.sim_x.b"),
+                    object: data("2"),
+                },
+                EventBody::DataRead {
+                    addr: a("data.sim_x.a"),
+                    object: data("3"),
+                },
+                EventBody::DataDropped {
+                    addr: a("data.sim_x.b"),
+                },
+                EventBody::OutputsSet {
+                    outputs: [(
+                        "x".to_string(),
+                        OutputValue {
+                            value: attrs("o"),
+                            sensitive: false,
+                        },
+                    )]
+                    .into(),
+                },
+                EventBody::OutputsSet {
+                    outputs: [(
+                        "y".to_string(),
+                        OutputValue {
+                            value: StoredValue::Bool(true),
+                            sensitive: true,
+                        },
+                    )]
+                    .into(),
+                },
+            ],
+            r#"
+head 6 open_run None
+data.sim_x.a: {"id":"3"} by provider["sim"]
+output y = true sensitive=true
+"#,
+        );
+    }
+
+    #[test]
+    fn state_rm_and_mv() {
+        let import = EventBody::StateImported {
+            source: "test".into(),
+            providers: vec![],
+            resources: vec![
+                (a("sim_thing.a"), obj("a", &[])),
+                (a("sim_thing.b"), obj("b", &["sim_thing.a"])),
+                (a("sim_thing.c"), obj("c", &["sim_thing.b"])),
+            ],
+        };
+        check_fold(
+            vec![
+                import.clone(),
+                EventBody::ResourceMoved {
+                    from: a("sim_thing.a"),
+                    to: a("module.m.sim_thing.a[0]"),
+                },
+                EventBody::ResourceForgotten {
+                    addr: a("sim_thing.c"),
+                },
+            ],
+            r#"
+head 3 open_run None
+sim_thing.b: {"id":"b"} deps=["module.m.sim_thing.a[0]"] by provider["sim"]/p1 token=t-b
+module.m.sim_thing.a[0]: {"id":"a"} deps=[] by provider["sim"]/p1 token=t-a
+"#,
+        );
+        check_fold(
+            vec![
+                import,
+                EventBody::ResourceForgotten {
+                    addr: a("sim_thing.b"),
+                },
+                EventBody::DataRead {
+                    addr: a("data.sim_x.d"),
+                    object: DataObject {
+                        attrs: attrs("d"),
+                        provider: pref(),
+                    },
+                },
+                EventBody::ResourceMoved {
+                    from: a("data.sim_x.d"),
+                    to: a("data.sim_x.e"),
+                },
+            ],
+            r#"
+head 4 open_run None
+sim_thing.a: {"id":"a"} deps=[] by provider["sim"]/p1 token=t-a
+sim_thing.c: {"id":"c"} deps=[] by provider["sim"]/p1 token=t-c
+data.sim_x.e: {"id":"d"} by provider["sim"]
+"#,
+        );
+    }
+
+    #[test]
+    fn queries() {
+        let mut s = Snapshot::new();
+        for (i, body) in [
+            provider(),
+            op("sim_thing.a[0]", OpAction::Create, None),
+            ok(2, Some(obj("a", &[]))),
+            op("sim_thing.a[1]", OpAction::Create, None),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            s.apply_owned(Event {
+                seq: i as u64 + 1,
+                version: 1,
+                time_ms: 0,
+                run: 0,
+                body,
+            });
+        }
+        let a0 = a("sim_thing.a[0]");
+        assert_eq!(s.current(&a0).map(|o| o.attrs.clone()), Some(attrs("a")));
+        assert_eq!(s.managed_addrs().collect::<Vec<_>>(), vec![&a0]);
+        assert_eq!(s.instances_of_provider(&pref().addr), vec![&a0]);
+        assert_eq!(s.instances_of(&a0.resource), vec![&a0]);
+        assert_eq!(s.pending_for(&a("sim_thing.a[1]")).len(), 1);
+        assert!(s.resolve_provider(&pref()).is_some());
+        assert!(!s.is_empty());
+    }
+}
