@@ -85,12 +85,23 @@ pub fn plan_json(plan: &Plan) -> J {
             let mut c = Map::new();
             c.insert("actions".into(), actions(o.action));
             c.insert("before".into(), opt_json(o.before.as_ref()));
-            if let Some(a) = o.after.as_ref().and_then(omit_unknowns) {
-                c.insert("after".into(), a);
+            // A wholly unknown value has no `after` at all; a deleted output's is null.
+            match &o.after {
+                None => {
+                    c.insert("after".into(), J::Null);
+                }
+                Some(a) => {
+                    if let Some(j) = omit_unknowns(a) {
+                        c.insert("after".into(), j);
+                    }
+                }
             }
             c.insert(
                 "after_unknown".into(),
-                json!(o.after.as_ref().is_some_and(|v| !v.is_wholly_known())),
+                match &o.after {
+                    Some(a) if !a.is_wholly_known() => unknown_as_bool(a),
+                    _ => json!(false),
+                },
             );
             let sens = |v: Option<&Value>| o.sensitive || v.is_some_and(Value::contains_sensitive);
             c.insert("before_sensitive".into(), json!(sens(o.before.as_ref())));

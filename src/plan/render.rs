@@ -631,13 +631,6 @@ impl Renderer {
             });
         }
         let changed: Vec<bool> = rendered.iter().map(|(m, _)| *m != Mark::NoOp).collect();
-        let nested: Vec<bool> = ops
-            .iter()
-            .map(|op| match *op {
-                Op::Keep(y) => y.attributes().is_some() || y.elements().is_some(),
-                _ => false,
-            })
-            .collect();
         let mut lines = vec!["[".to_string()];
         let mut hidden = 0;
         let flush = |hidden: &mut usize, lines: &mut Vec<String>| {
@@ -651,10 +644,10 @@ impl Renderer {
             }
         };
         for (i, (mark, body)) in rendered.into_iter().enumerate() {
-            // Unchanged primitives give context next to a change; unchanged nested values
-            // are always summarised.
-            let near_change = !nested[i]
-                && ((i > 0 && changed[i - 1]) || changed.get(i + 1).copied().unwrap_or(false));
+            // Unchanged elements next to a change are drawn for context (whole, as Terraform
+            // does); the others are summarised.
+            let near_change =
+                (i > 0 && changed[i - 1]) || changed.get(i + 1).copied().unwrap_or(false);
             if mark == Mark::NoOp && !show_all && !near_change {
                 hidden += 1;
                 continue;
