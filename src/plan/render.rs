@@ -30,7 +30,7 @@ use super::{
 };
 use crate::diag::{Diagnostic, SourceMap};
 use crate::value::Value;
-use cairn_state::{Mode, ResourceInstanceAddr};
+use cairn_state::{Mode, ResourceInstanceAddr, Snapshot};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -57,6 +57,7 @@ pub fn render_plan(plan: &Plan, opts: &RenderOptions) -> String {
     let r = Renderer {
         c: Colors(opts.color),
         width: opts.width,
+        marks: true,
     };
     let mut out = String::new();
     match plan.mode {
@@ -74,6 +75,91 @@ pub fn render_plan(plan: &Plan, opts: &RenderOptions) -> String {
         out.push_str(
             &SourceMap::new().render(&Diagnostic::warning(summary, detail.join("\n")), opts.color),
         );
+    }
+    out
+}
+
+/// The current state as `terraform show` prints it: one block per provider instance, resource
+/// instance and data result, then the outputs. Sensitive values read `(sensitive value)`.
+pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
+    let r = Renderer {
+        c: Colors(opts.color),
+        width: opts.width,
+        marks: false,
+    };
+    let mut blocks: Vec<String> = Vec::new();
+    let block = |head: String, comment: String, v: &Value| {
+        let mut lines = vec![r.c.bold(&comment)];
+        let body = match v {
+            Value::Object(m) if m.values().all(Value::is_null) => Lines::one("{\n}"),
+            _ => r.whole(v, Mark::NoOp, 0, "", &Ctx::NONE),
+        };
+        body.write_after(&format!("{head} "), &mut lines);
+        lines.join("\n")
+    };
+    for (addr, p) in &state.providers {
+        let mut config = match Value::from_stored(&p.config) {
+            Value::Object(m) => m,
+            _ => BTreeMap::new(),
+        };
+        if let Some(alias) = &p.addr.alias {
+            config.insert("alias".into(), Value::string(alias.clone()));
+        }
+        let head = format!("provider {}", cairn_state::quote(&p.addr.package));
+        let note = if p.is_default { " (default)" } else { "" };
+        blocks.push(block(
+            head,
+            format!("# {addr}:{note}"),
+            &Value::Object(config),
+        ));
+    }
+    let mut objects: Vec<(&ResourceInstanceAddr, String, Value)> = Vec::new();
+    for (addr, inst) in &state.resources {
+        if let Some(cur) = &inst.current {
+            let note = if cur.tainted { " (tainted)" } else { "" };
+            objects.push((addr, note.into(), Value::from_stored(&cur.attrs)));
+        }
+        for (key, obj) in &inst.deposed {
+            let note = format!(" (deposed object {key})");
+            objects.push((addr, note, Value::from_stored(&obj.attrs)));
+        }
+    }
+    for (addr, d) in &state.data {
+        objects.push((addr, String::new(), Value::from_stored(&d.attrs)));
+    }
+    objects.sort_by(|a, b| a.0.cmp(b.0));
+    for (addr, note, v) in objects {
+        let kind = match addr.resource.mode {
+            Mode::Managed => "resource",
+            Mode::Data => "data",
+        };
+        let head = format!(
+            "{kind} {} {}",
+            cairn_state::quote(&addr.resource.type_),
+            cairn_state::quote(&addr.resource.name)
+        );
+        blocks.push(block(head, format!("# {addr}:{note}"), &v));
+    }
+    if blocks.is_empty() && state.outputs.is_empty() {
+        return "The state is empty. No resources are represented.\n".into();
+    }
+    let mut out = String::new();
+    for b in &blocks {
+        let _ = writeln!(out, "{b}\n");
+    }
+    if !state.outputs.is_empty() {
+        let _ = writeln!(out, "\n{}\n", r.c.bold("Outputs:"));
+        for (name, o) in &state.outputs {
+            let v = Value::from_stored(&o.value);
+            let body = if o.sensitive {
+                Lines::one("(sensitive value)")
+            } else {
+                r.whole(&v, Mark::NoOp, 0, "", &Ctx::NONE)
+            };
+            let mut lines = Vec::new();
+            body.write_after(&format!("{} = ", key_text(name, false)), &mut lines);
+            let _ = writeln!(out, "{}", lines.join("\n"));
+        }
     }
     out
 }
@@ -217,6 +303,8 @@ impl Ctx<'_> {
 struct Renderer {
     c: Colors,
     width: usize,
+    /// Whether lines carry a two-column change marker (plans) or not (state).
+    marks: bool,
 }
 
 /// True for null and for a missing value.
@@ -414,6 +502,23 @@ impl Renderer {
     }
 
     /// A whole value with every nested line marked `mark`.
+    /// The marker column of a line (`+ `), or nothing when drawing state without markers.
+    fn gutter(&self, mark: Mark) -> String {
+        if self.marks {
+            format!("{} ", self.c.mark(mark))
+        } else {
+            String::new()
+        }
+    }
+
+    fn gutter_width(&self) -> usize {
+        if self.marks {
+            2
+        } else {
+            0
+        }
+    }
+
     fn whole(&self, v: &Value, mark: Mark, indent: usize, path: &str, ctx: &Ctx) -> Lines {
         if self.sensitive(v, path, ctx) {
             return Lines::one("(sensitive value)");
@@ -435,27 +540,27 @@ impl Renderer {
                 for (k, e) in shown {
                     let cp = child_path(path, k);
                     let prefix = format!(
-                        "{}{} {:<w$} = ",
+                        "{}{}{:<w$} = ",
                         Self::pad(indent + 4),
-                        self.c.mark(mark),
+                        self.gutter(mark),
                         key_text(k, is_map)
                     );
                     self.whole(e, mark, indent + 4, &cp, ctx)
                         .write_after(&prefix, &mut lines);
                 }
-                lines.push(format!("{}}}", Self::pad(indent + 2)));
+                lines.push(format!("{}}}", Self::pad(indent + self.gutter_width())));
                 Lines(lines)
             }
             Value::List(l) | Value::Set(l) | Value::Tuple(l) if !l.is_empty() => {
                 let mut lines = vec!["[".to_string()];
                 for (i, e) in l.iter().enumerate() {
                     let cp = format!("{path}[{i}]");
-                    let prefix = format!("{}{} ", Self::pad(indent + 4), self.c.mark(mark));
+                    let prefix = format!("{}{}", Self::pad(indent + 4), self.gutter(mark));
                     self.whole(e, mark, indent + 4, &cp, ctx)
                         .suffix(",")
                         .write_after(&prefix, &mut lines);
                 }
-                lines.push(format!("{}]", Self::pad(indent + 2)));
+                lines.push(format!("{}]", Self::pad(indent + self.gutter_width())));
                 Lines(lines)
             }
             v => Lines::one(primitive(v)),

@@ -648,3 +648,101 @@ fn replace_paths_become_steps() {
         assert_eq!(json::path_steps(path).to_string(), expect, "{path}");
     }
 }
+
+// ---- the state view (`cairn show` without a plan file) ---------------------------------
+
+fn check_state(name: &str, state: &cairn_state::Snapshot) {
+    let text = render::render_state(
+        state,
+        &RenderOptions {
+            color: false,
+            width: 80,
+        },
+    );
+    assert!(!text.contains('\x1b'), "colour off must not emit escapes");
+    check_golden(&format!("{name}.txt"), &text);
+}
+
+fn stored(v: &Value) -> cairn_state::StoredValue {
+    v.to_stored().expect("test values are known")
+}
+
+#[test]
+fn state_view() {
+    use cairn_state::{
+        DataObject, OutputValue, ProviderInstance, ProviderRef, ResourceInstance, ResourceObject,
+        Snapshot,
+    };
+    let east = provider("provider[\"sim\"].east");
+    let pref = ProviderRef {
+        addr: east.clone(),
+        id: "p1".into(),
+    };
+    let object = |v: Value, tainted: bool| ResourceObject {
+        attrs: stored(&v),
+        deps: vec![],
+        provider: pref.clone(),
+        create_token: None,
+        tainted,
+    };
+    let mut st = Snapshot::new();
+    st.providers.insert(
+        east.clone(),
+        ProviderInstance {
+            addr: east.clone(),
+            id: "p1".into(),
+            config: stored(&obj([
+                ("region", s("us")),
+                ("store", Value::Null(Type::String)),
+            ])),
+            is_default: false,
+        },
+    );
+    st.resources.insert(
+        addr("sim_thing.a"),
+        ResourceInstance {
+            current: Some(object(
+                obj([
+                    ("id", s("a-1")),
+                    ("name", s("a")),
+                    ("value", Value::Null(Type::String)),
+                    ("tags", map([("env", s("dev"))])),
+                    ("ports", list([n(80), n(443)])),
+                    ("password", s("hunter2").sensitive()),
+                ]),
+                false,
+            )),
+            deposed: Default::default(),
+        },
+    );
+    st.resources.insert(
+        addr("module.m.sim_thing.b[0]"),
+        ResourceInstance {
+            current: Some(object(thing("b", "b-2", None), true)),
+            deposed: [("d1".to_string(), object(thing("b", "b-1", None), false))].into(),
+        },
+    );
+    st.data.insert(
+        addr("data.sim_lookup.x"),
+        DataObject {
+            attrs: stored(&obj([("key", s("k")), ("result", s("r"))])),
+            provider: pref.clone(),
+        },
+    );
+    st.outputs.insert(
+        "id".into(),
+        OutputValue {
+            value: stored(&s("a-1")),
+            sensitive: false,
+        },
+    );
+    st.outputs.insert(
+        "secret".into(),
+        OutputValue {
+            value: stored(&s("x")),
+            sensitive: true,
+        },
+    );
+    check_state("state", &st);
+    check_state("state_empty", &Snapshot::new());
+}
