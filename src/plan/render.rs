@@ -843,7 +843,7 @@ impl Renderer {
         }
         if ch.diff_unavailable && !matches!(ch.reason, Some(Reason::ProviderConfigUnknown { .. })) {
             lines.push(format!(
-                "  # (the configuration of {} is not known until apply, so this shows the configuration rather than the provider's planned values)",
+                "  # (the configuration of {} is not known until apply)",
                 ch.provider
             ));
         }
@@ -1256,9 +1256,9 @@ pub fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Option<Strin
             Some(k) => format!("because key {k} is not in for_each map"),
             None => "because the resource no longer has for_each".into(),
         },
-        Reason::ProviderConfigUnknown { provider } => format!(
-            "the configuration of {provider} is not known until apply, so this shows the configuration rather than the provider's planned values"
-        ),
+        Reason::ProviderConfigUnknown { provider } => {
+            format!("the configuration of {provider} is not known until apply")
+        }
         Reason::ReadBecauseConfigUnknown { value, chain } => {
             let mut s = format!("config refers to values not yet known: {value}");
             if let Some((origin, via)) = chain.split_last() {
@@ -1274,7 +1274,10 @@ pub fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Option<Strin
             action,
             via,
         } => {
-            let mut s = format!("depends on {dependency}, which will be {}", pending_verb(*action));
+            let mut s = format!(
+                "depends on {dependency}, which will be {}",
+                pending_verb(*action)
+            );
             if !via.is_empty() {
                 s.push_str(&format!(", via {}", via.join(", ")));
             }

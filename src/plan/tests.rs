@@ -746,3 +746,47 @@ fn state_view() {
     check_state("state", &st);
     check_state("state_empty", &Snapshot::new());
 }
+
+#[test]
+fn unknown_provider_configuration_and_errored_plans() {
+    let mut c = change(
+        "sim_thing.late",
+        Action::Create,
+        None,
+        Some(obj([("name", s("late")), ("value", unknown())])),
+    );
+    c.provider = provider("provider[\"sim\"].late");
+    c.reason = Some(Reason::ProviderConfigUnknown {
+        provider: provider("provider[\"sim\"].late"),
+    });
+    c.diff_unavailable = true;
+    let mut u = change(
+        "sim_thing.other",
+        Action::Update,
+        Some(thing("other", "o-1", Some("a"))),
+        Some(obj([
+            ("id", s("o-1")),
+            ("name", s("other")),
+            ("value", s("b")),
+            ("out", unknown()),
+        ])),
+    );
+    u.provider = provider("provider[\"sim\"].late");
+    u.diff_unavailable = true;
+    let mut p = plan(PlanMode::Normal, vec![c, u]);
+    p.variables = [
+        ("region".to_string(), s("us")),
+        ("token".to_string(), s("t").sensitive()),
+    ]
+    .into();
+    p.provider_changes = vec![ProviderChange {
+        addr: provider("provider[\"sim\"].late"),
+        action: Action::Update,
+        before: Some(obj([("region", s("us")), ("latency_ms", n(0))])),
+        after: Some(obj([("region", unknown()), ("latency_ms", n(5))])),
+        is_default: false,
+    }];
+    p.errored = true;
+    p.applyable = false;
+    check_render("unknown_provider_errored", &p);
+}
