@@ -312,6 +312,11 @@ fn nullish(v: Option<&Value>) -> bool {
     v.is_none_or(Value::is_null)
 }
 
+/// The value unless it is null or missing.
+fn present(v: Option<&Value>) -> Option<&Value> {
+    v.filter(|v| !v.is_null())
+}
+
 /// Equality as a user sees it: nulls are equal whatever their type, unknowns equal nothing,
 /// sensitive marks do not matter.
 fn same(a: &Value, b: &Value) -> bool {
@@ -577,50 +582,46 @@ impl Renderer {
         ctx: &Ctx,
         show_all: bool,
     ) -> (Mark, Lines) {
-        match (b, a) {
-            (b, a) if nullish(b) && nullish(a) => (Mark::NoOp, Lines::one("null")),
-            (b, Some(a)) if nullish(b) => {
-                (Mark::Create, self.whole(a, Mark::Create, indent, path, ctx))
+        let (b, a) = match (present(b), present(a)) {
+            (None, None) => return (Mark::NoOp, Lines::one("null")),
+            (None, Some(a)) => {
+                return (Mark::Create, self.whole(a, Mark::Create, indent, path, ctx));
             }
-            (Some(b), a) if nullish(a) => (
-                Mark::Delete,
-                self.whole(b, Mark::Delete, indent, path, ctx)
-                    .suffix(" -> null"),
-            ),
-            (Some(b), Some(a)) => {
-                if self.sensitive(b, path, ctx) || self.sensitive(a, path, ctx) {
-                    let m = if same(b, a) { Mark::NoOp } else { Mark::Update };
-                    return (m, Lines::one("(sensitive value)"));
-                }
-                if a.is_unknown() {
-                    let before = self.whole(b, Mark::Delete, indent, path, ctx);
-                    return (Mark::Update, before.suffix(" -> (known after apply)"));
-                }
-                if same(b, a) {
-                    return (Mark::NoOp, self.whole(a, Mark::NoOp, indent, path, ctx));
-                }
-                match (b.unmarked(), a.unmarked()) {
-                    (Value::Map(x) | Value::Object(x), Value::Map(y) | Value::Object(y)) => {
-                        let is_map = matches!(a.unmarked(), Value::Map(_));
-                        self.object_diff(x, y, is_map, indent, path, ctx, show_all)
-                    }
-                    (
-                        Value::List(x) | Value::Set(x) | Value::Tuple(x),
-                        Value::List(y) | Value::Set(y) | Value::Tuple(y),
-                    ) => {
-                        let positional = matches!(a.unmarked(), Value::Tuple(_))
-                            || matches!(b.unmarked(), Value::Tuple(_));
-                        self.list_diff(x, y, positional, indent, path, ctx, show_all)
-                    }
-                    _ => {
-                        let before = self.whole(b, Mark::Delete, indent, path, ctx);
-                        let after = self.whole(a, Mark::Create, indent, path, ctx);
-                        (Mark::Update, before.then(" -> ", after))
-                    }
-                }
+            (Some(b), None) => {
+                let before = self.whole(b, Mark::Delete, indent, path, ctx);
+                return (Mark::Delete, before.suffix(" -> null"));
             }
-            // Unreachable: a `None` side is nullish and handled above.
-            (None, None) | (None, Some(_)) | (Some(_), None) => (Mark::NoOp, Lines::one("null")),
+            (Some(b), Some(a)) => (b, a),
+        };
+        if self.sensitive(b, path, ctx) || self.sensitive(a, path, ctx) {
+            let m = if same(b, a) { Mark::NoOp } else { Mark::Update };
+            return (m, Lines::one("(sensitive value)"));
+        }
+        if a.is_unknown() {
+            let before = self.whole(b, Mark::Delete, indent, path, ctx);
+            return (Mark::Update, before.suffix(" -> (known after apply)"));
+        }
+        if same(b, a) {
+            return (Mark::NoOp, self.whole(a, Mark::NoOp, indent, path, ctx));
+        }
+        match (b.unmarked(), a.unmarked()) {
+            (Value::Map(x) | Value::Object(x), Value::Map(y) | Value::Object(y)) => {
+                let is_map = matches!(a.unmarked(), Value::Map(_));
+                self.object_diff(x, y, is_map, indent, path, ctx, show_all)
+            }
+            (
+                Value::List(x) | Value::Set(x) | Value::Tuple(x),
+                Value::List(y) | Value::Set(y) | Value::Tuple(y),
+            ) => {
+                let positional = matches!(a.unmarked(), Value::Tuple(_))
+                    || matches!(b.unmarked(), Value::Tuple(_));
+                self.list_diff(x, y, positional, indent, path, ctx, show_all)
+            }
+            _ => {
+                let before = self.whole(b, Mark::Delete, indent, path, ctx);
+                let after = self.whole(a, Mark::Create, indent, path, ctx);
+                (Mark::Update, before.then(" -> ", after))
+            }
         }
     }
 
