@@ -1050,3 +1050,7 @@ pub fn py_dumps(j: &J) -> String {
     walk(j, &mut out);
     out
 }
+
+#[cfg(test)]
+#[path = "sim_tests.rs"]
+mod tests;
