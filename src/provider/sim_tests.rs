@@ -506,8 +506,8 @@ async fn lookup_order_regions_and_errors() {
 async fn time_five_reads(p: Arc<dyn Configured>, states: &[Value]) -> Duration {
     let t0 = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for st in states.iter().cloned() {
-        let p = p.clone();
+    for st in states {
+        let (p, st) = (p.clone(), st.clone());
         tasks.spawn(async move { p.read(THING, &st).await });
     }
     while let Some(r) = tasks.join_next().await {
