@@ -780,6 +780,10 @@ fn diff_config_replaces_on_region_or_store_and_updates_otherwise() {
     );
     assert_eq!(d(cfg(&[]), cfg(&[fail(&["create:a"])])), ConfigDiff::Update);
     assert_eq!(d(cfg(&[]), cfg(&[fail(&[])])), ConfigDiff::NoChange);
+    assert_eq!(
+        d(cfg(&[]), Value::unknown()),
+        ConfigDiff::Replace(vec!["store".into(), "region".into()])
+    );
 }
 
 #[test]
