@@ -22,8 +22,9 @@
 //!   disabled class, as hashicorp/random does), then shuffled. `length` must be at least the
 //!   sum of the minimums. `result` (sensitive for `random_password`); `id` is the result for
 //!   `random_string` and `"none"` for `random_password`, as hashicorp/random.
-//!   Not provided: `random_password.bcrypt_hash` (it needs a bcrypt implementation, which no
-//!   crate of the workspace provides), and the deprecated `number` argument (use `numeric`).
+//!   The deprecated `number` argument is accepted: digits are drawn when both `numeric` and
+//!   `number` are true. Not provided: `random_password.bcrypt_hash` (it needs a bcrypt
+//!   implementation, which no crate of the workspace provides).
 //! - `random_integer`: `result` uniform in `min..=max` (`max` ≥ `min`); `id` is its decimal text.
 //!   With `seed`, the result is a deterministic function of the seed, min and max (the same
 //!   seed gives the same number on every run — but not the number Go's generator would give
@@ -91,6 +92,7 @@ fn string_schema(password: bool) -> TypeSchema {
         ("upper", "Include uppercase letters."),
         ("lower", "Include lowercase letters."),
         ("numeric", "Include digits."),
+        ("number", "Include digits (deprecated: use numeric)."),
     ] {
         s = s
             .optional(name, Type::Bool, desc)
@@ -296,7 +298,7 @@ fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
     for (on, set) in [
         (b("upper"), UPPER),
         (b("lower"), LOWER),
-        (b("numeric"), NUMERIC),
+        (b("numeric") && b("number"), NUMERIC),
         (b("special"), special),
     ] {
         if on {
@@ -519,6 +521,9 @@ mod tests {
             assert!(r.chars().filter(char::is_ascii_digit).count() >= 5, "{r}");
             assert_eq!(attr(&st, "id"), r);
         }
+        let no_digits = obj(&[("length", Value::int(40)), ("number", Value::Bool(false))]);
+        let (_, st) = create(&*p, STRING, &no_digits).await;
+        assert!(!attr(&st, "result").chars().any(|c| c.is_ascii_digit()));
         let only = obj(&[
             ("length", Value::int(30)),
             ("upper", Value::Bool(false)),
