@@ -30,8 +30,10 @@
 //!   seed gives the same number on every run — but not the number Go's generator would give
 //!   under Terraform).
 //!
-//! Randomness comes from `rand`'s thread generator (a CSPRNG), except for seeded integers.
+//! Randomness comes from `Host::rng`: a CSPRNG seeded by the operating system (or, for test
+//! fixtures, derived from `CAIRN_RANDOM_SEED`); `random_integer.seed` takes precedence.
 
+use super::builtin::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
@@ -60,14 +62,9 @@ const SPECIAL: &str = "!@#$%&*()-_=+[]{}<>:?";
 
 /// The `random` provider package (no configuration).
 pub struct RandomProvider {
+    host: Host,
     schema: ProviderSchema,
     types: Arc<BTreeMap<&'static str, TypeSchema>>,
-}
-
-impl Default for RandomProvider {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 fn keepers(s: TypeSchema) -> TypeSchema {
@@ -133,7 +130,7 @@ fn string_schema(password: bool) -> TypeSchema {
 }
 
 impl RandomProvider {
-    pub fn new() -> RandomProvider {
+    pub fn new(host: Host) -> RandomProvider {
         let id = keepers(TypeSchema::new("Random bytes, in several encodings."))
             .required("byte_length", Type::Number, "Number of random bytes.")
             .force_new()
@@ -176,6 +173,7 @@ impl RandomProvider {
             ..ProviderSchema::default()
         };
         RandomProvider {
+            host,
             schema,
             types: Arc::new(types),
         }
@@ -249,12 +247,14 @@ impl Provider for RandomProvider {
     }
     async fn configure(&self, _config: &Value) -> ProviderResult<Arc<dyn Configured>> {
         Ok(Arc::new(RandomInstance {
+            host: self.host.clone(),
             types: self.types.clone(),
         }))
     }
 }
 
 struct RandomInstance {
+    host: Host,
     types: Arc<BTreeMap<&'static str, TypeSchema>>,
 }
 
@@ -289,7 +289,7 @@ fn draw(rng: &mut impl Rng, set: &str, n: usize) -> Vec<char> {
 }
 
 /// hashicorp/random's string algorithm (see the module docs).
-fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
+fn random_string(rng: &mut impl Rng, c: &BTreeMap<String, Value>) -> ProviderResult<String> {
     let n = |k: &str| get_i64(c, k).unwrap_or(0).max(0) as usize;
     let b = |k: &str| get_bool(c, k).unwrap_or(true);
     let special = get_str(c, "override_special").unwrap_or(SPECIAL);
@@ -305,7 +305,6 @@ fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
             all.push_str(set);
         }
     }
-    let mut rng = rand::thread_rng();
     let mut result = Vec::new();
     for (k, set) in [
         ("min_numeric", NUMERIC),
@@ -319,7 +318,7 @@ fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
                 "{k} is {want} but override_special is empty"
             )));
         }
-        result.extend(draw(&mut rng, set, want));
+        result.extend(draw(rng, set, want));
     }
     if length < result.len() {
         return Err(ProviderError(format!(
@@ -335,7 +334,7 @@ fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
                 .into(),
         ));
     }
-    result.extend(draw(&mut rng, &all, rest));
+    result.extend(draw(rng, &all, rest));
     // Fisher–Yates, so the minimums are not always in front.
     for i in (1..result.len()).rev() {
         result.swap(i, rng.gen_range(0..=i));
@@ -350,6 +349,7 @@ impl RandomInstance {
             .get(type_)
             .ok_or_else(|| schema_util::unknown_type(PACKAGE, "resource", type_))?;
         let cc = schema.conform(planned)?;
+        let mut rng = self.host.rng(&format!("{type_} {}", planned.to_json()));
         let mut c = cc.clone();
         let mut set = |k: &str, v: Value| {
             c.insert(k.to_string(), v);
@@ -360,7 +360,7 @@ impl RandomInstance {
                     .filter(|&n| n >= 1)
                     .ok_or("random_id: byte_length must be a whole number of at least 1")?;
                 let mut bytes = vec![0u8; len as usize];
-                rand::thread_rng().fill_bytes(&mut bytes);
+                rng.fill_bytes(&mut bytes);
                 let prefix = get_str(&cc, "prefix").unwrap_or("");
                 let url = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes);
                 let std = base64::engine::general_purpose::STANDARD.encode(&bytes);
@@ -389,13 +389,13 @@ impl RandomInstance {
                         s.copy_from_slice(&h);
                         rand::rngs::StdRng::from_seed(s).gen_range(min..=max)
                     }
-                    None => rand::thread_rng().gen_range(min..=max),
+                    None => rng.gen_range(min..=max),
                 };
                 set("result", Value::Number(Number::from_i64(n)));
                 set("id", Value::string(n.to_string()));
             }
             _ => {
-                let s = random_string(&cc)?;
+                let s = random_string(&mut rng, &cc)?;
                 let id = if type_ == PASSWORD {
                     "none".to_string()
                 } else {
@@ -473,7 +473,7 @@ mod tests {
 
     #[tokio::test]
     async fn random_id_encodings_agree() {
-        let p = configure(&RandomProvider::new()).await;
+        let p = configure(&RandomProvider::new(Host::default())).await;
         let cfg = obj(&[("byte_length", Value::int(4)), ("prefix", s("p-"))]);
         let (plan, st) = create(&*p, ID, &cfg).await;
         assert_agrees(&plan.planned, &st);
@@ -501,7 +501,7 @@ mod tests {
 
     #[tokio::test]
     async fn random_string_honours_classes_and_minimums() {
-        let p = configure(&RandomProvider::new()).await;
+        let p = configure(&RandomProvider::new(Host::default())).await;
         let cfg = obj(&[
             ("length", Value::int(12)),
             ("special", Value::Bool(false)),
@@ -537,7 +537,7 @@ mod tests {
 
     #[tokio::test]
     async fn random_password_is_sensitive_and_its_id_is_none() {
-        let provider = RandomProvider::new();
+        let provider = RandomProvider::new(Host::default());
         let schema = &provider.schema().resources[PASSWORD];
         assert!(schema.attributes["result"].sensitive);
         assert!(!provider.schema().resources[STRING].attributes["result"].sensitive);
@@ -549,7 +549,7 @@ mod tests {
 
     #[tokio::test]
     async fn keepers_and_arguments_force_replacement_defaults_do_not() {
-        let p = configure(&RandomProvider::new()).await;
+        let p = configure(&RandomProvider::new(Host::default())).await;
         let cfg = |k: &str| obj(&[("length", Value::int(8)), ("keepers", map(&[("k", k)]))]);
         let (_, prior) = create(&*p, STRING, &cfg("1")).await;
         let same = p.plan(STRING, Some(&prior), &cfg("1")).expect("plan");
@@ -569,7 +569,7 @@ mod tests {
 
     #[tokio::test]
     async fn random_integer_in_range_and_seeded_is_stable() {
-        let p = configure(&RandomProvider::new()).await;
+        let p = configure(&RandomProvider::new(Host::default())).await;
         for _ in 0..20 {
             let (_, st) = create(
                 &*p,
@@ -597,9 +597,29 @@ mod tests {
         assert_eq!(a.get("result"), b.get("result"));
     }
 
+    #[tokio::test]
+    async fn cairn_random_seed_makes_values_reproducible() {
+        let seeded = RandomProvider::new(Host::default().with_env("CAIRN_RANDOM_SEED", "7"));
+        let p = configure(&seeded).await;
+        let q = configure(&RandomProvider::new(
+            Host::default().with_env("CAIRN_RANDOM_SEED", "7"),
+        ))
+        .await;
+        let cfg = |k: &str| obj(&[("length", Value::int(16)), ("keepers", map(&[("k", k)]))]);
+        let (_, a) = create(&*p, PASSWORD, &cfg("1")).await;
+        let (_, b) = create(&*q, PASSWORD, &cfg("1")).await;
+        assert_eq!(a.get("result"), b.get("result"), "same seed and config");
+        let (_, c) = create(&*p, PASSWORD, &cfg("2")).await;
+        assert_ne!(a.get("result"), c.get("result"), "another config");
+        let free = configure(&RandomProvider::new(Host::default())).await;
+        let (_, d) = create(&*free, PASSWORD, &cfg("1")).await;
+        let (_, e) = create(&*free, PASSWORD, &cfg("1")).await;
+        assert_ne!(d.get("result"), e.get("result"), "unseeded values differ");
+    }
+
     #[test]
     fn validation_messages() {
-        let p = RandomProvider::new();
+        let p = RandomProvider::new(Host::default());
         let msgs = |t: &str, c: Value| -> Vec<String> {
             p.validate(Mode::Managed, t, &c)
                 .iter()
