@@ -158,9 +158,11 @@ impl SimProvider {
                 None => 0.0,
             },
         };
-        if !latency_ms.is_finite() || latency_ms < 0.0 {
+        if latency_ms < 0.0 {
             return Err("latency_ms must be >= 0".into());
         }
+        let latency = Duration::try_from_secs_f64(latency_ms / 1000.0)
+            .map_err(|_| ProviderError("sim: latency_ms is too large".into()))?;
         let entries: Vec<String> = match c["fail"].elements() {
             Some(list) => list
                 .iter()
@@ -179,7 +181,7 @@ impl SimProvider {
         Ok(Settings {
             store,
             region,
-            latency: Duration::from_secs_f64(latency_ms / 1000.0),
+            latency,
             fail: entries.iter().filter_map(|e| FailRule::parse(e)).collect(),
         })
     }

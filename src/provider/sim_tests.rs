@@ -810,6 +810,18 @@ fn check_config_reports_bad_latency_and_fail_entries() {
     assert!(p
         .check_config(&cfg(&[("latency_ms", Value::Unknown(Type::Number))]))
         .is_empty());
+    let huge = cfg(&[(
+        "latency_ms",
+        Value::Number("1e300".parse().expect("number")),
+    )]);
+    let e = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(p.configure(&huge))
+        .err()
+        .expect("refused");
+    assert_eq!(e.0, "sim: latency_ms is too large");
 }
 
 #[test]
