@@ -14,7 +14,15 @@ use crate::value::Value;
 use cairn_state::Mode;
 use std::path::Path;
 
+pub mod coerce;
+pub mod expr;
+mod fnshim;
 pub mod functions;
+pub mod refs;
+pub mod suggest;
+
+pub use expr::{eval, eval_template_string};
+pub use refs::{body_references, references};
 
 /// What a reference names: the part of a traversal that identifies a term. The rest of the
 /// traversal (`[0].id`) is applied by the evaluator to the subject's value.
@@ -90,3 +98,5 @@ impl ScopeError {
         }
     }
 }
+#[cfg(test)]
+mod tests;

@@ -1,9 +1,52 @@
 //! Cairn's durable vocabulary — addresses, stored values, events — and the sled event log.
 //!
 //! Nothing here knows of HCL or the graph. Only `log.rs` talks to sled.
+//!
+//! - [`addr`]: addresses, parsed and printed.
+//! - [`value`]: [`StoredValue`], the stored form of values (never unknown).
+//! - [`event`]: the versioned events of the log and how old versions are upgraded on read.
+//! - [`snapshot`]: the current state as a pure fold over events.
+//! - [`log`]: the [`Store`]: the sled log, commits, checkpoints, locking, recovery.
+//! - [`check`]: the integrity check.
+//! - [`tfstate`]: Terraform state (format version 4) export and import.
+//!
+//! # Invariants
+//!
+//! The integrity check ([`Store::check`]) reports each broken invariant by its number here.
+//!
+//! 1. Sequence numbers are contiguous from 1 to the head, every record decodes (old versions
+//!    upgraded), and every record's `seq` is its key.
+//! 2. Every event belongs to a run that started before it (or to none, run 0); a run start
+//!    names itself; each `RunFinished` closes the open run, once.
+//! 3. Every operation referenced by an outcome (`OperationSucceeded`, `OperationFailed`,
+//!    `PendingResolved`) was started earlier in the log, and is settled at most once.
+//! 4. No pending operation belongs to a run that finished cleanly (outcome `Success`).
+//! 5. Every provider reference of a live object (current or deposed managed object, data
+//!    result) resolves to a registered provider instance with the same id.
+//! 6. Every dependency of a live object resolves to a managed instance in state.
+//! 7. Each live address appears once, in its place: managed instances only among resources,
+//!    data results only among data, no instance without an object, at most one pending
+//!    operation per object.
+//! 8. The snapshot held equals a full replay of the log.
+//! 9. Every checkpoint decodes and equals the replay of the log up to its position.
 
 pub mod addr;
+pub mod check;
+pub mod error;
+pub mod event;
+pub mod log;
+pub mod snapshot;
+pub mod tfstate;
 pub mod value;
 
 pub use addr::*;
+pub use check::Violation;
+pub use error::StateError;
+pub use event::{
+    DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
+    ResourceObject, RunOutcome, RunSummary,
+};
+pub use log::{OpenOptions, Store};
+pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
+pub use tfstate::{export_tfstate, import_tfstate};
 pub use value::StoredValue;

@@ -1,0 +1,492 @@
+//! Events: the versioned, append-only records of the state log, and how old versions are read.
+//!
+//! Every record is an [`Event`] encoded with rmp-serde using *named* fields
+//! (`rmp_serde::to_vec_named`), so adding an optional field later does not break old readers
+//! more than it must. Each record carries its schema `version`. Records are never rewritten: a
+//! record written by an older Cairn is upgraded *in memory* when it is read ([`decode`]), one
+//! version step at a time.
+//!
+//! Version history:
+//! - **v0** — the prototype format: the timestamp was in whole seconds (`time`), and
+//!   `RunStarted` carried neither the user nor the pid. Upgrading multiplies the time by 1000
+//!   and records the user as `"unknown"` and the pid as 0.
+//! - **v1** — the current format (this file's types).
+
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
+use crate::value::StoredValue;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The version [`encode`] writes.
+pub const CURRENT_VERSION: u32 = 1;
+
+/// One record of the log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the log: contiguous, gap-free, starting at 1.
+    pub seq: u64,
+    /// Schema version of the record as it was written (after upgrade: [`CURRENT_VERSION`]).
+    pub version: u32,
+    /// Unix time in milliseconds.
+    pub time_ms: u64,
+    /// The seq of the `RunStarted` of the run this event belongs to (0: outside any run).
+    pub run: u64,
+    pub body: EventBody,
+}
+
+/// Which provider instance manages an object: its address and the instance's id (an id
+/// distinguishes successive instances registered at the same address).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ProviderRef {
+    pub addr: ProviderAddr,
+    pub id: String,
+}
+
+/// A provider instance as state remembers it, with the configuration it was registered with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderInstance {
+    pub addr: ProviderAddr,
+    pub id: String,
+    pub config: StoredValue,
+    /// True when the instance was conjured (not written in configuration): a provider with no
+    /// alias in the root module, configured from stack configuration.
+    pub is_default: bool,
+}
+
+impl ProviderInstance {
+    pub fn reference(&self) -> ProviderRef {
+        ProviderRef {
+            addr: self.addr.clone(),
+            id: self.id.clone(),
+        }
+    }
+}
+
+/// A managed resource object: what exists in the world for one instance (or one deposed
+/// object of it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceObject {
+    pub attrs: StoredValue,
+    /// Instances this object depended on when it was last written (for destroy ordering).
+    pub deps: Vec<ResourceInstanceAddr>,
+    pub provider: ProviderRef,
+    /// The token the create call was made with (lets an interrupted create be found again).
+    pub create_token: Option<String>,
+    /// True when the object exists but its creation did not complete: the next plan replaces it.
+    pub tainted: bool,
+}
+
+/// The result of reading a data resource.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataObject {
+    pub attrs: StoredValue,
+    pub provider: ProviderRef,
+}
+
+/// A root module output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputValue {
+    pub value: StoredValue,
+    pub sensitive: bool,
+}
+
+/// What a world-changing operation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum OpAction {
+    Create,
+    Update,
+    Delete,
+}
+
+impl fmt::Display for OpAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OpAction::Create => "create",
+            OpAction::Update => "update",
+            OpAction::Delete => "delete",
+        })
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RunOutcome {
+    Success,
+    Failed,
+    Interrupted,
+}
+
+impl fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RunOutcome::Success => "success",
+            RunOutcome::Failed => "failed",
+            RunOutcome::Interrupted => "interrupted",
+        })
+    }
+}
+
+/// Counts of what a run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub added: u64,
+    pub changed: u64,
+    pub destroyed: u64,
+    pub read: u64,
+    pub errors: u64,
+}
+
+/// What happened. See `snapshot.rs` for what each one does to the state.
+// Events are built once and moved into the log; boxing the large variants would only make
+// every producer and matcher noisier.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventBody {
+    RunStarted {
+        command: String,
+        args: Vec<String>,
+        user: String,
+        pid: u32,
+    },
+    RunFinished {
+        outcome: RunOutcome,
+        summary: RunSummary,
+    },
+    ProviderRegistered {
+        instance: ProviderInstance,
+    },
+    ProviderUpdated {
+        addr: ProviderAddr,
+        id: String,
+        config: StoredValue,
+    },
+    ProviderRemoved {
+        addr: ProviderAddr,
+        id: String,
+    },
+    /// A refresh result: new attributes; dependencies, provider and token are kept.
+    ResourceRead {
+        addr: ResourceInstanceAddr,
+        attrs: StoredValue,
+    },
+    /// Refresh found the object gone: the current object leaves state.
+    ResourceGone {
+        addr: ResourceInstanceAddr,
+    },
+    /// create_before_destroy: the current object becomes `deposed[key]`.
+    ObjectDeposed {
+        addr: ResourceInstanceAddr,
+        key: String,
+    },
+    /// Recorded (and committed) before a provider call that changes the world.
+    OperationStarted {
+        addr: ResourceInstanceAddr,
+        /// The deposed object acted on, if not the current one.
+        deposed: Option<String>,
+        action: OpAction,
+        token: Option<String>,
+        provider: ProviderRef,
+        /// The object before the operation.
+        prior: Option<ResourceObject>,
+    },
+    OperationSucceeded {
+        /// The seq of its `OperationStarted`.
+        op: u64,
+        /// The object now; `None`: the object is gone.
+        object: Option<ResourceObject>,
+    },
+    OperationFailed {
+        op: u64,
+        /// What exists now, e.g. a partial create (tainted).
+        object: Option<ResourceObject>,
+        error: String,
+    },
+    DataRead {
+        addr: ResourceInstanceAddr,
+        object: DataObject,
+    },
+    DataDropped {
+        addr: ResourceInstanceAddr,
+    },
+    /// The whole set of root outputs.
+    OutputsSet {
+        outputs: BTreeMap<String, OutputValue>,
+    },
+    /// `state rm`.
+    ResourceForgotten {
+        addr: ResourceInstanceAddr,
+    },
+    /// `state mv`.
+    ResourceMoved {
+        from: ResourceInstanceAddr,
+        to: ResourceInstanceAddr,
+    },
+    /// A pending operation resolved by a later run (adopted, dropped, refreshed).
+    PendingResolved {
+        op: u64,
+        object: Option<ResourceObject>,
+        how: String,
+    },
+    StateImported {
+        source: String,
+        providers: Vec<ProviderInstance>,
+        resources: Vec<(ResourceInstanceAddr, ResourceObject)>,
+    },
+}
+
+impl EventBody {
+    /// The variant's name, as `cairn log` shows it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::RunStarted { .. } => "RunStarted",
+            EventBody::RunFinished { .. } => "RunFinished",
+            EventBody::ProviderRegistered { .. } => "ProviderRegistered",
+            EventBody::ProviderUpdated { .. } => "ProviderUpdated",
+            EventBody::ProviderRemoved { .. } => "ProviderRemoved",
+            EventBody::ResourceRead { .. } => "ResourceRead",
+            EventBody::ResourceGone { .. } => "ResourceGone",
+            EventBody::ObjectDeposed { .. } => "ObjectDeposed",
+            EventBody::OperationStarted { .. } => "OperationStarted",
+            EventBody::OperationSucceeded { .. } => "OperationSucceeded",
+            EventBody::OperationFailed { .. } => "OperationFailed",
+            EventBody::DataRead { .. } => "DataRead",
+            EventBody::DataDropped { .. } => "DataDropped",
+            EventBody::OutputsSet { .. } => "OutputsSet",
+            EventBody::ResourceForgotten { .. } => "ResourceForgotten",
+            EventBody::ResourceMoved { .. } => "ResourceMoved",
+            EventBody::PendingResolved { .. } => "PendingResolved",
+            EventBody::StateImported { .. } => "StateImported",
+        }
+    }
+
+    /// The operation this event settles, if it is an outcome.
+    pub fn settles(&self) -> Option<u64> {
+        match self {
+            EventBody::OperationSucceeded { op, .. }
+            | EventBody::OperationFailed { op, .. }
+            | EventBody::PendingResolved { op, .. } => Some(*op),
+            _ => None,
+        }
+    }
+}
+
+/// Why a record could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The bytes are not an event of any known version.
+    Malformed(String),
+    /// Written by a newer Cairn.
+    TooNew(u32),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Malformed(m) => write!(f, "undecodable record: {m}"),
+            DecodeError::TooNew(v) => write!(
+                f,
+                "record has schema version {v}, newer than this Cairn reads ({CURRENT_VERSION}); \
+                 upgrade Cairn"
+            ),
+        }
+    }
+}
+
+/// Encodes an event as it is stored (named fields).
+pub fn encode(event: &Event) -> Vec<u8> {
+    // Serializing these plain data types into a Vec cannot fail: every map key is a string and
+    // no type has a fallible Serialize impl.
+    rmp_serde::to_vec_named(event).unwrap_or_default()
+}
+
+/// Decodes a stored record of any known version, upgrading it to the current one.
+pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    // The common case first: a current record decodes in one pass.
+    let first = rmp_serde::from_slice::<Event>(bytes);
+    if let Ok(e) = &first {
+        if e.version == CURRENT_VERSION {
+            return first.map_err(|e| DecodeError::Malformed(e.to_string()));
+        }
+    }
+    #[derive(Deserialize)]
+    struct Header {
+        version: u32,
+    }
+    let header: Header = match rmp_serde::from_slice(bytes) {
+        Ok(h) => h,
+        Err(e) => {
+            let err = first.err().map(|e| e.to_string()).unwrap_or(e.to_string());
+            return Err(DecodeError::Malformed(err));
+        }
+    };
+    match header.version {
+        0 => v0::decode(bytes).map(v0::upgrade),
+        v if v > CURRENT_VERSION => Err(DecodeError::TooNew(v)),
+        v => Err(DecodeError::Malformed(format!(
+            "version {v} record does not match its schema: {}",
+            first.err().map(|e| e.to_string()).unwrap_or_default()
+        ))),
+    }
+}
+
+/// The v0 format, kept only to read old records.
+pub(crate) mod v0 {
+    use super::{DecodeError, Event, EventBody};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub struct EventV0 {
+        pub seq: u64,
+        pub version: u32,
+        /// Unix time in seconds.
+        pub time: u64,
+        pub run: u64,
+        pub body: BodyV0,
+    }
+
+    /// v0 bodies: `RunStarted` had no user or pid; every other variant is as in v1.
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    pub enum BodyV0 {
+        RunStarted(RunStartedV0),
+        Same(Box<EventBody>),
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct RunStartedV0 {
+        #[serde(rename = "RunStarted")]
+        pub run_started: RunStartedFieldsV0,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct RunStartedFieldsV0 {
+        pub command: String,
+        pub args: Vec<String>,
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<EventV0, DecodeError> {
+        rmp_serde::from_slice(bytes).map_err(|e| DecodeError::Malformed(format!("v0: {e}")))
+    }
+
+    pub fn upgrade(e: EventV0) -> Event {
+        let body = match e.body {
+            BodyV0::RunStarted(r) => EventBody::RunStarted {
+                command: r.run_started.command,
+                args: r.run_started.args,
+                user: "unknown".into(),
+                pid: 0,
+            },
+            BodyV0::Same(b) => *b,
+        };
+        Event {
+            seq: e.seq,
+            version: super::CURRENT_VERSION,
+            time_ms: e.time.saturating_mul(1000),
+            run: e.run,
+            body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Event {
+        Event {
+            seq: 3,
+            version: CURRENT_VERSION,
+            time_ms: 1_700_000_000_123,
+            run: 1,
+            body: EventBody::ResourceRead {
+                addr: "sim_thing.a[0]".parse().unwrap(),
+                attrs: StoredValue::Object(
+                    [("id".to_string(), StoredValue::String("x".into()))].into(),
+                ),
+            },
+        }
+    }
+
+    #[test]
+    fn current_records_round_trip() {
+        let e = sample();
+        assert_eq!(decode(&encode(&e)).unwrap(), e);
+    }
+
+    #[test]
+    fn records_use_named_fields() {
+        let bytes = encode(&sample());
+        let text = String::from_utf8_lossy(&bytes);
+        for field in [
+            "seq",
+            "version",
+            "time_ms",
+            "run",
+            "body",
+            "ResourceRead",
+            "attrs",
+        ] {
+            assert!(text.contains(field), "{field} missing from {text:?}");
+        }
+    }
+
+    #[test]
+    fn v0_records_are_upgraded_on_read() {
+        // A record as the prototype wrote it: seconds, and a RunStarted without user or pid.
+        let old = v0::EventV0 {
+            seq: 1,
+            version: 0,
+            time: 1_600_000_000,
+            run: 1,
+            body: v0::BodyV0::RunStarted(v0::RunStartedV0 {
+                run_started: v0::RunStartedFieldsV0 {
+                    command: "apply".into(),
+                    args: vec!["-auto-approve".into()],
+                },
+            }),
+        };
+        let bytes = rmp_serde::to_vec_named(&old).unwrap();
+        let e = decode(&bytes).unwrap();
+        assert_eq!(
+            e,
+            Event {
+                seq: 1,
+                version: CURRENT_VERSION,
+                time_ms: 1_600_000_000_000,
+                run: 1,
+                body: EventBody::RunStarted {
+                    command: "apply".into(),
+                    args: vec!["-auto-approve".into()],
+                    user: "unknown".into(),
+                    pid: 0,
+                },
+            }
+        );
+        // Every other v0 body is read as the v1 body of the same shape.
+        let old = v0::EventV0 {
+            seq: 2,
+            version: 0,
+            time: 5,
+            run: 1,
+            body: v0::BodyV0::Same(Box::new(sample().body)),
+        };
+        let e = decode(&rmp_serde::to_vec_named(&old).unwrap()).unwrap();
+        assert_eq!((e.time_ms, e.version, e.body), (5000, 1, sample().body));
+    }
+
+    #[test]
+    fn newer_and_garbage_records_are_refused() {
+        let mut e = sample();
+        e.version = 9;
+        assert_eq!(decode(&encode(&e)), Err(DecodeError::TooNew(9)));
+        assert!(matches!(
+            decode(b"\xc1garbage"),
+            Err(DecodeError::Malformed(_))
+        ));
+        let bytes = encode(&sample());
+        assert!(decode(&bytes[..bytes.len() / 2]).is_err());
+    }
+}

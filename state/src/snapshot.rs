@@ -1,0 +1,898 @@
+//! The current state as a pure fold over the events of the log.
+//!
+//! [`Snapshot::apply`] is the only way state changes: no I/O, no clock, no randomness, so a
+//! replay of the same events always gives the same snapshot, and a checkpoint (a serialized
+//! snapshot) is interchangeable with the replay it stands for.
+//!
+//! The fold never fails: an event that refers to something absent (an outcome for an unknown
+//! operation, a read of an instance that is not in state) changes nothing, and the integrity
+//! check (`check.rs`) reports it.
+//!
+//! Dependencies are kept resolvable: when an instance leaves state (forgotten, gone, deleted),
+//! it is removed from the dependencies of every remaining object; when it is moved, they follow
+//! it. This costs one pass over the state per removal, which is fine at the sizes state has.
+
+use crate::addr::{Mode, ProviderAddr, ResourceAddr, ResourceInstanceAddr};
+use crate::event::{
+    DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
+    ResourceObject, RunOutcome, RunSummary,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The state after some prefix of the log.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The seq of the last event applied (0: empty log).
+    pub head: u64,
+    pub providers: BTreeMap<ProviderAddr, ProviderInstance>,
+    /// Managed resource instances.
+    pub resources: BTreeMap<ResourceInstanceAddr, ResourceInstance>,
+    /// Data resource results.
+    pub data: BTreeMap<ResourceInstanceAddr, DataObject>,
+    pub outputs: BTreeMap<String, OutputValue>,
+    /// Operations started and not yet settled, by the seq of their `OperationStarted`.
+    pub pending: BTreeMap<u64, PendingOp>,
+    /// Every run, in log order (for `cairn history`).
+    pub runs: Vec<RunRecord>,
+    /// The run started and not finished, if any (a crashed run stays open until the next one).
+    pub open_run: Option<u64>,
+}
+
+/// A managed instance: its current object and any deposed ones (create_before_destroy).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceInstance {
+    pub current: Option<ResourceObject>,
+    pub deposed: BTreeMap<String, ResourceObject>,
+}
+
+impl ResourceInstance {
+    pub fn is_empty(&self) -> bool {
+        self.current.is_none() && self.deposed.is_empty()
+    }
+    /// Every object of the instance: current first, then deposed by key.
+    pub fn objects(&self) -> impl Iterator<Item = &ResourceObject> {
+        self.current.iter().chain(self.deposed.values())
+    }
+}
+
+/// An operation that started and has no outcome yet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingOp {
+    /// The seq of its `OperationStarted`.
+    pub op: u64,
+    pub run: u64,
+    pub addr: ResourceInstanceAddr,
+    pub deposed: Option<String>,
+    pub action: OpAction,
+    pub token: Option<String>,
+    pub provider: ProviderRef,
+    pub prior: Option<ResourceObject>,
+}
+
+/// One run, for history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The seq of its `RunStarted`.
+    pub id: u64,
+    pub command: String,
+    pub args: Vec<String>,
+    pub user: String,
+    pub pid: u32,
+    pub started_ms: u64,
+    pub finished_ms: Option<u64>,
+    /// `None`: the run has not finished (or its process died).
+    pub outcome: Option<RunOutcome>,
+    pub summary: RunSummary,
+    /// The seq of the last event of the run.
+    pub last_seq: u64,
+}
+
+impl Snapshot {
+    pub fn new() -> Self {
+        Snapshot::default()
+    }
+
+    /// Replays events from an empty state.
+    pub fn replay<'a>(events: impl IntoIterator<Item = &'a Event>) -> Snapshot {
+        let mut s = Snapshot::new();
+        for e in events {
+            s.apply(e);
+        }
+        s
+    }
+
+    /// Applies one event.
+    pub fn apply(&mut self, event: &Event) {
+        self.apply_owned(event.clone());
+    }
+
+    /// Applies one event, consuming it (saves the clones on the hot path of the store).
+    pub fn apply_owned(&mut self, event: Event) {
+        self.head = event.seq;
+        let (seq, time, run) = (event.seq, event.time_ms, event.run);
+        if let Some(r) = self.run_mut(run) {
+            r.last_seq = seq;
+        }
+        match event.body {
+            EventBody::RunStarted {
+                command,
+                args,
+                user,
+                pid,
+            } => {
+                self.runs.push(RunRecord {
+                    id: seq,
+                    command,
+                    args,
+                    user,
+                    pid,
+                    started_ms: time,
+                    finished_ms: None,
+                    outcome: None,
+                    summary: RunSummary::default(),
+                    last_seq: seq,
+                });
+                self.open_run = Some(seq);
+            }
+            EventBody::RunFinished { outcome, summary } => {
+                if let Some(r) = self.run_mut(run) {
+                    r.finished_ms = Some(time);
+                    r.outcome = Some(outcome);
+                    r.summary = summary;
+                }
+                if self.open_run == Some(run) {
+                    self.open_run = None;
+                }
+            }
+            EventBody::ProviderRegistered { instance } => {
+                self.providers.insert(instance.addr.clone(), instance);
+            }
+            EventBody::ProviderUpdated { addr, id, config } => {
+                if let Some(p) = self.providers.get_mut(&addr) {
+                    if p.id == id {
+                        p.config = config;
+                    }
+                }
+            }
+            EventBody::ProviderRemoved { addr, id } => {
+                if self.providers.get(&addr).is_some_and(|p| p.id == id) {
+                    self.providers.remove(&addr);
+                }
+            }
+            EventBody::ResourceRead { addr, attrs } => {
+                if let Some(obj) = self
+                    .resources
+                    .get_mut(&addr)
+                    .and_then(|r| r.current.as_mut())
+                {
+                    obj.attrs = attrs;
+                }
+            }
+            EventBody::ResourceGone { addr } => self.set_object(&addr, None, None),
+            EventBody::ObjectDeposed { addr, key } => {
+                if let Some(r) = self.resources.get_mut(&addr) {
+                    if let Some(obj) = r.current.take() {
+                        r.deposed.insert(key, obj);
+                    }
+                }
+            }
+            EventBody::OperationStarted {
+                addr,
+                deposed,
+                action,
+                token,
+                provider,
+                prior,
+            } => {
+                self.pending.insert(
+                    seq,
+                    PendingOp {
+                        op: seq,
+                        run,
+                        addr,
+                        deposed,
+                        action,
+                        token,
+                        provider,
+                        prior,
+                    },
+                );
+            }
+            EventBody::OperationSucceeded { op, object }
+            | EventBody::OperationFailed { op, object, .. }
+            | EventBody::PendingResolved { op, object, .. } => {
+                if let Some(p) = self.pending.remove(&op) {
+                    self.set_object(&p.addr, p.deposed.as_deref(), object);
+                }
+            }
+            EventBody::DataRead { addr, object } => {
+                self.data.insert(addr, object);
+            }
+            EventBody::DataDropped { addr } => {
+                self.data.remove(&addr);
+            }
+            EventBody::OutputsSet { outputs } => self.outputs = outputs,
+            EventBody::ResourceForgotten { addr } => {
+                self.data.remove(&addr);
+                if self.resources.remove(&addr).is_some() {
+                    self.drop_dependency(&addr);
+                }
+            }
+            EventBody::ResourceMoved { from, to } => {
+                if let Some(d) = self.data.remove(&from) {
+                    self.data.insert(to.clone(), d);
+                }
+                if let Some(r) = self.resources.remove(&from) {
+                    if self.resources.insert(to.clone(), r).is_some() {
+                        // The destination's old objects are replaced: nothing depends on them.
+                        self.drop_dependency(&to);
+                    }
+                    self.rename_dependency(&from, &to);
+                }
+                for p in self.pending.values_mut() {
+                    if p.addr == from {
+                        p.addr = to.clone();
+                    }
+                }
+            }
+            EventBody::StateImported {
+                providers,
+                resources,
+                ..
+            } => {
+                for p in providers {
+                    self.providers.insert(p.addr.clone(), p);
+                }
+                for (addr, obj) in resources {
+                    self.resources.entry(addr).or_default().current = Some(obj);
+                }
+            }
+        }
+    }
+
+    fn run_mut(&mut self, id: u64) -> Option<&mut RunRecord> {
+        // Runs are pushed in seq order, so the vector is sorted by id.
+        let i = self.runs.binary_search_by_key(&id, |r| r.id).ok()?;
+        self.runs.get_mut(i)
+    }
+
+    /// Sets (or, with `None`, removes) the current or a deposed object of an instance.
+    fn set_object(
+        &mut self,
+        addr: &ResourceInstanceAddr,
+        deposed: Option<&str>,
+        object: Option<ResourceObject>,
+    ) {
+        let inst = self.resources.entry(addr.clone()).or_default();
+        match (deposed, object) {
+            (None, o) => inst.current = o,
+            (Some(k), Some(o)) => {
+                inst.deposed.insert(k.to_string(), o);
+            }
+            (Some(k), None) => {
+                inst.deposed.remove(k);
+            }
+        }
+        if inst.is_empty() {
+            self.resources.remove(addr);
+            self.drop_dependency(addr);
+        }
+    }
+
+    fn objects_mut(&mut self) -> impl Iterator<Item = &mut ResourceObject> {
+        self.resources
+            .values_mut()
+            .flat_map(|r| r.current.iter_mut().chain(r.deposed.values_mut()))
+    }
+
+    fn drop_dependency(&mut self, gone: &ResourceInstanceAddr) {
+        for obj in self.objects_mut() {
+            if obj.deps.contains(gone) {
+                obj.deps.retain(|d| d != gone);
+            }
+        }
+    }
+
+    fn rename_dependency(&mut self, from: &ResourceInstanceAddr, to: &ResourceInstanceAddr) {
+        for obj in self.objects_mut() {
+            if obj.deps.contains(from) {
+                let mut deps: Vec<_> = obj
+                    .deps
+                    .iter()
+                    .map(|d| if d == from { to.clone() } else { d.clone() })
+                    .collect();
+                deps.dedup();
+                obj.deps = deps;
+            }
+        }
+    }
+
+    // ---- Queries the engine and the CLI use. ----
+
+    /// The managed instance at `addr`.
+    pub fn resource(&self, addr: &ResourceInstanceAddr) -> Option<&ResourceInstance> {
+        self.resources.get(addr)
+    }
+
+    /// The current object of the managed instance at `addr`.
+    pub fn current(&self, addr: &ResourceInstanceAddr) -> Option<&ResourceObject> {
+        self.resources.get(addr)?.current.as_ref()
+    }
+
+    /// The deposed objects of the managed instance at `addr`.
+    pub fn deposed(
+        &self,
+        addr: &ResourceInstanceAddr,
+    ) -> Option<&BTreeMap<String, ResourceObject>> {
+        self.resources.get(addr).map(|r| &r.deposed)
+    }
+
+    /// The data result at `addr`.
+    pub fn data_object(&self, addr: &ResourceInstanceAddr) -> Option<&DataObject> {
+        self.data.get(addr)
+    }
+
+    /// Every managed instance address in state, in order.
+    pub fn managed_addrs(&self) -> impl Iterator<Item = &ResourceInstanceAddr> {
+        self.resources.keys()
+    }
+
+    /// Every data instance address in state, in order.
+    pub fn data_addrs(&self) -> impl Iterator<Item = &ResourceInstanceAddr> {
+        self.data.keys()
+    }
+
+    /// Every address in state (managed and data), sorted as `state list` prints them.
+    pub fn all_addrs(&self) -> Vec<&ResourceInstanceAddr> {
+        let mut v: Vec<_> = self.resources.keys().chain(self.data.keys()).collect();
+        v.sort();
+        v
+    }
+
+    /// The instances of one resource (`sim_thing.a` → `sim_thing.a[0]`, `sim_thing.a[1]`, …).
+    pub fn instances_of(&self, resource: &ResourceAddr) -> Vec<&ResourceInstanceAddr> {
+        let map_keys: Box<dyn Iterator<Item = &ResourceInstanceAddr>> = match resource.mode {
+            Mode::Managed => Box::new(self.resources.keys()),
+            Mode::Data => Box::new(self.data.keys()),
+        };
+        map_keys.filter(|a| &a.resource == resource).collect()
+    }
+
+    /// Every instance (managed or data) with an object managed by the provider at `addr`.
+    pub fn instances_of_provider(&self, addr: &ProviderAddr) -> Vec<&ResourceInstanceAddr> {
+        let managed = self
+            .resources
+            .iter()
+            .filter(|(_, r)| r.objects().any(|o| &o.provider.addr == addr))
+            .map(|(a, _)| a);
+        let data = self
+            .data
+            .iter()
+            .filter(|(_, d)| &d.provider.addr == addr)
+            .map(|(a, _)| a);
+        managed.chain(data).collect()
+    }
+
+    /// The provider instance registered at `addr`.
+    pub fn provider(&self, addr: &ProviderAddr) -> Option<&ProviderInstance> {
+        self.providers.get(addr)
+    }
+
+    /// The provider instance a reference names, if it is still registered.
+    pub fn resolve_provider(&self, r: &ProviderRef) -> Option<&ProviderInstance> {
+        self.providers.get(&r.addr).filter(|p| p.id == r.id)
+    }
+
+    /// The pending operations, oldest first.
+    pub fn pending_ops(&self) -> impl Iterator<Item = &PendingOp> {
+        self.pending.values()
+    }
+
+    /// The pending operations on one instance.
+    pub fn pending_for(&self, addr: &ResourceInstanceAddr) -> Vec<&PendingOp> {
+        self.pending.values().filter(|p| &p.addr == addr).collect()
+    }
+
+    /// The run with this id.
+    pub fn run(&self, id: u64) -> Option<&RunRecord> {
+        let i = self.runs.binary_search_by_key(&id, |r| r.id).ok()?;
+        self.runs.get(i)
+    }
+
+    /// True when nothing is in state (no resources, data, outputs, providers or pending ops).
+    pub fn is_empty(&self) -> bool {
+        self.resources.is_empty()
+            && self.data.is_empty()
+            && self.outputs.is_empty()
+            && self.providers.is_empty()
+            && self.pending.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::StoredValue;
+
+    /// The snapshot as compact text: one line per thing in state.
+    fn render(s: &Snapshot) -> String {
+        let mut out = vec![format!("head {} open_run {:?}", s.head, s.open_run)];
+        let obj = |o: &ResourceObject| {
+            let deps: Vec<_> = o.deps.iter().map(|d| d.to_string()).collect();
+            format!(
+                "{} deps={:?} by {}/{}{}{}",
+                o.attrs.to_json(),
+                deps,
+                o.provider.addr,
+                o.provider.id,
+                o.create_token
+                    .as_ref()
+                    .map(|t| format!(" token={t}"))
+                    .unwrap_or_default(),
+                if o.tainted { " tainted" } else { "" }
+            )
+        };
+        for p in s.providers.values() {
+            out.push(format!("{} {} {}", p.addr, p.id, p.config.to_json()));
+        }
+        for (a, r) in &s.resources {
+            if let Some(o) = &r.current {
+                out.push(format!("{a}: {}", obj(o)));
+            }
+            for (k, o) in &r.deposed {
+                out.push(format!("{a} deposed {k}: {}", obj(o)));
+            }
+        }
+        for (a, d) in &s.data {
+            out.push(format!("{a}: {} by {}", d.attrs.to_json(), d.provider.addr));
+        }
+        for (n, o) in &s.outputs {
+            out.push(format!(
+                "output {n} = {} sensitive={}",
+                o.value.to_json(),
+                o.sensitive
+            ));
+        }
+        for p in s.pending.values() {
+            out.push(format!(
+                "pending {}: {} {}{} run {}",
+                p.op,
+                p.action,
+                p.addr,
+                p.deposed
+                    .as_ref()
+                    .map(|k| format!(" deposed {k}"))
+                    .unwrap_or_default(),
+                p.run
+            ));
+        }
+        for r in &s.runs {
+            out.push(format!(
+                "run {} {} {:?} {:?} last {} +{} ~{} -{}",
+                r.id,
+                r.command,
+                r.args,
+                r.outcome,
+                r.last_seq,
+                r.summary.added,
+                r.summary.changed,
+                r.summary.destroyed
+            ));
+        }
+        out.join("\n")
+    }
+
+    /// Folds `events` (numbered from 1, run 1 when one was started) and compares the result.
+    fn check_fold(events: Vec<EventBody>, expected: &str) {
+        let mut s = Snapshot::new();
+        let mut run = 0;
+        for (i, body) in events.into_iter().enumerate() {
+            let seq = i as u64 + 1;
+            if matches!(body, EventBody::RunStarted { .. }) {
+                run = seq;
+            }
+            s.apply(&Event {
+                seq,
+                version: 1,
+                time_ms: seq * 1000,
+                run,
+                body,
+            });
+        }
+        let got = render(&s);
+        assert_eq!(got, expected.trim(), "got:\n{got}");
+    }
+
+    fn a(s: &str) -> ResourceInstanceAddr {
+        s.parse().unwrap()
+    }
+    fn pref() -> ProviderRef {
+        ProviderRef {
+            addr: "provider[\"sim\"]".parse().unwrap(),
+            id: "p1".into(),
+        }
+    }
+    fn attrs(id: &str) -> StoredValue {
+        StoredValue::Object([("id".to_string(), StoredValue::String(id.into()))].into())
+    }
+    fn obj(id: &str, deps: &[&str]) -> ResourceObject {
+        ResourceObject {
+            attrs: attrs(id),
+            deps: deps.iter().map(|d| a(d)).collect(),
+            provider: pref(),
+            create_token: Some(format!("t-{id}")),
+            tainted: false,
+        }
+    }
+    fn started() -> EventBody {
+        EventBody::RunStarted {
+            command: "apply".into(),
+            args: vec!["-auto-approve".into()],
+            user: "me".into(),
+            pid: 7,
+        }
+    }
+    fn provider() -> EventBody {
+        EventBody::ProviderRegistered {
+            instance: ProviderInstance {
+                addr: pref().addr,
+                id: "p1".into(),
+                config: StoredValue::Null,
+                is_default: true,
+            },
+        }
+    }
+    fn op(addr: &str, action: OpAction, deposed: Option<&str>) -> EventBody {
+        EventBody::OperationStarted {
+            addr: a(addr),
+            deposed: deposed.map(str::to_string),
+            action,
+            token: Some("tok".into()),
+            provider: pref(),
+            prior: None,
+        }
+    }
+    fn ok(op: u64, object: Option<ResourceObject>) -> EventBody {
+        EventBody::OperationSucceeded { op, object }
+    }
+
+    #[test]
+    fn runs_open_and_finish() {
+        check_fold(
+            vec![
+                started(),
+                EventBody::RunFinished {
+                    outcome: RunOutcome::Success,
+                    summary: RunSummary {
+                        added: 2,
+                        ..Default::default()
+                    },
+                },
+                started(),
+            ],
+            r#"
+head 3 open_run Some(3)
+run 1 apply ["-auto-approve"] Some(Success) last 2 +2 ~0 -0
+run 3 apply ["-auto-approve"] None last 3 +0 ~0 -0
+"#,
+        );
+    }
+
+    #[test]
+    fn providers_register_update_and_leave() {
+        check_fold(
+            vec![
+                provider(),
+                EventBody::ProviderUpdated {
+                    addr: pref().addr,
+                    id: "p1".into(),
+                    config: attrs("c"),
+                },
+                // An update or removal naming another instance id changes nothing.
+                EventBody::ProviderUpdated {
+                    addr: pref().addr,
+                    id: "old".into(),
+                    config: StoredValue::Null,
+                },
+                EventBody::ProviderRemoved {
+                    addr: pref().addr,
+                    id: "old".into(),
+                },
+            ],
+            r#"
+head 4 open_run None
+provider["sim"] p1 {"id":"c"}
+"#,
+        );
+        check_fold(
+            vec![
+                provider(),
+                EventBody::ProviderRemoved {
+                    addr: pref().addr,
+                    id: "p1".into(),
+                },
+            ],
+            "head 2 open_run None",
+        );
+    }
+
+    #[test]
+    fn operations_are_pending_until_settled() {
+        check_fold(
+            vec![
+                started(),
+                provider(),
+                op("sim_thing.a", OpAction::Create, None),
+                ok(3, Some(obj("a", &[]))),
+                op("sim_thing.b", OpAction::Create, None),
+                op("sim_thing.c", OpAction::Create, None),
+                EventBody::OperationFailed {
+                    op: 6,
+                    object: Some(ResourceObject {
+                        tainted: true,
+                        ..obj("c", &["sim_thing.a"])
+                    }),
+                    error: "boom".into(),
+                },
+                // An outcome for an op that is not pending changes nothing.
+                ok(99, None),
+            ],
+            r#"
+head 8 open_run Some(1)
+provider["sim"] p1 null
+sim_thing.a: {"id":"a"} deps=[] by provider["sim"]/p1 token=t-a
+sim_thing.c: {"id":"c"} deps=["sim_thing.a"] by provider["sim"]/p1 token=t-c tainted
+pending 5: create sim_thing.b run 1
+run 1 apply ["-auto-approve"] None last 8 +0 ~0 -0
+"#,
+        );
+    }
+
+    #[test]
+    fn refresh_reads_and_gone() {
+        check_fold(
+            vec![
+                op("sim_thing.a", OpAction::Create, None),
+                ok(1, Some(obj("a", &[]))),
+                op("sim_thing.b", OpAction::Create, None),
+                ok(3, Some(obj("b", &["sim_thing.a"]))),
+                EventBody::ResourceRead {
+                    addr: a("sim_thing.b"),
+                    attrs: attrs("b2"),
+                },
+                // A read of an instance not in state does not add it.
+                EventBody::ResourceRead {
+                    addr: a("sim_thing.zz"),
+                    attrs: attrs("zz"),
+                },
+                EventBody::ResourceGone {
+                    addr: a("sim_thing.a"),
+                },
+            ],
+            r#"
+head 7 open_run None
+sim_thing.b: {"id":"b2"} deps=[] by provider["sim"]/p1 token=t-b
+"#,
+        );
+    }
+
+    #[test]
+    fn create_before_destroy_deposes_then_deletes() {
+        check_fold(
+            vec![
+                op("sim_thing.a", OpAction::Create, None),
+                ok(1, Some(obj("old", &[]))),
+                EventBody::ObjectDeposed {
+                    addr: a("sim_thing.a"),
+                    key: "00000001".into(),
+                },
+                op("sim_thing.a", OpAction::Create, None),
+                ok(4, Some(obj("new", &[]))),
+                op("sim_thing.a", OpAction::Delete, Some("00000001")),
+            ],
+            r#"
+head 6 open_run None
+sim_thing.a: {"id":"new"} deps=[] by provider["sim"]/p1 token=t-new
+sim_thing.a deposed 00000001: {"id":"old"} deps=[] by provider["sim"]/p1 token=t-old
+pending 6: delete sim_thing.a deposed 00000001 run 0
+"#,
+        );
+        check_fold(
+            vec![
+                op("sim_thing.a", OpAction::Create, None),
+                ok(1, Some(obj("old", &[]))),
+                EventBody::ObjectDeposed {
+                    addr: a("sim_thing.a"),
+                    key: "k".into(),
+                },
+                op("sim_thing.a", OpAction::Delete, Some("k")),
+                ok(4, None),
+            ],
+            "head 5 open_run None",
+        );
+    }
+
+    #[test]
+    fn deleting_the_last_object_removes_the_instance_and_dependencies_on_it() {
+        check_fold(
+            vec![
+                EventBody::StateImported {
+                    source: "test".into(),
+                    providers: vec![],
+                    resources: vec![
+                        (a("sim_thing.a"), obj("a", &[])),
+                        (a("sim_thing.b"), obj("b", &["sim_thing.a"])),
+                    ],
+                },
+                op("sim_thing.a", OpAction::Delete, None),
+                ok(2, None),
+            ],
+            r#"
+head 3 open_run None
+sim_thing.b: {"id":"b"} deps=[] by provider["sim"]/p1 token=t-b
+"#,
+        );
+    }
+
+    #[test]
+    fn pending_ops_resolve() {
+        check_fold(
+            vec![
+                op("sim_thing.a", OpAction::Create, None),
+                EventBody::PendingResolved {
+                    op: 1,
+                    object: Some(obj("found", &[])),
+                    how: "adopted".into(),
+                },
+                op("sim_thing.b", OpAction::Create, None),
+                EventBody::PendingResolved {
+                    op: 3,
+                    object: None,
+                    how: "dropped".into(),
+                },
+            ],
+            r#"
+head 4 open_run None
+sim_thing.a: {"id":"found"} deps=[] by provider["sim"]/p1 token=t-found
+"#,
+        );
+    }
+
+    #[test]
+    fn data_and_outputs() {
+        let data = |id: &str| DataObject {
+            attrs: attrs(id),
+            provider: pref(),
+        };
+        check_fold(
+            vec![
+                EventBody::DataRead {
+                    addr: a("data.sim_x.a"),
+                    object: data("1"),
+                },
+                EventBody::DataRead {
+                    addr: a("data.sim_x.b"),
+                    object: data("2"),
+                },
+                EventBody::DataRead {
+                    addr: a("data.sim_x.a"),
+                    object: data("3"),
+                },
+                EventBody::DataDropped {
+                    addr: a("data.sim_x.b"),
+                },
+                EventBody::OutputsSet {
+                    outputs: [(
+                        "x".to_string(),
+                        OutputValue {
+                            value: attrs("o"),
+                            sensitive: false,
+                        },
+                    )]
+                    .into(),
+                },
+                EventBody::OutputsSet {
+                    outputs: [(
+                        "y".to_string(),
+                        OutputValue {
+                            value: StoredValue::Bool(true),
+                            sensitive: true,
+                        },
+                    )]
+                    .into(),
+                },
+            ],
+            r#"
+head 6 open_run None
+data.sim_x.a: {"id":"3"} by provider["sim"]
+output y = true sensitive=true
+"#,
+        );
+    }
+
+    #[test]
+    fn state_rm_and_mv() {
+        let import = EventBody::StateImported {
+            source: "test".into(),
+            providers: vec![],
+            resources: vec![
+                (a("sim_thing.a"), obj("a", &[])),
+                (a("sim_thing.b"), obj("b", &["sim_thing.a"])),
+                (a("sim_thing.c"), obj("c", &["sim_thing.b"])),
+            ],
+        };
+        check_fold(
+            vec![
+                import.clone(),
+                EventBody::ResourceMoved {
+                    from: a("sim_thing.a"),
+                    to: a("module.m.sim_thing.a[0]"),
+                },
+                EventBody::ResourceForgotten {
+                    addr: a("sim_thing.c"),
+                },
+            ],
+            r#"
+head 3 open_run None
+sim_thing.b: {"id":"b"} deps=["module.m.sim_thing.a[0]"] by provider["sim"]/p1 token=t-b
+module.m.sim_thing.a[0]: {"id":"a"} deps=[] by provider["sim"]/p1 token=t-a
+"#,
+        );
+        check_fold(
+            vec![
+                import,
+                EventBody::ResourceForgotten {
+                    addr: a("sim_thing.b"),
+                },
+                EventBody::DataRead {
+                    addr: a("data.sim_x.d"),
+                    object: DataObject {
+                        attrs: attrs("d"),
+                        provider: pref(),
+                    },
+                },
+                EventBody::ResourceMoved {
+                    from: a("data.sim_x.d"),
+                    to: a("data.sim_x.e"),
+                },
+            ],
+            r#"
+head 4 open_run None
+sim_thing.a: {"id":"a"} deps=[] by provider["sim"]/p1 token=t-a
+sim_thing.c: {"id":"c"} deps=[] by provider["sim"]/p1 token=t-c
+data.sim_x.e: {"id":"d"} by provider["sim"]
+"#,
+        );
+    }
+
+    #[test]
+    fn queries() {
+        let mut s = Snapshot::new();
+        for (i, body) in [
+            provider(),
+            op("sim_thing.a[0]", OpAction::Create, None),
+            ok(2, Some(obj("a", &[]))),
+            op("sim_thing.a[1]", OpAction::Create, None),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            s.apply_owned(Event {
+                seq: i as u64 + 1,
+                version: 1,
+                time_ms: 0,
+                run: 0,
+                body,
+            });
+        }
+        let a0 = a("sim_thing.a[0]");
+        assert_eq!(s.current(&a0).map(|o| o.attrs.clone()), Some(attrs("a")));
+        assert_eq!(s.managed_addrs().collect::<Vec<_>>(), vec![&a0]);
+        assert_eq!(s.instances_of_provider(&pref().addr), vec![&a0]);
+        assert_eq!(s.instances_of(&a0.resource), vec![&a0]);
+        assert_eq!(s.pending_for(&a("sim_thing.a[1]")).len(), 1);
+        assert!(s.resolve_provider(&pref()).is_some());
+        assert!(!s.is_empty());
+    }
+}
