@@ -133,3 +133,413 @@ fn log_level_is_checked() {
         "{text}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// State commands, against a store populated through the state crate's API.
+
+use cairn::state::{
+    DataObject, EventBody, OpAction, OpenOptions, OutputValue, ProviderAddr, ProviderInstance,
+    ResourceInstanceAddr, ResourceObject, RunOutcome, RunSummary, Store, StoredValue,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Compares with `fixtures/golden/cli/NAME`; `UPDATE_EXPECT=1` rewrites it.
+fn check_golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/golden/cli")
+        .join(name);
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing {}; run with UPDATE_EXPECT=1", path.display()));
+    assert_eq!(
+        actual, expected,
+        "golden {name} differs; UPDATE_EXPECT=1 rewrites it"
+    );
+}
+
+/// Runs each command line in `dir` and returns a transcript: `$ cairn …`, the exit code, and
+/// what was printed. Process-specific text (user, pid) is replaced by placeholders.
+fn transcript(dir: &Path, lines: &[&str]) -> String {
+    let mut t = String::new();
+    for line in lines {
+        let args = split_line(line);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = check_cli_in(dir, &args, "");
+        t.push_str(&format!("$ cairn {line}\n[exit {code}]\n{out}"));
+        if !err.is_empty() {
+            t.push_str(&format!("[stderr]\n{err}"));
+        }
+        t.push('\n');
+    }
+    // Who ran each `cairn` process, its pid and when it ran differ every time.
+    let t = regex::Regex::new(r"by (uid \d+|\S+) \(pid \d+\)")
+        .unwrap()
+        .replace_all(&t, "by <user> (pid <pid>)");
+    let t = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ(  \d+\.\ds)?")
+        .unwrap()
+        .replace_all(&t, |c: &regex::Captures| {
+            if c[0].starts_with("2026-12-02T12:48") {
+                c[0].to_string()
+            } else if c.get(1).is_some() {
+                format!("{:<20}  <d>s", "<now>")
+            } else {
+                "<now>".to_string()
+            }
+        });
+    t.into_owned()
+}
+
+/// Splits a command line on spaces, keeping single-quoted parts together.
+fn split_line(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn a(s: &str) -> ResourceInstanceAddr {
+    s.parse().unwrap()
+}
+
+fn obj(pairs: &[(&str, StoredValue)]) -> StoredValue {
+    StoredValue::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    )
+}
+
+fn s(v: &str) -> StoredValue {
+    StoredValue::String(v.into())
+}
+
+/// A clock that starts at 2026-12-02T12:48:34Z and ticks one second per event.
+fn test_clock() -> Box<dyn Fn() -> u64 + Send> {
+    let t = AtomicU64::new(1_796_215_714_000);
+    Box::new(move || t.fetch_add(1000, Ordering::SeqCst))
+}
+
+fn open_writer(dir: &Path) -> Store {
+    let opts = OpenOptions {
+        command: "test".into(),
+        write: true,
+        ..Default::default()
+    };
+    let (mut store, _) = Store::open(&dir.join(".cairn"), &opts).unwrap();
+    store.set_clock(test_clock());
+    store
+}
+
+/// One apply's worth of events: a provider, two managed instances (b depends on a), a data
+/// result and outputs.
+fn populate(dir: &Path) {
+    let mut store = open_writer(dir);
+    store.begin_run("apply", &["-auto-approve".into()]).unwrap();
+    let provider = ProviderInstance {
+        addr: "provider[\"sim\"]".parse::<ProviderAddr>().unwrap(),
+        id: "p1".into(),
+        config: obj(&[("region", s("eu"))]),
+        is_default: true,
+    };
+    let pref = provider.reference();
+    store
+        .append(EventBody::ProviderRegistered { instance: provider })
+        .unwrap();
+    let mut create = |addr: &str, attrs: StoredValue, deps: Vec<ResourceInstanceAddr>| {
+        let token = format!("t-{addr}");
+        let op = store
+            .append(EventBody::OperationStarted {
+                addr: a(addr),
+                deposed: None,
+                action: OpAction::Create,
+                token: Some(token.clone()),
+                provider: pref.clone(),
+                prior: None,
+            })
+            .unwrap();
+        store.commit().unwrap();
+        store
+            .append(EventBody::OperationSucceeded {
+                op,
+                object: Some(ResourceObject {
+                    attrs,
+                    deps,
+                    provider: pref.clone(),
+                    create_token: Some(token),
+                    tainted: false,
+                }),
+            })
+            .unwrap();
+        store.commit().unwrap();
+    };
+    create(
+        "sim_thing.a",
+        obj(&[
+            ("id", s("a-1")),
+            ("name", s("alpha")),
+            ("size", StoredValue::Number("3".into())),
+            (
+                "tags",
+                StoredValue::Map(BTreeMap::from([("env".to_string(), s("dev"))])),
+            ),
+            ("password", StoredValue::Sensitive(Box::new(s("hunter2")))),
+            ("note", StoredValue::Null),
+        ]),
+        vec![],
+    );
+    create(
+        "sim_thing.b[0]",
+        obj(&[("id", s("b-1")), ("name", s("alpha-b"))]),
+        vec![a("sim_thing.a")],
+    );
+    store
+        .append(EventBody::DataRead {
+            addr: a("data.sim_lookup.x"),
+            object: DataObject {
+                attrs: obj(&[("id", s("x")), ("value", s("alpha"))]),
+                provider: pref.clone(),
+            },
+        })
+        .unwrap();
+    let out = |value: StoredValue, sensitive: bool| OutputValue { value, sensitive };
+    store
+        .append(EventBody::OutputsSet {
+            outputs: BTreeMap::from([
+                ("name".to_string(), out(s("alpha"), false)),
+                (
+                    "size".to_string(),
+                    out(StoredValue::Number("3".into()), false),
+                ),
+                (
+                    "ids".to_string(),
+                    out(StoredValue::Tuple(vec![s("a-1"), s("b-1")]), false),
+                ),
+                ("token".to_string(), out(s("s3cr3t"), true)),
+            ]),
+        })
+        .unwrap();
+    store.commit().unwrap();
+    store
+        .finish_run(
+            RunOutcome::Success,
+            RunSummary {
+                added: 2,
+                read: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn state_read_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let t = transcript(
+        dir.path(),
+        &[
+            "state list",
+            "state list sim_thing.b",
+            "state list -at=4",
+            "state show sim_thing.a",
+            "state show data.sim_lookup.x",
+            "state show sim_thing.a -at=2",
+            "state show sim_thing.nope",
+            "state show 'not an address'",
+            "state list -at=99",
+            "state check",
+            "output",
+            "output name",
+            "output -raw size",
+            "output -raw ids",
+            "output ids -json",
+            "output token",
+            "output missing",
+            "output -json",
+            "history",
+            "log -from=9",
+        ],
+    );
+    check_golden("state_read.txt", &t);
+}
+
+#[test]
+fn state_edits_are_runs_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let t = transcript(
+        dir.path(),
+        &[
+            "state mv sim_thing.a sim_thing.c",
+            "state mv sim_thing.c data.sim_lookup.c",
+            "state mv sim_thing.c sim_thing.b[0]",
+            "state rm sim_thing.b",
+            "state rm sim_thing.zzz",
+            "state list",
+            "state list -at=12",
+            "state list -at=10",
+            "state check",
+            "history",
+            "log -from=10",
+        ],
+    );
+    check_golden("state_edits.txt", &t);
+    // The JSON forms carry every event and run.
+    let (code, out, _) = check_cli_in(dir.path(), &["log", "-json"], "");
+    assert_eq!(code, 0);
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 15);
+    assert_eq!(events[0]["kind"], "RunStarted");
+    assert_eq!(events[2]["kind"], "OperationStarted");
+    assert_eq!(events[2]["addr"], "sim_thing.a");
+    assert_eq!(events[3]["object"]["attrs"]["name"], "alpha");
+    let (code, out, _) = check_cli_in(dir.path(), &["history", "-json"], "");
+    assert_eq!(code, 0);
+    let runs: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let commands: Vec<&str> = runs
+        .iter()
+        .map(|r| r["command"].as_str().unwrap())
+        .collect();
+    // Refused edits leave no trace.
+    assert_eq!(commands, ["apply", "state mv", "state rm"]);
+    assert_eq!(runs[0]["changes"]["added"], 2);
+    assert_eq!(runs[2]["outcome"], "success");
+}
+
+#[test]
+fn state_pull_and_import_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/cli/terraform_data.tfstate");
+    let f = fixture.to_str().unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["state", "import-tfstate", f], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Imported 2 resource instance(s) and 1 provider instance(s)"),
+        "{out}"
+    );
+    let (_, list, _) = check_cli_in(dir.path(), &["state", "list"], "");
+    assert_eq!(list, "terraform_data.a\nterraform_data.b\n");
+    let (code, pulled, err) = check_cli_in(dir.path(), &["state", "pull"], "");
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&pulled).unwrap();
+    assert_eq!(j["version"], 4);
+    assert_eq!(j["resources"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        j["resources"][0]["instances"][0]["attributes"]["input"]["value"],
+        "x"
+    );
+    // A second import would track the objects twice: refused.
+    let (code, _, err) = check_cli_in(dir.path(), &["state", "import-tfstate", f], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("The state is not empty"), "{err}");
+    // What was pulled imports into a fresh directory and lists the same.
+    std::fs::write(dir.path().join("pulled.tfstate"), &pulled).unwrap();
+    let (code, _, err) = check_cli_in(
+        dir.path(),
+        &[
+            "-state-dir=other",
+            "state",
+            "import-tfstate",
+            "pulled.tfstate",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, list2, _) = check_cli_in(dir.path(), &["state", "list", "-state-dir", "other"], "");
+    assert_eq!(list2, list);
+}
+
+#[test]
+fn bad_tfstate_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (content, expected) in [
+        ("{\"version\": 3}", "found state format version 3"),
+        ("not json", "not valid JSON"),
+    ] {
+        std::fs::write(dir.path().join("t.tfstate"), content).unwrap();
+        let (code, _, err) =
+            check_cli_in(dir.path(), &["state", "import-tfstate", "t.tfstate"], "");
+        assert_eq!(code, 1);
+        assert!(err.contains("Invalid Terraform state file"), "{err}");
+        assert!(err.contains(expected), "{err}");
+    }
+    let (code, _, err) = check_cli_in(dir.path(), &["state", "import-tfstate", "missing"], "");
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Cannot read the Terraform state file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_held_lock_names_its_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let _held = open_writer(dir.path());
+    for args in [
+        &["state", "list"][..],
+        &["output"],
+        &["state", "rm", "sim_thing.a"],
+    ] {
+        let (code, _, err) = check_cli_in(dir.path(), args, "");
+        assert_eq!(code, 1, "{args:?}");
+        assert!(err.contains("Error acquiring the state lock"), "{err}");
+        assert!(
+            err.contains(&format!("by process {} (cairn test)", std::process::id())),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn state_dir_from_flag_and_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    std::fs::rename(dir.path().join(".cairn"), dir.path().join("elsewhere")).unwrap();
+    let (_, out, _) = check_cli_in(dir.path(), &["state", "list"], "");
+    assert_eq!(out, "", "no state in .cairn now");
+    let (_, out, _) = check_cli_in(dir.path(), &["-state-dir=elsewhere", "state", "list"], "");
+    assert!(out.contains("sim_thing.a"), "{out}");
+    let o = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["state", "list"])
+        .current_dir(dir.path())
+        .env("CAIRN_STATE_DIR", "elsewhere")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("sim_thing.a"));
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let (_, out, _) = check_cli_in(
+        dir.path(),
+        &["-chdir=sub", "-state-dir=../elsewhere", "state", "list"],
+        "",
+    );
+    assert!(out.contains("sim_thing.a"), "{out}");
+}

@@ -12,6 +12,7 @@ pub mod logging;
 pub mod output;
 pub mod progress;
 pub mod prompt;
+pub mod state_cmds;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use args::{Command, Parsed};
@@ -120,6 +121,10 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
     match parsed.cli.command {
         Command::Version(a) => version(ctx, a.json),
         Command::Completions(a) => completions(ctx, a.shell),
+        Command::State(c) => state_cmds::state(ctx, c),
+        Command::History(a) => state_cmds::history(ctx, &a),
+        Command::Log(a) => state_cmds::log(ctx, &a),
+        Command::Output(a) => state_cmds::output(ctx, &a),
         other => {
             let name = command_name(&other);
             ctx.fail(
