@@ -293,3 +293,12 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
         end: r.end,
     }
 }
+
+mod load;
+pub use load::load;
+
+#[cfg(test)]
+mod tests;
+
+mod vars;
+pub use vars::{input_values, validate_variable, VarArg};

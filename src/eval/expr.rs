@@ -13,11 +13,11 @@
 //! - Number literals are read from their source text, never through f64, so
 //!   `9007199254740993` stays exact; division keeps 100 significant digits.
 
-use super::coerce::{convert, equals, friendly, unify};
+use super::convert::{equals, friendly_name, unify};
 use super::functions::FunctionContext;
 use super::refs::subject_of;
 use super::suggest;
-use super::{fnshim as functions, Scope, ScopeError, Subject};
+use super::{functions, Scope, ScopeError, Subject};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::value::{Number, Type, Value};
 use bigdecimal::{BigDecimal, Zero};
@@ -33,6 +33,11 @@ use std::path::Path;
 use std::str::FromStr;
 
 type R = Result<Value, Diagnostics>;
+
+/// `convert::convert` for a borrowed value, with the error as its message.
+pub(crate) fn convert(v: &Value, ty: &Type) -> Result<Value, String> {
+    super::convert::convert(v.clone(), ty).map_err(|e| e.to_string())
+}
 
 /// Evaluates an expression in a scope.
 pub fn eval(expr: &Expression, scope: &dyn Scope) -> R {
@@ -68,6 +73,20 @@ pub fn eval_template_string(
             .collect::<Vec<_>>()
             .join("; ")
     })
+}
+
+/// The `TEMPLATE_EVALUATOR` the function library calls for `templatefile` (which has already
+/// read the file; nested filesystem calls resolve against the working directory).
+fn template_for_functions(src: &str, vars: &BTreeMap<String, Value>) -> Result<Value, String> {
+    let here = Path::new(".");
+    eval_template_string(
+        src,
+        vars,
+        &FunctionContext {
+            module_dir: here,
+            root_dir: here,
+        },
+    )
 }
 
 struct TemplateScope<'a> {
@@ -153,7 +172,7 @@ fn element_type(t: &Type) -> Type {
 fn type_name(v: &Value) -> String {
     match v.unmarked() {
         Value::Null(_) => "null".into(),
-        Value::Unknown(t) => friendly(t),
+        Value::Unknown(t) => friendly_name(t, false),
         Value::Bool(_) => "bool".into(),
         Value::Number(_) => "number".into(),
         Value::String(_) => "string".into(),
@@ -168,6 +187,8 @@ fn type_name(v: &Value) -> String {
 
 impl<'a> Evaluator<'a> {
     pub fn new(scope: &'a dyn Scope) -> Self {
+        // `templatefile` evaluates through this evaluator; register it once.
+        functions::TEMPLATE_EVALUATOR.get_or_init(|| template_for_functions);
         Evaluator {
             file: scope.file(),
             scope,
@@ -1143,80 +1164,24 @@ impl<'a> Evaluator<'a> {
                 }
             }
         }
-        let (min, max, params) = functions::arity(name);
-        if values.len() < min {
-            let missing = params.get(values.len()).copied().unwrap_or("argument");
-            return Err(self.error(
-                span,
-                "Not enough function arguments",
-                format!(
-                    "Function {} expects {min} argument(s). Missing value for {}.",
-                    cairn_state::quote(name),
-                    cairn_state::quote(missing)
-                ),
-            ));
+        if let Some((summary, detail)) =
+            functions::arity(name).and_then(|a| a.mismatch(name, values.len()))
+        {
+            // Too many: point at the first extra argument; too few: at the call.
+            let at = match functions::arity(name).and_then(|a| a.max()) {
+                Some(max) if values.len() > max => spans.get(max).cloned().flatten().or(span),
+                _ => span,
+            };
+            return Err(self.error(at, summary, detail));
         }
-        if let Some(max) = max {
-            if values.len() > max {
-                let extra = spans.get(max).cloned().flatten().or(span);
-                return Err(self.error(
-                    extra,
-                    "Too many function arguments",
-                    format!(
-                        "Function {} expects only {max} argument(s).",
-                        cairn_state::quote(name)
-                    ),
-                ));
-            }
-        }
-        // Marks: functions see plain values; a sensitive argument makes the result sensitive.
-        let keeps_marks = matches!(name, "nonsensitive" | "issensitive" | "sensitive");
-        let mut sensitive = false;
-        let plain: Vec<Value> = if keeps_marks {
-            values
-        } else {
-            values
-                .into_iter()
-                .map(|v| {
-                    let (v, m) = v.deep_unmark();
-                    sensitive |= m;
-                    v
-                })
-                .collect()
-        };
         let ctx = FunctionContext {
             module_dir: self.scope.module_dir(),
             root_dir: self.scope.root_dir(),
         };
-        match functions::call(name, &plain, &ctx) {
-            Ok(v) => Ok(mark(v, sensitive)),
-            Err(e) => Err(match e.arg {
-                Some(i) => self.error(
-                    spans.get(i).cloned().flatten().or(span),
-                    "Invalid function argument",
-                    format!(
-                        "Invalid value for {} parameter: {}.",
-                        cairn_state::quote(
-                            params
-                                .get(i)
-                                .or(params.last())
-                                .copied()
-                                .unwrap_or("argument")
-                        ),
-                        e.message.trim_end_matches('.')
-                    ),
-                ),
-                None => self.error(
-                    span,
-                    "Error in function call",
-                    format!(
-                        "Call to function {} failed: {}.",
-                        cairn_state::quote(name),
-                        e.message.trim_end_matches('.')
-                    ),
-                ),
-            }),
-        }
+        functions::call(name, values, &ctx).map_err(|e| {
+            let at = e.arg.and_then(|i| spans.get(i).cloned().flatten()).or(span);
+            self.error(at, e.summary(), e.message.clone())
+        })
     }
 
     /// `try(...)` and `can(...)`: special forms that catch evaluation errors of their

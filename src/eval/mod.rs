@@ -14,12 +14,12 @@ use crate::value::Value;
 use cairn_state::Mode;
 use std::path::Path;
 
-pub mod coerce;
+pub mod convert;
 pub mod expr;
-mod fnshim;
 pub mod functions;
 pub mod refs;
 pub mod suggest;
+pub mod types;
 
 pub use expr::{eval, eval_template_string};
 pub use refs::{body_references, references};

@@ -159,7 +159,7 @@ fn equality_follows_terraform() {
 fn unknowns_propagate() {
     check_eval("var.unk", "(known after apply)");
     check_eval("\"x-${var.unk}\"", "(known after apply)");
-    check_eval("length(var.unk)", "(known after apply)");
+    check_eval("upper(var.unk)", "(known after apply)");
     check_eval("var.unk_list[0]", "(known after apply)");
     check_eval("var.unk_list[*].id", "(known after apply)");
     check_eval("[for x in var.unk_list : x]", "(known after apply)");
@@ -307,7 +307,7 @@ fn references_errors_and_functions() {
     );
     check_eval(
         "upper()",
-        "Error: Not enough function arguments: Function \"upper\" expects 1 argument(s). Missing value for \"value\". [at \"upper()\"]",
+        "Error: Not enough function arguments: Function \"upper\" expects 1 argument(s). Missing value for \"str\". [at \"upper()\"]",
     );
     check_eval(
         "upper(\"a\", \"b\")",
