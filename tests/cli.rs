@@ -543,3 +543,113 @@ fn state_dir_from_flag_and_environment() {
     );
     assert!(out.contains("sim_thing.a"), "{out}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Commands over the configuration alone.
+
+/// A temporary directory holding `files` (path, content).
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+    dir
+}
+
+const PROVIDERS_TF: &str = r#"
+provider "sim" {
+  region = "eu"
+}
+provider "sim" {
+  alias  = "east"
+  region = "us-east"
+}
+resource "sim_thing" "a" {
+  name = "a"
+}
+resource "sim_thing" "b" {
+  provider = sim.east
+  name     = "b"
+}
+resource "random_id" "r" {
+  byte_length = 4
+}
+module "child" {
+  source = "./modules/child"
+}
+"#;
+
+#[test]
+fn init_names_provider_instances_and_is_idempotent() {
+    let dir = project(&[
+        ("main.tf", PROVIDERS_TF),
+        (
+            "modules/child/main.tf",
+            "resource \"sim_thing\" \"c\" {\n  name = \"c\"\n}\n",
+        ),
+    ]);
+    let (code, out, err) = check_cli_in(dir.path(), &["init"], "");
+    assert_eq!(code, 0, "{err}");
+    let out = out.replace(&dir.path().display().to_string(), "<dir>");
+    check_golden("init.txt", &out);
+    assert!(dir.path().join(".cairn").is_dir());
+    let (code, out, _) = check_cli_in(dir.path(), &["init"], "");
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("- State: found .cairn (0 events, 0 resource instances)."),
+        "{out}"
+    );
+}
+
+#[test]
+fn init_refuses_unknown_providers() {
+    let dir = project(&[("main.tf", "resource \"aws_instance\" \"x\" {}\n")]);
+    let (code, _, err) = check_cli_in(dir.path(), &["init"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("Unknown provider \"aws\""), "{err}");
+    assert!(err.contains("sim"), "{err}");
+    assert!(!dir.path().join(".cairn").exists());
+}
+
+#[test]
+fn validate_human_and_json() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\n",
+    )]);
+    let (code, out, _) = check_cli_in(dir.path(), &["validate"], "");
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "Success! The configuration is valid.\n")
+    );
+    let (code, out, _) = check_cli_in(dir.path(), &["validate", "-json"], "");
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["valid"], true);
+    assert_eq!(j["format_version"], "1.0");
+    assert_eq!(j["diagnostics"], serde_json::json!([]));
+
+    std::fs::write(dir.path().join("bad.tf"), "resource \"x\" {\n").unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["validate"], "");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert!(err.contains("on bad.tf:1:"), "{err}");
+    let (code, out, _) = check_cli_in(dir.path(), &["validate", "-json"], "");
+    assert_eq!(code, 1);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["valid"], false);
+    assert_eq!(j["error_count"], 1);
+    assert_eq!(j["warning_count"], 0);
+    let d = &j["diagnostics"][0];
+    assert_eq!(d["severity"], "error");
+    assert_eq!(d["range"]["filename"], "bad.tf");
+    assert_eq!(d["range"]["start"]["line"], 1);
+    // -chdir: paths stay relative to the configuration directory.
+    let parent = dir.path().parent().unwrap();
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    let (code, _, err) = check_cli_in(parent, &[&format!("-chdir={name}"), "validate"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("on bad.tf:1:"), "{err}");
+}

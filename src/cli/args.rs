@@ -13,9 +13,10 @@
 //! - An unknown `-word` is also given two dashes, so clap reports it whole (with a "did you
 //!   mean") rather than as a cluster of unknown short flags.
 //! - `-var` and `-var-file` are separate lists in the derive structs, but Terraform applies them
-//!   in command-line order; `VarSource::ordered` recovers that order from clap's indices.
+//!   in command-line order; `parse` recovers that order from clap's indices.
 //! - Durations (`-lock-timeout=1m30s`) use Go's syntax, since that is what Terraform users type.
 
+use crate::config::VarArg;
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -398,21 +399,12 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
-/// One source of variable values, in command-line order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum VarSource {
-    /// `-var 'NAME=VALUE'`, split at the first `=`.
-    Var { name: String, value: String },
-    /// `-var-file=FILE`.
-    File(PathBuf),
-}
-
 /// A parse result: the command, plus what derive structs cannot hold (the order of `-var` and
 /// `-var-file` as typed).
 #[derive(Debug)]
 pub struct Parsed {
     pub cli: Cli,
-    pub var_order: Vec<VarSource>,
+    pub var_order: Vec<VarArg>,
 }
 
 /// The clap `Command`, with every boolean flag accepting `=true|false`.
@@ -460,24 +452,17 @@ where
 }
 
 /// `-var` and `-var-file` in the order they were typed, from the innermost subcommand's matches.
-fn var_order(matches: &clap::ArgMatches) -> Vec<VarSource> {
+fn var_order(matches: &clap::ArgMatches) -> Vec<VarArg> {
     let mut m = matches;
     while let Some((_, sub)) = m.subcommand() {
         m = sub;
     }
-    let mut items: Vec<(usize, VarSource)> = Vec::new();
+    let mut items: Vec<(usize, VarArg)> = Vec::new();
     let has = |id: &str| matches!(m.try_contains_id(id), Ok(true));
     if has("var") {
         if let (Some(idx), Some(vals)) = (m.indices_of("var"), m.get_many::<String>("var")) {
             for (i, v) in idx.zip(vals) {
-                let (name, value) = v.split_once('=').unwrap_or((v.as_str(), ""));
-                items.push((
-                    i,
-                    VarSource::Var {
-                        name: name.trim().to_string(),
-                        value: value.to_string(),
-                    },
-                ));
+                items.push((i, VarArg::Var(v.clone())));
             }
         }
     }
@@ -486,7 +471,7 @@ fn var_order(matches: &clap::ArgMatches) -> Vec<VarSource> {
             (m.indices_of("var_file"), m.get_many::<PathBuf>("var_file"))
         {
             for (i, v) in idx.zip(vals) {
-                items.push((i, VarSource::File(v.clone())));
+                items.push((i, VarArg::File(v.clone())));
             }
         }
     }
@@ -715,15 +700,9 @@ mod tests {
         assert_eq!(
             p.var_order,
             [
-                VarSource::Var {
-                    name: "a".into(),
-                    value: "1".into()
-                },
-                VarSource::File("f.tfvars".into()),
-                VarSource::Var {
-                    name: "b".into(),
-                    value: "-2".into()
-                },
+                VarArg::Var("a=1".into()),
+                VarArg::File("f.tfvars".into()),
+                VarArg::Var("b=-2".into()),
             ]
         );
     }

@@ -8,6 +8,7 @@
 //! `Context::report`.
 
 pub mod args;
+pub mod config_cmds;
 pub mod logging;
 pub mod output;
 pub mod progress;
@@ -121,6 +122,8 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
     match parsed.cli.command {
         Command::Version(a) => version(ctx, a.json),
         Command::Completions(a) => completions(ctx, a.shell),
+        Command::Validate(a) => config_cmds::validate(ctx, &a),
+        Command::Init(a) => config_cmds::init(ctx, &a),
         Command::State(c) => state_cmds::state(ctx, c),
         Command::History(a) => state_cmds::history(ctx, &a),
         Command::Log(a) => state_cmds::log(ctx, &a),
