@@ -241,10 +241,11 @@ fn test_clock() -> Box<dyn Fn() -> u64 + Send> {
 }
 
 fn open_writer(dir: &Path) -> Store {
+    // sled releases its file lock from a background thread shortly after a close: wait for it.
     let opts = OpenOptions {
         command: "test".into(),
         write: true,
-        ..Default::default()
+        lock_timeout: std::time::Duration::from_secs(10),
     };
     let (mut store, _) = Store::open(&dir.join(".cairn"), &opts).unwrap();
     store.set_clock(test_clock());
@@ -652,4 +653,129 @@ fn validate_human_and_json() {
     let (code, _, err) = check_cli_in(parent, &[&format!("-chdir={name}"), "validate"], "");
     assert_eq!(code, 1);
     assert!(err.contains("on bad.tf:1:"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// show: the state, and saved plans.
+
+use cairn::plan::{Action, Change, OutputChange, Plan, PlanMode, Reason};
+use cairn::value::Value;
+
+/// A plan as the engine makes them: a create, a replace, a deferred read and an output.
+fn sample_plan() -> Plan {
+    let provider: ProviderAddr = "provider[\"sim\"]".parse().unwrap();
+    let change = |addr: &str, action, before: Option<Value>, after: Option<Value>| Change {
+        addr: a(addr),
+        provider: provider.clone(),
+        action,
+        before,
+        after,
+        replace_paths: vec![],
+        reason: None,
+        sensitive_attrs: vec![],
+        diff_unavailable: false,
+    };
+    let mut replace = change(
+        "sim_thing.b",
+        Action::DeleteThenCreate,
+        Some(Value::object([
+            ("id", Value::string("b-1")),
+            ("region", Value::string("eu")),
+        ])),
+        Some(Value::object([
+            ("id", Value::unknown()),
+            ("region", Value::string("us")),
+        ])),
+    );
+    replace.replace_paths = vec!["region".into()];
+    replace.reason = Some(Reason::ReplaceBecauseCannotUpdate);
+    let mut read = change(
+        "data.sim_lookup.x",
+        Action::Read,
+        None,
+        Some(Value::object([
+            ("key", Value::unknown()),
+            ("value", Value::unknown()),
+        ])),
+    );
+    read.reason = Some(Reason::ReadBecauseDependencyPending {
+        dependency: a("sim_thing.a"),
+        action: Action::Create,
+        via: vec!["local.k".into()],
+    });
+    Plan {
+        mode: PlanMode::Normal,
+        base_seq: 9,
+        config_hash: "h".into(),
+        changes: vec![
+            change(
+                "sim_thing.a",
+                Action::Create,
+                None,
+                Some(Value::object([
+                    ("id", Value::unknown()),
+                    ("name", Value::string("a")),
+                ])),
+            ),
+            replace,
+            read,
+        ],
+        provider_changes: vec![],
+        outputs: vec![OutputChange {
+            name: "id".into(),
+            action: Action::Create,
+            before: None,
+            after: Some(Value::unknown()),
+            sensitive: false,
+        }],
+        drift: vec![],
+        data_reads: vec![],
+        variables: BTreeMap::new(),
+        warnings: vec![],
+        applyable: true,
+        errored: false,
+    }
+}
+
+#[test]
+fn show_state_and_saved_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = check_cli_in(dir.path(), &["show"], "");
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "The state is empty. No resources are represented.\n")
+    );
+    populate(dir.path());
+    cairn::cli::run_cmds::save_plan(&dir.path().join("p.plan"), &sample_plan()).unwrap();
+    std::fs::write(dir.path().join("junk.plan"), "junk").unwrap();
+    let t = transcript(
+        dir.path(),
+        &["show", "show p.plan", "show junk.plan", "show nothing.plan"],
+    );
+    check_golden("show.txt", &t);
+
+    let (code, out, _) = check_cli_in(dir.path(), &["show", "-json", "p.plan"], "");
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let addrs: Vec<&str> = j["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["address"].as_str().unwrap())
+        .collect();
+    assert_eq!(addrs, ["sim_thing.a", "sim_thing.b", "data.sim_lookup.x"]);
+    assert_eq!(
+        j["resource_changes"][1]["change"]["actions"],
+        serde_json::json!(["delete", "create"])
+    );
+
+    let (code, out, _) = check_cli_in(dir.path(), &["show", "-json"], "");
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let resources = &j["values"]["root_module"]["resources"];
+    assert_eq!(resources[0]["address"], "sim_thing.a");
+    assert_eq!(resources[1]["address"], "sim_thing.b[0]");
+    assert_eq!(resources[1]["index"], 0);
+    assert_eq!(resources[2]["address"], "data.sim_lookup.x");
+    assert_eq!(j["values"]["outputs"]["token"]["sensitive"], true);
 }

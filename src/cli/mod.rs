@@ -13,6 +13,7 @@ pub mod logging;
 pub mod output;
 pub mod progress;
 pub mod prompt;
+pub mod run_cmds;
 pub mod state_cmds;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
@@ -122,6 +123,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
     match parsed.cli.command {
         Command::Version(a) => version(ctx, a.json),
         Command::Completions(a) => completions(ctx, a.shell),
+        Command::Show(a) => run_cmds::show(ctx, &a),
         Command::Validate(a) => config_cmds::validate(ctx, &a),
         Command::Init(a) => config_cmds::init(ctx, &a),
         Command::State(c) => state_cmds::state(ctx, c),

@@ -701,29 +701,10 @@ impl Observer for AnyObserver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::output::testing::Capture;
     use crate::cli::output::{sink, Clock};
     use std::path::PathBuf;
     use std::time::UNIX_EPOCH;
-
-    /// A sink whose bytes the test can read back.
-    #[derive(Clone, Default)]
-    struct Capture(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Capture {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            lock(&self.0).extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Capture {
-        fn text(&self) -> String {
-            String::from_utf8_lossy(&lock(&self.0)).into_owned()
-        }
-    }
 
     /// Compares with `fixtures/golden/cli/NAME`; `UPDATE_EXPECT=1` rewrites it.
     fn check_golden(name: &str, actual: &str) {

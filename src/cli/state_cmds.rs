@@ -20,7 +20,7 @@ use super::Context;
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{
-    Event, EventBody, Mode, OpenOptions, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot,
+    Event, EventBody, OpenOptions, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot,
     StateError, Store, StoredValue, Target,
 };
 use serde_json::{json, Map, Value as J};
@@ -107,7 +107,7 @@ fn all_addrs(s: &Snapshot) -> Vec<&ResourceInstanceAddr> {
 pub fn state(ctx: &Context, cmd: StateCommand) -> Exit {
     let result = match cmd {
         StateCommand::List(a) => list(ctx, &a.addrs, a.at.at),
-        StateCommand::Show(a) => show(ctx, &a.addr, a.at.at),
+        StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, a.ui.no_color),
         StateCommand::Rm(a) => rm(ctx, &a),
         StateCommand::Mv(a) => mv(ctx, &a),
         StateCommand::Pull(a) => pull(ctx, a.at.at),
@@ -133,98 +133,7 @@ fn list(ctx: &Context, filters: &[String], at: Option<u64>) -> Result<Exit, Diag
     Ok(Exit::Ok)
 }
 
-/// `state show`: the instance as an HCL block, attributes aligned as Terraform prints them.
-pub fn render_instance(addr: &ResourceInstanceAddr, attrs: &StoredValue, tainted: bool) -> String {
-    let r = &addr.resource;
-    let kind = if r.mode == Mode::Data {
-        "data"
-    } else {
-        "resource"
-    };
-    let mut out = format!("# {addr}:{}\n", if tainted { " (tainted)" } else { "" });
-    let _ = writeln!(out, "{kind} {:?} {:?} {{", r.type_, r.name);
-    if let Some(m) = Value::from_stored(attrs).attributes() {
-        write_attrs(&mut out, m, 1);
-    }
-    out.push_str("}\n");
-    out
-}
-
-/// Attributes one per line, `=` aligned, nested values indented by four spaces, nulls left
-/// out: Terraform's `state show` layout.
-fn write_attrs(out: &mut String, m: &BTreeMap<String, Value>, level: usize) {
-    let shown: Vec<_> = m.iter().filter(|(_, v)| !v.is_null()).collect();
-    let width = shown.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    for (k, v) in shown {
-        let _ = write!(out, "{}{k:width$} = ", "    ".repeat(level));
-        write_state_value(out, v, level);
-        out.push('\n');
-    }
-}
-
-fn write_state_value(out: &mut String, v: &Value, level: usize) {
-    let pad = "    ".repeat(level);
-    match v {
-        Value::Sensitive(_) => out.push_str("(sensitive value)"),
-        Value::Unknown(_) => out.push_str("(known after apply)"),
-        Value::List(items) | Value::Set(items) | Value::Tuple(items) => {
-            if items.is_empty() {
-                out.push_str("[]");
-                return;
-            }
-            out.push_str("[\n");
-            for item in items {
-                let _ = write!(out, "{pad}    ");
-                write_state_value(out, item, level + 1);
-                out.push_str(",\n");
-            }
-            let _ = write!(out, "{pad}]");
-        }
-        Value::Map(m) | Value::Object(m) => {
-            if m.is_empty() {
-                out.push_str("{}");
-                return;
-            }
-            let quoted: BTreeMap<String, Value> = m
-                .iter()
-                .map(|(k, v)| {
-                    let key = if matches!(v, Value::Map(_)) || !is_identifier(k) {
-                        cairn_state::quote(k)
-                    } else {
-                        k.clone()
-                    };
-                    (key, v.clone())
-                })
-                .collect();
-            let quoted = if matches!(v, Value::Map(_)) {
-                m.iter()
-                    .map(|(k, v)| (cairn_state::quote(k), v.clone()))
-                    .collect()
-            } else {
-                quoted
-            };
-            out.push_str("{\n");
-            let width = quoted.keys().map(|k| k.chars().count()).max().unwrap_or(0);
-            for (k, item) in &quoted {
-                let _ = write!(out, "{pad}    {k:width$} = ");
-                write_state_value(out, item, level + 1);
-                out.push('\n');
-            }
-            let _ = write!(out, "{pad}}}");
-        }
-        other => out.push_str(&format_hcl(other)),
-    }
-}
-
-fn is_identifier(k: &str) -> bool {
-    k.chars()
-        .next()
-        .is_some_and(|c| c.is_alphabetic() || c == '_')
-        && k.chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-}
-
-fn show(ctx: &Context, addr: &str, at: Option<u64>) -> Result<Exit, Diagnostic> {
+fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Exit, Diagnostic> {
     let target: ResourceInstanceAddr = addr.parse().map_err(|e: cairn_state::AddrError| {
         Diagnostic::error(
             "Invalid address",
@@ -235,20 +144,21 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>) -> Result<Exit, Diagnostic> 
         )
     })?;
     let snap = read_snapshot(ctx, "state show", at)?;
+    // The same view as `cairn show`, of a state holding only this instance.
+    let mut one = Snapshot::new();
     if let Some(inst) = snap.resources.get(&target) {
-        let mut out = String::new();
-        if let Some(o) = &inst.current {
-            out.push_str(&render_instance(&target, &o.attrs, o.tainted));
-        }
-        for (key, o) in &inst.deposed {
-            out.push_str(&format!("\n# (deposed object {key})\n"));
-            out.push_str(&render_instance(&target, &o.attrs, o.tainted));
-        }
-        ctx.out(&out);
-        return Ok(Exit::Ok);
+        one.resources.insert(target.clone(), inst.clone());
+    } else if let Some(d) = snap.data.get(&target) {
+        one.data.insert(target.clone(), d.clone());
     }
-    if let Some(d) = snap.data.get(&target) {
-        ctx.out(&render_instance(&target, &d.attrs, false));
+    if !one.resources.is_empty() || !one.data.is_empty() {
+        let (color, _) = ctx.colors(no_color);
+        let opts = crate::plan::render::RenderOptions {
+            color,
+            width: super::run_cmds::render_width(ctx.stdout_tty),
+        };
+        let text = crate::plan::render::render_state(&one, &opts);
+        ctx.out(&format!("{}\n", text.trim_end()));
         return Ok(Exit::Ok);
     }
     Err(Diagnostic::error(
@@ -869,27 +779,6 @@ pub fn log(ctx: &Context, a: &LogArgs) -> Exit {
     Exit::Ok
 }
 
-/// Terraform's JSON form of a type: `"string"`, `["list","string"]`, `["object",{...}]`.
-pub fn type_json(t: &Type) -> J {
-    match t {
-        Type::Dynamic => json!("dynamic"),
-        Type::Bool => json!("bool"),
-        Type::Number => json!("number"),
-        Type::String => json!("string"),
-        Type::List(e) => json!(["list", type_json(e)]),
-        Type::Set(e) => json!(["set", type_json(e)]),
-        Type::Map(e) => json!(["map", type_json(e)]),
-        Type::Tuple(ts) => json!(["tuple", ts.iter().map(type_json).collect::<Vec<_>>()]),
-        Type::Object(attrs, _) => {
-            let m: Map<String, J> = attrs
-                .iter()
-                .map(|(k, t)| (k.clone(), type_json(t)))
-                .collect();
-            json!(["object", m])
-        }
-    }
-}
-
 pub fn output(ctx: &Context, a: &OutputArgs) -> Exit {
     match output_inner(ctx, a) {
         Ok(e) => e,
@@ -926,7 +815,7 @@ fn output_inner(ctx: &Context, a: &OutputArgs) -> Result<Exit, Diagnostic> {
                 .map(|(k, (v, s))| {
                     (
                         (*k).clone(),
-                        json!({"sensitive": s, "type": type_json(&v.type_of()), "value": v.to_json()}),
+                        json!({"sensitive": s, "type": crate::plan::json::type_json(&v.type_of()), "value": v.to_json()}),
                     )
                 })
                 .collect();
