@@ -779,3 +779,42 @@ fn show_state_and_saved_plans() {
     assert_eq!(resources[2]["address"], "data.sim_lookup.x");
     assert_eq!(j["values"]["outputs"]["token"]["sensitive"], true);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle commands: what is checked before the engine runs.
+
+#[test]
+fn lifecycle_commands_check_flags_configuration_and_variables_first() {
+    let dir = project(&[(
+        "main.tf",
+        "variable \"size\" {\n  type = number\n}\nresource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\n",
+    )]);
+    let t = transcript(
+        dir.path(),
+        &[
+            "plan",
+            "plan -var=size=big",
+            "plan -var=size=1 -var=nope=2",
+            "plan -target=sim_thing -replace=data.sim_lookup.x -parallelism=0",
+            "apply -destroy -read-only",
+            "apply missing.plan -var=size=1",
+        ],
+    );
+    check_golden("lifecycle_checks.txt", &t);
+    // -json: the version message first, then one diagnostic message per problem.
+    let (code, out, err) = check_cli_in(dir.path(), &["plan", "-json"], "");
+    assert_eq!(code, 1);
+    assert_eq!(err, "");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "version");
+    assert_eq!(lines[1]["type"], "diagnostic");
+    assert_eq!(lines[1]["@level"], "error");
+    assert_eq!(lines[1]["@module"], "cairn.ui");
+    assert!(lines[1]["diagnostic"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("variable"));
+}

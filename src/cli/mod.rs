@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod config_cmds;
+pub mod lifecycle;
 pub mod logging;
 pub mod output;
 pub mod progress;
@@ -17,7 +18,9 @@ pub mod run_cmds;
 pub mod state_cmds;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::plan::PlanMode;
 use args::{Command, Parsed};
+use lifecycle::{Invocation, Verb};
 use output::{sink, write_to, Exit, Sink};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -130,17 +133,112 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::History(a) => state_cmds::history(ctx, &a),
         Command::Log(a) => state_cmds::log(ctx, &a),
         Command::Output(a) => state_cmds::output(ctx, &a),
-        other => {
-            let name = command_name(&other);
+        Command::Plan(a) => {
+            let mode = if a.destroy {
+                PlanMode::Destroy
+            } else if a.read_only {
+                PlanMode::ReadOnly
+            } else {
+                PlanMode::Normal
+            };
+            if a.destroy && a.read_only {
+                return ctx.fail(exclusive("-destroy", "-read-only"), a.walk.ui.no_color);
+            }
+            lifecycle::run(
+                ctx,
+                Invocation {
+                    verb: Verb::Plan,
+                    walk: &a.walk,
+                    flags: Some(&a.plan),
+                    mode,
+                    vars: parsed.var_order,
+                    plan_file: None,
+                    out_file: a.out.as_deref(),
+                    detailed_exitcode: a.detailed_exitcode,
+                    auto_approve: false,
+                    preview: false,
+                },
+            )
+        }
+        Command::Apply(a) => {
+            if a.destroy && a.read_only {
+                return ctx.fail(exclusive("-destroy", "-read-only"), a.walk.ui.no_color);
+            }
+            let mode = if a.destroy {
+                PlanMode::Destroy
+            } else if a.read_only {
+                PlanMode::ReadOnly
+            } else {
+                PlanMode::Normal
+            };
+            lifecycle::run(
+                ctx,
+                Invocation {
+                    verb: if a.destroy {
+                        Verb::Destroy
+                    } else {
+                        Verb::Apply
+                    },
+                    walk: &a.walk,
+                    flags: Some(&a.plan),
+                    mode,
+                    vars: parsed.var_order,
+                    plan_file: a.plan_file.as_deref(),
+                    out_file: None,
+                    detailed_exitcode: false,
+                    auto_approve: a.auto_approve,
+                    preview: false,
+                },
+            )
+        }
+        Command::Destroy(a) => lifecycle::run(
+            ctx,
+            Invocation {
+                verb: Verb::Destroy,
+                walk: &a.walk,
+                flags: Some(&a.plan),
+                mode: PlanMode::Destroy,
+                vars: parsed.var_order,
+                plan_file: None,
+                out_file: None,
+                detailed_exitcode: false,
+                auto_approve: a.auto_approve,
+                preview: false,
+            },
+        ),
+        Command::Refresh(a) => lifecycle::run(
+            ctx,
+            Invocation {
+                verb: Verb::Refresh,
+                walk: &a.walk,
+                flags: None,
+                mode: PlanMode::RefreshOnly,
+                vars: parsed.var_order,
+                plan_file: None,
+                out_file: None,
+                detailed_exitcode: false,
+                auto_approve: true,
+                preview: a.preview,
+            },
+        ),
+        Command::Graph(_) | Command::Inspect(_) | Command::Console(_) => {
+            let name = command_name(&parsed.cli.command);
             ctx.fail(
                 Diagnostic::error(
-                    format!("`cairn {name}` is not wired in this build yet"),
-                    "This command waits for the engine piece it drives.",
+                    "The lifecycle engine is not in this build",
+                    format!("`cairn {name}` needs the engine, which has not been merged into this build yet."),
                 ),
                 false,
             )
         }
     }
+}
+
+fn exclusive(a: &str, b: &str) -> Diagnostic {
+    Diagnostic::error(
+        "Incompatible options",
+        format!("{a} and {b} cannot be used together: choose one."),
+    )
 }
 
 /// The name a user typed for a command (`state list`), for messages and history.

@@ -397,6 +397,62 @@ fn state_values_json(snap: &Snapshot) -> J {
     })
 }
 
+/// Renders DOT as SVG through Graphviz's `program` (normally `dot`), or says how to install it.
+pub fn dot_to_svg(dot: &str, program: &str) -> Result<String, Diagnostic> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let child = Command::new(program)
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Diagnostic::error(
+                "Graphviz is not installed",
+                format!(
+                    "-format=svg renders the graph with Graphviz's `{program}` program, which                      was not found. Install Graphviz (`apt-get install graphviz` on Debian and                      Ubuntu, `dnf install graphviz` on Fedora, `brew install graphviz` on                      macOS), or print DOT with -format=dot and render it elsewhere."
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(Diagnostic::error(
+                "Cannot run Graphviz",
+                format!("Starting `{program} -Tsvg` failed: {e}."),
+            ))
+        }
+    };
+    // Write on a thread of its own so a large graph cannot deadlock against `dot`'s output.
+    let mut stdin = child.stdin.take();
+    let input = dot.to_string();
+    let writer = std::thread::spawn(move || {
+        if let Some(i) = stdin.as_mut() {
+            let _ = i.write_all(input.as_bytes());
+        }
+    });
+    let out = child.wait_with_output();
+    let _ = writer.join();
+    let out = out.map_err(|e| {
+        Diagnostic::error(
+            "Cannot run Graphviz",
+            format!("`{program} -Tsvg` failed: {e}."),
+        )
+    })?;
+    if !out.status.success() {
+        return Err(Diagnostic::error(
+            "Graphviz failed",
+            format!(
+                "`{program} -Tsvg` exited with {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,6 +657,35 @@ mod tests {
             lines[3]["outputs"]["o"],
             json!({"sensitive": true, "action": "create"})
         );
+    }
+
+    #[test]
+    fn svg_through_graphviz() {
+        let d = dot_to_svg("digraph {}", "cairn-no-such-dot-program").unwrap_err();
+        assert_eq!(d.summary, "Graphviz is not installed");
+        assert!(
+            d.detail.contains("apt-get install graphviz"),
+            "{}",
+            d.detail
+        );
+        // A stand-in for `dot` that echoes its input wrapped in <svg>, and one that fails.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("dot");
+        std::fs::write(&fake, "#!/bin/sh\necho \"<svg $1>\"; cat; echo '</svg>'\n").unwrap();
+        let bad = dir.path().join("bad");
+        std::fs::write(
+            &bad,
+            "#!/bin/sh\necho 'syntax error in line 1' >&2; exit 1\n",
+        )
+        .unwrap();
+        for f in [&fake, &bad] {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let svg = dot_to_svg("digraph { a -> b }", fake.to_str().unwrap()).unwrap();
+        assert_eq!(svg, "<svg -Tsvg>\ndigraph { a -> b }</svg>\n");
+        let d = dot_to_svg("digraph {", bad.to_str().unwrap()).unwrap_err();
+        assert!(d.detail.contains("syntax error in line 1"), "{}", d.detail);
     }
 
     #[test]
