@@ -818,3 +818,40 @@ fn lifecycle_commands_check_flags_configuration_and_variables_first() {
         .unwrap()
         .contains("variable"));
 }
+
+#[test]
+fn console_evaluates_in_the_configuration_scope() {
+    let dir = project(&[(
+        "main.tf",
+        "variable \"n\" {\n  type    = number\n  default = 2\n}\nlocals {\n  doubled = var.n * 2\n  label   = \"n=${local.doubled}\"\n  bad     = \"a\" + 1\n}\nresource \"sim_thing\" \"a\" {\n  name = \"alpha\"\n}\nresource \"sim_thing\" \"b\" {\n  count = 2\n  name  = \"b\"\n}\n",
+    )]);
+    let input = "1 + 2\nvar.n\nlocal.label\nsim_thing.a.name\nsim_thing.b\n{ a = [1, true] }\n";
+    let (code, out, err) = check_cli_in(dir.path(), &["console", "-var", "n=5"], input);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "3\n5\n\"n=10\"\n(known after apply)\n(known after apply)\n{\n  \"a\" = [\n    1,\n    true,\n  ]\n}\n"
+    );
+    // With state, resources have their recorded values.
+    populate(dir.path());
+    let (code, out, err) = check_cli_in(
+        dir.path(),
+        &["console"],
+        "sim_thing.a.name\nsim_thing.b[0].id\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "\"alpha\"\n\"b-1\"\n");
+    // Standard input is not a terminal: the first error stops the console.
+    let (code, out, err) = check_cli_in(dir.path(), &["console"], "local.bad\n1 + 1\n");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert!(err.contains("on main.tf:8:13:"), "{err}");
+    assert!(err.contains("Invalid local value"), "{err}");
+    let (code, _, err) = check_cli_in(dir.path(), &["console"], "var.nn\n");
+    assert_eq!(code, 1);
+    assert!(err.contains("on <console-input>:1:1:"), "{err}");
+    assert!(
+        err.contains("Did you mean \"n\"?") || err.contains("did you mean"),
+        "{err}"
+    );
+}

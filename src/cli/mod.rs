@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod config_cmds;
+pub mod console;
 pub mod lifecycle;
 pub mod logging;
 pub mod output;
@@ -221,7 +222,8 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
                 preview: a.preview,
             },
         ),
-        Command::Graph(_) | Command::Inspect(_) | Command::Console(_) => {
+        Command::Console(a) => console::console(ctx, &a, parsed.var_order),
+        Command::Graph(_) | Command::Inspect(_) => {
             let name = command_name(&parsed.cli.command);
             ctx.fail(
                 Diagnostic::error(
