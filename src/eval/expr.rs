@@ -441,6 +441,8 @@ impl<'a> Evaluator<'a> {
                     Op::Plus => Value::Number(Number(x + y)),
                     Op::Minus => Value::Number(Number(x - y)),
                     Op::Mul => Value::Number(Number(x * y)),
+                    // As in Terraform, `x % 0` is `x`.
+                    Op::Mod if y.is_zero() => Value::Number(Number(x)),
                     Op::Div | Op::Mod => {
                         if y.is_zero() {
                             return Err(self.error(
@@ -487,10 +489,12 @@ impl<'a> Evaluator<'a> {
                 )
             })?,
         };
-        // Both arms are evaluated for their types; only the chosen arm's errors count.
+        // Both arms are evaluated for their types; only the chosen arm's errors count. An
+        // untyped null takes the other arm's type.
         let types: Vec<Type> = [&t, &f]
             .iter()
             .filter_map(|r| r.as_ref().ok())
+            .filter(|v| !matches!(v.unmarked(), Value::Null(Type::Dynamic)))
             .map(|v| v.type_of())
             .collect();
         let ty = match unify(&types) {

@@ -106,6 +106,9 @@ fn literals_and_arithmetic() {
     check_eval("1 + 2 * 3 - 4 / 2", "5");
     check_eval("(1 + 2) * 3", "9");
     check_eval("7 % 3", "1");
+    check_eval("-5 % 3", "-2");
+    check_eval("5 % 0", "5");
+    check_eval("true ? null : \"a\"", "tostring(null)");
     check_eval("-5 + 2", "-3");
     check_eval("10 / 4", "2.5");
     check_eval("9007199254740993 + 0", "9007199254740993");
@@ -429,11 +432,11 @@ fn bodies_against_a_schema() {
         "name = \"web\"\nsize = \"3\"\nrule {\n  zone = \"a\"\n}\ndynamic \"rule\" {\n  for_each = var.list\n  iterator = r\n  content {\n    zone = r.value\n    port = r.key\n  }\n}\n",
         true,
         r#"{
-  "id" = null
+  "id" = tostring(null)
   "name" = "web"
   "rule" = tolist([
     {
-      "port" = null
+      "port" = tonumber(null)
       "zone" = "a"
     },
     {
@@ -447,19 +450,19 @@ fn bodies_against_a_schema() {
   ])
   "settings" = null
   "size" = 3
-  "tags" = null
+  "tags" = tomap(null)
 }"#,
     );
     check_body(
         "name = \"x\"\ndynamic \"rule\" {\n  for_each = var.unk_list\n  content {\n    zone = rule.value\n  }\n}\n",
         true,
         r#"{
-  "id" = null
+  "id" = tostring(null)
   "name" = "x"
   "rule" = (known after apply)
   "settings" = null
-  "size" = null
-  "tags" = null
+  "size" = tonumber(null)
+  "tags" = tomap(null)
 }"#,
     );
     check_body(
