@@ -486,3 +486,46 @@ fn bodies_without_a_schema_are_taken_as_written() {
         "{\n  \"anything\" = 4\n  \"nested\" = [\n    {\n      \"a\" = 1\n    },\n  ]\n}",
     );
 }
+
+#[test]
+fn body_references_skip_dynamic_iterators() {
+    let src = r#"
+name = var.name
+dynamic "rule" {
+  for_each = local.rules
+  iterator = r
+  content {
+    zone = r.value.zone
+    port = rule.port
+    other = [for x in r.value.list : x if var.keep]
+  }
+}
+dynamic "setting" {
+  for_each = var.settings
+  content {
+    mode = setting.value
+  }
+}
+block {
+  x = sim_thing.a.id
+}
+"#;
+    let body = hcl_edit::parser::parse_body(src).unwrap();
+    let got: Vec<String> = super::body_references(&body)
+        .iter()
+        .map(|r| src[r.start..r.end].to_string())
+        .collect();
+    // `r` and `setting` are iterators; `rule.port` refers to a resource type named `rule`
+    // because the iterator was renamed to `r`.
+    assert_eq!(
+        got,
+        ["var.name", "local.rules", "rule.port", "var.keep", "var.settings", "sim_thing.a.id"]
+    );
+}
+
+#[test]
+fn template_strip_markers_with_directives() {
+    check_eval("\"%{ if var.t ~} yes %{~ else ~} no %{~ endif ~} !\"", "\"yes!\"");
+    check_eval("\"%{ if !var.t ~} yes %{~ else ~} no %{~ endif } !\"", "\"no !\"");
+    check_eval("\"[ %{~ for x in var.list ~} ${x} %{~ endfor ~} ]\"", "\"[ab]\"");
+}
