@@ -225,34 +225,20 @@ impl Loader {
                 }
             };
             let id = self.sources.add(&shown, text.as_str());
-            match parse_body(&text) {
-                Ok(body) => self.file_body(id, &body, &mut module),
-                Err((offset, message)) => {
-                    let end = text[offset.min(text.len())..]
-                        .chars()
-                        .next()
-                        .map(|c| offset + c.len_utf8())
-                        .unwrap_or(offset);
-                    let (summary, detail) = if message.contains("redefined attribute") {
-                        (
-                            "Attribute redefined",
-                            "An argument was set twice in the same block. Each argument may be \
-                             set only once; the rest of this file was not checked."
-                                .to_string(),
-                        )
-                    } else {
-                        ("Invalid syntax", message)
-                    };
-                    self.err(
-                        Span {
-                            file: id,
-                            start: offset,
-                            end,
-                        },
-                        summary,
-                        detail,
-                    );
-                }
+            let (body, errors) = parse_recovering(&text);
+            for (start, end, summary, detail) in errors {
+                self.err(
+                    Span {
+                        file: id,
+                        start,
+                        end,
+                    },
+                    summary,
+                    detail,
+                );
+            }
+            if let Some(body) = body {
+                self.file_body(id, &body, &mut module);
             }
         }
         self.load_children(&mut module, ancestors);
@@ -1409,6 +1395,61 @@ fn parse_body(text: &str) -> Result<Body, (usize, String)> {
         Ok(Err(e)) => Err((e.location().offset(), parse_message(e.message()))),
         Err(_) => Err((0, "The file could not be parsed.".into())),
     }
+}
+
+/// A syntax problem: byte range, summary and detail.
+type SyntaxError = (usize, usize, &'static str, String);
+
+/// Parses a file body. hcl-edit stops at the first error; one kind is recovered from: an
+/// argument set twice is reported, blanked out (to the end of its line) and the file parsed
+/// again, so the rest of the file is still checked.
+fn parse_recovering(text: &str) -> (Option<Body>, Vec<SyntaxError>) {
+    let mut work = text.to_string();
+    let mut errors: Vec<SyntaxError> = Vec::new();
+    for _ in 0..32 {
+        let (offset, message) = match parse_body(&work) {
+            Ok(body) => return (Some(body), errors),
+            Err(e) => e,
+        };
+        let offset = offset.min(work.len());
+        if !message.contains("redefined attribute") {
+            if errors.is_empty() {
+                let end = work[offset..]
+                    .chars()
+                    .next()
+                    .map(|c| offset + c.len_utf8())
+                    .unwrap_or(offset);
+                errors.push((offset, end, "Invalid syntax", message));
+            } else if let Some(last) = errors.last_mut() {
+                // A blanked-out argument may have spanned lines; what follows is not checked.
+                last.3
+                    .push_str(" The rest of this file could not be checked.");
+            }
+            return (None, errors);
+        }
+        let key: String = work[offset..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        errors.push((
+            offset,
+            offset + key.len().max(1),
+            "Attribute redefined",
+            format!(
+                "The argument {} was already set in this block. Each argument may be set only \
+                 once.",
+                quote(&key)
+            ),
+        ));
+        let line_end = work[offset..]
+            .find('\n')
+            .map(|i| offset + i)
+            .unwrap_or(work.len());
+        // Keep byte offsets stable: as many spaces as bytes.
+        let spaces = " ".repeat(line_end - offset);
+        work.replace_range(offset..line_end, &spaces);
+    }
+    (None, errors)
 }
 
 /// hcl-edit's message as a sentence.

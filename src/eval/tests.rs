@@ -519,13 +519,29 @@ block {
     // because the iterator was renamed to `r`.
     assert_eq!(
         got,
-        ["var.name", "local.rules", "rule.port", "var.keep", "var.settings", "sim_thing.a.id"]
+        [
+            "var.name",
+            "local.rules",
+            "rule.port",
+            "var.keep",
+            "var.settings",
+            "sim_thing.a.id"
+        ]
     );
 }
 
 #[test]
 fn template_strip_markers_with_directives() {
-    check_eval("\"%{ if var.t ~} yes %{~ else ~} no %{~ endif ~} !\"", "\"yes!\"");
-    check_eval("\"%{ if !var.t ~} yes %{~ else ~} no %{~ endif } !\"", "\"no !\"");
-    check_eval("\"[ %{~ for x in var.list ~} ${x} %{~ endfor ~} ]\"", "\"[ab]\"");
+    check_eval(
+        "\"%{ if var.t ~} yes %{~ else ~} no %{~ endif ~} !\"",
+        "\"yes!\"",
+    );
+    check_eval(
+        "\"%{ if !var.t ~} yes %{~ else ~} no %{~ endif } !\"",
+        "\"no !\"",
+    );
+    check_eval(
+        "\"[ %{~ for x in var.list ~} ${x} %{~ endfor ~} ]\"",
+        "\"[ab]\"",
+    );
 }
