@@ -294,7 +294,9 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
     }
 }
 
+mod check;
 mod load;
+pub use check::check_references;
 pub use load::load;
 
 #[cfg(test)]
