@@ -545,3 +545,47 @@ fn template_strip_markers_with_directives() {
         "\"[ab]\"",
     );
 }
+
+fn expansion(meta: &str, src: &str) -> String {
+    let expr = hcl_edit::parser::parse_expr(src).unwrap();
+    let errs = |d: crate::diag::Diagnostics| {
+        d.iter()
+            .map(|d| format!("Error: {}: {}", d.summary, d.detail))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if meta == "count" {
+        match super::expand::count_value(&expr, &TestScope) {
+            Ok(Some(n)) => n.to_string(),
+            Ok(None) => errs(super::expand::unknown_expansion("count", &expr, FileId(0)).into()),
+            Err(d) => errs(d),
+        }
+    } else {
+        match super::expand::for_each_value(&expr, &TestScope) {
+            Ok(Some(m)) => format_hcl(&Value::Object(m)).replace('\n', " "),
+            Ok(None) => errs(super::expand::unknown_expansion("for_each", &expr, FileId(0)).into()),
+            Err(d) => errs(d),
+        }
+    }
+}
+
+#[test]
+fn count_and_for_each() {
+    let cases = [
+        ("count", "3", "3"),
+        ("count", "\"2\"", "2"),
+        ("count", "var.n - 1", "2"),
+        ("count", "-1", "Error: Invalid count argument: The given \"count\" argument value is unsuitable: must be greater than or equal to zero."),
+        ("count", "1.5", "Error: Invalid count argument: The given \"count\" argument value is unsuitable: the value must be a whole number."),
+        ("count", "null", "Error: Invalid count argument: The given \"count\" argument value is null. An integer is required."),
+        ("count", "var.secret", "Error: Invalid count argument: Sensitive values, or values derived from sensitive values, cannot be used as count arguments."),
+        ("count", "var.unk == \"\" ? 1 : 0", "Error: Invalid count argument: The \"count\" value (it depends on var.unk) cannot be determined until apply, so Cairn cannot predict how many instances will be created. Apply the resources it depends on first, then plan again."),
+        ("for_each", "{a = 1, b = 2}", "{   \"a\" = 1   \"b\" = 2 }"),
+        ("for_each", "[\"a\"]", "Error: Invalid for_each argument: The given \"for_each\" argument value is unsuitable: the \"for_each\" argument must be a map, or set of strings, and you have provided a value of type tuple."),
+        ("for_each", "sim_thing.a.id", "Error: Invalid for_each argument: The \"for_each\" value (it depends on sim_thing.a) cannot be determined until apply, so Cairn cannot predict the full set of keys that will identify the instances. Apply the resources it depends on first, then plan again."),
+        ("for_each", "var.secret", "Error: Invalid for_each argument: Sensitive values, or values derived from sensitive values, cannot be used as for_each arguments. If used, the sensitive value could be exposed as a resource instance key."),
+    ];
+    for (meta, src, expected) in cases {
+        assert_eq!(expansion(meta, src), expected, "{meta} = {src}");
+    }
+}
