@@ -287,10 +287,7 @@ impl<'a> Evaluator<'a> {
                     Ok(Value::Object(out))
                 }
             }
-            Expression::StringTemplate(t) => {
-                let t: Template = t.iter().cloned().collect::<Vec<_>>().into();
-                self.template(&t, e.span())
-            }
+            Expression::StringTemplate(t) => self.template(t, e.span()),
             Expression::HeredocTemplate(h) => self.template(&h.template, e.span()),
             Expression::Parenthesis(p) => self.expr(p.inner()),
             Expression::Variable(v) => self.root(v.as_str(), &[], e.span()).map(|(v, _)| v),
