@@ -1501,8 +1501,8 @@ fn describe_syntax_error(text: &str, offset: usize, message: &str) -> SyntaxErro
         );
     }
     if m.starts_with("unexpected token") || m.contains("block body") {
-        if line.starts_with('"') {
-            let close = line[1..]
+        if let Some(after) = line.strip_prefix('"') {
+            let close = after
                 .find('"')
                 .map(|i| offset + i + 2)
                 .unwrap_or(line_end);
