@@ -1502,10 +1502,7 @@ fn describe_syntax_error(text: &str, offset: usize, message: &str) -> SyntaxErro
     }
     if m.starts_with("unexpected token") || m.contains("block body") {
         if let Some(after) = line.strip_prefix('"') {
-            let close = after
-                .find('"')
-                .map(|i| offset + i + 2)
-                .unwrap_or(line_end);
+            let close = after.find('"').map(|i| offset + i + 2).unwrap_or(line_end);
             return (
                 offset,
                 close,

@@ -150,7 +150,7 @@ fn outline(m: &Module, out: &mut String) {
 fn check_load(dir: &Path) {
     let (config, mut diags) = load(dir);
     if let Some(config) = &config {
-        diags.extend(super::check_references(config));
+        diags.extend(super::validate(config, &|_, _| None));
     }
     let mut out = String::new();
     if let Some(config) = &config {

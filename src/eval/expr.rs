@@ -637,6 +637,28 @@ impl<'a> Evaluator<'a> {
                     ))
                 }
             },
+            Value::Unknown(Type::List(_) | Type::Set(_) | Type::Tuple(_)) => {
+                return Err(self.error(
+                    span,
+                    "Unsupported attribute",
+                    format!(
+                        "Can't access attributes on a list of objects. Did you mean to access \
+                         attribute {} for a specific element of the list, or across all \
+                         elements of the list?",
+                        cairn_state::quote(name)
+                    ),
+                ))
+            }
+            Value::Unknown(t @ (Type::String | Type::Number | Type::Bool)) => {
+                return Err(self.error(
+                    span,
+                    "Unsupported attribute",
+                    format!(
+                        "Can't access attributes on a primitive-typed value ({}).",
+                        friendly_name(&t, false)
+                    ),
+                ))
+            }
             Value::Unknown(t) => Value::Unknown(element_type(&t)),
             Value::Null(_) => {
                 return Err(self.error(
