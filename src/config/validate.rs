@@ -5,8 +5,9 @@
 //! argument counts, attributes a typed variable does not have) are found, and resource bodies
 //! are checked against their schemas (unknown arguments, missing required ones, wrong types).
 
-use super::{check_references, Config, Module};
-use crate::diag::{Diagnostics, FileId};
+use super::{check_references, span_in, Config, Module};
+use crate::diag::{Diagnostic, Diagnostics, FileId};
+use crate::eval::expr::convert;
 use crate::eval::{eval, eval_block_body, Scope, ScopeError, Subject};
 use crate::provider::Block;
 use crate::value::{Type, Value};
@@ -76,15 +77,70 @@ fn validate_module<'a>(
         ));
     }
     for o in m.outputs.values() {
-        run(eval(&o.value, &scope(o.file)));
+        match eval(&o.value, &scope(o.file)) {
+            Err(d) => diags.extend(d),
+            Ok(v) if m.path.is_root() && !o.sensitive && v.contains_sensitive() => {
+                diags.push(
+                    Diagnostic::error(
+                        "Output refers to sensitive values",
+                        "To reduce the risk of accidentally exporting sensitive data that was \
+                         intended to be only internal, Cairn requires that any root module \
+                         output containing sensitive data be explicitly marked as sensitive, to \
+                         confirm your intent.\n\nIf you do intend to export this data, annotate \
+                         the output value as sensitive by adding the following argument:\n    \
+                         sensitive = true",
+                    )
+                    .with_span(Some(span_in(o.file, &o.value))),
+                );
+            }
+            Ok(_) => {}
+        }
     }
     for c in m.calls.values() {
         let s = scope(c.file);
         for e in [&c.count, &c.for_each].into_iter().flatten() {
-            run(eval(e, &s));
+            if let Err(d) = eval(e, &s) {
+                diags.extend(d);
+            }
         }
-        for (e, _) in c.inputs.values() {
-            run(eval(e, &s));
+        let child = m.children.get(&c.name);
+        for (name, (e, _)) in &c.inputs {
+            let v = match eval(e, &s) {
+                Ok(v) => v,
+                Err(d) => {
+                    diags.extend(d);
+                    continue;
+                }
+            };
+            let Some(var) = child.and_then(|ch| ch.variables.get(name)) else {
+                continue;
+            };
+            if v.is_null() && !var.nullable {
+                diags.push(
+                    Diagnostic::error(
+                        "Invalid value for input variable",
+                        format!(
+                            "The given value is not suitable for {}.var.{name}: required variable \
+                             may not be set to null.",
+                            m.path.child(&c.name, None)
+                        ),
+                    )
+                    .with_span(Some(span_in(c.file, e))),
+                );
+            } else if let Err(msg) = convert(&v, &var.ty) {
+                let at = config.sources.location(var.span);
+                diags.push(
+                    Diagnostic::error(
+                        "Invalid value for input variable",
+                        format!(
+                            "The given value is not suitable for {}.var.{name} declared at {at}: \
+                             {msg}.",
+                            m.path.child(&c.name, None)
+                        ),
+                    )
+                    .with_span(Some(span_in(c.file, e))),
+                );
+            }
         }
     }
 }
