@@ -401,10 +401,6 @@ pub(crate) mod testing {
     use super::*;
     use std::path::PathBuf;
 
-    pub(crate) fn ctx_in(dir: &Path) -> (PathBuf, PathBuf) {
-        (dir.to_path_buf(), dir.to_path_buf())
-    }
-
     /// Calls `name` with `args` in a context rooted at this crate's `fixtures/` directory.
     pub(crate) fn run(name: &str, args: Vec<Value>) -> Result<Value, FunctionError> {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
