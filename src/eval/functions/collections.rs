@@ -337,6 +337,7 @@ fn merge(a: Vec<Value>, _: &FunctionContext) -> Res {
     let mut all_maps = true;
     let mut out = BTreeMap::new();
     let mut tys = Vec::new();
+    let any_arg = !a.is_empty();
     for v in a {
         marked |= v.is_sensitive();
         let v = v.unmarked().clone();
@@ -360,16 +361,10 @@ fn merge(a: Vec<Value>, _: &FunctionContext) -> Res {
             }
         }
     }
-    let r = if all_maps && unify(&tys).is_some() {
-        let et = unify(&tys).unwrap_or(Type::Dynamic);
-        let mut m = BTreeMap::new();
-        for (k, v) in out {
-            m.insert(
-                k,
-                convert::convert(v, &et).map_err(|e| call_err(e.to_string()))?,
-            );
-        }
-        Value::Map(m)
+    // A map only when every argument is a map and their element types are the same
+    // (`merge(tomap({a=1}), tomap({b="x"}))` is an object, as in Terraform).
+    let r = if any_arg && all_maps && tys.windows(2).all(|w| w[0] == w[1]) {
+        Value::Map(out)
     } else {
         Value::Object(out)
     };

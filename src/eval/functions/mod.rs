@@ -500,6 +500,62 @@ mod tests {
         );
     }
 
+    /// Every function, called with every combination of awkward arguments (unknowns, nulls,
+    /// marks, empty and mixed collections, wrong types), returns a value or an error: it never
+    /// panics, and every error is a complete sentence.
+    #[test]
+    fn no_function_panics() {
+        let samples = vec![
+            s("a"),
+            s(""),
+            n(2),
+            num("-1.5"),
+            b(true),
+            Value::null(),
+            Value::Null(Type::String),
+            unk(Type::Dynamic),
+            unk(Type::String),
+            unk(Type::list(Type::String)),
+            tup(vec![]),
+            tup(vec![s("a"), unk(Type::String), Value::null()]),
+            list(vec![n(1), n(2)]),
+            Value::set(vec![s("x"), s("y")]),
+            map(vec![("k", s("v"))]),
+            obj(vec![("a", tup(vec![n(1)])), ("b", s("x").sensitive())]),
+            s("10.0.0.0/8").sensitive(),
+        ];
+        for name in names() {
+            let ar = arity(name).unwrap();
+            let max = ar.max().unwrap_or(ar.min() + 2).min(3);
+            for count in ar.min()..=max {
+                let mut idx = vec![0usize; count];
+                loop {
+                    let args: Vec<Value> = idx.iter().map(|&i| samples[i].clone()).collect();
+                    let shown = format!("{name}({args:?})");
+                    let r = std::panic::catch_unwind(|| run(name, args));
+                    match r {
+                        Err(_) => panic!("{shown} panicked"),
+                        Ok(Err(e)) => assert!(e.message.ends_with('.'), "{shown}: {}", e.message),
+                        Ok(Ok(_)) => {}
+                    }
+                    // Next combination.
+                    let mut k = 0;
+                    while k < count {
+                        idx[k] += 1;
+                        if idx[k] < samples.len() {
+                            break;
+                        }
+                        idx[k] = 0;
+                        k += 1;
+                    }
+                    if k == count {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn generic_argument_handling() {
         check_err(
