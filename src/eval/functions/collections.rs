@@ -520,9 +520,10 @@ fn element(a: Vec<Value>, _: &FunctionContext) -> Res {
     let elems = match list {
         Value::List(e) | Value::Tuple(e) => e,
         Value::Set(_) => {
-            return Err(call_err(
-                "cannot use element function with a set type; convert it to a list first",
-            ))
+            return Err(call_err(format!(
+                "cannot read elements from {}",
+                friendly_name(&list.type_of(), false)
+            )))
         }
         _ => return Err(arg_err(0, "the first argument must be a list or tuple")),
     };

@@ -26,6 +26,7 @@ mod misc;
 mod network;
 mod numeric;
 mod strings;
+mod time;
 mod types;
 
 use crate::eval::convert::{self, quote};
@@ -227,7 +228,7 @@ pub(crate) struct Def {
 fn registry() -> &'static BTreeMap<&'static str, &'static Def> {
     static REGISTRY: OnceLock<BTreeMap<&'static str, &'static Def>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let families: [&'static [Def]; 9] = [
+        let families: [&'static [Def]; 10] = [
             strings::DEFS,
             collections::DEFS,
             numeric::DEFS,
@@ -237,6 +238,7 @@ fn registry() -> &'static BTreeMap<&'static str, &'static Def> {
             network::DEFS,
             types::DEFS,
             misc::DEFS,
+            time::DEFS,
         ];
         families
             .into_iter()
