@@ -99,6 +99,13 @@ pub(super) const DEFS: &[Def] = &[
         imp: templatefile,
     },
     Def {
+        name: "fileset",
+        params: &[p("path", P::Str), p("pattern", P::Str)],
+        variadic: None,
+        ret: Ret::Fixed(P::Set(&P::Str)),
+        imp: fileset,
+    },
+    Def {
         name: "abspath",
         params: PATH,
         variadic: None,
@@ -289,6 +296,116 @@ fn templatefile(a: Vec<Value>, ctx: &FunctionContext) -> Res {
     eval(&src, &vars).map_err(|m| call_err(format!("{}: {m}", str_of(&a[0]))))
 }
 
+/// `fileset(path, pattern)`: the regular files under `path` whose paths relative to it
+/// match the glob `pattern` (`*` and `?` within a path segment, `**` across segments,
+/// `[a-z]` classes, `{a,b}` alternatives), as a set of `/`-separated relative paths.
+fn fileset(a: Vec<Value>, ctx: &FunctionContext) -> Res {
+    let base = confined(ctx, str_of(&a[0]))?;
+    let pattern = str_of(&a[1]);
+    let root = ctx
+        .root_dir
+        .canonicalize()
+        .unwrap_or_else(|_| normalize(ctx.root_dir));
+    let pat: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+    let mut found = Vec::new();
+    let mut stack = vec![(base.clone(), String::new())];
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let rel_path = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let Ok(real) = e.path().canonicalize() else {
+                continue;
+            };
+            if !real.starts_with(&root) {
+                continue;
+            }
+            if real.is_dir() {
+                if found.len() + stack.len() < 100_000 {
+                    stack.push((real, rel_path));
+                }
+            } else if real.is_file() {
+                let segs: Vec<&str> = rel_path.split('/').collect();
+                if glob_segments(&pat, &segs) {
+                    found.push(Value::String(rel_path));
+                }
+            }
+        }
+    }
+    Ok(Value::set(found))
+}
+
+/// Matches path segments against pattern segments (`**` spans any number of segments).
+fn glob_segments(pat: &[&str], path: &[&str]) -> bool {
+    match pat.split_first() {
+        None => path.is_empty(),
+        Some((&"**", rest)) => (0..=path.len()).any(|i| glob_segments(rest, &path[i..])),
+        Some((p, rest)) => match path.split_first() {
+            Some((s, path_rest)) => {
+                glob_one(
+                    &p.chars().collect::<Vec<_>>(),
+                    &s.chars().collect::<Vec<_>>(),
+                ) && glob_segments(rest, path_rest)
+            }
+            None => false,
+        },
+    }
+}
+
+/// Matches one segment: `*`, `?`, `[...]` (with `!`/`^` negation and ranges), `{a,b}`,
+/// `\` escapes.
+fn glob_one(p: &[char], s: &[char]) -> bool {
+    let Some(&c) = p.first() else {
+        return s.is_empty();
+    };
+    match c {
+        '*' => (0..=s.len()).any(|i| glob_one(&p[1..], &s[i..])),
+        '?' => !s.is_empty() && glob_one(&p[1..], &s[1..]),
+        '[' => {
+            let Some(end) = p.iter().skip(1).position(|&x| x == ']').map(|e| e + 1) else {
+                return !s.is_empty() && s[0] == '[' && glob_one(&p[1..], &s[1..]);
+            };
+            let Some(&ch) = s.first() else { return false };
+            let mut class = &p[1..end];
+            let negate = matches!(class.first(), Some('!') | Some('^'));
+            if negate {
+                class = &class[1..];
+            }
+            let mut hit = false;
+            let mut i = 0;
+            while i < class.len() {
+                if i + 2 < class.len() && class[i + 1] == '-' {
+                    hit |= class[i] <= ch && ch <= class[i + 2];
+                    i += 3;
+                } else {
+                    hit |= class[i] == ch;
+                    i += 1;
+                }
+            }
+            hit != negate && glob_one(&p[end + 1..], &s[1..])
+        }
+        '{' => {
+            let Some(end) = p.iter().position(|&x| x == '}') else {
+                return !s.is_empty() && s[0] == '{' && glob_one(&p[1..], &s[1..]);
+            };
+            let inner: String = p[1..end].iter().collect();
+            inner.split(',').any(|alt| {
+                let mut q: Vec<char> = alt.chars().collect();
+                q.extend_from_slice(&p[end + 1..]);
+                glob_one(&q, s)
+            })
+        }
+        '\\' if p.len() > 1 => !s.is_empty() && s[0] == p[1] && glob_one(&p[2..], &s[1..]),
+        c => !s.is_empty() && s[0] == c && glob_one(&p[1..], &s[1..]),
+    }
+}
+
 /// `abspath(path)`: the absolute path, resolved against the current directory (as Terraform
 /// does), with `/` separators. Does not read the filesystem beyond the current directory.
 fn abspath(a: Vec<Value>, _: &FunctionContext) -> Res {
@@ -420,6 +537,39 @@ mod tests {
                 .unwrap_err()
                 .contains("is outside the configuration"));
         }
+    }
+
+    #[test]
+    fn globs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for f in ["a.txt", "b.json", "sub/c.txt", "sub/deep/d.txt", "sub/e.md"] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let set = |v: &[&str]| Value::set(v.iter().map(|x| s(x)).collect());
+        let f = |pat: &str| in_dir(root, root, "fileset", vec![s("."), s(pat)]);
+        assert_eq!(f("*.txt"), Ok(set(&["a.txt"])));
+        assert_eq!(
+            f("**/*.txt"),
+            Ok(set(&["a.txt", "sub/c.txt", "sub/deep/d.txt"]))
+        );
+        assert_eq!(f("sub/*"), Ok(set(&["sub/c.txt", "sub/e.md"])));
+        assert_eq!(f("*.{json,md}"), Ok(set(&["b.json"])));
+        assert_eq!(f("[ab].*"), Ok(set(&["a.txt", "b.json"])));
+        assert_eq!(
+            in_dir(root, root, "fileset", vec![s("sub"), s("*")]),
+            Ok(set(&["c.txt", "e.md"]))
+        );
+        assert!(in_dir(
+            &root.join("sub"),
+            &root.join("sub"),
+            "fileset",
+            vec![s(".."), s("*")]
+        )
+        .unwrap_err()
+        .contains("is outside the configuration directory"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Marks and time-dependent functions: sensitive, nonsensitive, issensitive, timestamp,
-//! plantimestamp, uuid.
+//! Marks and time-dependent functions: sensitive, nonsensitive, issensitive, ephemeralasnull,
+//! timestamp, plantimestamp, uuid.
 //!
 //! `timestamp()` and `uuid()` give a new value on every call, so Terraform only settles them at
 //! apply: during planning they are unknown strings ("known after apply"). Cairn's evaluator
@@ -31,6 +31,13 @@ pub(super) const DEFS: &[Def] = &[
         variadic: None,
         ret: Ret::Fixed(P::Bool),
         imp: issensitive,
+    },
+    Def {
+        name: "ephemeralasnull",
+        params: &[p("value", P::Any).null().unknown().marked()],
+        variadic: None,
+        ret: Ret::From(super::ret_arg0),
+        imp: ephemeralasnull,
     },
     Def {
         name: "timestamp",
@@ -74,6 +81,12 @@ fn nonsensitive(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// unknown value.
 fn issensitive(a: Vec<Value>, _: &FunctionContext) -> Res {
     Ok(Value::Bool(a[0].is_sensitive()))
+}
+
+/// `ephemeralasnull(value)`: Cairn has no ephemeral values, so every value is returned as it
+/// is (Terraform does the same for non-ephemeral values).
+fn ephemeralasnull(a: Vec<Value>, _: &FunctionContext) -> Res {
+    Ok(a.into_iter().next().unwrap_or(Value::null()))
 }
 
 /// `timestamp()`: unknown until apply (see the module docs).
