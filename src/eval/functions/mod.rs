@@ -28,6 +28,7 @@ mod numeric;
 mod strings;
 mod time;
 mod types;
+mod yaml;
 
 use crate::eval::convert::{self, quote};
 use crate::value::{Type, Value};
@@ -554,6 +555,35 @@ mod tests {
                         break;
                     }
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The functions that parse text (formats, JSON, YAML, CSV, CIDR, timestamps, regular
+        /// expressions, Base64) return values or errors for any text, never panic.
+        #[test]
+        fn parsers_never_panic(text in "[ -~\n\t\u{e9}\u{2028}]{0,40}") {
+            let t = || s(&text);
+            for (name, args) in [
+                ("format", vec![t(), n(1), s("x")]),
+                ("formatdate", vec![t(), s("2018-01-02T23:12:01Z")]),
+                ("formatdate", vec![s("YYYY"), t()]),
+                ("timeadd", vec![s("2018-01-02T23:12:01Z"), t()]),
+                ("jsondecode", vec![t()]),
+                ("yamldecode", vec![t()]),
+                ("csvdecode", vec![t()]),
+                ("cidrsubnets", vec![t(), n(4)]),
+                ("cidrhost", vec![t(), n(1)]),
+                ("regex", vec![t(), s("abc")]),
+                ("replace", vec![s("abc"), t(), s("$1")]),
+                ("base64decode", vec![t()]),
+                ("parseint", vec![t(), n(16)]),
+                ("tonumber", vec![t()]),
+                ("uuidv5", vec![t(), s("x")]),
+                ("fileset", vec![s("."), t()]),
+            ] {
+                let _ = run(name, args);
             }
         }
     }
