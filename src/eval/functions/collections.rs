@@ -30,7 +30,7 @@ pub(super) const DEFS: &[Def] = &[
     Def {
         name: "concat",
         params: &[],
-        variadic: Some(p("seqs", ANY)),
+        variadic: Some(p("seqs", ANY).inner_marks()),
         ret: Ret::From(super::ret_dynamic),
         imp: concat,
     },
@@ -43,28 +43,28 @@ pub(super) const DEFS: &[Def] = &[
     },
     Def {
         name: "keys",
-        params: &[p("inputMap", ANY).unknown()],
+        params: &[p("inputMap", ANY).unknown().inner_marks()],
         variadic: None,
         ret: Ret::From(keys_ret),
         imp: keys,
     },
     Def {
         name: "values",
-        params: &[p("mapping", ANY)],
+        params: &[p("mapping", ANY).inner_marks()],
         variadic: None,
         ret: Ret::From(values_ret),
         imp: values,
     },
     Def {
         name: "lookup",
-        params: &[p("inputMap", ANY).unknown(), p("key", P::Str)],
+        params: &[p("inputMap", ANY).unknown().inner_marks(), p("key", P::Str)],
         variadic: Some(p("default", ANY).null().unknown()),
         ret: Ret::From(lookup_ret),
         imp: lookup,
     },
     Def {
         name: "element",
-        params: &[p("list", ANY).unknown(), p("index", P::Num)],
+        params: &[p("list", ANY).unknown().inner_marks(), p("index", P::Num)],
         variadic: None,
         ret: Ret::From(element_ret),
         imp: element,
@@ -78,7 +78,7 @@ pub(super) const DEFS: &[Def] = &[
     },
     Def {
         name: "flatten",
-        params: &[p("list", ANY)],
+        params: &[p("list", ANY).inner_marks()],
         variadic: None,
         ret: Ret::From(super::ret_dynamic),
         imp: flatten,
@@ -106,7 +106,7 @@ pub(super) const DEFS: &[Def] = &[
     },
     Def {
         name: "zipmap",
-        params: &[p("keys", P::List(&P::Str)), p("values", ANY)],
+        params: &[p("keys", P::List(&P::Str)), p("values", ANY).inner_marks()],
         variadic: None,
         ret: Ret::From(super::ret_dynamic),
         imp: zipmap,
@@ -142,7 +142,7 @@ pub(super) const DEFS: &[Def] = &[
     Def {
         name: "slice",
         params: &[
-            p("list", ANY),
+            p("list", ANY).inner_marks(),
             p("start_index", P::Num),
             p("end_index", P::Num),
         ],
@@ -159,7 +159,7 @@ pub(super) const DEFS: &[Def] = &[
     },
     Def {
         name: "reverse",
-        params: &[p("list", ANY)],
+        params: &[p("list", ANY).inner_marks()],
         variadic: None,
         ret: Ret::From(reverse_ret),
         imp: reverse,
@@ -558,20 +558,22 @@ fn index(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// `flatten(list)`: nested lists, sets and tuples made into one flat sequence (a tuple).
 /// Unknown nested sequences make the result unknown; unknown leaves are kept.
 fn flatten(a: Vec<Value>, _: &FunctionContext) -> Res {
-    fn walk(v: Value, out: &mut Vec<Value>) -> bool {
+    /// Appends the leaves of `v` to `out` (sensitive when a sequence around them was); false
+    /// when a nested sequence is unknown.
+    fn walk(v: Value, marked: bool, out: &mut Vec<Value>) -> bool {
         match v {
             Value::List(e) | Value::Set(e) | Value::Tuple(e) => {
                 for x in e {
-                    if !walk(x, out) {
+                    if !walk(x, marked, out) {
                         return false;
                     }
                 }
                 true
             }
             Value::Unknown(Type::List(_) | Type::Set(_) | Type::Tuple(_) | Type::Dynamic) => false,
-            Value::Sensitive(inner) if is_seq(&inner) => walk(*inner, out),
+            Value::Sensitive(inner) if is_seq(&inner) => walk(*inner, true, out),
             other => {
-                out.push(other);
+                out.push(if marked { other.sensitive() } else { other });
                 true
             }
         }
@@ -581,7 +583,7 @@ fn flatten(a: Vec<Value>, _: &FunctionContext) -> Res {
         return Err(arg_err(0, "can only flatten lists, sets and tuples"));
     }
     let mut out = Vec::new();
-    if !walk(list, &mut out) {
+    if !walk(list, false, &mut out) {
         return Ok(Value::Unknown(Type::Dynamic));
     }
     Ok(Value::Tuple(out))
@@ -1173,6 +1175,60 @@ mod tests {
             vec![obj(vec![("b", n(1)), ("a", s("x"))])],
             tup(vec![s("x"), n(1)]),
         );
+    }
+
+    #[test]
+    fn marks_stay_on_the_parts_they_were_on() {
+        // Each expectation checked with `terraform console` (1.11).
+        let one_secret = || tup(vec![n(1).sensitive(), n(2)]);
+        check(
+            "lookup",
+            vec![obj(vec![("a", n(1).sensitive()), ("b", n(2))]), s("b")],
+            n(2),
+        );
+        check("element", vec![one_secret(), n(1)], n(2));
+        check(
+            "concat",
+            vec![one_secret(), tup(vec![n(3)])],
+            tup(vec![n(1).sensitive(), n(2), n(3)]),
+        );
+        check(
+            "keys",
+            vec![obj(vec![("a", n(1).sensitive())])],
+            strs(&["a"]),
+        );
+        check(
+            "keys",
+            vec![obj(vec![("a", n(1))]).sensitive()],
+            strs(&["a"]).sensitive(),
+        );
+        check(
+            "values",
+            vec![obj(vec![("a", n(1).sensitive())])],
+            tup(vec![n(1).sensitive()]),
+        );
+        check(
+            "flatten",
+            vec![tup(vec![
+                tup(vec![n(1).sensitive()]),
+                tup(vec![n(2)]).sensitive(),
+            ])],
+            tup(vec![n(1).sensitive(), n(2).sensitive()]),
+        );
+        check("slice", vec![one_secret(), n(1), n(2)], tup(vec![n(2)]));
+        check(
+            "reverse",
+            vec![one_secret()],
+            tup(vec![n(2), n(1).sensitive()]),
+        );
+        check(
+            "zipmap",
+            vec![strs(&["a", "b"]), one_secret()],
+            obj(vec![("a", n(1).sensitive()), ("b", n(2))]),
+        );
+        check("index", vec![one_secret(), n(2)], n(1).sensitive());
+        check("contains", vec![one_secret(), n(2)], b(true).sensitive());
+        check("length", vec![s("abc").sensitive()], n(3).sensitive());
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! 4. if any argument is itself unknown and its parameter does not handle unknowns, returns an
 //!    unknown of the function's return type without running the function;
 //! 5. removes sensitive marks from arguments whose parameter does not handle marks, runs the
-//!    function, and marks the whole result sensitive if any removed mark was there.
+//!    function, and marks the whole result sensitive if any removed mark was there. Functions
+//!    that only move values around (`element`, `concat`, `lookup`, `values`...) see the marks
+//!    inside their arguments and keep them on the parts they return, as Terraform's do.
 //!
 //! So, unless its doc comment says otherwise, a function returns an unknown result when any
 //! argument is unknown, and a sensitive result when any argument contains a sensitive part.
@@ -165,6 +167,9 @@ pub(crate) struct Param {
     unknown: bool,
     /// The function sees sensitive marks (otherwise: they are removed and put on the result).
     marked: bool,
+    /// Only the argument's own mark is removed (and put on the result); marks on its parts
+    /// reach the function, which keeps them where they belong (`element`, `concat`, ...).
+    inner: bool,
 }
 
 pub(crate) const fn p(name: &'static str, ty: P) -> Param {
@@ -174,6 +179,7 @@ pub(crate) const fn p(name: &'static str, ty: P) -> Param {
         null: false,
         unknown: false,
         marked: false,
+        inner: false,
     }
 }
 
@@ -188,6 +194,10 @@ impl Param {
     }
     pub(crate) const fn marked(mut self) -> Self {
         self.marked = true;
+        self
+    }
+    pub(crate) const fn inner_marks(mut self) -> Self {
+        self.inner = true;
         self
     }
 }
@@ -317,7 +327,16 @@ pub fn call(name: &str, args: Vec<Value>, ctx: &FunctionContext) -> Result<Value
         .into_iter()
         .enumerate()
         .map(|(i, a)| {
-            if unhandled_unknown || !param_of(i).marked {
+            let param = param_of(i);
+            if param.inner && !unhandled_unknown {
+                let top = a.is_sensitive();
+                marked |= top;
+                if top {
+                    a.unmarked().clone()
+                } else {
+                    a
+                }
+            } else if unhandled_unknown || !param.marked {
                 let (a, m) = a.deep_unmark();
                 marked |= m;
                 a

@@ -12,42 +12,42 @@ use crate::value::{Type, Value};
 pub(super) const DEFS: &[Def] = &[
     Def {
         name: "tostring",
-        params: &[p("v", P::Any).null()],
+        params: &[p("v", P::Any).null().inner_marks()],
         variadic: None,
         ret: Ret::Fixed(P::Str),
         imp: tostring,
     },
     Def {
         name: "tonumber",
-        params: &[p("v", P::Any).null()],
+        params: &[p("v", P::Any).null().inner_marks()],
         variadic: None,
         ret: Ret::Fixed(P::Num),
         imp: tonumber,
     },
     Def {
         name: "tobool",
-        params: &[p("v", P::Any).null()],
+        params: &[p("v", P::Any).null().inner_marks()],
         variadic: None,
         ret: Ret::Fixed(P::Bool),
         imp: tobool,
     },
     Def {
         name: "tolist",
-        params: &[p("v", P::Any).null()],
+        params: &[p("v", P::Any).null().inner_marks()],
         variadic: None,
         ret: Ret::From(list_ret),
         imp: tolist,
     },
     Def {
         name: "toset",
-        params: &[p("v", P::Any).null()],
+        params: &[p("v", P::Any).null().inner_marks()],
         variadic: None,
         ret: Ret::From(set_ret),
         imp: toset,
     },
     Def {
         name: "tomap",
-        params: &[p("v", P::Any).null()],
+        params: &[p("v", P::Any).null().inner_marks()],
         variadic: None,
         ret: Ret::From(map_ret),
         imp: tomap,
@@ -204,6 +204,11 @@ mod tests {
             unk(Type::list(Type::String)),
         );
         check("tostring", vec![n(1).sensitive()], s("1").sensitive());
+        check(
+            "tolist",
+            vec![tup(vec![n(1).sensitive(), n(2)])],
+            list(vec![n(1).sensitive(), n(2)]),
+        );
         let e = |f: &str, v: Value, msg: &str| check_err(f, vec![v], msg);
         e(
             "tonumber",
