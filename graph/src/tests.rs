@@ -208,3 +208,17 @@ fn completing_a_node_twice_is_a_bug() {
     s.complete(id('a'));
     s.complete(id('a'));
 }
+
+#[test]
+fn transitive_reduction_drops_implied_edges() {
+    let (d, _) = graph("abcd", &["ab", "bc", "ac", "dc", "da"]);
+    let r = d.transitive_reduction().expect("acyclic");
+    let edges: Vec<String> = r
+        .edges()
+        .into_iter()
+        .map(|(a, b)| names(&r, [a, b]))
+        .collect();
+    assert_eq!(edges, vec!["ab", "bc", "da"]);
+    let (d, _) = graph("ab", &["ab", "ba"]);
+    assert!(d.transitive_reduction().is_err());
+}

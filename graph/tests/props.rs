@@ -183,3 +183,20 @@ proptest! {
         prop_assert_eq!(r.cycles().len(), d.cycles().len());
     }
 }
+
+proptest! {
+    #[test]
+    fn transitive_reduction_keeps_reachability_and_drops_every_implied_edge(d in arb_graph(true)) {
+        let r = d.transitive_reduction().expect("generated acyclic");
+        prop_assert_eq!(r.len(), d.len());
+        for id in d.ids() {
+            prop_assert_eq!(r.transitive_dependencies(id), d.transitive_dependencies(id));
+        }
+        for (a, c) in r.edges() {
+            prop_assert!(d.has_edge(a, c));
+            for b in r.dependencies(a).filter(|b| *b != c) {
+                prop_assert!(!r.transitive_dependencies(b).contains(&c), "{a} -> {c} is implied by {b}");
+            }
+        }
+    }
+}

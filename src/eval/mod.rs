@@ -14,6 +14,7 @@ use crate::value::Value;
 use cairn_state::Mode;
 use std::path::Path;
 
+pub mod body;
 pub mod convert;
 pub mod expr;
 pub mod functions;
@@ -21,6 +22,7 @@ pub mod refs;
 pub mod suggest;
 pub mod types;
 
+pub use body::{eval_block_body, eval_body};
 pub use expr::{eval, eval_template_string};
 pub use refs::{body_references, references};
 

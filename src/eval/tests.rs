@@ -341,3 +341,145 @@ fn references_skip_bound_names() {
         ]
     );
 }
+
+fn schema() -> crate::provider::Block {
+    use crate::provider::{Attribute, Block, NestedBlock, Nesting};
+    let attr = |ty: Type, required: bool, computed: bool| Attribute {
+        ty,
+        required,
+        optional: !required && !computed,
+        computed,
+        force_new: false,
+        sensitive: false,
+        description: String::new(),
+    };
+    let rule = Block {
+        attributes: [
+            ("zone".to_string(), attr(Type::String, true, false)),
+            ("port".to_string(), attr(Type::Number, false, false)),
+        ]
+        .into(),
+        ..Block::default()
+    };
+    let settings = Block {
+        attributes: [("mode".to_string(), attr(Type::String, false, false))].into(),
+        ..Block::default()
+    };
+    Block {
+        attributes: [
+            ("name".to_string(), attr(Type::String, true, false)),
+            ("size".to_string(), attr(Type::Number, false, false)),
+            (
+                "tags".to_string(),
+                attr(Type::map(Type::String), false, false),
+            ),
+            ("id".to_string(), attr(Type::String, false, true)),
+        ]
+        .into(),
+        blocks: [
+            (
+                "rule".to_string(),
+                NestedBlock {
+                    nesting: Nesting::List,
+                    block: rule,
+                    min_items: 0,
+                    max_items: Some(3),
+                },
+            ),
+            (
+                "settings".to_string(),
+                NestedBlock {
+                    nesting: Nesting::Single,
+                    block: settings,
+                    min_items: 0,
+                    max_items: None,
+                },
+            ),
+        ]
+        .into(),
+        description: String::new(),
+    }
+}
+
+#[track_caller]
+fn check_body(src: &str, with_schema: bool, expected: &str) {
+    let body = hcl_edit::parser::parse_body(src).expect("body parses");
+    let s = schema();
+    let got = match super::eval_body(&body, with_schema.then_some(&s), &TestScope) {
+        Ok(v) => format_hcl(&v),
+        Err(d) => d
+            .iter()
+            .map(|d| {
+                let at = d
+                    .span
+                    .and_then(|s| src.get(s.start..s.end))
+                    .map(|t| format!(" [at {t:?}]"))
+                    .unwrap_or_default();
+                format!("Error: {}: {}{at}", d.summary, d.detail)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    assert_eq!(got, expected, "evaluating body:\n{src}");
+}
+
+#[test]
+fn bodies_against_a_schema() {
+    check_body(
+        "name = \"web\"\nsize = \"3\"\nrule {\n  zone = \"a\"\n}\ndynamic \"rule\" {\n  for_each = var.list\n  iterator = r\n  content {\n    zone = r.value\n    port = r.key\n  }\n}\n",
+        true,
+        r#"{
+  "id" = null
+  "name" = "web"
+  "rule" = tolist([
+    {
+      "port" = null
+      "zone" = "a"
+    },
+    {
+      "port" = 0
+      "zone" = "a"
+    },
+    {
+      "port" = 1
+      "zone" = "b"
+    },
+  ])
+  "settings" = null
+  "size" = 3
+  "tags" = null
+}"#,
+    );
+    check_body(
+        "name = \"x\"\ndynamic \"rule\" {\n  for_each = var.unk_list\n  content {\n    zone = rule.value\n  }\n}\n",
+        true,
+        r#"{
+  "id" = null
+  "name" = "x"
+  "rule" = (known after apply)
+  "settings" = null
+  "size" = null
+  "tags" = null
+}"#,
+    );
+    check_body(
+        "nmae = \"x\"\nsize = [1]\nid = \"mine\"\nrule = {}\nsetting {}\nsettings {}\nsettings {}\n",
+        true,
+        "Error: Unsupported argument: An argument named \"nmae\" is not expected here. Did you mean \"name\"? [at \"nmae\"]\n\
+         Error: Incorrect attribute value type: Inappropriate value for attribute \"size\": number required. [at \"[1]\"]\n\
+         Error: Value for unconfigurable attribute: Can't configure a value for \"id\": its value will be decided automatically based on the result of applying this configuration. [at \"id\"]\n\
+         Error: Unsupported argument: An argument named \"rule\" is not expected here. Did you mean to define a block of type \"rule\"? [at \"rule\"]\n\
+         Error: Unsupported block type: Blocks of type \"setting\" are not expected here. Did you mean \"settings\"? [at \"setting\"]\n\
+         Error: Missing required argument: The argument \"name\" is required, but no definition was found.\n\
+         Error: Too many settings blocks: No more than 1 \"settings\" block is allowed. [at \"settings\"]",
+    );
+}
+
+#[test]
+fn bodies_without_a_schema_are_taken_as_written() {
+    check_body(
+        "anything = var.n + 1\nnested {\n  a = 1\n}\n",
+        false,
+        "{\n  \"anything\" = 4\n  \"nested\" = [\n    {\n      \"a\" = 1\n    },\n  ]\n}",
+    );
+}

@@ -1,6 +1,15 @@
 //! `Plan`, `Change`, `Action`: what a plan proposes, and the reasons. `render` is the only way a
 //! plan becomes human text; `json` gives the `terraform show -json` view.
 
+pub mod json;
+pub mod render;
+
+pub use json::plan_json;
+pub use render::{render_plan, RenderOptions};
+
+#[cfg(test)]
+mod tests;
+
 use crate::value::Value;
 use cairn_state::{ProviderAddr, ResourceInstanceAddr};
 use serde::{Deserialize, Serialize};

@@ -98,7 +98,7 @@ mod tests {
             let s = p.schema();
             for t in s.resources.keys().chain(s.data_sources.keys()) {
                 assert!(
-                    t.starts_with(&format!("{package}_")) || package == "terraform",
+                    t == package || t.starts_with(&format!("{package}_")),
                     "{t} is not in package {package}"
                 );
             }

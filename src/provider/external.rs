@@ -348,3 +348,135 @@ impl Configured for ExternalInstance {
         self.stop.send_replace(true);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::testkit::{map, obj, s};
+
+    fn program(words: &[&str]) -> Value {
+        Value::List(words.iter().map(|w| s(w)).collect())
+    }
+
+    async fn read(dir: &Path, config: Value) -> ProviderResult<Value> {
+        let p = ExternalProvider::new(Host::at(dir))
+            .configure(&obj(&[]))
+            .await
+            .expect("configure");
+        p.read_data(DATA, &config).await
+    }
+
+    #[tokio::test]
+    async fn runs_the_program_with_the_query_on_stdin() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir(dir.path().join("wd")).expect("mkdir");
+        // Echoes stdin back as `q`, and where it ran as `pwd`.
+        let script = r#"q=$(cat); printf '{"q": "%s", "pwd": "%s", "arg": "%s", "n": null}' "$(echo "$q" | sed 's/"/\\"/g')" "$(pwd)" "$1""#;
+        let v = read(
+            dir.path(),
+            obj(&[
+                ("program", program(&["sh", "", "-c", script, "sh", "A1"])),
+                ("query", map(&[("name", "web"), ("z", "1")])),
+                ("working_dir", s("wd")),
+            ]),
+        )
+        .await
+        .expect("read");
+        let wd = dir.path().join("wd").canonicalize().expect("canon");
+        assert_eq!(
+            v.get("result"),
+            Some(&Value::Map(
+                [
+                    ("arg".to_string(), s("A1")),
+                    ("n".to_string(), s("")),
+                    ("pwd".to_string(), s(&wd.to_string_lossy())),
+                    ("q".to_string(), s(r#"{"name":"web","z":"1"}"#)),
+                ]
+                .into()
+            ))
+        );
+        assert_eq!(v.get("id"), Some(&s("-")));
+        assert_eq!(v.get("working_dir"), Some(&s("wd")));
+    }
+
+    #[tokio::test]
+    async fn failures_carry_stderr_and_decoding_errors() {
+        let dir = tempfile::tempdir().expect("dir");
+        let run = |script: &str| obj(&[("program", program(&["sh", "-c", script]))]);
+        let e = read(dir.path(), run("echo boom >&2; exit 3"))
+            .await
+            .expect_err("fails");
+        assert!(
+            e.0.starts_with("External Program Execution Failed: "),
+            "{e}"
+        );
+        assert!(e.0.contains("Error Message: boom\n"), "{e}");
+        assert!(e.0.ends_with("State: exit status 3"), "{e}");
+        let e = read(dir.path(), run("exit 1")).await.expect_err("fails");
+        assert!(
+            e.0.contains("returned no additional error messaging"),
+            "{e}"
+        );
+        let e = read(dir.path(), run(r#"echo '{"a": 1}'"#))
+            .await
+            .expect_err("fails");
+        assert!(
+            e.0.starts_with("Unexpected External Program Results: "),
+            "{e}"
+        );
+        assert!(
+            e.0.ends_with(
+                "Result Error: json: cannot unmarshal number into Go value of type string"
+            ),
+            "{e}"
+        );
+        let e = read(dir.path(), run("echo not-json"))
+            .await
+            .expect_err("fails");
+        assert!(
+            e.0.contains("Program output must be a JSON encoded map"),
+            "{e}"
+        );
+        let e = read(
+            dir.path(),
+            obj(&[("program", program(&["./no-such-program"]))]),
+        )
+        .await
+        .expect_err("fails");
+        assert!(e.0.starts_with("External Program Lookup Failed: "), "{e}");
+    }
+
+    #[tokio::test]
+    async fn stop_kills_a_running_program() {
+        let dir = tempfile::tempdir().expect("dir");
+        let p = ExternalProvider::new(Host::at(dir.path()))
+            .configure(&obj(&[]))
+            .await
+            .expect("configure");
+        let p2 = p.clone();
+        let t0 = std::time::Instant::now();
+        let task = tokio::spawn(async move {
+            p2.read_data(DATA, &obj(&[("program", program(&["sleep", "30"]))]))
+                .await
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        p.stop().await;
+        let r = task.await.expect("task");
+        assert_eq!(r, Err(ProviderError("external: interrupted".into())));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn an_empty_program_is_invalid() {
+        let p = ExternalProvider::new(Host::at("/"));
+        let d = p.validate(Mode::Data, DATA, &obj(&[("program", program(&["", ""]))]));
+        assert_eq!(
+            d.iter().map(|d| d.summary.as_str()).collect::<Vec<_>>(),
+            ["External program missing"]
+        );
+        let unknown = Value::List(vec![Value::Unknown(Type::String)]);
+        assert!(p
+            .validate(Mode::Data, DATA, &obj(&[("program", unknown)]))
+            .is_empty());
+    }
+}

@@ -468,3 +468,198 @@ impl Configured for LocalInstance {
 
     async fn stop(&self) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::testkit::{assert_agrees, attr, create, obj, s};
+    use std::os::unix::fs::PermissionsExt;
+
+    fn setup() -> (tempfile::TempDir, LocalProvider) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let p = LocalProvider::new(Host::at(dir.path()));
+        (dir, p)
+    }
+
+    #[tokio::test]
+    async fn create_writes_relative_to_the_working_directory_with_hashes() {
+        let (dir, provider) = setup();
+        let p = provider.configure(&obj(&[])).await.expect("configure");
+        let cfg = obj(&[
+            ("filename", s("sub/dir/hello.txt")),
+            ("content", s("hello\n")),
+            ("file_permission", s("0640")),
+            ("directory_permission", s("0750")),
+        ]);
+        let (plan, st) = create(&*p, FILE, &cfg).await;
+        assert!(plan.planned.get("id").is_some_and(Value::is_unknown));
+        assert_agrees(&plan.planned, &st);
+        let path = dir.path().join("sub/dir/hello.txt");
+        assert_eq!(std::fs::read_to_string(&path).expect("file"), "hello\n");
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(
+            mode & !0o022,
+            0o640 & !0o022,
+            "umask applies, as in Terraform"
+        );
+        assert_eq!(attr(&st, "id"), "f572d396fae9206628714fb2ce00f72e94f2258f");
+        assert_eq!(attr(&st, "content_sha1"), attr(&st, "id"));
+        assert_eq!(attr(&st, "content_md5"), "b1946ac92492d2347c6235b4d2611184");
+        assert_eq!(
+            attr(&st, "content_sha256"),
+            "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+        );
+        assert_eq!(
+            attr(&st, "content_base64sha256"),
+            "WJG1tSLV3whtD/CxEPvZ0hu0/HFjrzTQgoai6Eb2vgM="
+        );
+        assert_eq!(p.read(FILE, &st).await, Ok(Some(st.clone())));
+        // An unchanged configuration plans no change; defaults fill permissions.
+        assert_eq!(p.plan(FILE, Some(&st), &cfg).expect("plan").planned, st);
+        let (_, d) = create(
+            &*p,
+            FILE,
+            &obj(&[("filename", s("d.txt")), ("content", s(""))]),
+        )
+        .await;
+        assert_eq!(attr(&d, "file_permission"), "0777");
+        assert_eq!(attr(&d, "directory_permission"), "0777");
+    }
+
+    #[tokio::test]
+    async fn drift_on_disk_shows_in_state_and_forces_replacement() {
+        let (dir, provider) = setup();
+        let p = provider.configure(&obj(&[])).await.expect("configure");
+        let cfg = obj(&[("filename", s("f.txt")), ("content", s("one"))]);
+        let (_, st) = create(&*p, FILE, &cfg).await;
+        std::fs::write(dir.path().join("f.txt"), "two").expect("edit");
+        let now = p.read(FILE, &st).await.expect("read").expect("exists");
+        assert_eq!(attr(&now, "content"), "two");
+        assert_eq!(attr(&now, "id"), hex_sha1(b"two"));
+        let plan = p.plan(FILE, Some(&now), &cfg).expect("plan");
+        assert_eq!(plan.requires_replace, ["content"]);
+
+        let b64 = obj(&[("filename", s("g.bin")), ("content_base64", s("AAEC"))]);
+        let (_, st) = create(&*p, FILE, &b64).await;
+        assert_eq!(
+            std::fs::read(dir.path().join("g.bin")).expect("file"),
+            [0, 1, 2]
+        );
+        std::fs::write(dir.path().join("g.bin"), [9u8]).expect("edit");
+        let now = p.read(FILE, &st).await.expect("read").expect("exists");
+        assert_eq!(attr(&now, "content_base64"), "CQ==");
+        assert!(now.get("content").is_some_and(Value::is_null));
+
+        std::fs::remove_file(dir.path().join("g.bin")).expect("rm");
+        assert_eq!(p.read(FILE, &st).await, Ok(None), "deleted on disk: gone");
+        let r = p
+            .apply(ApplyRequest::Delete {
+                type_: FILE.into(),
+                prior: st,
+            })
+            .await;
+        assert_eq!(
+            (r.new_state, r.error),
+            (None, None),
+            "deleting a gone file is fine"
+        );
+    }
+
+    fn hex_sha1(b: &[u8]) -> String {
+        Sha1::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[tokio::test]
+    async fn source_copies_and_sensitive_file_defaults() {
+        let (dir, provider) = setup();
+        std::fs::write(dir.path().join("src.txt"), "copied").expect("write");
+        let p = provider.configure(&obj(&[])).await.expect("configure");
+        let (_, st) = create(
+            &*p,
+            FILE,
+            &obj(&[("filename", s("dst.txt")), ("source", s("src.txt"))]),
+        )
+        .await;
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("dst.txt")).expect("f"),
+            "copied"
+        );
+        assert_eq!(attr(&st, "id"), hex_sha1(b"copied"));
+        let (_, st) = create(
+            &*p,
+            SENSITIVE_FILE,
+            &obj(&[("filename", s("secret")), ("content", s("pw"))]),
+        )
+        .await;
+        assert_eq!(attr(&st, "file_permission"), "0700");
+        assert!(provider.schema().resources[SENSITIVE_FILE].attributes["content"].sensitive);
+    }
+
+    #[tokio::test]
+    async fn data_source_reads_a_file() {
+        let (dir, provider) = setup();
+        std::fs::write(dir.path().join("in.txt"), "data").expect("write");
+        let p = provider.configure(&obj(&[])).await.expect("configure");
+        let v = p
+            .read_data(FILE, &obj(&[("filename", s("in.txt"))]))
+            .await
+            .expect("read");
+        assert_eq!(attr(&v, "content"), "data");
+        assert_eq!(attr(&v, "content_base64"), "ZGF0YQ==");
+        assert_eq!(attr(&v, "id"), hex_sha1(b"data"));
+        assert_eq!(attr(&v, "filename"), "in.txt");
+        let e = p
+            .read_data(FILE, &obj(&[("filename", s("missing.txt"))]))
+            .await
+            .expect_err("missing");
+        assert!(
+            e.0.starts_with("local_file: cannot read file \"missing.txt\": "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn validation_messages() {
+        let (_dir, p) = setup();
+        let msgs = |c: Value| -> Vec<String> {
+            p.validate(Mode::Managed, FILE, &c)
+                .iter()
+                .map(|d| d.detail.clone())
+                .collect()
+        };
+        assert!(msgs(obj(&[("filename", s("f")), ("content", s("x"))])).is_empty());
+        assert_eq!(
+            msgs(obj(&[("filename", s("f"))])),
+            [
+                "Exactly one of these arguments must be set: content, sensitive_content, \
+              content_base64, source. None is."
+            ]
+        );
+        assert_eq!(
+            msgs(obj(&[
+                ("filename", s("f")),
+                ("content", s("x")),
+                ("content_base64", Value::Unknown(Type::String)),
+            ])),
+            [
+                "Exactly one of these arguments must be set: content, sensitive_content, \
+              content_base64, source. These are all set: content, content_base64."
+            ]
+        );
+        assert_eq!(
+            msgs(obj(&[
+                ("filename", s("f")),
+                ("content", s("x")),
+                ("file_permission", s("0888")),
+            ])),
+            [
+                "Argument \"file_permission\" must be 3 or 4 octal digits of at most 0777 (like \
+              \"0644\"), got: \"0888\"."
+            ]
+        );
+        assert_eq!(
+            msgs(obj(&[("filename", s("f")), ("content_base64", s("%%"))])).len(),
+            1
+        );
+    }
+}

@@ -184,3 +184,5 @@ pub mod random;
 pub mod schema_util;
 pub mod sim;
 pub mod terraform;
+#[cfg(test)]
+mod testkit;

@@ -139,3 +139,26 @@ impl Configured for NullInstance {
 
     async fn stop(&self) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::testkit::{assert_agrees, attr, configure, create, map, obj};
+
+    #[tokio::test]
+    async fn triggers_replace_and_id_is_a_random_number() {
+        let p = configure(&NullProvider::new()).await;
+        let cfg = |v: &str| obj(&[("triggers", map(&[("v", v)]))]);
+        let (plan, a) = create(&*p, RESOURCE, &cfg("1")).await;
+        assert_agrees(&plan.planned, &a);
+        assert!(attr(&a, "id").parse::<u64>().is_ok());
+        let (_, b) = create(&*p, RESOURCE, &cfg("1")).await;
+        assert_ne!(a.get("id"), b.get("id"));
+        let same = p.plan(RESOURCE, Some(&a), &cfg("1")).expect("plan");
+        assert_eq!(same.planned, a);
+        let changed = p.plan(RESOURCE, Some(&a), &cfg("2")).expect("plan");
+        assert_eq!(changed.requires_replace, ["triggers"]);
+        assert_eq!(p.read(RESOURCE, &a).await, Ok(Some(a.clone())));
+        assert!(NullProvider::new().schema().resources[RESOURCE].attributes["triggers"].force_new);
+    }
+}

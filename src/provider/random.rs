@@ -452,3 +452,176 @@ impl Configured for RandomInstance {
 
     async fn stop(&self) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::testkit::{assert_agrees, attr, configure, create, map, obj, s};
+
+    #[test]
+    fn decimal_of_bytes() {
+        assert_eq!(bytes_to_decimal(&[]), "0");
+        assert_eq!(bytes_to_decimal(&[0, 0]), "0");
+        assert_eq!(bytes_to_decimal(&[1, 0]), "256");
+        assert_eq!(
+            bytes_to_decimal(&[0xff; 10]),
+            "1208925819614629174706175" // 2^80 - 1
+        );
+    }
+
+    #[tokio::test]
+    async fn random_id_encodings_agree() {
+        let p = configure(&RandomProvider::new()).await;
+        let cfg = obj(&[("byte_length", Value::int(4)), ("prefix", s("p-"))]);
+        let (plan, st) = create(&*p, ID, &cfg).await;
+        assert_agrees(&plan.planned, &st);
+        let hex = attr(&st, "hex")
+            .strip_prefix("p-")
+            .expect("prefix")
+            .to_string();
+        assert_eq!(hex.len(), 8);
+        let bytes: Vec<u8> = (0..4)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex"))
+            .collect();
+        let url = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes);
+        assert_eq!(attr(&st, "id"), url);
+        assert_eq!(attr(&st, "b64_url"), format!("p-{url}"));
+        assert_eq!(
+            attr(&st, "b64_std"),
+            format!(
+                "p-{}",
+                base64::engine::general_purpose::STANDARD.encode(&bytes)
+            )
+        );
+        let dec = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        assert_eq!(attr(&st, "dec"), format!("p-{dec}"));
+    }
+
+    #[tokio::test]
+    async fn random_string_honours_classes_and_minimums() {
+        let p = configure(&RandomProvider::new()).await;
+        let cfg = obj(&[
+            ("length", Value::int(12)),
+            ("special", Value::Bool(false)),
+            ("upper", Value::Bool(false)),
+            ("min_numeric", Value::int(5)),
+        ]);
+        for _ in 0..20 {
+            let (plan, st) = create(&*p, STRING, &cfg).await;
+            assert_agrees(&plan.planned, &st);
+            let r = attr(&st, "result");
+            assert_eq!(r.chars().count(), 12);
+            assert!(
+                r.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+                "{r}"
+            );
+            assert!(r.chars().filter(char::is_ascii_digit).count() >= 5, "{r}");
+            assert_eq!(attr(&st, "id"), r);
+        }
+        let only = obj(&[
+            ("length", Value::int(30)),
+            ("upper", Value::Bool(false)),
+            ("lower", Value::Bool(false)),
+            ("numeric", Value::Bool(false)),
+            ("override_special", s("_é")),
+        ]);
+        let (_, st) = create(&*p, STRING, &only).await;
+        assert!(attr(&st, "result").chars().all(|c| c == '_' || c == 'é'));
+    }
+
+    #[tokio::test]
+    async fn random_password_is_sensitive_and_its_id_is_none() {
+        let provider = RandomProvider::new();
+        let schema = &provider.schema().resources[PASSWORD];
+        assert!(schema.attributes["result"].sensitive);
+        assert!(!provider.schema().resources[STRING].attributes["result"].sensitive);
+        let p = configure(&provider).await;
+        let (_, st) = create(&*p, PASSWORD, &obj(&[("length", Value::int(24))])).await;
+        assert_eq!(attr(&st, "id"), "none");
+        assert_eq!(attr(&st, "result").chars().count(), 24);
+    }
+
+    #[tokio::test]
+    async fn keepers_and_arguments_force_replacement_defaults_do_not() {
+        let p = configure(&RandomProvider::new()).await;
+        let cfg = |k: &str| obj(&[("length", Value::int(8)), ("keepers", map(&[("k", k)]))]);
+        let (_, prior) = create(&*p, STRING, &cfg("1")).await;
+        let same = p.plan(STRING, Some(&prior), &cfg("1")).expect("plan");
+        assert_eq!(same.planned, prior, "defaults are not changes");
+        let rep = p.plan(STRING, Some(&prior), &cfg("2")).expect("plan");
+        assert_eq!(rep.requires_replace, ["keepers"]);
+        assert!(rep.planned.get("result").is_some_and(Value::is_unknown));
+        let rep = p
+            .plan(
+                STRING,
+                Some(&prior),
+                &obj(&[("length", Value::int(9)), ("keepers", map(&[("k", "1")]))]),
+            )
+            .expect("plan");
+        assert_eq!(rep.requires_replace, ["length"]);
+    }
+
+    #[tokio::test]
+    async fn random_integer_in_range_and_seeded_is_stable() {
+        let p = configure(&RandomProvider::new()).await;
+        for _ in 0..20 {
+            let (_, st) = create(
+                &*p,
+                INTEGER,
+                &obj(&[("min", Value::int(3)), ("max", Value::int(5))]),
+            )
+            .await;
+            let n = st
+                .get("result")
+                .and_then(Value::as_number)
+                .and_then(|n| n.to_i64());
+            assert!(n.is_some_and(|n| (3..=5).contains(&n)), "{n:?}");
+            assert_eq!(
+                attr(&st, "id"),
+                n.map(|n| n.to_string()).unwrap_or_default()
+            );
+        }
+        let seeded = obj(&[
+            ("min", Value::int(1)),
+            ("max", Value::int(1_000_000)),
+            ("seed", s("x")),
+        ]);
+        let (_, a) = create(&*p, INTEGER, &seeded).await;
+        let (_, b) = create(&*p, INTEGER, &seeded).await;
+        assert_eq!(a.get("result"), b.get("result"));
+    }
+
+    #[test]
+    fn validation_messages() {
+        let p = RandomProvider::new();
+        let msgs = |t: &str, c: Value| -> Vec<String> {
+            p.validate(Mode::Managed, t, &c)
+                .iter()
+                .map(|d| d.detail.clone())
+                .collect()
+        };
+        assert_eq!(
+            msgs(
+                INTEGER,
+                obj(&[("min", Value::int(5)), ("max", Value::int(1))])
+            ),
+            ["The minimum (5) must be smaller than or equal to the maximum (1)."]
+        );
+        assert_eq!(
+            msgs(
+                STRING,
+                obj(&[("length", Value::int(2)), ("min_upper", Value::int(3))])
+            ),
+            [
+                "Argument \"length\" (2) must be at least min_upper + min_lower + min_numeric + \
+              min_special (3)."
+            ]
+        );
+        assert_eq!(
+            msgs(ID, obj(&[("byte_length", Value::int(0))])),
+            ["Argument \"byte_length\" must be a whole number of at least 1, got: 0."]
+        );
+        assert!(msgs(STRING, obj(&[("length", Value::Unknown(Type::Number))])).is_empty());
+    }
+}

@@ -264,6 +264,9 @@ impl Provider for SimProvider {
     }
 
     fn diff_config(&self, old: &Value, new: &Value) -> ConfigDiff {
+        if new.is_unknown() {
+            return ConfigDiff::Replace(vec!["store".into(), "region".into()]);
+        }
         let unknown = |name: &str| new.get(name).is_some_and(|v| !v.is_wholly_known());
         let (old_s, new_s) = match (self.settings(old), self.settings(new)) {
             (Ok(o), Ok(n)) => (o, n),
@@ -956,6 +959,10 @@ impl Store {
                 other => py_dumps(other),
             });
         }
+        // Fast path: the object whose file is named after the key (ids are file names).
+        if let Some(t) = self.get(region, key).ok().flatten().filter(|t| t.id == key) {
+            return Ok(t.out.unwrap_or_else(|| "None".into()));
+        }
         let things = self.things(region);
         let found = things.iter().find(|t| t.id == key).or_else(|| {
             things
@@ -1050,3 +1057,7 @@ pub fn py_dumps(j: &J) -> String {
     walk(j, &mut out);
     out
 }
+
+#[cfg(test)]
+#[path = "sim_tests.rs"]
+mod tests;

@@ -200,3 +200,59 @@ impl Configured for TerraformInstance {
 
     async fn stop(&self) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::testkit::{assert_agrees, attr, configure, create, obj, s};
+
+    #[tokio::test]
+    async fn create_copies_input_to_output_and_makes_a_uuid() {
+        let p = configure(&TerraformProvider::new()).await;
+        let input = obj(&[("x", Value::int(1)), ("y", Value::Tuple(vec![s("a")]))]);
+        let (plan, state) = create(&*p, DATA, &obj(&[("input", input.clone())])).await;
+        assert!(plan.planned.get("id").is_some_and(Value::is_unknown));
+        assert!(plan.planned.get("output").is_some_and(Value::is_unknown));
+        assert_agrees(&plan.planned, &state);
+        assert_eq!(state.get("output"), Some(&input));
+        let id = attr(&state, "id");
+        let parts: Vec<usize> = id.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12], "{id}");
+        assert!(id.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+        assert_eq!(p.read(DATA, &state).await, Ok(Some(state.clone())));
+    }
+
+    #[tokio::test]
+    async fn null_input_plans_null_output() {
+        let p = configure(&TerraformProvider::new()).await;
+        let (plan, state) = create(&*p, DATA, &obj(&[("triggers_replace", s("t1"))])).await;
+        assert!(plan.planned.get("output").is_some_and(Value::is_null));
+        assert!(state.get("output").is_some_and(Value::is_null));
+    }
+
+    #[tokio::test]
+    async fn input_change_updates_and_trigger_change_replaces() {
+        let p = configure(&TerraformProvider::new()).await;
+        let cfg = |i: &str, t: &str| obj(&[("input", s(i)), ("triggers_replace", s(t))]);
+        let (_, prior) = create(&*p, DATA, &cfg("a", "t1")).await;
+        let same = p.plan(DATA, Some(&prior), &cfg("a", "t1")).expect("plan");
+        assert_eq!(same.planned, prior);
+        let upd = p.plan(DATA, Some(&prior), &cfg("b", "t1")).expect("plan");
+        assert!(upd.requires_replace.is_empty());
+        assert_eq!(upd.planned.get("id"), prior.get("id"));
+        assert!(upd.planned.get("output").is_some_and(Value::is_unknown));
+        let r = p
+            .apply(ApplyRequest::Update {
+                type_: DATA.into(),
+                prior: prior.clone(),
+                planned: upd.planned.clone(),
+            })
+            .await;
+        let new = r.new_state.expect("state");
+        assert_agrees(&upd.planned, &new);
+        assert_eq!(new.get("output"), Some(&s("b")));
+        let rep = p.plan(DATA, Some(&prior), &cfg("a", "t2")).expect("plan");
+        assert_eq!(rep.requires_replace, ["triggers_replace"]);
+        assert!(rep.planned.get("id").is_some_and(Value::is_unknown));
+    }
+}
