@@ -502,14 +502,20 @@ pub fn mismatch(got: &Type, want: &Type) -> String {
 /// The common type of several types, after cty's unsafe unification: what a list or map built
 /// from values of these types, or a conditional choosing between them, has as its type.
 /// `None` when there is none (`number` and `bool`, `string` and `list`).
+///
+/// `any` (the type of an untyped `null` or of a value not known yet) takes whatever type the
+/// others unify to, so `["a", null]` unifies to `string`.
 pub fn unify(types: &[Type]) -> Option<Type> {
+    let known: Vec<Type> = types
+        .iter()
+        .filter(|t| **t != Type::Dynamic)
+        .cloned()
+        .collect();
+    let types = &known[..];
     let first = match types.first() {
         None => return Some(Type::Dynamic),
         Some(f) => f,
     };
-    if types.iter().any(|t| *t == Type::Dynamic) {
-        return Some(Type::Dynamic);
-    }
     if types.iter().all(|t| t == first) {
         return Some(first.clone());
     }
@@ -846,6 +852,8 @@ mod tests {
             Some(Type::map(Type::String))
         );
         assert_eq!(u(vec![Type::String, Type::list(Type::String)]), None);
+        assert_eq!(u(vec![Type::String, Type::Dynamic]), Some(Type::String));
+        assert_eq!(u(vec![Type::Dynamic]), Some(Type::Dynamic));
     }
 
     #[test]

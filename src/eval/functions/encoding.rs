@@ -1,4 +1,4 @@
-//! Encoding functions: jsonencode, jsondecode, yamlencode, base64encode, base64decode,
+//! Encoding functions: jsonencode, jsondecode, yamlencode, yamldecode, base64encode, base64decode,
 //! urlencode, csvdecode.
 //!
 //! JSON is written as Go's `encoding/json` writes it (Terraform's output is byte-for-byte the
@@ -35,6 +35,13 @@ pub(super) const DEFS: &[Def] = &[
         variadic: None,
         ret: Ret::Fixed(P::Str),
         imp: yamlencode,
+    },
+    Def {
+        name: "yamldecode",
+        params: &[p("src", P::Str)],
+        variadic: None,
+        ret: Ret::From(super::ret_dynamic),
+        imp: yamldecode,
     },
     Def {
         name: "base64encode",
@@ -470,6 +477,11 @@ fn yaml_string(s: &str, indent: usize, out: &mut String) {
         }
     }
     out.push('"');
+}
+
+/// `yamldecode(src)`: see `yaml.rs` for what is supported. Unknown → unknown (of unknown type).
+fn yamldecode(a: Vec<Value>, _: &FunctionContext) -> Res {
+    super::yaml::decode(str_of(&a[0])).map_err(call_err)
 }
 
 /// `base64encode(str)`: the UTF-8 bytes of `str` in standard Base64. Unknown → unknown.

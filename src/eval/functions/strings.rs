@@ -11,7 +11,7 @@ use super::{
 use crate::eval::convert::{self, quote};
 use crate::value::{Type, Value};
 use bigdecimal::num_bigint::BigInt;
-use bigdecimal::{BigDecimal, RoundingMode};
+use bigdecimal::{BigDecimal, RoundingMode, Signed};
 use regex::Regex;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -710,7 +710,7 @@ fn format_one(v: &Verb, arg: &Value) -> Result<String, String> {
                 Ok(fmt_integer(v, &n))
             } else {
                 let text = fmt_float(&n.abs(), v.mode, v.prec);
-                Ok(pad_number(v, n < BigDecimal::from(0), text))
+                Ok(pad_number(v, n.is_negative(), text))
             }
         }
         's' | 'q' => {
