@@ -7,16 +7,30 @@
 //!
 //! `script.txt`, one command a line (`#` starts a comment):
 //! - `use DIR` — the configuration is now the scenario's `DIR/` (copied into the work dir);
-//! - `plan [-read-only|-destroy|-refresh=false]`, `apply [-read-only]`, `destroy`, `refresh`;
+//! - `plan [-read-only|-destroy|-refresh=false|-replace=ADDR|-target=ADDR|-out]`,
+//!   `apply [-read-only|-replace=ADDR|-target=ADDR|SAVED]`, `destroy`, `refresh` (`plan -out`
+//!   keeps the plan; `apply SAVED` applies the plan kept last);
+//! - `crash ADDR name=N [value=V] [-lost]` — a run killed mid-apply: an `OperationStarted` of a
+//!   create with a token is flushed, then (unless `-lost`) the object is really created under
+//!   that token, and the run never records an outcome;
+//! - `state` — the state, and the violations `state check` finds (none: `ok`);
 //! - `cloud delete ID`, `cloud set ID value=V`, `cloud ext KEY=VALUE` (lookup table, region
 //!   `local`), `cloud ext-rm KEY` — edits made outside Cairn;
-//! - `env NAME=VALUE` — an environment variable for the following commands.
+//! - `env NAME=VALUE` — an environment variable for the following commands (`env NAME=`
+//!   removes it);
+//! - `-ordered` on any command: the transcript also lists the changes it made in the order the
+//!   provider saw them (only where that order is determined by dependencies).
 
 use cairn::engine::progress::Silent;
 use cairn::engine::{self, Options};
 use cairn::plan::render::{render_plan, RenderOptions};
 use cairn::plan::PlanMode;
-use cairn::state::{OpenOptions, Store};
+use cairn::provider::ApplyRequest;
+use cairn::state::{
+    EventBody, OpAction, OpenOptions, ProviderAddr, ProviderInstance, ResourceInstanceAddr, Store,
+    Target,
+};
+use cairn::value::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -56,8 +70,9 @@ fn use_config(src: &Path, work: &Path) {
     copy_dir(src, work);
 }
 
-/// The calls logged since `from` lines, one per line: `op type name id region ok`.
-fn calls_since(store: &Path, from: &mut usize) -> String {
+/// The calls logged since `from` lines, one per line: `op type name id region ok`. With
+/// `ordered`, the changes (create, update, delete) follow in the order they were made.
+fn calls_since(store: &Path, from: &mut usize, ordered: bool) -> String {
     let text = std::fs::read_to_string(store.join("calls.jsonl")).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     let mut out: Vec<String> = lines[*from..]
@@ -80,16 +95,30 @@ fn calls_since(store: &Path, from: &mut usize) -> String {
             )
         })
         .collect();
+    let changes: Vec<String> = out
+        .iter()
+        .filter(|l| {
+            ["create ", "update ", "delete "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .cloned()
+        .collect();
     // Calls made concurrently land in any order: the transcript sorts them.
     out.sort();
     *from = lines.len();
-    out.join("\n")
+    let mut text = out.join("\n");
+    if ordered {
+        text.push_str("\n--- order of changes\n");
+        text.push_str(&changes.join("\n"));
+    }
+    text
 }
 
 fn state_summary(state_dir: &Path) -> String {
     let o = OpenOptions {
         command: "test".into(),
-        lock_timeout: std::time::Duration::ZERO,
+        lock_timeout: std::time::Duration::from_secs(10),
         write: false,
     };
     let Ok((store, _)) = Store::open(state_dir, &o) else {
@@ -188,6 +217,118 @@ fn diagnostics_text(
     out
 }
 
+/// `crash ADDR name=N [value=V] [-lost]`: what a run killed mid-create leaves behind.
+fn crash(
+    rt: &tokio::runtime::Runtime,
+    state_dir: &Path,
+    work: &Path,
+    env: &BTreeMap<String, String>,
+    args: &[&str],
+) {
+    let addr: ResourceInstanceAddr = args[0].parse().unwrap();
+    let lost = args.contains(&"-lost");
+    let mut attrs = BTreeMap::new();
+    for kv in args[1..].iter().filter(|a| !a.starts_with('-')) {
+        let (k, v) = kv.split_once('=').unwrap();
+        attrs.insert(k.to_string(), Value::string(v));
+    }
+    let config = Value::Object(attrs);
+    let o = OpenOptions {
+        command: "apply".into(),
+        lock_timeout: std::time::Duration::from_secs(10),
+        write: true,
+    };
+    let (mut store, _) = Store::open(state_dir, &o).unwrap();
+    store.begin_run("apply", &[]).unwrap();
+    let paddr = ProviderAddr::default_for(cairn::state::ModulePath::root(), "sim");
+    let pref = match store.snapshot().providers.get(&paddr) {
+        Some(p) => p.reference(),
+        None => {
+            let inst = ProviderInstance {
+                addr: paddr.clone(),
+                id: "sim-crashed".into(),
+                config: Value::Object(BTreeMap::new()).to_stored().unwrap(),
+                is_default: true,
+            };
+            let r = inst.reference();
+            store
+                .append(EventBody::ProviderRegistered { instance: inst })
+                .unwrap();
+            r
+        }
+    };
+    let token = format!("crash-{addr}");
+    store
+        .append(EventBody::OperationStarted {
+            addr: addr.clone(),
+            deposed: None,
+            action: OpAction::Create,
+            token: Some(token.clone()),
+            provider: pref,
+            prior: None,
+        })
+        .unwrap();
+    store.commit().unwrap();
+    if !lost {
+        let packages = cairn::provider::builtin::builtin_with(cairn::provider::builtin::Host {
+            env: env.clone(),
+            cwd: work.to_path_buf(),
+        });
+        let sim = packages["sim"].clone();
+        rt.block_on(async {
+            let c = sim
+                .configure(&Value::Object(BTreeMap::new()))
+                .await
+                .unwrap();
+            let planned = c.plan(&addr.resource.type_, None, &config).unwrap().planned;
+            let r = c
+                .apply(ApplyRequest::Create {
+                    type_: addr.resource.type_.clone(),
+                    planned,
+                    token,
+                })
+                .await;
+            assert!(r.error.is_none(), "crash create failed: {:?}", r.error);
+        });
+    }
+    // The run dies here: no outcome, no RunFinished.
+    drop(store);
+}
+
+/// `state`: the invariants `cairn state check` checks.
+fn state_check(state_dir: &Path) -> String {
+    let o = OpenOptions {
+        command: "test".into(),
+        lock_timeout: std::time::Duration::from_secs(10),
+        write: false,
+    };
+    let Ok((store, _)) = Store::open(state_dir, &o) else {
+        return "(no state)".into();
+    };
+    let v = store.check();
+    if v.is_empty() {
+        return "ok".into();
+    }
+    v.iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render(p: &cairn::plan::Plan) -> String {
+    render_plan(
+        p,
+        &RenderOptions {
+            color: false,
+            width: 100,
+        },
+    )
+}
+
+fn notes_text(notes: &[String]) -> String {
+    notes.iter().map(|n| format!("note: {n}\n")).collect()
+}
+
 /// Runs one scenario at one parallelism and returns its transcript.
 fn run_scenario(dir: &Path, parallelism: usize) -> String {
     let tmp = tempfile::tempdir().unwrap();
@@ -202,6 +343,7 @@ fn run_scenario(dir: &Path, parallelism: usize) -> String {
     let script = std::fs::read_to_string(dir.join("script.txt")).unwrap();
     let mut env = BTreeMap::from([("SIM_STORE".to_string(), store.display().to_string())]);
     let mut calls_seen = 0;
+    let mut saved: Option<cairn::plan::Plan> = None;
     let mut out = String::new();
     for line in script
         .lines()
@@ -214,9 +356,20 @@ fn run_scenario(dir: &Path, parallelism: usize) -> String {
         opts.env = env.clone();
         opts.parallelism = parallelism;
         opts.command = words[0].to_string();
+        // The store's lock is released when the previous command's store is dropped; a short
+        // wait keeps a slow release from failing the next step (as -lock-timeout would).
+        opts.lock_timeout = std::time::Duration::from_secs(10);
         let flag = |f: &str| words.contains(&f);
         if flag("-refresh=false") {
             opts.refresh = false;
+        }
+        for w in &words {
+            if let Some(a) = w.strip_prefix("-replace=") {
+                opts.replace.push(a.parse().unwrap());
+            }
+            if let Some(a) = w.strip_prefix("-target=") {
+                opts.targets.push(a.parse::<Target>().unwrap());
+            }
         }
         match words[0] {
             "use" => {
@@ -225,12 +378,28 @@ fn run_scenario(dir: &Path, parallelism: usize) -> String {
             }
             "env" => {
                 let (k, v) = words[1].split_once('=').unwrap();
-                env.insert(k.into(), v.into());
+                if v.is_empty() {
+                    env.remove(k);
+                } else {
+                    env.insert(k.into(), v.into());
+                }
                 continue;
             }
             "cloud" => {
                 cloud_edit(&store, &words[1..]);
                 continue;
+            }
+            "crash" => {
+                crash(&rt, &work.join(".cairn"), &work, &env, &words[1..]);
+            }
+            "state" => {
+                let dir = work.join(".cairn");
+                let _ = writeln!(
+                    out,
+                    "{}\n--- check\n{}",
+                    state_summary(&dir),
+                    state_check(&dir)
+                );
             }
             "plan" => {
                 let mode = if flag("-read-only") {
@@ -241,15 +410,13 @@ fn run_scenario(dir: &Path, parallelism: usize) -> String {
                     PlanMode::Normal
                 };
                 let r = rt.block_on(engine::plan(&opts, mode, Arc::new(Silent)));
+                out.push_str(&notes_text(&r.notes));
                 out.push_str(&diagnostics_text(&r.diags, r.config.as_ref()));
                 if let Some(p) = &r.result {
-                    out.push_str(&render_plan(
-                        p,
-                        &RenderOptions {
-                            color: false,
-                            width: 100,
-                        },
-                    ));
+                    out.push_str(&render(p));
+                }
+                if flag("-out") {
+                    saved = r.result.clone();
                 }
             }
             "apply" | "destroy" => {
@@ -260,33 +427,37 @@ fn run_scenario(dir: &Path, parallelism: usize) -> String {
                 } else {
                     PlanMode::Normal
                 };
+                let plan_file = if flag("SAVED") {
+                    Some(saved.clone().expect("apply SAVED needs a plan -out first"))
+                } else {
+                    None
+                };
+                let from_file = plan_file.is_some();
                 let r = rt.block_on(engine::apply(
                     &opts,
                     mode,
-                    None,
+                    plan_file,
                     &|_| true,
                     Arc::new(Silent),
                 ));
+                out.push_str(&notes_text(&r.notes));
                 if let Some(p) = r.result.as_ref().and_then(|a| a.plan.as_ref()) {
-                    out.push_str(&render_plan(
-                        p,
-                        &RenderOptions {
-                            color: false,
-                            width: 100,
-                        },
-                    ));
+                    if !from_file {
+                        out.push_str(&render(p));
+                    }
                 }
                 out.push_str(&diagnostics_text(&r.diags, r.config.as_ref()));
                 let _ = writeln!(out, "--- state\n{}", state_summary(&work.join(".cairn")));
             }
             "refresh" => {
                 let r = rt.block_on(engine::refresh(&opts, false, Arc::new(Silent)));
+                out.push_str(&notes_text(&r.notes));
                 out.push_str(&diagnostics_text(&r.diags, r.config.as_ref()));
                 let _ = writeln!(out, "--- state\n{}", state_summary(&work.join(".cairn")));
             }
             other => panic!("{}: unknown command {other}", dir.display()),
         }
-        let calls = calls_since(&store, &mut calls_seen);
+        let calls = calls_since(&store, &mut calls_seen, flag("-ordered"));
         let _ = writeln!(out, "--- calls\n{calls}\n");
     }
     out.replace(&tmp.path().display().to_string(), "$TMP")
@@ -320,4 +491,29 @@ macro_rules! scenarios {
     };
 }
 
-scenarios!(basic, external, local_file, null_resource, random, terraform_data);
+scenarios!(
+    basic,
+    count_for_each,
+    create_before_destroy,
+    default_provider,
+    deferral,
+    deleted_outside,
+    destroy_order,
+    external,
+    failures,
+    ignore_changes,
+    local_file,
+    null_resource,
+    pending_create,
+    prevent_destroy,
+    provider_from_output,
+    provider_modules,
+    provider_move,
+    provider_region,
+    provider_removed,
+    random,
+    read_only,
+    replace,
+    saved_plan,
+    terraform_data,
+);
