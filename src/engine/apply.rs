@@ -218,6 +218,12 @@ impl ApplyPhase {
                 .unwrap_or_else(Value::unknown));
         };
         if change.action == Action::NoOp {
+            if let Some(obj) = current
+                .as_ref()
+                .filter(|o| o.provider.addr != inst.provider)
+            {
+                self.record_move(ctx, &inst, obj)?;
+            }
             return Ok(current
                 .map(|o| Value::from_stored(&o.attrs))
                 .or(change.after.clone())
@@ -246,6 +252,16 @@ impl ApplyPhase {
         let plan_err = |e: crate::provider::ProviderError| provider_error(&inst.addr, "plan", &e.0);
 
         let mut action = change.action;
+        // A diff unavailable at plan (the provider's configuration was unknown) may turn out to
+        // be a provider replacement: the object lives in the old world, so it is replaced —
+        // deleted through the configuration it was created with, created through the new one.
+        let old_world = match (&current, change.diff_unavailable) {
+            (Some(obj), true) => old_world(ctx, obj, &slot),
+            _ => None,
+        };
+        if old_world.is_some() {
+            action = Action::DeleteThenCreate;
+        }
         if action == Action::Update {
             let mut planned = c
                 .plan(&type_, prior_value.as_ref(), &config)
@@ -298,13 +314,32 @@ impl ApplyPhase {
         if action == Action::DeleteThenCreate && current.is_some() {
             // Replaced because its diff was unavailable at plan: delete first, here.
             let prior = current.clone().expect("checked");
+            let deleter = match &old_world {
+                Some(config) => ctx
+                    .registry
+                    .configure(&prior.provider.addr.package, config)
+                    .await
+                    .map_err(|e| {
+                        Diagnostics::from(
+                            Diagnostic::error(
+                                "Failed to configure provider",
+                                format!(
+                                    "Configuring {} as recorded in state to delete {}: {e}",
+                                    prior.provider.addr, inst.addr
+                                ),
+                            )
+                            .with_address(&inst.addr),
+                        )
+                    })?,
+                None => c.clone(),
+            };
             let request = ApplyRequest::Delete {
                 type_: type_.clone(),
                 prior: Value::from_stored(&prior.attrs),
             };
             self.operate(
                 ctx,
-                c,
+                &deleter,
                 &inst.addr,
                 None,
                 request,
@@ -348,6 +383,42 @@ impl ApplyPhase {
             )
             .await?;
         Ok(new.unwrap_or_else(Value::unknown))
+    }
+
+    /// A resource moved to another provider instance with an equal configuration: no provider
+    /// call, but state records the instance that manages it now (an update with no call).
+    fn record_move(
+        &self,
+        ctx: &Arc<Ctx>,
+        inst: &Instance,
+        obj: &ResourceObject,
+    ) -> Result<(), Diagnostics> {
+        let Some(id) = ctx.provider_slot(&inst.provider).and_then(|s| s.id) else {
+            return Ok(());
+        };
+        let mut moved = obj.clone();
+        moved.provider = ProviderRef {
+            addr: inst.provider.clone(),
+            id,
+        };
+        let op = self
+            .journal
+            .record(EventBody::OperationStarted {
+                addr: inst.addr.clone(),
+                deposed: None,
+                action: OpAction::Update,
+                token: None,
+                provider: moved.provider.clone(),
+                prior: Some(obj.clone()),
+            })
+            .map_err(Diagnostics::from)?;
+        self.journal
+            .record(EventBody::OperationSucceeded {
+                op,
+                object: Some(moved),
+            })
+            .map_err(Diagnostics::from)?;
+        Ok(())
     }
 
     async fn apply_data(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
@@ -475,6 +546,22 @@ impl ApplyPhase {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// The configuration (as recorded in state) of the provider instance that made `obj`, when
+/// the instance that manages it now is another world: `diff_config` says replace, or the
+/// instance differs and its configuration is not equal.
+fn old_world(ctx: &Ctx, obj: &ResourceObject, slot: &ProviderSlot) -> Option<Value> {
+    let old = ctx.state_provider_config(&obj.provider.addr)?;
+    if obj.provider.addr.package != slot.package {
+        return Some(old);
+    }
+    let package = ctx.registry.package(&slot.package)?;
+    match package.diff_config(&old, &slot.config) {
+        ConfigDiff::Replace(_) => Some(old),
+        ConfigDiff::Update if obj.provider.addr != slot.addr => Some(old),
+        _ => None,
     }
 }
 
@@ -817,12 +904,19 @@ pub fn finishing_events(
             events.push(EventBody::DataDropped { addr: addr.clone() });
         }
     }
+    // Data sources dropped by this run no longer keep their provider instance.
     let used: BTreeSet<&ProviderAddr> = snapshot
         .resources
         .values()
         .flat_map(|i| i.current.iter().chain(i.deposed.values()))
         .map(|o| &o.provider.addr)
-        .chain(snapshot.data.values().map(|d| &d.provider.addr))
+        .chain(
+            snapshot
+                .data
+                .iter()
+                .filter(|(a, _)| !dropped_data.contains(a))
+                .map(|(_, d)| &d.provider.addr),
+        )
         .collect();
     for (addr, p) in &snapshot.providers {
         if !used.contains(addr) && !configured_providers.contains(addr) {

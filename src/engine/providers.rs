@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex};
 /// The built-in packages and the configured instances of this run.
 pub struct Registry {
     packages: BTreeMap<String, Arc<dyn Provider>>,
-    /// (package, configuration as canonical JSON) → configured instance. A `tokio::sync::Mutex`
-    /// is not needed: the lock is held only to look up or insert, never across `configure`.
-    configured: Mutex<HashMap<(String, String), Arc<dyn Configured>>>,
+    /// (package, configuration as canonical JSON) → configured instance. The `std` mutex is
+    /// held only to find or insert a key's cell, never across `configure`; the cell
+    /// (`tokio::sync::OnceCell`) makes concurrent users of one configuration wait for a single
+    /// `configure` call instead of each making their own.
+    configured: Mutex<HashMap<(String, String), Arc<tokio::sync::OnceCell<Arc<dyn Configured>>>>>,
     /// `cairn.json`'s `providers` object, overlaid with the environment.
     stack: BTreeMap<String, Value>,
 }
@@ -65,12 +67,17 @@ impl Registry {
             .ok_or_else(|| format!("There is no provider package named {package:?}."))?
             .clone();
         let key = (package.to_string(), canonical(config));
-        if let Some(c) = self.configured.lock().expect("registry lock").get(&key) {
-            return Ok(c.clone());
-        }
-        let configured = provider.configure(config).await.map_err(|e| e.0)?;
-        let mut cache = self.configured.lock().expect("registry lock");
-        Ok(cache.entry(key).or_insert(configured).clone())
+        let cell = self
+            .configured
+            .lock()
+            .expect("registry lock")
+            .entry(key)
+            .or_default()
+            .clone();
+        // A failed configure leaves the cell empty: the next user tries again.
+        cell.get_or_try_init(|| async { provider.configure(config).await.map_err(|e| e.0) })
+            .await
+            .cloned()
     }
 
     /// Every configured instance (to stop them on Ctrl-C).
@@ -79,14 +86,20 @@ impl Registry {
             .lock()
             .expect("registry lock")
             .values()
-            .cloned()
+            .filter_map(|cell| cell.get().cloned())
             .collect()
     }
 }
 
-/// A value's canonical JSON text, for cache keys and equality of configurations.
+/// A value's canonical JSON text, for cache keys and equality of configurations: its stored
+/// form when wholly known, so a configuration read back from state (whose nulls have lost
+/// their types) and the same configuration evaluated from the files share one configured
+/// instance, and the provider is configured once per command.
 pub fn canonical(v: &Value) -> String {
-    serde_json::to_string(v).unwrap_or_default()
+    match v.to_stored() {
+        Ok(stored) => stored.to_json().to_string(),
+        Err(_) => serde_json::to_string(v).unwrap_or_default(),
+    }
 }
 
 /// Reads the stack configuration of default providers: the `providers` object of

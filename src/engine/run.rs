@@ -378,7 +378,9 @@ async fn make_plan(
     };
     if mode == PlanMode::Destroy {
         destroy_plan(&refreshed, &mut plan, &opts.targets);
-        plan.applyable = plan.has_changes();
+        diags.extend(prevent_destroy_violations(&loaded.config, &plan));
+        plan.errored = diags.has_errors();
+        plan.applyable = !plan.errored && plan.has_changes();
         return Some(plan);
     }
     let (mut graph, graph_diags) = term_graph(&loaded.config);
@@ -389,7 +391,9 @@ async fn make_plan(
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
     let phase = Arc::new(PlanPhase::new(mode, Arc::new(refreshed.clone()), replace));
     let outcome = walk_phase(ctx.clone(), phase.clone()).await;
-    diags.extend(std::mem::take(&mut *ctx.diags.lock().expect("diags")));
+    diags.extend(in_address_order(std::mem::take(
+        &mut *ctx.diags.lock().expect("diags"),
+    )));
     if !outcome.not_run.is_empty()
         && !diags.has_errors()
         && !opts.stop.load(std::sync::atomic::Ordering::SeqCst)
@@ -410,6 +414,18 @@ async fn make_plan(
             .filter(|c| c.action != Action::Delete)
             .map(|c| c.provider.clone())
             .chain(plan.data_reads.iter().map(|d| d.provider.clone()))
+            // An object in state that this plan does not delete keeps its provider, even when
+            // planning it failed.
+            .chain(refreshed.resources.iter().filter_map(|(a, i)| {
+                let deleted = plan
+                    .changes
+                    .iter()
+                    .any(|c| &c.addr == a && c.action == Action::Delete);
+                i.current
+                    .as_ref()
+                    .filter(|_| !deleted)
+                    .map(|o| o.provider.addr.clone())
+            }))
             .collect();
         for (addr, inst) in &refreshed.providers {
             let in_config = loaded.config.module(&addr.module).is_some_and(|m| {
@@ -451,6 +467,12 @@ async fn make_plan(
                 plan.has_changes()
                     || plan.changes.iter().any(|c| c.action == Action::Read)
                     || !plan.drift.is_empty()
+                    // A resource that moves to an equal provider instance: recorded by apply.
+                    || plan.changes.iter().any(|c| {
+                        refreshed
+                            .current(&c.addr)
+                            .is_some_and(|o| o.provider.addr != c.provider)
+                    })
             }
         };
     Some(plan)
@@ -498,6 +520,33 @@ fn output_changes(
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
+}
+
+/// Diagnostics of a parallel walk arrive in completion order; reported by address (stable,
+/// so unaddressed ones keep their order) they read the same at any `-parallelism`.
+fn in_address_order(diags: Diagnostics) -> Diagnostics {
+    let mut v: Vec<Diagnostic> = diags.into_iter().collect();
+    v.sort_by(|a, b| a.address.cmp(&b.address));
+    v.into_iter().collect()
+}
+
+/// `prevent_destroy` holds for `destroy` too, while the configuration still says so.
+fn prevent_destroy_violations(config: &Config, plan: &Plan) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    for c in plan.changes.iter().filter(|c| c.action == Action::Delete) {
+        let key = ResourceKey {
+            mode: c.addr.resource.mode,
+            type_: c.addr.resource.type_.clone(),
+            name: c.addr.resource.name.clone(),
+        };
+        let res = config
+            .module(&c.addr.resource.module.without_keys())
+            .and_then(|m| m.resources.get(&key));
+        if let Some(res) = res.filter(|r| r.lifecycle.prevent_destroy) {
+            diags.extend(super::plan::prevent_destroy_error(&c.addr, res.span));
+        }
+    }
+    diags
 }
 
 fn destroy_plan(state: &Snapshot, plan: &mut Plan, targets: &[Target]) {
@@ -852,7 +901,9 @@ async fn execute(
         summary: Mutex::new(RunSummary::default()),
     });
     let outcome = walk_phase(ctx.clone(), phase.clone()).await;
-    diags.extend(std::mem::take(&mut *ctx.diags.lock().expect("diags")));
+    diags.extend(in_address_order(std::mem::take(
+        &mut *ctx.diags.lock().expect("diags"),
+    )));
     if !outcome.not_run.is_empty() && opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
         diags.push(Diagnostic::error(
             "Apply interrupted",
@@ -1040,7 +1091,9 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
     );
     let phase = Arc::new(InspectPhase::default());
     walk_phase(ctx.clone(), phase.clone()).await;
-    diags.extend(std::mem::take(&mut *ctx.diags.lock().expect("diags")));
+    diags.extend(in_address_order(std::mem::take(
+        &mut *ctx.diags.lock().expect("diags"),
+    )));
     let instances = phase
         .instances
         .lock()
