@@ -93,6 +93,20 @@ impl Snapshot {
         Snapshot::default()
     }
 
+    /// A copy of everything but the resource instances (cheap next to them).
+    pub fn clone_without_resources(&self) -> Snapshot {
+        Snapshot {
+            head: self.head,
+            providers: self.providers.clone(),
+            resources: BTreeMap::new(),
+            data: self.data.clone(),
+            outputs: self.outputs.clone(),
+            pending: self.pending.clone(),
+            runs: self.runs.clone(),
+            open_run: self.open_run,
+        }
+    }
+
     /// Replays events from an empty state.
     pub fn replay<'a>(events: impl IntoIterator<Item = &'a Event>) -> Snapshot {
         let mut s = Snapshot::new();
