@@ -101,11 +101,16 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
         (head, slices)
     });
     let mut snapshot = head.map_err(|e| e.to_string())?;
-    let mut all = Vec::new();
+    let slices = slices
+        .into_iter()
+        .map(|s| s?.map_err(|e| e.to_string()))
+        .collect::<Result<Vec<Slice>, String>>()?;
+    // One allocation of the right size (growing it would copy and touch far more memory),
+    // already sorted: `from_iter` reuses it, notices the order, and builds the tree in one pass.
+    let mut all = Vec::with_capacity(slices.iter().map(Vec::len).sum());
     for s in slices {
-        all.extend(s?.map_err(|e| e.to_string())?);
+        all.extend(s);
     }
-    // Already sorted: `from_iter` notices and builds the tree in one pass.
     snapshot.resources = all.into_iter().collect();
     Ok(snapshot)
 }

@@ -250,6 +250,9 @@ fn run_actions(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 },
             },
         )?;
+        // Committed, so a crash cannot leave later objects naming an unregistered provider.
+        s.commit().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        committed = 1;
     }
     for a in actions {
         let s = store.as_mut().expect("open store");
