@@ -227,7 +227,7 @@ fn run_actions(actions: Vec<Action>) -> Result<(), TestCaseError> {
     let mut dir: PathBuf = tmp.path().join("g0");
     let mut store = Some(open(&dir)?);
     let mut model: Vec<EventBody> = Vec::new();
-    let mut committed = 0usize;
+    let mut committed: usize;
     let append = |store: &mut Store, model: &mut Vec<EventBody>, body: EventBody| {
         let seq = store
             .append(body.clone())
