@@ -15,6 +15,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+mod format;
+pub use format::format_hcl;
+
 /// A type, as a type constraint or as the type of a value. `Dynamic` is Terraform's `any`.
 #[derive(Clone, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
 pub enum Type {

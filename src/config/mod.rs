@@ -1,3 +1,304 @@
 //! Configuration loading: a module tree read from disk into blocks and expressions (the
 //! hcl-edit AST, kept with spans). Loading never calls a provider; a bad file never stops the
 //! other files from being checked.
+//!
+//! Decisions:
+//! - Expressions stay hcl-edit `Expression`s (with their byte spans into their own file); the
+//!   `file` next to them says which file. Nothing is evaluated here except what must be
+//!   constant: variable defaults and type constraints (converted once, so every caller sees
+//!   typed defaults).
+//! - Spans are `diag::Span`s (file + byte range). Paths in the `SourceMap` are shown relative to
+//!   the root directory given to `load`, as Terraform shows `main.tf` and `modules/x/main.tf`.
+//! - The tree is static: `Module::path` has no instance keys; `count`/`for_each` on module
+//!   calls are expanded by the engine.
+
+use crate::diag::{FileId, SourceMap, Span};
+use crate::eval::Subject;
+use crate::value::{Type, Value};
+use cairn_state::{Mode, ModulePath, ResourceAddr};
+use hcl_edit::expr::Expression;
+use hcl_edit::structure::Body;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// A loaded configuration: the root module with its tree of children, and every source file.
+#[derive(Debug)]
+pub struct Config {
+    pub root: Module,
+    pub sources: SourceMap,
+    pub root_dir: PathBuf,
+}
+
+impl Config {
+    /// The module at a static path (instance keys are ignored).
+    pub fn module(&self, path: &ModulePath) -> Option<&Module> {
+        let mut m = &self.root;
+        for step in &path.0 {
+            m = m.children.get(&step.name)?;
+        }
+        Some(m)
+    }
+
+    /// Every module of the tree, parents before children, children in name order.
+    pub fn modules(&self) -> Vec<&Module> {
+        fn walk<'a>(m: &'a Module, out: &mut Vec<&'a Module>) {
+            out.push(m);
+            for c in m.children.values() {
+                walk(c, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &mut out);
+        out
+    }
+}
+
+/// One module: the blocks of one directory's `*.tf` files.
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// Static path from the root (no instance keys).
+    pub path: ModulePath,
+    pub dir: PathBuf,
+    pub required_providers: BTreeMap<String, RequiredProvider>,
+    pub providers: Vec<ProviderBlock>,
+    pub variables: BTreeMap<String, Variable>,
+    pub locals: BTreeMap<String, Local>,
+    pub resources: BTreeMap<ResourceKey, Resource>,
+    pub outputs: BTreeMap<String, Output>,
+    pub calls: BTreeMap<String, ModuleCall>,
+    /// The loaded child module of each call in `calls` whose source could be loaded.
+    pub children: BTreeMap<String, Module>,
+}
+
+impl Module {
+    /// A module with no blocks yet.
+    pub fn empty(path: ModulePath, dir: PathBuf) -> Module {
+        Module {
+            path,
+            dir,
+            required_providers: BTreeMap::new(),
+            providers: Vec::new(),
+            variables: BTreeMap::new(),
+            locals: BTreeMap::new(),
+            resources: BTreeMap::new(),
+            outputs: BTreeMap::new(),
+            calls: BTreeMap::new(),
+            children: BTreeMap::new(),
+        }
+    }
+
+    /// The provider block for a local name and alias, if this module declares one.
+    pub fn provider(&self, name: &str, alias: Option<&str>) -> Option<&ProviderBlock> {
+        self.providers
+            .iter()
+            .find(|p| p.name == name && p.alias.as_deref() == alias)
+    }
+}
+
+/// `terraform { required_providers { NAME = { source = "...", version = "..." } } }`
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequiredProvider {
+    pub name: String,
+    /// `source`, e.g. `cairn/sim` (the last segment is the package); `None` when only a
+    /// version string was given.
+    pub source: Option<String>,
+    pub version: Option<String>,
+    pub span: Span,
+}
+
+/// `provider "NAME" { alias = "..." ... }`
+#[derive(Debug, Clone)]
+pub struct ProviderBlock {
+    /// The local name (the provider package unless `required_providers` maps it).
+    pub name: String,
+    pub alias: Option<String>,
+    /// The arguments and blocks, without `alias`.
+    pub body: Body,
+    pub file: FileId,
+    /// The block header.
+    pub span: Span,
+}
+
+/// `variable "NAME" { ... }`
+#[derive(Debug, Clone)]
+pub struct Variable {
+    pub name: String,
+    /// The type constraint; `Type::Dynamic` when absent.
+    pub ty: Type,
+    /// The default, already converted to `ty` (with `optional()` defaults applied).
+    pub default: Option<Value>,
+    pub description: Option<String>,
+    pub sensitive: bool,
+    pub nullable: bool,
+    pub validations: Vec<Validation>,
+    pub file: FileId,
+    pub span: Span,
+}
+
+/// `validation { condition = ..., error_message = ... }`
+#[derive(Debug, Clone)]
+pub struct Validation {
+    pub condition: Expression,
+    pub error_message: Expression,
+    pub span: Span,
+}
+
+/// One entry of a `locals` block.
+#[derive(Debug, Clone)]
+pub struct Local {
+    pub name: String,
+    pub expr: Expression,
+    pub file: FileId,
+    /// The whole `name = expr` line.
+    pub span: Span,
+}
+
+/// The key of a resource within its module: mode, type, name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceKey {
+    pub mode: Mode,
+    pub type_: String,
+    pub name: String,
+}
+
+impl ResourceKey {
+    pub fn addr(&self, module: ModulePath) -> ResourceAddr {
+        ResourceAddr::new(module, self.mode, &self.type_, &self.name)
+    }
+}
+
+/// `resource "TYPE" "NAME" { ... }` or `data "TYPE" "NAME" { ... }`
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub mode: Mode,
+    pub type_: String,
+    pub name: String,
+    pub count: Option<Expression>,
+    pub for_each: Option<Expression>,
+    pub provider: Option<ProviderRef>,
+    pub depends_on: Vec<DependsOn>,
+    pub lifecycle: Lifecycle,
+    /// Everything else: arguments, nested blocks and `dynamic` blocks.
+    pub body: Body,
+    pub file: FileId,
+    /// The block header (`resource "sim_thing" "a"`).
+    pub span: Span,
+}
+
+impl Resource {
+    pub fn key(&self) -> ResourceKey {
+        ResourceKey {
+            mode: self.mode,
+            type_: self.type_.clone(),
+            name: self.name.clone(),
+        }
+    }
+    /// The provider local name this resource uses: the explicit `provider` argument's, or
+    /// the type's prefix (`sim_thing` → `sim`).
+    pub fn provider_name(&self) -> &str {
+        match &self.provider {
+            Some(p) => &p.name,
+            None => cairn_state::package_of(&self.type_),
+        }
+    }
+}
+
+/// A static reference to a provider configuration: `sim` or `sim.east`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderRef {
+    pub name: String,
+    pub alias: Option<String>,
+    pub span: Span,
+}
+
+impl std::fmt::Display for ProviderRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)?;
+        if let Some(a) = &self.alias {
+            write!(f, ".{a}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One entry of `depends_on`: a resource, data resource or module call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DependsOn {
+    pub subject: Subject,
+    pub span: Span,
+}
+
+/// `lifecycle { ... }`
+#[derive(Debug, Clone, Default)]
+pub struct Lifecycle {
+    pub create_before_destroy: bool,
+    pub prevent_destroy: bool,
+    pub ignore_changes: IgnoreChanges,
+    pub replace_triggered_by: Vec<Expression>,
+}
+
+/// `ignore_changes = all` or `ignore_changes = [a, b.c, tags["x"]]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum IgnoreChanges {
+    #[default]
+    None,
+    All,
+    /// Each path is a list of steps: attribute names and index keys (as strings).
+    Paths(Vec<Vec<String>>),
+}
+
+/// `output "NAME" { ... }`
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub name: String,
+    pub value: Expression,
+    pub sensitive: bool,
+    pub description: Option<String>,
+    pub depends_on: Vec<DependsOn>,
+    pub file: FileId,
+    pub span: Span,
+}
+
+/// `module "NAME" { source = "./x" ... }`
+#[derive(Debug, Clone)]
+pub struct ModuleCall {
+    pub name: String,
+    /// As written (`./modules/net`).
+    pub source: String,
+    pub source_span: Span,
+    pub count: Option<Expression>,
+    pub for_each: Option<Expression>,
+    /// `providers = { child = parent }`, in the order written.
+    pub providers: Vec<ProviderPass>,
+    pub depends_on: Vec<DependsOn>,
+    /// Every other argument: an input variable of the child, with the span of its line.
+    pub inputs: BTreeMap<String, (Expression, Span)>,
+    pub file: FileId,
+    pub span: Span,
+}
+
+/// One entry of a module call's `providers` map: the child's `name.alias` gets the parent's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderPass {
+    pub child: ProviderRef,
+    pub parent: ProviderRef,
+}
+
+/// The span of an hcl-edit node in `file`, or the empty span at 0 when it has none.
+pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
+    let r = node.span().unwrap_or(0..0);
+    Span {
+        file,
+        start: r.start,
+        end: r.end,
+    }
+}
+
+mod load;
+pub use load::load;
+
+#[cfg(test)]
+mod tests;
+
+mod vars;
+pub use vars::{input_values, validate_variable, VarArg};

@@ -14,7 +14,17 @@ use crate::value::Value;
 use cairn_state::Mode;
 use std::path::Path;
 
+pub mod body;
+pub mod convert;
+pub mod expr;
 pub mod functions;
+pub mod refs;
+pub mod suggest;
+pub mod types;
+
+pub use body::{eval_block_body, eval_body};
+pub use expr::{eval, eval_template_string};
+pub use refs::{body_references, references};
 
 /// What a reference names: the part of a traversal that identifies a term. The rest of the
 /// traversal (`[0].id`) is applied by the evaluator to the subject's value.
@@ -90,3 +100,5 @@ impl ScopeError {
         }
     }
 }
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,15 @@
 //! `Plan`, `Change`, `Action`: what a plan proposes, and the reasons. `render` is the only way a
 //! plan becomes human text; `json` gives the `terraform show -json` view.
 
+pub mod json;
+pub mod render;
+
+pub use json::plan_json;
+pub use render::{render_plan, RenderOptions};
+
+#[cfg(test)]
+mod tests;
+
 use crate::value::Value;
 use cairn_state::{ProviderAddr, ResourceInstanceAddr};
 use serde::{Deserialize, Serialize};
@@ -183,6 +192,9 @@ pub struct Plan {
     pub outputs: Vec<OutputChange>,
     pub drift: Vec<Drift>,
     pub data_reads: Vec<DataRead>,
+    /// Data sources in state that the configuration no longer has: dropped at apply, with no
+    /// provider call.
+    pub dropped_data: Vec<ResourceInstanceAddr>,
     /// Variable values, so a saved plan applies with the values it was made with.
     pub variables: BTreeMap<String, Value>,
     /// Warnings found while planning (rendered with the plan).

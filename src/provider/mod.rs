@@ -175,3 +175,14 @@ pub trait Configured: Send + Sync {
     /// Asks in-flight calls to stop early (Ctrl-C). Calls already running may still finish.
     async fn stop(&self);
 }
+
+pub mod builtin;
+pub mod external;
+pub mod local;
+pub mod null;
+pub mod random;
+pub mod schema_util;
+pub mod sim;
+pub mod terraform;
+#[cfg(test)]
+mod testkit;

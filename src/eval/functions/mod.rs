@@ -1,7 +1,40 @@
 //! The built-in function library (Terraform's functions). Each function documents how it
 //! treats unknown arguments.
+//!
+//! Every function is a `Def`: its parameters (name, type constraint, and whether it accepts
+//! null, unknown and sensitive arguments), a return-type rule and an implementation. `call` does
+//! what cty's function machinery does for Terraform, in the same order:
+//! 1. checks the number of arguments;
+//! 2. converts each argument to its parameter's type (`Invalid value for "str" parameter:
+//!    string required`);
+//! 3. rejects null arguments unless the parameter allows them;
+//! 4. if any argument is itself unknown and its parameter does not handle unknowns, returns an
+//!    unknown of the function's return type without running the function;
+//! 5. removes sensitive marks from arguments whose parameter does not handle marks, runs the
+//!    function, and marks the whole result sensitive if any removed mark was there.
+//!
+//! So, unless its doc comment says otherwise, a function returns an unknown result when any
+//! argument is unknown, and a sensitive result when any argument contains a sensitive part.
+//! Functions whose result does not depend on some unknown parts (`length`, `coalesce`, `merge`,
+//! ...) opt in to seeing unknowns and document what they do.
 
+mod collections;
+mod encoding;
+mod filesystem;
+mod hashing;
+mod misc;
+mod network;
+mod numeric;
+mod strings;
+mod types;
+
+use crate::eval::convert::{self, quote};
+use crate::value::{Type, Value};
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::OnceLock;
+
+pub use filesystem::{TemplateEvaluator, TEMPLATE_EVALUATOR};
 
 /// What a function may know of its surroundings: the confinement of filesystem functions.
 pub struct FunctionContext<'a> {
@@ -12,9 +45,490 @@ pub struct FunctionContext<'a> {
 }
 
 /// A function call failed: which argument (if one is to blame) and why.
+///
+/// `message` is the complete diagnostic detail, worded as Terraform words it:
+/// `Invalid value for "str" parameter: string required.` when an argument is at fault, and
+/// `Call to function "join" failed: at least one list is required.` otherwise. `summary()`
+/// gives the matching diagnostic summary.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FunctionError {
     /// Index of the argument at fault, for the diagnostic's span.
     pub arg: Option<usize>,
     pub message: String,
+}
+
+impl FunctionError {
+    /// The diagnostic summary Terraform uses for this kind of failure.
+    pub fn summary(&self) -> &'static str {
+        if self.message.starts_with("Function \"") && self.message.contains("expects only") {
+            "Too many function arguments"
+        } else if self.message.starts_with("Function \"") && self.message.contains("Missing") {
+            "Not enough function arguments"
+        } else if self.arg.is_some() {
+            "Invalid function argument"
+        } else {
+            "Error in function call"
+        }
+    }
+}
+
+/// How many arguments a function takes, with its parameters' names for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arity {
+    /// The fixed parameters, in order.
+    pub params: Vec<&'static str>,
+    /// The name of the variadic parameter, if the function takes any number of further
+    /// arguments.
+    pub variadic: Option<&'static str>,
+}
+
+impl Arity {
+    pub fn min(&self) -> usize {
+        self.params.len()
+    }
+    /// `None` for variadic functions.
+    pub fn max(&self) -> Option<usize> {
+        match self.variadic {
+            Some(_) => None,
+            None => Some(self.params.len()),
+        }
+    }
+    /// `join(separator, lists...)`
+    pub fn signature(&self, name: &str) -> String {
+        let mut parts: Vec<String> = self.params.iter().map(|p| p.to_string()).collect();
+        if let Some(v) = self.variadic {
+            parts.push(format!("{v}..."));
+        }
+        format!("{name}({})", parts.join(", "))
+    }
+    /// When `given` arguments do not fit: the diagnostic summary and detail Terraform gives
+    /// ("Not enough function arguments" / "Function \"upper\" expects 1 argument(s). Missing
+    /// value for \"str\".").
+    pub fn mismatch(&self, name: &str, given: usize) -> Option<(&'static str, String)> {
+        if given < self.min() {
+            return Some((
+                "Not enough function arguments",
+                format!(
+                    "Function {} expects {} argument(s). Missing value for {}.",
+                    quote(name),
+                    self.min(),
+                    quote(self.params[given])
+                ),
+            ));
+        }
+        match self.max() {
+            Some(max) if given > max => Some((
+                "Too many function arguments",
+                format!("Function {} expects only {} argument(s).", quote(name), max),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// A parameter's type constraint, in a form that can live in a `const`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum P {
+    Any,
+    Str,
+    Num,
+    Bool,
+    List(&'static P),
+    Set(&'static P),
+    Map(&'static P),
+}
+
+impl P {
+    fn ty(&self) -> Type {
+        match self {
+            P::Any => Type::Dynamic,
+            P::Str => Type::String,
+            P::Num => Type::Number,
+            P::Bool => Type::Bool,
+            P::List(e) => Type::list(e.ty()),
+            P::Set(e) => Type::set(e.ty()),
+            P::Map(e) => Type::map(e.ty()),
+        }
+    }
+}
+
+/// One parameter: name, type, and what the function handles itself.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Param {
+    name: &'static str,
+    ty: P,
+    /// The function accepts null for this parameter (otherwise: "argument must not be null").
+    null: bool,
+    /// The function sees an unknown argument (otherwise: the result is unknown).
+    unknown: bool,
+    /// The function sees sensitive marks (otherwise: they are removed and put on the result).
+    marked: bool,
+}
+
+pub(crate) const fn p(name: &'static str, ty: P) -> Param {
+    Param {
+        name,
+        ty,
+        null: false,
+        unknown: false,
+        marked: false,
+    }
+}
+
+impl Param {
+    pub(crate) const fn null(mut self) -> Self {
+        self.null = true;
+        self
+    }
+    pub(crate) const fn unknown(mut self) -> Self {
+        self.unknown = true;
+        self
+    }
+    pub(crate) const fn marked(mut self) -> Self {
+        self.marked = true;
+        self
+    }
+}
+
+/// How a function's result type is decided when the function is not run (an argument is
+/// unknown).
+#[derive(Clone, Copy)]
+pub(crate) enum Ret {
+    Fixed(P),
+    /// Computed from the (converted) arguments, which may be unknown.
+    From(fn(&[Value]) -> Type),
+}
+
+/// Why an implementation failed: an argument's fault (index, reason) or the call's.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Arg(usize, String),
+    Call(String),
+}
+
+pub(crate) type Res = Result<Value, Fail>;
+
+pub(crate) fn arg_err(i: usize, msg: impl Into<String>) -> Fail {
+    Fail::Arg(i, msg.into())
+}
+pub(crate) fn call_err(msg: impl Into<String>) -> Fail {
+    Fail::Call(msg.into())
+}
+
+/// A built-in function.
+pub(crate) struct Def {
+    pub(crate) name: &'static str,
+    pub(crate) params: &'static [Param],
+    pub(crate) variadic: Option<Param>,
+    pub(crate) ret: Ret,
+    pub(crate) imp: fn(Vec<Value>, &FunctionContext) -> Res,
+}
+
+fn registry() -> &'static BTreeMap<&'static str, &'static Def> {
+    static REGISTRY: OnceLock<BTreeMap<&'static str, &'static Def>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let families: [&'static [Def]; 9] = [
+            strings::DEFS,
+            collections::DEFS,
+            numeric::DEFS,
+            encoding::DEFS,
+            hashing::DEFS,
+            filesystem::DEFS,
+            network::DEFS,
+            types::DEFS,
+            misc::DEFS,
+        ];
+        families
+            .into_iter()
+            .flatten()
+            .map(|d| (d.name, d))
+            .collect()
+    })
+}
+
+/// True when `name` is a built-in function.
+pub fn exists(name: &str) -> bool {
+    registry().contains_key(name)
+}
+
+/// Every built-in function's name, sorted (for "did you mean").
+pub fn names() -> impl Iterator<Item = &'static str> {
+    registry().keys().copied()
+}
+
+/// The parameters `name` takes, or `None` if there is no such function.
+pub fn arity(name: &str) -> Option<Arity> {
+    registry().get(name).map(|d| Arity {
+        params: d.params.iter().map(|p| p.name).collect(),
+        variadic: d.variadic.map(|p| p.name),
+    })
+}
+
+/// Calls the built-in function `name` (see the module docs for the argument handling).
+pub fn call(name: &str, args: Vec<Value>, ctx: &FunctionContext) -> Result<Value, FunctionError> {
+    let def = registry().get(name).ok_or_else(|| FunctionError {
+        arg: None,
+        message: format!("There is no function named {}.", quote(name)),
+    })?;
+    let ar = arity(name).expect("registered");
+    if let Some((_, detail)) = ar.mismatch(name, args.len()) {
+        return Err(FunctionError {
+            arg: None,
+            message: detail,
+        });
+    }
+    let param_of = |i: usize| -> Param {
+        def.params
+            .get(i)
+            .copied()
+            .or(def.variadic)
+            .expect("arity checked")
+    };
+    let arg_error = |i: usize, msg: &str| FunctionError {
+        arg: Some(i),
+        message: format!(
+            "Invalid value for {} parameter: {}.",
+            quote(param_of(i).name),
+            msg
+        ),
+    };
+
+    // Steps 2 and 3: conversion and null checks.
+    let mut converted = Vec::with_capacity(args.len());
+    for (i, a) in args.into_iter().enumerate() {
+        let param = param_of(i);
+        let a = convert::convert(a, &param.ty.ty()).map_err(|e| arg_error(i, &e.to_string()))?;
+        if a.is_null() && !param.null {
+            return Err(arg_error(i, "argument must not be null"));
+        }
+        converted.push(a);
+    }
+    // Step 4: unknowns the function does not handle.
+    let unhandled_unknown = converted
+        .iter()
+        .enumerate()
+        .any(|(i, a)| a.is_unknown() && !param_of(i).unknown);
+    // Step 5: marks.
+    let mut marked = false;
+    let args: Vec<Value> = converted
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if unhandled_unknown || !param_of(i).marked {
+                let (a, m) = a.deep_unmark();
+                marked |= m;
+                a
+            } else {
+                a
+            }
+        })
+        .collect();
+    let mark = |v: Value| if marked { v.sensitive() } else { v };
+    if unhandled_unknown {
+        let ty = match def.ret {
+            Ret::Fixed(p) => p.ty(),
+            Ret::From(f) => f(&args),
+        };
+        return Ok(mark(Value::Unknown(ty)));
+    }
+    match (def.imp)(args, ctx) {
+        Ok(v) => Ok(mark(v)),
+        Err(Fail::Arg(i, msg)) => Err(arg_error(i, &msg)),
+        Err(Fail::Call(msg)) => Err(FunctionError {
+            arg: None,
+            message: format!("Call to function {} failed: {}.", quote(name), msg),
+        }),
+    }
+}
+
+// ---- helpers shared by the families ----
+
+/// The string in a converted, known, non-null string argument.
+pub(crate) fn str_of(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+/// The elements of a converted list/set/tuple argument (empty for anything else).
+pub(crate) fn elems_of(v: Value) -> Vec<Value> {
+    match v {
+        Value::List(e) | Value::Set(e) | Value::Tuple(e) => e,
+        Value::Sensitive(v) => elems_of(*v),
+        _ => Vec::new(),
+    }
+}
+
+/// The entries of a converted map/object argument (empty for anything else).
+pub(crate) fn entries_of(v: Value) -> BTreeMap<String, Value> {
+    match v {
+        Value::Map(m) | Value::Object(m) => m,
+        Value::Sensitive(v) => entries_of(*v),
+        _ => BTreeMap::new(),
+    }
+}
+
+/// The element type of a list/set/map type, or of a value of one.
+pub(crate) fn elem_type(t: &Type) -> Type {
+    match t {
+        Type::List(e) | Type::Set(e) | Type::Map(e) => (**e).clone(),
+        _ => Type::Dynamic,
+    }
+}
+
+/// An integer argument: whole and within `i64`, otherwise an argument error.
+pub(crate) fn int_arg(i: usize, v: &Value, what: &str) -> Result<i64, Fail> {
+    match v.as_number() {
+        Some(n) if n.is_integer() => n
+            .to_i64()
+            .ok_or_else(|| arg_err(i, format!("{what} is too large"))),
+        Some(_) => Err(arg_err(i, format!("{what} must be a whole number"))),
+        None => Err(arg_err(i, format!("{what} must be a number"))),
+    }
+}
+
+/// Return-type rule: the type of argument 0.
+pub(crate) fn ret_arg0(args: &[Value]) -> Type {
+    args.first().map(Value::type_of).unwrap_or(Type::Dynamic)
+}
+
+/// Return-type rule: unknown type.
+pub(crate) fn ret_dynamic(_: &[Value]) -> Type {
+    Type::Dynamic
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! The `check` helper every family's tests use.
+    use super::*;
+    use std::path::PathBuf;
+
+    pub(crate) fn ctx_in(dir: &Path) -> (PathBuf, PathBuf) {
+        (dir.to_path_buf(), dir.to_path_buf())
+    }
+
+    /// Calls `name` with `args` in a context rooted at this crate's `fixtures/` directory.
+    pub(crate) fn run(name: &str, args: Vec<Value>) -> Result<Value, FunctionError> {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let ctx = FunctionContext {
+            module_dir: &root,
+            root_dir: &root,
+        };
+        call(name, args, &ctx)
+    }
+
+    /// Asserts that `name(args...)` returns `expected`.
+    #[track_caller]
+    pub(crate) fn check(name: &str, args: Vec<Value>, expected: Value) {
+        match run(name, args.clone()) {
+            Ok(v) => assert_eq!(v, expected, "{name}({args:?})"),
+            Err(e) => panic!("{name}({args:?}) failed: {}", e.message),
+        }
+    }
+
+    /// Asserts that `name(args...)` fails with exactly `message`.
+    #[track_caller]
+    pub(crate) fn check_err(name: &str, args: Vec<Value>, message: &str) {
+        match run(name, args.clone()) {
+            Ok(v) => panic!("{name}({args:?}) returned {v:?}, expected an error"),
+            Err(e) => assert_eq!(e.message, message, "{name}({args:?})"),
+        }
+    }
+
+    pub(crate) fn s(x: &str) -> Value {
+        Value::string(x)
+    }
+    pub(crate) fn n(x: i64) -> Value {
+        Value::int(x)
+    }
+    pub(crate) fn num(x: &str) -> Value {
+        Value::Number(x.parse().expect("number literal"))
+    }
+    pub(crate) fn b(x: bool) -> Value {
+        Value::Bool(x)
+    }
+    pub(crate) fn tup(v: Vec<Value>) -> Value {
+        Value::Tuple(v)
+    }
+    pub(crate) fn list(v: Vec<Value>) -> Value {
+        Value::List(v)
+    }
+    pub(crate) fn strs(v: &[&str]) -> Value {
+        Value::Tuple(v.iter().map(|x| s(x)).collect())
+    }
+    pub(crate) fn slist(v: &[&str]) -> Value {
+        Value::List(v.iter().map(|x| s(x)).collect())
+    }
+    pub(crate) fn obj(v: Vec<(&str, Value)>) -> Value {
+        Value::object(v)
+    }
+    pub(crate) fn map(v: Vec<(&str, Value)>) -> Value {
+        Value::Map(v.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+    pub(crate) fn unk(t: Type) -> Value {
+        Value::Unknown(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+
+    #[test]
+    fn library_is_large_enough() {
+        assert!(names().count() >= 80, "{} functions", names().count());
+        assert!(exists("upper"));
+        assert!(!exists("uppercase"));
+    }
+
+    #[test]
+    fn arity_messages() {
+        let a = arity("upper").unwrap();
+        assert_eq!(a.signature("upper"), "upper(str)");
+        assert_eq!(
+            a.mismatch("upper", 0),
+            Some((
+                "Not enough function arguments",
+                "Function \"upper\" expects 1 argument(s). Missing value for \"str\".".into()
+            ))
+        );
+        check_err(
+            "upper",
+            vec![s("a"), s("b")],
+            "Function \"upper\" expects only 1 argument(s).",
+        );
+        let err = run("upper", vec![s("a"), s("b")]).unwrap_err();
+        assert_eq!(err.summary(), "Too many function arguments");
+        assert_eq!(
+            arity("join").unwrap().signature("join"),
+            "join(separator, lists...)"
+        );
+    }
+
+    #[test]
+    fn generic_argument_handling() {
+        check_err(
+            "upper",
+            vec![tup(vec![])],
+            "Invalid value for \"str\" parameter: string required.",
+        );
+        check_err(
+            "upper",
+            vec![Value::null()],
+            "Invalid value for \"str\" parameter: argument must not be null.",
+        );
+        check("upper", vec![n(5)], s("5"));
+        check("upper", vec![unk(Type::String)], unk(Type::String));
+        check("upper", vec![s("a").sensitive()], s("A").sensitive());
+        check(
+            "upper",
+            vec![unk(Type::String).sensitive()],
+            unk(Type::String).sensitive(),
+        );
+        let err = run("join", vec![s(",")]).unwrap_err();
+        assert_eq!(err.summary(), "Error in function call");
+        assert_eq!(
+            err.message,
+            "Call to function \"join\" failed: at least one list is required."
+        );
+    }
 }

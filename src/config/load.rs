@@ -1,0 +1,1450 @@
+//! Reading a module tree from disk: every `*.tf` file of a directory is parsed with hcl-edit
+//! and its blocks checked and sorted into a `Module`; child modules with local sources are
+//! loaded recursively.
+//!
+//! Every file is checked even when another fails, and every block even when another in the
+//! same file is wrong: a broken block is reported and left out, the rest still loads. A module
+//! that sources one of its ancestors is reported with the whole chain instead of recursing.
+
+use super::*;
+use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
+use crate::eval::expr::convert;
+use crate::eval::refs::traversal_subject;
+use crate::eval::suggest;
+use crate::eval::types::{const_value, parse_type};
+use cairn_state::{quote, Mode, ModulePath};
+use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
+use hcl_edit::structure::{Attribute, Block, Body, Structure};
+use hcl_edit::Span as _;
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+/// Loads the module tree rooted at `dir`. `None` only when `dir` itself cannot be read; the
+/// configuration is returned even when it has errors, so callers can report them all.
+pub fn load(dir: &Path) -> (Option<Config>, Diagnostics) {
+    let mut l = Loader {
+        sources: SourceMap::new(),
+        diags: Diagnostics::new(),
+        root_dir: dir.to_path_buf(),
+        file_count: 0,
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            l.diags.push(Diagnostic::error(
+                "Failed to read module directory",
+                format!(
+                    "Module directory {} does not exist or cannot be read: {e}.",
+                    dir.display()
+                ),
+            ));
+            return (None, l.diags);
+        }
+    };
+    drop(entries);
+    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let root = l.load_module(
+        ModulePath::root(),
+        dir,
+        &[(canonical, "the root module".into())],
+    );
+    if l.file_count == 0 {
+        l.diags.push(Diagnostic::error(
+            "No configuration files",
+            "There are no .tf files in the configuration directory. Cairn reads the \
+             configuration from the *.tf files of the working directory, or of -chdir=DIR.",
+        ));
+    }
+    let config = Config {
+        root,
+        sources: l.sources,
+        root_dir: dir.to_path_buf(),
+    };
+    (Some(config), l.diags)
+}
+
+/// `p` relative to `base`, computed lexically (`..` where needed); `p` itself when there is
+/// no common prefix.
+pub(crate) fn relative_path(base: &Path, p: &Path) -> PathBuf {
+    let norm = |p: &Path| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in p.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if out.last().is_some_and(|l| l != "..") {
+                        out.pop();
+                    } else {
+                        out.push("..".into());
+                    }
+                }
+                other => out.push(other.as_os_str().to_string_lossy().into_owned()),
+            }
+        }
+        out
+    };
+    let b = norm(base);
+    let q = norm(p);
+    let common = b.iter().zip(&q).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &q[common..] {
+        out.push(c);
+    }
+    out
+}
+
+struct Loader {
+    sources: SourceMap,
+    diags: Diagnostics,
+    root_dir: PathBuf,
+    /// How many `.tf` files were found in the whole tree.
+    file_count: usize,
+}
+
+const RESERVED_VARIABLE_NAMES: &[&str] = &[
+    "source",
+    "version",
+    "providers",
+    "count",
+    "for_each",
+    "lifecycle",
+    "depends_on",
+    "locals",
+];
+
+fn valid_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The parts of a body, after checking it against the arguments and blocks it may hold.
+struct Parts<'b> {
+    attrs: BTreeMap<String, &'b Attribute>,
+    blocks: Vec<&'b Block>,
+}
+
+impl Loader {
+    fn span(&self, file: FileId, node: &impl hcl_edit::Span) -> Span {
+        span_in(file, node)
+    }
+
+    /// `main.tf:3,3-8`, as Terraform writes a range in a message.
+    fn range_str(&self, s: Span) -> String {
+        let a = self.sources.pos(s.file, s.start);
+        let b = self.sources.pos(s.file, s.end);
+        let path = self.sources.path(s.file).display().to_string();
+        if a.line == b.line {
+            format!("{path}:{},{}-{}", a.line, a.column, b.column)
+        } else {
+            format!("{path}:{},{}-{},{}", a.line, a.column, b.line, b.column)
+        }
+    }
+
+    fn err(&mut self, span: Span, summary: &str, detail: impl Into<String>) {
+        self.diags
+            .push(Diagnostic::error(summary, detail).with_span(Some(span)));
+    }
+
+    fn warn(&mut self, span: Span, summary: &str, detail: impl Into<String>) {
+        self.diags
+            .push(Diagnostic::warning(summary, detail).with_span(Some(span)));
+    }
+
+    /// The header of a block: its type and labels (`resource "a" "b"`).
+    fn header(&self, file: FileId, b: &Block) -> Span {
+        let start = b.ident.span().map(|r| r.start).unwrap_or(0);
+        let end = b
+            .labels
+            .last()
+            .and_then(|l| l.span())
+            .or(b.ident.span())
+            .map(|r| r.end)
+            .unwrap_or(start);
+        Span { file, start, end }
+    }
+
+    fn load_module(
+        &mut self,
+        path: ModulePath,
+        dir: &Path,
+        ancestors: &[(PathBuf, String)],
+    ) -> Module {
+        let mut module = Module::empty(path, dir.to_path_buf());
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "tf") && !p.is_dir())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        files.sort();
+        self.file_count += files.len();
+        for f in files {
+            let shown = relative_path(&self.root_dir, &f);
+            let bytes = match std::fs::read(&f) {
+                Ok(b) => b,
+                Err(e) => {
+                    let id = self.sources.add(&shown, "");
+                    self.err(
+                        Span {
+                            file: id,
+                            start: 0,
+                            end: 0,
+                        },
+                        "Failed to read file",
+                        format!(
+                            "The configuration file {} could not be read: {e}.",
+                            shown.display()
+                        ),
+                    );
+                    continue;
+                }
+            };
+            let text = match String::from_utf8(bytes) {
+                Ok(t) => t,
+                Err(e) => {
+                    let at = e.utf8_error().valid_up_to();
+                    let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                    let id = self.sources.add(&shown, text);
+                    self.err(
+                        Span {
+                            file: id,
+                            start: at,
+                            end: at + 1,
+                        },
+                        "Invalid character encoding",
+                        "All input files must be UTF-8 encoded. Ensure that UTF-8 encoding is \
+                         selected in your editor.",
+                    );
+                    continue;
+                }
+            };
+            let id = self.sources.add(&shown, text.as_str());
+            match parse_body(&text) {
+                Ok(body) => self.file_body(id, &body, &mut module),
+                Err((offset, message)) => {
+                    let end = text[offset.min(text.len())..]
+                        .chars()
+                        .next()
+                        .map(|c| offset + c.len_utf8())
+                        .unwrap_or(offset);
+                    let (summary, detail) = if message.contains("redefined attribute") {
+                        (
+                            "Attribute redefined",
+                            "An argument was set twice in the same block. Each argument may be \
+                             set only once; the rest of this file was not checked."
+                                .to_string(),
+                        )
+                    } else {
+                        ("Invalid syntax", message)
+                    };
+                    self.err(
+                        Span {
+                            file: id,
+                            start: offset,
+                            end,
+                        },
+                        summary,
+                        detail,
+                    );
+                }
+            }
+        }
+        self.load_children(&mut module, ancestors);
+        module
+    }
+
+    fn file_body(&mut self, file: FileId, body: &Body, m: &mut Module) {
+        const TOP: &[&str] = &[
+            "terraform",
+            "provider",
+            "variable",
+            "locals",
+            "resource",
+            "data",
+            "output",
+            "module",
+        ];
+        for s in body.iter() {
+            match s {
+                Structure::Attribute(a) => {
+                    let sp = self.span(file, &a.key);
+                    self.err(
+                        sp,
+                        "Unsupported argument",
+                        format!(
+                            "An argument named {} is not expected here.",
+                            quote(a.key.as_str())
+                        ),
+                    );
+                }
+                Structure::Block(b) => match b.ident.as_str() {
+                    "terraform" => self.terraform_block(file, b, m),
+                    "provider" => self.provider_block(file, b, m),
+                    "variable" => self.variable_block(file, b, m),
+                    "locals" => self.locals_block(file, b, m),
+                    "resource" => self.resource_block(file, b, m, Mode::Managed),
+                    "data" => self.resource_block(file, b, m, Mode::Data),
+                    "output" => self.output_block(file, b, m),
+                    "module" => self.module_block(file, b, m),
+                    other => {
+                        let sp = self.span(file, &b.ident);
+                        self.err(
+                            sp,
+                            "Unsupported block type",
+                            format!(
+                                "Blocks of type {} are not expected here.{}",
+                                quote(other),
+                                suggest::suffix(other, TOP.iter().copied())
+                            ),
+                        );
+                    }
+                },
+            }
+        }
+    }
+
+    /// Checks a block's labels; returns them when there are exactly as many as `names`.
+    fn labels(&mut self, file: FileId, b: &Block, names: &[&str]) -> Option<Vec<String>> {
+        let kind = b.ident.as_str().to_string();
+        let n = names.len();
+        let list = names.join(", ");
+        if b.labels.len() < n {
+            let sp = self.header(file, b);
+            self.err(
+                sp,
+                &format!("Missing name for {kind}"),
+                format!("All {kind} blocks must have {n} labels ({list})."),
+            );
+            return None;
+        }
+        if b.labels.len() > n {
+            let sp = self.span(file, &b.labels[n]);
+            if n == 0 {
+                self.err(
+                    sp,
+                    &format!("Extraneous label for {kind}"),
+                    format!("No labels are expected for {kind} blocks."),
+                );
+            } else {
+                self.err(
+                    sp,
+                    &format!("Extraneous label for {kind}"),
+                    format!("Only {n} labels ({list}) are expected for {kind} blocks."),
+                );
+            }
+            return None;
+        }
+        let mut ok = true;
+        for (l, what) in b.labels.iter().zip(names) {
+            if !valid_name(l.as_str()) {
+                let sp = self.span(file, l);
+                let what = if *what == "name" {
+                    kind.clone()
+                } else {
+                    format!("{kind} {what}")
+                };
+                self.err(
+                    sp,
+                    &format!("Invalid {what} name"),
+                    "A name must start with a letter or underscore and may contain only letters, \
+                     digits, underscores, and dashes.",
+                );
+                ok = false;
+            }
+        }
+        ok.then(|| b.labels.iter().map(|l| l.as_str().to_string()).collect())
+    }
+
+    /// Sorts a body into its arguments and blocks, reporting duplicates and anything not in
+    /// `attrs`/`blocks` (`None` allows any).
+    fn parts<'b>(
+        &mut self,
+        file: FileId,
+        body: &'b Body,
+        attrs: Option<&[&str]>,
+        blocks: Option<&[&str]>,
+    ) -> Parts<'b> {
+        let mut out = Parts {
+            attrs: BTreeMap::new(),
+            blocks: Vec::new(),
+        };
+        for s in body.iter() {
+            match s {
+                Structure::Attribute(a) => {
+                    let name = a.key.as_str();
+                    if let Some(allowed) = attrs {
+                        if !allowed.contains(&name) {
+                            let sp = self.span(file, &a.key);
+                            self.err(
+                                sp,
+                                "Unsupported argument",
+                                format!(
+                                    "An argument named {} is not expected here.{}",
+                                    quote(name),
+                                    suggest::suffix(name, allowed.iter().copied())
+                                ),
+                            );
+                            continue;
+                        }
+                    }
+                    if let Some(prev) = out.attrs.get(name) {
+                        let was = self.range_str(self.span(file, &prev.key));
+                        let sp = self.span(file, &a.key);
+                        self.err(
+                            sp,
+                            "Attribute redefined",
+                            format!(
+                                "The argument {} was already set at {was}. Each argument may be \
+                                 set only once.",
+                                quote(name)
+                            ),
+                        );
+                        continue;
+                    }
+                    out.attrs.insert(name.to_string(), a);
+                }
+                Structure::Block(b) => {
+                    let name = b.ident.as_str();
+                    if let Some(allowed) = blocks {
+                        if !allowed.contains(&name) {
+                            let sp = self.span(file, &b.ident);
+                            self.err(
+                                sp,
+                                "Unsupported block type",
+                                format!(
+                                    "Blocks of type {} are not expected here.{}",
+                                    quote(name),
+                                    suggest::suffix(name, allowed.iter().copied())
+                                ),
+                            );
+                            continue;
+                        }
+                    }
+                    out.blocks.push(b);
+                }
+            }
+        }
+        out
+    }
+
+    fn required<'b>(
+        &mut self,
+        file: FileId,
+        b: &Block,
+        parts: &Parts<'b>,
+        name: &str,
+    ) -> Option<&'b Attribute> {
+        let a = parts.attrs.get(name).copied();
+        if a.is_none() {
+            let sp = self.header(file, b);
+            self.err(
+                sp,
+                "Missing required argument",
+                format!(
+                    "The argument {} is required, but no definition was found.",
+                    quote(name)
+                ),
+            );
+        }
+        a
+    }
+
+    fn const_of(&mut self, file: FileId, a: &Attribute, ty: &Type) -> Option<Value> {
+        let v = match const_value(&a.value, file) {
+            Ok(v) => v,
+            Err(d) => {
+                self.diags.push(d);
+                return None;
+            }
+        };
+        match convert(&v, ty) {
+            Ok(v) if v.is_null() => {
+                let sp = self.span(file, &a.value);
+                self.err(
+                    sp,
+                    "Invalid value",
+                    format!("The argument {} must not be null.", quote(a.key.as_str())),
+                );
+                None
+            }
+            Ok(v) => Some(v),
+            Err(m) => {
+                let sp = self.span(file, &a.value);
+                self.err(
+                    sp,
+                    "Incorrect attribute value type",
+                    format!(
+                        "Inappropriate value for attribute {}: {m}.",
+                        quote(a.key.as_str())
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn const_string(&mut self, file: FileId, a: &Attribute) -> Option<String> {
+        self.const_of(file, a, &Type::String)
+            .and_then(|v| v.as_str().map(str::to_string))
+    }
+
+    fn const_bool(&mut self, file: FileId, a: Option<&Attribute>, default: bool) -> bool {
+        match a {
+            None => default,
+            Some(a) => self
+                .const_of(file, a, &Type::Bool)
+                .and_then(|v| v.as_bool())
+                .unwrap_or(default),
+        }
+    }
+
+    fn terraform_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&["required_version", "experiments"]),
+            Some(&["required_providers", "backend", "cloud", "provider_meta"]),
+        );
+        for inner in parts.blocks {
+            match inner.ident.as_str() {
+                "required_providers" => self.required_providers(file, inner, m),
+                kind @ ("backend" | "cloud") => {
+                    let sp = self.header(file, inner);
+                    self.warn(
+                        sp,
+                        &format!("Ignored {kind} configuration"),
+                        "Cairn keeps state in its own store; this block has no effect.",
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn required_providers(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let parts = self.parts(file, &b.body, None, Some(&[]));
+        for (name, a) in parts.attrs {
+            let span = self.span(file, a);
+            if let Some(prev) = m.required_providers.get(&name) {
+                let was = self.range_str(prev.span);
+                self.err(
+                    span,
+                    "Duplicate required provider",
+                    format!(
+                        "Provider {name} was already required at {was}. Each provider may be \
+                         required only once."
+                    ),
+                );
+                continue;
+            }
+            let (mut source, mut version) = (None, None);
+            match &a.value {
+                Expression::Object(o) => {
+                    for (k, v) in o.iter() {
+                        let key = match k {
+                            ObjectKey::Ident(i) => i.as_str().to_string(),
+                            ObjectKey::Expression(Expression::String(s)) => s.value().clone(),
+                            ObjectKey::Expression(e) => {
+                                let sp = self.span(file, e);
+                                self.err(
+                                    sp,
+                                    "Invalid required_providers object",
+                                    "Keys must be attribute names.",
+                                );
+                                continue;
+                            }
+                        };
+                        let text = match const_value(v.expr(), file)
+                            .map(|v| v.as_str().map(str::to_string))
+                        {
+                            Ok(Some(t)) => Some(t),
+                            Ok(None) => {
+                                let sp = self.span(file, v.expr());
+                                self.err(
+                                    sp,
+                                    "Invalid required_providers object",
+                                    format!("The {key} must be a string."),
+                                );
+                                None
+                            }
+                            Err(d) => {
+                                self.diags.push(d);
+                                None
+                            }
+                        };
+                        match key.as_str() {
+                            "source" => source = text,
+                            "version" => version = text,
+                            "configuration_aliases" => {}
+                            _ => {
+                                let sp = self.span(file, v.expr());
+                                self.err(
+                                    sp,
+                                    "Invalid required_providers object",
+                                    "required_providers objects can only contain \"version\", \
+                                     \"source\" and \"configuration_aliases\" attributes.",
+                                );
+                            }
+                        }
+                    }
+                }
+                other => match const_value(other, file) {
+                    Ok(v) if v.as_str().is_some() => version = v.as_str().map(str::to_string),
+                    _ => {
+                        let sp = self.span(file, other);
+                        self.err(
+                            sp,
+                            "Invalid required_providers object",
+                            "required_providers entries must be objects with \"source\" and \
+                             \"version\" attributes.",
+                        );
+                        continue;
+                    }
+                },
+            }
+            m.required_providers.insert(
+                name.clone(),
+                RequiredProvider {
+                    name,
+                    source,
+                    version,
+                    span,
+                },
+            );
+        }
+    }
+
+    fn provider_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["name"]) else {
+            return;
+        };
+        let name = labels[0].clone();
+        let span = self.header(file, b);
+        let parts = self.parts(file, &b.body, None, None);
+        let mut alias = None;
+        if let Some(a) = parts.attrs.get("alias") {
+            match self.const_string(file, a) {
+                Some(s) if valid_name(&s) => alias = Some(s),
+                Some(_) => {
+                    let sp = self.span(file, &a.value);
+                    self.err(
+                        sp,
+                        "Invalid provider configuration alias",
+                        "An alias must be a valid name. A name must start with a letter or \
+                         underscore and may contain only letters, digits, underscores, and dashes.",
+                    );
+                    return;
+                }
+                None => return,
+            }
+        }
+        if let Some(prev) = m.provider(&name, alias.as_deref()) {
+            let was = self.range_str(prev.span);
+            let detail = match &alias {
+                None => format!(
+                    "A default (non-aliased) provider configuration for {} was already given at \
+                     {was}. If multiple configurations are required, set the \"alias\" argument \
+                     for alternative configurations.",
+                    quote(&name)
+                ),
+                Some(a) => format!(
+                    "A provider configuration for {} with alias {} was already given at {was}. \
+                     Each configuration for the same provider must have a distinct alias.",
+                    quote(&name),
+                    quote(a)
+                ),
+            };
+            self.err(span, "Duplicate provider configuration", detail);
+            return;
+        }
+        let body: Body = b
+            .body
+            .iter()
+            .filter(|s| !matches!(s, Structure::Attribute(a) if a.key.as_str() == "alias"))
+            .cloned()
+            .collect::<Vec<_>>()
+            .into();
+        m.providers.push(ProviderBlock {
+            name,
+            alias,
+            body,
+            file,
+            span,
+        });
+    }
+
+    fn variable_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["name"]) else {
+            return;
+        };
+        let name = labels[0].clone();
+        let span = self.header(file, b);
+        if RESERVED_VARIABLE_NAMES.contains(&name.as_str()) {
+            let sp = self.span(file, &b.labels[0]);
+            self.err(
+                sp,
+                "Invalid variable name",
+                format!(
+                    "The variable name {} is reserved due to its special meaning inside module \
+                     blocks.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&[
+                "type",
+                "default",
+                "description",
+                "sensitive",
+                "nullable",
+                "ephemeral",
+            ]),
+            Some(&["validation"]),
+        );
+        let ty = match parts.attrs.get("type") {
+            None => Type::Dynamic,
+            Some(a) => match parse_type(&a.value, file) {
+                Ok(t) => t,
+                Err(d) => {
+                    self.diags.push(d);
+                    Type::Dynamic
+                }
+            },
+        };
+        let nullable = self.const_bool(file, parts.attrs.get("nullable").copied(), true);
+        let sensitive = self.const_bool(file, parts.attrs.get("sensitive").copied(), false);
+        let description = match parts.attrs.get("description") {
+            Some(a) => self.const_string(file, a),
+            None => None,
+        };
+        let mut default = None;
+        if let Some(a) = parts.attrs.get("default") {
+            match const_value(&a.value, file) {
+                Err(d) => self.diags.push(d),
+                Ok(v) => match convert(&v, &ty) {
+                    Ok(v) if v.is_null() && !nullable => {
+                        let sp = self.span(file, &a.value);
+                        self.err(
+                            sp,
+                            "Invalid default value for variable",
+                            "A null default value is not valid when nullable=false.",
+                        );
+                    }
+                    Ok(v) => default = Some(v),
+                    Err(msg) => {
+                        let sp = self.span(file, &a.value);
+                        self.err(
+                            sp,
+                            "Invalid default value for variable",
+                            format!(
+                                "This default value is not compatible with the variable's type \
+                                 constraint: {msg}."
+                            ),
+                        );
+                    }
+                },
+            }
+        }
+        let mut validations = Vec::new();
+        for vb in &parts.blocks {
+            if self.labels(file, vb, &[]).is_none() {
+                continue;
+            }
+            let vp = self.parts(
+                file,
+                &vb.body,
+                Some(&["condition", "error_message"]),
+                Some(&[]),
+            );
+            let cond = self.required(file, vb, &vp, "condition");
+            let msg = self.required(file, vb, &vp, "error_message");
+            if let (Some(c), Some(msg)) = (cond, msg) {
+                validations.push(Validation {
+                    condition: c.value.clone(),
+                    error_message: msg.value.clone(),
+                    span: self.span(file, &c.value),
+                });
+            }
+        }
+        if let Some(prev) = m.variables.get(&name) {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate variable declaration",
+                format!(
+                    "A variable named {} was already declared at {was}. Variable names must be \
+                     unique within a module.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        m.variables.insert(
+            name.clone(),
+            Variable {
+                name,
+                ty,
+                default,
+                description,
+                sensitive,
+                nullable,
+                validations,
+                file,
+                span,
+            },
+        );
+    }
+
+    fn locals_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let parts = self.parts(file, &b.body, None, Some(&[]));
+        for (name, a) in parts.attrs {
+            let span = self.span(file, a);
+            if let Some(prev) = m.locals.get(&name) {
+                let was = self.range_str(prev.span);
+                self.err(
+                    span,
+                    "Duplicate local value definition",
+                    format!(
+                        "A local value named {} was already defined at {was}. Local value names \
+                         must be unique within a module.",
+                        quote(&name)
+                    ),
+                );
+                continue;
+            }
+            m.locals.insert(
+                name.clone(),
+                Local {
+                    name,
+                    expr: a.value.clone(),
+                    file,
+                    span,
+                },
+            );
+        }
+    }
+
+    /// `provider = sim` or `provider = sim.east`.
+    fn provider_ref(&mut self, file: FileId, e: &Expression) -> Option<ProviderRef> {
+        let span = self.span(file, e);
+        let r = match e {
+            Expression::Variable(v) => Some((v.as_str().to_string(), None)),
+            Expression::Traversal(t) => match (&t.expr, t.operators.as_slice()) {
+                (Expression::Variable(v), [op]) => match op.value() {
+                    TraversalOperator::GetAttr(a) => {
+                        Some((v.as_str().to_string(), Some(a.as_str().to_string())))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        match r {
+            Some((name, alias)) => Some(ProviderRef { name, alias, span }),
+            None => {
+                self.err(
+                    span,
+                    "Invalid provider reference",
+                    "A provider reference is a provider name followed by an optional alias, \
+                     like \"sim.east\", without quotes.",
+                );
+                None
+            }
+        }
+    }
+
+    fn depends_on(&mut self, file: FileId, a: Option<&Attribute>) -> Vec<DependsOn> {
+        let Some(a) = a else {
+            return Vec::new();
+        };
+        let Expression::Array(items) = &a.value else {
+            let sp = self.span(file, &a.value);
+            self.err(
+                sp,
+                "Invalid depends_on",
+                "The depends_on argument must be a list of references, like \
+                 [sim_thing.a, module.b].",
+            );
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for e in items.iter() {
+            let span = self.span(file, e);
+            match traversal_subject(e) {
+                Ok((subject @ Subject::Resource { .. }, false))
+                | Ok((subject @ Subject::ModuleCall { output: None, .. }, false)) => {
+                    out.push(DependsOn { subject, span })
+                }
+                Ok((Subject::Resource { .. } | Subject::ModuleCall { .. }, _)) => self.err(
+                    span,
+                    "Invalid depends_on reference",
+                    "References in depends_on must be to a whole object (resource, etc), not \
+                     to an attribute of an object.",
+                ),
+                Ok(_) => self.err(
+                    span,
+                    "Invalid depends_on reference",
+                    "The depends_on argument may only refer to resources, data resources and \
+                     module calls.",
+                ),
+                Err((s, d)) => self.err(span, &s, d),
+            }
+        }
+        out
+    }
+
+    fn resource_block(&mut self, file: FileId, b: &Block, m: &mut Module, mode: Mode) {
+        let Some(labels) = self.labels(file, b, &["type", "name"]) else {
+            return;
+        };
+        let (type_, name) = (labels[0].clone(), labels[1].clone());
+        let span = self.header(file, b);
+        const META: &[&str] = &["count", "for_each", "provider", "depends_on", "lifecycle"];
+        let parts = self.parts(file, &b.body, None, None);
+        let count = parts.attrs.get("count").map(|a| a.value.clone());
+        let for_each = parts.attrs.get("for_each").map(|a| a.value.clone());
+        if let (Some(_), Some(fe)) = (&count, parts.attrs.get("for_each")) {
+            let sp = self.span(file, &fe.key);
+            self.err(
+                sp,
+                "Invalid combination of \"count\" and \"for_each\"",
+                "The \"count\" and \"for_each\" meta-arguments are mutually-exclusive, only one \
+                 should be used to be explicit about the number of resources to be created.",
+            );
+        }
+        let provider = match parts.attrs.get("provider") {
+            Some(a) => self.provider_ref(file, &a.value),
+            None => None,
+        };
+        let depends_on = self.depends_on(file, parts.attrs.get("depends_on").copied());
+        if let Some(a) = parts.attrs.get("lifecycle") {
+            let sp = self.span(file, &a.key);
+            self.err(
+                sp,
+                "Unsupported argument",
+                "The lifecycle meta-argument is a block: lifecycle { ... }.",
+            );
+        }
+        let mut lifecycle = Lifecycle::default();
+        let mut seen_lifecycle: Option<Span> = None;
+        for lb in parts
+            .blocks
+            .iter()
+            .filter(|b| b.ident.as_str() == "lifecycle")
+        {
+            let sp = self.header(file, lb);
+            if let Some(prev) = seen_lifecycle {
+                let was = self.range_str(prev);
+                self.err(
+                    sp,
+                    "Duplicate lifecycle block",
+                    format!("This resource already has a lifecycle block at {was}."),
+                );
+                continue;
+            }
+            seen_lifecycle = Some(sp);
+            if mode == Mode::Data {
+                self.err(
+                    sp,
+                    "Unsupported lifecycle block",
+                    "Data resources do not have lifecycle settings, so a lifecycle block is not \
+                     allowed.",
+                );
+                continue;
+            }
+            lifecycle = self.lifecycle(file, lb);
+        }
+        let body: Body = b
+            .body
+            .iter()
+            .filter(|s| match s {
+                Structure::Attribute(a) => !META.contains(&a.key.as_str()),
+                Structure::Block(b) => b.ident.as_str() != "lifecycle",
+            })
+            .cloned()
+            .collect::<Vec<_>>()
+            .into();
+        let key = ResourceKey {
+            mode,
+            type_: type_.clone(),
+            name: name.clone(),
+        };
+        if let Some(prev) = m.resources.get(&key) {
+            let was = self.range_str(prev.span);
+            let (word, noun) = match mode {
+                Mode::Managed => ("resource", "resource"),
+                Mode::Data => ("data", "data resource"),
+            };
+            self.err(
+                span,
+                &format!("Duplicate {word} {} configuration", quote(&type_)),
+                format!(
+                    "A {type_} {noun} named {} was already declared at {was}. Resource names \
+                     must be unique per type in each module.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        m.resources.insert(
+            key,
+            Resource {
+                mode,
+                type_,
+                name,
+                count,
+                for_each,
+                provider,
+                depends_on,
+                lifecycle,
+                body,
+                file,
+                span,
+            },
+        );
+    }
+
+    fn lifecycle(&mut self, file: FileId, b: &Block) -> Lifecycle {
+        let mut l = Lifecycle::default();
+        if self.labels(file, b, &[]).is_none() {
+            return l;
+        }
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&[
+                "create_before_destroy",
+                "prevent_destroy",
+                "ignore_changes",
+                "replace_triggered_by",
+            ]),
+            Some(&[]),
+        );
+        l.create_before_destroy = self.const_bool(
+            file,
+            parts.attrs.get("create_before_destroy").copied(),
+            false,
+        );
+        l.prevent_destroy =
+            self.const_bool(file, parts.attrs.get("prevent_destroy").copied(), false);
+        if let Some(a) = parts.attrs.get("ignore_changes") {
+            l.ignore_changes = self.ignore_changes(file, &a.value);
+        }
+        if let Some(a) = parts.attrs.get("replace_triggered_by") {
+            match &a.value {
+                Expression::Array(items) => {
+                    for e in items.iter() {
+                        match traversal_subject(e) {
+                            Ok((
+                                Subject::Resource {
+                                    mode: Mode::Managed,
+                                    ..
+                                },
+                                _,
+                            )) => l.replace_triggered_by.push(e.clone()),
+                            Ok(_) | Err(_) => {
+                                let sp = self.span(file, e);
+                                self.err(
+                                    sp,
+                                    "Invalid replace_triggered_by expression",
+                                    "Only references to managed resources, their instances \
+                                     and attributes are allowed in replace_triggered_by.",
+                                );
+                            }
+                        }
+                    }
+                }
+                other => {
+                    let sp = self.span(file, other);
+                    self.err(
+                        sp,
+                        "Invalid replace_triggered_by expression",
+                        "The replace_triggered_by argument must be a list of references.",
+                    );
+                }
+            }
+        }
+        l
+    }
+
+    fn ignore_changes(&mut self, file: FileId, e: &Expression) -> IgnoreChanges {
+        if let Expression::Variable(v) = e {
+            if v.as_str() == "all" {
+                return IgnoreChanges::All;
+            }
+        }
+        if e.as_str() == Some("all") {
+            return IgnoreChanges::All;
+        }
+        let Expression::Array(items) = e else {
+            let sp = self.span(file, e);
+            self.err(
+                sp,
+                "Invalid ignore_changes",
+                "The ignore_changes argument must be \"all\" or a list of attribute references.",
+            );
+            return IgnoreChanges::None;
+        };
+        let mut paths = Vec::new();
+        for item in items.iter() {
+            match static_path(item) {
+                Some(p) => paths.push(p),
+                None => {
+                    let sp = self.span(file, item);
+                    self.err(
+                        sp,
+                        "Invalid expression",
+                        "A single static variable reference is required: only attribute access \
+                         and indexing with constant keys. No calculations, function calls, \
+                         template expressions, etc are allowed here.",
+                    );
+                }
+            }
+        }
+        IgnoreChanges::Paths(paths)
+    }
+
+    fn output_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["name"]) else {
+            return;
+        };
+        let name = labels[0].clone();
+        let span = self.header(file, b);
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&[
+                "value",
+                "description",
+                "sensitive",
+                "depends_on",
+                "ephemeral",
+            ]),
+            Some(&[]),
+        );
+        let value = self
+            .required(file, b, &parts, "value")
+            .map(|a| a.value.clone());
+        let sensitive = self.const_bool(file, parts.attrs.get("sensitive").copied(), false);
+        let description = match parts.attrs.get("description") {
+            Some(a) => self.const_string(file, a),
+            None => None,
+        };
+        let depends_on = self.depends_on(file, parts.attrs.get("depends_on").copied());
+        if let Some(prev) = m.outputs.get(&name) {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate output definition",
+                format!(
+                    "An output named {} was already defined at {was}. Output names must be \
+                     unique within a module.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        let Some(value) = value else {
+            return;
+        };
+        m.outputs.insert(
+            name.clone(),
+            Output {
+                name,
+                value,
+                sensitive,
+                description,
+                depends_on,
+                file,
+                span,
+            },
+        );
+    }
+
+    fn module_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["name"]) else {
+            return;
+        };
+        let name = labels[0].clone();
+        let span = self.header(file, b);
+        let parts = self.parts(file, &b.body, None, Some(&[]));
+        let source_attr = self.required(file, b, &parts, "source");
+        let source = source_attr.and_then(|a| self.const_string(file, a));
+        let source_span = source_attr
+            .map(|a| self.span(file, &a.value))
+            .unwrap_or(span);
+        if let Some(v) = parts.attrs.get("version") {
+            let sp = self.span(file, &v.key);
+            self.err(
+                sp,
+                "Invalid registry module source address",
+                format!(
+                    "Cannot apply a version constraint to module {} because it has a local \
+                     source: local modules have no versions.",
+                    quote(&name)
+                ),
+            );
+        }
+        let count = parts.attrs.get("count").map(|a| a.value.clone());
+        let for_each = parts.attrs.get("for_each").map(|a| a.value.clone());
+        if let (Some(_), Some(fe)) = (&count, parts.attrs.get("for_each")) {
+            let sp = self.span(file, &fe.key);
+            self.err(
+                sp,
+                "Invalid combination of \"count\" and \"for_each\"",
+                "The \"count\" and \"for_each\" meta-arguments are mutually-exclusive, only one \
+                 should be used to be explicit about the number of resources to be created.",
+            );
+        }
+        let depends_on = self.depends_on(file, parts.attrs.get("depends_on").copied());
+        let mut providers = Vec::new();
+        if let Some(a) = parts.attrs.get("providers") {
+            match &a.value {
+                Expression::Object(o) => {
+                    for (k, v) in o.iter() {
+                        let child = match k {
+                            ObjectKey::Ident(i) => Some(ProviderRef {
+                                name: i.as_str().to_string(),
+                                alias: None,
+                                span: self.span(file, i),
+                            }),
+                            ObjectKey::Expression(e) => self.provider_ref(file, e),
+                        };
+                        let parent = self.provider_ref(file, v.expr());
+                        if let (Some(child), Some(parent)) = (child, parent) {
+                            providers.push(ProviderPass { child, parent });
+                        }
+                    }
+                }
+                other => {
+                    let sp = self.span(file, other);
+                    self.err(
+                        sp,
+                        "Invalid providers argument",
+                        "The providers argument must be a map from provider names in the child \
+                         module to provider configurations here, like { sim = sim.east }.",
+                    );
+                }
+            }
+        }
+        const META: &[&str] = &[
+            "source",
+            "version",
+            "count",
+            "for_each",
+            "depends_on",
+            "providers",
+        ];
+        let inputs = parts
+            .attrs
+            .iter()
+            .filter(|(k, _)| !META.contains(&k.as_str()))
+            .map(|(k, a)| (k.clone(), (a.value.clone(), span_in(file, *a))))
+            .collect();
+        if let Some(prev) = m.calls.get(&name) {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate module call",
+                format!(
+                    "A module call named {} was already defined at {was}. Module calls must have \
+                     unique names within a module.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        let Some(source) = source else {
+            return;
+        };
+        m.calls.insert(
+            name.clone(),
+            ModuleCall {
+                name,
+                source,
+                source_span,
+                count,
+                for_each,
+                providers,
+                depends_on,
+                inputs,
+                file,
+                span,
+            },
+        );
+    }
+
+    fn load_children(&mut self, m: &mut Module, ancestors: &[(PathBuf, String)]) {
+        let calls: Vec<ModuleCall> = m.calls.values().cloned().collect();
+        for call in calls {
+            let src = call.source.as_str();
+            let local =
+                src.starts_with("./") || src.starts_with("../") || src == "." || src == "..";
+            if !local {
+                self.err(
+                    call.source_span,
+                    "Unsupported module source",
+                    format!(
+                        "Cairn loads modules from local paths only: a source must start with \
+                         \"./\" or \"../\", and {} does not.",
+                        quote(src)
+                    ),
+                );
+                continue;
+            }
+            let dir = m.dir.join(src);
+            let shown = relative_path(&self.root_dir, &dir);
+            if !dir.is_dir() {
+                self.err(
+                    call.source_span,
+                    "Unreadable module directory",
+                    format!(
+                        "The module directory {} does not exist or cannot be read.",
+                        shown.display()
+                    ),
+                );
+                continue;
+            }
+            let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+            let label = format!("module.{} ({})", call.name, shown.display());
+            if let Some(i) = ancestors.iter().position(|(p, _)| *p == canonical) {
+                let mut chain: Vec<&str> = ancestors[i..].iter().map(|(_, l)| l.as_str()).collect();
+                chain.push(&label);
+                self.err(
+                    call.source_span,
+                    "Module cycle",
+                    format!(
+                        "Module {} sources one of its own ancestors, which would nest modules \
+                         forever: {}.",
+                        quote(&call.name),
+                        chain.join(" → ")
+                    ),
+                );
+                continue;
+            }
+            let mut chain = ancestors.to_vec();
+            chain.push((canonical, label));
+            let child = self.load_module(m.path.child(&call.name, None), &dir, &chain);
+            self.check_inputs(&call, &child);
+            m.children.insert(call.name.clone(), child);
+        }
+    }
+
+    /// A call's arguments against the child's variables, and the child's provider blocks
+    /// against the call's meta-arguments.
+    fn check_inputs(&mut self, call: &ModuleCall, child: &Module) {
+        for (name, (_, span)) in &call.inputs {
+            if !child.variables.contains_key(name) {
+                let sp = Span {
+                    end: span.start + name.len(),
+                    ..*span
+                };
+                self.err(
+                    sp,
+                    "Unsupported argument",
+                    format!(
+                        "An argument named {} is not expected here.{}",
+                        quote(name),
+                        suggest::suffix(name, child.variables.keys().map(String::as_str))
+                    ),
+                );
+            }
+        }
+        for (name, v) in &child.variables {
+            if v.default.is_none() && !call.inputs.contains_key(name) {
+                self.err(
+                    call.span,
+                    "Missing required argument",
+                    format!(
+                        "The argument {} is required, but no definition was found.",
+                        quote(name)
+                    ),
+                );
+            }
+        }
+        if (call.count.is_some() || call.for_each.is_some() || !call.depends_on.is_empty())
+            && !child.providers.is_empty()
+        {
+            self.err(
+                call.span,
+                "Module is incompatible with count, for_each, and depends_on",
+                format!(
+                    "The module at {} is a legacy module which contains its own local provider \
+                     configurations, and so calls to it may not use the count, for_each, or \
+                     depends_on arguments.",
+                    quote(&call.name)
+                ),
+            );
+        }
+    }
+}
+
+/// Parses a file body; a syntax error is its byte offset and message.
+fn parse_body(text: &str) -> Result<Body, (usize, String)> {
+    // hcl-edit is not expected to panic, but a parser bug must not take the whole run down:
+    // a panic becomes a syntax error at the start of the file.
+    let r = std::panic::catch_unwind(|| hcl_edit::parser::parse_body(text));
+    match r {
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(e)) => Err((e.location().offset(), parse_message(e.message()))),
+        Err(_) => Err((0, "The file could not be parsed.".into())),
+    }
+}
+
+/// hcl-edit's message as a sentence.
+fn parse_message(m: &str) -> String {
+    let mut s = m.trim().to_string();
+    if let Some(c) = s.get(0..1) {
+        s.replace_range(0..1, &c.to_uppercase());
+    }
+    if !s.ends_with('.') {
+        s.push('.');
+    }
+    s
+}
+
+/// `a`, `a.b`, `tags["x"]`, `list[0]` as path steps; `None` for anything dynamic.
+fn static_path(e: &Expression) -> Option<Vec<String>> {
+    match e {
+        Expression::Variable(v) => Some(vec![v.as_str().to_string()]),
+        Expression::Traversal(t) => {
+            let Expression::Variable(root) = &t.expr else {
+                return None;
+            };
+            let mut out = vec![root.as_str().to_string()];
+            for op in &t.operators {
+                match op.value() {
+                    TraversalOperator::GetAttr(a) => out.push(a.as_str().to_string()),
+                    TraversalOperator::LegacyIndex(i) => out.push(i.value().to_string()),
+                    TraversalOperator::Index(Expression::String(s)) => out.push(s.value().clone()),
+                    TraversalOperator::Index(Expression::Number(n)) => {
+                        out.push(n.value().to_string())
+                    }
+                    _ => return None,
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,524 @@
+//! Root module input variables: values from the environment, variable files and the command
+//! line, merged in Terraform's precedence and converted to each variable's declared type.
+//!
+//! Precedence, lowest first: `TF_VAR_name` environment variables, `terraform.tfvars`,
+//! `terraform.tfvars.json`, `*.auto.tfvars` / `*.auto.tfvars.json` in lexical order, then
+//! `-var` and `-var-file` in command-line order (later wins).
+//!
+//! Decisions:
+//! - `-var` and `TF_VAR_` values are literal strings for variables of primitive type or
+//!   without a type, and HCL expressions for collection and structural types, as Terraform
+//!   parses them.
+//! - Variable files and command-line values are registered in the configuration's `SourceMap`
+//!   (hence `&mut Config`), so their diagnostics point into them.
+//! - Undeclared names: an error on the command line, a warning in a file, ignored in the
+//!   environment (the environment is shared by many configurations).
+
+use super::{Config, Variable};
+use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
+use crate::eval::expr::{convert, Evaluator};
+use crate::eval::types::const_value;
+use crate::eval::{Scope, ScopeError, Subject};
+use crate::value::{Type, Value};
+use hcl_edit::structure::Structure;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One `-var` or `-var-file` argument, in command-line order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VarArg {
+    /// `-var 'name=value'` as given (split at the first `=` here).
+    Var(String),
+    /// `-var-file=FILE`, relative to the working directory.
+    File(PathBuf),
+}
+
+/// Where a value came from: decides how undeclared names are reported.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Env,
+    File,
+    Cli,
+}
+
+/// A value before conversion: a literal string to parse by the variable's type, or a value
+/// already read from a file.
+enum Raw {
+    Text(String),
+    Value(Value),
+}
+
+struct Given {
+    raw: Raw,
+    origin: Origin,
+    /// Where the value is written (a file's attribute, or the registered `-var` text).
+    span: Option<Span>,
+    /// For messages: `the command line`, `terraform.tfvars`.
+    place: String,
+}
+
+/// Collects, converts and validates the root module's input variable values. Every declared
+/// variable gets a value in the result unless it had an error.
+pub fn input_values(
+    config: &mut Config,
+    cli_vars: &[VarArg],
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> (BTreeMap<String, Value>, Diagnostics) {
+    let mut diags = Diagnostics::new();
+    let mut given: BTreeMap<String, Given> = BTreeMap::new();
+    let declared: Vec<String> = config.root.variables.keys().cloned().collect();
+
+    for (k, v) in env {
+        if let Some(name) = k.strip_prefix("TF_VAR_") {
+            if declared.iter().any(|d| d == name) {
+                given.insert(
+                    name.to_string(),
+                    Given {
+                        raw: Raw::Text(v.clone()),
+                        origin: Origin::Env,
+                        span: None,
+                        place: format!("the environment variable {k}"),
+                    },
+                );
+            }
+        }
+    }
+
+    let dir = config.root_dir.clone();
+    let mut files = vec![
+        dir.join("terraform.tfvars"),
+        dir.join("terraform.tfvars.json"),
+    ];
+    let mut auto: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    let n = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                    n.is_some_and(|n| {
+                        n.ends_with(".auto.tfvars") || n.ends_with(".auto.tfvars.json")
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    auto.sort();
+    files.extend(auto);
+    for f in files.into_iter().filter(|f| f.is_file()) {
+        read_var_file(&mut config.sources, &dir, &f, &mut given, &mut diags);
+    }
+
+    for arg in cli_vars {
+        match arg {
+            VarArg::Var(text) => {
+                let Some((name, value)) = text.split_once('=') else {
+                    diags.push(Diagnostic::error(
+                        "Invalid -var option",
+                        format!(
+                            "The given -var option {} is not correctly specified. Must be a \
+                             variable name and value separated by an equals sign, like \
+                             -var=\"key=value\".",
+                            cairn_state::quote(text)
+                        ),
+                    ));
+                    continue;
+                };
+                let name = name.trim();
+                if !declared.iter().any(|d| d == name) {
+                    diags.push(Diagnostic::error(
+                        "Value for undeclared variable",
+                        format!(
+                            "A variable named {} was assigned on the command line, but the root \
+                             module does not declare a variable of that name. To use this value, \
+                             add a \"variable\" block to the configuration.",
+                            cairn_state::quote(name)
+                        ),
+                    ));
+                    continue;
+                }
+                given.insert(
+                    name.to_string(),
+                    Given {
+                        raw: Raw::Text(value.to_string()),
+                        origin: Origin::Cli,
+                        span: None,
+                        place: "the command line".into(),
+                    },
+                );
+            }
+            VarArg::File(p) => {
+                let path = if p.is_absolute() {
+                    p.clone()
+                } else {
+                    cwd.join(p)
+                };
+                if !path.is_file() {
+                    diags.push(Diagnostic::error(
+                        "Failed to read variables file",
+                        format!("Given variables file {} does not exist.", p.display()),
+                    ));
+                    continue;
+                }
+                read_var_file(&mut config.sources, &dir, &path, &mut given, &mut diags);
+            }
+        }
+    }
+
+    // Undeclared names from files: a warning each.
+    for (name, g) in &given {
+        if g.origin == Origin::File && !declared.iter().any(|d| d == name) {
+            diags.push(
+                Diagnostic::warning(
+                    "Value for undeclared variable",
+                    format!(
+                        "The root module does not declare a variable named {} but a value was \
+                         found in file {}. If you meant to use this value, add a \"variable\" \
+                         block to the configuration.",
+                        cairn_state::quote(name),
+                        cairn_state::quote(&g.place)
+                    ),
+                )
+                .with_span(g.span),
+            );
+        }
+    }
+
+    let mut values = BTreeMap::new();
+    let variables: Vec<Variable> = config.root.variables.values().cloned().collect();
+    for var in &variables {
+        match resolve_one(&mut config.sources, var, given.remove(&var.name)) {
+            Ok(v) => {
+                values.insert(var.name.clone(), v);
+            }
+            Err(d) => diags.extend(d),
+        }
+    }
+    // Validations see every variable that has a value.
+    for var in &variables {
+        if let Some(v) = values.get(&var.name) {
+            diags.extend(validate_variable(
+                var,
+                v,
+                &values,
+                &config.root.dir,
+                &config.root_dir,
+            ));
+        }
+    }
+    (values, diags)
+}
+
+fn read_var_file(
+    sources: &mut SourceMap,
+    root: &Path,
+    path: &Path,
+    given: &mut BTreeMap<String, Given>,
+    diags: &mut Diagnostics,
+) {
+    let shown = super::load::relative_path(root, path);
+    let place = shown.display().to_string();
+    let text = match std::fs::read(path).map(String::from_utf8) {
+        Ok(Ok(t)) => t,
+        _ => {
+            diags.push(Diagnostic::error(
+                "Failed to read variables file",
+                format!("Could not read {place}: it is missing, unreadable or not UTF-8."),
+            ));
+            return;
+        }
+    };
+    let file = sources.add(&shown, text.as_str());
+    if path.extension().is_some_and(|e| e == "json") {
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Object(o)) => {
+                for (k, v) in o {
+                    given.insert(
+                        k,
+                        Given {
+                            raw: Raw::Value(Value::from_json(&v)),
+                            origin: Origin::File,
+                            span: Some(Span {
+                                file,
+                                start: 0,
+                                end: 0,
+                            }),
+                            place: place.clone(),
+                        },
+                    );
+                }
+            }
+            Ok(_) => diags.push(
+                Diagnostic::error(
+                    "Invalid variables file",
+                    "The root of a JSON variables file must be an object.",
+                )
+                .with_span(Some(Span {
+                    file,
+                    start: 0,
+                    end: 1,
+                })),
+            ),
+            Err(e) => diags.push(
+                Diagnostic::error(
+                    "Invalid variables file",
+                    format!("The file is not valid JSON: {e}."),
+                )
+                .with_span(Some(Span {
+                    file,
+                    start: 0,
+                    end: 0,
+                })),
+            ),
+        }
+        return;
+    }
+    let body = match hcl_edit::parser::parse_body(&text) {
+        Ok(b) => b,
+        Err(e) => {
+            let at = e.location().offset();
+            diags.push(
+                Diagnostic::error("Invalid syntax", e.message().to_string()).with_span(Some(
+                    Span {
+                        file,
+                        start: at,
+                        end: at + 1,
+                    },
+                )),
+            );
+            return;
+        }
+    };
+    for s in body.iter() {
+        match s {
+            Structure::Attribute(a) => {
+                let span = crate::config::span_in(file, &a.value);
+                match const_value(&a.value, file) {
+                    Ok(v) => {
+                        given.insert(
+                            a.key.as_str().to_string(),
+                            Given {
+                                raw: Raw::Value(v),
+                                origin: Origin::File,
+                                span: Some(span),
+                                place: place.clone(),
+                            },
+                        );
+                    }
+                    Err(d) => diags.push(d),
+                }
+            }
+            Structure::Block(b) => diags.push(
+                Diagnostic::error(
+                    "Unexpected block",
+                    "Blocks are not allowed in variables files: only name = value arguments.",
+                )
+                .with_span(Some(crate::config::span_in(file, &b.ident))),
+            ),
+        }
+    }
+}
+
+/// One variable's final value: the given one converted, or the default, or an error.
+fn resolve_one(
+    sources: &mut SourceMap,
+    var: &Variable,
+    g: Option<Given>,
+) -> Result<Value, Diagnostics> {
+    let declared_at = {
+        let p = sources.pos(var.span.file, var.span.start);
+        let q = sources.pos(var.span.file, var.span.end);
+        format!(
+            "{}:{},{}-{}",
+            sources.path(var.span.file).display(),
+            p.line,
+            p.column,
+            q.column
+        )
+    };
+    let Some(g) = g else {
+        return match &var.default {
+            Some(d) => Ok(mark(d.clone(), var.sensitive)),
+            None => Err(Diagnostic::error(
+                "No value for required variable",
+                format!(
+                    "The root module input variable {} is not set, and has no default value. Use \
+                     a -var or -var-file command line argument to provide a value for this \
+                     variable.",
+                    cairn_state::quote(&var.name)
+                ),
+            )
+            .with_span(Some(var.span))
+            .into()),
+        };
+    };
+    let value = match g.raw {
+        Raw::Value(v) => v,
+        Raw::Text(t) => {
+            let literal = matches!(
+                var.ty,
+                Type::String | Type::Number | Type::Bool | Type::Dynamic
+            );
+            if literal {
+                Value::String(t)
+            } else {
+                let file = sources.add(format!("<value for var.{}>", var.name), t.as_str());
+                let expr = hcl_edit::parser::parse_expr(&t).map_err(|e| {
+                    Diagnostics::from(
+                        Diagnostic::error(
+                            "Invalid expression for var",
+                            format!(
+                                "The value for var.{} from {} must be a valid HCL expression: {}.",
+                                var.name,
+                                g.place,
+                                e.message()
+                            ),
+                        )
+                        .with_span(Some(var.span)),
+                    )
+                })?;
+                const_value(&expr, file).map_err(Diagnostics::from)?
+            }
+        }
+    };
+    let at = g.span.filter(|s| s.end > s.start).or(Some(var.span));
+    if value.is_null() {
+        if !var.nullable {
+            return match &var.default {
+                Some(d) if !d.is_null() => Ok(mark(d.clone(), var.sensitive)),
+                _ => Err(Diagnostic::error(
+                    "Required variable not set",
+                    format!(
+                        "Unsuitable value for var.{} set from {}: required variable may not be \
+                         set to null.",
+                        var.name, g.place
+                    ),
+                )
+                .with_span(at)
+                .into()),
+            };
+        }
+        return Ok(Value::Null(var.ty.clone()));
+    }
+    match convert(&value, &var.ty) {
+        Ok(v) => Ok(mark(v, var.sensitive)),
+        Err(m) => Err(Diagnostic::error(
+            "Invalid value for input variable",
+            format!(
+                "The given value is not suitable for var.{} declared at {declared_at}: {m}.",
+                var.name
+            ),
+        )
+        .with_span(at)
+        .into()),
+    }
+}
+
+fn mark(v: Value, sensitive: bool) -> Value {
+    if sensitive {
+        v.sensitive()
+    } else {
+        v
+    }
+}
+
+/// Runs a variable's `validation` rules against its value. `vars` are the module's variable
+/// values (a condition may refer to the variable itself and to the others); `module_dir` and
+/// `root_dir` confine filesystem functions. An unknown condition is not an error: it is
+/// checked again when the value is known.
+pub fn validate_variable(
+    var: &Variable,
+    value: &Value,
+    vars: &BTreeMap<String, Value>,
+    module_dir: &Path,
+    root_dir: &Path,
+) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    for rule in &var.validations {
+        let mut all = vars.clone();
+        all.insert(var.name.clone(), value.clone());
+        let scope = VarScope {
+            vars: &all,
+            file: var.file,
+            module_dir,
+            root_dir,
+        };
+        let cond = match Evaluator::new(&scope).expr(&rule.condition) {
+            Ok(c) => c,
+            Err(d) => {
+                diags.extend(d);
+                continue;
+            }
+        };
+        match cond.unmarked() {
+            Value::Bool(true) | Value::Unknown(_) => continue,
+            Value::Bool(false) => {}
+            _ => {
+                diags.push(
+                    Diagnostic::error(
+                        "Invalid variable validation result",
+                        "The validation condition must be true or false.",
+                    )
+                    .with_span(Some(rule.span)),
+                );
+                continue;
+            }
+        }
+        let message = match Evaluator::new(&scope).expr(&rule.error_message) {
+            Ok(m) => match m.unmarked() {
+                Value::String(s) => s.clone(),
+                _ => "The error message is not a known string.".into(),
+            },
+            Err(d) => {
+                diags.extend(d);
+                continue;
+            }
+        };
+        diags.push(
+            Diagnostic::error("Invalid value for variable", message).with_span(Some(rule.span)),
+        );
+    }
+    diags
+}
+
+struct VarScope<'a> {
+    vars: &'a BTreeMap<String, Value>,
+    file: FileId,
+    module_dir: &'a Path,
+    root_dir: &'a Path,
+}
+
+impl Scope for VarScope<'_> {
+    fn resolve(&self, s: &Subject) -> Result<Value, ScopeError> {
+        match s {
+            Subject::Var(n) => self.vars.get(n).cloned().ok_or_else(|| {
+                ScopeError::new(
+                    "Reference to undeclared input variable",
+                    format!(
+                        "An input variable with the name {} has not been declared.{}",
+                        cairn_state::quote(n),
+                        crate::eval::suggest::suffix(n, self.vars.keys().map(String::as_str))
+                    ),
+                )
+            }),
+            Subject::Path(p) if p == "module" => {
+                Ok(Value::string(self.module_dir.display().to_string()))
+            }
+            Subject::Path(p) if p == "root" => {
+                Ok(Value::string(self.root_dir.display().to_string()))
+            }
+            _ => Err(ScopeError::new(
+                "Invalid reference in variable validation",
+                "A validation condition may refer only to input variables.",
+            )),
+        }
+    }
+    fn file(&self) -> FileId {
+        self.file
+    }
+    fn module_dir(&self) -> &Path {
+        self.module_dir
+    }
+    fn root_dir(&self) -> &Path {
+        self.root_dir
+    }
+}

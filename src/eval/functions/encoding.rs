@@ -1,0 +1,762 @@
+//! Encoding functions: jsonencode, jsondecode, yamlencode, base64encode, base64decode,
+//! urlencode, csvdecode.
+//!
+//! JSON is written as Go's `encoding/json` writes it (Terraform's output is byte-for-byte the
+//! same): `<`, `>`, `&`, U+2028 and U+2029 are escaped, object keys are sorted, numbers are
+//! written in plain decimal. JSON is read by a small parser of our own so that numbers keep
+//! every digit (`jsondecode("12345678901234567890123")` is exact). YAML is written in the
+//! style of Terraform's `yamlencode`: every string double-quoted except multi-line ones, which
+//! use literal blocks.
+
+use super::{call_err, p, str_of, Def, FunctionContext, Res, Ret, P};
+use crate::eval::convert::parse_number;
+use crate::value::{Type, Value};
+use base64::Engine as _;
+use std::collections::BTreeMap;
+
+pub(super) const DEFS: &[Def] = &[
+    Def {
+        name: "jsonencode",
+        params: &[p("val", P::Any).null().unknown()],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: jsonencode,
+    },
+    Def {
+        name: "jsondecode",
+        params: &[p("str", P::Str)],
+        variadic: None,
+        ret: Ret::From(super::ret_dynamic),
+        imp: jsondecode,
+    },
+    Def {
+        name: "yamlencode",
+        params: &[p("value", P::Any).null().unknown()],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: yamlencode,
+    },
+    Def {
+        name: "base64encode",
+        params: &[p("str", P::Str)],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: base64encode,
+    },
+    Def {
+        name: "base64decode",
+        params: &[p("str", P::Str)],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: base64decode,
+    },
+    Def {
+        name: "urlencode",
+        params: &[p("str", P::Str)],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: urlencode,
+    },
+    Def {
+        name: "csvdecode",
+        params: &[p("str", P::Str)],
+        variadic: None,
+        ret: Ret::From(super::ret_dynamic),
+        imp: csvdecode,
+    },
+];
+
+/// `jsonencode(val)`: unknown anywhere inside → unknown string.
+fn jsonencode(a: Vec<Value>, _: &FunctionContext) -> Res {
+    if !a[0].is_wholly_known() {
+        return Ok(Value::Unknown(Type::String));
+    }
+    Ok(Value::String(json_text(&a[0])))
+}
+
+/// JSON text of a value, as Go's encoder writes it.
+pub(crate) fn json_text(v: &Value) -> String {
+    let mut out = String::new();
+    write_json(v, &mut out);
+    out
+}
+
+fn write_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Null(_) | Value::Unknown(_) => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => write_json_string(s, out),
+        Value::List(e) | Value::Set(e) | Value::Tuple(e) => {
+            out.push('[');
+            for (i, x) in e.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(x, out);
+            }
+            out.push(']');
+        }
+        Value::Map(m) | Value::Object(m) => {
+            out.push('{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(k, out);
+                out.push(':');
+                write_json(x, out);
+            }
+            out.push('}');
+        }
+        Value::Sensitive(v) => write_json(v, out),
+    }
+}
+
+fn write_json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `jsondecode(str)`: objects become objects and arrays tuples. Unknown → unknown (of unknown
+/// type).
+fn jsondecode(a: Vec<Value>, _: &FunctionContext) -> Res {
+    let text = str_of(&a[0]);
+    let mut parser = JsonParser {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    parser.skip_ws();
+    if parser.i >= parser.b.len() {
+        return Err(call_err("EOF"));
+    }
+    let v = parser.value().map_err(call_err)?;
+    parser.skip_ws();
+    if parser.i < parser.b.len() {
+        return Err(call_err(format!(
+            "invalid character {} after top-level value",
+            parser.describe()
+        )));
+    }
+    Ok(v)
+}
+
+struct JsonParser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl JsonParser<'_> {
+    fn skip_ws(&mut self) {
+        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+    fn describe(&self) -> String {
+        let rest = std::str::from_utf8(&self.b[self.i..]).unwrap_or("");
+        match rest.chars().next() {
+            Some(c) => format!("'{c}'"),
+            None => "EOF".into(),
+        }
+    }
+    fn err(&self, context: &str) -> String {
+        if self.i >= self.b.len() {
+            "unexpected end of JSON input".into()
+        } else {
+            format!("invalid character {} {context}", self.describe())
+        }
+    }
+    fn value(&mut self) -> Result<Value, String> {
+        self.skip_ws();
+        let Some(&c) = self.b.get(self.i) else {
+            return Err(self.err(""));
+        };
+        match c {
+            b'{' => {
+                self.i += 1;
+                let mut m = BTreeMap::new();
+                self.skip_ws();
+                if self.b.get(self.i) == Some(&b'}') {
+                    self.i += 1;
+                    return Ok(Value::Object(m));
+                }
+                loop {
+                    self.skip_ws();
+                    if self.b.get(self.i) != Some(&b'"') {
+                        return Err(self.err("looking for beginning of object key string"));
+                    }
+                    let k = self.string()?;
+                    self.skip_ws();
+                    if self.b.get(self.i) != Some(&b':') {
+                        return Err(self.err("after object key"));
+                    }
+                    self.i += 1;
+                    let v = self.value()?;
+                    m.insert(k, v);
+                    self.skip_ws();
+                    match self.b.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(Value::Object(m));
+                        }
+                        _ => return Err(self.err("after object key:value pair")),
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                let mut v = Vec::new();
+                self.skip_ws();
+                if self.b.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    return Ok(Value::Tuple(v));
+                }
+                loop {
+                    v.push(self.value()?);
+                    self.skip_ws();
+                    match self.b.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(Value::Tuple(v));
+                        }
+                        _ => return Err(self.err("after array element")),
+                    }
+                }
+            }
+            b'"' => Ok(Value::String(self.string()?)),
+            b't' => self.literal("true", Value::Bool(true)),
+            b'f' => self.literal("false", Value::Bool(false)),
+            b'n' => self.literal("null", Value::Null(Type::Dynamic)),
+            b'-' | b'0'..=b'9' => {
+                let start = self.i;
+                while self.i < self.b.len()
+                    && matches!(
+                        self.b[self.i],
+                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+                    )
+                {
+                    self.i += 1;
+                }
+                let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
+                match parse_number(text) {
+                    Some(n) if !text.starts_with('+') && !text.starts_with('.') => {
+                        Ok(Value::Number(n))
+                    }
+                    _ => {
+                        self.i = start;
+                        Err(self.err("in numeric literal"))
+                    }
+                }
+            }
+            _ => Err(self.err("looking for beginning of value")),
+        }
+    }
+    fn literal(&mut self, word: &str, v: Value) -> Result<Value, String> {
+        if self.b[self.i..].starts_with(word.as_bytes()) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            self.i += 1;
+            Err(self.err(&format!("in literal {word} (expecting '{}')", &word[1..2])))
+        }
+    }
+    fn string(&mut self) -> Result<String, String> {
+        self.i += 1; // opening quote
+        let mut out = String::new();
+        loop {
+            let rest = std::str::from_utf8(&self.b[self.i..]).map_err(|e| e.to_string())?;
+            let Some(c) = rest.chars().next() else {
+                return Err("unexpected end of JSON input".into());
+            };
+            self.i += c.len_utf8();
+            match c {
+                '"' => return Ok(out),
+                '\\' => {
+                    let Some(&e) = self.b.get(self.i) else {
+                        return Err("unexpected end of JSON input".into());
+                    };
+                    self.i += 1;
+                    match e {
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
+                        b'u' => {
+                            let mut cp = self.hex4()?;
+                            if (0xD800..0xDC00).contains(&cp)
+                                && self.b[self.i..].starts_with(b"\\u")
+                            {
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo.wrapping_sub(0xDC00));
+                            }
+                            out.push(char::from_u32(cp).unwrap_or('\u{FFFD}'));
+                        }
+                        _ => {
+                            self.i -= 1;
+                            return Err(self.err("in string escape code"));
+                        }
+                    }
+                }
+                c if (c as u32) < 0x20 => {
+                    self.i -= 1;
+                    return Err(self.err("in string literal"));
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    fn hex4(&mut self) -> Result<u32, String> {
+        let h = self
+            .b
+            .get(self.i..self.i + 4)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .ok_or_else(|| self.err("in \\u hexadecimal character escape"))?;
+        self.i += 4;
+        Ok(h)
+    }
+}
+
+/// `yamlencode(value)`: unknown anywhere inside → unknown string.
+fn yamlencode(a: Vec<Value>, _: &FunctionContext) -> Res {
+    if !a[0].is_wholly_known() {
+        return Ok(Value::Unknown(Type::String));
+    }
+    let mut out = String::new();
+    let v = &a[0];
+    match v.unmarked() {
+        Value::Null(_) | Value::Bool(_) | Value::Number(_) => {
+            yaml_scalar(v.unmarked(), 0, &mut out);
+            out.push_str("\n...\n");
+        }
+        _ => yaml_node(v.unmarked(), 0, &mut out),
+    }
+    Ok(Value::String(out))
+}
+
+fn is_yaml_collection(v: &Value) -> bool {
+    match v.unmarked() {
+        Value::List(e) | Value::Set(e) | Value::Tuple(e) => !e.is_empty(),
+        Value::Map(m) | Value::Object(m) => !m.is_empty(),
+        _ => false,
+    }
+}
+
+/// Writes a node that starts at the current position (after `key: ` / `- ` or at the start of
+/// a line) and ends with a newline.
+fn yaml_node(v: &Value, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    match v.unmarked() {
+        Value::List(e) | Value::Set(e) | Value::Tuple(e) if !e.is_empty() => {
+            for (i, x) in e.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&pad);
+                }
+                out.push_str("- ");
+                if is_yaml_collection(x) {
+                    yaml_node(x, indent + 2, out);
+                } else {
+                    yaml_scalar(x.unmarked(), indent + 2, out);
+                    out.push('\n');
+                }
+            }
+        }
+        Value::Map(m) | Value::Object(m) if !m.is_empty() => {
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(&pad);
+                }
+                yaml_string(k, indent, out);
+                out.push(':');
+                let x = x.unmarked();
+                match x {
+                    Value::List(_) | Value::Set(_) | Value::Tuple(_) if is_yaml_collection(x) => {
+                        out.push('\n');
+                        out.push_str(&pad);
+                        yaml_node(x, indent, out);
+                    }
+                    Value::Map(_) | Value::Object(_) if is_yaml_collection(x) => {
+                        out.push('\n');
+                        out.push_str(&" ".repeat(indent + 2));
+                        yaml_node(x, indent + 2, out);
+                    }
+                    _ => {
+                        out.push(' ');
+                        yaml_scalar(x, indent + 2, out);
+                        out.push('\n');
+                    }
+                }
+            }
+        }
+        other => {
+            yaml_scalar(other, indent, out);
+            out.push('\n');
+        }
+    }
+}
+
+fn yaml_scalar(v: &Value, indent: usize, out: &mut String) {
+    match v {
+        Value::Null(_) | Value::Unknown(_) => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => yaml_string(s, indent, out),
+        Value::List(_) | Value::Set(_) | Value::Tuple(_) => out.push_str("[]"),
+        Value::Map(_) | Value::Object(_) => out.push_str("{}"),
+        Value::Sensitive(v) => yaml_scalar(v, indent, out),
+    }
+}
+
+fn yaml_string(s: &str, indent: usize, out: &mut String) {
+    let literal_ok = s.contains('\n')
+        && !s.starts_with([' ', '\n'])
+        && s.chars().all(|c| c == '\n' || !c.is_control())
+        && s.split('\n').all(|l| !l.ends_with(' '));
+    if literal_ok {
+        let body = s.trim_end_matches('\n');
+        let trailing = s.len() - body.len();
+        out.push_str(match trailing {
+            0 => "|-",
+            1 => "|",
+            _ => "|+",
+        });
+        let pad = " ".repeat(indent.max(2));
+        for line in body.split('\n') {
+            out.push('\n');
+            if !line.is_empty() {
+                out.push_str(&pad);
+                out.push_str(line);
+            }
+        }
+        for _ in 1..trailing {
+            out.push('\n');
+        }
+        return;
+    }
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `base64encode(str)`: the UTF-8 bytes of `str` in standard Base64. Unknown → unknown.
+fn base64encode(a: Vec<Value>, _: &FunctionContext) -> Res {
+    Ok(Value::String(
+        base64::engine::general_purpose::STANDARD.encode(str_of(&a[0])),
+    ))
+}
+
+/// `base64decode(str)`: the decoded bytes, which must be UTF-8. Unknown → unknown.
+fn base64decode(a: Vec<Value>, _: &FunctionContext) -> Res {
+    let text = str_of(&a[0]);
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|_| {
+            call_err(format!(
+                "failed to decode base64 data {}",
+                crate::eval::convert::quote(text)
+            ))
+        })?;
+    String::from_utf8(bytes)
+        .map(Value::String)
+        .map_err(|_| call_err("the result of decoding the provided string is not valid UTF-8"))
+}
+
+/// `urlencode(str)`: Go's `url.QueryEscape` (spaces become `+`). Unknown → unknown.
+fn urlencode(a: Vec<Value>, _: &FunctionContext) -> Res {
+    let mut out = String::new();
+    for b in str_of(&a[0]).bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    Ok(Value::String(out))
+}
+
+/// `csvdecode(str)`: RFC 4180 CSV whose first line names the columns; a list of objects with
+/// string attributes. Unknown → unknown.
+fn csvdecode(a: Vec<Value>, _: &FunctionContext) -> Res {
+    let records = parse_csv(str_of(&a[0])).map_err(call_err)?;
+    let mut it = records.into_iter();
+    let Some((_, header)) = it.next() else {
+        return Err(call_err("missing header line"));
+    };
+    let mut rows = Vec::new();
+    for (line, rec) in it {
+        if rec.len() != header.len() {
+            return Err(call_err(format!(
+                "CSV parse error on line {line}: wrong number of fields"
+            )));
+        }
+        rows.push(Value::Object(
+            header
+                .iter()
+                .cloned()
+                .zip(rec.into_iter().map(Value::String))
+                .collect(),
+        ));
+    }
+    Ok(Value::List(rows))
+}
+
+/// Parses CSV as Go's `encoding/csv` does (quoted fields, doubled quotes, blank lines
+/// skipped); each record comes with its line number.
+fn parse_csv(text: &str) -> Result<Vec<(usize, Vec<String>)>, String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut records = Vec::new();
+    let mut i = 0;
+    let mut line = 1;
+    while i < chars.len() {
+        // Blank lines are skipped.
+        if chars[i] == '\n' || (chars[i] == '\r' && chars.get(i + 1) == Some(&'\n')) {
+            i += if chars[i] == '\r' { 2 } else { 1 };
+            line += 1;
+            continue;
+        }
+        let start_line = line;
+        let mut fields = Vec::new();
+        loop {
+            let mut field = String::new();
+            if chars.get(i) == Some(&'"') {
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => {
+                            return Err(format!(
+                                "CSV parse error on line {start_line}: extraneous or missing \" \
+                                 in quoted-field"
+                            ))
+                        }
+                        Some('"') if chars.get(i + 1) == Some(&'"') => {
+                            field.push('"');
+                            i += 2;
+                        }
+                        Some('"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(&c) => {
+                            if c == '\n' {
+                                line += 1;
+                            }
+                            field.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+                match chars.get(i) {
+                    None | Some(',') | Some('\n') => {}
+                    Some('\r') if chars.get(i + 1) == Some(&'\n') => {}
+                    Some(_) => {
+                        return Err(format!(
+                            "CSV parse error on line {line}: extraneous or missing \" in \
+                             quoted-field"
+                        ))
+                    }
+                }
+            } else {
+                while let Some(&c) = chars.get(i) {
+                    if c == ',' || c == '\n' || (c == '\r' && chars.get(i + 1) == Some(&'\n')) {
+                        break;
+                    }
+                    if c == '"' {
+                        return Err(format!(
+                            "CSV parse error on line {line}: bare \" in non-quoted-field"
+                        ));
+                    }
+                    field.push(c);
+                    i += 1;
+                }
+            }
+            fields.push(field);
+            match chars.get(i) {
+                Some(',') => i += 1,
+                Some('\r') => {
+                    i += 2;
+                    line += 1;
+                    break;
+                }
+                Some('\n') => {
+                    i += 1;
+                    line += 1;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        records.push((start_line, fields));
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::value::{Type, Value};
+
+    #[test]
+    fn json() {
+        // Expected texts from `terraform console` (1.11).
+        check(
+            "jsonencode",
+            vec![obj(vec![
+                ("a", s("<&>")),
+                ("b", tup(vec![n(1), num("1.5"), b(true), Value::null()])),
+                ("c", s("\u{2028}\t\u{1}")),
+            ])],
+            s(r#"{"a":"\u003c\u0026\u003e","b":[1,1.5,true,null],"c":"\u2028\t\u0001"}"#),
+        );
+        check(
+            "jsonencode",
+            vec![tup(vec![unk(Type::String)])],
+            unk(Type::String),
+        );
+        check(
+            "jsonencode",
+            vec![s("x").sensitive()],
+            s("\"x\"").sensitive(),
+        );
+        check(
+            "jsondecode",
+            vec![s(
+                r#"{"a": [1, 12345678901234567890123, "x\u00e9"], "b": null}"#,
+            )],
+            obj(vec![
+                (
+                    "a",
+                    tup(vec![n(1), num("12345678901234567890123"), s("xé")]),
+                ),
+                ("b", Value::null()),
+            ]),
+        );
+        check_err(
+            "jsondecode",
+            vec![s("[1,]")],
+            "Call to function \"jsondecode\" failed: invalid character ']' looking for \
+             beginning of value.",
+        );
+        check_err(
+            "jsondecode",
+            vec![s("")],
+            "Call to function \"jsondecode\" failed: EOF.",
+        );
+        check("jsondecode", vec![unk(Type::String)], unk(Type::Dynamic));
+    }
+
+    #[test]
+    fn yaml() {
+        // Expected text from `terraform console` (1.11).
+        let v = obj(vec![
+            ("a", n(1)),
+            ("b", strs(&["x", "y"])),
+            ("c", obj(vec![("d", b(true)), ("e", Value::null())])),
+            ("f", s("multi\nline")),
+            ("g", tup(vec![])),
+            ("h", obj(vec![])),
+            ("i", s("")),
+            ("j", s("true")),
+            ("l", num("1.5")),
+            ("m", s("a: b")),
+            (
+                "n",
+                tup(vec![tup(vec![n(1), n(2)]), obj(vec![("x", n(1))])]),
+            ),
+            ("o", s("  lead")),
+        ]);
+        let expected = "\"a\": 1\n\"b\":\n- \"x\"\n- \"y\"\n\"c\":\n  \"d\": true\n  \"e\": null\n\
+                        \"f\": |-\n  multi\n  line\n\"g\": []\n\"h\": {}\n\"i\": \"\"\n\
+                        \"j\": \"true\"\n\"l\": 1.5\n\"m\": \"a: b\"\n\"n\":\n- - 1\n  - 2\n\
+                        - \"x\": 1\n\"o\": \"  lead\"\n";
+        check("yamlencode", vec![v], s(expected));
+        check("yamlencode", vec![s("x")], s("\"x\"\n"));
+        check("yamlencode", vec![b(true)], s("true\n...\n"));
+        check("yamlencode", vec![tup(vec![])], s("[]\n"));
+    }
+
+    #[test]
+    fn base64_and_url() {
+        check("base64encode", vec![s("hello")], s("aGVsbG8="));
+        check("base64decode", vec![s("aGVsbG8=")], s("hello"));
+        check_err(
+            "base64decode",
+            vec![s("aGVsbG8")],
+            "Call to function \"base64decode\" failed: failed to decode base64 data \"aGVsbG8\".",
+        );
+        check_err(
+            "base64decode",
+            vec![s("/w==")],
+            "Call to function \"base64decode\" failed: the result of decoding the provided \
+             string is not valid UTF-8.",
+        );
+        check(
+            "urlencode",
+            vec![s("a b&c=d/é~_.-")],
+            s("a+b%26c%3Dd%2F%C3%A9~_.-"),
+        );
+    }
+
+    #[test]
+    fn csv() {
+        check(
+            "csvdecode",
+            vec![s("a,b\n1,2\n3,4")],
+            list(vec![
+                obj(vec![("a", s("1")), ("b", s("2"))]),
+                obj(vec![("a", s("3")), ("b", s("4"))]),
+            ]),
+        );
+        check(
+            "csvdecode",
+            vec![s("a,\"b c\"\n\"x\"\"y\",2\n")],
+            list(vec![obj(vec![("a", s("x\"y")), ("b c", s("2"))])]),
+        );
+        check_err(
+            "csvdecode",
+            vec![s("a,b\n1,2,3")],
+            "Call to function \"csvdecode\" failed: CSV parse error on line 2: wrong number of \
+             fields.",
+        );
+        check_err(
+            "csvdecode",
+            vec![s("")],
+            "Call to function \"csvdecode\" failed: missing header line.",
+        );
+    }
+}

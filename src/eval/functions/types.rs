@@ -1,0 +1,5 @@
+//! types functions (being written).
+
+use super::Def;
+
+pub(super) const DEFS: &[Def] = &[];

@@ -1,0 +1,573 @@
+//! The machine-readable view of a plan (`cairn show -json PLANFILE`), in the shape of
+//! `terraform show -json PLANFILE` (format version 1.2), so tools that read Terraform plans
+//! (policy checkers, cost estimators, CI summaries) read Cairn's.
+//!
+//! Field names, nesting and conventions follow Terraform 1.11's output exactly:
+//! - `after` leaves unknown values out (unknown list elements become `null`) and
+//!   `after_unknown` mirrors the value with `true` at every unknown: list elements as an array of
+//!   booleans, object attributes only where not `false`; a wholly known `after` gives `{}`;
+//! - `before_sensitive` / `after_sensitive` mark sensitive parts the same way (`false` for a
+//!   missing value); sensitive values themselves appear in clear, as in Terraform;
+//! - `replace_paths` is a list of paths, each a list of attribute names and indexes;
+//! - `provider_name` is the provider's source address: `terraform.io/builtin/terraform` for
+//!   the built-in `terraform` provider and Terraform's implied `registry.terraform.io/hashicorp/NAME`
+//!   for every other package, since that is what a Terraform configuration without
+//!   `required_providers` would name;
+//! - data sources read while planning appear in `prior_state`, not in `resource_changes`.
+//!
+//! Cairn adds (every extension starts with `cairn_`, which Terraform never uses):
+//! - `cairn_read_reason` on each deferred data read (`actions: ["read"]`): the reason in words
+//!   (`message`, as the human plan prints it) and its parts — for
+//!   `read_because_config_unknown`, the unknown `value` and the `chain` of references it came
+//!   through (nearest first); for `read_because_dependency_pending`, the `dependency`, its
+//!   `dependency_actions`, and the chain `via` which the data source depends on it;
+//! - `cairn_provider_changes`: provider instances created, updated, replaced or removed (in
+//!   Cairn providers are resources), each with `address`, `actions`, `before`, `after`;
+//! - `cairn_plan_mode`: `normal`, `destroy`, `read-only` or `refresh-only`.
+//!
+//! Left out: `configuration` and `relevant_attributes` (they describe the configuration, which
+//! a plan does not carry) and `timestamp` (so equal plans give equal JSON).
+
+use super::{Action, Change, Plan, PlanMode, Reason};
+use crate::value::{Type, Value};
+use cairn_state::{InstanceKey, Mode, ModulePath, ResourceInstanceAddr};
+use serde_json::{json, Map, Value as J};
+use std::collections::BTreeMap;
+
+/// The `terraform show -json` form of a plan.
+pub fn plan_json(plan: &Plan) -> J {
+    let mut changes: Vec<&Change> = plan.changes.iter().collect();
+    changes.sort_by(|a, b| a.addr.cmp(&b.addr));
+
+    let mut root = Map::new();
+    root.insert("format_version".into(), json!("1.2"));
+    root.insert("terraform_version".into(), json!(env!("CARGO_PKG_VERSION")));
+    if !plan.variables.is_empty() {
+        let vars: Map<String, J> = plan
+            .variables
+            .iter()
+            .map(|(k, v)| (k.clone(), json!({ "value": v.to_json() })))
+            .collect();
+        root.insert("variables".into(), J::Object(vars));
+    }
+    root.insert("planned_values".into(), planned_values(plan, &changes));
+    if !plan.drift.is_empty() {
+        let mut drift: Vec<_> = plan.drift.iter().collect();
+        drift.sort_by(|a, b| a.addr.cmp(&b.addr));
+        let drift: Vec<J> = drift
+            .iter()
+            .map(|d| {
+                let action = if d.after.is_some() {
+                    Action::Update
+                } else {
+                    Action::Delete
+                };
+                let provider = cairn_state::package_of(&d.addr.resource.type_);
+                let mut o = address_fields(&d.addr, provider);
+                o.insert(
+                    "change".into(),
+                    change_json(action, Some(&d.before), d.after.as_ref(), &[], &[]),
+                );
+                J::Object(o)
+            })
+            .collect();
+        root.insert("resource_drift".into(), J::Array(drift));
+    }
+    root.insert(
+        "resource_changes".into(),
+        J::Array(changes.iter().map(|c| resource_change(c)).collect()),
+    );
+    let mut outputs: Vec<_> = plan.outputs.iter().collect();
+    outputs.sort_by(|a, b| a.name.cmp(&b.name));
+    let output_changes: Map<String, J> = outputs
+        .iter()
+        .map(|o| {
+            let mut c = Map::new();
+            c.insert("actions".into(), actions(o.action));
+            c.insert("before".into(), opt_json(o.before.as_ref()));
+            // A wholly unknown value has no `after` at all; a deleted output's is null.
+            match &o.after {
+                None => {
+                    c.insert("after".into(), J::Null);
+                }
+                Some(a) => {
+                    if let Some(j) = omit_unknowns(a) {
+                        c.insert("after".into(), j);
+                    }
+                }
+            }
+            c.insert(
+                "after_unknown".into(),
+                match &o.after {
+                    Some(a) if !a.is_wholly_known() => unknown_as_bool(a),
+                    _ => json!(false),
+                },
+            );
+            let sens = |v: Option<&Value>| o.sensitive || v.is_some_and(Value::contains_sensitive);
+            c.insert("before_sensitive".into(), json!(sens(o.before.as_ref())));
+            c.insert("after_sensitive".into(), json!(sens(o.after.as_ref())));
+            (o.name.clone(), J::Object(c))
+        })
+        .collect();
+    root.insert("output_changes".into(), J::Object(output_changes));
+    root.insert("prior_state".into(), prior_state(plan, &changes));
+    root.insert("applyable".into(), json!(plan.applyable));
+    root.insert("complete".into(), json!(!plan.errored));
+    root.insert("errored".into(), json!(plan.errored));
+    root.insert(
+        "cairn_plan_mode".into(),
+        json!(match plan.mode {
+            PlanMode::Normal => "normal",
+            PlanMode::Destroy => "destroy",
+            PlanMode::ReadOnly => "read-only",
+            PlanMode::RefreshOnly => "refresh-only",
+        }),
+    );
+    let providers: Vec<J> = plan
+        .provider_changes
+        .iter()
+        .filter(|p| p.action != Action::NoOp)
+        .map(|p| {
+            json!({
+                "address": p.addr.to_string(),
+                "actions": actions(p.action),
+                "before": opt_json(p.before.as_ref()),
+                "after": p.after.as_ref().and_then(omit_unknowns).unwrap_or(J::Null),
+            })
+        })
+        .collect();
+    if !providers.is_empty() {
+        root.insert("cairn_provider_changes".into(), J::Array(providers));
+    }
+    J::Object(root)
+}
+
+/// The source address Terraform would give a provider package.
+pub fn provider_source(package: &str) -> String {
+    if package == "terraform" {
+        "terraform.io/builtin/terraform".into()
+    } else {
+        format!("registry.terraform.io/hashicorp/{package}")
+    }
+}
+
+fn actions(a: Action) -> J {
+    json!(a.json_actions())
+}
+
+fn opt_json(v: Option<&Value>) -> J {
+    v.map(Value::to_json).unwrap_or(J::Null)
+}
+
+/// `address`, `module_address`, `mode`, `type`, `name`, `index`, `provider_name`, in
+/// Terraform's order.
+/// `module_address` is only in `resource_changes` and `resource_drift`; `planned_values` and
+/// `prior_state` say the module by nesting.
+fn address_fields(addr: &ResourceInstanceAddr, package: &str) -> Map<String, J> {
+    address_fields_in(addr, package, true)
+}
+
+fn address_fields_in(
+    addr: &ResourceInstanceAddr,
+    package: &str,
+    module_address: bool,
+) -> Map<String, J> {
+    let mut o = Map::new();
+    o.insert("address".into(), json!(addr.to_string()));
+    if module_address && !addr.resource.module.is_root() {
+        o.insert(
+            "module_address".into(),
+            json!(addr.resource.module.to_string()),
+        );
+    }
+    o.insert(
+        "mode".into(),
+        json!(match addr.resource.mode {
+            Mode::Managed => "managed",
+            Mode::Data => "data",
+        }),
+    );
+    o.insert("type".into(), json!(addr.resource.type_));
+    o.insert("name".into(), json!(addr.resource.name));
+    match &addr.key {
+        Some(InstanceKey::Int(i)) => {
+            o.insert("index".into(), json!(i));
+        }
+        Some(InstanceKey::Str(s)) => {
+            o.insert("index".into(), json!(s));
+        }
+        None => {}
+    }
+    o.insert("provider_name".into(), json!(provider_source(package)));
+    o
+}
+
+fn resource_change(c: &Change) -> J {
+    let mut o = address_fields(&c.addr, &c.provider.package);
+    o.insert(
+        "change".into(),
+        change_json(
+            c.action,
+            c.before.as_ref(),
+            c.after.as_ref(),
+            &c.replace_paths,
+            &c.sensitive_attrs,
+        ),
+    );
+    if let Some(r) = &c.reason {
+        o.insert("action_reason".into(), json!(r.json_name()));
+        if c.action == Action::Read {
+            o.insert("cairn_read_reason".into(), read_reason(&c.addr, r));
+        }
+    }
+    J::Object(o)
+}
+
+fn read_reason(addr: &ResourceInstanceAddr, r: &Reason) -> J {
+    let message = super::render::reason_text(addr, r).unwrap_or_default();
+    match r {
+        Reason::ReadBecauseConfigUnknown { value, chain } => json!({
+            "reason": r.json_name(),
+            "message": message,
+            "value": value,
+            "chain": chain,
+        }),
+        Reason::ReadBecauseDependencyPending {
+            dependency,
+            action,
+            via,
+        } => json!({
+            "reason": r.json_name(),
+            "message": message,
+            "dependency": dependency.to_string(),
+            "dependency_actions": actions(*action),
+            "via": via,
+        }),
+        other => json!({ "reason": other.json_name(), "message": message }),
+    }
+}
+
+/// The `change` object of a resource change.
+fn change_json(
+    action: Action,
+    before: Option<&Value>,
+    after: Option<&Value>,
+    replace_paths: &[String],
+    sensitive: &[String],
+) -> J {
+    let mut c = Map::new();
+    c.insert("actions".into(), actions(action));
+    c.insert("before".into(), opt_json(before));
+    c.insert(
+        "after".into(),
+        after.and_then(omit_unknowns).unwrap_or(J::Null),
+    );
+    c.insert(
+        "after_unknown".into(),
+        match after {
+            Some(a) if !a.is_wholly_known() => unknown_as_bool(a),
+            _ => json!({}),
+        },
+    );
+    let sens = |v: Option<&Value>| match v {
+        Some(v) if !v.is_null() => sensitive_as_bool(v, "", sensitive),
+        _ => json!(false),
+    };
+    c.insert("before_sensitive".into(), sens(before));
+    c.insert("after_sensitive".into(), sens(after));
+    if !replace_paths.is_empty() {
+        c.insert(
+            "replace_paths".into(),
+            J::Array(replace_paths.iter().map(|p| path_steps(p)).collect()),
+        );
+    }
+    J::Object(c)
+}
+
+/// The value with unknowns left out (`None` when the value itself is unknown); unknown list
+/// elements become `null` so positions still line up with `after_unknown`.
+pub fn omit_unknowns(v: &Value) -> Option<J> {
+    match v {
+        Value::Unknown(_) => None,
+        Value::Sensitive(inner) => omit_unknowns(inner),
+        Value::List(l) | Value::Set(l) | Value::Tuple(l) => Some(J::Array(
+            l.iter()
+                .map(|e| omit_unknowns(e).unwrap_or(J::Null))
+                .collect(),
+        )),
+        Value::Map(m) | Value::Object(m) => Some(J::Object(
+            m.iter()
+                .filter_map(|(k, e)| omit_unknowns(e).map(|j| (k.clone(), j)))
+                .collect(),
+        )),
+        other => Some(other.to_json()),
+    }
+}
+
+/// `true` where the value is unknown, Terraform's way (see the module docs).
+pub fn unknown_as_bool(v: &Value) -> J {
+    match v {
+        Value::Unknown(_) => json!(true),
+        Value::Sensitive(inner) => unknown_as_bool(inner),
+        Value::List(l) | Value::Set(l) | Value::Tuple(l) => {
+            J::Array(l.iter().map(unknown_as_bool).collect())
+        }
+        Value::Map(m) | Value::Object(m) => J::Object(
+            m.iter()
+                .map(|(k, e)| (k.clone(), unknown_as_bool(e)))
+                .filter(|(_, j)| *j != J::Bool(false))
+                .collect(),
+        ),
+        _ => json!(false),
+    }
+}
+
+/// `true` where the value is sensitive: marked so, or at one of `paths` (the schema's
+/// sensitive attributes).
+pub fn sensitive_as_bool(v: &Value, path: &str, paths: &[String]) -> J {
+    if v.is_sensitive() || (!path.is_empty() && paths.iter().any(|p| p == path)) {
+        return json!(true);
+    }
+    match v {
+        Value::List(l) | Value::Set(l) | Value::Tuple(l) => J::Array(
+            l.iter()
+                .enumerate()
+                .map(|(i, e)| sensitive_as_bool(e, &format!("{path}[{i}]"), paths))
+                .collect(),
+        ),
+        Value::Map(m) | Value::Object(m) => J::Object(
+            m.iter()
+                .map(|(k, e)| (k.clone(), sensitive_as_bool(e, &join_path(path, k), paths)))
+                .filter(|(_, j)| *j != J::Bool(false))
+                .collect(),
+        ),
+        _ => json!(false),
+    }
+}
+
+fn join_path(parent: &str, key: &str) -> String {
+    let ident = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    if parent.is_empty() {
+        key.to_string()
+    } else if ident {
+        format!("{parent}.{key}")
+    } else {
+        format!("{parent}[{}]", cairn_state::quote(key))
+    }
+}
+
+/// Splits a path written as `a.b[0]["k"]` into Terraform's steps `["a", "b", 0, "k"]`.
+/// Malformed input is kept as far as it reads.
+pub fn path_steps(path: &str) -> J {
+    let mut steps = Vec::new();
+    let mut chars = path.chars().peekable();
+    let mut name = String::new();
+    let flush = |name: &mut String, steps: &mut Vec<J>| {
+        if !name.is_empty() {
+            steps.push(json!(std::mem::take(name)));
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => flush(&mut name, &mut steps),
+            '[' => {
+                flush(&mut name, &mut steps);
+                if chars.peek() == Some(&'"') {
+                    chars.next();
+                    let mut key = String::new();
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '\\' => match chars.next() {
+                                Some('n') => key.push('\n'),
+                                Some('t') => key.push('\t'),
+                                Some('r') => key.push('\r'),
+                                Some(o) => key.push(o),
+                                None => {}
+                            },
+                            '"' => break,
+                            c => key.push(c),
+                        }
+                    }
+                    steps.push(json!(key));
+                } else {
+                    let mut digits = String::new();
+                    while let Some(&c) = chars.peek() {
+                        if c == ']' {
+                            break;
+                        }
+                        digits.push(c);
+                        chars.next();
+                    }
+                    match digits.parse::<i64>() {
+                        Ok(i) => steps.push(json!(i)),
+                        Err(_) => steps.push(json!(digits)),
+                    }
+                }
+                // The closing bracket.
+                if chars.peek() == Some(&']') {
+                    chars.next();
+                }
+            }
+            c => name.push(c),
+        }
+    }
+    flush(&mut name, &mut steps);
+    J::Array(steps)
+}
+
+/// A type in cty's JSON form: `"string"`, `["list","string"]`, `["object",{"a":"number"}]`.
+pub fn type_json(t: &Type) -> J {
+    match t {
+        Type::Dynamic => json!("dynamic"),
+        Type::Bool => json!("bool"),
+        Type::Number => json!("number"),
+        Type::String => json!("string"),
+        Type::List(e) => json!(["list", type_json(e)]),
+        Type::Set(e) => json!(["set", type_json(e)]),
+        Type::Map(e) => json!(["map", type_json(e)]),
+        Type::Tuple(ts) => json!(["tuple", ts.iter().map(type_json).collect::<Vec<_>>()]),
+        Type::Object(attrs, _) => {
+            let m: Map<String, J> = attrs
+                .iter()
+                .map(|(k, t)| (k.clone(), type_json(t)))
+                .collect();
+            json!(["object", m])
+        }
+    }
+}
+
+/// One resource as `planned_values` and `prior_state` list it.
+fn resource_value(addr: &ResourceInstanceAddr, package: &str, v: &Value, sens: &[String]) -> J {
+    let mut o = address_fields_in(addr, package, false);
+    o.insert("schema_version".into(), json!(0));
+    o.insert("values".into(), omit_unknowns(v).unwrap_or(json!({})));
+    let s = sensitive_as_bool(v, "", sens);
+    o.insert(
+        "sensitive_values".into(),
+        if s.is_object() { s } else { json!({}) },
+    );
+    J::Object(o)
+}
+
+/// Nests resources into `root_module` / `child_modules` by module path. Resources are given
+/// sorted by address; every ancestor of a module with resources appears.
+fn module_tree(resources: Vec<(ModulePath, J)>) -> J {
+    let mut by_module: BTreeMap<ModulePath, Vec<J>> = BTreeMap::new();
+    by_module.entry(ModulePath::root()).or_default();
+    for (m, r) in resources {
+        let mut p = m.parent();
+        while let Some(anc) = p {
+            p = anc.parent();
+            by_module.entry(anc).or_default();
+        }
+        by_module.entry(m).or_default().push(r);
+    }
+    fn build(path: &ModulePath, by_module: &BTreeMap<ModulePath, Vec<J>>) -> J {
+        let mut o = Map::new();
+        let resources = by_module.get(path).cloned().unwrap_or_default();
+        if !resources.is_empty() {
+            o.insert("resources".into(), J::Array(resources));
+        }
+        if !path.is_root() {
+            o.insert("address".into(), json!(path.to_string()));
+        }
+        let children: Vec<J> = by_module
+            .keys()
+            .filter(|k| k.0.len() == path.0.len() + 1 && k.starts_with(path))
+            .map(|k| build(k, by_module))
+            .collect();
+        if !children.is_empty() {
+            o.insert("child_modules".into(), J::Array(children));
+        }
+        J::Object(o)
+    }
+    build(&ModulePath::root(), &by_module)
+}
+
+fn output_value(v: &Value, sensitive: bool) -> J {
+    let mut o = Map::new();
+    o.insert(
+        "sensitive".into(),
+        json!(sensitive || v.contains_sensitive()),
+    );
+    if v.is_wholly_known() {
+        o.insert("type".into(), type_json(&v.type_of()));
+        o.insert("value".into(), v.to_json());
+    }
+    J::Object(o)
+}
+
+fn planned_values(plan: &Plan, changes: &[&Change]) -> J {
+    let mut outputs = Map::new();
+    let mut sorted: Vec<_> = plan.outputs.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    for o in sorted {
+        if let (Some(a), false) = (&o.after, o.action == Action::Delete) {
+            outputs.insert(o.name.clone(), output_value(a, o.sensitive));
+        }
+    }
+    let resources: Vec<(ModulePath, J)> = changes
+        .iter()
+        .filter_map(|c| {
+            let after = c.after.as_ref()?;
+            Some((
+                c.addr.resource.module.clone(),
+                resource_value(&c.addr, &c.provider.package, after, &c.sensitive_attrs),
+            ))
+        })
+        .collect();
+    let mut pv = Map::new();
+    if !outputs.is_empty() {
+        pv.insert("outputs".into(), J::Object(outputs));
+    }
+    pv.insert("root_module".into(), module_tree(resources));
+    J::Object(pv)
+}
+
+fn prior_state(plan: &Plan, changes: &[&Change]) -> J {
+    let mut outputs = Map::new();
+    let mut sorted: Vec<_> = plan.outputs.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    for o in sorted {
+        if let Some(b) = o.before.as_ref().filter(|b| !b.is_null()) {
+            outputs.insert(o.name.clone(), output_value(b, o.sensitive));
+        }
+    }
+    let mut entries: Vec<(&ResourceInstanceAddr, J)> = changes
+        .iter()
+        .filter_map(|c| {
+            let before = c.before.as_ref()?;
+            Some((
+                &c.addr,
+                resource_value(&c.addr, &c.provider.package, before, &c.sensitive_attrs),
+            ))
+        })
+        .collect();
+    for d in &plan.data_reads {
+        entries.push((
+            &d.addr,
+            resource_value(&d.addr, &d.provider.package, &d.result, &[]),
+        ));
+    }
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let resources = entries
+        .into_iter()
+        .map(|(a, j)| (a.resource.module.clone(), j))
+        .collect();
+    let mut values = Map::new();
+    if !outputs.is_empty() {
+        values.insert("outputs".into(), J::Object(outputs));
+    }
+    values.insert("root_module".into(), module_tree(resources));
+    json!({
+        "format_version": "1.0",
+        "terraform_version": env!("CARGO_PKG_VERSION"),
+        "values": values,
+    })
+}

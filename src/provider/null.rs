@@ -1,0 +1,167 @@
+//! The `null` provider: `null_resource`, a resource that does nothing, as hashicorp/null 3.x.
+//!
+//! ```hcl
+//! resource "null_resource" "x" {
+//!   triggers = { version = var.version }   # optional map of strings; a change replaces
+//! }
+//! ```
+//!
+//! `id` is a random non-negative decimal number made at create (hashicorp/null uses Go's
+//! `rand.Int()`: up to 2^63 - 1). Refresh changes nothing. hashicorp/null's deprecated
+//! `data "null_data_source"` is not provided (`locals` do its job).
+
+use super::builtin::Host;
+use super::schema_util::{self, TypeSchema};
+use super::{
+    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderResult,
+    ProviderSchema,
+};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::value::{Type, Value};
+use async_trait::async_trait;
+use cairn_state::Mode;
+use rand::Rng;
+use std::sync::Arc;
+
+const PACKAGE: &str = "null";
+const RESOURCE: &str = "null_resource";
+
+/// The `null` provider package (no configuration).
+pub struct NullProvider {
+    host: Host,
+    schema: ProviderSchema,
+    resource: TypeSchema,
+}
+
+impl NullProvider {
+    pub fn new(host: Host) -> NullProvider {
+        let resource = TypeSchema::new("A resource that does nothing.")
+            .optional(
+                "triggers",
+                Type::map(Type::String),
+                "Arbitrary values whose change replaces the resource.",
+            )
+            .force_new()
+            .computed("id", Type::String, "A random number made at create.");
+        NullProvider {
+            host,
+            schema: ProviderSchema {
+                resources: [(RESOURCE.to_string(), resource.block.clone())].into(),
+                ..ProviderSchema::default()
+            },
+            resource,
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for NullProvider {
+    fn package(&self) -> &str {
+        PACKAGE
+    }
+    fn schema(&self) -> &ProviderSchema {
+        &self.schema
+    }
+    fn check_config(&self, _config: &Value) -> Diagnostics {
+        Diagnostics::new()
+    }
+    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
+        ConfigDiff::NoChange
+    }
+    fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
+        match (mode, type_) {
+            (Mode::Managed, RESOURCE) => self.resource.check(config),
+            _ => Diagnostic::error(
+                "Unsupported type",
+                schema_util::unknown_type(PACKAGE, "such", type_).0,
+            )
+            .into(),
+        }
+    }
+    async fn configure(&self, _config: &Value) -> ProviderResult<Arc<dyn Configured>> {
+        Ok(Arc::new(NullInstance {
+            host: self.host.clone(),
+            resource: self.resource.clone(),
+        }))
+    }
+}
+
+struct NullInstance {
+    host: Host,
+    resource: TypeSchema,
+}
+
+#[async_trait]
+impl Configured for NullInstance {
+    fn plan(&self, type_: &str, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned> {
+        if type_ != RESOURCE {
+            return Err(schema_util::unknown_type(PACKAGE, "resource", type_));
+        }
+        self.resource.plan(prior, config)
+    }
+
+    async fn apply(&self, request: ApplyRequest) -> ApplyResponse {
+        let (new_state, error) = match request {
+            ApplyRequest::Create { type_, planned, .. } if type_ == RESOURCE => {
+                match self.resource.conform(&planned) {
+                    Ok(mut c) => {
+                        let salt = format!("{type_} {}", planned.to_json());
+                        let id: i64 = self.host.rng(&salt).gen_range(0..=i64::MAX);
+                        c.insert("id".into(), Value::string(id.to_string()));
+                        (Some(Value::Object(c)), None)
+                    }
+                    Err(e) => (None, Some(e)),
+                }
+            }
+            ApplyRequest::Create { type_, .. } => (
+                None,
+                Some(schema_util::unknown_type(PACKAGE, "resource", &type_)),
+            ),
+            // `triggers` forces replacement: an update has nothing to change.
+            ApplyRequest::Update { planned, .. } => (Some(planned), None),
+            ApplyRequest::Delete { .. } => (None, None),
+        };
+        ApplyResponse { new_state, error }
+    }
+
+    async fn read(&self, _type_: &str, state: &Value) -> ProviderResult<Option<Value>> {
+        Ok(Some(state.clone()))
+    }
+
+    async fn read_data(&self, type_: &str, _config: &Value) -> ProviderResult<Value> {
+        Err(schema_util::unknown_type(PACKAGE, "data source", type_))
+    }
+
+    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
+        // Nothing exists outside state.
+        Ok(None)
+    }
+
+    async fn stop(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::testkit::{assert_agrees, attr, configure, create, map, obj};
+
+    #[tokio::test]
+    async fn triggers_replace_and_id_is_a_random_number() {
+        let p = configure(&NullProvider::new(Host::default())).await;
+        let cfg = |v: &str| obj(&[("triggers", map(&[("v", v)]))]);
+        let (plan, a) = create(&*p, RESOURCE, &cfg("1")).await;
+        assert_agrees(&plan.planned, &a);
+        assert!(attr(&a, "id").parse::<u64>().is_ok());
+        let (_, b) = create(&*p, RESOURCE, &cfg("1")).await;
+        assert_ne!(a.get("id"), b.get("id"));
+        let same = p.plan(RESOURCE, Some(&a), &cfg("1")).expect("plan");
+        assert_eq!(same.planned, a);
+        let changed = p.plan(RESOURCE, Some(&a), &cfg("2")).expect("plan");
+        assert_eq!(changed.requires_replace, ["triggers"]);
+        assert_eq!(p.read(RESOURCE, &a).await, Ok(Some(a.clone())));
+        assert!(
+            NullProvider::new(Host::default()).schema().resources[RESOURCE].attributes["triggers"]
+                .force_new
+        );
+    }
+}

@@ -1,0 +1,652 @@
+//! The `random` provider: random values that stay put, as hashicorp/random 3.x.
+//!
+//! ```hcl
+//! resource "random_id" "a"       { byte_length = 8  prefix = "srv-"  keepers = { ami = var.ami } }
+//! resource "random_string" "b"   { length = 16  special = false  min_upper = 2 }
+//! resource "random_password" "c" { length = 24  override_special = "_%@" }
+//! resource "random_integer" "d"  { min = 1  max = 50000  seed = "x" }
+//! ```
+//!
+//! Every argument forces replacement (a new random value); `keepers` (a map of strings) exists
+//! only for that: change one of its values and the value is generated again. A value is made
+//! at apply time and then only read back from state: refresh changes nothing.
+//!
+//! - `random_id`: `byte_length` (≥ 1) random bytes; `id` is their unpadded URL-safe base64;
+//!   `b64_url` the same with `prefix`, `b64_std` padded standard base64 with `prefix`, `hex`
+//!   lowercase hex with `prefix`, `dec` the bytes as a big-endian unsigned decimal number with
+//!   `prefix`.
+//! - `random_string` / `random_password`: `length` (≥ 1) characters drawn, as hashicorp/random
+//!   draws them, from the enabled classes `upper`, `lower`, `numeric`, `special` (all default
+//!   true; specials `!@#$%&*()-_=+[]{}<>:?` unless `override_special`), after first drawing
+//!   `min_upper`, `min_lower`, `min_numeric`, `min_special` characters of each class (even of a
+//!   disabled class, as hashicorp/random does), then shuffled. `length` must be at least the
+//!   sum of the minimums. `result` (sensitive for `random_password`); `id` is the result for
+//!   `random_string` and `"none"` for `random_password`, as hashicorp/random.
+//!   The deprecated `number` argument is accepted: digits are drawn when both `numeric` and
+//!   `number` are true. Not provided: `random_password.bcrypt_hash` (it needs a bcrypt
+//!   implementation, which no crate of the workspace provides).
+//! - `random_integer`: `result` uniform in `min..=max` (`max` ≥ `min`); `id` is its decimal text.
+//!   With `seed`, the result is a deterministic function of the seed, min and max (the same
+//!   seed gives the same number on every run — but not the number Go's generator would give
+//!   under Terraform).
+//!
+//! Randomness comes from `Host::rng`: a CSPRNG seeded by the operating system (or, for test
+//! fixtures, derived from `CAIRN_RANDOM_SEED`); `random_integer.seed` takes precedence.
+
+use super::builtin::Host;
+use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
+use super::{
+    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
+    ProviderResult, ProviderSchema,
+};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::value::{Number, Type, Value};
+use async_trait::async_trait;
+use base64::Engine as _;
+use cairn_state::Mode;
+use rand::{Rng, RngCore, SeedableRng};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const PACKAGE: &str = "random";
+const ID: &str = "random_id";
+const STRING: &str = "random_string";
+const PASSWORD: &str = "random_password";
+const INTEGER: &str = "random_integer";
+
+const NUMERIC: &str = "0123456789";
+const LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
+const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const SPECIAL: &str = "!@#$%&*()-_=+[]{}<>:?";
+
+/// The `random` provider package (no configuration).
+pub struct RandomProvider {
+    host: Host,
+    schema: ProviderSchema,
+    types: Arc<BTreeMap<&'static str, TypeSchema>>,
+}
+
+fn keepers(s: TypeSchema) -> TypeSchema {
+    s.optional(
+        "keepers",
+        Type::map(Type::String),
+        "Arbitrary values whose change makes a new random value.",
+    )
+    .force_new()
+}
+
+fn string_schema(password: bool) -> TypeSchema {
+    let mut s = keepers(TypeSchema::new(if password {
+        "A random password (sensitive)."
+    } else {
+        "A random string."
+    }))
+    .required("length", Type::Number, "Number of characters.")
+    .force_new();
+    for (name, desc) in [
+        ("special", "Include special characters."),
+        ("upper", "Include uppercase letters."),
+        ("lower", "Include lowercase letters."),
+        ("numeric", "Include digits."),
+        ("number", "Include digits (deprecated: use numeric)."),
+    ] {
+        s = s
+            .optional(name, Type::Bool, desc)
+            .force_new()
+            .default(Value::Bool(true));
+    }
+    for (name, desc) in [
+        ("min_special", "Minimum number of special characters."),
+        ("min_upper", "Minimum number of uppercase letters."),
+        ("min_lower", "Minimum number of lowercase letters."),
+        ("min_numeric", "Minimum number of digits."),
+    ] {
+        s = s
+            .optional(name, Type::Number, desc)
+            .force_new()
+            .default(Value::int(0));
+    }
+    s = s
+        .optional(
+            "override_special",
+            Type::String,
+            "The special characters to use instead of the default ones.",
+        )
+        .force_new()
+        .computed("result", Type::String, "The generated string.");
+    if password {
+        s = s.sensitive();
+    }
+    s.computed(
+        "id",
+        Type::String,
+        if password {
+            "Always \"none\"."
+        } else {
+            "The generated string."
+        },
+    )
+}
+
+impl RandomProvider {
+    pub fn new(host: Host) -> RandomProvider {
+        let id = keepers(TypeSchema::new("Random bytes, in several encodings."))
+            .required("byte_length", Type::Number, "Number of random bytes.")
+            .force_new()
+            .optional("prefix", Type::String, "Prefix of the encoded forms.")
+            .force_new()
+            .computed("id", Type::String, "The bytes, unpadded URL-safe base64.")
+            .computed(
+                "b64_url",
+                Type::String,
+                "prefix + unpadded URL-safe base64.",
+            )
+            .computed("b64_std", Type::String, "prefix + padded standard base64.")
+            .computed("hex", Type::String, "prefix + lowercase hex.")
+            .computed(
+                "dec",
+                Type::String,
+                "prefix + the bytes as a decimal number.",
+            );
+        let integer = keepers(TypeSchema::new("A random integer in a range."))
+            .required("min", Type::Number, "Smallest possible result.")
+            .force_new()
+            .required("max", Type::Number, "Largest possible result.")
+            .force_new()
+            .optional("seed", Type::String, "Makes the result deterministic.")
+            .force_new()
+            .computed("result", Type::Number, "The random integer.")
+            .computed("id", Type::String, "The result, as text.");
+        let types: BTreeMap<&'static str, TypeSchema> = [
+            (ID, id),
+            (STRING, string_schema(false)),
+            (PASSWORD, string_schema(true)),
+            (INTEGER, integer),
+        ]
+        .into();
+        let schema = ProviderSchema {
+            resources: types
+                .iter()
+                .map(|(t, s)| (t.to_string(), s.block.clone()))
+                .collect(),
+            ..ProviderSchema::default()
+        };
+        RandomProvider {
+            host,
+            schema,
+            types: Arc::new(types),
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for RandomProvider {
+    fn package(&self) -> &str {
+        PACKAGE
+    }
+    fn schema(&self) -> &ProviderSchema {
+        &self.schema
+    }
+    fn check_config(&self, _config: &Value) -> Diagnostics {
+        Diagnostics::new()
+    }
+    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
+        ConfigDiff::NoChange
+    }
+    fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
+        let Some(schema) = self.types.get(type_).filter(|_| mode == Mode::Managed) else {
+            return Diagnostic::error(
+                "Unsupported type",
+                schema_util::unknown_type(PACKAGE, "such", type_).0,
+            )
+            .into();
+        };
+        let mut diags = schema.check(config);
+        let Ok(c) = schema.conform(config) else {
+            return diags;
+        };
+        match type_ {
+            ID => diags.extend(int_in_range(&c, "byte_length", 1, None)),
+            INTEGER => {
+                diags.extend(int_in_range(&c, "min", i64::MIN, None));
+                diags.extend(int_in_range(&c, "max", i64::MIN, None));
+                if let (Some(min), Some(max)) = (get_i64(&c, "min"), get_i64(&c, "max")) {
+                    if max < min {
+                        diags.push(Diagnostic::error(
+                            "Invalid attribute value",
+                            format!(
+                                "The minimum ({min}) must be smaller than or equal to the \
+                                 maximum ({max})."
+                            ),
+                        ));
+                    }
+                }
+            }
+            _ => {
+                diags.extend(int_in_range(&c, "length", 1, None));
+                let mins = ["min_upper", "min_lower", "min_numeric", "min_special"];
+                for m in mins {
+                    diags.extend(int_in_range(&c, m, 0, None));
+                }
+                let sum: Option<i64> = mins.iter().map(|m| get_i64(&c, m)).sum();
+                if let (Some(len), Some(sum)) = (get_i64(&c, "length"), sum) {
+                    if len < sum {
+                        diags.push(Diagnostic::error(
+                            "Invalid attribute value",
+                            format!(
+                                "Argument \"length\" ({len}) must be at least min_upper + \
+                                 min_lower + min_numeric + min_special ({sum})."
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        diags
+    }
+    async fn configure(&self, _config: &Value) -> ProviderResult<Arc<dyn Configured>> {
+        Ok(Arc::new(RandomInstance {
+            host: self.host.clone(),
+            types: self.types.clone(),
+        }))
+    }
+}
+
+struct RandomInstance {
+    host: Host,
+    types: Arc<BTreeMap<&'static str, TypeSchema>>,
+}
+
+/// Big-endian unsigned bytes as a decimal number.
+fn bytes_to_decimal(bytes: &[u8]) -> String {
+    // Repeated division by 10 of the base-256 number.
+    let mut num: Vec<u8> = bytes.iter().copied().skip_while(|&b| b == 0).collect();
+    let mut digits = Vec::new();
+    while !num.is_empty() {
+        let mut rem = 0u32;
+        for b in num.iter_mut() {
+            let cur = (rem << 8) | u32::from(*b);
+            *b = (cur / 10) as u8;
+            rem = cur % 10;
+        }
+        digits.push(b'0' + rem as u8);
+        let zeros = num.iter().take_while(|&&b| b == 0).count();
+        num.drain(..zeros);
+    }
+    if digits.is_empty() {
+        return "0".into();
+    }
+    digits.reverse();
+    String::from_utf8(digits).unwrap_or_default()
+}
+
+fn draw(rng: &mut impl Rng, set: &str, n: usize) -> Vec<char> {
+    let chars: Vec<char> = set.chars().collect();
+    (0..n)
+        .map(|_| chars[rng.gen_range(0..chars.len())])
+        .collect()
+}
+
+/// hashicorp/random's string algorithm (see the module docs).
+fn random_string(rng: &mut impl Rng, c: &BTreeMap<String, Value>) -> ProviderResult<String> {
+    let n = |k: &str| get_i64(c, k).unwrap_or(0).max(0) as usize;
+    let b = |k: &str| get_bool(c, k).unwrap_or(true);
+    let special = get_str(c, "override_special").unwrap_or(SPECIAL);
+    let length = n("length");
+    let mut all = String::new();
+    for (on, set) in [
+        (b("upper"), UPPER),
+        (b("lower"), LOWER),
+        (b("numeric") && b("number"), NUMERIC),
+        (b("special"), special),
+    ] {
+        if on {
+            all.push_str(set);
+        }
+    }
+    let mut result = Vec::new();
+    for (k, set) in [
+        ("min_numeric", NUMERIC),
+        ("min_lower", LOWER),
+        ("min_upper", UPPER),
+        ("min_special", special),
+    ] {
+        let want = n(k);
+        if want > 0 && set.is_empty() {
+            return Err(ProviderError(format!(
+                "{k} is {want} but override_special is empty"
+            )));
+        }
+        result.extend(draw(rng, set, want));
+    }
+    if length < result.len() {
+        return Err(ProviderError(format!(
+            "length ({length}) must be at least min_upper + min_lower + min_numeric + \
+             min_special ({})",
+            result.len()
+        )));
+    }
+    let rest = length - result.len();
+    if rest > 0 && all.is_empty() {
+        return Err(ProviderError(
+            "no characters to draw from: enable at least one of upper, lower, numeric, special"
+                .into(),
+        ));
+    }
+    result.extend(draw(rng, &all, rest));
+    // Fisher–Yates, so the minimums are not always in front.
+    for i in (1..result.len()).rev() {
+        result.swap(i, rng.gen_range(0..=i));
+    }
+    Ok(result.into_iter().collect())
+}
+
+impl RandomInstance {
+    fn generate(&self, type_: &str, planned: &Value) -> ProviderResult<Value> {
+        let schema = self
+            .types
+            .get(type_)
+            .ok_or_else(|| schema_util::unknown_type(PACKAGE, "resource", type_))?;
+        let cc = schema.conform(planned)?;
+        let mut rng = self.host.rng(&format!("{type_} {}", planned.to_json()));
+        let mut c = cc.clone();
+        let mut set = |k: &str, v: Value| {
+            c.insert(k.to_string(), v);
+        };
+        match type_ {
+            ID => {
+                let len = get_i64(&cc, "byte_length")
+                    .filter(|&n| n >= 1)
+                    .ok_or("random_id: byte_length must be a whole number of at least 1")?;
+                let mut bytes = vec![0u8; len as usize];
+                rng.fill_bytes(&mut bytes);
+                let prefix = get_str(&cc, "prefix").unwrap_or("");
+                let url = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes);
+                let std = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                set("id", Value::string(&url));
+                set("b64_url", Value::string(format!("{prefix}{url}")));
+                set("b64_std", Value::string(format!("{prefix}{std}")));
+                set("hex", Value::string(format!("{prefix}{hex}")));
+                let dec = bytes_to_decimal(&bytes);
+                set("dec", Value::string(format!("{prefix}{dec}")));
+            }
+            INTEGER => {
+                let (min, max) = match (get_i64(&cc, "min"), get_i64(&cc, "max")) {
+                    (Some(min), Some(max)) if min <= max => (min, max),
+                    _ => {
+                        return Err(
+                            "random_integer: min and max must be whole numbers with min <= max"
+                                .into(),
+                        )
+                    }
+                };
+                let n = match get_str(&cc, "seed") {
+                    Some(seed) => {
+                        let h = Sha256::digest(seed.as_bytes());
+                        let mut s = [0u8; 32];
+                        s.copy_from_slice(&h);
+                        rand::rngs::StdRng::from_seed(s).gen_range(min..=max)
+                    }
+                    None => rng.gen_range(min..=max),
+                };
+                set("result", Value::Number(Number::from_i64(n)));
+                set("id", Value::string(n.to_string()));
+            }
+            _ => {
+                let s = random_string(&mut rng, &cc)?;
+                let id = if type_ == PASSWORD {
+                    "none".to_string()
+                } else {
+                    s.clone()
+                };
+                set("result", Value::string(s));
+                set("id", Value::string(id));
+            }
+        }
+        Ok(Value::Object(c))
+    }
+}
+
+#[async_trait]
+impl Configured for RandomInstance {
+    fn plan(&self, type_: &str, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned> {
+        self.types
+            .get(type_)
+            .ok_or_else(|| schema_util::unknown_type(PACKAGE, "resource", type_))?
+            .plan(prior, config)
+    }
+
+    async fn apply(&self, request: ApplyRequest) -> ApplyResponse {
+        let (new_state, error) = match request {
+            ApplyRequest::Create { type_, planned, .. } => match self.generate(&type_, &planned) {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e)),
+            },
+            // Every argument forces replacement: an update keeps the values made at create.
+            ApplyRequest::Update { prior, planned, .. } => {
+                match schema_util::require_known(&planned, "the planned value") {
+                    Ok(()) => (Some(planned), None),
+                    Err(e) => (Some(prior), Some(e)),
+                }
+            }
+            ApplyRequest::Delete { .. } => (None, None),
+        };
+        ApplyResponse { new_state, error }
+    }
+
+    async fn read(&self, type_: &str, state: &Value) -> ProviderResult<Option<Value>> {
+        if !self.types.contains_key(type_) {
+            return Err(schema_util::unknown_type(PACKAGE, "resource", type_));
+        }
+        Ok(Some(state.clone()))
+    }
+
+    async fn read_data(&self, type_: &str, _config: &Value) -> ProviderResult<Value> {
+        Err(schema_util::unknown_type(PACKAGE, "data source", type_))
+    }
+
+    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
+        // Random values exist only in state: an interrupted create left nothing to adopt.
+        Ok(None)
+    }
+
+    async fn stop(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::testkit::{assert_agrees, attr, configure, create, map, obj, s};
+
+    #[test]
+    fn decimal_of_bytes() {
+        assert_eq!(bytes_to_decimal(&[]), "0");
+        assert_eq!(bytes_to_decimal(&[0, 0]), "0");
+        assert_eq!(bytes_to_decimal(&[1, 0]), "256");
+        assert_eq!(
+            bytes_to_decimal(&[0xff; 10]),
+            "1208925819614629174706175" // 2^80 - 1
+        );
+    }
+
+    #[tokio::test]
+    async fn random_id_encodings_agree() {
+        let p = configure(&RandomProvider::new(Host::default())).await;
+        let cfg = obj(&[("byte_length", Value::int(4)), ("prefix", s("p-"))]);
+        let (plan, st) = create(&*p, ID, &cfg).await;
+        assert_agrees(&plan.planned, &st);
+        let hex = attr(&st, "hex")
+            .strip_prefix("p-")
+            .expect("prefix")
+            .to_string();
+        assert_eq!(hex.len(), 8);
+        let bytes: Vec<u8> = (0..4)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex"))
+            .collect();
+        let url = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes);
+        assert_eq!(attr(&st, "id"), url);
+        assert_eq!(attr(&st, "b64_url"), format!("p-{url}"));
+        assert_eq!(
+            attr(&st, "b64_std"),
+            format!(
+                "p-{}",
+                base64::engine::general_purpose::STANDARD.encode(&bytes)
+            )
+        );
+        let dec = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        assert_eq!(attr(&st, "dec"), format!("p-{dec}"));
+    }
+
+    #[tokio::test]
+    async fn random_string_honours_classes_and_minimums() {
+        let p = configure(&RandomProvider::new(Host::default())).await;
+        let cfg = obj(&[
+            ("length", Value::int(12)),
+            ("special", Value::Bool(false)),
+            ("upper", Value::Bool(false)),
+            ("min_numeric", Value::int(5)),
+        ]);
+        for _ in 0..20 {
+            let (plan, st) = create(&*p, STRING, &cfg).await;
+            assert_agrees(&plan.planned, &st);
+            let r = attr(&st, "result");
+            assert_eq!(r.chars().count(), 12);
+            assert!(
+                r.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
+                "{r}"
+            );
+            assert!(r.chars().filter(char::is_ascii_digit).count() >= 5, "{r}");
+            assert_eq!(attr(&st, "id"), r);
+        }
+        let no_digits = obj(&[("length", Value::int(40)), ("number", Value::Bool(false))]);
+        let (_, st) = create(&*p, STRING, &no_digits).await;
+        assert!(!attr(&st, "result").chars().any(|c| c.is_ascii_digit()));
+        let only = obj(&[
+            ("length", Value::int(30)),
+            ("upper", Value::Bool(false)),
+            ("lower", Value::Bool(false)),
+            ("numeric", Value::Bool(false)),
+            ("override_special", s("_é")),
+        ]);
+        let (_, st) = create(&*p, STRING, &only).await;
+        assert!(attr(&st, "result").chars().all(|c| c == '_' || c == 'é'));
+    }
+
+    #[tokio::test]
+    async fn random_password_is_sensitive_and_its_id_is_none() {
+        let provider = RandomProvider::new(Host::default());
+        let schema = &provider.schema().resources[PASSWORD];
+        assert!(schema.attributes["result"].sensitive);
+        assert!(!provider.schema().resources[STRING].attributes["result"].sensitive);
+        let p = configure(&provider).await;
+        let (_, st) = create(&*p, PASSWORD, &obj(&[("length", Value::int(24))])).await;
+        assert_eq!(attr(&st, "id"), "none");
+        assert_eq!(attr(&st, "result").chars().count(), 24);
+    }
+
+    #[tokio::test]
+    async fn keepers_and_arguments_force_replacement_defaults_do_not() {
+        let p = configure(&RandomProvider::new(Host::default())).await;
+        let cfg = |k: &str| obj(&[("length", Value::int(8)), ("keepers", map(&[("k", k)]))]);
+        let (_, prior) = create(&*p, STRING, &cfg("1")).await;
+        let same = p.plan(STRING, Some(&prior), &cfg("1")).expect("plan");
+        assert_eq!(same.planned, prior, "defaults are not changes");
+        let rep = p.plan(STRING, Some(&prior), &cfg("2")).expect("plan");
+        assert_eq!(rep.requires_replace, ["keepers"]);
+        assert!(rep.planned.get("result").is_some_and(Value::is_unknown));
+        let rep = p
+            .plan(
+                STRING,
+                Some(&prior),
+                &obj(&[("length", Value::int(9)), ("keepers", map(&[("k", "1")]))]),
+            )
+            .expect("plan");
+        assert_eq!(rep.requires_replace, ["length"]);
+    }
+
+    #[tokio::test]
+    async fn random_integer_in_range_and_seeded_is_stable() {
+        let p = configure(&RandomProvider::new(Host::default())).await;
+        for _ in 0..20 {
+            let (_, st) = create(
+                &*p,
+                INTEGER,
+                &obj(&[("min", Value::int(3)), ("max", Value::int(5))]),
+            )
+            .await;
+            let n = st
+                .get("result")
+                .and_then(Value::as_number)
+                .and_then(|n| n.to_i64());
+            assert!(n.is_some_and(|n| (3..=5).contains(&n)), "{n:?}");
+            assert_eq!(
+                attr(&st, "id"),
+                n.map(|n| n.to_string()).unwrap_or_default()
+            );
+        }
+        let seeded = obj(&[
+            ("min", Value::int(1)),
+            ("max", Value::int(1_000_000)),
+            ("seed", s("x")),
+        ]);
+        let (_, a) = create(&*p, INTEGER, &seeded).await;
+        let (_, b) = create(&*p, INTEGER, &seeded).await;
+        assert_eq!(a.get("result"), b.get("result"));
+    }
+
+    #[tokio::test]
+    async fn cairn_random_seed_makes_values_reproducible() {
+        let seeded = RandomProvider::new(Host::default().with_env("CAIRN_RANDOM_SEED", "7"));
+        let p = configure(&seeded).await;
+        let q = configure(&RandomProvider::new(
+            Host::default().with_env("CAIRN_RANDOM_SEED", "7"),
+        ))
+        .await;
+        let cfg = |k: &str| obj(&[("length", Value::int(16)), ("keepers", map(&[("k", k)]))]);
+        let (_, a) = create(&*p, PASSWORD, &cfg("1")).await;
+        let (_, b) = create(&*q, PASSWORD, &cfg("1")).await;
+        assert_eq!(a.get("result"), b.get("result"), "same seed and config");
+        let (_, c) = create(&*p, PASSWORD, &cfg("2")).await;
+        assert_ne!(a.get("result"), c.get("result"), "another config");
+        let free = configure(&RandomProvider::new(Host::default())).await;
+        let (_, d) = create(&*free, PASSWORD, &cfg("1")).await;
+        let (_, e) = create(&*free, PASSWORD, &cfg("1")).await;
+        assert_ne!(d.get("result"), e.get("result"), "unseeded values differ");
+    }
+
+    #[test]
+    fn validation_messages() {
+        let p = RandomProvider::new(Host::default());
+        let msgs = |t: &str, c: Value| -> Vec<String> {
+            p.validate(Mode::Managed, t, &c)
+                .iter()
+                .map(|d| d.detail.clone())
+                .collect()
+        };
+        assert_eq!(
+            msgs(
+                INTEGER,
+                obj(&[("min", Value::int(5)), ("max", Value::int(1))])
+            ),
+            ["The minimum (5) must be smaller than or equal to the maximum (1)."]
+        );
+        assert_eq!(
+            msgs(
+                STRING,
+                obj(&[("length", Value::int(2)), ("min_upper", Value::int(3))])
+            ),
+            [
+                "Argument \"length\" (2) must be at least min_upper + min_lower + min_numeric + \
+              min_special (3)."
+            ]
+        );
+        assert_eq!(
+            msgs(ID, obj(&[("byte_length", Value::int(0))])),
+            ["Argument \"byte_length\" must be a whole number of at least 1, got: 0."]
+        );
+        assert!(msgs(STRING, obj(&[("length", Value::Unknown(Type::Number))])).is_empty());
+    }
+}
