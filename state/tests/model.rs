@@ -75,9 +75,13 @@ fn pref() -> ProviderRef {
 }
 
 fn object(v: u8, tainted: bool) -> ResourceObject {
+    with_deps(v, tainted, vec![])
+}
+
+fn with_deps(v: u8, tainted: bool, deps: Vec<ResourceInstanceAddr>) -> ResourceObject {
     ResourceObject {
         attrs: StoredValue::Number(v.to_string()),
-        deps: vec![],
+        deps,
         provider: pref(),
         create_token: None,
         tainted,
@@ -215,6 +219,7 @@ fn check_recovered(
     prop_assert_eq!(store.head(), model.len() as u64);
     prop_assert_eq!(observe(store.snapshot()), interpret(model));
     prop_assert_eq!(store.snapshot(), &Snapshot::replay(&events));
+    prop_assert!(store.snapshot().dependents_consistent());
     let violations = store.check();
     // Pending operations of a crashed run are expected; everything else must hold.
     prop_assert!(violations.is_empty(), "{violations:?}");
@@ -257,6 +262,13 @@ fn run_actions(actions: Vec<Action>) -> Result<(), TestCaseError> {
     for a in actions {
         let s = store.as_mut().expect("open store");
         let present = |s: &Store, i: u8| s.snapshot().current(&addr(i)).is_some();
+        // Objects depend on the instances with smaller numbers that exist when they are written.
+        let deps = |s: &Store, i: u8| -> Vec<ResourceInstanceAddr> {
+            (0..i)
+                .map(addr)
+                .filter(|a| s.snapshot().resource(a).is_some())
+                .collect()
+        };
         let busy = |s: &Store, i: u8| !s.snapshot().pending_for(&addr(i)).is_empty();
         let op = |s: &mut Store, m: &mut Vec<EventBody>, i: u8, action: OpAction| {
             append(
@@ -277,12 +289,12 @@ fn run_actions(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 let op = op(s, &mut model, i, OpAction::Create)?;
                 s.commit().map_err(|e| TestCaseError::fail(e.to_string()))?;
                 committed = model.len();
-                let object = Some(object(v, false));
+                let object = Some(with_deps(v, false, deps(s, i)));
                 append(s, &mut model, EventBody::OperationSucceeded { op, object })?;
             }
             Action::Update(i, v) if present(s, i) && !busy(s, i) => {
                 let op = op(s, &mut model, i, OpAction::Update)?;
-                let object = Some(object(v, false));
+                let object = Some(with_deps(v, false, deps(s, i)));
                 append(s, &mut model, EventBody::OperationSucceeded { op, object })?;
             }
             Action::Delete(i) if present(s, i) && !busy(s, i) => {
@@ -395,7 +407,8 @@ proptest! {
                         addr: addr(i), deposed: None, action: OpAction::Create, token: None,
                         provider: pref(), prior: None,
                     }).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    EventBody::OperationSucceeded { op: seq, object: Some(object(v, v % 3 == 0)) }
+                    let deps = vec![addr((i + 1) % 6), addr((i + 2) % 6)];
+                    EventBody::OperationSucceeded { op: seq, object: Some(with_deps(v, v % 3 == 0, deps)) }
                 }
                 Action::Refresh(i, v) => EventBody::ResourceRead {
                     addr: addr(i), attrs: StoredValue::Number(v.to_string()),
@@ -418,11 +431,13 @@ proptest! {
         let replayed = Snapshot::replay(&events);
         // Incremental apply equals replay.
         prop_assert_eq!(s.snapshot(), &replayed);
+        prop_assert!(s.snapshot().dependents_consistent());
         drop(s);
         let mut s = open(&dir)?;
         prop_assert_eq!(s.snapshot(), &replayed);
         for at in 0..=s.head() {
             let prefix = Snapshot::replay(&events[..at as usize]);
+            prop_assert!(prefix.dependents_consistent());
             prop_assert_eq!(s.snapshot_at(at).map_err(|e| TestCaseError::fail(e.to_string()))?, prefix);
         }
         s.clear_checkpoints().map_err(|e| TestCaseError::fail(e.to_string()))?;
