@@ -921,6 +921,9 @@ fn chunklist(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// to the arguments' common type. An unknown argument reached before a result makes the result
 /// unknown; arguments after the result do not matter.
 fn coalesce(a: Vec<Value>, _: &FunctionContext) -> Res {
+    if a.is_empty() {
+        return Err(call_err("all arguments must have the same type"));
+    }
     let tys: Vec<Type> = a
         .iter()
         .filter(|v| !matches!(v.unmarked(), Value::Null(Type::Dynamic)))

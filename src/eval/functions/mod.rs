@@ -19,6 +19,31 @@
 //! argument is unknown, and a sensitive result when any argument contains a sensitive part.
 //! Functions whose result does not depend on some unknown parts (`length`, `coalesce`, `merge`,
 //! ...) opt in to seeing unknowns and document what they do.
+//!
+//! Errors are worded as Terraform words them (checked against `terraform console` 1.11), and
+//! `FunctionError::message` is the whole diagnostic detail.
+//!
+//! The library, by family (one file each):
+//! - strings: chomp endswith format formatlist indent join lower regex regexall replace split
+//!   startswith strcontains strrev substr title trim trimprefix trimspace trimsuffix upper
+//! - collections: alltrue anytrue chunklist coalesce coalescelist compact concat contains
+//!   distinct element flatten index keys length lookup matchkeys merge one range reverse
+//!   setintersection setproduct setsubtract setunion slice sort sum transpose values zipmap
+//! - numeric: abs ceil floor log max min parseint pow signum
+//! - encoding: base64decode base64encode csvdecode jsondecode jsonencode urlencode
+//!   yamldecode (`yaml.rs`) yamlencode
+//! - hashing: base64sha256 base64sha512 md5 sha1 sha256 sha512 uuidv5
+//! - filesystem: abspath basename dirname file filebase64 filebase64sha256 filebase64sha512
+//!   fileexists filemd5 fileset filesha1 filesha256 filesha512 templatefile
+//! - network: cidrhost cidrnetmask cidrsubnet cidrsubnets
+//! - types: tobool tolist tomap tonumber toset tostring
+//! - time: formatdate timeadd timecmp
+//! - misc: ephemeralasnull issensitive nonsensitive plantimestamp sensitive timestamp uuid
+//!
+//! `try`, `can` and `templatestring` are special forms of the evaluator, not functions here.
+//! Not provided: `base64gzip`, `textencodebase64`/`textdecodebase64` (need compression and
+//! legacy-encoding tables), `bcrypt`, `rsadecrypt`, `pathexpand` (reads the user's home, which
+//! confinement forbids anyway) and the console-only `type`.
 
 mod collections;
 mod encoding;
@@ -113,8 +138,13 @@ impl Arity {
             return Some((
                 "Not enough function arguments",
                 format!(
-                    "Function {} expects {} argument(s). Missing value for {}.",
+                    "Function {} expects {}{} argument(s). Missing value for {}.",
                     quote(name),
+                    if self.variadic.is_some() {
+                        "at least "
+                    } else {
+                        ""
+                    },
                     self.min(),
                     quote(self.params[given])
                 ),
@@ -519,6 +549,11 @@ mod tests {
         assert_eq!(
             arity("join").unwrap().signature("join"),
             "join(separator, lists...)"
+        );
+        check_err(
+            "join",
+            vec![],
+            "Function \"join\" expects at least 1 argument(s). Missing value for \"separator\".",
         );
     }
 
