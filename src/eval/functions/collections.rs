@@ -1497,6 +1497,7 @@ mod tests {
             b(true),
         );
         check("sum", vec![tup(vec![n(1), s("2")])], n(3));
+        check("sum", vec![tup(vec![num("0.1"), num("0.2")])], num("0.3"));
         check(
             "sum",
             vec![tup(vec![num("9007199254740993"), n(1)])],
