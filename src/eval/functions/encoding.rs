@@ -396,7 +396,7 @@ fn yaml_node(v: &Value, indent: usize, out: &mut String) {
                 if i > 0 {
                     out.push_str(&pad);
                 }
-                yaml_string(k, indent, out);
+                yaml_key(k, out);
                 out.push(':');
                 let x = x.unmarked();
                 match x {
@@ -437,20 +437,49 @@ fn yaml_scalar(v: &Value, indent: usize, out: &mut String) {
     }
 }
 
+/// Whether go-yaml writes `c` as it is inside a double-quoted scalar (its `is_printable`,
+/// minus the line breaks it always escapes).
+fn yaml_printable(c: char) -> bool {
+    let u = c as u32;
+    (c != '\u{feff}')
+        && (c == '\n'
+            || (0x20..=0x7e).contains(&u)
+            || (0xa0..=0xd7ff).contains(&u)
+            || (0xe000..=0xfffd).contains(&u))
+}
+
+/// A string scalar: a literal block when it has line breaks and YAML allows one, otherwise
+/// double-quoted, folded at spaces past column 80 as go-yaml does (`allow_breaks` is false for
+/// mapping keys).
 fn yaml_string(s: &str, indent: usize, out: &mut String) {
-    let literal_ok = s.contains('\n')
-        && !s.starts_with([' ', '\n'])
-        && s.chars().all(|c| c == '\n' || !c.is_control())
-        && s.split('\n').all(|l| !l.ends_with(' '));
+    yaml_string_with(s, indent, out, true)
+}
+
+fn yaml_key(s: &str, out: &mut String) {
+    yaml_string_with(s, 0, out, false)
+}
+
+fn yaml_string_with(s: &str, indent: usize, out: &mut String, allow_breaks: bool) {
+    let indent = indent.max(2);
+    let literal_ok = allow_breaks
+        && s.contains('\n')
+        && !s.ends_with(' ')
+        && !s.contains(" \n")
+        && s.chars()
+            .all(|c| c != '\r' && (c == '\n' || yaml_printable(c)));
     if literal_ok {
         let body = s.trim_end_matches('\n');
         let trailing = s.len() - body.len();
+        out.push('|');
+        if s.starts_with([' ', '\n']) {
+            out.push('2');
+        }
         out.push_str(match trailing {
-            0 => "|-",
-            1 => "|",
-            _ => "|+",
+            0 => "-",
+            1 => "",
+            _ => "+",
         });
-        let pad = " ".repeat(indent.max(2));
+        let pad = " ".repeat(indent);
         for line in body.split('\n') {
             out.push('\n');
             if !line.is_empty() {
@@ -463,18 +492,64 @@ fn yaml_string(s: &str, indent: usize, out: &mut String) {
         }
         return;
     }
+    let mut column = out.len() - out.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let chars: Vec<char> = s.chars().collect();
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\0' => out.push_str("\\0"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
-            c => out.push(c),
+    column += 1;
+    let mut spaces = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == ' ' {
+            if allow_breaks && !spaces && column > 80 && i != 0 && i != chars.len() - 1 {
+                out.push('\n');
+                out.push_str(&" ".repeat(indent));
+                column = indent;
+                if chars.get(i + 1) == Some(&' ') {
+                    out.push('\\');
+                    column += 1;
+                }
+            } else {
+                out.push(' ');
+                column += 1;
+            }
+            spaces = true;
+            i += 1;
+            continue;
         }
+        spaces = false;
+        let escaped: Option<String> = match c {
+            '\0' => Some("\\0".into()),
+            '\u{7}' => Some("\\a".into()),
+            '\u{8}' => Some("\\b".into()),
+            '\t' => Some("\\t".into()),
+            '\n' => Some("\\n".into()),
+            '\u{b}' => Some("\\v".into()),
+            '\u{c}' => Some("\\f".into()),
+            '\r' => Some("\\r".into()),
+            '\u{1b}' => Some("\\e".into()),
+            '"' => Some("\\\"".into()),
+            '\\' => Some("\\\\".into()),
+            '\u{85}' => Some("\\N".into()),
+            '\u{a0}' => None,
+            '\u{2028}' => Some("\\L".into()),
+            '\u{2029}' => Some("\\P".into()),
+            c if yaml_printable(c) => None,
+            c if (c as u32) <= 0xff => Some(format!("\\x{:02X}", c as u32)),
+            c if (c as u32) <= 0xffff => Some(format!("\\u{:04X}", c as u32)),
+            c => Some(format!("\\U{:08X}", c as u32)),
+        };
+        match escaped {
+            Some(e) => {
+                column += e.len();
+                out.push_str(&e);
+            }
+            None => {
+                column += 1;
+                out.push(c);
+            }
+        }
+        i += 1;
     }
     out.push('"');
 }
@@ -718,6 +793,38 @@ mod tests {
                         - \"x\": 1\n\"o\": \"  lead\"\n";
         check("yamlencode", vec![v], s(expected));
         check("yamlencode", vec![s("x")], s("\"x\"\n"));
+        // Long strings fold at column 80; strings with leading breaks get an indentation
+        // indicator; characters outside the printable set are escaped (terraform console).
+        let long = "aaaaaaaaaa bbbbbbbbbb cccccccccc dddddddddd eeeeeeeeee ffffffffff gggggggggg \
+                    hhhhhhhhhh iiiiiiiiii";
+        check(
+            "yamlencode",
+            vec![obj(vec![("x", obj(vec![("y", s(long))]))])],
+            s("\"x\":\n  \"y\": \"aaaaaaaaaa bbbbbbbbbb cccccccccc dddddddddd eeeeeeeeee ffffffffff \
+               gggggggggg\n    hhhhhhhhhh iiiiiiiiii\"\n"),
+        );
+        check(
+            "yamlencode",
+            vec![tup(vec![s(&long.replace("h iii", "h  iii"))])],
+            s(
+                "- \"aaaaaaaaaa bbbbbbbbbb cccccccccc dddddddddd eeeeeeeeee ffffffffff gggggggggg \
+               hhhhhhhhhh\n  \\ iiiiiiiiii\"\n",
+            ),
+        );
+        check(
+            "yamlencode",
+            vec![obj(vec![
+                ("d", s("\nlead")),
+                ("e", s("é\u{7}")),
+                ("f", s("x \n y")),
+            ])],
+            s("\"d\": |2-\n\n  lead\n\"e\": \"é\\a\"\n\"f\": \"x \\n y\"\n"),
+        );
+        check(
+            "yamlencode",
+            vec![tup(vec![s("😀 \u{a0}\u{85}x")])],
+            s("- \"\\U0001F600 \u{a0}\\Nx\"\n"),
+        );
         check("yamlencode", vec![b(true)], s("true\n...\n"));
         check("yamlencode", vec![tup(vec![])], s("[]\n"));
     }
