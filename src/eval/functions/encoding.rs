@@ -156,10 +156,7 @@ fn jsondecode(a: Vec<Value>, _: &FunctionContext) -> Res {
     let v = parser.value().map_err(call_err)?;
     parser.skip_ws();
     if parser.i < parser.b.len() {
-        return Err(call_err(format!(
-            "invalid character {} after top-level value",
-            parser.describe()
-        )));
+        return Err(call_err("extraneous data after JSON object"));
     }
     Ok(v)
 }
@@ -182,9 +179,12 @@ impl JsonParser<'_> {
             None => "EOF".into(),
         }
     }
+    /// An error between tokens (Go's decoder says just "EOF" at the end of the input).
     fn err(&self, context: &str) -> String {
         if self.i >= self.b.len() {
-            "unexpected end of JSON input".into()
+            "EOF".into()
+        } else if context.is_empty() {
+            format!("invalid character {}", self.describe())
         } else {
             format!("invalid character {} {context}", self.describe())
         }
@@ -203,11 +203,17 @@ impl JsonParser<'_> {
                     self.i += 1;
                     return Ok(Value::Object(m));
                 }
+                let mut first = true;
                 loop {
                     self.skip_ws();
                     if self.b.get(self.i) != Some(&b'"') {
-                        return Err(self.err("looking for beginning of object key string"));
+                        return Err(self.err(if first {
+                            ""
+                        } else {
+                            "looking for beginning of object key string"
+                        }));
                     }
+                    first = false;
                     let k = self.string()?;
                     self.skip_ws();
                     if self.b.get(self.i) != Some(&b':') {
@@ -253,37 +259,76 @@ impl JsonParser<'_> {
             b'f' => self.literal("false", Value::Bool(false)),
             b'n' => self.literal("null", Value::Null(Type::Dynamic)),
             b'-' | b'0'..=b'9' => {
+                // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
                 let start = self.i;
-                while self.i < self.b.len()
-                    && matches!(
-                        self.b[self.i],
-                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-                    )
-                {
+                let digits = |p: &mut Self| {
+                    let s = p.i;
+                    while p.i < p.b.len() && p.b[p.i].is_ascii_digit() {
+                        p.i += 1;
+                    }
+                    p.i - s
+                };
+                if self.b[self.i] == b'-' {
                     self.i += 1;
                 }
-                let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
-                match parse_number(text) {
-                    Some(n) if !text.starts_with('+') && !text.starts_with('.') => {
-                        Ok(Value::Number(n))
+                match self.b.get(self.i) {
+                    Some(b'0') => self.i += 1,
+                    Some(b'1'..=b'9') => {
+                        digits(self);
                     }
-                    _ => {
-                        self.i = start;
-                        Err(self.err("in numeric literal"))
+                    None => return Err("unexpected EOF".into()),
+                    Some(_) => return Err(self.err("in numeric literal")),
+                }
+                if self.b.get(self.i) == Some(&b'.') {
+                    self.i += 1;
+                    if digits(self) == 0 {
+                        return Err(if self.i >= self.b.len() {
+                            "unexpected EOF".into()
+                        } else {
+                            self.err("after decimal point in numeric literal")
+                        });
                     }
                 }
+                if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+                    self.i += 1;
+                    if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
+                        self.i += 1;
+                    }
+                    if digits(self) == 0 {
+                        return Err(if self.i >= self.b.len() {
+                            "unexpected EOF".into()
+                        } else {
+                            self.err("in exponent of numeric literal")
+                        });
+                    }
+                }
+                let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
+                parse_number(text)
+                    .map(Value::Number)
+                    .ok_or_else(|| self.err("in numeric literal"))
             }
             _ => Err(self.err("looking for beginning of value")),
         }
     }
     fn literal(&mut self, word: &str, v: Value) -> Result<Value, String> {
-        if self.b[self.i..].starts_with(word.as_bytes()) {
+        let rest = &self.b[self.i..];
+        if rest.starts_with(word.as_bytes()) {
             self.i += word.len();
-            Ok(v)
-        } else {
-            self.i += 1;
-            Err(self.err(&format!("in literal {word} (expecting '{}')", &word[1..2])))
+            return Ok(v);
         }
+        if word.as_bytes().starts_with(rest) {
+            return Err("unexpected EOF".into());
+        }
+        let at = rest
+            .iter()
+            .zip(word.as_bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        self.i += at;
+        Err(self.err(&format!(
+            "in literal {word} (expecting '{}')",
+            word.as_bytes()[at] as char
+        )))
     }
     fn string(&mut self) -> Result<String, String> {
         self.i += 1; // opening quote
@@ -291,14 +336,14 @@ impl JsonParser<'_> {
         loop {
             let rest = std::str::from_utf8(&self.b[self.i..]).map_err(|e| e.to_string())?;
             let Some(c) = rest.chars().next() else {
-                return Err("unexpected end of JSON input".into());
+                return Err("unexpected EOF".into());
             };
             self.i += c.len_utf8();
             match c {
                 '"' => return Ok(out),
                 '\\' => {
                     let Some(&e) = self.b.get(self.i) else {
-                        return Err("unexpected end of JSON input".into());
+                        return Err("unexpected EOF".into());
                     };
                     self.i += 1;
                     match e {
@@ -759,10 +804,37 @@ mod tests {
             "Call to function \"jsondecode\" failed: invalid character ']' looking for \
              beginning of value.",
         );
-        check_err(
+        // Each message as `terraform console` (1.11) gives it.
+        for (text, msg) in [
+            ("", "EOF"),
+            ("{x", "invalid character 'x'"),
+            ("{\"a\" 1}", "invalid character '1' after object key"),
+            ("[1 2]", "invalid character '2' after array element"),
+            (
+                "{\"a\":}",
+                "invalid character '}' looking for beginning of value",
+            ),
+            ("tru", "unexpected EOF"),
+            ("1 2", "extraneous data after JSON object"),
+            ("\"abc", "unexpected EOF"),
+            (
+                "{\"a\":1,}",
+                "invalid character '}' looking for beginning of object key string",
+            ),
+            ("[1", "EOF"),
+            ("01", "extraneous data after JSON object"),
+            ("  ", "EOF"),
+        ] {
+            check_err(
+                "jsondecode",
+                vec![s(text)],
+                &format!("Call to function \"jsondecode\" failed: {msg}."),
+            );
+        }
+        check(
             "jsondecode",
-            vec![s("")],
-            "Call to function \"jsondecode\" failed: EOF.",
+            vec![s("{\"a\":1, \"a\":2}")],
+            obj(vec![("a", n(2))]),
         );
         check("jsondecode", vec![unk(Type::String)], unk(Type::Dynamic));
     }
