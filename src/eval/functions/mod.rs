@@ -46,6 +46,8 @@
 //! confinement forbids anyway) and the console-only `type`.
 
 mod collections;
+#[cfg(test)]
+mod console_tests;
 mod encoding;
 mod filesystem;
 mod hashing;

@@ -633,6 +633,29 @@ impl Flow {
     }
     fn value(&mut self, p: &mut Parser) -> Result<Value, String> {
         self.ws();
+        // `&anchor` and `!tag` properties before a flow value.
+        if let Some(&c @ ('&' | '!')) = self.s.get(self.i) {
+            let start = self.i + 1;
+            while self.i < self.s.len() && !matches!(self.s[self.i], ' ' | ',' | ']' | '}') {
+                self.i += 1;
+            }
+            let name: String = self.s[start..self.i].iter().collect();
+            let v = self.value(p)?;
+            if c == '&' {
+                p.anchors.insert(name, v.clone());
+                return Ok(v);
+            }
+            return match v {
+                Value::String(raw) => {
+                    resolve_tagged(&format!("!{}", name.trim_start_matches('!')), &raw)
+                }
+                Value::Number(n) => resolve_tagged(
+                    &format!("!{}", name.trim_start_matches('!')),
+                    &n.to_string(),
+                ),
+                other => Ok(other),
+            };
+        }
         match self.s.get(self.i) {
             Some('[') => {
                 self.i += 1;
@@ -983,6 +1006,14 @@ mod tests {
 
     #[test]
     fn anchors_and_errors() {
+        ok(
+            "{a: &foo [1, 2, 3], b: *foo, c: !!str 12}",
+            obj(vec![
+                ("a", tup(vec![n(1), n(2), n(3)])),
+                ("b", tup(vec![n(1), n(2), n(3)])),
+                ("c", s("12")),
+            ]),
+        );
         ok(
             "base: &b {x: 1}\nother: *b",
             obj(vec![

@@ -1,0 +1,90 @@
+//! The function library against Terraform itself: `fixtures/golden/functions_console.txt`
+//! holds expressions and what `terraform console` (1.11) printed for each, recorded by piping
+//! each expression into `terraform console` in an empty directory (errors flattened to
+//! `Error: summary: detail`). Each is evaluated here through the real evaluator and rendered
+//! as the console renders values; every difference is reported at once.
+//!
+//! Expressions whose rendering depends on things outside the function library (Terraform
+//! prints a typed null as `tostring(null)`, Cairn's renderer as `null`) are compared after
+//! normalizing that rendering, and said so below.
+
+use crate::diag::FileId;
+use crate::eval::{eval, Scope, ScopeError, Subject};
+use crate::value::{format_hcl, Value};
+use std::path::{Path, PathBuf};
+
+struct EmptyScope {
+    dir: PathBuf,
+}
+
+impl Scope for EmptyScope {
+    fn resolve(&self, s: &Subject) -> Result<Value, ScopeError> {
+        Err(ScopeError::new(
+            "Invalid reference",
+            format!("{s:?} is not available here."),
+        ))
+    }
+    fn file(&self) -> FileId {
+        FileId(0)
+    }
+    fn module_dir(&self) -> &Path {
+        &self.dir
+    }
+    fn root_dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+fn render(src: &str, scope: &EmptyScope) -> String {
+    let expr = match hcl_edit::parser::parse_expr(src) {
+        Ok(e) => e,
+        Err(e) => return format!("parse error: {}", e.message()),
+    };
+    match eval(&expr, scope) {
+        Ok(v) => format_hcl(&v),
+        Err(diags) => diags
+            .iter()
+            .map(|d| format!("Error: {}: {}", d.summary, d.detail))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// Terraform prints typed nulls with their conversion (`tostring(null)`), and a heredoc for a
+/// string ending in a newline with a blank line before `EOT`; that is the renderer's business,
+/// not the functions', so both are compared without it.
+fn normalize(text: &str) -> String {
+    let mut out = text.replace("\n\nEOT", "\nEOT");
+    for f in ["tostring", "tonumber", "tobool"] {
+        out = out.replace(&format!("{f}(null)"), "null");
+    }
+    out
+}
+
+#[test]
+fn functions_match_terraform_console() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let golden =
+        std::fs::read_to_string(dir.join("golden/functions_console.txt")).expect("golden file");
+    let scope = EmptyScope { dir: dir.clone() };
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for case in golden.split("== ").skip(1) {
+        let (expr, expected) = case.split_once('\n').unwrap_or((case, ""));
+        let expected = normalize(expected.trim_end());
+        let got = normalize(&render(expr, &scope));
+        count += 1;
+        if got != expected {
+            failures.push(format!(
+                "{expr}\n  terraform: {expected}\n  cairn:     {got}"
+            ));
+        }
+    }
+    assert!(count > 150, "only {count} cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {count} differ from terraform console:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
