@@ -948,16 +948,8 @@ fn coalescelist(a: Vec<Value>, _: &FunctionContext) -> Res {
     if a.is_empty() {
         return Err(call_err("at least one argument is required"));
     }
-    for (i, v) in a.iter().enumerate() {
-        if !is_seq(v) && !v.is_null() {
-            return Err(arg_err(
-                i,
-                format!(
-                    "coalescelist arguments must be lists or tuples, got {}",
-                    friendly_name(&v.type_of(), false)
-                ),
-            ));
-        }
+    if a.iter().any(|v| !is_seq(v) || v.is_null()) {
+        return Err(call_err("coalescelist arguments must be lists or tuples"));
     }
     for v in a {
         if v.is_unknown() {

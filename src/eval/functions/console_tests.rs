@@ -50,11 +50,19 @@ fn render(src: &str, scope: &EmptyScope) -> String {
     }
 }
 
-/// Terraform prints typed nulls with their conversion (`tostring(null)`), and a heredoc for a
-/// string ending in a newline with a blank line before `EOT`; that is the renderer's business,
-/// not the functions', so both are compared without it.
+/// Terraform prints typed nulls with their conversion (`tostring(null)`), nested heredocs as
+/// `<<-EOT`, and a heredoc for a string ending in a newline with a blank line before `EOT`;
+/// that is the renderer's business, not the functions', so it is compared without those.
 fn normalize(text: &str) -> String {
-    let mut out = text.replace("\n\nEOT", "\nEOT");
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let mut kept: Vec<&str> = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let next_is_eot = lines.get(i + 1).is_some_and(|n| n.trim() == "EOT");
+        if !(l.is_empty() && next_is_eot) {
+            kept.push(l);
+        }
+    }
+    let mut out = kept.join("\n").replace("<<-EOT", "<<EOT");
     for f in ["tostring", "tonumber", "tobool"] {
         out = out.replace(&format!("{f}(null)"), "null");
     }

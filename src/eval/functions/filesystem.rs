@@ -217,7 +217,14 @@ fn fileexists(a: Vec<Value>, ctx: &FunctionContext) -> Res {
     let full = confined(ctx, path)?;
     match std::fs::metadata(&full) {
         Ok(m) if m.is_file() => Ok(Value::Bool(true)),
-        Ok(_) => Err(call_err(format!("{path} is not a regular file"))),
+        Ok(m) if m.is_dir() => Err(call_err(format!(
+            "{} is a directory, not a file",
+            crate::eval::convert::quote(path)
+        ))),
+        Ok(_) => Err(call_err(format!(
+            "{} is not a regular file",
+            crate::eval::convert::quote(path)
+        ))),
         Err(_) => Ok(Value::Bool(false)),
     }
 }

@@ -172,20 +172,21 @@ fn s(v: String) -> Value {
     Value::String(v)
 }
 
-/// Go's `unicode.ToUpper`/`ToLower` map one character to one character; characters whose
-/// case mapping is longer (`ß`) stay as they are.
+/// Go's `unicode.ToUpper`/`ToLower` use the simple (one character to one character) case
+/// mappings: characters whose full upper-case mapping is longer (`ß`, `ﬀ`) stay as they are,
+/// and `İ`, the one character whose full lower-case mapping is longer, becomes `i`.
 fn map_case(text: &str, upper: bool) -> String {
     text.chars()
         .map(|c| {
-            let mut m: Vec<char> = if upper {
+            let m: Vec<char> = if upper {
                 c.to_uppercase().collect()
             } else {
                 c.to_lowercase().collect()
             };
-            if m.len() == 1 {
-                m.pop().unwrap_or(c)
-            } else {
-                c
+            match (m.len(), upper) {
+                (1, _) => m[0],
+                (_, false) => m.first().copied().unwrap_or(c),
+                _ => c,
             }
         })
         .collect()
@@ -813,14 +814,67 @@ fn digits_of(n: &BigDecimal) -> (Vec<u8>, i64) {
     (digits, dp)
 }
 
-/// Rounds `n` (non-negative) to `sig` significant digits, half to even.
+/// Rounds a non-negative `n` to `scale` decimal places as Go rounds the `big.Float` Terraform
+/// holds: that float is the nearest 512-bit binary number to the decimal, so a decimal tie
+/// (`0.05` to one place) rounds up or down as the binary number lies above or below it, and
+/// only exact ties (`2.5`) go to even.
+fn round_go(n: &BigDecimal, scale: i64) -> BigDecimal {
+    let (d, dp) = digits_of(n);
+    // Digits after the cut: a tie is "5" followed by nothing but zeros.
+    let cut = dp + scale;
+    let tie = cut >= 0 && (cut as usize) < d.len() && {
+        let rest = &d[cut as usize..];
+        rest[0] == 5 && rest[1..].iter().all(|x| *x == 0)
+    };
+    if !tie {
+        return n.with_scale_round(scale, RoundingMode::HalfEven);
+    }
+    match binary_direction(n) {
+        std::cmp::Ordering::Greater => n.with_scale_round(scale, RoundingMode::Up),
+        std::cmp::Ordering::Less => n.with_scale_round(scale, RoundingMode::Down),
+        std::cmp::Ordering::Equal => n.with_scale_round(scale, RoundingMode::HalfEven),
+    }
+}
+
+/// Whether the nearest 512-bit binary float to `n` (positive) is above, below or equal to it.
+fn binary_direction(n: &BigDecimal) -> std::cmp::Ordering {
+    let (m, k) = n.normalized().as_bigint_and_exponent(); // n = m / 10^k
+    let m = m.magnitude().clone();
+    let ten_k = |k: i64| bigdecimal::num_bigint::BigUint::from(10u32).pow(k.unsigned_abs() as u32);
+    // n = num / den
+    let (num, den) = if k >= 0 {
+        (m, ten_k(k))
+    } else {
+        (m * ten_k(k), bigdecimal::num_bigint::BigUint::from(1u32))
+    };
+    // Scale by 2^e so that the quotient has 512 bits: q = round(num * 2^e / den).
+    let bits = |x: &bigdecimal::num_bigint::BigUint| x.bits() as i64;
+    let e = 512 - (bits(&num) - bits(&den));
+    let (sn, sd) = if e >= 0 {
+        (num << (e as usize), den)
+    } else {
+        (num, den << ((-e) as usize))
+    };
+    let q = &sn / &sd;
+    let r = &sn - &q * &sd;
+    // Round half to even.
+    let twice = &r << 1usize;
+    let q = if twice > sd || (twice == sd && q.bit(0)) {
+        q + 1u32
+    } else {
+        q
+    };
+    (q * &sd).cmp(&sn)
+}
+
+/// Rounds `n` (non-negative) to `sig` significant digits, as Go does (see `round_go`).
 fn round_sig(n: &BigDecimal, sig: usize) -> (Vec<u8>, i64) {
     let (d, dp) = digits_of(n);
     if d.len() <= sig || d.is_empty() {
         return (d, dp);
     }
     // Keep `sig` digits: round to scale (sig - dp).
-    let r = n.with_scale_round(sig as i64 - dp, RoundingMode::HalfEven);
+    let r = round_go(n, sig as i64 - dp);
     digits_of(&r)
 }
 
@@ -830,7 +884,7 @@ fn fmt_float(n: &BigDecimal, mode: char, prec: Option<usize>) -> String {
     match mode.to_ascii_lowercase() {
         'f' => {
             let p = prec.unwrap_or(6);
-            let r = n.with_scale_round(p as i64, RoundingMode::HalfEven);
+            let r = round_go(n, p as i64);
             let text = crate::value::Number(r).to_string();
             let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
             if p == 0 {
