@@ -650,6 +650,14 @@ fn csvdecode(a: Vec<Value>, _: &FunctionContext) -> Res {
     let Some((_, header)) = it.next() else {
         return Err(call_err("missing header line"));
     };
+    for (i, h) in header.iter().enumerate() {
+        if header[..i].contains(h) {
+            return Err(call_err(format!(
+                "duplicate column name {}",
+                crate::eval::convert::quote(h)
+            )));
+        }
+    }
     let mut rows = Vec::new();
     for (line, rec) in it {
         if rec.len() != header.len() {

@@ -345,7 +345,22 @@ pub fn call(name: &str, args: Vec<Value>, ctx: &FunctionContext) -> Result<Value
     let mut converted = Vec::with_capacity(args.len());
     for (i, a) in args.into_iter().enumerate() {
         let param = param_of(i);
-        let a = convert::convert(a, &param.ty.ty()).map_err(|e| arg_error(i, &e.to_string()))?;
+        // Terraform words a failed value conversion ("a number is required") without the
+        // path to the element, and a type mismatch ("element 0: string required") with it.
+        let a = convert::convert(a, &param.ty.ty()).map_err(|e| {
+            let value_level = matches!(
+                e.message.as_str(),
+                "a number is required" | "a bool is required"
+            );
+            arg_error(
+                i,
+                &if value_level {
+                    e.message
+                } else {
+                    e.to_string()
+                },
+            )
+        })?;
         if a.is_null() && !param.null {
             return Err(arg_error(i, "argument must not be null"));
         }
@@ -431,15 +446,13 @@ pub(crate) fn elem_type(t: &Type) -> Type {
     }
 }
 
-/// An integer argument: whole and within `i64`, otherwise an argument error.
-pub(crate) fn int_arg(i: usize, v: &Value, what: &str) -> Result<i64, Fail> {
-    match v.as_number() {
-        Some(n) if n.is_integer() => n
-            .to_i64()
-            .ok_or_else(|| arg_err(i, format!("{what} is too large"))),
-        Some(_) => Err(arg_err(i, format!("{what} must be a whole number"))),
-        None => Err(arg_err(i, format!("{what} must be a number"))),
-    }
+/// An integer argument: whole and within `i64`, otherwise the error Terraform gives.
+pub(crate) fn int_arg(_i: usize, v: &Value, _what: &str) -> Result<i64, Fail> {
+    v.as_number().and_then(|n| n.to_i64()).ok_or_else(|| {
+        call_err(
+            "value must be a whole number, between -9223372036854775808 and 9223372036854775807",
+        )
+    })
 }
 
 /// Return-type rule: the type of argument 0.

@@ -365,10 +365,17 @@ fn join(a: Vec<Value>, _: &FunctionContext) -> Res {
     Ok(s(items.join(&sep)))
 }
 
-/// Compiles a Terraform (RE2) pattern.
+/// The last line of a regex error ("unclosed group"), for one-line messages.
+fn regex_reason(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().last().unwrap_or_default().trim();
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
+}
+
+/// Compiles a Terraform (RE2) pattern for `regex`/`regexall`.
 fn compile(i: usize, pattern: &str) -> Result<Regex, super::Fail> {
     Regex::new(pattern)
-        .map_err(|e| arg_err(i, format!("invalid regular expression pattern: {}", e)))
+        .map_err(|e| arg_err(i, format!("invalid regexp pattern: {}", regex_reason(&e))))
 }
 
 /// `replace(str, substr, replace)`: a `substr` wrapped in slashes is a regular expression and
@@ -376,7 +383,8 @@ fn compile(i: usize, pattern: &str) -> Result<Regex, super::Fail> {
 fn replace(a: Vec<Value>, _: &FunctionContext) -> Res {
     let (text, sub, rep) = (str_of(&a[0]), str_of(&a[1]), str_of(&a[2]));
     if sub.len() > 1 && sub.starts_with('/') && sub.ends_with('/') {
-        let re = compile(1, &sub[1..sub.len() - 1])?;
+        let re = Regex::new(&sub[1..sub.len() - 1])
+            .map_err(|e| call_err(format!("error parsing regexp: {}", regex_reason(&e))))?;
         return Ok(s(re.replace_all(text, rep).into_owned()));
     }
     if sub.is_empty() {
@@ -404,8 +412,7 @@ fn match_type(re: &Regex) -> Result<Type, String> {
     }
     if named != names.len() {
         return Err(
-            "invalid regular expression pattern: can't mix both named and unnamed capture groups"
-                .into(),
+            "invalid regexp pattern: cannot mix both named and unnamed capture groups".into(),
         );
     }
     Ok(Type::object(
@@ -486,12 +493,17 @@ fn format(a: Vec<Value>, _: &FunctionContext) -> Res {
     }
     let (out, used) = format_str(&spec, &args).map_err(call_err)?;
     if used < args.len() {
-        return Err(arg_err(
-            used + 1,
-            format!("too many arguments; only {used} used by format string"),
-        ));
+        return Err(arg_err(used + 1, too_many(used)));
     }
     Ok(s(out))
+}
+
+fn too_many(used: usize) -> String {
+    if used == 0 {
+        "too many arguments; no verbs in format string".into()
+    } else {
+        format!("too many arguments; only {used} used by format string")
+    }
 }
 
 /// `formatlist(spec, args...)`: `format` for each index of the list arguments (which must have
@@ -558,8 +570,11 @@ fn formatlist(a: Vec<Value>, _: &FunctionContext) -> Res {
             }
             call_args.push(v);
         }
-        let (text, _) = format_str(&spec, &call_args)
-            .map_err(|e| call_err(format!("error on format iteration {idx}: {e}")))?;
+        let iteration = |e: String| call_err(format!("error on format iteration {idx}: {e}"));
+        let (text, used) = format_str(&spec, &call_args).map_err(iteration)?;
+        if used < call_args.len() {
+            return Err(iteration(too_many(used)));
+        }
         out.push(s(text));
     }
     Ok(Value::List(out))
@@ -997,7 +1012,8 @@ mod tests {
         check_err(
             "substr",
             vec![s("hello"), num("1.5"), n(1)],
-            "Invalid value for \"offset\" parameter: offset must be a whole number.",
+            "Call to function \"substr\" failed: value must be a whole number, between \
+             -9223372036854775808 and 9223372036854775807.",
         );
     }
 
