@@ -461,7 +461,12 @@ fn lookup(a: Vec<Value>, _: &FunctionContext) -> Res {
     match default {
         Some(d) => {
             if is_map && elem_ty != Type::Dynamic {
-                convert::convert(d, &elem_ty).map_err(|e| arg_err(2, e.to_string()))
+                convert::convert(d, &elem_ty).map_err(|_| {
+                    arg_err(
+                        2,
+                        "the default value must have the same type as the map elements",
+                    )
+                })
             } else {
                 Ok(d)
             }
