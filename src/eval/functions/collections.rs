@@ -936,7 +936,9 @@ fn coalescelist(a: Vec<Value>, _: &FunctionContext) -> Res {
     if a.is_empty() {
         return Err(call_err("at least one argument is required"));
     }
-    if a.iter().any(|v| !is_seq(v) || v.is_null()) {
+    if a.iter()
+        .any(|v| !v.is_unknown() && (!is_seq(v) || v.is_null()))
+    {
         return Err(call_err("coalescelist arguments must be lists or tuples"));
     }
     for v in a {
