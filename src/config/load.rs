@@ -225,34 +225,20 @@ impl Loader {
                 }
             };
             let id = self.sources.add(&shown, text.as_str());
-            match parse_body(&text) {
-                Ok(body) => self.file_body(id, &body, &mut module),
-                Err((offset, message)) => {
-                    let end = text[offset.min(text.len())..]
-                        .chars()
-                        .next()
-                        .map(|c| offset + c.len_utf8())
-                        .unwrap_or(offset);
-                    let (summary, detail) = if message.contains("redefined attribute") {
-                        (
-                            "Attribute redefined",
-                            "An argument was set twice in the same block. Each argument may be \
-                             set only once; the rest of this file was not checked."
-                                .to_string(),
-                        )
-                    } else {
-                        ("Invalid syntax", message)
-                    };
-                    self.err(
-                        Span {
-                            file: id,
-                            start: offset,
-                            end,
-                        },
-                        summary,
-                        detail,
-                    );
-                }
+            let (body, errors) = parse_recovering(&text);
+            for (start, end, summary, detail) in errors {
+                self.err(
+                    Span {
+                        file: id,
+                        start,
+                        end,
+                    },
+                    summary,
+                    detail,
+                );
+            }
+            if let Some(body) = body {
+                self.file_body(id, &body, &mut module);
             }
         }
         self.load_children(&mut module, ancestors);
@@ -1406,9 +1392,170 @@ fn parse_body(text: &str) -> Result<Body, (usize, String)> {
     let r = std::panic::catch_unwind(|| hcl_edit::parser::parse_body(text));
     match r {
         Ok(Ok(body)) => Ok(body),
-        Ok(Err(e)) => Err((e.location().offset(), parse_message(e.message()))),
+        Ok(Err(e)) => Err((e.location().offset(), e.message().to_string())),
         Err(_) => Err((0, "The file could not be parsed.".into())),
     }
+}
+
+/// A syntax problem: byte range, summary and detail.
+type SyntaxError = (usize, usize, &'static str, String);
+
+/// Parses a file body. hcl-edit stops at the first error; one kind is recovered from: an
+/// argument set twice is reported, blanked out (to the end of its line) and the file parsed
+/// again, so the rest of the file is still checked.
+fn parse_recovering(text: &str) -> (Option<Body>, Vec<SyntaxError>) {
+    let mut work = text.to_string();
+    let mut errors: Vec<SyntaxError> = Vec::new();
+    for _ in 0..32 {
+        let (offset, message) = match parse_body(&work) {
+            Ok(body) => return (Some(body), errors),
+            Err(e) => e,
+        };
+        let offset = offset.min(work.len());
+        if !message.contains("redefined attribute") {
+            if errors.is_empty() {
+                errors.push(describe_syntax_error(&work, offset, &message));
+            } else if let Some(last) = errors.last_mut() {
+                // A blanked-out argument may have spanned lines; what follows is not checked.
+                last.3
+                    .push_str(" The rest of this file could not be checked.");
+            }
+            return (None, errors);
+        }
+        let key: String = work[offset..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        errors.push((
+            offset,
+            offset + key.len().max(1),
+            "Attribute redefined",
+            format!(
+                "The argument {} was already set in this block. Each argument may be set only \
+                 once.",
+                quote(&key)
+            ),
+        ));
+        let line_end = work[offset..]
+            .find('\n')
+            .map(|i| offset + i)
+            .unwrap_or(work.len());
+        // Keep byte offsets stable: as many spaces as bytes.
+        let spaces = " ".repeat(line_end - offset);
+        work.replace_range(offset..line_end, &spaces);
+    }
+    (None, errors)
+}
+
+/// Words a parse error as Terraform would, where hcl-edit's message is terse: unclosed blocks,
+/// unterminated strings, quoted argument names, junk where an argument belongs.
+fn describe_syntax_error(text: &str, offset: usize, message: &str) -> SyntaxError {
+    let one = |at: usize| -> usize {
+        text[at.min(text.len())..]
+            .chars()
+            .next()
+            .map(|c| at + c.len_utf8())
+            .unwrap_or(at)
+    };
+    let rest_is_blank = text[offset..].trim().is_empty();
+    let line_end = text[offset..]
+        .find('\n')
+        .map(|i| offset + i)
+        .unwrap_or(text.len());
+    let line = &text[offset..line_end];
+    let m = message.to_ascii_lowercase();
+    if m.contains("block body") && rest_is_blank {
+        return (
+            offset,
+            one(offset),
+            "Unclosed configuration block",
+            "There is no closing brace for this block before the end of the file. This may be \
+             caused by incorrect brace nesting elsewhere in this file."
+                .into(),
+        );
+    }
+    if m.contains("heredoc end delimiter") {
+        return (
+            offset,
+            one(offset),
+            "Unterminated template string",
+            "No closing marker was found for the heredoc: its delimiter must stand on a line of \
+             its own."
+                .into(),
+        );
+    }
+    if m.starts_with("expected newline") {
+        return (
+            offset,
+            one(offset),
+            "Missing newline after argument",
+            "An argument definition must end with a newline.".into(),
+        );
+    }
+    if m.starts_with("invalid expression") {
+        return (
+            offset,
+            one(offset),
+            "Invalid expression",
+            "Expected the start of an expression, but found an invalid expression token.".into(),
+        );
+    }
+    if m.starts_with("unexpected token") || m.contains("block body") {
+        if let Some(after) = line.strip_prefix('"') {
+            let close = after.find('"').map(|i| offset + i + 2).unwrap_or(line_end);
+            return (
+                offset,
+                close,
+                "Invalid argument name",
+                "Argument names must not be quoted.".into(),
+            );
+        }
+        // An odd number of quotes on the line: a string that never ends.
+        if line.matches('"').count() % 2 == 1 {
+            let q = line.find('"').map(|i| offset + i).unwrap_or(offset);
+            return (
+                q,
+                one(q),
+                "Unterminated template string",
+                "No closing marker was found for the string.".into(),
+            );
+        }
+        // `name = ...` whose value does not parse (an unclosed bracket, a dangling `.`).
+        let trimmed = line.trim_start();
+        let name_len = trimmed
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(trimmed.len());
+        if name_len > 0 && trimmed[name_len..].trim_start().starts_with('=') {
+            let name = &trimmed[..name_len];
+            let eq = offset
+                + (line.len() - trimmed.len())
+                + line[line.len() - trimmed.len()..].find('=').unwrap_or(0);
+            let value =
+                eq + 1 + text[eq + 1..line_end].len() - text[eq + 1..line_end].trim_start().len();
+            return (
+                value,
+                one(value),
+                "Invalid expression",
+                format!(
+                    "The value of the argument {} could not be parsed: look for an unclosed \
+                     bracket, brace, parenthesis or string, or an incomplete attribute access.",
+                    quote(name)
+                ),
+            );
+        }
+        return (
+            offset,
+            one(offset),
+            "Argument or block definition required",
+            "An argument or block definition is required here.".into(),
+        );
+    }
+    (
+        offset,
+        one(offset),
+        "Invalid syntax",
+        parse_message(message),
+    )
 }
 
 /// hcl-edit's message as a sentence.

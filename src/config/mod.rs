@@ -294,8 +294,12 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
     }
 }
 
+mod check;
 mod load;
+mod validate;
+pub use check::check_references;
 pub use load::load;
+pub use validate::validate;
 
 #[cfg(test)]
 mod tests;

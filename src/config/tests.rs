@@ -148,7 +148,10 @@ fn outline(m: &Module, out: &mut String) {
 }
 
 fn check_load(dir: &Path) {
-    let (config, diags) = load(dir);
+    let (config, mut diags) = load(dir);
+    if let Some(config) = &config {
+        diags.extend(super::validate(config, &|_, _| None));
+    }
     let mut out = String::new();
     if let Some(config) = &config {
         outline(&config.root, &mut out);

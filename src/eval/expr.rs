@@ -273,10 +273,7 @@ impl<'a> Evaluator<'a> {
                     Ok(Value::Object(out))
                 }
             }
-            Expression::StringTemplate(t) => {
-                let t: Template = t.iter().cloned().collect::<Vec<_>>().into();
-                self.template(&t, e.span())
-            }
+            Expression::StringTemplate(t) => self.template(t, e.span()),
             Expression::HeredocTemplate(h) => self.template(&h.template, e.span()),
             Expression::Parenthesis(p) => self.expr(p.inner()),
             Expression::Variable(v) => self.root(v.as_str(), &[], e.span()).map(|(v, _)| v),
@@ -427,6 +424,8 @@ impl<'a> Evaluator<'a> {
                     Op::Plus => Value::Number(Number(x + y)),
                     Op::Minus => Value::Number(Number(x - y)),
                     Op::Mul => Value::Number(Number(x * y)),
+                    // As in Terraform, `x % 0` is `x`.
+                    Op::Mod if y.is_zero() => Value::Number(Number(x)),
                     Op::Div | Op::Mod => {
                         if y.is_zero() {
                             return Err(self.error(
@@ -473,10 +472,12 @@ impl<'a> Evaluator<'a> {
                 )
             })?,
         };
-        // Both arms are evaluated for their types; only the chosen arm's errors count.
+        // Both arms are evaluated for their types; only the chosen arm's errors count. An
+        // untyped null takes the other arm's type.
         let types: Vec<Type> = [&t, &f]
             .iter()
             .filter_map(|r| r.as_ref().ok())
+            .filter(|v| !matches!(v.unmarked(), Value::Null(Type::Dynamic)))
             .map(|v| v.type_of())
             .collect();
         let ty = match unify(&types) {
@@ -622,6 +623,28 @@ impl<'a> Evaluator<'a> {
                     ))
                 }
             },
+            Value::Unknown(Type::List(_) | Type::Set(_) | Type::Tuple(_)) => {
+                return Err(self.error(
+                    span,
+                    "Unsupported attribute",
+                    format!(
+                        "Can't access attributes on a list of objects. Did you mean to access \
+                         attribute {} for a specific element of the list, or across all \
+                         elements of the list?",
+                        cairn_state::quote(name)
+                    ),
+                ))
+            }
+            Value::Unknown(t @ (Type::String | Type::Number | Type::Bool)) => {
+                return Err(self.error(
+                    span,
+                    "Unsupported attribute",
+                    format!(
+                        "Can't access attributes on a primitive-typed value ({}).",
+                        friendly_name(&t, false)
+                    ),
+                ))
+            }
             Value::Unknown(t) => Value::Unknown(element_type(&t)),
             Value::Null(_) => {
                 return Err(self.error(

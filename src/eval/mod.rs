@@ -16,6 +16,7 @@ use std::path::Path;
 
 pub mod body;
 pub mod convert;
+pub mod expand;
 pub mod expr;
 pub mod functions;
 pub mod refs;

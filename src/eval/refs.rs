@@ -186,12 +186,14 @@ pub fn traversal_subject(expr: &Expression) -> Result<(Subject, bool), SubjectEr
         Expression::Traversal(t) => match &t.expr {
             Expression::Variable(v) => {
                 let (s, n) = subject_of(v.as_str(), &t.operators)?;
-                let consumed = match &s {
-                    // `module.m.out` names an output: the step after the call counts.
-                    Subject::ModuleCall { .. } => n,
+                // `module.m.out` names the output, so that step is part of the subject.
+                let n = match &s {
+                    Subject::ModuleCall {
+                        output: Some(_), ..
+                    } => n + 1,
                     _ => n,
                 };
-                Ok((s, t.operators.len() > consumed))
+                Ok((s, t.operators.len() > n))
             }
             _ => Err(invalid_static()),
         },

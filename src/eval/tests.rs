@@ -106,6 +106,9 @@ fn literals_and_arithmetic() {
     check_eval("1 + 2 * 3 - 4 / 2", "5");
     check_eval("(1 + 2) * 3", "9");
     check_eval("7 % 3", "1");
+    check_eval("-5 % 3", "-2");
+    check_eval("5 % 0", "5");
+    check_eval("true ? null : \"a\"", "tostring(null)");
     check_eval("-5 + 2", "-3");
     check_eval("10 / 4", "2.5");
     check_eval("9007199254740993 + 0", "9007199254740993");
@@ -429,11 +432,11 @@ fn bodies_against_a_schema() {
         "name = \"web\"\nsize = \"3\"\nrule {\n  zone = \"a\"\n}\ndynamic \"rule\" {\n  for_each = var.list\n  iterator = r\n  content {\n    zone = r.value\n    port = r.key\n  }\n}\n",
         true,
         r#"{
-  "id" = null
+  "id" = tostring(null)
   "name" = "web"
   "rule" = tolist([
     {
-      "port" = null
+      "port" = tonumber(null)
       "zone" = "a"
     },
     {
@@ -447,19 +450,19 @@ fn bodies_against_a_schema() {
   ])
   "settings" = null
   "size" = 3
-  "tags" = null
+  "tags" = tomap(null)
 }"#,
     );
     check_body(
         "name = \"x\"\ndynamic \"rule\" {\n  for_each = var.unk_list\n  content {\n    zone = rule.value\n  }\n}\n",
         true,
         r#"{
-  "id" = null
+  "id" = tostring(null)
   "name" = "x"
   "rule" = (known after apply)
   "settings" = null
-  "size" = null
-  "tags" = null
+  "size" = tonumber(null)
+  "tags" = tomap(null)
 }"#,
     );
     check_body(
@@ -482,4 +485,107 @@ fn bodies_without_a_schema_are_taken_as_written() {
         false,
         "{\n  \"anything\" = 4\n  \"nested\" = [\n    {\n      \"a\" = 1\n    },\n  ]\n}",
     );
+}
+
+#[test]
+fn body_references_skip_dynamic_iterators() {
+    let src = r#"
+name = var.name
+dynamic "rule" {
+  for_each = local.rules
+  iterator = r
+  content {
+    zone = r.value.zone
+    port = rule.port
+    other = [for x in r.value.list : x if var.keep]
+  }
+}
+dynamic "setting" {
+  for_each = var.settings
+  content {
+    mode = setting.value
+  }
+}
+block {
+  x = sim_thing.a.id
+}
+"#;
+    let body = hcl_edit::parser::parse_body(src).unwrap();
+    let got: Vec<String> = super::body_references(&body)
+        .iter()
+        .map(|r| src[r.start..r.end].to_string())
+        .collect();
+    // `r` and `setting` are iterators; `rule.port` refers to a resource type named `rule`
+    // because the iterator was renamed to `r`.
+    assert_eq!(
+        got,
+        [
+            "var.name",
+            "local.rules",
+            "rule.port",
+            "var.keep",
+            "var.settings",
+            "sim_thing.a.id"
+        ]
+    );
+}
+
+#[test]
+fn template_strip_markers_with_directives() {
+    check_eval(
+        "\"%{ if var.t ~} yes %{~ else ~} no %{~ endif ~} !\"",
+        "\"yes!\"",
+    );
+    check_eval(
+        "\"%{ if !var.t ~} yes %{~ else ~} no %{~ endif } !\"",
+        "\"no !\"",
+    );
+    check_eval(
+        "\"[ %{~ for x in var.list ~} ${x} %{~ endfor ~} ]\"",
+        "\"[ab]\"",
+    );
+}
+
+fn expansion(meta: &str, src: &str) -> String {
+    let expr = hcl_edit::parser::parse_expr(src).unwrap();
+    let errs = |d: crate::diag::Diagnostics| {
+        d.iter()
+            .map(|d| format!("Error: {}: {}", d.summary, d.detail))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if meta == "count" {
+        match super::expand::count_value(&expr, &TestScope) {
+            Ok(Some(n)) => n.to_string(),
+            Ok(None) => errs(super::expand::unknown_expansion("count", &expr, FileId(0)).into()),
+            Err(d) => errs(d),
+        }
+    } else {
+        match super::expand::for_each_value(&expr, &TestScope) {
+            Ok(Some(m)) => format_hcl(&Value::Object(m)).replace('\n', " "),
+            Ok(None) => errs(super::expand::unknown_expansion("for_each", &expr, FileId(0)).into()),
+            Err(d) => errs(d),
+        }
+    }
+}
+
+#[test]
+fn count_and_for_each() {
+    let cases = [
+        ("count", "3", "3"),
+        ("count", "\"2\"", "2"),
+        ("count", "var.n - 1", "2"),
+        ("count", "-1", "Error: Invalid count argument: The given \"count\" argument value is unsuitable: must be greater than or equal to zero."),
+        ("count", "1.5", "Error: Invalid count argument: The given \"count\" argument value is unsuitable: the value must be a whole number."),
+        ("count", "null", "Error: Invalid count argument: The given \"count\" argument value is null. An integer is required."),
+        ("count", "var.secret", "Error: Invalid count argument: Sensitive values, or values derived from sensitive values, cannot be used as count arguments."),
+        ("count", "var.unk == \"\" ? 1 : 0", "Error: Invalid count argument: The \"count\" value (it depends on var.unk) cannot be determined until apply, so Cairn cannot predict how many instances will be created. Apply the resources it depends on first, then plan again."),
+        ("for_each", "{a = 1, b = 2}", "{   \"a\" = 1   \"b\" = 2 }"),
+        ("for_each", "[\"a\"]", "Error: Invalid for_each argument: The given \"for_each\" argument value is unsuitable: the \"for_each\" argument must be a map, or set of strings, and you have provided a value of type tuple."),
+        ("for_each", "sim_thing.a.id", "Error: Invalid for_each argument: The \"for_each\" value (it depends on sim_thing.a) cannot be determined until apply, so Cairn cannot predict the full set of keys that will identify the instances. Apply the resources it depends on first, then plan again."),
+        ("for_each", "var.secret", "Error: Invalid for_each argument: Sensitive values, or values derived from sensitive values, cannot be used as for_each arguments. If used, the sensitive value could be exposed as a resource instance key."),
+    ];
+    for (meta, src, expected) in cases {
+        assert_eq!(expansion(meta, src), expected, "{meta} = {src}");
+    }
 }

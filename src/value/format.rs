@@ -2,7 +2,7 @@
 //! `tomap({...})` for collections, `[...]` and `{...}` for tuples and objects, quoted keys,
 //! heredocs for multi-line strings, `(known after apply)` and `(sensitive value)`.
 
-use super::Value;
+use super::{Type, Value};
 use std::fmt::Write as _;
 
 /// Renders a value as `terraform console` does.
@@ -20,7 +20,15 @@ fn indent(out: &mut String, level: usize) {
 
 fn write_value(out: &mut String, v: &Value, level: usize) {
     match v {
-        Value::Null(_) => out.push_str("null"),
+        Value::Null(t) => out.push_str(match t {
+            Type::String => "tostring(null)",
+            Type::Number => "tonumber(null)",
+            Type::Bool => "tobool(null)",
+            Type::List(_) => "tolist(null)",
+            Type::Set(_) => "toset(null)",
+            Type::Map(_) => "tomap(null)",
+            _ => "null",
+        }),
         Value::Unknown(_) => out.push_str("(known after apply)"),
         Value::Sensitive(_) => out.push_str("(sensitive value)"),
         Value::Bool(b) => {
