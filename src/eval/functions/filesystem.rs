@@ -303,7 +303,19 @@ fn templatefile(a: Vec<Value>, ctx: &FunctionContext) -> Res {
     let eval = TEMPLATE_EVALUATOR.get().ok_or_else(|| {
         call_err("no template evaluator is registered (the expression evaluator registers one)")
     })?;
-    eval(&src, &vars, ctx).map_err(|m| call_err(format!("{}: {m}", str_of(&a[0]))))
+    // A template may not call templatefile (as in Terraform): without this, a template that
+    // renders itself would recurse until the stack overflows.
+    thread_local! {
+        static IN_TEMPLATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if IN_TEMPLATE.with(|c| c.replace(true)) {
+        return Err(call_err(
+            "cannot recursively call templatefile from inside templatefile call",
+        ));
+    }
+    let result = eval(&src, &vars, ctx);
+    IN_TEMPLATE.with(|c| c.set(false));
+    result.map_err(|m| call_err(format!("{}: {m}", str_of(&a[0]))))
 }
 
 /// `fileset(path, pattern)`: the regular files under `path` whose paths relative to it
@@ -614,6 +626,14 @@ mod tests {
         assert!(t("t.tpl", s("x"))
             .unwrap_err()
             .contains("invalid vars value"));
+        std::fs::write(module.join("self.tpl"), "${templatefile(\"self.tpl\", {})}").unwrap();
+        let err = t("self.tpl", obj(vec![])).unwrap_err();
+        assert!(
+            err.contains("cannot recursively call templatefile from inside templatefile call"),
+            "{err}"
+        );
+        // The guard is released afterwards.
+        assert_eq!(t("t.tpl", vars), Ok(s("Hello web! a b part")));
     }
 
     #[test]
