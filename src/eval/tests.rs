@@ -589,3 +589,28 @@ fn count_and_for_each() {
         assert_eq!(expansion(meta, src), expected, "{meta} = {src}");
     }
 }
+
+#[test]
+fn checked_against_terraform_console() {
+    // Each of these was compared with `terraform console` (Terraform 1.11).
+    check_eval("true ? {a = 1} : {a = \"x\"}", "{\n  \"a\" = \"1\"\n}");
+    check_eval(
+        "false ? [1] : [\"a\", \"b\"]",
+        "tolist([\n  \"a\",\n  \"b\",\n])",
+    );
+    check_eval("[[1, 2], [3]][*][0]", "[\n  1,\n  3,\n]");
+    check_eval("1 + 2 * 3 % 4", "3");
+    check_eval("null == false", "false");
+    check_eval(
+        "[][0]",
+        "Error: Invalid index: The given key does not identify an element in this collection value: the collection has no elements. [at \"[0]\"]",
+    );
+    check_eval(
+        "[1][-1]",
+        "Error: Invalid index: The given key does not identify an element in this collection value: a negative number is not a valid index for a sequence. [at \"[-1]\"]",
+    );
+    check_eval(
+        "\"x\" ? 1 : 2",
+        "Error: Incorrect condition type: The condition expression must be of type bool. [at \"\\\"x\\\"\"]",
+    );
+}
