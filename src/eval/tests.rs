@@ -193,7 +193,7 @@ fn sensitive_marks_propagate() {
 fn templates() {
     check_eval("\"${var.n}\"", "3");
     check_eval("\"n=${var.n}\"", "\"n=3\"");
-    check_eval("\"$${not} %%{not}\"", "\"$${not} %%{not}\"");
+    check_eval("\"$${not} %%{not}\"", "\"${not} %{not}\"");
     check_eval("\"%{if var.t}yes%{else}no%{endif}\"", "\"yes\"");
     check_eval("\"%{for x in var.list}[${x}]%{endfor}\"", "\"[a][b]\"");
     check_eval(
@@ -203,9 +203,9 @@ fn templates() {
     check_eval("\"a  ${~ \"b\" ~}  c\"", "\"abc\"");
     check_eval(
         "<<EOT\n%{ for x in var.list ~}\n- ${x}\n%{ endfor ~}\nEOT\n",
-        "<<EOT\n- a\n- b\nEOT",
+        "<<EOT\n- a\n- b\n\nEOT",
     );
-    check_eval("<<-EOT\n    a\n      b\n    EOT\n", "<<EOT\na\n  b\nEOT");
+    check_eval("<<-EOT\n    a\n      b\n    EOT\n", "<<EOT\na\n  b\n\nEOT");
     check_eval(
         "\"x${var.nul}\"",
         "Error: Invalid template interpolation value: The expression result is null. Cannot include a null value in a string template. [at \"var.nul\"]",
@@ -613,4 +613,13 @@ fn checked_against_terraform_console() {
         "\"x\" ? 1 : 2",
         "Error: Incorrect condition type: The condition expression must be of type bool. [at \"\\\"x\\\"\"]",
     );
+}
+
+#[test]
+fn strings_print_as_terraform_console_does() {
+    check_eval("\"x\\ny\\n\"", "<<EOT\nx\ny\n\nEOT");
+    check_eval("{a = \"x\\ny\"}", "{\n  \"a\" = <<-EOT\n  x\n  y\n  EOT\n}");
+    check_eval("[\"a\\nb\"]", "[\n  <<-EOT\n  a\n  b\n  EOT,\n]");
+    check_eval("\"$${x}\"", "\"${x}\"");
+    check_eval("\"a\\\"b\\tc\"", "\"a\\\"b\\tc\"");
 }
