@@ -88,6 +88,12 @@ const TOKENS: &[&str] = &[
     "count = ",
     "try(",
     "can(",
+    "é",
+    "日本",
+    "🦀",
+    "\u{feff}",
+    "\r\n",
+    "\t",
 ];
 
 #[derive(Debug, Clone)]
@@ -231,6 +237,11 @@ proptest! {
         let seeds = seeds();
         let text = apply(seeds[seed % seeds.len()].clone(), &muts);
         load_and_evaluate(&text);
+    }
+
+    #[test]
+    fn random_text_never_panics(text in "\\PC{0,300}") {
+        load_and_evaluate(text.as_bytes());
     }
 
     #[test]

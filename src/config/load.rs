@@ -1392,7 +1392,14 @@ fn parse_body(text: &str) -> Result<Body, (usize, String)> {
     let r = std::panic::catch_unwind(|| hcl_edit::parser::parse_body(text));
     match r {
         Ok(Ok(body)) => Ok(body),
-        Ok(Err(e)) => Err((e.location().offset(), e.message().to_string())),
+        Ok(Err(e)) => {
+            // hcl-edit's offset can fall inside a multi-byte character: snap to its start.
+            let mut at = e.location().offset().min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            Err((at, e.message().to_string()))
+        }
         Err(_) => Err((0, "The file could not be parsed.".into())),
     }
 }
