@@ -179,7 +179,7 @@ fn load_and_evaluate(bytes: &[u8]) {
     let config = config.expect("the directory exists, so a configuration is returned");
     let parses = std::str::from_utf8(bytes)
         .ok()
-        .is_some_and(|t| hcl_edit_parses(t));
+        .is_some_and(hcl_edit_parses);
     assert!(
         parses || diags.has_errors(),
         "a file that does not parse must give an error"
