@@ -177,9 +177,7 @@ fn load_and_evaluate(bytes: &[u8]) {
     std::fs::write(dir.path().join("main.tf"), bytes).expect("write");
     let (config, diags) = cairn::config::load(dir.path());
     let config = config.expect("the directory exists, so a configuration is returned");
-    let parses = std::str::from_utf8(bytes)
-        .ok()
-        .is_some_and(hcl_edit_parses);
+    let parses = std::str::from_utf8(bytes).ok().is_some_and(hcl_edit_parses);
     assert!(
         parses || diags.has_errors(),
         "a file that does not parse must give an error"

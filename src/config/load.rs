@@ -655,13 +655,9 @@ impl Loader {
             self.err(span, "Duplicate provider configuration", detail);
             return;
         }
-        let body: Body = b
-            .body
-            .iter()
-            .filter(|s| !matches!(s, Structure::Attribute(a) if a.key.as_str() == "alias"))
-            .cloned()
-            .collect::<Vec<_>>()
-            .into();
+        // A copy of the body without `alias`; it keeps the body's span (its braces).
+        let mut body = b.body.clone();
+        body.remove_attribute("alias");
         m.providers.push(ProviderBlock {
             name,
             alias,
@@ -960,16 +956,12 @@ impl Loader {
             }
             lifecycle = self.lifecycle(file, lb);
         }
-        let body: Body = b
-            .body
-            .iter()
-            .filter(|s| match s {
-                Structure::Attribute(a) => !META.contains(&a.key.as_str()),
-                Structure::Block(b) => b.ident.as_str() != "lifecycle",
-            })
-            .cloned()
-            .collect::<Vec<_>>()
-            .into();
+        // A copy of the body without the meta-arguments; it keeps the body's span.
+        let mut body = b.body.clone();
+        for meta in META {
+            body.remove_attribute(meta);
+        }
+        body.remove_blocks("lifecycle");
         let key = ResourceKey {
             mode,
             type_: type_.clone(),

@@ -473,7 +473,7 @@ fn bodies_against_a_schema() {
          Error: Value for unconfigurable attribute: Can't configure a value for \"id\": its value will be decided automatically based on the result of applying this configuration. [at \"id\"]\n\
          Error: Unsupported argument: An argument named \"rule\" is not expected here. Did you mean to define a block of type \"rule\"? [at \"rule\"]\n\
          Error: Unsupported block type: Blocks of type \"setting\" are not expected here. Did you mean \"settings\"? [at \"setting\"]\n\
-         Error: Missing required argument: The argument \"name\" is required, but no definition was found.\n\
+         Error: Missing required argument: The argument \"name\" is required, but no definition was found. [at \"n\"]\n\
          Error: Too many settings blocks: No more than 1 \"settings\" block is allowed. [at \"settings\"]",
     );
 }
