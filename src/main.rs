@@ -1,5 +1,5 @@
 //! The `cairn` binary: everything happens in `cairn::cli`.
 
 fn main() {
-    println!("cairn {}", env!("CARGO_PKG_VERSION"));
+    std::process::exit(cairn::cli::main());
 }

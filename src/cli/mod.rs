@@ -1,2 +1,310 @@
 //! The command line: clap commands, arguments to options, printing, prompts, exit codes. The
 //! only place that prints or reads the environment.
+//!
+//! Flow: `main` parses (normalizing Terraform's single-dash flags, see `args`), sets up logging
+//! (`CAIRN_LOG`), applies `-chdir`, resolves the state directory (`-state-dir`, then
+//! `CAIRN_STATE_DIR`, then `.cairn` in the working directory), and runs one command. Each
+//! command returns an `Exit`; problems are `Diagnostic`s printed once, at the end, by
+//! `Context::report`.
+
+pub mod args;
+pub mod config_cmds;
+pub mod console;
+pub mod lifecycle;
+pub mod logging;
+pub mod output;
+pub mod progress;
+pub mod prompt;
+pub mod run_cmds;
+pub mod state_cmds;
+
+use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::plan::PlanMode;
+use args::{Command, Parsed};
+use lifecycle::{Invocation, Verb};
+use output::{sink, write_to, Exit, Sink};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// What every command needs: where things are and where output goes.
+pub struct Context {
+    /// The state directory (absolute, or relative to the working directory after `-chdir`).
+    pub state_dir: PathBuf,
+    pub stdout: Sink,
+    pub stderr: Sink,
+    pub stdout_tty: bool,
+    pub stderr_tty: bool,
+    pub stdin_tty: bool,
+}
+
+impl Context {
+    /// Colour for (stdout, stderr) given the command's `-no-color`.
+    pub fn colors(&self, no_color: bool) -> (bool, bool) {
+        let env = std::env::var("NO_COLOR").ok();
+        (
+            output::color_enabled(no_color, self.stdout_tty, env.as_deref()),
+            output::color_enabled(no_color, self.stderr_tty, env.as_deref()),
+        )
+    }
+
+    pub fn out(&self, text: &str) {
+        write_to(&self.stdout, text);
+    }
+
+    pub fn err(&self, text: &str) {
+        write_to(&self.stderr, text);
+    }
+
+    /// Prints diagnostics to standard error (human form) and says whether any was an error.
+    pub fn report(&self, map: &SourceMap, diags: &Diagnostics, no_color: bool) -> bool {
+        let (_, color) = self.colors(no_color);
+        self.err(&output::render_diagnostics(map, diags, color));
+        diags.has_errors()
+    }
+
+    /// Prints one diagnostic that has no source span (CLI and state problems).
+    pub fn fail(&self, d: Diagnostic, no_color: bool) -> Exit {
+        self.report(&SourceMap::new(), &Diagnostics::from(d), no_color);
+        Exit::Error
+    }
+}
+
+/// The process entry point: returns the exit code.
+pub fn main() -> i32 {
+    let parsed = match args::parse(std::env::args_os()) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = e.print();
+            // Usage errors exit 1 as Terraform's do (2 means "changes present").
+            return if e.use_stderr() { 1 } else { 0 };
+        }
+    };
+    let log_warning = logging::init(
+        std::env::var("CAIRN_LOG").ok().as_deref(),
+        std::env::var("CAIRN_LOG_PATH").ok().as_deref(),
+    );
+    let ctx = Context {
+        state_dir: PathBuf::new(),
+        stdout: sink(std::io::stdout()),
+        stderr: sink(std::io::stderr()),
+        stdout_tty: std::io::stdout().is_terminal(),
+        stderr_tty: std::io::stderr().is_terminal(),
+        stdin_tty: std::io::stdin().is_terminal(),
+    };
+    if let Some(w) = log_warning {
+        ctx.err(&format!("Warning: {w}\n"));
+    }
+    if let Some(dir) = &parsed.cli.chdir {
+        if let Err(e) = std::env::set_current_dir(dir) {
+            return ctx
+                .fail(
+                    Diagnostic::error(
+                        "Invalid -chdir option",
+                        format!("Cannot change to directory {}: {e}.", dir.display()),
+                    ),
+                    false,
+                )
+                .code();
+        }
+    }
+    let state_dir = parsed
+        .cli
+        .state_dir
+        .clone()
+        .or_else(|| {
+            std::env::var_os("CAIRN_STATE_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| PathBuf::from(".cairn"));
+    let ctx = Context { state_dir, ..ctx };
+    tracing::debug!(state_dir = %ctx.state_dir.display(), "starting");
+    run(&ctx, parsed).code()
+}
+
+/// Runs one parsed command.
+pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
+    match parsed.cli.command {
+        Command::Version(a) => version(ctx, a.json),
+        Command::Completions(a) => completions(ctx, a.shell),
+        Command::Show(a) => run_cmds::show(ctx, &a),
+        Command::Validate(a) => config_cmds::validate(ctx, &a),
+        Command::Init(a) => config_cmds::init(ctx, &a),
+        Command::State(c) => state_cmds::state(ctx, c),
+        Command::History(a) => state_cmds::history(ctx, &a),
+        Command::Log(a) => state_cmds::log(ctx, &a),
+        Command::Output(a) => state_cmds::output(ctx, &a),
+        Command::Plan(a) => {
+            let mode = if a.destroy {
+                PlanMode::Destroy
+            } else if a.read_only {
+                PlanMode::ReadOnly
+            } else {
+                PlanMode::Normal
+            };
+            if a.destroy && a.read_only {
+                return ctx.fail(exclusive("-destroy", "-read-only"), a.walk.ui.no_color);
+            }
+            lifecycle::run(
+                ctx,
+                Invocation {
+                    verb: Verb::Plan,
+                    walk: &a.walk,
+                    flags: Some(&a.plan),
+                    mode,
+                    vars: parsed.var_order,
+                    plan_file: None,
+                    out_file: a.out.as_deref(),
+                    detailed_exitcode: a.detailed_exitcode,
+                    auto_approve: false,
+                    preview: false,
+                },
+            )
+        }
+        Command::Apply(a) => {
+            if a.destroy && a.read_only {
+                return ctx.fail(exclusive("-destroy", "-read-only"), a.walk.ui.no_color);
+            }
+            let mode = if a.destroy {
+                PlanMode::Destroy
+            } else if a.read_only {
+                PlanMode::ReadOnly
+            } else {
+                PlanMode::Normal
+            };
+            lifecycle::run(
+                ctx,
+                Invocation {
+                    verb: if a.destroy {
+                        Verb::Destroy
+                    } else {
+                        Verb::Apply
+                    },
+                    walk: &a.walk,
+                    flags: Some(&a.plan),
+                    mode,
+                    vars: parsed.var_order,
+                    plan_file: a.plan_file.as_deref(),
+                    out_file: None,
+                    detailed_exitcode: false,
+                    auto_approve: a.auto_approve,
+                    preview: false,
+                },
+            )
+        }
+        Command::Destroy(a) => lifecycle::run(
+            ctx,
+            Invocation {
+                verb: Verb::Destroy,
+                walk: &a.walk,
+                flags: Some(&a.plan),
+                mode: PlanMode::Destroy,
+                vars: parsed.var_order,
+                plan_file: None,
+                out_file: None,
+                detailed_exitcode: false,
+                auto_approve: a.auto_approve,
+                preview: false,
+            },
+        ),
+        Command::Refresh(a) => lifecycle::run(
+            ctx,
+            Invocation {
+                verb: Verb::Refresh,
+                walk: &a.walk,
+                flags: None,
+                mode: PlanMode::RefreshOnly,
+                vars: parsed.var_order,
+                plan_file: None,
+                out_file: None,
+                detailed_exitcode: false,
+                auto_approve: true,
+                preview: a.preview,
+            },
+        ),
+        Command::Console(a) => console::console(ctx, &a, parsed.var_order),
+        Command::Graph(_) | Command::Inspect(_) => {
+            let name = command_name(&parsed.cli.command);
+            ctx.fail(
+                Diagnostic::error(
+                    "The lifecycle engine is not in this build",
+                    format!("`cairn {name}` needs the engine, which has not been merged into this build yet."),
+                ),
+                false,
+            )
+        }
+    }
+}
+
+fn exclusive(a: &str, b: &str) -> Diagnostic {
+    Diagnostic::error(
+        "Incompatible options",
+        format!("{a} and {b} cannot be used together: choose one."),
+    )
+}
+
+/// The name a user typed for a command (`state list`), for messages and history.
+pub fn command_name(c: &Command) -> &'static str {
+    match c {
+        Command::Init(_) => "init",
+        Command::Validate(_) => "validate",
+        Command::Inspect(_) => "inspect",
+        Command::Console(_) => "console",
+        Command::Plan(_) => "plan",
+        Command::Apply(_) => "apply",
+        Command::Refresh(_) => "refresh",
+        Command::Destroy(_) => "destroy",
+        Command::Show(_) => "show",
+        Command::Graph(_) => "graph",
+        Command::State(s) => match s {
+            args::StateCommand::List(_) => "state list",
+            args::StateCommand::Show(_) => "state show",
+            args::StateCommand::Rm(_) => "state rm",
+            args::StateCommand::Mv(_) => "state mv",
+            args::StateCommand::Pull(_) => "state pull",
+            args::StateCommand::ImportTfstate(_) => "state import-tfstate",
+            args::StateCommand::Check(_) => "state check",
+        },
+        Command::History(_) => "history",
+        Command::Log(_) => "log",
+        Command::Output(_) => "output",
+        Command::Version(_) => "version",
+        Command::Completions(_) => "completions",
+    }
+}
+
+/// The platform as Terraform names it: `linux_amd64`.
+fn platform() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        a => a,
+    };
+    format!("{}_{arch}", std::env::consts::OS)
+}
+
+fn version(ctx: &Context, json: bool) -> Exit {
+    let v = env!("CARGO_PKG_VERSION");
+    if json {
+        let j = serde_json::json!({"cairn_version": v, "platform": platform()});
+        let text = serde_json::to_string_pretty(&j).unwrap_or_default();
+        ctx.out(&format!("{text}\n"));
+    } else {
+        ctx.out(&format!("Cairn v{v}\non {}\n", platform()));
+    }
+    Exit::Ok
+}
+
+fn completions(ctx: &Context, shell: args::Shell) -> Exit {
+    use clap_complete::Shell as S;
+    let shell = match shell {
+        args::Shell::Bash => S::Bash,
+        args::Shell::Zsh => S::Zsh,
+        args::Shell::Fish => S::Fish,
+    };
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut args::command(), "cairn", &mut buf);
+    ctx.out(&String::from_utf8_lossy(&buf));
+    Exit::Ok
+}

@@ -1,0 +1,743 @@
+//! The command tree (clap derive) and the argument normalizer that lets Terraform's single-dash
+//! long flags (`-var`, `-json`, `-chdir=DIR`, `-refresh=false`) work alongside `--long` ones.
+//!
+//! Decisions:
+//! - The normalizer derives the flags it knows from the clap `Command` itself, per subcommand,
+//!   so a new flag is never forgotten. It rewrites `-name` / `-name=value` to `--name…` only for
+//!   long names of two characters or more that the current command (or an ancestor's global
+//!   flag) declares; single-letter shorts and every flag *value* (`-var 'k=-1'`,
+//!   `-target -weird`) pass through untouched, and so does everything after `--`.
+//! - Every boolean flag also accepts Terraform's (Go's) `-flag=true|false` spelling: the tree is
+//!   post-processed so each `SetTrue` flag takes an optional `=BOOL` (`require_equals`, so a
+//!   following positional argument is never swallowed).
+//! - An unknown `-word` is also given two dashes, so clap reports it whole (with a "did you
+//!   mean") rather than as a cluster of unknown short flags.
+//! - `-var` and `-var-file` are separate lists in the derive structs, but Terraform applies them
+//!   in command-line order; `parse` recovers that order from clap's indices.
+//! - Durations (`-lock-timeout=1m30s`) use Go's syntax, since that is what Terraform users type.
+
+use crate::config::VarArg;
+use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Cairn: infrastructure as code for Terraform-style configurations, with event-sourced state.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cairn",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Flags may be written Terraform's way (-json, -var 'k=v', -refresh=false) \
+                  or with two dashes (--json)."
+)]
+pub struct Cli {
+    /// Switch to DIR before doing anything else.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub chdir: Option<PathBuf>,
+    /// Where the state lives [env: CAIRN_STATE_DIR] [default: .cairn in the working directory].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check the configuration, name its providers and create the state directory.
+    Init(InitArgs),
+    /// Check the configuration for errors, without providers or state.
+    Validate(ValidateArgs),
+    /// Evaluate the configuration without providers or state and print every instance.
+    Inspect(InspectArgs),
+    /// Read expressions from standard input and print their values.
+    Console(ConsoleArgs),
+    /// Show the changes that apply would make.
+    Plan(PlanArgs),
+    /// Make the changes: plan, confirm, apply (or apply a saved plan).
+    Apply(ApplyArgs),
+    /// Read every managed object from its provider and record what changed.
+    Refresh(RefreshArgs),
+    /// Destroy every managed object.
+    Destroy(DestroyArgs),
+    /// Show a saved plan, or the current state.
+    Show(ShowArgs),
+    /// Print a graph as Graphviz DOT (or SVG).
+    Graph(GraphArgs),
+    /// Inspect and edit the state.
+    #[command(subcommand)]
+    State(StateCommand),
+    /// One line per run: id, command, start, duration, outcome, changes.
+    History(HistoryArgs),
+    /// The raw events of the state log.
+    Log(LogArgs),
+    /// Show output values.
+    Output(OutputArgs),
+    /// Print the version.
+    Version(VersionArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+}
+
+/// Input variables, `-var` and `-var-file`, shared by every command that evaluates.
+#[derive(Debug, Args, Clone, Default)]
+pub struct VarArgs {
+    /// Set a variable: -var 'NAME=VALUE' (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub var: Vec<String>,
+    /// Read variables from a .tfvars file (repeatable).
+    #[arg(long = "var-file", value_name = "FILE")]
+    pub var_file: Vec<PathBuf>,
+}
+
+/// Output switches shared by most commands.
+#[derive(Debug, Args, Clone, Default)]
+pub struct UiArgs {
+    /// Machine-readable output: one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// No colours (also: NO_COLOR, or output not a terminal).
+    #[arg(long)]
+    pub no_color: bool,
+}
+
+/// What every command that walks the state and providers accepts.
+#[derive(Debug, Args, Clone)]
+pub struct WalkArgs {
+    #[command(flatten)]
+    pub vars: VarArgs,
+    #[command(flatten)]
+    pub ui: UiArgs,
+    /// Limit to ADDR and what it depends on (repeatable).
+    #[arg(long, value_name = "ADDR")]
+    pub target: Vec<String>,
+    /// How many provider calls may run at once.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub parallelism: usize,
+    /// How long to wait for the state lock, e.g. 5s, 1m30s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub lock_timeout: Duration,
+    /// Never prompt; -input=false refuses where an answer would be needed.
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub input: bool,
+}
+
+/// The planning switches shared by `plan`, `apply` and `destroy`.
+#[derive(Debug, Args, Clone)]
+pub struct PlanFlags {
+    /// Refresh managed objects before planning (-refresh=false skips it).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub refresh: bool,
+    /// Plan to replace ADDR even if nothing changed (repeatable).
+    #[arg(long, value_name = "ADDR")]
+    pub replace: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub vars: VarArgs,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ConsoleArgs {
+    #[command(flatten)]
+    pub vars: VarArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub walk: WalkArgs,
+    #[command(flatten)]
+    pub plan: PlanFlags,
+    /// Save the plan to FILE, for `cairn apply FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Plan to destroy every managed object.
+    #[arg(long)]
+    pub destroy: bool,
+    /// Refresh and read data sources, propose no managed change.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Exit 0 with no changes, 1 on error, 2 with changes.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// A plan saved with `plan -out=FILE`.
+    #[arg(value_name = "PLANFILE")]
+    pub plan_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub walk: WalkArgs,
+    #[command(flatten)]
+    pub plan: PlanFlags,
+    /// Skip the `yes` confirmation.
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Record refreshed state, data results and outputs; change no managed object.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Destroy every managed object (as `cairn destroy`).
+    #[arg(long)]
+    pub destroy: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RefreshArgs {
+    #[command(flatten)]
+    pub walk: WalkArgs,
+    /// Show what refresh would change and record nothing.
+    #[arg(long)]
+    pub preview: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DestroyArgs {
+    #[command(flatten)]
+    pub walk: WalkArgs,
+    #[command(flatten)]
+    pub plan: PlanFlags,
+    /// Skip the `yes` confirmation.
+    #[arg(long)]
+    pub auto_approve: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A plan saved with `plan -out=FILE`; without it, the current state.
+    #[arg(value_name = "PLANFILE")]
+    pub plan_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GraphType {
+    Plan,
+    Refresh,
+    Apply,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Dot,
+    Svg,
+}
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// Which graph: the plan walk, the refresh walk, or the apply walk.
+    #[arg(long = "type", value_enum, default_value_t = GraphType::Plan)]
+    pub type_: GraphType,
+    /// Draw the apply graph of this saved plan.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// dot (Graphviz source) or svg (rendered through Graphviz's `dot`).
+    #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
+    pub format: GraphFormat,
+    #[command(flatten)]
+    pub vars: VarArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// List the resource instances in state (optionally only those matching ADDR…).
+    List(StateListArgs),
+    /// Show one resource instance's attributes.
+    Show(StateShowArgs),
+    /// Forget resource instances (the objects themselves are left alone).
+    Rm(StateRmArgs),
+    /// Move a resource instance to another address.
+    Mv(StateMvArgs),
+    /// Print the current state as Terraform state JSON (format version 4).
+    Pull(StatePullArgs),
+    /// Migrate a Terraform `terraform.tfstate` (version 4) into the log.
+    #[command(name = "import-tfstate")]
+    ImportTfstate(StateImportArgs),
+    /// Check the state's invariants.
+    Check(StateCheckArgs),
+}
+
+/// The time-travel position for read commands.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AtArgs {
+    /// Show the state as it was after event SEQ.
+    #[arg(long, value_name = "SEQ")]
+    pub at: Option<u64>,
+}
+
+/// The lock switch for commands that write the state.
+#[derive(Debug, Args, Clone)]
+pub struct LockArgs {
+    /// How long to wait for the state lock, e.g. 5s, 1m30s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub lock_timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct StateListArgs {
+    /// Only instances matching these addresses (a resource, a module, or an instance).
+    #[arg(value_name = "ADDR")]
+    pub addrs: Vec<String>,
+    #[command(flatten)]
+    pub at: AtArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StateShowArgs {
+    #[arg(value_name = "ADDR")]
+    pub addr: String,
+    #[command(flatten)]
+    pub at: AtArgs,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StateRmArgs {
+    #[arg(value_name = "ADDR", required = true)]
+    pub addrs: Vec<String>,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StateMvArgs {
+    #[arg(value_name = "FROM")]
+    pub from: String,
+    #[arg(value_name = "TO")]
+    pub to: String,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatePullArgs {
+    #[command(flatten)]
+    pub at: AtArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StateImportArgs {
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StateCheckArgs {}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Start at event SEQ.
+    #[arg(long, value_name = "SEQ", default_value_t = 0)]
+    pub from: u64,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// One output; without it, all of them.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Print a string, number or bool output's plain value, for scripts.
+    #[arg(long)]
+    pub raw: bool,
+    /// No colours.
+    #[arg(long)]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// A parse result: the command, plus what derive structs cannot hold (the order of `-var` and
+/// `-var-file` as typed).
+#[derive(Debug)]
+pub struct Parsed {
+    pub cli: Cli,
+    pub var_order: Vec<VarArg>,
+}
+
+/// The clap `Command`, with every boolean flag accepting `=true|false`.
+pub fn command() -> clap::Command {
+    with_terraform_bools(Cli::command())
+}
+
+fn with_terraform_bools(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        let boolish = matches!(a.get_action(), ArgAction::SetTrue)
+            || (a.get_long().is_some()
+                && matches!(a.get_value_names(), Some([n]) if n.as_str() == "BOOL"));
+        if boolish && a.get_id() != "help" && a.get_id() != "version" {
+            let default_true = a.get_default_values().first().is_some_and(|v| v == "true");
+            let default = if default_true { "true" } else { "false" };
+            a.action(ArgAction::Set)
+                .num_args(0..=1)
+                .require_equals(true)
+                .default_missing_value("true")
+                .default_value(default)
+                .value_parser(clap::builder::BoolishValueParser::new())
+                .value_name("BOOL")
+                .hide_possible_values(true)
+                .hide_default_value(!default_true)
+        } else {
+            a
+        }
+    })
+    .mut_subcommands(with_terraform_bools)
+}
+
+/// Parses a full argument vector (program name first). Terraform spellings are normalized
+/// first; clap errors (including `--help` and `--version`) come back as `Err`.
+pub fn parse<I, T>(args: I) -> Result<Parsed, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let cmd = command();
+    let args = normalize(&cmd, args.into_iter().map(Into::into).collect());
+    let matches = cmd.try_get_matches_from(args)?;
+    let var_order = var_order(&matches);
+    let cli = Cli::from_arg_matches(&matches)?;
+    Ok(Parsed { cli, var_order })
+}
+
+/// `-var` and `-var-file` in the order they were typed, from the innermost subcommand's matches.
+fn var_order(matches: &clap::ArgMatches) -> Vec<VarArg> {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    let mut items: Vec<(usize, VarArg)> = Vec::new();
+    let has = |id: &str| matches!(m.try_contains_id(id), Ok(true));
+    if has("var") {
+        if let (Some(idx), Some(vals)) = (m.indices_of("var"), m.get_many::<String>("var")) {
+            for (i, v) in idx.zip(vals) {
+                items.push((i, VarArg::Var(v.clone())));
+            }
+        }
+    }
+    if has("var_file") {
+        if let (Some(idx), Some(vals)) =
+            (m.indices_of("var_file"), m.get_many::<PathBuf>("var_file"))
+        {
+            for (i, v) in idx.zip(vals) {
+                items.push((i, VarArg::File(v.clone())));
+            }
+        }
+    }
+    items.sort_by_key(|(i, _)| *i);
+    items.into_iter().map(|(_, v)| v).collect()
+}
+
+/// What the normalizer knows about one command level: its long flags, and whether each takes
+/// a separate value (`--var k=v`) or not.
+#[derive(Default)]
+struct FlagTable {
+    /// long name → takes a value as the next argument when written without `=`.
+    longs: BTreeMap<String, bool>,
+}
+
+impl FlagTable {
+    fn add(&mut self, cmd: &clap::Command, globals_only: bool) {
+        for a in cmd.get_arguments() {
+            if globals_only && !a.is_global_set() {
+                continue;
+            }
+            if let Some(long) = a.get_long() {
+                let takes_value = a.get_action().takes_values()
+                    && !a.is_require_equals_set()
+                    && a.get_num_args().is_none_or(|n| n.min_values() > 0);
+                self.longs.insert(long.to_string(), takes_value);
+                for alias in a.get_all_aliases().into_iter().flatten() {
+                    self.longs.insert(alias.to_string(), takes_value);
+                }
+            }
+        }
+        if !globals_only {
+            // clap's generated flags are not in `get_arguments` before the command is built.
+            self.longs.entry("help".into()).or_insert(false);
+            if cmd.get_version().is_some() || cmd.is_propagate_version_set() {
+                self.longs.entry("version".into()).or_insert(false);
+            }
+        }
+    }
+}
+
+/// Rewrites Terraform's single-dash long flags to clap's `--long` form. See the module docs for
+/// the rules; `args[0]` is the program name and is kept.
+pub fn normalize(root: &clap::Command, args: Vec<OsString>) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut iter = args.into_iter();
+    if let Some(prog) = iter.next() {
+        out.push(prog);
+    }
+    // The chain of commands we are in: the flags of each level, and the globals of ancestors.
+    let mut path: Vec<&clap::Command> = vec![root];
+    let mut table = table_for(&path);
+    let mut value_next = false;
+    let mut rest_literal = false;
+    for arg in iter {
+        if rest_literal || value_next {
+            value_next = false;
+            out.push(arg);
+            continue;
+        }
+        let Some(s) = arg.to_str() else {
+            out.push(arg);
+            continue;
+        };
+        if s == "--" {
+            rest_literal = true;
+            out.push(arg);
+            continue;
+        }
+        if let Some(body) = s.strip_prefix("--") {
+            let name = body.split_once('=').map_or(body, |(n, _)| n);
+            value_next = !body.contains('=') && table.longs.get(name).copied().unwrap_or(false);
+            out.push(arg);
+            continue;
+        }
+        if let Some(body) = s.strip_prefix('-') {
+            let name = body.split_once('=').map_or(body, |(n, _)| n);
+            if name.chars().count() >= 2 {
+                if let Some(&takes) = table.longs.get(name) {
+                    value_next = !body.contains('=') && takes;
+                    out.push(OsString::from(format!("-{s}")));
+                    continue;
+                }
+                // An unknown long flag: keep it whole so clap names it (and suggests the
+                // nearest real flag) instead of reading it as a cluster of short flags.
+                if name.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    out.push(OsString::from(format!("-{s}")));
+                    continue;
+                }
+            }
+            out.push(arg);
+            continue;
+        }
+        // A positional argument: maybe a subcommand.
+        let current = path.last().copied().unwrap_or(root);
+        if let Some(sub) = current
+            .get_subcommands()
+            .find(|c| c.get_name() == s || c.get_all_aliases().any(|a| a == s))
+        {
+            path.push(sub);
+            table = table_for(&path);
+        }
+        out.push(arg);
+    }
+    out
+}
+
+fn table_for(path: &[&clap::Command]) -> FlagTable {
+    let mut t = FlagTable::default();
+    for (i, c) in path.iter().enumerate() {
+        t.add(c, i + 1 < path.len());
+    }
+    t
+}
+
+/// Parses a Go-style duration: `0`, `500ms`, `5s`, `1m30s`, `1.5h`, `2h45m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    let bad = || format!("invalid duration {s:?}: expected a number and a unit, like 5s or 1m30s");
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        if num_len == 0 {
+            return Err(bad());
+        }
+        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += n * factor;
+        rest = &rest[unit_len..];
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(line: &str) -> String {
+        let args: Vec<OsString> = std::iter::once("cairn")
+            .chain(line.split(' '))
+            .map(OsString::from)
+            .collect();
+        normalize(&command(), args)
+            .into_iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn single_dash_long_flags_become_double_dash() {
+        for (input, expected) in [
+            ("plan -json -no-color", "plan --json --no-color"),
+            ("-chdir=dir plan", "--chdir=dir plan"),
+            ("plan -var k=-1 -var -json", "plan --var k=-1 --var -json"),
+            (
+                "plan -var=k=v -refresh=false",
+                "plan --var=k=v --refresh=false",
+            ),
+            ("plan -out plan.bin -h", "plan --out plan.bin -h"),
+            (
+                "apply -auto-approve -lock-timeout=5s",
+                "apply --auto-approve --lock-timeout=5s",
+            ),
+            ("state show -at=3 -x", "state show --at=3 -x"),
+            ("output -raw name", "output --raw name"),
+            ("graph -type=apply", "graph --type=apply"),
+            ("plan -- -json", "plan -- -json"),
+            ("version -out", "version --out"),
+            ("plan -unknown-flag", "plan --unknown-flag"),
+            ("plan -var -5", "plan --var -5"),
+            ("--version", "--version"),
+            ("plan -help", "plan --help"),
+            ("state rm -state-dir d a.b", "state rm --state-dir d a.b"),
+        ] {
+            assert_eq!(norm(input), expected, "{input}");
+        }
+    }
+
+    fn parse_line(line: &str) -> Result<Parsed, String> {
+        parse(std::iter::once("cairn").chain(line.split(' '))).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn terraform_spellings_parse() {
+        let p = parse_line(
+            "-chdir=x plan -var a=1 -var-file=f.tfvars -var b=-2 -refresh=false -parallelism=3 \
+             -target=sim_thing.a -target sim_thing.b -detailed-exitcode -lock-timeout=1m30s",
+        )
+        .unwrap();
+        assert_eq!(p.cli.chdir, Some(PathBuf::from("x")));
+        let Command::Plan(a) = p.cli.command else {
+            panic!("not plan")
+        };
+        assert!(!a.plan.refresh);
+        assert!(a.detailed_exitcode);
+        assert_eq!(a.walk.parallelism, 3);
+        assert_eq!(a.walk.target, ["sim_thing.a", "sim_thing.b"]);
+        assert_eq!(a.walk.lock_timeout, Duration::from_secs(90));
+        assert_eq!(
+            p.var_order,
+            [
+                VarArg::Var("a=1".into()),
+                VarArg::File("f.tfvars".into()),
+                VarArg::Var("b=-2".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn defaults_and_bool_values() {
+        let p = parse_line("plan").unwrap();
+        let Command::Plan(a) = p.cli.command else {
+            panic!("not plan")
+        };
+        assert!(a.plan.refresh && a.walk.input && !a.walk.ui.json && !a.destroy);
+        assert_eq!(a.walk.parallelism, 10);
+        let p = parse_line("apply -json=true -auto-approve=false -refresh plan.bin").unwrap();
+        let Command::Apply(a) = p.cli.command else {
+            panic!("not apply")
+        };
+        assert!(a.walk.ui.json && !a.auto_approve && a.plan.refresh);
+        assert_eq!(a.plan_file, Some(PathBuf::from("plan.bin")));
+        assert!(parse_line("plan -refresh=maybe").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        for (s, secs) in [
+            ("0", 0.0),
+            ("5s", 5.0),
+            ("1m30s", 90.0),
+            ("1.5h", 5400.0),
+            ("250ms", 0.25),
+            ("2h45m", 9900.0),
+        ] {
+            assert_eq!(parse_duration(s), Ok(Duration::from_secs_f64(secs)), "{s}");
+        }
+        for s in ["", "5", "s", "5x", "1m30"] {
+            assert!(parse_duration(s).is_err(), "{s}");
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Commands over the configuration alone: `validate` (problems with locations, or Terraform's
+//! `validate -json` document) and `init` (check the configuration, name its providers and
+//! where each provider instance comes from, create the state directory).
+//!
+//! Decisions:
+//! - Paths in diagnostics are relative to the working directory (after `-chdir`), as Terraform
+//!   shows `main.tf:3:5`.
+//! - `init` is idempotent: it creates nothing that exists, and says what it found. Providers are
+//!   all built in, so there is nothing to download; what a user needs to know is which provider
+//!   instance each resource will use: one configured by a `provider` block, one passed down
+//!   through a module call's `providers`, one inherited from the parent module, or a *default*
+//!   instance (a root provider with no block, configured from stack configuration).
+
+use super::args::{InitArgs, ValidateArgs};
+use super::output::Exit;
+use super::state_cmds::{open_store, state_diag};
+use super::Context;
+use crate::config::{Config, Module};
+use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use cairn_state::{OpenOptions, ProviderAddr, StateError, Store};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+/// Loads the configuration of the working directory.
+pub fn load_config() -> (Option<Config>, Diagnostics) {
+    crate::config::load(Path::new("."))
+}
+
+fn green_bold(s: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[1m\x1b[32m{s}\x1b[0m")
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
+    let (config, diags) = load_config();
+    let empty = SourceMap::new();
+    let map = config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+    let valid = !diags.has_errors();
+    if a.ui.json {
+        let doc = json!({
+            "format_version": "1.0",
+            "valid": valid,
+            "error_count": diags.error_count(),
+            "warning_count": diags.warning_count(),
+            "diagnostics": diags.iter().map(|d| map.to_json(d)).collect::<Vec<_>>(),
+        });
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        ctx.out(&format!("{text}\n"));
+    } else {
+        ctx.report(map, &diags, a.ui.no_color);
+        if valid {
+            let (color, _) = ctx.colors(a.ui.no_color);
+            let tail = if diags.is_empty() {
+                "The configuration is valid."
+            } else {
+                "The configuration is valid, but there were some validation warnings as shown above."
+            };
+            ctx.out(&format!("{} {tail}\n", green_bold("Success!", color)));
+        }
+    }
+    if valid {
+        Exit::Ok
+    } else {
+        Exit::Error
+    }
+}
+
+/// Where a provider instance comes from, for `init`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Origin {
+    addr: ProviderAddr,
+    how: String,
+}
+
+/// The package a module's local provider name stands for (`required_providers` may map it).
+fn package_of_name(m: &Module, name: &str) -> String {
+    m.required_providers
+        .get(name)
+        .and_then(|r| r.source.as_deref())
+        .map(|s| s.rsplit('/').next().unwrap_or(s).to_string())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// Walks the module tree resolving which instance each resource uses. `inherited` maps
+/// (local name, alias) to the instance the parent hands down.
+fn resolve(
+    config: &Config,
+    m: &Module,
+    inherited: &BTreeMap<(String, Option<String>), Origin>,
+    out: &mut BTreeMap<ProviderAddr, (String, usize)>,
+    diags: &mut Diagnostics,
+) {
+    let map = &config.sources;
+    let mut here = inherited.clone();
+    for p in &m.providers {
+        let addr = ProviderAddr {
+            module: m.path.clone(),
+            package: package_of_name(m, &p.name),
+            alias: p.alias.clone(),
+        };
+        let how = format!("the provider block at {}", map.location(p.span));
+        out.entry(addr.clone()).or_insert((how.clone(), 0));
+        here.insert((p.name.clone(), p.alias.clone()), Origin { addr, how });
+    }
+    for r in m.resources.values() {
+        let (name, alias) = match &r.provider {
+            Some(p) => (p.name.clone(), p.alias.clone()),
+            None => (r.provider_name().to_string(), None),
+        };
+        let origin = match here.get(&(name.clone(), alias.clone())) {
+            Some(o) => o.clone(),
+            None if alias.is_none() => {
+                let addr = ProviderAddr::default_for(
+                    cairn_state::ModulePath::root(),
+                    &package_of_name(m, &name),
+                );
+                Origin {
+                    how: "a default instance (no provider block: configured from stack \
+                          configuration)"
+                        .into(),
+                    addr,
+                }
+            }
+            None => {
+                diags.push(
+                    Diagnostic::error(
+                        "Provider configuration not present",
+                        format!(
+                            "{} uses the provider configuration {name}.{}, which this module \
+                             neither declares with a provider block nor receives through its \
+                             module call's `providers` argument.",
+                            r.key().addr(m.path.clone()),
+                            alias.as_deref().unwrap_or_default()
+                        ),
+                    )
+                    .with_span(r.provider.as_ref().map(|p| p.span)),
+                );
+                continue;
+            }
+        };
+        out.entry(origin.addr.clone()).or_insert((origin.how, 0)).1 += 1;
+    }
+    for (name, call) in &m.calls {
+        let Some(child) = m.children.get(name) else {
+            continue;
+        };
+        let mut passed: BTreeMap<(String, Option<String>), Origin> = BTreeMap::new();
+        if call.providers.is_empty() {
+            // Implicit inheritance: the parent's default (non-aliased) configurations.
+            for ((n, a), o) in &here {
+                if a.is_none() {
+                    passed.insert((n.clone(), None), o.clone());
+                }
+            }
+        } else {
+            for pass in &call.providers {
+                let key = (pass.parent.name.clone(), pass.parent.alias.clone());
+                let o = here.get(&key).cloned().unwrap_or_else(|| Origin {
+                    addr: ProviderAddr::default_for(
+                        cairn_state::ModulePath::root(),
+                        &package_of_name(m, &pass.parent.name),
+                    ),
+                    how: "a default instance (no provider block: configured from stack \
+                          configuration)"
+                        .into(),
+                });
+                passed.insert((pass.child.name.clone(), pass.child.alias.clone()), o);
+            }
+        }
+        resolve(config, child, &passed, out, diags);
+    }
+}
+
+pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
+    let (config, mut diags) = load_config();
+    let Some(config) = config else {
+        ctx.report(&SourceMap::new(), &diags, a.ui.no_color);
+        return Exit::Error;
+    };
+    let mut instances = BTreeMap::new();
+    resolve(
+        &config,
+        &config.root,
+        &BTreeMap::new(),
+        &mut instances,
+        &mut diags,
+    );
+    let builtin = crate::provider::builtin::builtin();
+    for addr in instances.keys() {
+        if !builtin.contains_key(&addr.package) {
+            let known: Vec<&str> = builtin.keys().map(String::as_str).collect();
+            diags.push(Diagnostic::error(
+                format!("Unknown provider \"{}\"", addr.package),
+                format!(
+                    "{addr} is not a provider Cairn has. Cairn's providers are built in: {}.",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    let (color, _) = ctx.colors(a.ui.no_color);
+    if ctx.report(&config.sources, &diags, a.ui.no_color) {
+        ctx.err(
+            "Cairn could not be initialized: fix the errors above and run `cairn init` again.\n",
+        );
+        return Exit::Error;
+    }
+    let mut out = String::new();
+    let modules = config.modules().len();
+    let _ = writeln!(
+        out,
+        "Initializing Cairn in {}",
+        std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|_| ".".into())
+    );
+    let _ = writeln!(
+        out,
+        "- Configuration: {modules} module{}, valid.",
+        if modules == 1 { "" } else { "s" }
+    );
+    if instances.is_empty() {
+        let _ = writeln!(out, "- Providers: none used yet.");
+    } else {
+        let _ = writeln!(out, "- Providers (built in):");
+        for (addr, (how, n)) in &instances {
+            let _ = writeln!(
+                out,
+                "  - {addr}: {how}; used by {n} resource block{}",
+                if *n == 1 { "" } else { "s" }
+            );
+        }
+    }
+    match state_dir_status(ctx) {
+        Ok(s) => {
+            let _ = writeln!(out, "- State: {s}");
+        }
+        Err(d) => {
+            ctx.out(&out);
+            return ctx.fail(d, a.ui.no_color);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{}\n\nRun `cairn plan` to see what Cairn would change.",
+        green_bold("Cairn has been successfully initialized!", color)
+    );
+    ctx.out(&out);
+    Exit::Ok
+}
+
+/// Creates the state directory if needed and says what is there.
+fn state_dir_status(ctx: &Context) -> Result<String, Diagnostic> {
+    let dir = ctx.state_dir.display().to_string();
+    if let Some(store) = open_store(ctx, "init", false, Duration::ZERO)? {
+        let s = store.snapshot();
+        return Ok(format!(
+            "found {dir} ({} event{}, {} resource instance{}).",
+            s.head,
+            if s.head == 1 { "" } else { "s" },
+            s.resources.len(),
+            if s.resources.len() == 1 { "" } else { "s" }
+        ));
+    }
+    let opts = OpenOptions {
+        command: "init".into(),
+        write: true,
+        ..Default::default()
+    };
+    match Store::open(&ctx.state_dir, &opts) {
+        Ok(_) => Ok(format!("created {dir}.")),
+        Err(e @ StateError::Locked { .. }) => Err(state_diag(&e)),
+        Err(e) => Err(state_diag(&e)),
+    }
+}

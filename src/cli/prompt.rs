@@ -1,0 +1,111 @@
+//! The approval prompt of `apply` and `destroy`: `Do you want to perform these actions?`,
+//! accepting only `yes`.
+//!
+//! Decision: with no terminal on standard input (a pipe, `/dev/null`, CI) or with
+//! `-input=false`, Cairn does not read an answer from the pipe: it refuses with an error that
+//! says to pass `-auto-approve`. A script that wants to apply must say so explicitly, and a
+//! stray `yes` in a pipe never approves a destroy.
+
+use crate::diag::Diagnostic;
+use std::io::BufRead;
+
+/// What the prompt is asking about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Question {
+    /// `apply`: the plan above.
+    Apply,
+    /// `destroy` (or `apply -destroy`): how many objects will be deleted.
+    Destroy { objects: usize },
+    /// `apply -read-only`: record refreshed state, data results and outputs.
+    ReadOnly,
+}
+
+/// The prompt text, ending with `Enter a value: ` (no newline).
+pub fn prompt_text(q: Question, bold: bool) -> String {
+    let (b, r) = if bold {
+        ("\x1b[1m", "\x1b[0m")
+    } else {
+        ("", "")
+    };
+    let explain = match q {
+        Question::Apply => "  Cairn will perform the actions described above.".to_string(),
+        Question::Destroy { objects } => format!(
+            "  Cairn will destroy {objects} object{}, as shown above.\n  There is no undo.",
+            if objects == 1 { "" } else { "s" }
+        ),
+        Question::ReadOnly => "  Cairn will record the refreshed state, data results and \
+                               outputs shown above.\n  No managed object is changed."
+            .to_string(),
+    };
+    format!(
+        "\n{b}Do you want to perform these actions?{r}\n{explain}\n  Only 'yes' will be \
+         accepted to approve.\n\n  {b}Enter a value:{r} "
+    )
+}
+
+/// Why asking is impossible, as a diagnostic telling what to do.
+pub fn cannot_ask(command: &str, input_disabled: bool) -> Diagnostic {
+    let why = if input_disabled {
+        "Input is disabled (-input=false)".to_string()
+    } else {
+        "Standard input is not a terminal".to_string()
+    };
+    Diagnostic::error(
+        "Approval required",
+        format!(
+            "{why}, so Cairn cannot ask whether to perform these actions. Review the plan \
+             above, then run `cairn {command} -auto-approve` to {} without asking.",
+            if command == "destroy" {
+                "destroy"
+            } else {
+                "apply"
+            }
+        ),
+    )
+}
+
+/// The outcome of asking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Approved,
+    /// Anything but `yes` (the answer as typed).
+    Declined(String),
+}
+
+/// Reads one answer line; only `yes` (surrounding whitespace ignored) approves. End of input
+/// declines.
+pub fn read_answer(input: &mut dyn BufRead) -> Answer {
+    let mut line = String::new();
+    match input.read_line(&mut line) {
+        Ok(_) if line.trim() == "yes" => Answer::Approved,
+        _ => Answer::Declined(line.trim().to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_yes_approves() {
+        for (input, approved) in [
+            ("yes\n", true),
+            ("  yes  \n", true),
+            ("y\n", false),
+            ("YES\n", false),
+            ("yes please\n", false),
+            ("", false),
+        ] {
+            let a = read_answer(&mut input.as_bytes());
+            assert_eq!(a == Answer::Approved, approved, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn destroy_names_the_count() {
+        let t = prompt_text(Question::Destroy { objects: 3 }, false);
+        assert!(t.contains("Do you want to perform these actions?"), "{t}");
+        assert!(t.contains("Cairn will destroy 3 objects"), "{t}");
+        assert!(prompt_text(Question::Destroy { objects: 1 }, false).contains("1 object,"));
+    }
+}

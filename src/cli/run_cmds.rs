@@ -1,0 +1,707 @@
+//! What `plan`, `apply`, `refresh`, `destroy` and `show` share around the engine: turning flags
+//! into a checked `RunRequest`, saved plan files, presenting a plan (human text through
+//! `plan::render`, or `-json` UI messages), the approval step, and exit codes.
+//!
+//! Decisions:
+//! - Addresses given to `-target` and `-replace` are parsed here, all of them, and reported
+//!   together before anything runs.
+//! - A saved plan is JSON: `{"cairn_plan_format": 1, "cairn_version", "plan"}` with the `Plan`
+//!   serialized by serde (unknowns included). JSON keeps it inspectable with ordinary tools;
+//!   `cairn show -json FILE` gives the Terraform-shaped view.
+//! - The approval step runs only after the plan is shown, and only when the plan has
+//!   something to do: "No changes." never asks.
+
+use super::args::{PlanFlags, ShowArgs, WalkArgs};
+use super::output::{Exit, JsonUi};
+use super::progress::resource_json;
+use super::prompt::{self, Answer, Question};
+use super::state_cmds::open_store;
+use super::Context;
+use crate::config::VarArg;
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::plan::render::{render_plan, render_state, RenderOptions};
+use crate::plan::{Action, Plan, PlanMode};
+use cairn_state::{ResourceInstanceAddr, Snapshot, Target};
+use serde_json::{json, Map, Value as J};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Everything a lifecycle command asks of the engine, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRequest {
+    pub mode: PlanMode,
+    pub refresh: bool,
+    pub targets: Vec<Target>,
+    pub replace: Vec<ResourceInstanceAddr>,
+    /// `-var` and `-var-file` in command-line order.
+    pub vars: Vec<VarArg>,
+    pub parallelism: usize,
+    pub lock_timeout: Duration,
+    pub state_dir: PathBuf,
+}
+
+/// Builds the request from the shared flags; every bad address is reported.
+pub fn run_request(
+    ctx: &Context,
+    walk: &WalkArgs,
+    plan: Option<&PlanFlags>,
+    mode: PlanMode,
+    vars: Vec<VarArg>,
+) -> Result<RunRequest, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let mut targets = Vec::new();
+    for t in &walk.target {
+        match t.parse::<Target>() {
+            Ok(t) => targets.push(t),
+            Err(e) => diags.push(Diagnostic::error(
+                "Invalid target address",
+                format!("-target={t}: {e}."),
+            )),
+        }
+    }
+    let mut replace = Vec::new();
+    for r in plan.map(|p| p.replace.as_slice()).unwrap_or_default() {
+        match r.parse::<ResourceInstanceAddr>() {
+            Ok(a) if a.resource.mode == cairn_state::Mode::Managed => replace.push(a),
+            Ok(a) => diags.push(Diagnostic::error(
+                "Invalid replace address",
+                format!(
+                    "-replace={a}: only managed resources can be replaced; {a} is a data resource."
+                ),
+            )),
+            Err(e) => diags.push(Diagnostic::error(
+                "Invalid replace address",
+                format!("-replace={r}: {e}."),
+            )),
+        }
+    }
+    if walk.parallelism == 0 {
+        diags.push(Diagnostic::error(
+            "Invalid -parallelism",
+            "-parallelism must be at least 1.",
+        ));
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(RunRequest {
+        mode,
+        refresh: plan.is_none_or(|p| p.refresh),
+        targets,
+        replace,
+        vars,
+        parallelism: walk.parallelism,
+        lock_timeout: walk.lock_timeout,
+        state_dir: ctx.state_dir.clone(),
+    })
+}
+
+/// The version of the saved plan format this Cairn writes and reads.
+pub const PLAN_FORMAT: u64 = 1;
+
+/// Writes a plan for `apply FILE`.
+pub fn save_plan(path: &Path, plan: &Plan) -> Result<(), Diagnostic> {
+    let doc = json!({
+        "cairn_plan_format": PLAN_FORMAT,
+        "cairn_version": env!("CARGO_PKG_VERSION"),
+        "plan": plan,
+    });
+    let text = serde_json::to_string(&doc).map_err(|e| {
+        Diagnostic::error(
+            "Failed to write plan file",
+            format!("Encoding the plan: {e}."),
+        )
+    })?;
+    std::fs::write(path, text).map_err(|e| {
+        Diagnostic::error(
+            "Failed to write plan file",
+            format!("Writing {}: {e}.", path.display()),
+        )
+    })
+}
+
+/// Reads a plan saved by `plan -out=FILE`.
+pub fn load_plan(path: &Path) -> Result<Plan, Diagnostic> {
+    let bad = |why: String| {
+        Diagnostic::error(
+            "Failed to read plan file",
+            format!("{} {why}", path.display()),
+        )
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}.")))?;
+    let doc: J = serde_json::from_str(&text).map_err(|_| {
+        bad(
+            "is not a Cairn plan file (it is not JSON). Save a plan with `cairn plan -out=FILE`."
+                .into(),
+        )
+    })?;
+    match doc.get("cairn_plan_format").and_then(J::as_u64) {
+        Some(PLAN_FORMAT) => {}
+        Some(v) => {
+            return Err(bad(format!(
+                "has plan format {v}; this Cairn reads format {PLAN_FORMAT}. Make the plan again with this Cairn."
+            )))
+        }
+        None => {
+            return Err(bad(
+                "is not a Cairn plan file. Save a plan with `cairn plan -out=FILE`.".into(),
+            ))
+        }
+    }
+    let plan = doc.get("plan").cloned().unwrap_or(J::Null);
+    serde_json::from_value(plan).map_err(|e| bad(format!("is damaged: {e}.")))
+}
+
+/// The width prose is wrapped at: the terminal's, else 80.
+pub fn render_width(is_tty: bool) -> usize {
+    if is_tty {
+        // SAFETY: TIOCGWINSZ fills a winsize struct we own; a failure leaves it zeroed.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+        if ok && ws.ws_col >= 40 {
+            return ws.ws_col as usize;
+        }
+    }
+    80
+}
+
+/// Terraform's action names in `planned_change` messages.
+fn change_action(a: Action) -> &'static str {
+    match a {
+        Action::NoOp => "noop",
+        Action::Create => "create",
+        Action::Read => "read",
+        Action::Update => "update",
+        Action::DeleteThenCreate | Action::CreateThenDelete => "replace",
+        Action::Delete => "delete",
+    }
+}
+
+/// The plan as `-json` UI messages: drift, one `planned_change` per change, the
+/// `change_summary`, and the planned `outputs`.
+pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
+    for d in &plan.drift {
+        let action = if d.after.is_some() {
+            "update"
+        } else {
+            "delete"
+        };
+        let mut f = Map::new();
+        f.insert(
+            "change".into(),
+            json!({"resource": resource_json(&d.addr), "action": action}),
+        );
+        ui.emit(
+            "info",
+            &format!("{}: Drift detected ({action})", d.addr),
+            "resource_drift",
+            f,
+        );
+    }
+    for c in plan.changes.iter().filter(|c| c.action != Action::NoOp) {
+        let mut change = json!({"resource": resource_json(&c.addr),
+                                "action": change_action(c.action)});
+        if let Some(r) = &c.reason {
+            change["reason"] = json!(r.json_name());
+        }
+        let mut f = Map::new();
+        f.insert("change".into(), change);
+        ui.emit(
+            "info",
+            &format!("{}: Plan to {}", c.addr, change_action(c.action)),
+            "planned_change",
+            f,
+        );
+    }
+    let (add, change, destroy) = plan.counts();
+    ui.change_summary("plan", add, change, destroy);
+    let outputs: Map<String, J> = plan
+        .outputs
+        .iter()
+        .map(|o| {
+            (
+                o.name.clone(),
+                json!({"sensitive": o.sensitive, "action": change_action(o.action)}),
+            )
+        })
+        .collect();
+    if !outputs.is_empty() {
+        let mut f = Map::new();
+        let n = outputs.len();
+        f.insert("outputs".into(), J::Object(outputs));
+        ui.emit("info", &format!("Outputs: {n}"), "outputs", f);
+    }
+}
+
+/// Shows a plan: human text on standard output, or `-json` messages.
+pub fn present_plan(ctx: &Context, plan: &Plan, json_ui: Option<&JsonUi>, no_color: bool) {
+    match json_ui {
+        Some(ui) => plan_messages(ui, plan),
+        None => {
+            let (color, _) = ctx.colors(no_color);
+            let opts = RenderOptions {
+                color,
+                width: render_width(ctx.stdout_tty),
+            };
+            ctx.out(&render_plan(plan, &opts));
+        }
+    }
+}
+
+/// The exit code of `plan`: with `-detailed-exitcode`, 2 when there are changes.
+pub fn plan_exit(plan: &Plan, detailed: bool) -> Exit {
+    if plan.errored {
+        Exit::Error
+    } else if detailed && (plan.has_changes() || plan.applyable) {
+        Exit::Changes
+    } else {
+        Exit::Ok
+    }
+}
+
+/// How many managed objects a destroy plan deletes.
+pub fn objects_to_destroy(plan: &Plan) -> usize {
+    plan.changes
+        .iter()
+        .filter(|c| matches!(c.action, Action::Delete))
+        .count()
+}
+
+/// The approval step after a plan is shown. `Ok(true)`: go ahead; `Ok(false)`: the user said
+/// something other than `yes` (the command prints "cancelled" and exits 1); `Err`: cannot ask.
+pub fn approve(
+    ctx: &Context,
+    question: Question,
+    command: &str,
+    auto_approve: bool,
+    input_enabled: bool,
+    stdin: &mut dyn BufRead,
+    no_color: bool,
+) -> Result<bool, Diagnostic> {
+    if auto_approve {
+        return Ok(true);
+    }
+    if !input_enabled || !ctx.stdin_tty {
+        return Err(prompt::cannot_ask(command, !input_enabled));
+    }
+    let (color, _) = ctx.colors(no_color);
+    ctx.out(&prompt::prompt_text(question, color));
+    match prompt::read_answer(stdin) {
+        Answer::Approved => {
+            ctx.out("\n");
+            Ok(true)
+        }
+        Answer::Declined(_) => Ok(false),
+    }
+}
+
+/// `show`: a saved plan (human or Terraform's `show -json`), or the current state.
+pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
+    let (color, _) = ctx.colors(a.ui.no_color);
+    let opts = RenderOptions {
+        color,
+        width: render_width(ctx.stdout_tty),
+    };
+    if let Some(path) = &a.plan_file {
+        let plan = match load_plan(path) {
+            Ok(p) => p,
+            Err(d) => return ctx.fail(d, a.ui.no_color),
+        };
+        if a.ui.json {
+            let text =
+                serde_json::to_string(&crate::plan::json::plan_json(&plan)).unwrap_or_default();
+            ctx.out(&format!("{text}\n"));
+        } else {
+            ctx.out(&render_plan(&plan, &opts));
+        }
+        return Exit::Ok;
+    }
+    let snap = match open_store(ctx, "show", false, Duration::ZERO) {
+        Ok(Some(store)) => store.snapshot().clone(),
+        Ok(None) => Snapshot::new(),
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
+    if a.ui.json {
+        let store_json = state_values_json(&snap);
+        let text = serde_json::to_string(&store_json).unwrap_or_default();
+        ctx.out(&format!("{text}\n"));
+    } else {
+        ctx.out(&render_state(&snap, &opts));
+    }
+    Exit::Ok
+}
+
+/// The current state in the shape of `terraform show -json` (no plan): `format_version` and
+/// `values` with `outputs` and the `root_module`'s resources (child modules nested).
+fn state_values_json(snap: &Snapshot) -> J {
+    let doc = cairn_state::export_tfstate(snap, "", snap.head);
+    let mut outputs = Map::new();
+    for (name, o) in &snap.outputs {
+        let v = crate::value::Value::from_stored(&o.value);
+        outputs.insert(
+            name.clone(),
+            json!({"sensitive": o.sensitive, "value": v.to_json(),
+                   "type": crate::plan::json::type_json(&v.type_of())}),
+        );
+    }
+    let mut by_module: std::collections::BTreeMap<String, Vec<J>> = Default::default();
+    for r in doc["resources"].as_array().into_iter().flatten() {
+        let module = r["module"].as_str().unwrap_or("").to_string();
+        for inst in r["instances"].as_array().into_iter().flatten() {
+            let mut addr = String::new();
+            if !module.is_empty() {
+                addr.push_str(&module);
+                addr.push('.');
+            }
+            if r["mode"] == "data" {
+                addr.push_str("data.");
+            }
+            addr.push_str(&format!(
+                "{}.{}",
+                r["type"].as_str().unwrap_or(""),
+                r["name"].as_str().unwrap_or("")
+            ));
+            let mut o = json!({
+                "address": addr,
+                "mode": r["mode"],
+                "type": r["type"],
+                "name": r["name"],
+                "provider_name": r["provider"],
+                "schema_version": 0,
+                "values": inst["attributes"],
+            });
+            if let Some(k) = inst.get("index_key") {
+                o["index"] = k.clone();
+                let key = match k {
+                    J::String(s) => format!("[{}]", cairn_state::quote(s)),
+                    other => format!("[{other}]"),
+                };
+                o["address"] = J::String(format!("{addr}{key}"));
+            }
+            by_module.entry(module.clone()).or_default().push(o);
+        }
+    }
+    let mut root = json!({"resources": by_module.remove("").unwrap_or_default()});
+    if !by_module.is_empty() {
+        root["child_modules"] = J::Array(
+            by_module
+                .into_iter()
+                .map(|(m, rs)| json!({"address": m, "resources": rs}))
+                .collect(),
+        );
+    }
+    json!({
+        "format_version": "1.0",
+        "values": {"outputs": outputs, "root_module": root},
+    })
+}
+
+/// Renders DOT as SVG through Graphviz's `program` (normally `dot`), or says how to install it.
+pub fn dot_to_svg(dot: &str, program: &str) -> Result<String, Diagnostic> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let child = Command::new(program)
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Diagnostic::error(
+                "Graphviz is not installed",
+                format!(
+                    "-format=svg renders the graph with Graphviz's `{program}` program, which                      was not found. Install Graphviz (`apt-get install graphviz` on Debian and                      Ubuntu, `dnf install graphviz` on Fedora, `brew install graphviz` on                      macOS), or print DOT with -format=dot and render it elsewhere."
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(Diagnostic::error(
+                "Cannot run Graphviz",
+                format!("Starting `{program} -Tsvg` failed: {e}."),
+            ))
+        }
+    };
+    // Write on a thread of its own so a large graph cannot deadlock against `dot`'s output.
+    let mut stdin = child.stdin.take();
+    let input = dot.to_string();
+    let writer = std::thread::spawn(move || {
+        if let Some(i) = stdin.as_mut() {
+            let _ = i.write_all(input.as_bytes());
+        }
+    });
+    let out = child.wait_with_output();
+    let _ = writer.join();
+    let out = out.map_err(|e| {
+        Diagnostic::error(
+            "Cannot run Graphviz",
+            format!("`{program} -Tsvg` failed: {e}."),
+        )
+    })?;
+    if !out.status.success() {
+        return Err(Diagnostic::error(
+            "Graphviz failed",
+            format!(
+                "`{program} -Tsvg` exited with {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::args::{parse, Command};
+    use crate::cli::output::sink;
+    use crate::cli::output::testing::Capture;
+    use crate::plan::Change;
+    use std::sync::Arc;
+    use std::time::UNIX_EPOCH;
+
+    fn context(stdin_tty: bool) -> (Context, Capture, Capture) {
+        let (out, err) = (Capture::default(), Capture::default());
+        let ctx = Context {
+            state_dir: PathBuf::from(".cairn"),
+            stdout: sink(out.clone()),
+            stderr: sink(err.clone()),
+            stdout_tty: false,
+            stderr_tty: false,
+            stdin_tty,
+        };
+        (ctx, out, err)
+    }
+
+    fn plan_args(line: &str) -> (WalkArgs, PlanFlags, Vec<VarArg>) {
+        let p = parse(std::iter::once("cairn").chain(line.split(' '))).unwrap();
+        match p.cli.command {
+            Command::Plan(a) => (a.walk, a.plan, p.var_order),
+            _ => panic!("not plan"),
+        }
+    }
+
+    #[test]
+    fn requests_report_every_bad_address() {
+        let (ctx, _, _) = context(false);
+        let (walk, flags, vars) =
+            plan_args("plan -target=sim_thing.a -target=module.m -replace=sim_thing.b[0] -var=a=1");
+        let r = run_request(&ctx, &walk, Some(&flags), PlanMode::Normal, vars).unwrap();
+        assert_eq!(r.targets.len(), 2);
+        assert_eq!(r.replace[0].to_string(), "sim_thing.b[0]");
+        assert_eq!(r.vars, [VarArg::Var("a=1".into())]);
+        assert!(r.refresh);
+        let (walk, flags, vars) =
+            plan_args("plan -target=!bad -replace=data.sim_lookup.x -parallelism=0");
+        let diags = run_request(&ctx, &walk, Some(&flags), PlanMode::Normal, vars).unwrap_err();
+        let summaries: Vec<&str> = diags.iter().map(|d| d.summary.as_str()).collect();
+        assert_eq!(
+            summaries,
+            [
+                "Invalid target address",
+                "Invalid replace address",
+                "Invalid -parallelism"
+            ]
+        );
+    }
+
+    fn plan_with(actions: &[Action]) -> Plan {
+        let changes = actions
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Change {
+                addr: format!("sim_thing.t{i}").parse().unwrap(),
+                provider: "provider[\"sim\"]".parse().unwrap(),
+                action: *a,
+                before: None,
+                after: None,
+                replace_paths: vec![],
+                reason: None,
+                sensitive_attrs: vec![],
+                diff_unavailable: false,
+            })
+            .collect();
+        Plan {
+            mode: PlanMode::Normal,
+            base_seq: 0,
+            config_hash: String::new(),
+            changes,
+            provider_changes: vec![],
+            outputs: vec![],
+            drift: vec![],
+            data_reads: vec![],
+            dropped_data: vec![],
+            variables: Default::default(),
+            warnings: vec![],
+            applyable: actions.iter().any(|a| *a != Action::NoOp),
+            errored: false,
+        }
+    }
+
+    #[test]
+    fn approval_needs_a_terminal_or_auto_approve() {
+        let q = Question::Apply;
+        let (ctx, out, _) = context(false);
+        let d = approve(&ctx, q, "apply", false, true, &mut "yes\n".as_bytes(), true).unwrap_err();
+        assert_eq!(d.summary, "Approval required");
+        assert!(
+            d.detail.contains("Standard input is not a terminal"),
+            "{}",
+            d.detail
+        );
+        assert!(
+            d.detail.contains("`cairn apply -auto-approve`"),
+            "{}",
+            d.detail
+        );
+        assert_eq!(out.text(), "", "nothing is read from a pipe");
+        let d = approve(&ctx, q, "destroy", false, false, &mut "".as_bytes(), true).unwrap_err();
+        assert!(d.detail.contains("-input=false") && d.detail.contains("destroy -auto-approve"));
+        assert_eq!(
+            approve(&ctx, q, "apply", true, true, &mut "".as_bytes(), true),
+            Ok(true)
+        );
+
+        let (ctx, out, _) = context(true);
+        let q = Question::Destroy { objects: 2 };
+        assert_eq!(
+            approve(
+                &ctx,
+                q,
+                "destroy",
+                false,
+                true,
+                &mut "yes\n".as_bytes(),
+                true
+            ),
+            Ok(true)
+        );
+        assert!(
+            out.text().contains("Cairn will destroy 2 objects"),
+            "{}",
+            out.text()
+        );
+        assert_eq!(
+            approve(
+                &ctx,
+                q,
+                "destroy",
+                false,
+                true,
+                &mut "no\n".as_bytes(),
+                true
+            ),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn exit_codes() {
+        let none = plan_with(&[Action::NoOp]);
+        let some = plan_with(&[Action::Create, Action::Delete]);
+        assert_eq!(plan_exit(&none, true), Exit::Ok);
+        assert_eq!(plan_exit(&some, false), Exit::Ok);
+        assert_eq!(plan_exit(&some, true), Exit::Changes);
+        let errored = Plan {
+            errored: true,
+            ..some.clone()
+        };
+        assert_eq!(plan_exit(&errored, true), Exit::Error);
+        assert_eq!(objects_to_destroy(&some), 1);
+    }
+
+    #[test]
+    fn plan_json_messages() {
+        let cap = Capture::default();
+        let clock: crate::cli::output::Clock = Arc::new(|| UNIX_EPOCH);
+        let ui = JsonUi::new(sink(cap.clone()), clock);
+        let mut plan = plan_with(&[Action::Create, Action::NoOp, Action::DeleteThenCreate]);
+        plan.changes[2].reason = Some(crate::plan::Reason::ReplaceByRequest);
+        plan.outputs.push(crate::plan::OutputChange {
+            name: "o".into(),
+            action: Action::Create,
+            before: None,
+            after: None,
+            sensitive: true,
+        });
+        plan_messages(&ui, &plan);
+        let lines: Vec<J> = cap
+            .text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                "planned_change",
+                "planned_change",
+                "change_summary",
+                "outputs"
+            ]
+        );
+        assert_eq!(lines[0]["@message"], "sim_thing.t0: Plan to create");
+        assert_eq!(lines[1]["change"]["action"], "replace");
+        assert_eq!(lines[1]["change"]["reason"], "replace_by_request");
+        assert_eq!(
+            lines[2]["changes"],
+            json!({"add": 2, "change": 0, "import": 0, "remove": 1, "operation": "plan"})
+        );
+        assert_eq!(
+            lines[2]["@message"],
+            "Plan: 2 to add, 0 to change, 1 to destroy."
+        );
+        assert_eq!(
+            lines[3]["outputs"]["o"],
+            json!({"sensitive": true, "action": "create"})
+        );
+    }
+
+    #[test]
+    fn svg_through_graphviz() {
+        let d = dot_to_svg("digraph {}", "cairn-no-such-dot-program").unwrap_err();
+        assert_eq!(d.summary, "Graphviz is not installed");
+        assert!(
+            d.detail.contains("apt-get install graphviz"),
+            "{}",
+            d.detail
+        );
+        // A stand-in for `dot` that echoes its input wrapped in <svg>, and one that fails.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("dot");
+        std::fs::write(&fake, "#!/bin/sh\necho \"<svg $1>\"; cat; echo '</svg>'\n").unwrap();
+        let bad = dir.path().join("bad");
+        std::fs::write(
+            &bad,
+            "#!/bin/sh\necho 'syntax error in line 1' >&2; exit 1\n",
+        )
+        .unwrap();
+        for f in [&fake, &bad] {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let svg = dot_to_svg("digraph { a -> b }", fake.to_str().unwrap()).unwrap();
+        assert_eq!(svg, "<svg -Tsvg>\ndigraph { a -> b }</svg>\n");
+        let d = dot_to_svg("digraph {", bad.to_str().unwrap()).unwrap_err();
+        assert!(d.detail.contains("syntax error in line 1"), "{}", d.detail);
+    }
+
+    #[test]
+    fn saved_plans_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p");
+        let mut plan = plan_with(&[Action::Create]);
+        plan.changes[0].after = Some(crate::value::Value::object([
+            ("id", crate::value::Value::unknown()),
+            ("n", crate::value::Value::int(3)),
+        ]));
+        save_plan(&path, &plan).unwrap();
+        assert_eq!(load_plan(&path).unwrap(), plan);
+        std::fs::write(&path, r#"{"cairn_plan_format": 99}"#).unwrap();
+        let d = load_plan(&path).unwrap_err();
+        assert!(d.detail.contains("has plan format 99"), "{}", d.detail);
+    }
+}

@@ -1,0 +1,894 @@
+//! The commands over the state log: `state list|show|rm|mv|pull|import-tfstate|check`,
+//! `history`, `log` and `output`.
+//!
+//! Decisions:
+//! - Read commands open the store read-only; the store's lock is exclusive, so while a writer
+//!   runs they fail with the store's lock error, which names the holder (pid, command, since).
+//! - A state directory that does not exist yet reads as an empty state: `state list` prints
+//!   nothing and `output` warns that there are no outputs, as Terraform does before the first
+//!   apply.
+//! - Edits (`rm`, `mv`, `import-tfstate`) are runs of their own: `RunStarted`, the events, a
+//!   commit, `RunFinished` — so `history` shows them and nothing is ever rewritten.
+//! - `history -json` and `log -json` write one JSON object per line (streams a tool can read
+//!   incrementally); stored values appear as plain JSON, as in `state pull`.
+
+use super::args::{
+    HistoryArgs, LogArgs, OutputArgs, StateCommand, StateImportArgs, StateMvArgs, StateRmArgs,
+};
+use super::output::{rfc3339_seconds, Exit};
+use super::Context;
+use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::value::{format_hcl, Type, Value};
+use cairn_state::{
+    Event, EventBody, OpenOptions, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot,
+    StateError, Store, StoredValue, Target,
+};
+use serde_json::{json, Map, Value as J};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, UNIX_EPOCH};
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// A state problem as a diagnostic; lock errors get a summary of their own.
+pub fn state_diag(e: &StateError) -> Diagnostic {
+    let summary = match e {
+        StateError::Locked { .. } => "Error acquiring the state lock",
+        StateError::Corrupt { .. } | StateError::TooNew { .. } => "The state log cannot be read",
+        StateError::TfState { .. } => "Invalid Terraform state file",
+        StateError::OutOfRange { .. } => "Invalid -at position",
+        _ => "State error",
+    };
+    let detail = format!("{}.", capitalized(&e.to_string()));
+    Diagnostic::error(summary, detail.trim_end_matches("..").to_string())
+}
+
+/// Opens the store for a command, printing the store's warnings (torn tail, bad checkpoint).
+pub fn open_store(
+    ctx: &Context,
+    command: &str,
+    write: bool,
+    lock_timeout: Duration,
+) -> Result<Option<Store>, Diagnostic> {
+    let opts = OpenOptions {
+        command: command.to_string(),
+        lock_timeout,
+        write,
+    };
+    match Store::open(&ctx.state_dir, &opts) {
+        Ok((store, warnings)) => {
+            for w in warnings {
+                let d = Diagnostic::warning("State recovered", w);
+                ctx.report(&SourceMap::new(), &Diagnostics::from(d), false);
+            }
+            Ok(Some(store))
+        }
+        Err(StateError::NotFound { .. }) if !write => Ok(None),
+        Err(e) => Err(state_diag(&e)),
+    }
+}
+
+/// The snapshot to read: now, or after event `at`.
+fn read_snapshot(ctx: &Context, command: &str, at: Option<u64>) -> Result<Snapshot, Diagnostic> {
+    let Some(store) = open_store(ctx, command, false, Duration::ZERO)? else {
+        return match at {
+            Some(seq) if seq > 0 => Err(state_diag(&StateError::OutOfRange { seq, head: 0 })),
+            _ => Ok(Snapshot::new()),
+        };
+    };
+    match at {
+        Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e)),
+        None => Ok(store.snapshot().clone()),
+    }
+}
+
+fn parse_target(s: &str) -> Result<Target, Diagnostic> {
+    s.parse::<Target>().map_err(|e| {
+        Diagnostic::error(
+            "Invalid address",
+            format!("{}. Addresses look like sim_thing.a, sim_thing.a[0], data.sim_lookup.x, module.m.sim_thing.a[\"k\"] or module.m.", capitalized(&e.to_string())),
+        )
+    })
+}
+
+/// Every instance address in a snapshot: managed then data, in address order.
+fn all_addrs(s: &Snapshot) -> Vec<&ResourceInstanceAddr> {
+    let mut v: Vec<_> = s.resources.keys().chain(s.data.keys()).collect();
+    v.sort();
+    v
+}
+
+pub fn state(ctx: &Context, cmd: StateCommand) -> Exit {
+    let result = match cmd {
+        StateCommand::List(a) => list(ctx, &a.addrs, a.at.at),
+        StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, a.ui.no_color),
+        StateCommand::Rm(a) => rm(ctx, &a),
+        StateCommand::Mv(a) => mv(ctx, &a),
+        StateCommand::Pull(a) => pull(ctx, a.at.at),
+        StateCommand::ImportTfstate(a) => import(ctx, &a),
+        StateCommand::Check(_) => check(ctx),
+    };
+    result.unwrap_or_else(|d| ctx.fail(d, false))
+}
+
+fn list(ctx: &Context, filters: &[String], at: Option<u64>) -> Result<Exit, Diagnostic> {
+    let targets = filters
+        .iter()
+        .map(|f| parse_target(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let snap = read_snapshot(ctx, "state list", at)?;
+    let mut out = String::new();
+    for addr in all_addrs(&snap) {
+        if targets.is_empty() || targets.iter().any(|t| t.contains(addr)) {
+            let _ = writeln!(out, "{addr}");
+        }
+    }
+    ctx.out(&out);
+    Ok(Exit::Ok)
+}
+
+fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Exit, Diagnostic> {
+    let target: ResourceInstanceAddr = addr.parse().map_err(|e: cairn_state::AddrError| {
+        Diagnostic::error(
+            "Invalid address",
+            format!(
+                "{}. `state show` takes one instance, like sim_thing.a or sim_thing.a[0].",
+                capitalized(&e.to_string())
+            ),
+        )
+    })?;
+    let snap = read_snapshot(ctx, "state show", at)?;
+    // The same view as `cairn show`, of a state holding only this instance.
+    let mut one = Snapshot::new();
+    if let Some(inst) = snap.resources.get(&target) {
+        one.resources.insert(target.clone(), inst.clone());
+    } else if let Some(d) = snap.data.get(&target) {
+        one.data.insert(target.clone(), d.clone());
+    }
+    if !one.resources.is_empty() || !one.data.is_empty() {
+        let (color, _) = ctx.colors(no_color);
+        let opts = crate::plan::render::RenderOptions {
+            color,
+            width: super::run_cmds::render_width(ctx.stdout_tty),
+        };
+        let text = crate::plan::render::render_state(&one, &opts);
+        ctx.out(&format!("{}\n", text.trim_end()));
+        return Ok(Exit::Ok);
+    }
+    Err(Diagnostic::error(
+        "No instance found for the given address",
+        format!(
+            "The state{} has no resource instance {target}. `cairn state list` shows the addresses it has.",
+            at.map(|s| format!(" after event {s}")).unwrap_or_default()
+        ),
+    ))
+}
+
+/// Opens the store for writing, lets `prepare` decide the events from the current snapshot,
+/// and records them as a run of their own. A refused edit (bad address, nothing matches)
+/// leaves no trace in the log.
+fn edit_run(
+    ctx: &Context,
+    command: &str,
+    args: Vec<String>,
+    lock_timeout: Duration,
+    prepare: impl FnOnce(&Snapshot) -> Result<Vec<EventBody>, Diagnostic>,
+) -> Result<Vec<EventBody>, Diagnostic> {
+    let mut store = open_store(ctx, command, true, lock_timeout)?.ok_or_else(|| {
+        state_diag(&StateError::NotFound {
+            dir: ctx.state_dir.clone(),
+        })
+    })?;
+    let events = prepare(store.snapshot())?;
+    let record = |store: &mut Store| -> Result<(), StateError> {
+        store.begin_run(command, &args)?;
+        for e in &events {
+            store.append(e.clone())?;
+        }
+        store.commit()?;
+        store.finish_run(RunOutcome::Success, RunSummary::default())
+    };
+    record(&mut store).map_err(|e| state_diag(&e))?;
+    Ok(events)
+}
+
+fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
+    let targets = a
+        .addrs
+        .iter()
+        .map(|s| parse_target(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let events = edit_run(
+        ctx,
+        "state rm",
+        a.addrs.clone(),
+        a.lock.lock_timeout,
+        |snap| {
+            let matched: Vec<EventBody> = all_addrs(snap)
+                .into_iter()
+                .filter(|addr| targets.iter().any(|t| t.contains(addr)))
+                .map(|addr| EventBody::ResourceForgotten { addr: addr.clone() })
+                .collect();
+            if matched.is_empty() {
+                return Err(Diagnostic::error(
+                "No matching objects found",
+                format!(
+                    "The state has no resource instance matching {}. `cairn state list` shows the addresses it has.",
+                    a.addrs.join(", ")
+                ),
+            ));
+            }
+            Ok(matched)
+        },
+    )?;
+    let removed: Vec<&ResourceInstanceAddr> = events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::ResourceForgotten { addr } => Some(addr),
+            _ => None,
+        })
+        .collect();
+    let mut out = String::new();
+    for addr in &removed {
+        let _ = writeln!(out, "Removed {addr}");
+    }
+    let _ = writeln!(
+        out,
+        "Successfully removed {} resource instance(s).",
+        removed.len()
+    );
+    ctx.out(&out);
+    Ok(Exit::Ok)
+}
+
+/// Where each instance matched by `from` goes when moved to `to`.
+fn plan_moves(
+    snap: &Snapshot,
+    from: &Target,
+    to: &Target,
+) -> Result<Vec<(ResourceInstanceAddr, ResourceInstanceAddr)>, Diagnostic> {
+    let invalid = |why: String| Diagnostic::error("Invalid state move", why);
+    let matched: Vec<&ResourceInstanceAddr> = all_addrs(snap)
+        .into_iter()
+        .filter(|a| from.contains(a))
+        .collect();
+    if matched.is_empty() {
+        return Err(Diagnostic::error(
+            "No matching objects found",
+            format!("The state has no resource instance matching {from}. `cairn state list` shows the addresses it has."),
+        ));
+    }
+    let same_kind = |a: &cairn_state::ResourceAddr, b: &cairn_state::ResourceAddr| {
+        if a.mode != b.mode || a.type_ != b.type_ {
+            Err(invalid(format!(
+                "{a} cannot move to {b}: an object keeps its mode and resource type."
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let mut moves = Vec::new();
+    match (from, to) {
+        (Target::Module(fm), Target::Module(tm)) => {
+            for a in matched {
+                let mut steps = tm.0.clone();
+                steps.extend_from_slice(&a.resource.module.0[fm.0.len()..]);
+                let mut dest = a.clone();
+                dest.resource.module = cairn_state::ModulePath(steps);
+                moves.push((a.clone(), dest));
+            }
+        }
+        (Target::Resource(fr), Target::Resource(tr)) => {
+            same_kind(fr, tr)?;
+            for a in matched {
+                moves.push((a.clone(), tr.instance(a.key.clone())));
+            }
+        }
+        (Target::Instance(fi), Target::Instance(ti)) => {
+            same_kind(&fi.resource, &ti.resource)?;
+            moves.push((fi.clone(), ti.clone()));
+        }
+        (Target::Instance(fi), Target::Resource(tr)) => {
+            same_kind(&fi.resource, tr)?;
+            moves.push((fi.clone(), tr.instance(None)));
+        }
+        (Target::Resource(fr), Target::Instance(ti)) => {
+            same_kind(fr, &ti.resource)?;
+            if matched.len() != 1 || matched[0].key.is_some() {
+                return Err(invalid(format!(
+                    "{from} has {} instance(s) with keys; move them one at a time to {to}.",
+                    matched.len()
+                )));
+            }
+            moves.push((matched[0].clone(), ti.clone()));
+        }
+        _ => {
+            return Err(invalid(format!(
+                "{from} and {to} are different kinds of address: move a module to a module and a resource to a resource."
+            )))
+        }
+    }
+    for (src, dest) in &moves {
+        if src != dest
+            && (snap.resources.contains_key(dest) || snap.data.contains_key(dest))
+            && !moves.iter().any(|(s, _)| s == dest)
+        {
+            return Err(invalid(format!(
+                "Cannot move {src} to {dest}: there is already a resource instance at that address."
+            )));
+        }
+    }
+    Ok(moves)
+}
+
+fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
+    let from = parse_target(&a.from)?;
+    let to = parse_target(&a.to)?;
+    let events = edit_run(
+        ctx,
+        "state mv",
+        vec![a.from.clone(), a.to.clone()],
+        a.lock.lock_timeout,
+        |snap| {
+            Ok(plan_moves(snap, &from, &to)?
+                .into_iter()
+                .filter(|(src, dest)| src != dest)
+                .map(|(from, to)| EventBody::ResourceMoved { from, to })
+                .collect())
+        },
+    )?;
+    let moved: Vec<(&ResourceInstanceAddr, &ResourceInstanceAddr)> = events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::ResourceMoved { from, to } => Some((from, to)),
+            _ => None,
+        })
+        .collect();
+    let mut out = String::new();
+    for (s, d) in &moved {
+        let _ = writeln!(out, "Move \"{s}\" to \"{d}\"");
+    }
+    let _ = writeln!(out, "Successfully moved {} object(s).", moved.len());
+    ctx.out(&out);
+    Ok(Exit::Ok)
+}
+
+fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
+    let Some(store) = open_store(ctx, "state pull", false, Duration::ZERO)? else {
+        return Err(state_diag(&StateError::NotFound {
+            dir: ctx.state_dir.clone(),
+        }));
+    };
+    let snap = match at {
+        Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e))?,
+        None => store.snapshot().clone(),
+    };
+    let doc = cairn_state::export_tfstate(&snap, &store.lineage(), snap.head);
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    ctx.out(&format!("{text}\n"));
+    Ok(Exit::Ok)
+}
+
+fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
+    let text = std::fs::read_to_string(&a.file).map_err(|e| {
+        Diagnostic::error(
+            "Cannot read the Terraform state file",
+            format!("Reading {}: {e}.", a.file.display()),
+        )
+    })?;
+    // A default provider is configured from stack configuration; until the configuration names
+    // one, it is registered with an empty configuration (every built-in provider accepts it).
+    let event = cairn_state::import_tfstate(&text, &|_| StoredValue::Object(BTreeMap::new()))
+        .map_err(|e| state_diag(&e))?;
+    let (np, nr) = match &event {
+        EventBody::StateImported {
+            providers,
+            resources,
+            ..
+        } => (providers.len(), resources.len()),
+        _ => (0, 0),
+    };
+    edit_run(
+        ctx,
+        "state import-tfstate",
+        vec![a.file.display().to_string()],
+        a.lock.lock_timeout,
+        |s| {
+            if !s.resources.is_empty() || !s.data.is_empty() {
+                return Err(Diagnostic::error(
+                    "The state is not empty",
+                    format!(
+                        "The state in {} already holds {} resource instance(s). Import a Terraform state into an empty state directory (-state-dir=DIR), so no object is tracked twice.",
+                        ctx.state_dir.display(),
+                        s.resources.len() + s.data.len()
+                    ),
+                ));
+            }
+            Ok(vec![event])
+        },
+    )?;
+    ctx.out(&format!(
+        "Imported {nr} resource instance(s) and {np} provider instance(s) from {}.\n",
+        a.file.display()
+    ));
+    Ok(Exit::Ok)
+}
+
+fn check(ctx: &Context) -> Result<Exit, Diagnostic> {
+    let Some(store) = open_store(ctx, "state check", false, Duration::ZERO)? else {
+        ctx.out("No state yet: nothing to check.\n");
+        return Ok(Exit::Ok);
+    };
+    let violations = store.check();
+    if violations.is_empty() {
+        let s = store.snapshot();
+        ctx.out(&format!(
+            "The state is consistent: {} events, {} resource instance(s), {} data result(s), {} provider instance(s).\n",
+            s.head,
+            s.resources.len(),
+            s.data.len(),
+            s.providers.len()
+        ));
+        return Ok(Exit::Ok);
+    }
+    let mut detail = String::new();
+    for v in &violations {
+        let _ = writeln!(detail, "- {v}");
+    }
+    detail.push_str(
+        "\nThe invariants are numbered in the state crate's documentation. Nothing was changed.",
+    );
+    Err(Diagnostic::error(
+        format!("The state breaks {} invariant(s)", violations.len()),
+        detail,
+    ))
+}
+
+fn time_of(ms: u64) -> String {
+    rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+/// A run's duration: tenths below ten seconds, then Terraform's `1m5s` form.
+fn fmt_run_duration(ms: u64) -> String {
+    if ms < 10_000 {
+        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
+    } else {
+        super::progress::fmt_elapsed(Duration::from_millis(ms))
+    }
+}
+
+fn summary_text(s: &RunSummary) -> String {
+    let mut t = format!(
+        "{} added, {} changed, {} destroyed",
+        s.added, s.changed, s.destroyed
+    );
+    if s.read > 0 {
+        let _ = write!(t, ", {} read", s.read);
+    }
+    if s.errors > 0 {
+        let _ = write!(t, ", {} error(s)", s.errors);
+    }
+    t
+}
+
+pub fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
+    let snap = match read_snapshot(ctx, "history", None) {
+        Ok(s) => s,
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
+    let outcome = |r: &cairn_state::RunRecord| match r.outcome {
+        Some(o) => o.to_string(),
+        None => "unfinished".to_string(),
+    };
+    if a.ui.json {
+        let mut out = String::new();
+        for r in &snap.runs {
+            let j = json!({
+                "id": r.id,
+                "command": r.command,
+                "args": r.args,
+                "user": r.user,
+                "pid": r.pid,
+                "started": time_of(r.started_ms),
+                "finished": r.finished_ms.map(time_of),
+                "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
+                "outcome": outcome(r),
+                "changes": {"added": r.summary.added, "changed": r.summary.changed,
+                            "destroyed": r.summary.destroyed, "read": r.summary.read,
+                            "errors": r.summary.errors},
+                "last_seq": r.last_seq,
+            });
+            let _ = writeln!(out, "{j}");
+        }
+        ctx.out(&out);
+        return Exit::Ok;
+    }
+    if snap.runs.is_empty() {
+        ctx.out("No runs yet.\n");
+        return Exit::Ok;
+    }
+    let rows: Vec<[String; 6]> = snap
+        .runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.to_string(),
+                time_of(r.started_ms),
+                r.finished_ms
+                    .map(|f| fmt_run_duration(f.saturating_sub(r.started_ms)))
+                    .unwrap_or_else(|| "-".into()),
+                outcome(r),
+                r.command.clone(),
+                summary_text(&r.summary),
+            ]
+        })
+        .collect();
+    ctx.out(&table(
+        [
+            "RUN", "STARTED", "DURATION", "OUTCOME", "COMMAND", "CHANGES",
+        ],
+        &rows,
+    ));
+    Exit::Ok
+}
+
+/// A left-aligned table with two spaces between columns; the last column is not padded.
+fn table<const N: usize>(head: [&str; N], rows: &[[String; N]]) -> String {
+    let mut w = head.map(str::len);
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == N {
+                l.push_str(c);
+            } else {
+                let _ = write!(l, "{c:<width$}  ", width = w[i]);
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(head.to_vec(), &mut out);
+    for r in rows {
+        line(r.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
+
+/// Makes an event's serde JSON readable: stored values (`attrs`, `config`, `value`) become
+/// plain JSON, and addresses become their strings (`sim_thing.a[0]`, `provider["sim"]`).
+fn plain_values(j: J) -> J {
+    match j {
+        J::Object(m) if has_keys(&m, &["key", "resource"]) => {
+            match serde_json::from_value::<ResourceInstanceAddr>(J::Object(m.clone())) {
+                Ok(a) => J::String(a.to_string()),
+                Err(_) => J::Object(m),
+            }
+        }
+        J::Object(m) if has_keys(&m, &["alias", "module", "package"]) => {
+            match serde_json::from_value::<cairn_state::ProviderAddr>(J::Object(m.clone())) {
+                Ok(a) => J::String(a.to_string()),
+                Err(_) => J::Object(m),
+            }
+        }
+        J::Object(m) => J::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let v = if matches!(k.as_str(), "attrs" | "config" | "value") {
+                        match serde_json::from_value::<StoredValue>(v.clone()) {
+                            Ok(s) => s.to_json(),
+                            Err(_) => plain_values(v),
+                        }
+                    } else {
+                        plain_values(v)
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        J::Array(a) => J::Array(a.into_iter().map(plain_values).collect()),
+        other => other,
+    }
+}
+
+fn has_keys(m: &Map<String, J>, keys: &[&str]) -> bool {
+    m.len() == keys.len() && keys.iter().all(|k| m.contains_key(*k))
+}
+
+/// One event as a JSON object: `seq`, `version`, `time`, `run`, `kind`, and the event's fields.
+pub fn event_json(e: &Event) -> J {
+    let mut o = Map::new();
+    o.insert("seq".into(), json!(e.seq));
+    o.insert("version".into(), json!(e.version));
+    o.insert("time".into(), json!(time_of(e.time_ms)));
+    o.insert("run".into(), json!(e.run));
+    o.insert("kind".into(), json!(e.body.kind()));
+    if let Ok(J::Object(body)) = serde_json::to_value(&e.body) {
+        // Externally tagged: {"Kind": {fields}}; unit-like variants have no fields.
+        for (_, fields) in body {
+            if let J::Object(f) = plain_values(fields) {
+                o.extend(f);
+            }
+        }
+    }
+    J::Object(o)
+}
+
+/// One event in words.
+pub fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> String {
+    let op_name = |op: &u64| match ops.get(op) {
+        Some(a) => format!("{a} (operation {op})"),
+        None => format!("operation {op}"),
+    };
+    let what = match &e.body {
+        EventBody::RunStarted {
+            command,
+            args,
+            user,
+            pid,
+        } => {
+            let mut c = format!("cairn {command}");
+            for a in args {
+                c.push(' ');
+                c.push_str(a);
+            }
+            format!("{c} by {user} (pid {pid})")
+        }
+        EventBody::RunFinished { outcome, summary } => {
+            format!("{outcome}: {}", summary_text(summary))
+        }
+        EventBody::ProviderRegistered { instance } => format!(
+            "{} [id={}]{}",
+            instance.addr,
+            instance.id,
+            if instance.is_default {
+                " (default)"
+            } else {
+                ""
+            }
+        ),
+        EventBody::ProviderUpdated { addr, id, .. } => format!("{addr} [id={id}]"),
+        EventBody::ProviderRemoved { addr, id } => format!("{addr} [id={id}]"),
+        EventBody::ResourceRead { addr, .. }
+        | EventBody::ResourceGone { addr }
+        | EventBody::DataRead { addr, .. }
+        | EventBody::DataDropped { addr }
+        | EventBody::ResourceForgotten { addr } => addr.to_string(),
+        EventBody::ObjectDeposed { addr, key } => format!("{addr} (deposed key {key})"),
+        EventBody::OperationStarted {
+            addr,
+            deposed,
+            action,
+            token,
+            ..
+        } => {
+            let mut s = format!("{action} {addr}");
+            if let Some(d) = deposed {
+                let _ = write!(s, " (deposed {d})");
+            }
+            if let Some(t) = token {
+                let _ = write!(s, " [token={t}]");
+            }
+            s
+        }
+        EventBody::OperationSucceeded { op, object } => format!(
+            "{}: {}",
+            op_name(op),
+            if object.is_some() {
+                "object written"
+            } else {
+                "object removed"
+            }
+        ),
+        EventBody::OperationFailed { op, object, error } => format!(
+            "{}: {error}{}",
+            op_name(op),
+            if object.is_some() {
+                " (partial object kept)"
+            } else {
+                ""
+            }
+        ),
+        EventBody::OutputsSet { outputs } => {
+            let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
+            if names.is_empty() {
+                "no outputs".to_string()
+            } else {
+                names.join(", ")
+            }
+        }
+        EventBody::ResourceMoved { from, to } => format!("{from} -> {to}"),
+        EventBody::PendingResolved { op, how, object } => format!(
+            "{}: {how}{}",
+            op_name(op),
+            if object.is_some() {
+                " (object kept)"
+            } else {
+                ""
+            }
+        ),
+        EventBody::StateImported {
+            source,
+            providers,
+            resources,
+        } => format!(
+            "from {source}: {} provider instance(s), {} resource instance(s)",
+            providers.len(),
+            resources.len()
+        ),
+    };
+    format!(
+        "{:>5}  {}  run {:<4} {:<18} {what}",
+        e.seq,
+        time_of(e.time_ms),
+        e.run,
+        e.body.kind()
+    )
+}
+
+pub fn log(ctx: &Context, a: &LogArgs) -> Exit {
+    let store = match open_store(ctx, "log", false, Duration::ZERO) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            if !a.ui.json {
+                ctx.out("The state log is empty.\n");
+            }
+            return Exit::Ok;
+        }
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
+    let head = store.head();
+    if a.from > head.max(1) {
+        return ctx.fail(
+            state_diag(&StateError::OutOfRange { seq: a.from, head }),
+            a.ui.no_color,
+        );
+    }
+    // Operation names need the `OperationStarted` events, which may precede `-from`.
+    let events = match store.events(1) {
+        Ok(e) => e,
+        Err(e) => return ctx.fail(state_diag(&e), a.ui.no_color),
+    };
+    let mut ops = BTreeMap::new();
+    let mut out = String::new();
+    for e in &events {
+        if let EventBody::OperationStarted { addr, .. } = &e.body {
+            ops.insert(e.seq, addr.clone());
+        }
+        if e.seq < a.from {
+            continue;
+        }
+        if a.ui.json {
+            let _ = writeln!(out, "{}", event_json(e));
+        } else {
+            let _ = writeln!(out, "{}", event_text(e, &ops));
+        }
+    }
+    ctx.out(&out);
+    Exit::Ok
+}
+
+pub fn output(ctx: &Context, a: &OutputArgs) -> Exit {
+    match output_inner(ctx, a) {
+        Ok(e) => e,
+        Err(d) => ctx.fail(d, a.no_color),
+    }
+}
+
+fn output_inner(ctx: &Context, a: &OutputArgs) -> Result<Exit, Diagnostic> {
+    if a.json && a.raw {
+        return Err(Diagnostic::error(
+            "Invalid output format",
+            "The -raw and -json options are mutually exclusive.",
+        ));
+    }
+    let snap = read_snapshot(ctx, "output", None)?;
+    let values: BTreeMap<&String, (Value, bool)> = snap
+        .outputs
+        .iter()
+        .map(|(k, o)| {
+            let (v, marked) = Value::from_stored(&o.value).deep_unmark();
+            (k, (v, o.sensitive || marked))
+        })
+        .collect();
+    let Some(name) = &a.name else {
+        if a.raw {
+            return Err(Diagnostic::error(
+                "Output name required",
+                "The -raw option prints one output: run `cairn output -raw NAME`.",
+            ));
+        }
+        if a.json {
+            let m: Map<String, J> = values
+                .iter()
+                .map(|(k, (v, s))| {
+                    (
+                        (*k).clone(),
+                        json!({"sensitive": s, "type": crate::plan::json::type_json(&v.type_of()), "value": v.to_json()}),
+                    )
+                })
+                .collect();
+            let text = serde_json::to_string_pretty(&J::Object(m)).unwrap_or_default();
+            ctx.out(&format!("{text}\n"));
+            return Ok(Exit::Ok);
+        }
+        if values.is_empty() {
+            let d = Diagnostic::warning(
+                "No outputs found",
+                "The state has no outputs. Declare an `output` block in the configuration and run `cairn apply` (or `cairn apply -read-only`) to record it.",
+            );
+            let (_, color) = ctx.colors(a.no_color);
+            ctx.err(&super::output::render_diagnostics(
+                &SourceMap::new(),
+                &Diagnostics::from(d),
+                color,
+            ));
+            return Ok(Exit::Ok);
+        }
+        let mut out = String::new();
+        for (k, (v, sensitive)) in &values {
+            if *sensitive {
+                let _ = writeln!(out, "{k} = <sensitive>");
+            } else {
+                let _ = writeln!(out, "{k} = {}", format_hcl(v));
+            }
+        }
+        ctx.out(&out);
+        return Ok(Exit::Ok);
+    };
+    let Some((v, _)) = values.get(name) else {
+        return Err(Diagnostic::error(
+            format!("Output \"{name}\" not found"),
+            "The output variable requested could not be found in the state. Declare it in the configuration and run `cairn apply` (or `cairn apply -read-only`) to record it.",
+        ));
+    };
+    if a.json {
+        ctx.out(&format!("{}\n", v.to_json()));
+    } else if a.raw {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Null(_) => {
+                return Err(Diagnostic::error(
+                    "Unsupported value for raw output",
+                    format!("The -raw option only supports strings, numbers, and boolean values, but output value \"{name}\" is null."),
+                ))
+            }
+            other => {
+                return Err(Diagnostic::error(
+                    "Unsupported value for raw output",
+                    format!(
+                        "The -raw option only supports strings, numbers, and boolean values, but output value \"{name}\" is {}.\n\nUse the -json option for machine-readable representations of output values that have complex types.",
+                        type_phrase(&other.type_of())
+                    ),
+                ))
+            }
+        };
+        ctx.out(&text);
+    } else {
+        ctx.out(&format!("{}\n", format_hcl(v)));
+    }
+    Ok(Exit::Ok)
+}
+
+fn type_phrase(t: &Type) -> String {
+    let s = t.to_string();
+    let article = if s.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {}", s.split('(').next().unwrap_or(&s))
+}

@@ -1,0 +1,858 @@
+//! End-to-end tests of the `cairn` binary: each runs the real executable in a temporary
+//! directory through `check_cli` and looks at what a user sees (exit code, stdout, stderr).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
+/// colours off by environment, and returns (exit code, stdout, stderr).
+fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CAIRN_STATE_DIR")
+        .env_remove("CAIRN_LOG")
+        .env_remove("CAIRN_LOG_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the cairn binary runs");
+    if let Some(mut i) = child.stdin.take() {
+        let _ = i.write_all(stdin.as_bytes());
+    }
+    let out = child.wait_with_output().expect("cairn finishes");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `check_cli_in` in a fresh empty directory.
+fn check_cli(args: &[&str], stdin: &str) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    check_cli_in(dir.path(), args, stdin)
+}
+
+#[test]
+fn version_in_every_spelling() {
+    let v = env!("CARGO_PKG_VERSION");
+    for args in [&["version"][..], &["-version"], &["--version"]] {
+        let (code, out, err) = check_cli(args, "");
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.contains(v), "{args:?}: {out}");
+    }
+    let (code, out, _) = check_cli(&["version", "-json"], "");
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["cairn_version"], v);
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef cairn"),
+        ("fish", "complete -c cairn"),
+    ] {
+        let (code, out, err) = check_cli(&["completions", shell], "");
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains(marker),
+            "{shell}: {}",
+            &out[..out.len().min(200)]
+        );
+        assert!(
+            out.contains("import-tfstate"),
+            "{shell} completes subcommands"
+        );
+    }
+    let (code, _, err) = check_cli(&["completions", "powershell"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("invalid value 'powershell'"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_1_and_help_exits_0() {
+    let (code, _, err) = check_cli(&["plan", "-no-such-flag"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("-no-such-flag"), "{err}");
+    let (code, _, err) = check_cli(&["plan", "-parallelism=many"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("many"), "{err}");
+    let (code, _, err) = check_cli(&["plan", "-lock-timeout=soon"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("like 5s or 1m30s"), "{err}");
+    let (code, out, _) = check_cli(&["plan", "-help"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("--detailed-exitcode"), "{out}");
+    assert!(out.contains("--refresh[=<BOOL>]"), "{out}");
+}
+
+#[test]
+fn chdir_to_a_missing_directory_is_an_error() {
+    let (code, _, err) = check_cli(&["-chdir=does/not/exist", "version"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("Invalid -chdir option"), "{err}");
+    assert!(err.contains("does/not/exist"), "{err}");
+}
+
+#[test]
+fn log_level_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("version")
+        .current_dir(dir.path())
+        .env("CAIRN_LOG", "loud")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("CAIRN_LOG=\"loud\" is not a log level"),
+        "{err}"
+    );
+    let log = dir.path().join("cairn.log");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("version")
+        .current_dir(dir.path())
+        .env("CAIRN_LOG", "debug")
+        .env("CAIRN_LOG_PATH", &log)
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("DEBUG") && text.contains("starting"),
+        "{text}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// State commands, against a store populated through the state crate's API.
+
+use cairn::state::{
+    DataObject, EventBody, OpAction, OpenOptions, OutputValue, ProviderAddr, ProviderInstance,
+    ResourceInstanceAddr, ResourceObject, RunOutcome, RunSummary, Store, StoredValue,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Compares with `fixtures/golden/cli/NAME`; `UPDATE_EXPECT=1` rewrites it.
+fn check_golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/golden/cli")
+        .join(name);
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing {}; run with UPDATE_EXPECT=1", path.display()));
+    assert_eq!(
+        actual, expected,
+        "golden {name} differs; UPDATE_EXPECT=1 rewrites it"
+    );
+}
+
+/// Runs each command line in `dir` and returns a transcript: `$ cairn …`, the exit code, and
+/// what was printed. Process-specific text (user, pid) is replaced by placeholders.
+fn transcript(dir: &Path, lines: &[&str]) -> String {
+    let mut t = String::new();
+    for line in lines {
+        let args = split_line(line);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = check_cli_in(dir, &args, "");
+        t.push_str(&format!("$ cairn {line}\n[exit {code}]\n{out}"));
+        if !err.is_empty() {
+            t.push_str(&format!("[stderr]\n{err}"));
+        }
+        t.push('\n');
+    }
+    // Who ran each `cairn` process, its pid and when it ran differ every time.
+    let t = regex::Regex::new(r"by (uid \d+|\S+) \(pid \d+\)")
+        .unwrap()
+        .replace_all(&t, "by <user> (pid <pid>)");
+    let t = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ(  \d+\.\ds)?")
+        .unwrap()
+        .replace_all(&t, |c: &regex::Captures| {
+            if c[0].starts_with("2026-12-02T12:48") {
+                c[0].to_string()
+            } else if c.get(1).is_some() {
+                format!("{:<20}  <d>s", "<now>")
+            } else {
+                "<now>".to_string()
+            }
+        });
+    t.into_owned()
+}
+
+/// Splits a command line on spaces, keeping single-quoted parts together.
+fn split_line(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn a(s: &str) -> ResourceInstanceAddr {
+    s.parse().unwrap()
+}
+
+fn obj(pairs: &[(&str, StoredValue)]) -> StoredValue {
+    StoredValue::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    )
+}
+
+fn s(v: &str) -> StoredValue {
+    StoredValue::String(v.into())
+}
+
+/// A clock that starts at 2026-12-02T12:48:34Z and ticks one second per event.
+fn test_clock() -> Box<dyn Fn() -> u64 + Send> {
+    let t = AtomicU64::new(1_796_215_714_000);
+    Box::new(move || t.fetch_add(1000, Ordering::SeqCst))
+}
+
+fn open_writer(dir: &Path) -> Store {
+    // sled releases its file lock from a background thread shortly after a close: wait for it.
+    let opts = OpenOptions {
+        command: "test".into(),
+        write: true,
+        lock_timeout: std::time::Duration::from_secs(10),
+    };
+    let (mut store, _) = Store::open(&dir.join(".cairn"), &opts).unwrap();
+    store.set_clock(test_clock());
+    store
+}
+
+/// One apply's worth of events: a provider, two managed instances (b depends on a), a data
+/// result and outputs.
+fn populate(dir: &Path) {
+    let mut store = open_writer(dir);
+    store.begin_run("apply", &["-auto-approve".into()]).unwrap();
+    let provider = ProviderInstance {
+        addr: "provider[\"sim\"]".parse::<ProviderAddr>().unwrap(),
+        id: "p1".into(),
+        config: obj(&[("region", s("eu"))]),
+        is_default: true,
+    };
+    let pref = provider.reference();
+    store
+        .append(EventBody::ProviderRegistered { instance: provider })
+        .unwrap();
+    let mut create = |addr: &str, attrs: StoredValue, deps: Vec<ResourceInstanceAddr>| {
+        let token = format!("t-{addr}");
+        let op = store
+            .append(EventBody::OperationStarted {
+                addr: a(addr),
+                deposed: None,
+                action: OpAction::Create,
+                token: Some(token.clone()),
+                provider: pref.clone(),
+                prior: None,
+            })
+            .unwrap();
+        store.commit().unwrap();
+        store
+            .append(EventBody::OperationSucceeded {
+                op,
+                object: Some(ResourceObject {
+                    attrs,
+                    deps,
+                    provider: pref.clone(),
+                    create_token: Some(token),
+                    tainted: false,
+                }),
+            })
+            .unwrap();
+        store.commit().unwrap();
+    };
+    create(
+        "sim_thing.a",
+        obj(&[
+            ("id", s("a-1")),
+            ("name", s("alpha")),
+            ("size", StoredValue::Number("3".into())),
+            (
+                "tags",
+                StoredValue::Map(BTreeMap::from([("env".to_string(), s("dev"))])),
+            ),
+            ("password", StoredValue::Sensitive(Box::new(s("hunter2")))),
+            ("note", StoredValue::Null),
+        ]),
+        vec![],
+    );
+    create(
+        "sim_thing.b[0]",
+        obj(&[("id", s("b-1")), ("name", s("alpha-b"))]),
+        vec![a("sim_thing.a")],
+    );
+    store
+        .append(EventBody::DataRead {
+            addr: a("data.sim_lookup.x"),
+            object: DataObject {
+                attrs: obj(&[("id", s("x")), ("value", s("alpha"))]),
+                provider: pref.clone(),
+            },
+        })
+        .unwrap();
+    let out = |value: StoredValue, sensitive: bool| OutputValue { value, sensitive };
+    store
+        .append(EventBody::OutputsSet {
+            outputs: BTreeMap::from([
+                ("name".to_string(), out(s("alpha"), false)),
+                (
+                    "size".to_string(),
+                    out(StoredValue::Number("3".into()), false),
+                ),
+                (
+                    "ids".to_string(),
+                    out(StoredValue::Tuple(vec![s("a-1"), s("b-1")]), false),
+                ),
+                ("token".to_string(), out(s("s3cr3t"), true)),
+            ]),
+        })
+        .unwrap();
+    store.commit().unwrap();
+    store
+        .finish_run(
+            RunOutcome::Success,
+            RunSummary {
+                added: 2,
+                read: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn state_read_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let t = transcript(
+        dir.path(),
+        &[
+            "state list",
+            "state list sim_thing.b",
+            "state list -at=4",
+            "state show sim_thing.a",
+            "state show data.sim_lookup.x",
+            "state show sim_thing.a -at=2",
+            "state show sim_thing.nope",
+            "state show 'not an address'",
+            "state list -at=99",
+            "state check",
+            "output",
+            "output name",
+            "output -raw size",
+            "output -raw ids",
+            "output ids -json",
+            "output token",
+            "output missing",
+            "output -json",
+            "history",
+            "log -from=9",
+        ],
+    );
+    check_golden("state_read.txt", &t);
+}
+
+#[test]
+fn state_edits_are_runs_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let t = transcript(
+        dir.path(),
+        &[
+            "state mv sim_thing.a sim_thing.c",
+            "state mv sim_thing.c data.sim_lookup.c",
+            "state mv sim_thing.c sim_thing.b[0]",
+            "state rm sim_thing.b",
+            "state rm sim_thing.zzz",
+            "state list",
+            "state list -at=12",
+            "state list -at=10",
+            "state check",
+            "history",
+            "log -from=10",
+        ],
+    );
+    check_golden("state_edits.txt", &t);
+    // The JSON forms carry every event and run.
+    let (code, out, _) = check_cli_in(dir.path(), &["log", "-json"], "");
+    assert_eq!(code, 0);
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 15);
+    assert_eq!(events[0]["kind"], "RunStarted");
+    assert_eq!(events[2]["kind"], "OperationStarted");
+    assert_eq!(events[2]["addr"], "sim_thing.a");
+    assert_eq!(events[3]["object"]["attrs"]["name"], "alpha");
+    let (code, out, _) = check_cli_in(dir.path(), &["history", "-json"], "");
+    assert_eq!(code, 0);
+    let runs: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let commands: Vec<&str> = runs
+        .iter()
+        .map(|r| r["command"].as_str().unwrap())
+        .collect();
+    // Refused edits leave no trace.
+    assert_eq!(commands, ["apply", "state mv", "state rm"]);
+    assert_eq!(runs[0]["changes"]["added"], 2);
+    assert_eq!(runs[2]["outcome"], "success");
+}
+
+#[test]
+fn state_pull_and_import_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/cli/terraform_data.tfstate");
+    let f = fixture.to_str().unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["state", "import-tfstate", f], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Imported 2 resource instance(s) and 1 provider instance(s)"),
+        "{out}"
+    );
+    let (_, list, _) = check_cli_in(dir.path(), &["state", "list"], "");
+    assert_eq!(list, "terraform_data.a\nterraform_data.b\n");
+    let (code, pulled, err) = check_cli_in(dir.path(), &["state", "pull"], "");
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&pulled).unwrap();
+    assert_eq!(j["version"], 4);
+    assert_eq!(j["resources"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        j["resources"][0]["instances"][0]["attributes"]["input"]["value"],
+        "x"
+    );
+    // A second import would track the objects twice: refused.
+    let (code, _, err) = check_cli_in(dir.path(), &["state", "import-tfstate", f], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("The state is not empty"), "{err}");
+    // What was pulled imports into a fresh directory and lists the same.
+    std::fs::write(dir.path().join("pulled.tfstate"), &pulled).unwrap();
+    let (code, _, err) = check_cli_in(
+        dir.path(),
+        &[
+            "-state-dir=other",
+            "state",
+            "import-tfstate",
+            "pulled.tfstate",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, list2, _) = check_cli_in(dir.path(), &["state", "list", "-state-dir", "other"], "");
+    assert_eq!(list2, list);
+}
+
+#[test]
+fn bad_tfstate_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (content, expected) in [
+        ("{\"version\": 3}", "found state format version 3"),
+        ("not json", "not valid JSON"),
+    ] {
+        std::fs::write(dir.path().join("t.tfstate"), content).unwrap();
+        let (code, _, err) =
+            check_cli_in(dir.path(), &["state", "import-tfstate", "t.tfstate"], "");
+        assert_eq!(code, 1);
+        assert!(err.contains("Invalid Terraform state file"), "{err}");
+        assert!(err.contains(expected), "{err}");
+    }
+    let (code, _, err) = check_cli_in(dir.path(), &["state", "import-tfstate", "missing"], "");
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Cannot read the Terraform state file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_held_lock_names_its_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let _held = open_writer(dir.path());
+    for args in [
+        &["state", "list"][..],
+        &["output"],
+        &["state", "rm", "sim_thing.a"],
+    ] {
+        let (code, _, err) = check_cli_in(dir.path(), args, "");
+        assert_eq!(code, 1, "{args:?}");
+        assert!(err.contains("Error acquiring the state lock"), "{err}");
+        assert!(
+            err.contains(&format!("by process {} (cairn test)", std::process::id())),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn state_dir_from_flag_and_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    std::fs::rename(dir.path().join(".cairn"), dir.path().join("elsewhere")).unwrap();
+    let (_, out, _) = check_cli_in(dir.path(), &["state", "list"], "");
+    assert_eq!(out, "", "no state in .cairn now");
+    let (_, out, _) = check_cli_in(dir.path(), &["-state-dir=elsewhere", "state", "list"], "");
+    assert!(out.contains("sim_thing.a"), "{out}");
+    let o = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["state", "list"])
+        .current_dir(dir.path())
+        .env("CAIRN_STATE_DIR", "elsewhere")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("sim_thing.a"));
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let (_, out, _) = check_cli_in(
+        dir.path(),
+        &["-chdir=sub", "-state-dir=../elsewhere", "state", "list"],
+        "",
+    );
+    assert!(out.contains("sim_thing.a"), "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands over the configuration alone.
+
+/// A temporary directory holding `files` (path, content).
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+    dir
+}
+
+const PROVIDERS_TF: &str = r#"
+provider "sim" {
+  region = "eu"
+}
+provider "sim" {
+  alias  = "east"
+  region = "us-east"
+}
+resource "sim_thing" "a" {
+  name = "a"
+}
+resource "sim_thing" "b" {
+  provider = sim.east
+  name     = "b"
+}
+resource "random_id" "r" {
+  byte_length = 4
+}
+module "child" {
+  source = "./modules/child"
+}
+"#;
+
+#[test]
+fn init_names_provider_instances_and_is_idempotent() {
+    let dir = project(&[
+        ("main.tf", PROVIDERS_TF),
+        (
+            "modules/child/main.tf",
+            "resource \"sim_thing\" \"c\" {\n  name = \"c\"\n}\n",
+        ),
+    ]);
+    let (code, out, err) = check_cli_in(dir.path(), &["init"], "");
+    assert_eq!(code, 0, "{err}");
+    let out = out.replace(&dir.path().display().to_string(), "<dir>");
+    check_golden("init.txt", &out);
+    assert!(dir.path().join(".cairn").is_dir());
+    let (code, out, _) = check_cli_in(dir.path(), &["init"], "");
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("- State: found .cairn (0 events, 0 resource instances)."),
+        "{out}"
+    );
+}
+
+#[test]
+fn init_refuses_unknown_providers() {
+    let dir = project(&[("main.tf", "resource \"aws_instance\" \"x\" {}\n")]);
+    let (code, _, err) = check_cli_in(dir.path(), &["init"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("Unknown provider \"aws\""), "{err}");
+    assert!(err.contains("sim"), "{err}");
+    assert!(!dir.path().join(".cairn").exists());
+}
+
+#[test]
+fn validate_human_and_json() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\n",
+    )]);
+    let (code, out, _) = check_cli_in(dir.path(), &["validate"], "");
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "Success! The configuration is valid.\n")
+    );
+    let (code, out, _) = check_cli_in(dir.path(), &["validate", "-json"], "");
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["valid"], true);
+    assert_eq!(j["format_version"], "1.0");
+    assert_eq!(j["diagnostics"], serde_json::json!([]));
+
+    std::fs::write(dir.path().join("bad.tf"), "resource \"x\" {\n").unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["validate"], "");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert!(err.contains("on bad.tf:1:"), "{err}");
+    let (code, out, _) = check_cli_in(dir.path(), &["validate", "-json"], "");
+    assert_eq!(code, 1);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["valid"], false);
+    assert_eq!(j["error_count"], 1);
+    assert_eq!(j["warning_count"], 0);
+    let d = &j["diagnostics"][0];
+    assert_eq!(d["severity"], "error");
+    assert_eq!(d["range"]["filename"], "bad.tf");
+    assert_eq!(d["range"]["start"]["line"], 1);
+    // -chdir: paths stay relative to the configuration directory.
+    let parent = dir.path().parent().unwrap();
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    let (code, _, err) = check_cli_in(parent, &[&format!("-chdir={name}"), "validate"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("on bad.tf:1:"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// show: the state, and saved plans.
+
+use cairn::plan::{Action, Change, OutputChange, Plan, PlanMode, Reason};
+use cairn::value::Value;
+
+/// A plan as the engine makes them: a create, a replace, a deferred read and an output.
+fn sample_plan() -> Plan {
+    let provider: ProviderAddr = "provider[\"sim\"]".parse().unwrap();
+    let change = |addr: &str, action, before: Option<Value>, after: Option<Value>| Change {
+        addr: a(addr),
+        provider: provider.clone(),
+        action,
+        before,
+        after,
+        replace_paths: vec![],
+        reason: None,
+        sensitive_attrs: vec![],
+        diff_unavailable: false,
+    };
+    let mut replace = change(
+        "sim_thing.b",
+        Action::DeleteThenCreate,
+        Some(Value::object([
+            ("id", Value::string("b-1")),
+            ("region", Value::string("eu")),
+        ])),
+        Some(Value::object([
+            ("id", Value::unknown()),
+            ("region", Value::string("us")),
+        ])),
+    );
+    replace.replace_paths = vec!["region".into()];
+    replace.reason = Some(Reason::ReplaceBecauseCannotUpdate);
+    let mut read = change(
+        "data.sim_lookup.x",
+        Action::Read,
+        None,
+        Some(Value::object([
+            ("key", Value::unknown()),
+            ("value", Value::unknown()),
+        ])),
+    );
+    read.reason = Some(Reason::ReadBecauseDependencyPending {
+        dependency: a("sim_thing.a"),
+        action: Action::Create,
+        via: vec!["local.k".into()],
+    });
+    Plan {
+        mode: PlanMode::Normal,
+        base_seq: 9,
+        config_hash: "h".into(),
+        changes: vec![
+            change(
+                "sim_thing.a",
+                Action::Create,
+                None,
+                Some(Value::object([
+                    ("id", Value::unknown()),
+                    ("name", Value::string("a")),
+                ])),
+            ),
+            replace,
+            read,
+        ],
+        provider_changes: vec![],
+        outputs: vec![OutputChange {
+            name: "id".into(),
+            action: Action::Create,
+            before: None,
+            after: Some(Value::unknown()),
+            sensitive: false,
+        }],
+        drift: vec![],
+        data_reads: vec![],
+        dropped_data: vec![],
+        variables: BTreeMap::new(),
+        warnings: vec![],
+        applyable: true,
+        errored: false,
+    }
+}
+
+#[test]
+fn show_state_and_saved_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = check_cli_in(dir.path(), &["show"], "");
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "The state is empty. No resources are represented.\n")
+    );
+    populate(dir.path());
+    cairn::cli::run_cmds::save_plan(&dir.path().join("p.plan"), &sample_plan()).unwrap();
+    std::fs::write(dir.path().join("junk.plan"), "junk").unwrap();
+    let t = transcript(
+        dir.path(),
+        &["show", "show p.plan", "show junk.plan", "show nothing.plan"],
+    );
+    check_golden("show.txt", &t);
+
+    let (code, out, _) = check_cli_in(dir.path(), &["show", "-json", "p.plan"], "");
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let addrs: Vec<&str> = j["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["address"].as_str().unwrap())
+        .collect();
+    assert_eq!(addrs, ["sim_thing.a", "sim_thing.b", "data.sim_lookup.x"]);
+    assert_eq!(
+        j["resource_changes"][1]["change"]["actions"],
+        serde_json::json!(["delete", "create"])
+    );
+
+    let (code, out, _) = check_cli_in(dir.path(), &["show", "-json"], "");
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let resources = &j["values"]["root_module"]["resources"];
+    assert_eq!(resources[0]["address"], "sim_thing.a");
+    assert_eq!(resources[1]["address"], "sim_thing.b[0]");
+    assert_eq!(resources[1]["index"], 0);
+    assert_eq!(resources[2]["address"], "data.sim_lookup.x");
+    assert_eq!(j["values"]["outputs"]["token"]["sensitive"], true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle commands: what is checked before the engine runs.
+
+#[test]
+fn lifecycle_commands_check_flags_configuration_and_variables_first() {
+    let dir = project(&[(
+        "main.tf",
+        "variable \"size\" {\n  type = number\n}\nresource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\n",
+    )]);
+    let t = transcript(
+        dir.path(),
+        &[
+            "plan",
+            "plan -var=size=big",
+            "plan -var=size=1 -var=nope=2",
+            "plan -target=sim_thing -replace=data.sim_lookup.x -parallelism=0",
+            "apply -destroy -read-only",
+            "apply missing.plan -var=size=1",
+        ],
+    );
+    check_golden("lifecycle_checks.txt", &t);
+    // -json: the version message first, then one diagnostic message per problem.
+    let (code, out, err) = check_cli_in(dir.path(), &["plan", "-json"], "");
+    assert_eq!(code, 1);
+    assert_eq!(err, "");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "version");
+    assert_eq!(lines[1]["type"], "diagnostic");
+    assert_eq!(lines[1]["@level"], "error");
+    assert_eq!(lines[1]["@module"], "cairn.ui");
+    assert!(lines[1]["diagnostic"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("variable"));
+}
+
+#[test]
+fn console_evaluates_in_the_configuration_scope() {
+    let dir = project(&[(
+        "main.tf",
+        "variable \"n\" {\n  type    = number\n  default = 2\n}\nlocals {\n  doubled = var.n * 2\n  label   = \"n=${local.doubled}\"\n  bad     = \"a\" + 1\n}\nresource \"sim_thing\" \"a\" {\n  name = \"alpha\"\n}\nresource \"sim_thing\" \"b\" {\n  count = 2\n  name  = \"b\"\n}\n",
+    )]);
+    let input = "1 + 2\nvar.n\nlocal.label\nsim_thing.a.name\nsim_thing.b\n{ a = [1, true] }\n";
+    let (code, out, err) = check_cli_in(dir.path(), &["console", "-var", "n=5"], input);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "3\n5\n\"n=10\"\n(known after apply)\n(known after apply)\n{\n  \"a\" = [\n    1,\n    true,\n  ]\n}\n"
+    );
+    // With state, resources have their recorded values.
+    populate(dir.path());
+    let (code, out, err) = check_cli_in(
+        dir.path(),
+        &["console"],
+        "sim_thing.a.name\nsim_thing.b[0].id\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "\"alpha\"\n\"b-1\"\n");
+    // Standard input is not a terminal: the first error stops the console.
+    let (code, out, err) = check_cli_in(dir.path(), &["console"], "local.bad\n1 + 1\n");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert!(err.contains("on main.tf:8:13:"), "{err}");
+    assert!(err.contains("Invalid local value"), "{err}");
+    let (code, _, err) = check_cli_in(dir.path(), &["console"], "var.nn\n");
+    assert_eq!(code, 1);
+    assert!(err.contains("on <console-input>:1:1:"), "{err}");
+    assert!(
+        err.contains("Did you mean \"n\"?") || err.contains("did you mean"),
+        "{err}"
+    );
+}
