@@ -513,7 +513,9 @@ scenarios!(
     provider_removed,
     random,
     read_only,
+    refresh_failure,
     replace,
     saved_plan,
+    target,
     terraform_data,
 );
