@@ -12,7 +12,8 @@
 //!   keeps the plan; `apply SAVED` applies the plan kept last);
 //! - `crash ADDR name=N [value=V] [-lost]` — a run killed mid-apply: an `OperationStarted` of a
 //!   create with a token is flushed, then (unless `-lost`) the object is really created under
-//!   that token, and the run never records an outcome;
+//!   that token, and the run never records an outcome; `crash ADDR -delete [-lost]` likewise for
+//!   a delete of the object in state (made, or with `-lost` never made);
 //! - `state` — the state, and the violations `state check` finds (none: `ok`);
 //! - `cloud delete ID`, `cloud set ID value=V`, `cloud ext KEY=VALUE` (lookup table, region
 //!   `local`), `cloud ext-rm KEY` — edits made outside Cairn;
@@ -258,18 +259,44 @@ fn crash(
         }
     };
     let token = format!("crash-{addr}");
+    let delete = args.contains(&"-delete");
+    let prior = store.snapshot().current(&addr).cloned();
     store
         .append(EventBody::OperationStarted {
             addr: addr.clone(),
             deposed: None,
-            action: OpAction::Create,
-            token: Some(token.clone()),
+            action: if delete {
+                OpAction::Delete
+            } else {
+                OpAction::Create
+            },
+            token: (!delete).then(|| token.clone()),
             provider: pref,
-            prior: None,
+            prior: prior.clone().filter(|_| delete),
         })
         .unwrap();
     store.commit().unwrap();
-    if !lost {
+    if delete && !lost {
+        let prior = prior.expect("crash -delete needs an object in state");
+        let packages = cairn::provider::builtin::builtin_with(cairn::provider::builtin::Host {
+            env: env.clone(),
+            cwd: work.to_path_buf(),
+        });
+        let sim = packages["sim"].clone();
+        rt.block_on(async {
+            let c = sim
+                .configure(&Value::Object(BTreeMap::new()))
+                .await
+                .unwrap();
+            let r = c
+                .apply(ApplyRequest::Delete {
+                    type_: addr.resource.type_.clone(),
+                    prior: Value::from_stored(&prior.attrs),
+                })
+                .await;
+            assert!(r.error.is_none(), "crash delete failed: {:?}", r.error);
+        });
+    } else if !lost && !delete {
         let packages = cairn::provider::builtin::builtin_with(cairn::provider::builtin::Host {
             env: env.clone(),
             cwd: work.to_path_buf(),
@@ -505,6 +532,7 @@ scenarios!(
     local_file,
     null_resource,
     pending_create,
+    pending_delete,
     prevent_destroy,
     provider_from_output,
     provider_modules,
