@@ -452,6 +452,10 @@ async fn make_plan(
     }
     plan.provider_changes = provider_changes.into_values().collect();
     plan.outputs = output_changes(&refreshed, &out.outputs);
+    if !opts.targets.is_empty() {
+        // A targeted plan evaluates only the outputs in its scope; the others stay as they are.
+        plan.outputs.retain(|o| o.action != Action::Delete);
+    }
     plan.errored = diags.has_errors();
     plan.applyable = !plan.errored
         && match mode {
@@ -923,13 +927,17 @@ async fn execute(
     } else {
         configured
     };
-    // Outputs are recorded only when the whole walk succeeded (a failed apply keeps the old).
-    let record_outputs = outcome.ok() && !diags.has_errors();
+    // A whole walk replaces the outputs. A failed or targeted one records the outputs it
+    // evaluated (their dependencies all applied) and keeps the others' old values, as
+    // Terraform does.
+    let whole = outcome.ok() && !diags.has_errors() && opts.targets.is_empty();
     let finishing = journal.with_snapshot(|s| {
-        let outs = if record_outputs || plan.mode == PlanMode::Destroy {
+        let outs = if whole || plan.mode == PlanMode::Destroy {
             outputs.clone()
         } else {
-            state_outputs(s)
+            let mut outs = state_outputs(s);
+            outs.extend(outputs.clone());
+            outs
         };
         finishing_events(s, &outs, &configured, &plan.dropped_data)
     });
