@@ -855,3 +855,13 @@ fn console_evaluates_in_the_configuration_scope() {
         "{err}"
     );
 }
+
+#[test]
+fn validate_checks_types_references_and_schemas() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name  = \"a\"\n  bogus = 1\n}\nresource \"sim_thin\" \"b\" {\n  name = \"b\"\n}\nresource \"aws_instance\" \"c\" {}\noutput \"o\" {\n  value = local.nope\n}\n",
+    )]);
+    let t = transcript(dir.path(), &["validate", "validate -json"]);
+    check_golden("validate_errors.txt", &t);
+}
