@@ -865,3 +865,34 @@ fn validate_checks_types_references_and_schemas() {
     let t = transcript(dir.path(), &["validate", "validate -json"]);
     check_golden("validate_errors.txt", &t);
 }
+
+#[test]
+fn read_commands_report_interrupted_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    {
+        let mut store = open_writer(dir.path());
+        store.begin_run("apply", &[]).unwrap();
+        let provider = store
+            .snapshot()
+            .providers
+            .values()
+            .next()
+            .unwrap()
+            .reference();
+        store
+            .append(EventBody::OperationStarted {
+                addr: a("sim_thing.new"),
+                deposed: None,
+                action: OpAction::Create,
+                token: Some("tok".into()),
+                provider,
+                prior: None,
+            })
+            .unwrap();
+        store.commit().unwrap();
+        // The process "dies" here: no outcome, no RunFinished.
+    }
+    let t = transcript(dir.path(), &["state list", "history"]);
+    check_golden("pending.txt", &t);
+}

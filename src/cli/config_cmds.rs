@@ -257,6 +257,12 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
     );
     let builtin = crate::provider::builtin::builtin();
     diags.extend(check_types(&config, &builtin));
+    let schema = |mode, type_: &str| {
+        builtin
+            .get(cairn_state::package_of(type_))
+            .and_then(|p| p.schema().block(mode, type_))
+    };
+    diags.extend(crate::config::validate(&config, &schema));
     let (color, _) = ctx.colors(a.ui.no_color);
     if ctx.report(&config.sources, &diags, a.ui.no_color) {
         ctx.err(

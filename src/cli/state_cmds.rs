@@ -84,8 +84,41 @@ fn read_snapshot(ctx: &Context, command: &str, at: Option<u64>) -> Result<Snapsh
     };
     match at {
         Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e)),
-        None => Ok(store.snapshot().clone()),
+        None => {
+            warn_pending(ctx, store.snapshot());
+            Ok(store.snapshot().clone())
+        }
     }
+}
+
+/// Says which operations a crashed run left without an outcome: the next `plan`, `apply` or
+/// `refresh` resolves them, and until then the state may not show what exists.
+pub fn warn_pending(ctx: &Context, snap: &Snapshot) {
+    if snap.pending.is_empty() {
+        return;
+    }
+    let mut detail =
+        String::from("A run stopped before it recorded the outcome of these operations:\n");
+    for p in snap.pending.values() {
+        let _ = writeln!(
+            detail,
+            "- {} {} (event {}, run {})",
+            p.action, p.addr, p.op, p.run
+        );
+    }
+    detail.push_str(
+        "The next `cairn plan`, `apply` or `refresh` asks the provider what happened and records it.",
+    );
+    let d = Diagnostic::warning(
+        format!("{} interrupted operation(s) pending", snap.pending.len()),
+        detail,
+    );
+    let (_, color) = ctx.colors(false);
+    ctx.err(&super::output::render_diagnostics(
+        &SourceMap::new(),
+        &Diagnostics::from(d),
+        color,
+    ));
 }
 
 fn parse_target(s: &str) -> Result<Target, Diagnostic> {
