@@ -174,6 +174,11 @@ impl SourceMap {
         FileId(self.files.len() as u32 - 1)
     }
 
+    /// Every file: its path and text.
+    pub fn files(&self) -> impl Iterator<Item = (&Path, &str)> {
+        self.files.iter().map(|f| (f.path.as_path(), &*f.text))
+    }
+
     pub fn path(&self, file: FileId) -> &Path {
         &self.files[file.0 as usize].path
     }

@@ -1,4 +1,35 @@
-//! The lifecycle engine: graph building, refresh, plan, apply, read-only, destroy, and the
-//! parallel walk. Only the engine combines graph, providers and store.
+//! The lifecycle engine: graph building, refresh, plan, apply, read-only, destroy, recovery of
+//! pending operations, and the parallel walk. Only the engine combines graph, providers and
+//! store; it never prints (it reports `Progress` to an `Observer`).
+//!
+//! | file | job |
+//! | --- | --- |
+//! | `graph.rs` | the term graph, built by named steps; cycles with locations; DOT |
+//! | `walk.rs` | the one parallel walker (JoinSet + scheduler + `-parallelism` semaphore) |
+//! | `values.rs` | values per module instance, and the evaluation `Scope` |
+//! | `core.rs` | node evaluation shared by every phase, and the `Phase` trait |
+//! | `refresh.rs` | the flat, state-only refresh |
+//! | `plan.rs` | the plan phase (diffs, plan-time data reads) |
+//! | `deferral.rs` | the rule that defers a data read to apply |
+//! | `apply.rs` | the apply phase, destroy ordering, operation records |
+//! | `recover.rs` | pending operations left by a run that died |
+//! | `inspect.rs` | evaluation without providers or state |
+//! | `journal.rs` | the engine's handle on the event log |
+//! | `providers.rs` | provider packages, configured instances, default providers |
 
+pub mod apply;
+pub mod core;
+pub mod deferral;
+pub mod graph;
+pub mod inspect;
+pub mod journal;
+pub mod plan;
 pub mod progress;
+pub mod providers;
+pub mod recover;
+pub mod refresh;
+pub mod run;
+pub mod values;
+pub mod walk;
+
+pub use run::*;

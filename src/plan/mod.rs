@@ -192,6 +192,9 @@ pub struct Plan {
     pub outputs: Vec<OutputChange>,
     pub drift: Vec<Drift>,
     pub data_reads: Vec<DataRead>,
+    /// Data sources in state that the configuration no longer has: dropped at apply, with no
+    /// provider call.
+    pub dropped_data: Vec<ResourceInstanceAddr>,
     /// Variable values, so a saved plan applies with the values it was made with.
     pub variables: BTreeMap<String, Value>,
     /// Warnings found while planning (rendered with the plan).

@@ -790,3 +790,95 @@ fn unknown_provider_configuration_and_errored_plans() {
     p.applyable = false;
     check_render("unknown_provider_errored", &p);
 }
+
+// ---- properties over random values -----------------------------------------------------
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null(Type::String)),
+            Just(unknown()),
+            any::<bool>().prop_map(Value::Bool),
+            (-5i64..5).prop_map(Value::int),
+            "[a-c\"\\\\\n]{0,3}".prop_map(Value::string),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::List),
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Tuple),
+                proptest::collection::btree_map("[a-d]|x y", inner.clone(), 0..4)
+                    .prop_map(Value::Object),
+                proptest::collection::btree_map("[a-d]", inner.clone(), 0..4).prop_map(Value::Map),
+                inner.prop_map(Value::sensitive),
+            ]
+        })
+    }
+
+    fn known(v: Value) -> Value {
+        v.map_deep(&mut |v| match v {
+            Value::Unknown(_) => s("was unknown"),
+            v => v,
+        })
+    }
+
+    /// The JSON at a path written as `Value::unknown_paths` writes it.
+    fn at<'j>(j: &'j serde_json::Value, path: &str) -> Option<&'j serde_json::Value> {
+        let steps = json::path_steps(path);
+        let mut cur = j;
+        for step in steps.as_array()? {
+            cur = match step {
+                serde_json::Value::Number(n) => cur.get(n.as_u64()? as usize)?,
+                serde_json::Value::String(k) => cur.get(k.as_str())?,
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+
+    proptest! {
+        #[test]
+        fn rendering_never_panics_and_json_marks_every_unknown(
+            before in proptest::collection::btree_map("[a-e]", arb_value(), 0..5),
+            after in proptest::collection::btree_map("[a-e]", arb_value(), 0..5),
+        ) {
+            let before = known(Value::Object(before));
+            let after = Value::Object(after);
+            let p = plan(
+                PlanMode::Normal,
+                vec![change("sim_thing.a", Action::Update, Some(before), Some(after.clone()))],
+            );
+            let opts = RenderOptions { color: false, width: 80 };
+            let text = render_plan(&p, &opts);
+            prop_assert_eq!(&text, &render_plan(&p, &opts), "deterministic");
+            let j = plan_json(&p);
+            let change = &j["resource_changes"][0]["change"];
+            for path in after.unknown_paths() {
+                prop_assert_eq!(at(&change["after_unknown"], &path), Some(&serde_json::json!(true)), "{}", path);
+            }
+        }
+
+        #[test]
+        fn equal_values_show_no_change_lines(
+            v in proptest::collection::btree_map("[a-e]", arb_value(), 0..5),
+        ) {
+            let v = known(Value::Object(v));
+            let p = plan(
+                PlanMode::Normal,
+                vec![change("sim_thing.a", Action::Update, Some(v.clone()), Some(v))],
+            );
+            let text = render_plan(&p, &RenderOptions { color: false, width: 80 });
+            let block: Vec<&str> = text
+                .lines()
+                .skip_while(|l| !l.contains("resource \"sim_thing\""))
+                .skip(1)
+                .collect();
+            for l in block {
+                let t = l.trim_start();
+                prop_assert!(!(t.starts_with("+ ") || t.starts_with("- ") || t.starts_with("~ ")), "{}", text);
+            }
+        }
+    }
+}

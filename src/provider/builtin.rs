@@ -50,6 +50,27 @@ impl Host {
             .filter(|v| !v.is_empty())
     }
 
+    /// The random generator for a value a provider makes at create (ids, random strings).
+    ///
+    /// Normally seeded from the operating system. With `CAIRN_RANDOM_SEED` set, it is derived
+    /// from that seed and `salt` (the resource type and its planned configuration), so test
+    /// fixtures and demos get the same "random" values on every run and at every parallelism,
+    /// whatever order the creates happen in.
+    pub fn rng(&self, salt: &str) -> rand::rngs::StdRng {
+        use rand::SeedableRng;
+        use sha2::{Digest, Sha256};
+        match self.var("CAIRN_RANDOM_SEED") {
+            Some(seed) => {
+                let mut h = Sha256::new();
+                h.update(seed.as_bytes());
+                h.update([0]);
+                h.update(salt.as_bytes());
+                rand::rngs::StdRng::from_seed(h.finalize().into())
+            }
+            None => rand::rngs::StdRng::from_entropy(),
+        }
+    }
+
     /// `path` resolved against the working directory (absolute paths unchanged).
     pub fn resolve(&self, path: &str) -> PathBuf {
         let p = Path::new(path);
@@ -70,10 +91,10 @@ pub fn builtin() -> BTreeMap<String, Arc<dyn Provider>> {
 pub fn builtin_with(host: Host) -> BTreeMap<String, Arc<dyn Provider>> {
     let providers: Vec<Arc<dyn Provider>> = vec![
         Arc::new(sim::SimProvider::new(host.clone())),
-        Arc::new(terraform::TerraformProvider::new()),
+        Arc::new(terraform::TerraformProvider::new(host.clone())),
         Arc::new(local::LocalProvider::new(host.clone())),
-        Arc::new(random::RandomProvider::new()),
-        Arc::new(null::NullProvider::new()),
+        Arc::new(random::RandomProvider::new(host.clone())),
+        Arc::new(null::NullProvider::new(host.clone())),
         Arc::new(external::ExternalProvider::new(host)),
     ];
     providers

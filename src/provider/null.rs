@@ -10,6 +10,7 @@
 //! `rand.Int()`: up to 2^63 - 1). Refresh changes nothing. hashicorp/null's deprecated
 //! `data "null_data_source"` is not provided (`locals` do its job).
 
+use super::builtin::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderResult,
@@ -27,18 +28,13 @@ const RESOURCE: &str = "null_resource";
 
 /// The `null` provider package (no configuration).
 pub struct NullProvider {
+    host: Host,
     schema: ProviderSchema,
     resource: TypeSchema,
 }
 
-impl Default for NullProvider {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl NullProvider {
-    pub fn new() -> NullProvider {
+    pub fn new(host: Host) -> NullProvider {
         let resource = TypeSchema::new("A resource that does nothing.")
             .optional(
                 "triggers",
@@ -48,6 +44,7 @@ impl NullProvider {
             .force_new()
             .computed("id", Type::String, "A random number made at create.");
         NullProvider {
+            host,
             schema: ProviderSchema {
                 resources: [(RESOURCE.to_string(), resource.block.clone())].into(),
                 ..ProviderSchema::default()
@@ -83,12 +80,14 @@ impl Provider for NullProvider {
     }
     async fn configure(&self, _config: &Value) -> ProviderResult<Arc<dyn Configured>> {
         Ok(Arc::new(NullInstance {
+            host: self.host.clone(),
             resource: self.resource.clone(),
         }))
     }
 }
 
 struct NullInstance {
+    host: Host,
     resource: TypeSchema,
 }
 
@@ -106,7 +105,8 @@ impl Configured for NullInstance {
             ApplyRequest::Create { type_, planned, .. } if type_ == RESOURCE => {
                 match self.resource.conform(&planned) {
                     Ok(mut c) => {
-                        let id: i64 = rand::thread_rng().gen_range(0..=i64::MAX);
+                        let salt = format!("{type_} {}", planned.to_json());
+                        let id: i64 = self.host.rng(&salt).gen_range(0..=i64::MAX);
                         c.insert("id".into(), Value::string(id.to_string()));
                         (Some(Value::Object(c)), None)
                     }
@@ -147,7 +147,7 @@ mod tests {
 
     #[tokio::test]
     async fn triggers_replace_and_id_is_a_random_number() {
-        let p = configure(&NullProvider::new()).await;
+        let p = configure(&NullProvider::new(Host::default())).await;
         let cfg = |v: &str| obj(&[("triggers", map(&[("v", v)]))]);
         let (plan, a) = create(&*p, RESOURCE, &cfg("1")).await;
         assert_agrees(&plan.planned, &a);
@@ -159,6 +159,9 @@ mod tests {
         let changed = p.plan(RESOURCE, Some(&a), &cfg("2")).expect("plan");
         assert_eq!(changed.requires_replace, ["triggers"]);
         assert_eq!(p.read(RESOURCE, &a).await, Ok(Some(a.clone())));
-        assert!(NullProvider::new().schema().resources[RESOURCE].attributes["triggers"].force_new);
+        assert!(
+            NullProvider::new(Host::default()).schema().resources[RESOURCE].attributes["triggers"]
+                .force_new
+        );
     }
 }

@@ -22,15 +22,18 @@
 //!   disabled class, as hashicorp/random does), then shuffled. `length` must be at least the
 //!   sum of the minimums. `result` (sensitive for `random_password`); `id` is the result for
 //!   `random_string` and `"none"` for `random_password`, as hashicorp/random.
-//!   Not provided: `random_password.bcrypt_hash` (it needs a bcrypt implementation, which no
-//!   crate of the workspace provides), and the deprecated `number` argument (use `numeric`).
+//!   The deprecated `number` argument is accepted: digits are drawn when both `numeric` and
+//!   `number` are true. Not provided: `random_password.bcrypt_hash` (it needs a bcrypt
+//!   implementation, which no crate of the workspace provides).
 //! - `random_integer`: `result` uniform in `min..=max` (`max` ≥ `min`); `id` is its decimal text.
 //!   With `seed`, the result is a deterministic function of the seed, min and max (the same
 //!   seed gives the same number on every run — but not the number Go's generator would give
 //!   under Terraform).
 //!
-//! Randomness comes from `rand`'s thread generator (a CSPRNG), except for seeded integers.
+//! Randomness comes from `Host::rng`: a CSPRNG seeded by the operating system (or, for test
+//! fixtures, derived from `CAIRN_RANDOM_SEED`); `random_integer.seed` takes precedence.
 
+use super::builtin::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
@@ -59,14 +62,9 @@ const SPECIAL: &str = "!@#$%&*()-_=+[]{}<>:?";
 
 /// The `random` provider package (no configuration).
 pub struct RandomProvider {
+    host: Host,
     schema: ProviderSchema,
     types: Arc<BTreeMap<&'static str, TypeSchema>>,
-}
-
-impl Default for RandomProvider {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 fn keepers(s: TypeSchema) -> TypeSchema {
@@ -91,6 +89,7 @@ fn string_schema(password: bool) -> TypeSchema {
         ("upper", "Include uppercase letters."),
         ("lower", "Include lowercase letters."),
         ("numeric", "Include digits."),
+        ("number", "Include digits (deprecated: use numeric)."),
     ] {
         s = s
             .optional(name, Type::Bool, desc)
@@ -131,7 +130,7 @@ fn string_schema(password: bool) -> TypeSchema {
 }
 
 impl RandomProvider {
-    pub fn new() -> RandomProvider {
+    pub fn new(host: Host) -> RandomProvider {
         let id = keepers(TypeSchema::new("Random bytes, in several encodings."))
             .required("byte_length", Type::Number, "Number of random bytes.")
             .force_new()
@@ -174,6 +173,7 @@ impl RandomProvider {
             ..ProviderSchema::default()
         };
         RandomProvider {
+            host,
             schema,
             types: Arc::new(types),
         }
@@ -247,12 +247,14 @@ impl Provider for RandomProvider {
     }
     async fn configure(&self, _config: &Value) -> ProviderResult<Arc<dyn Configured>> {
         Ok(Arc::new(RandomInstance {
+            host: self.host.clone(),
             types: self.types.clone(),
         }))
     }
 }
 
 struct RandomInstance {
+    host: Host,
     types: Arc<BTreeMap<&'static str, TypeSchema>>,
 }
 
@@ -287,7 +289,7 @@ fn draw(rng: &mut impl Rng, set: &str, n: usize) -> Vec<char> {
 }
 
 /// hashicorp/random's string algorithm (see the module docs).
-fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
+fn random_string(rng: &mut impl Rng, c: &BTreeMap<String, Value>) -> ProviderResult<String> {
     let n = |k: &str| get_i64(c, k).unwrap_or(0).max(0) as usize;
     let b = |k: &str| get_bool(c, k).unwrap_or(true);
     let special = get_str(c, "override_special").unwrap_or(SPECIAL);
@@ -296,14 +298,13 @@ fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
     for (on, set) in [
         (b("upper"), UPPER),
         (b("lower"), LOWER),
-        (b("numeric"), NUMERIC),
+        (b("numeric") && b("number"), NUMERIC),
         (b("special"), special),
     ] {
         if on {
             all.push_str(set);
         }
     }
-    let mut rng = rand::thread_rng();
     let mut result = Vec::new();
     for (k, set) in [
         ("min_numeric", NUMERIC),
@@ -317,7 +318,7 @@ fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
                 "{k} is {want} but override_special is empty"
             )));
         }
-        result.extend(draw(&mut rng, set, want));
+        result.extend(draw(rng, set, want));
     }
     if length < result.len() {
         return Err(ProviderError(format!(
@@ -333,7 +334,7 @@ fn random_string(c: &BTreeMap<String, Value>) -> ProviderResult<String> {
                 .into(),
         ));
     }
-    result.extend(draw(&mut rng, &all, rest));
+    result.extend(draw(rng, &all, rest));
     // Fisher–Yates, so the minimums are not always in front.
     for i in (1..result.len()).rev() {
         result.swap(i, rng.gen_range(0..=i));
@@ -348,6 +349,7 @@ impl RandomInstance {
             .get(type_)
             .ok_or_else(|| schema_util::unknown_type(PACKAGE, "resource", type_))?;
         let cc = schema.conform(planned)?;
+        let mut rng = self.host.rng(&format!("{type_} {}", planned.to_json()));
         let mut c = cc.clone();
         let mut set = |k: &str, v: Value| {
             c.insert(k.to_string(), v);
@@ -358,7 +360,7 @@ impl RandomInstance {
                     .filter(|&n| n >= 1)
                     .ok_or("random_id: byte_length must be a whole number of at least 1")?;
                 let mut bytes = vec![0u8; len as usize];
-                rand::thread_rng().fill_bytes(&mut bytes);
+                rng.fill_bytes(&mut bytes);
                 let prefix = get_str(&cc, "prefix").unwrap_or("");
                 let url = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes);
                 let std = base64::engine::general_purpose::STANDARD.encode(&bytes);
@@ -387,13 +389,13 @@ impl RandomInstance {
                         s.copy_from_slice(&h);
                         rand::rngs::StdRng::from_seed(s).gen_range(min..=max)
                     }
-                    None => rand::thread_rng().gen_range(min..=max),
+                    None => rng.gen_range(min..=max),
                 };
                 set("result", Value::Number(Number::from_i64(n)));
                 set("id", Value::string(n.to_string()));
             }
             _ => {
-                let s = random_string(&cc)?;
+                let s = random_string(&mut rng, &cc)?;
                 let id = if type_ == PASSWORD {
                     "none".to_string()
                 } else {
@@ -471,7 +473,7 @@ mod tests {
 
     #[tokio::test]
     async fn random_id_encodings_agree() {
-        let p = configure(&RandomProvider::new()).await;
+        let p = configure(&RandomProvider::new(Host::default())).await;
         let cfg = obj(&[("byte_length", Value::int(4)), ("prefix", s("p-"))]);
         let (plan, st) = create(&*p, ID, &cfg).await;
         assert_agrees(&plan.planned, &st);
@@ -499,7 +501,7 @@ mod tests {
 
     #[tokio::test]
     async fn random_string_honours_classes_and_minimums() {
-        let p = configure(&RandomProvider::new()).await;
+        let p = configure(&RandomProvider::new(Host::default())).await;
         let cfg = obj(&[
             ("length", Value::int(12)),
             ("special", Value::Bool(false)),
@@ -519,6 +521,9 @@ mod tests {
             assert!(r.chars().filter(char::is_ascii_digit).count() >= 5, "{r}");
             assert_eq!(attr(&st, "id"), r);
         }
+        let no_digits = obj(&[("length", Value::int(40)), ("number", Value::Bool(false))]);
+        let (_, st) = create(&*p, STRING, &no_digits).await;
+        assert!(!attr(&st, "result").chars().any(|c| c.is_ascii_digit()));
         let only = obj(&[
             ("length", Value::int(30)),
             ("upper", Value::Bool(false)),
@@ -532,7 +537,7 @@ mod tests {
 
     #[tokio::test]
     async fn random_password_is_sensitive_and_its_id_is_none() {
-        let provider = RandomProvider::new();
+        let provider = RandomProvider::new(Host::default());
         let schema = &provider.schema().resources[PASSWORD];
         assert!(schema.attributes["result"].sensitive);
         assert!(!provider.schema().resources[STRING].attributes["result"].sensitive);
@@ -544,7 +549,7 @@ mod tests {
 
     #[tokio::test]
     async fn keepers_and_arguments_force_replacement_defaults_do_not() {
-        let p = configure(&RandomProvider::new()).await;
+        let p = configure(&RandomProvider::new(Host::default())).await;
         let cfg = |k: &str| obj(&[("length", Value::int(8)), ("keepers", map(&[("k", k)]))]);
         let (_, prior) = create(&*p, STRING, &cfg("1")).await;
         let same = p.plan(STRING, Some(&prior), &cfg("1")).expect("plan");
@@ -564,7 +569,7 @@ mod tests {
 
     #[tokio::test]
     async fn random_integer_in_range_and_seeded_is_stable() {
-        let p = configure(&RandomProvider::new()).await;
+        let p = configure(&RandomProvider::new(Host::default())).await;
         for _ in 0..20 {
             let (_, st) = create(
                 &*p,
@@ -592,9 +597,29 @@ mod tests {
         assert_eq!(a.get("result"), b.get("result"));
     }
 
+    #[tokio::test]
+    async fn cairn_random_seed_makes_values_reproducible() {
+        let seeded = RandomProvider::new(Host::default().with_env("CAIRN_RANDOM_SEED", "7"));
+        let p = configure(&seeded).await;
+        let q = configure(&RandomProvider::new(
+            Host::default().with_env("CAIRN_RANDOM_SEED", "7"),
+        ))
+        .await;
+        let cfg = |k: &str| obj(&[("length", Value::int(16)), ("keepers", map(&[("k", k)]))]);
+        let (_, a) = create(&*p, PASSWORD, &cfg("1")).await;
+        let (_, b) = create(&*q, PASSWORD, &cfg("1")).await;
+        assert_eq!(a.get("result"), b.get("result"), "same seed and config");
+        let (_, c) = create(&*p, PASSWORD, &cfg("2")).await;
+        assert_ne!(a.get("result"), c.get("result"), "another config");
+        let free = configure(&RandomProvider::new(Host::default())).await;
+        let (_, d) = create(&*free, PASSWORD, &cfg("1")).await;
+        let (_, e) = create(&*free, PASSWORD, &cfg("1")).await;
+        assert_ne!(d.get("result"), e.get("result"), "unseeded values differ");
+    }
+
     #[test]
     fn validation_messages() {
-        let p = RandomProvider::new();
+        let p = RandomProvider::new(Host::default());
         let msgs = |t: &str, c: Value| -> Vec<String> {
             p.validate(Mode::Managed, t, &c)
                 .iter()

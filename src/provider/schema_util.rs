@@ -7,7 +7,8 @@
 //! - an unset argument with a default gets the default (before anything is compared, so a
 //!   default never looks like a change);
 //! - a `force_new` argument whose value differs from the prior state (or is unknown) forces
-//!   replacement and is named in `requires_replace`;
+//!   replacement and is named in `requires_replace` (a prior null where the schema has a
+//!   default counts as the default: the object predates the argument);
 //! - computed attributes are unknown on create and on replace; on an in-place update they keep
 //!   their prior value, unless one of the arguments declared with `changes_with` changed (then
 //!   they are unknown: the provider will compute them again);
@@ -147,7 +148,14 @@ impl TypeSchema {
                 if !is_argument(attr) {
                     continue;
                 }
-                let (old, new) = (&prior[name], &config[name]);
+                let (mut old, new) = (&prior[name], &config[name]);
+                // A prior null where the schema has a default: the object predates the
+                // argument (an older state); its default is what it has been using.
+                if old.is_null() {
+                    if let Some(d) = self.defaults.get(name) {
+                        old = d;
+                    }
+                }
                 // An unset optional+computed argument keeps the prior value: not a change.
                 if attr.computed && new.is_null() && !self.defaults.contains_key(name) {
                     continue;
@@ -498,6 +506,16 @@ mod tests {
         assert_eq!(p.planned.get("out"), Some(&unk()));
         assert_eq!(p.planned.get("id"), Some(&s("a-1")));
         assert_eq!(p.planned.get("zone"), Some(&s("z")));
+        let mut older = prior.attributes().cloned().unwrap_or_default();
+        older.insert("mode".into(), Value::null());
+        let p = schema()
+            .plan(Some(&Value::Object(older)), &same_cfg)
+            .unwrap();
+        assert!(
+            p.requires_replace.is_empty(),
+            "a missing defaulted attribute is not a change"
+        );
+        assert_eq!(p.planned, prior);
         let renamed = obj(&[("name", s("b")), ("value", s("1"))]);
         let p = schema().plan(Some(&prior), &renamed).unwrap();
         assert_eq!(p.requires_replace, vec!["name".to_string()]);

@@ -43,7 +43,8 @@
 //! - Lookup order: the region's ext table (non-string values JSON-encoded), then the thing whose
 //!   id is the key, then the thing whose name is the key (the highest `n` if several), else
 //!   `sim_lookup: no object for key "<key>"`.
-//! - Create records the engine's create token in the object's `token`; `find_by_token` scans
+//! - Create records the engine's create token in the object's `token` (an empty token is
+//!   written as `null`, as the oracle writes every object); `find_by_token` scans
 //!   the region's objects for it. It sleeps the latency, takes the lock, and — not being one of
 //!   the contract's ops — is neither logged nor subject to failure injection.
 //! - `diff_config` compares the effective settings (defaults and environment applied): a
@@ -157,9 +158,11 @@ impl SimProvider {
                 None => 0.0,
             },
         };
-        if !latency_ms.is_finite() || latency_ms < 0.0 {
+        if latency_ms < 0.0 {
             return Err("latency_ms must be >= 0".into());
         }
+        let latency = Duration::try_from_secs_f64(latency_ms / 1000.0)
+            .map_err(|_| ProviderError("sim: latency_ms is too large".into()))?;
         let entries: Vec<String> = match c["fail"].elements() {
             Some(list) => list
                 .iter()
@@ -178,7 +181,7 @@ impl SimProvider {
         Ok(Settings {
             store,
             region,
-            latency: Duration::from_secs_f64(latency_ms / 1000.0),
+            latency,
             fail: entries.iter().filter_map(|e| FailRule::parse(e)).collect(),
         })
     }
@@ -459,7 +462,7 @@ impl SimInstance {
                     id: id.clone(),
                     name: Some(n),
                     value,
-                    token: Some(token),
+                    token: Some(token).filter(|t| !t.is_empty()),
                 };
                 store.put(&region, &obj)?;
                 Ok((obj.state(), Some(id)))

@@ -20,6 +20,7 @@
 //! `input`, `output` and `triggers_replace` are of type `any` (dynamic); their values keep the
 //! types the configuration gave them.
 
+use super::builtin::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderResult,
@@ -37,18 +38,13 @@ const DATA: &str = "terraform_data";
 
 /// The `terraform` provider package (no configuration).
 pub struct TerraformProvider {
+    host: Host,
     schema: ProviderSchema,
     data: TypeSchema,
 }
 
-impl Default for TerraformProvider {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl TerraformProvider {
-    pub fn new() -> TerraformProvider {
+    pub fn new(host: Host) -> TerraformProvider {
         let data = TypeSchema::new("Stores a value and follows the resource lifecycle.")
             .optional(
                 "input",
@@ -65,6 +61,7 @@ impl TerraformProvider {
             .changes_with(&["input"])
             .computed("id", Type::String, "A random UUID made at create.");
         TerraformProvider {
+            host,
             schema: ProviderSchema {
                 resources: [(DATA.to_string(), data.block.clone())].into(),
                 ..ProviderSchema::default()
@@ -100,20 +97,22 @@ impl Provider for TerraformProvider {
     }
     async fn configure(&self, _config: &Value) -> ProviderResult<Arc<dyn Configured>> {
         Ok(Arc::new(TerraformInstance {
+            host: self.host.clone(),
             data: self.data.clone(),
         }))
     }
 }
 
 struct TerraformInstance {
+    host: Host,
     data: TypeSchema,
 }
 
 /// A random UUID-shaped id, as hashicorp/go-uuid's `GenerateUUID` makes (random bytes, no
 /// version bits).
-pub fn random_uuid() -> String {
+pub fn random_uuid(rng: &mut impl RngCore) -> String {
     let mut b = [0u8; 16];
-    rand::thread_rng().fill_bytes(&mut b);
+    rng.fill_bytes(&mut b);
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
     format!(
         "{}-{}-{}-{}-{}",
@@ -164,7 +163,11 @@ impl Configured for TerraformInstance {
             schema_util::require_known(&input, "input")?;
             m.insert("output".into(), input);
             if m["id"].is_unknown() || m["id"].is_null() {
-                m.insert("id".into(), Value::string(random_uuid()));
+                let salt = format!("{type_} {}", planned.to_json());
+                m.insert(
+                    "id".into(),
+                    Value::string(random_uuid(&mut self.host.rng(&salt))),
+                );
             }
             let v = Value::Object(m);
             schema_util::require_known(&v, "the new terraform_data")?;
@@ -208,7 +211,7 @@ mod tests {
 
     #[tokio::test]
     async fn create_copies_input_to_output_and_makes_a_uuid() {
-        let p = configure(&TerraformProvider::new()).await;
+        let p = configure(&TerraformProvider::new(Host::default())).await;
         let input = obj(&[("x", Value::int(1)), ("y", Value::Tuple(vec![s("a")]))]);
         let (plan, state) = create(&*p, DATA, &obj(&[("input", input.clone())])).await;
         assert!(plan.planned.get("id").is_some_and(Value::is_unknown));
@@ -224,7 +227,7 @@ mod tests {
 
     #[tokio::test]
     async fn null_input_plans_null_output() {
-        let p = configure(&TerraformProvider::new()).await;
+        let p = configure(&TerraformProvider::new(Host::default())).await;
         let (plan, state) = create(&*p, DATA, &obj(&[("triggers_replace", s("t1"))])).await;
         assert!(plan.planned.get("output").is_some_and(Value::is_null));
         assert!(state.get("output").is_some_and(Value::is_null));
@@ -232,7 +235,7 @@ mod tests {
 
     #[tokio::test]
     async fn input_change_updates_and_trigger_change_replaces() {
-        let p = configure(&TerraformProvider::new()).await;
+        let p = configure(&TerraformProvider::new(Host::default())).await;
         let cfg = |i: &str, t: &str| obj(&[("input", s(i)), ("triggers_replace", s(t))]);
         let (_, prior) = create(&*p, DATA, &cfg("a", "t1")).await;
         let same = p.plan(DATA, Some(&prior), &cfg("a", "t1")).expect("plan");

@@ -1237,3 +1237,32 @@ mod tests {
         }
     }
 }
+
+/// A handle that flushes the log without borrowing the `Store`, so that many writers can share
+/// one flush (group commit): each appends under the store's lock, then asks for a flush that
+/// covers its event; one flush makes every event appended before it durable.
+#[derive(Clone)]
+pub struct Flusher {
+    db: sled::Db,
+    dir: PathBuf,
+}
+
+impl Flusher {
+    /// Makes every event appended so far durable.
+    pub fn flush(&self) -> Result<(), StateError> {
+        self.db
+            .flush()
+            .map(|_| ())
+            .map_err(sled_err("cannot flush the state log", &self.dir))
+    }
+}
+
+impl Store {
+    /// A flusher for this store's log (see [`Flusher`]).
+    pub fn flusher(&self) -> Flusher {
+        Flusher {
+            db: self.db.clone(),
+            dir: self.dir.clone(),
+        }
+    }
+}

@@ -1,0 +1,851 @@
+//! The apply phase: the same walk as the plan, with final values.
+//!
+//! Each planned instance is planned again by its provider with its configuration evaluated from
+//! the *applied* values upstream; the result must agree with every value the saved plan knew,
+//! else the run stops with "inconsistent final plan". Deferred data reads happen once their
+//! dependencies are applied; reads done at plan time are not repeated (their results are
+//! recorded). Deletes are separate `Destroy` nodes in reverse dependency order.
+//!
+//! Durability: before every create, update or delete an `OperationStarted` event (with a create
+//! token for creates) is appended and flushed; after it, the outcome. A failed step records what
+//! the provider reports (a partial create is kept, tainted), fails its node so its dependents
+//! are skipped, and lets everything independent finish.
+
+use super::core::{
+    carry_marks, contradiction, Ctx, Instance, OrphanReason, Phase, ProviderSlot, ProviderState,
+};
+use super::graph::{EdgeKind, Node, TermGraph};
+use super::journal::Journal;
+use super::plan::{apply_ignore_changes, equal_ignoring_marks, missing_provider, provider_error};
+use super::progress::Progress;
+use super::providers::new_instance_id;
+use super::values::Values;
+use crate::config::IgnoreChanges;
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::plan::{Action, Change, DataRead, Plan};
+use crate::provider::{ApplyRequest, ConfigDiff};
+use crate::value::Value;
+use cairn_graph::NodeId;
+use cairn_state::{
+    DataObject, EventBody, Mode, ModulePath, OpAction, OutputValue, ProviderAddr, ProviderInstance,
+    ProviderRef, ResourceAddr, ResourceInstanceAddr, ResourceObject, RunSummary, Snapshot,
+};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How to delete one object: its provider instance as recorded in state.
+#[derive(Clone, Debug)]
+pub struct DestroyInfo {
+    pub provider: ProviderRef,
+    pub config: Value,
+}
+
+pub struct ApplyPhase {
+    pub changes: BTreeMap<ResourceInstanceAddr, Change>,
+    pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
+    pub journal: Arc<Journal>,
+    pub destroy: BTreeMap<(ResourceInstanceAddr, Option<String>), DestroyInfo>,
+    /// Deposed keys chosen for create-before-destroy replacements.
+    pub deposed_keys: BTreeMap<ResourceInstanceAddr, String>,
+    pub run: u64,
+    pub outputs: Mutex<BTreeMap<String, (Value, bool)>>,
+    pub summary: Mutex<RunSummary>,
+}
+
+impl ApplyPhase {
+    fn count(&self, action: OpAction) {
+        let mut s = self.summary.lock().expect("summary lock");
+        match action {
+            OpAction::Create => s.added += 1,
+            OpAction::Update => s.changed += 1,
+            OpAction::Delete => s.destroyed += 1,
+        }
+    }
+
+    fn error(&self) {
+        self.summary.lock().expect("summary lock").errors += 1;
+    }
+
+    /// Runs one provider apply with its operation records around it.
+    #[allow(clippy::too_many_arguments)]
+    async fn operate(
+        &self,
+        ctx: &Arc<Ctx>,
+        c: &Arc<dyn crate::provider::Configured>,
+        addr: &ResourceInstanceAddr,
+        deposed: Option<String>,
+        request: ApplyRequest,
+        provider: ProviderRef,
+        prior: Option<ResourceObject>,
+        deps: Vec<ResourceInstanceAddr>,
+        planned: Option<&Value>,
+    ) -> Result<Option<Value>, Diagnostics> {
+        let (op_action, plan_action, token) = match &request {
+            ApplyRequest::Create { token, .. } => {
+                (OpAction::Create, Action::Create, Some(token.clone()))
+            }
+            ApplyRequest::Update { .. } => (OpAction::Update, Action::Update, None),
+            ApplyRequest::Delete { .. } => (OpAction::Delete, Action::Delete, None),
+        };
+        let op = self
+            .journal
+            .record(EventBody::OperationStarted {
+                addr: addr.clone(),
+                deposed: deposed.clone(),
+                action: op_action,
+                token: token.clone(),
+                provider: provider.clone(),
+                prior: prior.clone(),
+            })
+            .map_err(Diagnostics::from)?;
+        ctx.observer.event(Progress::ApplyStart {
+            addr: addr.clone(),
+            action: plan_action,
+        });
+        let started = Instant::now();
+        let response = {
+            let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
+            let call = c.apply(request);
+            tokio::pin!(call);
+            // "Still creating..." every 10 seconds while the call runs.
+            loop {
+                tokio::select! {
+                    r = &mut call => break r,
+                    _ = tokio::time::sleep(Duration::from_secs(10)) => {
+                        ctx.observer.event(Progress::ApplyProgress { addr: addr.clone(), action: plan_action, elapsed: started.elapsed() });
+                    }
+                }
+            }
+        };
+        let elapsed = started.elapsed();
+        let mut response = response;
+        if let (Some(p), Some(v)) = (planned, response.new_state.take()) {
+            response.new_state = Some(carry_marks(p, v));
+        }
+        let object = |v: &Value, tainted: bool| -> Result<ResourceObject, Diagnostics> {
+            let attrs = v.to_stored().map_err(|e| {
+                Diagnostics::from(
+                    Diagnostic::error(
+                        "Provider returned an unknown value after apply",
+                        format!("Provider {} returned {e} for {addr}. This is a bug in the provider: apply returns a wholly known state.", provider.addr.package),
+                    )
+                    .with_address(addr),
+                )
+            })?;
+            Ok(ResourceObject {
+                attrs,
+                deps: deps.clone(),
+                provider: provider.clone(),
+                create_token: token
+                    .clone()
+                    .or(prior.as_ref().and_then(|p| p.create_token.clone())),
+                tainted,
+            })
+        };
+        match response.error {
+            None => {
+                let obj = match &response.new_state {
+                    Some(v) => Some(object(v, false)?),
+                    None => None,
+                };
+                self.journal
+                    .record(EventBody::OperationSucceeded { op, object: obj })
+                    .map_err(Diagnostics::from)?;
+                self.count(op_action);
+                let id = response
+                    .new_state
+                    .as_ref()
+                    .and_then(|v| v.get("id"))
+                    .and_then(|i| i.as_str())
+                    .map(str::to_string);
+                ctx.observer.event(Progress::ApplyDone {
+                    addr: addr.clone(),
+                    action: plan_action,
+                    id,
+                    elapsed,
+                });
+                if let (Some(planned), Some(actual)) = (planned, &response.new_state) {
+                    if let Some(path) = contradiction(planned, actual) {
+                        self.error();
+                        return Err(Diagnostic::error(
+                            "Provider produced inconsistent result after apply",
+                            format!("When applying changes to {addr}, provider {} produced an unexpected new value: .{path} differs from the planned value. This is a bug in the provider; the object was recorded in state as it is.", provider.addr.package),
+                        )
+                        .with_address(addr)
+                        .into());
+                    }
+                }
+                Ok(response.new_state)
+            }
+            Some(err) => {
+                let obj = match &response.new_state {
+                    Some(v) => object(v, op_action == OpAction::Create).ok(),
+                    None => None,
+                };
+                self.journal
+                    .record(EventBody::OperationFailed {
+                        op,
+                        object: obj,
+                        error: err.0.clone(),
+                    })
+                    .map_err(Diagnostics::from)?;
+                self.error();
+                ctx.observer.event(Progress::ApplyErrored {
+                    addr: addr.clone(),
+                    action: plan_action,
+                    elapsed,
+                    message: err.0.clone(),
+                });
+                let what = match op_action {
+                    OpAction::Create => "create",
+                    OpAction::Update => "update",
+                    OpAction::Delete => "delete",
+                };
+                Err(provider_error(addr, what, &err.0))
+            }
+        }
+    }
+
+    async fn apply_managed(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
+        let current = self
+            .journal
+            .with_snapshot(|s| s.current(&inst.addr).cloned());
+        let Some(change) = self.changes.get(&inst.addr) else {
+            // Not part of this plan (outside -target): what state holds.
+            return Ok(current
+                .map(|o| Value::from_stored(&o.attrs))
+                .unwrap_or_else(Value::unknown));
+        };
+        if change.action == Action::NoOp {
+            return Ok(current
+                .map(|o| Value::from_stored(&o.attrs))
+                .or(change.after.clone())
+                .unwrap_or_else(Value::unknown));
+        }
+        let slot = ctx
+            .provider_slot(&inst.provider)
+            .ok_or_else(|| missing_provider(&inst.provider, &inst.addr))?;
+        let ProviderState::Configured(c) = &slot.state else {
+            return Err(missing_provider(&inst.provider, &inst.addr));
+        };
+        let provider_ref = ProviderRef {
+            addr: inst.provider.clone(),
+            id: slot.id.clone().unwrap_or_default(),
+        };
+        let res = &ctx.module(&inst.static_module).resources[&inst.key];
+        let prior_value = current.as_ref().map(|o| Value::from_stored(&o.attrs));
+        let config = match (&prior_value, &res.lifecycle.ignore_changes) {
+            (Some(pv), ignore) if *ignore != IgnoreChanges::None => {
+                apply_ignore_changes(&inst.config, pv, ignore, &inst.schema)
+            }
+            _ => inst.config.clone(),
+        };
+        let deps = resource_deps(ctx, &inst);
+        let type_ = inst.key.type_.clone();
+        let plan_err = |e: crate::provider::ProviderError| provider_error(&inst.addr, "plan", &e.0);
+
+        let mut action = change.action;
+        if action == Action::Update {
+            let mut planned = c
+                .plan(&type_, prior_value.as_ref(), &config)
+                .map_err(plan_err)?;
+            planned.planned = carry_marks(&config, planned.planned);
+            if change.diff_unavailable {
+                // The diff could not be made at plan time; make it now.
+                if !planned.requires_replace.is_empty() {
+                    action = Action::DeleteThenCreate;
+                } else if prior_value
+                    .as_ref()
+                    .is_some_and(|p| equal_ignoring_marks(p, &planned.planned))
+                {
+                    return Ok(prior_value.unwrap_or_else(Value::unknown));
+                }
+            } else {
+                check_final(&inst.addr, change, &planned.planned)?;
+            }
+            if action == Action::Update {
+                let prior_v = prior_value
+                    .clone()
+                    .ok_or_else(|| gone_before_update(&inst.addr))?;
+                let request = ApplyRequest::Update {
+                    type_: type_.clone(),
+                    prior: prior_v,
+                    planned: planned.planned.clone(),
+                };
+                let new = self
+                    .operate(
+                        ctx,
+                        c,
+                        &inst.addr,
+                        None,
+                        request,
+                        provider_ref,
+                        current.clone(),
+                        deps,
+                        Some(&planned.planned),
+                    )
+                    .await?;
+                return Ok(new.unwrap_or_else(Value::unknown));
+            }
+        }
+        // Create, or the create half of a replacement.
+        let mut planned = c.plan(&type_, None, &config).map_err(plan_err)?;
+        planned.planned = carry_marks(&config, planned.planned);
+        if !change.diff_unavailable {
+            check_final(&inst.addr, change, &planned.planned)?;
+        }
+        if action == Action::DeleteThenCreate && current.is_some() {
+            // Replaced because its diff was unavailable at plan: delete first, here.
+            let prior = current.clone().expect("checked");
+            let request = ApplyRequest::Delete {
+                type_: type_.clone(),
+                prior: Value::from_stored(&prior.attrs),
+            };
+            self.operate(
+                ctx,
+                c,
+                &inst.addr,
+                None,
+                request,
+                prior.provider.clone(),
+                Some(prior),
+                Vec::new(),
+                None,
+            )
+            .await?;
+        }
+        if action == Action::CreateThenDelete && current.is_some() {
+            let key = self
+                .deposed_keys
+                .get(&inst.addr)
+                .cloned()
+                .unwrap_or_else(|| "00000000".to_string());
+            self.journal
+                .record(EventBody::ObjectDeposed {
+                    addr: inst.addr.clone(),
+                    key,
+                })
+                .map_err(Diagnostics::from)?;
+        }
+        let token = format!("{}-{}-{:08x}", self.run, inst.addr, rand::random::<u32>());
+        let request = ApplyRequest::Create {
+            type_,
+            planned: planned.planned.clone(),
+            token,
+        };
+        let new = self
+            .operate(
+                ctx,
+                c,
+                &inst.addr,
+                None,
+                request,
+                provider_ref,
+                None,
+                deps,
+                Some(&planned.planned),
+            )
+            .await?;
+        Ok(new.unwrap_or_else(Value::unknown))
+    }
+
+    async fn apply_data(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
+        let slot = ctx
+            .provider_slot(&inst.provider)
+            .ok_or_else(|| missing_provider(&inst.provider, &inst.addr))?;
+        let provider_ref = ProviderRef {
+            addr: inst.provider.clone(),
+            id: slot.id.clone().unwrap_or_default(),
+        };
+        let record = |result: &Value| -> Result<(), Diagnostics> {
+            let attrs = result.to_stored().map_err(|e| {
+                Diagnostics::from(
+                    Diagnostic::error(
+                        "Data source returned an unknown value",
+                        format!("{}: {e}", inst.addr),
+                    )
+                    .with_address(&inst.addr),
+                )
+            })?;
+            self.journal
+                .append(EventBody::DataRead {
+                    addr: inst.addr.clone(),
+                    object: DataObject {
+                        attrs,
+                        provider: provider_ref.clone(),
+                    },
+                })
+                .map_err(Diagnostics::from)?;
+            self.summary.lock().expect("summary lock").read += 1;
+            Ok(())
+        };
+        if let Some(read) = self.data_reads.get(&inst.addr) {
+            // Read during the plan: not repeated.
+            record(&read.result)?;
+            return Ok(read.result.clone());
+        }
+        match self.changes.get(&inst.addr) {
+            Some(change) if change.action == Action::Read => {
+                if let Some(path) = inst.config.unknown_paths().first() {
+                    return Err(Diagnostic::error(
+                        "Data source configuration still unknown",
+                        format!("{}: {path} is still not known during apply. A value it depends on failed or was not applied.", inst.addr),
+                    )
+                    .with_address(&inst.addr)
+                    .into());
+                }
+                let ProviderState::Configured(c) = &slot.state else {
+                    return Err(missing_provider(&inst.provider, &inst.addr));
+                };
+                ctx.observer.event(Progress::ReadStart {
+                    addr: inst.addr.clone(),
+                });
+                let started = Instant::now();
+                let result = {
+                    let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
+                    c.read_data(&inst.key.type_, &inst.config).await
+                }
+                .map_err(|e| provider_error(&inst.addr, "read", &e.0))?;
+                ctx.observer.event(Progress::ReadDone {
+                    addr: inst.addr.clone(),
+                    elapsed: started.elapsed(),
+                });
+                if let Some(after) = &change.after {
+                    if let Some(path) = contradiction(after, &result) {
+                        return Err(inconsistent(&inst.addr, &path));
+                    }
+                }
+                record(&result)?;
+                Ok(result)
+            }
+            _ => Ok(self
+                .journal
+                .with_snapshot(|s| s.data.get(&inst.addr).map(|d| Value::from_stored(&d.attrs)))
+                .unwrap_or_else(Value::unknown)),
+        }
+    }
+
+    async fn destroy(
+        &self,
+        ctx: &Arc<Ctx>,
+        addr: &ResourceInstanceAddr,
+        deposed: &Option<String>,
+    ) -> Result<(), Diagnostics> {
+        let info = self
+            .destroy
+            .get(&(addr.clone(), deposed.clone()))
+            .cloned()
+            .expect("destroy node has its info");
+        let object = self.journal.with_snapshot(|s| {
+            let inst = s.resources.get(addr)?;
+            match deposed {
+                None => inst.current.clone(),
+                Some(k) => inst.deposed.get(k).cloned(),
+            }
+        });
+        let Some(object) = object else { return Ok(()) };
+        let c = ctx
+            .registry
+            .configure(&info.provider.addr.package, &info.config)
+            .await
+            .map_err(|e| {
+                Diagnostics::from(
+                    Diagnostic::error(
+                        "Failed to configure provider",
+                        format!("Configuring {} to delete {addr}: {e}", info.provider.addr),
+                    )
+                    .with_address(addr),
+                )
+            })?;
+        let request = ApplyRequest::Delete {
+            type_: addr.resource.type_.clone(),
+            prior: Value::from_stored(&object.attrs),
+        };
+        self.operate(
+            ctx,
+            &c,
+            addr,
+            deposed.clone(),
+            request,
+            object.provider.clone(),
+            Some(object),
+            Vec::new(),
+            None,
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+fn check_final(
+    addr: &ResourceInstanceAddr,
+    change: &Change,
+    planned: &Value,
+) -> Result<(), Diagnostics> {
+    if let Some(after) = &change.after {
+        if let Some(path) = contradiction(after, planned) {
+            return Err(inconsistent(addr, &path));
+        }
+    }
+    Ok(())
+}
+
+fn inconsistent(addr: &ResourceInstanceAddr, path: &str) -> Diagnostics {
+    Diagnostic::error(
+        "Provider produced inconsistent final plan",
+        format!("When expanding the plan for {addr} to include new values learned so far during apply, .{path} changed from the value the plan showed. The apply stopped before changing it; run plan again."),
+    )
+    .with_address(addr)
+    .into()
+}
+
+fn gone_before_update(addr: &ResourceInstanceAddr) -> Diagnostics {
+    Diagnostic::error("Object to update is gone", format!("{addr} was planned for an in-place update, but it is no longer in state. Run plan again."))
+        .with_address(addr)
+        .into()
+}
+
+/// The managed instances an instance depends on: the resources reached from its node through
+/// non-resource terms, with their instances in the module instances reached.
+fn resource_deps(ctx: &Arc<Ctx>, inst: &Instance) -> Vec<ResourceInstanceAddr> {
+    let Some(start) = ctx.graph.id(&Node::Resource {
+        module: inst.static_module.clone(),
+        key: inst.key.clone(),
+    }) else {
+        return Vec::new();
+    };
+    let values = ctx.values.read().expect("values lock");
+    let mut out = BTreeSet::new();
+    collect_deps(
+        &ctx.graph,
+        &values,
+        start,
+        &inst.addr.resource.module,
+        &mut out,
+    );
+    out.into_iter().collect()
+}
+
+/// Collects every managed instance reachable from `start` through non-resource terms.
+pub fn collect_deps(
+    graph: &TermGraph,
+    values: &Values,
+    start: NodeId,
+    instance: &ModulePath,
+    out: &mut BTreeSet<ResourceInstanceAddr>,
+) {
+    let mut queue: VecDeque<(NodeId, ModulePath)> = VecDeque::new();
+    let mut seen = BTreeSet::new();
+    let push = |queue: &mut VecDeque<(NodeId, ModulePath)>,
+                seen: &mut BTreeSet<(NodeId, ModulePath)>,
+                from: NodeId,
+                m: &ModulePath| {
+        for to in graph.dag.dependencies(from) {
+            if graph.edge_kind(from, to) == Some(EdgeKind::Provider) {
+                continue;
+            }
+            for m2 in super::deferral::map_instances(values, m, graph.node(to).module()) {
+                if seen.insert((to, m2.clone())) {
+                    queue.push_back((to, m2));
+                }
+            }
+        }
+    };
+    push(&mut queue, &mut seen, start, instance);
+    while let Some((id, m)) = queue.pop_front() {
+        match graph.node(id) {
+            Node::Resource { key, .. } if key.mode == Mode::Managed => {
+                let resource = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
+                if let Some(rv) =
+                    values.resource(&m, &(key.mode, key.type_.clone(), key.name.clone()))
+                {
+                    out.extend(rv.instances.keys().map(|k| resource.instance(k.clone())));
+                }
+            }
+            Node::Provider { .. } | Node::Orphan { .. } | Node::Destroy { .. } => {}
+            _ => push(&mut queue, &mut seen, id, &m),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Phase for ApplyPhase {
+    async fn provider(
+        &self,
+        ctx: &Arc<Ctx>,
+        addr: &ProviderAddr,
+        config: Value,
+        is_default: bool,
+    ) -> Result<(), Diagnostics> {
+        if let Some(p) = config.unknown_paths().first() {
+            return Err(Diagnostic::error(
+                "Provider configuration still unknown",
+                format!("{addr}.{p} is still not known during apply. A value it depends on failed or was not applied."),
+            )
+            .with_address(addr)
+            .into());
+        }
+        let package = ctx
+            .registry
+            .package(&addr.package)
+            .expect("checked by the walk")
+            .clone();
+        let configured = ctx
+            .registry
+            .configure(&addr.package, &config)
+            .await
+            .map_err(|e| {
+                Diagnostics::from(
+                    Diagnostic::error(
+                        "Failed to configure provider",
+                        format!("Configuring {addr}: {e}"),
+                    )
+                    .with_address(addr),
+                )
+            })?;
+        ctx.observer
+            .event(Progress::ProviderConfigured { addr: addr.clone() });
+        let stored = config.to_stored().expect("checked known");
+        let in_state = self
+            .journal
+            .with_snapshot(|s| s.providers.get(addr).cloned());
+        let register = |id: String| -> Result<(), Diagnostics> {
+            self.journal
+                .record(EventBody::ProviderRegistered {
+                    instance: ProviderInstance {
+                        addr: addr.clone(),
+                        id,
+                        config: stored.clone(),
+                        is_default,
+                    },
+                })
+                .map(|_| ())
+                .map_err(Diagnostics::from)
+        };
+        let id = match in_state {
+            None => {
+                let id = new_instance_id(&addr.package);
+                register(id.clone())?;
+                id
+            }
+            Some(old) => match package.diff_config(&Value::from_stored(&old.config), &config) {
+                ConfigDiff::NoChange => old.id,
+                ConfigDiff::Update => {
+                    self.journal
+                        .record(EventBody::ProviderUpdated {
+                            addr: addr.clone(),
+                            id: old.id.clone(),
+                            config: stored.clone(),
+                        })
+                        .map_err(Diagnostics::from)?;
+                    old.id
+                }
+                ConfigDiff::Replace(_) => {
+                    // The old instance's objects were deleted before this node (graph edges).
+                    let id = new_instance_id(&addr.package);
+                    register(id.clone())?;
+                    id
+                }
+            },
+        };
+        ctx.set_provider_slot(ProviderSlot {
+            addr: addr.clone(),
+            package: addr.package.clone(),
+            config,
+            state: ProviderState::Configured(configured),
+            is_default,
+            id: Some(id),
+        });
+        Ok(())
+    }
+
+    async fn instance(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
+        match inst.key.mode {
+            Mode::Managed => self.apply_managed(ctx, inst).await,
+            Mode::Data => self.apply_data(ctx, inst).await,
+        }
+    }
+
+    async fn orphans(
+        &self,
+        _ctx: &Arc<Ctx>,
+        orphans: Vec<(ResourceInstanceAddr, OrphanReason)>,
+    ) -> Result<(), Diagnostics> {
+        // Managed orphans are deleted by their `Destroy` nodes; data orphans leave state.
+        for (addr, _) in orphans {
+            if addr.resource.mode == Mode::Data
+                && self.journal.with_snapshot(|s| s.data.contains_key(&addr))
+            {
+                self.journal
+                    .append(EventBody::DataDropped { addr })
+                    .map_err(Diagnostics::from)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn output(&self, _ctx: &Arc<Ctx>, name: &str, value: &Value, sensitive: bool) {
+        self.outputs
+            .lock()
+            .expect("outputs lock")
+            .insert(name.to_string(), (value.clone(), sensitive));
+    }
+
+    async fn extra(&self, ctx: &Arc<Ctx>, node: &Node) -> Result<(), Diagnostics> {
+        match node {
+            Node::Destroy { addr, deposed } => self.destroy(ctx, addr, deposed).await,
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Adds the plan's deletes to a term graph as `Destroy` nodes, ordered: dependents are deleted
+/// before their dependencies; a delete-then-create replacement deletes before it creates; a
+/// create-before-destroy replacement deletes its deposed object after it and its dependents
+/// are applied; an orphan is deleted after the resources that depended on it are updated; a
+/// replaced provider instance is registered after its old objects are deleted.
+pub fn add_destroys(
+    g: &mut TermGraph,
+    plan: &Plan,
+    prior: &Snapshot,
+    deposed_keys: &mut BTreeMap<ResourceInstanceAddr, String>,
+) -> BTreeMap<(ResourceInstanceAddr, Option<String>), DestroyInfo> {
+    let mut info = BTreeMap::new();
+    let mut ids: BTreeMap<ResourceInstanceAddr, NodeId> = BTreeMap::new();
+    let static_node = |addr: &ResourceInstanceAddr| Node::Resource {
+        module: addr.resource.module.without_keys(),
+        key: crate::config::ResourceKey {
+            mode: addr.resource.mode,
+            type_: addr.resource.type_.clone(),
+            name: addr.resource.name.clone(),
+        },
+    };
+    for change in &plan.changes {
+        let deposed = match change.action {
+            Action::Delete | Action::DeleteThenCreate => None,
+            Action::CreateThenDelete => {
+                let key = format!("{:08x}", rand::random::<u32>());
+                deposed_keys.insert(change.addr.clone(), key.clone());
+                Some(key)
+            }
+            _ => continue,
+        };
+        let Some(obj) = prior.current(&change.addr) else {
+            continue;
+        };
+        let config = prior
+            .providers
+            .get(&obj.provider.addr)
+            .map(|p| Value::from_stored(&p.config))
+            .unwrap_or_else(|| Value::Object(BTreeMap::new()));
+        let id = g.add(Node::Destroy {
+            addr: change.addr.clone(),
+            deposed: deposed.clone(),
+        });
+        ids.insert(change.addr.clone(), id);
+        info.insert(
+            (change.addr.clone(), deposed.clone()),
+            DestroyInfo {
+                provider: obj.provider.clone(),
+                config,
+            },
+        );
+        if let Some(res) = g.id(&static_node(&change.addr)) {
+            match change.action {
+                Action::DeleteThenCreate => g.edge(res, id, EdgeKind::DependsOn, None),
+                Action::CreateThenDelete => {
+                    g.edge(id, res, EdgeKind::DependsOn, None);
+                    for dependent in g.dag.transitive_dependents(res) {
+                        if matches!(g.node(dependent), Node::Resource { .. }) {
+                            g.edge(id, dependent, EdgeKind::DependsOn, None);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(p) = g.id(&Node::Provider {
+            addr: obj.provider.addr.clone(),
+        }) {
+            if plan
+                .provider_changes
+                .iter()
+                .any(|pc| pc.addr == obj.provider.addr && pc.action.is_replace())
+            {
+                g.edge(p, id, EdgeKind::DependsOn, None);
+            }
+        }
+    }
+    // Reverse dependency order among deletes, and orphans after their dependents' updates.
+    for (addr, inst) in &prior.resources {
+        let Some(obj) = &inst.current else { continue };
+        for dep in &obj.deps {
+            if let (Some(&dep_id), Some(&my_id)) = (ids.get(dep), ids.get(addr)) {
+                g.edge(dep_id, my_id, EdgeKind::DependsOn, None);
+            }
+            if let Some(&dep_id) = ids.get(dep) {
+                let is_pure_delete = plan
+                    .changes
+                    .iter()
+                    .any(|c| &c.addr == dep && c.action == Action::Delete);
+                if is_pure_delete && !ids.contains_key(addr) {
+                    if let Some(res) = g.id(&static_node(addr)) {
+                        if !g.dag.transitive_dependencies(res).contains(&dep_id)
+                            && !g.dag.transitive_dependencies(dep_id).contains(&res)
+                        {
+                            g.edge(dep_id, res, EdgeKind::DependsOn, None);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    info
+}
+
+/// Builds the events that finish an apply: outputs, dropped data, providers no longer used.
+pub fn finishing_events(
+    snapshot: &Snapshot,
+    outputs: &BTreeMap<String, (Value, bool)>,
+    configured_providers: &BTreeSet<ProviderAddr>,
+    dropped_data: &[ResourceInstanceAddr],
+) -> Vec<EventBody> {
+    let mut events = Vec::new();
+    for addr in dropped_data {
+        if snapshot.data.contains_key(addr) {
+            events.push(EventBody::DataDropped { addr: addr.clone() });
+        }
+    }
+    let used: BTreeSet<&ProviderAddr> = snapshot
+        .resources
+        .values()
+        .flat_map(|i| i.current.iter().chain(i.deposed.values()))
+        .map(|o| &o.provider.addr)
+        .chain(snapshot.data.values().map(|d| &d.provider.addr))
+        .collect();
+    for (addr, p) in &snapshot.providers {
+        if !used.contains(addr) && !configured_providers.contains(addr) {
+            events.push(EventBody::ProviderRemoved {
+                addr: addr.clone(),
+                id: p.id.clone(),
+            });
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (name, (v, sensitive)) in outputs {
+        if let Ok(stored) = v.to_stored() {
+            out.insert(
+                name.clone(),
+                OutputValue {
+                    value: stored,
+                    sensitive: *sensitive,
+                },
+            );
+        }
+    }
+    if out != snapshot.outputs {
+        events.push(EventBody::OutputsSet { outputs: out });
+    }
+    events
+}

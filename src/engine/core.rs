@@ -1,0 +1,822 @@
+//! The run context and node evaluation shared by every phase.
+//!
+//! One mechanism serves `inspect`, `plan`, `apply` and read-only runs: walk the term graph;
+//! evaluate each variable, local, output and module call for every instance of its module;
+//! expand each resource into instances and evaluate their configuration; then hand the
+//! instance to the phase (`Phase`), which decides what a resource *is* in that phase: its
+//! configuration (inspect), the provider's planned state (plan), the applied state (apply), or
+//! the refreshed state (read-only).
+//!
+//! Locks: `values` is a `std::sync::RwLock` held only while evaluating expressions (synchronous)
+//! or storing a result, never across an `.await`. The other `Mutex`es guard small collections
+//! of results and are likewise never held across an `.await`.
+
+use super::graph::{Node, TermGraph};
+use super::progress::{Observer, Progress};
+use super::providers::Registry;
+use super::values::{Expansion, InstanceScope, Paths, Repetition, ResourceValues, Values};
+use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
+use crate::config::{Config, Module, Resource, ResourceKey};
+use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
+use crate::eval::convert::convert;
+use crate::eval::{eval, eval_body};
+use crate::provider::{Block, Configured};
+use crate::value::{Type, Value};
+use cairn_graph::NodeId;
+use cairn_state::{
+    InstanceKey, Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr,
+};
+use hcl_edit::expr::Expression;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// What a provider instance is during this run.
+#[derive(Clone)]
+pub enum ProviderState {
+    /// Configured with a wholly known configuration.
+    Configured(Arc<dyn Configured>),
+    /// Its configuration holds values not known until apply (paths of the unknowns, and where
+    /// they come from). Never configured with unknowns.
+    Unknown { paths: Vec<String> },
+    /// Not configured in this phase (inspect), or its configuration failed.
+    Unavailable,
+}
+
+/// The engine's view of one provider instance in this run.
+#[derive(Clone)]
+pub struct ProviderSlot {
+    pub addr: ProviderAddr,
+    pub package: String,
+    pub config: Value,
+    pub state: ProviderState,
+    pub is_default: bool,
+    /// The instance id in state (apply: after registering; plan: `None` while it is being
+    /// created or replaced, as its id is not known until apply).
+    pub id: Option<String>,
+}
+
+/// Phase-specific behaviour. The walk calls these; everything else is shared.
+#[async_trait::async_trait]
+pub trait Phase: Send + Sync + 'static {
+    /// A provider instance's configuration has been evaluated (or synthesized for a default).
+    async fn provider(
+        &self,
+        ctx: &Arc<Ctx>,
+        addr: &ProviderAddr,
+        config: Value,
+        is_default: bool,
+    ) -> Result<(), Diagnostics>;
+    /// A managed or data instance's configuration has been evaluated: returns the value other
+    /// expressions see for it.
+    async fn instance(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics>;
+    /// Instances in state of a resource that this run no longer produces (count/for_each
+    /// shrank, module instance gone, or the block removed).
+    async fn orphans(
+        &self,
+        ctx: &Arc<Ctx>,
+        orphans: Vec<(ResourceInstanceAddr, OrphanReason)>,
+    ) -> Result<(), Diagnostics>;
+    /// A root module output has been evaluated.
+    fn output(&self, ctx: &Arc<Ctx>, name: &str, value: &Value, sensitive: bool);
+    /// A node of the phase's own (e.g. apply's deletes).
+    async fn extra(&self, ctx: &Arc<Ctx>, node: &Node) -> Result<(), Diagnostics> {
+        let _ = (ctx, node);
+        Ok(())
+    }
+}
+
+/// Why an instance in state has no configuration now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrphanReason {
+    NoResourceConfig,
+    CountIndex,
+    EachKey,
+    NoModule,
+}
+
+/// One resource instance, with its evaluated configuration.
+pub struct Instance {
+    pub addr: ResourceInstanceAddr,
+    pub static_module: ModulePath,
+    pub key: ResourceKey,
+    pub provider: ProviderAddr,
+    /// The configuration, evaluated against the schema (may hold unknowns).
+    pub config: Value,
+    pub schema: Block,
+}
+
+/// Everything a walk shares.
+pub struct Ctx {
+    pub config: Arc<Config>,
+    pub graph: Arc<TermGraph>,
+    pub registry: Arc<Registry>,
+    pub values: RwLock<Values>,
+    pub providers: Mutex<BTreeMap<ProviderAddr, ProviderSlot>>,
+    /// Root input variable values.
+    pub inputs: BTreeMap<String, Value>,
+    /// Provider instances recorded in state.
+    pub state_providers: BTreeMap<ProviderAddr, cairn_state::ProviderInstance>,
+    /// Instances in state (by static resource), to find orphans.
+    pub state_instances: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>,
+    pub limits: Limits,
+    pub observer: Arc<dyn Observer>,
+    pub diags: Mutex<Diagnostics>,
+    pub cwd: PathBuf,
+    /// When set (`-target`), only these nodes are walked.
+    pub only: Option<BTreeSet<NodeId>>,
+}
+
+impl Ctx {
+    pub fn module(&self, path: &ModulePath) -> &Module {
+        self.config
+            .module(path)
+            .expect("graph nodes name loaded modules")
+    }
+
+    pub fn paths(&self, module: &ModulePath) -> Paths {
+        let m = self.config.module(module);
+        let module_dir = m
+            .map(|m| m.dir.clone())
+            .unwrap_or_else(|| self.config.root_dir.clone());
+        let module_rel = match module_dir.strip_prefix(&self.config.root_dir) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => module_dir.display().to_string(),
+        };
+        Paths {
+            module_rel,
+            module_dir,
+            root_dir: self.config.root_dir.clone(),
+            cwd: self.cwd.clone(),
+        }
+    }
+
+    /// Evaluates one expression in a module instance.
+    pub fn eval_in(
+        &self,
+        module: &ModulePath,
+        rep: &Repetition,
+        file: FileId,
+        expr: &Expression,
+    ) -> Result<Value, Diagnostics> {
+        let values = self.values.read().expect("values lock");
+        let paths = self.paths(&module.without_keys());
+        let scope = InstanceScope {
+            values: &values,
+            module,
+            repetition: rep,
+            file,
+            paths: &paths,
+        };
+        eval(expr, &scope)
+    }
+
+    pub fn provider_slot(&self, addr: &ProviderAddr) -> Option<ProviderSlot> {
+        self.providers
+            .lock()
+            .expect("providers lock")
+            .get(addr)
+            .cloned()
+    }
+
+    pub fn set_provider_slot(&self, slot: ProviderSlot) {
+        self.providers
+            .lock()
+            .expect("providers lock")
+            .insert(slot.addr.clone(), slot);
+    }
+
+    pub fn report(&self, diags: Diagnostics) {
+        for d in diags.iter() {
+            if !d.is_error() {
+                self.observer.event(Progress::Diagnostic(d.clone()));
+            }
+        }
+        self.diags.lock().expect("diags lock").extend(diags);
+    }
+
+    /// The schema block of a resource type, or a diagnostic naming the type and what exists.
+    pub fn schema_of(
+        &self,
+        package: &str,
+        mode: Mode,
+        type_: &str,
+        span: Span,
+    ) -> Result<Block, Diagnostic> {
+        let Some(provider) = self.registry.package(package) else {
+            let known: Vec<&str> = self.registry.package_names().collect();
+            return Err(Diagnostic::error(
+                "Unknown provider",
+                format!(
+                    "There is no provider named {package:?} (needed for {type_}). The built-in providers are: {}.",
+                    known.join(", ")
+                ),
+            )
+            .with_span(Some(span)));
+        };
+        let schema = provider.schema();
+        match schema.block(mode, type_) {
+            Some(b) => Ok(b.clone()),
+            None => {
+                let kinds = if mode == Mode::Data {
+                    &schema.data_sources
+                } else {
+                    &schema.resources
+                };
+                let hint = crate::eval::suggest::suffix(type_, kinds.keys().map(String::as_str));
+                let what = if mode == Mode::Data {
+                    "data source"
+                } else {
+                    "resource type"
+                };
+                Err(Diagnostic::error(
+                    format!("Invalid {what}"),
+                    format!("The provider {package:?} does not support {what} {type_:?}.{hint}"),
+                )
+                .with_span(Some(span)))
+            }
+        }
+    }
+}
+
+/// Evaluates `count` / `for_each` into an expansion. Unknown values are errors that say so.
+pub fn expansion(
+    ctx: &Ctx,
+    module: &ModulePath,
+    file: FileId,
+    count: Option<&Expression>,
+    for_each: Option<&Expression>,
+    what: &str,
+) -> Result<Expansion, Diagnostics> {
+    let span_of = |e: &Expression| crate::config::span_in(file, e);
+    if let Some(e) = count {
+        let v = ctx.eval_in(module, &Repetition::None, file, e)?;
+        let err = |summary: &str, detail: String| {
+            Diagnostics::from(Diagnostic::error(summary, detail).with_span(Some(span_of(e))))
+        };
+        if !v.is_wholly_known() {
+            return Err(err(
+                "Invalid count argument",
+                format!("The \"count\" value of {what} depends on values that cannot be determined until apply, so Cairn cannot predict how many instances will be created. Use literal values, or values known at plan time (input variables, or attributes of resources that already exist)."),
+            ));
+        }
+        let (v, _) = v.deep_unmark();
+        return match v.as_number().and_then(|n| n.to_i64()) {
+            Some(n) if n >= 0 => Ok(Expansion::Count(n as usize)),
+            _ if v.is_null() => Err(err("Invalid count argument", "The given \"count\" argument value is null. An integer is required.".into())),
+            _ => Err(err(
+                "Invalid count argument",
+                format!("The given \"count\" argument value is unsuitable: a whole number greater than or equal to zero is required, got {}.", crate::value::format_hcl(&v)),
+            )),
+        };
+    }
+    if let Some(e) = for_each {
+        let v = ctx.eval_in(module, &Repetition::None, file, e)?;
+        let err = |summary: &str, detail: String| {
+            Diagnostics::from(Diagnostic::error(summary, detail).with_span(Some(span_of(e))))
+        };
+        if v.contains_sensitive() {
+            return Err(err("Invalid for_each argument", "Sensitive values, or values derived from sensitive values, cannot be used as for_each arguments: they would be shown in instance addresses.".into()));
+        }
+        if v.is_unknown() {
+            return Err(err(
+                "Invalid for_each argument",
+                format!("The \"for_each\" value of {what} depends on values that cannot be determined until apply, so Cairn cannot predict how many instances will be created. Use a map whose keys are known at plan time, or a set of known strings."),
+            ));
+        }
+        return match &v {
+            Value::Map(m) | Value::Object(m) => Ok(Expansion::ForEach(m.clone())),
+            Value::Set(items) => {
+                let mut m = BTreeMap::new();
+                for item in items {
+                    match item.as_str() {
+                        Some(s) => {
+                            m.insert(s.to_string(), item.clone());
+                        }
+                        None if item.is_unknown() => {
+                            return Err(err("Invalid for_each argument", format!("The \"for_each\" set of {what} includes values that cannot be determined until apply.")))
+                        }
+                        None => return Err(err("Invalid for_each argument", "The given \"for_each\" argument value is unsuitable: a set of strings is required; convert other elements with tostring().".into())),
+                    }
+                }
+                Ok(Expansion::ForEach(m))
+            }
+            Value::Null(_) => Err(err("Invalid for_each argument", "The given \"for_each\" argument value is null. A map, or set of strings, is allowed.".into())),
+            Value::List(_) | Value::Tuple(_) => Err(err(
+                "Invalid for_each argument",
+                "The given \"for_each\" argument value is unsuitable: the \"for_each\" argument must be a map, or set of strings, and you have provided a value of type tuple or list. Convert it with toset(), or build a map with a for expression.".into(),
+            )),
+            other => Err(err(
+                "Invalid for_each argument",
+                format!("The given \"for_each\" argument value is unsuitable: a map, or set of strings, is required, got {}.", other.type_of()),
+            )),
+        };
+    }
+    Ok(Expansion::Single)
+}
+
+/// Walks the graph with a phase. Returns the walk's outcome; diagnostics are in `ctx.diags`.
+pub async fn run<P: Phase>(ctx: Arc<Ctx>, phase: Arc<P>) -> WalkOutcome {
+    let graph = ctx.graph.clone();
+    let observer = ctx.observer.clone();
+    let limits = ctx.limits.clone();
+    walk(
+        &graph.dag,
+        &limits,
+        |id| -> NodeFuture {
+            let ctx = ctx.clone();
+            let phase = phase.clone();
+            Box::pin(async move {
+                if let Some(only) = &ctx.only {
+                    if !only.contains(&id) {
+                        return true;
+                    }
+                }
+                match visit(&ctx, &phase, id).await {
+                    Ok(()) => true,
+                    Err(d) => {
+                        ctx.report(d);
+                        false
+                    }
+                }
+            })
+        },
+        |done, running, left| {
+            observer.event(Progress::Counts {
+                done,
+                running,
+                left,
+            })
+        },
+    )
+    .await
+}
+
+async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(), Diagnostics> {
+    let node = ctx.graph.node(id).clone();
+    match &node {
+        Node::Var { module, name } => visit_var(ctx, module, name),
+        Node::Local { module, name } => {
+            let local = &ctx.module(module).locals[name];
+            let instances = ctx.values.read().expect("values lock").instances_of(module);
+            for m in instances {
+                let v = ctx.eval_in(&m, &Repetition::None, local.file, &local.expr)?;
+                ctx.values
+                    .write()
+                    .expect("values lock")
+                    .set_local(&m, name, v);
+            }
+            Ok(())
+        }
+        Node::Output { module, name } => {
+            let out = &ctx.module(module).outputs[name];
+            let instances = ctx.values.read().expect("values lock").instances_of(module);
+            for m in instances {
+                let mut v = ctx.eval_in(&m, &Repetition::None, out.file, &out.value)?;
+                if out.sensitive {
+                    v = v.sensitive();
+                } else if module.is_root() && v.contains_sensitive() {
+                    return Err(Diagnostic::error(
+                        "Output refers to sensitive values",
+                        "To reduce the risk of accidentally exporting sensitive data that was intended to be only internal, Cairn requires that any root module output containing sensitive data be explicitly marked as sensitive, to confirm your intent. Add sensitive = true to this output.",
+                    )
+                    .with_span(Some(out.span))
+                    .into());
+                }
+                if module.is_root() {
+                    phase.output(ctx, name, &v, out.sensitive);
+                }
+                ctx.values
+                    .write()
+                    .expect("values lock")
+                    .set_output(&m, name, v);
+            }
+            Ok(())
+        }
+        Node::Call { module, name } => {
+            let call = &ctx.module(module).calls[name];
+            let instances = ctx.values.read().expect("values lock").instances_of(module);
+            for m in instances {
+                let what = format!("module.{name}");
+                let e = expansion(
+                    ctx,
+                    &m,
+                    call.file,
+                    call.count.as_ref(),
+                    call.for_each.as_ref(),
+                    &what,
+                )?;
+                ctx.values
+                    .write()
+                    .expect("values lock")
+                    .set_call(&m, name, e);
+            }
+            Ok(())
+        }
+        Node::Provider { addr } => visit_provider(ctx, phase, addr).await,
+        Node::Resource { module, key } => visit_resource(ctx, phase, module, key).await,
+        Node::Orphan { addr } => {
+            phase
+                .orphans(ctx, vec![(addr.clone(), OrphanReason::NoResourceConfig)])
+                .await
+        }
+        Node::Destroy { .. } => phase.extra(ctx, &node).await,
+    }
+}
+
+fn visit_var(ctx: &Arc<Ctx>, module: &ModulePath, name: &str) -> Result<(), Diagnostics> {
+    let var = &ctx.module(module).variables[name];
+    if module.is_root() {
+        let v = ctx
+            .inputs
+            .get(name)
+            .cloned()
+            .or_else(|| var.default.clone())
+            .unwrap_or_else(|| Value::Null(var.ty.clone()));
+        let v = if var.sensitive { v.sensitive() } else { v };
+        ctx.values
+            .write()
+            .expect("values lock")
+            .set_var(module, name, v);
+        return Ok(());
+    }
+    let parent = module.parent().expect("a child module has a parent");
+    let call_name = module.0.last().map(|s| s.name.clone()).unwrap_or_default();
+    let call = &ctx.module(&parent).calls[&call_name];
+    let instances = ctx.values.read().expect("values lock").instances_of(module);
+    for child in instances {
+        let parent_instance = child.parent().expect("child instance has a parent");
+        let key = child.0.last().and_then(|s| s.key.clone());
+        let rep = {
+            let values = ctx.values.read().expect("values lock");
+            values
+                .calls
+                .get(&(parent_instance.clone(), call_name.clone()))
+                .map(|e| e.repetition(&key))
+                .unwrap_or(Repetition::None)
+        };
+        let given = match call.inputs.get(name) {
+            Some((expr, span)) => {
+                let v = ctx.eval_in(&parent_instance, &rep, call.file, expr)?;
+                Some((v, *span))
+            }
+            None => None,
+        };
+        let v = match given {
+            Some((v, _)) if v.is_null() && !var.nullable => var.default.clone().unwrap_or(v),
+            Some((v, span)) => convert(v, &var.ty).map_err(|e| {
+                Diagnostics::from(
+                    Diagnostic::error(
+                        "Invalid value for input variable",
+                        format!("The given value is not suitable for module.{call_name}'s variable {name:?}: {e}."),
+                    )
+                    .with_span(Some(span)),
+                )
+            })?,
+            None => match &var.default {
+                Some(d) => d.clone(),
+                None => {
+                    return Err(Diagnostic::error(
+                        "Missing required argument",
+                        format!("The argument {name:?} is required by module.{call_name}, but no definition was found. Add {name} = ... to the module block."),
+                    )
+                    .with_span(Some(call.span))
+                    .into())
+                }
+            },
+        };
+        let v = if var.sensitive { v.sensitive() } else { v };
+        ctx.values
+            .write()
+            .expect("values lock")
+            .set_var(&child, name, v.clone());
+        for val in &var.validations {
+            let ok = ctx.eval_in(&child, &Repetition::None, var.file, &val.condition)?;
+            if ok.as_bool() == Some(false) {
+                let msg = ctx
+                    .eval_in(&child, &Repetition::None, var.file, &val.error_message)
+                    .ok()
+                    .and_then(|m| m.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                return Err(Diagnostic::error(
+                    "Invalid value for variable",
+                    format!(
+                        "{msg}\n\nThis was checked by the validation rule at {}.",
+                        ctx.config.sources.location(val.span)
+                    ),
+                )
+                .with_span(call.inputs.get(name).map(|(_, s)| *s).or(Some(call.span)))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn visit_provider<P: Phase>(
+    ctx: &Arc<Ctx>,
+    phase: &Arc<P>,
+    addr: &ProviderAddr,
+) -> Result<(), Diagnostics> {
+    let module = ctx.config.module(&addr.module);
+    let block = module.and_then(|m| {
+        m.providers.iter().find(|p| {
+            super::graph::package_of_local(m, &p.name) == addr.package && p.alias == addr.alias
+        })
+    });
+    let Some(provider) = ctx.registry.package(&addr.package).cloned() else {
+        let known: Vec<&str> = ctx.registry.package_names().collect();
+        return Err(Diagnostic::error(
+            "Unknown provider",
+            format!(
+                "There is no provider named {:?}. The built-in providers are: {}.",
+                addr.package,
+                known.join(", ")
+            ),
+        )
+        .with_span(block.map(|b| b.span))
+        .into());
+    };
+    let (config, is_default) = match block {
+        Some(b) => {
+            let instances = ctx
+                .values
+                .read()
+                .expect("values lock")
+                .instances_of(&addr.module);
+            if instances.len() != 1 || instances[0] != addr.module {
+                return Err(Diagnostic::error(
+                    "Provider configuration in an expanded module",
+                    format!("{addr} is declared in a module called with count or for_each. Declare the provider in the calling module and pass it in with providers = {{ ... }}."),
+                )
+                .with_span(Some(b.span))
+                .into());
+            }
+            let values = ctx.values.read().expect("values lock");
+            let paths = ctx.paths(&addr.module);
+            let scope = InstanceScope {
+                values: &values,
+                module: &addr.module,
+                repetition: &Repetition::None,
+                file: b.file,
+                paths: &paths,
+            };
+            (
+                eval_body(&b.body, Some(&provider.schema().provider), &scope)?,
+                false,
+            )
+        }
+        None if ctx.state_provider_config(addr).is_some() && !ctx.graph_uses_default(addr) => {
+            // Only in state (its resources are orphans): configure as it was recorded.
+            (ctx.state_provider_config(addr).expect("checked"), false)
+        }
+        None => (ctx.registry.default_config(&addr.package), true),
+    };
+    let diags = provider.check_config(&config);
+    if diags.has_errors() {
+        let span = block.map(|b| b.span);
+        return Err(diags
+            .into_iter()
+            .map(|d| d.with_span(span).with_address(addr))
+            .collect());
+    }
+    ctx.report(diags);
+    phase.provider(ctx, addr, config, is_default).await
+}
+
+impl Ctx {
+    /// The configuration recorded in state for a provider instance, if any.
+    pub fn state_provider_config(&self, addr: &ProviderAddr) -> Option<Value> {
+        self.state_providers
+            .get(addr)
+            .map(|p| Value::from_stored(&p.config))
+    }
+    /// True when some configured resource uses this (synthesized default) provider address.
+    pub fn graph_uses_default(&self, addr: &ProviderAddr) -> bool {
+        self.graph.provider_of.values().any(|a| a == addr)
+    }
+}
+
+async fn visit_resource<P: Phase>(
+    ctx: &Arc<Ctx>,
+    phase: &Arc<P>,
+    module: &ModulePath,
+    key: &ResourceKey,
+) -> Result<(), Diagnostics> {
+    let res: &Resource = &ctx.module(module).resources[key];
+    let Some(provider_addr) = ctx
+        .graph
+        .provider_of
+        .get(&(module.clone(), key.clone()))
+        .cloned()
+    else {
+        // Its provider could not be resolved: that was reported when the graph was built.
+        return Err(Diagnostics::new());
+    };
+    let schema = ctx
+        .schema_of(&provider_addr.package, key.mode, &key.type_, res.span)
+        .map_err(Diagnostics::from)?;
+    let instances = ctx.values.read().expect("values lock").instances_of(module);
+    let mut diags = Diagnostics::new();
+    let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
+    for m in &instances {
+        let resource_addr = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
+        let exp = match expansion(
+            ctx,
+            m,
+            res.file,
+            res.count.as_ref(),
+            res.for_each.as_ref(),
+            &resource_addr.to_string(),
+        ) {
+            Ok(e) => e,
+            Err(d) => {
+                diags.extend(d);
+                continue;
+            }
+        };
+        // Evaluate every instance's configuration (synchronous), then let the phase handle
+        // them concurrently: provider calls inside are bounded by the semaphore.
+        let mut tasks = tokio::task::JoinSet::new();
+        for k in exp.keys() {
+            let rep = exp.repetition(&k);
+            let config = {
+                let values = ctx.values.read().expect("values lock");
+                let paths = ctx.paths(module);
+                let scope = InstanceScope {
+                    values: &values,
+                    module: m,
+                    repetition: &rep,
+                    file: res.file,
+                    paths: &paths,
+                };
+                eval_body(&res.body, Some(&schema), &scope)
+            };
+            let addr = resource_addr.instance(k.clone());
+            let config = match config {
+                Ok(c) => c,
+                Err(d) => {
+                    diags.extend(d.into_iter().map(|x| x.with_address(&addr)));
+                    continue;
+                }
+            };
+            produced.insert(addr.clone());
+            let inst = Instance {
+                addr,
+                static_module: module.clone(),
+                key: key.clone(),
+                provider: provider_addr.clone(),
+                config,
+                schema: schema.clone(),
+            };
+            let ctx = ctx.clone();
+            let phase = phase.clone();
+            tasks.spawn(async move {
+                let k = inst.addr.key.clone();
+                (k, phase.instance(&ctx, inst).await)
+            });
+        }
+        let mut values = BTreeMap::new();
+        while let Some(joined) = tasks.join_next().await {
+            let (k, result) = joined.expect("instance task panicked");
+            match result {
+                Ok(v) => {
+                    values.insert(k, v);
+                }
+                Err(d) => diags.extend(d),
+            }
+        }
+        ctx.values.write().expect("values lock").set_resource(
+            m,
+            (key.mode, key.type_.clone(), key.name.clone()),
+            ResourceValues {
+                expansion: exp,
+                instances: values,
+            },
+        );
+    }
+    // Instances in state that this configuration no longer produces.
+    if let Some(in_state) = ctx.state_instances.get(&(module.clone(), key.clone())) {
+        let orphans: Vec<(ResourceInstanceAddr, OrphanReason)> = in_state
+            .iter()
+            .filter(|a| !produced.contains(a))
+            .filter(|a| !diags.has_errors() || !instances.contains(&a.resource.module))
+            .map(|a| {
+                let reason = if !instances.contains(&a.resource.module) {
+                    OrphanReason::NoModule
+                } else if matches!(a.key, Some(InstanceKey::Str(_))) {
+                    OrphanReason::EachKey
+                } else {
+                    OrphanReason::CountIndex
+                };
+                (a.clone(), reason)
+            })
+            .collect();
+        if !orphans.is_empty() {
+            if let Err(d) = phase.orphans(ctx, orphans).await {
+                diags.extend(d);
+            }
+        }
+    }
+    if diags.has_errors() {
+        Err(diags)
+    } else {
+        ctx.report(diags);
+        Ok(())
+    }
+}
+
+/// The value of an instance planned without its provider (inspect, or a provider whose
+/// configuration is unknown): the configuration, with every computed attribute the
+/// configuration leaves null unknown.
+pub fn plan_without_provider(schema: &Block, config: &Value) -> Value {
+    let mut attrs = config.attributes().cloned().unwrap_or_default();
+    for (name, a) in &schema.attributes {
+        let current = attrs.get(name);
+        if a.computed && current.is_none_or(Value::is_null) {
+            attrs.insert(name.clone(), Value::Unknown(a.ty.clone()));
+        } else if current.is_none() {
+            attrs.insert(name.clone(), Value::Null(a.ty.clone()));
+        }
+    }
+    Value::Object(attrs)
+}
+
+/// The first path at which `planned` knows a value that `actual` contradicts (the contract
+/// check between a plan and what apply produced, or between plan and final plan).
+pub fn contradiction(planned: &Value, actual: &Value) -> Option<String> {
+    fn walk(p: &Value, a: &Value, path: &mut Vec<String>) -> Option<String> {
+        let (p, a) = (p.unmarked(), a.unmarked());
+        match (p, a) {
+            (Value::Unknown(_), _) => None,
+            (Value::Object(pm) | Value::Map(pm), Value::Object(am) | Value::Map(am)) => {
+                for (k, pv) in pm {
+                    path.push(k.clone());
+                    let r = match am.get(k) {
+                        Some(av) => walk(pv, av, path),
+                        None if pv.is_null() => None,
+                        None => Some(path.join(".")),
+                    };
+                    path.pop();
+                    if r.is_some() {
+                        return r;
+                    }
+                }
+                None
+            }
+            (Value::List(pv) | Value::Tuple(pv), Value::List(av) | Value::Tuple(av))
+                if pv.len() == av.len() =>
+            {
+                for (i, (x, y)) in pv.iter().zip(av).enumerate() {
+                    path.push(format!("[{i}]"));
+                    let r = walk(x, y, path);
+                    path.pop();
+                    if r.is_some() {
+                        return r;
+                    }
+                }
+                None
+            }
+            (Value::Set(pv), Value::Set(av)) if !p.is_wholly_known() && pv.len() <= av.len() => {
+                None
+            }
+            (Value::Null(_), Value::Null(_)) => None,
+            (Value::Number(x), Value::Number(y)) if x == y => None,
+            _ if p == a => None,
+            _ => Some(if path.is_empty() {
+                "(the whole object)".to_string()
+            } else {
+                path.join(".")
+            }),
+        }
+    }
+    walk(planned, actual, &mut Vec::new())
+}
+
+/// The type of a schema block as an object type (for unknown values of whole instances).
+pub fn block_type(schema: &Block) -> Type {
+    Type::object(
+        schema
+            .attributes
+            .iter()
+            .map(|(k, a)| (k.clone(), a.ty.clone())),
+    )
+}
+
+/// Carries the sensitive marks of `from`'s top-level attributes onto `to`'s. Providers see
+/// and return unmarked values; what the configuration marked sensitive (say, from a
+/// sensitive variable) stays marked in the plan, in state and after refresh.
+pub fn carry_marks(from: &Value, to: Value) -> Value {
+    let (Some(marks), Value::Object(mut attrs)) = (from.attributes(), to.clone()) else {
+        return to;
+    };
+    for (k, v) in marks {
+        if v.contains_sensitive() {
+            if let Some(t) = attrs.remove(k) {
+                attrs.insert(k.clone(), t.deep_unmark().0.sensitive());
+            }
+        }
+    }
+    Value::Object(attrs)
+}

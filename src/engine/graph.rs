@@ -1,0 +1,759 @@
+//! The term graph: one node per static term of the configuration (resources, data sources,
+//! locals, variables, outputs, module calls, provider instances) plus, for plan and apply, the
+//! instances in state that the configuration no longer has.
+//!
+//! Built by an ordered list of named steps, as Terraform's transformers are; `build` can record
+//! the graph after each step (`cairn graph -steps` prints them). Edges point from a node to what
+//! it depends on and carry their kind and the span that caused them, so a cycle is reported with
+//! the `file:line:col` of every step.
+
+use crate::config::{Config, DependsOn, Module, ResourceKey};
+use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
+use crate::eval::refs::{body_references, references};
+use crate::eval::{Reference, Subject};
+use cairn_graph::{Dag, DotNode, NodeId};
+use cairn_state::{Mode, ModulePath, ProviderAddr, ResourceInstanceAddr};
+use hcl_edit::expr::Expression;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+/// A static term of the configuration (module paths here have no instance keys).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Node {
+    Var {
+        module: ModulePath,
+        name: String,
+    },
+    Local {
+        module: ModulePath,
+        name: String,
+    },
+    Output {
+        module: ModulePath,
+        name: String,
+    },
+    Resource {
+        module: ModulePath,
+        key: ResourceKey,
+    },
+    /// A module call: evaluates its `count`/`for_each` into the child's instances.
+    Call {
+        module: ModulePath,
+        name: String,
+    },
+    Provider {
+        addr: ProviderAddr,
+    },
+    /// An instance in state that the configuration no longer has (plan: delete / drop).
+    Orphan {
+        addr: ResourceInstanceAddr,
+    },
+    /// Apply only: delete one object (an orphan, the old half of a replacement, or a deposed
+    /// object), in reverse dependency order.
+    Destroy {
+        addr: ResourceInstanceAddr,
+        deposed: Option<String>,
+    },
+}
+
+impl Node {
+    /// The module the node lives in (for a call: the calling module).
+    pub fn module(&self) -> &ModulePath {
+        match self {
+            Node::Var { module, .. }
+            | Node::Local { module, .. }
+            | Node::Output { module, .. }
+            | Node::Resource { module, .. }
+            | Node::Call { module, .. } => module,
+            Node::Provider { addr } => &addr.module,
+            Node::Orphan { addr } | Node::Destroy { addr, .. } => &addr.resource.module,
+        }
+    }
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let prefix = |m: &ModulePath| {
+            if m.is_root() {
+                String::new()
+            } else {
+                format!("{m}.")
+            }
+        };
+        match self {
+            Node::Var { module, name } => write!(f, "{}var.{name}", prefix(module)),
+            Node::Local { module, name } => write!(f, "{}local.{name}", prefix(module)),
+            Node::Output { module, name } => write!(f, "{}output.{name}", prefix(module)),
+            Node::Resource { module, key } => write!(f, "{}", key.addr(module.clone())),
+            Node::Call { module, name } => write!(f, "{}module.{name}", prefix(module)),
+            Node::Provider { addr } => write!(f, "{addr}"),
+            Node::Orphan { addr } => write!(f, "{addr} (orphan)"),
+            Node::Destroy {
+                addr,
+                deposed: None,
+            } => write!(f, "{addr} (destroy)"),
+            Node::Destroy {
+                addr,
+                deposed: Some(k),
+            } => write!(f, "{addr} (destroy deposed {k})"),
+        }
+    }
+}
+
+/// Why an edge exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EdgeKind {
+    /// An expression refers to the target.
+    Reference,
+    /// `depends_on` names the target (or a module containing it).
+    DependsOn,
+    /// A child module's variable takes its value from the call's argument.
+    ModuleInput,
+    /// Everything in a child module waits for the call to be expanded.
+    Expansion,
+    /// A resource needs its provider instance.
+    Provider,
+}
+
+/// The term graph with what caused each edge.
+pub struct TermGraph {
+    pub dag: Dag<Node>,
+    pub index: HashMap<Node, NodeId>,
+    /// (from, to) → kind and the span of the reference that caused it.
+    pub edges: HashMap<(NodeId, NodeId), (EdgeKind, Option<Span>)>,
+    /// The provider instance each resource (static) uses.
+    pub provider_of: HashMap<(ModulePath, ResourceKey), ProviderAddr>,
+    /// The DOT of the graph after each named step, when asked for.
+    pub steps: Vec<(&'static str, String)>,
+}
+
+impl TermGraph {
+    /// A graph with no nodes (destroy runs add only their deletes).
+    pub fn empty() -> Self {
+        TermGraph::new()
+    }
+
+    fn new() -> Self {
+        TermGraph {
+            dag: Dag::new(),
+            index: HashMap::new(),
+            edges: HashMap::new(),
+            provider_of: HashMap::new(),
+            steps: Vec::new(),
+        }
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        self.dag.node(id)
+    }
+
+    pub fn id(&self, node: &Node) -> Option<NodeId> {
+        self.index.get(node).copied()
+    }
+
+    pub(crate) fn add(&mut self, node: Node) -> NodeId {
+        if let Some(id) = self.index.get(&node) {
+            return *id;
+        }
+        let id = self.dag.add_node(node.clone());
+        self.index.insert(node, id);
+        id
+    }
+
+    pub(crate) fn edge(&mut self, from: NodeId, to: NodeId, kind: EdgeKind, span: Option<Span>) {
+        if from == to && kind != EdgeKind::Reference {
+            return;
+        }
+        self.dag.add_edge(from, to);
+        // Keep the most specific reason: a reference beats an expansion edge for messages.
+        let entry = self.edges.entry((from, to)).or_insert((kind, span));
+        if entry.0 > kind {
+            *entry = (kind, span);
+        }
+    }
+
+    /// The kind of the edge `from → to`.
+    pub fn edge_kind(&self, from: NodeId, to: NodeId) -> Option<EdgeKind> {
+        self.edges.get(&(from, to)).map(|e| e.0)
+    }
+
+    /// The graph as DOT, with resources, data sources, providers and modules distinct.
+    pub fn to_dot(&self, marked: &BTreeSet<NodeId>) -> String {
+        self.dag.to_dot(|n: &Node| {
+            let cluster = if n.module().is_root() {
+                None
+            } else {
+                Some(n.module().to_string())
+            };
+            let (shape, style, color) = match n {
+                Node::Resource { key, .. } if key.mode == Mode::Data => {
+                    ("note", "filled", "lightblue")
+                }
+                Node::Resource { .. } => ("box", "filled", "palegreen"),
+                Node::Orphan { .. } | Node::Destroy { .. } => ("box", "dashed", "gray"),
+                Node::Provider { .. } => ("diamond", "filled", "khaki"),
+                Node::Call { .. } => ("folder", "filled", "plum"),
+                Node::Output { .. } => ("cds", "solid", "black"),
+                Node::Var { .. } | Node::Local { .. } => ("ellipse", "solid", "black"),
+            };
+            let mut label = n.to_string();
+            if let Some(id) = self.index.get(n) {
+                if marked.contains(id) {
+                    label.push_str("\n(read during apply)");
+                }
+            }
+            DotNode {
+                label,
+                shape: Some(shape.into()),
+                style: Some(style.into()),
+                color: Some(color.into()),
+                cluster,
+            }
+        })
+    }
+
+    /// Every cycle, as diagnostics naming each step with its location.
+    pub fn cycle_diagnostics(&self, sources: &SourceMap) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        for cycle in self.dag.cycles() {
+            let names: Vec<String> = cycle.iter().map(|id| self.node(*id).to_string()).collect();
+            let mut detail = format!("The configuration has a cycle: {}.\n", names.join(" → "));
+            detail.push_str("Each step of the cycle:\n");
+            let mut first_span = None;
+            for pair in cycle.windows(2) {
+                let (from, to) = (pair[0], pair[1]);
+                let (kind, span) = self
+                    .edges
+                    .get(&(from, to))
+                    .cloned()
+                    .unwrap_or((EdgeKind::Reference, None));
+                let why = match kind {
+                    EdgeKind::Reference => "refers to",
+                    EdgeKind::DependsOn => "depends_on",
+                    EdgeKind::ModuleInput => "takes its value from",
+                    EdgeKind::Expansion => "is inside",
+                    EdgeKind::Provider => "uses provider",
+                };
+                let at = span
+                    .map(|s| format!(" ({})", sources.location(s)))
+                    .unwrap_or_default();
+                detail.push_str(&format!(
+                    "  {} {why} {}{at}\n",
+                    self.node(from),
+                    self.node(to)
+                ));
+                first_span = first_span.or(span);
+            }
+            detail.push_str("Break the cycle by removing one of these references.");
+            diags.push(
+                Diagnostic::error("Cycle in the configuration", detail).with_span(first_span),
+            );
+        }
+        diags
+    }
+}
+
+/// Resolves a resource's (or data source's) provider instance, passing providers down into
+/// modules as Terraform does: the module's own `provider "x"` block without alias if it has
+/// one; else what the call's `providers` map gives; else (no alias) the parent's default.
+pub fn resolve_provider(
+    config: &Config,
+    module: &ModulePath,
+    name: &str,
+    alias: Option<&str>,
+    package: &str,
+) -> Result<ProviderAddr, String> {
+    let m = config
+        .module(module)
+        .ok_or_else(|| format!("module {module} is not loaded"))?;
+    if m.provider(name, alias).is_some() {
+        return Ok(ProviderAddr {
+            module: module.without_keys(),
+            package: package.to_string(),
+            alias: alias.map(str::to_string),
+        });
+    }
+    let Some(parent) = module.parent() else {
+        return match alias {
+            None => Ok(ProviderAddr::default_for(ModulePath::root(), package)),
+            Some(a) => Err(format!(
+                "There is no provider block for {name}.{a} in the root module. Add provider \"{name}\" {{ alias = \"{a}\" }}."
+            )),
+        };
+    };
+    let call_name = &module.0.last().map(|s| s.name.clone()).unwrap_or_default();
+    let parent_module = config
+        .module(&parent)
+        .ok_or_else(|| format!("module {parent} is not loaded"))?;
+    if let Some(call) = parent_module.calls.get(call_name) {
+        if let Some(pass) = call
+            .providers
+            .iter()
+            .find(|p| p.child.name == name && p.child.alias.as_deref() == alias)
+        {
+            return resolve_provider(
+                config,
+                &parent,
+                &pass.parent.name,
+                pass.parent.alias.as_deref(),
+                package,
+            );
+        }
+    }
+    match alias {
+        None => resolve_provider(config, &parent, name, None, package),
+        Some(a) => Err(format!(
+            "Module {module} uses provider {name}.{a}, but its call does not pass one. Add providers = {{ {name}.{a} = ... }} to module \"{call_name}\"."
+        )),
+    }
+}
+
+/// The package of a provider local name in a module: the last segment of its
+/// `required_providers` source, or the name itself.
+pub fn package_of_local(module: &Module, local: &str) -> String {
+    module
+        .required_providers
+        .get(local)
+        .and_then(|r| r.source.as_deref())
+        .and_then(|s| s.rsplit('/').next())
+        .unwrap_or(local)
+        .to_string()
+}
+
+/// The node a reference's subject names, seen from `module`; `None` for subjects that are not
+/// terms (`count.index`, `path.module`, …).
+fn subject_nodes(config: &Config, module: &ModulePath, subject: &Subject) -> Vec<Node> {
+    match subject {
+        Subject::Var(name) => vec![Node::Var {
+            module: module.clone(),
+            name: name.clone(),
+        }],
+        Subject::Local(name) => vec![Node::Local {
+            module: module.clone(),
+            name: name.clone(),
+        }],
+        Subject::Resource { mode, type_, name } => vec![Node::Resource {
+            module: module.clone(),
+            key: ResourceKey {
+                mode: *mode,
+                type_: type_.clone(),
+                name: name.clone(),
+            },
+        }],
+        Subject::ModuleCall { name, output } => {
+            let child = module.child(name, None);
+            let mut nodes = vec![Node::Call {
+                module: module.clone(),
+                name: name.clone(),
+            }];
+            match output {
+                Some(o) => nodes.push(Node::Output {
+                    module: child,
+                    name: o.clone(),
+                }),
+                None => {
+                    if let Some(c) = config.module(&child) {
+                        nodes.extend(c.outputs.keys().map(|o| Node::Output {
+                            module: child.clone(),
+                            name: o.clone(),
+                        }));
+                    }
+                }
+            }
+            nodes
+        }
+        _ => vec![],
+    }
+}
+
+/// Every resource node inside a module (recursively): what `depends_on = [module.m]` means.
+fn resources_in(module: &Module, out: &mut Vec<Node>) {
+    for key in module.resources.keys() {
+        out.push(Node::Resource {
+            module: module.path.clone(),
+            key: key.clone(),
+        });
+    }
+    for child in module.children.values() {
+        resources_in(child, out);
+    }
+}
+
+/// Options for `build`.
+#[derive(Default)]
+pub struct BuildOptions {
+    /// Record the DOT of the graph after each step.
+    pub record_steps: bool,
+}
+
+/// Builds the term graph of a configuration. Unresolvable providers are diagnostics; a cycle
+/// is not an error here (callers ask `cycle_diagnostics`).
+pub fn build(config: &Config, opts: &BuildOptions) -> (TermGraph, Diagnostics) {
+    let mut g = TermGraph::new();
+    let mut diags = Diagnostics::new();
+    let steps: [(&'static str, &dyn Fn(&mut TermGraph, &mut Diagnostics)); 6] = [
+        ("add terms", &|g, _| add_terms(config, g)),
+        ("add providers", &|g, d| add_providers(config, g, d)),
+        ("add references", &|g, _| add_references(config, g)),
+        ("add module boundaries", &|g, _| {
+            add_module_boundaries(config, g)
+        }),
+        ("add depends_on", &|g, _| add_depends_on(config, g)),
+        ("add provider references", &|g, _| {
+            add_provider_references(config, g)
+        }),
+    ];
+    for (name, step) in steps {
+        step(&mut g, &mut diags);
+        if opts.record_steps {
+            let dot = g.to_dot(&BTreeSet::new());
+            g.steps.push((name, dot));
+        }
+    }
+    (g, diags)
+}
+
+fn add_terms(config: &Config, g: &mut TermGraph) {
+    for m in config.modules() {
+        let module = &m.path;
+        for name in m.variables.keys() {
+            g.add(Node::Var {
+                module: module.clone(),
+                name: name.clone(),
+            });
+        }
+        for name in m.locals.keys() {
+            g.add(Node::Local {
+                module: module.clone(),
+                name: name.clone(),
+            });
+        }
+        for key in m.resources.keys() {
+            g.add(Node::Resource {
+                module: module.clone(),
+                key: key.clone(),
+            });
+        }
+        for name in m.outputs.keys() {
+            g.add(Node::Output {
+                module: module.clone(),
+                name: name.clone(),
+            });
+        }
+        for name in m.calls.keys() {
+            g.add(Node::Call {
+                module: module.clone(),
+                name: name.clone(),
+            });
+        }
+    }
+}
+
+fn add_providers(config: &Config, g: &mut TermGraph, diags: &mut Diagnostics) {
+    // Declared provider blocks are nodes even when nothing uses them (they are checked).
+    for m in config.modules() {
+        for p in &m.providers {
+            let package = package_of_local(m, &p.name);
+            g.add(Node::Provider {
+                addr: ProviderAddr {
+                    module: m.path.clone(),
+                    package,
+                    alias: p.alias.clone(),
+                },
+            });
+        }
+    }
+    for m in config.modules() {
+        for (key, r) in &m.resources {
+            let local = r.provider_name();
+            let package = package_of_local(m, local);
+            let alias = r.provider.as_ref().and_then(|p| p.alias.as_deref());
+            match resolve_provider(config, &m.path, local, alias, &package) {
+                Ok(addr) => {
+                    let p = g.add(Node::Provider { addr: addr.clone() });
+                    let r_id = g.add(Node::Resource {
+                        module: m.path.clone(),
+                        key: key.clone(),
+                    });
+                    g.edge(
+                        r_id,
+                        p,
+                        EdgeKind::Provider,
+                        r.provider.as_ref().map(|p| p.span),
+                    );
+                    g.provider_of.insert((m.path.clone(), key.clone()), addr);
+                }
+                Err(detail) => diags.push(
+                    Diagnostic::error("Provider configuration not present", detail)
+                        .with_span(Some(r.provider.as_ref().map(|p| p.span).unwrap_or(r.span))),
+                ),
+            }
+        }
+    }
+}
+
+/// Adds an edge for every reference in `exprs`, resolved in `module`.
+fn reference_edges(
+    config: &Config,
+    g: &mut TermGraph,
+    from: NodeId,
+    module: &ModulePath,
+    refs: Vec<(Reference, crate::diag::FileId)>,
+) {
+    for (r, file) in refs {
+        for target in subject_nodes(config, module, &r.subject) {
+            if let Some(to) = g.id(&target) {
+                g.edge(
+                    from,
+                    to,
+                    EdgeKind::Reference,
+                    Some(Span {
+                        file,
+                        start: r.start,
+                        end: r.end,
+                    }),
+                );
+            }
+        }
+    }
+}
+
+fn expr_refs(
+    expr: &Expression,
+    file: crate::diag::FileId,
+) -> Vec<(Reference, crate::diag::FileId)> {
+    references(expr).into_iter().map(|r| (r, file)).collect()
+}
+
+fn add_references(config: &Config, g: &mut TermGraph) {
+    for m in config.modules() {
+        let module = &m.path;
+        for (name, local) in &m.locals {
+            let from = g.add(Node::Local {
+                module: module.clone(),
+                name: name.clone(),
+            });
+            reference_edges(config, g, from, module, expr_refs(&local.expr, local.file));
+        }
+        for (name, out) in &m.outputs {
+            let from = g.add(Node::Output {
+                module: module.clone(),
+                name: name.clone(),
+            });
+            reference_edges(config, g, from, module, expr_refs(&out.value, out.file));
+        }
+        for (name, var) in &m.variables {
+            // Validation conditions may refer to the variable itself only.
+            let from = g.add(Node::Var {
+                module: module.clone(),
+                name: name.clone(),
+            });
+            for v in &var.validations {
+                let refs = expr_refs(&v.condition, var.file)
+                    .into_iter()
+                    .chain(expr_refs(&v.error_message, var.file))
+                    .filter(|(r, _)| r.subject != Subject::Var(name.clone()))
+                    .collect();
+                reference_edges(config, g, from, module, refs);
+            }
+        }
+        for (key, r) in &m.resources {
+            let from = g.add(Node::Resource {
+                module: module.clone(),
+                key: key.clone(),
+            });
+            let mut refs: Vec<(Reference, crate::diag::FileId)> = body_references(&r.body)
+                .into_iter()
+                .map(|x| (x, r.file))
+                .collect();
+            for e in r
+                .count
+                .iter()
+                .chain(r.for_each.iter())
+                .chain(r.lifecycle.replace_triggered_by.iter())
+            {
+                refs.extend(expr_refs(e, r.file));
+            }
+            reference_edges(config, g, from, module, refs);
+        }
+        for (name, call) in &m.calls {
+            let from = g.add(Node::Call {
+                module: module.clone(),
+                name: name.clone(),
+            });
+            let refs = call
+                .count
+                .iter()
+                .chain(call.for_each.iter())
+                .flat_map(|e| expr_refs(e, call.file))
+                .collect();
+            reference_edges(config, g, from, module, refs);
+        }
+    }
+}
+
+fn add_module_boundaries(config: &Config, g: &mut TermGraph) {
+    for m in config.modules() {
+        for (name, call) in &m.calls {
+            let call_id = g.add(Node::Call {
+                module: m.path.clone(),
+                name: name.clone(),
+            });
+            let child_path = m.path.child(name, None);
+            let Some(child) = config.module(&child_path) else {
+                continue;
+            };
+            // Inputs: the child's variable takes the call's argument, evaluated in the parent.
+            for (input, (expr, span)) in &call.inputs {
+                let Some(var) = g.id(&Node::Var {
+                    module: child_path.clone(),
+                    name: input.clone(),
+                }) else {
+                    continue;
+                };
+                g.edge(var, call_id, EdgeKind::ModuleInput, Some(*span));
+                for (r, file) in expr_refs(expr, call.file) {
+                    for target in subject_nodes(config, &m.path, &r.subject) {
+                        if let Some(to) = g.id(&target) {
+                            g.edge(
+                                var,
+                                to,
+                                EdgeKind::ModuleInput,
+                                Some(Span {
+                                    file,
+                                    start: r.start,
+                                    end: r.end,
+                                }),
+                            );
+                        }
+                    }
+                }
+            }
+            // Everything directly inside the child waits for the call's expansion.
+            let inside: Vec<NodeId> = g
+                .index
+                .iter()
+                .filter(|(n, _)| n.module() == &child.path && !matches!(n, Node::Provider { .. }))
+                .map(|(_, id)| *id)
+                .collect();
+            for id in inside {
+                g.edge(id, call_id, EdgeKind::Expansion, None);
+            }
+        }
+    }
+}
+
+fn depends_on_targets(config: &Config, module: &ModulePath, d: &DependsOn) -> Vec<Node> {
+    match &d.subject {
+        Subject::ModuleCall { name, output: None } => {
+            let mut out = vec![Node::Call {
+                module: module.clone(),
+                name: name.clone(),
+            }];
+            if let Some(child) = config.module(&module.child(name, None)) {
+                resources_in(child, &mut out);
+                out.extend(child.outputs.keys().map(|o| Node::Output {
+                    module: child.path.clone(),
+                    name: o.clone(),
+                }));
+            }
+            out
+        }
+        s => subject_nodes(config, module, s),
+    }
+}
+
+fn add_depends_on(config: &Config, g: &mut TermGraph) {
+    for m in config.modules() {
+        let module = &m.path;
+        let mut pairs: Vec<(Node, &DependsOn)> = Vec::new();
+        for (key, r) in &m.resources {
+            pairs.extend(r.depends_on.iter().map(|d| {
+                (
+                    Node::Resource {
+                        module: module.clone(),
+                        key: key.clone(),
+                    },
+                    d,
+                )
+            }));
+        }
+        for (name, o) in &m.outputs {
+            pairs.extend(o.depends_on.iter().map(|d| {
+                (
+                    Node::Output {
+                        module: module.clone(),
+                        name: name.clone(),
+                    },
+                    d,
+                )
+            }));
+        }
+        for (name, c) in &m.calls {
+            pairs.extend(c.depends_on.iter().map(|d| {
+                (
+                    Node::Call {
+                        module: module.clone(),
+                        name: name.clone(),
+                    },
+                    d,
+                )
+            }));
+        }
+        for (from, d) in pairs {
+            let from = g.add(from);
+            for target in depends_on_targets(config, module, d) {
+                if let Some(to) = g.id(&target) {
+                    g.edge(from, to, EdgeKind::DependsOn, Some(d.span));
+                }
+            }
+        }
+    }
+}
+
+fn add_provider_references(config: &Config, g: &mut TermGraph) {
+    for m in config.modules() {
+        for p in &m.providers {
+            let package = package_of_local(m, &p.name);
+            let node = Node::Provider {
+                addr: ProviderAddr {
+                    module: m.path.clone(),
+                    package,
+                    alias: p.alias.clone(),
+                },
+            };
+            let from = g.add(node);
+            let refs = body_references(&p.body)
+                .into_iter()
+                .map(|r| (r, p.file))
+                .collect();
+            reference_edges(config, g, from, &m.path, refs);
+            if let Some(parent) = m.path.parent() {
+                let call = m.path.0.last().map(|s| s.name.clone()).unwrap_or_default();
+                if let Some(call_id) = g.id(&Node::Call {
+                    module: parent,
+                    name: call,
+                }) {
+                    g.edge(from, call_id, EdgeKind::Expansion, None);
+                }
+            }
+        }
+    }
+}
+
+/// Adds the orphans: instances in state whose resource the configuration no longer has, each
+/// depending on its provider instance (from state when the configuration has no such
+/// instance). Returns the orphan node ids.
+pub fn add_orphans(
+    g: &mut TermGraph,
+    orphans: impl IntoIterator<Item = (ResourceInstanceAddr, ProviderAddr)>,
+) -> BTreeMap<ResourceInstanceAddr, NodeId> {
+    let mut out = BTreeMap::new();
+    for (addr, provider) in orphans {
+        let id = g.add(Node::Orphan { addr: addr.clone() });
+        let p = g.add(Node::Provider { addr: provider });
+        g.edge(id, p, EdgeKind::Provider, None);
+        out.insert(addr, id);
+    }
+    out
+}

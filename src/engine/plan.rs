@@ -1,0 +1,705 @@
+//! The plan phase: diffs first, then data reads.
+//!
+//! Each managed instance is diffed by its provider against the refreshed state, with its
+//! configuration evaluated from the *planned* values upstream. Each data instance is read
+//! during the plan, after everything it depends on has been planned — unless its configuration
+//! (or its provider's) holds unknowns, or a managed resource it depends on has a pending change
+//! (see `deferral`): then it is deferred to apply, with the reason and the chain that caused it.
+//! Read-only plans use the same walk: managed instances take their refreshed state, every data
+//! source whose configuration is known is read, nothing else is proposed.
+
+use super::core::{
+    carry_marks, contradiction, plan_without_provider, Ctx, Instance, OrphanReason, Phase,
+    ProviderSlot, ProviderState,
+};
+use super::deferral::{find_pending, label};
+use super::graph::Node;
+use super::progress::Progress;
+use crate::config::IgnoreChanges;
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::eval::refs::references;
+use crate::eval::Subject;
+use crate::plan::{Action, Change, DataRead, PlanMode, ProviderChange, Reason};
+use crate::provider::ConfigDiff;
+use crate::value::Value;
+use cairn_state::{Mode, ProviderAddr, ResourceAddr, ResourceInstanceAddr, Snapshot};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// What the plan walk collects.
+#[derive(Default)]
+pub struct PlanOut {
+    pub changes: BTreeMap<ResourceInstanceAddr, Change>,
+    pub provider_changes: BTreeMap<ProviderAddr, ProviderChange>,
+    pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
+    pub dropped_data: BTreeSet<ResourceInstanceAddr>,
+    pub outputs: BTreeMap<String, (Value, bool)>,
+    /// Planned action of every managed instance (for the deferral rule).
+    pub actions: BTreeMap<ResourceInstanceAddr, Action>,
+    /// Data instances deferred to apply.
+    pub deferred: BTreeSet<ResourceInstanceAddr>,
+    /// Provider instances whose `diff_config` said replace.
+    pub replaced_providers: BTreeSet<ProviderAddr>,
+    pub warnings: Vec<String>,
+}
+
+pub struct PlanPhase {
+    pub mode: PlanMode,
+    /// The refreshed prior state.
+    pub prior: Arc<Snapshot>,
+    /// `-replace=ADDR`
+    pub replace: BTreeSet<ResourceInstanceAddr>,
+    pub out: Mutex<PlanOut>,
+}
+
+impl PlanPhase {
+    pub fn new(
+        mode: PlanMode,
+        prior: Arc<Snapshot>,
+        replace: BTreeSet<ResourceInstanceAddr>,
+    ) -> Self {
+        PlanPhase {
+            mode,
+            prior,
+            replace,
+            out: Mutex::new(PlanOut::default()),
+        }
+    }
+
+    fn out(&self) -> std::sync::MutexGuard<'_, PlanOut> {
+        self.out.lock().expect("plan out lock")
+    }
+
+    fn record(&self, change: Change) {
+        let mut out = self.out();
+        if change.addr.resource.mode == Mode::Managed {
+            out.actions.insert(change.addr.clone(), change.action);
+        } else if change.action == Action::Read {
+            out.deferred.insert(change.addr.clone());
+        }
+        out.changes.insert(change.addr.clone(), change);
+    }
+
+    async fn plan_managed(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
+        let res = &ctx.module(&inst.static_module).resources[&inst.key];
+        let prior = self.prior.current(&inst.addr).cloned();
+        let prior_value = prior.as_ref().map(|o| Value::from_stored(&o.attrs));
+        let slot = ctx
+            .provider_slot(&inst.provider)
+            .ok_or_else(|| missing_provider(&inst.provider, &inst.addr))?;
+        let sensitive_attrs: Vec<String> = inst
+            .schema
+            .attributes
+            .iter()
+            .filter(|(_, a)| a.sensitive)
+            .map(|(k, _)| k.clone())
+            .collect();
+
+        if self.mode == PlanMode::ReadOnly {
+            // Read-only: a managed resource is what refresh found; nothing is proposed.
+            return Ok(
+                prior_value.unwrap_or_else(|| plan_without_provider(&inst.schema, &inst.config))
+            );
+        }
+
+        // A forced replacement, and why.
+        let mut replace_reason: Option<Reason> = None;
+        if let Some(p) = &prior {
+            if p.tainted {
+                replace_reason = Some(Reason::ReplaceBecauseTainted);
+            } else if self.replace.contains(&inst.addr) {
+                replace_reason = Some(Reason::ReplaceByRequest);
+            } else if self.out().replaced_providers.contains(&inst.provider) {
+                replace_reason = Some(Reason::ReplaceBecauseProviderChanged {
+                    provider: inst.provider.clone(),
+                });
+            } else if p.provider.addr != inst.provider
+                && !same_provider_config(ctx, &p.provider.addr, &slot)
+            {
+                replace_reason = Some(Reason::ReplaceBecauseProviderChanged {
+                    provider: inst.provider.clone(),
+                });
+            }
+        }
+        let config = match (&prior_value, &res.lifecycle.ignore_changes) {
+            (Some(pv), ignore) if *ignore != IgnoreChanges::None => {
+                apply_ignore_changes(&inst.config, pv, ignore, &inst.schema)
+            }
+            _ => inst.config.clone(),
+        };
+
+        let mut change = Change {
+            addr: inst.addr.clone(),
+            provider: inst.provider.clone(),
+            action: Action::NoOp,
+            before: prior_value.clone(),
+            after: None,
+            replace_paths: Vec::new(),
+            reason: None,
+            sensitive_attrs,
+            diff_unavailable: false,
+        };
+        match &slot.state {
+            ProviderState::Unknown { .. } => {
+                let after = plan_without_provider(&inst.schema, &config);
+                change.reason = Some(Reason::ProviderConfigUnknown {
+                    provider: inst.provider.clone(),
+                });
+                if let (Some(_), None) = (&prior, &replace_reason) {
+                    change.action = Action::Update;
+                    change.diff_unavailable = true;
+                    self.out().warnings.push(format!(
+                        "{}: the diff is unavailable until apply, because the configuration of {} depends on values not known until apply",
+                        inst.addr, inst.provider
+                    ));
+                } else if prior.is_some() {
+                    change.action = replace_action(res.lifecycle.create_before_destroy);
+                    change.reason = replace_reason.clone();
+                } else {
+                    change.action = Action::Create;
+                }
+                change.after = Some(after);
+            }
+            ProviderState::Unavailable => return Err(missing_provider(&inst.provider, &inst.addr)),
+            ProviderState::Configured(c) => {
+                let mut planned = c
+                    .plan(&inst.key.type_, prior_value.as_ref(), &config)
+                    .map_err(|e| provider_error(&inst.addr, "plan", &e.0))?;
+                planned.planned = carry_marks(&config, planned.planned);
+                if let Some(path) = kept_config_violation(&config, &planned.planned) {
+                    return Err(Diagnostic::error(
+                        "Provider produced invalid plan",
+                        format!("Provider {} planned a value for {}.{path} that differs from its configuration. This is a bug in the provider: a plan must keep every configured value.", inst.provider.package, inst.addr),
+                    )
+                    .with_address(&inst.addr)
+                    .into());
+                }
+                match &prior_value {
+                    None => {
+                        change.action = Action::Create;
+                        change.after = Some(planned.planned);
+                    }
+                    Some(pv) => {
+                        let triggered = self.replace_triggered(ctx, &inst)?;
+                        let reason =
+                            replace_reason
+                                .clone()
+                                .or(if !planned.requires_replace.is_empty() {
+                                    Some(Reason::ReplaceBecauseCannotUpdate)
+                                } else if triggered {
+                                    Some(Reason::ReplaceByTriggers)
+                                } else {
+                                    None
+                                });
+                        match reason {
+                            Some(reason) => {
+                                let mut fresh = c
+                                    .plan(&inst.key.type_, None, &config)
+                                    .map_err(|e| provider_error(&inst.addr, "plan", &e.0))?;
+                                fresh.planned = carry_marks(&config, fresh.planned);
+                                change.action = replace_action(res.lifecycle.create_before_destroy);
+                                change.replace_paths = planned.requires_replace.clone();
+                                change.reason = Some(reason);
+                                change.after = Some(fresh.planned);
+                            }
+                            None => {
+                                change.action = if equal_ignoring_marks(pv, &planned.planned) {
+                                    Action::NoOp
+                                } else {
+                                    Action::Update
+                                };
+                                change.after = Some(planned.planned);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if change.action.is_replace() && res.lifecycle.prevent_destroy {
+            return Err(prevent_destroy_error(&inst.addr, res.span));
+        }
+        let after = change.after.clone().unwrap_or_else(Value::null);
+        self.record(change);
+        Ok(after)
+    }
+
+    /// `replace_triggered_by`: any referenced resource instance with a planned change (or a
+    /// referenced value that is not known until apply) replaces this one.
+    fn replace_triggered(&self, ctx: &Arc<Ctx>, inst: &Instance) -> Result<bool, Diagnostics> {
+        let res = &ctx.module(&inst.static_module).resources[&inst.key];
+        for expr in &res.lifecycle.replace_triggered_by {
+            for r in references(expr) {
+                if let Subject::Resource {
+                    mode: Mode::Managed,
+                    type_,
+                    name,
+                } = &r.subject
+                {
+                    let resource = ResourceAddr::new(
+                        inst.addr.resource.module.clone(),
+                        Mode::Managed,
+                        type_,
+                        name,
+                    );
+                    let out = self.out();
+                    let changed = out
+                        .actions
+                        .range(resource.instance(None)..)
+                        .take_while(|(a, _)| a.resource == resource)
+                        .any(|(_, act)| !matches!(act, Action::NoOp | Action::Read));
+                    if changed {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    async fn plan_data(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
+        let slot = ctx
+            .provider_slot(&inst.provider)
+            .ok_or_else(|| missing_provider(&inst.provider, &inst.addr))?;
+        let before = self
+            .prior
+            .data
+            .get(&inst.addr)
+            .map(|d| Value::from_stored(&d.attrs));
+        let unknown_config = inst.config.unknown_paths().into_iter().next();
+        let reason = if self.mode == PlanMode::ReadOnly {
+            if unknown_config.is_some() || !matches!(slot.state, ProviderState::Configured(_)) {
+                self.out().warnings.push(format!(
+                    "{}: its configuration cannot be known without applying changes, so it keeps its previous result",
+                    inst.addr
+                ));
+                return Ok(
+                    before.unwrap_or_else(|| plan_without_provider(&inst.schema, &inst.config))
+                );
+            }
+            None
+        } else if let Some(path) = unknown_config {
+            let chain = self.unknown_origin(ctx, &inst, &path);
+            Some(Reason::ReadBecauseConfigUnknown { value: path, chain })
+        } else if let ProviderState::Unknown { paths } = &slot.state {
+            Some(Reason::ReadBecauseConfigUnknown {
+                value: format!(
+                    "provider configuration is not known until apply ({})",
+                    inst.provider
+                ),
+                chain: paths.clone(),
+            })
+        } else {
+            let start = ctx
+                .graph
+                .id(&Node::Resource {
+                    module: inst.static_module.clone(),
+                    key: inst.key.clone(),
+                })
+                .expect("resource node");
+            let values = ctx.values.read().expect("values lock");
+            let out = self.out();
+            find_pending(
+                &ctx.graph,
+                &values,
+                &out.actions,
+                &out.deferred,
+                start,
+                &inst.addr.resource.module,
+                None,
+            )
+            .map(|p| Reason::ReadBecauseDependencyPending {
+                dependency: p.dependency,
+                action: p.action,
+                via: p.via,
+            })
+        };
+        if let Some(reason) = reason {
+            let after = plan_without_provider(&inst.schema, &inst.config);
+            self.record(Change {
+                addr: inst.addr.clone(),
+                provider: inst.provider.clone(),
+                action: Action::Read,
+                before: None,
+                after: Some(after.clone()),
+                replace_paths: Vec::new(),
+                reason: Some(reason),
+                sensitive_attrs: inst
+                    .schema
+                    .attributes
+                    .iter()
+                    .filter(|(_, a)| a.sensitive)
+                    .map(|(k, _)| k.clone())
+                    .collect(),
+                diff_unavailable: false,
+            });
+            return Ok(after);
+        }
+        let ProviderState::Configured(c) = &slot.state else {
+            return Err(missing_provider(&inst.provider, &inst.addr));
+        };
+        ctx.observer.event(Progress::ReadStart {
+            addr: inst.addr.clone(),
+        });
+        let started = Instant::now();
+        let result = {
+            let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
+            c.read_data(&inst.key.type_, &inst.config).await
+        };
+        let result = result.map_err(|e| provider_error(&inst.addr, "read", &e.0))?;
+        ctx.observer.event(Progress::ReadDone {
+            addr: inst.addr.clone(),
+            elapsed: started.elapsed(),
+        });
+        self.out().data_reads.insert(
+            inst.addr.clone(),
+            DataRead {
+                addr: inst.addr.clone(),
+                provider: inst.provider.clone(),
+                config: inst.config.clone(),
+                result: result.clone(),
+                before,
+            },
+        );
+        Ok(result)
+    }
+
+    /// Where an unknown value in a data source's configuration comes from: the chain of terms
+    /// from the attribute's expression to the resource whose value is not known yet.
+    fn unknown_origin(&self, ctx: &Arc<Ctx>, inst: &Instance, path: &str) -> Vec<String> {
+        let res = &ctx.module(&inst.static_module).resources[&inst.key];
+        let attr = path.split(['.', '[']).next().unwrap_or(path);
+        let Some(expr) = res.body.get_attribute(attr).map(|a| a.value.clone()) else {
+            return Vec::new();
+        };
+        let from = ctx
+            .graph
+            .id(&Node::Resource {
+                module: inst.static_module.clone(),
+                key: inst.key.clone(),
+            })
+            .expect("resource node");
+        let mut first = Vec::new();
+        for r in references(&expr) {
+            for target in ctx.graph.dag.dependencies(from) {
+                if subject_matches(ctx.graph.node(target), &r.subject) {
+                    first.push(target);
+                }
+            }
+        }
+        let values = ctx.values.read().expect("values lock");
+        let out = self.out();
+        match find_pending(
+            &ctx.graph,
+            &values,
+            &out.actions,
+            &out.deferred,
+            from,
+            &inst.addr.resource.module,
+            Some(first),
+        ) {
+            Some(p) => {
+                let mut chain = p.via;
+                chain.push(p.dependency.to_string());
+                chain
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
+fn subject_matches(node: &Node, subject: &Subject) -> bool {
+    match (node, subject) {
+        (Node::Var { name, .. }, Subject::Var(n))
+        | (Node::Local { name, .. }, Subject::Local(n)) => name == n,
+        (Node::Resource { key, .. }, Subject::Resource { mode, type_, name }) => {
+            key.mode == *mode && &key.type_ == type_ && &key.name == name
+        }
+        (Node::Call { name, .. }, Subject::ModuleCall { name: n, .. }) => name == n,
+        (Node::Output { module, name }, Subject::ModuleCall { name: call, output }) => {
+            module.0.last().is_some_and(|s| &s.name == call)
+                && output.as_ref().is_none_or(|o| o == name)
+        }
+        _ => false,
+    }
+}
+
+#[async_trait::async_trait]
+impl Phase for PlanPhase {
+    async fn provider(
+        &self,
+        ctx: &Arc<Ctx>,
+        addr: &ProviderAddr,
+        config: Value,
+        is_default: bool,
+    ) -> Result<(), Diagnostics> {
+        let package = ctx
+            .registry
+            .package(&addr.package)
+            .expect("checked by the walk")
+            .clone();
+        let in_state = ctx.state_providers.get(addr);
+        let old = in_state.map(|p| Value::from_stored(&p.config));
+        let unknown = config.unknown_paths();
+        let mut slot = ProviderSlot {
+            addr: addr.clone(),
+            package: addr.package.clone(),
+            config: config.clone(),
+            state: ProviderState::Unavailable,
+            is_default,
+            id: None,
+        };
+        let action = if !unknown.is_empty() {
+            let paths = unknown.iter().map(|p| format!("{addr}.{p}")).collect();
+            slot.state = ProviderState::Unknown { paths };
+            if in_state.is_some() {
+                Action::Update
+            } else {
+                Action::Create
+            }
+        } else {
+            let configured = ctx
+                .registry
+                .configure(&addr.package, &config)
+                .await
+                .map_err(|e| {
+                    Diagnostics::from(
+                        Diagnostic::error(
+                            "Failed to configure provider",
+                            format!("Configuring {addr}: {e}"),
+                        )
+                        .with_address(addr),
+                    )
+                })?;
+            ctx.observer
+                .event(Progress::ProviderConfigured { addr: addr.clone() });
+            slot.state = ProviderState::Configured(configured);
+            match &old {
+                None => Action::Create,
+                Some(old) => match package.diff_config(old, &config) {
+                    ConfigDiff::NoChange => Action::NoOp,
+                    ConfigDiff::Update => Action::Update,
+                    ConfigDiff::Replace(_) => {
+                        self.out().replaced_providers.insert(addr.clone());
+                        Action::DeleteThenCreate
+                    }
+                },
+            }
+        };
+        if action == Action::NoOp || action == Action::Update {
+            slot.id = in_state.map(|p| p.id.clone());
+        }
+        ctx.set_provider_slot(slot);
+        if self.mode != PlanMode::ReadOnly {
+            self.out().provider_changes.insert(
+                addr.clone(),
+                ProviderChange {
+                    addr: addr.clone(),
+                    action,
+                    before: old,
+                    after: Some(config),
+                    is_default,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    async fn instance(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
+        match inst.key.mode {
+            Mode::Managed => self.plan_managed(ctx, inst).await,
+            Mode::Data => self.plan_data(ctx, inst).await,
+        }
+    }
+
+    async fn orphans(
+        &self,
+        ctx: &Arc<Ctx>,
+        orphans: Vec<(ResourceInstanceAddr, OrphanReason)>,
+    ) -> Result<(), Diagnostics> {
+        let _ = ctx;
+        for (addr, why) in orphans {
+            if addr.resource.mode == Mode::Data {
+                self.out().dropped_data.insert(addr);
+                continue;
+            }
+            if self.mode == PlanMode::ReadOnly {
+                continue;
+            }
+            let Some(prior) = self.prior.current(&addr) else {
+                continue;
+            };
+            let reason = match why {
+                OrphanReason::NoResourceConfig => Reason::DeleteBecauseNoResourceConfig,
+                OrphanReason::CountIndex => Reason::DeleteBecauseCountIndex,
+                OrphanReason::EachKey => Reason::DeleteBecauseEachKey,
+                OrphanReason::NoModule => Reason::DeleteBecauseNoModule,
+            };
+            self.record(Change {
+                addr: addr.clone(),
+                provider: prior.provider.addr.clone(),
+                action: Action::Delete,
+                before: Some(Value::from_stored(&prior.attrs)),
+                after: None,
+                replace_paths: Vec::new(),
+                reason: Some(reason),
+                sensitive_attrs: Vec::new(),
+                diff_unavailable: false,
+            });
+        }
+        Ok(())
+    }
+
+    fn output(&self, _ctx: &Arc<Ctx>, name: &str, value: &Value, sensitive: bool) {
+        self.out()
+            .outputs
+            .insert(name.to_string(), (value.clone(), sensitive));
+    }
+}
+
+pub fn replace_action(create_before_destroy: bool) -> Action {
+    if create_before_destroy {
+        Action::CreateThenDelete
+    } else {
+        Action::DeleteThenCreate
+    }
+}
+
+/// True when a resource moving from provider instance `old` to `slot` keeps an equal
+/// configuration (`diff_config` reports no change): it moves without replacement.
+fn same_provider_config(ctx: &Ctx, old: &ProviderAddr, slot: &ProviderSlot) -> bool {
+    let Some(old_inst) = ctx.state_providers.get(old) else {
+        return false;
+    };
+    if old.package != slot.addr.package || !slot.config.is_wholly_known() {
+        return false;
+    }
+    let Some(p) = ctx.registry.package(&slot.package) else {
+        return false;
+    };
+    p.diff_config(&Value::from_stored(&old_inst.config), &slot.config) == ConfigDiff::NoChange
+}
+
+/// `ignore_changes`: the ignored attributes take their prior values before planning.
+pub fn apply_ignore_changes(
+    config: &Value,
+    prior: &Value,
+    ignore: &IgnoreChanges,
+    schema: &crate::provider::Block,
+) -> Value {
+    let (Some(cfg), Some(pri)) = (config.attributes(), prior.attributes()) else {
+        return config.clone();
+    };
+    let mut out = cfg.clone();
+    match ignore {
+        IgnoreChanges::None => {}
+        IgnoreChanges::All => {
+            for (k, a) in &schema.attributes {
+                if a.required || a.optional {
+                    if let Some(v) = pri.get(k) {
+                        out.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        IgnoreChanges::Paths(paths) => {
+            for path in paths {
+                if let Some(first) = path.first() {
+                    if path.len() == 1 {
+                        if let Some(v) = pri.get(first) {
+                            out.insert(first.clone(), v.clone());
+                        }
+                    } else if let (Some(c), Some(p)) = (out.get(first).cloned(), pri.get(first)) {
+                        out.insert(first.clone(), set_path(&c, p, &path[1..]));
+                    }
+                }
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// `config` with the value at `path` taken from `prior`.
+fn set_path(config: &Value, prior: &Value, path: &[String]) -> Value {
+    let Some((head, rest)) = path.split_first() else {
+        return prior.clone();
+    };
+    match (config.unmarked(), prior.unmarked()) {
+        (Value::Map(c), Value::Map(p)) | (Value::Object(c), Value::Object(p)) => {
+            let mut c2 = c.clone();
+            match p.get(head) {
+                Some(pv) if rest.is_empty() => {
+                    c2.insert(head.clone(), pv.clone());
+                }
+                Some(pv) => {
+                    let inner = c.get(head).cloned().unwrap_or_else(Value::null);
+                    c2.insert(head.clone(), set_path(&inner, pv, rest));
+                }
+                None => {
+                    c2.remove(head);
+                }
+            }
+            if matches!(config.unmarked(), Value::Map(_)) {
+                Value::Map(c2)
+            } else {
+                Value::Object(c2)
+            }
+        }
+        _ => config.clone(),
+    }
+}
+
+/// A plan must keep every known, non-null configured value.
+fn kept_config_violation(config: &Value, planned: &Value) -> Option<String> {
+    let cfg = config.attributes()?;
+    let known: BTreeMap<String, Value> = cfg
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    contradiction(&Value::Object(known), planned)
+}
+
+/// Unchanged, for plan decisions: marks and the types of nulls do not count.
+pub fn equal_ignoring_marks(a: &Value, b: &Value) -> bool {
+    crate::provider::schema_util::same(a, b)
+}
+
+pub fn missing_provider(provider: &ProviderAddr, addr: &ResourceInstanceAddr) -> Diagnostics {
+    Diagnostic::error(
+        "Provider instance not available",
+        format!("{addr} needs {provider}, which could not be configured (see the errors above)."),
+    )
+    .with_address(addr)
+    .into()
+}
+
+pub fn provider_error(addr: &ResourceInstanceAddr, what: &str, message: &str) -> Diagnostics {
+    let summary = match what {
+        "plan" => "Provider failed to plan",
+        "read" => "Error reading data source",
+        "refresh" => "Error refreshing state",
+        "create" => "Error creating resource",
+        "update" => "Error updating resource",
+        "delete" => "Error deleting resource",
+        _ => "Provider error",
+    };
+    Diagnostic::error(summary, format!("{addr}: {message}"))
+        .with_address(addr)
+        .into()
+}
+
+pub fn prevent_destroy_error(addr: &ResourceInstanceAddr, span: crate::diag::Span) -> Diagnostics {
+    Diagnostic::error(
+        "Instance cannot be destroyed",
+        format!("Resource {addr} has lifecycle.prevent_destroy set, but the plan calls for this resource to be destroyed. To avoid this error and continue with the plan, either disable lifecycle.prevent_destroy or reduce the scope of the plan using the -target flag."),
+    )
+    .with_span(Some(span))
+    .with_address(addr)
+    .into()
+}
+
+/// How a deferred read's chain is named, for messages.
+pub fn chain_label(node: &Node, instance: &cairn_state::ModulePath) -> String {
+    label(node, instance)
+}

@@ -1,0 +1,157 @@
+//! Pending operations: an operation that started (and was flushed) but has no outcome, because
+//! the run that started it died. The next command that opens the state reports each one and
+//! resolves it:
+//! - a create: ask the provider for the object made under the recorded create token
+//!   (`find_by_token`): found → adopted into state; not found → dropped;
+//! - an update or delete: refresh the object: present → kept with what the world holds now;
+//!   gone → removed.
+//!
+//! Nothing the cloud holds is ever forgotten. Writing commands record the resolutions as
+//! `PendingResolved` events; `plan` resolves them in memory only.
+
+use super::providers::Registry;
+use crate::diag::Diagnostic;
+use crate::value::Value;
+use cairn_state::{EventBody, OpAction, PendingOp, ResourceObject, Snapshot};
+use std::sync::Arc;
+
+/// One pending operation and how it was resolved.
+pub struct Resolution {
+    pub pending: PendingOp,
+    pub event: EventBody,
+    /// A sentence for the user.
+    pub message: String,
+}
+
+/// Resolves every pending operation in `snapshot` (without recording anything).
+pub async fn resolve(
+    snapshot: &Snapshot,
+    registry: &Arc<Registry>,
+) -> (Vec<Resolution>, Vec<Diagnostic>) {
+    let mut out = Vec::new();
+    let mut diags = Vec::new();
+    for pending in snapshot.pending.values() {
+        let addr = &pending.addr;
+        let Some(inst) = snapshot.providers.get(&pending.provider.addr) else {
+            diags.push(
+                Diagnostic::error(
+                    "Cannot resolve a pending operation",
+                    format!("The interrupted operation on {addr} used {}, which is not in state. Run `cairn state check`.", pending.provider.addr),
+                )
+                .with_address(addr),
+            );
+            continue;
+        };
+        let configured = match registry
+            .configure(
+                &pending.provider.addr.package,
+                &Value::from_stored(&inst.config),
+            )
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                diags.push(
+                    Diagnostic::error(
+                        "Cannot resolve a pending operation",
+                        format!("Configuring {} for {addr}: {e}", pending.provider.addr),
+                    )
+                    .with_address(addr),
+                );
+                continue;
+            }
+        };
+        let type_ = &addr.resource.type_;
+        let (object, how): (Option<Value>, &str) = match pending.action {
+            OpAction::Create => match &pending.token {
+                Some(token) => match configured.find_by_token(type_, token).await {
+                    Ok(Some(v)) => (Some(v), "adopted the object it created"),
+                    Ok(None) => (None, "it created nothing; dropped"),
+                    Err(e) => {
+                        diags.push(
+                            Diagnostic::error(
+                                "Cannot resolve a pending create",
+                                format!("{addr}: {e}"),
+                            )
+                            .with_address(addr),
+                        );
+                        continue;
+                    }
+                },
+                None => (None, "it had no create token; dropped"),
+            },
+            OpAction::Update | OpAction::Delete => {
+                let Some(prior) = &pending.prior else {
+                    out.push(Resolution {
+                        pending: pending.clone(),
+                        event: EventBody::PendingResolved {
+                            op: pending.op,
+                            object: None,
+                            how: "no prior object".into(),
+                        },
+                        message: format!(
+                            "{addr}: an interrupted {:?} had no prior object; nothing to resolve",
+                            pending.action
+                        ),
+                    });
+                    continue;
+                };
+                match configured
+                    .read(type_, &Value::from_stored(&prior.attrs))
+                    .await
+                {
+                    Ok(Some(v)) => (Some(v), "refreshed the object"),
+                    Ok(None) => (None, "the object is gone; removed"),
+                    Err(e) => {
+                        diags.push(
+                            Diagnostic::error(
+                                "Cannot resolve a pending operation",
+                                format!("Refreshing {addr}: {e}"),
+                            )
+                            .with_address(addr),
+                        );
+                        continue;
+                    }
+                }
+            }
+        };
+        let object = match object.map(|v| v.to_stored()) {
+            Some(Ok(attrs)) => Some(ResourceObject {
+                attrs,
+                deps: pending
+                    .prior
+                    .as_ref()
+                    .map(|p| p.deps.clone())
+                    .unwrap_or_default(),
+                provider: pending.provider.clone(),
+                create_token: pending
+                    .token
+                    .clone()
+                    .or(pending.prior.as_ref().and_then(|p| p.create_token.clone())),
+                tainted: false,
+            }),
+            Some(Err(e)) => {
+                diags.push(
+                    Diagnostic::error("Provider returned an unknown value", format!("{addr}: {e}"))
+                        .with_address(addr),
+                );
+                continue;
+            }
+            None => None,
+        };
+        let action = format!("{:?}", pending.action).to_lowercase();
+        out.push(Resolution {
+            message: format!(
+                "{addr}: an interrupted {action} (run {}) was resolved: {how}",
+                pending.run
+            ),
+            event: EventBody::PendingResolved {
+                op: pending.op,
+                object,
+                how: how.to_string(),
+            },
+            pending: pending.clone(),
+        });
+    }
+    (out, diags)
+}

@@ -1,0 +1,193 @@
+//! Refresh: a state-only pass over a flat graph.
+//!
+//! The graph has the provider instances in state and one node per managed instance in state,
+//! each depending **only on its provider** — never on other resources, whatever the
+//! configuration says — so every read runs at once, bounded by `-parallelism`. Providers are
+//! configured with the configuration recorded in state: refresh reads each object in the world
+//! it was created in, and evaluates nothing of the configuration. Data sources are not read.
+//! A read that fails keeps the old state of its object; the other reads still land.
+
+use super::progress::{Observer, Progress};
+use super::providers::Registry;
+use super::walk::{walk, Limits, NodeFuture};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::plan::Drift;
+use crate::value::Value;
+use cairn_graph::Dag;
+use cairn_state::{EventBody, ProviderAddr, ResourceInstanceAddr, Snapshot};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// What refresh found.
+pub struct Refreshed {
+    /// The prior state with every successful read applied.
+    pub snapshot: Snapshot,
+    /// Objects whose state changed outside Cairn, in address order.
+    pub drift: Vec<Drift>,
+    /// The events that record the result (`ResourceRead` / `ResourceGone`), in address order.
+    pub events: Vec<EventBody>,
+    pub diags: Diagnostics,
+}
+
+#[derive(Clone)]
+enum RNode {
+    Provider(ProviderAddr),
+    Instance(ResourceInstanceAddr),
+}
+
+/// Reads every managed instance in `prior` through its provider instance from state.
+pub async fn refresh(
+    prior: &Snapshot,
+    registry: &Arc<Registry>,
+    limits: &Limits,
+    observer: &Arc<dyn Observer>,
+) -> Refreshed {
+    let mut dag: Dag<RNode> = Dag::new();
+    let mut provider_ids = BTreeMap::new();
+    for (addr, inst) in &prior.resources {
+        let Some(obj) = &inst.current else { continue };
+        let p = obj.provider.addr.clone();
+        let pid = *provider_ids
+            .entry(p.clone())
+            .or_insert_with(|| dag.add_node(RNode::Provider(p)));
+        let id = dag.add_node(RNode::Instance(addr.clone()));
+        dag.add_edge(id, pid);
+    }
+    let prior = Arc::new(prior.clone());
+    let configured: Arc<Mutex<BTreeMap<ProviderAddr, Arc<dyn crate::provider::Configured>>>> =
+        Arc::default();
+    let results: Arc<Mutex<BTreeMap<ResourceInstanceAddr, Option<Value>>>> = Arc::default();
+    let diags: Arc<Mutex<Diagnostics>> = Arc::default();
+    let nodes: Vec<RNode> = dag.ids().map(|id| dag.node(id).clone()).collect();
+    let index: BTreeMap<_, _> = dag.ids().zip(nodes).collect();
+    walk(
+        &dag,
+        limits,
+        |id| -> NodeFuture {
+            let node = index[&id].clone();
+            let (prior, registry, configured, results, diags, observer, limits) =
+                (prior.clone(), registry.clone(), configured.clone(), results.clone(), diags.clone(), observer.clone(), limits.clone());
+            Box::pin(async move {
+                match node {
+                    RNode::Provider(addr) => {
+                        let Some(inst) = prior.providers.get(&addr) else {
+                            diags.lock().expect("diags").push(
+                                Diagnostic::error("Provider instance missing from state", format!("Objects in state refer to {addr}, which the state does not hold. Run `cairn state check`."))
+                                    .with_address(&addr),
+                            );
+                            return false;
+                        };
+                        match registry.configure(&addr.package, &Value::from_stored(&inst.config)).await {
+                            Ok(c) => {
+                                configured.lock().expect("configured").insert(addr, c);
+                                true
+                            }
+                            Err(e) => {
+                                diags.lock().expect("diags").push(
+                                    Diagnostic::error("Failed to configure provider", format!("Configuring {addr} to refresh its objects: {e}")).with_address(&addr),
+                                );
+                                false
+                            }
+                        }
+                    }
+                    RNode::Instance(addr) => {
+                        let obj = prior.current(&addr).expect("graph built from current objects").clone();
+                        let c = configured.lock().expect("configured").get(&obj.provider.addr).cloned().expect("provider node ran first");
+                        observer.event(Progress::RefreshStart { addr: addr.clone() });
+                        let started = Instant::now();
+                        let read = {
+                            let _permit = limits.calls.acquire().await.expect("semaphore open");
+                            c.read(&addr.resource.type_, &Value::from_stored(&obj.attrs)).await
+                        };
+                        match read {
+                            Ok(v) => {
+                                let id = v.as_ref().and_then(|v| v.get("id")).and_then(|i| i.as_str()).map(str::to_string);
+                                observer.event(Progress::RefreshDone { addr: addr.clone(), id, elapsed: started.elapsed() });
+                                results.lock().expect("results").insert(addr, v);
+                                true
+                            }
+                            Err(e) => {
+                                diags.lock().expect("diags").push(
+                                    Diagnostic::error("Error refreshing state", format!("{addr}: {e}. Its previous state is kept.")).with_address(&addr),
+                                );
+                                false
+                            }
+                        }
+                    }
+                }
+            })
+        },
+        |done, running, left| observer.event(Progress::Counts { done, running, left }),
+    )
+    .await;
+    let mut snapshot = (*prior).clone();
+    let mut drift = Vec::new();
+    let mut events = Vec::new();
+    let results = std::mem::take(&mut *results.lock().expect("results"));
+    for (addr, new) in results {
+        let Some(old) = snapshot.current(&addr).cloned() else {
+            continue;
+        };
+        let before = Value::from_stored(&old.attrs);
+        match new {
+            Some(v) => {
+                if crate::provider::schema_util::same(&before, &v) {
+                    continue;
+                }
+                let v = super::core::carry_marks(&before, v);
+                let Ok(stored) = v.to_stored() else {
+                    snapshot_diag(&diags, &addr);
+                    continue;
+                };
+                if stored != old.attrs {
+                    drift.push(Drift {
+                        addr: addr.clone(),
+                        before,
+                        after: Some(v),
+                    });
+                    events.push(EventBody::ResourceRead {
+                        addr: addr.clone(),
+                        attrs: stored.clone(),
+                    });
+                    if let Some(inst) = snapshot.resources.get_mut(&addr) {
+                        if let Some(cur) = inst.current.as_mut() {
+                            cur.attrs = stored;
+                        }
+                    }
+                }
+            }
+            None => {
+                drift.push(Drift {
+                    addr: addr.clone(),
+                    before,
+                    after: None,
+                });
+                events.push(EventBody::ResourceGone { addr: addr.clone() });
+                if let Some(inst) = snapshot.resources.get_mut(&addr) {
+                    inst.current = None;
+                    if inst.deposed.is_empty() {
+                        snapshot.resources.remove(&addr);
+                    }
+                }
+            }
+        }
+    }
+    let diags = std::mem::take(&mut *diags.lock().expect("diags"));
+    Refreshed {
+        snapshot,
+        drift,
+        events,
+        diags,
+    }
+}
+
+fn snapshot_diag(diags: &Arc<Mutex<Diagnostics>>, addr: &ResourceInstanceAddr) {
+    diags.lock().expect("diags").push(
+        Diagnostic::error(
+            "Provider returned an unknown value on refresh",
+            format!("The provider's read of {addr} returned values that are not known. This is a bug in the provider: a read returns a wholly known state."),
+        )
+        .with_address(addr),
+    );
+}

@@ -1,0 +1,1168 @@
+//! The engine's entry points: one function per lifecycle command. Each loads the
+//! configuration, opens the state, resolves pending operations, and runs its phases.
+
+use super::apply::{add_destroys, finishing_events, ApplyPhase};
+use super::core::{run as walk_phase, Ctx};
+use super::graph::{add_orphans, build, BuildOptions, Node, TermGraph};
+use super::inspect::{InspectPhase, Inspected};
+use super::journal::{state_error, Journal};
+use super::plan::PlanPhase;
+use super::progress::{Observer, Progress};
+use super::providers::{canonical, stack_config, Registry};
+use super::recover::resolve;
+use super::refresh::refresh as refresh_pass;
+use super::values::{InstanceScope, Repetition, Values};
+use super::walk::Limits;
+use crate::config::{Config, ResourceKey};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::plan::{Action, Change, Drift, OutputChange, Plan, PlanMode, ProviderChange};
+use crate::provider::Provider;
+use crate::value::Value;
+use cairn_graph::NodeId;
+use cairn_state::{
+    EventBody, ModulePath, OpenOptions, ProviderAddr, ResourceInstanceAddr, RunOutcome, RunSummary,
+    Snapshot, Store, Target,
+};
+use sha2::Digest;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+/// Everything a lifecycle command needs to know. The CLI fills it; the engine reads no
+/// environment of its own (`env` is the process environment, passed in).
+#[derive(Clone)]
+pub struct Options {
+    /// The root module's directory (the working directory after `-chdir`).
+    pub dir: PathBuf,
+    pub state_dir: PathBuf,
+    pub vars: Vec<crate::config::VarArg>,
+    pub env: BTreeMap<String, String>,
+    pub parallelism: usize,
+    pub refresh: bool,
+    pub targets: Vec<Target>,
+    pub replace: Vec<ResourceInstanceAddr>,
+    pub lock_timeout: Duration,
+    pub command: String,
+    pub args: Vec<String>,
+    /// Set by Ctrl-C.
+    pub stop: Arc<AtomicBool>,
+    /// The provider packages; `None` means the built-in ones.
+    pub packages: Option<BTreeMap<String, Arc<dyn Provider>>>,
+}
+
+impl Options {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        Options {
+            state_dir: dir.join(".cairn"),
+            dir,
+            vars: Vec::new(),
+            env: BTreeMap::new(),
+            parallelism: 10,
+            refresh: true,
+            targets: Vec::new(),
+            replace: Vec::new(),
+            lock_timeout: Duration::ZERO,
+            command: "cairn".into(),
+            args: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            packages: None,
+        }
+    }
+}
+
+/// What a command produced: its result (when it got that far), every diagnostic, notes for
+/// the user, and the configuration (to render diagnostics' source snippets).
+pub struct Report<T> {
+    pub result: Option<T>,
+    pub diags: Diagnostics,
+    pub notes: Vec<String>,
+    pub config: Option<Arc<Config>>,
+}
+
+impl<T> Report<T> {
+    fn fail(diags: Diagnostics, config: Option<Arc<Config>>) -> Self {
+        Report {
+            result: None,
+            diags,
+            notes: Vec::new(),
+            config,
+        }
+    }
+    pub fn ok(&self) -> bool {
+        self.result.is_some() && !self.diags.has_errors()
+    }
+}
+
+/// A loaded configuration with its inputs and providers.
+pub struct Loaded {
+    pub config: Arc<Config>,
+    pub inputs: BTreeMap<String, Value>,
+    pub registry: Arc<Registry>,
+    pub diags: Diagnostics,
+}
+
+/// Loads the configuration, the input variables and the provider registry.
+pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
+    let (config, mut diags) = crate::config::load(&opts.dir);
+    let Some(mut config) = config else {
+        return Err(Report::fail(diags, None));
+    };
+    if diags.has_errors() {
+        return Err(Report::fail(diags, Some(Arc::new(config))));
+    }
+    let (inputs, var_diags) =
+        crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir);
+    let config = Arc::new(config);
+    diags.extend(var_diags);
+    if diags.has_errors() {
+        return Err(Report::fail(diags, Some(config)));
+    }
+    let packages = opts.packages.clone().unwrap_or_else(|| {
+        crate::provider::builtin::builtin_with(crate::provider::builtin::Host {
+            env: opts.env.clone(),
+            cwd: opts.dir.clone(),
+        })
+    });
+    let names: Vec<&str> = packages.keys().map(String::as_str).collect();
+    let stack = match stack_config(&opts.dir, &opts.env, &names) {
+        Ok(s) => s,
+        Err(d) => {
+            diags.push(d);
+            return Err(Report::fail(diags, Some(config)));
+        }
+    };
+    let registry = Arc::new(Registry::new(packages, stack));
+    Ok(Loaded {
+        config,
+        inputs,
+        registry,
+        diags,
+    })
+}
+
+fn open(opts: &Options, write: bool) -> Result<(Store, Vec<String>), Diagnostic> {
+    let o = OpenOptions {
+        command: opts.command.clone(),
+        lock_timeout: opts.lock_timeout,
+        write,
+    };
+    Store::open(&opts.state_dir, &o).map_err(state_error)
+}
+
+/// Opens the state to read it; no state yet reads as an empty one. The store is returned so
+/// the caller holds the lock for as long as it works on the snapshot.
+fn open_read(opts: &Options) -> Result<(Option<Store>, Snapshot, Vec<String>), Diagnostic> {
+    let o = OpenOptions {
+        command: opts.command.clone(),
+        lock_timeout: opts.lock_timeout,
+        write: false,
+    };
+    match Store::open(&opts.state_dir, &o) {
+        Ok((store, warnings)) => {
+            let snapshot = store.snapshot().clone();
+            Ok((Some(store), snapshot, warnings))
+        }
+        Err(cairn_state::StateError::NotFound { .. }) => {
+            Ok((None, Snapshot::default(), Vec::new()))
+        }
+        Err(e) => Err(state_error(e)),
+    }
+}
+
+/// A hash of the configuration's files and the input values: a saved plan applies only to
+/// the configuration it was made from.
+pub fn config_hash(config: &Config, inputs: &BTreeMap<String, Value>) -> String {
+    let mut h = sha2::Sha256::new();
+    for m in config.modules() {
+        h.update(m.dir.display().to_string().as_bytes());
+    }
+    let mut files: Vec<(String, String)> = config
+        .sources
+        .files()
+        .map(|(p, t)| (p.display().to_string(), t.to_string()))
+        .collect();
+    files.sort();
+    for (p, t) in files {
+        h.update(p.as_bytes());
+        h.update([0]);
+        h.update(t.as_bytes());
+        h.update([0]);
+    }
+    h.update(serde_json::to_string(inputs).unwrap_or_default().as_bytes());
+    format!("{:x}", h.finalize())
+}
+
+/// Builds the term graph and reports cycles.
+fn term_graph(config: &Config) -> (TermGraph, Diagnostics) {
+    let (g, mut diags) = build(config, &BuildOptions::default());
+    diags.extend(g.cycle_diagnostics(&config.sources));
+    (g, diags)
+}
+
+/// State instances grouped by static resource, and those whose resource the configuration no
+/// longer has at all.
+fn classify_state(
+    config: &Config,
+    snapshot: &Snapshot,
+) -> (
+    BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>,
+    Vec<(ResourceInstanceAddr, ProviderAddr)>,
+) {
+    let mut by_resource: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>> =
+        BTreeMap::new();
+    let mut orphans = Vec::new();
+    let managed = snapshot
+        .resources
+        .iter()
+        .filter_map(|(a, i)| i.current.as_ref().map(|o| (a, o.provider.addr.clone())));
+    let data = snapshot
+        .data
+        .iter()
+        .map(|(a, d)| (a, d.provider.addr.clone()));
+    for (addr, provider) in managed.chain(data) {
+        let module = addr.resource.module.without_keys();
+        let key = ResourceKey {
+            mode: addr.resource.mode,
+            type_: addr.resource.type_.clone(),
+            name: addr.resource.name.clone(),
+        };
+        let declared = config
+            .module(&module)
+            .is_some_and(|m| m.resources.contains_key(&key));
+        if declared {
+            by_resource
+                .entry((module, key))
+                .or_default()
+                .push(addr.clone());
+        } else {
+            orphans.push((addr.clone(), provider));
+        }
+    }
+    (by_resource, orphans)
+}
+
+/// The nodes a `-target` run walks: the targets and everything they depend on.
+fn targeted(g: &TermGraph, targets: &[Target]) -> Option<BTreeSet<NodeId>> {
+    if targets.is_empty() {
+        return None;
+    }
+    let mut keep = BTreeSet::new();
+    for (node, id) in &g.index {
+        let hit = match node {
+            Node::Resource { module, key } => targets.iter().any(|t| {
+                let probe = key.addr(module.clone()).instance(None);
+                match t {
+                    Target::Instance(i) => i.resource.module.without_keys() == *module && i.resource.type_ == key.type_ && i.resource.name == key.name && i.resource.mode == key.mode,
+                    _ => t.contains(&probe),
+                }
+            }),
+            Node::Orphan { addr } | Node::Destroy { addr, .. } => targets.iter().any(|t| t.contains(addr)),
+            Node::Call { module, name } => targets.iter().any(|t| matches!(t, Target::Module(m) if m.without_keys().starts_with(&module.child(name, None)))),
+            _ => false,
+        };
+        if hit {
+            keep.insert(*id);
+            keep.extend(g.dag.transitive_dependencies(*id));
+        }
+    }
+    Some(keep)
+}
+
+fn new_ctx(
+    loaded: &Loaded,
+    graph: TermGraph,
+    snapshot: &Snapshot,
+    opts: &Options,
+    observer: Arc<dyn Observer>,
+) -> Arc<Ctx> {
+    let (state_instances, _) = classify_state(&loaded.config, snapshot);
+    let only = targeted(&graph, &opts.targets);
+    Arc::new(Ctx {
+        config: loaded.config.clone(),
+        graph: Arc::new(graph),
+        registry: loaded.registry.clone(),
+        values: RwLock::new(Values::new()),
+        providers: Mutex::new(BTreeMap::new()),
+        inputs: loaded.inputs.clone(),
+        state_providers: snapshot.providers.clone(),
+        state_instances,
+        limits: Limits {
+            calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
+            stop: opts.stop.clone(),
+        },
+        observer,
+        diags: Mutex::new(Diagnostics::new()),
+        cwd: opts.dir.clone(),
+        only,
+    })
+}
+
+/// Resolves pending operations in memory (`record == None`) or recording them.
+async fn recover(
+    snapshot: &mut Snapshot,
+    registry: &Arc<Registry>,
+    journal: Option<&Journal>,
+    notes: &mut Vec<String>,
+    diags: &mut Diagnostics,
+) {
+    if snapshot.pending.is_empty() {
+        return;
+    }
+    let (resolutions, errors) = resolve(snapshot, registry).await;
+    diags.extend(errors);
+    for r in resolutions {
+        notes.push(r.message.clone());
+        match journal {
+            Some(j) => {
+                if let Err(d) = j.record(r.event) {
+                    diags.push(d);
+                }
+            }
+            None => {
+                // In memory only: the plan's base stays the log's real head.
+                let head = snapshot.head;
+                let event = cairn_state::Event {
+                    seq: head,
+                    version: cairn_state::event::CURRENT_VERSION,
+                    time_ms: 0,
+                    run: 0,
+                    body: r.event,
+                };
+                snapshot.apply_owned(event);
+                snapshot.head = head;
+            }
+        }
+    }
+    if let Some(j) = journal {
+        *snapshot = j.snapshot();
+    }
+}
+
+/// The plan walk over an opened state.
+async fn make_plan(
+    loaded: &Loaded,
+    opts: &Options,
+    mode: PlanMode,
+    prior: &Snapshot,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+) -> Option<Plan> {
+    let limits = Limits {
+        calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
+        stop: opts.stop.clone(),
+    };
+    let (refreshed, drift) = if opts.refresh {
+        let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
+        diags.extend(r.diags);
+        (r.snapshot, r.drift)
+    } else {
+        (prior.clone(), Vec::new())
+    };
+    let mut plan = Plan {
+        mode,
+        base_seq: prior.head,
+        config_hash: config_hash(&loaded.config, &loaded.inputs),
+        changes: Vec::new(),
+        provider_changes: Vec::new(),
+        outputs: Vec::new(),
+        drift,
+        data_reads: Vec::new(),
+        dropped_data: Vec::new(),
+        variables: loaded.inputs.clone(),
+        warnings: Vec::new(),
+        applyable: false,
+        errored: false,
+    };
+    if mode == PlanMode::Destroy {
+        destroy_plan(&refreshed, &mut plan, &opts.targets);
+        plan.applyable = plan.has_changes();
+        return Some(plan);
+    }
+    let (mut graph, graph_diags) = term_graph(&loaded.config);
+    diags.extend(graph_diags);
+    let (_, orphans) = classify_state(&loaded.config, &refreshed);
+    add_orphans(&mut graph, orphans);
+    let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
+    let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
+    let phase = Arc::new(PlanPhase::new(mode, Arc::new(refreshed.clone()), replace));
+    let outcome = walk_phase(ctx.clone(), phase.clone()).await;
+    diags.extend(std::mem::take(&mut *ctx.diags.lock().expect("diags")));
+    if !outcome.not_run.is_empty()
+        && !diags.has_errors()
+        && !opts.stop.load(std::sync::atomic::Ordering::SeqCst)
+    {
+        // Nodes on a cycle never become ready; the cycle was reported above.
+    }
+    let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
+    plan.changes = out.changes.into_values().collect();
+    plan.data_reads = out.data_reads.into_values().collect();
+    plan.dropped_data = out.dropped_data.into_iter().collect();
+    plan.warnings = out.warnings;
+    // Provider instances: those the walk planned, then those in state nothing uses any more.
+    let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
+    if mode == PlanMode::Normal {
+        let still_used: BTreeSet<ProviderAddr> = plan
+            .changes
+            .iter()
+            .filter(|c| c.action != Action::Delete)
+            .map(|c| c.provider.clone())
+            .chain(plan.data_reads.iter().map(|d| d.provider.clone()))
+            .collect();
+        for (addr, inst) in &refreshed.providers {
+            let in_config = loaded.config.module(&addr.module).is_some_and(|m| {
+                m.providers.iter().any(|p| {
+                    super::graph::package_of_local(m, &p.name) == addr.package
+                        && p.alias == addr.alias
+                })
+            });
+            let unused = !still_used.contains(addr);
+            // A synthesized default goes when nothing uses it; a declared one when its block goes.
+            if unused && !in_config {
+                provider_changes.insert(
+                    addr.clone(),
+                    ProviderChange {
+                        addr: addr.clone(),
+                        action: Action::Delete,
+                        before: Some(Value::from_stored(&inst.config)),
+                        after: None,
+                        is_default: inst.is_default,
+                    },
+                );
+            }
+        }
+    }
+    plan.provider_changes = provider_changes.into_values().collect();
+    plan.outputs = output_changes(&refreshed, &out.outputs);
+    plan.errored = diags.has_errors();
+    plan.applyable = !plan.errored
+        && match mode {
+            PlanMode::ReadOnly => {
+                !plan.drift.is_empty()
+                    || plan.outputs.iter().any(|o| o.action != Action::NoOp)
+                    || plan
+                        .data_reads
+                        .iter()
+                        .any(|d| d.before.as_ref() != Some(&d.result))
+            }
+            _ => {
+                plan.has_changes()
+                    || plan.changes.iter().any(|c| c.action == Action::Read)
+                    || !plan.drift.is_empty()
+            }
+        };
+    Some(plan)
+}
+
+fn output_changes(
+    prior: &Snapshot,
+    outputs: &BTreeMap<String, (Value, bool)>,
+) -> Vec<OutputChange> {
+    let mut out = Vec::new();
+    for (name, (v, sensitive)) in outputs {
+        let before = prior.outputs.get(name).map(|o| {
+            let v = Value::from_stored(&o.value);
+            if o.sensitive {
+                v.sensitive()
+            } else {
+                v
+            }
+        });
+        let action = match &before {
+            None => Action::Create,
+            Some(b) if super::plan::equal_ignoring_marks(b, v) && v.is_wholly_known() => {
+                Action::NoOp
+            }
+            Some(_) => Action::Update,
+        };
+        out.push(OutputChange {
+            name: name.clone(),
+            action,
+            before,
+            after: Some(v.clone()),
+            sensitive: *sensitive,
+        });
+    }
+    for (name, o) in &prior.outputs {
+        if !outputs.contains_key(name) {
+            out.push(OutputChange {
+                name: name.clone(),
+                action: Action::Delete,
+                before: Some(Value::from_stored(&o.value)),
+                after: None,
+                sensitive: o.sensitive,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn destroy_plan(state: &Snapshot, plan: &mut Plan, targets: &[Target]) {
+    for (addr, inst) in &state.resources {
+        if !targets.is_empty() && !targets.iter().any(|t| t.contains(addr)) {
+            continue;
+        }
+        for obj in inst.current.iter() {
+            plan.changes.push(Change {
+                addr: addr.clone(),
+                provider: obj.provider.addr.clone(),
+                action: Action::Delete,
+                before: Some(Value::from_stored(&obj.attrs)),
+                after: None,
+                replace_paths: Vec::new(),
+                reason: None,
+                sensitive_attrs: Vec::new(),
+                diff_unavailable: false,
+            });
+        }
+    }
+    if targets.is_empty() {
+        plan.dropped_data = state.data.keys().cloned().collect();
+        for (addr, inst) in &state.providers {
+            plan.provider_changes.push(ProviderChange {
+                addr: addr.clone(),
+                action: Action::Delete,
+                before: Some(Value::from_stored(&inst.config)),
+                after: None,
+                is_default: inst.is_default,
+            });
+        }
+        for (name, o) in &state.outputs {
+            plan.outputs.push(OutputChange {
+                name: name.clone(),
+                action: Action::Delete,
+                before: Some(Value::from_stored(&o.value)),
+                after: None,
+                sensitive: o.sensitive,
+            });
+        }
+    }
+}
+
+/// `cairn plan` (and `plan -destroy`, `plan -read-only`): proposes changes, records nothing.
+pub async fn plan(opts: &Options, mode: PlanMode, observer: Arc<dyn Observer>) -> Report<Plan> {
+    let loaded = match load(opts) {
+        Ok(l) => l,
+        Err(r) => return Report::fail(r.diags, r.config),
+    };
+    let mut diags = loaded.diags.clone();
+    let mut notes = Vec::new();
+    let (store, mut snapshot, warnings) = match open_read(opts) {
+        Ok(s) => s,
+        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+    };
+    notes.extend(warnings);
+    recover(
+        &mut snapshot,
+        &loaded.registry,
+        None,
+        &mut notes,
+        &mut diags,
+    )
+    .await;
+    let plan = make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags).await;
+    drop(store);
+    Report {
+        result: plan,
+        diags,
+        notes,
+        config: Some(loaded.config),
+    }
+}
+
+/// What an apply did.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    pub plan: Option<Plan>,
+    pub summary: RunSummary,
+    /// Root outputs after the apply.
+    pub outputs: BTreeMap<String, (Value, bool)>,
+    /// False when the user declined.
+    pub confirmed: bool,
+}
+
+/// `cairn apply [PLANFILE]`, `apply -read-only`, `destroy`: plans (or takes a saved plan), asks
+/// `confirm`, and applies, recording every step.
+pub async fn apply(
+    opts: &Options,
+    mode: PlanMode,
+    saved: Option<Plan>,
+    confirm: &(dyn Fn(&Plan) -> bool + Sync),
+    observer: Arc<dyn Observer>,
+) -> Report<Applied> {
+    let loaded = match load(opts) {
+        Ok(l) => l,
+        Err(r) => return Report::fail(r.diags, r.config),
+    };
+    let mut diags = loaded.diags.clone();
+    let mut notes = Vec::new();
+    let (mut store, warnings) = match open(opts, true) {
+        Ok(s) => s,
+        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+    };
+    notes.extend(warnings);
+    let run = match store.begin_run(&opts.command, &opts.args) {
+        Ok(r) => r,
+        Err(e) => return Report::fail(Diagnostics::from(state_error(e)), Some(loaded.config)),
+    };
+    let journal = Arc::new(Journal::new(store));
+    let mut snapshot = journal.snapshot();
+    recover(
+        &mut snapshot,
+        &loaded.registry,
+        Some(&journal),
+        &mut notes,
+        &mut diags,
+    )
+    .await;
+
+    let plan = match saved {
+        Some(p) => {
+            // The state's head before this run started must be the plan's base.
+            if p.base_seq + 1 != run || snapshot.head != run {
+                diags.push(Diagnostic::error(
+                    "Saved plan is stale",
+                    format!("The plan was made against state position {}, but the state has changed since (it was at {} when this apply started). Run plan again.", p.base_seq, run.saturating_sub(1)),
+                ));
+            } else if p.config_hash != config_hash(&loaded.config, &loaded.inputs)
+                && p.config_hash != config_hash(&loaded.config, &p.variables)
+            {
+                diags.push(Diagnostic::error(
+                    "Saved plan does not match the configuration",
+                    "The configuration files or variable values changed since this plan was made. Run plan again.",
+                ));
+            }
+            Some(p)
+        }
+        None => make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags).await,
+    };
+    let finish = |journal: Arc<Journal>,
+                  outcome: RunOutcome,
+                  summary: RunSummary,
+                  diags: &mut Diagnostics| {
+        let mut store = match Arc::try_unwrap(journal) {
+            Ok(j) => j.into_store(),
+            Err(_) => return,
+        };
+        if let Err(e) = store.finish_run(outcome, summary) {
+            diags.push(state_error(e));
+        }
+    };
+    let Some(plan) = plan.filter(|_| !diags.has_errors()) else {
+        finish(
+            journal,
+            RunOutcome::Failed,
+            RunSummary::default(),
+            &mut diags,
+        );
+        return Report {
+            result: None,
+            diags,
+            notes,
+            config: Some(loaded.config),
+        };
+    };
+    if !plan.applyable {
+        finish(
+            journal,
+            RunOutcome::Success,
+            RunSummary::default(),
+            &mut diags,
+        );
+        return Report {
+            result: Some(Applied {
+                plan: Some(plan),
+                confirmed: true,
+                ..Default::default()
+            }),
+            diags,
+            notes,
+            config: Some(loaded.config),
+        };
+    }
+    if !confirm(&plan) {
+        finish(
+            journal,
+            RunOutcome::Interrupted,
+            RunSummary::default(),
+            &mut diags,
+        );
+        return Report {
+            result: Some(Applied {
+                plan: Some(plan),
+                confirmed: false,
+                ..Default::default()
+            }),
+            diags,
+            notes,
+            config: Some(loaded.config),
+        };
+    }
+
+    // What refresh found is part of the state now.
+    for d in &plan.drift {
+        let event = match &d.after {
+            Some(v) => match v.to_stored() {
+                Ok(attrs) => EventBody::ResourceRead {
+                    addr: d.addr.clone(),
+                    attrs,
+                },
+                Err(_) => continue,
+            },
+            None => EventBody::ResourceGone {
+                addr: d.addr.clone(),
+            },
+        };
+        if let Err(e) = journal.append(event) {
+            diags.push(e);
+        }
+    }
+    if let Err(e) = journal.commit() {
+        diags.push(e);
+    }
+
+    let (summary, outputs) = if plan.mode == PlanMode::ReadOnly {
+        record_read_only(&journal, &plan, &mut diags)
+    } else {
+        execute(&loaded, opts, &plan, &journal, run, &observer, &mut diags).await
+    };
+    let outcome = if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+        RunOutcome::Interrupted
+    } else if diags.has_errors() {
+        RunOutcome::Failed
+    } else {
+        RunOutcome::Success
+    };
+    finish(journal, outcome, summary.clone(), &mut diags);
+    Report {
+        result: Some(Applied {
+            plan: Some(plan),
+            summary,
+            outputs,
+            confirmed: true,
+        }),
+        diags,
+        notes,
+        config: Some(loaded.config),
+    }
+}
+
+/// Records a read-only apply: data results and outputs (the refresh was recorded already).
+fn record_read_only(
+    journal: &Journal,
+    plan: &Plan,
+    diags: &mut Diagnostics,
+) -> (RunSummary, BTreeMap<String, (Value, bool)>) {
+    let mut summary = RunSummary::default();
+    for read in &plan.data_reads {
+        let Ok(attrs) = read.result.to_stored() else {
+            continue;
+        };
+        let provider_id = journal
+            .with_snapshot(|s| s.providers.get(&read.provider).map(|p| p.id.clone()))
+            .unwrap_or_default();
+        let object = cairn_state::DataObject {
+            attrs,
+            provider: cairn_state::ProviderRef {
+                addr: read.provider.clone(),
+                id: provider_id,
+            },
+        };
+        if let Err(e) = journal.append(EventBody::DataRead {
+            addr: read.addr.clone(),
+            object,
+        }) {
+            diags.push(e);
+        }
+        summary.read += 1;
+    }
+    // An output whose new value cannot be known without applying changes keeps its old value.
+    let outputs: BTreeMap<String, (Value, bool)> = plan
+        .outputs
+        .iter()
+        .filter_map(|o| {
+            let v = match (&o.after, &o.before) {
+                (Some(a), _) if a.is_wholly_known() => a.clone(),
+                (_, Some(b)) => b.clone(),
+                (Some(a), None) => a.clone(),
+                (None, None) => return None,
+            };
+            Some((o.name.clone(), (v, o.sensitive)))
+        })
+        .collect();
+    let configured: BTreeSet<ProviderAddr> =
+        journal.with_snapshot(|s| s.providers.keys().cloned().collect());
+    for e in journal.with_snapshot(|s| finishing_events(s, &outputs, &configured, &[])) {
+        if let Err(e) = journal.append(e) {
+            diags.push(e);
+        }
+    }
+    if let Err(e) = journal.commit() {
+        diags.push(e);
+    }
+    (summary, outputs)
+}
+
+/// Applies a plan: the apply walk (or, for destroy, the deletes alone), then the finishing
+/// events.
+async fn execute(
+    loaded: &Loaded,
+    opts: &Options,
+    plan: &Plan,
+    journal: &Arc<Journal>,
+    run: u64,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+) -> (RunSummary, BTreeMap<String, (Value, bool)>) {
+    let prior = journal.snapshot();
+    let mut deposed_keys = BTreeMap::new();
+    let mut graph = if plan.mode == PlanMode::Destroy {
+        TermGraph::empty()
+    } else {
+        let (g, d) = term_graph(&loaded.config);
+        diags.extend(d);
+        g
+    };
+    let destroy = add_destroys(&mut graph, plan, &prior, &mut deposed_keys);
+    let cycles = graph.cycle_diagnostics(&loaded.config.sources);
+    if cycles.has_errors() {
+        diags.extend(cycles);
+        return (RunSummary::default(), BTreeMap::new());
+    }
+    let ctx = new_ctx(loaded, graph, &prior, opts, observer.clone());
+    let phase = Arc::new(ApplyPhase {
+        changes: plan
+            .changes
+            .iter()
+            .map(|c| (c.addr.clone(), c.clone()))
+            .collect(),
+        data_reads: plan
+            .data_reads
+            .iter()
+            .map(|d| (d.addr.clone(), d.clone()))
+            .collect(),
+        journal: journal.clone(),
+        destroy,
+        deposed_keys,
+        run,
+        outputs: Mutex::new(BTreeMap::new()),
+        summary: Mutex::new(RunSummary::default()),
+    });
+    let outcome = walk_phase(ctx.clone(), phase.clone()).await;
+    diags.extend(std::mem::take(&mut *ctx.diags.lock().expect("diags")));
+    if !outcome.not_run.is_empty() && opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+        diags.push(Diagnostic::error(
+            "Apply interrupted",
+            format!("{} steps were not started because the run was stopped. Steps that had started finished and were recorded; run apply again to finish.", outcome.not_run.len()),
+        ));
+    }
+    let outputs = std::mem::take(&mut *phase.outputs.lock().expect("outputs"));
+    let configured: BTreeSet<ProviderAddr> = ctx
+        .providers
+        .lock()
+        .expect("providers")
+        .keys()
+        .cloned()
+        .collect();
+    let configured = if plan.mode == PlanMode::Destroy {
+        BTreeSet::new()
+    } else {
+        configured
+    };
+    // Outputs are recorded only when the whole walk succeeded (a failed apply keeps the old).
+    let record_outputs = outcome.ok() && !diags.has_errors();
+    let finishing = journal.with_snapshot(|s| {
+        let outs = if record_outputs || plan.mode == PlanMode::Destroy {
+            outputs.clone()
+        } else {
+            state_outputs(s)
+        };
+        finishing_events(s, &outs, &configured, &plan.dropped_data)
+    });
+    for e in finishing {
+        if let Err(e) = journal.append(e) {
+            diags.push(e);
+        }
+    }
+    if let Err(e) = journal.commit() {
+        diags.push(e);
+    }
+    let summary = phase.summary.lock().expect("summary").clone();
+    (summary, outputs)
+}
+
+fn state_outputs(s: &Snapshot) -> BTreeMap<String, (Value, bool)> {
+    s.outputs
+        .iter()
+        .map(|(k, o)| (k.clone(), (Value::from_stored(&o.value), o.sensitive)))
+        .collect()
+}
+
+/// `cairn refresh [-preview]`: reads every managed object; records the result unless
+/// previewing.
+pub async fn refresh(
+    opts: &Options,
+    preview: bool,
+    observer: Arc<dyn Observer>,
+) -> Report<Vec<Drift>> {
+    let loaded = match load(opts) {
+        Ok(l) => l,
+        Err(r) => return Report::fail(r.diags, r.config),
+    };
+    let mut diags = loaded.diags.clone();
+    let mut notes = Vec::new();
+    let (mut store, warnings) = match open(opts, !preview) {
+        Ok(s) => s,
+        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+    };
+    notes.extend(warnings);
+    let limits = Limits {
+        calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
+        stop: opts.stop.clone(),
+    };
+    if preview {
+        let mut snapshot = store.snapshot().clone();
+        recover(
+            &mut snapshot,
+            &loaded.registry,
+            None,
+            &mut notes,
+            &mut diags,
+        )
+        .await;
+        let r = refresh_pass(&snapshot, &loaded.registry, &limits, &observer).await;
+        diags.extend(r.diags);
+        return Report {
+            result: Some(r.drift),
+            diags,
+            notes,
+            config: Some(loaded.config),
+        };
+    }
+    let (mut store, warnings) = match open(opts, true) {
+        Ok(s) => s,
+        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+    };
+    notes.extend(warnings);
+    if let Err(e) = store.begin_run(&opts.command, &opts.args) {
+        return Report::fail(Diagnostics::from(state_error(e)), Some(loaded.config));
+    }
+    let journal = Journal::new(store);
+    let mut snapshot = journal.snapshot();
+    recover(
+        &mut snapshot,
+        &loaded.registry,
+        Some(&journal),
+        &mut notes,
+        &mut diags,
+    )
+    .await;
+    let r = refresh_pass(&snapshot, &loaded.registry, &limits, &observer).await;
+    diags.extend(r.diags);
+    // All refresh results arrive together: one commit for the group.
+    for e in r.events {
+        if let Err(e) = journal.append(e) {
+            diags.push(e);
+        }
+    }
+    let summary = RunSummary {
+        read: r.drift.len() as u64,
+        errors: diags.error_count() as u64,
+        ..Default::default()
+    };
+    let mut store = journal.into_store();
+    let outcome = if diags.has_errors() {
+        RunOutcome::Failed
+    } else {
+        RunOutcome::Success
+    };
+    if let Err(e) = store.finish_run(outcome, summary) {
+        diags.push(state_error(e));
+    }
+    Report {
+        result: Some(r.drift),
+        diags,
+        notes,
+        config: Some(loaded.config),
+    }
+}
+
+/// The result of `inspect`: every instance, and the evaluated values (for `console`).
+pub struct Inspection {
+    pub instances: Vec<Inspected>,
+    pub outputs: BTreeMap<String, Value>,
+    ctx: Arc<Ctx>,
+}
+
+impl Inspection {
+    /// Evaluates an expression in the root module's scope (`cairn console`).
+    pub fn eval(&self, source: &str) -> Result<Value, (Diagnostics, crate::diag::SourceMap)> {
+        let mut sources = crate::diag::SourceMap::new();
+        let file = sources.add("<console>", source.to_string());
+        let expr: hcl_edit::expr::Expression = match source.trim().parse() {
+            Ok(e) => e,
+            Err(e) => {
+                let d = Diagnostic::error("Invalid expression", format!("{e}"));
+                return Err((d.into(), sources));
+            }
+        };
+        let values = self.ctx.values.read().expect("values lock");
+        let root = ModulePath::root();
+        let paths = self.ctx.paths(&root);
+        let scope = InstanceScope {
+            values: &values,
+            module: &root,
+            repetition: &Repetition::None,
+            file,
+            paths: &paths,
+        };
+        crate::eval::expr::eval(&expr, &scope).map_err(|d| (d, sources))
+    }
+}
+
+/// `cairn inspect` / `cairn console`: evaluates the configuration without providers or state.
+pub async fn inspect(opts: &Options) -> Report<Inspection> {
+    let loaded = match load(opts) {
+        Ok(l) => l,
+        Err(r) => return Report::fail(r.diags, r.config),
+    };
+    let mut diags = loaded.diags.clone();
+    let (graph, graph_diags) = term_graph(&loaded.config);
+    diags.extend(graph_diags);
+    let ctx = new_ctx(
+        &loaded,
+        graph,
+        &Snapshot::default(),
+        opts,
+        Arc::new(super::progress::Silent),
+    );
+    let phase = Arc::new(InspectPhase::default());
+    walk_phase(ctx.clone(), phase.clone()).await;
+    diags.extend(std::mem::take(&mut *ctx.diags.lock().expect("diags")));
+    let instances = phase
+        .instances
+        .lock()
+        .expect("inspect")
+        .values()
+        .cloned()
+        .collect();
+    let outputs = ctx
+        .values
+        .read()
+        .expect("values")
+        .outputs
+        .get(&ModulePath::root())
+        .cloned()
+        .unwrap_or_default();
+    Report {
+        result: Some(Inspection {
+            instances,
+            outputs,
+            ctx,
+        }),
+        diags,
+        notes: Vec::new(),
+        config: Some(loaded.config),
+    }
+}
+
+/// Which graph `cairn graph` draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphKind {
+    Plan,
+    Refresh,
+    Apply,
+}
+
+/// `cairn graph`: the graph as DOT. For `Plan`, deferred reads of `plan` (when given) are
+/// marked.
+pub fn graph_dot(opts: &Options, kind: GraphKind, plan: Option<&Plan>) -> Report<String> {
+    let loaded = match load(opts) {
+        Ok(l) => l,
+        Err(r) => return Report::fail(r.diags, r.config),
+    };
+    let (mut graph, diags) = term_graph(&loaded.config);
+    let dot = match kind {
+        GraphKind::Refresh => {
+            let snapshot = match open_read(opts) {
+                Ok((_, s, _)) => s,
+                Err(d) => return Report::fail(d.into(), Some(loaded.config)),
+            };
+            refresh_dot(&snapshot)
+        }
+        GraphKind::Plan | GraphKind::Apply => {
+            if let (GraphKind::Apply, Some(p)) = (kind, plan) {
+                let snapshot = match open_read(opts) {
+                    Ok((_, s, _)) => s,
+                    Err(d) => return Report::fail(d.into(), Some(loaded.config)),
+                };
+                add_destroys(&mut graph, p, &snapshot, &mut BTreeMap::new());
+            }
+            let marked: BTreeSet<NodeId> = plan
+                .map(|p| {
+                    p.changes
+                        .iter()
+                        .filter(|c| c.action == Action::Read)
+                        .filter_map(|c| {
+                            graph.id(&Node::Resource {
+                                module: c.addr.resource.module.without_keys(),
+                                key: ResourceKey {
+                                    mode: c.addr.resource.mode,
+                                    type_: c.addr.resource.type_.clone(),
+                                    name: c.addr.resource.name.clone(),
+                                },
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            graph.to_dot(&marked)
+        }
+    };
+    Report {
+        result: Some(dot),
+        diags,
+        notes: Vec::new(),
+        config: Some(loaded.config),
+    }
+}
+
+/// The refresh graph: provider instances and one node per managed instance, each depending
+/// only on its provider.
+fn refresh_dot(snapshot: &Snapshot) -> String {
+    let mut g: cairn_graph::Dag<String> = cairn_graph::Dag::new();
+    let mut providers = BTreeMap::new();
+    for (addr, inst) in &snapshot.resources {
+        let Some(obj) = &inst.current else { continue };
+        let p = *providers
+            .entry(obj.provider.addr.clone())
+            .or_insert_with(|| g.add_node(obj.provider.addr.to_string()));
+        let id = g.add_node(addr.to_string());
+        g.add_edge(id, p);
+    }
+    g.to_dot(|n: &String| {
+        let provider = n.starts_with("provider");
+        cairn_graph::DotNode::new(n.clone())
+            .shape(if provider { "diamond" } else { "box" })
+            .style("filled")
+            .color(if provider { "khaki" } else { "palegreen" })
+    })
+}
+
+/// Reports progress of pending-operation notes and warnings as diagnostics (for the CLI).
+pub fn notes_as_warnings(observer: &dyn Observer, notes: &[String]) {
+    for n in notes {
+        observer.event(Progress::Diagnostic(Diagnostic::warning(
+            "Recovered state",
+            n.clone(),
+        )));
+    }
+}
+
+/// A canonical form of a value, for comparisons in tests.
+pub fn canonical_value(v: &Value) -> String {
+    canonical(v)
+}

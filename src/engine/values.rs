@@ -1,0 +1,293 @@
+//! The values of evaluated terms, per module *instance*, and the `Scope` that expressions are
+//! evaluated in.
+//!
+//! Graph nodes are static terms (a module path without keys); a node is evaluated once for each
+//! instance of its module, and a resource node once for each of its own instances. This store
+//! holds the results so that later nodes can refer to them. It is shared by the walk's tasks
+//! behind a `RwLock`: readers build a scope and evaluate, writers store one term's result.
+
+use crate::diag::FileId;
+use crate::eval::{Scope, ScopeError, Subject};
+use crate::value::{Type, Value};
+use cairn_state::{InstanceKey, Mode, ModulePath};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// How a resource or module call expands into instances.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expansion {
+    /// No `count` or `for_each`: one instance, no key.
+    Single,
+    /// `count = N`: keys 0..N.
+    Count(usize),
+    /// `for_each`: keys and their `each.value`.
+    ForEach(BTreeMap<String, Value>),
+}
+
+impl Expansion {
+    /// The instance keys, in order.
+    pub fn keys(&self) -> Vec<Option<InstanceKey>> {
+        match self {
+            Expansion::Single => vec![None],
+            Expansion::Count(n) => (0..*n as i64).map(|i| Some(InstanceKey::Int(i))).collect(),
+            Expansion::ForEach(m) => m
+                .keys()
+                .map(|k| Some(InstanceKey::Str(k.clone())))
+                .collect(),
+        }
+    }
+    /// The `count.index` / `each.*` context of one instance.
+    pub fn repetition(&self, key: &Option<InstanceKey>) -> Repetition {
+        match (self, key) {
+            (Expansion::Count(_), Some(InstanceKey::Int(i))) => Repetition::Count(*i),
+            (Expansion::ForEach(m), Some(InstanceKey::Str(k))) => {
+                Repetition::Each(k.clone(), m.get(k).cloned().unwrap_or_else(Value::null))
+            }
+            _ => Repetition::None,
+        }
+    }
+}
+
+/// The `count.index` or `each.key`/`each.value` in force while evaluating one instance.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Repetition {
+    None,
+    Count(i64),
+    Each(String, Value),
+}
+
+/// A resource's (or data source's) instances and their values.
+#[derive(Clone, Debug)]
+pub struct ResourceValues {
+    pub expansion: Expansion,
+    pub instances: BTreeMap<Option<InstanceKey>, Value>,
+}
+
+impl ResourceValues {
+    /// The value a reference to the whole resource sees: an object, or a tuple (count) / object
+    /// (for_each) of instance objects.
+    pub fn value(&self) -> Value {
+        match &self.expansion {
+            Expansion::Single => self
+                .instances
+                .get(&None)
+                .cloned()
+                .unwrap_or_else(Value::unknown),
+            Expansion::Count(_) => Value::Tuple(self.instances.values().cloned().collect()),
+            Expansion::ForEach(_) => Value::Object(
+                self.instances
+                    .iter()
+                    .filter_map(|(k, v)| match k {
+                        Some(InstanceKey::Str(s)) => Some((s.clone(), v.clone())),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// Key of a resource inside one module instance.
+pub type ResourceKey = (Mode, String, String);
+
+/// Every evaluated value, by module instance.
+#[derive(Debug, Default)]
+pub struct Values {
+    pub vars: HashMap<ModulePath, BTreeMap<String, Value>>,
+    pub locals: HashMap<ModulePath, BTreeMap<String, Value>>,
+    pub outputs: HashMap<ModulePath, BTreeMap<String, Value>>,
+    pub resources: HashMap<ModulePath, HashMap<ResourceKey, ResourceValues>>,
+    /// Module call expansions: (parent instance, call name) → expansion.
+    pub calls: HashMap<(ModulePath, String), Expansion>,
+    /// Static module path → its instances.
+    pub module_instances: HashMap<ModulePath, Vec<ModulePath>>,
+}
+
+impl Values {
+    pub fn new() -> Self {
+        let mut v = Values::default();
+        v.module_instances
+            .insert(ModulePath::root(), vec![ModulePath::root()]);
+        v
+    }
+
+    /// The instances of a static module path (empty until its call is expanded).
+    pub fn instances_of(&self, module: &ModulePath) -> Vec<ModulePath> {
+        self.module_instances
+            .get(module)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub fn set_var(&mut self, module: &ModulePath, name: &str, v: Value) {
+        self.vars
+            .entry(module.clone())
+            .or_default()
+            .insert(name.to_string(), v);
+    }
+    pub fn set_local(&mut self, module: &ModulePath, name: &str, v: Value) {
+        self.locals
+            .entry(module.clone())
+            .or_default()
+            .insert(name.to_string(), v);
+    }
+    pub fn set_output(&mut self, module: &ModulePath, name: &str, v: Value) {
+        self.outputs
+            .entry(module.clone())
+            .or_default()
+            .insert(name.to_string(), v);
+    }
+    pub fn set_resource(&mut self, module: &ModulePath, key: ResourceKey, values: ResourceValues) {
+        self.resources
+            .entry(module.clone())
+            .or_default()
+            .insert(key, values);
+    }
+    pub fn resource(&self, module: &ModulePath, key: &ResourceKey) -> Option<&ResourceValues> {
+        self.resources.get(module).and_then(|m| m.get(key))
+    }
+
+    /// Records a module call's expansion and the child instances it creates.
+    pub fn set_call(&mut self, parent: &ModulePath, name: &str, expansion: Expansion) {
+        let static_child = parent.without_keys().child(name, None);
+        let children = self.module_instances.entry(static_child).or_default();
+        for key in expansion.keys() {
+            let child = parent.child(name, key);
+            if !children.contains(&child) {
+                children.push(child);
+            }
+        }
+        children.sort();
+        self.calls
+            .insert((parent.clone(), name.to_string()), expansion);
+    }
+
+    /// The value of `module.NAME` seen from `parent`.
+    fn call_value(&self, parent: &ModulePath, name: &str) -> Option<Value> {
+        let expansion = self.calls.get(&(parent.clone(), name.to_string()))?;
+        let outputs_of = |key: Option<InstanceKey>| {
+            let child = parent.child(name, key);
+            Value::Object(self.outputs.get(&child).cloned().unwrap_or_default())
+        };
+        Some(match expansion {
+            Expansion::Single => outputs_of(None),
+            Expansion::Count(_) => {
+                Value::Tuple(expansion.keys().into_iter().map(outputs_of).collect())
+            }
+            Expansion::ForEach(m) => Value::Object(
+                m.keys()
+                    .map(|k| (k.clone(), outputs_of(Some(InstanceKey::Str(k.clone())))))
+                    .collect(),
+            ),
+        })
+    }
+}
+
+/// Where a module instance's files live, for `path.*` and the filesystem functions.
+#[derive(Clone, Debug)]
+pub struct Paths {
+    /// `path.module` as Terraform shows it: relative to the working directory (`.` for root).
+    pub module_rel: String,
+    pub module_dir: PathBuf,
+    pub root_dir: PathBuf,
+    pub cwd: PathBuf,
+}
+
+/// The scope of one evaluation: a module instance, its repetition, and the values so far.
+pub struct InstanceScope<'a> {
+    pub values: &'a Values,
+    pub module: &'a ModulePath,
+    pub repetition: &'a Repetition,
+    pub file: FileId,
+    pub paths: &'a Paths,
+}
+
+impl Scope for InstanceScope<'_> {
+    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
+        let v = self.values;
+        match subject {
+            Subject::Var(name) => v.vars.get(self.module).and_then(|m| m.get(name)).cloned().ok_or_else(|| {
+                ScopeError::new(
+                    "Reference to undeclared input variable",
+                    format!("An input variable with the name {name:?} has not been declared."),
+                )
+            }),
+            Subject::Local(name) => {
+                v.locals.get(self.module).and_then(|m| m.get(name)).cloned().ok_or_else(|| {
+                    ScopeError::new(
+                        "Reference to undeclared local value",
+                        format!("A local value with the name {name:?} has not been declared."),
+                    )
+                })
+            }
+            Subject::ModuleCall { name, .. } => v.call_value(self.module, name).ok_or_else(|| {
+                ScopeError::new(
+                    "Reference to undeclared module",
+                    format!("No module call named {name:?} is declared in this module."),
+                )
+            }),
+            Subject::Resource { mode, type_, name } => v
+                .resource(self.module, &(*mode, type_.clone(), name.clone()))
+                .map(ResourceValues::value)
+                .ok_or_else(|| {
+                    let what = if *mode == Mode::Data { "data resource" } else { "resource" };
+                    let prefix = if *mode == Mode::Data { "data." } else { "" };
+                    ScopeError::new(
+                        format!("Reference to undeclared {what}"),
+                        format!("A {what} \"{type_}\" \"{name}\" has not been declared in this module (referenced as {prefix}{type_}.{name})."),
+                    )
+                }),
+            Subject::CountIndex => match self.repetition {
+                Repetition::Count(i) => Ok(Value::int(*i)),
+                _ => Err(ScopeError::new(
+                    "Reference to \"count\" in non-counted context",
+                    "The \"count\" object can only be used in \"module\", \"resource\", and \"data\" blocks, and only when the \"count\" argument is set.",
+                )),
+            },
+            Subject::EachKey | Subject::EachValue => match self.repetition {
+                Repetition::Each(k, val) => {
+                    Ok(if *subject == Subject::EachKey { Value::string(k.clone()) } else { val.clone() })
+                }
+                _ => Err(ScopeError::new(
+                    "Reference to \"each\" in context without for_each",
+                    "The \"each\" object can be used only in \"module\" or \"resource\" blocks, and only when the \"for_each\" argument is set.",
+                )),
+            },
+            Subject::SelfRef => Err(ScopeError::new(
+                "Invalid \"self\" reference",
+                "The \"self\" object is not available in this context.",
+            )),
+            Subject::Path(which) => match which.as_str() {
+                "module" => Ok(Value::string(self.paths.module_rel.clone())),
+                "root" => Ok(Value::string(".")),
+                "cwd" => Ok(Value::string(self.paths.cwd.display().to_string())),
+                other => Err(ScopeError::new(
+                    "Invalid \"path\" attribute",
+                    format!("The \"path\" object has no attribute named {other:?}. Use path.module, path.root or path.cwd."),
+                )),
+            },
+            Subject::Terraform(which) => match which.as_str() {
+                "workspace" => Ok(Value::string("default")),
+                other => Err(ScopeError::new(
+                    "Invalid \"terraform\" attribute",
+                    format!("The \"terraform\" object has no attribute named {other:?}. The only supported attribute is terraform.workspace."),
+                )),
+            },
+        }
+    }
+
+    fn file(&self) -> FileId {
+        self.file
+    }
+    fn module_dir(&self) -> &Path {
+        &self.paths.module_dir
+    }
+    fn root_dir(&self) -> &Path {
+        &self.paths.root_dir
+    }
+}
+
+/// An object type's attribute (for building unknown values from schemas).
+pub fn unknown_of(ty: &Type) -> Value {
+    Value::Unknown(ty.clone())
+}

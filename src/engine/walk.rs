@@ -1,0 +1,109 @@
+//! The one walker every phase uses: nodes become ready when their dependencies finish, a
+//! `tokio::task::JoinSet` runs them, a failed node skips its dependents, and everything
+//! independent still runs.
+//!
+//! Concurrency: the walker does not limit how many nodes run at once — most nodes only evaluate
+//! expressions. Provider calls take a permit from the `-parallelism` semaphore, held only around
+//! the call (see `Limits`). Stopping (Ctrl-C): once `stop` is set, no new node starts; nodes
+//! already running finish and their outcome is recorded; nodes never started are reported as
+//! not run.
+
+use cairn_graph::{Dag, NodeId, Scheduler};
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+/// What limits the work in flight: the provider-call semaphore and the stop flag.
+#[derive(Clone)]
+pub struct Limits {
+    /// Held only around provider calls; sized by `-parallelism`.
+    pub calls: Arc<Semaphore>,
+    /// Set by Ctrl-C: start nothing new.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Limits {
+    pub fn new(parallelism: usize) -> Self {
+        Limits {
+            calls: Arc::new(Semaphore::new(parallelism.max(1))),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// How a walk ended, node by node.
+#[derive(Debug, Default)]
+pub struct WalkOutcome {
+    pub failed: BTreeSet<NodeId>,
+    /// Dependents of failed nodes: never run.
+    pub skipped: BTreeSet<NodeId>,
+    /// Not started because the walk was stopped.
+    pub not_run: BTreeSet<NodeId>,
+}
+
+impl WalkOutcome {
+    pub fn ok(&self) -> bool {
+        self.failed.is_empty() && self.skipped.is_empty() && self.not_run.is_empty()
+    }
+}
+
+pub type NodeFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
+
+/// Walks `dag` in dependency order. `visit(id)` returns a future that does the node's work and
+/// resolves to `true` on success; it is spawned on the runtime, so it owns what it needs.
+/// `on_counts` is told (done, running, left) as the walk moves.
+pub async fn walk<N>(
+    dag: &Dag<N>,
+    limits: &Limits,
+    mut visit: impl FnMut(NodeId) -> NodeFuture,
+    mut on_counts: impl FnMut(usize, usize, usize),
+) -> WalkOutcome {
+    let mut scheduler = Scheduler::new(dag);
+    let mut outcome = WalkOutcome::default();
+    // Every spawned node is joined here before `walk` returns: no detached tasks.
+    let mut running: JoinSet<(NodeId, bool)> = JoinSet::new();
+    let mut completed: BTreeSet<NodeId> = BTreeSet::new();
+    loop {
+        if !limits.stopped() {
+            for id in scheduler.ready() {
+                let fut = visit(id);
+                running.spawn(async move { (id, fut.await) });
+            }
+        }
+        let (done, in_flight, left) = scheduler.counts();
+        on_counts(done, in_flight, left);
+        match running.join_next().await {
+            Some(Ok((id, true))) => {
+                completed.insert(id);
+                scheduler.complete(id)
+            }
+            Some(Ok((id, false))) => {
+                outcome.failed.insert(id);
+                outcome.skipped.extend(scheduler.fail(id));
+            }
+            Some(Err(e)) => {
+                // A node panicked: that is a bug in Cairn, not bad input. Surface it loudly.
+                std::panic::resume_unwind(e.into_panic());
+            }
+            None => break,
+        }
+    }
+    if !scheduler.is_done() {
+        outcome.not_run = dag
+            .ids()
+            .filter(|id| {
+                !completed.contains(id)
+                    && !outcome.failed.contains(id)
+                    && !outcome.skipped.contains(id)
+            })
+            .collect();
+    }
+    outcome
+}
