@@ -400,7 +400,9 @@ impl HumanShared {
 /// Human progress lines; see the module docs.
 pub struct HumanObserver {
     shared: Arc<HumanShared>,
-    ticker: Option<Ticker>,
+    /// Behind a mutex so `finish` works through a shared reference (the engine holds the
+    /// observer in an `Arc`).
+    ticker: Mutex<Option<Ticker>>,
 }
 
 impl HumanObserver {
@@ -413,7 +415,7 @@ impl HumanObserver {
             opts,
         });
         let s = Arc::clone(&shared);
-        let ticker = Some(Ticker::start(shared.opts.tick, move || s.tick()));
+        let ticker = Mutex::new(Some(Ticker::start(shared.opts.tick, move || s.tick())));
         HumanObserver { shared, ticker }
     }
 
@@ -422,9 +424,20 @@ impl HumanObserver {
         std::mem::take(&mut lock(&self.shared.tracker).diagnostics)
     }
 
+    /// Clears the status line (before the CLI prints something of its own, like the plan and
+    /// the prompt); the next progress line draws it again.
+    pub fn clear_status(&self) {
+        let mut shown = lock(&self.shared.status_shown);
+        if *shown {
+            write_to(&self.shared.out, "\r\x1b[K");
+            *shown = false;
+        }
+    }
+
     /// Stops the ticker and clears the status line; called by `drop` too.
-    pub fn finish(&mut self) {
-        drop(self.ticker.take());
+    pub fn finish(&self) {
+        let ticker = lock(&self.ticker).take();
+        drop(ticker);
         let mut shown = lock(&self.shared.status_shown);
         if *shown {
             write_to(&self.shared.out, "\r\x1b[K");
@@ -627,7 +640,7 @@ impl JsonShared {
 /// The `-json` UI stream; see the module docs.
 pub struct JsonObserver {
     shared: Arc<JsonShared>,
-    ticker: Option<Ticker>,
+    ticker: Mutex<Option<Ticker>>,
 }
 
 impl JsonObserver {
@@ -643,7 +656,7 @@ impl JsonObserver {
             tracker: Mutex::new(Tracker::default()),
         });
         let s = Arc::clone(&shared);
-        let ticker = Some(Ticker::start(tick, move || s.tick()));
+        let ticker = Mutex::new(Some(Ticker::start(tick, move || s.tick())));
         JsonObserver { shared, ticker }
     }
 
@@ -651,8 +664,9 @@ impl JsonObserver {
         std::mem::take(&mut lock(&self.shared.tracker).diagnostics)
     }
 
-    pub fn finish(&mut self) {
-        drop(self.ticker.take());
+    pub fn finish(&self) {
+        let ticker = lock(&self.ticker).take();
+        drop(ticker);
     }
 }
 
@@ -681,7 +695,13 @@ impl AnyObserver {
             AnyObserver::Json(o) => o.take_diagnostics(),
         }
     }
-    pub fn finish(&mut self) {
+    /// See `HumanObserver::clear_status`; the JSON stream has no status line.
+    pub fn clear_status(&self) {
+        if let AnyObserver::Human(o) = self {
+            o.clear_status();
+        }
+    }
+    pub fn finish(&self) {
         match self {
             AnyObserver::Human(o) => o.finish(),
             AnyObserver::Json(o) => o.finish(),
@@ -829,7 +849,7 @@ mod tests {
         let ui = JsonUi::new(sink(cap.clone()), fixed_clock());
         ui.version();
         // A ticker that never fires during the test: only engine events drive the stream.
-        let mut obs = JsonObserver::with_timing(ui, Duration::from_secs(3600), STILL_RUNNING_EVERY);
+        let obs = JsonObserver::with_timing(ui, Duration::from_secs(3600), STILL_RUNNING_EVERY);
         for e in events() {
             obs.event(e);
         }
