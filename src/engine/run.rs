@@ -914,17 +914,16 @@ pub async fn refresh(
     };
     let mut diags = loaded.diags.clone();
     let mut notes = Vec::new();
-    let (mut store, warnings) = match open(opts, !preview) {
-        Ok(s) => s,
-        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
-    };
-    notes.extend(warnings);
     let limits = Limits {
         calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
         stop: opts.stop.clone(),
     };
     if preview {
-        let mut snapshot = store.snapshot().clone();
+        let (_store, mut snapshot, warnings) = match open_read(opts) {
+            Ok(s) => s,
+            Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+        };
+        notes.extend(warnings);
         recover(
             &mut snapshot,
             &loaded.registry,

@@ -127,6 +127,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         outputs: vec![],
         drift: vec![],
         data_reads: vec![],
+        dropped_data: vec![],
         variables: Default::default(),
         warnings: vec![],
         applyable,

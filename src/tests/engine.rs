@@ -320,4 +320,4 @@ macro_rules! scenarios {
     };
 }
 
-scenarios!(basic);
+scenarios!(basic, external, local_file, null_resource, random, terraform_data);
