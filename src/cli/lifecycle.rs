@@ -444,6 +444,7 @@ fn apply(
                 if yes && inv.auto_approve && ui.json.is_none() {
                     ctx.out("\n");
                 }
+                observer.resume_status();
                 yes
             }
             Err(d) => {

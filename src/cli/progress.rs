@@ -226,6 +226,8 @@ struct HumanShared {
     tracker: Mutex<Tracker>,
     /// Whether the status line is on screen now.
     status_shown: Mutex<bool>,
+    /// Set while the CLI prints a plan and asks for approval: no status line is drawn.
+    paused: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -253,7 +255,7 @@ impl HumanShared {
     }
 
     fn status_text(&self) -> Option<String> {
-        if !self.opts.status_line {
+        if !self.opts.status_line || self.paused.load(std::sync::atomic::Ordering::SeqCst) {
             return None;
         }
         let (done, running, left) = lock(&self.tracker).counts?;
@@ -412,6 +414,7 @@ impl HumanObserver {
             started: Instant::now(),
             tracker: Mutex::new(Tracker::default()),
             status_shown: Mutex::new(false),
+            paused: std::sync::atomic::AtomicBool::new(false),
             opts,
         });
         let s = Arc::clone(&shared);
@@ -424,14 +427,24 @@ impl HumanObserver {
         std::mem::take(&mut lock(&self.shared.tracker).diagnostics)
     }
 
-    /// Clears the status line (before the CLI prints something of its own, like the plan and
-    /// the prompt); the next progress line draws it again.
+    /// Clears the status line and keeps it off (while the CLI prints the plan and asks for
+    /// approval) until `resume_status`.
     pub fn clear_status(&self) {
+        self.shared
+            .paused
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut shown = lock(&self.shared.status_shown);
         if *shown {
             write_to(&self.shared.out, "\r\x1b[K");
             *shown = false;
         }
+    }
+
+    /// Lets the status line be drawn again.
+    pub fn resume_status(&self) {
+        self.shared
+            .paused
+            .store(false, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Stops the ticker and clears the status line; called by `drop` too.
@@ -701,6 +714,11 @@ impl AnyObserver {
             o.clear_status();
         }
     }
+    pub fn resume_status(&self) {
+        if let AnyObserver::Human(o) = self {
+            o.resume_status();
+        }
+    }
     pub fn finish(&self) {
         match self {
             AnyObserver::Human(o) => o.finish(),
@@ -905,6 +923,29 @@ mod tests {
             "[1 done, 2 running, 3 left, 0s elapsed]\r\x1b[Ksim_thing.a: Creating...\n\
              [1 done, 2 running, 3 left, 0s elapsed]\r\x1b[K"
         );
+    }
+
+    #[test]
+    fn a_paused_status_line_stays_off() {
+        let cap = Capture::default();
+        let opts = HumanOptions {
+            tick: Duration::from_millis(5),
+            ..HumanOptions::new(false, true)
+        };
+        let obs = HumanObserver::new(sink(cap.clone()), opts);
+        obs.event(Progress::Counts {
+            done: 1,
+            running: 0,
+            left: 0,
+        });
+        obs.clear_status();
+        let before = cap.text();
+        assert!(before.ends_with("\r\x1b[K"), "{before:?}");
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(cap.text(), before, "the ticker draws nothing while paused");
+        obs.resume_status();
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(cap.text().len() > before.len());
     }
 
     #[test]

@@ -320,4 +320,11 @@ macro_rules! scenarios {
     };
 }
 
-scenarios!(basic, external, local_file, null_resource, random, terraform_data);
+scenarios!(
+    basic,
+    external,
+    local_file,
+    null_resource,
+    random,
+    terraform_data
+);
