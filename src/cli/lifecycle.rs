@@ -344,12 +344,14 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
                 let plan = refresh_plan(drift.clone());
                 present_plan(ctx, &plan, ui.json.as_ref(), no_color);
                 if ui.json.is_none() && !inv.preview && !report.diags.has_errors() {
-                    ctx.out(&format!(
-                        "\nRefresh complete: {} object{} changed outside Cairn {} recorded.\n",
-                        drift.len(),
-                        if drift.len() == 1 { "" } else { "s" },
-                        if drift.len() == 1 { "was" } else { "were" },
-                    ));
+                    ctx.out(&match drift.len() {
+                        0 => "\nRefresh complete! No object changed outside Cairn.\n".to_string(),
+                        n => format!(
+                            "\nRefresh complete! {n} object{} changed outside Cairn; the state records {} now.\n",
+                            if n == 1 { "" } else { "s" },
+                            if n == 1 { "it" } else { "them" },
+                        ),
+                    });
                 }
             }
             if finish(report.config.as_ref(), report.diags, &report.notes) {

@@ -1096,3 +1096,48 @@ fn inspect_and_graph() {
     assert!(err.contains("Graphviz is not installed"), "{err}");
     assert!(err.contains("apt-get install graphviz"), "{err}");
 }
+
+#[test]
+fn drift_is_shown_by_plan_and_recorded_by_refresh() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name  = \"a\"\n  value = \"v\"\n}\n",
+    )]);
+    let d = dir.path();
+    let (code, _, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    // Change the object behind Cairn's back, in the sim provider's store.
+    let mut changed = 0;
+    for region in std::fs::read_dir(d.join("sim-store/things")).unwrap() {
+        for f in std::fs::read_dir(region.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            let text = std::fs::read_to_string(&p).unwrap();
+            std::fs::write(
+                &p,
+                text.replace("\"value\": \"v\"", "\"value\": \"tampered\""),
+            )
+            .unwrap();
+            changed += 1;
+        }
+    }
+    assert_eq!(changed, 1);
+    let (code, out, _) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 2);
+    assert!(
+        out.contains("Objects have changed outside of Cairn"),
+        "{out}"
+    );
+    assert!(out.contains("~ value = \"v\" -> \"tampered\""), "{out}");
+    let (code, out, _) = check_cli_in(d, &["refresh", "-preview"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("sim_thing.a has changed"), "{out}");
+    assert!(!out.contains("Refresh complete!"), "{out}");
+    let (code, out, _) = check_cli_in(d, &["refresh"], "");
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Refresh complete! 1 object changed outside Cairn"),
+        "{out}"
+    );
+    let (_, shown, _) = check_cli_in(d, &["state", "show", "sim_thing.a"], "");
+    assert!(shown.contains("\"tampered\""), "{shown}");
+}
