@@ -476,6 +476,26 @@ fn state_pull_and_import_round_trip() {
     assert_eq!(code, 0, "{err}");
     let (_, list2, _) = check_cli_in(dir.path(), &["state", "list", "-state-dir", "other"], "");
     assert_eq!(list2, list);
+    // The pulled state is what Terraform wrote: dynamic attributes keep Terraform's wrapping.
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    for i in 0..2 {
+        assert_eq!(
+            j["resources"][i]["instances"][0]["attributes"],
+            original["resources"][i]["instances"][0]["attributes"]
+        );
+    }
+    // An immediate plan of the configuration that made it shows no changes.
+    std::fs::write(
+        dir.path().join("main.tf"),
+        "resource \"terraform_data\" \"a\" {\n  input = \"x\"\n}\nresource \"terraform_data\" \"b\" {\n  input = terraform_data.a.id\n}\noutput \"o\" {\n  value = terraform_data.a.input\n}\noutput \"s\" {\n  value     = \"secret\"\n  sensitive = true\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("No changes."), "{out}");
+    let (_, o, _) = check_cli_in(dir.path(), &["output", "-raw", "o"], "");
+    assert_eq!(o, "x");
 }
 
 #[test]
