@@ -624,9 +624,10 @@ async fn visit_resource<P: Phase>(
         // Its provider could not be resolved: that was reported when the graph was built.
         return Err(Diagnostics::new());
     };
-    let schema = Arc::new(ctx
-        .schema_of(&provider_addr.package, key.mode, &key.type_, res.span)
-        .map_err(Diagnostics::from)?);
+    let schema = Arc::new(
+        ctx.schema_of(&provider_addr.package, key.mode, &key.type_, res.span)
+            .map_err(Diagnostics::from)?,
+    );
     let instances = ctx.values.read().expect("values lock").instances_of(module);
     let mut diags = Diagnostics::new();
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();

@@ -299,7 +299,12 @@ fn new_ctx(
         only,
         paths_by_module: Default::default(),
     };
-    let modules: Vec<ModulePath> = loaded.config.modules().iter().map(|m| m.path.clone()).collect();
+    let modules: Vec<ModulePath> = loaded
+        .config
+        .modules()
+        .iter()
+        .map(|m| m.path.clone())
+        .collect();
     for m in modules {
         let p = Arc::new(ctx.compute_paths(&m));
         ctx.paths_by_module.insert(m, p);

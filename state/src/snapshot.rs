@@ -329,7 +329,11 @@ impl Snapshot {
                 }
             }
             EventBody::ResourceRehomed { addr, provider } => {
-                if let Some(obj) = self.resources.get_mut(&addr).and_then(|r| r.current.as_mut()) {
+                if let Some(obj) = self
+                    .resources
+                    .get_mut(&addr)
+                    .and_then(|r| r.current.as_mut())
+                {
                     obj.provider = provider;
                 }
             }
