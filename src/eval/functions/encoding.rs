@@ -162,6 +162,7 @@ fn jsondecode(a: Vec<Value>, _: &FunctionContext) -> Res {
     let mut parser = JsonParser {
         b: text.as_bytes(),
         i: 0,
+        depth: 0,
     };
     parser.skip_ws();
     if parser.i >= parser.b.len() {
@@ -178,7 +179,15 @@ fn jsondecode(a: Vec<Value>, _: &FunctionContext) -> Res {
 struct JsonParser<'a> {
     b: &'a [u8],
     i: usize,
+    /// Nesting of arrays and objects, bounded so that deeply nested input is an error
+    /// rather than a stack overflow.
+    depth: usize,
 }
+
+/// The deepest nesting `jsondecode` and `yamldecode` accept. Terraform's decoders allow more
+/// (Go's stacks grow); 256 levels is deeper than any real document and safe for Cairn's
+/// recursive readers on a small thread stack.
+pub(crate) const MAX_DEPTH: usize = 256;
 
 impl JsonParser<'_> {
     fn skip_ws(&mut self) {
@@ -204,6 +213,16 @@ impl JsonParser<'_> {
         }
     }
     fn value(&mut self) -> Result<Value, String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err("exceeded max depth".into());
+        }
+        let v = self.value_inner();
+        self.depth -= 1;
+        v
+    }
+
+    fn value_inner(&mut self) -> Result<Value, String> {
         self.skip_ws();
         let Some(&c) = self.b.get(self.i) else {
             return Err(self.err(""));
@@ -1048,6 +1067,20 @@ mod tests {
             obj(vec![("a", n(2))]),
         );
         check("jsondecode", vec![unk(Type::String)], unk(Type::Dynamic));
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(super::super::testing::run("jsondecode", vec![s(&nested(200))]).is_ok());
+        assert!(super::super::testing::run("yamldecode", vec![s(&nested(200))]).is_ok());
+        let deep = nested(100_000);
+        check_err(
+            "jsondecode",
+            vec![s(&deep)],
+            "Call to function \"jsondecode\" failed: exceeded max depth.",
+        );
+        check_err(
+            "yamldecode",
+            vec![s(&deep)],
+            "Call to function \"yamldecode\" failed: on line 1, column 1: exceeded max depth.",
+        );
     }
 
     #[test]

@@ -16,6 +16,10 @@ use regex::Regex;
 use unicode_segmentation::UnicodeSegmentation;
 
 const STR: P = P::Str;
+
+/// The widest padding `indent` and `format` produce: beyond it a typo (`%9999999999d`) would
+/// exhaust memory instead of failing.
+const MAX_PAD: usize = 1_000_000;
 const STR_PARAM: &[Param] = &[p("str", STR)];
 
 pub(super) const DEFS: &[Def] = &[
@@ -288,6 +292,12 @@ fn strcontains(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// unknown string.
 fn indent(a: Vec<Value>, _: &FunctionContext) -> Res {
     let n = int_arg(0, &a[0], "number of spaces")?;
+    if n > MAX_PAD as i64 {
+        return Err(arg_err(
+            0,
+            format!("cannot indent by more than {MAX_PAD} spaces"),
+        ));
+    }
     let pad = " ".repeat(n.max(0) as usize);
     Ok(s(str_of(&a[1]).replace('\n', &format!("\n{pad}"))))
 }
@@ -731,6 +741,13 @@ fn format_str(spec: &str, args: &[Value]) -> Result<(String, usize), String> {
                 i += 1;
             }
             v.prec = Some(spec[ps..i].parse().unwrap_or(0));
+        }
+        if v.width.is_some_and(|w| w > MAX_PAD) || v.prec.is_some_and(|p| p > MAX_PAD) {
+            return Err(format!(
+                "width or precision in {} at {} is larger than {MAX_PAD}",
+                quote(&spec[start..i]),
+                start
+            ));
         }
         let mode = match spec[i..].chars().next() {
             Some(c) if c.is_alphabetic() => c,
@@ -1267,6 +1284,12 @@ mod tests {
         );
         f("%[2]s %[1]s", vec![s("a"), s("b")], "b a");
         f("%v", vec![Value::Null(Type::String)], "null");
+        assert!(super::super::testing::run("format", vec![s("%99999999999d"), n(1)]).is_err());
+        assert!(super::super::testing::run("indent", vec![n(i64::MAX), s("a\nb")]).is_err());
+        assert!(
+            super::super::testing::run("cidrsubnet", vec![s("10.0.0.0/8"), n(i64::MAX), n(0)])
+                .is_err()
+        );
     }
 
     #[test]
