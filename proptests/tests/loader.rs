@@ -88,6 +88,12 @@ const TOKENS: &[&str] = &[
     "count = ",
     "try(",
     "can(",
+    "é",
+    "日本",
+    "🦀",
+    "\u{feff}",
+    "\r\n",
+    "\t",
 ];
 
 #[derive(Debug, Clone)]
@@ -171,9 +177,7 @@ fn load_and_evaluate(bytes: &[u8]) {
     std::fs::write(dir.path().join("main.tf"), bytes).expect("write");
     let (config, diags) = cairn::config::load(dir.path());
     let config = config.expect("the directory exists, so a configuration is returned");
-    let parses = std::str::from_utf8(bytes)
-        .ok()
-        .is_some_and(|t| hcl_edit_parses(t));
+    let parses = std::str::from_utf8(bytes).ok().is_some_and(hcl_edit_parses);
     assert!(
         parses || diags.has_errors(),
         "a file that does not parse must give an error"
@@ -231,6 +235,11 @@ proptest! {
         let seeds = seeds();
         let text = apply(seeds[seed % seeds.len()].clone(), &muts);
         load_and_evaluate(&text);
+    }
+
+    #[test]
+    fn random_text_never_panics(text in "\\PC{0,300}") {
+        load_and_evaluate(text.as_bytes());
     }
 
     #[test]

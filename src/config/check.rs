@@ -3,7 +3,7 @@
 //! output of its own module — and `count`/`each`/`self` appear only where they have a value.
 //! This is what `validate` adds to loading, without evaluating anything.
 
-use super::{Config, Module};
+use super::{Config, Module, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::suggest;
 use crate::eval::{body_references, references, Reference, Subject};
@@ -153,10 +153,11 @@ fn check_one(m: &Module, r: &Reference, ctx: Ctx) -> Option<Diagnostic> {
                     format!("Configuration for {addr} may not refer to itself."),
                 ));
             }
-            let declared = m
-                .resources
-                .keys()
-                .any(|k| k.mode == *mode && k.type_ == *type_ && k.name == *name);
+            let declared = m.resources.contains_key(&ResourceKey {
+                mode: *mode,
+                type_: type_.clone(),
+                name: name.clone(),
+            });
             if declared {
                 return None;
             }

@@ -655,13 +655,9 @@ impl Loader {
             self.err(span, "Duplicate provider configuration", detail);
             return;
         }
-        let body: Body = b
-            .body
-            .iter()
-            .filter(|s| !matches!(s, Structure::Attribute(a) if a.key.as_str() == "alias"))
-            .cloned()
-            .collect::<Vec<_>>()
-            .into();
+        // A copy of the body without `alias`; it keeps the body's span (its braces).
+        let mut body = b.body.clone();
+        body.remove_attribute("alias");
         m.providers.push(ProviderBlock {
             name,
             alias,
@@ -960,16 +956,12 @@ impl Loader {
             }
             lifecycle = self.lifecycle(file, lb);
         }
-        let body: Body = b
-            .body
-            .iter()
-            .filter(|s| match s {
-                Structure::Attribute(a) => !META.contains(&a.key.as_str()),
-                Structure::Block(b) => b.ident.as_str() != "lifecycle",
-            })
-            .cloned()
-            .collect::<Vec<_>>()
-            .into();
+        // A copy of the body without the meta-arguments; it keeps the body's span.
+        let mut body = b.body.clone();
+        for meta in META {
+            body.remove_attribute(meta);
+        }
+        body.remove_blocks("lifecycle");
         let key = ResourceKey {
             mode,
             type_: type_.clone(),
@@ -1392,7 +1384,14 @@ fn parse_body(text: &str) -> Result<Body, (usize, String)> {
     let r = std::panic::catch_unwind(|| hcl_edit::parser::parse_body(text));
     match r {
         Ok(Ok(body)) => Ok(body),
-        Ok(Err(e)) => Err((e.location().offset(), e.message().to_string())),
+        Ok(Err(e)) => {
+            // hcl-edit's offset can fall inside a multi-byte character: snap to its start.
+            let mut at = e.location().offset().min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            Err((at, e.message().to_string()))
+        }
         Err(_) => Err((0, "The file could not be parsed.".into())),
     }
 }

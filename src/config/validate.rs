@@ -12,6 +12,8 @@ use crate::eval::{eval, eval_block_body, Scope, ScopeError, Subject};
 use crate::provider::Block;
 use crate::value::{Type, Value};
 use cairn_state::Mode;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Validates a loaded configuration. `schema` gives the schema of a resource (`Managed`) or
@@ -45,10 +47,12 @@ fn validate_module<'a>(
     schema: &dyn Fn(Mode, &str) -> Option<&'a Block>,
     diags: &mut Diagnostics,
 ) {
+    let locals = RefCell::new(BTreeMap::new());
     let scope = |file: FileId| Unknowns {
         module: m,
         file,
         root_dir: &config.root_dir,
+        locals: &locals,
     };
     let mut run = |r: Result<Value, Diagnostics>| {
         if let Err(d) = r {
@@ -150,6 +154,32 @@ struct Unknowns<'a> {
     module: &'a Module,
     file: FileId,
     root_dir: &'a Path,
+    /// Local values evaluated so far (shared by every scope of the module); `None` while one
+    /// is being evaluated, so a cycle resolves to unknown instead of recursing.
+    locals: &'a RefCell<BTreeMap<String, Option<Value>>>,
+}
+
+impl Unknowns<'_> {
+    /// A local's value, evaluated on first use. Its own errors are reported where the local
+    /// is checked; here a failing local is simply unknown.
+    fn local(&self, name: &str) -> Value {
+        if let Some(done) = self.locals.borrow().get(name) {
+            return done.clone().unwrap_or_else(Value::unknown);
+        }
+        let Some(l) = self.module.locals.get(name) else {
+            return Value::unknown();
+        };
+        self.locals.borrow_mut().insert(name.to_string(), None);
+        let scope = Unknowns {
+            file: l.file,
+            ..*self
+        };
+        let v = eval(&l.expr, &scope).unwrap_or_else(|_| Value::unknown());
+        self.locals
+            .borrow_mut()
+            .insert(name.to_string(), Some(v.clone()));
+        v
+    }
 }
 
 impl Scope for Unknowns<'_> {
@@ -174,6 +204,7 @@ impl Scope for Unknowns<'_> {
                 _ => ".".to_string(),
             }),
             Subject::Terraform(_) => Value::string("default"),
+            Subject::Local(n) => self.local(n),
             _ => Value::unknown(),
         })
     }

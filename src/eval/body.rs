@@ -41,6 +41,14 @@ pub fn eval_block_body(
         file: scope.file(),
         diags: Diagnostics::new(),
     };
+    // Without a header, "missing argument" errors point at the body's opening brace.
+    let header = header.or_else(|| {
+        body.span().map(|r| Span {
+            file: scope.file(),
+            start: r.start,
+            end: r.start + 1,
+        })
+    });
     let v = b.body(body, schema, header);
     if b.diags.is_empty() {
         Ok(v)

@@ -500,17 +500,8 @@ impl<'a> Evaluator<'a> {
             Value::Bool(false) => f?,
             _ => return Ok(mark(Value::Unknown(ty), cs)),
         };
-        let chosen = if matches!(chosen.unmarked(), Value::Tuple(_) | Value::Object(_)) {
-            // Structural values keep their own shape unless the other arm forces a collection.
-            match ty {
-                Type::List(_) | Type::Map(_) | Type::Set(_) => {
-                    convert(&chosen, &ty).unwrap_or(chosen)
-                }
-                _ => chosen,
-            }
-        } else {
-            convert(&chosen, &ty).unwrap_or(chosen)
-        };
+        // The chosen value takes the unified type, as in Terraform.
+        let chosen = convert(&chosen, &ty).unwrap_or(chosen);
         Ok(mark(chosen, cs))
     }
 
@@ -742,13 +733,27 @@ impl<'a> Evaluator<'a> {
         }
         let r = match v {
             Value::List(items) | Value::Tuple(items) => {
+                let base = NO_ELEMENT.trim_end_matches('.');
                 let i = match convert(&k, &Type::Number) {
                     Ok(Value::Number(n)) => n,
-                    _ => {
-                        return Err(invalid(&format!("{NO_ELEMENT} A number is required.")));
-                    }
+                    _ => return Err(invalid(&format!("{base}: a number is required."))),
                 };
-                match i.to_i64().filter(|i| *i >= 0).map(|i| i as usize) {
+                if !i.is_integer() {
+                    return Err(invalid(
+                        "The given key does not identify an element in this collection value: \
+                         indexing a sequence requires a whole number, but the given index has a \
+                         fractional part.",
+                    ));
+                }
+                if i.0 < BigDecimal::zero() {
+                    return Err(invalid(&format!(
+                        "{base}: a negative number is not a valid index for a sequence."
+                    )));
+                }
+                if items.is_empty() {
+                    return Err(invalid(&format!("{base}: the collection has no elements.")));
+                }
+                match i.to_i64().map(|i| i as usize) {
                     Some(i) if i < items.len() => items.into_iter().nth(i).unwrap_or(Value::null()),
                     _ => return Err(invalid(NO_ELEMENT)),
                 }
@@ -756,7 +761,12 @@ impl<'a> Evaluator<'a> {
             Value::Map(mut m) | Value::Object(mut m) => {
                 let key = match convert(&k, &Type::String) {
                     Ok(Value::String(s)) => s,
-                    _ => return Err(invalid(&format!("{NO_ELEMENT} A string key is required."))),
+                    _ => {
+                        return Err(invalid(&format!(
+                            "{}: a string is required.",
+                            NO_ELEMENT.trim_end_matches('.')
+                        )))
+                    }
                 };
                 match m.remove(&key) {
                     Some(x) => x,

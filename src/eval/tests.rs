@@ -193,7 +193,7 @@ fn sensitive_marks_propagate() {
 fn templates() {
     check_eval("\"${var.n}\"", "3");
     check_eval("\"n=${var.n}\"", "\"n=3\"");
-    check_eval("\"$${not} %%{not}\"", "\"$${not} %%{not}\"");
+    check_eval("\"$${not} %%{not}\"", "\"${not} %{not}\"");
     check_eval("\"%{if var.t}yes%{else}no%{endif}\"", "\"yes\"");
     check_eval("\"%{for x in var.list}[${x}]%{endfor}\"", "\"[a][b]\"");
     check_eval(
@@ -203,9 +203,9 @@ fn templates() {
     check_eval("\"a  ${~ \"b\" ~}  c\"", "\"abc\"");
     check_eval(
         "<<EOT\n%{ for x in var.list ~}\n- ${x}\n%{ endfor ~}\nEOT\n",
-        "<<EOT\n- a\n- b\nEOT",
+        "<<EOT\n- a\n- b\n\nEOT",
     );
-    check_eval("<<-EOT\n    a\n      b\n    EOT\n", "<<EOT\na\n  b\nEOT");
+    check_eval("<<-EOT\n    a\n      b\n    EOT\n", "<<EOT\na\n  b\n\nEOT");
     check_eval(
         "\"x${var.nul}\"",
         "Error: Invalid template interpolation value: The expression result is null. Cannot include a null value in a string template. [at \"var.nul\"]",
@@ -473,7 +473,7 @@ fn bodies_against_a_schema() {
          Error: Value for unconfigurable attribute: Can't configure a value for \"id\": its value will be decided automatically based on the result of applying this configuration. [at \"id\"]\n\
          Error: Unsupported argument: An argument named \"rule\" is not expected here. Did you mean to define a block of type \"rule\"? [at \"rule\"]\n\
          Error: Unsupported block type: Blocks of type \"setting\" are not expected here. Did you mean \"settings\"? [at \"setting\"]\n\
-         Error: Missing required argument: The argument \"name\" is required, but no definition was found.\n\
+         Error: Missing required argument: The argument \"name\" is required, but no definition was found. [at \"n\"]\n\
          Error: Too many settings blocks: No more than 1 \"settings\" block is allowed. [at \"settings\"]",
     );
 }
@@ -588,4 +588,38 @@ fn count_and_for_each() {
     for (meta, src, expected) in cases {
         assert_eq!(expansion(meta, src), expected, "{meta} = {src}");
     }
+}
+
+#[test]
+fn checked_against_terraform_console() {
+    // Each of these was compared with `terraform console` (Terraform 1.11).
+    check_eval("true ? {a = 1} : {a = \"x\"}", "{\n  \"a\" = \"1\"\n}");
+    check_eval(
+        "false ? [1] : [\"a\", \"b\"]",
+        "tolist([\n  \"a\",\n  \"b\",\n])",
+    );
+    check_eval("[[1, 2], [3]][*][0]", "[\n  1,\n  3,\n]");
+    check_eval("1 + 2 * 3 % 4", "3");
+    check_eval("null == false", "false");
+    check_eval(
+        "[][0]",
+        "Error: Invalid index: The given key does not identify an element in this collection value: the collection has no elements. [at \"[0]\"]",
+    );
+    check_eval(
+        "[1][-1]",
+        "Error: Invalid index: The given key does not identify an element in this collection value: a negative number is not a valid index for a sequence. [at \"[-1]\"]",
+    );
+    check_eval(
+        "\"x\" ? 1 : 2",
+        "Error: Incorrect condition type: The condition expression must be of type bool. [at \"\\\"x\\\"\"]",
+    );
+}
+
+#[test]
+fn strings_print_as_terraform_console_does() {
+    check_eval("\"x\\ny\\n\"", "<<EOT\nx\ny\n\nEOT");
+    check_eval("{a = \"x\\ny\"}", "{\n  \"a\" = <<-EOT\n  x\n  y\n  EOT\n}");
+    check_eval("[\"a\\nb\"]", "[\n  <<-EOT\n  a\n  b\n  EOT,\n]");
+    check_eval("\"$${x}\"", "\"${x}\"");
+    check_eval("\"a\\\"b\\tc\"", "\"a\\\"b\\tc\"");
 }

@@ -47,19 +47,21 @@ fn write_value(out: &mut String, v: &Value, level: usize) {
 }
 
 fn write_string(out: &mut String, s: &str, level: usize) {
-    if s.contains('\n') && s.len() > 1 {
+    if !s.contains('\n') {
+        out.push_str(&cairn_state::quote(s));
+    } else if level == 0 {
         out.push_str("<<EOT\n");
-        for line in s.strip_suffix('\n').unwrap_or(s).split('\n') {
+        out.push_str(s);
+        out.push_str("\nEOT");
+    } else {
+        out.push_str("<<-EOT\n");
+        for line in s.split('\n') {
             indent(out, level);
             out.push_str(line);
             out.push('\n');
         }
         indent(out, level);
         out.push_str("EOT");
-    } else {
-        let q = cairn_state::quote(s);
-        // HCL escapes template introducers in quoted strings.
-        out.push_str(&q.replace("${", "$${").replace("%{", "%%{"));
     }
 }
 
