@@ -1464,9 +1464,11 @@ fn describe_syntax_error(text: &str, offset: usize, message: &str) -> SyntaxErro
     let line = &text[offset..line_end];
     let m = message.to_ascii_lowercase();
     if m.contains("block body") && rest_is_blank {
+        // Point at the opening brace that is never closed, as Terraform does.
+        let at = unclosed_brace(text).unwrap_or(offset);
         return (
-            offset,
-            one(offset),
+            at,
+            one(at),
             "Unclosed configuration block",
             "There is no closing brace for this block before the end of the file. This may be \
              caused by incorrect brace nesting elsewhere in this file."
@@ -1555,6 +1557,76 @@ fn describe_syntax_error(text: &str, offset: usize, message: &str) -> SyntaxErro
         "Invalid syntax",
         parse_message(message),
     )
+}
+
+/// The last `{` that is never closed, skipping strings, comments and heredocs (a light scan,
+/// only used to place an "unclosed block" error).
+fn unclosed_brace(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut open: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'<' if b.get(i + 1) == Some(&b'<') => {
+                // A heredoc: skip to the line that holds only its delimiter.
+                let start = i + 2 + usize::from(b.get(i + 2) == Some(&b'-'));
+                let end = text[start.min(text.len())..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map(|n| start + n)
+                    .unwrap_or(text.len());
+                let delim = &text[start.min(end)..end];
+                if delim.is_empty() {
+                    i += 2;
+                    continue;
+                }
+                let mut pos = text[end..]
+                    .find('\n')
+                    .map(|n| end + n + 1)
+                    .unwrap_or(text.len());
+                loop {
+                    let line_end = text[pos..]
+                        .find('\n')
+                        .map(|n| pos + n)
+                        .unwrap_or(text.len());
+                    if text[pos..line_end].trim() == delim || line_end >= text.len() {
+                        i = line_end;
+                        break;
+                    }
+                    pos = line_end + 1;
+                }
+            }
+            b'{' => open.push(i),
+            b'}' => {
+                open.pop();
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    open.last().copied()
 }
 
 /// hcl-edit's message as a sentence.
