@@ -238,14 +238,16 @@ impl Loader {
                 );
             }
             if let Some(body) = body {
-                self.file_body(id, &body, &mut module);
+                self.file_body(id, body, &mut module);
             }
         }
         self.load_children(&mut module, ancestors);
         module
     }
 
-    fn file_body(&mut self, file: FileId, body: &Body, m: &mut Module) {
+    /// Takes the parsed body by value: resource and provider bodies move into the module
+    /// instead of being copied.
+    fn file_body(&mut self, file: FileId, body: Body, m: &mut Module) {
         const TOP: &[&str] = &[
             "terraform",
             "provider",
@@ -256,7 +258,7 @@ impl Loader {
             "output",
             "module",
         ];
-        for s in body.iter() {
+        for s in body.into_iter() {
             match s {
                 Structure::Attribute(a) => {
                     let sp = self.span(file, &a.key);
@@ -270,14 +272,14 @@ impl Loader {
                     );
                 }
                 Structure::Block(b) => match b.ident.as_str() {
-                    "terraform" => self.terraform_block(file, b, m),
+                    "terraform" => self.terraform_block(file, &b, m),
                     "provider" => self.provider_block(file, b, m),
-                    "variable" => self.variable_block(file, b, m),
-                    "locals" => self.locals_block(file, b, m),
+                    "variable" => self.variable_block(file, &b, m),
+                    "locals" => self.locals_block(file, &b, m),
                     "resource" => self.resource_block(file, b, m, Mode::Managed),
                     "data" => self.resource_block(file, b, m, Mode::Data),
-                    "output" => self.output_block(file, b, m),
-                    "module" => self.module_block(file, b, m),
+                    "output" => self.output_block(file, &b, m),
+                    "module" => self.module_block(file, &b, m),
                     other => {
                         let sp = self.span(file, &b.ident);
                         self.err(
@@ -612,10 +614,31 @@ impl Loader {
         }
     }
 
-    fn provider_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
-        let Some(labels) = self.labels(file, b, &["name"]) else {
-            return;
+    fn provider_block(&mut self, file: FileId, b: Block, m: &mut Module) {
+        let (alias, span, name) = match self.provider_header(file, &b, m) {
+            Some(x) => x,
+            None => return,
         };
+        // The body without `alias`, moved (it keeps the body's span: its braces).
+        let mut body = b.body;
+        body.remove_attribute("alias");
+        m.providers.push(ProviderBlock {
+            name,
+            alias,
+            body,
+            file,
+            span,
+        });
+    }
+
+    /// Checks a provider block; its alias, header span and name when it is fine.
+    fn provider_header(
+        &mut self,
+        file: FileId,
+        b: &Block,
+        m: &Module,
+    ) -> Option<(Option<String>, Span, String)> {
+        let labels = self.labels(file, b, &["name"])?;
         let name = labels[0].clone();
         let span = self.header(file, b);
         let parts = self.parts(file, &b.body, None, None);
@@ -631,9 +654,9 @@ impl Loader {
                         "An alias must be a valid name. A name must start with a letter or \
                          underscore and may contain only letters, digits, underscores, and dashes.",
                     );
-                    return;
+                    return None;
                 }
-                None => return,
+                None => return None,
             }
         }
         if let Some(prev) = m.provider(&name, alias.as_deref()) {
@@ -653,18 +676,9 @@ impl Loader {
                 ),
             };
             self.err(span, "Duplicate provider configuration", detail);
-            return;
+            return None;
         }
-        // A copy of the body without `alias`; it keeps the body's span (its braces).
-        let mut body = b.body.clone();
-        body.remove_attribute("alias");
-        m.providers.push(ProviderBlock {
-            name,
-            alias,
-            body,
-            file,
-            span,
-        });
+        Some((alias, span, name))
     }
 
     fn variable_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
@@ -895,7 +909,8 @@ impl Loader {
         out
     }
 
-    fn resource_block(&mut self, file: FileId, b: &Block, m: &mut Module, mode: Mode) {
+    fn resource_block(&mut self, file: FileId, block: Block, m: &mut Module, mode: Mode) {
+        let b = &block;
         let Some(labels) = self.labels(file, b, &["type", "name"]) else {
             return;
         };
@@ -956,8 +971,8 @@ impl Loader {
             }
             lifecycle = self.lifecycle(file, lb);
         }
-        // A copy of the body without the meta-arguments; it keeps the body's span.
-        let mut body = b.body.clone();
+        // The body without the meta-arguments, moved; it keeps the body's span.
+        let mut body = block.body;
         for meta in META {
             body.remove_attribute(meta);
         }
