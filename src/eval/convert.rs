@@ -583,8 +583,34 @@ pub fn unify(types: &[Type]) -> Option<Type> {
             return Some(make(unify(&elems)?));
         }
     }
-    // Mixed kinds: a type every other converts to, preferring collections over structural
-    // types (a list and a tuple unify to the list).
+    // Lists and tuples together: a list of all their elements' common type
+    // (`[tolist([1]), [2, "x"]]` is a list of lists of strings); maps and objects likewise.
+    let seq_elems: Option<Vec<Type>> = types
+        .iter()
+        .map(|t| match t {
+            Type::List(e) => Some(vec![(**e).clone()]),
+            Type::Tuple(es) => Some(es.clone()),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|v| v.into_iter().flatten().collect());
+    if let Some(elems) = seq_elems {
+        return Some(Type::list(unify(&elems)?));
+    }
+    let map_elems: Option<Vec<Type>> = types
+        .iter()
+        .map(|t| match t {
+            Type::Map(e) => Some(vec![(**e).clone()]),
+            Type::Object(attrs, _) => Some(attrs.values().cloned().collect()),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|v| v.into_iter().flatten().collect());
+    if let Some(elems) = map_elems {
+        return Some(Type::map(unify(&elems)?));
+    }
+    // Other mixed kinds: a type every other converts to, preferring collections over
+    // structural types.
     let mut candidates: Vec<&Type> = types.iter().collect();
     candidates.sort_by_key(|t| match t {
         Type::List(_) | Type::Set(_) | Type::Map(_) => 0,

@@ -75,20 +75,6 @@ pub fn eval_template_string(
     })
 }
 
-/// The `TEMPLATE_EVALUATOR` the function library calls for `templatefile` (which has already
-/// read the file; nested filesystem calls resolve against the working directory).
-fn template_for_functions(src: &str, vars: &BTreeMap<String, Value>) -> Result<Value, String> {
-    let here = Path::new(".");
-    eval_template_string(
-        src,
-        vars,
-        &FunctionContext {
-            module_dir: here,
-            root_dir: here,
-        },
-    )
-}
-
 struct TemplateScope<'a> {
     module_dir: &'a Path,
     root_dir: &'a Path,
@@ -188,7 +174,7 @@ fn type_name(v: &Value) -> String {
 impl<'a> Evaluator<'a> {
     pub fn new(scope: &'a dyn Scope) -> Self {
         // `templatefile` evaluates through this evaluator; register it once.
-        functions::TEMPLATE_EVALUATOR.get_or_init(|| template_for_functions);
+        functions::TEMPLATE_EVALUATOR.get_or_init(|| eval_template_string);
         Evaluator {
             file: scope.file(),
             scope,

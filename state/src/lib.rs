@@ -32,6 +32,7 @@
 
 pub mod addr;
 pub mod check;
+mod checkpoint;
 pub mod error;
 pub mod event;
 pub mod log;

@@ -27,9 +27,8 @@
 //! written by `checkpoint()` and automatically on `commit` once enough events have
 //! accumulated (at least [`CHECKPOINT_EVERY`], and at least the number of instances in state,
 //! so their cost stays proportional to the events appended). The newest
-//! [`KEEP_CHECKPOINTS`] are kept. They use rmp's compact encoding, since nothing but this
-//! version of this file reads them; a checkpoint that does not decode is skipped with a
-//! warning.
+//! [`KEEP_CHECKPOINTS`] are kept. Their bytes are laid out by `checkpoint.rs`; a checkpoint
+//! that does not decode is skipped with a warning.
 //!
 //! **Faults.** An undecodable *last* record is a torn write: the state opens at the record
 //! before it with a warning, and a writer moves the torn bytes to the `torn` tree (so the next
@@ -50,7 +49,7 @@ pub const CHECKPOINT_EVERY: u64 = 10_000;
 /// How many checkpoints are kept.
 pub const KEEP_CHECKPOINTS: usize = 3;
 /// Version of the checkpoint encoding; other versions are ignored (and rebuilt).
-const CHECKPOINT_FORMAT: u32 = 1;
+const CHECKPOINT_FORMAT: u32 = 2;
 const CHUNK: usize = 1 << 20;
 const HEADER_CHUNK: u32 = u32::MAX;
 
@@ -393,7 +392,7 @@ impl Store {
         if bytes.len() as u64 != len {
             return Err(format!("{} bytes instead of {len}", bytes.len()));
         }
-        rmp_serde::from_slice(&bytes).map_err(|e| e.to_string())
+        crate::checkpoint::decode(&bytes)
     }
 
     fn write_checkpoint(&mut self) -> Result<(), StateError> {
@@ -401,7 +400,7 @@ impl Store {
         if seq == 0 || seq == self.last_checkpoint {
             return Ok(());
         }
-        let bytes = rmp_serde::to_vec(&self.snapshot)
+        let bytes = crate::checkpoint::encode(&self.snapshot)
             .map_err(|e| StateError::io("cannot encode a checkpoint", e))?;
         let mut batch = sled::Batch::default();
         let chunks = bytes.chunks(CHUNK);
@@ -591,6 +590,18 @@ impl Store {
         self.write_checkpoint()
     }
 
+    /// Deletes every checkpoint (they are a derived cache: this changes nothing but speed).
+    pub fn clear_checkpoints(&mut self) -> Result<(), StateError> {
+        if !self.write {
+            return Err(StateError::ReadOnly);
+        }
+        self.checkpoints
+            .clear()
+            .map_err(sled_err("cannot delete checkpoints", &self.dir))?;
+        self.last_checkpoint = 0;
+        self.commit()
+    }
+
     /// Checks the numbered invariants (see the crate docs) over the whole log, every
     /// checkpoint and the snapshot held. Empty: all hold.
     pub fn check(&self) -> Vec<Violation> {
@@ -644,13 +655,6 @@ impl Store {
     pub(crate) fn remove_raw(&mut self, seq: u64) {
         self.events.remove(key(seq)).expect("test hook remove");
         self.db.flush().expect("test hook flush");
-    }
-
-    /// Test-only hook: removes all checkpoints.
-    #[cfg(test)]
-    pub(crate) fn drop_checkpoints(&mut self) {
-        self.checkpoints.clear().expect("test hook clear");
-        self.last_checkpoint = 0;
     }
 
     /// Test-only hook: the seqs of the checkpoints present.
@@ -1020,7 +1024,7 @@ mod tests {
             })
         );
         // Deleting checkpoints changes nothing but speed.
-        s.drop_checkpoints();
+        s.clear_checkpoints().unwrap();
         drop(s);
         let (s, _) = open(dir.path());
         assert_eq!(s.snapshot(), &full);

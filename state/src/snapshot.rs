@@ -10,7 +10,9 @@
 //!
 //! Dependencies are kept resolvable: when an instance leaves state (forgotten, gone, deleted),
 //! it is removed from the dependencies of every remaining object; when it is moved, they follow
-//! it. This costs one pass over the state per removal, which is fine at the sizes state has.
+//! it. A derived count of dependents per instance ([`DepIndex`]) lets a removal skip that pass
+//! when nothing depends on the instance (the usual case: a destroy deletes dependents first),
+//! so destroying a large state stays linear.
 
 use crate::addr::{Mode, ProviderAddr, ResourceAddr, ResourceInstanceAddr};
 use crate::event::{
@@ -18,7 +20,7 @@ use crate::event::{
     ResourceObject, RunOutcome, RunSummary,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The state after some prefix of the log.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +39,61 @@ pub struct Snapshot {
     pub runs: Vec<RunRecord>,
     /// The run started and not finished, if any (a crashed run stays open until the next one).
     pub open_run: Option<u64>,
+    /// Derived from `resources` (never serialized, ignored by `==`).
+    #[serde(skip)]
+    pub dependents: DepIndex,
+}
+
+/// How many objects list each instance among their dependencies: a derived index that lets a
+/// removal skip the search for dependents when there are none. `None` until first needed
+/// (after decoding a checkpoint it is rebuilt on the first event applied). Two indexes always
+/// compare equal, so snapshots compare by their state alone.
+#[derive(Clone, Debug, Default)]
+pub struct DepIndex(Option<HashMap<ResourceInstanceAddr, u32>>);
+
+impl PartialEq for DepIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for DepIndex {}
+
+impl DepIndex {
+    fn build(resources: &BTreeMap<ResourceInstanceAddr, ResourceInstance>) -> DepIndex {
+        let mut index = DepIndex(Some(HashMap::new()));
+        for r in resources.values() {
+            for o in r.objects() {
+                index.add(&o.deps);
+            }
+        }
+        index
+    }
+    fn add(&mut self, deps: &[ResourceInstanceAddr]) {
+        if let Some(m) = &mut self.0 {
+            for d in deps {
+                *m.entry(d.clone()).or_default() += 1;
+            }
+        }
+    }
+    fn sub(&mut self, deps: &[ResourceInstanceAddr]) {
+        for d in deps {
+            self.sub_n(d, 1);
+        }
+    }
+    fn sub_n(&mut self, dep: &ResourceInstanceAddr, n: u32) {
+        if let Some(m) = &mut self.0 {
+            if let Some(c) = m.get_mut(dep) {
+                *c = c.saturating_sub(n);
+                if *c == 0 {
+                    m.remove(dep);
+                }
+            }
+        }
+    }
+    /// True when some object may depend on `addr` (always true while the index is unbuilt).
+    fn has_dependents(&self, addr: &ResourceInstanceAddr) -> bool {
+        self.0.as_ref().is_none_or(|m| m.contains_key(addr))
+    }
 }
 
 /// A managed instance: its current object and any deposed ones (create_before_destroy).
@@ -93,6 +150,30 @@ impl Snapshot {
         Snapshot::default()
     }
 
+    /// A copy of everything but the resource instances (cheap next to them).
+    pub fn clone_without_resources(&self) -> Snapshot {
+        Snapshot {
+            head: self.head,
+            providers: self.providers.clone(),
+            resources: BTreeMap::new(),
+            data: self.data.clone(),
+            outputs: self.outputs.clone(),
+            pending: self.pending.clone(),
+            runs: self.runs.clone(),
+            open_run: self.open_run,
+            dependents: DepIndex::default(),
+        }
+    }
+
+    /// True when the derived dependents index matches the objects (for tests).
+    #[doc(hidden)]
+    pub fn dependents_consistent(&self) -> bool {
+        match &self.dependents.0 {
+            None => true,
+            Some(m) => DepIndex::build(&self.resources).0.as_ref() == Some(m),
+        }
+    }
+
     /// Replays events from an empty state.
     pub fn replay<'a>(events: impl IntoIterator<Item = &'a Event>) -> Snapshot {
         let mut s = Snapshot::new();
@@ -109,6 +190,9 @@ impl Snapshot {
 
     /// Applies one event, consuming it (saves the clones on the hot path of the store).
     pub fn apply_owned(&mut self, event: Event) {
+        if self.dependents.0.is_none() {
+            self.dependents = DepIndex::build(&self.resources);
+        }
         self.head = event.seq;
         let (seq, time, run) = (event.seq, event.time_ms, event.run);
         if let Some(r) = self.run_mut(run) {
@@ -173,7 +257,9 @@ impl Snapshot {
             EventBody::ObjectDeposed { addr, key } => {
                 if let Some(r) = self.resources.get_mut(&addr) {
                     if let Some(obj) = r.current.take() {
-                        r.deposed.insert(key, obj);
+                        if let Some(old) = r.deposed.insert(key, obj) {
+                            self.dependents.sub(&old.deps);
+                        }
                     }
                 }
             }
@@ -215,7 +301,10 @@ impl Snapshot {
             EventBody::OutputsSet { outputs } => self.outputs = outputs,
             EventBody::ResourceForgotten { addr } => {
                 self.data.remove(&addr);
-                if self.resources.remove(&addr).is_some() {
+                if let Some(r) = self.resources.remove(&addr) {
+                    for o in r.objects() {
+                        self.dependents.sub(&o.deps);
+                    }
                     self.drop_dependency(&addr);
                 }
             }
@@ -224,8 +313,11 @@ impl Snapshot {
                     self.data.insert(to.clone(), d);
                 }
                 if let Some(r) = self.resources.remove(&from) {
-                    if self.resources.insert(to.clone(), r).is_some() {
+                    if let Some(old) = self.resources.insert(to.clone(), r) {
                         // The destination's old objects are replaced: nothing depends on them.
+                        for o in old.objects() {
+                            self.dependents.sub(&o.deps);
+                        }
                         self.drop_dependency(&to);
                     }
                     self.rename_dependency(&from, &to);
@@ -245,7 +337,11 @@ impl Snapshot {
                     self.providers.insert(p.addr.clone(), p);
                 }
                 for (addr, obj) in resources {
-                    self.resources.entry(addr).or_default().current = Some(obj);
+                    self.dependents.add(&obj.deps);
+                    if let Some(old) = self.resources.entry(addr).or_default().current.replace(obj)
+                    {
+                        self.dependents.sub(&old.deps);
+                    }
                 }
             }
         }
@@ -264,47 +360,63 @@ impl Snapshot {
         deposed: Option<&str>,
         object: Option<ResourceObject>,
     ) {
-        let inst = self.resources.entry(addr.clone()).or_default();
-        match (deposed, object) {
-            (None, o) => inst.current = o,
-            (Some(k), Some(o)) => {
-                inst.deposed.insert(k.to_string(), o);
-            }
-            (Some(k), None) => {
-                inst.deposed.remove(k);
-            }
+        if let Some(o) = &object {
+            self.dependents.add(&o.deps);
         }
-        if inst.is_empty() {
+        let inst = self.resources.entry(addr.clone()).or_default();
+        let old = match (deposed, object) {
+            (None, o) => std::mem::replace(&mut inst.current, o),
+            (Some(k), Some(o)) => inst.deposed.insert(k.to_string(), o),
+            (Some(k), None) => inst.deposed.remove(k),
+        };
+        let empty = inst.is_empty();
+        if let Some(old) = old {
+            self.dependents.sub(&old.deps);
+        }
+        if empty {
             self.resources.remove(addr);
             self.drop_dependency(addr);
         }
     }
 
-    fn objects_mut(&mut self) -> impl Iterator<Item = &mut ResourceObject> {
-        self.resources
-            .values_mut()
-            .flat_map(|r| r.current.iter_mut().chain(r.deposed.values_mut()))
-    }
-
     fn drop_dependency(&mut self, gone: &ResourceInstanceAddr) {
-        for obj in self.objects_mut() {
-            if obj.deps.contains(gone) {
+        if !self.dependents.has_dependents(gone) {
+            return;
+        }
+        let mut removed = 0;
+        for r in self.resources.values_mut() {
+            for obj in r.current.iter_mut().chain(r.deposed.values_mut()) {
+                let before = obj.deps.len();
                 obj.deps.retain(|d| d != gone);
+                removed += (before - obj.deps.len()) as u32;
             }
         }
+        self.dependents.sub_n(gone, removed);
     }
 
     fn rename_dependency(&mut self, from: &ResourceInstanceAddr, to: &ResourceInstanceAddr) {
-        for obj in self.objects_mut() {
-            if obj.deps.contains(from) {
-                let mut deps: Vec<_> = obj
-                    .deps
-                    .iter()
-                    .map(|d| if d == from { to.clone() } else { d.clone() })
-                    .collect();
-                deps.dedup();
-                obj.deps = deps;
+        if !self.dependents.has_dependents(from) {
+            return;
+        }
+        let mut changes = Vec::new();
+        for r in self.resources.values_mut() {
+            for obj in r.current.iter_mut().chain(r.deposed.values_mut()) {
+                if obj.deps.contains(from) {
+                    let mut deps: Vec<ResourceInstanceAddr> = Vec::with_capacity(obj.deps.len());
+                    for d in &obj.deps {
+                        let d = if d == from { to } else { d };
+                        if !deps.contains(d) {
+                            deps.push(d.clone());
+                        }
+                    }
+                    changes.push(std::mem::replace(&mut obj.deps, deps.clone()));
+                    changes.push(deps);
+                }
             }
+        }
+        for pair in changes.chunks(2) {
+            self.dependents.sub(&pair[0]);
+            self.dependents.add(&pair[1]);
         }
     }
 
@@ -500,6 +612,7 @@ mod tests {
                 body,
             });
         }
+        assert!(s.dependents_consistent(), "dependents index out of date");
         let got = render(&s);
         assert_eq!(got, expected.trim(), "got:\n{got}");
     }

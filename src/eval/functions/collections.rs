@@ -394,13 +394,7 @@ fn keys(a: Vec<Value>, _: &FunctionContext) -> Res {
         Value::Unknown(Type::Map(_) | Type::Dynamic) => {
             Ok(Value::Unknown(Type::list(Type::String)))
         }
-        other => Err(arg_err(
-            0,
-            format!(
-                "must have map or object type; got {}",
-                friendly_name(&other.type_of(), false)
-            ),
-        )),
+        _ => Err(arg_err(0, "must have map or object type")),
     }
 }
 
@@ -418,13 +412,7 @@ fn values(a: Vec<Value>, _: &FunctionContext) -> Res {
     match a.into_iter().next().unwrap_or(Value::null()) {
         Value::Map(m) => Ok(Value::List(m.into_values().collect())),
         Value::Object(m) => Ok(Value::Tuple(m.into_values().collect())),
-        other => Err(arg_err(
-            0,
-            format!(
-                "must have map or object type; got {}",
-                friendly_name(&other.type_of(), false)
-            ),
-        )),
+        _ => Err(call_err("values() requires a map as the first argument")),
     }
 }
 
@@ -465,15 +453,7 @@ fn lookup(a: Vec<Value>, _: &FunctionContext) -> Res {
     let elem_ty = elem_type(&map.type_of());
     let entries = match map {
         Value::Map(m) | Value::Object(m) => m,
-        other => {
-            return Err(arg_err(
-                0,
-                format!(
-                    "the given value must be a map or object; got {}",
-                    friendly_name(&other.type_of(), false)
-                ),
-            ))
-        }
+        _ => return Err(arg_err(0, "lookup() requires a map as the first argument")),
     };
     if let Some(v) = entries.get(&key) {
         return Ok(v.clone());
@@ -481,7 +461,12 @@ fn lookup(a: Vec<Value>, _: &FunctionContext) -> Res {
     match default {
         Some(d) => {
             if is_map && elem_ty != Type::Dynamic {
-                convert::convert(d, &elem_ty).map_err(|e| arg_err(2, e.to_string()))
+                convert::convert(d, &elem_ty).map_err(|_| {
+                    arg_err(
+                        2,
+                        "the default value must have the same type as the map elements",
+                    )
+                })
             } else {
                 Ok(d)
             }
@@ -525,7 +510,12 @@ fn element(a: Vec<Value>, _: &FunctionContext) -> Res {
                 friendly_name(&list.type_of(), false)
             )))
         }
-        _ => return Err(arg_err(0, "the first argument must be a list or tuple")),
+        other => {
+            return Err(call_err(format!(
+                "cannot read elements from {}",
+                friendly_name(&other.type_of(), false)
+            )))
+        }
     };
     if elems.is_empty() {
         return Err(call_err("cannot use element function with an empty list"));
@@ -543,7 +533,7 @@ fn element(a: Vec<Value>, _: &FunctionContext) -> Res {
 fn index(a: Vec<Value>, _: &FunctionContext) -> Res {
     let elems = match &a[0] {
         Value::List(e) | Value::Tuple(e) => e,
-        _ => return Err(arg_err(0, "argument must be a list or tuple")),
+        _ => return Err(call_err("argument must be a list or tuple")),
     };
     for (i, e) in elems.iter().enumerate() {
         match equals(e, &a[1]) {
@@ -580,7 +570,7 @@ fn flatten(a: Vec<Value>, _: &FunctionContext) -> Res {
     }
     let list = a.into_iter().next().unwrap_or(Value::null());
     if !is_seq(&list) {
-        return Err(arg_err(0, "can only flatten lists, sets and tuples"));
+        return Err(call_err("can only flatten lists, sets and tuples"));
     }
     let mut out = Vec::new();
     if !walk(list, false, &mut out) {
@@ -609,7 +599,7 @@ fn distinct(a: Vec<Value>, _: &FunctionContext) -> Res {
 fn contains(a: Vec<Value>, _: &FunctionContext) -> Res {
     let elems = match &a[0] {
         Value::List(e) | Value::Set(e) | Value::Tuple(e) => e,
-        _ => return Err(arg_err(0, "argument must be list, tuple, or set")),
+        _ => return Err(call_err("argument must be list, tuple, or set")),
     };
     let mut unknown = false;
     for e in elems {
@@ -681,15 +671,7 @@ fn zipmap(a: Vec<Value>, _: &FunctionContext) -> Res {
     let is_tuple = matches!(vals, Value::Tuple(_));
     let vals = match vals {
         Value::List(e) | Value::Tuple(e) => e,
-        other => {
-            return Err(arg_err(
-                1,
-                format!(
-                    "values must be a list or tuple value, not {}",
-                    friendly_name(&other.type_of(), false)
-                ),
-            ))
-        }
+        _ => return Err(call_err("values argument must be a list or tuple value")),
     };
     if keys.len() != vals.len() {
         return Err(call_err(format!(
@@ -887,7 +869,13 @@ fn reverse(a: Vec<Value>, _: &FunctionContext) -> Res {
             e.reverse();
             Ok(Value::Tuple(e))
         }
-        _ => Err(arg_err(0, "can only reverse list or tuple values")),
+        other => Err(arg_err(
+            0,
+            format!(
+                "can only reverse list or tuple values, not {}",
+                friendly_name(&other.type_of(), false)
+            ),
+        )),
     }
 }
 
@@ -921,6 +909,9 @@ fn chunklist(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// to the arguments' common type. An unknown argument reached before a result makes the result
 /// unknown; arguments after the result do not matter.
 fn coalesce(a: Vec<Value>, _: &FunctionContext) -> Res {
+    if a.is_empty() {
+        return Err(call_err("all arguments must have the same type"));
+    }
     let tys: Vec<Type> = a
         .iter()
         .filter(|v| !matches!(v.unmarked(), Value::Null(Type::Dynamic)))
@@ -945,16 +936,10 @@ fn coalescelist(a: Vec<Value>, _: &FunctionContext) -> Res {
     if a.is_empty() {
         return Err(call_err("at least one argument is required"));
     }
-    for (i, v) in a.iter().enumerate() {
-        if !is_seq(v) && !v.is_null() {
-            return Err(arg_err(
-                i,
-                format!(
-                    "coalescelist arguments must be lists or tuples, got {}",
-                    friendly_name(&v.type_of(), false)
-                ),
-            ));
-        }
+    if a.iter()
+        .any(|v| !v.is_unknown() && (!is_seq(v) || v.is_null()))
+    {
+        return Err(call_err("coalescelist arguments must be lists or tuples"));
     }
     for v in a {
         if v.is_unknown() {
@@ -1098,7 +1083,8 @@ fn sum(a: Vec<Value>, _: &FunctionContext) -> Res {
         match convert::convert(e, &Type::Number) {
             Ok(Value::Number(n)) => total += n.0,
             _ => {
-                return Err(call_err(
+                return Err(arg_err(
+                    0,
                     "argument must be list, set, or tuple of number values",
                 ))
             }
@@ -1494,6 +1480,7 @@ mod tests {
             b(true),
         );
         check("sum", vec![tup(vec![n(1), s("2")])], n(3));
+        check("sum", vec![tup(vec![num("0.1"), num("0.2")])], num("0.3"));
         check(
             "sum",
             vec![tup(vec![num("9007199254740993"), n(1)])],

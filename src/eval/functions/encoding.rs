@@ -156,10 +156,7 @@ fn jsondecode(a: Vec<Value>, _: &FunctionContext) -> Res {
     let v = parser.value().map_err(call_err)?;
     parser.skip_ws();
     if parser.i < parser.b.len() {
-        return Err(call_err(format!(
-            "invalid character {} after top-level value",
-            parser.describe()
-        )));
+        return Err(call_err("extraneous data after JSON object"));
     }
     Ok(v)
 }
@@ -182,9 +179,12 @@ impl JsonParser<'_> {
             None => "EOF".into(),
         }
     }
+    /// An error between tokens (Go's decoder says just "EOF" at the end of the input).
     fn err(&self, context: &str) -> String {
         if self.i >= self.b.len() {
-            "unexpected end of JSON input".into()
+            "EOF".into()
+        } else if context.is_empty() {
+            format!("invalid character {}", self.describe())
         } else {
             format!("invalid character {} {context}", self.describe())
         }
@@ -203,11 +203,17 @@ impl JsonParser<'_> {
                     self.i += 1;
                     return Ok(Value::Object(m));
                 }
+                let mut first = true;
                 loop {
                     self.skip_ws();
                     if self.b.get(self.i) != Some(&b'"') {
-                        return Err(self.err("looking for beginning of object key string"));
+                        return Err(self.err(if first {
+                            ""
+                        } else {
+                            "looking for beginning of object key string"
+                        }));
                     }
+                    first = false;
                     let k = self.string()?;
                     self.skip_ws();
                     if self.b.get(self.i) != Some(&b':') {
@@ -253,37 +259,76 @@ impl JsonParser<'_> {
             b'f' => self.literal("false", Value::Bool(false)),
             b'n' => self.literal("null", Value::Null(Type::Dynamic)),
             b'-' | b'0'..=b'9' => {
+                // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
                 let start = self.i;
-                while self.i < self.b.len()
-                    && matches!(
-                        self.b[self.i],
-                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-                    )
-                {
+                let digits = |p: &mut Self| {
+                    let s = p.i;
+                    while p.i < p.b.len() && p.b[p.i].is_ascii_digit() {
+                        p.i += 1;
+                    }
+                    p.i - s
+                };
+                if self.b[self.i] == b'-' {
                     self.i += 1;
                 }
-                let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
-                match parse_number(text) {
-                    Some(n) if !text.starts_with('+') && !text.starts_with('.') => {
-                        Ok(Value::Number(n))
+                match self.b.get(self.i) {
+                    Some(b'0') => self.i += 1,
+                    Some(b'1'..=b'9') => {
+                        digits(self);
                     }
-                    _ => {
-                        self.i = start;
-                        Err(self.err("in numeric literal"))
+                    None => return Err("unexpected EOF".into()),
+                    Some(_) => return Err(self.err("in numeric literal")),
+                }
+                if self.b.get(self.i) == Some(&b'.') {
+                    self.i += 1;
+                    if digits(self) == 0 {
+                        return Err(if self.i >= self.b.len() {
+                            "unexpected EOF".into()
+                        } else {
+                            self.err("after decimal point in numeric literal")
+                        });
                     }
                 }
+                if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+                    self.i += 1;
+                    if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
+                        self.i += 1;
+                    }
+                    if digits(self) == 0 {
+                        return Err(if self.i >= self.b.len() {
+                            "unexpected EOF".into()
+                        } else {
+                            self.err("in exponent of numeric literal")
+                        });
+                    }
+                }
+                let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
+                parse_number(text)
+                    .map(Value::Number)
+                    .ok_or_else(|| self.err("in numeric literal"))
             }
             _ => Err(self.err("looking for beginning of value")),
         }
     }
     fn literal(&mut self, word: &str, v: Value) -> Result<Value, String> {
-        if self.b[self.i..].starts_with(word.as_bytes()) {
+        let rest = &self.b[self.i..];
+        if rest.starts_with(word.as_bytes()) {
             self.i += word.len();
-            Ok(v)
-        } else {
-            self.i += 1;
-            Err(self.err(&format!("in literal {word} (expecting '{}')", &word[1..2])))
+            return Ok(v);
         }
+        if word.as_bytes().starts_with(rest) {
+            return Err("unexpected EOF".into());
+        }
+        let at = rest
+            .iter()
+            .zip(word.as_bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        self.i += at;
+        Err(self.err(&format!(
+            "in literal {word} (expecting '{}')",
+            word.as_bytes()[at] as char
+        )))
     }
     fn string(&mut self) -> Result<String, String> {
         self.i += 1; // opening quote
@@ -291,14 +336,14 @@ impl JsonParser<'_> {
         loop {
             let rest = std::str::from_utf8(&self.b[self.i..]).map_err(|e| e.to_string())?;
             let Some(c) = rest.chars().next() else {
-                return Err("unexpected end of JSON input".into());
+                return Err("unexpected EOF".into());
             };
             self.i += c.len_utf8();
             match c {
                 '"' => return Ok(out),
                 '\\' => {
                     let Some(&e) = self.b.get(self.i) else {
-                        return Err("unexpected end of JSON input".into());
+                        return Err("unexpected EOF".into());
                     };
                     self.i += 1;
                     match e {
@@ -396,7 +441,7 @@ fn yaml_node(v: &Value, indent: usize, out: &mut String) {
                 if i > 0 {
                     out.push_str(&pad);
                 }
-                yaml_string(k, indent, out);
+                yaml_key(k, out);
                 out.push(':');
                 let x = x.unmarked();
                 match x {
@@ -437,20 +482,49 @@ fn yaml_scalar(v: &Value, indent: usize, out: &mut String) {
     }
 }
 
+/// Whether go-yaml writes `c` as it is inside a double-quoted scalar (its `is_printable`,
+/// minus the line breaks it always escapes).
+fn yaml_printable(c: char) -> bool {
+    let u = c as u32;
+    (c != '\u{feff}')
+        && (c == '\n'
+            || (0x20..=0x7e).contains(&u)
+            || (0xa0..=0xd7ff).contains(&u)
+            || (0xe000..=0xfffd).contains(&u))
+}
+
+/// A string scalar: a literal block when it has line breaks and YAML allows one, otherwise
+/// double-quoted, folded at spaces past column 80 as go-yaml does (`allow_breaks` is false for
+/// mapping keys).
 fn yaml_string(s: &str, indent: usize, out: &mut String) {
-    let literal_ok = s.contains('\n')
-        && !s.starts_with([' ', '\n'])
-        && s.chars().all(|c| c == '\n' || !c.is_control())
-        && s.split('\n').all(|l| !l.ends_with(' '));
+    yaml_string_with(s, indent, out, true)
+}
+
+fn yaml_key(s: &str, out: &mut String) {
+    yaml_string_with(s, 0, out, false)
+}
+
+fn yaml_string_with(s: &str, indent: usize, out: &mut String, allow_breaks: bool) {
+    let indent = indent.max(2);
+    let literal_ok = allow_breaks
+        && s.contains('\n')
+        && !s.ends_with(' ')
+        && !s.contains(" \n")
+        && s.chars()
+            .all(|c| c != '\r' && (c == '\n' || yaml_printable(c)));
     if literal_ok {
         let body = s.trim_end_matches('\n');
         let trailing = s.len() - body.len();
+        out.push('|');
+        if s.starts_with([' ', '\n']) {
+            out.push('2');
+        }
         out.push_str(match trailing {
-            0 => "|-",
-            1 => "|",
-            _ => "|+",
+            0 => "-",
+            1 => "",
+            _ => "+",
         });
-        let pad = " ".repeat(indent.max(2));
+        let pad = " ".repeat(indent);
         for line in body.split('\n') {
             out.push('\n');
             if !line.is_empty() {
@@ -463,18 +537,64 @@ fn yaml_string(s: &str, indent: usize, out: &mut String) {
         }
         return;
     }
+    let mut column = out.len() - out.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let chars: Vec<char> = s.chars().collect();
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\0' => out.push_str("\\0"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02X}", c as u32)),
-            c => out.push(c),
+    column += 1;
+    let mut spaces = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == ' ' {
+            if allow_breaks && !spaces && column > 80 && i != 0 && i != chars.len() - 1 {
+                out.push('\n');
+                out.push_str(&" ".repeat(indent));
+                column = indent;
+                if chars.get(i + 1) == Some(&' ') {
+                    out.push('\\');
+                    column += 1;
+                }
+            } else {
+                out.push(' ');
+                column += 1;
+            }
+            spaces = true;
+            i += 1;
+            continue;
         }
+        spaces = false;
+        let escaped: Option<String> = match c {
+            '\0' => Some("\\0".into()),
+            '\u{7}' => Some("\\a".into()),
+            '\u{8}' => Some("\\b".into()),
+            '\t' => Some("\\t".into()),
+            '\n' => Some("\\n".into()),
+            '\u{b}' => Some("\\v".into()),
+            '\u{c}' => Some("\\f".into()),
+            '\r' => Some("\\r".into()),
+            '\u{1b}' => Some("\\e".into()),
+            '"' => Some("\\\"".into()),
+            '\\' => Some("\\\\".into()),
+            '\u{85}' => Some("\\N".into()),
+            '\u{a0}' => None,
+            '\u{2028}' => Some("\\L".into()),
+            '\u{2029}' => Some("\\P".into()),
+            c if yaml_printable(c) => None,
+            c if (c as u32) <= 0xff => Some(format!("\\x{:02X}", c as u32)),
+            c if (c as u32) <= 0xffff => Some(format!("\\u{:04X}", c as u32)),
+            c => Some(format!("\\U{:08X}", c as u32)),
+        };
+        match escaped {
+            Some(e) => {
+                column += e.len();
+                out.push_str(&e);
+            }
+            None => {
+                column += 1;
+                out.push(c);
+            }
+        }
+        i += 1;
     }
     out.push('"');
 }
@@ -530,6 +650,14 @@ fn csvdecode(a: Vec<Value>, _: &FunctionContext) -> Res {
     let Some((_, header)) = it.next() else {
         return Err(call_err("missing header line"));
     };
+    for (i, h) in header.iter().enumerate() {
+        if header[..i].contains(h) {
+            return Err(call_err(format!(
+                "duplicate column name {}",
+                crate::eval::convert::quote(h)
+            )));
+        }
+    }
     let mut rows = Vec::new();
     for (line, rec) in it {
         if rec.len() != header.len() {
@@ -684,10 +812,37 @@ mod tests {
             "Call to function \"jsondecode\" failed: invalid character ']' looking for \
              beginning of value.",
         );
-        check_err(
+        // Each message as `terraform console` (1.11) gives it.
+        for (text, msg) in [
+            ("", "EOF"),
+            ("{x", "invalid character 'x'"),
+            ("{\"a\" 1}", "invalid character '1' after object key"),
+            ("[1 2]", "invalid character '2' after array element"),
+            (
+                "{\"a\":}",
+                "invalid character '}' looking for beginning of value",
+            ),
+            ("tru", "unexpected EOF"),
+            ("1 2", "extraneous data after JSON object"),
+            ("\"abc", "unexpected EOF"),
+            (
+                "{\"a\":1,}",
+                "invalid character '}' looking for beginning of object key string",
+            ),
+            ("[1", "EOF"),
+            ("01", "extraneous data after JSON object"),
+            ("  ", "EOF"),
+        ] {
+            check_err(
+                "jsondecode",
+                vec![s(text)],
+                &format!("Call to function \"jsondecode\" failed: {msg}."),
+            );
+        }
+        check(
             "jsondecode",
-            vec![s("")],
-            "Call to function \"jsondecode\" failed: EOF.",
+            vec![s("{\"a\":1, \"a\":2}")],
+            obj(vec![("a", n(2))]),
         );
         check("jsondecode", vec![unk(Type::String)], unk(Type::Dynamic));
     }
@@ -718,6 +873,38 @@ mod tests {
                         - \"x\": 1\n\"o\": \"  lead\"\n";
         check("yamlencode", vec![v], s(expected));
         check("yamlencode", vec![s("x")], s("\"x\"\n"));
+        // Long strings fold at column 80; strings with leading breaks get an indentation
+        // indicator; characters outside the printable set are escaped (terraform console).
+        let long = "aaaaaaaaaa bbbbbbbbbb cccccccccc dddddddddd eeeeeeeeee ffffffffff gggggggggg \
+                    hhhhhhhhhh iiiiiiiiii";
+        check(
+            "yamlencode",
+            vec![obj(vec![("x", obj(vec![("y", s(long))]))])],
+            s("\"x\":\n  \"y\": \"aaaaaaaaaa bbbbbbbbbb cccccccccc dddddddddd eeeeeeeeee ffffffffff \
+               gggggggggg\n    hhhhhhhhhh iiiiiiiiii\"\n"),
+        );
+        check(
+            "yamlencode",
+            vec![tup(vec![s(&long.replace("h iii", "h  iii"))])],
+            s(
+                "- \"aaaaaaaaaa bbbbbbbbbb cccccccccc dddddddddd eeeeeeeeee ffffffffff gggggggggg \
+               hhhhhhhhhh\n  \\ iiiiiiiiii\"\n",
+            ),
+        );
+        check(
+            "yamlencode",
+            vec![obj(vec![
+                ("d", s("\nlead")),
+                ("e", s("é\u{7}")),
+                ("f", s("x \n y")),
+            ])],
+            s("\"d\": |2-\n\n  lead\n\"e\": \"é\\a\"\n\"f\": \"x \\n y\"\n"),
+        );
+        check(
+            "yamlencode",
+            vec![tup(vec![s("😀 \u{a0}\u{85}x")])],
+            s("- \"\\U0001F600 \u{a0}\\Nx\"\n"),
+        );
         check("yamlencode", vec![b(true)], s("true\n...\n"));
         check("yamlencode", vec![tup(vec![])], s("[]\n"));
     }

@@ -19,8 +19,11 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
-/// Evaluates a template: `(source, variables) -> value or message`.
-pub type TemplateEvaluator = fn(&str, &BTreeMap<String, Value>) -> Result<Value, String>;
+/// Evaluates a template: `(source, variables, context) -> value or message`. The context is
+/// the calling module's, so filesystem functions inside the template stay confined to the
+/// same tree and resolve relative paths the same way.
+pub type TemplateEvaluator =
+    fn(&str, &BTreeMap<String, Value>, &FunctionContext) -> Result<Value, String>;
 
 /// The template evaluator `templatefile` uses; set once by the expression evaluator.
 pub static TEMPLATE_EVALUATOR: OnceLock<TemplateEvaluator> = OnceLock::new();
@@ -214,7 +217,14 @@ fn fileexists(a: Vec<Value>, ctx: &FunctionContext) -> Res {
     let full = confined(ctx, path)?;
     match std::fs::metadata(&full) {
         Ok(m) if m.is_file() => Ok(Value::Bool(true)),
-        Ok(_) => Err(call_err(format!("{path} is not a regular file"))),
+        Ok(m) if m.is_dir() => Err(call_err(format!(
+            "{} is a directory, not a file",
+            crate::eval::convert::quote(path)
+        ))),
+        Ok(_) => Err(call_err(format!(
+            "{} is not a regular file",
+            crate::eval::convert::quote(path)
+        ))),
         Err(_) => Ok(Value::Bool(false)),
     }
 }
@@ -293,7 +303,19 @@ fn templatefile(a: Vec<Value>, ctx: &FunctionContext) -> Res {
     let eval = TEMPLATE_EVALUATOR.get().ok_or_else(|| {
         call_err("no template evaluator is registered (the expression evaluator registers one)")
     })?;
-    eval(&src, &vars).map_err(|m| call_err(format!("{}: {m}", str_of(&a[0]))))
+    // A template may not call templatefile (as in Terraform): without this, a template that
+    // renders itself would recurse until the stack overflows.
+    thread_local! {
+        static IN_TEMPLATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if IN_TEMPLATE.with(|c| c.replace(true)) {
+        return Err(call_err(
+            "cannot recursively call templatefile from inside templatefile call",
+        ));
+    }
+    let result = eval(&src, &vars, ctx);
+    IN_TEMPLATE.with(|c| c.set(false));
+    result.map_err(|m| call_err(format!("{}: {m}", str_of(&a[0]))))
 }
 
 /// `fileset(path, pattern)`: the regular files under `path` whose paths relative to it
@@ -570,6 +592,48 @@ mod tests {
         )
         .unwrap_err()
         .contains("is outside the configuration directory"));
+    }
+
+    #[test]
+    fn templates() {
+        super::TEMPLATE_EVALUATOR.get_or_init(|| crate::eval::eval_template_string);
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let module = root.join("m");
+        std::fs::create_dir_all(&module).unwrap();
+        std::fs::write(
+            module.join("t.tpl"),
+            "Hello ${name}!%{ for x in items } ${x}%{ endfor } ${file(\"part.txt\")}",
+        )
+        .unwrap();
+        std::fs::write(module.join("part.txt"), "part").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "secret").unwrap();
+        std::fs::write(module.join("escape.tpl"), "${file(\"../../secret.txt\")}").unwrap();
+        let vars = obj(vec![("name", s("web")), ("items", strs(&["a", "b"]))]);
+        let t =
+            |path: &str, vars: Value| in_dir(&root, &module, "templatefile", vec![s(path), vars]);
+        assert_eq!(t("t.tpl", vars.clone()), Ok(s("Hello web! a b part")));
+        assert!(t("escape.tpl", obj(vec![]))
+            .unwrap_err()
+            .contains("outside the configuration"));
+        assert_eq!(
+            t(
+                "t.tpl",
+                obj(vec![("name", unk(Type::String)), ("items", strs(&[]))])
+            ),
+            Ok(unk(Type::String))
+        );
+        assert!(t("t.tpl", s("x"))
+            .unwrap_err()
+            .contains("invalid vars value"));
+        std::fs::write(module.join("self.tpl"), "${templatefile(\"self.tpl\", {})}").unwrap();
+        let err = t("self.tpl", obj(vec![])).unwrap_err();
+        assert!(
+            err.contains("cannot recursively call templatefile from inside templatefile call"),
+            "{err}"
+        );
+        // The guard is released afterwards.
+        assert_eq!(t("t.tpl", vars), Ok(s("Hello web! a b part")));
     }
 
     #[test]

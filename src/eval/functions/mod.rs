@@ -19,8 +19,35 @@
 //! argument is unknown, and a sensitive result when any argument contains a sensitive part.
 //! Functions whose result does not depend on some unknown parts (`length`, `coalesce`, `merge`,
 //! ...) opt in to seeing unknowns and document what they do.
+//!
+//! Errors are worded as Terraform words them (checked against `terraform console` 1.11), and
+//! `FunctionError::message` is the whole diagnostic detail.
+//!
+//! The library, by family (one file each):
+//! - strings: chomp endswith format formatlist indent join lower regex regexall replace split
+//!   startswith strcontains strrev substr title trim trimprefix trimspace trimsuffix upper
+//! - collections: alltrue anytrue chunklist coalesce coalescelist compact concat contains
+//!   distinct element flatten index keys length lookup matchkeys merge one range reverse
+//!   setintersection setproduct setsubtract setunion slice sort sum transpose values zipmap
+//! - numeric: abs ceil floor log max min parseint pow signum
+//! - encoding: base64decode base64encode csvdecode jsondecode jsonencode urlencode
+//!   yamldecode (`yaml.rs`) yamlencode
+//! - hashing: base64sha256 base64sha512 md5 sha1 sha256 sha512 uuidv5
+//! - filesystem: abspath basename dirname file filebase64 filebase64sha256 filebase64sha512
+//!   fileexists filemd5 fileset filesha1 filesha256 filesha512 templatefile
+//! - network: cidrhost cidrnetmask cidrsubnet cidrsubnets
+//! - types: tobool tolist tomap tonumber toset tostring
+//! - time: formatdate timeadd timecmp
+//! - misc: ephemeralasnull issensitive nonsensitive plantimestamp sensitive timestamp uuid
+//!
+//! `try`, `can` and `templatestring` are special forms of the evaluator, not functions here.
+//! Not provided: `base64gzip`, `textencodebase64`/`textdecodebase64` (need compression and
+//! legacy-encoding tables), `bcrypt`, `rsadecrypt`, `pathexpand` (reads the user's home, which
+//! confinement forbids anyway) and the console-only `type`.
 
 mod collections;
+#[cfg(test)]
+mod console_tests;
 mod encoding;
 mod filesystem;
 mod hashing;
@@ -113,8 +140,13 @@ impl Arity {
             return Some((
                 "Not enough function arguments",
                 format!(
-                    "Function {} expects {} argument(s). Missing value for {}.",
+                    "Function {} expects {}{} argument(s). Missing value for {}.",
                     quote(name),
+                    if self.variadic.is_some() {
+                        "at least "
+                    } else {
+                        ""
+                    },
                     self.min(),
                     quote(self.params[given])
                 ),
@@ -283,12 +315,15 @@ pub fn call(name: &str, args: Vec<Value>, ctx: &FunctionContext) -> Result<Value
         arg: None,
         message: format!("There is no function named {}.", quote(name)),
     })?;
-    let ar = arity(name).expect("registered");
-    if let Some((_, detail)) = ar.mismatch(name, args.len()) {
-        return Err(FunctionError {
-            arg: None,
-            message: detail,
-        });
+    let fits = args.len() >= def.params.len()
+        && (def.variadic.is_some() || args.len() == def.params.len());
+    if !fits {
+        if let Some((_, detail)) = arity(name).and_then(|a| a.mismatch(name, args.len())) {
+            return Err(FunctionError {
+                arg: None,
+                message: detail,
+            });
+        }
     }
     let param_of = |i: usize| -> Param {
         def.params
@@ -310,7 +345,22 @@ pub fn call(name: &str, args: Vec<Value>, ctx: &FunctionContext) -> Result<Value
     let mut converted = Vec::with_capacity(args.len());
     for (i, a) in args.into_iter().enumerate() {
         let param = param_of(i);
-        let a = convert::convert(a, &param.ty.ty()).map_err(|e| arg_error(i, &e.to_string()))?;
+        // Terraform words a failed value conversion ("a number is required") without the
+        // path to the element, and a type mismatch ("element 0: string required") with it.
+        let a = convert::convert(a, &param.ty.ty()).map_err(|e| {
+            let value_level = matches!(
+                e.message.as_str(),
+                "a number is required" | "a bool is required"
+            );
+            arg_error(
+                i,
+                &if value_level {
+                    e.message
+                } else {
+                    e.to_string()
+                },
+            )
+        })?;
         if a.is_null() && !param.null {
             return Err(arg_error(i, "argument must not be null"));
         }
@@ -396,15 +446,13 @@ pub(crate) fn elem_type(t: &Type) -> Type {
     }
 }
 
-/// An integer argument: whole and within `i64`, otherwise an argument error.
-pub(crate) fn int_arg(i: usize, v: &Value, what: &str) -> Result<i64, Fail> {
-    match v.as_number() {
-        Some(n) if n.is_integer() => n
-            .to_i64()
-            .ok_or_else(|| arg_err(i, format!("{what} is too large"))),
-        Some(_) => Err(arg_err(i, format!("{what} must be a whole number"))),
-        None => Err(arg_err(i, format!("{what} must be a number"))),
-    }
+/// An integer argument: whole and within `i64`, otherwise the error Terraform gives.
+pub(crate) fn int_arg(_i: usize, v: &Value, _what: &str) -> Result<i64, Fail> {
+    v.as_number().and_then(|n| n.to_i64()).ok_or_else(|| {
+        call_err(
+            "value must be a whole number, between -9223372036854775808 and 9223372036854775807",
+        )
+    })
 }
 
 /// Return-type rule: the type of argument 0.
@@ -520,6 +568,11 @@ mod tests {
             arity("join").unwrap().signature("join"),
             "join(separator, lists...)"
         );
+        check_err(
+            "join",
+            vec![],
+            "Function \"join\" expects at least 1 argument(s). Missing value for \"separator\".",
+        );
     }
 
     /// Every function, called with every combination of awkward arguments (unknowns, nulls,
@@ -605,6 +658,186 @@ mod tests {
                 let _ = run(name, args);
             }
         }
+    }
+
+    /// A valid call of every function (those reading files name a missing one).
+    fn valid_calls() -> Vec<(&'static str, Vec<Value>)> {
+        vec![
+            ("upper", vec![s("a")]),
+            ("lower", vec![s("a")]),
+            ("title", vec![s("a")]),
+            ("strrev", vec![s("a")]),
+            ("chomp", vec![s("a")]),
+            ("trimspace", vec![s("a")]),
+            ("trim", vec![s("a"), s("b")]),
+            ("trimprefix", vec![s("a"), s("b")]),
+            ("trimsuffix", vec![s("a"), s("b")]),
+            ("startswith", vec![s("a"), s("b")]),
+            ("endswith", vec![s("a"), s("b")]),
+            ("strcontains", vec![s("a"), s("b")]),
+            ("indent", vec![n(2), s("a\nb")]),
+            ("substr", vec![s("abc"), n(0), n(1)]),
+            ("split", vec![s(","), s("a,b")]),
+            ("join", vec![s(","), strs(&["a"])]),
+            ("replace", vec![s("abc"), s("b"), s("x")]),
+            ("regex", vec![s("b"), s("abc")]),
+            ("regexall", vec![s("b"), s("abc")]),
+            ("format", vec![s("%s"), s("a")]),
+            ("formatlist", vec![s("%s"), strs(&["a"])]),
+            ("length", vec![strs(&["a"])]),
+            ("concat", vec![strs(&["a"]), strs(&["b"])]),
+            (
+                "merge",
+                vec![obj(vec![("a", n(1))]), obj(vec![("b", n(2))])],
+            ),
+            ("keys", vec![obj(vec![("a", n(1))])]),
+            ("values", vec![obj(vec![("a", n(1))])]),
+            ("lookup", vec![obj(vec![("a", n(1))]), s("a"), n(0)]),
+            ("element", vec![strs(&["a", "b"]), n(1)]),
+            ("index", vec![strs(&["a", "b"]), s("b")]),
+            ("flatten", vec![tup(vec![strs(&["a"])])]),
+            ("distinct", vec![strs(&["a", "a"])]),
+            ("contains", vec![strs(&["a"]), s("a")]),
+            ("range", vec![n(3)]),
+            ("zipmap", vec![strs(&["a"]), strs(&["b"])]),
+            ("setproduct", vec![strs(&["a"]), strs(&["b"])]),
+            ("setunion", vec![strs(&["a"]), strs(&["b"])]),
+            ("setintersection", vec![strs(&["a"]), strs(&["a"])]),
+            ("setsubtract", vec![strs(&["a"]), strs(&["b"])]),
+            ("slice", vec![strs(&["a", "b"]), n(0), n(1)]),
+            ("sort", vec![strs(&["b", "a"])]),
+            ("reverse", vec![strs(&["a", "b"])]),
+            ("chunklist", vec![strs(&["a", "b"]), n(1)]),
+            ("coalesce", vec![s("a"), s("b")]),
+            ("coalescelist", vec![strs(&["a"]), strs(&["b"])]),
+            ("compact", vec![strs(&["a", ""])]),
+            ("one", vec![strs(&["a"])]),
+            ("alltrue", vec![tup(vec![b(true)])]),
+            ("anytrue", vec![tup(vec![b(false)])]),
+            ("transpose", vec![obj(vec![("a", strs(&["x"]))])]),
+            ("sum", vec![tup(vec![n(1), n(2)])]),
+            ("matchkeys", vec![strs(&["a"]), strs(&["k"]), strs(&["k"])]),
+            ("abs", vec![n(-1)]),
+            ("ceil", vec![num("1.5")]),
+            ("floor", vec![num("1.5")]),
+            ("log", vec![n(8), n(2)]),
+            ("pow", vec![n(2), n(3)]),
+            ("signum", vec![n(-3)]),
+            ("parseint", vec![s("ff"), n(16)]),
+            ("min", vec![n(1), n(2)]),
+            ("max", vec![n(1), n(2)]),
+            ("jsonencode", vec![obj(vec![("a", n(1))])]),
+            ("jsondecode", vec![s("{}")]),
+            ("yamlencode", vec![obj(vec![("a", n(1))])]),
+            ("yamldecode", vec![s("a: 1")]),
+            ("base64encode", vec![s("a")]),
+            ("base64decode", vec![s("YQ==")]),
+            ("urlencode", vec![s("a b")]),
+            ("csvdecode", vec![s("a\n1")]),
+            ("md5", vec![s("a")]),
+            ("sha1", vec![s("a")]),
+            ("sha256", vec![s("a")]),
+            ("sha512", vec![s("a")]),
+            ("base64sha256", vec![s("a")]),
+            ("base64sha512", vec![s("a")]),
+            ("uuidv5", vec![s("dns"), s("a")]),
+            ("cidrhost", vec![s("10.0.0.0/8"), n(1)]),
+            ("cidrnetmask", vec![s("10.0.0.0/8")]),
+            ("cidrsubnet", vec![s("10.0.0.0/8"), n(8), n(1)]),
+            ("cidrsubnets", vec![s("10.0.0.0/8"), n(8), n(8)]),
+            ("tostring", vec![n(1)]),
+            ("tonumber", vec![s("1")]),
+            ("tobool", vec![s("true")]),
+            ("tolist", vec![strs(&["a"])]),
+            ("toset", vec![strs(&["a"])]),
+            ("tomap", vec![obj(vec![("a", n(1))])]),
+            ("formatdate", vec![s("YYYY"), s("2024-01-01T00:00:00Z")]),
+            ("timeadd", vec![s("2024-01-01T00:00:00Z"), s("1h")]),
+            (
+                "timecmp",
+                vec![s("2024-01-01T00:00:00Z"), s("2024-01-01T00:00:00Z")],
+            ),
+            ("sensitive", vec![s("a")]),
+            ("nonsensitive", vec![s("a")]),
+            ("issensitive", vec![s("a")]),
+            ("ephemeralasnull", vec![s("a")]),
+            ("dirname", vec![s("a/b")]),
+            ("basename", vec![s("a/b")]),
+            ("abspath", vec![s("a")]),
+            ("fileexists", vec![s("nope")]),
+            ("file", vec![s("nope")]),
+            ("filebase64", vec![s("nope")]),
+            ("filemd5", vec![s("nope")]),
+            ("filesha1", vec![s("nope")]),
+            ("filesha256", vec![s("nope")]),
+            ("filesha512", vec![s("nope")]),
+            ("filebase64sha256", vec![s("nope")]),
+            ("filebase64sha512", vec![s("nope")]),
+            ("fileset", vec![s("."), s("*.none")]),
+            ("templatefile", vec![s("nope"), obj(vec![])]),
+        ]
+    }
+
+    /// Unknown in, unknown out: every function, called with valid arguments where one is
+    /// replaced by an unknown, gives a result that is not wholly known, except where the
+    /// result does not depend on that argument (listed, and documented on each function).
+    #[test]
+    fn unknown_in_unknown_out() {
+        let cases = valid_calls();
+        // (function, argument) whose unknown does not make the result unknown.
+        let known_anyway = [
+            ("coalesce", 1), // the first argument already decides
+            ("coalescelist", 1),
+            ("lookup", 2),      // the key is present: the default is not used
+            ("issensitive", 0), // marks are known even on unknown values
+        ];
+        let tested: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.0).collect();
+        for name in names() {
+            if !["timestamp", "uuid", "plantimestamp"].contains(&name) {
+                assert!(
+                    tested.contains(name),
+                    "{name} has no unknown-propagation case"
+                );
+            }
+        }
+        for (name, args) in &cases {
+            assert!(
+                run(name, args.clone()).is_ok()
+                    || name.starts_with("file")
+                    || *name == "templatefile",
+                "{name}({args:?}) should succeed: {:?}",
+                run(name, args.clone())
+            );
+            for i in 0..args.len() {
+                let mut with_unknown = args.clone();
+                with_unknown[i] = unk(Type::Dynamic);
+                let r = run(name, with_unknown.clone())
+                    .unwrap_or_else(|e| panic!("{name}({with_unknown:?}): {}", e.message));
+                if !known_anyway.contains(&(name, i)) {
+                    assert!(!r.is_wholly_known(), "{name}({with_unknown:?}) = {r:?}");
+                }
+            }
+        }
+    }
+
+    /// Sensitive in, sensitive out: a sensitive argument gives a result with a sensitive part,
+    /// except for the functions whose job is to look at or remove the mark.
+    #[test]
+    fn sensitive_in_sensitive_out() {
+        for (name, args) in valid_calls() {
+            if ["nonsensitive", "issensitive"].contains(&name) {
+                continue;
+            }
+            for i in 0..args.len() {
+                let mut marked = args.clone();
+                marked[i] = marked[i].clone().sensitive();
+                if let Ok(r) = run(name, marked.clone()) {
+                    assert!(r.contains_sensitive(), "{name}({marked:?}) = {r:?}");
+                }
+            }
+        }
+        check("nonsensitive", vec![s("a").sensitive()], s("a"));
+        check("issensitive", vec![s("a").sensitive()], b(true));
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub(super) const DEFS: &[Def] = &[
     },
     Def {
         name: "parseint",
-        params: &[p("number", P::Str), p("base", NUM)],
+        params: &[p("number", P::Any), p("base", NUM)],
         variadic: None,
         ret: Ret::Fixed(NUM),
         imp: parseint,
@@ -158,13 +158,28 @@ fn signum(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// `parseint(number, base)`: exact, bases 2 to 62 (digits 0-9, then a-z, then A-Z; case does
 /// not matter up to base 36).
 fn parseint(a: Vec<Value>, _: &FunctionContext) -> Res {
-    let text = a[0].as_str().unwrap_or_default();
+    let Some(text) = a[0].as_str() else {
+        return Err(arg_err(
+            0,
+            format!(
+                "first argument must be a string, not {}",
+                crate::eval::convert::friendly_name(&a[0].type_of(), false)
+            ),
+        ));
+    };
     let base = match a[1].as_number().and_then(Number::to_i64) {
         Some(b) if (2..=62).contains(&b) => b as u32,
-        _ => {
+        Some(_) => {
             return Err(arg_err(
                 1,
                 "base must be a whole number between 2 and 62 inclusive",
+            ))
+        }
+        None => {
+            return Err(arg_err(
+                1,
+                "value must be a whole number, between -9223372036854775808 and \
+                 9223372036854775807",
             ))
         }
     };
@@ -244,6 +259,15 @@ mod tests {
             num("12345678901234567890"),
         );
         check("log", vec![n(10), n(3)], num("2.095903274289385"));
+        check("log", vec![n(8), n(2)], n(3));
+        check("pow", vec![n(2), n(-1)], num("0.5"));
+        check("ceil", vec![num("-0.5")], n(0));
+        check("floor", vec![num("0.99999999999999999999")], n(0));
+        check(
+            "max",
+            vec![num("0.1"), num("0.30000000000000001")],
+            num("0.30000000000000001"),
+        );
         check("pow", vec![n(3), n(40)], num("12157665459056929000"));
         check("pow", vec![n(2), num("0.5")], num("1.4142135623730951"));
         check(

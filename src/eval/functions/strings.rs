@@ -172,20 +172,21 @@ fn s(v: String) -> Value {
     Value::String(v)
 }
 
-/// Go's `unicode.ToUpper`/`ToLower` map one character to one character; characters whose
-/// case mapping is longer (`ß`) stay as they are.
+/// Go's `unicode.ToUpper`/`ToLower` use the simple (one character to one character) case
+/// mappings: characters whose full upper-case mapping is longer (`ß`, `ﬀ`) stay as they are,
+/// and `İ`, the one character whose full lower-case mapping is longer, becomes `i`.
 fn map_case(text: &str, upper: bool) -> String {
     text.chars()
         .map(|c| {
-            let mut m: Vec<char> = if upper {
+            let m: Vec<char> = if upper {
                 c.to_uppercase().collect()
             } else {
                 c.to_lowercase().collect()
             };
-            if m.len() == 1 {
-                m.pop().unwrap_or(c)
-            } else {
-                c
+            match (m.len(), upper) {
+                (1, _) => m[0],
+                (_, false) => m.first().copied().unwrap_or(c),
+                _ => c,
             }
         })
         .collect()
@@ -364,10 +365,17 @@ fn join(a: Vec<Value>, _: &FunctionContext) -> Res {
     Ok(s(items.join(&sep)))
 }
 
-/// Compiles a Terraform (RE2) pattern.
+/// The last line of a regex error ("unclosed group"), for one-line messages.
+fn regex_reason(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().last().unwrap_or_default().trim();
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
+}
+
+/// Compiles a Terraform (RE2) pattern for `regex`/`regexall`.
 fn compile(i: usize, pattern: &str) -> Result<Regex, super::Fail> {
     Regex::new(pattern)
-        .map_err(|e| arg_err(i, format!("invalid regular expression pattern: {}", e)))
+        .map_err(|e| arg_err(i, format!("invalid regexp pattern: {}", regex_reason(&e))))
 }
 
 /// `replace(str, substr, replace)`: a `substr` wrapped in slashes is a regular expression and
@@ -375,7 +383,8 @@ fn compile(i: usize, pattern: &str) -> Result<Regex, super::Fail> {
 fn replace(a: Vec<Value>, _: &FunctionContext) -> Res {
     let (text, sub, rep) = (str_of(&a[0]), str_of(&a[1]), str_of(&a[2]));
     if sub.len() > 1 && sub.starts_with('/') && sub.ends_with('/') {
-        let re = compile(1, &sub[1..sub.len() - 1])?;
+        let re = Regex::new(&sub[1..sub.len() - 1])
+            .map_err(|e| call_err(format!("error parsing regexp: {}", regex_reason(&e))))?;
         return Ok(s(re.replace_all(text, rep).into_owned()));
     }
     if sub.is_empty() {
@@ -403,8 +412,7 @@ fn match_type(re: &Regex) -> Result<Type, String> {
     }
     if named != names.len() {
         return Err(
-            "invalid regular expression pattern: can't mix both named and unnamed capture groups"
-                .into(),
+            "invalid regexp pattern: cannot mix both named and unnamed capture groups".into(),
         );
     }
     Ok(Type::object(
@@ -485,12 +493,17 @@ fn format(a: Vec<Value>, _: &FunctionContext) -> Res {
     }
     let (out, used) = format_str(&spec, &args).map_err(call_err)?;
     if used < args.len() {
-        return Err(arg_err(
-            used + 1,
-            format!("too many arguments; only {used} used by format string"),
-        ));
+        return Err(arg_err(used + 1, too_many(used)));
     }
     Ok(s(out))
+}
+
+fn too_many(used: usize) -> String {
+    if used == 0 {
+        "too many arguments; no verbs in format string".into()
+    } else {
+        format!("too many arguments; only {used} used by format string")
+    }
 }
 
 /// `formatlist(spec, args...)`: `format` for each index of the list arguments (which must have
@@ -557,8 +570,11 @@ fn formatlist(a: Vec<Value>, _: &FunctionContext) -> Res {
             }
             call_args.push(v);
         }
-        let (text, _) = format_str(&spec, &call_args)
-            .map_err(|e| call_err(format!("error on format iteration {idx}: {e}")))?;
+        let iteration = |e: String| call_err(format!("error on format iteration {idx}: {e}"));
+        let (text, used) = format_str(&spec, &call_args).map_err(iteration)?;
+        if used < call_args.len() {
+            return Err(iteration(too_many(used)));
+        }
         out.push(s(text));
     }
     Ok(Value::List(out))
@@ -813,14 +829,67 @@ fn digits_of(n: &BigDecimal) -> (Vec<u8>, i64) {
     (digits, dp)
 }
 
-/// Rounds `n` (non-negative) to `sig` significant digits, half to even.
+/// Rounds a non-negative `n` to `scale` decimal places as Go rounds the `big.Float` Terraform
+/// holds: that float is the nearest 512-bit binary number to the decimal, so a decimal tie
+/// (`0.05` to one place) rounds up or down as the binary number lies above or below it, and
+/// only exact ties (`2.5`) go to even.
+fn round_go(n: &BigDecimal, scale: i64) -> BigDecimal {
+    let (d, dp) = digits_of(n);
+    // Digits after the cut: a tie is "5" followed by nothing but zeros.
+    let cut = dp + scale;
+    let tie = cut >= 0 && (cut as usize) < d.len() && {
+        let rest = &d[cut as usize..];
+        rest[0] == 5 && rest[1..].iter().all(|x| *x == 0)
+    };
+    if !tie {
+        return n.with_scale_round(scale, RoundingMode::HalfEven);
+    }
+    match binary_direction(n) {
+        std::cmp::Ordering::Greater => n.with_scale_round(scale, RoundingMode::Up),
+        std::cmp::Ordering::Less => n.with_scale_round(scale, RoundingMode::Down),
+        std::cmp::Ordering::Equal => n.with_scale_round(scale, RoundingMode::HalfEven),
+    }
+}
+
+/// Whether the nearest 512-bit binary float to `n` (positive) is above, below or equal to it.
+fn binary_direction(n: &BigDecimal) -> std::cmp::Ordering {
+    let (m, k) = n.normalized().as_bigint_and_exponent(); // n = m / 10^k
+    let m = m.magnitude().clone();
+    let ten_k = |k: i64| bigdecimal::num_bigint::BigUint::from(10u32).pow(k.unsigned_abs() as u32);
+    // n = num / den
+    let (num, den) = if k >= 0 {
+        (m, ten_k(k))
+    } else {
+        (m * ten_k(k), bigdecimal::num_bigint::BigUint::from(1u32))
+    };
+    // Scale by 2^e so that the quotient has 512 bits: q = round(num * 2^e / den).
+    let bits = |x: &bigdecimal::num_bigint::BigUint| x.bits() as i64;
+    let e = 512 - (bits(&num) - bits(&den));
+    let (sn, sd) = if e >= 0 {
+        (num << (e as usize), den)
+    } else {
+        (num, den << ((-e) as usize))
+    };
+    let q = &sn / &sd;
+    let r = &sn - &q * &sd;
+    // Round half to even.
+    let twice = &r << 1usize;
+    let q = if twice > sd || (twice == sd && q.bit(0)) {
+        q + 1u32
+    } else {
+        q
+    };
+    (q * &sd).cmp(&sn)
+}
+
+/// Rounds `n` (non-negative) to `sig` significant digits, as Go does (see `round_go`).
 fn round_sig(n: &BigDecimal, sig: usize) -> (Vec<u8>, i64) {
     let (d, dp) = digits_of(n);
     if d.len() <= sig || d.is_empty() {
         return (d, dp);
     }
     // Keep `sig` digits: round to scale (sig - dp).
-    let r = n.with_scale_round(sig as i64 - dp, RoundingMode::HalfEven);
+    let r = round_go(n, sig as i64 - dp);
     digits_of(&r)
 }
 
@@ -830,7 +899,7 @@ fn fmt_float(n: &BigDecimal, mode: char, prec: Option<usize>) -> String {
     match mode.to_ascii_lowercase() {
         'f' => {
             let p = prec.unwrap_or(6);
-            let r = n.with_scale_round(p as i64, RoundingMode::HalfEven);
+            let r = round_go(n, p as i64);
             let text = crate::value::Number(r).to_string();
             let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
             if p == 0 {
@@ -943,7 +1012,8 @@ mod tests {
         check_err(
             "substr",
             vec![s("hello"), num("1.5"), n(1)],
-            "Invalid value for \"offset\" parameter: offset must be a whole number.",
+            "Call to function \"substr\" failed: value must be a whole number, between \
+             -9223372036854775808 and 9223372036854775807.",
         );
     }
 

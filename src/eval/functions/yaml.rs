@@ -19,7 +19,7 @@ use bigdecimal::num_bigint::BigInt;
 use bigdecimal::BigDecimal;
 use std::collections::BTreeMap;
 
-/// Decodes one YAML document; errors are `on line N: message`.
+/// Decodes one YAML document; errors are `on line N, column M: message`.
 pub(crate) fn decode(src: &str) -> Result<Value, String> {
     let mut p = Parser {
         lines: src
@@ -51,7 +51,11 @@ pub(crate) fn decode(src: &str) -> Result<Value, String> {
         }
         p.skip_blank();
     }
+    let started = p.pos > 0 && p.lines[..p.pos].iter().any(|(_, l)| is_marker(l, "---"));
     let value = if p.pos >= p.lines.len() || is_marker(&p.lines[p.pos].1, "...") {
+        if !started {
+            return Err("on line 1, column 1: missing start of document".into());
+        }
         Value::Null(Type::Dynamic)
     } else {
         p.node(None)?
@@ -154,11 +158,11 @@ struct Parser {
 }
 
 impl Parser {
+    /// An error at the current line, worded as Terraform's YAML library words positions.
     fn err(&self, msg: impl std::fmt::Display) -> String {
-        format!(
-            "on line {}: {msg}",
-            self.pos.min(self.lines.len().saturating_sub(1)) + 1
-        )
+        let line = self.pos.min(self.lines.len().saturating_sub(1));
+        let column = self.lines.get(line).map(|l| l.0).unwrap_or(0) + 1;
+        format!("on line {}, column {column}: {msg}", line + 1)
     }
 
     fn blank(&self, i: usize) -> bool {
@@ -633,6 +637,29 @@ impl Flow {
     }
     fn value(&mut self, p: &mut Parser) -> Result<Value, String> {
         self.ws();
+        // `&anchor` and `!tag` properties before a flow value.
+        if let Some(&c @ ('&' | '!')) = self.s.get(self.i) {
+            let start = self.i + 1;
+            while self.i < self.s.len() && !matches!(self.s[self.i], ' ' | ',' | ']' | '}') {
+                self.i += 1;
+            }
+            let name: String = self.s[start..self.i].iter().collect();
+            let v = self.value(p)?;
+            if c == '&' {
+                p.anchors.insert(name, v.clone());
+                return Ok(v);
+            }
+            return match v {
+                Value::String(raw) => {
+                    resolve_tagged(&format!("!{}", name.trim_start_matches('!')), &raw)
+                }
+                Value::Number(n) => resolve_tagged(
+                    &format!("!{}", name.trim_start_matches('!')),
+                    &n.to_string(),
+                ),
+                other => Ok(other),
+            };
+        }
         match self.s.get(self.i) {
             Some('[') => {
                 self.i += 1;
@@ -925,7 +952,15 @@ mod tests {
                 tup(vec![n(3), obj(vec![("x", s("z"))])]),
             ]),
         );
-        ok("", Value::Null(Type::Dynamic));
+        ok("---\n", Value::Null(Type::Dynamic));
+        assert_eq!(
+            decode(""),
+            Err("on line 1, column 1: missing start of document".into())
+        );
+        assert_eq!(
+            decode("# only\n"),
+            Err("on line 1, column 1: missing start of document".into())
+        );
         ok("hello", s("hello"));
         ok(
             "{a: [1, 2,\n  3], 'b': \"c\"}",
@@ -984,6 +1019,14 @@ mod tests {
     #[test]
     fn anchors_and_errors() {
         ok(
+            "{a: &foo [1, 2, 3], b: *foo, c: !!str 12}",
+            obj(vec![
+                ("a", tup(vec![n(1), n(2), n(3)])),
+                ("b", tup(vec![n(1), n(2), n(3)])),
+                ("c", s("12")),
+            ]),
+        );
+        ok(
             "base: &b {x: 1}\nother: *b",
             obj(vec![
                 ("base", obj(vec![("x", n(1))])),
@@ -993,7 +1036,7 @@ mod tests {
         ok("a: 1\na: 2", obj(vec![("a", n(2))]));
         assert_eq!(
             decode("a: 1\n---\nb: 2"),
-            Err("on line 2: unexpected extra content after value".into())
+            Err("on line 2, column 1: unexpected extra content after value".into())
         );
         assert!(decode("a: [1, 2").is_err());
         assert!(decode("a: .nan").is_err());
