@@ -872,6 +872,9 @@ pub fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> Strin
             }
         }
         EventBody::ResourceMoved { from, to } => format!("{from} -> {to}"),
+        EventBody::ResourceRehomed { addr, provider } => {
+            format!("{addr} now via {} ({})", provider.addr, provider.id)
+        }
         EventBody::PendingResolved { op, how, object } => format!(
             "{}: {how}{}",
             op_name(op),

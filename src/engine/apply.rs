@@ -218,6 +218,23 @@ impl ApplyPhase {
                 .unwrap_or_else(Value::unknown));
         };
         if change.action == Action::NoOp {
+            // Moved to another provider instance with an equal configuration: record the move.
+            let moved = current
+                .as_ref()
+                .is_some_and(|o| o.provider.addr != inst.provider);
+            if let (true, Some(id)) = (moved, ctx.provider_slot(&inst.provider).and_then(|s| s.id))
+            {
+                let provider = ProviderRef {
+                    addr: inst.provider.clone(),
+                    id,
+                };
+                self.journal
+                    .append(EventBody::ResourceRehomed {
+                        addr: inst.addr.clone(),
+                        provider,
+                    })
+                    .map_err(Diagnostics::from)?;
+            }
             return Ok(current
                 .map(|o| Value::from_stored(&o.attrs))
                 .or(change.after.clone())
