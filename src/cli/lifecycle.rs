@@ -495,16 +495,29 @@ fn apply(
                 destroyed: a.summary.destroyed as usize,
                 outputs: a.outputs,
             };
-            print_summary(
-                ctx,
-                &summary,
-                mode == PlanMode::Destroy,
-                ui.json.as_ref(),
-                no_color,
-            );
             if failed {
+                // Terraform prints no "complete" line for a failed run; say what did happen.
+                if ui.json.is_none() {
+                    let what = if mode == PlanMode::Destroy {
+                        "Destroy"
+                    } else {
+                        "Apply"
+                    };
+                    ctx.out(&format!(
+                        "\n{what} failed. Before the errors above: {} added, {} changed, {} \
+                         destroyed (recorded in the state).\n",
+                        summary.added, summary.changed, summary.destroyed
+                    ));
+                }
                 Exit::Error
             } else {
+                print_summary(
+                    ctx,
+                    &summary,
+                    mode == PlanMode::Destroy,
+                    ui.json.as_ref(),
+                    no_color,
+                );
                 Exit::Ok
             }
         }

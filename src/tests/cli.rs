@@ -1161,3 +1161,51 @@ fn drift_is_shown_by_plan_and_recorded_by_refresh() {
     let (_, shown, _) = check_cli_in(d, &["state", "show", "sim_thing.a"], "");
     assert!(shown.contains("\"tampered\""), "{shown}");
 }
+
+#[test]
+fn a_failed_apply_lists_its_errors_and_exits_1() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\nresource \"sim_thing\" \"b\" {\n  name  = \"b\"\n  value = sim_thing.a.id\n}\nresource \"sim_thing\" \"c\" {\n  name = \"c\"\n}\n",
+    )]);
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("SIM_FAIL", "create:a")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["apply", "-auto-approve"]);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("sim_thing.a: Creation errored after"), "{out}");
+    assert!(
+        out.contains("sim_thing.c: Creation complete after"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("sim_thing.b: Creating"),
+        "b depends on a: skipped\n{out}"
+    );
+    assert!(
+        out.contains("Apply failed. Before the errors above: 1 added"),
+        "{out}"
+    );
+    assert!(!out.contains("Apply complete!"), "{out}");
+    assert!(err.contains("sim: injected failure for create a"), "{err}");
+    let (code, out, _) = run(&["apply", "-auto-approve", "-json"]);
+    assert_eq!(code, Some(1));
+    let types: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+        .collect();
+    assert!(types.contains(&"\"apply_errored\"".to_string()), "{out}");
+    assert!(types.contains(&"\"diagnostic\"".to_string()), "{out}");
+}
