@@ -453,6 +453,46 @@ impl World {
         Ok(())
     }
 
+    /// Runs `apply` in a child process (the `apply` binary of this crate) with every `sim`
+    /// call taking `latency_ms`, and kills it (SIGKILL) after `after_ms`. Returns whether it
+    /// was killed (false: it finished first).
+    pub fn killed_apply(
+        &mut self,
+        bin: &str,
+        parallelism: usize,
+        latency_ms: u64,
+        after_ms: u64,
+    ) -> Result<bool, String> {
+        let mut child = std::process::Command::new(bin)
+            .arg(&self.work)
+            .arg(parallelism.to_string())
+            .env("SIM_STORE", &self.store)
+            .env("SIM_LATENCY_MS", latency_ms.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {bin}: {e}"))?;
+        std::thread::sleep(std::time::Duration::from_millis(after_ms));
+        let killed = matches!(child.try_wait(), Ok(None));
+        if killed {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+        if std::env::var_os("CAIRN_PROPTEST_VERBOSE").is_some() {
+            eprintln!(
+                "apply process {} after {after_ms} ms",
+                if killed { "killed" } else { "finished" }
+            );
+        }
+        self.script.push(format!(
+            "env SIM_LATENCY_MS={latency_ms}\napply  # -parallelism={parallelism}, {} after {after_ms} ms\nenv SIM_LATENCY_MS=0",
+            if killed { "killed (SIGKILL)" } else { "finished before being killed" }
+        ));
+        // The calls the killed run made are not this world's next operation's.
+        self.calls_seen = read_calls(&self.store).len();
+        Ok(killed)
+    }
+
     /// Writes a checkpoint of the state now (so later `snapshot_at` calls start from one).
     pub fn checkpoint(&self) {
         let o = OpenOptions {
