@@ -39,11 +39,11 @@ fn region_of(s: &Snapshot, p: &cairn::state::ProviderRef) -> String {
         .unwrap_or_else(|| "local".into())
 }
 
-/// Every object state holds (current and deposed): (region, id) → (address, name, value, out,
-/// tainted).
-pub fn state_objects(
-    s: &Snapshot,
-) -> BTreeMap<(String, String), (String, String, Option<String>, String, bool)> {
+/// What state holds of one object: (address, name, value, out, tainted).
+pub type StateObject = (String, String, Option<String>, String, bool);
+
+/// Every object state holds (current and deposed), by (region, id).
+pub fn state_objects(s: &Snapshot) -> BTreeMap<(String, String), StateObject> {
     let mut out = BTreeMap::new();
     for (addr, inst) in &s.resources {
         for o in inst.objects() {

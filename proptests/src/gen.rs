@@ -216,7 +216,7 @@ impl Avail {
     /// A value: 0 is a literal, otherwise one of the expressions available.
     fn value(&self, choice: u16, lit: u16) -> (Expr, Kind) {
         let exprs = self.exprs();
-        if choice % 3 == 0 || exprs.is_empty() {
+        if choice.is_multiple_of(3) || exprs.is_empty() {
             return (Expr::Lit(format!("v{}", lit % 4)), Kind::Str);
         }
         exprs[(choice as usize / 3) % exprs.len()].clone()
