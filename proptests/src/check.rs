@@ -578,10 +578,16 @@ pub fn ordered(o: &Outcome) -> Check {
                 // be gone from the store already.
                 match delete_at.get(&my_id) {
                     Some(i) => ensure!(i < j, "{dep} was deleted (call {j}) before {addr} (call {i}), which depends on it"),
-                    None => ensure!(
-                        !o.cloud_after.objects.keys().any(|k| k.1 == my_id) || o.calls[*j].ok && !o.cloud_before.objects.keys().any(|k| k.1 == my_id),
-                        "{dep} was deleted while {addr}, which depends on it, still exists"
-                    ),
+                    None => {
+                        // It stays: fine if it no longer exists, or was updated (to stop
+                        // depending on it) before the delete, or no longer depends on it in
+                        // the configuration.
+                        let gone = !o.cloud_after.objects.keys().any(|k| k.1 == my_id);
+                        let updated_first = o.calls[..*j].iter().any(|c| c.op == "update" && c.id.as_deref() == Some(my_id.as_str()));
+                        let name = stored_str(&cur.attrs, "name").unwrap_or_default();
+                        let still = terms.get(&name).is_some_and(|t| thing_deps(&o.config, t).iter().any(|d| d.resource() == Some(dep.resource.to_string())));
+                        ensure!(gone || updated_first || !still, "{dep} was deleted (call {j}) while {addr}, which depends on it, still exists");
+                    }
                 }
             }
         }

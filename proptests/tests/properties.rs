@@ -186,6 +186,9 @@ proptest! {
                 let (s, _) = read_state(&crashed.state_dir());
                 check::nothing_lost(&s, &cloud).map_err(|m| format!("crash after event {}: {m}", all[before + k - 1].seq))?;
                 let next = crashed.run(Op::Apply, r.parallelism, None);
+                if std::env::var_os("CAIRN_PROPTEST_VERBOSE").is_some() {
+                    eprintln!("crash after {k}: state before the next apply: {}\ncloud {:?}\nnext: ok={} errors={:?}\ncalls={:?}\nevents={:?}", check::normalized(&s), cloud.objects, next.ok, next.errors, next.calls, next.events.iter().map(|e| &e.body).collect::<Vec<_>>());
+                }
                 let msg = |m: String| format!("the apply after a crash after event {} of the previous apply: {m}\n{}", all[before + k - 1].seq, crashed.fixture());
                 check::nothing_lost(&next.state_after, &next.cloud_after).map_err(msg)?;
                 if next.ok {
