@@ -85,14 +85,17 @@ fn state_opts() -> OpenOptions {
     }
 }
 
-/// The state in `dir`, read-only (empty when there is none yet).
+/// The state in `dir`, read-only (empty when there is none yet; any other failure to open it
+/// fails the test rather than passing for an empty state).
 pub fn read_state(dir: &Path) -> (Snapshot, Vec<Event>) {
     match Store::open(dir, &state_opts()) {
         Ok((store, _)) => {
             let events = store.events(1).unwrap_or_default();
             (store.snapshot().clone(), events)
         }
-        Err(_) => (Snapshot::default(), Vec::new()),
+        Err(cairn::state::StateError::NotFound { .. }) => (Snapshot::default(), Vec::new()),
+        // Anything else (a lock, a corrupt log) must not pass for an empty state.
+        Err(e) => panic!("cannot open the state in {}: {e}", dir.display()),
     }
 }
 
