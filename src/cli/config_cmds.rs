@@ -37,8 +37,72 @@ fn green_bold(s: &str, color: bool) -> String {
     }
 }
 
+/// Resource types no built-in provider has: an unknown provider package, or an unknown type
+/// of a known one (with a "did you mean").
+pub fn check_types(
+    config: &Config,
+    providers: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
+) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    for m in config.modules() {
+        for r in m.resources.values() {
+            let package = cairn_state::package_of(&r.type_);
+            let what = match r.mode {
+                cairn_state::Mode::Managed => "resource type",
+                cairn_state::Mode::Data => "data source",
+            };
+            let d = match providers.get(package) {
+                None => Diagnostic::error(
+                    format!("Unknown provider \"{package}\""),
+                    format!(
+                        "{} \"{}\" belongs to the provider \"{package}\", which Cairn does not have. Cairn's providers are built in: {}.",
+                        capitalize(what),
+                        r.type_,
+                        providers.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                    ),
+                ),
+                Some(p) if p.schema().block(r.mode, &r.type_).is_none() => {
+                    let schema = p.schema();
+                    let names = match r.mode {
+                        cairn_state::Mode::Managed => schema.resources.keys(),
+                        cairn_state::Mode::Data => schema.data_sources.keys(),
+                    };
+                    Diagnostic::error(
+                        format!("Invalid {what}"),
+                        format!(
+                            "The provider \"{package}\" does not support {what} \"{}\".{}",
+                            r.type_,
+                            crate::eval::suggest::suffix(&r.type_, names.map(String::as_str))
+                        ),
+                    )
+                }
+                Some(_) => continue,
+            };
+            diags.push(d.with_span(Some(r.span)));
+        }
+    }
+    diags
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
-    let (config, diags) = load_config();
+    let (config, mut diags) = load_config();
+    if let Some(config) = &config {
+        let providers = crate::provider::builtin::builtin();
+        diags.extend(check_types(config, &providers));
+        let schema = |mode, type_: &str| {
+            providers
+                .get(cairn_state::package_of(type_))
+                .and_then(|p| p.schema().block(mode, type_))
+        };
+        diags.extend(crate::config::validate(config, &schema));
+    }
     let empty = SourceMap::new();
     let map = config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
     let valid = !diags.has_errors();
@@ -192,18 +256,13 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
         &mut diags,
     );
     let builtin = crate::provider::builtin::builtin();
-    for addr in instances.keys() {
-        if !builtin.contains_key(&addr.package) {
-            let known: Vec<&str> = builtin.keys().map(String::as_str).collect();
-            diags.push(Diagnostic::error(
-                format!("Unknown provider \"{}\"", addr.package),
-                format!(
-                    "{addr} is not a provider Cairn has. Cairn's providers are built in: {}.",
-                    known.join(", ")
-                ),
-            ));
-        }
-    }
+    diags.extend(check_types(&config, &builtin));
+    let schema = |mode, type_: &str| {
+        builtin
+            .get(cairn_state::package_of(type_))
+            .and_then(|p| p.schema().block(mode, type_))
+    };
+    diags.extend(crate::config::validate(&config, &schema));
     let (color, _) = ctx.colors(a.ui.no_color);
     if ctx.report(&config.sources, &diags, a.ui.no_color) {
         ctx.err(

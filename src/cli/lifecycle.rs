@@ -16,17 +16,21 @@
 use super::args::UiArgs;
 use super::output::{Exit, JsonUi};
 use super::progress::{AnyObserver, HumanObserver, HumanOptions, JsonObserver};
-use super::run_cmds::{present_plan, save_plan};
+use super::run_cmds::{load_plan, present_plan, run_request, save_plan, RunRequest};
 use super::Context;
 use crate::config::{Config, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::engine;
+use crate::engine::progress::Observer;
 use crate::plan::json::type_json;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanMode};
 use crate::value::{format_hcl, Value};
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The observer for a run, and the JSON UI when `-json` was given (its `version` message is
 /// already written).
@@ -85,78 +89,10 @@ pub fn tf_var_env() -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Loads the configuration of the working directory and its input variables. On errors they
-/// are printed and the exit code comes back instead.
-pub fn prepare(
-    ctx: &Context,
-    vars: &[VarArg],
-    json_ui: Option<&JsonUi>,
-    no_color: bool,
-) -> Result<(Config, BTreeMap<String, Value>), Exit> {
-    let (config, mut diags) = crate::config::load(Path::new("."));
-    let Some(mut config) = config else {
-        emit(ctx, &SourceMap::new(), &diags, json_ui, no_color);
-        return Err(Exit::Error);
-    };
-    let mut values = BTreeMap::new();
-    if !diags.has_errors() {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-        let (v, d) = crate::config::input_values(&mut config, vars, &tf_var_env(), &cwd);
-        values = v;
-        diags.extend(d);
-    }
-    if diags.has_errors() {
-        emit(ctx, &config.sources, &diags, json_ui, no_color);
-        return Err(Exit::Error);
-    }
-    // Warnings are printed now; the run goes on.
-    emit(ctx, &config.sources, &diags, json_ui, no_color);
-    Ok((config, values))
-}
-
 /// How a run prints: the `-json` stream or human text, and `-no-color`.
 pub struct RunUi {
     pub json: Option<JsonUi>,
     pub no_color: bool,
-}
-
-/// After the engine planned: print the plan (or the errors), save it with `-out`, and pick the
-/// exit code.
-pub fn finish_plan(
-    ctx: &Context,
-    ui: &RunUi,
-    map: &SourceMap,
-    result: Result<Plan, Diagnostics>,
-    observer: &mut AnyObserver,
-    out_file: Option<&Path>,
-    detailed: bool,
-) -> (Exit, Option<Plan>) {
-    let (json_ui, no_color) = (ui.json.as_ref(), ui.no_color);
-    observer.finish();
-    let seen = observer.take_diagnostics();
-    match result {
-        Err(diags) => {
-            emit(ctx, map, &merge_diagnostics(seen, diags), json_ui, no_color);
-            (Exit::Error, None)
-        }
-        Ok(plan) => {
-            present_plan(ctx, &plan, json_ui, no_color);
-            emit(ctx, map, &Diagnostics(seen), json_ui, no_color);
-            if let Some(path) = out_file {
-                if let Err(d) = save_plan(path, &plan) {
-                    emit(ctx, map, &d.into(), json_ui, no_color);
-                    return (Exit::Error, Some(plan));
-                }
-                if json_ui.is_none() {
-                    ctx.out(&format!(
-                        "\nSaved the plan to: {p}\n\nTo perform exactly these actions, run:\n    cairn apply {p}\n",
-                        p = path.display()
-                    ));
-                }
-            }
-            (super::run_cmds::plan_exit(&plan, detailed), Some(plan))
-        }
-    }
 }
 
 /// What an apply or destroy did, for its closing lines.
@@ -238,45 +174,6 @@ pub fn print_summary(
     ctx.out(&out);
 }
 
-/// The engine's side of a run. Every call of the lifecycle commands goes through these two
-/// functions, so wiring the engine is a change here only.
-///
-/// The engine (`crate::engine`) has not landed on this branch yet: until it does, they refuse
-/// with an error that names what is missing, after everything before them (flags, addresses,
-/// configuration, variables) has been checked and reported.
-pub mod engine_seam {
-    use super::*;
-    use crate::cli::run_cmds::RunRequest;
-    use crate::engine::progress::Observer;
-
-    fn missing(what: &str) -> Diagnostics {
-        Diagnostics::from(Diagnostic::error(
-            "The lifecycle engine is not in this build",
-            format!(
-                "The configuration and variables are valid, but this build of Cairn cannot {what}                  yet: the engine that refreshes, plans and applies has not been merged."
-            ),
-        ))
-    }
-
-    pub fn plan(
-        _config: &Config,
-        _values: &BTreeMap<String, Value>,
-        _req: &RunRequest,
-        _obs: &dyn Observer,
-    ) -> Result<Plan, Diagnostics> {
-        Err(missing("plan"))
-    }
-
-    pub fn apply(
-        _config: &Config,
-        _plan: &Plan,
-        _req: &RunRequest,
-        _obs: &dyn Observer,
-    ) -> Result<ApplySummary, (ApplySummary, Diagnostics)> {
-        Err((ApplySummary::default(), missing("apply")))
-    }
-}
-
 /// Which lifecycle command is running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verb {
@@ -302,7 +199,7 @@ pub struct Invocation<'a> {
     pub verb: Verb,
     pub walk: &'a super::args::WalkArgs,
     pub flags: Option<&'a super::args::PlanFlags>,
-    pub mode: crate::plan::PlanMode,
+    pub mode: PlanMode,
     pub vars: Vec<VarArg>,
     pub plan_file: Option<&'a Path>,
     pub out_file: Option<&'a Path>,
@@ -312,62 +209,225 @@ pub struct Invocation<'a> {
     pub preview: bool,
 }
 
+/// The engine's options from a checked request. The engine reads no environment: it gets
+/// the process's here.
+pub fn engine_options(req: &RunRequest, command: &str) -> engine::Options {
+    let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut o = engine::Options::new(dir.clone());
+    o.state_dir = if req.state_dir.is_absolute() {
+        req.state_dir.clone()
+    } else {
+        dir.join(&req.state_dir)
+    };
+    o.vars = req.vars.clone();
+    o.env = std::env::vars().collect();
+    o.parallelism = req.parallelism;
+    o.refresh = req.refresh;
+    o.targets = req.targets.clone();
+    o.replace = req.replace.clone();
+    o.lock_timeout = req.lock_timeout;
+    o.command = command.to_string();
+    o.args = std::env::args().skip(1).collect();
+    o
+}
+
+/// Runs an engine future on a runtime of its own. Ctrl-C sets `stop`: the engine starts no new
+/// step, lets running ones finish and record their outcome. The signal task is aborted and
+/// awaited before returning (no detached task).
+pub fn block_on<F: std::future::Future>(
+    ctx: &Context,
+    stop: Arc<AtomicBool>,
+    f: F,
+) -> Result<F::Output, Diagnostic> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Diagnostic::error(
+                "Cannot start the engine",
+                format!("Starting the async runtime failed: {e}."),
+            )
+        })?;
+    let stderr = ctx.stderr.clone();
+    Ok(rt.block_on(async move {
+        let watcher = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.store(true, Ordering::SeqCst);
+                super::output::write_to(
+                    &stderr,
+                    "\nInterrupt received: no new steps start; steps already running finish and are recorded.\n",
+                );
+            }
+        });
+        let out = f.await;
+        watcher.abort();
+        let _ = watcher.await;
+        out
+    }))
+}
+
+/// The engine's notes (recovered pending operations, repaired state) as warnings.
+fn notes(report_notes: &[String]) -> Vec<Diagnostic> {
+    report_notes
+        .iter()
+        .map(|n| Diagnostic::warning("Recovered state", n.clone()))
+        .collect()
+}
+
 /// Runs a lifecycle command end to end.
 pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
-    use crate::cli::prompt::Question;
-    use crate::cli::run_cmds::{approve, load_plan, objects_to_destroy, run_request};
-    use crate::plan::PlanMode;
-
     let no_color = inv.walk.ui.no_color;
-    let (mut observer, json) = make_observer(ctx, &inv.walk.ui);
+    let (observer, json) = make_observer(ctx, &inv.walk.ui);
+    let observer = Arc::new(observer);
     let ui = RunUi { json, no_color };
+    let empty = SourceMap::new();
     let req = match run_request(ctx, inv.walk, inv.flags, inv.mode, inv.vars.clone()) {
         Ok(r) => r,
         Err(d) => {
-            emit(ctx, &SourceMap::new(), &d, ui.json.as_ref(), no_color);
+            emit(ctx, &empty, &d, ui.json.as_ref(), no_color);
             return Exit::Error;
         }
     };
-    let (config, values) = match prepare(ctx, &req.vars, ui.json.as_ref(), no_color) {
-        Ok(cv) => cv,
-        Err(e) => return e,
+    let opts = engine_options(&req, inv.verb.name());
+    let dyn_observer: Arc<dyn Observer> = observer.clone();
+    let finish = |config: Option<&Arc<Config>>, diags: Diagnostics, report_notes: &[String]| {
+        observer.finish();
+        let mut seen = notes(report_notes);
+        seen.extend(observer.take_diagnostics());
+        let all = merge_diagnostics(seen, diags);
+        let map = config.map(|c| &c.sources).unwrap_or(&empty);
+        emit(ctx, map, &all, ui.json.as_ref(), no_color)
     };
-    let map = &config.sources;
-    // The plan: a saved one, or a fresh one.
-    let plan = match inv.plan_file {
+    match inv.verb {
+        Verb::Plan => {
+            let report = match block_on(
+                ctx,
+                opts.stop.clone(),
+                engine::plan(&opts, inv.mode, dyn_observer),
+            ) {
+                Ok(r) => r,
+                Err(d) => return ctx.fail(d, no_color),
+            };
+            observer.finish();
+            if let Some(plan) = &report.result {
+                present_plan(ctx, plan, ui.json.as_ref(), no_color);
+            }
+            let failed = finish(report.config.as_ref(), report.diags, &report.notes);
+            let Some(plan) = report.result.filter(|_| !failed) else {
+                return Exit::Error;
+            };
+            if let Some(path) = inv.out_file {
+                if let Err(d) = save_plan(path, &plan) {
+                    emit(ctx, &empty, &d.into(), ui.json.as_ref(), no_color);
+                    return Exit::Error;
+                }
+                if ui.json.is_none() {
+                    ctx.out(&format!(
+                        "\nSaved the plan to: {p}\n\nTo perform exactly these actions, run:\n    cairn apply {p}\n",
+                        p = path.display()
+                    ));
+                }
+            }
+            super::run_cmds::plan_exit(&plan, inv.detailed_exitcode)
+        }
+        Verb::Refresh => {
+            let report = match block_on(
+                ctx,
+                opts.stop.clone(),
+                engine::refresh(&opts, inv.preview, dyn_observer),
+            ) {
+                Ok(r) => r,
+                Err(d) => return ctx.fail(d, no_color),
+            };
+            observer.finish();
+            if let Some(drift) = &report.result {
+                let plan = refresh_plan(drift.clone());
+                present_plan(ctx, &plan, ui.json.as_ref(), no_color);
+                if ui.json.is_none() && !inv.preview && !report.diags.has_errors() {
+                    ctx.out(&match drift.len() {
+                        0 => "\nRefresh complete! No object changed outside Cairn.\n".to_string(),
+                        n => format!(
+                            "\nRefresh complete! {n} object{} changed outside Cairn; the state records {} now.\n",
+                            if n == 1 { "" } else { "s" },
+                            if n == 1 { "it" } else { "them" },
+                        ),
+                    });
+                }
+            }
+            if finish(report.config.as_ref(), report.diags, &report.notes) {
+                Exit::Error
+            } else {
+                Exit::Ok
+            }
+        }
+        Verb::Apply | Verb::Destroy => apply(ctx, &inv, &opts, &observer, &ui, finish),
+    }
+}
+
+/// A plan holding only what refresh found, so it renders as the drift section.
+fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
+    Plan {
+        mode: PlanMode::RefreshOnly,
+        base_seq: 0,
+        config_hash: String::new(),
+        changes: Vec::new(),
+        provider_changes: Vec::new(),
+        outputs: Vec::new(),
+        applyable: !drift.is_empty(),
+        drift,
+        data_reads: Vec::new(),
+        dropped_data: Vec::new(),
+        variables: BTreeMap::new(),
+        warnings: Vec::new(),
+        errored: false,
+    }
+}
+
+/// `apply [PLANFILE]`, `apply -read-only`, `destroy`: the engine plans and calls back to show
+/// the plan and ask; then it applies and the summary is printed.
+fn apply(
+    ctx: &Context,
+    inv: &Invocation<'_>,
+    opts: &engine::Options,
+    observer: &Arc<AnyObserver>,
+    ui: &RunUi,
+    finish: impl Fn(Option<&Arc<Config>>, Diagnostics, &[String]) -> bool,
+) -> Exit {
+    use super::prompt::Question;
+    use super::run_cmds::{approve, objects_to_destroy};
+    let no_color = ui.no_color;
+    let saved = match inv.plan_file {
         Some(path) => match load_plan(path) {
-            Ok(p) => p,
+            Ok(p) => Some(p),
             Err(d) => {
-                emit(ctx, map, &d.into(), ui.json.as_ref(), no_color);
+                observer.finish();
+                emit(
+                    ctx,
+                    &SourceMap::new(),
+                    &d.into(),
+                    ui.json.as_ref(),
+                    no_color,
+                );
                 return Exit::Error;
             }
         },
-        None => {
-            let result = engine_seam::plan(&config, &values, &req, &observer);
-            let (exit, plan) = finish_plan(
-                ctx,
-                &ui,
-                map,
-                result,
-                &mut observer,
-                inv.out_file,
-                inv.detailed_exitcode,
-            );
-            let Some(plan) = plan else { return exit };
-            if inv.verb == Verb::Plan || inv.preview || exit == Exit::Error {
-                return exit;
-            }
-            plan
-        }
+        None => None,
     };
-    if !plan.applyable && inv.plan_file.is_none() {
-        // "No changes." has been shown; nothing to approve or apply.
-        return Exit::Ok;
-    }
-    if inv.plan_file.is_none() && inv.verb != Verb::Refresh {
+    let from_file = saved.is_some();
+    let mode = saved.as_ref().map(|p| p.mode).unwrap_or(inv.mode);
+    let shown = AtomicBool::new(false);
+    let cannot_ask: Mutex<Option<Diagnostic>> = Mutex::new(None);
+    let confirm = |plan: &Plan| -> bool {
+        if from_file {
+            // A saved plan was reviewed when it was made: Terraform applies it without asking.
+            return true;
+        }
+        observer.clear_status();
+        present_plan(ctx, plan, ui.json.as_ref(), no_color);
+        shown.store(true, Ordering::SeqCst);
         let question = match plan.mode {
             PlanMode::Destroy => Question::Destroy {
-                objects: objects_to_destroy(&plan),
+                objects: objects_to_destroy(plan),
             },
             PlanMode::ReadOnly | PlanMode::RefreshOnly => Question::ReadOnly,
             PlanMode::Normal => Question::Apply,
@@ -382,55 +442,86 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
             &mut stdin,
             no_color,
         ) {
-            Ok(true) => {}
-            Ok(false) => {
-                let what = if inv.verb == Verb::Destroy {
-                    "Destroy"
-                } else {
-                    "Apply"
-                };
-                emit(
+            Ok(yes) => {
+                if yes && inv.auto_approve && ui.json.is_none() {
+                    ctx.out("\n");
+                }
+                observer.resume_status();
+                yes
+            }
+            Err(d) => {
+                *cannot_ask.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
+                false
+            }
+        }
+    };
+    let dyn_observer: Arc<dyn Observer> = observer.clone();
+    let report = match block_on(
+        ctx,
+        opts.stop.clone(),
+        engine::apply(opts, mode, saved, &confirm, dyn_observer),
+    ) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    observer.finish();
+    let mut diags = report.diags;
+    if let Some(d) = cannot_ask.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        diags.push(d);
+    }
+    let applied = report.result;
+    if let Some(a) = &applied {
+        if let (Some(plan), false) = (&a.plan, shown.load(Ordering::SeqCst) || from_file) {
+            present_plan(ctx, plan, ui.json.as_ref(), no_color);
+        }
+        if !a.confirmed && !diags.has_errors() {
+            let what = if mode == PlanMode::Destroy {
+                "Destroy"
+            } else {
+                "Apply"
+            };
+            diags.push(Diagnostic::error(
+                format!("{what} cancelled"),
+                "Only 'yes' approves; nothing was changed.",
+            ));
+        }
+    }
+    let failed = finish(report.config.as_ref(), diags, &report.notes);
+    match applied {
+        Some(a) if a.confirmed => {
+            let summary = ApplySummary {
+                added: a.summary.added as usize,
+                changed: a.summary.changed as usize,
+                destroyed: a.summary.destroyed as usize,
+                outputs: a.outputs,
+            };
+            if failed {
+                // Terraform prints no "complete" line for a failed run; say what did happen.
+                if ui.json.is_none() {
+                    let what = if mode == PlanMode::Destroy {
+                        "Destroy"
+                    } else {
+                        "Apply"
+                    };
+                    ctx.out(&format!(
+                        "\n{what} failed. Before the errors above: {} added, {} changed, {} \
+                         destroyed (recorded in the state).\n",
+                        summary.added, summary.changed, summary.destroyed
+                    ));
+                }
+                Exit::Error
+            } else {
+                print_summary(
                     ctx,
-                    map,
-                    &Diagnostic::error(
-                        format!("{what} cancelled"),
-                        "Only 'yes' approves; nothing was changed.",
-                    )
-                    .into(),
+                    &summary,
+                    mode == PlanMode::Destroy,
                     ui.json.as_ref(),
                     no_color,
                 );
-                return Exit::Error;
-            }
-            Err(d) => {
-                emit(ctx, map, &d.into(), ui.json.as_ref(), no_color);
-                return Exit::Error;
+                Exit::Ok
             }
         }
-    }
-    let result = engine_seam::apply(&config, &plan, &req, &observer);
-    observer.finish();
-    let seen = observer.take_diagnostics();
-    let destroy = plan.mode == PlanMode::Destroy;
-    match result {
-        Ok(summary) => {
-            emit(ctx, map, &Diagnostics(seen), ui.json.as_ref(), no_color);
-            print_summary(ctx, &summary, destroy, ui.json.as_ref(), no_color);
-            Exit::Ok
-        }
-        Err((summary, diags)) => {
-            emit(
-                ctx,
-                map,
-                &merge_diagnostics(seen, diags),
-                ui.json.as_ref(),
-                no_color,
-            );
-            if summary != ApplySummary::default() && ui.json.is_some() {
-                print_summary(ctx, &summary, destroy, ui.json.as_ref(), no_color);
-            }
-            Exit::Error
-        }
+        _ => Exit::Error,
     }
 }
 

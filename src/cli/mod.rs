@@ -223,16 +223,8 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
             },
         ),
         Command::Console(a) => console::console(ctx, &a, parsed.var_order),
-        Command::Graph(_) | Command::Inspect(_) => {
-            let name = command_name(&parsed.cli.command);
-            ctx.fail(
-                Diagnostic::error(
-                    "The lifecycle engine is not in this build",
-                    format!("`cairn {name}` needs the engine, which has not been merged into this build yet."),
-                ),
-                false,
-            )
-        }
+        Command::Graph(a) => run_cmds::graph(ctx, &a, parsed.var_order),
+        Command::Inspect(a) => run_cmds::inspect(ctx, &a, parsed.var_order),
     }
 }
 

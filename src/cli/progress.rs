@@ -226,6 +226,8 @@ struct HumanShared {
     tracker: Mutex<Tracker>,
     /// Whether the status line is on screen now.
     status_shown: Mutex<bool>,
+    /// Set while the CLI prints a plan and asks for approval: no status line is drawn.
+    paused: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -253,7 +255,7 @@ impl HumanShared {
     }
 
     fn status_text(&self) -> Option<String> {
-        if !self.opts.status_line {
+        if !self.opts.status_line || self.paused.load(std::sync::atomic::Ordering::SeqCst) {
             return None;
         }
         let (done, running, left) = lock(&self.tracker).counts?;
@@ -400,7 +402,9 @@ impl HumanShared {
 /// Human progress lines; see the module docs.
 pub struct HumanObserver {
     shared: Arc<HumanShared>,
-    ticker: Option<Ticker>,
+    /// Behind a mutex so `finish` works through a shared reference (the engine holds the
+    /// observer in an `Arc`).
+    ticker: Mutex<Option<Ticker>>,
 }
 
 impl HumanObserver {
@@ -410,10 +414,11 @@ impl HumanObserver {
             started: Instant::now(),
             tracker: Mutex::new(Tracker::default()),
             status_shown: Mutex::new(false),
+            paused: std::sync::atomic::AtomicBool::new(false),
             opts,
         });
         let s = Arc::clone(&shared);
-        let ticker = Some(Ticker::start(shared.opts.tick, move || s.tick()));
+        let ticker = Mutex::new(Some(Ticker::start(shared.opts.tick, move || s.tick())));
         HumanObserver { shared, ticker }
     }
 
@@ -422,9 +427,30 @@ impl HumanObserver {
         std::mem::take(&mut lock(&self.shared.tracker).diagnostics)
     }
 
+    /// Clears the status line and keeps it off (while the CLI prints the plan and asks for
+    /// approval) until `resume_status`.
+    pub fn clear_status(&self) {
+        self.shared
+            .paused
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut shown = lock(&self.shared.status_shown);
+        if *shown {
+            write_to(&self.shared.out, "\r\x1b[K");
+            *shown = false;
+        }
+    }
+
+    /// Lets the status line be drawn again.
+    pub fn resume_status(&self) {
+        self.shared
+            .paused
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Stops the ticker and clears the status line; called by `drop` too.
-    pub fn finish(&mut self) {
-        drop(self.ticker.take());
+    pub fn finish(&self) {
+        let ticker = lock(&self.ticker).take();
+        drop(ticker);
         let mut shown = lock(&self.shared.status_shown);
         if *shown {
             write_to(&self.shared.out, "\r\x1b[K");
@@ -627,7 +653,7 @@ impl JsonShared {
 /// The `-json` UI stream; see the module docs.
 pub struct JsonObserver {
     shared: Arc<JsonShared>,
-    ticker: Option<Ticker>,
+    ticker: Mutex<Option<Ticker>>,
 }
 
 impl JsonObserver {
@@ -643,7 +669,7 @@ impl JsonObserver {
             tracker: Mutex::new(Tracker::default()),
         });
         let s = Arc::clone(&shared);
-        let ticker = Some(Ticker::start(tick, move || s.tick()));
+        let ticker = Mutex::new(Some(Ticker::start(tick, move || s.tick())));
         JsonObserver { shared, ticker }
     }
 
@@ -651,8 +677,9 @@ impl JsonObserver {
         std::mem::take(&mut lock(&self.shared.tracker).diagnostics)
     }
 
-    pub fn finish(&mut self) {
-        drop(self.ticker.take());
+    pub fn finish(&self) {
+        let ticker = lock(&self.ticker).take();
+        drop(ticker);
     }
 }
 
@@ -681,7 +708,18 @@ impl AnyObserver {
             AnyObserver::Json(o) => o.take_diagnostics(),
         }
     }
-    pub fn finish(&mut self) {
+    /// See `HumanObserver::clear_status`; the JSON stream has no status line.
+    pub fn clear_status(&self) {
+        if let AnyObserver::Human(o) = self {
+            o.clear_status();
+        }
+    }
+    pub fn resume_status(&self) {
+        if let AnyObserver::Human(o) = self {
+            o.resume_status();
+        }
+    }
+    pub fn finish(&self) {
         match self {
             AnyObserver::Human(o) => o.finish(),
             AnyObserver::Json(o) => o.finish(),
@@ -829,7 +867,7 @@ mod tests {
         let ui = JsonUi::new(sink(cap.clone()), fixed_clock());
         ui.version();
         // A ticker that never fires during the test: only engine events drive the stream.
-        let mut obs = JsonObserver::with_timing(ui, Duration::from_secs(3600), STILL_RUNNING_EVERY);
+        let obs = JsonObserver::with_timing(ui, Duration::from_secs(3600), STILL_RUNNING_EVERY);
         for e in events() {
             obs.event(e);
         }
@@ -885,6 +923,29 @@ mod tests {
             "[1 done, 2 running, 3 left, 0s elapsed]\r\x1b[Ksim_thing.a: Creating...\n\
              [1 done, 2 running, 3 left, 0s elapsed]\r\x1b[K"
         );
+    }
+
+    #[test]
+    fn a_paused_status_line_stays_off() {
+        let cap = Capture::default();
+        let opts = HumanOptions {
+            tick: Duration::from_millis(5),
+            ..HumanOptions::new(false, true)
+        };
+        let obs = HumanObserver::new(sink(cap.clone()), opts);
+        obs.event(Progress::Counts {
+            done: 1,
+            running: 0,
+            left: 0,
+        });
+        obs.clear_status();
+        let before = cap.text();
+        assert!(before.ends_with("\r\x1b[K"), "{before:?}");
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(cap.text(), before, "the ticker draws nothing while paused");
+        obs.resume_status();
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(cap.text().len() > before.len());
     }
 
     #[test]

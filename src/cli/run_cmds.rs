@@ -23,6 +23,7 @@ use crate::plan::render::{render_plan, render_state, RenderOptions};
 use crate::plan::{Action, Plan, PlanMode};
 use cairn_state::{ResourceInstanceAddr, Snapshot, Target};
 use serde_json::{json, Map, Value as J};
+use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -397,6 +398,143 @@ fn state_values_json(snap: &Snapshot) -> J {
     })
 }
 
+/// `graph`: the engine's graph as DOT, or as SVG through Graphviz.
+pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Exit {
+    use super::args::{GraphFormat, GraphType};
+    use crate::engine::GraphKind;
+    let plan = match &a.plan {
+        Some(path) => match load_plan(path) {
+            Ok(p) => Some(p),
+            Err(d) => return ctx.fail(d, false),
+        },
+        None => None,
+    };
+    let kind = match a.type_ {
+        GraphType::Plan => GraphKind::Plan,
+        GraphType::Refresh => GraphKind::Refresh,
+        GraphType::Apply => GraphKind::Apply,
+    };
+    let req = RunRequest {
+        mode: PlanMode::Normal,
+        refresh: false,
+        targets: Vec::new(),
+        replace: Vec::new(),
+        vars,
+        parallelism: 1,
+        lock_timeout: Duration::ZERO,
+        state_dir: ctx.state_dir.clone(),
+    };
+    let opts = super::lifecycle::engine_options(&req, "graph");
+    let report = crate::engine::graph_dot(&opts, kind, plan.as_ref());
+    let empty = crate::diag::SourceMap::new();
+    let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+    if ctx.report(map, &report.diags, false) {
+        return Exit::Error;
+    }
+    let Some(dot) = report.result else {
+        return Exit::Error;
+    };
+    match a.format {
+        GraphFormat::Dot => ctx.out(&dot),
+        GraphFormat::Svg => match dot_to_svg(&dot, "dot") {
+            Ok(svg) => ctx.out(&svg),
+            Err(d) => return ctx.fail(d, false),
+        },
+    }
+    Exit::Ok
+}
+
+/// `inspect`: every resource and data instance with its evaluated attributes, its address as
+/// `id` and its provider as `_provider`, without providers or state.
+pub fn inspect(ctx: &Context, a: &super::args::InspectArgs, vars: Vec<VarArg>) -> Exit {
+    use crate::value::Value;
+    let req = RunRequest {
+        mode: PlanMode::Normal,
+        refresh: false,
+        targets: Vec::new(),
+        replace: Vec::new(),
+        vars,
+        parallelism: 10,
+        lock_timeout: Duration::ZERO,
+        state_dir: ctx.state_dir.clone(),
+    };
+    let opts = super::lifecycle::engine_options(&req, "inspect");
+    let report =
+        match super::lifecycle::block_on(ctx, opts.stop.clone(), crate::engine::inspect(&opts)) {
+            Ok(r) => r,
+            Err(d) => return ctx.fail(d, a.ui.no_color),
+        };
+    let empty = crate::diag::SourceMap::new();
+    let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+    if ctx.report(map, &report.diags, a.ui.no_color) {
+        return Exit::Error;
+    }
+    let Some(inspection) = report.result else {
+        return Exit::Error;
+    };
+    let mut instances = inspection.instances.clone();
+    instances.sort_by(|x, y| x.addr.cmp(&y.addr));
+    let with_ids = |i: &crate::engine::inspect::Inspected| -> BTreeMap<String, Value> {
+        let mut m = i.attrs.attributes().cloned().unwrap_or_default();
+        m.insert("id".into(), Value::string(i.addr.to_string()));
+        m.insert("_provider".into(), Value::string(i.provider.to_string()));
+        m
+    };
+    if a.ui.json {
+        let list: Vec<J> = instances
+            .iter()
+            .map(|i| {
+                let m = with_ids(i);
+                let v = Value::Object(m);
+                let mut j = v.to_json();
+                let unknown = v.unknown_paths();
+                if !unknown.is_empty() {
+                    j["_unknown"] = json!(unknown);
+                }
+                j
+            })
+            .collect();
+        let outputs: Map<String, J> = inspection
+            .outputs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_json()))
+            .collect();
+        let doc = json!({"resources": list, "outputs": outputs});
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        ctx.out(&format!("{text}\n"));
+        return Exit::Ok;
+    }
+    let mut out = String::new();
+    for i in &instances {
+        let r = &i.addr.resource;
+        let kind = match r.mode {
+            cairn_state::Mode::Managed => "resource",
+            cairn_state::Mode::Data => "data",
+        };
+        out.push_str(&format!(
+            "# {}\n{kind} {} {} {{\n",
+            i.addr,
+            cairn_state::quote(&r.type_),
+            cairn_state::quote(&r.name)
+        ));
+        let m = with_ids(i);
+        let width = m.keys().map(|k| k.len()).max().unwrap_or(0);
+        for (k, v) in &m {
+            if v.is_null() {
+                continue;
+            }
+            let text = crate::value::format_hcl(v).replace('\n', "\n  ");
+            out.push_str(&format!("  {k:width$} = {text}\n"));
+        }
+        out.push_str("}\n\n");
+    }
+    if instances.is_empty() {
+        out.push_str("The configuration has no resources.\n");
+    }
+    ctx.out(&out);
+    Exit::Ok
+}
+
 /// Renders DOT as SVG through Graphviz's `program` (normally `dot`), or says how to install it.
 pub fn dot_to_svg(dot: &str, program: &str) -> Result<String, Diagnostic> {
     use std::io::Write;
@@ -413,7 +551,10 @@ pub fn dot_to_svg(dot: &str, program: &str) -> Result<String, Diagnostic> {
             return Err(Diagnostic::error(
                 "Graphviz is not installed",
                 format!(
-                    "-format=svg renders the graph with Graphviz's `{program}` program, which                      was not found. Install Graphviz (`apt-get install graphviz` on Debian and                      Ubuntu, `dnf install graphviz` on Fedora, `brew install graphviz` on                      macOS), or print DOT with -format=dot and render it elsewhere."
+                    "-format=svg renders the graph with Graphviz's `{program}` program, which \
+                     was not found. Install Graphviz (`apt-get install graphviz` on Debian and \
+                     Ubuntu, `dnf install graphviz` on Fedora, `brew install graphviz` on \
+                     macOS), or print DOT with -format=dot and render it elsewhere."
                 ),
             ))
         }

@@ -84,8 +84,41 @@ fn read_snapshot(ctx: &Context, command: &str, at: Option<u64>) -> Result<Snapsh
     };
     match at {
         Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e)),
-        None => Ok(store.snapshot().clone()),
+        None => {
+            warn_pending(ctx, store.snapshot());
+            Ok(store.snapshot().clone())
+        }
     }
+}
+
+/// Says which operations a crashed run left without an outcome: the next `plan`, `apply` or
+/// `refresh` resolves them, and until then the state may not show what exists.
+pub fn warn_pending(ctx: &Context, snap: &Snapshot) {
+    if snap.pending.is_empty() {
+        return;
+    }
+    let mut detail =
+        String::from("A run stopped before it recorded the outcome of these operations:\n");
+    for p in snap.pending.values() {
+        let _ = writeln!(
+            detail,
+            "- {} {} (event {}, run {})",
+            p.action, p.addr, p.op, p.run
+        );
+    }
+    detail.push_str(
+        "The next `cairn plan`, `apply` or `refresh` asks the provider what happened and records it.",
+    );
+    let d = Diagnostic::warning(
+        format!("{} interrupted operation(s) pending", snap.pending.len()),
+        detail,
+    );
+    let (_, color) = ctx.colors(false);
+    ctx.err(&super::output::render_diagnostics(
+        &SourceMap::new(),
+        &Diagnostics::from(d),
+        color,
+    ));
 }
 
 fn parse_target(s: &str) -> Result<Target, Diagnostic> {
@@ -369,7 +402,8 @@ fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
         Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e))?,
         None => store.snapshot().clone(),
     };
-    let doc = cairn_state::export_tfstate(&snap, &store.lineage(), snap.head);
+    let mut doc = cairn_state::export_tfstate(&snap, &store.lineage(), snap.head);
+    wrap_dynamic(&crate::provider::builtin::builtin(), &mut doc);
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     ctx.out(&format!("{text}\n"));
     Ok(Exit::Ok)
@@ -382,10 +416,28 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
             format!("Reading {}: {e}.", a.file.display()),
         )
     })?;
-    // A default provider is configured from stack configuration; until the configuration names
-    // one, it is registered with an empty configuration (every built-in provider accepts it).
-    let event = cairn_state::import_tfstate(&text, &|_| StoredValue::Object(BTreeMap::new()))
-        .map_err(|e| state_diag(&e))?;
+    // Each conjured provider instance is a *default* provider: configured from the stack
+    // configuration (`cairn.json`, `CAIRN_PROVIDER_*`), exactly as the engine configures a
+    // default provider, so an immediate plan of an unchanged configuration shows no changes.
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let packages = crate::provider::builtin::builtin();
+    let names: Vec<&str> = packages.keys().map(String::as_str).collect();
+    let stack = crate::engine::providers::stack_config(&cwd, &env, &names)?;
+    let default_config = |package: &str| {
+        stack
+            .get(package)
+            .and_then(|v| v.to_stored().ok())
+            .unwrap_or_else(|| StoredValue::Object(BTreeMap::new()))
+    };
+    let mut event =
+        cairn_state::import_tfstate(&text, &default_config).map_err(|e| state_diag(&e))?;
+    if let EventBody::StateImported { resources, .. } = &mut event {
+        for (addr, object) in resources.iter_mut() {
+            unwrap_dynamic(&packages, addr, &mut object.attrs);
+        }
+    }
+    let outputs = tfstate_outputs(&text);
     let (np, nr) = match &event {
         EventBody::StateImported {
             providers,
@@ -410,7 +462,11 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
                     ),
                 ));
             }
-            Ok(vec![event])
+            let mut events = vec![event];
+            if !outputs.is_empty() {
+                events.push(EventBody::OutputsSet { outputs });
+            }
+            Ok(events)
         },
     )?;
     ctx.out(&format!(
@@ -418,6 +474,113 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
         a.file.display()
     ));
     Ok(Exit::Ok)
+}
+
+/// Terraform writes attributes of dynamic type (`terraform_data`'s `input`/`output`) as
+/// `{"value": …, "type": …}`; the schema says which attributes those are, and Cairn stores
+/// the value itself.
+fn unwrap_dynamic(
+    packages: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
+    addr: &ResourceInstanceAddr,
+    attrs: &mut StoredValue,
+) {
+    let r = &addr.resource;
+    let Some(block) = packages
+        .get(r.package())
+        .and_then(|p| p.schema().block(r.mode, &r.type_))
+    else {
+        return;
+    };
+    let StoredValue::Object(m) = attrs else {
+        return;
+    };
+    for (name, a) in &block.attributes {
+        if a.ty != Type::Dynamic {
+            continue;
+        }
+        if let Some(v) = m.get_mut(name) {
+            if let StoredValue::Object(w) = v {
+                if w.len() == 2 && w.contains_key("type") {
+                    if let Some(inner) = w.remove("value") {
+                        *v = inner;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The inverse of `unwrap_dynamic` on an exported Terraform state: attributes of dynamic type
+/// are written as `{"value": …, "type": …}`, as Terraform reads them.
+fn wrap_dynamic(
+    packages: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
+    doc: &mut J,
+) {
+    let Some(resources) = doc.get_mut("resources").and_then(J::as_array_mut) else {
+        return;
+    };
+    for r in resources {
+        let mode = match r.get("mode").and_then(J::as_str) {
+            Some("data") => cairn_state::Mode::Data,
+            _ => cairn_state::Mode::Managed,
+        };
+        let type_ = r.get("type").and_then(J::as_str).unwrap_or("").to_string();
+        let Some(block) = packages
+            .get(cairn_state::package_of(&type_))
+            .and_then(|p| p.schema().block(mode, &type_))
+        else {
+            continue;
+        };
+        let dynamic: Vec<&String> = block
+            .attributes
+            .iter()
+            .filter(|(_, a)| a.ty == Type::Dynamic)
+            .map(|(n, _)| n)
+            .collect();
+        for inst in r
+            .get_mut("instances")
+            .and_then(J::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let Some(attrs) = inst.get_mut("attributes").and_then(J::as_object_mut) else {
+                continue;
+            };
+            for name in &dynamic {
+                if let Some(v) = attrs.get_mut(name.as_str()) {
+                    if !v.is_null() {
+                        let ty = crate::plan::json::type_json(&Value::from_json(v).type_of());
+                        *v = json!({"value": v.clone(), "type": ty});
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The root outputs of a Terraform state, as an `OutputsSet`'s map.
+fn tfstate_outputs(text: &str) -> BTreeMap<String, cairn_state::OutputValue> {
+    let Ok(doc) = serde_json::from_str::<J>(text) else {
+        return BTreeMap::new();
+    };
+    doc.get("outputs")
+        .and_then(J::as_object)
+        .map(|o| {
+            o.iter()
+                .filter_map(|(name, out)| {
+                    let value = out.get("value")?;
+                    let sensitive = out.get("sensitive").and_then(J::as_bool).unwrap_or(false);
+                    Some((
+                        name.clone(),
+                        cairn_state::OutputValue {
+                            value: StoredValue::from_json(value),
+                            sensitive,
+                        },
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn check(ctx: &Context) -> Result<Exit, Diagnostic> {
@@ -709,6 +872,9 @@ pub fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> Strin
             }
         }
         EventBody::ResourceMoved { from, to } => format!("{from} -> {to}"),
+        EventBody::ResourceRehomed { addr, provider } => {
+            format!("{addr} now via {} ({})", provider.addr, provider.id)
+        }
         EventBody::PendingResolved { op, how, object } => format!(
             "{}: {how}{}",
             op_name(op),

@@ -238,14 +238,16 @@ impl Loader {
                 );
             }
             if let Some(body) = body {
-                self.file_body(id, &body, &mut module);
+                self.file_body(id, body, &mut module);
             }
         }
         self.load_children(&mut module, ancestors);
         module
     }
 
-    fn file_body(&mut self, file: FileId, body: &Body, m: &mut Module) {
+    /// Takes the parsed body by value: resource and provider bodies move into the module
+    /// instead of being copied.
+    fn file_body(&mut self, file: FileId, body: Body, m: &mut Module) {
         const TOP: &[&str] = &[
             "terraform",
             "provider",
@@ -256,7 +258,7 @@ impl Loader {
             "output",
             "module",
         ];
-        for s in body.iter() {
+        for s in body.into_iter() {
             match s {
                 Structure::Attribute(a) => {
                     let sp = self.span(file, &a.key);
@@ -270,14 +272,14 @@ impl Loader {
                     );
                 }
                 Structure::Block(b) => match b.ident.as_str() {
-                    "terraform" => self.terraform_block(file, b, m),
+                    "terraform" => self.terraform_block(file, &b, m),
                     "provider" => self.provider_block(file, b, m),
-                    "variable" => self.variable_block(file, b, m),
-                    "locals" => self.locals_block(file, b, m),
+                    "variable" => self.variable_block(file, &b, m),
+                    "locals" => self.locals_block(file, &b, m),
                     "resource" => self.resource_block(file, b, m, Mode::Managed),
                     "data" => self.resource_block(file, b, m, Mode::Data),
-                    "output" => self.output_block(file, b, m),
-                    "module" => self.module_block(file, b, m),
+                    "output" => self.output_block(file, &b, m),
+                    "module" => self.module_block(file, &b, m),
                     other => {
                         let sp = self.span(file, &b.ident);
                         self.err(
@@ -612,10 +614,31 @@ impl Loader {
         }
     }
 
-    fn provider_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
-        let Some(labels) = self.labels(file, b, &["name"]) else {
-            return;
+    fn provider_block(&mut self, file: FileId, b: Block, m: &mut Module) {
+        let (alias, span, name) = match self.provider_header(file, &b, m) {
+            Some(x) => x,
+            None => return,
         };
+        // The body without `alias`, moved (it keeps the body's span: its braces).
+        let mut body = b.body;
+        body.remove_attribute("alias");
+        m.providers.push(ProviderBlock {
+            name,
+            alias,
+            body,
+            file,
+            span,
+        });
+    }
+
+    /// Checks a provider block; its alias, header span and name when it is fine.
+    fn provider_header(
+        &mut self,
+        file: FileId,
+        b: &Block,
+        m: &Module,
+    ) -> Option<(Option<String>, Span, String)> {
+        let labels = self.labels(file, b, &["name"])?;
         let name = labels[0].clone();
         let span = self.header(file, b);
         let parts = self.parts(file, &b.body, None, None);
@@ -631,9 +654,9 @@ impl Loader {
                         "An alias must be a valid name. A name must start with a letter or \
                          underscore and may contain only letters, digits, underscores, and dashes.",
                     );
-                    return;
+                    return None;
                 }
-                None => return,
+                None => return None,
             }
         }
         if let Some(prev) = m.provider(&name, alias.as_deref()) {
@@ -653,18 +676,9 @@ impl Loader {
                 ),
             };
             self.err(span, "Duplicate provider configuration", detail);
-            return;
+            return None;
         }
-        // A copy of the body without `alias`; it keeps the body's span (its braces).
-        let mut body = b.body.clone();
-        body.remove_attribute("alias");
-        m.providers.push(ProviderBlock {
-            name,
-            alias,
-            body,
-            file,
-            span,
-        });
+        Some((alias, span, name))
     }
 
     fn variable_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
@@ -895,7 +909,8 @@ impl Loader {
         out
     }
 
-    fn resource_block(&mut self, file: FileId, b: &Block, m: &mut Module, mode: Mode) {
+    fn resource_block(&mut self, file: FileId, block: Block, m: &mut Module, mode: Mode) {
+        let b = &block;
         let Some(labels) = self.labels(file, b, &["type", "name"]) else {
             return;
         };
@@ -956,8 +971,8 @@ impl Loader {
             }
             lifecycle = self.lifecycle(file, lb);
         }
-        // A copy of the body without the meta-arguments; it keeps the body's span.
-        let mut body = b.body.clone();
+        // The body without the meta-arguments, moved; it keeps the body's span.
+        let mut body = block.body;
         for meta in META {
             body.remove_attribute(meta);
         }
@@ -1464,9 +1479,11 @@ fn describe_syntax_error(text: &str, offset: usize, message: &str) -> SyntaxErro
     let line = &text[offset..line_end];
     let m = message.to_ascii_lowercase();
     if m.contains("block body") && rest_is_blank {
+        // Point at the opening brace that is never closed, as Terraform does.
+        let at = unclosed_brace(text).unwrap_or(offset);
         return (
-            offset,
-            one(offset),
+            at,
+            one(at),
             "Unclosed configuration block",
             "There is no closing brace for this block before the end of the file. This may be \
              caused by incorrect brace nesting elsewhere in this file."
@@ -1555,6 +1572,76 @@ fn describe_syntax_error(text: &str, offset: usize, message: &str) -> SyntaxErro
         "Invalid syntax",
         parse_message(message),
     )
+}
+
+/// The last `{` that is never closed, skipping strings, comments and heredocs (a light scan,
+/// only used to place an "unclosed block" error).
+fn unclosed_brace(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut open: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'<' if b.get(i + 1) == Some(&b'<') => {
+                // A heredoc: skip to the line that holds only its delimiter.
+                let start = i + 2 + usize::from(b.get(i + 2) == Some(&b'-'));
+                let end = text[start.min(text.len())..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map(|n| start + n)
+                    .unwrap_or(text.len());
+                let delim = &text[start.min(end)..end];
+                if delim.is_empty() {
+                    i += 2;
+                    continue;
+                }
+                let mut pos = text[end..]
+                    .find('\n')
+                    .map(|n| end + n + 1)
+                    .unwrap_or(text.len());
+                loop {
+                    let line_end = text[pos..]
+                        .find('\n')
+                        .map(|n| pos + n)
+                        .unwrap_or(text.len());
+                    if text[pos..line_end].trim() == delim || line_end >= text.len() {
+                        i = line_end;
+                        break;
+                    }
+                    pos = line_end + 1;
+                }
+            }
+            b'{' => open.push(i),
+            b'}' => {
+                open.pop();
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    open.last().copied()
 }
 
 /// hcl-edit's message as a sentence.

@@ -218,11 +218,22 @@ impl ApplyPhase {
                 .unwrap_or_else(Value::unknown));
         };
         if change.action == Action::NoOp {
-            if let Some(obj) = current
+            // Moved to another provider instance with an equal configuration: record the move.
+            let moved = current
                 .as_ref()
-                .filter(|o| o.provider.addr != inst.provider)
+                .is_some_and(|o| o.provider.addr != inst.provider);
+            if let (true, Some(id)) = (moved, ctx.provider_slot(&inst.provider).and_then(|s| s.id))
             {
-                self.record_move(ctx, &inst, obj)?;
+                let provider = ProviderRef {
+                    addr: inst.provider.clone(),
+                    id,
+                };
+                self.journal
+                    .append(EventBody::ResourceRehomed {
+                        addr: inst.addr.clone(),
+                        provider,
+                    })
+                    .map_err(Diagnostics::from)?;
             }
             return Ok(current
                 .map(|o| Value::from_stored(&o.attrs))
@@ -383,42 +394,6 @@ impl ApplyPhase {
             )
             .await?;
         Ok(new.unwrap_or_else(Value::unknown))
-    }
-
-    /// A resource moved to another provider instance with an equal configuration: no provider
-    /// call, but state records the instance that manages it now (an update with no call).
-    fn record_move(
-        &self,
-        ctx: &Arc<Ctx>,
-        inst: &Instance,
-        obj: &ResourceObject,
-    ) -> Result<(), Diagnostics> {
-        let Some(id) = ctx.provider_slot(&inst.provider).and_then(|s| s.id) else {
-            return Ok(());
-        };
-        let mut moved = obj.clone();
-        moved.provider = ProviderRef {
-            addr: inst.provider.clone(),
-            id,
-        };
-        let op = self
-            .journal
-            .record(EventBody::OperationStarted {
-                addr: inst.addr.clone(),
-                deposed: None,
-                action: OpAction::Update,
-                token: None,
-                provider: moved.provider.clone(),
-                prior: Some(obj.clone()),
-            })
-            .map_err(Diagnostics::from)?;
-        self.journal
-            .record(EventBody::OperationSucceeded {
-                op,
-                object: Some(moved),
-            })
-            .map_err(Diagnostics::from)?;
-        Ok(())
     }
 
     async fn apply_data(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {

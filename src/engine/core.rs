@@ -103,7 +103,7 @@ pub struct Instance {
     pub provider: ProviderAddr,
     /// The configuration, evaluated against the schema (may hold unknowns).
     pub config: Value,
-    pub schema: Block,
+    pub schema: Arc<Block>,
 }
 
 /// Everything a walk shares.
@@ -125,6 +125,8 @@ pub struct Ctx {
     pub cwd: PathBuf,
     /// When set (`-target`), only these nodes are walked.
     pub only: Option<BTreeSet<NodeId>>,
+    /// `path.*` per static module, computed once.
+    pub paths_by_module: std::collections::HashMap<ModulePath, Arc<Paths>>,
 }
 
 impl Ctx {
@@ -134,7 +136,15 @@ impl Ctx {
             .expect("graph nodes name loaded modules")
     }
 
-    pub fn paths(&self, module: &ModulePath) -> Paths {
+    /// `path.*` of a static module: computed once per module (see `paths_by_module`).
+    pub fn paths(&self, module: &ModulePath) -> Arc<Paths> {
+        if let Some(p) = self.paths_by_module.get(module) {
+            return p.clone();
+        }
+        Arc::new(self.compute_paths(module))
+    }
+
+    pub fn compute_paths(&self, module: &ModulePath) -> Paths {
         let m = self.config.module(module);
         let module_dir = m
             .map(|m| m.dir.clone())
@@ -614,9 +624,10 @@ async fn visit_resource<P: Phase>(
         // Its provider could not be resolved: that was reported when the graph was built.
         return Err(Diagnostics::new());
     };
-    let schema = ctx
-        .schema_of(&provider_addr.package, key.mode, &key.type_, res.span)
-        .map_err(Diagnostics::from)?;
+    let schema = Arc::new(
+        ctx.schema_of(&provider_addr.package, key.mode, &key.type_, res.span)
+            .map_err(Diagnostics::from)?,
+    );
     let instances = ctx.values.read().expect("values lock").instances_of(module);
     let mut diags = Diagnostics::new();
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();

@@ -280,7 +280,7 @@ fn new_ctx(
 ) -> Arc<Ctx> {
     let (state_instances, _) = classify_state(&loaded.config, snapshot);
     let only = targeted(&graph, &opts.targets);
-    Arc::new(Ctx {
+    let mut ctx = Ctx {
         config: loaded.config.clone(),
         graph: Arc::new(graph),
         registry: loaded.registry.clone(),
@@ -297,7 +297,19 @@ fn new_ctx(
         diags: Mutex::new(Diagnostics::new()),
         cwd: opts.dir.clone(),
         only,
-    })
+        paths_by_module: Default::default(),
+    };
+    let modules: Vec<ModulePath> = loaded
+        .config
+        .modules()
+        .iter()
+        .map(|m| m.path.clone())
+        .collect();
+    for m in modules {
+        let p = Arc::new(ctx.compute_paths(&m));
+        ctx.paths_by_module.insert(m, p);
+    }
+    Arc::new(ctx)
 }
 
 /// Resolves pending operations in memory (`record == None`) or recording them.

@@ -476,6 +476,26 @@ fn state_pull_and_import_round_trip() {
     assert_eq!(code, 0, "{err}");
     let (_, list2, _) = check_cli_in(dir.path(), &["state", "list", "-state-dir", "other"], "");
     assert_eq!(list2, list);
+    // The pulled state is what Terraform wrote: dynamic attributes keep Terraform's wrapping.
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    for i in 0..2 {
+        assert_eq!(
+            j["resources"][i]["instances"][0]["attributes"],
+            original["resources"][i]["instances"][0]["attributes"]
+        );
+    }
+    // An immediate plan of the configuration that made it shows no changes.
+    std::fs::write(
+        dir.path().join("main.tf"),
+        "resource \"terraform_data\" \"a\" {\n  input = \"x\"\n}\nresource \"terraform_data\" \"b\" {\n  input = terraform_data.a.id\n}\noutput \"o\" {\n  value = terraform_data.a.input\n}\noutput \"s\" {\n  value     = \"secret\"\n  sensitive = true\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("No changes."), "{out}");
+    let (_, o, _) = check_cli_in(dir.path(), &["output", "-raw", "o"], "");
+    assert_eq!(o, "x");
 }
 
 #[test]
@@ -824,35 +844,368 @@ fn lifecycle_commands_check_flags_configuration_and_variables_first() {
 fn console_evaluates_in_the_configuration_scope() {
     let dir = project(&[(
         "main.tf",
-        "variable \"n\" {\n  type    = number\n  default = 2\n}\nlocals {\n  doubled = var.n * 2\n  label   = \"n=${local.doubled}\"\n  bad     = \"a\" + 1\n}\nresource \"sim_thing\" \"a\" {\n  name = \"alpha\"\n}\nresource \"sim_thing\" \"b\" {\n  count = 2\n  name  = \"b\"\n}\n",
+        "variable \"n\" {\n  type    = number\n  default = 2\n}\nlocals {\n  doubled = var.n * 2\n  label   = \"n=${local.doubled}\"\n}\nresource \"sim_thing\" \"a\" {\n  name = \"alpha\"\n}\nresource \"sim_thing\" \"b\" {\n  count = 2\n  name  = \"b${count.index}\"\n}\n",
     )]);
-    let input = "1 + 2\nvar.n\nlocal.label\nsim_thing.a.name\nsim_thing.b\n{ a = [1, true] }\n";
+    let input = "1 + 2\nvar.n\nlocal.label\nsim_thing.a.name\nsim_thing.a.id\nsim_thing.b[1].name\n{ a = [1, true] }\n";
     let (code, out, err) = check_cli_in(dir.path(), &["console", "-var", "n=5"], input);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out,
-        "3\n5\n\"n=10\"\n(known after apply)\n(known after apply)\n{\n  \"a\" = [\n    1,\n    true,\n  ]\n}\n"
+        "3\n5\n\"n=10\"\n\"alpha\"\n(known after apply)\n\"b1\"\n{\n  \"a\" = [\n    1,\n    true,\n  ]\n}\n"
     );
-    // With state, resources have their recorded values.
-    populate(dir.path());
-    let (code, out, err) = check_cli_in(
-        dir.path(),
-        &["console"],
-        "sim_thing.a.name\nsim_thing.b[0].id\n",
-    );
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(out, "\"alpha\"\n\"b-1\"\n");
     // Standard input is not a terminal: the first error stops the console.
-    let (code, out, err) = check_cli_in(dir.path(), &["console"], "local.bad\n1 + 1\n");
+    let (code, out, err) = check_cli_in(dir.path(), &["console"], "var.nn\n1 + 1\n");
     assert_eq!(code, 1);
     assert_eq!(out, "");
-    assert!(err.contains("on main.tf:8:13:"), "{err}");
-    assert!(err.contains("Invalid local value"), "{err}");
-    let (code, _, err) = check_cli_in(dir.path(), &["console"], "var.nn\n");
-    assert_eq!(code, 1);
-    assert!(err.contains("on <console-input>:1:1:"), "{err}");
     assert!(
-        err.contains("Did you mean \"n\"?") || err.contains("did you mean"),
+        err.contains("Reference to undeclared input variable"),
         "{err}"
     );
+    // A configuration with errors is reported before any line is read.
+    std::fs::write(
+        dir.path().join("bad.tf"),
+        "locals {\n  bad = \"a\" + 1\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["console"], "1\n");
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.contains("on bad.tf:2:9:"), "{err}");
+}
+
+#[test]
+fn validate_checks_types_references_and_schemas() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name  = \"a\"\n  bogus = 1\n}\nresource \"sim_thin\" \"b\" {\n  name = \"b\"\n}\nresource \"aws_instance\" \"c\" {}\noutput \"o\" {\n  value = local.nope\n}\n",
+    )]);
+    let t = transcript(dir.path(), &["validate", "validate -json"]);
+    check_golden("validate_errors.txt", &t);
+}
+
+#[test]
+fn read_commands_report_interrupted_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    {
+        let mut store = open_writer(dir.path());
+        store.begin_run("apply", &[]).unwrap();
+        let provider = store
+            .snapshot()
+            .providers
+            .values()
+            .next()
+            .unwrap()
+            .reference();
+        store
+            .append(EventBody::OperationStarted {
+                addr: a("sim_thing.new"),
+                deposed: None,
+                action: OpAction::Create,
+                token: Some("tok".into()),
+                provider,
+                prior: None,
+            })
+            .unwrap();
+        store.commit().unwrap();
+        // The process "dies" here: no outcome, no RunFinished.
+    }
+    let t = transcript(dir.path(), &["state list", "history"]);
+    check_golden("pending.txt", &t);
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end, through the engine.
+
+/// A copy of the quickstart project in a temporary directory.
+fn quickstart() -> tempfile::TempDir {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/examples/quickstart");
+    let dir = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), dir.path().join(e.file_name())).unwrap();
+        }
+    }
+    dir
+}
+
+#[test]
+fn quickstart_end_to_end() {
+    let dir = quickstart();
+    let d = dir.path();
+    // No terminal and no -auto-approve: the plan is shown, then a refusal naming the flag.
+    let (code, out, err) = check_cli_in(d, &["apply"], "yes\n");
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("Plan: 4 to add, 0 to change, 0 to destroy."),
+        "{out}"
+    );
+    assert!(err.contains("Approval required"), "{err}");
+    assert!(err.contains("`cairn apply -auto-approve`"), "{err}");
+    let (_, list, _) = check_cli_in(d, &["state", "list"], "");
+    assert_eq!(list, "", "nothing was applied");
+
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("sim_thing.web: Creation complete after"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Apply complete! Resources: 4 added, 0 changed, 0 destroyed."),
+        "{out}"
+    );
+    assert!(out.contains("\nOutputs:\n"), "{out}");
+    assert!(d.join("out/summary.txt").is_file());
+
+    let (code, out, _) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("No changes."), "{out}");
+    let (code, web_id, _) = check_cli_in(d, &["output", "-raw", "web_id"], "");
+    assert_eq!(code, 0);
+    assert!(web_id.starts_with("web-"), "{web_id}");
+
+    let (code, _, err) = check_cli_in(d, &["destroy"], "yes\n");
+    assert_eq!(code, 1);
+    assert!(err.contains("`cairn destroy -auto-approve`"), "{err}");
+    let (code, out, err) = check_cli_in(d, &["destroy", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Destroy complete! Resources: 4 destroyed."),
+        "{out}"
+    );
+    let (_, list, _) = check_cli_in(d, &["state", "list"], "");
+    assert_eq!(list, "");
+    let (_, history, _) = check_cli_in(d, &["history", "-json"], "");
+    let outcomes: Vec<String> = history
+        .lines()
+        .map(|l| {
+            let j: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{} {}",
+                j["command"].as_str().unwrap(),
+                j["outcome"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "apply interrupted",
+            "apply success",
+            "destroy interrupted",
+            "destroy success"
+        ]
+    );
+}
+
+const SIM_TF: &str = r#"
+resource "sim_thing" "a" {
+  name = "a"
+}
+resource "sim_thing" "b" {
+  name  = "b"
+  value = sim_thing.a.id
+}
+output "b" {
+  value = sim_thing.b.id
+}
+"#;
+
+#[test]
+fn json_ui_stream_of_plan_and_apply() {
+    let dir = project(&[("main.tf", SIM_TF)]);
+    let types = |out: &str| -> Vec<String> {
+        out.lines()
+            .map(|l| {
+                let j: serde_json::Value = serde_json::from_str(l).unwrap();
+                assert_eq!(j["@module"], "cairn.ui", "{l}");
+                assert!(j["@timestamp"].as_str().unwrap().ends_with('Z'), "{l}");
+                j["type"].as_str().unwrap().to_string()
+            })
+            .collect()
+    };
+    let (code, out, err) = check_cli_in(dir.path(), &["plan", "-json"], "");
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        types(&out),
+        [
+            "version",
+            "planned_change",
+            "planned_change",
+            "change_summary",
+            "outputs"
+        ]
+    );
+    let (code, out, err) = check_cli_in(dir.path(), &["apply", "-json", "-auto-approve"], "");
+    assert_eq!((code, err.as_str()), (0, ""));
+    let t = types(&out);
+    assert_eq!(t.first().map(String::as_str), Some("version"));
+    assert_eq!(
+        t.iter().filter(|t| *t == "apply_complete").count(),
+        2,
+        "{out}"
+    );
+    assert_eq!(&t[t.len() - 2..], ["change_summary", "outputs"]);
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert!(last["outputs"]["b"]["value"]
+        .as_str()
+        .unwrap()
+        .starts_with("b-"));
+}
+
+#[test]
+fn saved_plans_and_exit_codes() {
+    let dir = project(&[("main.tf", SIM_TF)]);
+    let d = dir.path();
+    let (code, out, err) = check_cli_in(d, &["plan", "-out=p.plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 2, "{err}");
+    assert!(out.contains("Saved the plan to: p.plan"), "{out}");
+    assert!(out.contains("cairn apply p.plan"), "{out}");
+    let (code, show, _) = check_cli_in(d, &["show", "p.plan"], "");
+    assert_eq!(code, 0);
+    assert!(show.contains("Plan: 2 to add"), "{show}");
+    // A saved plan applies without asking, even with no terminal.
+    let (code, out, err) = check_cli_in(d, &["apply", "p.plan"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Apply complete! Resources: 2 added"), "{out}");
+    // The state moved on: the same plan is stale now.
+    let (code, _, err) = check_cli_in(d, &["apply", "p.plan"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("Saved plan is stale"), "{err}");
+    let (code, _, _) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn inspect_and_graph() {
+    let dir = project(&[("main.tf", SIM_TF)]);
+    let d = dir.path();
+    let (code, out, err) = check_cli_in(d, &["inspect"], "");
+    assert_eq!(code, 0, "{err}");
+    check_golden("inspect.txt", &out);
+    let (code, out, _) = check_cli_in(d, &["inspect", "-json"], "");
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let b = &j["resources"][1];
+    assert_eq!(b["id"], "sim_thing.b");
+    assert_eq!(b["_provider"], "provider[\"sim\"]");
+    assert_eq!(b["name"], "b");
+    assert!(b["_unknown"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("value")));
+    assert!(!d.join(".cairn").exists(), "inspect needs no state");
+
+    let (code, dot, err) = check_cli_in(d, &["graph"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(dot.starts_with("digraph {"), "{dot}");
+    assert!(dot.contains("sim_thing.b"), "{dot}");
+    let (code, dot, _) = check_cli_in(d, &["graph", "-type=refresh"], "");
+    assert_eq!(code, 0);
+    assert!(dot.starts_with("digraph"), "{dot}");
+    // With no Graphviz on PATH, -format=svg says how to get it.
+    let o = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["graph", "-format=svg"])
+        .current_dir(d)
+        .env("PATH", d)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("Graphviz is not installed"), "{err}");
+    assert!(err.contains("apt-get install graphviz"), "{err}");
+}
+
+#[test]
+fn drift_is_shown_by_plan_and_recorded_by_refresh() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name  = \"a\"\n  value = \"v\"\n}\n",
+    )]);
+    let d = dir.path();
+    let (code, _, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    // Change the object behind Cairn's back, in the sim provider's store.
+    let mut changed = 0;
+    for region in std::fs::read_dir(d.join("sim-store/things")).unwrap() {
+        for f in std::fs::read_dir(region.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            let text = std::fs::read_to_string(&p).unwrap();
+            std::fs::write(
+                &p,
+                text.replace("\"value\": \"v\"", "\"value\": \"tampered\""),
+            )
+            .unwrap();
+            changed += 1;
+        }
+    }
+    assert_eq!(changed, 1);
+    let (code, out, _) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 2);
+    assert!(
+        out.contains("Objects have changed outside of Cairn"),
+        "{out}"
+    );
+    assert!(out.contains("~ value = \"v\" -> \"tampered\""), "{out}");
+    let (code, out, _) = check_cli_in(d, &["refresh", "-preview"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("sim_thing.a has changed"), "{out}");
+    assert!(!out.contains("Refresh complete!"), "{out}");
+    let (code, out, _) = check_cli_in(d, &["refresh"], "");
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Refresh complete! 1 object changed outside Cairn"),
+        "{out}"
+    );
+    let (_, shown, _) = check_cli_in(d, &["state", "show", "sim_thing.a"], "");
+    assert!(shown.contains("\"tampered\""), "{shown}");
+}
+
+#[test]
+fn a_failed_apply_lists_its_errors_and_exits_1() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\nresource \"sim_thing\" \"b\" {\n  name  = \"b\"\n  value = sim_thing.a.id\n}\nresource \"sim_thing\" \"c\" {\n  name = \"c\"\n}\n",
+    )]);
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("SIM_FAIL", "create:a")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["apply", "-auto-approve"]);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("sim_thing.a: Creation errored after"), "{out}");
+    assert!(
+        out.contains("sim_thing.c: Creation complete after"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("sim_thing.b: Creating"),
+        "b depends on a: skipped\n{out}"
+    );
+    assert!(
+        out.contains("Apply failed. Before the errors above: 1 added"),
+        "{out}"
+    );
+    assert!(!out.contains("Apply complete!"), "{out}");
+    assert!(err.contains("sim: injected failure for create a"), "{err}");
+    let (code, out, _) = run(&["apply", "-auto-approve", "-json"]);
+    assert_eq!(code, Some(1));
+    let types: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+        .collect();
+    assert!(types.contains(&"\"apply_errored\"".to_string()), "{out}");
+    assert!(types.contains(&"\"diagnostic\"".to_string()), "{out}");
 }

@@ -222,6 +222,12 @@ pub enum EventBody {
         from: ResourceInstanceAddr,
         to: ResourceInstanceAddr,
     },
+    /// A managed object now managed through another provider instance whose configuration
+    /// equals the old one's: it moves without replacement (nothing in the world changes).
+    ResourceRehomed {
+        addr: ResourceInstanceAddr,
+        provider: ProviderRef,
+    },
     /// A pending operation resolved by a later run (adopted, dropped, refreshed).
     PendingResolved {
         op: u64,
@@ -255,6 +261,7 @@ impl EventBody {
             EventBody::OutputsSet { .. } => "OutputsSet",
             EventBody::ResourceForgotten { .. } => "ResourceForgotten",
             EventBody::ResourceMoved { .. } => "ResourceMoved",
+            EventBody::ResourceRehomed { .. } => "ResourceRehomed",
             EventBody::PendingResolved { .. } => "PendingResolved",
             EventBody::StateImported { .. } => "StateImported",
         }

@@ -328,6 +328,15 @@ impl Snapshot {
                     }
                 }
             }
+            EventBody::ResourceRehomed { addr, provider } => {
+                if let Some(obj) = self
+                    .resources
+                    .get_mut(&addr)
+                    .and_then(|r| r.current.as_mut())
+                {
+                    obj.provider = provider;
+                }
+            }
             EventBody::StateImported {
                 providers,
                 resources,

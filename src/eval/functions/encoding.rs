@@ -1,5 +1,5 @@
 //! Encoding functions: jsonencode, jsondecode, yamlencode, yamldecode, base64encode, base64decode,
-//! urlencode, csvdecode.
+//! textencodebase64, textdecodebase64, urlencode, csvdecode.
 //!
 //! JSON is written as Go's `encoding/json` writes it (Terraform's output is byte-for-byte the
 //! same): `<`, `>`, `&`, U+2028 and U+2029 are escaped, object keys are sorted, numbers are
@@ -8,7 +8,7 @@
 //! style of Terraform's `yamlencode`: every string double-quoted except multi-line ones, which
 //! use literal blocks.
 
-use super::{call_err, p, str_of, Def, FunctionContext, Res, Ret, P};
+use super::{arg_err, call_err, p, str_of, Def, FunctionContext, Res, Ret, P};
 use crate::eval::convert::parse_number;
 use crate::value::{Type, Value};
 use base64::Engine as _;
@@ -56,6 +56,20 @@ pub(super) const DEFS: &[Def] = &[
         variadic: None,
         ret: Ret::Fixed(P::Str),
         imp: base64decode,
+    },
+    Def {
+        name: "textencodebase64",
+        params: &[p("string", P::Str), p("encoding", P::Str)],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: textencodebase64,
+    },
+    Def {
+        name: "textdecodebase64",
+        params: &[p("source", P::Str), p("encoding", P::Str)],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: textdecodebase64,
     },
     Def {
         name: "urlencode",
@@ -148,6 +162,7 @@ fn jsondecode(a: Vec<Value>, _: &FunctionContext) -> Res {
     let mut parser = JsonParser {
         b: text.as_bytes(),
         i: 0,
+        depth: 0,
     };
     parser.skip_ws();
     if parser.i >= parser.b.len() {
@@ -164,7 +179,15 @@ fn jsondecode(a: Vec<Value>, _: &FunctionContext) -> Res {
 struct JsonParser<'a> {
     b: &'a [u8],
     i: usize,
+    /// Nesting of arrays and objects, bounded so that deeply nested input is an error
+    /// rather than a stack overflow.
+    depth: usize,
 }
+
+/// The deepest nesting `jsondecode` and `yamldecode` accept. Terraform's decoders allow more
+/// (Go's stacks grow); 256 levels is deeper than any real document and safe for Cairn's
+/// recursive readers on a small thread stack.
+pub(crate) const MAX_DEPTH: usize = 256;
 
 impl JsonParser<'_> {
     fn skip_ws(&mut self) {
@@ -190,6 +213,16 @@ impl JsonParser<'_> {
         }
     }
     fn value(&mut self) -> Result<Value, String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err("exceeded max depth".into());
+        }
+        let v = self.value_inner();
+        self.depth -= 1;
+        v
+    }
+
+    fn value_inner(&mut self) -> Result<Value, String> {
         self.skip_ws();
         let Some(&c) = self.b.get(self.i) else {
             return Err(self.err(""));
@@ -627,6 +660,195 @@ fn base64decode(a: Vec<Value>, _: &FunctionContext) -> Res {
         .map_err(|_| call_err("the result of decoding the provided string is not valid UTF-8"))
 }
 
+/// The text encodings `textencodebase64`/`textdecodebase64` know: the Unicode ones, Latin-1,
+/// ASCII and Windows-1252 (the ones configurations use, for Windows user data and legacy
+/// files). Named by IANA name or alias, case-insensitively.
+#[derive(Clone, Copy, PartialEq)]
+enum TextEncoding {
+    Utf8,
+    Utf16,
+    Utf16Be,
+    Utf16Le,
+    Latin1,
+    Ascii,
+    Windows1252,
+}
+
+impl TextEncoding {
+    fn lookup(name: &str) -> Option<TextEncoding> {
+        let n = name.to_ascii_lowercase();
+        Some(match n.as_str() {
+            "utf-8" | "utf8" | "csutf8" => TextEncoding::Utf8,
+            "utf-16" | "utf16" | "csutf16" => TextEncoding::Utf16,
+            "utf-16be" | "csutf16be" => TextEncoding::Utf16Be,
+            "utf-16le" | "csutf16le" => TextEncoding::Utf16Le,
+            "iso-8859-1" | "iso_8859-1" | "iso_8859-1:1987" | "iso-ir-100" | "latin1" | "l1"
+            | "ibm819" | "cp819" | "csisolatin1" => TextEncoding::Latin1,
+            "us-ascii" | "ascii" | "iso646-us" | "us" | "ibm367" | "cp367" | "csascii"
+            | "ansi_x3.4-1968" | "ansi_x3.4-1986" | "iso-ir-6" | "iso_646.irv:1991" => {
+                TextEncoding::Ascii
+            }
+            "windows-1252" | "cp1252" | "cswindows1252" => TextEncoding::Windows1252,
+            _ => return None,
+        })
+    }
+    fn name(self) -> &'static str {
+        match self {
+            TextEncoding::Utf8 => "UTF-8",
+            TextEncoding::Utf16 => "UTF-16",
+            TextEncoding::Utf16Be => "UTF-16BE",
+            TextEncoding::Utf16Le => "UTF-16LE",
+            TextEncoding::Latin1 => "ISO_8859-1:1987",
+            TextEncoding::Ascii => "US-ASCII",
+            TextEncoding::Windows1252 => "windows-1252",
+        }
+    }
+}
+
+/// Windows-1252's characters for bytes 0x80–0x9F (undefined bytes map to the C1 control of
+/// the same number, as the WHATWG encoding standard does).
+const CP1252_HIGH: [u16; 32] = [
+    0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039,
+    0x0152, 0x008D, 0x017D, 0x008F, 0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
+    0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178,
+];
+
+fn encoding_arg(v: &Value) -> Result<TextEncoding, super::Fail> {
+    let name = str_of(v);
+    TextEncoding::lookup(name).ok_or_else(|| {
+        arg_err(
+            1,
+            format!(
+                "{} is not a supported IANA encoding name or alias in this Cairn version",
+                crate::eval::convert::quote(name)
+            ),
+        )
+    })
+}
+
+/// `textencodebase64(string, encoding)`: the string encoded in the named encoding, in Base64.
+/// Characters the encoding cannot represent are an error. Unknown → unknown.
+fn textencodebase64(a: Vec<Value>, _: &FunctionContext) -> Res {
+    let enc = encoding_arg(&a[1])?;
+    let text = str_of(&a[0]);
+    let unrepresentable = || {
+        arg_err(
+            0,
+            format!(
+                "the given string contains characters that cannot be represented in {}",
+                enc.name()
+            ),
+        )
+    };
+    let single = |c: char| -> Option<u8> {
+        let u = c as u32;
+        match enc {
+            TextEncoding::Ascii => (u < 0x80).then_some(u as u8),
+            TextEncoding::Latin1 => (u < 0x100).then_some(u as u8),
+            _ => {
+                if u < 0x80 || (0xA0..0x100).contains(&u) {
+                    Some(u as u8)
+                } else {
+                    CP1252_HIGH
+                        .iter()
+                        .position(|x| u32::from(*x) == u)
+                        .map(|i| 0x80 + i as u8)
+                }
+            }
+        }
+    };
+    let bytes: Vec<u8> = match enc {
+        TextEncoding::Utf8 => text.as_bytes().to_vec(),
+        TextEncoding::Utf16 | TextEncoding::Utf16Be => {
+            let mut b: Vec<u8> = if enc == TextEncoding::Utf16 {
+                vec![0xFE, 0xFF]
+            } else {
+                Vec::new()
+            };
+            b.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
+            b
+        }
+        TextEncoding::Utf16Le => text.encode_utf16().flat_map(u16::to_le_bytes).collect(),
+        _ => text
+            .chars()
+            .map(|c| single(c).ok_or_else(unrepresentable))
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(Value::String(
+        base64::engine::general_purpose::STANDARD.encode(bytes),
+    ))
+}
+
+/// `textdecodebase64(source, encoding)`: Base64 bytes decoded from the named encoding.
+/// Unknown → unknown.
+fn textdecodebase64(a: Vec<Value>, _: &FunctionContext) -> Res {
+    let enc = encoding_arg(&a[1])?;
+    let src = str_of(&a[0]);
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(src)
+        .map_err(|e| {
+            let offset = match e {
+                base64::DecodeError::InvalidByte(o, _) => o,
+                base64::DecodeError::InvalidLastSymbol(o, _) => o,
+                _ => src.len().saturating_sub(1),
+            };
+            arg_err(
+                0,
+                format!("the given value is has an invalid base64 symbol at offset {offset}"),
+            )
+        })?;
+    let undefined = || {
+        arg_err(
+            0,
+            format!(
+                "the given string contains symbols that are not defined for {}",
+                enc.name()
+            ),
+        )
+    };
+    let utf16 = |units: Vec<u16>| String::from_utf16(&units).map_err(|_| undefined());
+    let pairs = |b: &[u8], be: bool| -> Result<Vec<u16>, super::Fail> {
+        if b.len() % 2 != 0 {
+            return Err(undefined());
+        }
+        Ok(b.chunks(2)
+            .map(|c| {
+                if be {
+                    u16::from_be_bytes([c[0], c[1]])
+                } else {
+                    u16::from_le_bytes([c[0], c[1]])
+                }
+            })
+            .collect())
+    };
+    let text = match enc {
+        TextEncoding::Utf8 => String::from_utf8(bytes).map_err(|_| undefined())?,
+        TextEncoding::Utf16Be => utf16(pairs(&bytes, true)?)?,
+        TextEncoding::Utf16Le => utf16(pairs(&bytes, false)?)?,
+        TextEncoding::Utf16 => match bytes.as_slice() {
+            [0xFF, 0xFE, rest @ ..] => utf16(pairs(rest, false)?)?,
+            [0xFE, 0xFF, rest @ ..] => utf16(pairs(rest, true)?)?,
+            rest => utf16(pairs(rest, true)?)?,
+        },
+        TextEncoding::Ascii => {
+            if bytes.iter().any(|b| *b >= 0x80) {
+                return Err(undefined());
+            }
+            bytes.iter().map(|b| *b as char).collect()
+        }
+        TextEncoding::Latin1 => bytes.iter().map(|b| *b as char).collect(),
+        TextEncoding::Windows1252 => bytes
+            .iter()
+            .map(|b| match b {
+                0x80..=0x9F => char::from_u32(u32::from(CP1252_HIGH[(b - 0x80) as usize]))
+                    .unwrap_or('\u{FFFD}'),
+                b => *b as char,
+            })
+            .collect(),
+    };
+    Ok(Value::String(text))
+}
+
 /// `urlencode(str)`: Go's `url.QueryEscape` (spaces become `+`). Unknown → unknown.
 fn urlencode(a: Vec<Value>, _: &FunctionContext) -> Res {
     let mut out = String::new();
@@ -845,6 +1067,20 @@ mod tests {
             obj(vec![("a", n(2))]),
         );
         check("jsondecode", vec![unk(Type::String)], unk(Type::Dynamic));
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(super::super::testing::run("jsondecode", vec![s(&nested(200))]).is_ok());
+        assert!(super::super::testing::run("yamldecode", vec![s(&nested(200))]).is_ok());
+        let deep = nested(100_000);
+        check_err(
+            "jsondecode",
+            vec![s(&deep)],
+            "Call to function \"jsondecode\" failed: exceeded max depth.",
+        );
+        check_err(
+            "yamldecode",
+            vec![s(&deep)],
+            "Call to function \"yamldecode\" failed: on line 1, column 1: exceeded max depth.",
+        );
     }
 
     #[test]
@@ -907,6 +1143,55 @@ mod tests {
         );
         check("yamlencode", vec![b(true)], s("true\n...\n"));
         check("yamlencode", vec![tup(vec![])], s("[]\n"));
+    }
+
+    #[test]
+    fn text_encodings() {
+        // Expected values and messages from `terraform console` (1.11).
+        let enc = |text: &str, e: &str, out: &str| {
+            check("textencodebase64", vec![s(text), s(e)], s(out));
+            check("textdecodebase64", vec![s(out), s(e)], s(text));
+        };
+        enc(
+            "Hello World",
+            "UTF-16LE",
+            "SABlAGwAbABvACAAVwBvAHIAbABkAA==",
+        );
+        enc("Hé", "UTF-16", "/v8ASADp");
+        enc("Hé", "utf-16be", "AEgA6Q==");
+        enc("Hé", "ISO-8859-1", "SOk=");
+        enc("H€", "windows-1252", "SIA=");
+        enc("H", "latin1", "SA==");
+        check_err(
+            "textencodebase64",
+            vec![s("H€"), s("ISO-8859-1")],
+            "Invalid value for \"string\" parameter: the given string contains characters that \
+             cannot be represented in ISO_8859-1:1987.",
+        );
+        check_err(
+            "textencodebase64",
+            vec![s("Hé"), s("US-ASCII")],
+            "Invalid value for \"string\" parameter: the given string contains characters that \
+             cannot be represented in US-ASCII.",
+        );
+        check_err(
+            "textdecodebase64",
+            vec![s("6Q=="), s("UTF-8")],
+            "Invalid value for \"source\" parameter: the given string contains symbols that are \
+             not defined for UTF-8.",
+        );
+        check_err(
+            "textdecodebase64",
+            vec![s("x"), s("UTF-8")],
+            "Invalid value for \"source\" parameter: the given value is has an invalid base64 \
+             symbol at offset 0.",
+        );
+        check_err(
+            "textencodebase64",
+            vec![s("x"), s("Shift_JIS")],
+            "Invalid value for \"encoding\" parameter: \"Shift_JIS\" is not a supported IANA \
+             encoding name or alias in this Cairn version.",
+        );
     }
 
     #[test]

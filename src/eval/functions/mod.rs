@@ -30,7 +30,8 @@
 //!   distinct element flatten index keys length lookup matchkeys merge one range reverse
 //!   setintersection setproduct setsubtract setunion slice sort sum transpose values zipmap
 //! - numeric: abs ceil floor log max min parseint pow signum
-//! - encoding: base64decode base64encode csvdecode jsondecode jsonencode urlencode
+//! - encoding: base64decode base64encode csvdecode jsondecode jsonencode textdecodebase64
+//!   textencodebase64 (Unicode, Latin-1, ASCII and Windows-1252 only) urlencode
 //!   yamldecode (`yaml.rs`) yamlencode
 //! - hashing: base64sha256 base64sha512 md5 sha1 sha256 sha512 uuidv5
 //! - filesystem: abspath basename dirname file filebase64 filebase64sha256 filebase64sha512
@@ -41,9 +42,9 @@
 //! - misc: ephemeralasnull issensitive nonsensitive plantimestamp sensitive timestamp uuid
 //!
 //! `try`, `can` and `templatestring` are special forms of the evaluator, not functions here.
-//! Not provided: `base64gzip`, `textencodebase64`/`textdecodebase64` (need compression and
-//! legacy-encoding tables), `bcrypt`, `rsadecrypt`, `pathexpand` (reads the user's home, which
-//! confinement forbids anyway) and the console-only `type`.
+//! Not provided: `base64gzip` (Terraform's output is Go's compressor's exact bytes),
+//! `bcrypt`, `rsadecrypt`, `pathexpand` (reads the user's home, which confinement forbids
+//! anyway) and the console-only `type`.
 
 mod collections;
 #[cfg(test)]
@@ -733,6 +734,8 @@ mod tests {
             ("base64encode", vec![s("a")]),
             ("base64decode", vec![s("YQ==")]),
             ("urlencode", vec![s("a b")]),
+            ("textencodebase64", vec![s("a"), s("UTF-16LE")]),
+            ("textdecodebase64", vec![s("YQA="), s("UTF-16LE")]),
             ("csvdecode", vec![s("a\n1")]),
             ("md5", vec![s("a")]),
             ("sha1", vec![s("a")]),

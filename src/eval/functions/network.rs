@@ -166,7 +166,7 @@ fn cidrnetmask(a: Vec<Value>, _: &FunctionContext) -> Res {
 }
 
 fn subnet(net: &Net, newbits: i64, netnum: i64) -> Result<Net, String> {
-    let new_len = net.len as i64 + newbits;
+    let new_len = (net.len as i64).saturating_add(newbits);
     if newbits < 0 || new_len > net.bits as i64 {
         return Err(format!(
             "insufficient address space to extend prefix of {} by {}",

@@ -16,6 +16,10 @@ use regex::Regex;
 use unicode_segmentation::UnicodeSegmentation;
 
 const STR: P = P::Str;
+
+/// The widest padding `indent` and `format` produce: beyond it a typo (`%9999999999d`) would
+/// exhaust memory instead of failing.
+const MAX_PAD: usize = 1_000_000;
 const STR_PARAM: &[Param] = &[p("str", STR)];
 
 pub(super) const DEFS: &[Def] = &[
@@ -288,6 +292,12 @@ fn strcontains(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// unknown string.
 fn indent(a: Vec<Value>, _: &FunctionContext) -> Res {
     let n = int_arg(0, &a[0], "number of spaces")?;
+    if n > MAX_PAD as i64 {
+        return Err(arg_err(
+            0,
+            format!("cannot indent by more than {MAX_PAD} spaces"),
+        ));
+    }
     let pad = " ".repeat(n.max(0) as usize);
     Ok(s(str_of(&a[1]).replace('\n', &format!("\n{pad}"))))
 }
@@ -372,10 +382,82 @@ fn regex_reason(e: &regex::Error) -> String {
     last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
+/// Translates RE2's ASCII-only Perl classes for Rust's regex engine, whose `\d`, `\w`, `\s`
+/// and `\b` are Unicode-aware: in Terraform `\d` does not match `٣`.
+fn re2_pattern(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(e) = chars.next() else {
+                    out.push('\\');
+                    break;
+                };
+                let replacement = match (e, in_class) {
+                    ('d', false) => Some("[0-9]"),
+                    ('D', false) => Some("[^0-9]"),
+                    ('w', false) => Some("[0-9A-Za-z_]"),
+                    ('W', false) => Some("[^0-9A-Za-z_]"),
+                    ('s', false) => Some("[\\t\\n\\f\\r ]"),
+                    ('S', false) => Some("[^\\t\\n\\f\\r ]"),
+                    ('b', false) => Some("(?-u:\\b)"),
+                    ('B', false) => Some("(?-u:\\B)"),
+                    ('d', true) => Some("0-9"),
+                    ('w', true) => Some("0-9A-Za-z_"),
+                    ('s', true) => Some("\\t\\n\\f\\r "),
+                    _ => None,
+                };
+                match replacement {
+                    Some(r) => out.push_str(r),
+                    None => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push('[');
+                // A `]` right after `[` or `[^` is a literal.
+                if chars.peek() == Some(&'^') {
+                    out.push('^');
+                    chars.next();
+                }
+                if chars.peek() == Some(&']') {
+                    out.push(']');
+                    chars.next();
+                }
+            }
+            '[' if in_class && chars.peek() == Some(&':') => {
+                // A POSIX class like [:alpha:] inside a bracket expression.
+                out.push('[');
+                for x in chars.by_ref() {
+                    out.push(x);
+                    if x == ']' {
+                        break;
+                    }
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Compiles a Terraform (RE2) pattern.
+fn re2(pattern: &str) -> Result<Regex, regex::Error> {
+    Regex::new(&re2_pattern(pattern))
+}
+
 /// Compiles a Terraform (RE2) pattern for `regex`/`regexall`.
 fn compile(i: usize, pattern: &str) -> Result<Regex, super::Fail> {
-    Regex::new(pattern)
-        .map_err(|e| arg_err(i, format!("invalid regexp pattern: {}", regex_reason(&e))))
+    re2(pattern).map_err(|e| arg_err(i, format!("invalid regexp pattern: {}", regex_reason(&e))))
 }
 
 /// `replace(str, substr, replace)`: a `substr` wrapped in slashes is a regular expression and
@@ -383,7 +465,7 @@ fn compile(i: usize, pattern: &str) -> Result<Regex, super::Fail> {
 fn replace(a: Vec<Value>, _: &FunctionContext) -> Res {
     let (text, sub, rep) = (str_of(&a[0]), str_of(&a[1]), str_of(&a[2]));
     if sub.len() > 1 && sub.starts_with('/') && sub.ends_with('/') {
-        let re = Regex::new(&sub[1..sub.len() - 1])
+        let re = re2(&sub[1..sub.len() - 1])
             .map_err(|e| call_err(format!("error parsing regexp: {}", regex_reason(&e))))?;
         return Ok(s(re.replace_all(text, rep).into_owned()));
     }
@@ -424,7 +506,7 @@ fn match_type(re: &Regex) -> Result<Type, String> {
 }
 
 fn regex_ret(a: &[Value]) -> Type {
-    match a.first().and_then(Value::as_str).map(Regex::new) {
+    match a.first().and_then(Value::as_str).map(re2) {
         Some(Ok(re)) => match_type(&re).unwrap_or(Type::Dynamic),
         _ => Type::Dynamic,
     }
@@ -659,6 +741,13 @@ fn format_str(spec: &str, args: &[Value]) -> Result<(String, usize), String> {
                 i += 1;
             }
             v.prec = Some(spec[ps..i].parse().unwrap_or(0));
+        }
+        if v.width.is_some_and(|w| w > MAX_PAD) || v.prec.is_some_and(|p| p > MAX_PAD) {
+            return Err(format!(
+                "width or precision in {} at {} is larger than {MAX_PAD}",
+                quote(&spec[start..i]),
+                start
+            ));
         }
         let mode = match spec[i..].chars().next() {
             Some(c) if c.is_alphabetic() => c,
@@ -1108,6 +1197,24 @@ mod tests {
     }
 
     #[test]
+    fn perl_classes_are_ascii_as_in_re2() {
+        check("regexall", vec![s("\\d+"), s("12٣4")], slist(&["12", "4"]));
+        check("replace", vec![s("a é_1"), s("/\\w/"), s("x")], s("x éxx"));
+        check("regexall", vec![s("[\\d.]+"), s("v1.2٣")], slist(&["1.2"]));
+        check(
+            "regexall",
+            vec![s("[[:alpha:]\\d]+"), s("ab1 c")],
+            slist(&["ab1", "c"]),
+        );
+        check("regexall", vec![s("[]a]+"), s("a]b")], slist(&["a]"]));
+        check(
+            "replace",
+            vec![s("a\u{b}b c"), s("/\\s/"), s("_")],
+            s("a\u{b}b_c"),
+        );
+    }
+
+    #[test]
     fn format_verbs() {
         let f = |spec: &str, args: Vec<Value>, out: &str| {
             let mut all = vec![s(spec)];
@@ -1177,6 +1284,12 @@ mod tests {
         );
         f("%[2]s %[1]s", vec![s("a"), s("b")], "b a");
         f("%v", vec![Value::Null(Type::String)], "null");
+        assert!(super::super::testing::run("format", vec![s("%99999999999d"), n(1)]).is_err());
+        assert!(super::super::testing::run("indent", vec![n(i64::MAX), s("a\nb")]).is_err());
+        assert!(
+            super::super::testing::run("cidrsubnet", vec![s("10.0.0.0/8"), n(i64::MAX), n(0)])
+                .is_err()
+        );
     }
 
     #[test]

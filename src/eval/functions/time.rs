@@ -436,8 +436,15 @@ fn timeadd(a: Vec<Value>, _: &FunctionContext) -> Res {
     let t = parse_time(str_of(&a[0])).map_err(call_err)?;
     let d = parse_duration(str_of(&a[1])).map_err(call_err)?;
     let total = t.secs as i128 * 1_000_000_000 + t.nanos as i128 + d;
-    let secs = total.div_euclid(1_000_000_000) as i64;
+    let secs = total.div_euclid(1_000_000_000);
     let nanos = total.rem_euclid(1_000_000_000) as u32;
+    // RFC 3339 has four-digit years: 0000-01-01 to 9999-12-31.
+    if !(-62_167_219_200..=253_402_300_799).contains(&secs) {
+        return Err(call_err(
+            "the resulting time is outside the years 0 to 9999 that RFC 3339 can write",
+        ));
+    }
+    let secs = secs as i64;
     Ok(Value::String(rfc3339(&Time {
         secs,
         nanos,
@@ -527,6 +534,12 @@ mod tests {
             "timecmp",
             vec![s("2017-11-22T00:00:00Z"), s("2017-11-22T01:00:00+01:00")],
             n(0),
+        );
+        check_err(
+            "timeadd",
+            vec![s("2017-11-22T00:00:00Z"), s("2562047788015215h")],
+            "Call to function \"timeadd\" failed: the resulting time is outside the years 0 \
+             to 9999 that RFC 3339 can write.",
         );
         check(
             "timecmp",

@@ -32,6 +32,7 @@ pub(crate) fn decode(src: &str) -> Result<Value, String> {
             .collect(),
         pos: 0,
         anchors: BTreeMap::new(),
+        depth: 0,
     };
     if src.ends_with('\n') {
         p.lines.pop();
@@ -155,6 +156,7 @@ struct Parser {
     lines: Vec<(usize, String)>,
     pos: usize,
     anchors: BTreeMap<String, Value>,
+    depth: usize,
 }
 
 impl Parser {
@@ -181,6 +183,16 @@ impl Parser {
     /// A node starting at the current (non-blank) line; `parent` is the indent of the
     /// enclosing block (None at the top).
     fn node(&mut self, parent: Option<usize>) -> Result<Value, String> {
+        self.depth += 1;
+        if self.depth > super::encoding::MAX_DEPTH {
+            return Err(self.err("exceeded max depth"));
+        }
+        let v = self.node_inner(parent);
+        self.depth -= 1;
+        v
+    }
+
+    fn node_inner(&mut self, parent: Option<usize>) -> Result<Value, String> {
         let (indent, text) = self.lines[self.pos].clone();
         if let Some(p) = parent {
             if indent <= p && !(is_seq_item(&text) && indent == p) {
@@ -357,6 +369,7 @@ impl Parser {
                 self.pos += 1;
             }
             let mut f = Flow {
+                depth: 0,
                 s: all.chars().collect(),
                 i: 0,
             };
@@ -627,6 +640,7 @@ fn unquote(s: &str) -> Result<(String, usize), String> {
 struct Flow {
     s: Vec<char>,
     i: usize,
+    depth: usize,
 }
 
 impl Flow {
@@ -636,6 +650,16 @@ impl Flow {
         }
     }
     fn value(&mut self, p: &mut Parser) -> Result<Value, String> {
+        self.depth += 1;
+        if self.depth > super::encoding::MAX_DEPTH {
+            return Err("exceeded max depth".into());
+        }
+        let v = self.value_inner(p);
+        self.depth -= 1;
+        v
+    }
+
+    fn value_inner(&mut self, p: &mut Parser) -> Result<Value, String> {
         self.ws();
         // `&anchor` and `!tag` properties before a flow value.
         if let Some(&c @ ('&' | '!')) = self.s.get(self.i) {
