@@ -263,6 +263,10 @@ impl ApplyPhase {
         let plan_err = |e: crate::provider::ProviderError| provider_error(&inst.addr, "plan", &e.0);
 
         let mut action = change.action;
+        if action == Action::Update && change.diff_unavailable && current.is_none() {
+            // Its provider instance was replaced at apply, which deleted the old object: create.
+            action = Action::Create;
+        }
         // A diff unavailable at plan (the provider's configuration was unknown) may turn out to
         // be a provider replacement: the object lives in the old world, so it is replaced —
         // deleted through the configuration it was created with, created through the new one.
@@ -394,6 +398,66 @@ impl ApplyPhase {
             )
             .await?;
         Ok(new.unwrap_or_else(Value::unknown))
+    }
+
+    /// Deletes every object still managed by provider instance `old`, with the configuration
+    /// recorded for it, dependents before their dependencies.
+    async fn delete_under(
+        &self,
+        ctx: &Arc<Ctx>,
+        old: &ProviderInstance,
+    ) -> Result<(), Diagnostics> {
+        let mut left: Vec<(ResourceInstanceAddr, ResourceObject)> =
+            self.journal.with_snapshot(|s| {
+                s.resources
+                    .iter()
+                    .filter_map(|(a, i)| i.current.as_ref().map(|o| (a.clone(), o.clone())))
+                    .filter(|(_, o)| o.provider.addr == old.addr && o.provider.id == old.id)
+                    .collect()
+            });
+        if left.is_empty() {
+            return Ok(());
+        }
+        let c = ctx
+            .registry
+            .configure(&old.addr.package, &Value::from_stored(&old.config))
+            .await
+            .map_err(|e| {
+                Diagnostics::from(
+                    Diagnostic::error(
+                        "Failed to configure provider",
+                        format!(
+                            "Configuring {} as recorded, to delete its objects: {e}",
+                            old.addr
+                        ),
+                    )
+                    .with_address(&old.addr),
+                )
+            })?;
+        while !left.is_empty() {
+            // Next: an object no remaining object depends on.
+            let i = (0..left.len())
+                .find(|&i| !left.iter().any(|(_, o)| o.deps.contains(&left[i].0)))
+                .unwrap_or(0);
+            let (addr, obj) = left.remove(i);
+            let request = ApplyRequest::Delete {
+                type_: addr.resource.type_.clone(),
+                prior: Value::from_stored(&obj.attrs),
+            };
+            self.operate(
+                ctx,
+                &c,
+                &addr,
+                None,
+                request,
+                obj.provider.clone(),
+                Some(obj),
+                Vec::new(),
+                None,
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     async fn apply_data(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
@@ -704,7 +768,12 @@ impl Phase for ApplyPhase {
                     old.id
                 }
                 ConfigDiff::Replace(_) => {
-                    // The old instance's objects were deleted before this node (graph edges).
+                    // Objects the plan knew to replace were deleted before this node (graph
+                    // edges). Those it could not know about — its configuration was unknown
+                    // until now — are deleted here, in the old world, before the new instance
+                    // takes the address (so no object ever names an unregistered instance);
+                    // their resources then create in the new one.
+                    self.delete_under(ctx, &old).await?;
                     let id = new_instance_id(&addr.package);
                     register(id.clone())?;
                     id

@@ -490,7 +490,9 @@ impl Phase for PlanPhase {
             slot.id = in_state.map(|p| p.id.clone());
         }
         ctx.set_provider_slot(slot);
-        if self.mode != PlanMode::ReadOnly {
+        // Read-only plans propose no changes, but a provider instance not yet in state must
+        // be registered when read-only results through it are recorded.
+        if self.mode != PlanMode::ReadOnly || (in_state.is_none() && unknown.is_empty()) {
             self.out().provider_changes.insert(
                 addr.clone(),
                 ProviderChange {

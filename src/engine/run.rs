@@ -822,6 +822,24 @@ fn record_read_only(
     diags: &mut Diagnostics,
 ) -> (RunSummary, BTreeMap<String, (Value, bool)>) {
     let mut summary = RunSummary::default();
+    // Provider instances the results are read through, registered first.
+    for pc in &plan.provider_changes {
+        let registered = journal.with_snapshot(|s| s.providers.contains_key(&pc.addr));
+        let Some(Ok(config)) = pc.after.as_ref().map(Value::to_stored) else {
+            continue;
+        };
+        if pc.action == Action::Create && !registered {
+            let instance = cairn_state::ProviderInstance {
+                addr: pc.addr.clone(),
+                id: super::providers::new_instance_id(&pc.addr.package),
+                config,
+                is_default: pc.is_default,
+            };
+            if let Err(e) = journal.append(EventBody::ProviderRegistered { instance }) {
+                diags.push(e);
+            }
+        }
+    }
     for read in &plan.data_reads {
         let Ok(attrs) = read.result.to_stored() else {
             continue;

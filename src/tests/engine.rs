@@ -546,4 +546,6 @@ scenarios!(
     saved_plan,
     target,
     terraform_data,
+    provider_replaced_region,
+    read_only_registers_provider,
 );

@@ -228,6 +228,11 @@ impl Store {
 
     fn open_locked(dir: &Path, log_dir: &Path, opts: &OpenOptions) -> Result<sled::Db, StateError> {
         let deadline = Instant::now() + opts.lock_timeout;
+        // sled releases its file lock a little after the last handle is dropped (its I/O
+        // threads let go lazily), so a process reopening the state right after closing it can
+        // find it "locked" with no holder record. A holder that has not identified itself is
+        // waited for this long before it is reported, whatever the lock timeout.
+        let grace = Instant::now() + Duration::from_secs(3);
         loop {
             let result = sled::Config::new()
                 .path(log_dir)
@@ -238,7 +243,9 @@ impl Store {
             match result {
                 Ok(db) => return Ok(db),
                 Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
-                    if Instant::now() >= deadline {
+                    let now = Instant::now();
+                    let unidentified = !dir.join("lock.json").exists();
+                    if now >= deadline && !(unidentified && now < grace) {
                         return Err(read_holder(dir));
                     }
                     std::thread::sleep(Duration::from_millis(50));
