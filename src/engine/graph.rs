@@ -386,12 +386,15 @@ pub struct BuildOptions {
     pub record_steps: bool,
 }
 
+/// One named step of graph building.
+type Step<'a> = (&'static str, &'a dyn Fn(&mut TermGraph, &mut Diagnostics));
+
 /// Builds the term graph of a configuration. Unresolvable providers are diagnostics; a cycle
 /// is not an error here (callers ask `cycle_diagnostics`).
 pub fn build(config: &Config, opts: &BuildOptions) -> (TermGraph, Diagnostics) {
     let mut g = TermGraph::new();
     let mut diags = Diagnostics::new();
-    let steps: [(&'static str, &dyn Fn(&mut TermGraph, &mut Diagnostics)); 6] = [
+    let steps: [Step<'_>; 6] = [
         ("add terms", &|g, _| add_terms(config, g)),
         ("add providers", &|g, d| add_providers(config, g, d)),
         ("add references", &|g, _| add_references(config, g)),

@@ -15,6 +15,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+/// One configuration's configured instance, made once however many ask at the same time.
+type ConfiguredCell = Arc<tokio::sync::OnceCell<Arc<dyn Configured>>>;
+
 /// The built-in packages and the configured instances of this run.
 pub struct Registry {
     packages: BTreeMap<String, Arc<dyn Provider>>,
@@ -22,7 +25,7 @@ pub struct Registry {
     /// held only to find or insert a key's cell, never across `configure`; the cell
     /// (`tokio::sync::OnceCell`) makes concurrent users of one configuration wait for a single
     /// `configure` call instead of each making their own.
-    configured: Mutex<HashMap<(String, String), Arc<tokio::sync::OnceCell<Arc<dyn Configured>>>>>,
+    configured: Mutex<HashMap<(String, String), ConfiguredCell>>,
     /// `cairn.json`'s `providers` object, overlaid with the environment.
     stack: BTreeMap<String, Value>,
 }

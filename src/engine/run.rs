@@ -202,15 +202,15 @@ fn term_graph(config: &Config) -> (TermGraph, Diagnostics) {
     (g, diags)
 }
 
+/// Instances in state by static resource.
+type StateByResource = BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>;
+
 /// State instances grouped by static resource, and those whose resource the configuration no
 /// longer has at all.
 fn classify_state(
     config: &Config,
     snapshot: &Snapshot,
-) -> (
-    BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>,
-    Vec<(ResourceInstanceAddr, ProviderAddr)>,
-) {
+) -> (StateByResource, Vec<(ResourceInstanceAddr, ProviderAddr)>) {
     let mut by_resource: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>> =
         BTreeMap::new();
     let mut orphans = Vec::new();
@@ -801,7 +801,7 @@ pub async fn apply(
     } else {
         RunOutcome::Success
     };
-    finish(journal, outcome, summary.clone(), &mut diags);
+    finish(journal, outcome, summary, &mut diags);
     Report {
         result: Some(Applied {
             plan: Some(plan),
@@ -979,7 +979,7 @@ async fn execute(
     if let Err(e) = journal.commit() {
         diags.push(e);
     }
-    let summary = phase.summary.lock().expect("summary").clone();
+    let summary = *phase.summary.lock().expect("summary");
     (summary, outputs)
 }
 
