@@ -830,11 +830,13 @@ pub fn providers(o: &Outcome) -> Check {
 pub fn replay_equivalent(state_dir: &std::path::Path) -> Check {
     let o = cairn::state::OpenOptions {
         command: "proptest".into(),
-        lock_timeout: std::time::Duration::ZERO,
+        lock_timeout: crate::harness::LOCK_TIMEOUT,
         write: false,
     };
-    let Ok((store, _)) = cairn::state::Store::open(state_dir, &o) else {
-        return Ok(());
+    let store = match cairn::state::Store::open(state_dir, &o) {
+        Ok((store, _)) => store,
+        Err(cairn::state::StateError::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(format!("cannot open the state: {e}")),
     };
     let events = store.events(1).map_err(|e| e.to_string())?;
     replay_matches(&events, store.snapshot())?;

@@ -77,10 +77,17 @@ pub struct World {
     pub config: Cfg,
 }
 
+/// How long to wait for the state lock. The store's lock outlives the engine's return by a
+/// moment (sled releases its file lock from a background thread after the `Store` is dropped:
+/// the holder record is already gone, the lock not yet), so opening it again at once can
+/// fail with "locked by another process"; a command run right after another waits like the
+/// CLI's `-lock-timeout` would.
+pub const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn state_opts() -> OpenOptions {
     OpenOptions {
         command: "proptest".into(),
-        lock_timeout: std::time::Duration::ZERO,
+        lock_timeout: crate::harness::LOCK_TIMEOUT,
         write: false,
     }
 }
@@ -322,6 +329,8 @@ impl World {
             opts.env.insert("SIM_FAIL".into(), f.into());
         }
         opts.parallelism = parallelism;
+        opts.lock_timeout = LOCK_TIMEOUT;
+        opts.lock_timeout = LOCK_TIMEOUT;
         opts
     }
 
@@ -429,7 +438,7 @@ impl World {
         std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
         let o = OpenOptions {
             command: "proptest".into(),
-            lock_timeout: std::time::Duration::ZERO,
+            lock_timeout: crate::harness::LOCK_TIMEOUT,
             write: true,
         };
         let (mut store, _) = Store::open(&dir, &o).map_err(|e| e.to_string())?;
@@ -500,7 +509,7 @@ impl World {
     pub fn checkpoint(&self) {
         let o = OpenOptions {
             command: "proptest".into(),
-            lock_timeout: std::time::Duration::ZERO,
+            lock_timeout: crate::harness::LOCK_TIMEOUT,
             write: true,
         };
         if let Ok((mut store, _)) = Store::open(&self.state_dir(), &o) {
