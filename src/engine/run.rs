@@ -1073,6 +1073,7 @@ pub async fn refresh(
     }
     let journal = Journal::new(store);
     let mut snapshot = journal.snapshot();
+    tracing::debug!("state open, run begun");
     recover(
         &mut snapshot,
         &loaded.registry,
@@ -1081,7 +1082,12 @@ pub async fn refresh(
         &mut diags,
     )
     .await;
+    let start = std::time::Instant::now();
     let r = refresh_pass(&snapshot, &loaded.registry, &limits, &observer).await;
+    tracing::debug!(
+        elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
+        "refresh pass"
+    );
     diags.extend(r.diags);
     // All refresh results arrive together: one commit for the group.
     for e in r.events {
@@ -1100,7 +1106,7 @@ pub async fn refresh(
     } else {
         RunOutcome::Success
     };
-    if let Err(e) = store.finish_run(outcome, summary) {
+    if let Err(e) = timed("finish the run", || store.finish_run(outcome, summary)) {
         diags.push(state_error(e));
     }
     Report {
