@@ -19,6 +19,7 @@ use super::journal::Journal;
 use super::plan::{apply_ignore_changes, equal_ignoring_marks, missing_provider, provider_error};
 use super::progress::Progress;
 use super::providers::new_instance_id;
+use super::sabotage::Sabotage;
 use super::values::Values;
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -149,6 +150,16 @@ impl ApplyPhase {
                     Some(v) => Some(object(v, false)?),
                     None => None,
                 };
+                let forget =
+                    op_action == OpAction::Create && ctx.limits.broken(Sabotage::ForgetCreates);
+                let obj = if forget { None } else { obj };
+                if ctx.limits.broken(Sabotage::SettleTwice) {
+                    let again = EventBody::OperationSucceeded {
+                        op,
+                        object: obj.clone(),
+                    };
+                    self.journal.record(again).map_err(Diagnostics::from)?;
+                }
                 self.journal
                     .record(EventBody::OperationSucceeded { op, object: obj })
                     .map_err(Diagnostics::from)?;
@@ -217,7 +228,8 @@ impl ApplyPhase {
                 .map(|o| Value::from_stored(&o.attrs))
                 .unwrap_or_else(Value::unknown));
         };
-        if change.action == Action::NoOp {
+        let no_op = change.action == Action::NoOp;
+        if no_op && !ctx.limits.broken(Sabotage::ApplyUpdatesNoOps) {
             // Moved to another provider instance with an equal configuration: record the move.
             let moved = current
                 .as_ref()
@@ -263,6 +275,10 @@ impl ApplyPhase {
         let plan_err = |e: crate::provider::ProviderError| provider_error(&inst.addr, "plan", &e.0);
 
         let mut action = change.action;
+        if no_op {
+            // Only with `Sabotage::ApplyUpdatesNoOps`: an unchanged instance is updated anyway.
+            action = Action::Update;
+        }
         if action == Action::Update && change.diff_unavailable && current.is_none() {
             // Its provider instance was replaced at apply, which deleted the old object: create.
             action = Action::Create;
@@ -555,9 +571,13 @@ impl ApplyPhase {
             }
         });
         let Some(object) = object else { return Ok(()) };
+        let config = match ctx.limits.broken(Sabotage::DeleteWithDefaultProviderConfig) {
+            true => ctx.registry.default_config(&info.provider.addr.package),
+            false => info.config.clone(),
+        };
         let c = ctx
             .registry
-            .configure(&info.provider.addr.package, &info.config)
+            .configure(&info.provider.addr.package, &config)
             .await
             .map_err(|e| {
                 Diagnostics::from(
@@ -841,6 +861,7 @@ pub fn add_destroys(
     plan: &Plan,
     prior: &Snapshot,
     deposed_keys: &mut BTreeMap<ResourceInstanceAddr, String>,
+    sabotage: Option<Sabotage>,
 ) -> BTreeMap<(ResourceInstanceAddr, Option<String>), DestroyInfo> {
     let mut info = BTreeMap::new();
     let mut ids: BTreeMap<ResourceInstanceAddr, NodeId> = BTreeMap::new();
@@ -913,7 +934,12 @@ pub fn add_destroys(
         let Some(obj) = &inst.current else { continue };
         for dep in &obj.deps {
             if let (Some(&dep_id), Some(&my_id)) = (ids.get(dep), ids.get(addr)) {
-                g.edge(dep_id, my_id, EdgeKind::DependsOn, None);
+                match sabotage {
+                    Some(Sabotage::DeleteDependenciesFirst) => {
+                        g.edge(my_id, dep_id, EdgeKind::DependsOn, None)
+                    }
+                    _ => g.edge(dep_id, my_id, EdgeKind::DependsOn, None),
+                }
             }
             if let Some(&dep_id) = ids.get(dep) {
                 let is_pure_delete = plan
