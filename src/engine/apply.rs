@@ -121,8 +121,9 @@ impl ApplyPhase {
         };
         let elapsed = started.elapsed();
         let mut response = response;
-        if let (Some(p), Some(v)) = (planned, response.new_state.take()) {
-            response.new_state = Some(carry_marks(p, v));
+        // (Only when there is a plan: a delete's failure returns the object it kept.)
+        if let Some(p) = planned {
+            response.new_state = response.new_state.take().map(|v| carry_marks(p, v));
         }
         let object = |v: &Value, tainted: bool| -> Result<ResourceObject, Diagnostics> {
             let attrs = v.to_stored().map_err(|e| {
@@ -190,9 +191,17 @@ impl ApplyPhase {
                 Ok(response.new_state)
             }
             Some(err) => {
-                let obj = match &response.new_state {
-                    Some(v) => object(v, op_action == OpAction::Create).ok(),
-                    None => None,
+                let obj = match (&response.new_state, &prior) {
+                    // A delete that failed keeps the object as it was: its dependencies and
+                    // taint, with the attributes the provider reports.
+                    (Some(v), Some(p)) if op_action == OpAction::Delete => {
+                        object(v, p.tainted).ok().map(|o| ResourceObject {
+                            deps: p.deps.clone(),
+                            ..o
+                        })
+                    }
+                    (Some(v), _) => object(v, op_action == OpAction::Create).ok(),
+                    (None, _) => None,
                 };
                 self.journal
                     .record(EventBody::OperationFailed {
