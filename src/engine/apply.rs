@@ -99,6 +99,7 @@ impl ApplyPhase {
                 provider: provider.clone(),
                 prior: prior.clone(),
             })
+            .await
             .map_err(Diagnostics::from)?;
         ctx.observer.event(Progress::ApplyStart {
             addr: addr.clone(),
@@ -159,10 +160,14 @@ impl ApplyPhase {
                         op,
                         object: obj.clone(),
                     };
-                    self.journal.record(again).map_err(Diagnostics::from)?;
+                    self.journal
+                        .record(again)
+                        .await
+                        .map_err(Diagnostics::from)?;
                 }
                 self.journal
                     .record(EventBody::OperationSucceeded { op, object: obj })
+                    .await
                     .map_err(Diagnostics::from)?;
                 self.count(op_action);
                 let id = response
@@ -209,6 +214,7 @@ impl ApplyPhase {
                         object: obj,
                         error: err.0.clone(),
                     })
+                    .await
                     .map_err(Diagnostics::from)?;
                 self.error();
                 ctx.observer.event(Progress::ApplyErrored {
@@ -401,6 +407,7 @@ impl ApplyPhase {
                     addr: inst.addr.clone(),
                     key,
                 })
+                .await
                 .map_err(Diagnostics::from)?;
         }
         let token = format!("{}-{}-{:08x}", self.run, inst.addr, rand::random::<u32>());
@@ -765,23 +772,20 @@ impl Phase for ApplyPhase {
         let in_state = self
             .journal
             .with_snapshot(|s| s.providers.get(addr).cloned());
-        let register = |id: String| -> Result<(), Diagnostics> {
-            self.journal
-                .record(EventBody::ProviderRegistered {
-                    instance: ProviderInstance {
-                        addr: addr.clone(),
-                        id,
-                        config: stored.clone(),
-                        is_default,
-                    },
-                })
-                .map(|_| ())
-                .map_err(Diagnostics::from)
+        let register = |id: String| {
+            self.journal.record(EventBody::ProviderRegistered {
+                instance: ProviderInstance {
+                    addr: addr.clone(),
+                    id,
+                    config: stored.clone(),
+                    is_default,
+                },
+            })
         };
         let id = match in_state {
             None => {
                 let id = new_instance_id(&addr.package);
-                register(id.clone())?;
+                register(id.clone()).await?;
                 id
             }
             Some(old) => match package.diff_config(&Value::from_stored(&old.config), &config) {
@@ -793,6 +797,7 @@ impl Phase for ApplyPhase {
                             id: old.id.clone(),
                             config: stored.clone(),
                         })
+                        .await
                         .map_err(Diagnostics::from)?;
                     old.id
                 }
@@ -804,7 +809,7 @@ impl Phase for ApplyPhase {
                     // their resources then create in the new one.
                     self.delete_under(ctx, &old).await?;
                     let id = new_instance_id(&addr.package);
-                    register(id.clone())?;
+                    register(id.clone()).await?;
                     id
                 }
             },
@@ -939,6 +944,12 @@ pub fn add_destroys(
         }
     }
     // Reverse dependency order among deletes, and orphans after their dependents' updates.
+    let pure_deletes: BTreeSet<&ResourceInstanceAddr> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Delete)
+        .map(|c| &c.addr)
+        .collect();
     for (addr, inst) in &prior.resources {
         let Some(obj) = &inst.current else { continue };
         for dep in &obj.deps {
@@ -951,11 +962,7 @@ pub fn add_destroys(
                 }
             }
             if let Some(&dep_id) = ids.get(dep) {
-                let is_pure_delete = plan
-                    .changes
-                    .iter()
-                    .any(|c| &c.addr == dep && c.action == Action::Delete);
-                if is_pure_delete && !ids.contains_key(addr) {
+                if pure_deletes.contains(dep) && !ids.contains_key(addr) {
                     if let Some(res) = g.id(&static_node(addr)) {
                         if !g.dag.transitive_dependencies(res).contains(&dep_id)
                             && !g.dag.transitive_dependencies(dep_id).contains(&res)

@@ -111,16 +111,26 @@ pub struct Loaded {
 }
 
 /// Loads the configuration, the input variables and the provider registry.
+/// Runs one phase of a command and logs how long it took (`CAIRN_LOG=debug`), so a slow run
+/// can be broken down without a profiler.
+pub fn timed<T>(phase: &str, f: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let r = f();
+    tracing::debug!(elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "{phase}");
+    r
+}
+
 pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
-    let (config, mut diags) = crate::config::load(&opts.dir);
+    let (config, mut diags) = timed("load configuration", || crate::config::load(&opts.dir));
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
     };
     if diags.has_errors() {
         return Err(Report::fail(diags, Some(Arc::new(config))));
     }
-    let (inputs, var_diags) =
-        crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir);
+    let (inputs, var_diags) = timed("input variables", || {
+        crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir)
+    });
     let config = Arc::new(config);
     diags.extend(var_diags);
     if diags.has_errors() {
@@ -166,7 +176,7 @@ fn open_read(opts: &Options) -> Result<(Option<Store>, Snapshot, Vec<String>), D
         lock_timeout: opts.lock_timeout,
         write: false,
     };
-    match Store::open(&opts.state_dir, &o) {
+    match timed("open state", || Store::open(&opts.state_dir, &o)) {
         Ok((store, warnings)) => {
             let snapshot = store.snapshot().clone();
             Ok((Some(store), snapshot, warnings))
@@ -336,7 +346,7 @@ async fn recover(
         notes.push(r.message.clone());
         match journal {
             Some(j) => {
-                if let Err(d) = j.record(r.event) {
+                if let Err(d) = j.record(r.event).await {
                     diags.push(d);
                 }
             }
@@ -406,14 +416,21 @@ async fn make_plan(
         plan.applyable = !plan.errored && plan.has_changes();
         return Some(plan);
     }
-    let (mut graph, graph_diags) = term_graph(&loaded.config);
+    let (mut graph, graph_diags) = timed("term graph", || term_graph(&loaded.config));
     diags.extend(graph_diags);
-    let (_, orphans) = classify_state(&loaded.config, &refreshed);
+    let (_, orphans) = timed("classify state", || {
+        classify_state(&loaded.config, &refreshed)
+    });
     add_orphans(&mut graph, orphans);
     let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
     let phase = Arc::new(PlanPhase::new(mode, Arc::new(refreshed.clone()), replace));
+    let walk_start = std::time::Instant::now();
     let outcome = walk_phase(ctx.clone(), phase.clone()).await;
+    tracing::debug!(
+        elapsed_ms = walk_start.elapsed().as_secs_f64() * 1e3,
+        "plan walk"
+    );
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
@@ -431,6 +448,12 @@ async fn make_plan(
     // Provider instances: those the walk planned, then those in state nothing uses any more.
     let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
     if mode == PlanMode::Normal {
+        let deleted: BTreeSet<&ResourceInstanceAddr> = plan
+            .changes
+            .iter()
+            .filter(|c| c.action == Action::Delete)
+            .map(|c| &c.addr)
+            .collect();
         let still_used: BTreeSet<ProviderAddr> = plan
             .changes
             .iter()
@@ -440,13 +463,9 @@ async fn make_plan(
             // An object in state that this plan does not delete keeps its provider, even when
             // planning it failed.
             .chain(refreshed.resources.iter().filter_map(|(a, i)| {
-                let deleted = plan
-                    .changes
-                    .iter()
-                    .any(|c| &c.addr == a && c.action == Action::Delete);
                 i.current
                     .as_ref()
-                    .filter(|_| !deleted)
+                    .filter(|_| !deleted.contains(a))
                     .map(|o| o.provider.addr.clone())
             }))
             .collect();
@@ -717,7 +736,11 @@ pub async fn apply(
             }
             Some(p)
         }
-        None => make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags).await,
+        None => {
+            let p = make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags).await;
+            tracing::debug!("plan made");
+            p
+        }
     };
     let finish = |journal: Arc<Journal>,
                   outcome: RunOutcome,
@@ -763,7 +786,7 @@ pub async fn apply(
             config: Some(loaded.config),
         };
     }
-    if !confirm(&plan) {
+    if !timed("show the plan and confirm", || confirm(&plan)) {
         finish(
             journal,
             RunOutcome::Interrupted,
@@ -816,7 +839,9 @@ pub async fn apply(
     } else {
         RunOutcome::Success
     };
-    finish(journal, outcome, summary, &mut diags);
+    timed("finish the run", || {
+        finish(journal, outcome, summary, &mut diags)
+    });
     Report {
         result: Some(Applied {
             plan: Some(plan),
@@ -924,7 +949,9 @@ async fn execute(
         diags.extend(d);
         g
     };
-    let destroy = add_destroys(&mut graph, plan, &prior, &mut deposed_keys, opts.sabotage);
+    let destroy = timed("add destroys", || {
+        add_destroys(&mut graph, plan, &prior, &mut deposed_keys, opts.sabotage)
+    });
     let cycles = graph.cycle_diagnostics(&loaded.config.sources);
     if cycles.has_errors() {
         diags.extend(cycles);
@@ -949,7 +976,12 @@ async fn execute(
         outputs: Mutex::new(BTreeMap::new()),
         summary: Mutex::new(RunSummary::default()),
     });
+    let walk_start = std::time::Instant::now();
     let outcome = walk_phase(ctx.clone(), phase.clone()).await;
+    tracing::debug!(
+        elapsed_ms = walk_start.elapsed().as_secs_f64() * 1e3,
+        "apply walk"
+    );
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
@@ -976,6 +1008,7 @@ async fn execute(
     // evaluated (their dependencies all applied) and keeps the others' old values, as
     // Terraform does.
     let whole = outcome.ok() && !diags.has_errors() && opts.targets.is_empty();
+    tracing::debug!("finishing events");
     let finishing = journal.with_snapshot(|s| {
         let outs = if whole || plan.mode == PlanMode::Destroy {
             outputs.clone()

@@ -163,10 +163,10 @@ impl Configured for TerraformInstance {
             schema_util::require_known(&input, "input")?;
             m.insert("output".into(), input);
             if m["id"].is_unknown() || m["id"].is_null() {
-                let salt = format!("{type_} {}", planned.to_json());
+                let salt = || format!("{type_} {}", planned.to_json());
                 m.insert(
                     "id".into(),
-                    Value::string(random_uuid(&mut self.host.rng(&salt))),
+                    Value::string(random_uuid(&mut self.host.rng(salt))),
                 );
             }
             let v = Value::Object(m);
