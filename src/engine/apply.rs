@@ -19,6 +19,7 @@ use super::journal::Journal;
 use super::plan::{apply_ignore_changes, equal_ignoring_marks, missing_provider, provider_error};
 use super::progress::Progress;
 use super::providers::new_instance_id;
+use super::sabotage::Sabotage;
 use super::values::Values;
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -121,8 +122,9 @@ impl ApplyPhase {
         };
         let elapsed = started.elapsed();
         let mut response = response;
-        if let (Some(p), Some(v)) = (planned, response.new_state.take()) {
-            response.new_state = Some(carry_marks(p, v));
+        // (Only when there is a plan: a delete's failure returns the object it kept.)
+        if let Some(p) = planned {
+            response.new_state = response.new_state.take().map(|v| carry_marks(p, v));
         }
         let object = |v: &Value, tainted: bool| -> Result<ResourceObject, Diagnostics> {
             let attrs = v.to_stored().map_err(|e| {
@@ -150,6 +152,19 @@ impl ApplyPhase {
                     Some(v) => Some(object(v, false)?),
                     None => None,
                 };
+                let forget =
+                    op_action == OpAction::Create && ctx.limits.broken(Sabotage::ForgetCreates);
+                let obj = if forget { None } else { obj };
+                if ctx.limits.broken(Sabotage::SettleTwice) {
+                    let again = EventBody::OperationSucceeded {
+                        op,
+                        object: obj.clone(),
+                    };
+                    self.journal
+                        .record(again)
+                        .await
+                        .map_err(Diagnostics::from)?;
+                }
                 self.journal
                     .record(EventBody::OperationSucceeded { op, object: obj })
                     .await
@@ -181,9 +196,17 @@ impl ApplyPhase {
                 Ok(response.new_state)
             }
             Some(err) => {
-                let obj = match &response.new_state {
-                    Some(v) => object(v, op_action == OpAction::Create).ok(),
-                    None => None,
+                let obj = match (&response.new_state, &prior) {
+                    // A delete that failed keeps the object as it was: its dependencies and
+                    // taint, with the attributes the provider reports.
+                    (Some(v), Some(p)) if op_action == OpAction::Delete => {
+                        object(v, p.tainted).ok().map(|o| ResourceObject {
+                            deps: p.deps.clone(),
+                            ..o
+                        })
+                    }
+                    (Some(v), _) => object(v, op_action == OpAction::Create).ok(),
+                    (None, _) => None,
                 };
                 self.journal
                     .record(EventBody::OperationFailed {
@@ -220,7 +243,8 @@ impl ApplyPhase {
                 .map(|o| Value::from_stored(&o.attrs))
                 .unwrap_or_else(Value::unknown));
         };
-        if change.action == Action::NoOp {
+        let no_op = change.action == Action::NoOp;
+        if no_op && !ctx.limits.broken(Sabotage::ApplyUpdatesNoOps) {
             // Moved to another provider instance with an equal configuration: record the move.
             let moved = current
                 .as_ref()
@@ -266,6 +290,10 @@ impl ApplyPhase {
         let plan_err = |e: crate::provider::ProviderError| provider_error(&inst.addr, "plan", &e.0);
 
         let mut action = change.action;
+        if no_op {
+            // Only with `Sabotage::ApplyUpdatesNoOps`: an unchanged instance is updated anyway.
+            action = Action::Update;
+        }
         if action == Action::Update && change.diff_unavailable && current.is_none() {
             // Its provider instance was replaced at apply, which deleted the old object: create.
             action = Action::Create;
@@ -559,9 +587,13 @@ impl ApplyPhase {
             }
         });
         let Some(object) = object else { return Ok(()) };
+        let config = match ctx.limits.broken(Sabotage::DeleteWithDefaultProviderConfig) {
+            true => ctx.registry.default_config(&info.provider.addr.package),
+            false => info.config.clone(),
+        };
         let c = ctx
             .registry
-            .configure(&info.provider.addr.package, &info.config)
+            .configure(&info.provider.addr.package, &config)
             .await
             .map_err(|e| {
                 Diagnostics::from(
@@ -843,6 +875,7 @@ pub fn add_destroys(
     plan: &Plan,
     prior: &Snapshot,
     deposed_keys: &mut BTreeMap<ResourceInstanceAddr, String>,
+    sabotage: Option<Sabotage>,
 ) -> BTreeMap<(ResourceInstanceAddr, Option<String>), DestroyInfo> {
     let mut info = BTreeMap::new();
     let mut ids: BTreeMap<ResourceInstanceAddr, NodeId> = BTreeMap::new();
@@ -921,7 +954,12 @@ pub fn add_destroys(
         let Some(obj) = &inst.current else { continue };
         for dep in &obj.deps {
             if let (Some(&dep_id), Some(&my_id)) = (ids.get(dep), ids.get(addr)) {
-                g.edge(dep_id, my_id, EdgeKind::DependsOn, None);
+                match sabotage {
+                    Some(Sabotage::DeleteDependenciesFirst) => {
+                        g.edge(my_id, dep_id, EdgeKind::DependsOn, None)
+                    }
+                    _ => g.edge(dep_id, my_id, EdgeKind::DependsOn, None),
+                }
             }
             if let Some(&dep_id) = ids.get(dep) {
                 if pure_deletes.contains(dep) && !ids.contains_key(addr) {

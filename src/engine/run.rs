@@ -11,6 +11,7 @@ use super::progress::{Observer, Progress};
 use super::providers::{canonical, stack_config, Registry};
 use super::recover::resolve;
 use super::refresh::refresh as refresh_pass;
+use super::sabotage::Sabotage;
 use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
@@ -50,6 +51,10 @@ pub struct Options {
     pub stop: Arc<AtomicBool>,
     /// The provider packages; `None` means the built-in ones.
     pub packages: Option<BTreeMap<String, Arc<dyn Provider>>>,
+    /// A deliberately broken rule, for the property tests only (see `sabotage.rs`); `None`
+    /// unless test code sets it. Not reachable from the CLI or the environment.
+    #[doc(hidden)]
+    pub sabotage: Option<Sabotage>,
 }
 
 impl Options {
@@ -69,6 +74,7 @@ impl Options {
             args: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             packages: None,
+            sabotage: None,
         }
     }
 }
@@ -302,6 +308,7 @@ fn new_ctx(
         limits: Limits {
             calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
             stop: opts.stop.clone(),
+            sabotage: opts.sabotage,
         },
         observer,
         diags: Mutex::new(Diagnostics::new()),
@@ -375,6 +382,7 @@ async fn make_plan(
     let limits = Limits {
         calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
         stop: opts.stop.clone(),
+        sabotage: opts.sabotage,
     };
     let (refreshed, drift) = if opts.refresh {
         let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
@@ -400,6 +408,9 @@ async fn make_plan(
     };
     if mode == PlanMode::Destroy {
         destroy_plan(&refreshed, &mut plan, &opts.targets);
+        if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
+            plan.changes.retain(|c| c.addr.resource.module.is_root());
+        }
         diags.extend(prevent_destroy_violations(&loaded.config, &plan));
         plan.errored = diags.has_errors();
         plan.applyable = !plan.errored && plan.has_changes();
@@ -677,6 +688,10 @@ pub async fn apply(
     confirm: &(dyn Fn(&Plan) -> bool + Sync),
     observer: Arc<dyn Observer>,
 ) -> Report<Applied> {
+    let mode = match mode {
+        PlanMode::ReadOnly if opts.sabotage == Some(Sabotage::ReadOnlyApplies) => PlanMode::Normal,
+        mode => mode,
+    };
     let loaded = match load(opts) {
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
@@ -935,7 +950,7 @@ async fn execute(
         g
     };
     let destroy = timed("add destroys", || {
-        add_destroys(&mut graph, plan, &prior, &mut deposed_keys)
+        add_destroys(&mut graph, plan, &prior, &mut deposed_keys, opts.sabotage)
     });
     let cycles = graph.cycle_diagnostics(&loaded.config.sources);
     if cycles.has_errors() {
@@ -1039,6 +1054,7 @@ pub async fn refresh(
     let limits = Limits {
         calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
         stop: opts.stop.clone(),
+        sabotage: opts.sabotage,
     };
     if preview {
         let (_store, mut snapshot, warnings) = match open_read(opts) {
@@ -1228,7 +1244,7 @@ pub fn graph_dot(opts: &Options, kind: GraphKind, plan: Option<&Plan>) -> Report
                     Ok((_, s, _)) => s,
                     Err(d) => return Report::fail(d.into(), Some(loaded.config)),
                 };
-                add_destroys(&mut graph, p, &snapshot, &mut BTreeMap::new());
+                add_destroys(&mut graph, p, &snapshot, &mut BTreeMap::new(), None);
             }
             let marked: BTreeSet<NodeId> = plan
                 .map(|p| {
