@@ -19,7 +19,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// One run of a command: wall time and the child's peak RSS in MiB.
+/// One run of a command: wall time and the child's peak RSS in MiB. The child is reaped with
+/// `wait4` (which returns its own resource usage), not `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run_once(cmd: &mut Command) -> (Duration, f64) {
     let out = tempfile::tempfile().expect("temp file");
     let err = tempfile::tempfile().expect("temp file");
