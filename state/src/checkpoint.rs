@@ -24,7 +24,7 @@
 //! (rmp-serde, positional: small). Parts 1.. are slices of the resource instances in address
 //! order, about [`SLICE`] each whatever the machine that wrote them. Opening is dominated by
 //! them: each is read, checked and decoded by a thread of its own straight into its place in
-//! one vector, which is then bulk-built into the map without re-sorting. The newest
+//! one vector, which is then bulk-built into the map (`from_iter` finds it sorted). The newest
 //! checkpoint is read while sled opens (`Checkpoints::read_newest_early`) and used if it is
 //! still the right one once the lock is held.
 //!
@@ -32,12 +32,12 @@
 //!
 //! Instances use a compact binary encoding written in this file (the `Code` trait): varint
 //! lengths, one tag byte per `StoredValue`, strings as length and bytes, fields in declaration
-//! order with no names. It decodes with no per-field dispatch, builds small maps by ascending
-//! insertion and never rebuilds anything key by key through a generic visitor; it is about a
-//! third of the named rmp form. Within a slice all addresses come first, then all instances:
-//! the addresses are then allocated next to each other, so building the map (which compares
-//! neighbouring keys) reads a few contiguous megabytes instead of chasing pointers through the
-//! whole state. The events keep rmp-serde with named fields (the log is the durable record);
+//! order with no names — under half the size of the named rmp form, and decoded without
+//! serde's per-field dispatch; small maps are built by ascending insertion. Within a slice
+//! all addresses come first, then all instances: the addresses are then allocated next to
+//! each other, so building the map (which compares neighbouring keys) reads a few contiguous
+//! megabytes instead of chasing pointers through the whole state. The events keep rmp-serde
+//! with named fields (the log is the durable record);
 //! this encoding is only a cache, and a checkpoint that does not decode — damaged, or of
 //! another format — is skipped with a warning and rebuilt from the log. Checkpoints that
 //! older versions kept in the sled tree `checkpoints` are not read; a writer drops that tree.
@@ -609,14 +609,9 @@ impl<'a> Reader<'a> {
     /// A count of things that take at least one byte each (so a damaged count cannot make
     /// anyone allocate more than the input could hold).
     fn len(&mut self) -> Result<usize, String> {
-        self.count(1)
-    }
-
-    /// A count of things that take at least `min_bytes` each.
-    fn count(&mut self, min_bytes: usize) -> Result<usize, String> {
         let n = self.uint()?;
         match usize::try_from(n) {
-            Ok(n) if n.saturating_mul(min_bytes) <= self.bytes.len() - self.pos => Ok(n),
+            Ok(n) if n <= self.bytes.len() - self.pos => Ok(n),
             _ => self.fail("impossible length"),
         }
     }
