@@ -14,6 +14,7 @@
 use super::graph::{Node, TermGraph};
 use super::progress::{Observer, Progress};
 use super::providers::Registry;
+use super::sabotage::Sabotage;
 use super::values::{Expansion, InstanceScope, Paths, Repetition, ResourceValues, Values};
 use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
 use crate::config::{Config, Module, Resource, ResourceKey};
@@ -691,6 +692,10 @@ async fn visit_resource<P: Phase>(
         let mut values = BTreeMap::new();
         while let Some(joined) = tasks.join_next().await {
             let (k, result) = joined.expect("instance task panicked");
+            let k = match ctx.limits.broken(Sabotage::InstancesInCompletionOrder) {
+                true => exp.keys().get(values.len()).cloned().unwrap_or(k),
+                false => k,
+            };
             match result {
                 Ok(v) => {
                     values.insert(k, v);
