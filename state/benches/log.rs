@@ -3,7 +3,9 @@
 //! Run with `cargo bench -p cairn-state`. The machine this runs on may be shared and noisy, so
 //! every figure is measured several times and printed as the best and the median of its
 //! repetitions (as hyperfine does): the best is what the code can do, the median what to
-//! expect; a wide gap between them means the machine was busy.
+//! expect; a wide gap between them means the machine was busy. It allocates with mimalloc, as
+//! the `cairn` binary does (with glibc's allocator opening a large state is about twice as
+//! slow: building the snapshot is mostly allocation).
 //!
 //! Environment:
 //! - `CAIRN_BENCH_INSTANCES`: size of the large state (default 100,000 instances, three events
@@ -23,6 +25,10 @@ use cairn_state::{
 };
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// The allocator of the `cairn` binary (`src/main.rs`), so that the figures are the CLI's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn opts() -> OpenOptions {
     OpenOptions {

@@ -454,10 +454,7 @@ fn decode_from(src: &(impl Source + ?Sized)) -> Result<Snapshot, String> {
         for (i, p) in parts.iter().enumerate().skip(1) {
             let (chunk, tail) = rest.split_at_mut(p.count);
             rest = tail;
-            handles.push(scope.spawn(move || {
-                reserve_heap(p.len.saturating_mul(DECODED_PER_ENCODED_BYTE));
-                decode_slice(&read_part(src, i, p)?, chunk)
-            }));
+            handles.push(scope.spawn(move || decode_slice(&read_part(src, i, p)?, chunk)));
         }
         let head = read_part(src, 0, &parts[0])
             .and_then(|b| rmp_serde::from_slice::<Snapshot>(&b).map_err(|e| e.to_string()));
@@ -476,32 +473,8 @@ fn decode_from(src: &(impl Source + ?Sized)) -> Result<Snapshot, String> {
         ));
     }
     // `from_iter` reuses the vector, finds it sorted, and builds the tree in one pass.
-    reserve_heap(all.len() * std::mem::size_of::<(ResourceInstanceAddr, ResourceInstance)>());
     snapshot.resources = all.into_iter().collect();
     Ok(snapshot)
-}
-
-/// About how many bytes of memory an encoded byte of instances decodes to (small maps and
-/// strings: each string and map is an allocation, each map node hundreds of bytes).
-const DECODED_PER_ENCODED_BYTE: usize = 16;
-
-/// Makes room for about `bytes` of allocations on this thread's heap, in a few large steps.
-///
-/// glibc grows the heap of a thread other than the main one a page at a time, one `mprotect`
-/// system call per page (the main thread's heap grows by 128 KiB steps): decoding a large
-/// checkpoint on worker threads made some fifty thousand of them, a good part of the time to
-/// open (and they serialise the threads on the kernel's memory map lock). Allocating blocks
-/// just below the size glibc would `mmap` grows the heap one block at a time instead; freed,
-/// they leave the heap's writable size (not its memory: nothing is touched) to the
-/// allocations that follow. Other allocators simply allocate and free. Best effort; capped.
-fn reserve_heap(bytes: usize) {
-    const BLOCK: usize = 64 << 10;
-    const MAX: usize = 32 << 20;
-    let blocks: Vec<Vec<u8>> = (0..bytes.min(MAX) / BLOCK)
-        .map(|_| Vec::with_capacity(BLOCK))
-        .collect();
-    // Keeps the compiler from eliding allocations nothing reads.
-    drop(std::hint::black_box(blocks));
 }
 
 /// The fewest bytes an instance and its address take (so that a damaged count cannot make
