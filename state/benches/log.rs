@@ -301,13 +301,25 @@ fn commit_rates(reps: usize) {
     );
 }
 
-/// Writes the large state `reps` times (group commit), keeping the last one for the opens.
-fn group_commit(reps: usize, instances: u64) -> tempfile::TempDir {
+/// What writing the large state left: the last state written, its size before any open, and
+/// the first open of each state written.
+struct Written {
+    dir: tempfile::TempDir,
+    size: u64,
+    first_walls: Vec<Duration>,
+    first_cpus: Vec<Duration>,
+}
+
+/// Writes the large state `reps` times (group commit), opening each once (the first open after
+/// a writer also recovers sled's own log: sled scans what was written since its last open);
+/// keeps the last one for the other opens.
+fn group_commit(reps: usize, instances: u64) -> Written {
     let mut times = Vec::new();
     let mut events = 0;
-    let mut kept = None;
+    let mut written: Option<Written> = None;
+    let (mut first_walls, mut first_cpus) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        drop(kept.take());
+        drop(written.take());
         let tmp = tempfile::tempdir().expect("tempdir");
         let (mut store, _) = Store::open(tmp.path(), &opts()).expect("open");
         register(&mut store);
@@ -323,14 +335,26 @@ fn group_commit(reps: usize, instances: u64) -> tempfile::TempDir {
         events = store.head();
         store.checkpoint().expect("checkpoint");
         drop(store);
-        kept = Some(tmp);
+        let size = dir_size(tmp.path());
+        let (wall, _, cpu) = open_child(tmp.path());
+        first_walls.push(wall);
+        first_cpus.push(cpu);
+        written = Some(Written {
+            dir: tmp,
+            size,
+            first_walls: Vec::new(),
+            first_cpus: Vec::new(),
+        });
     }
     print_rate(
         "append, group commit (~1,000/commit):",
         &rates(events, &times),
         &format!("{events} events, {instances} instances, automatic checkpoints included"),
     );
-    kept.expect("at least one repetition")
+    let mut w = written.expect("at least one repetition");
+    w.first_walls = first_walls;
+    w.first_cpus = first_cpus;
+    w
 }
 
 fn main() {
@@ -354,7 +378,8 @@ fn main() {
         return;
     }
     let group_reps = if only == "open" { 1 } else { slow_reps };
-    let tmp = group_commit(group_reps, instances);
+    let written = group_commit(group_reps, instances);
+    let tmp = &written.dir;
     if only == "group" {
         return;
     }
@@ -364,23 +389,17 @@ fn main() {
             .args(["-r", &tmp.path().display().to_string(), &keep])
             .status();
     }
-    let size = dir_size(tmp.path());
     println!(
         "{:<40} {:.1} MiB for {events} events ({} bytes/event, checkpoints included)",
         "on-disk size:",
-        mib(size),
-        size / events
+        mib(written.size),
+        written.size / events
     );
-
-    // The first open after the writer closed also recovers sled's own log (sled scans what was
-    // written since its last open); later opens do not.
-    let (first, resources, first_cpu) = open_child(tmp.path());
-    println!(
-        "{:<40} {:>8.1} ms (cpu {:.1} ms; {resources} instances; sled recovers what the writer \
-         wrote)",
+    print_open(
         "open, first after writing:",
-        first.as_secs_f64() * 1000.0,
-        first_cpu.as_secs_f64() * 1000.0
+        &stats(written.first_walls.clone(), Ord::cmp),
+        &stats(written.first_cpus.clone(), Ord::cmp),
+        "sled also recovers what the writer wrote",
     );
     let (wall, cpu, resources) = opens(tmp.path(), fast_reps);
     print_open(
