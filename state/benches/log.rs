@@ -1,9 +1,23 @@
 //! Benchmark of the state log: append rates, open times with and without a checkpoint, size.
 //!
-//! Run with `cargo bench -p cairn-state`. `CAIRN_BENCH_INSTANCES` changes the size of the large
-//! state (default 100,000 instances, three events each: started, succeeded, refreshed).
-//! `CAIRN_BENCH_OPEN=DIR` only times one open of the state in DIR (used by the benchmark
-//! itself, and for profiling).
+//! Run with `cargo bench -p cairn-state`. The machine this runs on may be shared and noisy, so
+//! every figure is measured several times and printed as the best and the median of its
+//! repetitions (as hyperfine does): the best is what the code can do, the median what to
+//! expect; a wide gap between them means the machine was busy. It allocates with mimalloc, as
+//! the `cairn` binary does (with glibc's allocator opening a large state is about twice as
+//! slow: building the snapshot is mostly allocation).
+//!
+//! Environment:
+//! - `CAIRN_BENCH_INSTANCES`: size of the large state (default 100,000 instances, three events
+//!   each: create started, create succeeded, refreshed).
+//! - `CAIRN_BENCH_REPS`: repetitions of every figure (default 5 for the fast ones, 3 for the
+//!   large-state ones).
+//! - `CAIRN_BENCH_ONLY`: `commit` (per-event commits), `group` (group commit) or `open` (write
+//!   the large state once, then time opens): one part only, for profiling.
+//! - `CAIRN_BENCH_KEEP=DIR`: copy the large state there.
+//! - `CAIRN_BENCH_OPEN=DIR`: only open the state in DIR once and print the time (the benchmark
+//!   runs itself this way, so that every open is a fresh process as with the CLI; also handy
+//!   for `perf record`).
 
 use cairn_state::{
     EventBody, OpAction, OpenOptions, ProviderInstance, ProviderRef, ResourceObject, Store,
@@ -11,6 +25,10 @@ use cairn_state::{
 };
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// The allocator of the `cairn` binary (`src/main.rs`), so that the figures are the CLI's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn opts() -> OpenOptions {
     OpenOptions {
@@ -114,12 +132,53 @@ fn dir_size(path: &Path) -> u64 {
         .sum()
 }
 
-fn rate(events: u64, took: Duration) -> String {
-    format!("{:>10.0} events/s", events as f64 / took.as_secs_f64())
+/// Best and median of a set of measurements.
+struct Stats<T> {
+    best: T,
+    median: T,
+    n: usize,
 }
 
-/// Opens the state once, in this process, and prints the time (the child half of
-/// `median_open`).
+/// `values` measured; `better` orders them best first.
+fn stats<T: Copy>(mut values: Vec<T>, better: impl Fn(&T, &T) -> std::cmp::Ordering) -> Stats<T> {
+    values.sort_by(&better);
+    Stats {
+        best: values[0],
+        median: values[values.len() / 2],
+        n: values.len(),
+    }
+}
+
+/// Event rates: best (highest) and median.
+fn rates(events: u64, times: &[Duration]) -> Stats<f64> {
+    let r = times
+        .iter()
+        .map(|t| events as f64 / t.as_secs_f64())
+        .collect();
+    stats(r, |a: &f64, b: &f64| b.total_cmp(a))
+}
+
+fn print_rate(label: &str, s: &Stats<f64>, what: &str) {
+    println!(
+        "{label:<40} best {:>8.0} events/s, median {:>8.0} ({what}, {} runs)",
+        s.best, s.median, s.n
+    );
+}
+
+fn print_open(label: &str, wall: &Stats<Duration>, cpu: &Stats<Duration>, what: &str) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{label:<40} best {:>8.1} ms, median {:>8.1} ms (cpu best {:.1} ms, median {:.1} ms; \
+         {what}, {} runs)",
+        ms(wall.best),
+        ms(wall.median),
+        ms(cpu.best),
+        ms(cpu.median),
+        wall.n
+    );
+}
+
+/// Opens the state once, in this process, and prints the time (the child half of `opens`).
 fn open_once(dir: &Path) {
     let cpu_before = cpu_micros();
     let start = Instant::now();
@@ -148,33 +207,42 @@ fn cpu_micros() -> u64 {
     us(usage.ru_utime) + us(usage.ru_stime)
 }
 
-/// The median time to open the state, each time in a fresh process as the CLI does (a process
-/// that has just freed a large state allocates more slowly).
-fn median_open(dir: &Path, runs: usize) -> (Duration, usize, Duration) {
-    let mut times = Vec::new();
+/// One open of the state in `dir` in a fresh process, as the CLI does (a process that has just
+/// freed a large state allocates differently): wall time, instances, cpu time.
+fn open_child(dir: &Path) -> (Duration, usize, Duration) {
+    let exe = std::env::current_exe().expect("current exe");
+    let out = std::process::Command::new(&exe)
+        .env("CAIRN_BENCH_OPEN", dir)
+        .output()
+        .expect("run the open benchmark");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("open: "))
+        .unwrap_or_else(|| panic!("no timing from the child: {text}"));
+    let mut words = line.split_whitespace();
+    let micros: u64 = words.next().and_then(|w| w.parse().ok()).expect("time");
+    let resources = words.nth(1).and_then(|w| w.parse().ok()).expect("count");
+    let cpu: u64 = words.nth(1).and_then(|w| w.parse().ok()).expect("cpu");
+    (
+        Duration::from_micros(micros),
+        resources,
+        Duration::from_micros(cpu),
+    )
+}
+
+/// `runs` opens of the state in `dir`: wall and cpu times, and the instances found.
+fn opens(dir: &Path, runs: usize) -> (Stats<Duration>, Stats<Duration>, usize) {
+    let mut walls = Vec::new();
     let mut cpus = Vec::new();
     let mut resources = 0;
-    let exe = std::env::current_exe().expect("current exe");
     for _ in 0..runs {
-        let out = std::process::Command::new(&exe)
-            .env("CAIRN_BENCH_OPEN", dir)
-            .output()
-            .expect("run the open benchmark");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find_map(|l| l.strip_prefix("open: "))
-            .unwrap_or_else(|| panic!("no timing from the child: {text}"));
-        let mut words = line.split_whitespace();
-        let micros: u64 = words.next().and_then(|w| w.parse().ok()).expect("time");
-        resources = words.nth(1).and_then(|w| w.parse().ok()).expect("count");
-        let cpu: u64 = words.nth(1).and_then(|w| w.parse().ok()).expect("cpu");
-        times.push(Duration::from_micros(micros));
-        cpus.push(Duration::from_micros(cpu));
+        let (wall, r, cpu) = open_child(dir);
+        walls.push(wall);
+        cpus.push(cpu);
+        resources = r;
     }
-    times.sort();
-    cpus.sort();
-    (times[times.len() / 2], resources, cpus[cpus.len() / 2])
+    (stats(walls, Ord::cmp), stats(cpus, Ord::cmp), resources)
 }
 
 fn load_average() -> String {
@@ -183,106 +251,179 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+/// Commits after every event, and after every instance (three events), `reps` times each.
+fn commit_rates(reps: usize) {
+    const EVENTS: u64 = 600;
+    let mut per_event = Vec::new();
+    let mut per_instance = Vec::new();
+    for _ in 0..reps {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (mut store, _) = Store::open(tmp.path(), &opts()).expect("open");
+        register(&mut store);
+        store.commit().expect("commit");
+        // `instance` appends three events; a commit after each group of three is what the
+        // engine does around one provider call (started, then its outcome and refresh).
+        let start = Instant::now();
+        for i in 0..EVENTS / 3 {
+            instance(&mut store, i);
+            store.commit().expect("commit");
+        }
+        per_instance.push(start.elapsed());
+        let start = Instant::now();
+        for n in 0..EVENTS {
+            store
+                .append(EventBody::ResourceRead {
+                    addr: "sim_thing.web[0]".parse().expect("address"),
+                    attrs: attrs(0, n),
+                })
+                .expect("append");
+            store.commit().expect("commit");
+        }
+        per_event.push(start.elapsed());
+    }
+    print_rate(
+        "append, one commit per event:",
+        &rates(EVENTS, &per_event),
+        &format!("{EVENTS} events"),
+    );
+    print_rate(
+        "append, one commit per 3 events:",
+        &rates(EVENTS, &per_instance),
+        &format!("{EVENTS} events"),
+    );
+}
+
+/// What writing the large state left: the last state written, its size before any open, and
+/// the first open of each state written.
+struct Written {
+    dir: tempfile::TempDir,
+    size: u64,
+    first_walls: Vec<Duration>,
+    first_cpus: Vec<Duration>,
+}
+
+/// Writes the large state `reps` times (group commit), opening each once (the first open after
+/// a writer also recovers sled's own log: sled scans what was written since its last open);
+/// keeps the last one for the other opens.
+fn group_commit(reps: usize, instances: u64) -> Written {
+    let mut times = Vec::new();
+    let mut events = 0;
+    let mut written: Option<Written> = None;
+    let (mut first_walls, mut first_cpus) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        drop(written.take());
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (mut store, _) = Store::open(tmp.path(), &opts()).expect("open");
+        register(&mut store);
+        let start = Instant::now();
+        for i in 0..instances {
+            instance(&mut store, i);
+            if i % 333 == 332 {
+                store.commit().expect("commit");
+            }
+        }
+        store.commit().expect("commit");
+        times.push(start.elapsed());
+        events = store.head();
+        store.checkpoint().expect("checkpoint");
+        drop(store);
+        let size = dir_size(tmp.path());
+        let (wall, _, cpu) = open_child(tmp.path());
+        first_walls.push(wall);
+        first_cpus.push(cpu);
+        written = Some(Written {
+            dir: tmp,
+            size,
+            first_walls: Vec::new(),
+            first_cpus: Vec::new(),
+        });
+    }
+    print_rate(
+        "append, group commit (~1,000/commit):",
+        &rates(events, &times),
+        &format!("{events} events, {instances} instances, automatic checkpoints included"),
+    );
+    let mut w = written.expect("at least one repetition");
+    w.first_walls = first_walls;
+    w.first_cpus = first_cpus;
+    w
+}
+
 fn main() {
     if let Ok(dir) = std::env::var("CAIRN_BENCH_OPEN") {
         open_once(Path::new(&dir));
         return;
     }
-    let instances: u64 = std::env::var("CAIRN_BENCH_INSTANCES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
+    let instances = env_number("CAIRN_BENCH_INSTANCES").unwrap_or(100_000);
+    let reps = env_number("CAIRN_BENCH_REPS").map(|n| n.max(1) as usize);
+    let (fast_reps, slow_reps) = (reps.unwrap_or(5), reps.unwrap_or(3));
+    let only = std::env::var("CAIRN_BENCH_ONLY").unwrap_or_default();
+    println!(
+        "state log benchmark: best and median of repetitions (load average at start: {})",
+        load_average()
+    );
 
-    // One commit (flush) per event.
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let (mut store, _) = Store::open(tmp.path(), &opts()).expect("open");
-    register(&mut store);
-    let n = 1_500;
-    let start = Instant::now();
-    for i in 0..n / 3 {
-        instance(&mut store, i);
-        store.commit().expect("commit");
+    if only.is_empty() || only == "commit" {
+        commit_rates(fast_reps);
     }
-    // `instance` appends three events; commit after each of them is what the engine does
-    // around provider calls, so time that exactly: three appends, each followed by a commit.
-    let grouped3 = start.elapsed();
-    let start = Instant::now();
-    let mut appended = 0;
-    while appended < n {
-        store
-            .append(EventBody::ResourceRead {
-                addr: "sim_thing.web[0]".parse().expect("address"),
-                attrs: attrs(0, appended),
-            })
-            .expect("append");
-        store.commit().expect("commit");
-        appended += 1;
+    if only == "commit" {
+        return;
     }
-    let per_event = start.elapsed();
-    println!(
-        "append, one commit per event:      {} ({n} events)",
-        rate(n, per_event)
-    );
-    println!(
-        "append, one commit per instance:   {} ({n} events, 3 per commit)",
-        rate(n, grouped3)
-    );
-    drop(store);
-
-    // Group commit: many events, one commit per 1,000.
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let (mut store, _) = Store::open(tmp.path(), &opts()).expect("open");
-    register(&mut store);
-    let start = Instant::now();
-    for i in 0..instances {
-        instance(&mut store, i);
-        if i % 333 == 332 {
-            store.commit().expect("commit");
-        }
+    let group_reps = if only == "open" { 1 } else { slow_reps };
+    let written = group_commit(group_reps, instances);
+    let tmp = &written.dir;
+    if only == "group" {
+        return;
     }
-    store.commit().expect("commit");
-    let took = start.elapsed();
-    let events = store.head();
-    println!(
-        "append, group commit (~1,000/commit): {} ({events} events, {instances} instances, \
-         automatic checkpoints included)",
-        rate(events, took)
-    );
-    store.checkpoint().expect("checkpoint");
-    drop(store);
+    let events = instances * 3 + 1;
     if let Ok(keep) = std::env::var("CAIRN_BENCH_KEEP") {
         let _ = std::process::Command::new("cp")
             .args(["-r", &tmp.path().display().to_string(), &keep])
             .status();
     }
-
     println!(
-        "on-disk size:                       {:.1} MiB for {events} events ({} bytes/event, \
-         checkpoints included)",
-        dir_size(tmp.path()) as f64 / (1 << 20) as f64,
-        dir_size(tmp.path()) / events
+        "{:<40} {:.1} MiB for {events} events ({} bytes/event, checkpoints included)",
+        "on-disk size:",
+        mib(written.size),
+        written.size / events
     );
-    let (with, resources, cpu) = median_open(tmp.path(), 5);
-    println!(
-        "open, with a checkpoint:            {:>8.1} ms ({:.1} ms cpu; {resources} instances, \
-         median of 5)",
-        with.as_secs_f64() * 1000.0,
-        cpu.as_secs_f64() * 1000.0
+    print_open(
+        "open, first after writing:",
+        &stats(written.first_walls.clone(), Ord::cmp),
+        &stats(written.first_cpus.clone(), Ord::cmp),
+        "sled also recovers what the writer wrote",
+    );
+    let (wall, cpu, resources) = opens(tmp.path(), fast_reps);
+    print_open(
+        "open, with a checkpoint:",
+        &wall,
+        &cpu,
+        &format!("{resources} instances"),
     );
     {
         let (mut store, _) = Store::open(tmp.path(), &opts()).expect("open");
         store.clear_checkpoints().expect("clear");
     }
+    let size = dir_size(tmp.path());
     println!(
-        "on-disk size without checkpoints:   {:.1} MiB",
-        dir_size(tmp.path()) as f64 / (1 << 20) as f64
+        "{:<40} {:.1} MiB",
+        "on-disk size without checkpoints:",
+        mib(size)
     );
-    let (without, resources, cpu) = median_open(tmp.path(), 3);
-    println!(
-        "open, without a checkpoint:         {:>8.1} ms ({:.1} ms cpu; {resources} instances, \
-         full replay of {events} events, median of 3)",
-        without.as_secs_f64() * 1000.0,
-        cpu.as_secs_f64() * 1000.0
+    let (wall, cpu, resources) = opens(tmp.path(), slow_reps);
+    print_open(
+        "open, without a checkpoint:",
+        &wall,
+        &cpu,
+        &format!("{resources} instances, full replay of {events} events"),
     );
-    println!("load average while measuring:       {}", load_average());
+    println!("{:<40} {}", "load average at the end:", load_average());
 }

@@ -307,6 +307,16 @@ pub fn encode(event: &Event) -> Vec<u8> {
     rmp_serde::to_vec_named(event).unwrap_or_default()
 }
 
+/// Encodes an event into `out` (cleared first), as [`encode`] does: lets a writer reuse one
+/// buffer for every record.
+pub fn encode_into(event: &Event, out: &mut Vec<u8>) {
+    out.clear();
+    // As in `encode`: writing these types into a Vec cannot fail.
+    if rmp_serde::encode::write_named(out, event).is_err() {
+        out.clear();
+    }
+}
+
 /// Decodes a stored record of any known version, upgrading it to the current one.
 pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     // The common case first: a current record decodes in one pass.

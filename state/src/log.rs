@@ -3,13 +3,12 @@
 //! Layout of a state directory:
 //!
 //! ```text
-//! <dir>/log/        the sled database (sled 0.34)
-//!   tree "events"       key: big-endian u64 seq (1, 2, 3, … gap-free), value: rmp event
-//!   tree "checkpoints"  key: seq ++ big-endian u32 chunk, value: compact rmp Snapshot bytes;
-//!                       chunk u32::MAX is the header (format, chunk count, length)
-//!   tree "meta"         "lineage": the state's lineage (for Terraform state export)
-//!   tree "torn"         records set aside from a torn tail, keyed like "events"
-//! <dir>/lock.json   who holds the database open (pid, command, since), for lock errors
+//! <dir>/log/          the sled database (sled 0.34)
+//!   tree "events"         key: big-endian u64 seq (1, 2, 3, … gap-free), value: rmp event
+//!   tree "meta"           "lineage": the state's lineage (for Terraform state export)
+//!   tree "torn"           records set aside from a torn tail, keyed like "events"
+//! <dir>/checkpoints/  <seq>.ckpt: a snapshot and the seq it covers (see `checkpoint.rs`)
+//! <dir>/lock.json     who holds the database open (pid, command, since), for lock errors
 //! ```
 //!
 //! **Commit points.** `append` writes into sled's buffers and applies the event to the
@@ -26,9 +25,12 @@
 //! **Checkpoints** are a derived cache: deleting them changes nothing but speed. They are
 //! written by `checkpoint()` and automatically on `commit` once enough events have
 //! accumulated (at least [`CHECKPOINT_EVERY`], and at least the number of instances in state,
-//! so their cost stays proportional to the events appended). The newest
-//! [`KEEP_CHECKPOINTS`] are kept. Their bytes are laid out by `checkpoint.rs`; a checkpoint
-//! that does not decode is skipped with a warning.
+//! so their cost stays proportional to the events appended), always after the flush that
+//! makes the events they cover durable. The newest [`KEEP_CHECKPOINTS`] are kept. They are
+//! files beside the database, not in it (`checkpoint.rs` says why and how they are laid out);
+//! one that does not decode is skipped with a warning. A writer removes checkpoints past the
+//! head of the log it opened (a torn tail set aside), since the seqs they name will be reused,
+//! and drops the sled tree `checkpoints` where versions before format 3 kept theirs.
 //!
 //! **Faults.** An undecodable *last* record is a torn write: the state opens at the record
 //! before it with a warning, and a writer moves the torn bytes to the `torn` tree (so the next
@@ -36,6 +38,7 @@
 //! after it, or a gap in the keys, is [`StateError::Corrupt`]: never a silently different state.
 
 use crate::check::{self, Violation};
+use crate::checkpoint::{Checkpoints, Early};
 use crate::error::StateError;
 use crate::event::{self, DecodeError, Event, EventBody, RunOutcome, RunSummary, CURRENT_VERSION};
 use crate::snapshot::Snapshot;
@@ -48,10 +51,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub const CHECKPOINT_EVERY: u64 = 10_000;
 /// How many checkpoints are kept.
 pub const KEEP_CHECKPOINTS: usize = 3;
-/// Version of the checkpoint encoding; other versions are ignored (and rebuilt).
-const CHECKPOINT_FORMAT: u32 = 2;
-const CHUNK: usize = 1 << 20;
-const HEADER_CHUNK: u32 = u32::MAX;
+/// The sled tree where checkpoints were kept before they moved to files (format 3).
+const OLD_CHECKPOINT_TREE: &str = "checkpoints";
 
 /// How to open a state directory.
 #[derive(Clone, Debug)]
@@ -83,7 +84,7 @@ pub struct Store {
     dir: PathBuf,
     db: sled::Db,
     events: sled::Tree,
-    checkpoints: sled::Tree,
+    checkpoints: Checkpoints,
     meta: sled::Tree,
     torn: sled::Tree,
     snapshot: Snapshot,
@@ -92,6 +93,9 @@ pub struct Store {
     last_checkpoint: u64,
     checkpoint_every: u64,
     clock: Clock,
+    /// Reused for encoding each appended event (saves an allocation and its regrowth per
+    /// event).
+    encode_buf: Vec<u8>,
 }
 
 /// The holder record in `lock.json`.
@@ -109,13 +113,6 @@ fn key(seq: u64) -> [u8; 8] {
 
 fn seq_of(k: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(k.get(..8)?.try_into().ok()?))
-}
-
-fn ckpt_key(seq: u64, chunk: u32) -> [u8; 12] {
-    let mut k = [0u8; 12];
-    k[..8].copy_from_slice(&seq.to_be_bytes());
-    k[8..].copy_from_slice(&chunk.to_be_bytes());
-    k
 }
 
 fn now_ms() -> u64 {
@@ -189,6 +186,11 @@ impl Store {
                 dir: dir.to_path_buf(),
             });
         }
+        // Decoding the newest checkpoint does not need the database: it starts now, and
+        // overlaps with sled opening (which replays sled's own log after a writer).
+        let early = upto
+            .is_none()
+            .then(|| Checkpoints::new(dir).read_newest_early());
         let db = Self::open_locked(dir, &log_dir, opts)?;
         let holder = Holder {
             pid: std::process::id(),
@@ -204,7 +206,7 @@ impl Store {
         let mut store = Store {
             dir: dir.to_path_buf(),
             events: tree("events")?,
-            checkpoints: tree("checkpoints")?,
+            checkpoints: Checkpoints::new(dir),
             meta: tree("meta")?,
             torn: tree("torn")?,
             db,
@@ -213,8 +215,13 @@ impl Store {
             last_checkpoint: 0,
             checkpoint_every: CHECKPOINT_EVERY,
             clock: Box::new(now_ms),
+            encode_buf: Vec::new(),
         };
-        let warnings = store.load(upto)?;
+        let early = early.and_then(|h| h.join().ok().flatten());
+        let warnings = store.load(upto, early)?;
+        if store.write {
+            store.tidy_checkpoints()?;
+        }
         if store.write && store.meta.get("lineage").ok().flatten().is_none() {
             let lineage = new_lineage(dir);
             store
@@ -256,7 +263,7 @@ impl Store {
     }
 
     /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it.
-    fn load(&mut self, upto: Option<u64>) -> Result<Vec<String>, StateError> {
+    fn load(&mut self, upto: Option<u64>, early: Option<Early>) -> Result<Vec<String>, StateError> {
         let mut warnings = Vec::new();
         let last = self
             .events
@@ -270,8 +277,14 @@ impl Store {
             detail: "a key of the events tree is not a sequence number".into(),
         })?;
         let end = upto.map_or(last_seq, |u| u.min(last_seq));
-        let (snapshot, ckpt_warnings) = self.newest_checkpoint(end);
-        warnings.extend(ckpt_warnings);
+        let snapshot = match early.and_then(|e| e.take(&self.checkpoints, end)) {
+            Some(s) => Some(s),
+            None => {
+                let (snapshot, ckpt_warnings) = self.newest_checkpoint(end);
+                warnings.extend(ckpt_warnings);
+                snapshot
+            }
+        };
         self.snapshot = snapshot.unwrap_or_default();
         self.last_checkpoint = self.snapshot.head;
         let from = self.snapshot.head + 1;
@@ -341,15 +354,12 @@ impl Store {
     /// The newest checkpoint covering at most `upto` that decodes.
     fn newest_checkpoint(&self, upto: u64) -> (Option<Snapshot>, Vec<String>) {
         let mut warnings = Vec::new();
-        for seq in self.checkpoint_seqs().into_iter().rev() {
+        for seq in self.checkpoints.seqs().into_iter().rev() {
             if seq > upto {
                 continue;
             }
-            match self.read_checkpoint(seq) {
-                Ok(s) if s.head == seq => return (Some(s), warnings),
-                Ok(_) => warnings.push(format!(
-                    "checkpoint at {seq} does not cover what it says; skipped (it is rebuilt)"
-                )),
+            match self.checkpoints.read(seq) {
+                Ok(s) => return (Some(s), warnings),
                 Err(e) => warnings.push(format!(
                     "checkpoint at {seq} is unreadable ({e}); skipped (it is rebuilt)"
                 )),
@@ -358,48 +368,28 @@ impl Store {
         (None, warnings)
     }
 
-    /// The seqs of the checkpoints present, ascending.
-    fn checkpoint_seqs(&self) -> Vec<u64> {
-        self.checkpoints
+    /// After a write open: removes checkpoints past the head (their seqs will name other
+    /// events), temporary files a crash left, and the sled tree of old-format checkpoints.
+    fn tidy_checkpoints(&self) -> Result<(), StateError> {
+        let context = format!("cannot tidy {}", self.dir.join("checkpoints").display());
+        let err = |e| StateError::io(context.clone(), e);
+        for seq in self.checkpoints.seqs() {
+            if seq > self.snapshot.head {
+                self.checkpoints.remove(seq).map_err(err)?;
+            }
+        }
+        self.checkpoints.remove_temporaries().map_err(err)?;
+        if self
+            .db
+            .tree_names()
             .iter()
-            .keys()
-            .filter_map(|k| k.ok())
-            .filter(|k| k.len() == 12 && k[8..] == HEADER_CHUNK.to_be_bytes())
-            .filter_map(|k| seq_of(&k))
-            .collect()
-    }
-
-    fn read_checkpoint(&self, seq: u64) -> Result<Snapshot, String> {
-        let header = self
-            .checkpoints
-            .get(ckpt_key(seq, HEADER_CHUNK))
-            .map_err(|e| e.to_string())?
-            .ok_or("no header")?;
-        let field = |i: usize| -> Result<u64, String> {
-            let b = header.get(i * 8..i * 8 + 8).ok_or("short header")?;
-            Ok(u64::from_be_bytes(
-                b.try_into().map_err(|_| "short header")?,
-            ))
-        };
-        let (format, chunks, len) = (field(0)?, field(1)?, field(2)?);
-        if format != u64::from(CHECKPOINT_FORMAT) {
-            return Err(format!(
-                "format {format}, this Cairn writes {CHECKPOINT_FORMAT}"
-            ));
+            .any(|n| n == OLD_CHECKPOINT_TREE.as_bytes())
+        {
+            self.db
+                .drop_tree(OLD_CHECKPOINT_TREE)
+                .map_err(sled_err("cannot drop the old checkpoints", &self.dir))?;
         }
-        let mut bytes = Vec::with_capacity(len as usize);
-        for i in 0..chunks {
-            let chunk = self
-                .checkpoints
-                .get(ckpt_key(seq, i as u32))
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("chunk {i} missing"))?;
-            bytes.extend_from_slice(&chunk);
-        }
-        if bytes.len() as u64 != len {
-            return Err(format!("{} bytes instead of {len}", bytes.len()));
-        }
-        crate::checkpoint::decode(&bytes)
+        Ok(())
     }
 
     fn write_checkpoint(&mut self) -> Result<(), StateError> {
@@ -407,33 +397,9 @@ impl Store {
         if seq == 0 || seq == self.last_checkpoint {
             return Ok(());
         }
-        let bytes = crate::checkpoint::encode(&self.snapshot)
-            .map_err(|e| StateError::io("cannot encode a checkpoint", e))?;
-        let mut batch = sled::Batch::default();
-        let chunks = bytes.chunks(CHUNK);
-        let n = chunks.len() as u64;
-        for (i, c) in chunks.enumerate() {
-            batch.insert(&ckpt_key(seq, i as u32), c);
-        }
-        let mut header = Vec::with_capacity(24);
-        for f in [u64::from(CHECKPOINT_FORMAT), n, bytes.len() as u64] {
-            header.extend_from_slice(&f.to_be_bytes());
-        }
-        batch.insert(&ckpt_key(seq, HEADER_CHUNK), header);
-        let seqs = self.checkpoint_seqs();
-        let old = seqs.len().saturating_sub(KEEP_CHECKPOINTS - 1);
-        for old_seq in &seqs[..old] {
-            for k in self.checkpoints.scan_prefix(key(*old_seq)).keys() {
-                let k = k.map_err(sled_err("cannot prune checkpoints", &self.dir))?;
-                batch.remove(k);
-            }
-        }
         self.checkpoints
-            .apply_batch(batch)
-            .map_err(sled_err("cannot write a checkpoint", &self.dir))?;
-        self.db
-            .flush()
-            .map_err(sled_err("cannot flush the state log", &self.dir))?;
+            .write(&self.snapshot, KEEP_CHECKPOINTS)
+            .map_err(|e| StateError::io("cannot write a checkpoint", e))?;
         self.last_checkpoint = seq;
         Ok(())
     }
@@ -456,8 +422,9 @@ impl Store {
             run,
             body,
         };
+        event::encode_into(&event, &mut self.encode_buf);
         self.events
-            .insert(key(seq), event::encode(&event))
+            .insert(key(seq), &self.encode_buf[..])
             .map_err(sled_err("cannot append to the state log", &self.dir))?;
         self.snapshot.apply_owned(event);
         Ok(seq)
@@ -604,7 +571,7 @@ impl Store {
         }
         self.checkpoints
             .clear()
-            .map_err(sled_err("cannot delete checkpoints", &self.dir))?;
+            .map_err(|e| StateError::io("cannot delete checkpoints", e))?;
         self.last_checkpoint = 0;
         self.commit()
     }
@@ -614,9 +581,10 @@ impl Store {
     pub fn check(&self) -> Vec<Violation> {
         let mut checker = check::LogChecker::new();
         let checkpoints: BTreeMap<u64, Result<Snapshot, String>> = self
-            .checkpoint_seqs()
+            .checkpoints
+            .seqs()
             .into_iter()
-            .map(|s| (s, self.read_checkpoint(s)))
+            .map(|s| (s, self.checkpoints.read(s)))
             .collect();
         checker.expect_checkpoints(&checkpoints);
         let mut expected = 1;
@@ -667,7 +635,7 @@ impl Store {
     /// Test-only hook: the seqs of the checkpoints present.
     #[cfg(test)]
     pub(crate) fn checkpoint_positions(&self) -> Vec<u64> {
-        self.checkpoint_seqs()
+        self.checkpoints.seqs()
     }
 }
 
@@ -1046,10 +1014,11 @@ mod tests {
         let at = s.head();
         fill(&mut s, 1);
         let full = s.snapshot().clone();
-        s.checkpoints
-            .insert(ckpt_key(at, 0), &b"\x01\x02"[..])
-            .unwrap();
-        s.commit().unwrap();
+        let file = s.checkpoints.file(at);
+        let mut bytes = std::fs::read(&file).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 1;
+        std::fs::write(&file, bytes).unwrap();
         assert_eq!(s.check().iter().map(|v| v.number).collect::<Vec<_>>(), [9]);
         drop(s);
         let (s, warnings) = open(dir.path());
@@ -1059,6 +1028,65 @@ mod tests {
             "{warnings:?}"
         );
         assert_eq!(s.snapshot(), &full);
+    }
+
+    #[test]
+    fn checkpoints_of_the_old_format_are_ignored_and_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        let full = s.snapshot().clone();
+        // Where format 2 kept them: chunks and a header in a sled tree.
+        let old = s.db.open_tree(OLD_CHECKPOINT_TREE).unwrap();
+        old.insert([0, 0, 0, 0, 0, 0, 0, 7, 255, 255, 255, 255], &[0u8; 24][..])
+            .unwrap();
+        old.insert([0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0], &b"\x93garbage"[..])
+            .unwrap();
+        s.commit().unwrap();
+        drop((old, s));
+        let (s, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &full);
+        drop(s);
+        let (s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &full);
+        assert!(!s
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| n == OLD_CHECKPOINT_TREE.as_bytes()));
+        assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
+    #[test]
+    fn checkpoints_past_the_head_are_never_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        let before = s.snapshot().clone();
+        fill(&mut s, 2);
+        s.checkpoint().unwrap();
+        let lost = s.head();
+        // The log loses its tail (as if a torn record was set aside): the checkpoint covers
+        // events that are gone, and the next appends take their seqs.
+        for seq in before.head + 1..=lost {
+            s.remove_raw(seq);
+        }
+        drop(s);
+        let (mut s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &before);
+        assert!(s.checkpoint_positions().is_empty());
+        while s.head() < lost {
+            s.append(create(s.head() + 100)).unwrap();
+        }
+        s.commit().unwrap();
+        let full = Snapshot::replay(&s.events(1).unwrap());
+        drop(s);
+        let (s, _) = open(dir.path());
+        assert_eq!(s.snapshot(), &full);
+        assert!(s.check().is_empty(), "{:?}", s.check());
     }
 
     #[test]

@@ -364,8 +364,14 @@ fn run_actions(actions: Vec<Action>) -> Result<(), TestCaseError> {
             Action::Crash => {
                 generation += 1;
                 let copy = tmp.path().join(format!("g{generation}"));
-                copy_dir(&dir.join("log"), &copy.join("log"))
-                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                // What a crash leaves on disk: the database as written so far, and the
+                // checkpoint files (each written after the flush of what it covers).
+                for part in ["log", "checkpoints"] {
+                    if dir.join(part).exists() {
+                        copy_dir(&dir.join(part), &copy.join(part))
+                            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    }
+                }
                 drop(store.take());
                 dir = copy;
                 let s = open(&dir)?;
