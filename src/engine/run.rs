@@ -387,9 +387,9 @@ async fn make_plan(
     let (refreshed, drift) = if opts.refresh {
         let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
         diags.extend(r.diags);
-        (r.snapshot, r.drift)
+        (Arc::new(r.snapshot), r.drift)
     } else {
-        (prior.clone(), Vec::new())
+        (Arc::new(prior.clone()), Vec::new())
     };
     let mut plan = Plan {
         mode,
@@ -424,7 +424,7 @@ async fn make_plan(
     add_orphans(&mut graph, orphans);
     let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
-    let phase = Arc::new(PlanPhase::new(mode, Arc::new(refreshed.clone()), replace));
+    let phase = Arc::new(PlanPhase::new(mode, refreshed.clone(), replace));
     let walk_start = std::time::Instant::now();
     let outcome = walk_phase(ctx.clone(), phase.clone()).await;
     tracing::debug!(
