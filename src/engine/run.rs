@@ -298,6 +298,7 @@ fn new_ctx(
         cwd: opts.dir.clone(),
         only,
         paths_by_module: Default::default(),
+        schemas: Default::default(),
     };
     let modules: Vec<ModulePath> = loaded
         .config
