@@ -1133,13 +1133,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
-    let instances = phase
-        .instances
-        .lock()
-        .expect("inspect")
-        .values()
-        .cloned()
-        .collect();
+    let instances = phase.into_sorted();
     let outputs = ctx
         .values
         .read()
