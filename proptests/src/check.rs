@@ -1,6 +1,7 @@
 //! The lifecycle rules as checks over an [`Outcome`]: each returns `Err(explanation)` when the
-//! rule is broken. They are separate from the proptest drivers so the "broken rule" tests can
-//! show that each check fails on an outcome a broken engine would produce.
+//! rule is broken. The properties ([`crate::props`]) call them on every outcome; the "broken
+//! rule" tests call them on what an engine with one rule broken (`cairn::engine::Sabotage`)
+//! really did, and require them to fail.
 
 use crate::gen::{Cfg, Rep};
 use crate::harness::{Cloud, Outcome};
@@ -148,6 +149,40 @@ pub fn converged(o: &Outcome) -> Check {
             "the plan after a successful apply changes provider {} ({:?})",
             c.addr,
             c.action
+        );
+    }
+    Ok(())
+}
+
+/// Rule 1 for data sources: the plan right after a successful apply reads every data source
+/// with the result that apply used (read at its plan, or at apply when deferred). A data
+/// source read too early gives a result the apply then outdated: the next read differs, even
+/// when nothing consumes it.
+pub fn data_settled(apply: &Outcome, next: &Outcome) -> Check {
+    let Some(plan) = &next.plan else {
+        return Ok(());
+    };
+    for d in &plan.data_reads {
+        let used = apply
+            .plan
+            .iter()
+            .flat_map(|p| &p.data_reads)
+            .find(|r| r.addr == d.addr)
+            .map(|r| r.result.clone())
+            .or_else(|| {
+                apply
+                    .state_after
+                    .data
+                    .get(&d.addr)
+                    .map(|o| Value::from_stored(&o.attrs))
+            });
+        let Some(used) = used else { continue };
+        ensure!(
+            cairn::provider::schema_util::same(&used, &d.result),
+            "the plan after a successful apply reads {} as {:?}, but the apply used {:?}",
+            d.addr,
+            d.result,
+            used
         );
     }
     Ok(())
@@ -936,4 +971,131 @@ pub fn cloud_at_crash(
         }
     }
     cloud
+}
+
+/// Rule 2 for `plan -read-only`: nothing is deferred; every data source whose configuration
+/// (key and provider) is known is read; one whose configuration is not known keeps its
+/// previous result, with a warning. In read-only mode a managed resource is what refresh
+/// found, so a value is known when the instance it comes from is in the refreshed state (or
+/// from a data source that is read or has a previous result). The expectation is computed
+/// from the generated model.
+pub fn read_only_reads(o: &Outcome) -> Check {
+    let plan = o.plan.as_ref().ok_or("no plan")?;
+    let cfg = &o.config;
+    for c in &plan.changes {
+        ensure!(
+            c.action != Action::Read,
+            "plan -read-only deferred {} to apply ({:?})",
+            c.addr,
+            c.reason
+        );
+    }
+    let read: BTreeSet<String> = plan
+        .data_reads
+        .iter()
+        .map(|d| resource_key(&d.addr))
+        .collect();
+    // The refreshed state: objects the store still has, or whose read failed (kept).
+    let failed_read = o
+        .fault
+        .as_deref()
+        .and_then(|f| f.strip_prefix("read:"))
+        .map(|n| n.trim_end_matches(":after").to_string());
+    let present: BTreeSet<String> = o
+        .state_before
+        .resources
+        .iter()
+        .filter_map(|(a, i)| i.current.as_ref().map(|c| (a, c)))
+        .filter(|(_, c)| {
+            let k = (
+                region_of(&o.state_before, &c.provider),
+                stored_str(&c.attrs, "id").unwrap_or_default(),
+            );
+            o.cloud_before.objects.contains_key(&k)
+                || failed_read.is_some() && stored_str(&c.attrs, "name") == failed_read
+        })
+        .map(|(a, _)| a.to_string())
+        .collect();
+    let prior: BTreeSet<String> = o.state_before.data.keys().map(resource_key).collect();
+    let provider_known = cfg.dyn_region.as_ref().is_none_or(|r| {
+        cfg.things(false)
+            .find(|t| &t.label == r)
+            .is_some_and(|t| present.contains(&format!("sim_thing.{}{}", t.label, t.first_index())))
+    });
+    // Data sources whose value is known (read, or kept from before).
+    let mut value_known: BTreeMap<String, bool> = BTreeMap::new();
+    for d in data_in_order(cfg) {
+        let Term::Data(child, label) = &d else {
+            continue;
+        };
+        let Some(lookup) = cfg.lookups(*child).find(|l| &l.label == label) else {
+            continue;
+        };
+        let key = d.resource().unwrap_or_default();
+        let config_known = known_in_read_only(cfg, &lookup.key, *child, &present, &value_known);
+        let expect_read = config_known && (!lookup.dyn_ || provider_known);
+        if expect_read {
+            ensure!(
+                read.contains(&key),
+                "plan -read-only did not read {key}, whose configuration is known"
+            );
+        } else {
+            ensure!(
+                !read.contains(&key),
+                "plan -read-only read {key}, whose configuration (key known: {config_known}, provider known: {provider_known}) cannot be known without applying changes"
+            );
+            ensure!(
+                plan.warnings
+                    .iter()
+                    .any(|w| w.starts_with(&format!("{key}:")) && w.contains("previous result")),
+                "plan -read-only kept {key}'s previous result without a warning (warnings: {:?})",
+                plan.warnings
+            );
+        }
+        value_known.insert(key.clone(), expect_read || prior.contains(&key));
+    }
+    Ok(())
+}
+
+/// Whether an expression of module `child` has a known value in a read-only plan.
+fn known_in_read_only(
+    cfg: &Cfg,
+    e: &crate::gen::Expr,
+    child: bool,
+    present: &BTreeSet<String>,
+    data: &BTreeMap<String, bool>,
+) -> bool {
+    use crate::gen::{Expr, Item, Ref};
+    let module = if child {
+        cfg.child.as_ref()
+    } else {
+        Some(&cfg.root)
+    };
+    let Some(module) = module else { return false };
+    match e {
+        Expr::Lit(_) => true,
+        Expr::Ref(Ref::Thing(l, _)) => cfg.things(child).find(|t| &t.label == l).is_some_and(|t| {
+            let prefix = if child { "module.m." } else { "" };
+            present.contains(&format!("{prefix}sim_thing.{l}{}", t.first_index()))
+        }),
+        Expr::Ref(Ref::Data(l)) => Term::Data(child, l.clone())
+            .resource()
+            .and_then(|k| data.get(&k).copied())
+            .unwrap_or(false),
+        Expr::Ref(Ref::Local(l)) => module.items.iter().any(|i| match i {
+            Item::Local { label, value } => {
+                label == l && known_in_read_only(cfg, value, child, present, data)
+            }
+            _ => false,
+        }),
+        Expr::Ref(Ref::Var) => cfg.root.items.iter().any(|i| match i {
+            Item::Call { input, .. } => known_in_read_only(cfg, input, false, present, data),
+            _ => false,
+        }),
+        Expr::Ref(Ref::ModOut) => cfg
+            .child
+            .as_ref()
+            .and_then(|c| c.output.as_ref())
+            .is_some_and(|out| known_in_read_only(cfg, out, true, present, data)),
+    }
 }

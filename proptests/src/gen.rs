@@ -98,7 +98,8 @@ impl Thing {
             Rep::ForEach(keys) => format!("{}k{}", self.name, keys[0]),
         }
     }
-    fn first_index(&self) -> String {
+    /// The index of the first instance in an address: ``, `[0]`, `["a"]`.
+    pub fn first_index(&self) -> String {
         match &self.rep {
             Rep::One => String::new(),
             Rep::Count(_) => "[0]".into(),
@@ -307,7 +308,19 @@ fn decode_module(
                     .collect();
                 let mut depends_on: Vec<Target> = Vec::new();
                 let (key, dyn_) = match s[1] % 4 {
-                    1 | 2 if !ids.is_empty() => ids[(s[2] as usize) % ids.len()].clone(),
+                    1 if !ids.is_empty() => ids[(s[2] as usize) % ids.len()].clone(),
+                    // Through a local declared for it: the lookup depends on the thing only
+                    // indirectly (the case Terraform's deferral misses).
+                    2 if !ids.is_empty() => {
+                        let (e, dyn_) = ids[(s[2] as usize) % ids.len()].clone();
+                        let local = format!("l{i}");
+                        avail.locals.push((local.clone(), Kind::Id { dyn_ }));
+                        m.items.push(Item::Local {
+                            label: local.clone(),
+                            value: e,
+                        });
+                        (Expr::Ref(Ref::Local(local)), dyn_)
+                    }
                     3 if !names.is_empty() => {
                         let (l, n, d) = &names[(s[2] as usize) % names.len()];
                         depends_on.push(Target::Thing(l.clone()));

@@ -8,7 +8,7 @@
 
 use crate::gen::{Cfg, CloudEdit, Fault, Op, Rep};
 use cairn::engine::progress::Silent;
-use cairn::engine::{self, Options};
+use cairn::engine::{self, Options, Sabotage};
 use cairn::plan::render::{render_plan, RenderOptions};
 use cairn::plan::{Plan, PlanMode};
 use cairn::state::{Event, OpenOptions, Snapshot, Store};
@@ -75,6 +75,9 @@ pub struct World {
     versions: Vec<Vec<(String, String)>>,
     script: Vec<String>,
     pub config: Cfg,
+    /// A deliberately broken engine rule every operation of this world runs with (the
+    /// "broken rule" tests); `None` for the properties.
+    pub sabotage: Option<Sabotage>,
 }
 
 /// How long to wait for the state lock. The store's lock outlives the engine's return by a
@@ -212,6 +215,15 @@ impl World {
             versions: Vec::new(),
             script: Vec::new(),
             config: Cfg::default(),
+            sabotage: None,
+        }
+    }
+
+    /// A new world whose engine runs with `sabotage` (a broken rule), or a correct one.
+    pub fn with_sabotage(sabotage: Option<Sabotage>) -> World {
+        World {
+            sabotage,
+            ..World::new()
         }
     }
 
@@ -330,7 +342,7 @@ impl World {
         }
         opts.parallelism = parallelism;
         opts.lock_timeout = LOCK_TIMEOUT;
-        opts.lock_timeout = LOCK_TIMEOUT;
+        opts.sabotage = self.sabotage;
         opts
     }
 
@@ -427,6 +439,7 @@ impl World {
         w.versions = self.versions.clone();
         w.script = self.script.clone();
         w.config = self.config.clone();
+        w.sabotage = self.sabotage;
         w
     }
 
@@ -522,6 +535,9 @@ impl World {
         let mut out = String::from(
             "=== fixture (paste into fixtures/engine/<name>/; add an empty expected.txt)\n",
         );
+        if let Some(s) = self.sabotage {
+            let _ = writeln!(out, "(the engine ran with the broken rule Sabotage::{s:?})");
+        }
         for (i, files) in self.versions.iter().enumerate() {
             for (path, text) in files {
                 let _ = writeln!(out, "--- v{}/{path}\n{text}", i + 1);

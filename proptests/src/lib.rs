@@ -1,10 +1,12 @@
 //! Property tests of Cairn's lifecycle: scenario generators ([`gen`]), the configuration's
 //! dependency model computed independently of the engine ([`model`]), the world the real
-//! engine runs in ([`harness`]), and the rules as checks ([`check`]). The lifecycle properties are
-//! in `tests/properties.rs`; `tests/broken_rules.rs` shows each check failing on the outcome a
-//! broken engine would produce.
+//! engine runs in ([`harness`]), the rules as checks ([`check`]) and the properties that apply
+//! them to generated scenarios ([`props`]). `tests/properties.rs` runs every property on the
+//! real engine; `tests/broken_rules.rs` runs the engine with one rule deliberately broken
+//! (`cairn::engine::Sabotage`) and shows the matching property fails.
 
 pub mod check;
 pub mod gen;
 pub mod harness;
 pub mod model;
+pub mod props;

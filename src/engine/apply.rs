@@ -19,6 +19,7 @@ use super::journal::Journal;
 use super::plan::{apply_ignore_changes, equal_ignoring_marks, missing_provider, provider_error};
 use super::progress::Progress;
 use super::providers::new_instance_id;
+use super::sabotage::Sabotage;
 use super::values::Values;
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -98,6 +99,7 @@ impl ApplyPhase {
                 provider: provider.clone(),
                 prior: prior.clone(),
             })
+            .await
             .map_err(Diagnostics::from)?;
         ctx.observer.event(Progress::ApplyStart {
             addr: addr.clone(),
@@ -120,8 +122,9 @@ impl ApplyPhase {
         };
         let elapsed = started.elapsed();
         let mut response = response;
-        if let (Some(p), Some(v)) = (planned, response.new_state.take()) {
-            response.new_state = Some(carry_marks(p, v));
+        // (Only when there is a plan: a delete's failure returns the object it kept.)
+        if let Some(p) = planned {
+            response.new_state = response.new_state.take().map(|v| carry_marks(p, v));
         }
         let object = |v: &Value, tainted: bool| -> Result<ResourceObject, Diagnostics> {
             let attrs = v.to_stored().map_err(|e| {
@@ -149,8 +152,22 @@ impl ApplyPhase {
                     Some(v) => Some(object(v, false)?),
                     None => None,
                 };
+                let forget =
+                    op_action == OpAction::Create && ctx.limits.broken(Sabotage::ForgetCreates);
+                let obj = if forget { None } else { obj };
+                if ctx.limits.broken(Sabotage::SettleTwice) {
+                    let again = EventBody::OperationSucceeded {
+                        op,
+                        object: obj.clone(),
+                    };
+                    self.journal
+                        .record(again)
+                        .await
+                        .map_err(Diagnostics::from)?;
+                }
                 self.journal
                     .record(EventBody::OperationSucceeded { op, object: obj })
+                    .await
                     .map_err(Diagnostics::from)?;
                 self.count(op_action);
                 let id = response
@@ -179,9 +196,17 @@ impl ApplyPhase {
                 Ok(response.new_state)
             }
             Some(err) => {
-                let obj = match &response.new_state {
-                    Some(v) => object(v, op_action == OpAction::Create).ok(),
-                    None => None,
+                let obj = match (&response.new_state, &prior) {
+                    // A delete that failed keeps the object as it was: its dependencies and
+                    // taint, with the attributes the provider reports.
+                    (Some(v), Some(p)) if op_action == OpAction::Delete => {
+                        object(v, p.tainted).ok().map(|o| ResourceObject {
+                            deps: p.deps.clone(),
+                            ..o
+                        })
+                    }
+                    (Some(v), _) => object(v, op_action == OpAction::Create).ok(),
+                    (None, _) => None,
                 };
                 self.journal
                     .record(EventBody::OperationFailed {
@@ -189,6 +214,7 @@ impl ApplyPhase {
                         object: obj,
                         error: err.0.clone(),
                     })
+                    .await
                     .map_err(Diagnostics::from)?;
                 self.error();
                 ctx.observer.event(Progress::ApplyErrored {
@@ -217,7 +243,8 @@ impl ApplyPhase {
                 .map(|o| Value::from_stored(&o.attrs))
                 .unwrap_or_else(Value::unknown));
         };
-        if change.action == Action::NoOp {
+        let no_op = change.action == Action::NoOp;
+        if no_op && !ctx.limits.broken(Sabotage::ApplyUpdatesNoOps) {
             // Moved to another provider instance with an equal configuration: record the move.
             let moved = current
                 .as_ref()
@@ -263,6 +290,10 @@ impl ApplyPhase {
         let plan_err = |e: crate::provider::ProviderError| provider_error(&inst.addr, "plan", &e.0);
 
         let mut action = change.action;
+        if no_op {
+            // Only with `Sabotage::ApplyUpdatesNoOps`: an unchanged instance is updated anyway.
+            action = Action::Update;
+        }
         if action == Action::Update && change.diff_unavailable && current.is_none() {
             // Its provider instance was replaced at apply, which deleted the old object: create.
             action = Action::Create;
@@ -376,6 +407,7 @@ impl ApplyPhase {
                     addr: inst.addr.clone(),
                     key,
                 })
+                .await
                 .map_err(Diagnostics::from)?;
         }
         let token = format!("{}-{}-{:08x}", self.run, inst.addr, rand::random::<u32>());
@@ -555,9 +587,13 @@ impl ApplyPhase {
             }
         });
         let Some(object) = object else { return Ok(()) };
+        let config = match ctx.limits.broken(Sabotage::DeleteWithDefaultProviderConfig) {
+            true => ctx.registry.default_config(&info.provider.addr.package),
+            false => info.config.clone(),
+        };
         let c = ctx
             .registry
-            .configure(&info.provider.addr.package, &info.config)
+            .configure(&info.provider.addr.package, &config)
             .await
             .map_err(|e| {
                 Diagnostics::from(
@@ -736,23 +772,20 @@ impl Phase for ApplyPhase {
         let in_state = self
             .journal
             .with_snapshot(|s| s.providers.get(addr).cloned());
-        let register = |id: String| -> Result<(), Diagnostics> {
-            self.journal
-                .record(EventBody::ProviderRegistered {
-                    instance: ProviderInstance {
-                        addr: addr.clone(),
-                        id,
-                        config: stored.clone(),
-                        is_default,
-                    },
-                })
-                .map(|_| ())
-                .map_err(Diagnostics::from)
+        let register = |id: String| {
+            self.journal.record(EventBody::ProviderRegistered {
+                instance: ProviderInstance {
+                    addr: addr.clone(),
+                    id,
+                    config: stored.clone(),
+                    is_default,
+                },
+            })
         };
         let id = match in_state {
             None => {
                 let id = new_instance_id(&addr.package);
-                register(id.clone())?;
+                register(id.clone()).await?;
                 id
             }
             Some(old) => match package.diff_config(&Value::from_stored(&old.config), &config) {
@@ -764,6 +797,7 @@ impl Phase for ApplyPhase {
                             id: old.id.clone(),
                             config: stored.clone(),
                         })
+                        .await
                         .map_err(Diagnostics::from)?;
                     old.id
                 }
@@ -775,7 +809,7 @@ impl Phase for ApplyPhase {
                     // their resources then create in the new one.
                     self.delete_under(ctx, &old).await?;
                     let id = new_instance_id(&addr.package);
-                    register(id.clone())?;
+                    register(id.clone()).await?;
                     id
                 }
             },
@@ -841,6 +875,7 @@ pub fn add_destroys(
     plan: &Plan,
     prior: &Snapshot,
     deposed_keys: &mut BTreeMap<ResourceInstanceAddr, String>,
+    sabotage: Option<Sabotage>,
 ) -> BTreeMap<(ResourceInstanceAddr, Option<String>), DestroyInfo> {
     let mut info = BTreeMap::new();
     let mut ids: BTreeMap<ResourceInstanceAddr, NodeId> = BTreeMap::new();
@@ -909,18 +944,25 @@ pub fn add_destroys(
         }
     }
     // Reverse dependency order among deletes, and orphans after their dependents' updates.
+    let pure_deletes: BTreeSet<&ResourceInstanceAddr> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Delete)
+        .map(|c| &c.addr)
+        .collect();
     for (addr, inst) in &prior.resources {
         let Some(obj) = &inst.current else { continue };
         for dep in &obj.deps {
             if let (Some(&dep_id), Some(&my_id)) = (ids.get(dep), ids.get(addr)) {
-                g.edge(dep_id, my_id, EdgeKind::DependsOn, None);
+                match sabotage {
+                    Some(Sabotage::DeleteDependenciesFirst) => {
+                        g.edge(my_id, dep_id, EdgeKind::DependsOn, None)
+                    }
+                    _ => g.edge(dep_id, my_id, EdgeKind::DependsOn, None),
+                }
             }
             if let Some(&dep_id) = ids.get(dep) {
-                let is_pure_delete = plan
-                    .changes
-                    .iter()
-                    .any(|c| &c.addr == dep && c.action == Action::Delete);
-                if is_pure_delete && !ids.contains_key(addr) {
+                if pure_deletes.contains(dep) && !ids.contains_key(addr) {
                     if let Some(res) = g.id(&static_node(addr)) {
                         if !g.dag.transitive_dependencies(res).contains(&dep_id)
                             && !g.dag.transitive_dependencies(dep_id).contains(&res)

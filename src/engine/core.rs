@@ -14,6 +14,7 @@
 use super::graph::{Node, TermGraph};
 use super::progress::{Observer, Progress};
 use super::providers::Registry;
+use super::sabotage::Sabotage;
 use super::values::{Expansion, InstanceScope, Paths, Repetition, ResourceValues, Values};
 use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
 use crate::config::{Config, Module, Resource, ResourceKey};
@@ -705,18 +706,17 @@ async fn visit_resource<P: Phase>(
             });
         }
         let mut values = BTreeMap::new();
-        let mut record = |k: Option<InstanceKey>, result: Result<Value, Diagnostics>| match result {
-            Ok(v) => {
-                values.insert(k, v);
-            }
-            Err(d) => diags.extend(d),
-        };
         if ready.len() == 1 {
             // One instance (no count/for_each, the common case): nothing to run beside it, so
             // no task is spawned for it.
             let inst = ready.pop().expect("one instance");
             let k = inst.addr.key.clone();
-            record(k, phase.instance(ctx, inst).await);
+            match phase.instance(ctx, inst).await {
+                Ok(v) => {
+                    values.insert(k, v);
+                }
+                Err(d) => diags.extend(d),
+            }
         } else {
             let mut tasks = tokio::task::JoinSet::new();
             for inst in ready {
@@ -729,7 +729,16 @@ async fn visit_resource<P: Phase>(
             }
             while let Some(joined) = tasks.join_next().await {
                 let (k, result) = joined.expect("instance task panicked");
-                record(k, result);
+                let k = match ctx.limits.broken(Sabotage::InstancesInCompletionOrder) {
+                    true => exp.keys().get(values.len()).cloned().unwrap_or(k),
+                    false => k,
+                };
+                match result {
+                    Ok(v) => {
+                        values.insert(k, v);
+                    }
+                    Err(d) => diags.extend(d),
+                }
             }
         }
         ctx.values.write().expect("values lock").set_resource(

@@ -1,82 +1,179 @@
 //! The journal: the engine's handle on the event log during a run.
 //!
 //! Many tasks record events at once, so the `Store` sits behind a `Mutex`. Commit points are
-//! explicit: `record` appends and flushes (before and after every provider call that changes
-//! the world), `append` only appends (results that arrive together, committed once by
-//! `commit`). The mutex is a `std::sync::Mutex`: appends are short. Flushes run outside it,
-//! one at a time, inside `tokio::task::block_in_place` so they never stall the runtime's other
-//! tasks; a writer whose event a running flush already covers does not flush again.
+//! explicit: `record` appends and waits until the event is durable (before and after every
+//! provider call that changes the world), `append` only appends (results that arrive together,
+//! committed once by `commit`). The mutex is a `std::sync::Mutex`: appends are short.
+//!
+//! Group commit: one flush thread makes the log durable. A writer appends, asks for its
+//! sequence number to be durable and awaits it (a `tokio::sync::watch`), so no runtime thread
+//! blocks on a flush. The flush thread flushes everything appended so far, then tells every
+//! waiter how far the log is durable: all writers whose events arrived while a flush ran share
+//! the next one, however many there are (with chains of small steps, hundreds of operations
+//! commit in one flush). A flush error reaches every writer waiting on it, and every later one.
 
 use crate::diag::Diagnostic;
 use cairn_state::log::Flusher;
 use cairn_state::{EventBody, Snapshot, Store};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use tokio::sync::watch;
 
 pub struct Journal {
     store: Mutex<Store>,
-    /// Flushes without the store's lock, so appends go on during a flush.
-    flusher: Flusher,
-    /// One flush at a time; writers that wait for it find their event already durable.
-    flushing: Mutex<()>,
-    /// Every event up to this seq is durable.
-    durable: AtomicU64,
+    group: Arc<Group>,
+    /// Joined when the journal is dropped or turned back into its store.
+    thread: FlushThread,
+}
+
+/// What writers and the flush thread share.
+struct Group {
+    state: Mutex<GroupState>,
+    /// Wakes the flush thread.
+    wake: Condvar,
+    /// How far the log is durable, or why it cannot be made durable.
+    durable: watch::Sender<Durable>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Durable {
+    seq: u64,
+    error: Option<String>,
+}
+
+#[derive(Default)]
+struct GroupState {
+    /// The last sequence number appended to sled.
+    appended: u64,
+    /// The highest sequence number a writer waits for.
+    wanted: u64,
+    /// Every event up to this one is durable.
+    durable: u64,
+    closed: bool,
+}
+
+struct FlushThread(Option<(Arc<Group>, JoinHandle<()>)>);
+
+impl Drop for FlushThread {
+    fn drop(&mut self) {
+        if let Some((group, handle)) = self.0.take() {
+            group.state.lock().expect("journal group").closed = true;
+            group.wake.notify_one();
+            let _ = handle.join();
+        }
+    }
+}
+
+fn flush_loop(group: Arc<Group>, flusher: Flusher) {
+    loop {
+        let target = {
+            let mut st = group.state.lock().expect("journal group");
+            while st.wanted <= st.durable && !st.closed {
+                st = group.wake.wait(st).expect("journal group");
+            }
+            if st.wanted <= st.durable {
+                return; // closed, nobody waiting
+            }
+            st.appended
+        };
+        let result = flusher.flush();
+        let mut st = group.state.lock().expect("journal group");
+        match result {
+            Ok(()) => {
+                st.durable = st.durable.max(target);
+                let seq = st.durable;
+                group.durable.send_modify(|d| d.seq = seq);
+            }
+            Err(e) => {
+                // Nothing more can be made durable: fail every waiter, now and later.
+                st.durable = u64::MAX;
+                let msg = e.to_string();
+                group.durable.send_modify(|d| d.error = Some(msg));
+            }
+        }
+    }
 }
 
 impl Journal {
     pub fn new(store: Store) -> Self {
         let flusher = store.flusher();
-        let durable = AtomicU64::new(store.head());
+        let head = store.head();
+        let group = Arc::new(Group {
+            state: Mutex::new(GroupState {
+                appended: head,
+                wanted: head,
+                durable: head,
+                closed: false,
+            }),
+            wake: Condvar::new(),
+            durable: watch::Sender::new(Durable {
+                seq: head,
+                error: None,
+            }),
+        });
+        let g = group.clone();
+        let handle = std::thread::Builder::new()
+            .name("cairn-journal".into())
+            .spawn(move || flush_loop(g, flusher))
+            .expect("spawn the journal's flush thread");
         Journal {
             store: Mutex::new(store),
-            flusher,
-            flushing: Mutex::new(()),
-            durable,
+            group: group.clone(),
+            thread: FlushThread(Some((group, handle))),
         }
     }
 
     pub fn into_store(self) -> Store {
-        self.store.into_inner().expect("journal lock")
+        let Journal { store, thread, .. } = self;
+        drop(thread);
+        store.into_inner().expect("journal lock")
     }
 
     /// Appends without flushing; returns the event's sequence number.
     pub fn append(&self, body: EventBody) -> Result<u64, Diagnostic> {
-        self.store
-            .lock()
-            .expect("journal lock")
-            .append(body)
-            .map_err(state_error)
+        let mut store = self.store.lock().expect("journal lock");
+        let seq = store.append(body).map_err(state_error)?;
+        // Under the store's lock, so `appended` only grows.
+        let mut st = self.group.state.lock().expect("journal group");
+        st.appended = st.appended.max(seq);
+        Ok(seq)
     }
 
-    /// Appends and flushes: a commit point. Concurrent writers share flushes (group commit).
-    pub fn record(&self, body: EventBody) -> Result<u64, Diagnostic> {
-        let seq = self
-            .store
-            .lock()
-            .expect("journal lock")
-            .append(body)
-            .map_err(state_error)?;
-        block(|| {
-            if self.durable.load(Ordering::SeqCst) >= seq {
-                return Ok(());
+    /// Appends and waits until the event is durable: a commit point. Concurrent writers share
+    /// flushes (group commit).
+    pub async fn record(&self, body: EventBody) -> Result<u64, Diagnostic> {
+        let seq = self.append(body)?;
+        let mut rx = self.group.durable.subscribe();
+        {
+            let mut st = self.group.state.lock().expect("journal group");
+            if st.durable < seq {
+                st.wanted = st.wanted.max(seq);
+                self.group.wake.notify_one();
             }
-            let _one = self.flushing.lock().expect("flush lock");
-            if self.durable.load(Ordering::SeqCst) >= seq {
-                return Ok(());
-            }
-            let head = self.store.lock().expect("journal lock").head();
-            self.flusher.flush().map_err(state_error)?;
-            self.durable.fetch_max(head, Ordering::SeqCst);
-            Ok(())
-        })?;
-        Ok(seq)
+        }
+        let durable = rx
+            .wait_for(|d| d.seq >= seq || d.error.is_some())
+            .await
+            .map_err(|_| {
+                Diagnostic::error("State storage failed", "the journal's flush thread stopped")
+            })?
+            .clone();
+        match durable.error {
+            Some(e) => Err(Diagnostic::error("State storage failed", e)),
+            None => Ok(seq),
+        }
     }
 
     /// Flushes (and lets the store write a checkpoint when one is due).
     pub fn commit(&self) -> Result<(), Diagnostic> {
         let mut store = self.store.lock().expect("journal lock");
         block(|| store.commit()).map_err(state_error)?;
-        self.durable.fetch_max(store.head(), Ordering::SeqCst);
+        let head = store.head();
+        let mut st = self.group.state.lock().expect("journal group");
+        if st.durable < head {
+            st.durable = head;
+            self.group.durable.send_modify(|d| d.seq = d.seq.max(head));
+        }
         Ok(())
     }
 

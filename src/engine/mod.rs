@@ -16,6 +16,7 @@
 //! | `inspect.rs` | evaluation without providers or state |
 //! | `journal.rs` | the engine's handle on the event log |
 //! | `providers.rs` | provider packages, configured instances, default providers |
+//! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
 pub mod apply;
 pub mod core;
@@ -29,7 +30,10 @@ pub mod providers;
 pub mod recover;
 pub mod refresh;
 pub mod run;
+pub mod sabotage;
 pub mod values;
 pub mod walk;
 
 pub use run::*;
+#[doc(hidden)]
+pub use sabotage::Sabotage;

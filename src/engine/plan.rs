@@ -15,12 +15,13 @@ use super::core::{
 use super::deferral::{find_pending, label};
 use super::graph::Node;
 use super::progress::Progress;
+use super::sabotage::Sabotage;
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::eval::refs::references;
 use crate::eval::Subject;
 use crate::plan::{Action, Change, DataRead, PlanMode, ProviderChange, Reason};
-use crate::provider::ConfigDiff;
+use crate::provider::{ApplyRequest, ConfigDiff, Configured};
 use crate::value::Value;
 use cairn_state::{Mode, ProviderAddr, ResourceAddr, ResourceInstanceAddr, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
@@ -206,6 +207,11 @@ impl PlanPhase {
                                 } else {
                                     Action::Update
                                 };
+                                if change.action == Action::Update
+                                    && ctx.limits.broken(Sabotage::PlanApplies)
+                                {
+                                    update_now(c, &inst.key.type_, pv, &planned.planned).await;
+                                }
                                 change.after = Some(planned.planned);
                             }
                         }
@@ -264,7 +270,9 @@ impl PlanPhase {
             .get(&inst.addr)
             .map(|d| Value::from_stored(&d.attrs));
         let unknown_config = inst.config.unknown_paths().into_iter().next();
-        let reason = if self.mode == PlanMode::ReadOnly {
+        let read_only =
+            self.mode == PlanMode::ReadOnly && !ctx.limits.broken(Sabotage::ReadOnlyDefers);
+        let reason = if read_only {
             if unknown_config.is_some() || !matches!(slot.state, ProviderState::Configured(_)) {
                 self.out().warnings.push(format!(
                     "{}: its configuration cannot be known without applying changes, so it keeps its previous result",
@@ -305,6 +313,7 @@ impl PlanPhase {
                 &inst.addr.resource.module,
                 None,
             )
+            .filter(|p| p.via.is_empty() || !ctx.limits.broken(Sabotage::DeferDirectOnly))
             .map(|p| Reason::ReadBecauseDependencyPending {
                 dependency: p.dependency,
                 action: p.action,
@@ -554,6 +563,16 @@ impl Phase for PlanPhase {
             .outputs
             .insert(name.to_string(), (value.clone(), sensitive));
     }
+}
+
+/// Only with `Sabotage::PlanApplies`: carries out a planned update during the plan.
+async fn update_now(c: &Arc<dyn Configured>, type_: &str, prior: &Value, planned: &Value) {
+    let request = ApplyRequest::Update {
+        type_: type_.to_string(),
+        prior: prior.clone(),
+        planned: planned.clone(),
+    };
+    let _ = c.apply(request).await;
 }
 
 pub fn replace_action(create_before_destroy: bool) -> Action {

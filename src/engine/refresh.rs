@@ -9,6 +9,7 @@
 
 use super::progress::{Observer, Progress};
 use super::providers::Registry;
+use super::sabotage::Sabotage;
 use super::walk::{walk, Limits, NodeFuture};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::Drift;
@@ -53,6 +54,9 @@ pub async fn refresh(
             .or_insert_with(|| dag.add_node(RNode::Provider(p)));
         let id = dag.add_node(RNode::Instance(addr.clone()));
         dag.add_edge(id, pid);
+    }
+    if limits.broken(Sabotage::RefreshFollowsDependencies) {
+        follow_dependencies(&mut dag, prior);
     }
     let prior = Arc::new(prior.clone());
     let configured: Arc<Mutex<BTreeMap<ProviderAddr, Arc<dyn crate::provider::Configured>>>> =
@@ -179,6 +183,29 @@ pub async fn refresh(
         drift,
         events,
         diags,
+    }
+}
+
+/// Only with `Sabotage::RefreshFollowsDependencies`: each instance's read waits for the reads
+/// of the objects state says it depends on (what refresh must not do).
+fn follow_dependencies(dag: &mut Dag<RNode>, prior: &Snapshot) {
+    let ids: BTreeMap<ResourceInstanceAddr, _> = dag
+        .ids()
+        .filter_map(|id| match dag.node(id) {
+            RNode::Instance(a) => Some((a.clone(), id)),
+            RNode::Provider(_) => None,
+        })
+        .collect();
+    for (addr, id) in &ids {
+        for dep in prior
+            .current(addr)
+            .map(|o| o.deps.as_slice())
+            .unwrap_or(&[])
+        {
+            if let Some(dep_id) = ids.get(dep) {
+                dag.add_edge(*id, *dep_id);
+            }
+        }
     }
 }
 

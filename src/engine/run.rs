@@ -11,6 +11,7 @@ use super::progress::{Observer, Progress};
 use super::providers::{canonical, stack_config, Registry};
 use super::recover::resolve;
 use super::refresh::refresh as refresh_pass;
+use super::sabotage::Sabotage;
 use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
@@ -50,6 +51,10 @@ pub struct Options {
     pub stop: Arc<AtomicBool>,
     /// The provider packages; `None` means the built-in ones.
     pub packages: Option<BTreeMap<String, Arc<dyn Provider>>>,
+    /// A deliberately broken rule, for the property tests only (see `sabotage.rs`); `None`
+    /// unless test code sets it. Not reachable from the CLI or the environment.
+    #[doc(hidden)]
+    pub sabotage: Option<Sabotage>,
 }
 
 impl Options {
@@ -69,6 +74,7 @@ impl Options {
             args: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             packages: None,
+            sabotage: None,
         }
     }
 }
@@ -105,16 +111,26 @@ pub struct Loaded {
 }
 
 /// Loads the configuration, the input variables and the provider registry.
+/// Runs one phase of a command and logs how long it took (`CAIRN_LOG=debug`), so a slow run
+/// can be broken down without a profiler.
+pub fn timed<T>(phase: &str, f: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let r = f();
+    tracing::debug!(elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "{phase}");
+    r
+}
+
 pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
-    let (config, mut diags) = crate::config::load(&opts.dir);
+    let (config, mut diags) = timed("load configuration", || crate::config::load(&opts.dir));
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
     };
     if diags.has_errors() {
         return Err(Report::fail(diags, Some(Arc::new(config))));
     }
-    let (inputs, var_diags) =
-        crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir);
+    let (inputs, var_diags) = timed("input variables", || {
+        crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir)
+    });
     let config = Arc::new(config);
     diags.extend(var_diags);
     if diags.has_errors() {
@@ -160,7 +176,7 @@ fn open_read(opts: &Options) -> Result<(Option<Store>, Snapshot, Vec<String>), D
         lock_timeout: opts.lock_timeout,
         write: false,
     };
-    match Store::open(&opts.state_dir, &o) {
+    match timed("open state", || Store::open(&opts.state_dir, &o)) {
         Ok((store, warnings)) => {
             let snapshot = store.snapshot().clone();
             Ok((Some(store), snapshot, warnings))
@@ -292,6 +308,7 @@ fn new_ctx(
         limits: Limits {
             calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
             stop: opts.stop.clone(),
+            sabotage: opts.sabotage,
         },
         observer,
         diags: Mutex::new(Diagnostics::new()),
@@ -330,7 +347,7 @@ async fn recover(
         notes.push(r.message.clone());
         match journal {
             Some(j) => {
-                if let Err(d) = j.record(r.event) {
+                if let Err(d) = j.record(r.event).await {
                     diags.push(d);
                 }
             }
@@ -366,6 +383,7 @@ async fn make_plan(
     let limits = Limits {
         calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
         stop: opts.stop.clone(),
+        sabotage: opts.sabotage,
     };
     let (refreshed, drift) = if opts.refresh {
         let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
@@ -391,19 +409,29 @@ async fn make_plan(
     };
     if mode == PlanMode::Destroy {
         destroy_plan(&refreshed, &mut plan, &opts.targets);
+        if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
+            plan.changes.retain(|c| c.addr.resource.module.is_root());
+        }
         diags.extend(prevent_destroy_violations(&loaded.config, &plan));
         plan.errored = diags.has_errors();
         plan.applyable = !plan.errored && plan.has_changes();
         return Some(plan);
     }
-    let (mut graph, graph_diags) = term_graph(&loaded.config);
+    let (mut graph, graph_diags) = timed("term graph", || term_graph(&loaded.config));
     diags.extend(graph_diags);
-    let (_, orphans) = classify_state(&loaded.config, &refreshed);
+    let (_, orphans) = timed("classify state", || {
+        classify_state(&loaded.config, &refreshed)
+    });
     add_orphans(&mut graph, orphans);
     let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
     let phase = Arc::new(PlanPhase::new(mode, Arc::new(refreshed.clone()), replace));
+    let walk_start = std::time::Instant::now();
     let outcome = walk_phase(ctx.clone(), phase.clone()).await;
+    tracing::debug!(
+        elapsed_ms = walk_start.elapsed().as_secs_f64() * 1e3,
+        "plan walk"
+    );
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
@@ -421,6 +449,12 @@ async fn make_plan(
     // Provider instances: those the walk planned, then those in state nothing uses any more.
     let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
     if mode == PlanMode::Normal {
+        let deleted: BTreeSet<&ResourceInstanceAddr> = plan
+            .changes
+            .iter()
+            .filter(|c| c.action == Action::Delete)
+            .map(|c| &c.addr)
+            .collect();
         let still_used: BTreeSet<ProviderAddr> = plan
             .changes
             .iter()
@@ -430,13 +464,9 @@ async fn make_plan(
             // An object in state that this plan does not delete keeps its provider, even when
             // planning it failed.
             .chain(refreshed.resources.iter().filter_map(|(a, i)| {
-                let deleted = plan
-                    .changes
-                    .iter()
-                    .any(|c| &c.addr == a && c.action == Action::Delete);
                 i.current
                     .as_ref()
-                    .filter(|_| !deleted)
+                    .filter(|_| !deleted.contains(a))
                     .map(|o| o.provider.addr.clone())
             }))
             .collect();
@@ -659,6 +689,10 @@ pub async fn apply(
     confirm: &(dyn Fn(&Plan) -> bool + Sync),
     observer: Arc<dyn Observer>,
 ) -> Report<Applied> {
+    let mode = match mode {
+        PlanMode::ReadOnly if opts.sabotage == Some(Sabotage::ReadOnlyApplies) => PlanMode::Normal,
+        mode => mode,
+    };
     let loaded = match load(opts) {
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
@@ -703,7 +737,11 @@ pub async fn apply(
             }
             Some(p)
         }
-        None => make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags).await,
+        None => {
+            let p = make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags).await;
+            tracing::debug!("plan made");
+            p
+        }
     };
     let finish = |journal: Arc<Journal>,
                   outcome: RunOutcome,
@@ -749,7 +787,7 @@ pub async fn apply(
             config: Some(loaded.config),
         };
     }
-    if !confirm(&plan) {
+    if !timed("show the plan and confirm", || confirm(&plan)) {
         finish(
             journal,
             RunOutcome::Interrupted,
@@ -802,7 +840,9 @@ pub async fn apply(
     } else {
         RunOutcome::Success
     };
-    finish(journal, outcome, summary, &mut diags);
+    timed("finish the run", || {
+        finish(journal, outcome, summary, &mut diags)
+    });
     Report {
         result: Some(Applied {
             plan: Some(plan),
@@ -910,7 +950,9 @@ async fn execute(
         diags.extend(d);
         g
     };
-    let destroy = add_destroys(&mut graph, plan, &prior, &mut deposed_keys);
+    let destroy = timed("add destroys", || {
+        add_destroys(&mut graph, plan, &prior, &mut deposed_keys, opts.sabotage)
+    });
     let cycles = graph.cycle_diagnostics(&loaded.config.sources);
     if cycles.has_errors() {
         diags.extend(cycles);
@@ -935,7 +977,12 @@ async fn execute(
         outputs: Mutex::new(BTreeMap::new()),
         summary: Mutex::new(RunSummary::default()),
     });
+    let walk_start = std::time::Instant::now();
     let outcome = walk_phase(ctx.clone(), phase.clone()).await;
+    tracing::debug!(
+        elapsed_ms = walk_start.elapsed().as_secs_f64() * 1e3,
+        "apply walk"
+    );
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
@@ -962,6 +1009,7 @@ async fn execute(
     // evaluated (their dependencies all applied) and keeps the others' old values, as
     // Terraform does.
     let whole = outcome.ok() && !diags.has_errors() && opts.targets.is_empty();
+    tracing::debug!("finishing events");
     let finishing = journal.with_snapshot(|s| {
         let outs = if whole || plan.mode == PlanMode::Destroy {
             outputs.clone()
@@ -1007,6 +1055,7 @@ pub async fn refresh(
     let limits = Limits {
         calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
         stop: opts.stop.clone(),
+        sabotage: opts.sabotage,
     };
     if preview {
         let (_store, mut snapshot, warnings) = match open_read(opts) {
@@ -1041,6 +1090,7 @@ pub async fn refresh(
     }
     let journal = Journal::new(store);
     let mut snapshot = journal.snapshot();
+    tracing::debug!("state open, run begun");
     recover(
         &mut snapshot,
         &loaded.registry,
@@ -1049,7 +1099,12 @@ pub async fn refresh(
         &mut diags,
     )
     .await;
+    let start = std::time::Instant::now();
     let r = refresh_pass(&snapshot, &loaded.registry, &limits, &observer).await;
+    tracing::debug!(
+        elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
+        "refresh pass"
+    );
     diags.extend(r.diags);
     // All refresh results arrive together: one commit for the group.
     for e in r.events {
@@ -1068,7 +1123,7 @@ pub async fn refresh(
     } else {
         RunOutcome::Success
     };
-    if let Err(e) = store.finish_run(outcome, summary) {
+    if let Err(e) = timed("finish the run", || store.finish_run(outcome, summary)) {
         diags.push(state_error(e));
     }
     Report {
@@ -1184,7 +1239,7 @@ pub fn graph_dot(opts: &Options, kind: GraphKind, plan: Option<&Plan>) -> Report
                     Ok((_, s, _)) => s,
                     Err(d) => return Report::fail(d.into(), Some(loaded.config)),
                 };
-                add_destroys(&mut graph, p, &snapshot, &mut BTreeMap::new());
+                add_destroys(&mut graph, p, &snapshot, &mut BTreeMap::new(), None);
             }
             let marked: BTreeSet<NodeId> = plan
                 .map(|p| {

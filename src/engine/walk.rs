@@ -11,6 +11,7 @@
 //! already running finish and their outcome is recorded; nodes never started are reported as
 //! not run.
 
+use super::sabotage::Sabotage;
 use cairn_graph::{Dag, NodeId, Scheduler};
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -28,6 +29,8 @@ pub struct Limits {
     pub calls: Arc<Semaphore>,
     /// Set by Ctrl-C: start nothing new.
     pub stop: Arc<AtomicBool>,
+    /// A deliberately broken rule (property tests only; see `sabotage.rs`).
+    pub sabotage: Option<Sabotage>,
 }
 
 impl Limits {
@@ -35,7 +38,12 @@ impl Limits {
         Limits {
             calls: Arc::new(Semaphore::new(parallelism.max(1))),
             stop: Arc::new(AtomicBool::new(false)),
+            sabotage: None,
         }
+    }
+    /// True when the property tests broke rule `s` for this run (never otherwise).
+    pub fn broken(&self, s: Sabotage) -> bool {
+        self.sabotage == Some(s)
     }
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
@@ -93,6 +101,10 @@ pub async fn walk<N>(
                         completed.insert(id);
                         scheduler.complete(id);
                     }
+                    Poll::Ready(false) if limits.broken(Sabotage::FailureSkipsNothing) => {
+                        completed.insert(id);
+                        scheduler.complete(id);
+                    }
                     Poll::Ready(false) => {
                         outcome.failed.insert(id);
                         outcome.skipped.extend(scheduler.fail(id));
@@ -107,6 +119,10 @@ pub async fn walk<N>(
         on_counts(done, in_flight, left);
         match running.join_next().await {
             Some(Ok((id, true))) => {
+                completed.insert(id);
+                scheduler.complete(id)
+            }
+            Some(Ok((id, false))) if limits.broken(Sabotage::FailureSkipsNothing) => {
                 completed.insert(id);
                 scheduler.complete(id)
             }

@@ -56,7 +56,7 @@ impl Host {
     /// from that seed and `salt` (the resource type and its planned configuration), so test
     /// fixtures and demos get the same "random" values on every run and at every parallelism,
     /// whatever order the creates happen in.
-    pub fn rng(&self, salt: &str) -> rand::rngs::StdRng {
+    pub fn rng(&self, salt: impl FnOnce() -> String) -> rand::rngs::StdRng {
         use rand::SeedableRng;
         use sha2::{Digest, Sha256};
         match self.var("CAIRN_RANDOM_SEED") {
@@ -64,10 +64,13 @@ impl Host {
                 let mut h = Sha256::new();
                 h.update(seed.as_bytes());
                 h.update([0]);
-                h.update(salt.as_bytes());
+                h.update(salt().as_bytes());
                 rand::rngs::StdRng::from_seed(h.finalize().into())
             }
-            None => rand::rngs::StdRng::from_entropy(),
+            // Seeded from the thread's generator (itself seeded from the OS once): no system
+            // call per object.
+            None => rand::rngs::StdRng::from_rng(rand::thread_rng())
+                .unwrap_or_else(|_| rand::rngs::StdRng::from_entropy()),
         }
     }
 

@@ -105,8 +105,8 @@ impl Configured for NullInstance {
             ApplyRequest::Create { type_, planned, .. } if type_ == RESOURCE => {
                 match self.resource.conform(&planned) {
                     Ok(mut c) => {
-                        let salt = format!("{type_} {}", planned.to_json());
-                        let id: i64 = self.host.rng(&salt).gen_range(0..=i64::MAX);
+                        let salt = || format!("{type_} {}", planned.to_json());
+                        let id: i64 = self.host.rng(salt).gen_range(0..=i64::MAX);
                         c.insert("id".into(), Value::string(id.to_string()));
                         (Some(Value::Object(c)), None)
                     }

@@ -349,7 +349,7 @@ impl RandomInstance {
             .get(type_)
             .ok_or_else(|| schema_util::unknown_type(PACKAGE, "resource", type_))?;
         let cc = schema.conform(planned)?;
-        let mut rng = self.host.rng(&format!("{type_} {}", planned.to_json()));
+        let mut rng = self.host.rng(|| format!("{type_} {}", planned.to_json()));
         let mut c = cc.clone();
         let mut set = |k: &str, v: Value| {
             c.insert(k.to_string(), v);

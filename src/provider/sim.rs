@@ -28,7 +28,8 @@
 //!   (`"ok": false`). A read that finds the file missing is a success (the object is gone); so
 //!   is a delete of a missing object. `configure` lines have `"type": "sim"`, `"name"`: the
 //!   region, `"id": null`; `lookup` lines `"type": "sim_lookup"`, `"name"`: the key.
-//! - Latency is slept first, outside the store lock, with `tokio::time::sleep`, so concurrent
+//! - Latency is slept first, outside the store lock, on a blocking-pool thread (precise to
+//!   microseconds, where tokio's timer rounds up to the next millisecond), so concurrent
 //!   calls sleep together; `configure` does not sleep. Failure injection is checked after the
 //!   sleep, under the lock. `OP:NAME:after` reports the same text as `OP:NAME`
 //!   (`sim: injected failure for OP NAME`) after doing the work: a create returns the object it
@@ -372,8 +373,13 @@ impl SimInstance {
         if *stop.borrow() {
             return Err("sim: interrupted before the call was made".into());
         }
+        // A blocking-pool thread sleeps, not the runtime's timer: tokio's timer has millisecond
+        // granularity and rounds every deadline up, which made a 20 ms latency about 22 ms; a
+        // thread's sleep overshoots by microseconds, so the model's latency is what it says.
+        let latency = self.latency;
+        let slept = tokio::task::spawn_blocking(move || std::thread::sleep(latency));
         tokio::select! {
-            _ = tokio::time::sleep(self.latency) => Ok(()),
+            r = slept => r.map_err(|e| format!("sim: the latency timer failed: {e}")),
             _ = stop.changed() => Err("sim: interrupted before the call was made".into()),
         }
     }

@@ -111,17 +111,18 @@ struct TerraformInstance {
 /// A random UUID-shaped id, as hashicorp/go-uuid's `GenerateUUID` makes (random bytes, no
 /// version bits).
 pub fn random_uuid(rng: &mut impl RngCore) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut b = [0u8; 16];
     rng.fill_bytes(&mut b);
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    let mut s = String::with_capacity(36);
+    for (i, x) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push(HEX[usize::from(x >> 4)] as char);
+        s.push(HEX[usize::from(x & 15)] as char);
+    }
+    s
 }
 
 #[async_trait]
@@ -163,10 +164,10 @@ impl Configured for TerraformInstance {
             schema_util::require_known(&input, "input")?;
             m.insert("output".into(), input);
             if m["id"].is_unknown() || m["id"].is_null() {
-                let salt = format!("{type_} {}", planned.to_json());
+                let salt = || format!("{type_} {}", planned.to_json());
                 m.insert(
                     "id".into(),
-                    Value::string(random_uuid(&mut self.host.rng(&salt))),
+                    Value::string(random_uuid(&mut self.host.rng(salt))),
                 );
             }
             let v = Value::Object(m);

@@ -1,0 +1,594 @@
+//! The lifecycle properties as functions: for each property, the scenarios it draws
+//! (`pNN_scenarios`) and the property itself (`pNN_…`), run on a world whose engine may have a
+//! rule deliberately broken. `tests/properties.rs` runs each with a correct engine;
+//! `tests/broken_rules.rs` runs some with the matching rule broken and shows proptest finds a
+//! failing case. Keeping them here means both run the very same code.
+
+use crate::check::{self, Check};
+use crate::gen::{self, Cfg, Mix, Op, Round, Scenario};
+use crate::harness::{read_state, Outcome, World};
+use cairn::engine::Sabotage;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+/// What a property returns: a failure carries the message and the world's reproduction.
+pub type PropResult = Result<(), TestCaseError>;
+
+/// Operations drawn with the given weights.
+pub fn ops(list: &[(u32, Op)]) -> BoxedStrategy<Op> {
+    let options: Vec<(u32, BoxedStrategy<Op>)> =
+        list.iter().map(|(w, o)| (*w, Just(*o).boxed())).collect();
+    proptest::strategy::Union::new_weighted(options).boxed()
+}
+
+/// No faults; some cloud and configuration edits.
+pub const CALM: Mix = Mix {
+    faults: 0,
+    cloud: 3,
+    edits: 4,
+};
+
+/// Seeds the ext table, then for each round: the configuration, the cloud edits, and the
+/// fault; calls `run` for the operation and `each` on its outcome.
+pub fn drive(
+    scn: &Scenario,
+    sabotage: Option<Sabotage>,
+    mut run: impl FnMut(&mut World, &Round, Option<String>) -> Result<Outcome, String>,
+    mut each: impl FnMut(&mut World, &Round, &Outcome) -> Check,
+) -> PropResult {
+    let mut world = World::with_sabotage(sabotage);
+    world.ext("k1", Some("e1"));
+    world.ext("k2", Some("e2"));
+    for (round, cfg) in scn.rounds.iter().zip(scn.configs()) {
+        world.set_config(&cfg);
+        for c in &round.cloud {
+            world.cloud(c);
+        }
+        let fault = round.fault.as_ref().and_then(|f| world.fault_entry(f));
+        let outcome = run(&mut world, round, fault).map_err(|m| fail(&world, &m))?;
+        each(&mut world, round, &outcome).map_err(|m| fail(&world, &m))?;
+    }
+    Ok(())
+}
+
+/// A failure with the world's reproduction appended.
+pub fn fail(world: &World, message: &str) -> TestCaseError {
+    TestCaseError::fail(format!("{message}\n\n{}", world.fixture()))
+}
+
+/// Runs the round's operation as drawn.
+pub fn plain(w: &mut World, r: &Round, fault: Option<String>) -> Result<Outcome, String> {
+    Ok(w.run(r.op, r.parallelism, fault.as_deref()))
+}
+
+fn is_apply(o: &Outcome) -> bool {
+    matches!(o.op, Op::Apply | Op::Destroy)
+}
+
+pub fn p01_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        CALM,
+        ops(&[
+            (6, Op::Apply),
+            (1, Op::Plan),
+            (1, Op::Refresh),
+            (1, Op::Destroy),
+        ]),
+        1..5,
+    )
+}
+
+/// Rule 1: after a successful apply, an immediate plan proposes no change. At the end of the
+/// scenario every literal value of the configuration changes ([`bump_values`]), so the next
+/// apply updates those things in place while their ids stay known — what a data source that
+/// reads a thing's id through a local, a module input or output must wait for — and the plan
+/// after that apply must be empty too.
+pub fn p01_convergence(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    let last = scn.rounds.last().map(|r| r as *const Round);
+    drive(scn, sabotage, plain, |w, r, o| {
+        if o.op == Op::Apply && o.ok && o.fault.is_none() {
+            let next = w.run(Op::Plan, r.parallelism, None);
+            check::converged(&next)?;
+            check::data_settled(o, &next)?;
+        }
+        if Some(r as *const Round) == last {
+            let bumped = bump_values(&w.config);
+            w.set_config(&bumped);
+            let apply = w.run(Op::Apply, r.parallelism, None);
+            if apply.ok {
+                let next = w.run(Op::Plan, r.parallelism, None);
+                check::converged(&next)
+                    .and_then(|()| check::data_settled(&apply, &next))
+                    .map_err(|m| format!("after every literal value changed: {m}"))?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The configuration with every thing's literal value changed (`v1` → `v1+`): an edit that
+/// updates those things in place (their names, and so their ids, stay).
+pub fn bump_values(cfg: &Cfg) -> Cfg {
+    let mut out = cfg.clone();
+    for m in std::iter::once(&mut out.root).chain(out.child.as_mut()) {
+        for item in &mut m.items {
+            if let gen::Item::Thing(t) = item {
+                if let gen::Expr::Lit(v) = &mut t.value {
+                    v.push('+');
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn p02_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        CALM,
+        ops(&[(3, Op::Plan), (4, Op::Apply), (1, Op::Destroy)]),
+        1..5,
+    )
+}
+
+/// Rule 2: deferral is exact in every plan; and after every plan, a `plan -read-only` of the
+/// same world reads exactly the data sources whose configuration is known. At the end of the
+/// scenario every literal value changes ([`bump_values`]) and the plan is checked again.
+pub fn p02_deferral_is_exact(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    let last = scn.rounds.last().map(|r| r as *const Round);
+    drive(scn, sabotage, plain, |w, r, o| {
+        if Some(r as *const Round) == last {
+            deferral_round(w, r, o)?;
+            let bumped = bump_values(&w.config);
+            w.set_config(&bumped);
+            let o = w.run(Op::Plan, r.parallelism, None);
+            return deferral_round(w, r, &o)
+                .map_err(|m| format!("after every literal value changed: {m}"));
+        }
+        deferral_round(w, r, o)
+    })
+}
+
+fn deferral_round(w: &mut World, r: &Round, o: &Outcome) -> Check {
+    {
+        let Some(p) = &o.plan else { return Ok(()) };
+        if p.errored {
+            return Ok(());
+        }
+        match o.op {
+            Op::Plan if o.ok => {
+                check::deferral_exact(o)?;
+                let ro = w.run(Op::PlanReadOnly, r.parallelism, None);
+                match ro.plan.as_ref().is_some_and(|p| !p.errored) && ro.ok {
+                    true => check::read_only_reads(&ro),
+                    false => Ok(()),
+                }
+            }
+            Op::Apply => check::deferral_exact(o),
+            _ => Ok(()),
+        }
+    }
+}
+
+pub fn p03_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 2,
+            cloud: 6,
+            edits: 4,
+        },
+        ops(&[(3, Op::Apply), (3, Op::Refresh), (1, Op::Destroy)]),
+        1..5,
+    )
+}
+
+/// Rule 3: refresh is state-only and flat, the same at `-parallelism=1` and `8`.
+pub fn p03_refresh_is_state_only_and_flat(
+    scn: &Scenario,
+    sabotage: Option<Sabotage>,
+) -> PropResult {
+    drive(
+        scn,
+        sabotage,
+        |w, r, fault| {
+            if r.op != Op::Refresh {
+                return Ok(w.run(r.op, r.parallelism, fault.as_deref()));
+            }
+            let mut other = w.fork();
+            let a = other.run(Op::Refresh, 1, fault.as_deref());
+            let b = w.run(Op::Refresh, 8, fault.as_deref());
+            check::refresh_flat(&a).map_err(|m| format!("-parallelism=1: {m}"))?;
+            let (na, nb) = (
+                check::normalized(&a.state_after),
+                check::normalized(&b.state_after),
+            );
+            if na != nb {
+                return Err(format!(
+                    "refresh gives different states at -parallelism=1 and 8:\n{na}\nvs\n{nb}"
+                ));
+            }
+            Ok(b)
+        },
+        |_, _, o| {
+            if o.op == Op::Refresh {
+                check::refresh_flat(o)
+            } else {
+                Ok(())
+            }
+        },
+    )
+}
+
+pub fn p04_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 2,
+            cloud: 5,
+            edits: 4,
+        },
+        ops(&[
+            (3, Op::Apply),
+            (2, Op::PlanReadOnly),
+            (3, Op::ApplyReadOnly),
+        ]),
+        1..6,
+    )
+}
+
+/// Rule 4: read-only operations never create, update or delete.
+pub fn p04_read_only_never_mutates(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    drive(scn, sabotage, plain, |_, _, o| {
+        if matches!(o.op, Op::PlanReadOnly | Op::ApplyReadOnly) {
+            check::read_only(o)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+pub fn p05_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 3,
+            cloud: 4,
+            edits: 4,
+        },
+        ops(&[
+            (3, Op::Apply),
+            (2, Op::Plan),
+            (1, Op::PlanReadOnly),
+            (1, Op::PlanDestroy),
+        ]),
+        1..6,
+    )
+}
+
+/// Rule 5: plans only configure, read and look up, and append no event.
+pub fn p05_plans_are_side_effect_free(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    drive(scn, sabotage, plain, |_, _, o| {
+        if matches!(o.op, Op::Plan | Op::PlanReadOnly | Op::PlanDestroy) {
+            check::plan_pure(o)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+pub fn p06_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 3,
+            cloud: 4,
+            edits: 5,
+        },
+        ops(&[(5, Op::Apply), (1, Op::Destroy)]),
+        1..5,
+    )
+}
+
+/// Rule 6: apply does what the plan said.
+pub fn p06_apply_does_what_the_plan_said(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    drive(scn, sabotage, plain, |_, _, o| {
+        if is_apply(o) {
+            check::apply_as_planned(o)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+pub fn p07_scenarios() -> impl Strategy<Value = (Scenario, Vec<u16>)> {
+    (
+        gen::scenario(
+            Mix {
+                faults: 4,
+                cloud: 3,
+                edits: 4,
+            },
+            ops(&[(5, Op::Apply), (1, Op::Destroy), (1, Op::Refresh)]),
+            1..4,
+        ),
+        prop::collection::vec(any::<u16>(), 2),
+    )
+}
+
+/// Rule 7: nothing is lost after any apply, including one cut off after any of its operation
+/// events (the crash world is rebuilt from the log prefix and the store as the provider left
+/// it); the next run resolves what is pending.
+pub fn p07_nothing_is_lost(
+    (scn, picks): &(Scenario, Vec<u16>),
+    sabotage: Option<Sabotage>,
+) -> PropResult {
+    drive(scn, sabotage, plain, |w, r, o| {
+        if !is_apply(o) {
+            return Ok(());
+        }
+        check::nothing_lost(&o.state_after, &o.cloud_after)?;
+        if o.ok && o.fault.is_none() {
+            check::agree(&o.state_after, &o.cloud_after)?;
+        }
+        // Crash points: right after an operation's start or outcome.
+        let points: Vec<usize> = o
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| {
+                matches!(
+                    e.body,
+                    cairn::state::EventBody::OperationStarted { .. }
+                        | cairn::state::EventBody::OperationSucceeded { .. }
+                        | cairn::state::EventBody::OperationFailed { .. }
+                )
+            })
+            .map(|(i, _)| i + 1)
+            .collect();
+        if points.is_empty() {
+            return Ok(());
+        }
+        let (_, all) = read_state(&w.state_dir());
+        let before = all.len() - o.events.len();
+        for p in picks {
+            let k = points[*p as usize % points.len()];
+            let cloud = check::cloud_at_crash(&o.cloud_before, &o.cloud_after, &o.events, k);
+            let mut crashed = w.fork();
+            crashed.crash_to(&all[..before + k], &cloud)?;
+            let (s, _) = read_state(&crashed.state_dir());
+            check::nothing_lost(&s, &cloud)
+                .map_err(|m| format!("crash after event {}: {m}", all[before + k - 1].seq))?;
+            let next = crashed.run(Op::Apply, r.parallelism, None);
+            if std::env::var_os("CAIRN_PROPTEST_VERBOSE").is_some() {
+                eprintln!(
+                    "crash after {k}: state before the next apply: {}\ncloud {:?}\nnext: ok={} errors={:?}\ncalls={:?}\nevents={:?}",
+                    check::normalized(&s),
+                    cloud.objects,
+                    next.ok,
+                    next.errors,
+                    next.calls,
+                    next.events.iter().map(|e| &e.body).collect::<Vec<_>>()
+                );
+            }
+            let msg = |m: String| {
+                format!(
+                    "the apply after a crash after event {} of the previous apply: {m}\n{}",
+                    all[before + k - 1].seq,
+                    crashed.fixture()
+                )
+            };
+            check::nothing_lost(&next.state_after, &next.cloud_after).map_err(msg)?;
+            if next.ok {
+                check::agree(&next.state_after, &next.cloud_after).map_err(msg)?;
+            } else {
+                check::errors_explained(&next).map_err(msg)?;
+            }
+            check::replay_equivalent(&crashed.state_dir()).map_err(msg)?;
+        }
+        Ok(())
+    })
+}
+
+pub fn p08_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 2,
+            cloud: 3,
+            edits: 5,
+        },
+        ops(&[(5, Op::Apply), (2, Op::Destroy)]),
+        1..5,
+    )
+}
+
+/// Rule 8: creates and updates follow dependencies; deletes go in reverse.
+pub fn p08_order(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    drive(scn, sabotage, plain, |_, _, o| {
+        if is_apply(o) {
+            check::ordered(o)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+pub fn p09_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 8,
+            cloud: 2,
+            edits: 4,
+        },
+        ops(&[(6, Op::Apply), (1, Op::Destroy), (1, Op::Plan)]),
+        1..5,
+    )
+}
+
+/// Rule 9: a failed step's dependents are skipped, everything independent completes, and
+/// the failed resource's state is what the provider reported.
+pub fn p09_failures_skip_exactly_their_dependents(
+    scn: &Scenario,
+    sabotage: Option<Sabotage>,
+) -> PropResult {
+    drive(scn, sabotage, plain, |_, _, o| {
+        check::errors_explained(o)?;
+        if o.op == Op::Apply {
+            check::failures_skip_dependents(o)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+pub fn p10_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 4,
+            cloud: 3,
+            edits: 4,
+        },
+        gen::op().boxed(),
+        1..5,
+    )
+}
+
+/// Rule 10: after every command, the replay from scratch and from a checkpoint give the state
+/// the run ended with, and the integrity check passes after every event.
+pub fn p10_replay_equivalence(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    drive(scn, sabotage, plain, |w, _, o| {
+        check::replay_equivalent(&w.state_dir())?;
+        if o.events.len() % 2 == 1 {
+            w.checkpoint();
+        }
+        Ok(())
+    })
+}
+
+pub fn p11_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 3,
+            cloud: 3,
+            edits: 4,
+        },
+        gen::op().boxed(),
+        1..5,
+    )
+}
+
+/// Rule 11: the same scenario at `-parallelism=1` and `-parallelism=8` gives identical plan
+/// texts, states and stores.
+pub fn p11_parallelism_independence(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    let mut one = World::with_sabotage(sabotage);
+    let mut eight = World::with_sabotage(sabotage);
+    for w in [&mut one, &mut eight] {
+        w.ext("k1", Some("e1"));
+        w.ext("k2", Some("e2"));
+    }
+    for (round, cfg) in scn.rounds.iter().zip(scn.configs()) {
+        let mut outs = Vec::new();
+        for (w, p) in [(&mut one, 1), (&mut eight, 8)] {
+            w.set_config(&cfg);
+            for c in &round.cloud {
+                w.cloud(c);
+            }
+            let fault = round.fault.as_ref().and_then(|f| w.fault_entry(f));
+            outs.push(w.run(round.op, p, fault.as_deref()));
+        }
+        same_at_1_and_8(&outs[0], &outs[1]).map_err(|m| fail(&one, &m))?;
+    }
+    Ok(())
+}
+
+/// Rule 11 on one pair of outcomes: plan text, state and store (create tokens aside) agree.
+pub fn same_at_1_and_8(a: &Outcome, b: &Outcome) -> Check {
+    if a.plan_text != b.plan_text {
+        return Err(format!(
+            "plan text differs:\n{:?}\nvs\n{:?}",
+            a.plan_text, b.plan_text
+        ));
+    }
+    let (na, nb) = (
+        check::normalized(&a.state_after),
+        check::normalized(&b.state_after),
+    );
+    if na != nb {
+        return Err(format!("state differs:\n{na}\nvs\n{nb}"));
+    }
+    // Create tokens are random: everything else must be equal.
+    let strip = |o: &Outcome| {
+        o.cloud_after
+            .objects
+            .iter()
+            .map(|(k, v)| (k.clone(), (v.name.clone(), v.value.clone(), v.out.clone())))
+            .collect::<Vec<_>>()
+    };
+    if strip(a) != strip(b) {
+        return Err(format!(
+            "store differs:\n{:?}\nvs\n{:?}",
+            strip(a),
+            strip(b)
+        ));
+    }
+    Ok(())
+}
+
+pub fn p12_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 2,
+            cloud: 3,
+            edits: 4,
+        },
+        ops(&[(5, Op::Apply), (2, Op::Destroy), (1, Op::Refresh)]),
+        1..4,
+    )
+    .prop_map(|mut scn| {
+        scn.rounds.push(Round {
+            edits: Vec::new(),
+            cloud: Vec::new(),
+            fault: None,
+            op: Op::Destroy,
+            parallelism: 8,
+        });
+        scn
+    })
+}
+
+/// Rule 12: after a successful destroy nothing managed remains, in state or in the store.
+pub fn p12_destroy_empties(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    drive(scn, sabotage, plain, |_, _, o| {
+        if o.op == Op::Destroy && o.fault.is_none() && o.errors.is_empty() {
+            check::destroyed(o)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+pub fn p13_scenarios() -> impl Strategy<Value = Scenario> {
+    gen::scenario(
+        Mix {
+            faults: 2,
+            cloud: 3,
+            edits: 6,
+        },
+        ops(&[
+            (5, Op::Apply),
+            (1, Op::Plan),
+            (1, Op::Refresh),
+            (1, Op::Destroy),
+        ]),
+        1..5,
+    )
+    .prop_map(|mut scn| {
+        // Always declare `sim.dyn`, configured from a thing's id.
+        scn.seeds.switches |= 1;
+        scn
+    })
+}
+
+/// Rule 13: providers are never removed while used (after every event), deletes use the
+/// configuration recorded in state, and no call names a region that is not a real one.
+pub fn p13_providers(scn: &Scenario, sabotage: Option<Sabotage>) -> PropResult {
+    drive(scn, sabotage, plain, |w, _, o| {
+        check::providers(o)?;
+        check::replay_equivalent(&w.state_dir())
+    })
+}
