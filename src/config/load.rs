@@ -987,8 +987,28 @@ impl Loader {
             type_: type_.clone(),
             name: name.clone(),
         };
-        if let Some(prev) = m.resources.get(&key) {
-            let was = self.range_str(prev.span);
+        // One search of the map: insert, or find the earlier declaration.
+        let prev_span = match m.resources.entry(key) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(Box::new(Resource {
+                    mode,
+                    type_,
+                    name,
+                    count,
+                    for_each,
+                    provider,
+                    depends_on,
+                    lifecycle,
+                    body,
+                    file,
+                    span,
+                }));
+                return;
+            }
+            std::collections::btree_map::Entry::Occupied(e) => e.get().span,
+        };
+        {
+            let was = self.range_str(prev_span);
             let (word, noun) = match mode {
                 Mode::Managed => ("resource", "resource"),
                 Mode::Data => ("data", "data resource"),
@@ -1002,24 +1022,7 @@ impl Loader {
                     quote(&name)
                 ),
             );
-            return;
         }
-        m.resources.insert(
-            key,
-            Box::new(Resource {
-                mode,
-                type_,
-                name,
-                count,
-                for_each,
-                provider,
-                depends_on,
-                lifecycle,
-                body,
-                file,
-                span,
-            }),
-        );
     }
 
     fn lifecycle(&mut self, file: FileId, b: &Block) -> Lifecycle {
