@@ -500,19 +500,61 @@ pub fn inspect(ctx: &Context, a: &super::args::InspectArgs, vars: Vec<VarArg>) -
         exit_without_drop((instances, inspection, report.config));
         return Exit::Ok;
     }
-    let mut out = String::with_capacity(instances.len() * 256);
+    let mut out = render_instances(&instances);
+    if instances.is_empty() {
+        out.push_str("The configuration has no resources.\n");
+    }
+    ctx.out(&out);
+    exit_without_drop((instances, inspection, report.config));
+    Exit::Ok
+}
+
+/// The human form of `inspect`: each instance as a block. A long list is cut into one run per
+/// core, rendered at once on scoped threads and joined in order (the text is the same).
+fn render_instances(instances: &[crate::engine::inspect::Inspected]) -> String {
+    const PER_THREAD_MIN: usize = 2048;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runs = threads.min(instances.len() / PER_THREAD_MIN).max(1);
+    if runs == 1 {
+        let mut out = String::with_capacity(instances.len() * 256);
+        render_run(instances, &mut out);
+        return out;
+    }
+    let size = instances.len().div_ceil(runs);
+    let parts: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = instances
+            .chunks(size)
+            .map(|run| {
+                scope.spawn(move || {
+                    let mut out = String::with_capacity(run.len() * 256);
+                    render_run(run, &mut out);
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    parts.concat()
+}
+
+/// Appends each instance's block to `out`.
+fn render_run(instances: &[crate::engine::inspect::Inspected], out: &mut String) {
+    use crate::value::Value;
+    use std::fmt::Write as _;
     let mut text = String::new();
-    for i in &instances {
-        use std::fmt::Write as _;
+    for i in instances {
         let r = &i.addr.resource;
         let kind = match r.mode {
             cairn_state::Mode::Managed => "resource",
             cairn_state::Mode::Data => "data",
         };
         let _ = write!(out, "# {}\n{kind} ", i.addr);
-        crate::value::write_quoted(&mut out, &r.type_);
+        crate::value::write_quoted(out, &r.type_);
         out.push(' ');
-        crate::value::write_quoted(&mut out, &r.name);
+        crate::value::write_quoted(out, &r.name);
         out.push_str(" {\n");
         let (id, provider) = (
             Value::string(i.addr.to_string()),
@@ -536,12 +578,6 @@ pub fn inspect(ctx: &Context, a: &super::args::InspectArgs, vars: Vec<VarArg>) -
         }
         out.push_str("}\n\n");
     }
-    if instances.is_empty() {
-        out.push_str("The configuration has no resources.\n");
-    }
-    ctx.out(&out);
-    exit_without_drop((instances, inspection, report.config));
-    Exit::Ok
 }
 
 /// An instance's attributes with its address as `id` and its provider as `_provider`.

@@ -139,3 +139,23 @@ fn write_map(
     }
     out.push_str(close);
 }
+
+#[cfg(test)]
+mod quote_tests {
+    #[test]
+    fn write_quoted_escapes_as_quote_does() {
+        for s in [
+            "",
+            "plain",
+            "say \"hi\"",
+            "back\\slash",
+            "a\nb\r\tc",
+            "\u{1}\u{1f}\u{7f}",
+            "ünïcødé ✓ \"mixed\"\n",
+        ] {
+            let mut out = String::from("prefix:");
+            super::write_quoted(&mut out, s);
+            assert_eq!(out, format!("prefix:{}", cairn_state::quote(s)), "{s:?}");
+        }
+    }
+}
