@@ -16,7 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 
 mod format;
-pub use format::format_hcl;
+pub use format::{format_hcl, write_hcl, write_quoted};
 
 /// A type, as a type constraint or as the type of a value. `Dynamic` is Terraform's `any`.
 #[derive(Clone, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]

@@ -15,7 +15,7 @@ use crate::eval::types::{const_value, parse_type};
 use cairn_state::{quote, Mode, ModulePath};
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Body, Structure};
-use hcl_edit::Span as _;
+use hcl_edit::{Decorate as _, Span as _};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -225,7 +225,7 @@ impl Loader {
                 }
             };
             let id = self.sources.add(&shown, text.as_str());
-            let (body, errors) = parse_recovering(&text);
+            let (bodies, errors) = parse_file(&text);
             for (start, end, summary, detail) in errors {
                 self.err(
                     Span {
@@ -237,7 +237,7 @@ impl Loader {
                     detail,
                 );
             }
-            if let Some(body) = body {
+            for body in bodies {
                 self.file_body(id, body, &mut module);
             }
         }
@@ -299,8 +299,11 @@ impl Loader {
 
     /// Checks a block's labels; returns them when there are exactly as many as `names`.
     fn labels(&mut self, file: FileId, b: &Block, names: &[&str]) -> Option<Vec<String>> {
-        let kind = b.ident.as_str().to_string();
         let n = names.len();
+        if b.labels.len() == n && b.labels.iter().all(|l| valid_name(l.as_str())) {
+            return Some(b.labels.iter().map(|l| l.as_str().to_string()).collect());
+        }
+        let kind = b.ident.as_str().to_string();
         let list = names.join(", ");
         if b.labels.len() < n {
             let sp = self.header(file, b);
@@ -911,10 +914,12 @@ impl Loader {
 
     fn resource_block(&mut self, file: FileId, block: Block, m: &mut Module, mode: Mode) {
         let b = &block;
-        let Some(labels) = self.labels(file, b, &["type", "name"]) else {
+        let Some(Ok([type_, name])) = self
+            .labels(file, b, &["type", "name"])
+            .map(<[String; 2]>::try_from)
+        else {
             return;
         };
-        let (type_, name) = (labels[0].clone(), labels[1].clone());
         let span = self.header(file, b);
         const META: &[&str] = &["count", "for_each", "provider", "depends_on", "lifecycle"];
         let parts = self.parts(file, &b.body, None, None);
@@ -982,8 +987,28 @@ impl Loader {
             type_: type_.clone(),
             name: name.clone(),
         };
-        if let Some(prev) = m.resources.get(&key) {
-            let was = self.range_str(prev.span);
+        // One search of the map: insert, or find the earlier declaration.
+        let prev_span = match m.resources.entry(key) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(Box::new(Resource {
+                    mode,
+                    type_,
+                    name,
+                    count,
+                    for_each,
+                    provider,
+                    depends_on,
+                    lifecycle,
+                    body,
+                    file,
+                    span,
+                }));
+                return;
+            }
+            std::collections::btree_map::Entry::Occupied(e) => e.get().span,
+        };
+        {
+            let was = self.range_str(prev_span);
             let (word, noun) = match mode {
                 Mode::Managed => ("resource", "resource"),
                 Mode::Data => ("data", "data resource"),
@@ -997,24 +1022,7 @@ impl Loader {
                     quote(&name)
                 ),
             );
-            return;
         }
-        m.resources.insert(
-            key,
-            Resource {
-                mode,
-                type_,
-                name,
-                count,
-                for_each,
-                provider,
-                depends_on,
-                lifecycle,
-                body,
-                file,
-                span,
-            },
-        );
     }
 
     fn lifecycle(&mut self, file: FileId, b: &Block) -> Lifecycle {
@@ -1411,6 +1419,145 @@ fn parse_body(text: &str) -> Result<Body, (usize, String)> {
     }
 }
 
+/// Files at least this large are parsed in pieces on several threads (see `parse_file`).
+const PARALLEL_PARSE_MIN: usize = 128 * 1024;
+
+/// Parses a file into its top-level structures, as one body or as consecutive pieces.
+///
+/// A large file is cut into one piece per available core, each cut right after a `}` that
+/// stands alone at the start of a line (where a top-level block ends in formatted HCL), and
+/// the pieces are parsed at once on scoped threads. A piece other than the first is parsed
+/// behind as many spaces as the bytes before it, so every span is the span in the whole
+/// file. The pieces are kept only when every piece parses and none has a top-level argument:
+/// a piece then ends exactly where one top-level structure ends and the next begins (a cut
+/// inside a block, string, heredoc or comment leaves the piece before it unterminated, a
+/// syntax error), so the pieces' structures are those of the whole file. Otherwise — a cut
+/// in the wrong place, or any syntax error at all — the whole file is parsed again as one,
+/// so diagnostics are exactly those of a sequential parse.
+fn parse_file(text: &str) -> (Vec<Body>, Vec<SyntaxError>) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(bodies) = parse_in_pieces(text, threads) {
+        return (bodies, Vec::new());
+    }
+    let (body, errors) = parse_recovering(text);
+    (body.into_iter().collect(), errors)
+}
+
+/// The parallel half of `parse_file`: `None` when the file is not cut (too small, no cut
+/// point) or when a piece does not parse cleanly.
+fn parse_in_pieces(text: &str, pieces: usize) -> Option<Vec<Body>> {
+    let cuts = piece_cuts(text, pieces);
+    if cuts.len() <= 2 {
+        return None;
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let (start, end) = (w[0], w[1]);
+                scope.spawn(move || parse_piece(text, start, end))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    })
+}
+
+/// Where `parse_file` cuts a file into `pieces` parts: `0`, the cut points, and the length.
+/// Only `0` and the length for a small file or when no cut point is found.
+fn piece_cuts(text: &str, pieces: usize) -> Vec<usize> {
+    let mut cuts = vec![0];
+    if text.len() >= PARALLEL_PARSE_MIN {
+        for i in 1..pieces {
+            let from = (text.len() * i / pieces).max(*cuts.last().unwrap_or(&0));
+            let Some(cut) = next_block_end(text, from) else {
+                break;
+            };
+            cuts.push(cut);
+        }
+    }
+    cuts.push(text.len());
+    cuts.dedup();
+    cuts
+}
+
+/// The first position at or after `from` that looks like the start of a top-level block in
+/// formatted HCL: just after a line that is only `}`, followed by blank or comment lines and
+/// then a line that starts with a top-level block type and a space. A guess: `parse_file`
+/// checks it by parsing.
+fn next_block_end(text: &str, from: usize) -> Option<usize> {
+    const TOP: &[&str] = &[
+        "resource ",
+        "data ",
+        "module ",
+        "variable ",
+        "output ",
+        "locals ",
+        "provider ",
+        "terraform ",
+    ];
+    let mut at = from;
+    while let Some(i) = text[at..].find("\n}") {
+        let brace = at + i + 1;
+        at = brace + 1;
+        let rest = &text[at..];
+        let eol = if rest.starts_with('\n') {
+            1
+        } else if rest.starts_with("\r\n") {
+            2
+        } else {
+            continue;
+        };
+        let cut = at + eol;
+        let mut line_start = cut;
+        loop {
+            let line = &text[line_start..];
+            let trimmed = line.trim_start_matches([' ', '\t']);
+            if trimmed.starts_with('\n') || trimmed.starts_with("\r\n") {
+                line_start += line.find('\n').map_or(line.len(), |n| n + 1);
+            } else if trimmed.starts_with('#') || trimmed.starts_with("//") {
+                match line.find('\n') {
+                    Some(n) => line_start += n + 1,
+                    None => break,
+                }
+            } else {
+                if TOP.iter().any(|t| line.starts_with(t)) {
+                    return Some(cut);
+                }
+                break;
+            }
+        }
+    }
+    None
+}
+
+/// Parses `text[start..end]` as a body whose spans are those in `text`; `None` on any syntax
+/// error or top-level argument (see `parse_file`).
+fn parse_piece(text: &str, start: usize, end: usize) -> Option<Body> {
+    let mut body = if start == 0 {
+        parse_body(&text[..end]).ok()?
+    } else {
+        let mut padded = String::with_capacity(end);
+        padded.extend(std::iter::repeat_n(' ', start));
+        padded.push_str(&text[start..end]);
+        parse_body(&padded).ok()?
+    };
+    if body.iter().any(Structure::is_attribute) {
+        return None;
+    }
+    if start > 0 {
+        // The first structure's leading whitespace would include the padding: give it what
+        // the whole file has there.
+        if let Some(mut first) = body.iter_mut().next() {
+            let begin = first.span().map_or(start, |r| r.start).clamp(start, end);
+            first.decor_mut().set_prefix(&text[start..begin]);
+        }
+    }
+    Some(body)
+}
+
 /// A syntax problem: byte range, summary and detail.
 type SyntaxError = (usize, usize, &'static str, String);
 
@@ -1679,5 +1826,80 @@ fn static_path(e: &Expression) -> Option<Vec<String>> {
             Some(out)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod piece_tests {
+    //! `parse_file`'s pieces must be exactly the whole file's structures (spans and
+    //! whitespace included), and a cut in the wrong place must fall back to one parse.
+    use super::*;
+
+    /// A resource whose formatting puts `}` alone at the start of lines inside it: in a
+    /// heredoc, a comment and an unindented nested block.
+    fn tricky(i: usize) -> String {
+        format!(
+            "# resource {i}\nresource \"x\" \"r{i}\" {{\n  doc = <<EOT\n}}\nnot = \"a block\"\n}}\nEOT\n  /*\n}}\n  */\n  nested {{\n    v = \"${{x.r{i}.id}}-{i}\"\n}}\n  tags = {{ a = [1, 2] }}\n}}\n\n"
+        )
+    }
+
+    fn debug_structures<'a>(bodies: impl IntoIterator<Item = &'a Body>) -> Vec<String> {
+        bodies
+            .into_iter()
+            .flat_map(|b| b.iter())
+            .map(|s| format!("{s:?}"))
+            .collect()
+    }
+
+    #[test]
+    fn pieces_are_the_whole_files_structures() {
+        let text: String = (0..4000).map(tricky).collect();
+        assert!(text.len() >= PARALLEL_PARSE_MIN);
+        let whole = parse_body(&text).expect("the file parses");
+        for n in [2, 3, 4, 7] {
+            let pieces = parse_in_pieces(&text, n).expect("cut at block ends");
+            assert!(pieces.len() > 1, "{n} pieces: not cut");
+            assert_eq!(
+                debug_structures(&pieces),
+                debug_structures([&whole]),
+                "{n} pieces"
+            );
+        }
+        let (bodies, errors) = parse_file(&text);
+        assert!(errors.is_empty());
+        assert_eq!(debug_structures(&bodies), debug_structures([&whole]));
+    }
+
+    #[test]
+    fn a_cut_inside_a_heredoc_falls_back_to_one_parse() {
+        let filler: String = (0..1500).map(tricky).collect();
+        // Inside the heredoc, lines that look exactly like a block's end and the next
+        // block's start.
+        let heredoc_lines: String = (0..20000)
+            .map(|i| format!("line {i}\n}}\n\nresource \"x\" \"h{i}\" {{\n"))
+            .collect();
+        let text = format!(
+            "{filler}resource \"x\" \"big\" {{\n  doc = <<EOT\n{heredoc_lines}EOT\n}}\n{filler}"
+        );
+        let mid = text.len() / 2;
+        let heredoc_at = text.find("<<EOT\nline 0").expect("heredoc");
+        assert!(heredoc_at < mid && mid < heredoc_at + heredoc_lines.len());
+        assert!(parse_in_pieces(&text, 2).is_none());
+        let whole = parse_body(&text).expect("the file parses");
+        let (bodies, errors) = parse_file(&text);
+        assert!(errors.is_empty());
+        assert_eq!(debug_structures(&bodies), debug_structures([&whole]));
+    }
+
+    #[test]
+    fn a_syntax_error_in_a_piece_is_reported_as_in_one_parse() {
+        let mut text: String = (0..4000).map(tricky).collect();
+        let at = text.len() * 3 / 4;
+        let line = at + text[at..].find("  tags").expect("a tags line");
+        text.insert_str(line, "  broken = = 1\n");
+        let (bodies, errors) = parse_file(&text);
+        assert!(bodies.is_empty());
+        assert_eq!(errors, parse_recovering(&text).1);
+        assert_eq!(errors.len(), 1, "{errors:?}");
     }
 }

@@ -63,7 +63,10 @@ pub struct Module {
     pub providers: Vec<ProviderBlock>,
     pub variables: BTreeMap<String, Variable>,
     pub locals: BTreeMap<String, Local>,
-    pub resources: BTreeMap<ResourceKey, Resource>,
+    /// Boxed: a `Resource` is large (its body and meta-argument expressions), and a module
+    /// with thousands of them would otherwise shift whole resources inside the map's nodes
+    /// on every insertion.
+    pub resources: BTreeMap<ResourceKey, Box<Resource>>,
     pub outputs: BTreeMap<String, Output>,
     pub calls: BTreeMap<String, ModuleCall>,
     /// The loaded child module of each call in `calls` whose source could be loaded.

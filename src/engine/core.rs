@@ -128,6 +128,9 @@ pub struct Ctx {
     pub only: Option<BTreeSet<NodeId>>,
     /// `path.*` per static module, computed once.
     pub paths_by_module: std::collections::HashMap<ModulePath, Arc<Paths>>,
+    /// Resource schemas by (package, mode, type), copied out of the provider once per type
+    /// rather than once per resource (see `resource_schema`).
+    pub schemas: Mutex<std::collections::HashMap<(String, Mode, String), Arc<Block>>>,
 }
 
 impl Ctx {
@@ -205,6 +208,26 @@ impl Ctx {
             }
         }
         self.diags.lock().expect("diags lock").extend(diags);
+    }
+
+    /// `schema_of`, shared: each resource type's schema is copied once per run.
+    pub fn resource_schema(
+        &self,
+        package: &str,
+        mode: Mode,
+        type_: &str,
+        span: Span,
+    ) -> Result<Arc<Block>, Diagnostic> {
+        let key = (package.to_string(), mode, type_.to_string());
+        if let Some(b) = self.schemas.lock().expect("schemas lock").get(&key) {
+            return Ok(b.clone());
+        }
+        let b = Arc::new(self.schema_of(package, mode, type_, span)?);
+        self.schemas
+            .lock()
+            .expect("schemas lock")
+            .insert(key, b.clone());
+        Ok(b)
     }
 
     /// The schema block of a resource type, or a diagnostic naming the type and what exists.
@@ -625,10 +648,9 @@ async fn visit_resource<P: Phase>(
         // Its provider could not be resolved: that was reported when the graph was built.
         return Err(Diagnostics::new());
     };
-    let schema = Arc::new(
-        ctx.schema_of(&provider_addr.package, key.mode, &key.type_, res.span)
-            .map_err(Diagnostics::from)?,
-    );
+    let schema = ctx
+        .resource_schema(&provider_addr.package, key.mode, &key.type_, res.span)
+        .map_err(Diagnostics::from)?;
     let instances = ctx.values.read().expect("values lock").instances_of(module);
     let mut diags = Diagnostics::new();
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
@@ -650,7 +672,7 @@ async fn visit_resource<P: Phase>(
         };
         // Evaluate every instance's configuration (synchronous), then let the phase handle
         // them concurrently: provider calls inside are bounded by the semaphore.
-        let mut tasks = tokio::task::JoinSet::new();
+        let mut ready: Vec<Instance> = Vec::new();
         for k in exp.keys() {
             let rep = exp.repetition(&k);
             let config = {
@@ -674,33 +696,49 @@ async fn visit_resource<P: Phase>(
                 }
             };
             produced.insert(addr.clone());
-            let inst = Instance {
+            ready.push(Instance {
                 addr,
                 static_module: module.clone(),
                 key: key.clone(),
                 provider: provider_addr.clone(),
                 config,
                 schema: schema.clone(),
-            };
-            let ctx = ctx.clone();
-            let phase = phase.clone();
-            tasks.spawn(async move {
-                let k = inst.addr.key.clone();
-                (k, phase.instance(&ctx, inst).await)
             });
         }
         let mut values = BTreeMap::new();
-        while let Some(joined) = tasks.join_next().await {
-            let (k, result) = joined.expect("instance task panicked");
-            let k = match ctx.limits.broken(Sabotage::InstancesInCompletionOrder) {
-                true => exp.keys().get(values.len()).cloned().unwrap_or(k),
-                false => k,
-            };
-            match result {
+        if ready.len() == 1 {
+            // One instance (no count/for_each, the common case): nothing to run beside it, so
+            // no task is spawned for it.
+            let inst = ready.pop().expect("one instance");
+            let k = inst.addr.key.clone();
+            match phase.instance(ctx, inst).await {
                 Ok(v) => {
                     values.insert(k, v);
                 }
                 Err(d) => diags.extend(d),
+            }
+        } else {
+            let mut tasks = tokio::task::JoinSet::new();
+            for inst in ready {
+                let ctx = ctx.clone();
+                let phase = phase.clone();
+                tasks.spawn(async move {
+                    let k = inst.addr.key.clone();
+                    (k, phase.instance(&ctx, inst).await)
+                });
+            }
+            while let Some(joined) = tasks.join_next().await {
+                let (k, result) = joined.expect("instance task panicked");
+                let k = match ctx.limits.broken(Sabotage::InstancesInCompletionOrder) {
+                    true => exp.keys().get(values.len()).cloned().unwrap_or(k),
+                    false => k,
+                };
+                match result {
+                    Ok(v) => {
+                        values.insert(k, v);
+                    }
+                    Err(d) => diags.extend(d),
+                }
             }
         }
         ctx.values.write().expect("values lock").set_resource(

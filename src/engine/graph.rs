@@ -14,7 +14,8 @@ use crate::eval::{Reference, Subject};
 use cairn_graph::{Dag, DotNode, NodeId};
 use cairn_state::{Mode, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use hcl_edit::expr::Expression;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// A static term of the configuration (module paths here have no instance keys).
@@ -116,13 +117,17 @@ pub enum EdgeKind {
 }
 
 /// The term graph with what caused each edge.
+///
+/// The maps hash with rustc's Fx hash rather than SipHash: their keys are our own terms (no
+/// untrusted input chooses them to collide), and a large configuration looks them up hundreds
+/// of thousands of times while the graph is built and walked.
 pub struct TermGraph {
     pub dag: Dag<Node>,
-    pub index: HashMap<Node, NodeId>,
+    pub index: FxHashMap<Node, NodeId>,
     /// (from, to) → kind and the span of the reference that caused it.
-    pub edges: HashMap<(NodeId, NodeId), (EdgeKind, Option<Span>)>,
+    pub edges: FxHashMap<(NodeId, NodeId), (EdgeKind, Option<Span>)>,
     /// The provider instance each resource (static) uses.
-    pub provider_of: HashMap<(ModulePath, ResourceKey), ProviderAddr>,
+    pub provider_of: FxHashMap<(ModulePath, ResourceKey), ProviderAddr>,
     /// The DOT of the graph after each named step, when asked for.
     pub steps: Vec<(&'static str, String)>,
 }
@@ -136,9 +141,9 @@ impl TermGraph {
     fn new() -> Self {
         TermGraph {
             dag: Dag::new(),
-            index: HashMap::new(),
-            edges: HashMap::new(),
-            provider_of: HashMap::new(),
+            index: FxHashMap::default(),
+            edges: FxHashMap::default(),
+            provider_of: FxHashMap::default(),
             steps: Vec::new(),
         }
     }
@@ -152,12 +157,13 @@ impl TermGraph {
     }
 
     pub(crate) fn add(&mut self, node: Node) -> NodeId {
-        if let Some(id) = self.index.get(&node) {
-            return *id;
+        match self.index.entry(node) {
+            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let id = self.dag.add_node(e.key().clone());
+                *e.insert(id)
+            }
         }
-        let id = self.dag.add_node(node.clone());
-        self.index.insert(node, id);
-        id
     }
 
     pub(crate) fn edge(&mut self, from: NodeId, to: NodeId, kind: EdgeKind, span: Option<Span>) {
@@ -417,6 +423,15 @@ pub fn build(config: &Config, opts: &BuildOptions) -> (TermGraph, Diagnostics) {
 }
 
 fn add_terms(config: &Config, g: &mut TermGraph) {
+    let terms: usize = config
+        .modules()
+        .iter()
+        .map(|m| {
+            m.variables.len() + m.locals.len() + m.resources.len() + m.outputs.len() + m.calls.len()
+        })
+        .sum();
+    g.index.reserve(terms);
+    g.edges.reserve(terms * 2);
     for m in config.modules() {
         let module = &m.path;
         for name in m.variables.keys() {

@@ -9,7 +9,6 @@ use super::core::{
 use crate::diag::Diagnostics;
 use crate::value::Value;
 use cairn_state::{Mode, ProviderAddr, ResourceInstanceAddr};
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// One evaluated instance.
@@ -21,9 +20,19 @@ pub struct Inspected {
     pub attrs: Value,
 }
 
+/// Collects the instances in the order they finish; `into_sorted` orders them by address.
 #[derive(Default)]
 pub struct InspectPhase {
-    pub instances: Mutex<BTreeMap<ResourceInstanceAddr, Inspected>>,
+    pub instances: Mutex<Vec<Inspected>>,
+}
+
+impl InspectPhase {
+    /// Every instance, in address order.
+    pub fn into_sorted(&self) -> Vec<Inspected> {
+        let mut v = std::mem::take(&mut *self.instances.lock().expect("inspect lock"));
+        v.sort_unstable_by(|x, y| x.addr.cmp(&y.addr));
+        v
+    }
 }
 
 #[async_trait::async_trait]
@@ -62,14 +71,12 @@ impl Phase for InspectPhase {
                 v
             }
         };
-        self.instances.lock().expect("inspect lock").insert(
-            inst.addr.clone(),
-            Inspected {
-                addr: inst.addr.clone(),
-                provider: inst.provider.clone(),
-                attrs: value.clone(),
-            },
-        );
+        let inspected = Inspected {
+            addr: inst.addr,
+            provider: inst.provider,
+            attrs: value.clone(),
+        };
+        self.instances.lock().expect("inspect lock").push(inspected);
         Ok(value)
     }
 

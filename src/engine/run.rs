@@ -315,6 +315,7 @@ fn new_ctx(
         cwd: opts.dir.clone(),
         only,
         paths_by_module: Default::default(),
+        schemas: Default::default(),
     };
     let modules: Vec<ModulePath> = loaded
         .config
@@ -1173,7 +1174,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         Err(r) => return Report::fail(r.diags, r.config),
     };
     let mut diags = loaded.diags.clone();
-    let (graph, graph_diags) = term_graph(&loaded.config);
+    let (graph, graph_diags) = timed("term graph", || term_graph(&loaded.config));
     diags.extend(graph_diags);
     let ctx = new_ctx(
         &loaded,
@@ -1183,17 +1184,16 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         Arc::new(super::progress::Silent),
     );
     let phase = Arc::new(InspectPhase::default());
+    let walk_start = std::time::Instant::now();
     walk_phase(ctx.clone(), phase.clone()).await;
+    tracing::debug!(
+        elapsed_ms = walk_start.elapsed().as_secs_f64() * 1e3,
+        "inspect walk"
+    );
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
-    let instances = phase
-        .instances
-        .lock()
-        .expect("inspect")
-        .values()
-        .cloned()
-        .collect();
+    let instances = phase.into_sorted();
     let outputs = ctx
         .values
         .read()

@@ -7,7 +7,7 @@
 //! are checked against `min_items`/`max_items`. Without a schema (inspecting a type no provider
 //! describes) the body is taken as written: blocks become tuples of objects.
 
-use super::expr::{convert, Evaluator};
+use super::expr::Evaluator;
 use super::suggest;
 use super::Scope;
 use crate::diag::{Diagnostic, Diagnostics, Span};
@@ -174,7 +174,7 @@ impl BodyEval<'_, '_> {
                         );
                         continue;
                     }
-                    match convert(&value, &attr.ty) {
+                    match super::convert::convert(value, &attr.ty).map_err(|e| e.to_string()) {
                         Ok(v) => {
                             out.insert(name.to_string(), v);
                         }

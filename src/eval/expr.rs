@@ -1012,6 +1012,7 @@ impl<'a> Evaluator<'a> {
                                 "The expression result is null. Cannot include a null value in \
                                  a string template.",
                             )),
+                            Value::String(x) => st.out.push_str(&x),
                             v => match convert(&v, &Type::String) {
                                 Ok(Value::String(x)) => st.out.push_str(&x),
                                 _ => st.diags.extend(self.error(

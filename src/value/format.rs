@@ -12,6 +12,39 @@ pub fn format_hcl(v: &Value) -> String {
     out
 }
 
+/// `format_hcl`, appended to `out` (no intermediate string).
+pub fn write_hcl(out: &mut String, v: &Value) {
+    write_value(out, v, 0);
+}
+
+/// Appends `s` as an HCL string literal, escaped as `cairn_state::quote` does; runs of plain
+/// characters are copied whole.
+pub fn write_quoted(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut plain = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            b if b < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&s[plain..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(esc);
+        }
+        plain = i + 1;
+    }
+    out.push_str(&s[plain..]);
+    out.push('"');
+}
+
 fn indent(out: &mut String, level: usize) {
     for _ in 0..level {
         out.push_str("  ");
@@ -48,7 +81,7 @@ fn write_value(out: &mut String, v: &Value, level: usize) {
 
 fn write_string(out: &mut String, s: &str, level: usize) {
     if !s.contains('\n') {
-        out.push_str(&cairn_state::quote(s));
+        write_quoted(out, s);
     } else if level == 0 {
         out.push_str("<<EOT\n");
         out.push_str(s);
@@ -96,7 +129,7 @@ fn write_map(
         out.push_str("{\n");
         for (k, item) in m {
             indent(out, level + 1);
-            out.push_str(&cairn_state::quote(k));
+            write_quoted(out, k);
             out.push_str(" = ");
             write_value(out, item, level + 1);
             out.push('\n');
@@ -105,4 +138,24 @@ fn write_map(
         out.push('}');
     }
     out.push_str(close);
+}
+
+#[cfg(test)]
+mod quote_tests {
+    #[test]
+    fn write_quoted_escapes_as_quote_does() {
+        for s in [
+            "",
+            "plain",
+            "say \"hi\"",
+            "back\\slash",
+            "a\nb\r\tc",
+            "\u{1}\u{1f}\u{7f}",
+            "ünïcødé ✓ \"mixed\"\n",
+        ] {
+            let mut out = String::from("prefix:");
+            super::write_quoted(&mut out, s);
+            assert_eq!(out, format!("prefix:{}", cairn_state::quote(s)), "{s:?}");
+        }
+    }
 }
