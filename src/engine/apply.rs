@@ -753,21 +753,7 @@ impl Phase for ApplyPhase {
             .package(&addr.package)
             .expect("checked by the walk")
             .clone();
-        let configured = ctx
-            .registry
-            .configure(&addr.package, &config)
-            .await
-            .map_err(|e| {
-                Diagnostics::from(
-                    Diagnostic::error(
-                        "Failed to configure provider",
-                        format!("Configuring {addr}: {e}"),
-                    )
-                    .with_address(addr),
-                )
-            })?;
-        ctx.observer
-            .event(Progress::ProviderConfigured { addr: addr.clone() });
+        let configured = ctx.configure_provider(addr, &config).await?;
         let stored = config.to_stored().expect("checked known");
         let in_state = self
             .journal

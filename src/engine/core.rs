@@ -194,6 +194,31 @@ impl Ctx {
             .cloned()
     }
 
+    /// Configures the provider instance `addr` with `config` (wholly known) for this run, and
+    /// reports it to the observer.
+    pub async fn configure_provider(
+        &self,
+        addr: &ProviderAddr,
+        config: &Value,
+    ) -> Result<Arc<dyn Configured>, Diagnostics> {
+        let configured = self
+            .registry
+            .configure(&addr.package, config)
+            .await
+            .map_err(|e| {
+                Diagnostics::from(
+                    Diagnostic::error(
+                        "Failed to configure provider",
+                        format!("Configuring {addr}: {e}"),
+                    )
+                    .with_address(addr),
+                )
+            })?;
+        self.observer
+            .event(Progress::ProviderConfigured { addr: addr.clone() });
+        Ok(configured)
+    }
+
     pub fn set_provider_slot(&self, slot: ProviderSlot) {
         self.providers
             .lock()

@@ -464,21 +464,7 @@ impl Phase for PlanPhase {
                 Action::Create
             }
         } else {
-            let configured = ctx
-                .registry
-                .configure(&addr.package, &config)
-                .await
-                .map_err(|e| {
-                    Diagnostics::from(
-                        Diagnostic::error(
-                            "Failed to configure provider",
-                            format!("Configuring {addr}: {e}"),
-                        )
-                        .with_address(addr),
-                    )
-                })?;
-            ctx.observer
-                .event(Progress::ProviderConfigured { addr: addr.clone() });
+            let configured = ctx.configure_provider(addr, &config).await?;
             slot.state = ProviderState::Configured(configured);
             match &old {
                 None => Action::Create,

@@ -110,16 +110,28 @@ pub struct Loaded {
     pub diags: Diagnostics,
 }
 
-/// Loads the configuration, the input variables and the provider registry.
 /// Runs one phase of a command and logs how long it took (`CAIRN_LOG=debug`), so a slow run
 /// can be broken down without a profiler.
 pub fn timed<T>(phase: &str, f: impl FnOnce() -> T) -> T {
     let start = std::time::Instant::now();
     let r = f();
-    tracing::debug!(elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "{phase}");
+    log_phase(phase, start);
     r
 }
 
+/// [`timed`] for a phase that awaits.
+async fn timed_async<T>(phase: &str, f: impl std::future::Future<Output = T>) -> T {
+    let start = std::time::Instant::now();
+    let r = f.await;
+    log_phase(phase, start);
+    r
+}
+
+fn log_phase(phase: &str, start: std::time::Instant) {
+    tracing::debug!(elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "{phase}");
+}
+
+/// Loads the configuration, the input variables and the provider registry.
 pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
     let (config, mut diags) = timed("load configuration", || crate::config::load(&opts.dir));
     let Some(mut config) = config else {
@@ -426,21 +438,11 @@ async fn make_plan(
     let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
     let phase = Arc::new(PlanPhase::new(mode, refreshed.clone(), replace));
-    let walk_start = std::time::Instant::now();
-    let outcome = walk_phase(ctx.clone(), phase.clone()).await;
-    tracing::debug!(
-        elapsed_ms = walk_start.elapsed().as_secs_f64() * 1e3,
-        "plan walk"
-    );
+    // Nodes that never ran (on a cycle, or after a failure) were reported by the walk.
+    timed_async("plan walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
-    if !outcome.not_run.is_empty()
-        && !diags.has_errors()
-        && !opts.stop.load(std::sync::atomic::Ordering::SeqCst)
-    {
-        // Nodes on a cycle never become ready; the cycle was reported above.
-    }
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
     plan.data_reads = out.data_reads.into_values().collect();
@@ -977,12 +979,7 @@ async fn execute(
         outputs: Mutex::new(BTreeMap::new()),
         summary: Mutex::new(RunSummary::default()),
     });
-    let walk_start = std::time::Instant::now();
-    let outcome = walk_phase(ctx.clone(), phase.clone()).await;
-    tracing::debug!(
-        elapsed_ms = walk_start.elapsed().as_secs_f64() * 1e3,
-        "apply walk"
-    );
+    let outcome = timed_async("apply walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
@@ -1099,12 +1096,8 @@ pub async fn refresh(
         &mut diags,
     )
     .await;
-    let start = std::time::Instant::now();
-    let r = refresh_pass(&snapshot, &loaded.registry, &limits, &observer).await;
-    tracing::debug!(
-        elapsed_ms = start.elapsed().as_secs_f64() * 1e3,
-        "refresh pass"
-    );
+    let pass = refresh_pass(&snapshot, &loaded.registry, &limits, &observer);
+    let r = timed_async("refresh pass", pass).await;
     diags.extend(r.diags);
     // All refresh results arrive together: one commit for the group.
     for e in r.events {
@@ -1184,12 +1177,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         Arc::new(super::progress::Silent),
     );
     let phase = Arc::new(InspectPhase::default());
-    let walk_start = std::time::Instant::now();
-    walk_phase(ctx.clone(), phase.clone()).await;
-    tracing::debug!(
-        elapsed_ms = walk_start.elapsed().as_secs_f64() * 1e3,
-        "inspect walk"
-    );
+    timed_async("inspect walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
