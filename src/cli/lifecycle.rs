@@ -281,6 +281,13 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
     let observer = Arc::new(observer);
     let ui = RunUi { json, no_color };
     let empty = SourceMap::new();
+    if let Some(path) = inv.plan_file {
+        let refused = saved_plan_conflicts(&inv, path);
+        if refused.has_errors() {
+            emit(ctx, &empty, &refused, ui.json.as_ref(), no_color);
+            return Exit::Error;
+        }
+    }
     let req = match run_request(ctx, inv.walk, inv.flags, inv.mode, inv.vars.clone()) {
         Ok(r) => r,
         Err(d) => {
@@ -364,6 +371,39 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
     }
 }
 
+/// A saved plan is the whole request it was made with: flags that would change what it does
+/// are refused beside it (`-var` and `-var-file` are checked by the engine, which refuses only
+/// values that differ from the plan's, as Terraform does).
+fn saved_plan_conflicts(inv: &Invocation<'_>, path: &Path) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    let mut refuse = |flag: &str| {
+        diags.push(Diagnostic::error(
+            format!("Can't use {flag} when applying a saved plan"),
+            format!(
+                "{} was made with its own choice of {flag}, and applies exactly as it was made. Make a new plan with {flag} instead.",
+                path.display()
+            ),
+        ))
+    };
+    if !inv.walk.target.is_empty() {
+        refuse("-target");
+    }
+    if let Some(f) = inv.flags {
+        if !f.replace.is_empty() {
+            refuse("-replace");
+        }
+        if !f.refresh {
+            refuse("-refresh=false");
+        }
+    }
+    match inv.mode {
+        PlanMode::Destroy => refuse("-destroy"),
+        PlanMode::ReadOnly => refuse("-read-only"),
+        _ => {}
+    }
+    diags
+}
+
 /// A plan holding only what refresh found, so it renders as the drift section.
 fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
     Plan {
@@ -378,6 +418,7 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         data_reads: Vec::new(),
         dropped_data: Vec::new(),
         variables: BTreeMap::new(),
+        request: Default::default(),
         warnings: Vec::new(),
         errored: false,
     }

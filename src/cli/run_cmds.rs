@@ -5,7 +5,7 @@
 //! Decisions:
 //! - Addresses given to `-target` and `-replace` are parsed here, all of them, and reported
 //!   together before anything runs.
-//! - A saved plan is JSON: `{"cairn_plan_format": 1, "cairn_version", "plan"}` with the `Plan`
+//! - A saved plan is JSON: `{"cairn_plan_format": 2, "cairn_version", "plan"}` with the `Plan`
 //!   serialized by serde (unknowns included). JSON keeps it inspectable with ordinary tools;
 //!   `cairn show -json FILE` gives the Terraform-shaped view.
 //! - The approval step runs only after the plan is shown, and only when the plan has
@@ -99,7 +99,7 @@ pub fn run_request(
 }
 
 /// The version of the saved plan format this Cairn writes and reads.
-pub const PLAN_FORMAT: u64 = 1;
+pub const PLAN_FORMAT: u64 = 2;
 
 /// Writes a plan for `apply FILE`.
 pub fn save_plan(path: &Path, plan: &Plan) -> Result<(), Diagnostic> {
@@ -760,6 +760,7 @@ mod tests {
             data_reads: vec![],
             dropped_data: vec![],
             variables: Default::default(),
+            request: Default::default(),
             warnings: vec![],
             applyable: actions.iter().any(|a| *a != Action::NoOp),
             errored: false,

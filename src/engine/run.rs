@@ -16,7 +16,9 @@ use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::plan::{Action, Change, Drift, OutputChange, Plan, PlanMode, ProviderChange};
+use crate::plan::{
+    Action, Change, Drift, OutputChange, Plan, PlanMode, PlanRequest, ProviderChange,
+};
 use crate::provider::Provider;
 use crate::value::Value;
 use cairn_graph::NodeId;
@@ -106,6 +108,8 @@ impl<T> Report<T> {
 pub struct Loaded {
     pub config: Arc<Config>,
     pub inputs: BTreeMap<String, Value>,
+    /// A hash of the configuration's files (see [`config_hash`]).
+    pub files_hash: String,
     pub registry: Arc<Registry>,
     pub diags: Diagnostics,
 }
@@ -133,6 +137,15 @@ fn log_phase(phase: &str, start: std::time::Instant) {
 
 /// Loads the configuration, the input variables and the provider registry.
 pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
+    load_with(opts, None)
+}
+
+/// [`load`]; with `saved` (the variable values of a saved plan) the inputs are exactly those
+/// values: no `-var`, tfvars file or `TF_VAR_*` is read, as the plan already holds them.
+fn load_with(
+    opts: &Options,
+    saved: Option<&BTreeMap<String, Value>>,
+) -> Result<Loaded, Report<()>> {
     let (config, mut diags) = timed("load configuration", || crate::config::load(&opts.dir));
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
@@ -140,9 +153,14 @@ pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
     if diags.has_errors() {
         return Err(Report::fail(diags, Some(Arc::new(config))));
     }
-    let (inputs, var_diags) = timed("input variables", || {
-        crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir)
-    });
+    // Before input values add their files to the source map: the hash is of the configuration.
+    let files_hash = files_hash(&config);
+    let (inputs, var_diags) = match saved {
+        Some(values) => (values.clone(), changed_variables(opts, &mut config, values)),
+        None => timed("input variables", || {
+            crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir)
+        }),
+    };
     let config = Arc::new(config);
     diags.extend(var_diags);
     if diags.has_errors() {
@@ -166,6 +184,7 @@ pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
     Ok(Loaded {
         config,
         inputs,
+        files_hash,
         registry,
         diags,
     })
@@ -200,9 +219,9 @@ fn open_read(opts: &Options) -> Result<(Option<Store>, Snapshot, Vec<String>), D
     }
 }
 
-/// A hash of the configuration's files and the input values: a saved plan applies only to
-/// the configuration it was made from.
-pub fn config_hash(config: &Config, inputs: &BTreeMap<String, Value>) -> String {
+/// A hash of the configuration's module directories and files (not the variable files: a
+/// saved plan carries the values).
+fn files_hash(config: &Config) -> String {
     let mut h = sha2::Sha256::new();
     for m in config.modules() {
         h.update(m.dir.display().to_string().as_bytes());
@@ -219,6 +238,15 @@ pub fn config_hash(config: &Config, inputs: &BTreeMap<String, Value>) -> String 
         h.update(t.as_bytes());
         h.update([0]);
     }
+    format!("{:x}", h.finalize())
+}
+
+/// A hash of the configuration's files and the input values: a saved plan applies only to
+/// the configuration it was made from.
+pub fn config_hash(files_hash: &str, inputs: &BTreeMap<String, Value>) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(files_hash.as_bytes());
+    h.update([0]);
     h.update(serde_json::to_string(inputs).unwrap_or_default().as_bytes());
     format!("{:x}", h.finalize())
 }
@@ -407,7 +435,7 @@ async fn make_plan(
     let mut plan = Plan {
         mode,
         base_seq: prior.head,
-        config_hash: config_hash(&loaded.config, &loaded.inputs),
+        config_hash: config_hash(&loaded.files_hash, &loaded.inputs),
         changes: Vec::new(),
         provider_changes: Vec::new(),
         outputs: Vec::new(),
@@ -415,6 +443,11 @@ async fn make_plan(
         data_reads: Vec::new(),
         dropped_data: Vec::new(),
         variables: loaded.inputs.clone(),
+        request: PlanRequest {
+            targets: opts.targets.clone(),
+            replace: opts.replace.clone(),
+            refresh: opts.refresh,
+        },
         warnings: Vec::new(),
         applyable: false,
         errored: false,
@@ -691,15 +724,31 @@ pub async fn apply(
     confirm: &(dyn Fn(&Plan) -> bool + Sync),
     observer: Arc<dyn Observer>,
 ) -> Report<Applied> {
+    // A saved plan is the whole request: its mode, variable values, targets, replacements and
+    // refresh choice, never the command line's.
+    let from_plan;
+    let (opts, mode) = match &saved {
+        Some(p) => {
+            from_plan = Options {
+                targets: p.request.targets.clone(),
+                replace: p.request.replace.clone(),
+                refresh: p.request.refresh,
+                ..opts.clone()
+            };
+            (&from_plan, p.mode)
+        }
+        None => (opts, mode),
+    };
     let mode = match mode {
         PlanMode::ReadOnly if opts.sabotage == Some(Sabotage::ReadOnlyApplies) => PlanMode::Normal,
         mode => mode,
     };
-    let loaded = match load(opts) {
+    let loaded = match load_with(opts, saved.as_ref().map(|p| &p.variables)) {
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };
     let mut diags = loaded.diags.clone();
+
     let mut notes = Vec::new();
     let (mut store, warnings) = match open(opts, true) {
         Ok(s) => s,
@@ -729,9 +778,7 @@ pub async fn apply(
                     "Saved plan is stale",
                     format!("The plan was made against state position {}, but the state has changed since (it was at {} when this apply started). Run plan again.", p.base_seq, run.saturating_sub(1)),
                 ));
-            } else if p.config_hash != config_hash(&loaded.config, &loaded.inputs)
-                && p.config_hash != config_hash(&loaded.config, &p.variables)
-            {
+            } else if p.config_hash != config_hash(&loaded.files_hash, &p.variables) {
                 diags.push(Diagnostic::error(
                     "Saved plan does not match the configuration",
                     "The configuration files or variable values changed since this plan was made. Run plan again.",
@@ -856,6 +903,55 @@ pub async fn apply(
         notes,
         config: Some(loaded.config),
     }
+}
+
+/// `-var` and `-var-file` beside a saved plan: a variable they set to a value other than the
+/// plan's is an error (the plan applies with its own values), as in Terraform.
+fn changed_variables(
+    opts: &Options,
+    config: &mut Config,
+    planned: &BTreeMap<String, Value>,
+) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    if opts.vars.is_empty() {
+        return diags;
+    }
+    let none = BTreeMap::new();
+    let (given, d) = crate::config::input_values(config, &opts.vars, &none, &opts.dir);
+    if d.has_errors() {
+        return d;
+    }
+    let (baseline, _) = crate::config::input_values(config, &[], &none, &opts.dir);
+    let named: BTreeSet<&str> = opts
+        .vars
+        .iter()
+        .filter_map(|v| match v {
+            crate::config::VarArg::Var(t) => t.split_once('=').map(|(n, _)| n.trim()),
+            crate::config::VarArg::File(_) => None,
+        })
+        .collect();
+    for (name, value) in &given {
+        let set_here = named.contains(name.as_str()) || baseline.get(name) != Some(value);
+        let same = planned
+            .get(name)
+            .is_some_and(|p| super::plan::equal_ignoring_marks(p, value));
+        if set_here && !same {
+            let shown = |v: Option<&Value>| match v {
+                Some(v) if v.contains_sensitive() => "(sensitive value)".to_string(),
+                Some(v) => crate::value::format_hcl(v),
+                None => "no value".to_string(),
+            };
+            diags.push(Diagnostic::error(
+                "Can't change variable when applying a saved plan",
+                format!(
+                    "The variable {name} cannot be set using the -var and -var-file options when applying a saved plan file, because a saved plan includes the variable values that were set when it was created. The saved plan specifies {} as the value whereas during apply the value {} was set by a CLI argument.",
+                    shown(planned.get(name)),
+                    shown(Some(value)),
+                ),
+            ));
+        }
+    }
+    diags
 }
 
 /// Records a read-only apply: data results and outputs (the refresh was recorded already).

@@ -5,6 +5,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// Issue 11 lifecycle workflows, end to end (saved plans, targeting, drift, data sources in
+/// state, read-only, interrupts, providers in state).
+#[path = "cli_lifecycle.rs"]
+mod lifecycle;
+
 /// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
 /// colours off by environment, and returns (exit code, stdout, stderr).
 fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
@@ -752,6 +757,7 @@ fn sample_plan() -> Plan {
         data_reads: vec![],
         dropped_data: vec![],
         variables: BTreeMap::new(),
+        request: Default::default(),
         warnings: vec![],
         applyable: true,
         errored: false,

@@ -1,0 +1,393 @@
+//! End-to-end tests of the everyday lifecycle workflows on the real binary (issue 11): saved
+//! plans, targeted saved plans, drift, apply-time re-planning, data sources in state,
+//! read-only on an empty state, interrupts, providers in state. Each looks at what the user
+//! sees (exit code, plan text or JSON), the calls the `sim` provider logged
+//! (`sim-store/calls.jsonl`), the state after the apply, and the next plan.
+
+use super::project;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Runs `cairn ARGS` in `dir` with `env` set (and no inherited `TF_VAR_*` or `SIM_*`), and
+/// returns (exit code, stdout, stderr).
+fn cairn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CAIRN_STATE_DIR")
+        .env_remove("CAIRN_LOG")
+        .env_remove("CAIRN_LOG_PATH")
+        .stdin(Stdio::null());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("TF_VAR_") || k.starts_with("SIM_") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the cairn binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `cairn` that must exit with `code`; returns stdout.
+fn ok(dir: &Path, args: &[&str], code: i32) -> String {
+    let (c, out, err) = cairn(dir, args, &[]);
+    assert_eq!(c, code, "cairn {args:?}\n{out}\n{err}");
+    out
+}
+
+/// The calls `sim` logged since the last look, one `op name` (and `id` when there is one) per
+/// line; `seen` is how many lines were looked at before.
+fn calls(dir: &Path, seen: &mut usize) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("sim-store/calls.jsonl")).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let new = lines[*seen..]
+        .iter()
+        .map(|l| {
+            let j: serde_json::Value = serde_json::from_str(l).unwrap();
+            let mut s = format!(
+                "{} {}",
+                j["op"].as_str().unwrap(),
+                j["name"].as_str().unwrap()
+            );
+            if let Some(id) = j["id"].as_str() {
+                s.push_str(&format!(" {id}"));
+            }
+            if j["ok"] == false {
+                s.push_str(" FAILED");
+            }
+            s
+        })
+        .collect();
+    *seen = lines.len();
+    new
+}
+
+/// The changing calls (`create`, `update`, `delete`) among `calls`, as `op name`, sorted (ids
+/// of same-named objects made in parallel depend on timing).
+fn changes(calls: &[String]) -> Vec<String> {
+    let mut c: Vec<String> = calls
+        .iter()
+        .filter(|c| c.starts_with("create") || c.starts_with("update") || c.starts_with("delete"))
+        .map(|c| c.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    c.sort();
+    c
+}
+
+/// `state show ADDR`'s attribute `name` (a quoted string value).
+fn state_attr(dir: &Path, addr: &str, name: &str) -> String {
+    let out = ok(dir, &["state", "show", addr], 0);
+    out.lines()
+        .find_map(|l| {
+            let (k, v) = l.trim().split_once(" = ")?;
+            (k.trim() == name).then(|| v.trim().trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| panic!("{addr} has no {name}:\n{out}"))
+}
+
+const VARS_MAIN: &str = r#"
+variable "v" {
+  default = "1"
+}
+variable "n" {
+  type    = number
+  default = 1
+}
+variable "names" {
+  type    = list(string)
+  default = ["x"]
+}
+variable "from_env" {
+  default = "default"
+}
+variable "from_auto" {
+  default = "default"
+}
+resource "sim_thing" "root" {
+  name  = "root"
+  value = "${var.v}-${var.from_env}-${var.from_auto}"
+}
+resource "sim_thing" "counted" {
+  count = var.n
+  name  = "c${count.index}"
+  value = var.v
+}
+module "m" {
+  for_each = toset(var.names)
+  source   = "./m"
+  v        = "${var.v}-${each.key}"
+}
+output "inner" {
+  value = { for k, m in module.m : k => m.inner }
+}
+"#;
+
+const VARS_M: &str = r#"
+variable "v" {}
+resource "sim_thing" "t" {
+  name  = "m"
+  value = var.v
+}
+module "inner" {
+  source = "../inner"
+  v      = var.v
+}
+output "inner" {
+  value = module.inner.value
+}
+"#;
+
+const VARS_INNER: &str = r#"
+variable "v" {}
+resource "sim_thing" "t" {
+  name  = "inner"
+  value = var.v
+}
+output "value" {
+  value = sim_thing.t.value
+}
+"#;
+
+/// Issue 11.1: a plan saved with `-var`, `-var-file`, `*.auto.tfvars` and `TF_VAR_*` applies
+/// with exactly those values — root variables, module inputs, `for_each` over module
+/// instances, `count`, nested modules — even when none of them is given to `apply`.
+#[test]
+fn saved_plan_applies_with_the_variables_it_was_made_with() {
+    let dir = project(&[
+        ("main.tf", VARS_MAIN),
+        ("m/main.tf", VARS_M),
+        ("inner/main.tf", VARS_INNER),
+        ("extra.tfvars", "names = [\"x\", \"y\"]\n"),
+        ("set.auto.tfvars", "from_auto = \"auto\"\n"),
+    ]);
+    let d = dir.path();
+    let (code, out, err) = cairn(
+        d,
+        &[
+            "plan",
+            "-var",
+            "v=2",
+            "-var",
+            "n=2",
+            "-var-file=extra.tfvars",
+            "-out=p.bin",
+        ],
+        &[("TF_VAR_from_env", "env")],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("Plan: 7 to add, 0 to change, 0 to destroy."),
+        "{out}"
+    );
+    // The plan file lists the values; apply must use the same.
+    let show = ok(d, &["show", "-json", "p.bin"], 0);
+    let j: serde_json::Value = serde_json::from_str(&show).unwrap();
+    assert_eq!(j["variables"]["v"]["value"], "2", "{show}");
+    assert_eq!(j["variables"]["from_env"]["value"], "env", "{show}");
+    assert_eq!(j["variables"]["from_auto"]["value"], "auto", "{show}");
+    // Between plan and apply the auto file changes: the plan still holds what it was made with.
+    std::fs::write(d.join("set.auto.tfvars"), "from_auto = \"changed\"\n").unwrap();
+    let mut seen = 0;
+    let out = ok(d, &["apply", "p.bin"], 0);
+    assert!(
+        out.contains("Apply complete! Resources: 7 added, 0 changed, 0 destroyed."),
+        "{out}"
+    );
+    assert_eq!(
+        changes(&calls(d, &mut seen)),
+        [
+            "create c0",
+            "create c1",
+            "create inner",
+            "create inner",
+            "create m",
+            "create m",
+            "create root"
+        ]
+    );
+    assert_eq!(state_attr(d, "sim_thing.root", "value"), "2-env-auto");
+    assert_eq!(state_attr(d, "sim_thing.counted[1]", "value"), "2");
+    assert_eq!(
+        state_attr(d, "module.m[\"y\"].module.inner.sim_thing.t", "value"),
+        "2-y"
+    );
+    assert_eq!(state_attr(d, "module.m[\"x\"].sim_thing.t", "value"), "2-x");
+    // The same request again plans no change.
+    std::fs::write(d.join("set.auto.tfvars"), "from_auto = \"auto\"\n").unwrap();
+    let (code, out, err) = cairn(
+        d,
+        &[
+            "plan",
+            "-detailed-exitcode",
+            "-var",
+            "v=2",
+            "-var",
+            "n=2",
+            "-var-file=extra.tfvars",
+        ],
+        &[("TF_VAR_from_env", "env")],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("No changes."), "{out}");
+}
+
+/// Issue 11.1: beside a plan file, a `-var` that changes a planned value, `-target`,
+/// `-replace`, `-destroy`, `-read-only` and `-refresh=false` are refused before anything runs;
+/// a `-var` equal to the plan's value is accepted (as Terraform does).
+#[test]
+fn saved_plan_refuses_flags_that_would_change_it() {
+    let dir = project(&[(
+        "main.tf",
+        "variable \"v\" {\n  default = \"1\"\n}\nresource \"sim_thing\" \"a\" {\n  name  = \"a\"\n  value = var.v\n}\n",
+    )]);
+    let d = dir.path();
+    ok(d, &["plan", "-var", "v=2", "-out=p.bin"], 0);
+    let (code, _, err) = cairn(d, &["apply", "-var", "v=3", "p.bin"], &[]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Can't change variable when applying a saved plan"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "The saved plan specifies \"2\" as the value whereas during apply the value \"3\""
+        ),
+        "{err}"
+    );
+    for flag in [
+        "-target=sim_thing.a",
+        "-replace=sim_thing.a",
+        "-destroy",
+        "-read-only",
+        "-refresh=false",
+    ] {
+        let (code, _, err) = cairn(d, &["apply", flag, "p.bin"], &[]);
+        assert_eq!(code, 1, "{flag}");
+        let name = flag.split('=').next().unwrap();
+        assert!(
+            err.contains("when applying a saved plan") && err.contains(name),
+            "{flag}: {err}"
+        );
+    }
+    assert!(
+        !d.join("sim-store/calls.jsonl").exists()
+            || !std::fs::read_to_string(d.join("sim-store/calls.jsonl"))
+                .unwrap()
+                .contains("create"),
+        "a refused apply changes nothing"
+    );
+    // The same value is no change of the plan; TF_VAR_* at apply is ignored.
+    let (code, out, err) = cairn(d, &["apply", "-var", "v=2", "p.bin"], &[("TF_VAR_v", "9")]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(state_attr(d, "sim_thing.a", "value"), "2");
+    let (code, _, _) = cairn(d, &["plan", "-detailed-exitcode", "-var", "v=2"], &[]);
+    assert_eq!(code, 0);
+}
+
+/// Issue 11.1: a saved `-replace` and `-refresh=false` plan applies as planned: the replaced
+/// object is replaced and nothing is read before the apply.
+#[test]
+fn saved_plan_carries_replace_and_refresh_choice() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\nresource \"sim_thing\" \"b\" {\n  name = \"b\"\n}\n",
+    )]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"], 0);
+    let mut seen = 0;
+    calls(d, &mut seen);
+    let out = ok(
+        d,
+        &[
+            "plan",
+            "-replace=sim_thing.a",
+            "-refresh=false",
+            "-out=p.bin",
+        ],
+        0,
+    );
+    assert!(
+        out.contains("Plan: 1 to add, 0 to change, 1 to destroy."),
+        "{out}"
+    );
+    assert!(calls(d, &mut seen).iter().all(|c| !c.starts_with("read")));
+    let out = ok(d, &["apply", "p.bin"], 0);
+    assert!(
+        out.contains("Resources: 1 added, 0 changed, 1 destroyed."),
+        "{out}"
+    );
+    let made = calls(d, &mut seen);
+    assert!(made.iter().all(|c| !c.starts_with("read")), "{made:?}");
+    assert_eq!(changes(&made), ["create a", "delete a"]);
+    assert_eq!(state_attr(d, "sim_thing.a", "id"), "a-2");
+    ok(d, &["plan", "-detailed-exitcode"], 0);
+}
+
+/// Issue 11.4: `plan -target -out` then `apply FILE` evaluates and applies only the targets
+/// and what they depend on: the rest (a `for_each` not known yet, a data source that would
+/// fail, an output) is neither evaluated nor read. A full plan then finishes the job.
+#[test]
+fn targeted_saved_plan_applies_only_its_targets() {
+    let dir = project(&[(
+        "main.tf",
+        r#"
+resource "sim_thing" "a" {
+  name = "a"
+}
+resource "sim_thing" "b" {
+  for_each = toset([sim_thing.a.id])
+  name     = "b"
+  value    = each.key
+}
+data "sim_lookup" "later" {
+  key        = "b"
+  depends_on = [sim_thing.b]
+}
+output "b" {
+  value = [for b in sim_thing.b : b.id]
+}
+output "found" {
+  value = data.sim_lookup.later.result
+}
+"#,
+    )]);
+    let d = dir.path();
+    // The whole configuration cannot be planned yet.
+    let (code, _, err) = cairn(d, &["plan"], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Invalid for_each argument"), "{err}");
+    let mut seen = 0;
+    calls(d, &mut seen);
+    let out = ok(d, &["plan", "-target=sim_thing.a", "-out=p.bin"], 0);
+    assert!(
+        out.contains("Plan: 1 to add, 0 to change, 0 to destroy."),
+        "{out}"
+    );
+    assert!(calls(d, &mut seen).iter().all(|c| !c.starts_with("lookup")));
+    let (code, out, err) = cairn(d, &["apply", "p.bin"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("Apply complete! Resources: 1 added"), "{out}");
+    let made = calls(d, &mut seen);
+    assert_eq!(changes(&made), ["create a"]);
+    assert!(made.iter().all(|c| !c.starts_with("lookup")), "{made:?}");
+    let listed = ok(d, &["state", "list"], 0);
+    assert!(listed.contains("sim_thing.a"), "{listed}");
+    assert!(!listed.contains("sim_thing.b"), "{listed}");
+    assert!(!listed.contains("data.sim_lookup.later"), "{listed}");
+    // Then a full plan: b is created, the data source read at apply.
+    let out = ok(d, &["plan", "-detailed-exitcode"], 2);
+    assert!(
+        out.contains("sim_thing.b[\"a-1\"] will be created"),
+        "{out}"
+    );
+    ok(d, &["apply", "-auto-approve"], 0);
+    assert_eq!(changes(&calls(d, &mut seen)), ["create b"]);
+    ok(d, &["plan", "-detailed-exitcode"], 0);
+}
