@@ -251,10 +251,20 @@ pub fn present_plan(ctx: &Context, plan: &Plan, json_ui: Option<&JsonUi>, no_col
 }
 
 /// The exit code of `plan`: with `-detailed-exitcode`, 2 when there are changes.
+///
+/// Drift alone is no change (as in Terraform): a normal plan that only found objects changed
+/// outside Cairn exits 0, though applying it records what refresh found. A read-only plan's
+/// changes are exactly what it would record.
 pub fn plan_exit(plan: &Plan, detailed: bool) -> Exit {
+    let changes = match plan.mode {
+        PlanMode::ReadOnly | PlanMode::RefreshOnly => plan.applyable,
+        PlanMode::Normal | PlanMode::Destroy => {
+            plan.has_changes() || plan.changes.iter().any(|c| c.action == Action::Read)
+        }
+    };
     if plan.errored {
         Exit::Error
-    } else if detailed && (plan.has_changes() || plan.applyable) {
+    } else if detailed && changes {
         Exit::Changes
     } else {
         Exit::Ok

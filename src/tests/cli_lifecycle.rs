@@ -391,3 +391,165 @@ output "found" {
     assert_eq!(changes(&calls(d, &mut seen)), ["create b"]);
     ok(d, &["plan", "-detailed-exitcode"], 0);
 }
+
+/// Rewrites attribute `key` of the object with id `id` in the `sim` store (a change made
+/// outside Cairn).
+fn cloud_set(dir: &Path, id: &str, key: &str, value: &str) {
+    let p = dir.join(format!("sim-store/things/local/{id}.json"));
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    j[key] = serde_json::Value::String(value.into());
+    std::fs::write(&p, j.to_string()).unwrap();
+}
+
+/// Issue 11.3: drift in a computed attribute of a resource named in a data source's
+/// `depends_on`, with the configuration planning no-op, does not defer the read: it happens
+/// during the plan, `-detailed-exitcode` exits 0, the drift is shown, and applying the plan
+/// (saved or not) records the refreshed values. Terraform 1.11 agrees (exit 0, one lookup in
+/// the plan, `out` recorded by the apply); it hides the drift note, Cairn shows it.
+#[test]
+fn drift_alone_defers_no_read_and_is_no_change() {
+    let dir = project(&[(
+        "main.tf",
+        r#"
+resource "sim_thing" "a" {
+  name  = "a"
+  value = "v"
+}
+data "sim_lookup" "l" {
+  key        = "a"
+  depends_on = [sim_thing.a]
+}
+resource "sim_thing" "b" {
+  name  = "b"
+  value = "w"
+}
+"#,
+    )]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"], 0);
+    cloud_set(d, "a-1", "out", "a/drifted");
+    let mut seen = 0;
+    calls(d, &mut seen);
+    let out = ok(d, &["plan", "-detailed-exitcode", "-out=p.bin"], 0);
+    assert!(
+        out.contains("Objects have changed outside of Cairn"),
+        "{out}"
+    );
+    assert!(out.contains("~ out   = \"a/v\" -> \"a/drifted\""), "{out}");
+    assert!(out.contains("No changes."), "{out}");
+    assert!(!out.contains("read during apply"), "{out}");
+    let made = calls(d, &mut seen);
+    assert!(made.contains(&"lookup a".to_string()), "{made:?}");
+    assert!(changes(&made).is_empty(), "{made:?}");
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(d, &["show", "-json", "p.bin"], 0)).unwrap();
+    let actions: Vec<String> = j["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{} {}", c["address"], c["change"]["actions"]))
+        .collect();
+    assert!(
+        actions.iter().all(|a| a.ends_with("[\"no-op\"]")),
+        "{actions:?}"
+    );
+    // Applying the plan records what refresh found, and changes nothing.
+    let out = ok(d, &["apply", "p.bin"], 0);
+    assert!(
+        out.contains("Resources: 0 added, 0 changed, 0 destroyed."),
+        "{out}"
+    );
+    assert!(changes(&calls(d, &mut seen)).is_empty());
+    assert_eq!(state_attr(d, "sim_thing.a", "out"), "a/drifted");
+    assert_eq!(state_attr(d, "data.sim_lookup.l", "result"), "a/drifted");
+    let out = ok(d, &["plan", "-detailed-exitcode"], 0);
+    assert!(!out.contains("changed outside"), "{out}");
+    // A configured attribute's drift is a change: it is planned back, and the read waits.
+    cloud_set(d, "a-1", "value", "tampered");
+    let out = ok(d, &["plan", "-detailed-exitcode"], 2);
+    assert!(
+        out.contains("sim_thing.a will be updated in-place"),
+        "{out}"
+    );
+    assert!(
+        out.contains("data.sim_lookup.l will be read during apply"),
+        "{out}"
+    );
+}
+
+/// Issue 11.2: a resource planned as "update, known after apply" because of a data read
+/// deferred to apply is planned again with the read's result; when that equals what the state
+/// has, it is a no-op — no provider `update`, no event, not counted — and when it differs, it
+/// is updated. Terraform 1.11 makes the same calls and prints the same summary.
+#[test]
+fn apply_replans_with_final_values_and_skips_what_is_unchanged() {
+    let dir = project(&[
+        (
+            "main.tf",
+            r#"
+variable "v" {
+  default = "1"
+}
+resource "sim_thing" "a" {
+  name  = "a"
+  value = var.v
+}
+data "sim_lookup" "l" {
+  key        = "k"
+  depends_on = [sim_thing.a]
+}
+resource "sim_thing" "c" {
+  name  = "c"
+  value = data.sim_lookup.l.result
+}
+output "r" {
+  value = data.sim_lookup.l.result
+}
+"#,
+        ),
+        ("sim-store/ext/local.json", r#"{"k": "same"}"#),
+    ]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"], 0);
+    let mut seen = 0;
+    calls(d, &mut seen);
+    let events_before = ok(d, &["log"], 0).lines().count();
+    let out = ok(d, &["apply", "-auto-approve", "-var", "v=2"], 0);
+    assert!(
+        out.contains("sim_thing.c will be updated in-place"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Plan: 0 to add, 2 to change, 0 to destroy."),
+        "{out}"
+    );
+    assert!(!out.contains("sim_thing.c: Modifying"), "{out}");
+    assert!(
+        out.contains("Apply complete! Resources: 0 added, 1 changed, 0 destroyed."),
+        "{out}"
+    );
+    assert_eq!(changes(&calls(d, &mut seen)), ["update a"]);
+    let log = ok(d, &["log"], 0);
+    let new_events: Vec<&str> = log.lines().skip(events_before).collect();
+    assert!(
+        new_events.iter().all(|e| !e.contains("sim_thing.c")),
+        "{new_events:?}"
+    );
+    assert!(
+        new_events.iter().any(|e| e.contains("0 added, 1 changed")),
+        "{new_events:?}"
+    );
+    assert_eq!(state_attr(d, "sim_thing.c", "value"), "same");
+    ok(d, &["plan", "-detailed-exitcode", "-var", "v=2"], 0);
+    // The same plan with a read that returns something new updates c.
+    std::fs::write(d.join("sim-store/ext/local.json"), r#"{"k": "new"}"#).unwrap();
+    let out = ok(d, &["apply", "-auto-approve", "-var", "v=3"], 0);
+    assert!(
+        out.contains("Apply complete! Resources: 0 added, 2 changed, 0 destroyed."),
+        "{out}"
+    );
+    assert_eq!(changes(&calls(d, &mut seen)), ["update a", "update c"]);
+    assert_eq!(state_attr(d, "sim_thing.c", "value"), "new");
+    ok(d, &["plan", "-detailed-exitcode", "-var", "v=3"], 0);
+}
