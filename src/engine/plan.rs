@@ -273,11 +273,21 @@ impl PlanPhase {
         let read_only =
             self.mode == PlanMode::ReadOnly && !ctx.limits.broken(Sabotage::ReadOnlyDefers);
         let reason = if read_only {
-            if unknown_config.is_some() || !matches!(slot.state, ProviderState::Configured(_)) {
-                self.out().warnings.push(format!(
-                    "{}: its configuration cannot be known without applying changes, so it keeps its previous result",
-                    inst.addr
-                ));
+            // A configuration never applied has nothing to re-read: its data sources are read
+            // by the first plan that creates something.
+            let never_applied = self.prior.resources.is_empty()
+                && self.prior.data.is_empty()
+                && self.prior.outputs.is_empty();
+            if never_applied
+                || unknown_config.is_some()
+                || !matches!(slot.state, ProviderState::Configured(_))
+            {
+                if before.is_some() {
+                    self.out().warnings.push(format!(
+                        "{}: its configuration cannot be known without applying changes, so it keeps its previous result",
+                        inst.addr
+                    ));
+                }
                 return Ok(
                     before.unwrap_or_else(|| plan_without_provider(&inst.schema, &inst.config))
                 );

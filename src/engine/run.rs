@@ -530,6 +530,14 @@ async fn make_plan(
     }
     plan.provider_changes = provider_changes.into_values().collect();
     plan.outputs = output_changes(&refreshed, &out.outputs);
+    if mode == PlanMode::ReadOnly {
+        // Read-only records no output it cannot know without applying changes.
+        for o in &mut plan.outputs {
+            if o.action == Action::Create && !o.after.as_ref().is_some_and(Value::is_wholly_known) {
+                o.action = Action::NoOp;
+            }
+        }
+    }
     if !opts.targets.is_empty() {
         // A targeted plan evaluates only the outputs in its scope; the others stay as they are.
         plan.outputs.retain(|o| o.action != Action::Delete);
@@ -549,6 +557,13 @@ async fn make_plan(
                 plan.has_changes()
                     || plan.changes.iter().any(|c| c.action == Action::Read)
                     || !plan.drift.is_empty()
+                    // Data sources read during the plan are recorded by apply, as in Terraform.
+                    || plan.data_reads.iter().any(|d| {
+                        !d.before
+                            .as_ref()
+                            .is_some_and(|b| super::plan::equal_ignoring_marks(b, &d.result))
+                    })
+                    || !plan.dropped_data.is_empty()
                     // A resource that moves to an equal provider instance: recorded by apply.
                     || plan.changes.iter().any(|c| {
                         refreshed
@@ -836,7 +851,12 @@ pub async fn apply(
             config: Some(loaded.config),
         };
     }
-    if !timed("show the plan and confirm", || confirm(&plan)) {
+    // A plan that changes nothing but the state's record of the world (drift, data results,
+    // data sources gone from the configuration) is applied without asking, as Terraform does.
+    let records_only = plan.mode == PlanMode::Normal
+        && !plan.has_changes()
+        && !plan.changes.iter().any(|c| c.action == Action::Read);
+    if !records_only && !timed("show the plan and confirm", || confirm(&plan)) {
         finish(
             journal,
             RunOutcome::Interrupted,
@@ -1009,8 +1029,8 @@ fn record_read_only(
             let v = match (&o.after, &o.before) {
                 (Some(a), _) if a.is_wholly_known() => a.clone(),
                 (_, Some(b)) => b.clone(),
-                (Some(a), None) => a.clone(),
-                (None, None) => return None,
+                (Some(a), None) if a.is_wholly_known() => a.clone(),
+                _ => return None,
             };
             Some((o.name.clone(), (v, o.sensitive)))
         })

@@ -553,3 +553,169 @@ output "r" {
     assert_eq!(state_attr(d, "sim_thing.c", "value"), "new");
     ok(d, &["plan", "-detailed-exitcode", "-var", "v=3"], 0);
 }
+
+/// Issue 11.5: every data source read during the plan or the apply is in state after the
+/// apply, referred to or not (`state list`, `state show`, `show -json`'s prior_state) — even
+/// when the plan has no other change, which applies without asking, as Terraform does. A data
+/// source removed from the configuration leaves state on the next apply without being read,
+/// and an output that referred to it is planned as deleted.
+#[test]
+fn data_sources_live_in_state_after_apply() {
+    let dir = project(&[
+        (
+            "main.tf",
+            "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\n",
+        ),
+        ("sim-store/ext/local.json", r#"{"k": "kv", "j": "jv"}"#),
+    ]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"], 0);
+    std::fs::write(
+        d.join("main.tf"),
+        r#"
+resource "sim_thing" "a" {
+  name = "a"
+}
+data "sim_lookup" "plan_time" {
+  key = "k"
+}
+data "sim_lookup" "apply_time" {
+  key = sim_thing.a.name
+  depends_on = [sim_thing.b]
+}
+resource "sim_thing" "b" {
+  name = "b"
+}
+data "sim_lookup" "referred" {
+  key = "j"
+}
+output "j" {
+  value = data.sim_lookup.referred.result
+}
+"#,
+    )
+    .unwrap();
+    let mut seen = 0;
+    calls(d, &mut seen);
+    let out = ok(d, &["apply", "-auto-approve"], 0);
+    assert!(
+        out.contains("data.sim_lookup.apply_time will be read during apply"),
+        "{out}"
+    );
+    let listed = ok(d, &["state", "list"], 0);
+    for addr in [
+        "data.sim_lookup.plan_time",
+        "data.sim_lookup.apply_time",
+        "data.sim_lookup.referred",
+    ] {
+        assert!(listed.lines().any(|l| l == addr), "{addr} in\n{listed}");
+    }
+    assert_eq!(state_attr(d, "data.sim_lookup.plan_time", "result"), "kv");
+    assert_eq!(state_attr(d, "data.sim_lookup.apply_time", "result"), "a/-");
+    // Plan-time reads were not repeated at apply.
+    let mut lookups: Vec<String> = calls(d, &mut seen)
+        .into_iter()
+        .filter(|c| c.starts_with("lookup"))
+        .collect();
+    lookups.sort();
+    assert_eq!(lookups, ["lookup a", "lookup j", "lookup k"]);
+    let j: serde_json::Value = serde_json::from_str(&ok(d, &["show", "-json"], 0)).unwrap();
+    let shown: Vec<&str> = j["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["address"].as_str().unwrap())
+        .collect();
+    assert!(shown.contains(&"data.sim_lookup.plan_time"), "{shown:?}");
+    ok(d, &["plan", "-detailed-exitcode"], 0);
+
+    // A new data source and nothing else to do: the apply records it, without asking.
+    std::fs::write(
+        d.join("extra.tf"),
+        "data \"sim_lookup\" \"added\" {\n  key = \"k\"\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = cairn(d, &["apply"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(state_attr(d, "data.sim_lookup.added", "result"), "kv");
+    let out = ok(d, &["plan", "-out=p.bin"], 0);
+    assert!(out.contains("No changes."), "{out}");
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(d, &["show", "-json", "p.bin"], 0)).unwrap();
+    let prior: Vec<&str> = j["prior_state"]["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["address"].as_str().unwrap())
+        .collect();
+    assert!(prior.contains(&"data.sim_lookup.added"), "{prior:?}");
+
+    // Removed from the configuration: dropped without a read; its output is deleted.
+    std::fs::remove_file(d.join("extra.tf")).unwrap();
+    let main = std::fs::read_to_string(d.join("main.tf")).unwrap();
+    let cut = main.find("data \"sim_lookup\" \"referred\"").unwrap();
+    std::fs::write(d.join("main.tf"), &main[..cut]).unwrap();
+    calls(d, &mut seen);
+    let out = ok(d, &["plan", "-detailed-exitcode"], 2);
+    assert!(out.contains("- j = \"jv\" -> null"), "{out}");
+    let made = calls(d, &mut seen);
+    assert!(!made.contains(&"lookup j".to_string()), "{made:?}");
+    ok(d, &["apply", "-auto-approve"], 0);
+    let made = calls(d, &mut seen);
+    assert!(!made.contains(&"lookup j".to_string()), "{made:?}");
+    let listed = ok(d, &["state", "list"], 0);
+    assert!(!listed.contains("data.sim_lookup.referred"), "{listed}");
+    assert!(!listed.contains("data.sim_lookup.added"), "{listed}");
+    assert!(listed.contains("data.sim_lookup.plan_time"), "{listed}");
+    assert_eq!(ok(d, &["output"], 0), "");
+    ok(d, &["plan", "-detailed-exitcode"], 0);
+}
+
+/// Issue 11.6: read-only on a configuration never applied has nothing to refresh and nothing
+/// to propose: exit 0, no provider call but `configure`, and `apply -read-only` records
+/// nothing and creates nothing. A data source whose configuration refers to a resource that
+/// does not exist yet is not read and is no error (nor warning).
+#[test]
+fn read_only_on_a_configuration_never_applied() {
+    let dir = project(&[
+        (
+            "main.tf",
+            r#"
+resource "sim_thing" "a" {
+  name = "a"
+}
+data "sim_lookup" "known" {
+  key = "k"
+}
+data "sim_lookup" "unknown" {
+  key = sim_thing.a.id
+}
+output "r" {
+  value = data.sim_lookup.unknown.result
+}
+"#,
+        ),
+        ("sim-store/ext/local.json", r#"{"k": "kv"}"#),
+    ]);
+    let d = dir.path();
+    let mut seen = 0;
+    let (code, out, err) = cairn(d, &["plan", "-read-only", "-detailed-exitcode"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(err, "");
+    assert_eq!(calls(d, &mut seen), ["configure local"]);
+    let (code, out, err) = cairn(d, &["apply", "-read-only", "-auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(err, "");
+    assert!(calls(d, &mut seen)
+        .iter()
+        .all(|c| c.starts_with("configure")));
+    assert_eq!(ok(d, &["state", "list"], 0), "");
+    assert_eq!(ok(d, &["output"], 0), "");
+    assert!(!d.join("sim-store/things").exists());
+    // The configuration then applies as usual.
+    ok(d, &["apply", "-auto-approve"], 0);
+    ok(d, &["plan", "-read-only", "-detailed-exitcode"], 0);
+    ok(d, &["plan", "-detailed-exitcode"], 0);
+}
