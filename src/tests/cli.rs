@@ -452,7 +452,10 @@ fn state_pull_and_import_round_trip() {
         "{out}"
     );
     let (_, list, _) = check_cli_in(dir.path(), &["state", "list"], "");
-    assert_eq!(list, "terraform_data.a\nterraform_data.b\n");
+    assert_eq!(
+        list,
+        "provider[\"terraform\"]\nterraform_data.a\nterraform_data.b\n"
+    );
     let (code, pulled, err) = check_cli_in(dir.path(), &["state", "pull"], "");
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&pulled).unwrap();

@@ -719,3 +719,84 @@ output "r" {
     ok(d, &["plan", "-read-only", "-detailed-exitcode"], 0);
     ok(d, &["plan", "-detailed-exitcode"], 0);
 }
+
+/// Issue 11.8: provider instances are listed by `state list` (root, aliased, inside a module),
+/// `state show` shows the configuration each was last applied with, and `-at=SEQ` does the
+/// same at any point of history.
+#[test]
+fn providers_are_visible_in_state() {
+    let main = |latency: u32| {
+        format!(
+            r#"
+provider "sim" {{
+  region = "eu"
+}}
+provider "sim" {{
+  alias      = "east"
+  region     = "us-east"
+  latency_ms = {latency}
+}}
+resource "sim_thing" "a" {{
+  name = "a"
+}}
+resource "sim_thing" "b" {{
+  provider = sim.east
+  name     = "b"
+}}
+module "m" {{
+  source = "./m"
+}}
+"#
+        )
+    };
+    let dir = project(&[
+        ("main.tf", &main(0)),
+        (
+            "m/main.tf",
+            "provider \"sim\" {\n  alias  = \"inner\"\n  region = \"ap\"\n}\nresource \"sim_thing\" \"c\" {\n  provider = sim.inner\n  name     = \"c\"\n}\n",
+        ),
+    ]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"], 0);
+    let first_head = ok(d, &["log"], 0).lines().count();
+    assert_eq!(
+        ok(d, &["state", "list"], 0),
+        "provider[\"sim\"]\nprovider[\"sim\"].east\nmodule.m.provider[\"sim\"].inner\n\
+         sim_thing.a\nsim_thing.b\nmodule.m.sim_thing.c\n"
+    );
+    assert_eq!(
+        ok(d, &["state", "list", "module.m"], 0),
+        "module.m.provider[\"sim\"].inner\nmodule.m.sim_thing.c\n"
+    );
+    assert_eq!(
+        ok(d, &["state", "list", "provider[\"sim\"].east"], 0),
+        "provider[\"sim\"].east\n"
+    );
+    assert_eq!(
+        ok(d, &["state", "show", "provider[\"sim\"].east"], 0),
+        "# provider[\"sim\"].east:\nprovider \"sim\" {\n    alias      = \"east\"\n    latency_ms = 0\n    region     = \"us-east\"\n}\n"
+    );
+    assert!(
+        ok(d, &["state", "show", "module.m.provider[\"sim\"].inner"], 0)
+            .contains("region = \"ap\"")
+    );
+    // An in-place change of the provider's configuration; history keeps the old one.
+    std::fs::write(d.join("main.tf"), main(5)).unwrap();
+    ok(d, &["apply", "-auto-approve"], 0);
+    assert!(ok(d, &["state", "show", "provider[\"sim\"].east"], 0).contains("latency_ms = 5"));
+    let at = first_head.to_string();
+    let old = ok(
+        d,
+        &["state", "show", "-at", &at, "provider[\"sim\"].east"],
+        0,
+    );
+    assert!(old.contains("latency_ms = 0"), "{old}");
+    // Before anything was applied, no provider was in state either.
+    assert_eq!(ok(d, &["state", "list", "-at=1"], 0), "");
+    let (code, _, err) = cairn(d, &["state", "show", "provider[\"sim\"].west"], &[]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("has no provider instance provider[\"sim\"].west"),
+        "{err}"
+    );
+}
