@@ -469,11 +469,10 @@ pub fn inspect(ctx: &Context, a: &super::args::InspectArgs, vars: Vec<VarArg>) -
         state_dir: ctx.state_dir.clone(),
     };
     let opts = super::lifecycle::engine_options(&req, "inspect");
-    let report =
-        match super::lifecycle::block_on(ctx, opts.stop.clone(), crate::engine::inspect(&opts)) {
-            Ok(r) => r,
-            Err(d) => return ctx.fail(d, a.ui.no_color),
-        };
+    let report = match super::lifecycle::block_on(ctx, &opts, crate::engine::inspect(&opts)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
     let empty = crate::diag::SourceMap::new();
     let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
     if ctx.report(map, &report.diags, a.ui.no_color) {

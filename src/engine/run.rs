@@ -49,8 +49,11 @@ pub struct Options {
     pub lock_timeout: Duration,
     pub command: String,
     pub args: Vec<String>,
-    /// Set by Ctrl-C.
+    /// Set by Ctrl-C (or SIGTERM): no new step starts.
     pub stop: Arc<AtomicBool>,
+    /// Notified (once, with `notify_one`) by Ctrl-C after `stop` is set: every configured
+    /// provider instance is told to stop, so its calls in flight give up early.
+    pub interrupted: Arc<tokio::sync::Notify>,
     /// The provider packages; `None` means the built-in ones.
     pub packages: Option<BTreeMap<String, Arc<dyn Provider>>>,
     /// A deliberately broken rule, for the property tests only (see `sabotage.rs`); `None`
@@ -75,6 +78,7 @@ impl Options {
             command: "cairn".into(),
             args: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
+            interrupted: Arc::new(tokio::sync::Notify::new()),
             packages: None,
             sabotage: None,
         }
@@ -709,7 +713,12 @@ pub async fn plan(opts: &Options, mode: PlanMode, observer: Arc<dyn Observer>) -
         &mut diags,
     )
     .await;
-    let plan = make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags).await;
+    let plan = stopping_providers(
+        opts,
+        &loaded.registry,
+        make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags),
+    )
+    .await;
     drop(store);
     Report {
         result: plan,
@@ -762,6 +771,49 @@ pub async fn apply(
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };
+    let registry = loaded.registry.clone();
+    stopping_providers(
+        opts,
+        &registry,
+        apply_loaded(opts, mode, loaded, saved, confirm, observer),
+    )
+    .await
+}
+
+/// Runs `work` while watching for an interrupt: the first one tells every provider instance
+/// configured so far to stop (`Configured::stop`), so that their calls in flight give up early
+/// and report it; the walk itself starts no new step (`Limits::stop`). Each step that was
+/// running still records its outcome. The watcher is joined before returning.
+async fn stopping_providers<T>(
+    opts: &Options,
+    registry: &Arc<Registry>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let interrupted = opts.interrupted.clone();
+    let registry = registry.clone();
+    let watcher = tokio::spawn(async move {
+        interrupted.notified().await;
+        let stops = registry.all_configured();
+        tracing::debug!(providers = stops.len(), "interrupted: stopping providers");
+        for p in stops {
+            p.stop().await;
+        }
+    });
+    let out = work.await;
+    watcher.abort();
+    let _ = watcher.await;
+    out
+}
+
+/// [`apply`] once the configuration is loaded.
+async fn apply_loaded(
+    opts: &Options,
+    mode: PlanMode,
+    loaded: Loaded,
+    saved: Option<Plan>,
+    confirm: &(dyn Fn(&Plan) -> bool + Sync),
+    observer: Arc<dyn Observer>,
+) -> Report<Applied> {
     let mut diags = loaded.diags.clone();
 
     let mut notes = Vec::new();
@@ -1099,10 +1151,32 @@ async fn execute(
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
-    if !outcome.not_run.is_empty() && opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+    if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+        // What was not done: resources (and destroys) never started, because of the stop or
+        // because something they depend on did not finish.
+        let not_done: BTreeSet<String> = outcome
+            .not_run
+            .iter()
+            .chain(&outcome.skipped)
+            .filter(|id| {
+                matches!(
+                    ctx.graph.node(**id),
+                    Node::Resource { .. } | Node::Destroy { .. } | Node::Orphan { .. }
+                )
+            })
+            .map(|id| ctx.graph.node(*id).to_string())
+            .collect();
+        let not_done = if not_done.is_empty() {
+            "Every step had started.".to_string()
+        } else {
+            format!(
+                "Not started: {}.",
+                not_done.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        };
         diags.push(Diagnostic::error(
             "Apply interrupted",
-            format!("{} steps were not started because the run was stopped. Steps that had started finished and were recorded; run apply again to finish.", outcome.not_run.len()),
+            format!("The run was stopped: no new step started, and the providers were told to stop. Every step that had started is recorded with its outcome. {not_done} Run apply again to finish."),
         ));
     }
     let outputs = std::mem::take(&mut *phase.outputs.lock().expect("outputs"));
@@ -1163,6 +1237,22 @@ pub async fn refresh(
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };
+    let registry = loaded.registry.clone();
+    stopping_providers(
+        opts,
+        &registry,
+        refresh_loaded(opts, preview, observer, loaded),
+    )
+    .await
+}
+
+/// [`refresh`] once the configuration is loaded.
+async fn refresh_loaded(
+    opts: &Options,
+    preview: bool,
+    observer: Arc<dyn Observer>,
+    loaded: Loaded,
+) -> Report<Vec<Drift>> {
     let mut diags = loaded.diags.clone();
     let mut notes = Vec::new();
     let limits = Limits {

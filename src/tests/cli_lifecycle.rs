@@ -800,3 +800,182 @@ module "m" {{
         "{err}"
     );
 }
+
+const SLOW_TF: &str = r#"
+resource "sim_thing" "a" {
+  name = "a"
+}
+resource "sim_thing" "b" {
+  name = "b"
+}
+resource "sim_thing" "c" {
+  name  = "c"
+  value = sim_thing.a.id
+}
+resource "sim_thing" "d" {
+  name = "d"
+}
+"#;
+
+/// Starts `cairn apply -auto-approve -parallelism=2` with every `sim` call slowed to 3 s,
+/// waits until creates are under way, sends `signals` (e.g. `["-INT"]`), and returns (exit
+/// code, stdout, stderr, seconds from the first signal to the exit).
+fn interrupted_apply(dir: &Path, signals: &[&str]) -> (i32, String, String, f64) {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["apply", "-auto-approve", "-parallelism=2"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("SIM_LATENCY_MS", "3000")
+        .env_remove("CAIRN_STATE_DIR")
+        .env_remove("CAIRN_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !seen.lock().unwrap().contains("Creating...") {
+        assert!(std::time::Instant::now() < deadline, "no create started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Let the creates reach their (slow) provider calls.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = std::time::Instant::now();
+    for s in signals {
+        let ok = Command::new("kill")
+            .args([s.to_string(), child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {s}");
+    }
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed().as_secs_f64();
+    reader.join().unwrap();
+    let out = seen.lock().unwrap().clone();
+    (status.code().unwrap_or(-1), out, err, took)
+}
+
+/// The state's log is whole after an interrupted run: every operation started has an outcome
+/// (or is resolved by the next run), `state check` passes, and the lock is free.
+fn converges_after_interrupt(d: &Path) {
+    ok(d, &["state", "check"], 0);
+    // The lock was released: a command that takes it runs at once.
+    let (code, out, err) = cairn(d, &["apply", "-auto-approve", "-lock-timeout=0s"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let listed = ok(d, &["state", "list"], 0);
+    for r in ["sim_thing.a", "sim_thing.b", "sim_thing.c", "sim_thing.d"] {
+        assert!(listed.contains(r), "{listed}");
+    }
+    // Nothing was created twice: one object per name in the cloud.
+    let objects = std::fs::read_dir(d.join("sim-store/things/local"))
+        .unwrap()
+        .count();
+    assert_eq!(objects, 4);
+    ok(d, &["plan", "-detailed-exitcode"], 0);
+    ok(d, &["state", "check"], 0);
+}
+
+/// Issue 11.7: Ctrl-C mid-apply starts no new step, tells the providers to stop (the slow
+/// `sim` calls in flight give up at once instead of after their 3 s latency), records the
+/// outcome of every step that was running, releases the lock, exits 1 with a summary of what
+/// was and was not done; the next run converges.
+#[test]
+fn interrupt_stops_providers_and_records_every_step() {
+    let dir = project(&[("main.tf", SLOW_TF)]);
+    let d = dir.path();
+    let (code, out, err, took) = interrupted_apply(d, &["-INT"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        took < 2.5,
+        "the providers were not stopped: {took:.1}s\n{out}\n{err}"
+    );
+    assert!(
+        err.contains("Interrupt received: no new steps start"),
+        "{err}"
+    );
+    assert!(
+        err.contains("sim: interrupted before the call was made"),
+        "stop reached the provider\n{err}"
+    );
+    assert!(err.contains("Apply interrupted"), "{err}");
+    assert!(err.contains("Not started: sim_thing.c."), "{err}");
+    assert!(
+        out.contains("Apply interrupted. Before the errors above: 0 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+    // No create reached the cloud; every started operation has its outcome in the log.
+    let mut seen = 0;
+    assert!(changes(&calls(d, &mut seen)).is_empty());
+    let log = ok(d, &["log"], 0);
+    let started = log.matches("OperationStarted").count();
+    let settled =
+        log.matches("OperationFailed").count() + log.matches("OperationSucceeded").count();
+    assert!(started >= 2, "{log}");
+    assert_eq!(started, settled, "{log}");
+    assert!(log.contains("RunFinished        interrupted"), "{log}");
+    converges_after_interrupt(d);
+}
+
+/// Issue 11.7: SIGTERM (what a CI runner sends) does what Ctrl-C does.
+#[test]
+fn sigterm_stops_an_apply_like_ctrl_c() {
+    let dir = project(&[("main.tf", SLOW_TF)]);
+    let d = dir.path();
+    let (code, out, err, took) = interrupted_apply(d, &["-TERM"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(took < 2.5, "{took:.1}s\n{out}\n{err}");
+    assert!(err.contains("Termination signal received"), "{err}");
+    assert!(err.contains("Apply interrupted"), "{err}");
+    let log = ok(d, &["log"], 0);
+    assert!(log.contains("RunFinished        interrupted"), "{log}");
+    converges_after_interrupt(d);
+}
+
+/// Issue 11.7: a second Ctrl-C abandons what is still running. Whichever comes first — the
+/// steps settling after the first signal, or the second signal — the run exits 1, the state
+/// is consistent, operations left without an outcome are pending and the next run resolves
+/// them (no object is lost or made twice), and it converges.
+#[test]
+fn second_interrupt_abandons_in_flight_work_and_the_next_run_resolves_it() {
+    let dir = project(&[("main.tf", SLOW_TF)]);
+    let d = dir.path();
+    let (code, out, err, _) = interrupted_apply(d, &["-INT", "-INT"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("Run abandoned") || err.contains("Apply interrupted"),
+        "{err}"
+    );
+    if err.contains("Run abandoned") {
+        assert!(
+            err.contains("A second interrupt abandoned the steps still running"),
+            "{err}"
+        );
+    }
+    converges_after_interrupt(d);
+}
