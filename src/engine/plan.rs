@@ -51,6 +51,9 @@ pub struct PlanPhase {
     pub prior: Arc<Snapshot>,
     /// `-replace=ADDR`
     pub replace: BTreeSet<ResourceInstanceAddr>,
+    /// The state (before refresh) holds no resource, data source or output: in read-only
+    /// mode nothing is read.
+    pub never_applied: bool,
     pub out: Mutex<PlanOut>,
 }
 
@@ -64,6 +67,7 @@ impl PlanPhase {
             mode,
             prior,
             replace,
+            never_applied: false,
             out: Mutex::new(PlanOut::default()),
         }
     }
@@ -275,10 +279,7 @@ impl PlanPhase {
         let reason = if read_only {
             // A configuration never applied has nothing to re-read: its data sources are read
             // by the first plan that creates something.
-            let never_applied = self.prior.resources.is_empty()
-                && self.prior.data.is_empty()
-                && self.prior.outputs.is_empty();
-            if never_applied
+            if self.never_applied
                 || unknown_config.is_some()
                 || !matches!(slot.state, ProviderState::Configured(_))
             {

@@ -474,7 +474,10 @@ async fn make_plan(
     add_orphans(&mut graph, orphans);
     let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
-    let phase = Arc::new(PlanPhase::new(mode, refreshed.clone(), replace));
+    let mut phase = PlanPhase::new(mode, refreshed.clone(), replace);
+    phase.never_applied =
+        prior.resources.is_empty() && prior.data.is_empty() && prior.outputs.is_empty();
+    let phase = Arc::new(phase);
     // Nodes that never ran (on a cycle, or after a failure) were reported by the walk.
     timed_async("plan walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(

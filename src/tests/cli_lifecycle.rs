@@ -465,6 +465,12 @@ resource "sim_thing" "b" {
     assert_eq!(state_attr(d, "data.sim_lookup.l", "result"), "a/drifted");
     let out = ok(d, &["plan", "-detailed-exitcode"], 0);
     assert!(!out.contains("changed outside"), "{out}");
+    // A plain apply records drift too, without asking (there is nothing to approve).
+    cloud_set(d, "a-1", "out", "a/again");
+    let out = ok(d, &["apply"], 0);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(state_attr(d, "sim_thing.a", "out"), "a/again");
+    assert!(changes(&calls(d, &mut seen)).is_empty());
     // A configured attribute's drift is a change: it is planned back, and the read waits.
     cloud_set(d, "a-1", "value", "tampered");
     let out = ok(d, &["plan", "-detailed-exitcode"], 2);
@@ -818,9 +824,9 @@ resource "sim_thing" "d" {
 "#;
 
 /// Starts `cairn apply -auto-approve -parallelism=2` with every `sim` call slowed to 3 s,
-/// waits until creates are under way, sends `signals` (e.g. `["-INT"]`), and returns (exit
+/// waits until creates are under way, sends `signals` (e.g. `[libc::SIGINT]`), and returns (exit
 /// code, stdout, stderr, seconds from the first signal to the exit).
-fn interrupted_apply(dir: &Path, signals: &[&str]) -> (i32, String, String, f64) {
+fn interrupted_apply(dir: &Path, signals: &[libc::c_int]) -> (i32, String, String, f64) {
     use std::io::Read;
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(["apply", "-auto-approve", "-parallelism=2"])
@@ -858,13 +864,10 @@ fn interrupted_apply(dir: &Path, signals: &[&str]) -> (i32, String, String, f64)
     // Let the creates reach their (slow) provider calls.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let sent = std::time::Instant::now();
-    for s in signals {
-        let ok = Command::new("kill")
-            .args([s.to_string(), child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {s}");
+    for &s in signals {
+        // SAFETY: kill(2) on our own child's pid; no memory is shared.
+        let r = unsafe { libc::kill(child.id() as libc::pid_t, s) };
+        assert_eq!(r, 0, "kill {s}");
     }
     let mut err = String::new();
     child
@@ -908,7 +911,7 @@ fn converges_after_interrupt(d: &Path) {
 fn interrupt_stops_providers_and_records_every_step() {
     let dir = project(&[("main.tf", SLOW_TF)]);
     let d = dir.path();
-    let (code, out, err, took) = interrupted_apply(d, &["-INT"]);
+    let (code, out, err, took) = interrupted_apply(d, &[libc::SIGINT]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(
         took < 2.5,
@@ -946,7 +949,7 @@ fn interrupt_stops_providers_and_records_every_step() {
 fn sigterm_stops_an_apply_like_ctrl_c() {
     let dir = project(&[("main.tf", SLOW_TF)]);
     let d = dir.path();
-    let (code, out, err, took) = interrupted_apply(d, &["-TERM"]);
+    let (code, out, err, took) = interrupted_apply(d, &[libc::SIGTERM]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(took < 2.5, "{took:.1}s\n{out}\n{err}");
     assert!(err.contains("Termination signal received"), "{err}");
@@ -964,7 +967,7 @@ fn sigterm_stops_an_apply_like_ctrl_c() {
 fn second_interrupt_abandons_in_flight_work_and_the_next_run_resolves_it() {
     let dir = project(&[("main.tf", SLOW_TF)]);
     let d = dir.path();
-    let (code, out, err, _) = interrupted_apply(d, &["-INT", "-INT"]);
+    let (code, out, err, _) = interrupted_apply(d, &[libc::SIGINT, libc::SIGINT]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(
