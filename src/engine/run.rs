@@ -993,6 +993,14 @@ fn changed_variables(
     }
     let none = BTreeMap::new();
     let (given, d) = crate::config::input_values(config, &opts.vars, &none, &opts.dir);
+    // A required variable the command line does not set has its value in the plan.
+    let d: Diagnostics = d
+        .into_iter()
+        .filter(|d| {
+            d.summary != "No value for required variable"
+                && d.summary != "Required variable not set"
+        })
+        .collect();
     if d.has_errors() {
         return d;
     }

@@ -261,6 +261,10 @@ fn saved_plan_refuses_flags_that_would_change_it() {
         ),
         "{err}"
     );
+    std::fs::write(d.join("three.tfvars"), "v = \"3\"\n").unwrap();
+    let (code, _, err) = cairn(d, &["apply", "-var-file=three.tfvars", "p.bin"], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("The variable v cannot be set"), "{err}");
     for flag in [
         "-target=sim_thing.a",
         "-replace=sim_thing.a",
@@ -288,6 +292,25 @@ fn saved_plan_refuses_flags_that_would_change_it() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(state_attr(d, "sim_thing.a", "value"), "2");
     let (code, _, _) = cairn(d, &["plan", "-detailed-exitcode", "-var", "v=2"], &[]);
+    assert_eq!(code, 0);
+}
+
+/// Issue 11.1: a required variable given only at plan time (here by `TF_VAR_`) is in the
+/// plan: `apply FILE` needs it from nowhere else, and a `-var` for another variable beside the
+/// plan file is checked without asking for it again.
+#[test]
+fn saved_plan_holds_required_variables() {
+    let dir = project(&[(
+        "main.tf",
+        "variable \"req\" {}\nvariable \"opt\" {\n  default = \"o\"\n}\nresource \"sim_thing\" \"a\" {\n  name  = \"a\"\n  value = \"${var.req}-${var.opt}\"\n}\n",
+    )]);
+    let d = dir.path();
+    let (code, out, err) = cairn(d, &["plan", "-out=p.bin"], &[("TF_VAR_req", "r")]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (code, out, err) = cairn(d, &["apply", "-var", "opt=o", "p.bin"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(state_attr(d, "sim_thing.a", "value"), "r-o");
+    let (code, _, _) = cairn(d, &["plan", "-detailed-exitcode"], &[("TF_VAR_req", "r")]);
     assert_eq!(code, 0);
 }
 
