@@ -846,64 +846,102 @@ resource "sim_thing" "d" {
 }
 "#;
 
-/// Starts `cairn apply -auto-approve -parallelism=2` with every `sim` call slowed to 3 s,
-/// waits until creates are under way, sends `signals` (e.g. `[libc::SIGINT]`), and returns (exit
-/// code, stdout, stderr, seconds from the first signal to the exit).
-fn interrupted_apply(dir: &Path, signals: &[libc::c_int]) -> (i32, String, String, f64) {
-    use std::io::Read;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["apply", "-auto-approve", "-parallelism=2"])
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("SIM_LATENCY_MS", "3000")
-        .env_remove("CAIRN_STATE_DIR")
-        .env_remove("CAIRN_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let reader = {
-        let seen = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
+/// A `cairn apply -auto-approve -parallelism=2` running in the background, its standard
+/// output collected as it comes.
+struct Running {
+    child: std::process::Child,
+    stdout: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Running {
+    fn start(dir: &Path, env: &[(&str, &str)]) -> Self {
+        use std::io::Read;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        cmd.args(["apply", "-auto-approve", "-parallelism=2"])
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .env_remove("CAIRN_STATE_DIR")
+            .env_remove("CAIRN_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let reader = {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stdout.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    seen.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
                 }
-                seen.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        })
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !seen.lock().unwrap().contains("Creating...") {
-        assert!(std::time::Instant::now() < deadline, "no create started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
+            })
+        };
+        Running {
+            child,
+            stdout: seen,
+            reader,
+        }
     }
+
+    /// Waits (at most a minute) until standard output contains `text`.
+    fn wait_for(&self, text: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !self.stdout.lock().unwrap().contains(text) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never printed {text:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn signal(&self, s: libc::c_int) {
+        // SAFETY: kill(2) on our own child's pid; no memory is shared.
+        let r = unsafe { libc::kill(self.child.id() as libc::pid_t, s) };
+        assert_eq!(r, 0, "kill {s}");
+    }
+
+    /// Waits for the exit: (exit code, stdout, stderr).
+    fn finish(mut self) -> (i32, String, String) {
+        use std::io::Read;
+        let mut err = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        self.reader.join().unwrap();
+        let out = self.stdout.lock().unwrap().clone();
+        (status.code().unwrap_or(-1), out, err)
+    }
+}
+
+/// Starts an apply with every `sim` call slowed to 3 s, waits until creates are under way,
+/// sends `signals`, and returns (exit code, stdout, stderr, seconds from the first signal to
+/// the exit).
+fn interrupted_apply(dir: &Path, signals: &[libc::c_int]) -> (i32, String, String, f64) {
+    let run = Running::start(dir, &[("SIM_LATENCY_MS", "3000")]);
+    run.wait_for("Creating...");
     // Let the creates reach their (slow) provider calls.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let sent = std::time::Instant::now();
     for &s in signals {
-        // SAFETY: kill(2) on our own child's pid; no memory is shared.
-        let r = unsafe { libc::kill(child.id() as libc::pid_t, s) };
-        assert_eq!(r, 0, "kill {s}");
+        run.signal(s);
     }
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    let took = sent.elapsed().as_secs_f64();
-    reader.join().unwrap();
-    let out = seen.lock().unwrap().clone();
-    (status.code().unwrap_or(-1), out, err, took)
+    let (code, out, err) = run.finish();
+    (code, out, err, sent.elapsed().as_secs_f64())
 }
 
 /// The state's log is whole after an interrupted run: every operation started has an outcome
@@ -1004,4 +1042,64 @@ fn second_interrupt_abandons_in_flight_work_and_the_next_run_resolves_it() {
         );
     }
     converges_after_interrupt(d);
+}
+
+/// Issue 11.7, deterministically: a step whose provider cannot be stopped (`local_file`
+/// writing into a FIFO nobody reads; `local`'s `stop` has nothing to cancel) keeps the run
+/// waiting after the first Ctrl-C; the second abandons it. The operation it had started stays
+/// pending in the log, the lock is released, and the next run resolves it and converges.
+#[test]
+fn second_interrupt_abandons_a_step_that_cannot_stop() {
+    let dir = project(&[(
+        "main.tf",
+        r#"
+resource "local_file" "f" {
+  filename = "${path.module}/fifo"
+  content  = "x"
+}
+resource "sim_thing" "a" {
+  name = "a"
+}
+"#,
+    )]);
+    let d = dir.path();
+    let fifo = std::ffi::CString::new(d.join("fifo").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let mut run = Running::start(d, &[]);
+    run.wait_for("local_file.f: Creating...");
+    run.wait_for("sim_thing.a: Creation complete");
+    run.signal(libc::SIGINT);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        run.child.try_wait().unwrap().is_none(),
+        "the first interrupt waits for the running step"
+    );
+    run.signal(libc::SIGINT);
+    let (code, out, err) = run.finish();
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("Interrupt received"), "{err}");
+    assert!(err.contains("Run abandoned"), "{err}");
+    assert!(
+        err.contains("A second interrupt abandoned the steps still running"),
+        "{err}"
+    );
+    // sim_thing.a is recorded; local_file.f's create is pending.
+    let log = ok(d, &["log"], 0);
+    assert!(log.contains("OperationSucceeded sim_thing.a"), "{log}");
+    assert!(
+        log.contains("OperationStarted   create local_file.f"),
+        "{log}"
+    );
+    assert!(!log.contains("OperationFailed    local_file.f"), "{log}");
+    ok(d, &["state", "check"], 0);
+    // The next run (the lock is free) resolves the pending create and converges.
+    std::fs::remove_file(d.join("fifo")).unwrap();
+    let (code, out, err) = cairn(d, &["apply", "-auto-approve", "-lock-timeout=0s"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("local_file.f: an interrupted create"), "{err}");
+    assert!(out.contains("Apply complete! Resources: 1 added"), "{out}");
+    assert_eq!(std::fs::read_to_string(d.join("fifo")).unwrap(), "x");
+    ok(d, &["plan", "-detailed-exitcode"], 0);
+    ok(d, &["state", "check"], 0);
 }
