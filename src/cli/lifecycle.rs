@@ -258,8 +258,11 @@ pub fn block_on<F: std::future::Future>(
     let stop = opts.stop.clone();
     let interrupted = opts.interrupted.clone();
     let out = rt.block_on(async move {
-        let signals = async {
-            let mut signals = Signals::new();
+        // The watcher is a task of its own, so that a signal is seen (the stop flag set, the
+        // message printed) even while this thread waits in the approval prompt.
+        let (second_tx, second_rx) = tokio::sync::oneshot::channel();
+        let mut signals = Signals::new();
+        let watcher = tokio::spawn(async move {
             let first = signals.next().await;
             stop.store(true, Ordering::SeqCst);
             interrupted.notify_one();
@@ -270,12 +273,15 @@ pub fn block_on<F: std::future::Future>(
                     capitalized(first)
                 ),
             );
-            signals.next().await
-        };
-        tokio::select! {
+            let _ = second_tx.send(signals.next().await);
+        });
+        let out = tokio::select! {
             out = f => Ok(out),
-            second = signals => Err(second),
-        }
+            Ok(second) = second_rx => Err(second),
+        };
+        watcher.abort();
+        let _ = watcher.await;
+        out
     });
     // Every task the engine spawned was joined; blocking work a stopped provider call left
     // behind (a latency sleep) has no one waiting for it, and the process does not wait either.

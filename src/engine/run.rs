@@ -911,7 +911,9 @@ async fn apply_loaded(
     let records_only = plan.mode == PlanMode::Normal
         && !plan.has_changes()
         && !plan.changes.iter().any(|c| c.action == Action::Read);
-    if !records_only && !timed("show the plan and confirm", || confirm(&plan)) {
+    // An interrupt while the user was being asked cancels the run like a "no".
+    let stopped = || opts.stop.load(std::sync::atomic::Ordering::SeqCst);
+    if !records_only && (!timed("show the plan and confirm", || confirm(&plan)) || stopped()) {
         finish(
             journal,
             RunOutcome::Interrupted,
