@@ -639,6 +639,82 @@ impl Store {
     }
 }
 
+/// What a brief visit to the log found ([`peek_events`]).
+#[derive(Debug)]
+pub enum Peek {
+    /// Another process holds the database now: nothing was read; try again later.
+    Busy,
+    /// The events from the asked position to the end (a torn last record left out, with a
+    /// warning), read while holding the database for as short a time as it takes.
+    Events(Vec<Event>, Vec<String>),
+}
+
+/// Reads the events from `from` (inclusive) to the end, for a reader that runs beside other
+/// commands (`cairn ui`): it never waits for the lock and never writes — not even
+/// `lock.json`, so an opener that meets the lock during the visit waits out the same grace
+/// period as for sled's lazy release (see `open_locked`) instead of failing. It does not fold
+/// a snapshot, so the visit is as short as reading the new records.
+pub fn peek_events(dir: &Path, from: u64) -> Result<Peek, StateError> {
+    let log_dir = dir.join("log");
+    if !log_dir.join("db").exists() {
+        return Err(StateError::NotFound {
+            dir: dir.to_path_buf(),
+        });
+    }
+    if dir.join("lock.json").exists() {
+        return Ok(Peek::Busy);
+    }
+    let db = match sled::Config::new()
+        .path(&log_dir)
+        .mode(sled::Mode::HighThroughput)
+        .flush_every_ms(None)
+        .open()
+    {
+        Ok(db) => db,
+        Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
+            return Ok(Peek::Busy)
+        }
+        Err(e) => return Err(sled_err("cannot open the state database", dir)(e)),
+    };
+    let events = db
+        .open_tree("events")
+        .map_err(sled_err("cannot open tree", dir))?;
+    let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    let from = from.max(1);
+    let last_seq = match events
+        .last()
+        .map_err(sled_err("cannot read the log", dir))?
+    {
+        Some((k, _)) => seq_of(&k).unwrap_or(0),
+        None => 0,
+    };
+    for (expected, item) in (from..).zip(events.range(key(from)..)) {
+        let (k, v) = item.map_err(sled_err("cannot read the log", dir))?;
+        let seq = match seq_of(&k) {
+            Some(seq) if seq == expected && k.len() == 8 => seq,
+            _ => {
+                return Err(StateError::Corrupt {
+                    seq: expected,
+                    detail: format!("unexpected key {k:02x?} in the events tree"),
+                })
+            }
+        };
+        match decode_record(seq, &v) {
+            Ok(e) => out.push(e),
+            Err(StateError::Corrupt { detail, .. }) if seq == last_seq => {
+                warnings.push(format!(
+                    "the last state log record ({seq}) is incomplete ({detail}); left out"
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    drop(events);
+    drop(db);
+    Ok(Peek::Events(out, warnings))
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         // Remove our holder record while we still hold the lock (the sled Db is dropped after
