@@ -135,11 +135,30 @@ fn main() {
     );
 
     let start = Instant::now();
-    let events = match cairn_state::peek_events(&dir, 1).expect("peek") {
-        cairn_state::Peek::Events(e, _) => e,
-        cairn_state::Peek::Busy => panic!("the log is held by another process"),
-    };
+    // Read as the server does: visits of at most 20,000 events each.
+    let mut events = Vec::new();
+    let mut visits = 0;
+    let mut longest = Duration::ZERO;
+    loop {
+        let t = Instant::now();
+        let batch =
+            match cairn_state::peek_events(&dir, events.len() as u64 + 1, 20_000).expect("peek") {
+                cairn_state::Peek::Events(e, _) => e,
+                cairn_state::Peek::Busy => panic!("the log is held by another process"),
+            };
+        longest = longest.max(t.elapsed());
+        visits += 1;
+        let done = batch.len() < 20_000;
+        events.extend(batch);
+        if done {
+            break;
+        }
+    }
     let read = start.elapsed();
+    println!(
+        "{visits} visits to the log, the longest {:.0} ms",
+        longest.as_secs_f64() * 1e3
+    );
     let n_events = events.len();
     let start = Instant::now();
     let mut model = Model::new();

@@ -41,6 +41,10 @@ const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const DAGRE_JS: &str = include_str!("assets/dagre.min.js");
 
+/// The most events one visit to the log reads: a visit stays short (well under the grace
+/// period a command starting meanwhile waits), and a reader catches up over several.
+const VISIT_MAX: usize = 20_000;
+
 /// What `cairn ui` serves.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -134,7 +138,7 @@ fn refresh(
         return last.cloned();
     }
     let from = shared.model.read().map(|m| m.head() + 1).unwrap_or(1);
-    let peek = cairn_state::peek_events(state_dir, from);
+    let peek = cairn_state::peek_events(state_dir, from, VISIT_MAX);
     let mut status = Status::default();
     let next = match peek {
         Ok(Peek::Busy) => {
@@ -142,12 +146,19 @@ fn refresh(
             last.cloned()
         }
         Ok(Peek::Events(events, warnings)) => {
+            let more = events.len() >= VISIT_MAX;
             if let Ok(mut m) = shared.model.write() {
                 m.extend(events);
                 m.warnings.extend(warnings);
             }
-            // sled may touch its files as it closes: compare against what it left.
-            Some(signature(state_dir))
+            if more {
+                // Visit again soon for the rest (the files have not changed since: forget
+                // the signature so the next look reads).
+                None
+            } else {
+                // sled may touch its files as it closes: compare against what it left.
+                Some(signature(state_dir))
+            }
         }
         Err(cairn_state::StateError::NotFound { .. }) => {
             status.missing = true;
