@@ -51,7 +51,7 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// The fixture project with a history: two good applies, a failed one, one killed while its
+/// The fixture project with a history: two good applies, a refresh that finds drift, a failed one, one killed while its
 /// updates were in flight (left pending), one that resolves that, and a saved plan whose data
 /// read is deferred.
 fn project_with_history() -> tempfile::TempDir {
@@ -64,6 +64,13 @@ fn project_with_history() -> tempfile::TempDir {
     };
     ok(&["apply", "-auto-approve"], &[]);
     ok(&["apply", "-auto-approve", "-var", "v=two"], &[]);
+    // Someone edits `dep` in the "cloud"; a refresh records the drift.
+    let file = dir.join("sim-store/things/local/dep-1.json");
+    let mut obj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    obj["value"] = "edited-by-hand".into();
+    std::fs::write(&file, obj.to_string()).unwrap();
+    ok(&["refresh"], &[]);
     let (code, out) = cairn(
         dir,
         &["apply", "-auto-approve", "-var", "v=three"],
@@ -188,7 +195,7 @@ fn token_host_and_read_only_over_plain_http() {
     let tmp = project_with_history();
     let ui = start_ui(tmp.path());
     let host = ui.host();
-    ui.wait_runs(5);
+    ui.wait_runs(6);
 
     // The token is required on every path, pages and assets included.
     for path in [
@@ -277,7 +284,7 @@ fn token_host_and_read_only_over_plain_http() {
     // of its own, `"hunter2"`, must never appear.)
     let timeline = ui.json("/api/timeline");
     let runs = timeline["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 5);
+    assert_eq!(runs.len(), 6);
     let mut pages = vec![
         "/api/timeline".to_string(),
         "/api/state".into(),
@@ -328,7 +335,7 @@ fn token_host_and_read_only_over_plain_http() {
         let (code, out) = cairn(tmp.path(), &["state", "list"], &[]);
         assert_eq!(code, 0, "state list beside the UI: {out}");
     }
-    let h = ui.wait_runs(9);
+    let h = ui.wait_runs(10);
     assert_eq!(h["busy"], serde_json::Value::Null, "{h}");
 }
 
@@ -357,7 +364,7 @@ fn every_view_in_headless_chromium() {
     }
     let tmp = project_with_history();
     let ui = start_ui(tmp.path());
-    ui.wait_runs(5);
+    ui.wait_runs(6);
     let shots = root().join("fixtures/ui-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let mut node = Command::new("node")
