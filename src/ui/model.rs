@@ -853,8 +853,33 @@ impl Model {
     pub fn life(&self, addr: &ResourceInstanceAddr) -> Option<J> {
         let life = self.lives.get(addr)?;
         let runs: HashMap<u64, &RunRecord> = self.fold.runs.iter().map(|r| (r.id, r)).collect();
+        // Follow `state mv` backwards: the object's life under its earlier addresses.
+        let mut seqs = life.touches.clone();
+        let mut cur = addr.clone();
+        let mut until = u64::MAX;
+        for _ in 0..100 {
+            let moved_in = self.lives.get(&cur).and_then(|l| {
+                l.touches
+                    .iter()
+                    .rev()
+                    .find_map(|s| match &self.events[*s as usize - 1].body {
+                        EventBody::ResourceMoved { from, to } if to == &cur && *s < until => {
+                            Some((*s, from.clone()))
+                        }
+                        _ => None,
+                    })
+            });
+            let Some((seq, from)) = moved_in else { break };
+            if let Some(l) = self.lives.get(&from) {
+                seqs.extend(l.touches.iter().filter(|s| **s < seq));
+            }
+            cur = from;
+            until = seq;
+        }
+        seqs.sort_unstable();
+        seqs.dedup();
         let mut events = Vec::new();
-        for seq in &life.touches {
+        for seq in &seqs {
             let e = &self.events[*seq as usize - 1];
             let mut j = self.event_json(e);
             if let Some(r) = runs.get(&e.run) {
@@ -895,5 +920,211 @@ impl Model {
             .filter(|a| a.contains(q))
             .take(limit)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_state::{ProviderRef, RunOutcome, RunSummary};
+
+    fn ev(seq: u64, run: u64, body: EventBody) -> Event {
+        Event {
+            seq,
+            version: 1,
+            time_ms: 1_000 * seq,
+            run,
+            body,
+        }
+    }
+
+    fn object(v: &str) -> ResourceObject {
+        ResourceObject {
+            attrs: StoredValue::Object(BTreeMap::from([
+                ("id".to_string(), StoredValue::String("a-1".into())),
+                ("value".to_string(), StoredValue::String(v.into())),
+                (
+                    "secret".to_string(),
+                    StoredValue::Sensitive(Box::new(StoredValue::String("pw".into()))),
+                ),
+            ])),
+            deps: Vec::new(),
+            provider: pref(),
+            create_token: None,
+            tainted: false,
+        }
+    }
+
+    fn pref() -> ProviderRef {
+        ProviderRef {
+            addr: "provider[\"sim\"]".parse().unwrap(),
+            id: "p".into(),
+        }
+    }
+
+    fn started(addr: &str, action: OpAction, prior: Option<ResourceObject>) -> EventBody {
+        EventBody::OperationStarted {
+            addr: addr.parse().unwrap(),
+            deposed: None,
+            action,
+            token: None,
+            provider: pref(),
+            prior,
+        }
+    }
+
+    fn run(command: &str) -> EventBody {
+        EventBody::RunStarted {
+            command: command.into(),
+            args: command.split_whitespace().map(String::from).collect(),
+            user: "ann".into(),
+            pid: 1,
+        }
+    }
+
+    fn done() -> EventBody {
+        EventBody::RunFinished {
+            outcome: RunOutcome::Success,
+            summary: RunSummary::default(),
+        }
+    }
+
+    /// create a (run 1), update a (run 4), move a → b (run 8).
+    fn model() -> Model {
+        let mut m = Model::new();
+        m.extend(vec![
+            ev(1, 1, run("apply")),
+            ev(2, 1, started("sim_thing.a", OpAction::Create, None)),
+            ev(
+                3,
+                1,
+                EventBody::OperationSucceeded {
+                    op: 2,
+                    object: Some(object("one")),
+                },
+            ),
+            ev(4, 4, run("apply")),
+            ev(
+                5,
+                4,
+                started("sim_thing.a", OpAction::Update, Some(object("one"))),
+            ),
+            ev(
+                6,
+                4,
+                EventBody::OperationSucceeded {
+                    op: 5,
+                    object: Some(object("two")),
+                },
+            ),
+            ev(7, 4, done()),
+            ev(8, 8, run("state mv")),
+            ev(
+                9,
+                8,
+                EventBody::ResourceMoved {
+                    from: "sim_thing.a".parse().unwrap(),
+                    to: "sim_thing.b".parse().unwrap(),
+                },
+            ),
+            ev(10, 8, done()),
+        ]);
+        m
+    }
+
+    #[test]
+    fn the_state_at_any_event_follows_the_fold() {
+        let m = model();
+        let at = |seq| {
+            let j = m
+                .state_at(&StateQuery {
+                    at: Some(seq),
+                    ..Default::default()
+                })
+                .unwrap();
+            j["modules"][0]["instances"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|i| i["addr"].as_str().unwrap().to_string())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(at(0), Vec::<String>::new());
+        assert_eq!(
+            at(2),
+            Vec::<String>::new(),
+            "a started create is not an object yet"
+        );
+        assert_eq!(at(3), vec!["sim_thing.a"]);
+        assert_eq!(at(10), vec!["sim_thing.b"]);
+        let a = m
+            .instance(&"sim_thing.a".parse().unwrap(), Some(3))
+            .unwrap();
+        assert_eq!(a["attrs"]["value"], "one");
+        assert_eq!(a["attrs"]["secret"], "(sensitive value)");
+        assert!(m
+            .state_at(&StateQuery {
+                at: Some(11),
+                ..Default::default()
+            })
+            .is_err());
+    }
+
+    #[test]
+    fn diffs_between_moments_and_runs_mask_secrets() {
+        let m = model();
+        let d = m.diff(3, 6, 10).unwrap();
+        assert_eq!(d["counts"]["changed"], 1, "{d}");
+        let text = d["items"][0]["diff"].as_str().unwrap();
+        assert!(text.contains(r#"~ value  = "one" -> "two""#), "{text}");
+        assert!(!text.contains("pw"), "{text}");
+        let d = m.diff(6, 10, 10).unwrap();
+        assert_eq!(
+            (
+                d["counts"]["added"].as_u64(),
+                d["counts"]["removed"].as_u64()
+            ),
+            (Some(1), Some(1)),
+            "{d}"
+        );
+        let r = m.run(4).unwrap();
+        let labels: Vec<&str> = r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["label"].as_str())
+            .collect();
+        assert_eq!(labels, ["started", "updated"]);
+        assert!(!r.to_string().contains("\"pw\""), "{r}");
+    }
+
+    #[test]
+    fn a_life_follows_moves_back_and_the_timeline_filters() {
+        let m = model();
+        let l = m.life(&"sim_thing.b".parse().unwrap()).unwrap();
+        let seqs: Vec<u64> = l["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, [2, 3, 5, 6, 9], "{l}");
+        let t = m.timeline(&TimelineQuery {
+            command: Some("state mv".into()),
+            outcome: None,
+        });
+        assert_eq!(t["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            t["runs"][0]["args"],
+            json!([]),
+            "the command's own words are not arguments"
+        );
+        let t = m.timeline(&TimelineQuery {
+            command: None,
+            outcome: Some("unfinished".into()),
+        });
+        assert_eq!(t["runs"][0]["id"], 1, "{t}");
     }
 }
