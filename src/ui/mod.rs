@@ -71,6 +71,9 @@ struct Status {
 
 struct Shared {
     model: RwLock<Model>,
+    /// The configuration (for plan graphs) or why there is none.
+    config: Result<Arc<crate::config::Config>, String>,
+    config_dir: PathBuf,
     status: Mutex<Status>,
     plans: Vec<(String, J)>,
     token: String,
@@ -385,6 +388,27 @@ async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -
     Json(json!(with_model(&s, |m| m.addresses(&q.q, 50))))
 }
 
+/// The plan a run applied (`apply FILE`), read from the file if it is still there.
+async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Response {
+    let Some(file) = with_model(&s, |m| m.run_plan_file(id)) else {
+        return not_found(format!("run {id} did not apply a saved plan"));
+    };
+    let path = s.config_dir.join(&file);
+    let plan = match crate::cli::run_cmds::load_plan(&path) {
+        Ok(p) => p,
+        Err(d) => return not_found(format!("{}: {}", d.summary, d.detail)),
+    };
+    let view = plan::PlanView {
+        name: format!("{file} (applied by run {id})"),
+        plan,
+    };
+    let (config, error) = match &s.config {
+        Ok(c) => (Some(c.as_ref()), None),
+        Err(e) => (None, Some(e.as_str())),
+    };
+    Json(plan::plan_json(&view, config, error)).into_response()
+}
+
 async fn plan_at(State(s): State<Arc<Shared>>, UrlPath(i): UrlPath<usize>) -> Response {
     match s.plans.get(i) {
         Some((_, j)) => Json(j.clone()).into_response(),
@@ -419,6 +443,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/life", get(life))
         .route("/api/addresses", get(addresses))
         .route("/api/plan/:i", get(plan_at))
+        .route("/api/run/:id/plan", get(run_plan))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
 }
@@ -496,8 +521,14 @@ impl Server {
             model.set_config(c);
         }
         let token = new_token();
+        let config = match (config, config_error) {
+            (Some(c), None) => Ok(Arc::new(c)),
+            (_, e) => Err(e.unwrap_or_else(|| "the configuration did not load".into())),
+        };
         let shared = Arc::new(Shared {
             model: RwLock::new(model),
+            config,
+            config_dir: opts.config_dir.clone(),
             status: Mutex::new(Status::default()),
             plans,
             token: token.clone(),

@@ -127,6 +127,35 @@ pub fn attrs_text(v: &StoredValue) -> String {
         .join("\n")
 }
 
+/// The saved plan an `apply` run applied: its one positional argument.
+pub fn plan_file_of(command: &str, args: &[&String]) -> Option<String> {
+    if command != "apply" {
+        return None;
+    }
+    // Flags that take their value as the next argument.
+    const WITH_VALUE: [&str; 10] = [
+        "-var",
+        "--var",
+        "-var-file",
+        "--var-file",
+        "-target",
+        "--target",
+        "-replace",
+        "--replace",
+        "-parallelism",
+        "--parallelism",
+    ];
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if WITH_VALUE.contains(&a.as_str()) {
+            it.next();
+        } else if !a.starts_with('-') {
+            return Some(a.to_string());
+        }
+    }
+    None
+}
+
 fn plan_action(a: OpAction) -> Action {
     match a {
         OpAction::Create => Action::Create,
@@ -382,6 +411,7 @@ impl Model {
                 None if self.fold.open_run == Some(r.id) => "running".into(),
                 None => "unfinished".into(),
             },
+            "plan_file": plan_file_of(&r.command, &args),
             "first_seq": r.id,
             "last_seq": r.last_seq,
             "added": s.added,
@@ -415,6 +445,12 @@ impl Model {
             .collect();
         out.sort_by_key(|(s, _)| *s);
         out.into_iter().map(|(_, j)| j).collect()
+    }
+
+    /// The saved plan file a run applied, if it applied one.
+    pub fn run_plan_file(&self, id: u64) -> Option<String> {
+        let r = self.fold.runs.iter().find(|r| r.id == id)?;
+        self.run_json(r)["plan_file"].as_str().map(str::to_string)
     }
 
     /// The operations a run started that failed, with their errors.

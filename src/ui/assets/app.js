@@ -141,6 +141,9 @@ async function runView(id) {
   events ${r.first_seq}–${r.last_seq} ·
   <span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span> · ${r.read} read · ${r.errors} error(s) ·
   <a href="#/state?at=${r.last_seq}">state after this run</a></div>`;
+  if (r.plan_file) {
+    html += `<div class="card">Applied the saved plan <code>${esc(r.plan_file)}</code>: <a href="#/plan/run-${r.id}">see it with its graph</a></div>`;
+  }
   html += failuresHtml(r.failures) + pendingHtml(r.left_pending);
   html += `<h2>Events</h2>` + r.events.map(e => eventHtml(e, false)).join("");
   main.innerHTML = html;
@@ -328,12 +331,12 @@ function changeHtml(c) {
 
 async function planView(arg) {
   const head = await api("/api/head");
-  if (!head.plans.length) {
+  const ofRun = arg && arg.startsWith("run-") ? arg.slice(4) : null;
+  if (!head.plans.length && !ofRun) {
     main.innerHTML = `<h1>Plan</h1><p class="muted">No plan to show. Save one with <code>cairn plan -out=FILE</code> and start <code>cairn ui -plan=FILE</code>.</p>`;
     return;
   }
-  const i = +(arg || 0);
-  const p = await api("/api/plan/" + i);
+  const p = ofRun ? await api(`/api/run/${encodeURIComponent(ofRun)}/plan`) : await api("/api/plan/" + +(arg || 0));
   let html = `<h1>Plan <code>${esc(p.name)}</code></h1>`;
   if (head.plans.length > 1) {
     html += `<div class="filters">${head.plans.map((n, j) => `<a href="#/plan/${j}">${esc(n)}</a>`).join(" · ")}</div>`;
