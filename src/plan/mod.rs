@@ -5,7 +5,7 @@ pub mod json;
 pub mod render;
 
 pub use json::plan_json;
-pub use render::{render_plan, RenderOptions};
+pub use render::{render_change, render_plan, RenderOptions};
 
 #[cfg(test)]
 mod tests;
