@@ -16,7 +16,7 @@ use super::output::Exit;
 use super::state_cmds::{open_store, state_diag};
 use super::Context;
 use crate::config::{Config, Module};
-use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
 use cairn_state::{OpenOptions, ProviderAddr, StateError, Store};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -44,6 +44,9 @@ pub fn check_types(
     providers: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
 ) -> Diagnostics {
     let mut diags = Diagnostics::new();
+    // Providers Cairn does not have: their resources are checked without a schema (the
+    // expressions still are), and one warning names them all.
+    let mut unchecked: BTreeMap<&str, Span> = BTreeMap::new();
     for m in config.modules() {
         for r in m.resources.values() {
             let package = cairn_state::package_of(&r.type_);
@@ -52,15 +55,10 @@ pub fn check_types(
                 cairn_state::Mode::Data => "data source",
             };
             let d = match providers.get(package) {
-                None => Diagnostic::error(
-                    format!("Unknown provider \"{package}\""),
-                    format!(
-                        "{} \"{}\" belongs to the provider \"{package}\", which Cairn does not have. Cairn's providers are built in: {}.",
-                        capitalize(what),
-                        r.type_,
-                        providers.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-                    ),
-                ),
+                None => {
+                    unchecked.entry(package).or_insert(r.span);
+                    continue;
+                }
                 Some(p) if p.schema().block(r.mode, &r.type_).is_none() => {
                     let schema = p.schema();
                     let names = match r.mode {
@@ -81,14 +79,26 @@ pub fn check_types(
             diags.push(d.with_span(Some(r.span)));
         }
     }
+    if let Some(first) = unchecked.values().min_by_key(|s| (s.file, s.start)) {
+        let names: Vec<String> = unchecked.keys().map(|p| format!("\"{p}\"")).collect();
+        let (these, them) = match names.len() {
+            1 => ("provider", "its"),
+            _ => ("providers", "their"),
+        };
+        diags.push(
+            Diagnostic::warning(
+                format!("Unchecked {these}: {}", names.join(", ")),
+                format!(
+                    "Cairn neither has built in nor has installed the {these} {}, so {them} \
+                     resources and data sources were checked without a schema: their \
+                     expressions are valid, but argument names and types were not checked.",
+                    names.join(", ")
+                ),
+            )
+            .with_span(Some(*first)),
+        );
+    }
     diags
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {

@@ -301,11 +301,11 @@ mod check;
 mod load;
 mod validate;
 pub use check::check_references;
-pub use load::load;
+pub use load::{load, load_file};
 pub use validate::validate;
 
 #[cfg(test)]
 mod tests;
 
 mod vars;
-pub use vars::{input_values, validate_variable, VarArg};
+pub use vars::{input_values, input_values_with, validate_variable, Missing, VarArg};

@@ -80,6 +80,13 @@ pub trait Phase: Send + Sync + 'static {
     ) -> Result<(), Diagnostics>;
     /// A root module output has been evaluated.
     fn output(&self, ctx: &Arc<Ctx>, name: &str, value: &Value, sensitive: bool);
+    /// True for `inspect`, which evaluates whatever it can instead of stopping: a resource of
+    /// a provider Cairn does not have is evaluated without a schema (`Instance::schemaless`),
+    /// an unknown or failing `count`/`for_each` gives one instance of unknown expansion, and
+    /// a term that fails is reported and becomes unknown, so its dependents still run.
+    fn lenient(&self) -> bool {
+        false
+    }
     /// A node of the phase's own (e.g. apply's deletes).
     async fn extra(&self, ctx: &Arc<Ctx>, node: &Node) -> Result<(), Diagnostics> {
         let _ = (ctx, node);
@@ -104,7 +111,13 @@ pub struct Instance {
     pub provider: ProviderAddr,
     /// The configuration, evaluated against the schema (may hold unknowns).
     pub config: Value,
+    /// The resource type's schema; empty when `schemaless`.
     pub schema: Arc<Block>,
+    /// No schema is available (a provider Cairn does not have, in `inspect`): `config` is
+    /// the body as written, blocks as lists of objects.
+    pub schemaless: bool,
+    /// One instance standing for a `count`/`for_each` that is unknown or failed (`inspect`).
+    pub unknown_expansion: bool,
 }
 
 /// Everything a walk shares.
@@ -255,6 +268,25 @@ impl Ctx {
         Ok(b)
     }
 
+    /// The schema of a resource type if one is available: `Ok(None)` when `lenient` and no
+    /// provider package of that name exists (neither built in nor installed), so the
+    /// resource is evaluated without one. This is the one place that decides "schema if
+    /// available"; a provider whose schema is known (built in, or an installed plugin in
+    /// the registry) is always used.
+    pub fn available_schema(
+        &self,
+        package: &str,
+        mode: Mode,
+        type_: &str,
+        span: Span,
+        lenient: bool,
+    ) -> Result<Option<Arc<Block>>, Diagnostic> {
+        if lenient && self.registry.package(package).is_none() {
+            return Ok(None);
+        }
+        self.resource_schema(package, mode, type_, span).map(Some)
+    }
+
     /// The schema block of a resource type, or a diagnostic naming the type and what exists.
     pub fn schema_of(
         &self,
@@ -296,6 +328,34 @@ impl Ctx {
                 .with_span(Some(span)))
             }
         }
+    }
+}
+
+/// `expansion` for `inspect`: an unknown `count`/`for_each` is `Expansion::Unknown`, and so
+/// is one that fails (its diagnostics returned beside it).
+pub fn expansion_lenient(
+    ctx: &Ctx,
+    module: &ModulePath,
+    file: FileId,
+    count: Option<&Expression>,
+    for_each: Option<&Expression>,
+    what: &str,
+) -> (Expansion, Diagnostics) {
+    let unknown = |e: Option<&Expression>| {
+        e.and_then(|e| ctx.eval_in(module, &Repetition::None, file, e).ok())
+            .is_some_and(|v| match &v {
+                // A for_each map may be known while its values are not: that still expands.
+                Value::Map(_) | Value::Object(_) => false,
+                Value::Set(items) => items.iter().any(|i| !i.is_wholly_known()),
+                _ => !v.is_wholly_known(),
+            })
+    };
+    if unknown(count) || unknown(for_each) {
+        return (Expansion::Unknown, Diagnostics::new());
+    }
+    match expansion(ctx, module, file, count, for_each, what) {
+        Ok(e) => (e, Diagnostics::new()),
+        Err(d) => (Expansion::Unknown, d),
     }
 }
 
@@ -394,6 +454,12 @@ pub async fn run<P: Phase>(ctx: Arc<Ctx>, phase: Arc<P>) -> WalkOutcome {
                 }
                 match visit(&ctx, &phase, id).await {
                     Ok(()) => true,
+                    Err(d) if phase.lenient() => {
+                        // Reported, and unknown from here on: dependents still run.
+                        ctx.report(d);
+                        unknown_where_missing(&ctx, ctx.graph.node(id));
+                        true
+                    }
                     Err(d) => {
                         ctx.report(d);
                         false
@@ -410,6 +476,64 @@ pub async fn run<P: Phase>(ctx: Arc<Ctx>, phase: Arc<P>) -> WalkOutcome {
         },
     )
     .await
+}
+
+/// After a term failed in a lenient walk: every instance of it that has no value yet gets an
+/// unknown one (a module call with no expansion yet expands unknown).
+fn unknown_where_missing(ctx: &Ctx, node: &Node) {
+    let mut values = ctx.values.write().expect("values lock");
+    match node {
+        Node::Var { module, name } => {
+            let ty = ctx
+                .module(module)
+                .variables
+                .get(name)
+                .map_or(Type::Dynamic, |v| v.ty.clone());
+            for m in values.instances_of(module) {
+                if values.vars.get(&m).is_none_or(|x| !x.contains_key(name)) {
+                    values.set_var(&m, name, Value::Unknown(ty.clone()));
+                }
+            }
+        }
+        Node::Local { module, name } => {
+            for m in values.instances_of(module) {
+                if values.locals.get(&m).is_none_or(|x| !x.contains_key(name)) {
+                    values.set_local(&m, name, Value::unknown());
+                }
+            }
+        }
+        Node::Output { module, name } => {
+            for m in values.instances_of(module) {
+                if values.outputs.get(&m).is_none_or(|x| !x.contains_key(name)) {
+                    values.set_output(&m, name, Value::unknown());
+                }
+            }
+        }
+        Node::Call { module, name } => {
+            for m in values.instances_of(module) {
+                if !values.calls.contains_key(&(m.clone(), name.clone())) {
+                    values.set_call(&m, name, Expansion::Unknown);
+                }
+            }
+        }
+        Node::Resource { module, key } => {
+            let k = (key.mode, key.type_.clone(), key.name.clone());
+            for m in values.instances_of(module) {
+                if values.resource(&m, &k).is_none() {
+                    values.set_resource(
+                        &m,
+                        k.clone(),
+                        ResourceValues {
+                            expansion: Expansion::Unknown,
+                            instances: BTreeMap::new(),
+                            schemaless: false,
+                        },
+                    );
+                }
+            }
+        }
+        Node::Provider { .. } | Node::Orphan { .. } | Node::Destroy { .. } => {}
+    }
 }
 
 async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(), Diagnostics> {
@@ -456,22 +580,35 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
         Node::Call { module, name } => {
             let call = &ctx.module(module).calls[name];
             let instances = ctx.values.read().expect("values lock").instances_of(module);
+            if ctx.config.module(&module.child(name, None)).is_none() {
+                // Its source could not be loaded (reported when loading): outputs unknown.
+                ctx.values
+                    .write()
+                    .expect("values lock")
+                    .unavailable
+                    .insert(module.child(name, None));
+            }
+            let mut diags = Diagnostics::new();
             for m in instances {
                 let what = format!("module.{name}");
-                let e = expansion(
-                    ctx,
-                    &m,
-                    call.file,
-                    call.count.as_ref(),
-                    call.for_each.as_ref(),
-                    &what,
-                )?;
+                let (count, for_each) = (call.count.as_ref(), call.for_each.as_ref());
+                let e = if phase.lenient() {
+                    let (e, d) = expansion_lenient(ctx, &m, call.file, count, for_each, &what);
+                    diags.extend(d);
+                    e
+                } else {
+                    expansion(ctx, &m, call.file, count, for_each, &what)?
+                };
                 ctx.values
                     .write()
                     .expect("values lock")
                     .set_call(&m, name, e);
             }
-            Ok(())
+            if diags.is_empty() {
+                Ok(())
+            } else {
+                Err(diags)
+            }
         }
         Node::Provider { addr } => visit_provider(ctx, phase, addr).await,
         Node::Resource { module, key } => visit_resource(ctx, phase, module, key).await,
@@ -585,6 +722,25 @@ async fn visit_provider<P: Phase>(
         })
     });
     let Some(provider) = ctx.registry.package(&addr.package).cloned() else {
+        if phase.lenient() {
+            // A provider Cairn does not have: its configuration as written, unchecked.
+            let config = match block {
+                Some(b) => {
+                    let values = ctx.values.read().expect("values lock");
+                    let paths = ctx.paths(&addr.module);
+                    let scope = InstanceScope {
+                        values: &values,
+                        module: &addr.module,
+                        repetition: &Repetition::None,
+                        file: b.file,
+                        paths: &paths,
+                    };
+                    eval_body(&b.body, None, &scope)?
+                }
+                None => Value::Object(BTreeMap::new()),
+            };
+            return phase.provider(ctx, addr, config, block.is_none()).await;
+        }
         let known: Vec<&str> = ctx.registry.package_names().collect();
         return Err(Diagnostic::error(
             "Unknown provider",
@@ -673,26 +829,36 @@ async fn visit_resource<P: Phase>(
         // Its provider could not be resolved: that was reported when the graph was built.
         return Err(Diagnostics::new());
     };
+    let lenient = phase.lenient();
     let schema = ctx
-        .resource_schema(&provider_addr.package, key.mode, &key.type_, res.span)
+        .available_schema(
+            &provider_addr.package,
+            key.mode,
+            &key.type_,
+            res.span,
+            lenient,
+        )
         .map_err(Diagnostics::from)?;
+    let schemaless = schema.is_none();
+    let schema = schema.unwrap_or_default();
     let instances = ctx.values.read().expect("values lock").instances_of(module);
     let mut diags = Diagnostics::new();
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
     for m in &instances {
         let resource_addr = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
-        let exp = match expansion(
-            ctx,
-            m,
-            res.file,
-            res.count.as_ref(),
-            res.for_each.as_ref(),
-            &resource_addr.to_string(),
-        ) {
-            Ok(e) => e,
-            Err(d) => {
-                diags.extend(d);
-                continue;
+        let (count, for_each) = (res.count.as_ref(), res.for_each.as_ref());
+        let what = resource_addr.to_string();
+        let exp = if lenient {
+            let (e, d) = expansion_lenient(ctx, m, res.file, count, for_each, &what);
+            diags.extend(d);
+            e
+        } else {
+            match expansion(ctx, m, res.file, count, for_each, &what) {
+                Ok(e) => e,
+                Err(d) => {
+                    diags.extend(d);
+                    continue;
+                }
             }
         };
         // Evaluate every instance's configuration (synchronous), then let the phase handle
@@ -710,7 +876,7 @@ async fn visit_resource<P: Phase>(
                     file: res.file,
                     paths: &paths,
                 };
-                eval_body(&res.body, Some(&schema), &scope)
+                eval_body(&res.body, (!schemaless).then_some(&*schema), &scope)
             };
             let addr = resource_addr.instance(k.clone());
             let config = match config {
@@ -728,6 +894,8 @@ async fn visit_resource<P: Phase>(
                 provider: provider_addr.clone(),
                 config,
                 schema: schema.clone(),
+                schemaless,
+                unknown_expansion: exp == Expansion::Unknown,
             });
         }
         let mut values = BTreeMap::new();
@@ -772,6 +940,7 @@ async fn visit_resource<P: Phase>(
             ResourceValues {
                 expansion: exp,
                 instances: values,
+                schemaless,
             },
         );
     }

@@ -125,6 +125,11 @@ pub struct Evaluator<'a> {
     scope: &'a dyn Scope,
     file: FileId,
     pub(crate) bindings: Vec<(String, Value)>,
+    /// Indices into `bindings` of names bound to elements of an open value (`Scope::is_open`).
+    open_bindings: Vec<usize>,
+    /// Whether the traversal being applied started at an open value: a missing attribute or
+    /// key is then unknown, not an error.
+    open: bool,
 }
 
 fn one(d: Diagnostic) -> Diagnostics {
@@ -179,6 +184,8 @@ impl<'a> Evaluator<'a> {
             file: scope.file(),
             scope,
             bindings: Vec::new(),
+            open_bindings: Vec::new(),
+            open: false,
         }
     }
 
@@ -510,7 +517,37 @@ impl<'a> Evaluator<'a> {
             Expression::Variable(v) => self.root(v.as_str(), &t.operators, t.span())?,
             other => (self.expr(other)?, 0),
         };
-        self.apply_ops(v, &t.operators[consumed.min(t.operators.len())..])
+        let open = self.is_open_root(&t.expr, &t.operators);
+        let saved = std::mem::replace(&mut self.open, open);
+        let r = self.apply_ops(v, &t.operators[consumed.min(t.operators.len())..]);
+        self.open = saved;
+        r
+    }
+
+    /// Whether a traversal (or a bare name) starts at an open value: a name bound to an
+    /// element of one, or a subject the scope says is open.
+    fn is_open_root(&self, root: &Expression, ops: &[Decorated<TraversalOperator>]) -> bool {
+        let Expression::Variable(v) = root else {
+            return false;
+        };
+        let name = v.as_str();
+        if let Some(i) = self.bindings.iter().rposition(|(n, _)| n == name) {
+            return self.open_bindings.contains(&i);
+        }
+        match subject_of(name, ops) {
+            Ok((subject, _)) => self.scope.is_open(&subject),
+            Err(_) => false,
+        }
+    }
+
+    /// Whether an expression is a reference to an open value (see `is_open_root`).
+    fn is_open_expr(&self, e: &Expression) -> bool {
+        match e {
+            Expression::Traversal(t) => self.is_open_root(&t.expr, &t.operators),
+            Expression::Variable(_) => self.is_open_root(e, &[]),
+            Expression::Parenthesis(p) => self.is_open_expr(p.inner()),
+            _ => false,
+        }
     }
 
     /// The value of a root name and the steps it consumed: a bound name, or a subject the
@@ -646,6 +683,7 @@ impl<'a> Evaluator<'a> {
             }
             Value::Object(mut m) => match m.remove(name) {
                 Some(x) => x,
+                None if self.open => Value::unknown(),
                 None => {
                     return Err(self.error(
                         span,
@@ -660,6 +698,7 @@ impl<'a> Evaluator<'a> {
             },
             Value::Map(mut m) => match m.remove(name) {
                 Some(x) => x,
+                None if self.open => Value::unknown(),
                 None => {
                     return Err(self.error(
                         span,
@@ -831,6 +870,7 @@ impl<'a> Evaluator<'a> {
 
     fn for_expr(&mut self, f: &ForExpr) -> R {
         let coll = self.expr(&f.intro.collection_expr)?;
+        let coll_open = self.is_open_expr(&f.intro.collection_expr);
         let (coll, s) = unmark(coll);
         let Some(items) =
             self.iterable(coll, f.intro.collection_expr.span(), "'for' expression")?
@@ -850,8 +890,13 @@ impl<'a> Evaluator<'a> {
                 self.bindings.push((kv.clone(), k));
             }
             self.bindings.push((value_var.clone(), v));
+            let open_n = self.open_bindings.len();
+            if coll_open {
+                self.open_bindings.push(self.bindings.len() - 1);
+            }
             let r = self.for_item(f, &mut list, &mut obj, &mut groups, &mut unknown);
             self.bindings.truncate(n);
+            self.open_bindings.truncate(open_n);
             if let Err(d) = r {
                 // Like HCL, stop at the first item that fails rather than repeat its error.
                 diags.extend(d);
