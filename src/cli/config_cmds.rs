@@ -104,6 +104,7 @@ pub fn check_types(
 pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
     let (config, mut diags) = load_config();
     if let Some(config) = &config {
+        diags.extend(crate::config::unsupported_blocks(config));
         let providers = crate::provider::builtin::builtin();
         diags.extend(check_types(config, &providers));
         let schema = |mode, type_: &str| {

@@ -328,6 +328,10 @@ impl Loader {
                     "data" => self.resource_block(file, b, m, Mode::Data),
                     "output" => self.output_block(file, &b, m),
                     "module" => self.module_block(file, &b, m),
+                    kind @ ("moved" | "import" | "removed" | "check") => {
+                        let sp = self.header(file, &b);
+                        m.state_blocks.push((kind.to_string(), sp));
+                    }
                     other => {
                         let sp = self.span(file, &b.ident);
                         self.err(

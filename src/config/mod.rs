@@ -71,6 +71,32 @@ pub struct Module {
     pub calls: BTreeMap<String, ModuleCall>,
     /// The loaded child module of each call in `calls` whose source could be loaded.
     pub children: BTreeMap<String, Module>,
+    /// `moved`, `import`, `removed` and `check` blocks (kind, header): Terraform's valid
+    /// blocks that Cairn does not act on. `inspect` (which has no state to move, import or
+    /// check against) reads past them; every other command reports them
+    /// (`unsupported_blocks`).
+    pub state_blocks: Vec<(String, Span)>,
+}
+
+/// An error for each block in `Module::state_blocks` of the tree: a command that would act on
+/// them must not silently ignore them.
+pub fn unsupported_blocks(config: &Config) -> crate::diag::Diagnostics {
+    let mut diags = crate::diag::Diagnostics::new();
+    for m in config.modules() {
+        for (kind, span) in &m.state_blocks {
+            diags.push(
+                crate::diag::Diagnostic::error(
+                    "Unsupported block type",
+                    format!(
+                        "Cairn does not support {kind:?} blocks: only `cairn inspect` reads \
+                         past them."
+                    ),
+                )
+                .with_span(Some(*span)),
+            );
+        }
+    }
+    diags
 }
 
 impl Module {
@@ -87,6 +113,7 @@ impl Module {
             outputs: BTreeMap::new(),
             calls: BTreeMap::new(),
             children: BTreeMap::new(),
+            state_blocks: Vec::new(),
         }
     }
 

@@ -179,6 +179,32 @@ impl Ctx {
         }
     }
 
+    /// Whether an expression refers to an open value in a module instance (see
+    /// `Values::open`).
+    pub fn refers_to_open(&self, module: &ModulePath, file: FileId, expr: &Expression) -> bool {
+        let values = self.values.read().expect("values lock");
+        let paths = self.paths(&module.without_keys());
+        let scope = InstanceScope {
+            values: &values,
+            module,
+            repetition: &Repetition::None,
+            file,
+            paths: &paths,
+        };
+        crate::eval::references(expr)
+            .iter()
+            .any(|r| crate::eval::Scope::is_open(&scope, &r.subject))
+    }
+
+    /// Records that a term of a module instance derives from open values.
+    fn mark_open(&self, module: &ModulePath, term: String) {
+        self.values
+            .write()
+            .expect("values lock")
+            .open
+            .insert((module.clone(), term));
+    }
+
     /// Evaluates one expression in a module instance.
     pub fn eval_in(
         &self,
@@ -539,11 +565,14 @@ fn unknown_where_missing(ctx: &Ctx, node: &Node) {
 async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(), Diagnostics> {
     let node = ctx.graph.node(id).clone();
     match &node {
-        Node::Var { module, name } => visit_var(ctx, module, name),
+        Node::Var { module, name } => visit_var(ctx, module, name, phase.lenient()),
         Node::Local { module, name } => {
             let local = &ctx.module(module).locals[name];
             let instances = ctx.values.read().expect("values lock").instances_of(module);
             for m in instances {
+                if phase.lenient() && ctx.refers_to_open(&m, local.file, &local.expr) {
+                    ctx.mark_open(&m, format!("local.{name}"));
+                }
                 let v = ctx.eval_in(&m, &Repetition::None, local.file, &local.expr)?;
                 ctx.values
                     .write()
@@ -556,6 +585,11 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
             let out = &ctx.module(module).outputs[name];
             let instances = ctx.values.read().expect("values lock").instances_of(module);
             for m in instances {
+                if phase.lenient() && ctx.refers_to_open(&m, out.file, &out.value) {
+                    if let (Some(parent), Some(step)) = (m.parent(), m.0.last()) {
+                        ctx.mark_open(&parent, format!("module.{}", step.name));
+                    }
+                }
                 let mut v = ctx.eval_in(&m, &Repetition::None, out.file, &out.value)?;
                 if out.sensitive {
                     v = v.sensitive();
@@ -621,7 +655,12 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
     }
 }
 
-fn visit_var(ctx: &Arc<Ctx>, module: &ModulePath, name: &str) -> Result<(), Diagnostics> {
+fn visit_var(
+    ctx: &Arc<Ctx>,
+    module: &ModulePath,
+    name: &str,
+    lenient: bool,
+) -> Result<(), Diagnostics> {
     let var = &ctx.module(module).variables[name];
     if module.is_root() {
         let v = ctx
@@ -654,6 +693,9 @@ fn visit_var(ctx: &Arc<Ctx>, module: &ModulePath, name: &str) -> Result<(), Diag
         };
         let given = match call.inputs.get(name) {
             Some((expr, span)) => {
+                if lenient && ctx.refers_to_open(&parent_instance, call.file, expr) {
+                    ctx.mark_open(&child, format!("var.{name}"));
+                }
                 let v = ctx.eval_in(&parent_instance, &rep, call.file, expr)?;
                 Some((v, *span))
             }

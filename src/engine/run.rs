@@ -149,6 +149,9 @@ pub fn load_with(opts: &Options, lenient: bool) -> Result<Loaded, Report<()>> {
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
     };
+    if !lenient {
+        diags.extend(crate::config::unsupported_blocks(&config));
+    }
     if diags.has_errors() && !lenient {
         return Err(Report::fail(diags, Some(Arc::new(config))));
     }

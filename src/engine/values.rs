@@ -114,6 +114,10 @@ pub struct Values {
     /// Static paths of child modules whose source could not be loaded (`inspect` goes on
     /// without them): their calls' outputs are unknown.
     pub unavailable: std::collections::HashSet<ModulePath>,
+    /// Terms whose values derive from open values (`Scope::is_open`), by module instance:
+    /// `local.NAME`, `var.NAME` and `module.NAME` (`inspect` only). A traversal from one of
+    /// them treats a missing attribute as unknown, as it would on the resource itself.
+    pub open: std::collections::HashSet<(ModulePath, String)>,
 }
 
 impl Values {
@@ -313,6 +317,18 @@ impl Scope for InstanceScope<'_> {
                 .values
                 .resource(self.module, &(*mode, type_.clone(), name.clone()))
                 .is_some_and(|r| r.schemaless),
+            Subject::Local(n) => self
+                .values
+                .open
+                .contains(&(self.module.clone(), format!("local.{n}"))),
+            Subject::Var(n) => self
+                .values
+                .open
+                .contains(&(self.module.clone(), format!("var.{n}"))),
+            Subject::ModuleCall { name, .. } => self
+                .values
+                .open
+                .contains(&(self.module.clone(), format!("module.{name}"))),
             _ => false,
         }
     }
