@@ -37,11 +37,14 @@ fn green_bold(s: &str, color: bool) -> String {
     }
 }
 
-/// Resource types no built-in provider has: an unknown provider package, or an unknown type
-/// of a known one (with a "did you mean").
+/// Resource types no built-in provider has: an unknown type of a known provider (with a "did
+/// you mean"), and an unknown provider package — an error when `absent_is_error` (`init`,
+/// which must have every provider), else one warning naming them all (`validate`: a
+/// configuration is not invalid because Cairn lacks its provider).
 pub fn check_types(
     config: &Config,
     providers: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
+    absent_is_error: bool,
 ) -> Diagnostics {
     let mut diags = Diagnostics::new();
     // Providers Cairn does not have: their resources are checked without a schema (the
@@ -55,6 +58,15 @@ pub fn check_types(
                 cairn_state::Mode::Data => "data source",
             };
             let d = match providers.get(package) {
+                None if absent_is_error => Diagnostic::error(
+                    format!("Unknown provider \"{package}\""),
+                    format!(
+                        "{} \"{}\" belongs to the provider \"{package}\", which Cairn does not have. Cairn's providers are built in: {}.",
+                        capitalize(what),
+                        r.type_,
+                        providers.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                    ),
+                ),
                 None => {
                     unchecked.entry(package).or_insert(r.span);
                     continue;
@@ -101,12 +113,19 @@ pub fn check_types(
     diags
 }
 
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
     let (config, mut diags) = load_config();
     if let Some(config) = &config {
-        diags.extend(crate::config::unsupported_blocks(config));
+        diags.extend(crate::config::unsupported_blocks(config, false));
         let providers = crate::provider::builtin::builtin();
-        diags.extend(check_types(config, &providers));
+        diags.extend(check_types(config, &providers, false));
         let schema = |mode, type_: &str| {
             providers
                 .get(cairn_state::package_of(type_))
@@ -267,7 +286,7 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
         &mut diags,
     );
     let builtin = crate::provider::builtin::builtin();
-    diags.extend(check_types(&config, &builtin));
+    diags.extend(check_types(&config, &builtin, true));
     let schema = |mode, type_: &str| {
         builtin
             .get(cairn_state::package_of(type_))

@@ -1028,12 +1028,22 @@ impl Loader {
             }
             lifecycle = self.lifecycle(file, lb);
         }
+        // Provisioners and their connections: Cairn runs none (inspect never would); other
+        // commands refuse them through `unsupported_blocks`.
+        for b in block.body.iter().filter_map(|s| s.as_block()) {
+            if matches!(b.ident.as_str(), "provisioner" | "connection") {
+                let sp = self.header(file, b);
+                m.state_blocks.push((b.ident.as_str().to_string(), sp));
+            }
+        }
         // The body without the meta-arguments, moved; it keeps the body's span.
         let mut body = block.body;
         for meta in META {
             body.remove_attribute(meta);
         }
         body.remove_blocks("lifecycle");
+        body.remove_blocks("provisioner");
+        body.remove_blocks("connection");
         let key = ResourceKey {
             mode,
             type_: type_.clone(),

@@ -78,22 +78,23 @@ pub struct Module {
     pub state_blocks: Vec<(String, Span)>,
 }
 
-/// An error for each block in `Module::state_blocks` of the tree: a command that would act on
-/// them must not silently ignore them.
-pub fn unsupported_blocks(config: &Config) -> crate::diag::Diagnostics {
+/// A diagnostic for each block in `Module::state_blocks` of the tree: an error for a command
+/// that would have to act on them (it must not silently ignore them), a warning for
+/// `validate` (the configuration is valid Terraform; Cairn's plan would refuse it).
+pub fn unsupported_blocks(config: &Config, error: bool) -> crate::diag::Diagnostics {
     let mut diags = crate::diag::Diagnostics::new();
     for m in config.modules() {
         for (kind, span) in &m.state_blocks {
-            diags.push(
-                crate::diag::Diagnostic::error(
-                    "Unsupported block type",
-                    format!(
-                        "Cairn does not support {kind:?} blocks: only `cairn inspect` reads \
-                         past them."
-                    ),
-                )
-                .with_span(Some(*span)),
+            let summary = "Unsupported block type";
+            let detail = format!(
+                "Cairn does not act on {kind:?} blocks: plan and apply refuse a configuration \
+                 with one, and only `cairn inspect` and `cairn validate` read past them."
             );
+            let d = match error {
+                true => crate::diag::Diagnostic::error(summary, detail),
+                false => crate::diag::Diagnostic::warning(summary, detail),
+            };
+            diags.push(d.with_span(Some(*span)));
         }
     }
     diags

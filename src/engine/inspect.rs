@@ -123,3 +123,14 @@ pub fn unchecked_providers(ctx: &Ctx) -> Vec<String> {
     out.dedup();
     out
 }
+
+/// The workspace Terraform would have selected in the configuration's directory:
+/// `TF_WORKSPACE`, else the name in `.terraform/environment`; `None` means `default`.
+pub fn selected_workspace(opts: &super::Options) -> Option<String> {
+    if let Some(w) = opts.env.get("TF_WORKSPACE").filter(|w| !w.is_empty()) {
+        return Some(w.clone());
+    }
+    let text = std::fs::read_to_string(opts.dir.join(".terraform/environment")).ok()?;
+    let name = text.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}

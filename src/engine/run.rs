@@ -150,7 +150,7 @@ pub fn load_with(opts: &Options, lenient: bool) -> Result<Loaded, Report<()>> {
         return Err(Report::fail(diags, None));
     };
     if !lenient {
-        diags.extend(crate::config::unsupported_blocks(&config));
+        diags.extend(crate::config::unsupported_blocks(&config, true));
     }
     if diags.has_errors() && !lenient {
         return Err(Report::fail(diags, Some(Arc::new(config))));
@@ -1203,6 +1203,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         opts,
         Arc::new(super::progress::Silent),
     );
+    ctx.values.write().expect("values").workspace = super::inspect::selected_workspace(opts);
     let phase = Arc::new(InspectPhase::default());
     timed_async("inspect walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(

@@ -118,6 +118,9 @@ pub struct Values {
     /// `local.NAME`, `var.NAME` and `module.NAME` (`inspect` only). A traversal from one of
     /// them treats a missing attribute as unknown, as it would on the resource itself.
     pub open: std::collections::HashSet<(ModulePath, String)>,
+    /// `terraform.workspace` when one is selected (`inspect`: `TF_WORKSPACE` or
+    /// `.terraform/environment`, as Terraform); `default` otherwise.
+    pub workspace: Option<String>,
 }
 
 impl Values {
@@ -293,7 +296,7 @@ impl Scope for InstanceScope<'_> {
                 )),
             },
             Subject::Terraform(which) => match which.as_str() {
-                "workspace" => Ok(Value::string("default")),
+                "workspace" => Ok(Value::string(v.workspace.as_deref().unwrap_or("default"))),
                 other => Err(ScopeError::new(
                     "Invalid \"terraform\" attribute",
                     format!("The \"terraform\" object has no attribute named {other:?}. The only supported attribute is terraform.workspace."),

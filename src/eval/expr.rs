@@ -228,6 +228,16 @@ impl<'a> Evaluator<'a> {
                     .filter(|c| !c.is_whitespace())
                     .collect();
                 match BigDecimal::from_str(&text) {
+                    Ok(d) if !Number::in_range(&d) && !Number::in_range(&d.normalized()) => {
+                        Err(self.error(
+                            e.span(),
+                            "Number out of range",
+                            format!(
+                                "The number {text} is out of range: {}.",
+                                crate::value::number_range_error()
+                            ),
+                        ))
+                    }
                     Ok(d) => Ok(Value::Number(Number(d))),
                     Err(_) => Number::from_f64(n.value().as_f64().unwrap_or(f64::NAN))
                         .map(Value::Number)
@@ -428,6 +438,18 @@ impl<'a> Evaluator<'a> {
                     _ => return Ok(mark(Value::Unknown(result_type), s)),
                 };
                 let v = match op {
+                    Op::Plus | Op::Minus | Op::Mul | Op::Div
+                        if !Number::in_range(&x) || !Number::in_range(&y) =>
+                    {
+                        return Err(self.error(
+                            span,
+                            "Number out of range",
+                            format!(
+                                "An operand is out of range: {}.",
+                                crate::value::number_range_error()
+                            ),
+                        ))
+                    }
                     Op::Plus => Value::Number(Number(x + y)),
                     Op::Minus => Value::Number(Number(x - y)),
                     Op::Mul => Value::Number(Number(x * y)),
