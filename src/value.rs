@@ -98,6 +98,30 @@ pub struct Number(pub BigDecimal);
 /// a gigabyte of digits to print (hostile input: `1e-99999999999`).
 pub const MAX_EXPONENT: i64 = 100_000;
 
+/// The bound on one string (bytes) and one collection (elements) that templates and functions
+/// may build, in every command: hostile input (a template doubling a string eighty times,
+/// `range(1e9)`) hits it and gets a diagnostic instead of exhausting memory.
+pub const MAX_STRING_BYTES: usize = 16 << 20;
+pub const MAX_ELEMENTS: usize = 1 << 20;
+
+/// Whether a value stays within `MAX_STRING_BYTES` / `MAX_ELEMENTS` at its top level (a
+/// value's parts were checked when they were built).
+pub fn within_size_bounds(v: &Value) -> Result<(), String> {
+    match v.unmarked() {
+        Value::String(s) if s.len() > MAX_STRING_BYTES => Err(format!(
+            "the result is a string of {} bytes, beyond the bound of {MAX_STRING_BYTES} bytes \
+             that keeps hostile input from exhausting memory",
+            s.len()
+        )),
+        Value::List(v) | Value::Set(v) | Value::Tuple(v) if v.len() > MAX_ELEMENTS => Err(format!(
+            "the result has {} elements, beyond the bound of {MAX_ELEMENTS} elements that \
+                 keeps hostile input from exhausting memory",
+            v.len()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Why a number is refused: the bound it hit, for diagnostics.
 pub fn number_range_error() -> String {
     format!(

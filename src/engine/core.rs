@@ -385,6 +385,11 @@ pub fn expansion_lenient(
     }
 }
 
+/// The most instances one `count` (in every command) may ask for: a hostile `count = 1e8`
+/// gets a diagnostic instead of exhausting memory. (`for_each` is bounded by the size of the
+/// collection it is given, `value::MAX_ELEMENTS`.)
+pub const MAX_INSTANCES: usize = 100_000;
+
 /// Evaluates `count` / `for_each` into an expansion. Unknown values are errors that say so.
 pub fn expansion(
     ctx: &Ctx,
@@ -408,6 +413,10 @@ pub fn expansion(
         }
         let (v, _) = v.deep_unmark();
         return match v.as_number().and_then(|n| n.to_i64()) {
+            Some(n) if n > MAX_INSTANCES as i64 => Err(err(
+                "Invalid count argument",
+                format!("The \"count\" value of {what} is {n}, beyond the bound of {MAX_INSTANCES} instances per resource or module call that keeps hostile input from exhausting memory."),
+            )),
             Some(n) if n >= 0 => Ok(Expansion::Count(n as usize)),
             _ if v.is_null() => Err(err("Invalid count argument", "The given \"count\" argument value is null. An integer is required.".into())),
             _ => Err(err(

@@ -1040,6 +1040,16 @@ impl<'a> Evaluator<'a> {
         }
         let mut st = TemplateState::default();
         self.render(&elements, false, false, &mut st);
+        if st.out.len() > crate::value::MAX_STRING_BYTES && st.diags.is_empty() {
+            let msg = crate::value::within_size_bounds(&Value::String(std::mem::take(&mut st.out)))
+                .err()
+                .unwrap_or_default();
+            st.diags.extend(self.error(
+                _span,
+                "Template result too long",
+                format!("Evaluating this template stopped: {msg}."),
+            ));
+        }
         if !st.diags.is_empty() {
             return Err(st.diags);
         }
@@ -1066,6 +1076,8 @@ impl<'a> Evaluator<'a> {
                     }
                     st.out.push_str(s);
                 }
+                // Past the bound: stop building (reported by `template`).
+                _ if st.out.len() > crate::value::MAX_STRING_BYTES => return,
                 Element::Interpolation(ip) => match self.expr(&ip.expr) {
                     Err(d) => st.diags.extend(d),
                     Ok(v) => {

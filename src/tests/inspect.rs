@@ -601,3 +601,85 @@ fn validate_without_providers() {
         "{err}"
     );
 }
+
+/// Hostile input hits a bound that is reported, in every command: no hang, no abort.
+#[test]
+fn bounds_on_hostile_input() {
+    // A number of a hundred billion digits: a diagnostic in plan, not a failed allocation.
+    let dir = project(&[("main.tf", "output \"o\" {\n  value = 1e-99999999999\n}\n")]);
+    let (code, _, err) = run(dir.path(), &["plan"], &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Number out of range"), "{err}");
+    assert!(err.contains("main.tf:2:11"), "{err}");
+
+    // jsondecode in console: the bound, not a billion zeros.
+    let dir = project(&[("main.tf", "")]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("console")
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"jsondecode(\"1e999999999\")\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.len() < 10_000, "{} bytes", all.len());
+    assert!(all.contains("out of range"), "{all}");
+
+    // A huge count, a template doubling a string eighty times, and deep nesting: each a
+    // diagnostic with its location, and the rest of the view still produced.
+    let mut doubling = String::from("locals {\n  s0 = \"ab\"\n");
+    for i in 1..80 {
+        doubling.push_str(&format!(
+            "  s{i} = \"${{local.s{}}}${{local.s{}}}\"\n",
+            i - 1,
+            i - 1
+        ));
+    }
+    doubling.push_str("}\n");
+    let deep = format!(
+        "locals {{\n  deep = {}1{}\n}}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let dir = project(&[
+        (
+            "a.tf",
+            "resource \"aws_instance\" \"x\" {\n  count = 100000000\n  ami   = \"a\"\n}\n",
+        ),
+        ("b.tf", &doubling),
+        ("c.tf", &deep),
+        (
+            "d.tf",
+            "resource \"aws_s3_bucket\" \"fine\" {\n  bucket = \"fine\"\n}\n",
+        ),
+    ]);
+    let start = std::time::Instant::now();
+    let doc = inspect(dir.path(), &[], &[]);
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    let s = summaries(&doc);
+    assert!(
+        s.contains(&"error: Invalid count argument".to_string()),
+        "{s:?}"
+    );
+    assert!(
+        s.contains(&"error: Template result too long".to_string()),
+        "{s:?}"
+    );
+    assert!(s.contains(&"error: Invalid syntax".to_string()), "{s:?}");
+    assert_eq!(resource(&doc, "aws_instance.x")["_unknown_expansion"], true);
+    assert_eq!(resource(&doc, "aws_s3_bucket.fine")["bucket"], "fine");
+}
