@@ -103,7 +103,7 @@ pub fn check_types(
                 format!(
                     "Cairn neither has built in nor has installed the {these} {}, so {them} \
                      resources and data sources were checked without a schema: their \
-                     expressions are valid, but argument names and types were not checked.",
+                     expressions were checked, their argument names and types were not.",
                     names.join(", ")
                 ),
             )
