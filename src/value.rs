@@ -92,7 +92,60 @@ impl fmt::Display for Type {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Number(pub BigDecimal);
 
+/// The bound on numbers, in every command: a number's decimal exponent (the power of ten of
+/// its leading digit or of its last digit) lies within ±`MAX_EXPONENT`. Terraform's numbers
+/// reach far beyond, but a configuration never needs them, and an exponent of a billion is
+/// a gigabyte of digits to print (hostile input: `1e-99999999999`).
+pub const MAX_EXPONENT: i64 = 100_000;
+
+/// The bound on one string (bytes) and one collection (elements) that templates and functions
+/// may build, in every command: hostile input (a template doubling a string eighty times,
+/// `range(1e9)`) hits it and gets a diagnostic instead of exhausting memory.
+pub const MAX_STRING_BYTES: usize = 16 << 20;
+pub const MAX_ELEMENTS: usize = 1 << 20;
+
+/// Whether a value stays within `MAX_STRING_BYTES` / `MAX_ELEMENTS` at its top level (a
+/// value's parts were checked when they were built).
+pub fn within_size_bounds(v: &Value) -> Result<(), String> {
+    match v.unmarked() {
+        Value::String(s) if s.len() > MAX_STRING_BYTES => Err(format!(
+            "the result is a string of {} bytes, beyond the bound of {MAX_STRING_BYTES} bytes \
+             that keeps hostile input from exhausting memory",
+            s.len()
+        )),
+        Value::List(v) | Value::Set(v) | Value::Tuple(v) if v.len() > MAX_ELEMENTS => Err(format!(
+            "the result has {} elements, beyond the bound of {MAX_ELEMENTS} elements that \
+                 keeps hostile input from exhausting memory",
+            v.len()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Why a number is refused: the bound it hit, for diagnostics.
+pub fn number_range_error() -> String {
+    format!(
+        "numbers are bounded to decimal exponents between -{MAX_EXPONENT} and {MAX_EXPONENT}, \
+         so that hostile input cannot exhaust memory; this one is beyond"
+    )
+}
+
 impl Number {
+    /// Whether a decimal is within the bound `MAX_EXPONENT`.
+    pub fn in_range(d: &BigDecimal) -> bool {
+        let (digits, scale) = d.as_bigint_and_exponent();
+        if digits == 0.into() {
+            return true;
+        }
+        // value = digits × 10^-scale: its last digit is at 10^-scale, its first at
+        // 10^(len-1-scale).
+        let len = digits.magnitude().bits() as f64 * std::f64::consts::LOG10_2;
+        let last = -scale;
+        let first = last.saturating_add(len as i64);
+        (-MAX_EXPONENT..=MAX_EXPONENT).contains(&last)
+            && (-MAX_EXPONENT..=MAX_EXPONENT).contains(&first)
+    }
+
     pub fn from_i64(i: i64) -> Number {
         Number(BigDecimal::from(i))
     }
@@ -133,9 +186,16 @@ impl<'de> Deserialize<'de> for Number {
 impl FromStr for Number {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        BigDecimal::from_str(s.trim())
-            .map(Number)
-            .map_err(|_| format!("{s:?} is not a number"))
+        let d = BigDecimal::from_str(s.trim()).map_err(|_| format!("{s:?} is not a number"))?;
+        // A normalized zero or trailing zeros do not count against the bound (`1e5` is 1e5).
+        let d = match Number::in_range(&d) {
+            true => d,
+            false => d.normalized(),
+        };
+        if !Number::in_range(&d) {
+            return Err(format!("{s:?} is out of range: {}", number_range_error()));
+        }
+        Ok(Number(d))
     }
 }
 

@@ -3,7 +3,9 @@
 //! temporary directory, so wall time and peak memory (the child's own max RSS, from `wait4`)
 //! are those a user sees.
 //!
-//! 1. Load + evaluate (`cairn inspect`) of 10,000 `terraform_data` in chains of 10.
+//! 1. Load + evaluate (`cairn inspect`) of 10,000 `terraform_data` in chains of 10; and
+//!    `cairn inspect -json` of 10,000 resources of a provider Cairn does not have (`aws`),
+//!    spread over 100 modules (issue 15's target: under 0.3 s and 200 MB).
 //! 2. `plan` and `apply -auto-approve` of the same configuration (each apply on a fresh state),
 //!    and a no-op plan after it; with `terraform` installed, Terraform 1.x on 1,000 of them
 //!    (10,000 would take it many minutes) against Cairn on the same 1,000, and the ratios.
@@ -13,7 +15,8 @@
 //! Shared machines are noisy, so every figure is measured several times and printed as the
 //! best and the median run (as hyperfine does); the peak memory is the largest of the runs.
 //! `CAIRN_BENCH_N` overrides 10,000; `CAIRN_BENCH_RUNS` the number of runs (default 5);
-//! `CAIRN_BENCH_TERRAFORM=0` skips Terraform.
+//! `CAIRN_BENCH_TERRAFORM=0` skips Terraform; `CAIRN_BENCH_ONLY=inspect` runs only the two
+//! inspect figures.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -104,6 +107,35 @@ fn chains(dir: &Path, n: usize, chain: usize) {
     std::fs::write(dir.join("main.tf"), tf).unwrap();
 }
 
+/// `n` resources of the `aws` provider (which Cairn does not have) in `modules` module
+/// directories called from the root, each resource with nested blocks, tags from a variable
+/// and a reference to a computed attribute of its neighbour.
+fn unknown_provider_modules(dir: &Path, n: usize, modules: usize) {
+    let per = n / modules;
+    let mut root = String::from("variable \"env\" {\n  default = \"prod\"\n}\n");
+    for m in 0..modules {
+        root.push_str(&format!(
+            "module \"m{m}\" {{\n  source = \"./modules/m{m}\"\n  env    = var.env\n}}\n"
+        ));
+        let mut tf = String::from("variable \"env\" {}\n");
+        for i in 0..per {
+            let vpc = if i == 0 {
+                "\"vpc-root\"".to_string()
+            } else {
+                format!("aws_security_group.g{}.id", i - 1)
+            };
+            tf.push_str(&format!(
+                "resource \"aws_security_group\" \"g{i}\" {{\n  name   = \"sg-{m}-{i}-${{var.env}}\"\n  vpc_id = {vpc}\n  ingress {{\n    from_port   = {i}\n    to_port     = {i}\n    cidr_blocks = [\"10.{m}.0.0/16\"]\n  }}\n  tags = {{ Env = var.env, Index = \"{i}\" }}\n}}\n"
+            ));
+        }
+        tf.push_str("output \"last\" {\n  value = aws_security_group.g0.name\n}\n");
+        let mdir = dir.join(format!("modules/m{m}"));
+        std::fs::create_dir_all(&mdir).unwrap();
+        std::fs::write(mdir.join("main.tf"), tf).unwrap();
+    }
+    std::fs::write(dir.join("main.tf"), root).unwrap();
+}
+
 fn cairn(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
     c.arg(format!("-chdir={}", dir.display()))
@@ -133,6 +165,15 @@ fn main() {
     chains(&dir, n, 10);
     let f = measure(runs, || {}, || cairn(&dir, &["inspect", "-json"]));
     println!("load+evaluate {n} resources (cairn inspect): {f} (target: well under 0.5 s)");
+    let unknown = tmp.path().join("unknown-provider");
+    unknown_provider_modules(&unknown, n, 100);
+    let f = measure(runs, || {}, || cairn(&unknown, &["inspect", "-json"]));
+    println!(
+        "cairn inspect -json, {n} aws resources over 100 modules (no provider): {f} (target < 0.3 s, < 200 MB)"
+    );
+    if std::env::var("CAIRN_BENCH_ONLY").is_ok_and(|v| v == "inspect") {
+        return;
+    }
     let plan = measure(runs, || fresh_state(&dir), || cairn(&dir, &["plan"]));
     println!("cairn plan   {n} terraform_data: {plan} (target < 1 s, < 300 MB)");
     let apply = measure(

@@ -162,6 +162,9 @@ pub struct ValidateArgs {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
+    /// The configuration's directory, or one `.tf` file to evaluate on its own (default: the
+    /// working directory).
+    pub path: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub vars: VarArgs,
     #[command(flatten)]

@@ -16,7 +16,7 @@ use super::output::Exit;
 use super::state_cmds::{open_store, state_diag};
 use super::Context;
 use crate::config::{Config, Module};
-use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
 use cairn_state::{OpenOptions, ProviderAddr, StateError, Store};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -37,13 +37,19 @@ fn green_bold(s: &str, color: bool) -> String {
     }
 }
 
-/// Resource types no built-in provider has: an unknown provider package, or an unknown type
-/// of a known one (with a "did you mean").
+/// Resource types no built-in provider has: an unknown type of a known provider (with a "did
+/// you mean"), and an unknown provider package — an error when `absent_is_error` (`init`,
+/// which must have every provider), else one warning naming them all (`validate`: a
+/// configuration is not invalid because Cairn lacks its provider).
 pub fn check_types(
     config: &Config,
     providers: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
+    absent_is_error: bool,
 ) -> Diagnostics {
     let mut diags = Diagnostics::new();
+    // Providers Cairn does not have: their resources are checked without a schema (the
+    // expressions still are), and one warning names them all.
+    let mut unchecked: BTreeMap<&str, Span> = BTreeMap::new();
     for m in config.modules() {
         for r in m.resources.values() {
             let package = cairn_state::package_of(&r.type_);
@@ -52,7 +58,7 @@ pub fn check_types(
                 cairn_state::Mode::Data => "data source",
             };
             let d = match providers.get(package) {
-                None => Diagnostic::error(
+                None if absent_is_error => Diagnostic::error(
                     format!("Unknown provider \"{package}\""),
                     format!(
                         "{} \"{}\" belongs to the provider \"{package}\", which Cairn does not have. Cairn's providers are built in: {}.",
@@ -61,6 +67,10 @@ pub fn check_types(
                         providers.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
                     ),
                 ),
+                None => {
+                    unchecked.entry(package).or_insert(r.span);
+                    continue;
+                }
                 Some(p) if p.schema().block(r.mode, &r.type_).is_none() => {
                     let schema = p.schema();
                     let names = match r.mode {
@@ -81,6 +91,25 @@ pub fn check_types(
             diags.push(d.with_span(Some(r.span)));
         }
     }
+    if let Some(first) = unchecked.values().min_by_key(|s| (s.file, s.start)) {
+        let names: Vec<String> = unchecked.keys().map(|p| format!("\"{p}\"")).collect();
+        let (these, them) = match names.len() {
+            1 => ("provider", "its"),
+            _ => ("providers", "their"),
+        };
+        diags.push(
+            Diagnostic::warning(
+                format!("Unchecked {these}: {}", names.join(", ")),
+                format!(
+                    "Cairn neither has built in nor has installed the {these} {}, so {them} \
+                     resources and data sources were checked without a schema: their \
+                     expressions were checked, their argument names and types were not.",
+                    names.join(", ")
+                ),
+            )
+            .with_span(Some(*first)),
+        );
+    }
     diags
 }
 
@@ -94,8 +123,9 @@ fn capitalize(s: &str) -> String {
 pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
     let (config, mut diags) = load_config();
     if let Some(config) = &config {
+        diags.extend(crate::config::unsupported_blocks(config, false));
         let providers = crate::provider::builtin::builtin();
-        diags.extend(check_types(config, &providers));
+        diags.extend(check_types(config, &providers, false));
         let schema = |mode, type_: &str| {
             providers
                 .get(cairn_state::package_of(type_))
@@ -256,7 +286,7 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
         &mut diags,
     );
     let builtin = crate::provider::builtin::builtin();
-    diags.extend(check_types(&config, &builtin));
+    diags.extend(check_types(&config, &builtin, true));
     let schema = |mode, type_: &str| {
         builtin
             .get(cairn_state::package_of(type_))

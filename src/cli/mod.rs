@@ -10,6 +10,7 @@
 pub mod args;
 pub mod config_cmds;
 pub mod console;
+pub mod inspect;
 pub mod lifecycle;
 pub mod logging;
 pub mod output;
@@ -225,7 +226,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         ),
         Command::Console(a) => console::console(ctx, &a, parsed.var_order),
         Command::Graph(a) => run_cmds::graph(ctx, &a, parsed.var_order),
-        Command::Inspect(a) => run_cmds::inspect(ctx, &a, parsed.var_order),
+        Command::Inspect(a) => inspect::inspect(ctx, &a, parsed.var_order),
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
     }
 }

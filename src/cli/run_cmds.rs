@@ -23,7 +23,6 @@ use crate::plan::render::{render_plan, render_state, RenderOptions};
 use crate::plan::{Action, Plan, PlanMode};
 use cairn_state::{ResourceInstanceAddr, Snapshot, Target};
 use serde_json::{json, Map, Value as J};
-use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -454,73 +453,9 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
     Exit::Ok
 }
 
-/// `inspect`: every resource and data instance with its evaluated attributes, its address as
-/// `id` and its provider as `_provider`, without providers or state.
-pub fn inspect(ctx: &Context, a: &super::args::InspectArgs, vars: Vec<VarArg>) -> Exit {
-    use crate::value::Value;
-    let req = RunRequest {
-        mode: PlanMode::Normal,
-        refresh: false,
-        targets: Vec::new(),
-        replace: Vec::new(),
-        vars,
-        parallelism: 10,
-        lock_timeout: Duration::ZERO,
-        state_dir: ctx.state_dir.clone(),
-    };
-    let opts = super::lifecycle::engine_options(&req, "inspect");
-    let report = match super::lifecycle::block_on(ctx, &opts, crate::engine::inspect(&opts)) {
-        Ok(r) => r,
-        Err(d) => return ctx.fail(d, a.ui.no_color),
-    };
-    let empty = crate::diag::SourceMap::new();
-    let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
-    if ctx.report(map, &report.diags, a.ui.no_color) {
-        return Exit::Error;
-    }
-    let Some(mut inspection) = report.result else {
-        return Exit::Error;
-    };
-    let mut instances = std::mem::take(&mut inspection.instances);
-    if !instances.is_sorted_by(|x, y| x.addr <= y.addr) {
-        instances.sort_by(|x, y| x.addr.cmp(&y.addr));
-    }
-    if a.ui.json {
-        let list: Vec<J> = instances
-            .iter()
-            .map(|i| {
-                let v = Value::Object(with_ids(i));
-                let mut j = v.to_json();
-                let unknown = v.unknown_paths();
-                if !unknown.is_empty() {
-                    j["_unknown"] = json!(unknown);
-                }
-                j
-            })
-            .collect();
-        let outputs: Map<String, J> = inspection
-            .outputs
-            .iter()
-            .map(|(k, v)| (k.clone(), v.to_json()))
-            .collect();
-        let doc = json!({"resources": list, "outputs": outputs});
-        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-        ctx.out(&format!("{text}\n"));
-        exit_without_drop((instances, inspection, report.config));
-        return Exit::Ok;
-    }
-    let mut out = render_instances(&instances);
-    if instances.is_empty() {
-        out.push_str("The configuration has no resources.\n");
-    }
-    ctx.out(&out);
-    exit_without_drop((instances, inspection, report.config));
-    Exit::Ok
-}
-
 /// The human form of `inspect`: each instance as a block. A long list is cut into one run per
 /// core, rendered at once on scoped threads and joined in order (the text is the same).
-fn render_instances(instances: &[crate::engine::inspect::Inspected]) -> String {
+pub(super) fn render_instances(instances: &[crate::engine::inspect::Inspected]) -> String {
     const PER_THREAD_MIN: usize = 2048;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runs = threads.min(instances.len() / PER_THREAD_MIN).max(1);
@@ -589,16 +524,7 @@ fn render_run(instances: &[crate::engine::inspect::Inspected], out: &mut String)
     }
 }
 
-/// An instance's attributes with its address as `id` and its provider as `_provider`.
-fn with_ids(i: &crate::engine::inspect::Inspected) -> BTreeMap<String, crate::value::Value> {
-    use crate::value::Value;
-    let mut m = i.attrs.attributes().cloned().unwrap_or_default();
-    m.insert("id".into(), Value::string(i.addr.to_string()));
-    m.insert("_provider".into(), Value::string(i.provider.to_string()));
-    m
-}
-
-/// `with_ids` without copying the attributes: borrowed pairs in key order, `id` and
+/// An instance's attributes with its address as `id` and its provider as `_provider`, without copying the attributes: borrowed pairs in key order, `id` and
 /// `_provider` replacing any attribute of the same name.
 fn merged_with_ids<'v>(
     i: &'v crate::engine::inspect::Inspected,
@@ -624,7 +550,7 @@ fn merged_with_ids<'v>(
 /// dropping it: the process exits right after the command, and freeing hundreds of
 /// thousands of small allocations one by one costs a large configuration tens of
 /// milliseconds for nothing. Only for values the command is done with.
-fn exit_without_drop<T>(done: T) {
+pub(super) fn exit_without_drop<T>(done: T) {
     std::mem::forget(done);
 }
 

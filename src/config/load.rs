@@ -22,11 +22,23 @@ use std::path::{Component, Path, PathBuf};
 /// Loads the module tree rooted at `dir`. `None` only when `dir` itself cannot be read; the
 /// configuration is returned even when it has errors, so callers can report them all.
 pub fn load(dir: &Path) -> (Option<Config>, Diagnostics) {
+    load_only(dir, None)
+}
+
+/// `load`, with the root module made of the single file `file` of `dir` (`cairn inspect
+/// FILE.tf`: policy tools load the files that changed). Modules it calls load as usual.
+pub fn load_file(dir: &Path, file: &Path) -> (Option<Config>, Diagnostics) {
+    load_only(dir, Some(file))
+}
+
+fn load_only(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
     let mut l = Loader {
         sources: SourceMap::new(),
         diags: Diagnostics::new(),
         root_dir: dir.to_path_buf(),
         file_count: 0,
+        installed: None,
+        only: only.map(|f| dir.join(f.file_name().unwrap_or(f.as_os_str()))),
     };
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -102,6 +114,37 @@ struct Loader {
     root_dir: PathBuf,
     /// How many `.tf` files were found in the whole tree.
     file_count: usize,
+    /// The only file of the root module to read (`load_file`).
+    only: Option<PathBuf>,
+    /// `.terraform/modules/modules.json` (what `terraform init` downloaded), read on first use:
+    /// module key (`vpc`, `vpc.subnets`) → (source as recorded, directory). `None` inside
+    /// when the file is absent or unreadable.
+    installed: Option<Option<BTreeMap<String, (String, PathBuf)>>>,
+}
+
+/// Reads `.terraform/modules/modules.json` under `root`: each module's key, source and
+/// directory. Directories outside `root` are left out: the manifest is input like any other
+/// and may not lead the loader out of the configuration's tree.
+fn read_installed(root: &Path) -> Option<BTreeMap<String, (String, PathBuf)>> {
+    let text = std::fs::read_to_string(root.join(".terraform/modules/modules.json")).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let canonical_root = std::fs::canonicalize(root).ok()?;
+    let mut out = BTreeMap::new();
+    for m in doc.get("Modules")?.as_array()? {
+        let (Some(key), Some(dir)) = (
+            m.get("Key").and_then(|k| k.as_str()),
+            m.get("Dir").and_then(|d| d.as_str()),
+        ) else {
+            continue;
+        };
+        let source = m.get("Source").and_then(|s| s.as_str()).unwrap_or_default();
+        let path = root.join(dir);
+        let inside = std::fs::canonicalize(&path).is_ok_and(|p| p.starts_with(&canonical_root));
+        if !key.is_empty() && inside {
+            out.insert(key.to_string(), (source.to_string(), path));
+        }
+    }
+    Some(out)
 }
 
 const RESERVED_VARIABLE_NAMES: &[&str] = &[
@@ -174,13 +217,18 @@ impl Loader {
         ancestors: &[(PathBuf, String)],
     ) -> Module {
         let mut module = Module::empty(path, dir.to_path_buf());
-        let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-            Ok(entries) => entries
+        let only = match module.path.is_root() {
+            true => self.only.clone(),
+            false => None,
+        };
+        let mut files: Vec<PathBuf> = match (only, std::fs::read_dir(dir)) {
+            (Some(f), _) => vec![f],
+            (None, Ok(entries)) => entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.path())
                 .filter(|p| p.extension().is_some_and(|x| x == "tf") && !p.is_dir())
                 .collect(),
-            Err(_) => Vec::new(),
+            (None, Err(_)) => Vec::new(),
         };
         files.sort();
         self.file_count += files.len();
@@ -280,6 +328,10 @@ impl Loader {
                     "data" => self.resource_block(file, b, m, Mode::Data),
                     "output" => self.output_block(file, &b, m),
                     "module" => self.module_block(file, &b, m),
+                    kind @ ("moved" | "import" | "removed" | "check") => {
+                        let sp = self.header(file, &b);
+                        m.state_blocks.push((kind.to_string(), sp));
+                    }
                     other => {
                         let sp = self.span(file, &b.ident);
                         self.err(
@@ -976,12 +1028,22 @@ impl Loader {
             }
             lifecycle = self.lifecycle(file, lb);
         }
+        // Provisioners and their connections: Cairn runs none (inspect never would); other
+        // commands refuse them through `unsupported_blocks`.
+        for b in block.body.iter().filter_map(|s| s.as_block()) {
+            if matches!(b.ident.as_str(), "provisioner" | "connection") {
+                let sp = self.header(file, b);
+                m.state_blocks.push((b.ident.as_str().to_string(), sp));
+            }
+        }
         // The body without the meta-arguments, moved; it keeps the body's span.
         let mut body = block.body;
         for meta in META {
             body.remove_attribute(meta);
         }
         body.remove_blocks("lifecycle");
+        body.remove_blocks("provisioner");
+        body.remove_blocks("connection");
         let key = ResourceKey {
             mode,
             type_: type_.clone(),
@@ -1194,7 +1256,13 @@ impl Loader {
         let source_span = source_attr
             .map(|a| self.span(file, &a.value))
             .unwrap_or(span);
-        if let Some(v) = parts.attrs.get("version") {
+        let is_local =
+            |s: &str| s.starts_with("./") || s.starts_with("../") || s == "." || s == "..";
+        if let Some(v) = parts
+            .attrs
+            .get("version")
+            .filter(|_| source.as_deref().is_some_and(is_local))
+        {
             let sp = self.span(file, &v.key);
             self.err(
                 sp,
@@ -1301,19 +1369,40 @@ impl Loader {
             let src = call.source.as_str();
             let local =
                 src.starts_with("./") || src.starts_with("../") || src == "." || src == "..";
-            if !local {
-                self.err(
-                    call.source_span,
-                    "Unsupported module source",
-                    format!(
-                        "Cairn loads modules from local paths only: a source must start with \
-                         \"./\" or \"../\", and {} does not.",
-                        quote(src)
-                    ),
-                );
-                continue;
-            }
-            let dir = m.dir.join(src);
+            let dir = if local {
+                m.dir.join(src)
+            } else {
+                // A registry or git source: where `terraform init` put it, if it did.
+                let key: Vec<&str> = m
+                    .path
+                    .0
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .chain([call.name.as_str()])
+                    .collect();
+                let key = key.join(".");
+                let root = self.root_dir.clone();
+                let installed = self.installed.get_or_insert_with(|| read_installed(&root));
+                match installed.as_ref().and_then(|i| i.get(&key)) {
+                    Some((_, dir)) => dir.clone(),
+                    None => {
+                        self.err(
+                            call.source_span,
+                            "Module not installed",
+                            format!(
+                                "Module {} has the remote source {}, which has not been \
+                                 downloaded: Cairn never fetches modules itself. Run `terraform \
+                                 init` (or `terraform get`) to download it into \
+                                 .terraform/modules, where Cairn reads it from \
+                                 .terraform/modules/modules.json.",
+                                quote(&call.name),
+                                quote(src)
+                            ),
+                        );
+                        continue;
+                    }
+                }
+            };
             let shown = relative_path(&self.root_dir, &dir);
             if !dir.is_dir() {
                 self.err(

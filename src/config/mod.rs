@@ -71,6 +71,33 @@ pub struct Module {
     pub calls: BTreeMap<String, ModuleCall>,
     /// The loaded child module of each call in `calls` whose source could be loaded.
     pub children: BTreeMap<String, Module>,
+    /// `moved`, `import`, `removed` and `check` blocks (kind, header): Terraform's valid
+    /// blocks that Cairn does not act on. `inspect` (which has no state to move, import or
+    /// check against) reads past them; every other command reports them
+    /// (`unsupported_blocks`).
+    pub state_blocks: Vec<(String, Span)>,
+}
+
+/// A diagnostic for each block in `Module::state_blocks` of the tree: an error for a command
+/// that would have to act on them (it must not silently ignore them), a warning for
+/// `validate` (the configuration is valid Terraform; Cairn's plan would refuse it).
+pub fn unsupported_blocks(config: &Config, error: bool) -> crate::diag::Diagnostics {
+    let mut diags = crate::diag::Diagnostics::new();
+    for m in config.modules() {
+        for (kind, span) in &m.state_blocks {
+            let summary = "Unsupported block type";
+            let detail = format!(
+                "Cairn does not act on {kind:?} blocks: plan and apply refuse a configuration \
+                 with one, and only `cairn inspect` and `cairn validate` read past them."
+            );
+            let d = match error {
+                true => crate::diag::Diagnostic::error(summary, detail),
+                false => crate::diag::Diagnostic::warning(summary, detail),
+            };
+            diags.push(d.with_span(Some(*span)));
+        }
+    }
+    diags
 }
 
 impl Module {
@@ -87,6 +114,7 @@ impl Module {
             outputs: BTreeMap::new(),
             calls: BTreeMap::new(),
             children: BTreeMap::new(),
+            state_blocks: Vec::new(),
         }
     }
 
@@ -301,11 +329,11 @@ mod check;
 mod load;
 mod validate;
 pub use check::check_references;
-pub use load::load;
+pub use load::{load, load_file};
 pub use validate::validate;
 
 #[cfg(test)]
 mod tests;
 
 mod vars;
-pub use vars::{input_values, validate_variable, VarArg};
+pub use vars::{input_values, input_values_with, validate_variable, Missing, VarArg};

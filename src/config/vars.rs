@@ -57,6 +57,15 @@ struct Given {
     place: String,
 }
 
+/// What a root variable without a value (and without a default) becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// An error, "No value for required variable" (plan, apply, ...).
+    Error,
+    /// An unknown value of its type (`inspect`: a policy tool has no values to give).
+    Unknown,
+}
+
 /// Collects, converts and validates the root module's input variable values. Every declared
 /// variable gets a value in the result unless it had an error.
 pub fn input_values(
@@ -64,6 +73,17 @@ pub fn input_values(
     cli_vars: &[VarArg],
     env: &BTreeMap<String, String>,
     cwd: &Path,
+) -> (BTreeMap<String, Value>, Diagnostics) {
+    input_values_with(config, cli_vars, env, cwd, Missing::Error)
+}
+
+/// `input_values`, with what a variable without a value becomes.
+pub fn input_values_with(
+    config: &mut Config,
+    cli_vars: &[VarArg],
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+    missing: Missing,
 ) -> (BTreeMap<String, Value>, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut given: BTreeMap<String, Given> = BTreeMap::new();
@@ -186,7 +206,13 @@ pub fn input_values(
     let mut values = BTreeMap::new();
     let variables: Vec<Variable> = config.root.variables.values().cloned().collect();
     for var in &variables {
-        match resolve_one(&mut config.sources, var, given.remove(&var.name)) {
+        let g = given.remove(&var.name);
+        if g.is_none() && var.default.is_none() && missing == Missing::Unknown {
+            let v = Value::Unknown(var.ty.clone());
+            values.insert(var.name.clone(), mark(v, var.sensitive));
+            continue;
+        }
+        match resolve_one(&mut config.sources, var, g) {
             Ok(v) => {
                 values.insert(var.name.clone(), v);
             }

@@ -80,6 +80,13 @@ pub trait Phase: Send + Sync + 'static {
     ) -> Result<(), Diagnostics>;
     /// A root module output has been evaluated.
     fn output(&self, ctx: &Arc<Ctx>, name: &str, value: &Value, sensitive: bool);
+    /// True for `inspect`, which evaluates whatever it can instead of stopping: a resource of
+    /// a provider Cairn does not have is evaluated without a schema (`Instance::schemaless`),
+    /// an unknown or failing `count`/`for_each` gives one instance of unknown expansion, and
+    /// a term that fails is reported and becomes unknown, so its dependents still run.
+    fn lenient(&self) -> bool {
+        false
+    }
     /// A node of the phase's own (e.g. apply's deletes).
     async fn extra(&self, ctx: &Arc<Ctx>, node: &Node) -> Result<(), Diagnostics> {
         let _ = (ctx, node);
@@ -104,7 +111,13 @@ pub struct Instance {
     pub provider: ProviderAddr,
     /// The configuration, evaluated against the schema (may hold unknowns).
     pub config: Value,
+    /// The resource type's schema; empty when `schemaless`.
     pub schema: Arc<Block>,
+    /// No schema is available (a provider Cairn does not have, in `inspect`): `config` is
+    /// the body as written, blocks as lists of objects.
+    pub schemaless: bool,
+    /// One instance standing for a `count`/`for_each` that is unknown or failed (`inspect`).
+    pub unknown_expansion: bool,
 }
 
 /// Everything a walk shares.
@@ -164,6 +177,32 @@ impl Ctx {
             root_dir: self.config.root_dir.clone(),
             cwd: self.cwd.clone(),
         }
+    }
+
+    /// Whether an expression refers to an open value in a module instance (see
+    /// `Values::open`).
+    pub fn refers_to_open(&self, module: &ModulePath, file: FileId, expr: &Expression) -> bool {
+        let values = self.values.read().expect("values lock");
+        let paths = self.paths(&module.without_keys());
+        let scope = InstanceScope {
+            values: &values,
+            module,
+            repetition: &Repetition::None,
+            file,
+            paths: &paths,
+        };
+        crate::eval::references(expr)
+            .iter()
+            .any(|r| crate::eval::Scope::is_open(&scope, &r.subject))
+    }
+
+    /// Records that a term of a module instance derives from open values.
+    fn mark_open(&self, module: &ModulePath, term: String) {
+        self.values
+            .write()
+            .expect("values lock")
+            .open
+            .insert((module.clone(), term));
     }
 
     /// Evaluates one expression in a module instance.
@@ -255,6 +294,25 @@ impl Ctx {
         Ok(b)
     }
 
+    /// The schema of a resource type if one is available: `Ok(None)` when `lenient` and no
+    /// provider package of that name exists (neither built in nor installed), so the
+    /// resource is evaluated without one. This is the one place that decides "schema if
+    /// available"; a provider whose schema is known (built in, or an installed plugin in
+    /// the registry) is always used.
+    pub fn available_schema(
+        &self,
+        package: &str,
+        mode: Mode,
+        type_: &str,
+        span: Span,
+        lenient: bool,
+    ) -> Result<Option<Arc<Block>>, Diagnostic> {
+        if lenient && self.registry.package(package).is_none() {
+            return Ok(None);
+        }
+        self.resource_schema(package, mode, type_, span).map(Some)
+    }
+
     /// The schema block of a resource type, or a diagnostic naming the type and what exists.
     pub fn schema_of(
         &self,
@@ -299,6 +357,39 @@ impl Ctx {
     }
 }
 
+/// `expansion` for `inspect`: an unknown `count`/`for_each` is `Expansion::Unknown`, and so
+/// is one that fails (its diagnostics returned beside it).
+pub fn expansion_lenient(
+    ctx: &Ctx,
+    module: &ModulePath,
+    file: FileId,
+    count: Option<&Expression>,
+    for_each: Option<&Expression>,
+    what: &str,
+) -> (Expansion, Diagnostics) {
+    let unknown = |e: Option<&Expression>| {
+        e.and_then(|e| ctx.eval_in(module, &Repetition::None, file, e).ok())
+            .is_some_and(|v| match &v {
+                // A for_each map may be known while its values are not: that still expands.
+                Value::Map(_) | Value::Object(_) => false,
+                Value::Set(items) => items.iter().any(|i| !i.is_wholly_known()),
+                _ => !v.is_wholly_known(),
+            })
+    };
+    if unknown(count) || unknown(for_each) {
+        return (Expansion::Unknown, Diagnostics::new());
+    }
+    match expansion(ctx, module, file, count, for_each, what) {
+        Ok(e) => (e, Diagnostics::new()),
+        Err(d) => (Expansion::Unknown, d),
+    }
+}
+
+/// The most instances one `count` (in every command) may ask for: a hostile `count = 1e8`
+/// gets a diagnostic instead of exhausting memory. (`for_each` is bounded by the size of the
+/// collection it is given, `value::MAX_ELEMENTS`.)
+pub const MAX_INSTANCES: usize = 100_000;
+
 /// Evaluates `count` / `for_each` into an expansion. Unknown values are errors that say so.
 pub fn expansion(
     ctx: &Ctx,
@@ -322,6 +413,10 @@ pub fn expansion(
         }
         let (v, _) = v.deep_unmark();
         return match v.as_number().and_then(|n| n.to_i64()) {
+            Some(n) if n > MAX_INSTANCES as i64 => Err(err(
+                "Invalid count argument",
+                format!("The \"count\" value of {what} is {n}, beyond the bound of {MAX_INSTANCES} instances per resource or module call that keeps hostile input from exhausting memory."),
+            )),
             Some(n) if n >= 0 => Ok(Expansion::Count(n as usize)),
             _ if v.is_null() => Err(err("Invalid count argument", "The given \"count\" argument value is null. An integer is required.".into())),
             _ => Err(err(
@@ -394,6 +489,12 @@ pub async fn run<P: Phase>(ctx: Arc<Ctx>, phase: Arc<P>) -> WalkOutcome {
                 }
                 match visit(&ctx, &phase, id).await {
                     Ok(()) => true,
+                    Err(d) if phase.lenient() => {
+                        // Reported, and unknown from here on: dependents still run.
+                        ctx.report(d);
+                        unknown_where_missing(&ctx, ctx.graph.node(id));
+                        true
+                    }
                     Err(d) => {
                         ctx.report(d);
                         false
@@ -412,14 +513,75 @@ pub async fn run<P: Phase>(ctx: Arc<Ctx>, phase: Arc<P>) -> WalkOutcome {
     .await
 }
 
+/// After a term failed in a lenient walk: every instance of it that has no value yet gets an
+/// unknown one (a module call with no expansion yet expands unknown).
+fn unknown_where_missing(ctx: &Ctx, node: &Node) {
+    let mut values = ctx.values.write().expect("values lock");
+    match node {
+        Node::Var { module, name } => {
+            let ty = ctx
+                .module(module)
+                .variables
+                .get(name)
+                .map_or(Type::Dynamic, |v| v.ty.clone());
+            for m in values.instances_of(module) {
+                if values.vars.get(&m).is_none_or(|x| !x.contains_key(name)) {
+                    values.set_var(&m, name, Value::Unknown(ty.clone()));
+                }
+            }
+        }
+        Node::Local { module, name } => {
+            for m in values.instances_of(module) {
+                if values.locals.get(&m).is_none_or(|x| !x.contains_key(name)) {
+                    values.set_local(&m, name, Value::unknown());
+                }
+            }
+        }
+        Node::Output { module, name } => {
+            for m in values.instances_of(module) {
+                if values.outputs.get(&m).is_none_or(|x| !x.contains_key(name)) {
+                    values.set_output(&m, name, Value::unknown());
+                }
+            }
+        }
+        Node::Call { module, name } => {
+            for m in values.instances_of(module) {
+                if !values.calls.contains_key(&(m.clone(), name.clone())) {
+                    values.set_call(&m, name, Expansion::Unknown);
+                }
+            }
+        }
+        Node::Resource { module, key } => {
+            let k = (key.mode, key.type_.clone(), key.name.clone());
+            for m in values.instances_of(module) {
+                if values.resource(&m, &k).is_none() {
+                    values.set_resource(
+                        &m,
+                        k.clone(),
+                        ResourceValues {
+                            expansion: Expansion::Unknown,
+                            instances: BTreeMap::new(),
+                            schemaless: false,
+                        },
+                    );
+                }
+            }
+        }
+        Node::Provider { .. } | Node::Orphan { .. } | Node::Destroy { .. } => {}
+    }
+}
+
 async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(), Diagnostics> {
     let node = ctx.graph.node(id).clone();
     match &node {
-        Node::Var { module, name } => visit_var(ctx, module, name),
+        Node::Var { module, name } => visit_var(ctx, module, name, phase.lenient()),
         Node::Local { module, name } => {
             let local = &ctx.module(module).locals[name];
             let instances = ctx.values.read().expect("values lock").instances_of(module);
             for m in instances {
+                if phase.lenient() && ctx.refers_to_open(&m, local.file, &local.expr) {
+                    ctx.mark_open(&m, format!("local.{name}"));
+                }
                 let v = ctx.eval_in(&m, &Repetition::None, local.file, &local.expr)?;
                 ctx.values
                     .write()
@@ -432,6 +594,11 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
             let out = &ctx.module(module).outputs[name];
             let instances = ctx.values.read().expect("values lock").instances_of(module);
             for m in instances {
+                if phase.lenient() && ctx.refers_to_open(&m, out.file, &out.value) {
+                    if let (Some(parent), Some(step)) = (m.parent(), m.0.last()) {
+                        ctx.mark_open(&parent, format!("module.{}", step.name));
+                    }
+                }
                 let mut v = ctx.eval_in(&m, &Repetition::None, out.file, &out.value)?;
                 if out.sensitive {
                     v = v.sensitive();
@@ -456,22 +623,35 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
         Node::Call { module, name } => {
             let call = &ctx.module(module).calls[name];
             let instances = ctx.values.read().expect("values lock").instances_of(module);
+            if ctx.config.module(&module.child(name, None)).is_none() {
+                // Its source could not be loaded (reported when loading): outputs unknown.
+                ctx.values
+                    .write()
+                    .expect("values lock")
+                    .unavailable
+                    .insert(module.child(name, None));
+            }
+            let mut diags = Diagnostics::new();
             for m in instances {
                 let what = format!("module.{name}");
-                let e = expansion(
-                    ctx,
-                    &m,
-                    call.file,
-                    call.count.as_ref(),
-                    call.for_each.as_ref(),
-                    &what,
-                )?;
+                let (count, for_each) = (call.count.as_ref(), call.for_each.as_ref());
+                let e = if phase.lenient() {
+                    let (e, d) = expansion_lenient(ctx, &m, call.file, count, for_each, &what);
+                    diags.extend(d);
+                    e
+                } else {
+                    expansion(ctx, &m, call.file, count, for_each, &what)?
+                };
                 ctx.values
                     .write()
                     .expect("values lock")
                     .set_call(&m, name, e);
             }
-            Ok(())
+            if diags.is_empty() {
+                Ok(())
+            } else {
+                Err(diags)
+            }
         }
         Node::Provider { addr } => visit_provider(ctx, phase, addr).await,
         Node::Resource { module, key } => visit_resource(ctx, phase, module, key).await,
@@ -484,7 +664,12 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
     }
 }
 
-fn visit_var(ctx: &Arc<Ctx>, module: &ModulePath, name: &str) -> Result<(), Diagnostics> {
+fn visit_var(
+    ctx: &Arc<Ctx>,
+    module: &ModulePath,
+    name: &str,
+    lenient: bool,
+) -> Result<(), Diagnostics> {
     let var = &ctx.module(module).variables[name];
     if module.is_root() {
         let v = ctx
@@ -517,6 +702,9 @@ fn visit_var(ctx: &Arc<Ctx>, module: &ModulePath, name: &str) -> Result<(), Diag
         };
         let given = match call.inputs.get(name) {
             Some((expr, span)) => {
+                if lenient && ctx.refers_to_open(&parent_instance, call.file, expr) {
+                    ctx.mark_open(&child, format!("var.{name}"));
+                }
                 let v = ctx.eval_in(&parent_instance, &rep, call.file, expr)?;
                 Some((v, *span))
             }
@@ -585,6 +773,25 @@ async fn visit_provider<P: Phase>(
         })
     });
     let Some(provider) = ctx.registry.package(&addr.package).cloned() else {
+        if phase.lenient() {
+            // A provider Cairn does not have: its configuration as written, unchecked.
+            let config = match block {
+                Some(b) => {
+                    let values = ctx.values.read().expect("values lock");
+                    let paths = ctx.paths(&addr.module);
+                    let scope = InstanceScope {
+                        values: &values,
+                        module: &addr.module,
+                        repetition: &Repetition::None,
+                        file: b.file,
+                        paths: &paths,
+                    };
+                    eval_body(&b.body, None, &scope)?
+                }
+                None => Value::Object(BTreeMap::new()),
+            };
+            return phase.provider(ctx, addr, config, block.is_none()).await;
+        }
         let known: Vec<&str> = ctx.registry.package_names().collect();
         return Err(Diagnostic::error(
             "Unknown provider",
@@ -673,26 +880,36 @@ async fn visit_resource<P: Phase>(
         // Its provider could not be resolved: that was reported when the graph was built.
         return Err(Diagnostics::new());
     };
+    let lenient = phase.lenient();
     let schema = ctx
-        .resource_schema(&provider_addr.package, key.mode, &key.type_, res.span)
+        .available_schema(
+            &provider_addr.package,
+            key.mode,
+            &key.type_,
+            res.span,
+            lenient,
+        )
         .map_err(Diagnostics::from)?;
+    let schemaless = schema.is_none();
+    let schema = schema.unwrap_or_default();
     let instances = ctx.values.read().expect("values lock").instances_of(module);
     let mut diags = Diagnostics::new();
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
     for m in &instances {
         let resource_addr = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
-        let exp = match expansion(
-            ctx,
-            m,
-            res.file,
-            res.count.as_ref(),
-            res.for_each.as_ref(),
-            &resource_addr.to_string(),
-        ) {
-            Ok(e) => e,
-            Err(d) => {
-                diags.extend(d);
-                continue;
+        let (count, for_each) = (res.count.as_ref(), res.for_each.as_ref());
+        let what = resource_addr.to_string();
+        let exp = if lenient {
+            let (e, d) = expansion_lenient(ctx, m, res.file, count, for_each, &what);
+            diags.extend(d);
+            e
+        } else {
+            match expansion(ctx, m, res.file, count, for_each, &what) {
+                Ok(e) => e,
+                Err(d) => {
+                    diags.extend(d);
+                    continue;
+                }
             }
         };
         // Evaluate every instance's configuration (synchronous), then let the phase handle
@@ -710,7 +927,7 @@ async fn visit_resource<P: Phase>(
                     file: res.file,
                     paths: &paths,
                 };
-                eval_body(&res.body, Some(&schema), &scope)
+                eval_body(&res.body, (!schemaless).then_some(&*schema), &scope)
             };
             let addr = resource_addr.instance(k.clone());
             let config = match config {
@@ -728,6 +945,8 @@ async fn visit_resource<P: Phase>(
                 provider: provider_addr.clone(),
                 config,
                 schema: schema.clone(),
+                schemaless,
+                unknown_expansion: exp == Expansion::Unknown,
             });
         }
         let mut values = BTreeMap::new();
@@ -772,6 +991,7 @@ async fn visit_resource<P: Phase>(
             ResourceValues {
                 expansion: exp,
                 instances: values,
+                schemaless,
             },
         );
     }

@@ -2,6 +2,12 @@
 //! needs. Each resource instance is its evaluated configuration, with the computed attributes
 //! the configuration leaves unset unknown (from the provider's schema, which needs no
 //! configuration); data sources' results are unknown.
+//!
+//! The phase is lenient (`Phase::lenient`): a resource of a provider Cairn has neither built
+//! in nor installed is its configuration as written (no schema: blocks are lists of objects,
+//! and a reference to an attribute it does not write is unknown); an unknown or failing
+//! `count`/`for_each` gives one instance of unknown expansion; a failing term is a
+//! diagnostic and unknown from there on, so everything else is still evaluated.
 
 use super::core::{
     plan_without_provider, Ctx, Instance, OrphanReason, Phase, ProviderSlot, ProviderState,
@@ -18,6 +24,10 @@ pub struct Inspected {
     pub provider: ProviderAddr,
     /// The evaluated attributes (unknown where only apply could know them).
     pub attrs: Value,
+    /// Evaluated without a schema (a provider Cairn does not have).
+    pub schemaless: bool,
+    /// Stands for a `count`/`for_each` whose value is unknown or failed.
+    pub unknown_expansion: bool,
 }
 
 /// Collects the instances in the order they finish; `into_sorted` orders them by address.
@@ -55,8 +65,14 @@ impl Phase for InspectPhase {
         Ok(())
     }
 
+    fn lenient(&self) -> bool {
+        true
+    }
+
     async fn instance(&self, _ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
         let value = match inst.key.mode {
+            // Only what the configuration wrote is known; the rest is open (`Scope::is_open`).
+            _ if inst.schemaless => inst.config.clone(),
             Mode::Managed => plan_without_provider(&inst.schema, &inst.config),
             Mode::Data => {
                 let mut v = plan_without_provider(&inst.schema, &inst.config);
@@ -75,6 +91,8 @@ impl Phase for InspectPhase {
             addr: inst.addr,
             provider: inst.provider,
             attrs: value.clone(),
+            schemaless: inst.schemaless,
+            unknown_expansion: inst.unknown_expansion,
         };
         self.instances.lock().expect("inspect lock").push(inspected);
         Ok(value)
@@ -89,4 +107,30 @@ impl Phase for InspectPhase {
     }
 
     fn output(&self, _ctx: &Arc<Ctx>, _name: &str, _value: &Value, _sensitive: bool) {}
+}
+
+/// The provider packages some resource uses that Cairn does not have (evaluated without a
+/// schema), in name order.
+pub fn unchecked_providers(ctx: &Ctx) -> Vec<String> {
+    let mut out: Vec<String> = ctx
+        .graph
+        .provider_of
+        .values()
+        .filter(|a| ctx.registry.package(&a.package).is_none())
+        .map(|a| a.package.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The workspace Terraform would have selected in the configuration's directory:
+/// `TF_WORKSPACE`, else the name in `.terraform/environment`; `None` means `default`.
+pub fn selected_workspace(opts: &super::Options) -> Option<String> {
+    if let Some(w) = opts.env.get("TF_WORKSPACE").filter(|w| !w.is_empty()) {
+        return Some(w.clone());
+    }
+    let text = std::fs::read_to_string(opts.dir.join(".terraform/environment")).ok()?;
+    let name = text.trim();
+    (!name.is_empty()).then(|| name.to_string())
 }

@@ -60,6 +60,8 @@ pub struct Options {
     /// unless test code sets it. Not reachable from the CLI or the environment.
     #[doc(hidden)]
     pub sabotage: Option<Sabotage>,
+    /// `cairn inspect FILE.tf`: load only this file of `dir` (and the modules it calls).
+    pub only_file: Option<PathBuf>,
 }
 
 impl Options {
@@ -81,6 +83,7 @@ impl Options {
             interrupted: Arc::new(tokio::sync::Notify::new()),
             packages: None,
             sabotage: None,
+            only_file: None,
         }
     }
 }
@@ -141,33 +144,52 @@ fn log_phase(phase: &str, start: std::time::Instant) {
 
 /// Loads the configuration, the input variables and the provider registry.
 pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
-    load_with(opts, None)
+    load_with(opts, None, false)
 }
 
 /// [`load`]; with `saved` (the variable values of a saved plan) the inputs are exactly those
-/// values: no `-var`, tfvars file or `TF_VAR_*` is read, as the plan already holds them.
+/// values: no `-var`, tfvars file or `TF_VAR_*` is read, as the plan already holds them. When
+/// `lenient` (`inspect`), errors in the configuration or the variables do not stop it (they are
+/// in `Loaded::diags`), and a root variable without a value is unknown.
 fn load_with(
     opts: &Options,
     saved: Option<&BTreeMap<String, Value>>,
+    lenient: bool,
 ) -> Result<Loaded, Report<()>> {
-    let (config, mut diags) = timed("load configuration", || crate::config::load(&opts.dir));
+    let (config, mut diags) = timed("load configuration", || match &opts.only_file {
+        Some(f) => crate::config::load_file(&opts.dir, f),
+        None => crate::config::load(&opts.dir),
+    });
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
     };
-    if diags.has_errors() {
+    if !lenient {
+        diags.extend(crate::config::unsupported_blocks(&config, true));
+    }
+    if diags.has_errors() && !lenient {
         return Err(Report::fail(diags, Some(Arc::new(config))));
     }
     // Before input values add their files to the source map: the hash is of the configuration.
     let files_hash = files_hash(&config);
+    let missing = match lenient {
+        true => crate::config::Missing::Unknown,
+        false => crate::config::Missing::Error,
+    };
     let (inputs, var_diags) = match saved {
         Some(values) => (values.clone(), changed_variables(opts, &mut config, values)),
         None => timed("input variables", || {
-            crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir)
+            crate::config::input_values_with(
+                &mut config,
+                &opts.vars,
+                &opts.env,
+                &opts.dir,
+                missing,
+            )
         }),
     };
     let config = Arc::new(config);
     diags.extend(var_diags);
-    if diags.has_errors() {
+    if diags.has_errors() && !lenient {
         return Err(Report::fail(diags, Some(config)));
     }
     let packages = opts.packages.clone().unwrap_or_else(|| {
@@ -770,7 +792,7 @@ pub async fn apply(
         PlanMode::ReadOnly if opts.sabotage == Some(Sabotage::ReadOnlyApplies) => PlanMode::Normal,
         mode => mode,
     };
-    let loaded = match load_with(opts, saved.as_ref().map(|p| &p.variables)) {
+    let loaded = match load_with(opts, saved.as_ref().map(|p| &p.variables), false) {
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };
@@ -1350,10 +1372,18 @@ async fn refresh_loaded(
 pub struct Inspection {
     pub instances: Vec<Inspected>,
     pub outputs: BTreeMap<String, Value>,
+    /// Provider packages Cairn does not have, whose resources were evaluated without a schema.
+    pub unchecked_providers: Vec<String>,
     ctx: Arc<Ctx>,
 }
 
 impl Inspection {
+    /// Every evaluated value: variables, locals, outputs and module call expansions, per
+    /// module instance.
+    pub fn values(&self) -> std::sync::RwLockReadGuard<'_, Values> {
+        self.ctx.values.read().expect("values lock")
+    }
+
     /// Evaluates an expression in the root module's scope (`cairn console`).
     pub fn eval(&self, source: &str) -> Result<Value, (Diagnostics, crate::diag::SourceMap)> {
         let mut sources = crate::diag::SourceMap::new();
@@ -1381,7 +1411,7 @@ impl Inspection {
 
 /// `cairn inspect` / `cairn console`: evaluates the configuration without providers or state.
 pub async fn inspect(opts: &Options) -> Report<Inspection> {
-    let loaded = match load(opts) {
+    let loaded = match load_with(opts, None, true) {
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };
@@ -1395,11 +1425,27 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         opts,
         Arc::new(super::progress::Silent),
     );
+    ctx.values.write().expect("values").workspace = super::inspect::selected_workspace(opts);
     let phase = Arc::new(InspectPhase::default());
     timed_async("inspect walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
+    let unchecked_providers = super::inspect::unchecked_providers(&ctx);
+    if !unchecked_providers.is_empty() {
+        let names: Vec<String> = unchecked_providers
+            .iter()
+            .map(|p| format!("{p:?}"))
+            .collect();
+        diags.push(Diagnostic::warning(
+            "Providers without a schema",
+            format!(
+                "Cairn neither has built in nor has installed {}, so the resources and data sources of {} were evaluated as written: every argument and block they set has its value, and every attribute they do not set is unknown.",
+                names.join(", "),
+                if names.len() == 1 { "that provider" } else { "those providers" }
+            ),
+        ));
+    }
     let instances = phase.into_sorted();
     let outputs = ctx
         .values
@@ -1413,6 +1459,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         result: Some(Inspection {
             instances,
             outputs,
+            unchecked_providers,
             ctx,
         }),
         diags,

@@ -22,13 +22,16 @@ pub enum Expansion {
     Count(usize),
     /// `for_each`: keys and their `each.value`.
     ForEach(BTreeMap<String, Value>),
+    /// `count` or `for_each` not known (or failed) in `inspect`: one instance, without a key,
+    /// whose `count.index` / `each.*` are unknown; references to the whole are unknown.
+    Unknown,
 }
 
 impl Expansion {
     /// The instance keys, in order.
     pub fn keys(&self) -> Vec<Option<InstanceKey>> {
         match self {
-            Expansion::Single => vec![None],
+            Expansion::Single | Expansion::Unknown => vec![None],
             Expansion::Count(n) => (0..*n as i64).map(|i| Some(InstanceKey::Int(i))).collect(),
             Expansion::ForEach(m) => m
                 .keys()
@@ -43,6 +46,7 @@ impl Expansion {
             (Expansion::ForEach(m), Some(InstanceKey::Str(k))) => {
                 Repetition::Each(k.clone(), m.get(k).cloned().unwrap_or_else(Value::null))
             }
+            (Expansion::Unknown, _) => Repetition::Unknown,
             _ => Repetition::None,
         }
     }
@@ -54,6 +58,8 @@ pub enum Repetition {
     None,
     Count(i64),
     Each(String, Value),
+    /// An instance of unknown expansion: `count.index`, `each.key` and `each.value` unknown.
+    Unknown,
 }
 
 /// A resource's (or data source's) instances and their values.
@@ -61,6 +67,9 @@ pub enum Repetition {
 pub struct ResourceValues {
     pub expansion: Expansion,
     pub instances: BTreeMap<Option<InstanceKey>, Value>,
+    /// Evaluated without a schema (`inspect` of a provider Cairn does not have): its values
+    /// hold only what the configuration wrote, so they are open (`Scope::is_open`).
+    pub schemaless: bool,
 }
 
 impl ResourceValues {
@@ -73,6 +82,7 @@ impl ResourceValues {
                 .get(&None)
                 .cloned()
                 .unwrap_or_else(Value::unknown),
+            Expansion::Unknown => Value::unknown(),
             Expansion::Count(_) => Value::Tuple(self.instances.values().cloned().collect()),
             Expansion::ForEach(_) => Value::Object(
                 self.instances
@@ -101,6 +111,16 @@ pub struct Values {
     pub calls: HashMap<(ModulePath, String), Expansion>,
     /// Static module path → its instances.
     pub module_instances: HashMap<ModulePath, Vec<ModulePath>>,
+    /// Static paths of child modules whose source could not be loaded (`inspect` goes on
+    /// without them): their calls' outputs are unknown.
+    pub unavailable: std::collections::HashSet<ModulePath>,
+    /// Terms whose values derive from open values (`Scope::is_open`), by module instance:
+    /// `local.NAME`, `var.NAME` and `module.NAME` (`inspect` only). A traversal from one of
+    /// them treats a missing attribute as unknown, as it would on the resource itself.
+    pub open: std::collections::HashSet<(ModulePath, String)>,
+    /// `terraform.workspace` when one is selected (`inspect`: `TF_WORKSPACE` or
+    /// `.terraform/environment`, as Terraform); `default` otherwise.
+    pub workspace: Option<String>,
 }
 
 impl Values {
@@ -165,12 +185,19 @@ impl Values {
     /// The value of `module.NAME` seen from `parent`.
     fn call_value(&self, parent: &ModulePath, name: &str) -> Option<Value> {
         let expansion = self.calls.get(&(parent.clone(), name.to_string()))?;
+        if self
+            .unavailable
+            .contains(&parent.without_keys().child(name, None))
+        {
+            return Some(Value::unknown());
+        }
         let outputs_of = |key: Option<InstanceKey>| {
             let child = parent.child(name, key);
             Value::Object(self.outputs.get(&child).cloned().unwrap_or_default())
         };
         Some(match expansion {
             Expansion::Single => outputs_of(None),
+            Expansion::Unknown => Value::unknown(),
             Expansion::Count(_) => {
                 Value::Tuple(expansion.keys().into_iter().map(outputs_of).collect())
             }
@@ -239,6 +266,7 @@ impl Scope for InstanceScope<'_> {
                 }),
             Subject::CountIndex => match self.repetition {
                 Repetition::Count(i) => Ok(Value::int(*i)),
+                Repetition::Unknown => Ok(Value::Unknown(Type::Number)),
                 _ => Err(ScopeError::new(
                     "Reference to \"count\" in non-counted context",
                     "The \"count\" object can only be used in \"module\", \"resource\", and \"data\" blocks, and only when the \"count\" argument is set.",
@@ -248,6 +276,7 @@ impl Scope for InstanceScope<'_> {
                 Repetition::Each(k, val) => {
                     Ok(if *subject == Subject::EachKey { Value::string(k.clone()) } else { val.clone() })
                 }
+                Repetition::Unknown => Ok(if *subject == Subject::EachKey { Value::Unknown(Type::String) } else { Value::unknown() }),
                 _ => Err(ScopeError::new(
                     "Reference to \"each\" in context without for_each",
                     "The \"each\" object can be used only in \"module\" or \"resource\" blocks, and only when the \"for_each\" argument is set.",
@@ -267,7 +296,7 @@ impl Scope for InstanceScope<'_> {
                 )),
             },
             Subject::Terraform(which) => match which.as_str() {
-                "workspace" => Ok(Value::string("default")),
+                "workspace" => Ok(Value::string(v.workspace.as_deref().unwrap_or("default"))),
                 other => Err(ScopeError::new(
                     "Invalid \"terraform\" attribute",
                     format!("The \"terraform\" object has no attribute named {other:?}. The only supported attribute is terraform.workspace."),
@@ -284,6 +313,27 @@ impl Scope for InstanceScope<'_> {
     }
     fn root_dir(&self) -> &Path {
         &self.paths.root_dir
+    }
+    fn is_open(&self, subject: &Subject) -> bool {
+        match subject {
+            Subject::Resource { mode, type_, name } => self
+                .values
+                .resource(self.module, &(*mode, type_.clone(), name.clone()))
+                .is_some_and(|r| r.schemaless),
+            Subject::Local(n) => self
+                .values
+                .open
+                .contains(&(self.module.clone(), format!("local.{n}"))),
+            Subject::Var(n) => self
+                .values
+                .open
+                .contains(&(self.module.clone(), format!("var.{n}"))),
+            Subject::ModuleCall { name, .. } => self
+                .values
+                .open
+                .contains(&(self.module.clone(), format!("module.{name}"))),
+            _ => false,
+        }
     }
 }
 

@@ -125,6 +125,11 @@ pub struct Evaluator<'a> {
     scope: &'a dyn Scope,
     file: FileId,
     pub(crate) bindings: Vec<(String, Value)>,
+    /// Indices into `bindings` of names bound to elements of an open value (`Scope::is_open`).
+    open_bindings: Vec<usize>,
+    /// Whether the traversal being applied started at an open value: a missing attribute or
+    /// key is then unknown, not an error.
+    open: bool,
 }
 
 fn one(d: Diagnostic) -> Diagnostics {
@@ -179,6 +184,8 @@ impl<'a> Evaluator<'a> {
             file: scope.file(),
             scope,
             bindings: Vec::new(),
+            open_bindings: Vec::new(),
+            open: false,
         }
     }
 
@@ -221,6 +228,16 @@ impl<'a> Evaluator<'a> {
                     .filter(|c| !c.is_whitespace())
                     .collect();
                 match BigDecimal::from_str(&text) {
+                    Ok(d) if !Number::in_range(&d) && !Number::in_range(&d.normalized()) => {
+                        Err(self.error(
+                            e.span(),
+                            "Number out of range",
+                            format!(
+                                "The number {text} is out of range: {}.",
+                                crate::value::number_range_error()
+                            ),
+                        ))
+                    }
                     Ok(d) => Ok(Value::Number(Number(d))),
                     Err(_) => Number::from_f64(n.value().as_f64().unwrap_or(f64::NAN))
                         .map(Value::Number)
@@ -421,6 +438,18 @@ impl<'a> Evaluator<'a> {
                     _ => return Ok(mark(Value::Unknown(result_type), s)),
                 };
                 let v = match op {
+                    Op::Plus | Op::Minus | Op::Mul | Op::Div
+                        if !Number::in_range(&x) || !Number::in_range(&y) =>
+                    {
+                        return Err(self.error(
+                            span,
+                            "Number out of range",
+                            format!(
+                                "An operand is out of range: {}.",
+                                crate::value::number_range_error()
+                            ),
+                        ))
+                    }
                     Op::Plus => Value::Number(Number(x + y)),
                     Op::Minus => Value::Number(Number(x - y)),
                     Op::Mul => Value::Number(Number(x * y)),
@@ -510,7 +539,37 @@ impl<'a> Evaluator<'a> {
             Expression::Variable(v) => self.root(v.as_str(), &t.operators, t.span())?,
             other => (self.expr(other)?, 0),
         };
-        self.apply_ops(v, &t.operators[consumed.min(t.operators.len())..])
+        let open = self.is_open_root(&t.expr, &t.operators);
+        let saved = std::mem::replace(&mut self.open, open);
+        let r = self.apply_ops(v, &t.operators[consumed.min(t.operators.len())..]);
+        self.open = saved;
+        r
+    }
+
+    /// Whether a traversal (or a bare name) starts at an open value: a name bound to an
+    /// element of one, or a subject the scope says is open.
+    fn is_open_root(&self, root: &Expression, ops: &[Decorated<TraversalOperator>]) -> bool {
+        let Expression::Variable(v) = root else {
+            return false;
+        };
+        let name = v.as_str();
+        if let Some(i) = self.bindings.iter().rposition(|(n, _)| n == name) {
+            return self.open_bindings.contains(&i);
+        }
+        match subject_of(name, ops) {
+            Ok((subject, _)) => self.scope.is_open(&subject),
+            Err(_) => false,
+        }
+    }
+
+    /// Whether an expression is a reference to an open value (see `is_open_root`).
+    fn is_open_expr(&self, e: &Expression) -> bool {
+        match e {
+            Expression::Traversal(t) => self.is_open_root(&t.expr, &t.operators),
+            Expression::Variable(_) => self.is_open_root(e, &[]),
+            Expression::Parenthesis(p) => self.is_open_expr(p.inner()),
+            _ => false,
+        }
     }
 
     /// The value of a root name and the steps it consumed: a bound name, or a subject the
@@ -646,6 +705,7 @@ impl<'a> Evaluator<'a> {
             }
             Value::Object(mut m) => match m.remove(name) {
                 Some(x) => x,
+                None if self.open => Value::unknown(),
                 None => {
                     return Err(self.error(
                         span,
@@ -660,6 +720,7 @@ impl<'a> Evaluator<'a> {
             },
             Value::Map(mut m) => match m.remove(name) {
                 Some(x) => x,
+                None if self.open => Value::unknown(),
                 None => {
                     return Err(self.error(
                         span,
@@ -831,6 +892,7 @@ impl<'a> Evaluator<'a> {
 
     fn for_expr(&mut self, f: &ForExpr) -> R {
         let coll = self.expr(&f.intro.collection_expr)?;
+        let coll_open = self.is_open_expr(&f.intro.collection_expr);
         let (coll, s) = unmark(coll);
         let Some(items) =
             self.iterable(coll, f.intro.collection_expr.span(), "'for' expression")?
@@ -850,8 +912,13 @@ impl<'a> Evaluator<'a> {
                 self.bindings.push((kv.clone(), k));
             }
             self.bindings.push((value_var.clone(), v));
+            let open_n = self.open_bindings.len();
+            if coll_open {
+                self.open_bindings.push(self.bindings.len() - 1);
+            }
             let r = self.for_item(f, &mut list, &mut obj, &mut groups, &mut unknown);
             self.bindings.truncate(n);
+            self.open_bindings.truncate(open_n);
             if let Err(d) = r {
                 // Like HCL, stop at the first item that fails rather than repeat its error.
                 diags.extend(d);
@@ -973,6 +1040,16 @@ impl<'a> Evaluator<'a> {
         }
         let mut st = TemplateState::default();
         self.render(&elements, false, false, &mut st);
+        if st.out.len() > crate::value::MAX_STRING_BYTES && st.diags.is_empty() {
+            let msg = crate::value::within_size_bounds(&Value::String(std::mem::take(&mut st.out)))
+                .err()
+                .unwrap_or_default();
+            st.diags.extend(self.error(
+                _span,
+                "Template result too long",
+                format!("Evaluating this template stopped: {msg}."),
+            ));
+        }
         if !st.diags.is_empty() {
             return Err(st.diags);
         }
@@ -999,6 +1076,8 @@ impl<'a> Evaluator<'a> {
                     }
                     st.out.push_str(s);
                 }
+                // Past the bound: stop building (reported by `template`).
+                _ if st.out.len() > crate::value::MAX_STRING_BYTES => return,
                 Element::Interpolation(ip) => match self.expr(&ip.expr) {
                     Err(d) => st.diags.extend(d),
                     Ok(v) => {

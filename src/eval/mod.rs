@@ -84,6 +84,13 @@ pub trait Scope {
     /// The root of the configuration's directory tree: filesystem functions may not read
     /// outside it.
     fn root_dir(&self) -> &Path;
+    /// True when the subject's value is *open*: an object that lists only what the
+    /// configuration wrote (a resource of a provider without a schema, in `inspect`), so an
+    /// attribute or key it lacks is unknown rather than an error.
+    fn is_open(&self, subject: &Subject) -> bool {
+        let _ = subject;
+        false
+    }
 }
 
 /// Why a subject could not be resolved: a diagnostic's summary and detail.

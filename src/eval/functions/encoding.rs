@@ -336,9 +336,13 @@ impl JsonParser<'_> {
                     }
                 }
                 let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
-                parse_number(text)
-                    .map(Value::Number)
-                    .ok_or_else(|| self.err("in numeric literal"))
+                match text.parse::<crate::value::Number>() {
+                    Ok(n) => Ok(Value::Number(n)),
+                    Err(e) if e.contains("out of range") => Err(e),
+                    Err(_) => parse_number(text)
+                        .map(Value::Number)
+                        .ok_or_else(|| self.err("in numeric literal")),
+                }
             }
             _ => Err(self.err("looking for beginning of value")),
         }

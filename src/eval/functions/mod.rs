@@ -405,7 +405,13 @@ pub fn call(name: &str, args: Vec<Value>, ctx: &FunctionContext) -> Result<Value
         return Ok(mark(Value::Unknown(ty)));
     }
     match (def.imp)(args, ctx) {
-        Ok(v) => Ok(mark(v)),
+        Ok(v) => match crate::value::within_size_bounds(&v) {
+            Ok(()) => Ok(mark(v)),
+            Err(msg) => Err(FunctionError {
+                arg: None,
+                message: format!("Call to function {} failed: {}.", quote(name), msg),
+            }),
+        },
         Err(Fail::Arg(i, msg)) => Err(arg_error(i, &msg)),
         Err(Fail::Call(msg)) => Err(FunctionError {
             arg: None,
