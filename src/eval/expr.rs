@@ -50,6 +50,7 @@ pub fn eval_template_string(
     src: &str,
     vars: &BTreeMap<String, Value>,
     ctx: &FunctionContext,
+    origin: &str,
 ) -> Result<Value, String> {
     let template = hcl_edit::parser::parse_template(src).map_err(|e| {
         format!(
@@ -64,15 +65,34 @@ pub fn eval_template_string(
         root_dir: ctx.root_dir,
     };
     let mut ev = Evaluator::new(&scope);
+    ev.template_source = Some((origin.to_string(), src.to_string()));
     for (k, v) in vars {
         ev.bindings.push((k.clone(), v.clone()));
     }
     ev.template(&template, None).map_err(|d| {
         d.iter()
-            .map(|d| format!("{}: {}", d.summary, d.detail))
+            .map(|d| {
+                if d.summary == TEMPLATE_VARS {
+                    d.detail.clone()
+                } else {
+                    format!("{}: {}", d.summary, d.detail)
+                }
+            })
             .collect::<Vec<_>>()
             .join("; ")
     })
+}
+
+/// The summary of a template's reference to a variable it was not given (an error of the
+/// `vars` argument).
+const TEMPLATE_VARS: &str = "Invalid vars";
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(src: &str, at: usize) -> (usize, usize) {
+    let before = &src[..at.min(src.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
 }
 
 struct TemplateScope<'a> {
@@ -125,6 +145,9 @@ pub struct Evaluator<'a> {
     scope: &'a dyn Scope,
     file: FileId,
     pub(crate) bindings: Vec<(String, Value)>,
+    /// Inside `templatefile`/`templatestring`: the template's origin and text, so that a name
+    /// the variables do not define is reported as Terraform reports it (`line,col-col`).
+    template_source: Option<(String, String)>,
 }
 
 fn one(d: Diagnostic) -> Diagnostics {
@@ -179,6 +202,7 @@ impl<'a> Evaluator<'a> {
             file: scope.file(),
             scope,
             bindings: Vec::new(),
+            template_source: None,
         }
     }
 
@@ -523,6 +547,19 @@ impl<'a> Evaluator<'a> {
     ) -> Result<(Value, usize), Diagnostics> {
         if let Some(v) = self.bound(name) {
             return Ok((v.clone(), 0));
+        }
+        if let (Some((origin, src)), Some(r)) = (&self.template_source, &span) {
+            if !matches!(name, "path" | "terraform") {
+                let (line, col) = line_col(src, r.start);
+                let end_col = col + name.chars().count();
+                return Err(one(Diagnostic::error(
+                    TEMPLATE_VARS,
+                    format!(
+                        "vars map does not contain key {}, referenced at {origin}:{line},{col}-{end_col}",
+                        cairn_state::quote(name)
+                    ),
+                )));
+            }
         }
         let (subject, consumed) =
             subject_of(name, ops).map_err(|(s, d)| self.error(span.clone(), &s, d))?;
@@ -1127,10 +1164,34 @@ impl<'a> Evaluator<'a> {
             .join("::");
         let name_span = f.name.name.span().or(span.clone());
         let args: Vec<&Expression> = f.args.iter().collect();
-        if f.name.namespace.is_empty() && (name == "try" || name == "can") {
+        // `core::NAME` is the built-in NAME, as in Terraform 1.8+.
+        let namespace: Vec<&str> = f.name.namespace.iter().map(|n| n.as_str()).collect();
+        let builtin = matches!(namespace.as_slice(), [] | ["core"]);
+        if builtin && (name == "try" || name == "can") {
             return self.try_can(name, &args, span);
         }
-        if !f.name.namespace.is_empty() || !functions::exists(name) {
+        if builtin && name == "templatestring" {
+            return self.templatestring(&args, span);
+        }
+        // Terraform words an unknown `core::` function (and any other namespace but
+        // `provider::`) as a bad namespace.
+        let bad_namespace = match namespace.as_slice() {
+            ["core"] => !functions::exists(name),
+            [] => false,
+            [first, ..] => *first != "provider",
+        };
+        if bad_namespace {
+            return Err(self.error(
+                name_span,
+                "Unknown provider function",
+                format!(
+                    "The function namespace {} is not valid. Provider function calls must use \
+                     the \"provider::\" namespace prefix.",
+                    cairn_state::quote(namespace[0])
+                ),
+            ));
+        }
+        if !builtin || !functions::exists(name) {
             return Err(self.error(
                 name_span,
                 "Call to unknown function",
@@ -1202,6 +1263,81 @@ impl<'a> Evaluator<'a> {
             let at = e.arg.and_then(|i| spans.get(i).cloned().flatten()).or(span);
             self.error(at, e.summary(), e.message.clone())
         })
+    }
+
+    /// `templatestring(template, vars)`: renders a template held in a string value elsewhere
+    /// in the configuration. As in Terraform it is a special form: the template must be given
+    /// by reference (`local.t`), never as a literal template, whose `${}` would already have
+    /// been evaluated in the calling scope.
+    fn templatestring(&mut self, args: &[&Expression], span: Option<Range<usize>>) -> R {
+        let arity = functions::Arity {
+            params: vec!["template", "vars"],
+            variadic: None,
+        };
+        if let Some((summary, detail)) = arity.mismatch("templatestring", args.len()) {
+            return Err(self.error(span, summary, detail));
+        }
+        let arg_error = |ev: &Self, i: usize, msg: String| {
+            let param = ["template", "vars"][i];
+            ev.error(
+                args[i].span().or(span.clone()),
+                "Invalid function argument",
+                format!("Invalid value for \"{param}\" parameter: {msg}."),
+            )
+        };
+        if matches!(
+            args[0],
+            Expression::String(_) | Expression::StringTemplate(_) | Expression::HeredocTemplate(_)
+        ) {
+            return Err(arg_error(
+                self,
+                0,
+                "invalid template expression: templatestring is only for rendering templates \
+                 retrieved dynamically from elsewhere, and so does not support providing a \
+                 literal template; consider using a template string expression instead"
+                    .into(),
+            ));
+        }
+        let template = self.expr(args[0])?;
+        let vars = self.expr(args[1])?;
+        let (template, t_marked) = unmark(template);
+        let (vars, v_marked) = vars.deep_unmark();
+        let marked = t_marked || v_marked;
+        let template = match template {
+            Value::Unknown(_) => return Ok(mark(Value::Unknown(Type::String), marked)),
+            Value::String(s) => s,
+            Value::Null(_) => {
+                return Err(arg_error(self, 0, "argument must not be null".into()));
+            }
+            other => match convert(&other, &Type::String) {
+                Ok(Value::String(s)) => s,
+                _ => return Err(arg_error(self, 0, "string required".into())),
+            },
+        };
+        let vars: BTreeMap<String, Value> = match vars {
+            Value::Unknown(_) => return Ok(mark(Value::Unknown(Type::String), marked)),
+            Value::Map(m) | Value::Object(m) => m,
+            Value::Null(_) => {
+                return Err(arg_error(self, 1, "argument must not be null".into()));
+            }
+            _ => return Err(arg_error(self, 1, "map of any single type required".into())),
+        };
+        if vars.values().any(|v| !v.is_wholly_known()) {
+            return Ok(mark(Value::Unknown(Type::String), marked));
+        }
+        let ctx = FunctionContext {
+            module_dir: self.scope.module_dir(),
+            root_dir: self.scope.root_dir(),
+        };
+        match eval_template_string(&template, &vars, &ctx, "<templatestring argument>") {
+            Ok(v) => Ok(mark(v, marked)),
+            Err(m) if m.starts_with("vars map does not contain key") => Err(arg_error(self, 1, m)),
+            Err(m) => Err(self.error(
+                span,
+                "Error in function call",
+                format!("Call to function \"templatestring\" failed: {m}."),
+            )),
+        }
     }
 
     /// `try(...)` and `can(...)`: special forms that catch evaluation errors of their

@@ -1,6 +1,6 @@
 //! Filesystem functions: file, fileexists, filebase64, templatefile, file hashes (filemd5,
 //! filesha1, filesha256, filesha512, filebase64sha256, filebase64sha512) and the path
-//! functions abspath, dirname, basename.
+//! functions abspath, dirname, basename, pathexpand.
 //!
 //! Confinement: relative paths resolve against the module's directory, and no function may
 //! read outside the configuration's root directory (`FunctionContext::root_dir`). The check is
@@ -22,8 +22,9 @@ use std::sync::OnceLock;
 /// Evaluates a template: `(source, variables, context) -> value or message`. The context is
 /// the calling module's, so filesystem functions inside the template stay confined to the
 /// same tree and resolve relative paths the same way.
+/// The fourth argument names the template's origin for messages (its path, as given).
 pub type TemplateEvaluator =
-    fn(&str, &BTreeMap<String, Value>, &FunctionContext) -> Result<Value, String>;
+    fn(&str, &BTreeMap<String, Value>, &FunctionContext, &str) -> Result<Value, String>;
 
 /// The template evaluator `templatefile` uses; set once by the expression evaluator.
 pub static TEMPLATE_EVALUATOR: OnceLock<TemplateEvaluator> = OnceLock::new();
@@ -114,6 +115,13 @@ pub(super) const DEFS: &[Def] = &[
         variadic: None,
         ret: Ret::Fixed(P::Str),
         imp: abspath,
+    },
+    Def {
+        name: "pathexpand",
+        params: PATH,
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: pathexpand,
     },
     Def {
         name: "dirname",
@@ -313,9 +321,15 @@ fn templatefile(a: Vec<Value>, ctx: &FunctionContext) -> Res {
             "cannot recursively call templatefile from inside templatefile call",
         ));
     }
-    let result = eval(&src, &vars, ctx);
+    let result = eval(&src, &vars, ctx, str_of(&a[0]));
     IN_TEMPLATE.with(|c| c.set(false));
-    result.map_err(|m| call_err(format!("{}: {m}", str_of(&a[0]))))
+    result.map_err(|m| {
+        if m.starts_with("vars map does not contain key") {
+            arg_err(1, m)
+        } else {
+            call_err(format!("{}: {m}", str_of(&a[0])))
+        }
+    })
 }
 
 /// `fileset(path, pattern)`: the regular files under `path` whose paths relative to it
@@ -442,6 +456,27 @@ fn abspath(a: Vec<Value>, _: &FunctionContext) -> Res {
     Ok(Value::String(
         normalize(&full).to_string_lossy().replace('\\', "/"),
     ))
+}
+
+/// `pathexpand(path)`: a leading `~` (alone or before a `/`) becomes the user's home
+/// directory, as Terraform's go-homedir does (`$HOME`, else the password database); the
+/// result is cleaned as Go's `filepath.Join` cleans it. Other paths are returned unchanged;
+/// `~user/...` is an error.
+fn pathexpand(a: Vec<Value>, _: &FunctionContext) -> Res {
+    let path = str_of(&a[0]);
+    let Some(rest) = path.strip_prefix('~') else {
+        return Ok(Value::String(path.to_string()));
+    };
+    if !(rest.is_empty() || rest.starts_with('/') || rest.starts_with('\\')) {
+        return Err(call_err("cannot expand user-specific home dir"));
+    }
+    let home = std::env::home_dir()
+        .filter(|h| !h.as_os_str().is_empty())
+        .ok_or_else(|| call_err("cannot determine the home directory"))?;
+    Ok(Value::String(go_clean(&format!(
+        "{}/{rest}",
+        home.to_string_lossy()
+    ))))
 }
 
 /// Go's `filepath.Dir`: everything but the last element, cleaned; `.` when there is none.
