@@ -69,7 +69,7 @@ pub fn eval_template_string(
     for (k, v) in vars {
         ev.bindings.push((k.clone(), v.clone()));
     }
-    ev.template(&template, None).map_err(|d| {
+    ev.template_in(&template, true).map_err(|d| {
         d.iter()
             .map(|d| {
                 if d.summary == TEMPLATE_VARS {
@@ -298,7 +298,10 @@ impl<'a> Evaluator<'a> {
                 }
             }
             Expression::StringTemplate(t) => self.template(t, e.span()),
-            Expression::HeredocTemplate(h) => self.template(&h.template, e.span()),
+            Expression::HeredocTemplate(h) => match h.indent() {
+                Some(n) => self.template_in(&super::heredoc::flush(&h.template, n), true),
+                None => self.template_in(&h.template, true),
+            },
             Expression::Parenthesis(p) => self.expr(p.inner()),
             Expression::Variable(v) => self.root(v.as_str(), &[], e.span()).map(|(v, _)| v),
             Expression::Conditional(c) => self.conditional(c, e.span()),
@@ -1004,11 +1007,20 @@ impl<'a> Evaluator<'a> {
 
     /// A template: `"${x}"` alone gives x's value unchanged; anything else is a string.
     pub fn template(&mut self, t: &Template, _span: Option<Range<usize>>) -> R {
+        self.template_in(t, false)
+    }
+
+    /// A template whose literals may span lines (`lines`: a heredoc or a bare template), where
+    /// strip markers trim only the line next to them (see `heredoc`).
+    fn template_in(&mut self, t: &Template, lines: bool) -> R {
         let elements: Vec<&Element> = t.iter().collect();
         if let [Element::Interpolation(i)] = elements.as_slice() {
             return self.expr(&i.expr);
         }
-        let mut st = TemplateState::default();
+        let mut st = TemplateState {
+            lines,
+            ..TemplateState::default()
+        };
         self.render(&elements, false, false, &mut st);
         if !st.diags.is_empty() {
             return Err(st.diags);
@@ -1025,16 +1037,22 @@ impl<'a> Evaluator<'a> {
         for (i, el) in els.iter().enumerate() {
             match el {
                 Element::Literal(s) => {
-                    let mut s: &str = s.as_str();
-                    if (i == 0 && lead) || (i > 0 && strip_after(els[i - 1])) {
-                        s = s.trim_start();
+                    let start = (i == 0 && lead) || (i > 0 && strip_after(els[i - 1]));
+                    let end = (i + 1 == els.len() && trail)
+                        || (i + 1 < els.len() && strip_before(els[i + 1]));
+                    if st.lines {
+                        st.out
+                            .push_str(&super::heredoc::strip_lines(s.as_str(), start, end));
+                    } else {
+                        let mut s: &str = s.as_str();
+                        if start {
+                            s = s.trim_start();
+                        }
+                        if end {
+                            s = s.trim_end();
+                        }
+                        st.out.push_str(s);
                     }
-                    if (i + 1 == els.len() && trail)
-                        || (i + 1 < els.len() && strip_before(els[i + 1]))
-                    {
-                        s = s.trim_end();
-                    }
-                    st.out.push_str(s);
                 }
                 Element::Interpolation(ip) => match self.expr(&ip.expr) {
                     Err(d) => st.diags.extend(d),
@@ -1400,6 +1418,8 @@ impl<'a> Evaluator<'a> {
 
 #[derive(Default)]
 struct TemplateState {
+    /// Literals may span lines: strip markers trim one line token (see `heredoc`).
+    lines: bool,
     out: String,
     unknown: bool,
     sensitive: bool,
