@@ -1306,7 +1306,9 @@ impl Loader {
                 );
                 continue;
             }
-            let dir = m.dir.join(src);
+            // Cleaned as Go's filepath.Join cleans it: `modules/inner`, never
+            // `modules/outer/../inner` (that is what `path.module` shows).
+            let dir = clean_path(&m.dir.join(src));
             let shown = relative_path(&self.root_dir, &dir);
             if !dir.is_dir() {
                 self.err(
@@ -1820,6 +1822,35 @@ fn static_path(e: &Expression) -> Option<Vec<String>> {
         }
         _ => None,
     }
+}
+
+/// `path` with `.` steps removed and each `..` applied to the step before it, lexically (Go's
+/// `filepath.Clean`); `.` when nothing is left.
+fn clean_path(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let last_is_name =
+                    matches!(out.components().next_back(), Some(Component::Normal(_)));
+                if last_is_name {
+                    out.pop();
+                } else if !matches!(
+                    out.components().next_back(),
+                    Some(Component::RootDir | Component::Prefix(_))
+                ) {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 #[cfg(test)]

@@ -251,7 +251,7 @@ impl<'a> Evaluator<'a> {
                         .ok_or_else(|| self.error(e.span(), "Invalid number literal", "")),
                 }
             }
-            Expression::String(s) => Ok(Value::String(s.value().clone())),
+            Expression::String(s) => Ok(Value::String(crate::value::nfc(s.value().clone()))),
             Expression::Array(a) => {
                 let mut out = Vec::new();
                 let mut diags = Diagnostics::new();
@@ -1028,7 +1028,7 @@ impl<'a> Evaluator<'a> {
         let v = if st.unknown {
             Value::Unknown(Type::String)
         } else {
-            Value::String(st.out)
+            Value::String(crate::value::nfc(st.out))
         };
         Ok(mark(v, st.sensitive))
     }
@@ -1277,10 +1277,12 @@ impl<'a> Evaluator<'a> {
             module_dir: self.scope.module_dir(),
             root_dir: self.scope.root_dir(),
         };
-        functions::call(name, values, &ctx).map_err(|e| {
-            let at = e.arg.and_then(|i| spans.get(i).cloned().flatten()).or(span);
-            self.error(at, e.summary(), e.message.clone())
-        })
+        functions::call(name, values, &ctx)
+            .map(Value::nfc)
+            .map_err(|e| {
+                let at = e.arg.and_then(|i| spans.get(i).cloned().flatten()).or(span);
+                self.error(at, e.summary(), e.message.clone())
+            })
     }
 
     /// `templatestring(template, vars)`: renders a template held in a string value elsewhere

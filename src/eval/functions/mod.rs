@@ -69,9 +69,10 @@ pub use filesystem::{TemplateEvaluator, TEMPLATE_EVALUATOR};
 
 /// What a function may know of its surroundings: the confinement of filesystem functions.
 pub struct FunctionContext<'a> {
-    /// Relative paths are resolved against this directory (`path.module`).
+    /// The calling module's directory (`path.module`).
     pub module_dir: &'a Path,
-    /// Files outside this tree may not be read.
+    /// The root module's directory: relative paths are resolved against it (Terraform's
+    /// working directory), and files outside its tree may not be read.
     pub root_dir: &'a Path,
 }
 
