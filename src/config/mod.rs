@@ -252,7 +252,8 @@ impl std::fmt::Display for ProviderRef {
     }
 }
 
-/// One entry of `depends_on`: a resource, data resource or module call.
+/// One entry of `depends_on`: any whole object a reference may name (a resource, data
+/// resource, module call, variable, local value, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DependsOn {
     pub subject: Subject,
