@@ -71,6 +71,17 @@ pub struct Module {
     pub calls: BTreeMap<String, ModuleCall>,
     /// The loaded child module of each call in `calls` whose source could be loaded.
     pub children: BTreeMap<String, Module>,
+    /// `terraform { backend "pg" { … } }`: where the state lives (root module only; `None`:
+    /// the local state directory).
+    pub backend: Option<BackendBlock>,
+}
+
+/// A `backend` block Cairn uses: its type and its arguments (constant strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendBlock {
+    pub kind: String,
+    pub args: BTreeMap<String, String>,
+    pub span: Span,
 }
 
 impl Module {
@@ -87,6 +98,7 @@ impl Module {
             outputs: BTreeMap::new(),
             calls: BTreeMap::new(),
             children: BTreeMap::new(),
+            backend: None,
         }
     }
 

@@ -118,7 +118,10 @@ impl PgSettings {
     /// Resolves missing arguments from the environment (`env` looks a variable up).
     pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<PgConfig, StateError> {
         let get = |arg: &str| {
-            let var = PG_ARGUMENTS.iter().find(|(k, _)| *k == arg).map(|(_, v)| *v);
+            let var = PG_ARGUMENTS
+                .iter()
+                .find(|(k, _)| *k == arg)
+                .map(|(_, v)| *v);
             var.and_then(env).filter(|v| !v.is_empty())
         };
         let conn_str = self
@@ -135,7 +138,9 @@ impl PgSettings {
             .clone()
             .or_else(|| get("schema_name"))
             .unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
-        let flag = |set: bool, arg: &str| set || get(arg).is_some_and(|v| parse_bool(arg, &v).unwrap_or(false));
+        let flag = |set: bool, arg: &str| {
+            set || get(arg).is_some_and(|v| parse_bool(arg, &v).unwrap_or(false))
+        };
         Ok(PgConfig {
             conn_str,
             schema,
@@ -240,7 +245,10 @@ pub fn redact(conn_str: &str) -> String {
     if let Some(rest) = s
         .strip_prefix("postgres://")
         .map(|r| ("postgres://", r))
-        .or_else(|| s.strip_prefix("postgresql://").map(|r| ("postgresql://", r)))
+        .or_else(|| {
+            s.strip_prefix("postgresql://")
+                .map(|r| ("postgresql://", r))
+        })
     {
         let (scheme, rest) = rest;
         let (authority, tail) = match rest.find(['/', '?']) {
@@ -349,7 +357,10 @@ mod tests {
         );
         let mut s = PgSettings::default();
         s.set("schema_name", "team").unwrap();
-        assert!(s.set("bucket", "x").unwrap_err().contains("no argument \"bucket\""));
+        assert!(s
+            .set("bucket", "x")
+            .unwrap_err()
+            .contains("no argument \"bucket\""));
         let err = s.resolve(&|_| None).unwrap_err().to_string();
         assert!(err.contains("needs conn_str"), "{err}");
     }

@@ -54,6 +54,11 @@ pub struct LockHolder {
 }
 
 impl StateError {
+    /// An I/O failure with what was being done.
+    pub fn io_error(context: impl Into<String>, e: impl fmt::Display) -> StateError {
+        StateError::io(context, e)
+    }
+
     pub(crate) fn io(context: impl Into<String>, e: impl fmt::Display) -> StateError {
         StateError::Io {
             context: context.into(),

@@ -39,6 +39,7 @@ mod checkpoint;
 pub mod error;
 pub mod event;
 pub mod log;
+pub mod migrate;
 pub mod pg;
 mod pgtls;
 pub mod snapshot;
@@ -47,16 +48,16 @@ pub mod tfstate;
 pub mod value;
 
 pub use addr::*;
+pub use backend::Backend;
 pub use check::Violation;
+pub use error::LockHolder;
 pub use error::StateError;
 pub use event::{
     DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
     ResourceObject, RunOutcome, RunSummary,
 };
-pub use backend::Backend;
-pub use error::LockHolder;
 pub use log::{OpenOptions, SledLog};
-pub use store::{EventLog, Store};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
+pub use store::{EventLog, Store};
 pub use tfstate::{export_tfstate, import_tfstate};
 pub use value::StoredValue;

@@ -99,24 +99,31 @@ impl Conn {
             .enable_all()
             .build()
             .map_err(|e| fail(e.to_string()))?;
-        let client = rt
-            .block_on(async move {
-                let connect = async {
-                    match tls {
-                        None => {
-                            let (client, conn) = pg.connect(tokio_postgres::NoTls).await?;
-                            tokio::spawn(conn);
-                            Ok(client)
-                        }
-                        Some(tls) => {
-                            let (client, conn) = pg.connect(tls).await?;
-                            tokio::spawn(conn);
-                            Ok(client)
-                        }
+        // Never `block_on`: the caller may itself be on a runtime (the engine's).
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            let connect = async {
+                match tls {
+                    None => {
+                        let (client, conn) = pg.connect(tokio_postgres::NoTls).await?;
+                        tokio::spawn(conn);
+                        Ok(client)
                     }
-                };
-                connect.await.map_err(|e: tokio_postgres::Error| pg_message(&e))
-            })
+                    Some(tls) => {
+                        let (client, conn) = pg.connect(tls).await?;
+                        tokio::spawn(conn);
+                        Ok(client)
+                    }
+                }
+            };
+            let r = connect
+                .await
+                .map_err(|e: tokio_postgres::Error| pg_message(&e));
+            let _ = tx.send(r);
+        });
+        let client = rx
+            .recv()
+            .map_err(|_| fail("the connection task stopped".into()))?
             .map_err(fail)?;
         Ok(Conn {
             rt: Some(rt),
@@ -139,7 +146,10 @@ impl Conn {
         });
         match rx.recv() {
             Ok(r) => r.map_err(|e| StateError::io(context.to_string(), pg_message(&e))),
-            Err(_) => Err(StateError::io(context.to_string(), "the connection is closed")),
+            Err(_) => Err(StateError::io(
+                context.to_string(),
+                "the connection is closed",
+            )),
         }
     }
 
@@ -179,7 +189,14 @@ fn random_id() -> String {
         bytes.copy_from_slice(&sha2::Sha256::digest(seed.as_bytes())[..16]);
     }
     let h: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 /// What the store and its flushers share.
@@ -219,9 +236,11 @@ impl Writer {
         let datas: Vec<&[u8]> = batch.iter().map(|(_, d)| d.as_slice()).collect();
         let datas: Vec<Vec<u8>> = datas.into_iter().map(<[u8]>::to_vec).collect();
         let sql = self.insert_sql.clone();
-        let result = self.conn.run("cannot write to the state log", |c| async move {
-            c.execute(&sql, &[&seqs, &datas]).await.map(|_| ())
-        });
+        let result = self
+            .conn
+            .run("cannot write to the state log", |c| async move {
+                c.execute(&sql, &[&seqs, &datas]).await.map(|_| ())
+            });
         match result {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -480,11 +499,13 @@ impl PgLog {
         let key = key_of("lock", &self.cfg.schema);
         let deadline = Instant::now() + opts.lock_timeout;
         loop {
-            let got: bool = self.conn().run("cannot take the state lock", |c| async move {
-                c.query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-                    .await
-                    .map(|r| r.get(0))
-            })?;
+            let got: bool = self
+                .conn()
+                .run("cannot take the state lock", |c| async move {
+                    c.query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                        .await
+                        .map(|r| r.get(0))
+                })?;
             if got {
                 break;
             }
@@ -574,14 +595,16 @@ impl PgLog {
 
     fn read_checkpoint(&self, seq: u64) -> Result<Result<Snapshot, String>, StateError> {
         let s = self.schema.clone();
-        let data: Vec<u8> = self.conn().run("cannot read a checkpoint", |c| async move {
-            c.query_one(
-                &format!("SELECT data FROM {s}.cairn_checkpoints WHERE seq = $1"),
-                &[&(seq as i64)],
-            )
-            .await
-            .map(|r| r.get(0))
-        })?;
+        let data: Vec<u8> = self
+            .conn()
+            .run("cannot read a checkpoint", |c| async move {
+                c.query_one(
+                    &format!("SELECT data FROM {s}.cairn_checkpoints WHERE seq = $1"),
+                    &[&(seq as i64)],
+                )
+                .await
+                .map(|r| r.get(0))
+            })?;
         Ok(checkpoint::decode(&data).and_then(|snap| {
             if snap.head == seq {
                 Ok(snap)
@@ -734,25 +757,26 @@ impl PgLog {
             .map_err(|e| StateError::io("cannot encode a checkpoint", e))?;
         let s = self.schema.clone();
         let keep = KEEP_CHECKPOINTS as i64;
-        self.conn().run("cannot write a checkpoint", |c| async move {
-            c.execute(
-                &format!(
-                    "INSERT INTO {s}.cairn_checkpoints (seq, data) VALUES ($1, $2) \
+        self.conn()
+            .run("cannot write a checkpoint", |c| async move {
+                c.execute(
+                    &format!(
+                        "INSERT INTO {s}.cairn_checkpoints (seq, data) VALUES ($1, $2) \
                      ON CONFLICT (seq) DO NOTHING"
-                ),
-                &[&(seq as i64), &data],
-            )
-            .await?;
-            c.execute(
-                &format!(
-                    "DELETE FROM {s}.cairn_checkpoints WHERE seq NOT IN \
+                    ),
+                    &[&(seq as i64), &data],
+                )
+                .await?;
+                c.execute(
+                    &format!(
+                        "DELETE FROM {s}.cairn_checkpoints WHERE seq NOT IN \
                      (SELECT seq FROM {s}.cairn_checkpoints ORDER BY seq DESC LIMIT $1)"
-                ),
-                &[&keep],
-            )
-            .await
-            .map(|_| ())
-        })?;
+                    ),
+                    &[&keep],
+                )
+                .await
+                .map(|_| ())
+            })?;
         self.last_checkpoint = seq;
         Ok(())
     }
@@ -821,7 +845,9 @@ pub fn force_unlock(cfg: &PgConfig, run_id: &str) -> Result<String, StateError> 
     );
     let id = run_id.to_string();
     let ended: Option<bool> = conn.run("cannot end the lock holder's session", |c| async move {
-        c.query_opt(&sql, &[&key, &id]).await.map(|r| r.map(|r| r.get(0)))
+        c.query_opt(&sql, &[&key, &id])
+            .await
+            .map(|r| r.map(|r| r.get(0)))
     })?;
     if ended != Some(true) {
         return Err(StateError::Backend {
@@ -848,12 +874,14 @@ impl Drop for PgLog {
                 "DELETE FROM {}.cairn_lock WHERE lock_key = $1 AND run_id = $2",
                 self.schema
             );
-            let _ = self.conn().run("cannot release the state lock", |c| async move {
-                c.execute(&sql, &[&key, &run_id]).await?;
-                c.execute("SELECT pg_advisory_unlock($1)", &[&key])
-                    .await
-                    .map(|_| ())
-            });
+            let _ = self
+                .conn()
+                .run("cannot release the state lock", |c| async move {
+                    c.execute(&sql, &[&key, &run_id]).await?;
+                    c.execute("SELECT pg_advisory_unlock($1)", &[&key])
+                        .await
+                        .map(|_| ())
+                });
         }
     }
 }
@@ -968,16 +996,17 @@ impl EventLog for PgLog {
                 )
             })
             .collect();
-        self.conn().run("cannot copy into the state log", |c| async move {
-            c.batch_execute("BEGIN").await?;
-            for (seqs, datas) in chunks {
-                if let Err(e) = c.execute(&sql, &[&seqs, &datas]).await {
-                    let _ = c.batch_execute("ROLLBACK").await;
-                    return Err(e);
+        self.conn()
+            .run("cannot copy into the state log", |c| async move {
+                c.batch_execute("BEGIN").await?;
+                for (seqs, datas) in chunks {
+                    if let Err(e) = c.execute(&sql, &[&seqs, &datas]).await {
+                        let _ = c.batch_execute("ROLLBACK").await;
+                        return Err(e);
+                    }
                 }
-            }
-            c.batch_execute("COMMIT").await
-        })?;
+                c.batch_execute("COMMIT").await
+            })?;
         for e in events {
             self.snapshot.apply_owned(e);
         }
@@ -1000,17 +1029,18 @@ impl EventLog for PgLog {
         }
         let s = self.schema.clone();
         let l = lineage.to_string();
-        self.conn().run("cannot write the lineage", |c| async move {
-            c.execute(
-                &format!(
-                    "INSERT INTO {s}.cairn_meta (key, value) VALUES ('lineage:migrated', $1) \
+        self.conn()
+            .run("cannot write the lineage", |c| async move {
+                c.execute(
+                    &format!(
+                        "INSERT INTO {s}.cairn_meta (key, value) VALUES ('lineage:migrated', $1) \
                      ON CONFLICT (key) DO NOTHING"
-                ),
-                &[&l],
-            )
-            .await
-            .map(|_| ())
-        })?;
+                    ),
+                    &[&l],
+                )
+                .await
+                .map(|_| ())
+            })?;
         self.lineage = lineage.to_string();
         Ok(())
     }
@@ -1043,11 +1073,12 @@ impl EventLog for PgLog {
             return Err(StateError::ReadOnly);
         }
         let s = self.schema.clone();
-        self.conn().run("cannot delete checkpoints", |c| async move {
-            c.execute(&format!("DELETE FROM {s}.cairn_checkpoints"), &[])
-                .await
-                .map(|_| ())
-        })?;
+        self.conn()
+            .run("cannot delete checkpoints", |c| async move {
+                c.execute(&format!("DELETE FROM {s}.cairn_checkpoints"), &[])
+                    .await
+                    .map(|_| ())
+            })?;
         self.last_checkpoint = 0;
         self.commit()
     }

@@ -112,9 +112,7 @@ pub fn parse(
                 .build()
                 .map_err(|e| e.to_string())?;
             if mode == Mode::VerifyFull {
-                builder
-                    .with_webpki_verifier(webpki)
-                    .with_no_client_auth()
+                builder.with_webpki_verifier(webpki).with_no_client_auth()
             } else {
                 builder
                     .dangerous()
@@ -255,13 +253,17 @@ mod tests {
 
     #[test]
     fn sslmode_is_taken_out_of_both_forms() {
-        let (rest, mode, root) =
-            split("postgres://u:p@h:5/d?sslmode=verify-full&sslrootcert=/x/ca.pem&application_name=a");
+        let (rest, mode, root) = split(
+            "postgres://u:p@h:5/d?sslmode=verify-full&sslrootcert=/x/ca.pem&application_name=a",
+        );
         assert_eq!(rest, "postgres://u:p@h:5/d?application_name=a");
         assert_eq!(mode.as_deref(), Some("verify-full"));
         assert_eq!(root.as_deref(), Some("/x/ca.pem"));
         let (rest, mode, _) = split("host=h sslmode=require user=u");
-        assert_eq!((rest.as_str(), mode.as_deref()), ("host=h user=u", Some("require")));
+        assert_eq!(
+            (rest.as_str(), mode.as_deref()),
+            ("host=h user=u", Some("require"))
+        );
         let err = parse("host=h sslmode=maybe").err().unwrap();
         assert!(err.contains("sslmode=maybe is not one of"), "{err}");
     }

@@ -226,7 +226,12 @@ fn time_travel_equals_replaying_a_prefix_with_and_without_checkpoints() {
         assert!(s.check().is_empty(), "{}: {:?}", env.name, s.check());
         drop(s);
         let s = env.open(false).unwrap();
-        assert_eq!(s.snapshot(), &full, "{}: opened from a checkpoint", env.name);
+        assert_eq!(
+            s.snapshot(),
+            &full,
+            "{}: opened from a checkpoint",
+            env.name
+        );
         for at in 0..=s.head() {
             assert_eq!(
                 s.snapshot_at(at).unwrap(),
@@ -266,7 +271,10 @@ fn a_flusher_makes_appends_durable_from_another_thread() {
         }
         let head = s.head();
         let f = s.flusher();
-        std::thread::spawn(move || f.flush()).join().unwrap().unwrap();
+        std::thread::spawn(move || f.flush())
+            .join()
+            .unwrap()
+            .unwrap();
         let events = s.events(1).unwrap();
         // Dropped without a commit: everything flushed is there.
         drop(s);
@@ -390,7 +398,10 @@ fn the_lock_error_names_the_holder_and_force_unlock_ends_its_session() {
     assert_eq!(h.pid, std::process::id());
     assert_eq!(h.command, "apply");
     let msg = err.to_string();
-    assert!(msg.contains(&format!("cairn force-unlock {}", h.run_id)), "{msg}");
+    assert!(
+        msg.contains(&format!("cairn force-unlock {}", h.run_id)),
+        "{msg}"
+    );
     assert!(!msg.contains(pgserver::PASSWORD), "{msg}");
     let cfg = cairn_state::store::configured_pg(env.dir.path())
         .unwrap()

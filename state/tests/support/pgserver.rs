@@ -52,9 +52,11 @@ fn bin_dir() -> Result<PathBuf, String> {
     let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
     match Path::new(&p).parent() {
         Some(d) if !p.is_empty() => Ok(d.to_path_buf()),
-        _ => Err("no PostgreSQL binaries (initdb, postgres): install postgresql (apt-get install \
+        _ => Err(
+            "no PostgreSQL binaries (initdb, postgres): install postgresql (apt-get install \
                   postgresql) or set CAIRN_PG_BIN"
-            .into()),
+                .into(),
+        ),
     }
 }
 
@@ -105,11 +107,8 @@ impl PgServer {
         } else {
             None
         };
-        let root = std::env::temp_dir().join(format!(
-            "cairn-pg-{}-{}",
-            std::process::id(),
-            free_port()?
-        ));
+        let root =
+            std::env::temp_dir().join(format!("cairn-pg-{}-{}", std::process::id(), free_port()?));
         std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
         let pwfile = root.join("pw");
         std::fs::write(&pwfile, PASSWORD).map_err(|e| e.to_string())?;
