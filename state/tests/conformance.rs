@@ -484,3 +484,49 @@ fn secrets_stay_out_of_connection_errors() {
     assert!(!err.contains("wrong-Secret-42"), "{err}");
     assert!(err.contains("postgres:****@127.0.0.1"), "{err}");
 }
+
+#[test]
+fn tls_connections_require_and_verify_full() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let Some(ca) = server.ca_file() else {
+        assert!(
+            !std::env::var("CI").is_ok_and(|v| v == "true"),
+            "CI=true and the test server has no TLS (openssl missing?)"
+        );
+        eprintln!("SKIPPED: no openssl to make the test server's certificates");
+        return;
+    };
+    let base = format!(
+        "postgres://postgres:{}@localhost:{}/postgres",
+        pgserver::PASSWORD,
+        server.port
+    );
+    let schema = pgserver::schema("tls");
+    let open = |conn: String| {
+        let dir = tempfile::tempdir().unwrap();
+        write_backend(
+            dir.path(),
+            &Backend::Pg(PgSettings {
+                conn_str: Some(conn),
+                schema_name: Some(schema.clone()),
+                ..Default::default()
+            }),
+        )
+        .unwrap();
+        Store::open(dir.path(), &opts("apply", true)).map(|(s, _)| s.head())
+    };
+    assert_eq!(open(format!("{base}?sslmode=require")), Ok(0));
+    assert_eq!(
+        open(format!(
+            "{base}?sslmode=verify-full&sslrootcert={}",
+            ca.display()
+        )),
+        Ok(0)
+    );
+    // Verification really checks: the public roots do not know the test CA.
+    let bad = open(format!("{base}?sslmode=verify-full")).unwrap_err();
+    assert!(bad.to_string().contains("certificate"), "{bad}");
+    assert!(!bad.to_string().contains(pgserver::PASSWORD), "{bad}");
+}

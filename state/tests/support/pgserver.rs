@@ -90,6 +90,53 @@ fn ensure_user(name: &str) -> Result<(), String> {
     }
 }
 
+/// A CA and a server certificate for localhost and 127.0.0.1, signed by it (openssl); false
+/// when openssl is missing or fails.
+fn make_certificates(root: &Path) -> bool {
+    let ext = root.join("server.ext");
+    if std::fs::write(
+        &ext,
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let steps: [&[&str]; 3] = [
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.crt", "-days", "2", "-subj", "/CN=cairn-test-ca",
+        ],
+        &[
+            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
+            "server.csr", "-subj", "/CN=localhost",
+        ],
+        &[
+            "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext",
+        ],
+    ];
+    for args in steps {
+        let ok = Command::new("openssl")
+            .args(args)
+            .current_dir(root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return false;
+        }
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        root.join("server.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .is_ok()
+}
+
 fn free_port() -> Result<u16, String> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
@@ -112,6 +159,7 @@ impl PgServer {
         std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
         let pwfile = root.join("pw");
         std::fs::write(&pwfile, PASSWORD).map_err(|e| e.to_string())?;
+        let tls = make_certificates(&root);
         if let Some(u) = &user {
             let out = Command::new("chown")
                 .args(["-R", u])
@@ -161,6 +209,13 @@ impl PgServer {
         );
         if fast {
             conf.push_str("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n");
+        }
+        if tls {
+            conf.push_str(&format!(
+                "ssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+                s.root.join("server.crt").display(),
+                s.root.join("server.key").display()
+            ));
         }
         let mut f = std::fs::OpenOptions::new()
             .append(true)
@@ -240,6 +295,13 @@ impl PgServer {
             drop(stdin);
             let _ = child.wait();
         }
+    }
+
+    /// The CA that signed the server's certificate (for `sslrootcert`), when the server has
+    /// TLS (openssl was there to make the certificates).
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        let ca = self.root.join("ca.crt");
+        ca.exists().then_some(ca)
     }
 
     /// A connection string for `user` (the superuser: `postgres` with [`PASSWORD`]).
