@@ -56,8 +56,8 @@ pub use event::{
     DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
     ResourceObject, RunOutcome, RunSummary,
 };
-pub use log::{OpenOptions, SledLog};
+pub use log::{OpenOptions, Peek, SledLog};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
-pub use store::{EventLog, Store};
+pub use store::{peek_events, EventLog, Store};
 pub use tfstate::{export_tfstate, import_tfstate};
 pub use value::StoredValue;

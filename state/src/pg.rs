@@ -37,7 +37,9 @@ use crate::check::{self, Violation};
 use crate::checkpoint;
 use crate::error::{LockHolder, StateError};
 use crate::event::{self, Event, EventBody, RunOutcome, RunSummary, CURRENT_VERSION};
-use crate::log::{current_user, decode_record, new_lineage, now_ms, Clock, Flusher, OpenOptions};
+use crate::log::{
+    current_user, decode_record, new_lineage, now_ms, Clock, Flusher, OpenOptions, Peek,
+};
 use crate::log::{CHECKPOINT_EVERY, KEEP_CHECKPOINTS};
 use crate::snapshot::Snapshot;
 use crate::store::EventLog;
@@ -813,6 +815,46 @@ fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<LockHolder>
             })
         })
     })
+}
+
+/// Reads the events from `from` on, at most `max` (see [`crate::peek_events`]). A missing
+/// schema is [`StateError::NotFound`].
+pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
+    let conn = Conn::connect(cfg)?;
+    let s = quote_ident(&cfg.schema);
+    let table = format!("{s}.cairn_events");
+    let exists: bool = conn.run("cannot read the state schema", |c| async move {
+        c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+            .await
+            .map(|r| r.get(0))
+    })?;
+    if !exists {
+        return Err(StateError::NotFound {
+            dir: PathBuf::from(cfg.describe()),
+        });
+    }
+    let from = from.max(1);
+    let rows: Vec<(i64, Vec<u8>)> = conn.run("cannot read the log", |c| async move {
+        c.query(
+            &format!(
+                "SELECT seq, data FROM {s}.cairn_events WHERE seq >= $1 ORDER BY seq LIMIT $2"
+            ),
+            &[&(from as i64), &(max as i64)],
+        )
+        .await
+        .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    })?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (expected, (seq, data)) in (from..).zip(rows) {
+        if seq as u64 != expected {
+            return Err(StateError::Corrupt {
+                seq: expected,
+                detail: format!("the record is missing (the next record is {seq})"),
+            });
+        }
+        out.push(decode_record(expected, &data)?);
+    }
+    Ok(Peek::Events(out, Vec::new()))
 }
 
 /// `cairn force-unlock RUN_ID`: ends the database session of the run holding the lock of

@@ -10,7 +10,7 @@ use crate::backend::{read_backend, Backend, PgConfig};
 use crate::check::Violation;
 use crate::error::StateError;
 use crate::event::{Event, EventBody, RunOutcome, RunSummary};
-use crate::log::{current_user, Clock, Flusher, OpenOptions, SledLog};
+use crate::log::{current_user, peek_sled, Clock, Flusher, OpenOptions, Peek, SledLog};
 use crate::pg::PgLog;
 use crate::snapshot::Snapshot;
 use std::path::Path;
@@ -128,6 +128,16 @@ pub fn configured_pg(dir: &Path) -> Result<Option<PgConfig>, StateError> {
     match read_backend(dir)? {
         Backend::Local => Ok(None),
         Backend::Pg(settings) => settings.resolve(&process_env).map(Some),
+    }
+}
+
+/// Reads the events from `from` (inclusive), at most `max`, for a reader that runs beside
+/// other commands (`cairn ui`): never waits for a lock and never writes. On sled it visits
+/// the database briefly ([`peek_sled`]); on PostgreSQL it simply reads (readers take no lock).
+pub fn peek_events(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
+    match configured_pg(dir)? {
+        None => peek_sled(dir, from, max),
+        Some(pg) => crate::pg::peek_events(&pg, from, max),
     }
 }
 
