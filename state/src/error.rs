@@ -38,7 +38,7 @@ pub enum StateError {
     /// holder has not written its record yet.
     LockedRemote {
         location: String,
-        holder: Option<LockHolder>,
+        holder: Option<Box<LockHolder>>,
     },
 }
 

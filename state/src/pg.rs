@@ -234,20 +234,36 @@ impl Writer {
         if batch.is_empty() {
             return Ok(());
         }
-        let seqs: Vec<i64> = batch.iter().map(|(s, _)| *s as i64).collect();
-        let datas: Vec<&[u8]> = batch.iter().map(|(_, d)| d.as_slice()).collect();
-        let datas: Vec<Vec<u8>> = datas.into_iter().map(<[u8]>::to_vec).collect();
+        // The records move into the statement and come back with its outcome (no copy).
+        let (seqs, datas): (Vec<i64>, Vec<Vec<u8>>) =
+            batch.into_iter().map(|(s, d)| (s as i64, d)).unzip();
         let sql = self.insert_sql.clone();
-        let result = self
-            .conn
-            .run("cannot write to the state log", |c| async move {
-                c.execute(&sql, &[&seqs, &datas]).await.map(|_| ())
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let client = self.conn.client.clone();
+        self.conn
+            .rt
+            .as_ref()
+            .expect("runtime until drop")
+            .spawn(async move {
+                let r = client.execute(&sql, &[&seqs, &datas]).await;
+                let _ = tx.send((r.map(|_| ()).map_err(|e| pg_message(&e)), seqs, datas));
             });
+        let (result, seqs, datas) = match rx.recv() {
+            Ok(x) => x,
+            Err(_) => {
+                return Err(StateError::io(
+                    "cannot write to the state log",
+                    "the connection is closed",
+                ))
+            }
+        };
         match result {
             Ok(()) => Ok(()),
             Err(e) => {
-                let why = e.to_string();
+                let why = format!("cannot write to the state log: {e}");
                 self.shared.lock().expect("pg shared").failed = Some(why.clone());
+                let batch: Vec<(u64, Vec<u8>)> =
+                    seqs.into_iter().map(|s| s as u64).zip(datas).collect();
                 self.keep_in_journal(&batch)?;
                 Err(self.failure(&why))
             }
@@ -796,7 +812,7 @@ impl PgLog {
     }
 }
 
-fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<LockHolder>, StateError> {
+fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<Box<LockHolder>>, StateError> {
     let sql = format!(
         "SELECT l.run_id, l.who, l.host, l.pid, l.command, l.since_ms FROM {schema}.cairn_lock l \
          WHERE l.lock_key = $1 AND l.backend_pid IN (SELECT pid FROM pg_locks \
@@ -805,13 +821,15 @@ fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<LockHolder>
     );
     conn.run("cannot read the lock holder record", |c| async move {
         c.query_opt(&sql, &[&key]).await.map(|row| {
-            row.map(|r| LockHolder {
-                run_id: r.get(0),
-                who: r.get(1),
-                host: r.get(2),
-                pid: r.get::<_, i32>(3) as u32,
-                command: r.get(4),
-                since_ms: r.get::<_, i64>(5) as u64,
+            row.map(|r| {
+                Box::new(LockHolder {
+                    run_id: r.get(0),
+                    who: r.get(1),
+                    host: r.get(2),
+                    pid: r.get::<_, i32>(3) as u32,
+                    command: r.get(4),
+                    since_ms: r.get::<_, i64>(5) as u64,
+                })
             })
         })
     })
@@ -1059,15 +1077,13 @@ impl EventLog for PgLog {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
+        // An empty log's lineage row was made by its first open; the log is append-only, so
+        // the copied lineage goes in a row of its own that takes precedence.
         let existing = self.read_lineage()?;
-        if !existing.is_empty() && existing != lineage {
-            if self.snapshot.head > 0 {
-                return Err(StateError::Backend {
-                    message: "the lineage of a state with events cannot change".into(),
-                });
-            }
-            // An empty log's lineage row was made by its first open; the log is append-only,
-            // so the copied lineage goes in a row of its own that takes precedence.
+        if !existing.is_empty() && existing != lineage && self.snapshot.head > 0 {
+            return Err(StateError::Backend {
+                message: "the lineage of a state with events cannot change".into(),
+            });
         }
         let s = self.schema.clone();
         let l = lineage.to_string();
