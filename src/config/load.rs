@@ -560,6 +560,14 @@ impl Loader {
         for inner in parts.blocks {
             match inner.ident.as_str() {
                 "required_providers" => self.required_providers(file, inner, m),
+                "backend"
+                    if inner
+                        .labels
+                        .first()
+                        .is_some_and(|l| matches!(l.as_str(), "pg" | "local")) =>
+                {
+                    self.backend_block(file, inner, m)
+                }
                 kind @ ("backend" | "cloud") => {
                     let sp = self.header(file, inner);
                     self.warn(
@@ -571,6 +579,41 @@ impl Loader {
                 _ => {}
             }
         }
+    }
+
+    /// `backend "pg" { conn_str = "…" schema_name = "…" … }` (or `backend "local" {}`):
+    /// constant arguments only, checked against the backend's argument list.
+    fn backend_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["type"]) else {
+            return;
+        };
+        let kind = labels[0].clone();
+        let allowed: Vec<&str> = if kind == "pg" {
+            cairn_state::backend::PG_ARGUMENTS
+                .iter()
+                .map(|(k, _)| *k)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let parts = self.parts(file, &b.body, Some(allowed.as_slice()), Some(&[]));
+        let mut args = BTreeMap::new();
+        for (name, a) in parts.attrs {
+            if let Some(v) = self.const_string(file, a) {
+                args.insert(name, v);
+            }
+        }
+        let span = self.header(file, b);
+        if let Some(prev) = &m.backend {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate backend configuration",
+                format!("A backend was already configured at {was}. A module may have only one."),
+            );
+            return;
+        }
+        m.backend = Some(crate::config::BackendBlock { kind, args, span });
     }
 
     fn required_providers(&mut self, file: FileId, b: &Block, m: &mut Module) {
