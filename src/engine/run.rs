@@ -178,13 +178,7 @@ fn load_with(
     let (inputs, var_diags) = match saved {
         Some(values) => (values.clone(), changed_variables(opts, &mut config, values)),
         None => timed("input variables", || {
-            crate::config::input_values_with(
-                &mut config,
-                &opts.vars,
-                &opts.env,
-                &opts.dir,
-                missing,
-            )
+            crate::config::input_values_with(&mut config, &opts.vars, &opts.env, &opts.dir, missing)
         }),
     };
     let config = Arc::new(config);

@@ -69,7 +69,7 @@ pub fn eval_template_string(
     for (k, v) in vars {
         ev.bindings.push((k.clone(), v.clone()));
     }
-    ev.template_in(&template, true).map_err(|d| {
+    ev.template_in(&template, true, None).map_err(|d| {
         d.iter()
             .map(|d| {
                 if d.summary == TEMPLATE_VARS {
@@ -316,8 +316,8 @@ impl<'a> Evaluator<'a> {
             }
             Expression::StringTemplate(t) => self.template(t, e.span()),
             Expression::HeredocTemplate(h) => match h.indent() {
-                Some(n) => self.template_in(&super::heredoc::flush(&h.template, n), true),
-                None => self.template_in(&h.template, true),
+                Some(n) => self.template_in(&super::heredoc::flush(&h.template, n), true, e.span()),
+                None => self.template_in(&h.template, true, e.span()),
             },
             Expression::Parenthesis(p) => self.expr(p.inner()),
             Expression::Variable(v) => self.root(v.as_str(), &[], e.span()).map(|(v, _)| v),
@@ -1073,13 +1073,13 @@ impl<'a> Evaluator<'a> {
     }
 
     /// A template: `"${x}"` alone gives x's value unchanged; anything else is a string.
-    pub fn template(&mut self, t: &Template, _span: Option<Range<usize>>) -> R {
-        self.template_in(t, false)
+    pub fn template(&mut self, t: &Template, span: Option<Range<usize>>) -> R {
+        self.template_in(t, false, span)
     }
 
     /// A template whose literals may span lines (`lines`: a heredoc or a bare template), where
     /// strip markers trim only the line next to them (see `heredoc`).
-    fn template_in(&mut self, t: &Template, lines: bool) -> R {
+    fn template_in(&mut self, t: &Template, lines: bool, span: Option<Range<usize>>) -> R {
         let elements: Vec<&Element> = t.iter().collect();
         if let [Element::Interpolation(i)] = elements.as_slice() {
             return self.expr(&i.expr);
@@ -1094,7 +1094,7 @@ impl<'a> Evaluator<'a> {
                 .err()
                 .unwrap_or_default();
             st.diags.extend(self.error(
-                _span,
+                span,
                 "Template result too long",
                 format!("Evaluating this template stopped: {msg}."),
             ));
