@@ -70,7 +70,7 @@ pub struct World {
     _tmp: tempfile::TempDir,
     pub work: PathBuf,
     pub store: PathBuf,
-    rt: tokio::runtime::Runtime,
+    rt: &'static tokio::runtime::Runtime,
     calls_seen: usize,
     versions: Vec<Vec<(String, String)>>,
     script: Vec<String>,
@@ -189,6 +189,20 @@ pub fn instance_names(cfg: &Cfg) -> Vec<String> {
     out
 }
 
+/// The one runtime every world's engine runs on (building one per world cost more than
+/// the small scenarios themselves). `block_on` from several test threads at once is fine: each
+/// call drives its own future, the engine's tasks share the two workers.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    })
+}
+
 impl Default for World {
     fn default() -> Self {
         Self::new()
@@ -201,16 +215,11 @@ impl World {
         let work = tmp.path().join("work");
         let store = work.join("store");
         std::fs::create_dir_all(&work).expect("work dir");
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
         World {
             _tmp: tmp,
             work,
             store,
-            rt,
+            rt: runtime(),
             calls_seen: 0,
             versions: Vec::new(),
             script: Vec::new(),
@@ -318,7 +327,14 @@ impl World {
 
     /// The `SIM_FAIL` entry a fault stands for in the current configuration.
     pub fn fault_entry(&self, fault: &Fault) -> Option<String> {
-        let names = instance_names(&self.config);
+        let hubs = match fault.hub {
+            true => crate::model::depended_on_names(&self.config),
+            false => Vec::new(),
+        };
+        let names = match hubs.is_empty() {
+            true => instance_names(&self.config),
+            false => hubs,
+        };
         if fault.op == "lookup" {
             return Some(format!(
                 "lookup:k{}{}",
