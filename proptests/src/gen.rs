@@ -812,7 +812,7 @@ fn cloud_edit() -> impl Strategy<Value = CloudEdit> {
 /// The operations a fault can hit, in the order of [`Mix::fault_ops`].
 pub const FAULT_OPS: [&str; 5] = ["create", "update", "delete", "read", "lookup"];
 
-fn fault(ops: [u32; 5]) -> impl Strategy<Value = Fault> {
+pub fn fault(ops: [u32; 5]) -> impl Strategy<Value = Fault> {
     (weighted(&ops), any::<u16>(), any::<bool>(), any::<bool>()).prop_map(
         |(op, which, after, hub)| Fault {
             op: FAULT_OPS[op],

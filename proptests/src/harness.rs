@@ -78,6 +78,9 @@ pub struct World {
     /// A deliberately broken engine rule every operation of this world runs with (the
     /// "broken rule" tests); `None` for the properties.
     pub sabotage: Option<Sabotage>,
+    /// The state (snapshot and number of events) the last operation left, while nothing else
+    /// has written it: the next operation's "before" without opening the store again.
+    last_state: Option<(Snapshot, usize)>,
 }
 
 /// How long to wait for the state lock. The store's lock outlives the engine's return by a
@@ -225,6 +228,7 @@ impl World {
             script: Vec::new(),
             config: Cfg::default(),
             sabotage: None,
+            last_state: None,
         }
     }
 
@@ -364,7 +368,13 @@ impl World {
 
     /// Runs one operation.
     pub fn run(&mut self, op: Op, parallelism: usize, fail: Option<&str>) -> Outcome {
-        let (state_before, events_before) = read_state(&self.state_dir());
+        let (state_before, events_before) = match self.last_state.take() {
+            Some(s) => s,
+            None => {
+                let (s, e) = read_state(&self.state_dir());
+                (s, e.len())
+            }
+        };
         let cloud_before = read_cloud(&self.store);
         if let Some(f) = fail {
             self.script.push(format!("env SIM_FAIL={f}"));
@@ -419,7 +429,8 @@ impl World {
         let calls = all[self.calls_seen.min(all.len())..].to_vec();
         self.calls_seen = all.len();
         let (state_after, events_after) = read_state(&self.state_dir());
-        let events = events_after.into_iter().skip(events_before.len()).collect();
+        self.last_state = Some((state_after.clone(), events_after.len()));
+        let events = events_after.into_iter().skip(events_before).collect();
         let plan_text = plan.as_ref().map(|p| {
             render_plan(
                 p,
@@ -456,6 +467,7 @@ impl World {
         w.script = self.script.clone();
         w.config = self.config.clone();
         w.sabotage = self.sabotage;
+        w.last_state = self.last_state.clone();
         w
     }
 
@@ -464,6 +476,7 @@ impl World {
     /// store's objects replaced by `cloud`.
     pub fn crash_to(&mut self, events: &[Event], cloud: &Cloud) -> Result<(), String> {
         let dir = self.state_dir();
+        self.last_state = None;
         std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
         let o = OpenOptions {
             command: "proptest".into(),
@@ -531,6 +544,7 @@ impl World {
         ));
         // The calls the killed run made are not this world's next operation's.
         self.calls_seen = read_calls(&self.store).len();
+        self.last_state = None;
         Ok(killed)
     }
 

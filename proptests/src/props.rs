@@ -443,8 +443,23 @@ pub fn p07_scenarios() -> impl Strategy<Value = (Scenario, Vec<u16>)> {
             ops(&[(5, Op::Apply), (1, Op::Destroy), (1, Op::Refresh)]),
             1..4,
         ),
-        prop::collection::vec(any::<u16>(), 2),
+        prop::collection::vec(any::<u16>(), 1),
+        (any::<u16>(), any::<u16>(), any::<u16>()),
+        gen::fault([3, 3, 2, 0, 0]),
     )
+        .prop_map(|(mut scn, picks, (a, b, v), fault)| {
+            // A last apply after drift (a changed object, a deleted one) with a fault: the
+            // events of refresh (`ResourceRead`, `ResourceGone`) and of a failed operation
+            // appear, to be crashed after.
+            scn.rounds.push(Round {
+                edits: Vec::new(),
+                cloud: vec![gen::CloudEdit::SetValue(a, v), gen::CloudEdit::Delete(b)],
+                fault: Some(fault),
+                op: Op::Apply,
+                parallelism: 8,
+            });
+            (scn, picks)
+        })
 }
 
 /// Rule 7: nothing is lost after any apply, including one cut off after any of its operation

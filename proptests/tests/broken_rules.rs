@@ -7,25 +7,37 @@
 //! the failing outcome is what the broken engine really did.
 //!
 //! The `*_proptest_finds_*` tests go further: they run the property's own proptest generator
-//! (a few fixed-seed cases, no shrinking) against the broken engine and require that it finds
-//! a failing case — proof that random generation catches the broken rule, not only a
-//! hand-picked scenario.
+//! (fixed seed, after the seeds saved in `proptest-regressions/broken_rules/`) against the
+//! broken engine for at most `props::CI_CASES` cases and require a failing case; it is shrunk,
+//! printed as HCL with the operations applied, saved as a regression seed, and the minimal case
+//! must pass on the intact engine.
 //!
-//! | property | broken rule (`Sabotage::…`) | hand-picked | generator |
-//! | --- | --- | --- | --- |
-//! | p01 convergence | `DeferDirectOnly` | yes | yes |
-//! | p02 deferral exact | `DeferDirectOnly`; `ReadOnlyDefers` (read-only half) | yes; yes | yes; no |
-//! | p03 refresh flat | `RefreshFollowsDependencies` | yes | no: none in 120 cases (needs a read fault on an object others depend on) |
-//! | p04 read-only | `ReadOnlyApplies` | yes | yes |
-//! | p05 plan pure | `PlanApplies` | yes | yes |
-//! | p06 apply as planned | `ApplyUpdatesNoOps` | yes | yes |
-//! | p07 nothing lost | `ForgetCreates` | yes | yes |
-//! | p08 order | `DeleteDependenciesFirst` | yes | yes |
-//! | p09 failures skip dependents | `FailureSkipsNothing` | yes | yes |
-//! | p10 replay | `SettleTwice` | yes | yes |
-//! | p11 parallelism | `InstancesInCompletionOrder` | yes (retried: a race) | no: none in 120 cases (at zero latency instances seldom complete out of order) |
-//! | p12 destroy empties | `DestroySkipsChildModules` | yes | yes |
-//! | p13 providers | `DeleteWithDefaultProviderConfig` | yes | no: first found at case 73, too slow for CI |
+//! `cases_to_first_failure` (ignored by default; `.ci/run` runs it) measures how soon: for
+//! every rule, 20 seeds, each hunting with the generator alone (no saved seed, no hand-picked
+//! case) for at most `props::CI_CASES` (32) cases; every catch is re-run on the intact engine.
+//! Measured (debug build, 2 cores):
+//!
+//! | property | broken rule (`Sabotage::…`) | hand-picked | caught | median | max |
+//! | --- | --- | --- | --- | --- | --- |
+//! | p01 convergence | `DeferDirectOnly` | yes | 20/20 | 4 | 18 |
+//! | p02 deferral exact | `DeferDirectOnly` | yes | 20/20 | 4 | 26 |
+//! | p02 deferral exact (read-only half) | `ReadOnlyDefers` | yes | 20/20 | 3 | 15 |
+//! | p03 refresh flat | `RefreshFollowsDependencies` | yes | 20/20 | 3 | 13 |
+//! | p04 read-only | `ReadOnlyApplies` | yes | 20/20 | 2 | 12 |
+//! | p05 plan pure | `PlanApplies` | yes | 20/20 | 1 | 5 |
+//! | p06 apply as planned | `ApplyUpdatesNoOps` | yes | 20/20 | 2 | 5 |
+//! | p07 nothing lost | `ForgetCreates` | yes | 20/20 | 1 | 2 |
+//! | p08 order | `DeleteDependenciesFirst` | yes | 20/20 | 1 | 4 |
+//! | p09 failures skip dependents | `FailureSkipsNothing` | yes | 20/20 | 3 | 22 |
+//! | p10 replay | `SettleTwice` | yes | 20/20 | 1 | 4 |
+//! | p11 parallelism | `InstancesInCompletionOrder` | yes (retried: a race) | 20/20 | 3 | 14 |
+//! | p12 destroy empties | `DestroySkipsChildModules` | yes | 20/20 | 2 | 10 |
+//! | p13 providers | `DeleteWithDefaultProviderConfig` | yes | 20/20 | 2 | 5 |
+//!
+//! The generators are steered (`gen::Profile`, `props::DEFERRING`, `CHAINS`, `INSTANCES`,
+//! `MODULES`, `DYN`; faults aimed at depended-on things; a final bump-and-plan, bump-and-apply
+//! or destroy round) rather than run longer. Unsteered (6 seeds, at most 48 cases), p03 was
+//! caught by no seed, p05 by 3 of 6, and p01, p02, p08, p11 and p13 needed up to 43–48 cases.
 
 use cairn::engine::Sabotage;
 use cairn_proptests::check::{self, Check};

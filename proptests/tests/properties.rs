@@ -331,13 +331,19 @@ fn p13_providers() {
         props::p13_providers,
         &[
             ("providers", 100),
-            ("providers with a delete through sim.dyn", 50),
+            ("providers with a delete through sim.dyn", 30),
         ],
     );
 }
 
 proptest! {
-    #![proptest_config(config(4))]
+    // Real processes killed after real milliseconds: its own count (`CAIRN_PROPTEST_KILLS`),
+    // not `PROPTEST_CASES` — a soak of it is minutes of sleeps. Every event kind as a kill
+    // point is `p07_nothing_is_lost`'s job (it cuts the log after any event).
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("CAIRN_PROPTEST_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(4),
+        ..config(4)
+    })]
 
     /// Rule 7 with real crashes: an `apply` process is killed (SIGKILL) at a random moment
     /// while its `sim` calls take 20 ms each; every object the store then holds is in state or
