@@ -29,13 +29,9 @@ pub fn take() -> BTreeSet<&'static str> {
 static KILL_POINTS: Mutex<BTreeMap<String, u32>> = Mutex::new(BTreeMap::new());
 static APPENDED: Mutex<BTreeMap<String, u32>> = Mutex::new(BTreeMap::new());
 
-/// The kind of an event (its variant's name).
+/// The kind of an event (its variant's name, as `cairn log` shows it).
 pub fn kind(e: &cairn::state::EventBody) -> String {
-    let text = format!("{e:?}");
-    text.split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or_default()
-        .to_string()
+    e.kind().to_string()
 }
 
 /// Records that an apply appended an event of `kind`.

