@@ -350,7 +350,23 @@ pub fn refresh_flat(o: &Outcome) -> Check {
                 }
             }
         } else {
-            ensure!(after == Some(cur), "a failed read changed {addr}");
+            // Unchanged, but for dependencies that left state (a dependency the same refresh
+            // found gone is pruned from every object's dependencies).
+            let kept = after.is_some_and(|a| {
+                a.attrs == cur.attrs
+                    && a.provider == cur.provider
+                    && a.tainted == cur.tainted
+                    && a.create_token == cur.create_token
+                    && a.deps.iter().all(|d| cur.deps.contains(d))
+                    && cur.deps.iter().all(|d| {
+                        a.deps.contains(d)
+                            || o.state_after.resources.get(d).is_none_or(|i| i.is_empty())
+                    })
+            });
+            ensure!(
+                kept,
+                "a failed read changed {addr}: {cur:?} became {after:?}"
+            );
         }
     }
     ensure!(
