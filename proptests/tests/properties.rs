@@ -73,7 +73,11 @@ fn run_property<T: std::fmt::Debug>(
         r
     });
     if let Err(e) = result {
-        panic!("{name}: {e}");
+        panic!(
+            "{name}: failed after {} passing cases ({:.1} s): {e}",
+            ran.get(),
+            start.elapsed().as_secs_f64()
+        );
     }
     let (ran, counts) = (ran.get(), counts.into_inner());
     let secs = start.elapsed().as_secs_f64();
