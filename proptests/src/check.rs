@@ -350,7 +350,23 @@ pub fn refresh_flat(o: &Outcome) -> Check {
                 }
             }
         } else {
-            ensure!(after == Some(cur), "a failed read changed {addr}");
+            // Unchanged, but for dependencies that left state (a dependency the same refresh
+            // found gone is pruned from every object's dependencies).
+            let kept = after.is_some_and(|a| {
+                a.attrs == cur.attrs
+                    && a.provider == cur.provider
+                    && a.tainted == cur.tainted
+                    && a.create_token == cur.create_token
+                    && a.deps.iter().all(|d| cur.deps.contains(d))
+                    && cur.deps.iter().all(|d| {
+                        a.deps.contains(d)
+                            || o.state_after.resources.get(d).is_none_or(|i| i.is_empty())
+                    })
+            });
+            ensure!(
+                kept,
+                "a failed read changed {addr}: {cur:?} became {after:?}"
+            );
         }
     }
     ensure!(
@@ -660,12 +676,28 @@ pub fn ordered(o: &Outcome) -> Check {
                     None => {
                         // It stays: fine if it no longer exists, or was updated (to stop
                         // depending on it) before the delete, or no longer depends on it in
-                        // the configuration.
+                        // the configuration, or the dependency is being replaced (delete,
+                        // then create: the dependent can only take the new object's values
+                        // after the create, as in Terraform without create_before_destroy).
                         let gone = !o.cloud_after.objects.keys().any(|k| k.1 == my_id);
+                        let dep_name = o
+                            .state_before
+                            .resources
+                            .get(dep)
+                            .and_then(|i| i.current.as_ref())
+                            .and_then(|c| stored_str(&c.attrs, "name"));
+                        let replaced = o.calls[*j..].iter().any(|c| {
+                            c.op == "create" && c.type_ == "sim_thing" && Some(&c.name) == dep_name.as_ref()
+                        }) || o.plan.as_ref().is_some_and(|p| {
+                            p.changes.iter().any(|c| {
+                                &c.addr == dep
+                                    && c.action == cairn::plan::Action::DeleteThenCreate
+                            })
+                        });
                         let updated_first = o.calls[..*j].iter().any(|c| c.op == "update" && c.id.as_deref() == Some(my_id.as_str()));
                         let name = stored_str(&cur.attrs, "name").unwrap_or_default();
                         let still = terms.get(&name).is_some_and(|t| thing_deps(&o.config, t).iter().any(|d| d.resource() == Some(dep.resource.to_string())));
-                        ensure!(gone || updated_first || !still, "{dep} was deleted (call {j}) while {addr}, which depends on it, still exists");
+                        ensure!(gone || updated_first || !still || replaced, "{dep} was deleted (call {j}) while {addr}, which depends on it, still exists");
                     }
                 }
             }

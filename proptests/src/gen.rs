@@ -594,6 +594,9 @@ pub struct Fault {
     pub op: &'static str,
     pub which: u16,
     pub after: bool,
+    /// Aim at a thing that other things depend on (when the configuration has one): the
+    /// failures whose skipped dependents rules 3 and 9 are about.
+    pub hub: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -682,6 +685,93 @@ fn seed() -> impl Strategy<Value = Seed> {
     any::<[u16; 6]>()
 }
 
+/// How a configuration's blocks are drawn. Every slot is still a [`Seed`] decoded by
+/// [`build`] (so shrinking and edits work the same); a profile only steers the numbers that
+/// choose a block's kind, a lookup key's form, a value's form and a resource's repetition, so
+/// that a property's generator reaches the configurations its rule is about often, instead of
+/// by luck. Weights are relative; index 0 of each is the simplest choice (what shrinking
+/// goes to).
+#[derive(Clone, Copy, Debug)]
+pub struct Profile {
+    /// A slot's block: thing, lookup, local, module call.
+    pub blocks: [u32; 4],
+    /// A lookup's key: an `ext` key, a thing's id, a thing's id through a local declared for
+    /// it, a thing's name (with `depends_on`).
+    pub keys: [u32; 4],
+    /// A value (thing value, local, module input): a literal, a reference.
+    pub values: [u32; 2],
+    /// A thing's repetition: one, `count`, `for_each`.
+    pub reps: [u32; 3],
+    /// The root's and the child module's number of slots (half-open ranges).
+    pub root: (usize, usize),
+    pub child: (usize, usize),
+    /// Percent of configurations declaring `sim.dyn`.
+    pub dyn_: u32,
+}
+
+/// The unsteered distribution (every number uniform).
+pub const PLAIN: Profile = Profile {
+    blocks: [4, 3, 2, 1],
+    keys: [1, 1, 1, 1],
+    values: [1, 2],
+    reps: [4, 1, 1],
+    root: (1, 6),
+    child: (0, 3),
+    dyn_: 50,
+};
+
+/// Index `i` with weight `w[i]` (index 0 when every weight is 0).
+pub fn weighted(w: &[u32]) -> BoxedStrategy<usize> {
+    let options: Vec<(u32, BoxedStrategy<usize>)> = w
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| **w > 0)
+        .map(|(i, w)| (*w, Just(i).boxed()))
+        .collect();
+    if options.is_empty() {
+        return Just(0).boxed();
+    }
+    proptest::strategy::Union::new_weighted(options).boxed()
+}
+
+/// A seed whose block kind, key form, value form and repetition follow `p`.
+pub fn steered_seed(p: Profile) -> impl Strategy<Value = Seed> {
+    (
+        weighted(&p.blocks),
+        weighted(&p.keys),
+        weighted(&p.values),
+        weighted(&p.reps),
+        any::<[u16; 6]>(),
+    )
+        .prop_map(|(block, key, value, rep, mut s)| {
+            // Each choice is the residue the decoder reads; the quotient stays random (it
+            // picks among the candidates).
+            let value_choice =
+                |raw: u16| (raw % 20000) * 3 + if value == 0 { 0 } else { 1 + raw % 2 };
+            let kind = match block {
+                0 => s[0] % 4,
+                1 => 4 + s[0] % 3,
+                2 => 7 + s[0] % 2,
+                _ => 9,
+            };
+            s[0] = (s[0] % 6000) * 10 + kind;
+            match block {
+                0 => {
+                    let code = match rep {
+                        0 => s[1] % 4,
+                        1 => 4,
+                        _ => 5,
+                    };
+                    s[1] = (s[1] % 10000) * 6 + code;
+                    s[3] = value_choice(s[3]);
+                }
+                1 => s[1] = (s[1] % 16000) * 4 + key as u16,
+                _ => s[1] = value_choice(s[1]),
+            }
+            s
+        })
+}
+
 pub fn seeds() -> impl Strategy<Value = Seeds> {
     (
         prop::collection::vec(seed(), 1..6),
@@ -695,6 +785,21 @@ pub fn seeds() -> impl Strategy<Value = Seeds> {
         })
 }
 
+/// Configuration seeds drawn with profile `p`.
+pub fn steered_seeds(p: Profile) -> impl Strategy<Value = Seeds> {
+    (
+        prop::collection::vec(steered_seed(p), p.root.0..p.root.1),
+        prop::collection::vec(steered_seed(p), p.child.0..p.child.1),
+        any::<u16>(),
+        prop::bool::weighted(p.dyn_ as f64 / 100.0),
+    )
+        .prop_map(|(root, child, switches, dyn_)| Seeds {
+            root,
+            child,
+            switches: (switches & !1) | dyn_ as u16,
+        })
+}
+
 fn cloud_edit() -> impl Strategy<Value = CloudEdit> {
     prop_oneof![
         (any::<u16>()).prop_map(CloudEdit::Delete),
@@ -704,13 +809,18 @@ fn cloud_edit() -> impl Strategy<Value = CloudEdit> {
     ]
 }
 
-fn fault() -> impl Strategy<Value = Fault> {
-    (
-        prop::sample::select(vec!["create", "update", "delete", "read", "lookup"]),
-        any::<u16>(),
-        any::<bool>(),
+/// The operations a fault can hit, in the order of [`Mix::fault_ops`].
+pub const FAULT_OPS: [&str; 5] = ["create", "update", "delete", "read", "lookup"];
+
+pub fn fault(ops: [u32; 5]) -> impl Strategy<Value = Fault> {
+    (weighted(&ops), any::<u16>(), any::<bool>(), any::<bool>()).prop_map(
+        |(op, which, after, hub)| Fault {
+            op: FAULT_OPS[op],
+            which,
+            after,
+            hub,
+        },
     )
-        .prop_map(|(op, which, after)| Fault { op, which, after })
 }
 
 /// Which operations a scenario draws from.
@@ -722,6 +832,20 @@ pub struct Mix {
     pub cloud: u32,
     /// Weight of configuration edits.
     pub edits: u32,
+    /// Weights of the operation a fault hits, in the order of [`FAULT_OPS`].
+    pub fault_ops: [u32; 5],
+}
+
+impl Mix {
+    /// Faults, cloud and configuration edits with these weights; faults hit any operation.
+    pub const fn new(faults: u32, cloud: u32, edits: u32) -> Mix {
+        Mix {
+            faults,
+            cloud,
+            edits,
+            fault_ops: [1; 5],
+        }
+    }
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
@@ -737,7 +861,12 @@ pub fn op() -> impl Strategy<Value = Op> {
 }
 
 pub fn round(mix: Mix, ops: BoxedStrategy<Op>) -> impl Strategy<Value = Round> {
-    let edits = prop::collection::vec((any::<u16>(), seed()), 0..3);
+    round_with(PLAIN, mix, ops)
+}
+
+/// A round whose configuration edits bring slots drawn with profile `p`.
+pub fn round_with(p: Profile, mix: Mix, ops: BoxedStrategy<Op>) -> impl Strategy<Value = Round> {
+    let edits = prop::collection::vec((any::<u16>(), steered_seed(p)), 0..3);
     let cloud = prop::collection::vec(cloud_edit(), 0..3);
     (
         prop::bool::weighted(mix.edits as f64 / 10.0),
@@ -747,7 +876,7 @@ pub fn round(mix: Mix, ops: BoxedStrategy<Op>) -> impl Strategy<Value = Round> {
         if mix.faults == 0 {
             Just(None).boxed()
         } else {
-            prop::option::weighted(mix.faults as f64 / 10.0, fault()).boxed()
+            prop::option::weighted(mix.faults as f64 / 10.0, fault(mix.fault_ops)).boxed()
         },
         ops,
         prop::sample::select(vec![1usize, 2, 8]),
@@ -767,7 +896,20 @@ pub fn scenario(
     ops: BoxedStrategy<Op>,
     rounds: std::ops::Range<usize>,
 ) -> impl Strategy<Value = Scenario> {
-    (seeds(), prop::collection::vec(round(mix, ops), rounds))
+    scenario_with(PLAIN, mix, ops, rounds)
+}
+
+/// Scenarios whose configurations are drawn with profile `p`.
+pub fn scenario_with(
+    p: Profile,
+    mix: Mix,
+    ops: BoxedStrategy<Op>,
+    rounds: std::ops::Range<usize>,
+) -> impl Strategy<Value = Scenario> {
+    (
+        steered_seeds(p),
+        prop::collection::vec(round_with(p, mix, ops), rounds),
+    )
         .prop_map(|(seeds, rounds)| Scenario { seeds, rounds })
 }
 
@@ -775,8 +917,9 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}:<thing #{}>{}",
+            "{}:<{}thing #{}>{}",
             self.op,
+            if self.hub { "depended-on " } else { "" },
             self.which,
             if self.after { ":after" } else { "" }
         )

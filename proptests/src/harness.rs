@@ -70,7 +70,7 @@ pub struct World {
     _tmp: tempfile::TempDir,
     pub work: PathBuf,
     pub store: PathBuf,
-    rt: tokio::runtime::Runtime,
+    rt: &'static tokio::runtime::Runtime,
     calls_seen: usize,
     versions: Vec<Vec<(String, String)>>,
     script: Vec<String>,
@@ -78,6 +78,9 @@ pub struct World {
     /// A deliberately broken engine rule every operation of this world runs with (the
     /// "broken rule" tests); `None` for the properties.
     pub sabotage: Option<Sabotage>,
+    /// The state (snapshot and number of events) the last operation left, while nothing else
+    /// has written it: the next operation's "before" without opening the store again.
+    last_state: Option<(Snapshot, usize)>,
 }
 
 /// How long to wait for the state lock. The store's lock outlives the engine's return by a
@@ -189,6 +192,20 @@ pub fn instance_names(cfg: &Cfg) -> Vec<String> {
     out
 }
 
+/// The one runtime every world's engine runs on (building one per world cost more than
+/// the small scenarios themselves). `block_on` from several test threads at once is fine: each
+/// call drives its own future, the engine's tasks share the two workers.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    })
+}
+
 impl Default for World {
     fn default() -> Self {
         Self::new()
@@ -201,21 +218,17 @@ impl World {
         let work = tmp.path().join("work");
         let store = work.join("store");
         std::fs::create_dir_all(&work).expect("work dir");
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
         World {
             _tmp: tmp,
             work,
             store,
-            rt,
+            rt: runtime(),
             calls_seen: 0,
             versions: Vec::new(),
             script: Vec::new(),
             config: Cfg::default(),
             sabotage: None,
+            last_state: None,
         }
     }
 
@@ -318,7 +331,14 @@ impl World {
 
     /// The `SIM_FAIL` entry a fault stands for in the current configuration.
     pub fn fault_entry(&self, fault: &Fault) -> Option<String> {
-        let names = instance_names(&self.config);
+        let hubs = match fault.hub {
+            true => crate::model::depended_on_names(&self.config),
+            false => Vec::new(),
+        };
+        let names = match hubs.is_empty() {
+            true => instance_names(&self.config),
+            false => hubs,
+        };
         if fault.op == "lookup" {
             return Some(format!(
                 "lookup:k{}{}",
@@ -348,7 +368,13 @@ impl World {
 
     /// Runs one operation.
     pub fn run(&mut self, op: Op, parallelism: usize, fail: Option<&str>) -> Outcome {
-        let (state_before, events_before) = read_state(&self.state_dir());
+        let (state_before, events_before) = match self.last_state.take() {
+            Some(s) => s,
+            None => {
+                let (s, e) = read_state(&self.state_dir());
+                (s, e.len())
+            }
+        };
         let cloud_before = read_cloud(&self.store);
         if let Some(f) = fail {
             self.script.push(format!("env SIM_FAIL={f}"));
@@ -403,7 +429,8 @@ impl World {
         let calls = all[self.calls_seen.min(all.len())..].to_vec();
         self.calls_seen = all.len();
         let (state_after, events_after) = read_state(&self.state_dir());
-        let events = events_after.into_iter().skip(events_before.len()).collect();
+        self.last_state = Some((state_after.clone(), events_after.len()));
+        let events = events_after.into_iter().skip(events_before).collect();
         let plan_text = plan.as_ref().map(|p| {
             render_plan(
                 p,
@@ -440,6 +467,7 @@ impl World {
         w.script = self.script.clone();
         w.config = self.config.clone();
         w.sabotage = self.sabotage;
+        w.last_state = self.last_state.clone();
         w
     }
 
@@ -448,6 +476,7 @@ impl World {
     /// store's objects replaced by `cloud`.
     pub fn crash_to(&mut self, events: &[Event], cloud: &Cloud) -> Result<(), String> {
         let dir = self.state_dir();
+        self.last_state = None;
         std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
         let o = OpenOptions {
             command: "proptest".into(),
@@ -515,6 +544,7 @@ impl World {
         ));
         // The calls the killed run made are not this world's next operation's.
         self.calls_seen = read_calls(&self.store).len();
+        self.last_state = None;
         Ok(killed)
     }
 

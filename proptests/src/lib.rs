@@ -6,7 +6,9 @@
 //! (`cairn::engine::Sabotage`) and shows the matching property fails.
 
 pub mod check;
+pub mod cover;
 pub mod gen;
 pub mod harness;
+pub mod measure;
 pub mod model;
 pub mod props;

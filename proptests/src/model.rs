@@ -246,3 +246,31 @@ pub fn data_in_order(cfg: &Cfg) -> Vec<Term> {
     }
     out
 }
+
+/// The names of every instance of the things some other thing depends on (directly or
+/// through locals, data sources, modules, `depends_on` or the `sim.dyn` configuration),
+/// sorted: where an injected failure has dependents to skip.
+pub fn depended_on_names(cfg: &Cfg) -> Vec<String> {
+    let hubs: BTreeSet<Term> = resources(cfg)
+        .iter()
+        .filter(|t| matches!(t, Term::Thing(..)))
+        .flat_map(|t| thing_deps(cfg, t))
+        .collect();
+    let mut out = Vec::new();
+    for c in [false, true] {
+        for t in cfg.things(c) {
+            if !hubs.contains(&Term::Thing(c, t.label.clone())) {
+                continue;
+            }
+            match &t.rep {
+                crate::gen::Rep::One => out.push(t.name.clone()),
+                crate::gen::Rep::Count(n) => out.extend((0..*n).map(|i| format!("{}c{i}", t.name))),
+                crate::gen::Rep::ForEach(keys) => {
+                    out.extend(keys.iter().map(|k| format!("{}k{k}", t.name)))
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -812,6 +812,22 @@ impl Phase for ApplyPhase {
                     // takes the address (so no object ever names an unregistered instance);
                     // their resources then create in the new one.
                     self.delete_under(ctx, &old).await?;
+                    // Data results read through the old instance leave state with it (the
+                    // data sources are read again through the new one): otherwise, from the
+                    // new instance's registration until that read, state would hold a result
+                    // naming an unregistered instance (found by the p13 property).
+                    let stale: Vec<ResourceInstanceAddr> = self.journal.with_snapshot(|s| {
+                        s.data
+                            .iter()
+                            .filter(|(_, d)| d.provider.addr == old.addr && d.provider.id == old.id)
+                            .map(|(a, _)| a.clone())
+                            .collect()
+                    });
+                    for addr in stale {
+                        self.journal
+                            .append(EventBody::DataDropped { addr })
+                            .map_err(Diagnostics::from)?;
+                    }
                     let id = new_instance_id(&addr.package);
                     register(id.clone()).await?;
                     id
