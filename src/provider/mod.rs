@@ -178,6 +178,7 @@ pub trait Configured: Send + Sync {
 
 pub mod builtin;
 pub mod external;
+pub mod install;
 pub mod local;
 pub mod null;
 pub mod random;
