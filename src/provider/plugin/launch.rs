@@ -559,51 +559,82 @@ impl PluginProcess {
         Ok(process)
     }
 
-    /// Ends the process: `GRPCController.Shutdown`, a short wait, then kill. Idempotent.
+    /// Ends the process (see [`end`]). Idempotent.
     pub async fn shutdown(self: &Arc<Self>) {
         let this = self.clone();
         run(async move { this.shutdown_here().await }).await
     }
 
     async fn shutdown_here(&self) {
-        let Some(mut child) = self.child.lock().expect("plugin child").take() else {
-            return;
-        };
-        let mut controller = GrpcControllerClient::new(self.channel.clone());
-        let _ = tokio::time::timeout(SHUTDOWN_TIMEOUT, controller.shutdown(Empty {})).await;
-        if tokio::time::timeout(SHUTDOWN_TIMEOUT, child.wait())
-            .await
-            .is_err()
-        {
-            let _ = child.kill().await;
+        let child = self.child.lock().expect("plugin child").take();
+        if let Some(child) = child {
+            end(self.channel.clone(), child, self.path.clone()).await;
         }
-        tracing::debug!(target: "plugin", plugin = %self.path.display(), "plugin ended");
     }
 }
 
+/// Ends a plugin process: `GRPCController.Shutdown`, then SIGTERM, then SIGKILL, each after a
+/// short wait for the exit.
+async fn end(channel: Channel, mut child: Child, path: PathBuf) {
+    let exited = |c: &mut Child| matches!(c.try_wait(), Ok(Some(_)));
+    let mut controller = GrpcControllerClient::new(channel);
+    if let Ok(Ok(_)) = tokio::time::timeout(SHUTDOWN_TIMEOUT, controller.shutdown(Empty {})).await {
+        let _ = tokio::time::timeout(SHUTDOWN_TIMEOUT, child.wait()).await;
+    }
+    if !exited(&mut child) {
+        if let Some(pid) = child.id() {
+            // SAFETY: signalling our own child, which has not been reaped.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGTERM);
+            }
+            let _ = tokio::time::timeout(SHUTDOWN_TIMEOUT, child.wait()).await;
+        }
+    }
+    if !exited(&mut child) {
+        let _ = child.kill().await;
+    }
+    tracing::debug!(target: "plugin", plugin = %path.display(), "plugin ended");
+}
+
+/// Ends that are under way (started by dropping a process), for [`shutdown_all`] to wait for.
+static ENDING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new());
+
 impl Drop for PluginProcess {
+    /// A process nobody uses any more is ended in the background (at the end of a command,
+    /// [`shutdown_all`] waits for it).
     fn drop(&mut self) {
-        if let Ok(mut c) = self.child.lock() {
-            if let Some(child) = c.as_mut() {
-                let _ = child.start_kill();
+        let child = self.child.get_mut().ok().and_then(Option::take);
+        if let Some(child) = child {
+            let h = runtime().spawn(end(self.channel.clone(), child, self.path.clone()));
+            if let Ok(mut e) = ENDING.lock() {
+                e.retain(|h| !h.is_finished());
+                e.push(h);
             }
         }
     }
 }
 
-/// Ends every plugin process still running (at the end of every command, also after errors).
+/// Ends every plugin process still running and waits for those being ended (at the end of
+/// every command, also after errors).
 pub fn shutdown_all() {
     let live: Vec<Arc<PluginProcess>> = LIVE
         .lock()
         .map(|mut l| l.drain(..).filter_map(|w| w.upgrade()).collect())
         .unwrap_or_default();
-    if live.is_empty() {
+    let ending: Vec<tokio::task::JoinHandle<()>> = ENDING
+        .lock()
+        .map(|mut e| e.drain(..).collect())
+        .unwrap_or_default();
+    if live.is_empty() && ending.is_empty() {
         return;
     }
     run_sync(async move {
         let mut set = tokio::task::JoinSet::new();
         for p in live {
             set.spawn(async move { p.shutdown_here().await });
+        }
+        for h in ending {
+            let _ = h.await;
         }
         while set.join_next().await.is_some() {}
     });

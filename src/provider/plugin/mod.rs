@@ -8,6 +8,7 @@
 //! - `provider`: `PluginProvider` / `PluginInstance`, the traits' implementation.
 //! - `proto/`: the vendored protocol definitions (MPL-2.0), compiled by `build.rs`.
 
+pub mod attach;
 pub mod codec;
 pub mod launch;
 pub mod provider;
