@@ -599,6 +599,7 @@ scenarios!(
     terraform_data,
     provider_replaced_region,
     read_only_registers_provider,
+    saved_plan_request,
 );
 
 // The lifecycle scenarios that use only `sim`, run with the oracle's Python plugin. Left out,
