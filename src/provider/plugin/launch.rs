@@ -464,9 +464,9 @@ impl PluginProcess {
     ) -> Result<Arc<PluginProcess>, String> {
         let shown = path.display().to_string();
         let fail = |what: String| format!("Plugin {shown}: {what}.");
-        let tls = !env
+        let tls = env
             .get("TF_DISABLE_PLUGIN_TLS")
-            .is_some_and(|v| !v.is_empty());
+            .is_none_or(|v| v.is_empty());
         let cert = if tls {
             Some(client_cert().map_err(fail)?)
         } else {
