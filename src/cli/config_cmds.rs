@@ -25,6 +25,16 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+/// The CLI configuration (`provider_installation`, `plugin_cache_dir`, …) that the process
+/// environment names (`CAIRN_CLI_CONFIG_FILE`, `TF_CLI_CONFIG_FILE`, `~/.terraformrc`): the
+/// environment is read here, in the CLI, and handed to the installer as a map. Code below the
+/// CLI that has `engine::Options::env` calls `CliConfig::from_env(&env, &dir)` instead.
+pub fn cli_config() -> Result<crate::provider::install::CliConfig, Diagnostic> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    crate::provider::install::CliConfig::from_env(&env, &cwd)
+}
+
 /// Loads the configuration of the working directory.
 pub fn load_config() -> (Option<Config>, Diagnostics) {
     crate::config::load(Path::new("."))

@@ -121,7 +121,10 @@ pub fn main() -> i32 {
         .unwrap_or_else(|| PathBuf::from(".cairn"));
     let ctx = Context { state_dir, ..ctx };
     tracing::debug!(state_dir = %ctx.state_dir.display(), "starting");
-    run(&ctx, parsed).code()
+    let code = run(&ctx, parsed).code();
+    // No plugin process outlives the command (also after errors).
+    crate::provider::plugin::shutdown_all();
+    code
 }
 
 /// Runs one parsed command.

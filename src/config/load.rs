@@ -636,6 +636,7 @@ impl Loader {
                 continue;
             }
             let (mut source, mut version) = (None, None);
+            let (mut source_span, mut version_span) = (span, span);
             match &a.value {
                 Expression::Object(o) => {
                     for (k, v) in o.iter() {
@@ -670,9 +671,16 @@ impl Loader {
                                 None
                             }
                         };
+                        let value_span = self.span(file, v.expr());
                         match key.as_str() {
-                            "source" => source = text,
-                            "version" => version = text,
+                            "source" => {
+                                source = text;
+                                source_span = value_span;
+                            }
+                            "version" => {
+                                version = text;
+                                version_span = value_span;
+                            }
                             "configuration_aliases" => {}
                             _ => {
                                 let sp = self.span(file, v.expr());
@@ -687,7 +695,10 @@ impl Loader {
                     }
                 }
                 other => match const_value(other, file) {
-                    Ok(v) if v.as_str().is_some() => version = v.as_str().map(str::to_string),
+                    Ok(v) if v.as_str().is_some() => {
+                        version = v.as_str().map(str::to_string);
+                        version_span = self.span(file, other);
+                    }
                     _ => {
                         let sp = self.span(file, other);
                         self.err(
@@ -700,12 +711,33 @@ impl Loader {
                     }
                 },
             }
+            let addr = match &source {
+                None => crate::provider::install::SourceAddr::implied(&name),
+                Some(s) => match crate::provider::install::SourceAddr::parse(s) {
+                    Ok(a) => a,
+                    Err(detail) => {
+                        self.err(source_span, "Invalid provider source address", detail);
+                        crate::provider::install::SourceAddr::implied(&name)
+                    }
+                },
+            };
+            let constraints = match version.as_deref() {
+                None => Default::default(),
+                Some(v) => {
+                    crate::provider::install::Constraints::parse(v).unwrap_or_else(|detail| {
+                        self.err(version_span, "Invalid version constraint", detail);
+                        Default::default()
+                    })
+                }
+            };
             m.required_providers.insert(
                 name.clone(),
                 RequiredProvider {
                     name,
                     source,
                     version,
+                    addr,
+                    constraints,
                     span,
                 },
             );

@@ -14,6 +14,7 @@
 
 use crate::diag::{FileId, SourceMap, Span};
 use crate::eval::Subject;
+use crate::provider::install::{Constraints, SourceAddr};
 use crate::value::{Type, Value};
 use cairn_state::{Mode, ModulePath, ResourceAddr};
 use hcl_edit::expr::Expression;
@@ -37,6 +38,25 @@ impl Config {
             m = m.children.get(&step.name)?;
         }
         Some(m)
+    }
+
+    /// Every provider the configuration needs, by source address, with every module's version
+    /// constraints merged (Terraform's rule: all must hold).
+    pub fn provider_requirements(&self) -> BTreeMap<SourceAddr, ProviderRequirement> {
+        let mut out: BTreeMap<SourceAddr, ProviderRequirement> = BTreeMap::new();
+        for m in self.modules() {
+            for name in m.provider_names() {
+                let addr = m.provider_source(&name);
+                let req = out.entry(addr).or_default();
+                if let Some(r) = m.required_providers.get(&name) {
+                    req.constraints.merge(&r.constraints);
+                }
+                if !req.modules.contains(&m.path) {
+                    req.modules.push(m.path.clone());
+                }
+            }
+        }
+        out
     }
 
     /// Every module of the tree, parents before children, children in name order.
@@ -130,6 +150,31 @@ impl Module {
         }
     }
 
+    /// The source address a provider local name stands for in this module: its
+    /// `required_providers` entry, or `hashicorp/NAME` (Terraform's default).
+    pub fn provider_source(&self, local: &str) -> SourceAddr {
+        self.required_providers
+            .get(local)
+            .map(|r| r.addr.clone())
+            .unwrap_or_else(|| SourceAddr::implied(local))
+    }
+
+    /// The provider local names this module uses: its `required_providers`, provider blocks,
+    /// and the provider of every resource and data source (`provider = x.y` or its type's
+    /// prefix).
+    pub fn provider_names(&self) -> std::collections::BTreeSet<String> {
+        let mut out: std::collections::BTreeSet<String> =
+            self.required_providers.keys().cloned().collect();
+        out.extend(self.providers.iter().map(|p| p.name.clone()));
+        for r in self.resources.values() {
+            out.insert(match &r.provider {
+                Some(p) => p.name.clone(),
+                None => r.provider_name().to_string(),
+            });
+        }
+        out
+    }
+
     /// The provider block for a local name and alias, if this module declares one.
     pub fn provider(&self, name: &str, alias: Option<&str>) -> Option<&ProviderBlock> {
         self.providers
@@ -146,7 +191,21 @@ pub struct RequiredProvider {
     /// version string was given.
     pub source: Option<String>,
     pub version: Option<String>,
+    /// The parsed source address: `source`, or `hashicorp/NAME` without one (an invalid
+    /// source is a load diagnostic and leaves the implied address here).
+    pub addr: SourceAddr,
+    /// The parsed `version` constraints (empty without one, or when invalid: a diagnostic).
+    pub constraints: Constraints,
     pub span: Span,
+}
+
+/// Every provider a configuration needs, over all its modules.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProviderRequirement {
+    /// The constraints of every module that states some, merged (all must hold).
+    pub constraints: Constraints,
+    /// The modules that need it (static paths, root first), for messages.
+    pub modules: Vec<ModulePath>,
 }
 
 /// `provider "NAME" { alias = "..." ... }`

@@ -155,6 +155,27 @@ fn check_load(dir: &Path) {
     let mut out = String::new();
     if let Some(config) = &config {
         outline(&config.root, &mut out);
+        if config
+            .modules()
+            .iter()
+            .any(|m| !m.required_providers.is_empty())
+        {
+            out.push_str("provider requirements:\n");
+            for (addr, r) in config.provider_requirements() {
+                let mods: Vec<String> = r
+                    .modules
+                    .iter()
+                    .map(|m| {
+                        if m.is_root() {
+                            "root".into()
+                        } else {
+                            m.to_string()
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(out, "  {addr} [{}] in {}", r.constraints, mods.join(", "));
+            }
+        }
         for d in &diags {
             out.push_str(&config.sources.render(d, false));
         }

@@ -318,7 +318,8 @@ impl ApplyPhase {
         }
         if action == Action::Update {
             let mut planned = c
-                .plan(&type_, prior_value.as_ref(), &config)
+                .plan_async(&type_, prior_value.as_ref(), &config)
+                .await
                 .map_err(plan_err)?;
             planned.planned = carry_marks(&config, planned.planned);
             if change.diff_unavailable {
@@ -370,7 +371,10 @@ impl ApplyPhase {
             }
         }
         // Create, or the create half of a replacement.
-        let mut planned = c.plan(&type_, None, &config).map_err(plan_err)?;
+        let mut planned = c
+            .plan_async(&type_, None, &config)
+            .await
+            .map_err(plan_err)?;
         planned.planned = carry_marks(&config, planned.planned);
         if !change.diff_unavailable {
             check_final(&inst.addr, change, &planned.planned)?;

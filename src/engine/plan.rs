@@ -166,7 +166,8 @@ impl PlanPhase {
             ProviderState::Unavailable => return Err(missing_provider(&inst.provider, &inst.addr)),
             ProviderState::Configured(c) => {
                 let mut planned = c
-                    .plan(&inst.key.type_, prior_value.as_ref(), &config)
+                    .plan_async(&inst.key.type_, prior_value.as_ref(), &config)
+                    .await
                     .map_err(|e| provider_error(&inst.addr, "plan", &e.0))?;
                 planned.planned = carry_marks(&config, planned.planned);
                 if let Some(path) = kept_config_violation(&config, &planned.planned) {
@@ -197,7 +198,8 @@ impl PlanPhase {
                         match reason {
                             Some(reason) => {
                                 let mut fresh = c
-                                    .plan(&inst.key.type_, None, &config)
+                                    .plan_async(&inst.key.type_, None, &config)
+                                    .await
                                     .map_err(|e| provider_error(&inst.addr, "plan", &e.0))?;
                                 fresh.planned = carry_marks(&config, fresh.planned);
                                 change.action = replace_action(res.lifecycle.create_before_destroy);

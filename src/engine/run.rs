@@ -186,12 +186,25 @@ fn load_with(
     if diags.has_errors() && !lenient {
         return Err(Report::fail(diags, Some(config)));
     }
-    let packages = opts.packages.clone().unwrap_or_else(|| {
+    let mut packages = opts.packages.clone().unwrap_or_else(|| {
         crate::provider::builtin::builtin_with(crate::provider::builtin::Host {
             env: opts.env.clone(),
             cwd: opts.dir.clone(),
         })
     });
+    if opts.packages.is_none() {
+        // Installed plugins answer for their local names instead of the built-ins.
+        let (plugins, plugin_diags) = timed("start provider plugins", || {
+            crate::provider::plugin::attach::plugins(&config, &opts.env, &opts.dir)
+        });
+        diags.extend(plugin_diags);
+        if diags.has_errors() {
+            return Err(Report::fail(diags, Some(config)));
+        }
+        for p in plugins {
+            packages.insert(p.package().to_string(), Arc::new(p));
+        }
+    }
     let names: Vec<&str> = packages.keys().map(String::as_str).collect();
     let stack = match stack_config(&opts.dir, &opts.env, &names) {
         Ok(s) => s,

@@ -164,6 +164,16 @@ pub trait Provider: Send + Sync {
 pub trait Configured: Send + Sync {
     /// Plans one managed object: `prior` is `None` for a create. Makes no calls to the world.
     fn plan(&self, type_: &str, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned>;
+    /// `plan` for a provider that has to wait for its answer (a plugin process); the engine
+    /// calls this one. Built-in providers plan without waiting and keep the default.
+    async fn plan_async(
+        &self,
+        type_: &str,
+        prior: Option<&Value>,
+        config: &Value,
+    ) -> ProviderResult<Planned> {
+        self.plan(type_, prior, config)
+    }
     /// Creates, updates or deletes one object.
     async fn apply(&self, request: ApplyRequest) -> ApplyResponse;
     /// Refreshes one object: its state now, or `None` when it is gone.
@@ -178,8 +188,10 @@ pub trait Configured: Send + Sync {
 
 pub mod builtin;
 pub mod external;
+pub mod install;
 pub mod local;
 pub mod null;
+pub mod plugin;
 pub mod random;
 pub mod schema_util;
 pub mod sim;

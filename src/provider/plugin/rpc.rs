@@ -1,0 +1,673 @@
+//! One client for both protocol versions: every RPC the lifecycle needs, with protocol 5 and 6
+//! messages turned into the same plain Rust types (schemas into Cairn's `Block` plus the cty
+//! type that drives the wire encoding, diagnostics with their attribute paths).
+//!
+//! The two protocols differ only in names (`GetSchema`/`GetProviderSchema`,
+//! `PrepareProviderConfig`/`ValidateProviderConfig`, `Configure`/`ConfigureProvider`, …) and in
+//! protocol 6's nested attributes, so the conversions are written once, as a macro instantiated
+//! for each generated module.
+
+use super::proto::{tfplugin5 as p5, tfplugin6 as p6};
+use crate::provider::{Attribute, Block, NestedBlock, Nesting};
+use crate::value::Type;
+use std::collections::BTreeMap;
+use tonic::transport::Channel;
+
+/// A provider diagnostic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diag {
+    pub error: bool,
+    pub summary: String,
+    pub detail: String,
+    /// The attribute path (`tags["x"]`, `rule[0].port`), when the provider gave one.
+    pub path: Option<String>,
+}
+
+impl Diag {
+    /// The diagnostic as one line of text: `summary: detail (at path)`.
+    pub fn message(&self) -> String {
+        let mut m = self.summary.clone();
+        if !self.detail.is_empty() {
+            m.push_str(": ");
+            m.push_str(&self.detail);
+        }
+        if let Some(p) = &self.path {
+            m.push_str(&format!(" (at {p})"));
+        }
+        m
+    }
+}
+
+/// A `DynamicValue`: msgpack, or JSON as a fallback.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dyn {
+    pub msgpack: Vec<u8>,
+    pub json: Vec<u8>,
+}
+
+impl Dyn {
+    pub fn msgpack(bytes: Vec<u8>) -> Dyn {
+        Dyn {
+            msgpack: bytes,
+            json: Vec::new(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.msgpack.is_empty() && self.json.is_empty()
+    }
+}
+
+/// One resource type's, data source's or the provider's schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeSchema {
+    pub version: i64,
+    pub block: Block,
+    /// The cty type of a value of this block (what the wire encoding follows).
+    pub ty: Type,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schemas {
+    pub provider: Option<TypeSchema>,
+    pub resources: BTreeMap<String, TypeSchema>,
+    pub data_sources: BTreeMap<String, TypeSchema>,
+    pub plan_destroy: bool,
+    pub functions: Vec<String>,
+}
+
+pub struct PlanOut {
+    pub planned: Dyn,
+    pub requires_replace: Vec<String>,
+    pub private: Vec<u8>,
+    pub legacy_type_system: bool,
+    pub diags: Vec<Diag>,
+}
+
+pub struct ApplyOut {
+    pub new_state: Dyn,
+    pub private: Vec<u8>,
+    pub legacy_type_system: bool,
+    pub diags: Vec<Diag>,
+}
+
+pub struct ReadOut {
+    pub new_state: Dyn,
+    pub private: Vec<u8>,
+    pub diags: Vec<Diag>,
+}
+
+pub struct Imported {
+    pub type_name: String,
+    pub state: Dyn,
+    pub private: Vec<u8>,
+}
+
+/// A connected provider, protocol 5 or 6.
+#[derive(Clone)]
+pub enum Client {
+    V5(p5::provider_client::ProviderClient<Channel>),
+    V6(p6::provider_client::ProviderClient<Channel>),
+}
+
+fn status(e: tonic::Status) -> String {
+    format!("the plugin call failed: {} ({:?})", e.message(), e.code())
+}
+
+/// The largest message either side may send (schemas of big providers exceed tonic's 4 MiB).
+const MAX_MESSAGE: usize = 256 << 20;
+
+impl Client {
+    pub fn new(protocol: u32, channel: Channel) -> Client {
+        if protocol == 5 {
+            Client::V5(
+                p5::provider_client::ProviderClient::new(channel)
+                    .max_decoding_message_size(MAX_MESSAGE)
+                    .max_encoding_message_size(MAX_MESSAGE),
+            )
+        } else {
+            Client::V6(
+                p6::provider_client::ProviderClient::new(channel)
+                    .max_decoding_message_size(MAX_MESSAGE)
+                    .max_encoding_message_size(MAX_MESSAGE),
+            )
+        }
+    }
+}
+
+/// Per-protocol conversions of the messages that have the same shape in both.
+trait NestedType {
+    fn nested(&self) -> Result<Option<(Type, Block)>, String>;
+}
+
+impl NestedType for p5::schema::Attribute {
+    fn nested(&self) -> Result<Option<(Type, Block)>, String> {
+        Ok(None)
+    }
+}
+
+impl NestedType for p6::schema::Attribute {
+    /// A protocol 6 nested attribute: its type is the object (or collection of objects) of its
+    /// attributes.
+    fn nested(&self) -> Result<Option<(Type, Block)>, String> {
+        let Some(obj) = &self.nested_type else {
+            return Ok(None);
+        };
+        let mut attrs = BTreeMap::new();
+        let mut block = Block::default();
+        for a in &obj.attributes {
+            let (ty, attr) = v6::attribute(a)?;
+            attrs.insert(a.name.clone(), ty);
+            block.attributes.insert(a.name.clone(), attr);
+        }
+        let object = Type::object(attrs);
+        use p6::schema::object::NestingMode as M;
+        let ty = match M::try_from(obj.nesting).unwrap_or(M::Invalid) {
+            M::Single => object,
+            M::List => Type::list(object),
+            M::Set => Type::set(object),
+            M::Map => Type::map(object),
+            M::Invalid => return Err(format!("attribute {}: invalid nesting mode", self.name)),
+        };
+        Ok(Some((ty, block)))
+    }
+}
+
+macro_rules! conversions {
+    ($p:ident) => {
+        use super::*;
+
+        pub fn diags(ds: &[$p::Diagnostic]) -> Vec<Diag> {
+            ds.iter()
+                .map(|d| Diag {
+                    error: d.severity != $p::diagnostic::Severity::Warning as i32,
+                    summary: d.summary.clone(),
+                    detail: d.detail.clone(),
+                    path: d.attribute.as_ref().map(path).filter(|p| !p.is_empty()),
+                })
+                .collect()
+        }
+
+        pub fn path(p: &$p::AttributePath) -> String {
+            use $p::attribute_path::step::Selector;
+            let mut out = String::new();
+            for s in &p.steps {
+                match &s.selector {
+                    Some(Selector::AttributeName(n)) => {
+                        if !out.is_empty() {
+                            out.push('.');
+                        }
+                        out.push_str(n);
+                    }
+                    Some(Selector::ElementKeyString(k)) => out.push_str(&format!("[{k:?}]")),
+                    Some(Selector::ElementKeyInt(i)) => out.push_str(&format!("[{i}]")),
+                    None => {}
+                }
+            }
+            out
+        }
+
+        /// The first attribute name of a path (what Cairn's `requires_replace` holds).
+        pub fn root_name(p: &$p::AttributePath) -> Option<String> {
+            use $p::attribute_path::step::Selector;
+            p.steps.iter().find_map(|s| match &s.selector {
+                Some(Selector::AttributeName(n)) => Some(n.clone()),
+                _ => None,
+            })
+        }
+
+        pub fn attribute(a: &$p::schema::Attribute) -> Result<(Type, Attribute), String> {
+            let (ty, _nested) = match a.nested()? {
+                Some((ty, block)) => (ty, Some(block)),
+                None => {
+                    let j: serde_json::Value = serde_json::from_slice(&a.r#type)
+                        .map_err(|e| format!("attribute {}: invalid type JSON: {e}", a.name))?;
+                    let ty = super::super::codec::type_from_json(&j)
+                        .map_err(|e| format!("attribute {}: {e}", a.name))?;
+                    (ty, None)
+                }
+            };
+            Ok((
+                ty.clone(),
+                Attribute {
+                    ty,
+                    required: a.required,
+                    optional: a.optional,
+                    computed: a.computed,
+                    force_new: false,
+                    sensitive: a.sensitive,
+                    description: a.description.clone(),
+                },
+            ))
+        }
+
+        /// A block's schema for the engine and its cty type for the wire.
+        pub fn block(b: &$p::schema::Block) -> Result<(Type, Block), String> {
+            let mut types = BTreeMap::new();
+            let mut out = Block {
+                description: b.description.clone(),
+                ..Block::default()
+            };
+            for a in &b.attributes {
+                let (ty, attr) = attribute(a)?;
+                types.insert(a.name.clone(), ty);
+                out.attributes.insert(a.name.clone(), attr);
+            }
+            use $p::schema::nested_block::NestingMode as M;
+            for nb in &b.block_types {
+                let (inner_ty, inner) = match &nb.block {
+                    Some(inner) => block(inner)?,
+                    None => (Type::object([]), Block::default()),
+                };
+                let mode = M::try_from(nb.nesting).unwrap_or(M::Invalid);
+                let (ty, nesting) = match mode {
+                    M::Single | M::Group => (inner_ty, Nesting::Single),
+                    M::List => (Type::list(inner_ty), Nesting::List),
+                    M::Set => (Type::set(inner_ty), Nesting::Set),
+                    // Cairn's configuration language has no labelled map blocks yet: the
+                    // engine sees a list, the wire a map (a value that reaches the encoder as a
+                    // list is refused with the block's name).
+                    M::Map => (Type::map(inner_ty), Nesting::List),
+                    M::Invalid => {
+                        return Err(format!("block {}: invalid nesting mode", nb.type_name))
+                    }
+                };
+                types.insert(nb.type_name.clone(), ty);
+                out.blocks.insert(
+                    nb.type_name.clone(),
+                    NestedBlock {
+                        nesting,
+                        block: inner,
+                        min_items: nb.min_items.max(0) as usize,
+                        max_items: (nb.max_items > 0).then_some(nb.max_items as usize),
+                    },
+                );
+            }
+            Ok((Type::object(types), out))
+        }
+
+        pub fn schema(s: &$p::Schema, what: &str) -> Result<TypeSchema, String> {
+            let (ty, block) = match &s.block {
+                Some(b) => block(b).map_err(|e| format!("{what}: {e}"))?,
+                None => (Type::object([]), Block::default()),
+            };
+            Ok(TypeSchema {
+                version: s.version,
+                block,
+                ty,
+            })
+        }
+
+        pub fn dv(d: Option<$p::DynamicValue>) -> Dyn {
+            d.map(|d| Dyn {
+                msgpack: d.msgpack,
+                json: d.json,
+            })
+            .unwrap_or_default()
+        }
+
+        pub fn to_dv(d: &Dyn) -> Option<$p::DynamicValue> {
+            Some($p::DynamicValue {
+                msgpack: d.msgpack.clone(),
+                json: d.json.clone(),
+            })
+        }
+
+        pub fn schemas(
+            r: $p::get_provider_schema::Response,
+        ) -> Result<(Schemas, Vec<Diag>), String> {
+            let d = diags(&r.diagnostics);
+            let mut out = Schemas {
+                provider: r
+                    .provider
+                    .as_ref()
+                    .map(|s| schema(s, "provider configuration"))
+                    .transpose()?,
+                plan_destroy: r
+                    .server_capabilities
+                    .as_ref()
+                    .is_some_and(|c| c.plan_destroy),
+                functions: r.functions.keys().cloned().collect(),
+                ..Schemas::default()
+            };
+            for (name, s) in &r.resource_schemas {
+                out.resources.insert(name.clone(), schema(s, name)?);
+            }
+            for (name, s) in &r.data_source_schemas {
+                out.data_sources.insert(name.clone(), schema(s, name)?);
+            }
+            Ok((out, d))
+        }
+
+        pub fn caps() -> Option<$p::ClientCapabilities> {
+            Some($p::ClientCapabilities {
+                deferral_allowed: false,
+                write_only_attributes_allowed: true,
+            })
+        }
+    };
+}
+
+mod v5 {
+    conversions!(p5);
+}
+mod v6 {
+    conversions!(p6);
+}
+
+/// The same call on either protocol: `$c` is bound to the client, `$m` to its conversions
+/// module and `$p` to its message module.
+macro_rules! both {
+    ($self:expr, |$c:ident, $m:ident, $p:ident| $body:expr) => {
+        match $self.clone() {
+            Client::V5(mut $c) => {
+                #[allow(unused_imports)]
+                use {p5 as $p, v5 as $m};
+                $body
+            }
+            Client::V6(mut $c) => {
+                #[allow(unused_imports)]
+                use {p6 as $p, v6 as $m};
+                $body
+            }
+        }
+    };
+}
+
+impl Client {
+    pub async fn get_schema(&self) -> Result<(Schemas, Vec<Diag>), String> {
+        match self.clone() {
+            Client::V5(mut c) => {
+                let r = c
+                    .get_schema(p5::get_provider_schema::Request {})
+                    .await
+                    .map_err(status)?;
+                v5::schemas(r.into_inner())
+            }
+            Client::V6(mut c) => {
+                let r = c
+                    .get_provider_schema(p6::get_provider_schema::Request {})
+                    .await
+                    .map_err(status)?;
+                v6::schemas(r.into_inner())
+            }
+        }
+    }
+
+    pub async fn validate_provider(&self, config: Dyn) -> Result<Vec<Diag>, String> {
+        match self.clone() {
+            Client::V5(mut c) => {
+                let r = c
+                    .prepare_provider_config(p5::prepare_provider_config::Request {
+                        config: v5::to_dv(&config),
+                    })
+                    .await
+                    .map_err(status)?;
+                Ok(v5::diags(&r.into_inner().diagnostics))
+            }
+            Client::V6(mut c) => {
+                let r = c
+                    .validate_provider_config(p6::validate_provider_config::Request {
+                        config: v6::to_dv(&config),
+                    })
+                    .await
+                    .map_err(status)?;
+                Ok(v6::diags(&r.into_inner().diagnostics))
+            }
+        }
+    }
+
+    pub async fn validate_resource(&self, type_: &str, config: Dyn) -> Result<Vec<Diag>, String> {
+        match self.clone() {
+            Client::V5(mut c) => {
+                let r = c
+                    .validate_resource_type_config(p5::validate_resource_type_config::Request {
+                        type_name: type_.to_string(),
+                        config: v5::to_dv(&config),
+                        client_capabilities: v5::caps(),
+                    })
+                    .await
+                    .map_err(status)?;
+                Ok(v5::diags(&r.into_inner().diagnostics))
+            }
+            Client::V6(mut c) => {
+                let r = c
+                    .validate_resource_config(p6::validate_resource_config::Request {
+                        type_name: type_.to_string(),
+                        config: v6::to_dv(&config),
+                        client_capabilities: v6::caps(),
+                    })
+                    .await
+                    .map_err(status)?;
+                Ok(v6::diags(&r.into_inner().diagnostics))
+            }
+        }
+    }
+
+    pub async fn validate_data(&self, type_: &str, config: Dyn) -> Result<Vec<Diag>, String> {
+        match self.clone() {
+            Client::V5(mut c) => {
+                let r = c
+                    .validate_data_source_config(p5::validate_data_source_config::Request {
+                        type_name: type_.to_string(),
+                        config: v5::to_dv(&config),
+                    })
+                    .await
+                    .map_err(status)?;
+                Ok(v5::diags(&r.into_inner().diagnostics))
+            }
+            Client::V6(mut c) => {
+                let r = c
+                    .validate_data_resource_config(p6::validate_data_resource_config::Request {
+                        type_name: type_.to_string(),
+                        config: v6::to_dv(&config),
+                    })
+                    .await
+                    .map_err(status)?;
+                Ok(v6::diags(&r.into_inner().diagnostics))
+            }
+        }
+    }
+
+    pub async fn configure(&self, version: &str, config: Dyn) -> Result<Vec<Diag>, String> {
+        match self.clone() {
+            Client::V5(mut c) => {
+                let r = c
+                    .configure(p5::configure::Request {
+                        terraform_version: version.to_string(),
+                        config: v5::to_dv(&config),
+                        client_capabilities: v5::caps(),
+                    })
+                    .await
+                    .map_err(status)?;
+                Ok(v5::diags(&r.into_inner().diagnostics))
+            }
+            Client::V6(mut c) => {
+                let r = c
+                    .configure_provider(p6::configure_provider::Request {
+                        terraform_version: version.to_string(),
+                        config: v6::to_dv(&config),
+                        client_capabilities: v6::caps(),
+                    })
+                    .await
+                    .map_err(status)?;
+                Ok(v6::diags(&r.into_inner().diagnostics))
+            }
+        }
+    }
+
+    pub async fn upgrade(
+        &self,
+        type_: &str,
+        version: i64,
+        raw_json: Vec<u8>,
+    ) -> Result<(Dyn, Vec<Diag>), String> {
+        both!(self, |c, m, p| {
+            let r = c
+                .upgrade_resource_state(p::upgrade_resource_state::Request {
+                    type_name: type_.to_string(),
+                    version,
+                    raw_state: Some(p::RawState {
+                        json: raw_json,
+                        flatmap: Default::default(),
+                    }),
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok((m::dv(r.upgraded_state), m::diags(&r.diagnostics)))
+        })
+    }
+
+    pub async fn read(&self, type_: &str, state: Dyn, private: Vec<u8>) -> Result<ReadOut, String> {
+        both!(self, |c, m, p| {
+            let r = c
+                .read_resource(p::read_resource::Request {
+                    type_name: type_.to_string(),
+                    current_state: m::to_dv(&state),
+                    private,
+                    provider_meta: None,
+                    client_capabilities: m::caps(),
+                    current_identity: None,
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok(ReadOut {
+                new_state: m::dv(r.new_state),
+                private: r.private,
+                diags: m::diags(&r.diagnostics),
+            })
+        })
+    }
+
+    pub async fn plan(
+        &self,
+        type_: &str,
+        prior: Dyn,
+        proposed: Dyn,
+        config: Dyn,
+        prior_private: Vec<u8>,
+    ) -> Result<PlanOut, String> {
+        both!(self, |c, m, p| {
+            let r = c
+                .plan_resource_change(p::plan_resource_change::Request {
+                    type_name: type_.to_string(),
+                    prior_state: m::to_dv(&prior),
+                    proposed_new_state: m::to_dv(&proposed),
+                    config: m::to_dv(&config),
+                    prior_private,
+                    provider_meta: None,
+                    client_capabilities: m::caps(),
+                    prior_identity: None,
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            let mut requires_replace: Vec<String> =
+                r.requires_replace.iter().filter_map(m::root_name).collect();
+            requires_replace.sort();
+            requires_replace.dedup();
+            Ok(PlanOut {
+                planned: m::dv(r.planned_state),
+                requires_replace,
+                private: r.planned_private,
+                legacy_type_system: r.legacy_type_system,
+                diags: m::diags(&r.diagnostics),
+            })
+        })
+    }
+
+    pub async fn apply(
+        &self,
+        type_: &str,
+        prior: Dyn,
+        planned: Dyn,
+        config: Dyn,
+        planned_private: Vec<u8>,
+    ) -> Result<ApplyOut, String> {
+        both!(self, |c, m, p| {
+            let r = c
+                .apply_resource_change(p::apply_resource_change::Request {
+                    type_name: type_.to_string(),
+                    prior_state: m::to_dv(&prior),
+                    planned_state: m::to_dv(&planned),
+                    config: m::to_dv(&config),
+                    planned_private,
+                    provider_meta: None,
+                    planned_identity: None,
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok(ApplyOut {
+                new_state: m::dv(r.new_state),
+                private: r.private,
+                legacy_type_system: r.legacy_type_system,
+                diags: m::diags(&r.diagnostics),
+            })
+        })
+    }
+
+    pub async fn read_data(&self, type_: &str, config: Dyn) -> Result<(Dyn, Vec<Diag>), String> {
+        both!(self, |c, m, p| {
+            let r = c
+                .read_data_source(p::read_data_source::Request {
+                    type_name: type_.to_string(),
+                    config: m::to_dv(&config),
+                    provider_meta: None,
+                    client_capabilities: m::caps(),
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok((m::dv(r.state), m::diags(&r.diagnostics)))
+        })
+    }
+
+    pub async fn import(
+        &self,
+        type_: &str,
+        id: &str,
+    ) -> Result<(Vec<Imported>, Vec<Diag>), String> {
+        both!(self, |c, m, p| {
+            let r = c
+                .import_resource_state(p::import_resource_state::Request {
+                    type_name: type_.to_string(),
+                    id: id.to_string(),
+                    client_capabilities: m::caps(),
+                    identity: None,
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok((
+                r.imported_resources
+                    .into_iter()
+                    .map(|i| Imported {
+                        type_name: i.type_name,
+                        state: m::dv(i.state),
+                        private: i.private,
+                    })
+                    .collect(),
+                m::diags(&r.diagnostics),
+            ))
+        })
+    }
+
+    /// `StopProvider`: asks in-flight calls to return early. The provider's error, if any.
+    pub async fn stop(&self) -> Result<Option<String>, String> {
+        match self.clone() {
+            Client::V5(mut c) => {
+                let r = c.stop(p5::stop::Request {}).await.map_err(status)?;
+                Ok(Some(r.into_inner().error).filter(|e| !e.is_empty()))
+            }
+            Client::V6(mut c) => {
+                let r = c
+                    .stop_provider(p6::stop_provider::Request {})
+                    .await
+                    .map_err(status)?;
+                Ok(Some(r.into_inner().error).filter(|e| !e.is_empty()))
+            }
+        }
+    }
+}
