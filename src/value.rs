@@ -250,7 +250,34 @@ pub enum Value {
     Sensitive(Box<Value>),
 }
 
+/// `s` in Unicode Normalization Form C, as every cty string is (`cty.StringVal`).
+pub fn nfc(s: String) -> String {
+    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization as _};
+    if s.is_ascii() || is_nfc_quick(s.chars()) == IsNormalized::Yes {
+        s
+    } else {
+        s.nfc().collect()
+    }
+}
+
 impl Value {
+    /// The value with every string in it (map keys included) in Unicode NFC.
+    pub fn nfc(self) -> Value {
+        let map = |m: BTreeMap<String, Value>| -> BTreeMap<String, Value> {
+            m.into_iter().map(|(k, v)| (nfc(k), v.nfc())).collect()
+        };
+        match self {
+            Value::String(s) => Value::String(nfc(s)),
+            Value::List(xs) => Value::List(xs.into_iter().map(Value::nfc).collect()),
+            Value::Tuple(xs) => Value::Tuple(xs.into_iter().map(Value::nfc).collect()),
+            Value::Set(xs) => Value::set(xs.into_iter().map(Value::nfc).collect()),
+            Value::Map(m) => Value::Map(map(m)),
+            Value::Object(m) => Value::Object(map(m)),
+            Value::Sensitive(v) => Value::Sensitive(Box::new(v.nfc())),
+            v => v,
+        }
+    }
+
     pub fn null() -> Value {
         Value::Null(Type::Dynamic)
     }

@@ -78,6 +78,8 @@ pub enum Command {
     Output(OutputArgs),
     /// Print the version.
     Version(VersionArgs),
+    /// Release a shared state's lock held by a run that is gone (ends its database session).
+    ForceUnlock(ForceUnlockArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Serve a read-only web view of the history, the state and plans on 127.0.0.1.
@@ -152,6 +154,30 @@ pub struct PlanFlags {
 pub struct InitArgs {
     #[command(flatten)]
     pub ui: UiArgs,
+    /// A backend argument KEY=VALUE, or a FILE of `key = "value"` lines (repeatable; later
+    /// wins). Keeps secrets such as conn_str out of the configuration.
+    #[arg(long, value_name = "KEY=VALUE|FILE")]
+    pub backend_config: Vec<String>,
+    /// Copy the whole state log from the previous backend to the configured one (which must
+    /// be empty), verified by event count and checksum chain.
+    #[arg(long, default_value_t = false, value_name = "BOOL")]
+    pub migrate_state: bool,
+    /// Use the configured backend without copying the state of the previous one.
+    #[arg(long, default_value_t = false, value_name = "BOOL")]
+    pub reconfigure: bool,
+    /// How long to wait for the state locks during a migration, e.g. 5s, 1m30s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub lock_timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct ForceUnlockArgs {
+    /// The lock ID a lock error named.
+    #[arg(value_name = "LOCK_ID")]
+    pub lock_id: String,
+    /// Do not ask for confirmation.
+    #[arg(long, default_value_t = false, value_name = "BOOL")]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

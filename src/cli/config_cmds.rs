@@ -11,12 +11,13 @@
 //!   through a module call's `providers`, one inherited from the parent module, or a *default*
 //!   instance (a root provider with no block, configured from stack configuration).
 
-use super::args::{InitArgs, ValidateArgs};
+use super::args::{ForceUnlockArgs, InitArgs, ValidateArgs};
 use super::output::Exit;
 use super::state_cmds::{open_store, state_diag};
 use super::Context;
 use crate::config::{Config, Module};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
+use cairn_state::backend::{self, Backend, PgSettings};
 use cairn_state::{OpenOptions, ProviderAddr, StateError, Store};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -326,6 +327,17 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
             );
         }
     }
+    match configure_backend(ctx, &config, a) {
+        Ok(lines) => {
+            for l in lines {
+                let _ = writeln!(out, "{l}");
+            }
+        }
+        Err(d) => {
+            ctx.out(&out);
+            return ctx.fail(d, a.ui.no_color);
+        }
+    }
     match state_dir_status(ctx) {
         Ok(s) => {
             let _ = writeln!(out, "- State: {s}");
@@ -344,10 +356,188 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
     Exit::Ok
 }
 
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+/// The environment, as the backend reads it.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Opens the state of `backend` (whatever the state directory names).
+fn open_backend(
+    ctx: &Context,
+    backend: &Backend,
+    opts: &OpenOptions,
+) -> Result<Option<Store>, Diagnostic> {
+    let opened = match backend {
+        Backend::Local => Store::open_local(&ctx.state_dir, opts),
+        Backend::Pg(s) => {
+            let cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
+            Store::open_pg(&cfg, &ctx.state_dir, opts)
+        }
+    };
+    match opened {
+        Ok((store, _)) => Ok(Some(store)),
+        Err(StateError::NotFound { .. }) if !opts.write => Ok(None),
+        Err(e) => Err(state_diag(&e)),
+    }
+}
+
+/// Resolves the backend the configuration and `-backend-config` name and records it in the
+/// state directory; with `-migrate-state`, first copies the previous backend's state into it.
+fn configure_backend(
+    ctx: &Context,
+    config: &Config,
+    a: &InitArgs,
+) -> Result<Vec<String>, Diagnostic> {
+    let pairs = backend::parse_backend_config(&a.backend_config, Path::new("."))
+        .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
+    let wanted = match &config.root.backend {
+        Some(b) if b.kind == "pg" => {
+            let mut settings = PgSettings::default();
+            for (k, v) in &b.args {
+                settings.set(k, v).map_err(|m| {
+                    Diagnostic::error("Invalid backend configuration", m).with_span(Some(b.span))
+                })?;
+            }
+            for (k, v) in &pairs {
+                settings
+                    .set(k, v)
+                    .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
+            }
+            Backend::Pg(settings)
+        }
+        _ if !pairs.is_empty() => {
+            return Err(Diagnostic::error(
+                "Invalid -backend-config",
+                "-backend-config sets arguments of a backend block, and the configuration has                  none: add terraform { backend \"pg\" {} }",
+            ))
+        }
+        _ => Backend::Local,
+    };
+    let current = backend::read_backend(&ctx.state_dir).map_err(|e| state_diag(&e))?;
+    if current == wanted {
+        return Ok(Vec::new());
+    }
+    let mut lines = Vec::new();
+    let opts = |write| OpenOptions {
+        command: "init".into(),
+        lock_timeout: a.lock_timeout,
+        write,
+    };
+    let previous = open_backend(ctx, &current, &opts(false))?;
+    let events = previous.as_ref().map_or(0, |s| s.head());
+    if events > 0 && !a.migrate_state && !a.reconfigure {
+        let location = previous.as_ref().map(|s| s.location()).unwrap_or_default();
+        return Err(Diagnostic::error(
+            "Backend configuration changed",
+            format!(
+                "The state in {location} has {events} event(s) and the configuration now names                  another backend. Run `cairn init -migrate-state` to copy the whole log there,                  or `cairn init -reconfigure` to use the new backend and leave that state                  where it is."
+            ),
+        ));
+    }
+    if a.migrate_state && events > 0 {
+        drop(previous);
+        // Both locks are held for the whole copy.
+        let source = open_backend(ctx, &current, &opts(true))?.expect("a write open creates");
+        let mut target = open_backend(ctx, &wanted, &opts(true))?.expect("a write open creates");
+        let m = cairn_state::migrate::copy_log(&source, &mut target).map_err(|e| state_diag(&e))?;
+        lines.push(format!(
+            "- State: copied {} event(s) from {} to {}; verified (event count and checksum \
+             chain {}).",
+            m.events,
+            source.location(),
+            target.location(),
+            &m.checksum[..16]
+        ));
+        drop((source, target));
+        if current == Backend::Local {
+            // The local log is kept as a backup, out of the way of a later migration back.
+            let backup = ctx.state_dir.join(format!("migrated-{}", unix_ms()));
+            std::fs::create_dir_all(&backup)
+                .map_err(|e| state_diag(&StateError::io_error("cannot keep the local log", e)))?;
+            for part in ["log", "checkpoints"] {
+                let from = ctx.state_dir.join(part);
+                if from.exists() {
+                    std::fs::rename(&from, backup.join(part)).map_err(|e| {
+                        state_diag(&StateError::io_error("cannot keep the local log", e))
+                    })?;
+                }
+            }
+            lines.push(format!(
+                "- The local log was moved to {} (a backup; delete it when you no longer need \
+                 it).",
+                backup.display()
+            ));
+        }
+    }
+    backend::write_backend(&ctx.state_dir, &wanted).map_err(|e| state_diag(&e))?;
+    Ok(lines)
+}
+
+/// `cairn force-unlock LOCK_ID`.
+pub fn force_unlock(ctx: &Context, a: &ForceUnlockArgs) -> Exit {
+    let cfg = match cairn_state::store::configured_pg(&ctx.state_dir) {
+        Ok(Some(cfg)) => cfg,
+        Ok(None) => {
+            return ctx.fail(
+                Diagnostic::error(
+                    "Nothing to unlock",
+                    format!(
+                        "The state in {} is local: its lock belongs to a running cairn process \
+                         and is released when that process exits, so there is no lock to \
+                         force.",
+                        ctx.state_dir.display()
+                    ),
+                ),
+                false,
+            )
+        }
+        Err(e) => return ctx.fail(state_diag(&e), false),
+    };
+    if !a.force {
+        if !ctx.stdin_tty {
+            return ctx.fail(
+                Diagnostic::error(
+                    "Confirmation required",
+                    "Standard input is not a terminal, so Cairn cannot ask whether to \
+                     force-unlock. Run `cairn force-unlock -force LOCK_ID` to do it without \
+                     asking.",
+                ),
+                false,
+            );
+        }
+        ctx.out(&format!(
+            "Do you really want to force-unlock?\n  Cairn will end the database session of the \
+             run holding lock {}. If that run is still working, it stops writing state.\n  \
+             Only 'yes' will be accepted to confirm.\n\n  Enter a value: ",
+            a.lock_id
+        ));
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if answer.trim() != "yes" {
+            ctx.out("force-unlock cancelled.\n");
+            return Exit::Error;
+        }
+    }
+    match cairn_state::pg::force_unlock(&cfg, &a.lock_id) {
+        Ok(msg) => {
+            ctx.out(&format!("{msg}\n"));
+            Exit::Ok
+        }
+        Err(e) => ctx.fail(state_diag(&e), false),
+    }
+}
+
 /// Creates the state directory if needed and says what is there.
 fn state_dir_status(ctx: &Context) -> Result<String, Diagnostic> {
-    let dir = ctx.state_dir.display().to_string();
     if let Some(store) = open_store(ctx, "init", false, Duration::ZERO)? {
+        let dir = store.location();
         let s = store.snapshot();
         return Ok(format!(
             "found {dir} ({} event{}, {} resource instance{}).",
@@ -363,7 +553,7 @@ fn state_dir_status(ctx: &Context) -> Result<String, Diagnostic> {
         ..Default::default()
     };
     match Store::open(&ctx.state_dir, &opts) {
-        Ok(_) => Ok(format!("created {dir}.")),
+        Ok((store, _)) => Ok(format!("created {}.", store.location())),
         Err(e @ StateError::Locked { .. }) => Err(state_diag(&e)),
         Err(e) => Err(state_diag(&e)),
     }

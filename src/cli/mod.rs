@@ -132,6 +132,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Show(a) => run_cmds::show(ctx, &a),
         Command::Validate(a) => config_cmds::validate(ctx, &a),
         Command::Init(a) => config_cmds::init(ctx, &a),
+        Command::ForceUnlock(a) => config_cmds::force_unlock(ctx, &a),
         Command::State(c) => state_cmds::state(ctx, c),
         Command::History(a) => state_cmds::history(ctx, &a),
         Command::Log(a) => state_cmds::log(ctx, &a),
@@ -242,6 +243,7 @@ fn exclusive(a: &str, b: &str) -> Diagnostic {
 pub fn command_name(c: &Command) -> &'static str {
     match c {
         Command::Init(_) => "init",
+        Command::ForceUnlock(_) => "force-unlock",
         Command::Validate(_) => "validate",
         Command::Inspect(_) => "inspect",
         Command::Console(_) => "console",

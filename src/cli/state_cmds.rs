@@ -39,7 +39,10 @@ fn capitalized(s: &str) -> String {
 /// A state problem as a diagnostic; lock errors get a summary of their own.
 pub fn state_diag(e: &StateError) -> Diagnostic {
     let summary = match e {
-        StateError::Locked { .. } => "Error acquiring the state lock",
+        StateError::Locked { .. } | StateError::LockedRemote { .. } => {
+            "Error acquiring the state lock"
+        }
+        StateError::Backend { .. } => "Backend configuration",
         StateError::Corrupt { .. } | StateError::TooNew { .. } => "The state log cannot be read",
         StateError::TfState { .. } => "Invalid Terraform state file",
         StateError::OutOfRange { .. } => "Invalid -at position",

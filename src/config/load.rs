@@ -11,7 +11,7 @@ use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::eval::expr::convert;
 use crate::eval::refs::traversal_subject;
 use crate::eval::suggest;
-use crate::eval::types::{const_value, parse_type};
+use crate::eval::types::{const_value, parse_variable_type};
 use cairn_state::{quote, Mode, ModulePath};
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Body, Structure};
@@ -560,6 +560,14 @@ impl Loader {
         for inner in parts.blocks {
             match inner.ident.as_str() {
                 "required_providers" => self.required_providers(file, inner, m),
+                "backend"
+                    if inner
+                        .labels
+                        .first()
+                        .is_some_and(|l| matches!(l.as_str(), "pg" | "local")) =>
+                {
+                    self.backend_block(file, inner, m)
+                }
                 kind @ ("backend" | "cloud") => {
                     let sp = self.header(file, inner);
                     self.warn(
@@ -571,6 +579,41 @@ impl Loader {
                 _ => {}
             }
         }
+    }
+
+    /// `backend "pg" { conn_str = "…" schema_name = "…" … }` (or `backend "local" {}`):
+    /// constant arguments only, checked against the backend's argument list.
+    fn backend_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["type"]) else {
+            return;
+        };
+        let kind = labels[0].clone();
+        let allowed: Vec<&str> = if kind == "pg" {
+            cairn_state::backend::PG_ARGUMENTS
+                .iter()
+                .map(|(k, _)| *k)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let parts = self.parts(file, &b.body, Some(allowed.as_slice()), Some(&[]));
+        let mut args = BTreeMap::new();
+        for (name, a) in parts.attrs {
+            if let Some(v) = self.const_string(file, a) {
+                args.insert(name, v);
+            }
+        }
+        let span = self.header(file, b);
+        if let Some(prev) = &m.backend {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate backend configuration",
+                format!("A backend was already configured at {was}. A module may have only one."),
+            );
+            return;
+        }
+        m.backend = Some(crate::config::BackendBlock { kind, args, span });
     }
 
     fn required_providers(&mut self, file: FileId, b: &Block, m: &mut Module) {
@@ -770,7 +813,7 @@ impl Loader {
         );
         let ty = match parts.attrs.get("type") {
             None => Type::Dynamic,
-            Some(a) => match parse_type(&a.value, file) {
+            Some(a) => match parse_variable_type(&a.value, file) {
                 Ok(t) => t,
                 Err(d) => {
                     self.diags.push(d);
@@ -941,22 +984,15 @@ impl Loader {
         let mut out = Vec::new();
         for e in items.iter() {
             let span = self.span(file, e);
+            // As in Terraform, any whole object may be named (`var.x`, `local.y`, ...): it
+            // orders like a reference, and is checked like one (`check_references`).
             match traversal_subject(e) {
-                Ok((subject @ Subject::Resource { .. }, false))
-                | Ok((subject @ Subject::ModuleCall { output: None, .. }, false)) => {
-                    out.push(DependsOn { subject, span })
-                }
-                Ok((Subject::Resource { .. } | Subject::ModuleCall { .. }, _)) => self.err(
+                Ok((subject, false)) => out.push(DependsOn { subject, span }),
+                Ok((_, true)) => self.err(
                     span,
                     "Invalid depends_on reference",
                     "References in depends_on must be to a whole object (resource, etc), not \
                      to an attribute of an object.",
-                ),
-                Ok(_) => self.err(
-                    span,
-                    "Invalid depends_on reference",
-                    "The depends_on argument may only refer to resources, data resources and \
-                     module calls.",
                 ),
                 Err((s, d)) => self.err(span, &s, d),
             }
@@ -1370,7 +1406,9 @@ impl Loader {
             let local =
                 src.starts_with("./") || src.starts_with("../") || src == "." || src == "..";
             let dir = if local {
-                m.dir.join(src)
+                // Cleaned as Go's filepath.Join cleans it: `modules/inner`, never
+                // `modules/outer/../inner` (that is what `path.module` shows).
+                clean_path(&m.dir.join(src))
             } else {
                 // A registry or git source: where `terraform init` put it, if it did.
                 let key: Vec<&str> = m
@@ -1916,6 +1954,35 @@ fn static_path(e: &Expression) -> Option<Vec<String>> {
         }
         _ => None,
     }
+}
+
+/// `path` with `.` steps removed and each `..` applied to the step before it, lexically (Go's
+/// `filepath.Clean`); `.` when nothing is left.
+fn clean_path(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let last_is_name =
+                    matches!(out.components().next_back(), Some(Component::Normal(_)));
+                if last_is_name {
+                    out.pop();
+                } else if !matches!(
+                    out.components().next_back(),
+                    Some(Component::RootDir | Component::Prefix(_))
+                ) {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 #[cfg(test)]

@@ -76,6 +76,17 @@ pub struct Module {
     /// check against) reads past them; every other command reports them
     /// (`unsupported_blocks`).
     pub state_blocks: Vec<(String, Span)>,
+    /// `terraform { backend "pg" { … } }`: where the state lives (root module only; `None`:
+    /// the local state directory).
+    pub backend: Option<BackendBlock>,
+}
+
+/// A `backend` block Cairn uses: its type and its arguments (constant strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendBlock {
+    pub kind: String,
+    pub args: BTreeMap<String, String>,
+    pub span: Span,
 }
 
 /// A diagnostic for each block in `Module::state_blocks` of the tree: an error for a command
@@ -115,6 +126,7 @@ impl Module {
             calls: BTreeMap::new(),
             children: BTreeMap::new(),
             state_blocks: Vec::new(),
+            backend: None,
         }
     }
 
@@ -252,7 +264,8 @@ impl std::fmt::Display for ProviderRef {
     }
 }
 
-/// One entry of `depends_on`: a resource, data resource or module call.
+/// One entry of `depends_on`: any whole object a reference may name (a resource, data
+/// resource, module call, variable, local value, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DependsOn {
     pub subject: Subject,

@@ -385,7 +385,7 @@ fn resolve_one(
                 Type::String | Type::Number | Type::Bool | Type::Dynamic
             );
             if literal {
-                Value::String(t)
+                Value::String(crate::value::nfc(t))
             } else {
                 let file = sources.add(format!("<value for var.{}>", var.name), t.as_str());
                 let expr = hcl_edit::parser::parse_expr(&t).map_err(|e| {

@@ -108,6 +108,14 @@ impl ApplyPhase {
         let started = Instant::now();
         let response = {
             let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
+            // The state storage failed while this call waited its turn: it does not start
+            // (its start is in the log, so the next run resolves it as pending).
+            if let Some(e) = self.journal.failure() {
+                return Err(Diagnostics::from(Diagnostic::error(
+                    "State storage failed",
+                    e,
+                )));
+            }
             let call = c.apply(request);
             tokio::pin!(call);
             // "Still creating..." every 10 seconds while the call runs.

@@ -177,6 +177,12 @@ impl Journal {
         Ok(())
     }
 
+    /// Why the log cannot be made durable any more, once a flush failed: no provider call
+    /// that changes the world may start after that.
+    pub fn failure(&self) -> Option<String> {
+        self.group.durable.borrow().error.clone()
+    }
+
     /// A copy of the current state.
     pub fn snapshot(&self) -> Snapshot {
         self.store.lock().expect("journal lock").snapshot().clone()

@@ -144,25 +144,14 @@ fn log_phase(phase: &str, start: std::time::Instant) {
 
 /// Loads the configuration, the input variables and the provider registry.
 pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
-    load_with(opts, None)
+    load_with(opts, None, false)
 }
 
 /// [`load`]; with `saved` (the variable values of a saved plan) the inputs are exactly those
-/// values: no `-var`, tfvars file or `TF_VAR_*` is read, as the plan already holds them.
+/// values: no `-var`, tfvars file or `TF_VAR_*` is read, as the plan already holds them. When
+/// `lenient` (`inspect`), errors in the configuration or the variables do not stop it (they are
+/// in `Loaded::diags`), and a root variable without a value is unknown.
 fn load_with(
-    opts: &Options,
-    saved: Option<&BTreeMap<String, Value>>,
-) -> Result<Loaded, Report<()>> {
-    load_inner(opts, saved, false)
-}
-
-/// `load` for `inspect`: errors in the configuration or the variables do not stop it (they
-/// are in `Loaded::diags`), and a root variable without a value is unknown.
-pub fn load_lenient(opts: &Options) -> Result<Loaded, Report<()>> {
-    load_inner(opts, None, true)
-}
-
-fn load_inner(
     opts: &Options,
     saved: Option<&BTreeMap<String, Value>>,
     lenient: bool,
@@ -180,12 +169,12 @@ fn load_inner(
     if diags.has_errors() && !lenient {
         return Err(Report::fail(diags, Some(Arc::new(config))));
     }
+    // Before input values add their files to the source map: the hash is of the configuration.
+    let files_hash = files_hash(&config);
     let missing = match lenient {
         true => crate::config::Missing::Unknown,
         false => crate::config::Missing::Error,
     };
-    // Before input values add their files to the source map: the hash is of the configuration.
-    let files_hash = files_hash(&config);
     let (inputs, var_diags) = match saved {
         Some(values) => (values.clone(), changed_variables(opts, &mut config, values)),
         None => timed("input variables", || {
@@ -797,7 +786,7 @@ pub async fn apply(
         PlanMode::ReadOnly if opts.sabotage == Some(Sabotage::ReadOnlyApplies) => PlanMode::Normal,
         mode => mode,
     };
-    let loaded = match load_with(opts, saved.as_ref().map(|p| &p.variables)) {
+    let loaded = match load_with(opts, saved.as_ref().map(|p| &p.variables), false) {
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };
@@ -1416,7 +1405,7 @@ impl Inspection {
 
 /// `cairn inspect` / `cairn console`: evaluates the configuration without providers or state.
 pub async fn inspect(opts: &Options) -> Report<Inspection> {
-    let loaded = match load_lenient(opts) {
+    let loaded = match load_with(opts, None, true) {
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };

@@ -50,6 +50,7 @@ pub fn eval_template_string(
     src: &str,
     vars: &BTreeMap<String, Value>,
     ctx: &FunctionContext,
+    origin: &str,
 ) -> Result<Value, String> {
     let template = hcl_edit::parser::parse_template(src).map_err(|e| {
         format!(
@@ -64,15 +65,34 @@ pub fn eval_template_string(
         root_dir: ctx.root_dir,
     };
     let mut ev = Evaluator::new(&scope);
+    ev.template_source = Some((origin.to_string(), src.to_string()));
     for (k, v) in vars {
         ev.bindings.push((k.clone(), v.clone()));
     }
-    ev.template(&template, None).map_err(|d| {
+    ev.template_in(&template, true, None).map_err(|d| {
         d.iter()
-            .map(|d| format!("{}: {}", d.summary, d.detail))
+            .map(|d| {
+                if d.summary == TEMPLATE_VARS {
+                    d.detail.clone()
+                } else {
+                    format!("{}: {}", d.summary, d.detail)
+                }
+            })
             .collect::<Vec<_>>()
             .join("; ")
     })
+}
+
+/// The summary of a template's reference to a variable it was not given (an error of the
+/// `vars` argument).
+const TEMPLATE_VARS: &str = "Invalid vars";
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(src: &str, at: usize) -> (usize, usize) {
+    let before = &src[..at.min(src.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
 }
 
 struct TemplateScope<'a> {
@@ -130,6 +150,9 @@ pub struct Evaluator<'a> {
     /// Whether the traversal being applied started at an open value: a missing attribute or
     /// key is then unknown, not an error.
     open: bool,
+    /// Inside `templatefile`/`templatestring`: the template's origin and text, so that a name
+    /// the variables do not define is reported as Terraform reports it (`line,col-col`).
+    template_source: Option<(String, String)>,
 }
 
 fn one(d: Diagnostic) -> Diagnostics {
@@ -186,6 +209,7 @@ impl<'a> Evaluator<'a> {
             bindings: Vec::new(),
             open_bindings: Vec::new(),
             open: false,
+            template_source: None,
         }
     }
 
@@ -244,7 +268,7 @@ impl<'a> Evaluator<'a> {
                         .ok_or_else(|| self.error(e.span(), "Invalid number literal", "")),
                 }
             }
-            Expression::String(s) => Ok(Value::String(s.value().clone())),
+            Expression::String(s) => Ok(Value::String(crate::value::nfc(s.value().clone()))),
             Expression::Array(a) => {
                 let mut out = Vec::new();
                 let mut diags = Diagnostics::new();
@@ -291,7 +315,10 @@ impl<'a> Evaluator<'a> {
                 }
             }
             Expression::StringTemplate(t) => self.template(t, e.span()),
-            Expression::HeredocTemplate(h) => self.template(&h.template, e.span()),
+            Expression::HeredocTemplate(h) => match h.indent() {
+                Some(n) => self.template_in(&super::heredoc::flush(&h.template, n), true, e.span()),
+                None => self.template_in(&h.template, true, e.span()),
+            },
             Expression::Parenthesis(p) => self.expr(p.inner()),
             Expression::Variable(v) => self.root(v.as_str(), &[], e.span()).map(|(v, _)| v),
             Expression::Conditional(c) => self.conditional(c, e.span()),
@@ -582,6 +609,19 @@ impl<'a> Evaluator<'a> {
     ) -> Result<(Value, usize), Diagnostics> {
         if let Some(v) = self.bound(name) {
             return Ok((v.clone(), 0));
+        }
+        if let (Some((origin, src)), Some(r)) = (&self.template_source, &span) {
+            if !matches!(name, "path" | "terraform") {
+                let (line, col) = line_col(src, r.start);
+                let end_col = col + name.chars().count();
+                return Err(one(Diagnostic::error(
+                    TEMPLATE_VARS,
+                    format!(
+                        "vars map does not contain key {}, referenced at {origin}:{line},{col}-{end_col}",
+                        cairn_state::quote(name)
+                    ),
+                )));
+            }
         }
         let (subject, consumed) =
             subject_of(name, ops).map_err(|(s, d)| self.error(span.clone(), &s, d))?;
@@ -1033,19 +1073,29 @@ impl<'a> Evaluator<'a> {
     }
 
     /// A template: `"${x}"` alone gives x's value unchanged; anything else is a string.
-    pub fn template(&mut self, t: &Template, _span: Option<Range<usize>>) -> R {
+    pub fn template(&mut self, t: &Template, span: Option<Range<usize>>) -> R {
+        self.template_in(t, false, span)
+    }
+
+    /// A template whose literals may span lines (`lines`: a heredoc or a bare template), where
+    /// strip markers trim only the line next to them (see `heredoc`).
+    /// `span` is the template's, for the error when its result is beyond the size bound.
+    fn template_in(&mut self, t: &Template, lines: bool, span: Option<Range<usize>>) -> R {
         let elements: Vec<&Element> = t.iter().collect();
         if let [Element::Interpolation(i)] = elements.as_slice() {
             return self.expr(&i.expr);
         }
-        let mut st = TemplateState::default();
+        let mut st = TemplateState {
+            lines,
+            ..TemplateState::default()
+        };
         self.render(&elements, false, false, &mut st);
         if st.out.len() > crate::value::MAX_STRING_BYTES && st.diags.is_empty() {
             let msg = crate::value::within_size_bounds(&Value::String(std::mem::take(&mut st.out)))
                 .err()
                 .unwrap_or_default();
             st.diags.extend(self.error(
-                _span,
+                span,
                 "Template result too long",
                 format!("Evaluating this template stopped: {msg}."),
             ));
@@ -1056,7 +1106,7 @@ impl<'a> Evaluator<'a> {
         let v = if st.unknown {
             Value::Unknown(Type::String)
         } else {
-            Value::String(st.out)
+            Value::String(crate::value::nfc(st.out))
         };
         Ok(mark(v, st.sensitive))
     }
@@ -1065,16 +1115,22 @@ impl<'a> Evaluator<'a> {
         for (i, el) in els.iter().enumerate() {
             match el {
                 Element::Literal(s) => {
-                    let mut s: &str = s.as_str();
-                    if (i == 0 && lead) || (i > 0 && strip_after(els[i - 1])) {
-                        s = s.trim_start();
+                    let start = (i == 0 && lead) || (i > 0 && strip_after(els[i - 1]));
+                    let end = (i + 1 == els.len() && trail)
+                        || (i + 1 < els.len() && strip_before(els[i + 1]));
+                    if st.lines {
+                        st.out
+                            .push_str(&super::heredoc::strip_lines(s.as_str(), start, end));
+                    } else {
+                        let mut s: &str = s.as_str();
+                        if start {
+                            s = s.trim_start();
+                        }
+                        if end {
+                            s = s.trim_end();
+                        }
+                        st.out.push_str(s);
                     }
-                    if (i + 1 == els.len() && trail)
-                        || (i + 1 < els.len() && strip_before(els[i + 1]))
-                    {
-                        s = s.trim_end();
-                    }
-                    st.out.push_str(s);
                 }
                 // Past the bound: stop building (reported by `template`).
                 _ if st.out.len() > crate::value::MAX_STRING_BYTES => return,
@@ -1206,10 +1262,34 @@ impl<'a> Evaluator<'a> {
             .join("::");
         let name_span = f.name.name.span().or(span.clone());
         let args: Vec<&Expression> = f.args.iter().collect();
-        if f.name.namespace.is_empty() && (name == "try" || name == "can") {
+        // `core::NAME` is the built-in NAME, as in Terraform 1.8+.
+        let namespace: Vec<&str> = f.name.namespace.iter().map(|n| n.as_str()).collect();
+        let builtin = matches!(namespace.as_slice(), [] | ["core"]);
+        if builtin && (name == "try" || name == "can") {
             return self.try_can(name, &args, span);
         }
-        if !f.name.namespace.is_empty() || !functions::exists(name) {
+        if builtin && name == "templatestring" {
+            return self.templatestring(&args, span);
+        }
+        // Terraform words an unknown `core::` function (and any other namespace but
+        // `provider::`) as a bad namespace.
+        let bad_namespace = match namespace.as_slice() {
+            ["core"] => !functions::exists(name),
+            [] => false,
+            [first, ..] => *first != "provider",
+        };
+        if bad_namespace {
+            return Err(self.error(
+                name_span,
+                "Unknown provider function",
+                format!(
+                    "The function namespace {} is not valid. Provider function calls must use \
+                     the \"provider::\" namespace prefix.",
+                    cairn_state::quote(namespace[0])
+                ),
+            ));
+        }
+        if !builtin || !functions::exists(name) {
             return Err(self.error(
                 name_span,
                 "Call to unknown function",
@@ -1277,10 +1357,87 @@ impl<'a> Evaluator<'a> {
             module_dir: self.scope.module_dir(),
             root_dir: self.scope.root_dir(),
         };
-        functions::call(name, values, &ctx).map_err(|e| {
-            let at = e.arg.and_then(|i| spans.get(i).cloned().flatten()).or(span);
-            self.error(at, e.summary(), e.message.clone())
-        })
+        functions::call(name, values, &ctx)
+            .map(Value::nfc)
+            .map_err(|e| {
+                let at = e.arg.and_then(|i| spans.get(i).cloned().flatten()).or(span);
+                self.error(at, e.summary(), e.message.clone())
+            })
+    }
+
+    /// `templatestring(template, vars)`: renders a template held in a string value elsewhere
+    /// in the configuration. As in Terraform it is a special form: the template must be given
+    /// by reference (`local.t`), never as a literal template, whose `${}` would already have
+    /// been evaluated in the calling scope.
+    fn templatestring(&mut self, args: &[&Expression], span: Option<Range<usize>>) -> R {
+        let arity = functions::Arity {
+            params: vec!["template", "vars"],
+            variadic: None,
+        };
+        if let Some((summary, detail)) = arity.mismatch("templatestring", args.len()) {
+            return Err(self.error(span, summary, detail));
+        }
+        let arg_error = |ev: &Self, i: usize, msg: String| {
+            let param = ["template", "vars"][i];
+            ev.error(
+                args[i].span().or(span.clone()),
+                "Invalid function argument",
+                format!("Invalid value for \"{param}\" parameter: {msg}."),
+            )
+        };
+        if matches!(
+            args[0],
+            Expression::String(_) | Expression::StringTemplate(_) | Expression::HeredocTemplate(_)
+        ) {
+            return Err(arg_error(
+                self,
+                0,
+                "invalid template expression: templatestring is only for rendering templates \
+                 retrieved dynamically from elsewhere, and so does not support providing a \
+                 literal template; consider using a template string expression instead"
+                    .into(),
+            ));
+        }
+        let template = self.expr(args[0])?;
+        let vars = self.expr(args[1])?;
+        let (template, t_marked) = unmark(template);
+        let (vars, v_marked) = vars.deep_unmark();
+        let marked = t_marked || v_marked;
+        let template = match template {
+            Value::Unknown(_) => return Ok(mark(Value::Unknown(Type::String), marked)),
+            Value::String(s) => s,
+            Value::Null(_) => {
+                return Err(arg_error(self, 0, "argument must not be null".into()));
+            }
+            other => match convert(&other, &Type::String) {
+                Ok(Value::String(s)) => s,
+                _ => return Err(arg_error(self, 0, "string required".into())),
+            },
+        };
+        let vars: BTreeMap<String, Value> = match vars {
+            Value::Unknown(_) => return Ok(mark(Value::Unknown(Type::String), marked)),
+            Value::Map(m) | Value::Object(m) => m,
+            Value::Null(_) => {
+                return Err(arg_error(self, 1, "argument must not be null".into()));
+            }
+            _ => return Err(arg_error(self, 1, "map of any single type required".into())),
+        };
+        if vars.values().any(|v| !v.is_wholly_known()) {
+            return Ok(mark(Value::Unknown(Type::String), marked));
+        }
+        let ctx = FunctionContext {
+            module_dir: self.scope.module_dir(),
+            root_dir: self.scope.root_dir(),
+        };
+        match eval_template_string(&template, &vars, &ctx, "<templatestring argument>") {
+            Ok(v) => Ok(mark(v, marked)),
+            Err(m) if m.starts_with("vars map does not contain key") => Err(arg_error(self, 1, m)),
+            Err(m) => Err(self.error(
+                span,
+                "Error in function call",
+                format!("Call to function \"templatestring\" failed: {m}."),
+            )),
+        }
     }
 
     /// `try(...)` and `can(...)`: special forms that catch evaluation errors of their
@@ -1343,6 +1500,8 @@ impl<'a> Evaluator<'a> {
 
 #[derive(Default)]
 struct TemplateState {
+    /// Literals may span lines: strip markers trim one line token (see `heredoc`).
+    lines: bool,
     out: String,
     unknown: bool,
     sensitive: bool,

@@ -19,6 +19,7 @@ pub mod convert;
 pub mod expand;
 pub mod expr;
 pub mod functions;
+mod heredoc;
 pub mod refs;
 pub mod suggest;
 pub mod types;

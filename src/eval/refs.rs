@@ -72,6 +72,24 @@ pub fn subject_of(
                     .into(),
             ),
         },
+        // `resource.TYPE.NAME`: the long form of `TYPE.NAME`, for types whose name is one of
+        // the reserved roots above.
+        "resource" => match (attr(0), attr(1)) {
+            (Some(t), Some(n)) => Ok((
+                Subject::Resource {
+                    mode: Mode::Managed,
+                    type_: t.to_string(),
+                    name: n.to_string(),
+                },
+                2,
+            )),
+            _ => err(
+                "Invalid reference",
+                "The \"resource\" object must be followed by two attribute names: the resource \
+                 type and the resource name."
+                    .into(),
+            ),
+        },
         "data" => match (attr(0), attr(1)) {
             (Some(t), Some(n)) => Ok((
                 Subject::Resource {

@@ -16,6 +16,34 @@ pub fn parse_type(expr: &Expression, file: FileId) -> Result<Type, Diagnostic> {
     parse(expr, file, false)
 }
 
+/// Reads a variable's `type`, with Terraform's legacy forms: a bare `list` or `map` keyword
+/// means `list(any)` / `map(any)`, and a quoted constraint (`"string"`, Terraform 0.11's form)
+/// is an error that says to remove the quotes.
+pub fn parse_variable_type(expr: &Expression, file: FileId) -> Result<Type, Diagnostic> {
+    match expr {
+        Expression::Variable(v) if v.as_str() == "list" => Ok(Type::list(Type::Dynamic)),
+        Expression::Variable(v) if v.as_str() == "map" => Ok(Type::map(Type::Dynamic)),
+        Expression::String(s) => {
+            let r = expr.span().unwrap_or(0..0);
+            Err(Diagnostic::error(
+                "Invalid quoted type constraints",
+                format!(
+                    "Terraform 0.11 and earlier required type constraints to be given in \
+                     quotes, but that form is now deprecated and will be removed in a future \
+                     version of Terraform. Remove the quotes around {}.",
+                    cairn_state::quote(s.value())
+                ),
+            )
+            .with_span(Some(Span {
+                file,
+                start: r.start,
+                end: r.end,
+            })))
+        }
+        _ => parse_type(expr, file),
+    }
+}
+
 fn invalid(expr: &Expression, file: FileId, detail: impl Into<String>) -> Diagnostic {
     let r = expr.span().unwrap_or(0..0);
     Diagnostic::error("Invalid type specification", detail).with_span(Some(Span {

@@ -255,8 +255,7 @@ impl Encoded {
     }
 }
 
-/// Encodes a snapshot as checkpoint bytes.
-#[cfg(test)]
+/// Encodes a snapshot as checkpoint bytes (PostgreSQL keeps them in a table).
 pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
     let e = encode_parts(snapshot)?;
     let mut out = Vec::new();
@@ -370,7 +369,6 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 }
 
 /// Decodes checkpoint bytes.
-#[cfg(test)]
 pub fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
     decode_from(bytes)
 }

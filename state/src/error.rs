@@ -32,9 +32,33 @@ pub enum StateError {
     Io { context: String, message: String },
     /// A Terraform state file that cannot be imported.
     TfState { message: String },
+    /// The backend configuration is unusable (missing argument, bad `backend.json`).
+    Backend { message: String },
+    /// A shared (PostgreSQL) state is locked by another run. `holder` is `None` when the
+    /// holder has not written its record yet.
+    LockedRemote {
+        location: String,
+        holder: Option<Box<LockHolder>>,
+    },
+}
+
+/// Who holds a shared state's lock (the holder record beside the advisory lock).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockHolder {
+    pub run_id: String,
+    pub who: String,
+    pub host: String,
+    pub pid: u32,
+    pub command: String,
+    pub since_ms: u64,
 }
 
 impl StateError {
+    /// An I/O failure with what was being done.
+    pub fn io_error(context: impl Into<String>, e: impl fmt::Display) -> StateError {
+        StateError::io(context, e)
+    }
+
     pub(crate) fn io(context: impl Into<String>, e: impl fmt::Display) -> StateError {
         StateError::Io {
             context: context.into(),
@@ -135,6 +159,30 @@ impl fmt::Display for StateError {
             StateError::Io { context, message } => write!(f, "{context}: {message}"),
             StateError::TfState { message } => {
                 write!(f, "cannot import the Terraform state: {message}")
+            }
+            StateError::Backend { message } => write!(f, "backend configuration: {message}"),
+            StateError::LockedRemote { location, holder } => {
+                write!(f, "the state in {location} is locked")?;
+                match holder {
+                    Some(h) => write!(
+                        f,
+                        " by {} on {} (process {}, cairn {}) since {}, lock ID {}; wait for it \
+                         to finish, retry with -lock-timeout=DURATION, or if that run is gone \
+                         `cairn force-unlock {}`",
+                        h.who,
+                        h.host,
+                        h.pid,
+                        h.command,
+                        format_time_ms(h.since_ms),
+                        h.run_id,
+                        h.run_id
+                    ),
+                    None => write!(
+                        f,
+                        " by a run that has not identified itself yet; retry, or use \
+                         -lock-timeout=DURATION"
+                    ),
+                }
             }
         }
     }

@@ -1,12 +1,14 @@
 //! Cairn's durable vocabulary — addresses, stored values, events — and the sled event log.
 //!
-//! Nothing here knows of HCL or the graph. Only `log.rs` talks to sled.
+//! Nothing here knows of HCL or the graph. Only `log.rs` talks to sled, only `pg.rs` to PostgreSQL.
 //!
 //! - [`addr`]: addresses, parsed and printed.
 //! - [`value`]: [`StoredValue`], the stored form of values (never unknown).
 //! - [`event`]: the versioned events of the log and how old versions are upgraded on read.
 //! - [`snapshot`]: the current state as a pure fold over events.
-//! - [`log`]: the [`Store`]: the sled log, commits, checkpoints, locking, recovery.
+//! - [`store`]: the [`EventLog`] trait and [`Store`], the open log on whichever store.
+//! - [`log`]: [`SledLog`]: the sled log, commits, checkpoints, locking, recovery.
+//! - [`pg`]: the PostgreSQL log (team state), [`backend`]: which store a state directory names.
 //! - [`check`]: the integrity check.
 //! - [`tfstate`]: Terraform state (format version 4) export and import.
 //!
@@ -31,23 +33,31 @@
 //! 9. Every checkpoint decodes and equals the replay of the log up to its position.
 
 pub mod addr;
+pub mod backend;
 pub mod check;
 mod checkpoint;
 pub mod error;
 pub mod event;
 pub mod log;
+pub mod migrate;
+pub mod pg;
+mod pgtls;
 pub mod snapshot;
+pub mod store;
 pub mod tfstate;
 pub mod value;
 
 pub use addr::*;
+pub use backend::Backend;
 pub use check::Violation;
+pub use error::LockHolder;
 pub use error::StateError;
 pub use event::{
     DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
     ResourceObject, RunOutcome, RunSummary,
 };
-pub use log::{peek_events, OpenOptions, Peek, Store};
+pub use log::{OpenOptions, Peek, SledLog};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
+pub use store::{peek_events, EventLog, Store};
 pub use tfstate::{export_tfstate, import_tfstate};
 pub use value::StoredValue;

@@ -20,7 +20,7 @@
 //! another process or the same one — fails; that failure is translated into
 //! [`StateError::Locked`] using `lock.json`, which every opener writes once it holds the lock
 //! and removes (before releasing the lock) when it closes. Read-only opens take the same lock:
-//! sled has no read-only mode; they simply never write. [`peek_events`] is the exception for
+//! sled has no read-only mode; they simply never write. [`peek_sled`] is the exception for
 //! readers that run beside other commands (`cairn ui`): it holds the database only while it
 //! reads the new records and writes no holder record, so a command that meets the lock then
 //! waits out the grace period for an unidentified holder instead of failing.
@@ -82,8 +82,8 @@ impl Default for OpenOptions {
 /// Where a clock reading comes from (tests and golden outputs fix it).
 pub type Clock = Box<dyn Fn() -> u64 + Send>;
 
-/// An open state: the sled log and the snapshot it folds to.
-pub struct Store {
+/// An open state on sled: the log and the snapshot it folds to (one [`crate::EventLog`]).
+pub struct SledLog {
     dir: PathBuf,
     db: sled::Db,
     events: sled::Tree,
@@ -118,7 +118,7 @@ fn seq_of(k: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(k.get(..8)?.try_into().ok()?))
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -130,7 +130,7 @@ fn sled_err(context: &str, dir: &Path) -> impl Fn(sled::Error) -> StateError {
     move |e| StateError::io(context.clone(), e)
 }
 
-fn current_user() -> String {
+pub(crate) fn current_user() -> String {
     for var in ["USER", "LOGNAME", "USERNAME"] {
         if let Ok(u) = std::env::var(var) {
             if !u.is_empty() {
@@ -154,10 +154,10 @@ fn process_alive(pid: u32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-impl Store {
+impl SledLog {
     /// Opens (with `write`, creating) the state in `dir`. The warnings say what was repaired
     /// or skipped (a torn tail, an unreadable checkpoint).
-    pub fn open(dir: &Path, opts: &OpenOptions) -> Result<(Store, Vec<String>), StateError> {
+    pub fn open(dir: &Path, opts: &OpenOptions) -> Result<(SledLog, Vec<String>), StateError> {
         Self::open_inner(dir, opts, None)
     }
 
@@ -167,7 +167,7 @@ impl Store {
         dir: &Path,
         opts: &OpenOptions,
         upto: u64,
-    ) -> Result<(Store, Vec<String>), StateError> {
+    ) -> Result<(SledLog, Vec<String>), StateError> {
         let opts = OpenOptions {
             write: false,
             ..opts.clone()
@@ -179,7 +179,7 @@ impl Store {
         dir: &Path,
         opts: &OpenOptions,
         upto: Option<u64>,
-    ) -> Result<(Store, Vec<String>), StateError> {
+    ) -> Result<(SledLog, Vec<String>), StateError> {
         let log_dir = dir.join("log");
         if opts.write {
             fs::create_dir_all(dir)
@@ -206,7 +206,7 @@ impl Store {
             db.open_tree(name)
                 .map_err(sled_err("cannot open tree", dir))
         };
-        let mut store = Store {
+        let mut store = SledLog {
             dir: dir.to_path_buf(),
             events: tree("events")?,
             checkpoints: Checkpoints::new(dir),
@@ -542,6 +542,66 @@ impl Store {
         Ok(out)
     }
 
+    /// The records from `from` to `to` (inclusive) as stored, for copying the log elsewhere.
+    pub fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
+        let mut out = Vec::new();
+        if from > to {
+            return Ok(out);
+        }
+        let mut expected = from;
+        for item in self.events.range(key(from)..=key(to)) {
+            let (k, v) = item.map_err(sled_err("cannot read the log", &self.dir))?;
+            let seq = self.check_key(&k, expected)?;
+            expected += 1;
+            out.push((seq, v.to_vec()));
+        }
+        if expected <= to {
+            return Err(StateError::Corrupt {
+                seq: expected,
+                detail: "the record is missing".into(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Writes records copied from another log after the head (the next seqs, in order), makes
+    /// them durable and folds them into the snapshot.
+    pub fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
+        if !self.write {
+            return Err(StateError::ReadOnly);
+        }
+        let mut batch = sled::Batch::default();
+        let mut events = Vec::with_capacity(records.len());
+        for (i, (seq, bytes)) in records.iter().enumerate() {
+            if *seq != self.snapshot.head + 1 + i as u64 {
+                return Err(StateError::Corrupt {
+                    seq: *seq,
+                    detail: format!("expected record {}", self.snapshot.head + 1 + i as u64),
+                });
+            }
+            events.push(decode_record(*seq, bytes)?);
+            batch.insert(&key(*seq), bytes.as_slice());
+        }
+        self.events
+            .apply_batch(batch)
+            .map_err(sled_err("cannot append to the state log", &self.dir))?;
+        for e in events {
+            self.snapshot.apply_owned(e);
+        }
+        self.commit()
+    }
+
+    /// Replaces the lineage (a migrated log keeps its own).
+    pub fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
+        if !self.write {
+            return Err(StateError::ReadOnly);
+        }
+        self.meta
+            .insert("lineage", lineage.as_bytes())
+            .map_err(sled_err("cannot write the lineage", &self.dir))?;
+        self.commit()
+    }
+
     /// The state as it was right after event `seq` (time travel; 0 is the empty state).
     pub fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError> {
         let head = self.snapshot.head;
@@ -642,7 +702,7 @@ impl Store {
     }
 }
 
-/// What a brief visit to the log found ([`peek_events`]).
+/// What a brief visit to the log found ([`crate::peek_events`]).
 #[derive(Debug)]
 pub enum Peek {
     /// Another process holds the database now: nothing was read; try again later.
@@ -658,7 +718,7 @@ pub enum Peek {
 /// `lock.json`, so an opener that meets the lock during the visit waits out the same grace
 /// period as for sled's lazy release (see `open_locked`) instead of failing. It does not fold
 /// a snapshot, so the visit is as short as reading the new records.
-pub fn peek_events(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
+pub fn peek_sled(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
     let log_dir = dir.join("log");
     if !log_dir.join("db").exists() {
         return Err(StateError::NotFound {
@@ -719,7 +779,7 @@ pub fn peek_events(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError
     Ok(Peek::Events(out, warnings))
 }
 
-impl Drop for Store {
+impl Drop for SledLog {
     fn drop(&mut self) {
         // Remove our holder record while we still hold the lock (the sled Db is dropped after
         // this), so we never delete the record of the next holder.
@@ -732,7 +792,7 @@ impl Drop for Store {
     }
 }
 
-fn decode_record(seq: u64, bytes: &[u8]) -> Result<Event, StateError> {
+pub(crate) fn decode_record(seq: u64, bytes: &[u8]) -> Result<Event, StateError> {
     match event::decode(bytes) {
         Ok(e) if e.seq == seq => Ok(e),
         Ok(e) => Err(StateError::Corrupt {
@@ -777,7 +837,7 @@ fn read_holder(dir: &Path) -> StateError {
 }
 
 /// A fresh lineage: a UUID-shaped name derived from the directory, the time and the pid.
-fn new_lineage(dir: &Path) -> String {
+pub(crate) fn new_lineage(dir: &Path) -> String {
     let seed = format!("{}|{}|{}", dir.display(), now_ms(), std::process::id());
     // FNV-1a over the seed, twice with different offsets, gives 128 bits.
     let fnv = |offset: u64| {
@@ -798,6 +858,7 @@ fn new_lineage(dir: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::SledLog as Store;
     use super::*;
     use crate::event::{OpAction, ProviderRef, ResourceObject};
     use crate::value::StoredValue;
@@ -897,17 +958,17 @@ mod tests {
     fn peeks_read_new_events_without_the_lock_and_stand_aside_for_holders() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            peek_events(&dir.path().join("nothing"), 1, 10),
+            peek_sled(&dir.path().join("nothing"), 1, 10),
             Err(StateError::NotFound { .. })
         ));
         let (mut s, _) = open(dir.path());
         fill(&mut s, 3);
         // A command holds the state: the visit reads nothing and says so.
-        assert!(matches!(peek_events(dir.path(), 1, 100), Ok(Peek::Busy)));
+        assert!(matches!(peek_sled(dir.path(), 1, 100), Ok(Peek::Busy)));
         s.finish_run(RunOutcome::Success, RunSummary::default())
             .unwrap();
         drop(s);
-        let read = |from, max| match peek_events(dir.path(), from, max) {
+        let read = |from, max| match peek_sled(dir.path(), from, max) {
             Ok(Peek::Events(e, w)) => {
                 assert!(w.is_empty(), "{w:?}");
                 e.iter().map(|e| e.seq).collect::<Vec<_>>()
@@ -1403,31 +1464,33 @@ mod tests {
     }
 }
 
-/// A handle that flushes the log without borrowing the `Store`, so that many writers can share
+/// A handle that flushes the log without borrowing the store, so that many writers can share
 /// one flush (group commit): each appends under the store's lock, then asks for a flush that
 /// covers its event; one flush makes every event appended before it durable.
 #[derive(Clone)]
-pub struct Flusher {
-    db: sled::Db,
-    dir: PathBuf,
-}
+pub struct Flusher(std::sync::Arc<dyn Fn() -> Result<(), StateError> + Send + Sync>);
 
 impl Flusher {
+    /// A flusher that calls `f`.
+    pub fn new(f: impl Fn() -> Result<(), StateError> + Send + Sync + 'static) -> Flusher {
+        Flusher(std::sync::Arc::new(f))
+    }
+
     /// Makes every event appended so far durable.
     pub fn flush(&self) -> Result<(), StateError> {
-        self.db
-            .flush()
-            .map(|_| ())
-            .map_err(sled_err("cannot flush the state log", &self.dir))
+        (self.0)()
     }
 }
 
-impl Store {
+impl SledLog {
     /// A flusher for this store's log (see [`Flusher`]).
     pub fn flusher(&self) -> Flusher {
-        Flusher {
-            db: self.db.clone(),
-            dir: self.dir.clone(),
-        }
+        let db = self.db.clone();
+        let dir = self.dir.clone();
+        Flusher::new(move || {
+            db.flush()
+                .map(|_| ())
+                .map_err(sled_err("cannot flush the state log", &dir))
+        })
     }
 }

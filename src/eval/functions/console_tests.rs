@@ -5,10 +5,9 @@
 //! as the console renders values; every difference is reported at once.
 //!
 //! Left out on purpose: cases where Terraform panics (`indent(-1, ...)`), where the answer
-//! depends on Terraform's working directory, where HCL's parser normalizes strings to NFC
-//! (Cairn's parser does not), and the exact text of regular-expression syntax errors (Go's
-//! and Rust's regex engines word them differently; both are reported as the same kind of
-//! error).
+//! depends on Terraform's working directory, and the exact text of regular-expression syntax
+//! errors (Go's and Rust's regex engines word them differently; both are reported as the same
+//! kind of error).
 //!
 //! Expressions whose rendering depends on things outside the function library (Terraform
 //! prints a typed null as `tostring(null)`, Cairn's renderer as `null`) are compared after

@@ -1,4 +1,5 @@
 //! Encoding functions: jsonencode, jsondecode, yamlencode, yamldecode, base64encode, base64decode,
+//! base64gzip, rsadecrypt,
 //! textencodebase64, textdecodebase64, urlencode, csvdecode.
 //!
 //! JSON is written as Go's `encoding/json` writes it (Terraform's output is byte-for-byte the
@@ -42,6 +43,13 @@ pub(super) const DEFS: &[Def] = &[
         variadic: None,
         ret: Ret::From(super::ret_dynamic),
         imp: yamldecode,
+    },
+    Def {
+        name: "base64gzip",
+        params: &[p("str", P::Str)],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: base64gzip,
     },
     Def {
         name: "base64encode",
@@ -648,6 +656,40 @@ fn base64encode(a: Vec<Value>, _: &FunctionContext) -> Res {
     ))
 }
 
+/// `base64gzip(str)`: the string gzip-compressed, then Base64-encoded, laid out as Go's
+/// `compress/gzip` writes it for Terraform (write, flush, close): a 10-byte header with no
+/// name and mtime 0, the data compressed at the default level and ended by a sync flush, an
+/// empty final stored block, then CRC-32 and length. The compressed blocks come from
+/// miniz (flate2) rather than Go's compressor: for short strings the bytes are Terraform's
+/// exactly; for long ones the matches chosen may differ, but the stream always decompresses
+/// to the same string.
+fn base64gzip(a: Vec<Value>, _: &FunctionContext) -> Res {
+    use flate2::{Compress, Compression, FlushCompress};
+    let data = str_of(&a[0]).as_bytes();
+    let mut out: Vec<u8> = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    let mut z = Compress::new(Compression::default(), false);
+    let mut deflated = Vec::with_capacity(data.len() / 2 + 64);
+    loop {
+        let consumed = z.total_in() as usize;
+        deflated.reserve(data.len() + 64);
+        z.compress_vec(&data[consumed..], &mut deflated, FlushCompress::Sync)
+            .map_err(|e| call_err(e.to_string()))?;
+        // Done when everything went in and the flush left spare room in the buffer.
+        if z.total_in() as usize == data.len() && deflated.len() < deflated.capacity() {
+            break;
+        }
+    }
+    out.extend_from_slice(&deflated);
+    out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    Ok(Value::String(
+        base64::engine::general_purpose::STANDARD.encode(out),
+    ))
+}
+
 /// `base64decode(str)`: the decoded bytes, which must be UTF-8. Unknown → unknown.
 fn base64decode(a: Vec<Value>, _: &FunctionContext) -> Res {
     let text = str_of(&a[0]);
@@ -1246,5 +1288,35 @@ mod tests {
             vec![s("")],
             "Call to function \"csvdecode\" failed: missing header line.",
         );
+    }
+}
+
+#[cfg(test)]
+mod gzip_tests {
+    use super::*;
+    use std::io::Read as _;
+
+    /// Whatever blocks the compressor chose, the stream is a valid gzip member of the string.
+    #[test]
+    fn base64gzip_round_trips() {
+        let root = std::path::Path::new(".");
+        let ctx = FunctionContext {
+            module_dir: root,
+            root_dir: root,
+        };
+        for s in ["", "test", &"hello world ✓ ".repeat(500)] {
+            let Ok(Value::String(b64)) = base64gzip(vec![Value::String(s.to_string())], &ctx)
+            else {
+                panic!("base64gzip failed for {s:?}");
+            };
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .expect("base64");
+            let mut out = String::new();
+            flate2::read::GzDecoder::new(&bytes[..])
+                .read_to_string(&mut out)
+                .expect("gzip");
+            assert_eq!(out, s);
+        }
     }
 }

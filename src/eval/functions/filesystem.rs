@@ -1,8 +1,9 @@
 //! Filesystem functions: file, fileexists, filebase64, templatefile, file hashes (filemd5,
 //! filesha1, filesha256, filesha512, filebase64sha256, filebase64sha512) and the path
-//! functions abspath, dirname, basename.
+//! functions abspath, dirname, basename, pathexpand.
 //!
-//! Confinement: relative paths resolve against the module's directory, and no function may
+//! Confinement: relative paths resolve against the root module's directory (the working
+//! directory, as in Terraform), and no function may
 //! read outside the configuration's root directory (`FunctionContext::root_dir`). The check is
 //! made on the canonical path (symbolic links followed) when the file exists, and on the
 //! lexically normalized path otherwise, so neither `../` nor a link can escape.
@@ -22,8 +23,9 @@ use std::sync::OnceLock;
 /// Evaluates a template: `(source, variables, context) -> value or message`. The context is
 /// the calling module's, so filesystem functions inside the template stay confined to the
 /// same tree and resolve relative paths the same way.
+/// The fourth argument names the template's origin for messages (its path, as given).
 pub type TemplateEvaluator =
-    fn(&str, &BTreeMap<String, Value>, &FunctionContext) -> Result<Value, String>;
+    fn(&str, &BTreeMap<String, Value>, &FunctionContext, &str) -> Result<Value, String>;
 
 /// The template evaluator `templatefile` uses; set once by the expression evaluator.
 pub static TEMPLATE_EVALUATOR: OnceLock<TemplateEvaluator> = OnceLock::new();
@@ -116,6 +118,13 @@ pub(super) const DEFS: &[Def] = &[
         imp: abspath,
     },
     Def {
+        name: "pathexpand",
+        params: PATH,
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: pathexpand,
+    },
+    Def {
         name: "dirname",
         params: PATH,
         variadic: None,
@@ -150,14 +159,16 @@ fn normalize(path: &Path) -> PathBuf {
 
 /// Resolves `path` against the module directory and checks it stays inside the root.
 fn confined(ctx: &FunctionContext, path: &str) -> Result<PathBuf, Fail> {
-    let joined = ctx.module_dir.join(path);
+    // As in Terraform, a relative path is relative to the working directory, which is the
+    // root module's directory (`file("${path.module}/x")` in a child module).
+    let joined = ctx.root_dir.join(path);
     let root = ctx
         .root_dir
         .canonicalize()
         .unwrap_or_else(|_| normalize(ctx.root_dir));
     let resolved = joined
         .canonicalize()
-        .unwrap_or_else(|_| match ctx.module_dir.canonicalize() {
+        .unwrap_or_else(|_| match ctx.root_dir.canonicalize() {
             Ok(dir) => normalize(&dir.join(path)),
             Err(_) => normalize(&joined),
         });
@@ -313,9 +324,15 @@ fn templatefile(a: Vec<Value>, ctx: &FunctionContext) -> Res {
             "cannot recursively call templatefile from inside templatefile call",
         ));
     }
-    let result = eval(&src, &vars, ctx);
+    let result = eval(&src, &vars, ctx, str_of(&a[0]));
     IN_TEMPLATE.with(|c| c.set(false));
-    result.map_err(|m| call_err(format!("{}: {m}", str_of(&a[0]))))
+    result.map_err(|m| {
+        if m.starts_with("vars map does not contain key") {
+            arg_err(1, m)
+        } else {
+            call_err(format!("{}: {m}", str_of(&a[0])))
+        }
+    })
 }
 
 /// `fileset(path, pattern)`: the regular files under `path` whose paths relative to it
@@ -444,6 +461,27 @@ fn abspath(a: Vec<Value>, _: &FunctionContext) -> Res {
     ))
 }
 
+/// `pathexpand(path)`: a leading `~` (alone or before a `/`) becomes the user's home
+/// directory, as Terraform's go-homedir does (`$HOME`, else the password database); the
+/// result is cleaned as Go's `filepath.Join` cleans it. Other paths are returned unchanged;
+/// `~user/...` is an error.
+fn pathexpand(a: Vec<Value>, _: &FunctionContext) -> Res {
+    let path = str_of(&a[0]);
+    let Some(rest) = path.strip_prefix('~') else {
+        return Ok(Value::String(path.to_string()));
+    };
+    if !(rest.is_empty() || rest.starts_with('/') || rest.starts_with('\\')) {
+        return Err(call_err("cannot expand user-specific home dir"));
+    }
+    let home = std::env::home_dir()
+        .filter(|h| !h.as_os_str().is_empty())
+        .ok_or_else(|| call_err("cannot determine the home directory"))?;
+    Ok(Value::String(go_clean(&format!(
+        "{}/{rest}",
+        home.to_string_lossy()
+    ))))
+}
+
 /// Go's `filepath.Dir`: everything but the last element, cleaned; `.` when there is none.
 fn dirname(a: Vec<Value>, _: &FunctionContext) -> Res {
     let path = str_of(&a[0]);
@@ -522,24 +560,26 @@ mod tests {
         std::fs::write(module.join("bin"), [0xff, 0x00]).unwrap();
 
         let f = |name: &str, path: &str| in_dir(&root, &module, name, vec![s(path)]);
-        assert_eq!(f("file", "hello.txt"), Ok(s("Hello\n")));
-        assert_eq!(f("file", "../../top.txt"), Ok(s("top")));
-        assert_eq!(f("fileexists", "hello.txt"), Ok(b(true)));
+        // Relative paths are relative to the root module's directory, as in Terraform.
+        assert_eq!(f("file", "modules/m/hello.txt"), Ok(s("Hello\n")));
+        assert_eq!(f("file", "top.txt"), Ok(s("top")));
+        assert_eq!(f("file", "modules/m/../../top.txt"), Ok(s("top")));
+        assert_eq!(f("fileexists", "modules/m/hello.txt"), Ok(b(true)));
         assert_eq!(f("fileexists", "nope.txt"), Ok(b(false)));
-        assert_eq!(f("filebase64", "bin"), Ok(s("/wA=")));
+        assert_eq!(f("filebase64", "modules/m/bin"), Ok(s("/wA=")));
         assert_eq!(
-            f("filemd5", "hello.txt"),
+            f("filemd5", "modules/m/hello.txt"),
             Ok(s("09f7e02f1290be211da707a266f153b3"))
         );
-        let outside = f("file", "../../../secret.txt").unwrap_err();
+        let outside = f("file", "../secret.txt").unwrap_err();
         assert!(
             outside.starts_with(
-                "Invalid value for \"path\" parameter: \"../../../secret.txt\" is outside the \
+                "Invalid value for \"path\" parameter: \"../secret.txt\" is outside the \
                  configuration directory"
             ),
             "{outside}"
         );
-        assert!(f("fileexists", "../../../nope.txt").is_err());
+        assert!(f("fileexists", "../nope.txt").is_err());
         let abs = dir.path().join("secret.txt");
         assert!(f("file", abs.to_str().unwrap()).is_err());
         assert_eq!(
@@ -549,13 +589,13 @@ mod tests {
              source code, so if this file will be created by a resource in this configuration \
              you must instead obtain this result from an attribute of that resource."
         );
-        assert!(f("file", "bin")
+        assert!(f("file", "modules/m/bin")
             .unwrap_err()
             .contains("are not valid UTF-8"));
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink(dir.path().join("secret.txt"), module.join("link")).unwrap();
-            assert!(f("file", "link")
+            assert!(f("file", "modules/m/link")
                 .unwrap_err()
                 .contains("is outside the configuration"));
         }
@@ -603,37 +643,41 @@ mod tests {
         std::fs::create_dir_all(&module).unwrap();
         std::fs::write(
             module.join("t.tpl"),
-            "Hello ${name}!%{ for x in items } ${x}%{ endfor } ${file(\"part.txt\")}",
+            "Hello ${name}!%{ for x in items } ${x}%{ endfor } ${file(\"m/part.txt\")}",
         )
         .unwrap();
         std::fs::write(module.join("part.txt"), "part").unwrap();
         std::fs::write(dir.path().join("secret.txt"), "secret").unwrap();
-        std::fs::write(module.join("escape.tpl"), "${file(\"../../secret.txt\")}").unwrap();
+        std::fs::write(module.join("escape.tpl"), "${file(\"../secret.txt\")}").unwrap();
         let vars = obj(vec![("name", s("web")), ("items", strs(&["a", "b"]))]);
         let t =
             |path: &str, vars: Value| in_dir(&root, &module, "templatefile", vec![s(path), vars]);
-        assert_eq!(t("t.tpl", vars.clone()), Ok(s("Hello web! a b part")));
-        assert!(t("escape.tpl", obj(vec![]))
+        assert_eq!(t("m/t.tpl", vars.clone()), Ok(s("Hello web! a b part")));
+        assert!(t("m/escape.tpl", obj(vec![]))
             .unwrap_err()
             .contains("outside the configuration"));
         assert_eq!(
             t(
-                "t.tpl",
+                "m/t.tpl",
                 obj(vec![("name", unk(Type::String)), ("items", strs(&[]))])
             ),
             Ok(unk(Type::String))
         );
-        assert!(t("t.tpl", s("x"))
+        assert!(t("m/t.tpl", s("x"))
             .unwrap_err()
             .contains("invalid vars value"));
-        std::fs::write(module.join("self.tpl"), "${templatefile(\"self.tpl\", {})}").unwrap();
-        let err = t("self.tpl", obj(vec![])).unwrap_err();
+        std::fs::write(
+            module.join("self.tpl"),
+            "${templatefile(\"m/self.tpl\", {})}",
+        )
+        .unwrap();
+        let err = t("m/self.tpl", obj(vec![])).unwrap_err();
         assert!(
             err.contains("cannot recursively call templatefile from inside templatefile call"),
             "{err}"
         );
         // The guard is released afterwards.
-        assert_eq!(t("t.tpl", vars), Ok(s("Hello web! a b part")));
+        assert_eq!(t("m/t.tpl", vars), Ok(s("Hello web! a b part")));
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! Hash functions: md5, sha1, sha256, sha512, base64sha256, base64sha512, uuidv5.
+//! Hash functions: md5, sha1, sha256, sha512, base64sha256, base64sha512, uuidv5, bcrypt;
+//! and rsadecrypt.
 //!
 //! Hashes are of the string's UTF-8 bytes, written in lowercase hex (or Base64 for the
 //! `base64*` forms). Any unknown argument gives an unknown string.
 
-use super::{call_err, p, str_of, Def, FunctionContext, Res, Ret, P};
+use super::{arg_err, call_err, p, str_of, Def, FunctionContext, Res, Ret, P};
 use crate::value::Value;
 use base64::Engine as _;
 use md5::Digest as _;
@@ -60,7 +61,98 @@ pub(super) const DEFS: &[Def] = &[
         ret: Ret::Fixed(P::Str),
         imp: uuidv5,
     },
+    Def {
+        name: "bcrypt",
+        params: STR,
+        variadic: Some(p("cost", P::Num)),
+        ret: Ret::Fixed(P::Str),
+        imp: bcrypt,
+    },
+    Def {
+        name: "rsadecrypt",
+        params: &[p("ciphertext", P::Str), p("privatekey", P::Str)],
+        variadic: None,
+        ret: Ret::Fixed(P::Str),
+        imp: rsadecrypt,
+    },
 ];
+
+/// `bcrypt(str, cost?)`: a `$2a$` hash with a random salt, as Go's `x/crypto/bcrypt` makes
+/// it for Terraform: cost 10 by default, a cost below 4 means 10, above 31 is an error, and
+/// a password longer than 72 bytes is refused rather than truncated.
+fn bcrypt(a: Vec<Value>, _: &FunctionContext) -> Res {
+    if a.len() > 2 {
+        return Err(call_err("bcrypt() takes no more than two arguments"));
+    }
+    let cost = match a.get(1) {
+        None => 10,
+        Some(v) => {
+            let n = v
+                .as_number()
+                .and_then(|n| n.to_i64())
+                .ok_or_else(|| arg_err(1, "number must be a whole number"))?;
+            if n < 4 {
+                10
+            } else if n > 31 {
+                return Err(call_err(format!(
+                    "error occured generating password crypto/bcrypt: cost {n} is outside \
+                     allowed range (4,31)"
+                )));
+            } else {
+                n as u32
+            }
+        }
+    };
+    let password = str_of(&a[0]);
+    if password.len() > 72 {
+        return Err(call_err(
+            "error occured generating password bcrypt: password length exceeds 72 bytes",
+        ));
+    }
+    let parts = ::bcrypt::hash_with_result(password, cost)
+        .map_err(|e| call_err(format!("error occured generating password {e}")))?;
+    Ok(Value::String(
+        parts.format_for_version(::bcrypt::Version::TwoA),
+    ))
+}
+
+/// `rsadecrypt(ciphertext, privatekey)`: RSA PKCS #1 v1.5 decryption of Base64 ciphertext
+/// with a PEM private key (PKCS #1 `RSA PRIVATE KEY` or PKCS #8 `PRIVATE KEY`).
+fn rsadecrypt(a: Vec<Value>, _: &FunctionContext) -> Res {
+    use rsa::pkcs1::DecodeRsaPrivateKey as _;
+    use rsa::pkcs8::DecodePrivateKey as _;
+    let text = str_of(&a[0]);
+    let cipher = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|_| {
+            arg_err(
+                0,
+                format!(
+                    "failed to decode input {}: cipher text must be base64-encoded",
+                    crate::eval::convert::quote(text)
+                ),
+            )
+        })?;
+    let pem = str_of(&a[1]);
+    let key = rsa::RsaPrivateKey::from_pkcs1_pem(pem)
+        .or_else(|_| rsa::RsaPrivateKey::from_pkcs8_pem(pem))
+        .map_err(|_| {
+            arg_err(
+                1,
+                if pem.contains("-----BEGIN") {
+                    "invalid private key: not an RSA private key in PEM form".to_string()
+                } else {
+                    "invalid private key: ssh: no key found".to_string()
+                },
+            )
+        })?;
+    let plain = key
+        .decrypt(rsa::Pkcs1v15Encrypt, &cipher)
+        .map_err(|e| call_err(format!("failed to decrypt: {e}")))?;
+    String::from_utf8(plain)
+        .map(Value::String)
+        .map_err(|_| call_err("the decrypted text is not valid UTF-8"))
+}
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

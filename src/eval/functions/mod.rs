@@ -30,21 +30,20 @@
 //!   distinct element flatten index keys length lookup matchkeys merge one range reverse
 //!   setintersection setproduct setsubtract setunion slice sort sum transpose values zipmap
 //! - numeric: abs ceil floor log max min parseint pow signum
-//! - encoding: base64decode base64encode csvdecode jsondecode jsonencode textdecodebase64
-//!   textencodebase64 (Unicode, Latin-1, ASCII and Windows-1252 only) urlencode
-//!   yamldecode (`yaml.rs`) yamlencode
-//! - hashing: base64sha256 base64sha512 md5 sha1 sha256 sha512 uuidv5
+//! - encoding: base64decode base64encode base64gzip csvdecode jsondecode jsonencode
+//!   textdecodebase64 textencodebase64 (Unicode, Latin-1, ASCII and Windows-1252 only)
+//!   urlencode yamldecode (`yaml.rs`) yamlencode
+//! - hashing: base64sha256 base64sha512 bcrypt md5 rsadecrypt sha1 sha256 sha512 uuidv5
 //! - filesystem: abspath basename dirname file filebase64 filebase64sha256 filebase64sha512
-//!   fileexists filemd5 fileset filesha1 filesha256 filesha512 templatefile
+//!   fileexists filemd5 fileset filesha1 filesha256 filesha512 pathexpand templatefile
 //! - network: cidrhost cidrnetmask cidrsubnet cidrsubnets
 //! - types: tobool tolist tomap tonumber toset tostring
 //! - time: formatdate timeadd timecmp
 //! - misc: ephemeralasnull issensitive nonsensitive plantimestamp sensitive timestamp uuid
 //!
-//! `try`, `can` and `templatestring` are special forms of the evaluator, not functions here.
-//! Not provided: `base64gzip` (Terraform's output is Go's compressor's exact bytes),
-//! `bcrypt`, `rsadecrypt`, `pathexpand` (reads the user's home, which confinement forbids
-//! anyway) and the console-only `type`.
+//! `try`, `can` and `templatestring` are special forms of the evaluator, not functions here;
+//! the evaluator also resolves the `core::` namespace (`core::join` is `join`). Not provided:
+//! the console-only `type`.
 
 mod collections;
 #[cfg(test)]
@@ -70,9 +69,10 @@ pub use filesystem::{TemplateEvaluator, TEMPLATE_EVALUATOR};
 
 /// What a function may know of its surroundings: the confinement of filesystem functions.
 pub struct FunctionContext<'a> {
-    /// Relative paths are resolved against this directory (`path.module`).
+    /// The calling module's directory (`path.module`).
     pub module_dir: &'a Path,
-    /// Files outside this tree may not be read.
+    /// The root module's directory: relative paths are resolved against it (Terraform's
+    /// working directory), and files outside its tree may not be read.
     pub root_dir: &'a Path,
 }
 
@@ -738,6 +738,16 @@ mod tests {
             ("yamlencode", vec![obj(vec![("a", n(1))])]),
             ("yamldecode", vec![s("a: 1")]),
             ("base64encode", vec![s("a")]),
+            ("base64gzip", vec![s("a")]),
+            ("bcrypt", vec![s("a"), n(4)]),
+            ("pathexpand", vec![s("/a")]),
+            (
+                "rsadecrypt",
+                vec![
+                    s(include_str!("../../../fixtures/golden/rsa/cipher.b64")),
+                    s(include_str!("../../../fixtures/golden/rsa/key_pkcs1.pem")),
+                ],
+            ),
             ("base64decode", vec![s("YQ==")]),
             ("urlencode", vec![s("a b")]),
             ("textencodebase64", vec![s("a"), s("UTF-16LE")]),

@@ -1,0 +1,86 @@
+//! The language against Terraform itself: each directory under `fixtures/golden/language/`
+//! is a configuration with a `console.txt` holding expressions and what `terraform console`
+//! (1.11), run in that directory, printed for each (`== EXPR` then the output; an error
+//! flattened to `Error: summary: detail`). Each expression is piped into `cairn console` in a
+//! copy of the directory and must print the same.
+
+use super::check_cli_in;
+use std::path::{Path, PathBuf};
+
+/// `cairn console`'s boxed diagnostic flattened as the golden files hold Terraform's:
+/// `Error: summary: detail` (the snippet left out, detail lines joined).
+fn flatten(out: &str) -> String {
+    let lines: Vec<&str> = out
+        .lines()
+        .map(|l| l.trim_start_matches(['│', '╷', '╵']).trim())
+        .collect();
+    let Some(start) = lines.iter().position(|l| l.starts_with("Error: ")) else {
+        return out.trim_end().to_string();
+    };
+    let summary = &lines[start]["Error: ".len()..];
+    // The detail is the last paragraph of the box.
+    let body: Vec<&str> = lines[start + 1..]
+        .iter()
+        .take_while(|l| !l.starts_with("Error: ") && !l.starts_with("Warning: "))
+        .copied()
+        .collect();
+    let end = body
+        .iter()
+        .rposition(|l| !l.is_empty())
+        .map_or(0, |e| e + 1);
+    let begin = body[..end]
+        .iter()
+        .rposition(|l| l.is_empty())
+        .map_or(0, |b| b + 1);
+    format!("Error: {summary}: {}", body[begin..end].join(" "))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn language_matches_terraform_console() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/golden/language");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("fixtures/golden/language")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("console.txt").exists())
+        .collect();
+    cases.sort();
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for case in &cases {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(case, dir.path());
+        let golden = std::fs::read_to_string(case.join("console.txt")).unwrap();
+        for block in golden.split("\n== ").map(|b| b.trim_start_matches("== ")) {
+            let (expr, expected) = block.split_once('\n').unwrap_or((block, ""));
+            let (_, out, err) = check_cli_in(dir.path(), &["console"], &format!("{expr}\n"));
+            let got = flatten(&format!("{out}{err}"));
+            count += 1;
+            if got.trim_end() != expected.trim_end() {
+                failures.push(format!(
+                    "{}: {expr}\n  terraform: {expected}\n  cairn:     {got}",
+                    case.file_name().unwrap().to_string_lossy()
+                ));
+            }
+        }
+    }
+    assert!(count > 0, "no cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {count} differ from terraform console:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

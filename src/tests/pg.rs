@@ -1,0 +1,342 @@
+//! Team state on PostgreSQL, end to end on the real `cairn` binary against a real server
+//! (`state/tests/support/pgserver.rs`): the backend block with `-backend-config` and the
+//! environment, two working copies sharing one state, concurrent applies, a runner killed
+//! with SIGKILL, the server crashing mid-apply, and migration sled → PostgreSQL → sled.
+
+#[path = "../../state/tests/support/pgserver.rs"]
+mod pgserver;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A working copy: a directory with the configuration, sharing the sim store `sim`.
+struct Copy {
+    dir: tempfile::TempDir,
+    sim: std::path::PathBuf,
+    env: Vec<(String, String)>,
+}
+
+fn config(schema: Option<&str>, n: usize) -> String {
+    let mut tf = String::new();
+    if let Some(schema) = schema {
+        tf.push_str(&format!(
+            "terraform {{\n  backend \"pg\" {{\n    schema_name = \"{schema}\"\n  }}\n}}\n"
+        ));
+    }
+    for i in 0..n {
+        tf.push_str(&format!(
+            "resource \"sim_thing\" \"t{i}\" {{\n  name = \"t{i}\"\n}}\n"
+        ));
+    }
+    tf
+}
+
+impl Copy {
+    fn new(sim: &Path, tf: &str) -> Copy {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.tf"), tf).unwrap();
+        Copy {
+            dir,
+            sim: sim.to_path_buf(),
+            env: Vec::new(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env("SIM_STORE", &self.sim)
+            .env_remove("CAIRN_STATE_DIR")
+            .env_remove("CAIRN_LOG")
+            .env_remove("PG_CONN_STR")
+            .env_remove("PG_SCHEMA_NAME")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(args).output().expect("cairn runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.run(args);
+        assert_eq!(code, 0, "cairn {args:?}:\n{out}\n{err}");
+        out
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args).spawn().expect("cairn starts")
+    }
+
+    /// `history -json` without the timing fields (identical across stores).
+    fn history(&self) -> Vec<String> {
+        self.ok(&["history", "-json"])
+            .lines()
+            .map(|l| {
+                let j: serde_json::Value = serde_json::from_str(l).unwrap();
+                format!(
+                    "{} {} {} {}",
+                    j["id"], j["command"], j["outcome"], j["started"]
+                )
+            })
+            .collect()
+    }
+}
+
+/// How many objects the sim store holds.
+fn things(sim: &Path) -> usize {
+    std::fs::read_dir(sim.join("things/local"))
+        .map(|d| d.filter(|e| e.is_ok()).count())
+        .unwrap_or(0)
+}
+
+/// How many successful creates the sim provider made.
+fn creates(sim: &Path) -> usize {
+    std::fs::read_to_string(sim.join("calls.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"op\": \"create\"") && l.contains("\"ok\": true"))
+        .count()
+}
+
+fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn finish(child: Child) -> (i32, String, String) {
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn two_working_copies_share_one_state_and_secrets_stay_hidden() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("share");
+    let sim = tempfile::tempdir().unwrap();
+    let tf = config(Some(&schema), 3);
+    let a = Copy::new(sim.path(), &tf);
+    let conn = server.conn_str();
+    let flag = format!("-backend-config=conn_str={conn}");
+    let out = a.ok(&["init", &flag]);
+    assert!(out.contains(&format!("schema {schema}")), "{out}");
+    assert!(!out.contains(pgserver::PASSWORD), "{out}");
+    assert!(out.contains("postgres:****@127.0.0.1"), "{out}");
+    let out = a.ok(&["apply", "-auto-approve"]);
+    assert!(out.contains("3 added"), "{out}");
+    // The second copy takes its connection string from the environment.
+    let mut b = Copy::new(sim.path(), &tf);
+    b.env.push(("PG_CONN_STR".into(), conn.clone()));
+    b.ok(&["init"]);
+    let out = b.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(b.ok(&["state", "list"]), a.ok(&["state", "list"]));
+    assert_eq!(a.history(), b.history());
+    // No password anywhere a user or a log can see it.
+    for args in [
+        &["history", "-json"][..],
+        &["log"],
+        &["show", "-json"],
+        &["state", "pull"],
+    ] {
+        let (_, out, err) = b.run(args);
+        assert!(!out.contains(pgserver::PASSWORD), "{args:?}: {out}");
+        assert!(!err.contains(pgserver::PASSWORD), "{args:?}: {err}");
+    }
+    // A wrong password is an error that names the server, not the secret.
+    let mut c = Copy::new(sim.path(), &tf);
+    c.env.push((
+        "PG_CONN_STR".into(),
+        server.conn_str_as("postgres", "Wrong-Pw-77"),
+    ));
+    let (code, out, err) = c.run(&["init"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(
+        !err.contains("Wrong-Pw-77") && !out.contains("Wrong-Pw-77"),
+        "{err}"
+    );
+}
+
+#[test]
+fn concurrent_applies_wait_or_fail_naming_the_holder_and_lose_nothing() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("concurrent");
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(sim.path(), &config(Some(&schema), 6));
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.env.push(("SIM_LATENCY_MS".into(), "400".into()));
+    let mut b = Copy::new(sim.path(), &config(Some(&schema), 6));
+    b.env = a.env.clone();
+    a.ok(&["init"]);
+    b.ok(&["init"]);
+    let first = a.spawn(&["apply", "-auto-approve", "-parallelism=2"]);
+    wait_for(
+        "the first apply to start creating",
+        Duration::from_secs(30),
+        || creates(sim.path()) > 0 || sim.path().join("calls.jsonl").exists(),
+    );
+    // Without a timeout: fails at once, naming the holder and the way out.
+    let (code, _, err) = b.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is locked by"), "{err}");
+    assert!(err.contains("cairn apply"), "{err}");
+    assert!(err.contains("cairn force-unlock"), "{err}");
+    // With one: waits for the first, then finds nothing to do.
+    let (code, out, err) = b.run(&["apply", "-auto-approve", "-lock-timeout=120s"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (code, out, err) = finish(first);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("6 added"), "{out}");
+    assert_eq!(creates(sim.path()), 6);
+    assert_eq!(things(sim.path()), 6);
+    let out = b.ok(&["state", "check"]);
+    assert!(!out.contains("invariant"), "{out}");
+    assert_eq!(a.history().len(), 2);
+}
+
+#[test]
+fn a_runner_killed_mid_apply_is_recovered_from_the_other_copy() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("kill");
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(sim.path(), &config(Some(&schema), 4));
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.env.push(("SIM_LATENCY_MS".into(), "1500".into()));
+    let mut b = Copy::new(sim.path(), &config(Some(&schema), 4));
+    b.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.ok(&["init"]);
+    b.ok(&["init"]);
+    let mut runner = a.spawn(&["apply", "-auto-approve", "-parallelism=2"]);
+    wait_for("the first creates", Duration::from_secs(60), || {
+        creates(sim.path()) >= 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    runner.kill().unwrap(); // SIGKILL
+    runner.wait().unwrap();
+    // The lock died with the runner's session: the other copy goes ahead at once.
+    let (code, out, err) = b.run(&["apply", "-auto-approve", "-lock-timeout=20s"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(things(sim.path()), 4, "every object exactly once");
+    let out = b.ok(&["state", "list"]);
+    let objects = out.lines().filter(|l| l.starts_with("sim_thing.")).count();
+    assert_eq!(objects, 4, "{out}");
+    let out = b.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    b.ok(&["state", "check"]);
+}
+
+#[test]
+fn the_server_crashing_mid_apply_loses_no_outcome() {
+    let Some(mut server) = pgserver::start_or_skip(true) else {
+        return;
+    };
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(sim.path(), &config(Some("crash"), 6));
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.env.push(("SIM_LATENCY_MS".into(), "1500".into()));
+    a.ok(&["init"]);
+    // One call at a time: the second is under way when the server dies, the rest must not
+    // start.
+    let runner = a.spawn(&["apply", "-auto-approve", "-parallelism=1"]);
+    wait_for("the first creates", Duration::from_secs(60), || {
+        std::fs::read_to_string(sim.path().join("calls.jsonl"))
+            .unwrap_or_default()
+            .contains("\"op\": \"create\"")
+    });
+    server.pg_ctl_stop("immediate");
+    let (code, out, err) = finish(runner);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("No new operation starts"), "{err}");
+    assert!(err.contains("pg-journal"), "{err}");
+    let made = things(sim.path());
+    assert!(made < 6, "the run stopped starting operations: {made}");
+    server.launch().unwrap();
+    let (code, out, err) = a.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("event(s) kept in") || err.contains("event(s) kept in"),
+        "the user is told the journal was written back:\n{out}\n{err}"
+    );
+    assert_eq!(things(sim.path()), 6, "every object accounted for, once");
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    a.ok(&["state", "check"]);
+    assert!(!a.dir.path().join(".cairn/pg-journal").exists());
+}
+
+#[test]
+fn migration_sled_to_postgres_and_back_keeps_history() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("migrate");
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(sim.path(), &config(None, 3));
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    std::fs::write(a.dir.path().join("main.tf"), config(None, 2)).unwrap();
+    a.ok(&["apply", "-auto-approve"]);
+    let on_sled = a.history();
+    let log_sled = a.ok(&["log"]);
+    assert_eq!(on_sled.len(), 2);
+
+    // sled → PostgreSQL: init without -migrate-state refuses to leave the state behind.
+    std::fs::write(a.dir.path().join("main.tf"), config(Some(&schema), 2)).unwrap();
+    let (code, _, err) = a.run(&["init"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cairn init -migrate-state"), "{err}");
+    let out = a.ok(&["init", "-migrate-state"]);
+    assert!(
+        out.contains("verified (event count and checksum chain"),
+        "{out}"
+    );
+    assert!(!out.contains(pgserver::PASSWORD), "{out}");
+    assert_eq!(a.history(), on_sled);
+    assert_eq!(a.ok(&["log"]), log_sled);
+    assert!(a.ok(&["plan"]).contains("No changes."));
+
+    // A second copy into the same schema is refused: the target is not empty.
+    let mut other = Copy::new(sim.path(), &config(None, 1));
+    other.env = a.env.clone();
+    other.ok(&["apply", "-auto-approve"]);
+    std::fs::write(other.dir.path().join("main.tf"), config(Some(&schema), 1)).unwrap();
+    let (code, _, err) = other.run(&["init", "-migrate-state"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("migrates only into an empty state"), "{err}");
+
+    // PostgreSQL → sled.
+    std::fs::write(a.dir.path().join("main.tf"), config(None, 2)).unwrap();
+    a.ok(&["init", "-migrate-state"]);
+    assert!(!a.dir.path().join(".cairn/backend.json").exists());
+    assert_eq!(a.history(), on_sled);
+    assert_eq!(a.ok(&["log"]), log_sled);
+    assert!(a.ok(&["plan"]).contains("No changes."));
+}

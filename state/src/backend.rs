@@ -1,0 +1,397 @@
+//! Where a state lives: the local sled log (the default) or a PostgreSQL schema.
+//!
+//! `cairn init` resolves the `terraform { backend "pg" { … } }` block, `-backend-config`
+//! values and the environment into a [`Backend`] and records it in `<state dir>/backend.json`
+//! (mode 0600: it may hold the connection string given with `-backend-config`, as Terraform's
+//! `.terraform/terraform.tfstate` does). [`crate::Store::open`] reads that file; without one,
+//! the state is the sled log in the state directory. Values taken from the environment
+//! (`PG_CONN_STR`, `PG_SCHEMA_NAME`, …) are not written: they are read again at each open, so
+//! a password kept in the environment stays there.
+//!
+//! Secrets never leave this module in text meant for people: [`PgConfig::describe`] and
+//! [`redact`] print a connection string without its password.
+
+use crate::error::StateError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The file in the state directory that names the backend.
+pub const BACKEND_FILE: &str = "backend.json";
+
+/// Terraform's `pg` backend arguments, and the environment variable of each.
+pub const PG_ARGUMENTS: &[(&str, &str)] = &[
+    ("conn_str", "PG_CONN_STR"),
+    ("schema_name", "PG_SCHEMA_NAME"),
+    ("skip_schema_creation", "PG_SKIP_SCHEMA_CREATION"),
+    ("skip_table_creation", "PG_SKIP_TABLE_CREATION"),
+    ("skip_index_creation", "PG_SKIP_INDEX_CREATION"),
+];
+
+/// The default schema (Terraform's).
+pub const DEFAULT_SCHEMA: &str = "terraform_remote_state";
+
+/// A state's location.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Backend {
+    /// The sled log in the state directory.
+    Local,
+    /// A PostgreSQL schema.
+    Pg(PgSettings),
+}
+
+/// The `pg` backend's arguments as written in configuration, `-backend-config` or
+/// `backend.json`; any of them may be left to the environment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn_str: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_name: Option<String>,
+    #[serde(default)]
+    pub skip_schema_creation: bool,
+    #[serde(default)]
+    pub skip_table_creation: bool,
+    #[serde(default)]
+    pub skip_index_creation: bool,
+}
+
+/// A `pg` backend resolved against the environment: what a connection needs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PgConfig {
+    pub conn_str: String,
+    pub schema: String,
+    pub skip_schema_creation: bool,
+    pub skip_table_creation: bool,
+}
+
+impl std::fmt::Debug for PgConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl PgConfig {
+    /// The location for people: the connection string without its password, and the schema.
+    pub fn describe(&self) -> String {
+        format!(
+            "PostgreSQL {} (schema {})",
+            redact(&self.conn_str),
+            self.schema
+        )
+    }
+}
+
+fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" => Ok(true),
+        "false" | "0" | "" => Ok(false),
+        _ => Err(format!("{key} must be true or false, not {v:?}")),
+    }
+}
+
+impl PgSettings {
+    /// Sets one argument (from a `-backend-config=KEY=VALUE`, a file or the block).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "conn_str" => self.conn_str = Some(value.to_string()),
+            "schema_name" => self.schema_name = Some(value.to_string()),
+            "skip_schema_creation" => self.skip_schema_creation = parse_bool(key, value)?,
+            "skip_table_creation" => self.skip_table_creation = parse_bool(key, value)?,
+            "skip_index_creation" => self.skip_index_creation = parse_bool(key, value)?,
+            _ => {
+                return Err(format!(
+                    "the pg backend has no argument {key:?} (it takes {})",
+                    PG_ARGUMENTS
+                        .iter()
+                        .map(|(k, _)| *k)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves missing arguments from the environment (`env` looks a variable up).
+    pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<PgConfig, StateError> {
+        let get = |arg: &str| {
+            let var = PG_ARGUMENTS
+                .iter()
+                .find(|(k, _)| *k == arg)
+                .map(|(_, v)| *v);
+            var.and_then(env).filter(|v| !v.is_empty())
+        };
+        let conn_str = self
+            .conn_str
+            .clone()
+            .or_else(|| get("conn_str"))
+            .ok_or_else(|| StateError::Backend {
+                message: "the pg backend needs conn_str (in the backend block, \
+                          -backend-config=conn_str=… or PG_CONN_STR)"
+                    .into(),
+            })?;
+        let schema = self
+            .schema_name
+            .clone()
+            .or_else(|| get("schema_name"))
+            .unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
+        let flag = |set: bool, arg: &str| {
+            set || get(arg).is_some_and(|v| parse_bool(arg, &v).unwrap_or(false))
+        };
+        Ok(PgConfig {
+            conn_str,
+            schema,
+            skip_schema_creation: flag(self.skip_schema_creation, "skip_schema_creation"),
+            skip_table_creation: flag(self.skip_table_creation, "skip_table_creation"),
+        })
+    }
+}
+
+/// Reads `<dir>/backend.json` (none: the local sled log).
+pub fn read_backend(dir: &Path) -> Result<Backend, StateError> {
+    let path = dir.join(BACKEND_FILE);
+    match fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| StateError::Backend {
+            message: format!(
+                "{} is not a backend record ({e}); run `cairn init` again",
+                path.display()
+            ),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Backend::Local),
+        Err(e) => Err(StateError::io(format!("cannot read {}", path.display()), e)),
+    }
+}
+
+/// Records the backend in `<dir>/backend.json` (mode 0600); `Local` removes the file.
+pub fn write_backend(dir: &Path, backend: &Backend) -> Result<(), StateError> {
+    let path = dir.join(BACKEND_FILE);
+    if *backend == Backend::Local {
+        return match fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(StateError::io(
+                format!("cannot remove {}", path.display()),
+                e,
+            )),
+            _ => Ok(()),
+        };
+    }
+    fs::create_dir_all(dir)
+        .map_err(|e| StateError::io(format!("cannot create {}", dir.display()), e))?;
+    let text = serde_json::to_string_pretty(backend).unwrap_or_default();
+    let tmp: PathBuf = dir.join(format!("{BACKEND_FILE}.{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, &path)
+    };
+    write().map_err(|e| StateError::io(format!("cannot write {}", path.display()), e))
+}
+
+/// Parses `-backend-config` arguments: `KEY=VALUE` pairs, or files of `key = "value"` lines
+/// (HCL attributes with string or bool values, `#` comments). Later values win.
+pub fn parse_backend_config(
+    args: &[String],
+    base: &Path,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for arg in args {
+        let as_file = base.join(arg);
+        match arg.split_once('=') {
+            Some((k, v)) if !as_file.is_file() => {
+                out.insert(k.trim().to_string(), v.to_string());
+            }
+            _ => {
+                let text = fs::read_to_string(&as_file).map_err(|e| {
+                    format!("-backend-config={arg}: not KEY=VALUE and not a readable file ({e})")
+                })?;
+                for (n, line) in text.lines().enumerate() {
+                    let line = line.trim();
+                    if line.is_empty() || line.starts_with('#') || line.starts_with("//") {
+                        continue;
+                    }
+                    let Some((k, v)) = line.split_once('=') else {
+                        return Err(format!(
+                            "{}:{}:1: expected key = value",
+                            as_file.display(),
+                            n + 1
+                        ));
+                    };
+                    let v = v.trim();
+                    let v = match v.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+                        Some(inner) => inner.replace("\\\"", "\"").replace("\\\\", "\\"),
+                        None => v.to_string(),
+                    };
+                    out.insert(k.trim().to_string(), v);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A connection string with its password replaced by `****` (URL and `key=value` forms).
+pub fn redact(conn_str: &str) -> String {
+    let s = conn_str.trim();
+    if let Some(rest) = s
+        .strip_prefix("postgres://")
+        .map(|r| ("postgres://", r))
+        .or_else(|| {
+            s.strip_prefix("postgresql://")
+                .map(|r| ("postgresql://", r))
+        })
+    {
+        let (scheme, rest) = rest;
+        let (authority, tail) = match rest.find(['/', '?']) {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        let authority = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _)) => format!("{user}:****@{host}"),
+                None => format!("{userinfo}@{host}"),
+            },
+            None => authority.to_string(),
+        };
+        let tail = redact_query(tail);
+        return format!("{scheme}{authority}{tail}");
+    }
+    redact_key_values(s)
+}
+
+fn redact_query(tail: &str) -> String {
+    let Some((path, query)) = tail.split_once('?') else {
+        return tail.to_string();
+    };
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=****"),
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{path}?{}", parts.join("&"))
+}
+
+fn redact_key_values(s: &str) -> String {
+    // key = value pairs; values may be single-quoted with backslash escapes.
+    let mut out = String::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let trimmed = rest.trim_start();
+        out.push_str(&rest[..rest.len() - trimmed.len()]);
+        rest = trimmed;
+        let Some(eq) = rest.find('=') else {
+            out.push_str(rest);
+            break;
+        };
+        let key = rest[..eq].trim().to_string();
+        out.push_str(&rest[..=eq]);
+        rest = &rest[eq + 1..];
+        let trimmed = rest.trim_start();
+        out.push_str(&rest[..rest.len() - trimmed.len()]);
+        rest = trimmed;
+        let end = if rest.starts_with('\'') {
+            let mut i = 1;
+            let b = rest.as_bytes();
+            while i < b.len() && b[i] != b'\'' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            (i + 1).min(rest.len())
+        } else {
+            rest.find(char::is_whitespace).unwrap_or(rest.len())
+        };
+        if key.eq_ignore_ascii_case("password") {
+            out.push_str("****");
+        } else {
+            out.push_str(&rest[..end]);
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_in_both_forms() {
+        assert_eq!(
+            redact("postgres://cairn:s3cr%40t@db.example:5432/ops?sslmode=require"),
+            "postgres://cairn:****@db.example:5432/ops?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgresql://u@h/db?password=hunter2&sslmode=verify-full"),
+            "postgresql://u@h/db?password=****&sslmode=verify-full"
+        );
+        assert_eq!(
+            redact("host=h user=u password='a b\\' c' dbname=d"),
+            "host=h user=u password=**** dbname=d"
+        );
+        assert_eq!(redact("host=h password = x"), "host=h password = ****");
+    }
+
+    #[test]
+    fn environment_fills_what_the_block_leaves_out() {
+        let env = |k: &str| match k {
+            "PG_CONN_STR" => Some("postgres://u:pw@h/d".to_string()),
+            "PG_SKIP_SCHEMA_CREATION" => Some("true".to_string()),
+            _ => None,
+        };
+        let c = PgSettings::default().resolve(&env).unwrap();
+        assert_eq!(c.schema, DEFAULT_SCHEMA);
+        assert!(c.skip_schema_creation);
+        assert_eq!(
+            format!("{c:?}"),
+            "PostgreSQL postgres://u:****@h/d (schema terraform_remote_state)"
+        );
+        let mut s = PgSettings::default();
+        s.set("schema_name", "team").unwrap();
+        assert!(s
+            .set("bucket", "x")
+            .unwrap_err()
+            .contains("no argument \"bucket\""));
+        let err = s.resolve(&|_| None).unwrap_err().to_string();
+        assert!(err.contains("needs conn_str"), "{err}");
+    }
+
+    #[test]
+    fn backend_config_files_and_pairs() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("pg.hcl"),
+            "# team\nconn_str = \"postgres://u:pw@h/d\"\nschema_name = \"a\"\n",
+        )
+        .unwrap();
+        let got = parse_backend_config(
+            &["pg.hcl".to_string(), "schema_name=b".to_string()],
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(got["conn_str"], "postgres://u:pw@h/d");
+        assert_eq!(got["schema_name"], "b");
+        write_backend(dir.path(), &Backend::Pg(PgSettings::default())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dir.path().join(BACKEND_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            read_backend(dir.path()).unwrap(),
+            Backend::Pg(PgSettings::default())
+        );
+        write_backend(dir.path(), &Backend::Local).unwrap();
+        assert_eq!(read_backend(dir.path()).unwrap(), Backend::Local);
+    }
+}

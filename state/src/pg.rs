@@ -1,0 +1,1196 @@
+//! The event log on PostgreSQL: the state a team shares (`backend "pg"`).
+//!
+//! Schema (in the configured schema, default `terraform_remote_state`):
+//!
+//! ```text
+//! cairn_events       (seq bigint primary key, data bytea)  the log: rmp events, as in sled
+//! cairn_meta         (key text primary key, value text)    "lineage"
+//! cairn_checkpoints  (seq bigint primary key, data bytea)  a derived cache (checkpoint.rs format)
+//! cairn_lock         (lock_key, run_id, who, host, pid, command, since_ms, backend_pid)
+//! ```
+//!
+//! **Append-only.** `cairn_events` and `cairn_meta` refuse `UPDATE`, `DELETE` and `TRUNCATE`
+//! by a trigger, and the creating role revokes those privileges from itself and from PUBLIC.
+//! A least-privilege role needs only `SELECT, INSERT` on them (README, "State for teams").
+//!
+//! **Commits.** `append` buffers the encoded event and folds it into the snapshot; a flush
+//! writes every buffered event in one `INSERT … SELECT unnest(…)` statement (group commit:
+//! one round trip and one WAL flush for all writers waiting). Sequence numbers are assigned
+//! by the lock holder; the primary key refuses a second writer that lost the lock.
+//!
+//! **Locking.** A writer holds a session-level advisory lock (key derived from the schema
+//! name) for its whole run and writes a holder record (who, host, pid, command, since, run
+//! id). The lock dies with the session: a runner killed or cut off never leaves it behind.
+//! Readers take no lock: the log is append-only, so a prefix is always consistent.
+//!
+//! **Faults.** If a flush fails (server gone, connection killed), the store stops accepting
+//! that anything is durable: every later flush fails, so the engine starts no new operation.
+//! The events not known durable — among them the outcomes of provider calls that finished —
+//! are written to the local journal `<state dir>/pg-journal` (fsynced). The next writer that
+//! opens the log writes them to the database before anything else.
+//!
+//! All database work runs on a small tokio runtime owned by the store, so the store's
+//! blocking API can be called from any thread, inside or outside the engine's runtime.
+
+use crate::backend::PgConfig;
+use crate::check::{self, Violation};
+use crate::checkpoint;
+use crate::error::{LockHolder, StateError};
+use crate::event::{self, Event, EventBody, RunOutcome, RunSummary, CURRENT_VERSION};
+use crate::log::{
+    current_user, decode_record, new_lineage, now_ms, Clock, Flusher, OpenOptions, Peek,
+};
+use crate::log::{CHECKPOINT_EVERY, KEEP_CHECKPOINTS};
+use crate::snapshot::Snapshot;
+use crate::store::EventLog;
+use sha2::Digest;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_postgres::Client;
+
+/// The local journal of events a writer could not make durable in the database.
+pub const JOURNAL_FILE: &str = "pg-journal";
+
+/// A connection: a client and the runtime its I/O runs on.
+struct Conn {
+    rt: Option<tokio::runtime::Runtime>,
+    client: Arc<Client>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A database error as text: the server's message (and detail), or the client's error and
+/// its causes. Never the connection string.
+fn pg_message(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut m = db.message().to_string();
+        if let Some(d) = db.detail() {
+            m.push_str(&format!(" ({d})"));
+        }
+        return m;
+    }
+    let mut m = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        m.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    m
+}
+
+impl Conn {
+    fn connect(cfg: &PgConfig) -> Result<Conn, StateError> {
+        let fail = |m: String| StateError::Io {
+            context: format!("cannot connect to {}", cfg.describe()),
+            message: m,
+        };
+        let (pg, tls) = crate::pgtls::parse(&cfg.conn_str).map_err(fail)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("cairn-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| fail(e.to_string()))?;
+        // Never `block_on`: the caller may itself be on a runtime (the engine's).
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        rt.spawn(async move {
+            let connect = async {
+                match tls {
+                    None => {
+                        let (client, conn) = pg.connect(tokio_postgres::NoTls).await?;
+                        tokio::spawn(conn);
+                        Ok(client)
+                    }
+                    Some(tls) => {
+                        let (client, conn) = pg.connect(tls).await?;
+                        tokio::spawn(conn);
+                        Ok(client)
+                    }
+                }
+            };
+            let r = connect
+                .await
+                .map_err(|e: tokio_postgres::Error| pg_message(&e));
+            let _ = tx.send(r);
+        });
+        let client = rx
+            .recv()
+            .map_err(|_| fail("the connection task stopped".into()))?
+            .map_err(fail)?;
+        Ok(Conn {
+            rt: Some(rt),
+            client: Arc::new(client),
+        })
+    }
+
+    /// Runs `f` on the connection's runtime and waits for it (from any thread).
+    fn run<T, F, Fut>(&self, context: &str, f: F) -> Result<T, StateError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Client>) -> Fut,
+        Fut: Future<Output = Result<T, tokio_postgres::Error>> + Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let fut = f(self.client.clone());
+        let rt = self.rt.as_ref().expect("runtime until drop");
+        rt.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        match rx.recv() {
+            Ok(r) => r.map_err(|e| StateError::io(context.to_string(), pg_message(&e))),
+            Err(_) => Err(StateError::io(
+                context.to_string(),
+                "the connection is closed",
+            )),
+        }
+    }
+
+    fn execute(&self, context: &str, sql: String) -> Result<(), StateError> {
+        self.run(context, |c| async move { c.batch_execute(&sql).await })
+    }
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn key_of(purpose: &str, schema: &str) -> i64 {
+    let h = sha2::Sha256::digest(format!("cairn:{purpose}:{schema}").as_bytes());
+    i64::from_be_bytes(h[..8].try_into().expect("8 bytes"))
+}
+
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
+    // truncates, and we stop at the first NUL.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "unknown host".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_err()
+    {
+        let seed = format!("{}{}{:?}", now_ms(), std::process::id(), Instant::now());
+        bytes.copy_from_slice(&sha2::Sha256::digest(seed.as_bytes())[..16]);
+    }
+    let h: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// What the store and its flushers share.
+struct Shared {
+    /// Appended, not yet written to the database.
+    pending: Vec<(u64, Vec<u8>)>,
+    /// Why the database cannot be written any more (set by the first failed flush).
+    failed: Option<String>,
+    /// Events written to the local journal after a failure.
+    journaled: u64,
+}
+
+struct Writer {
+    conn: Arc<Conn>,
+    shared: Mutex<Shared>,
+    /// Held for a whole flush, so that flushes complete in order.
+    flushing: Mutex<()>,
+    insert_sql: String,
+    journal: PathBuf,
+}
+
+impl Writer {
+    fn flush(&self) -> Result<(), StateError> {
+        let _order = self.flushing.lock().expect("pg flush order");
+        let (batch, failed) = {
+            let mut sh = self.shared.lock().expect("pg shared");
+            (std::mem::take(&mut sh.pending), sh.failed.clone())
+        };
+        if let Some(why) = failed {
+            self.keep_in_journal(&batch)?;
+            return Err(self.failure(&why));
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        // The records move into the statement and come back with its outcome (no copy).
+        let (seqs, datas): (Vec<i64>, Vec<Vec<u8>>) =
+            batch.into_iter().map(|(s, d)| (s as i64, d)).unzip();
+        let sql = self.insert_sql.clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let client = self.conn.client.clone();
+        self.conn
+            .rt
+            .as_ref()
+            .expect("runtime until drop")
+            .spawn(async move {
+                let r = client.execute(&sql, &[&seqs, &datas]).await;
+                let _ = tx.send((r.map(|_| ()).map_err(|e| pg_message(&e)), seqs, datas));
+            });
+        let (result, seqs, datas) = match rx.recv() {
+            Ok(x) => x,
+            Err(_) => {
+                return Err(StateError::io(
+                    "cannot write to the state log",
+                    "the connection is closed",
+                ))
+            }
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let why = format!("cannot write to the state log: {e}");
+                self.shared.lock().expect("pg shared").failed = Some(why.clone());
+                let batch: Vec<(u64, Vec<u8>)> =
+                    seqs.into_iter().map(|s| s as u64).zip(datas).collect();
+                self.keep_in_journal(&batch)?;
+                Err(self.failure(&why))
+            }
+        }
+    }
+
+    fn failure(&self, why: &str) -> StateError {
+        let n = self.shared.lock().expect("pg shared").journaled;
+        StateError::Io {
+            context: "the state database failed".into(),
+            message: format!(
+                "{why}. No new operation starts. The {n} event(s) not yet in the database \
+                 (among them the outcomes of provider calls that finished) are kept in {}; the \
+                 next run that reaches the database writes them there before anything else",
+                self.journal.display()
+            ),
+        }
+    }
+
+    /// Appends records to the local journal and makes them durable.
+    fn keep_in_journal(&self, batch: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        for (seq, data) in batch {
+            buf.extend_from_slice(&seq.to_be_bytes());
+            buf.extend_from_slice(&(data.len() as u32).to_be_bytes());
+            buf.extend_from_slice(&crc32fast::hash(data).to_be_bytes());
+            buf.extend_from_slice(data);
+        }
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.journal)?;
+            f.write_all(&buf)?;
+            f.sync_all()
+        };
+        write().map_err(|e| {
+            StateError::io(
+                format!(
+                    "the state database failed and the local journal {} cannot be written",
+                    self.journal.display()
+                ),
+                e,
+            )
+        })?;
+        self.shared.lock().expect("pg shared").journaled += batch.len() as u64;
+        Ok(())
+    }
+}
+
+/// Reads a local journal: its intact records (a torn last record is ignored).
+fn read_journal(path: &Path) -> std::io::Result<Vec<(u64, Vec<u8>)>> {
+    let bytes = std::fs::read(path)?;
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 16 <= bytes.len() {
+        let seq = u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8"));
+        let len = u32::from_be_bytes(bytes[at + 8..at + 12].try_into().expect("4")) as usize;
+        let crc = u32::from_be_bytes(bytes[at + 12..at + 16].try_into().expect("4"));
+        let Some(data) = bytes.get(at + 16..at + 16 + len) else {
+            break;
+        };
+        if crc32fast::hash(data) != crc {
+            break;
+        }
+        out.push((seq, data.to_vec()));
+        at += 16 + len;
+    }
+    Ok(out)
+}
+
+/// An open state on PostgreSQL (one [`EventLog`]).
+pub struct PgLog {
+    cfg: PgConfig,
+    dir: PathBuf,
+    schema: String,
+    writer: Arc<Writer>,
+    snapshot: Snapshot,
+    write: bool,
+    lineage: String,
+    last_checkpoint: u64,
+    checkpoint_every: u64,
+    clock: Clock,
+    encode_buf: Vec<u8>,
+    lock: Option<(i64, String)>,
+    notices: Vec<String>,
+}
+
+fn table_sql(s: &str) -> String {
+    format!(
+        r#"
+CREATE TABLE IF NOT EXISTS {s}.cairn_events (seq bigint PRIMARY KEY CHECK (seq > 0), data bytea NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.cairn_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.cairn_checkpoints (seq bigint PRIMARY KEY, data bytea NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.cairn_lock (
+    lock_key bigint PRIMARY KEY, run_id text NOT NULL, who text NOT NULL, host text NOT NULL,
+    pid integer NOT NULL, command text NOT NULL, since_ms bigint NOT NULL,
+    backend_pid integer NOT NULL);
+CREATE OR REPLACE FUNCTION {s}.cairn_append_only() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+    RAISE EXCEPTION 'the Cairn state log is append-only: % on %.% is refused',
+        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege';
+END $f$;
+CREATE OR REPLACE TRIGGER cairn_events_append_only BEFORE UPDATE OR DELETE ON {s}.cairn_events
+    FOR EACH ROW EXECUTE FUNCTION {s}.cairn_append_only();
+CREATE OR REPLACE TRIGGER cairn_events_no_truncate BEFORE TRUNCATE ON {s}.cairn_events
+    FOR EACH STATEMENT EXECUTE FUNCTION {s}.cairn_append_only();
+CREATE OR REPLACE TRIGGER cairn_meta_append_only BEFORE UPDATE OR DELETE ON {s}.cairn_meta
+    FOR EACH ROW EXECUTE FUNCTION {s}.cairn_append_only();
+CREATE OR REPLACE TRIGGER cairn_meta_no_truncate BEFORE TRUNCATE ON {s}.cairn_meta
+    FOR EACH STATEMENT EXECUTE FUNCTION {s}.cairn_append_only();
+REVOKE UPDATE, DELETE, TRUNCATE ON {s}.cairn_events, {s}.cairn_meta FROM PUBLIC, CURRENT_USER;
+"#
+    )
+}
+
+impl PgLog {
+    /// Opens (with `write`, creating the schema and tables unless told not to, and taking the
+    /// lock) the log in `cfg`'s schema. `dir` is the local state directory (fault journal).
+    pub fn open(
+        cfg: &PgConfig,
+        dir: &Path,
+        opts: &OpenOptions,
+    ) -> Result<(PgLog, Vec<String>), StateError> {
+        Self::open_inner(cfg, dir, opts, None)
+    }
+
+    /// Opens read-only as the log was after event `upto`.
+    pub fn open_upto(
+        cfg: &PgConfig,
+        dir: &Path,
+        opts: &OpenOptions,
+        upto: u64,
+    ) -> Result<(PgLog, Vec<String>), StateError> {
+        let opts = OpenOptions {
+            write: false,
+            ..opts.clone()
+        };
+        Self::open_inner(cfg, dir, &opts, Some(upto))
+    }
+
+    fn open_inner(
+        cfg: &PgConfig,
+        dir: &Path,
+        opts: &OpenOptions,
+        upto: Option<u64>,
+    ) -> Result<(PgLog, Vec<String>), StateError> {
+        let conn = Arc::new(Conn::connect(cfg)?);
+        let s = quote_ident(&cfg.schema);
+        let exists: bool = {
+            let q = format!("{}.cairn_events", s);
+            conn.run("cannot read the state schema", |c| async move {
+                c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&q])
+                    .await
+                    .map(|r| r.get(0))
+            })?
+        };
+        if !exists {
+            if !opts.write {
+                return Err(StateError::NotFound {
+                    dir: PathBuf::from(cfg.describe()),
+                });
+            }
+            if cfg.skip_table_creation {
+                return Err(StateError::Backend {
+                    message: format!(
+                        "{} has no Cairn tables and skip_table_creation is set; create them \
+                         as the README's \"State for teams\" shows",
+                        cfg.describe()
+                    ),
+                });
+            }
+            let mut sql = format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({});",
+                key_of("setup", &cfg.schema)
+            );
+            if !cfg.skip_schema_creation {
+                sql.push_str(&format!("CREATE SCHEMA IF NOT EXISTS {s};"));
+            }
+            sql.push_str(&table_sql(&s));
+            sql.push_str("COMMIT;");
+            conn.execute(
+                &format!("cannot create the state tables in {}", cfg.describe()),
+                sql,
+            )?;
+        }
+        let writer = Arc::new(Writer {
+            conn: conn.clone(),
+            shared: Mutex::new(Shared {
+                pending: Vec::new(),
+                failed: None,
+                journaled: 0,
+            }),
+            flushing: Mutex::new(()),
+            insert_sql: format!(
+                "INSERT INTO {s}.cairn_events (seq, data) SELECT * FROM unnest($1::bigint[], $2::bytea[])"
+            ),
+            journal: dir.join(JOURNAL_FILE),
+        });
+        let mut log = PgLog {
+            cfg: cfg.clone(),
+            dir: dir.to_path_buf(),
+            schema: s,
+            writer,
+            snapshot: Snapshot::new(),
+            write: opts.write,
+            lineage: String::new(),
+            last_checkpoint: 0,
+            checkpoint_every: CHECKPOINT_EVERY,
+            clock: Box::new(now_ms),
+            encode_buf: Vec::new(),
+            lock: None,
+            notices: Vec::new(),
+        };
+        if opts.write {
+            log.acquire_lock(opts)?;
+        }
+        let mut warnings = log.load(upto)?;
+        log.lineage = log.read_lineage()?;
+        if opts.write {
+            if log.lineage.is_empty() {
+                log.lineage = new_lineage(dir);
+                log.insert_lineage()?;
+            }
+            if let Some(n) = log.recover_journal()? {
+                warnings.push(n.clone());
+                log.notices.push(n);
+            }
+        } else if let Ok(records) = read_journal(&dir.join(JOURNAL_FILE)) {
+            if !records.is_empty() {
+                warnings.push(format!(
+                    "{} event(s) of a run that lost its database connection are kept in {} \
+                     and not yet in the database; the next run that writes the state (apply, \
+                     refresh, …) writes them there first",
+                    records.len(),
+                    dir.join(JOURNAL_FILE).display()
+                ));
+            }
+        }
+        Ok((log, warnings))
+    }
+
+    fn conn(&self) -> &Conn {
+        &self.writer.conn
+    }
+
+    fn acquire_lock(&mut self, opts: &OpenOptions) -> Result<(), StateError> {
+        let key = key_of("lock", &self.cfg.schema);
+        let deadline = Instant::now() + opts.lock_timeout;
+        loop {
+            let got: bool = self
+                .conn()
+                .run("cannot take the state lock", |c| async move {
+                    c.query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                        .await
+                        .map(|r| r.get(0))
+                })?;
+            if got {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(StateError::LockedRemote {
+                    location: self.cfg.describe(),
+                    holder: read_holder(self.conn(), &self.schema, key)?,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let run_id = random_id();
+        let sql = format!(
+            "INSERT INTO {s}.cairn_lock AS l (lock_key, run_id, who, host, pid, command, since_ms, \
+             backend_pid) VALUES ($1, $2, $3, $4, $5, $6, $7, pg_backend_pid()) \
+             ON CONFLICT (lock_key) DO UPDATE SET run_id = excluded.run_id, who = excluded.who, \
+             host = excluded.host, pid = excluded.pid, command = excluded.command, \
+             since_ms = excluded.since_ms, backend_pid = excluded.backend_pid",
+            s = self.schema
+        );
+        let (id, who, host, pid, command, since) = (
+            run_id.clone(),
+            current_user(),
+            host_name(),
+            std::process::id() as i32,
+            opts.command.clone(),
+            now_ms() as i64,
+        );
+        self.conn()
+            .run("cannot write the lock holder record", |c| async move {
+                c.execute(&sql, &[&key, &id, &who, &host, &pid, &command, &since])
+                    .await
+                    .map(|_| ())
+            })?;
+        self.lock = Some((key, run_id));
+        Ok(())
+    }
+
+    /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it.
+    fn load(&mut self, upto: Option<u64>) -> Result<Vec<String>, StateError> {
+        let mut warnings = Vec::new();
+        let s = self.schema.clone();
+        let last: i64 = self.conn().run("cannot read the log", |c| async move {
+            c.query_one(
+                &format!("SELECT coalesce(max(seq), 0) FROM {s}.cairn_events"),
+                &[],
+            )
+            .await
+            .map(|r| r.get(0))
+        })?;
+        let last = last as u64;
+        if last == 0 {
+            return Ok(warnings);
+        }
+        let end = upto.map_or(last, |u| u.min(last));
+        let (snapshot, w) = self.newest_checkpoint(end)?;
+        warnings.extend(w);
+        self.snapshot = snapshot.unwrap_or_default();
+        self.last_checkpoint = self.snapshot.head;
+        for e in self.events_between(self.snapshot.head + 1, end)? {
+            self.snapshot.apply_owned(e);
+        }
+        Ok(warnings)
+    }
+
+    fn newest_checkpoint(&self, upto: u64) -> Result<(Option<Snapshot>, Vec<String>), StateError> {
+        let mut warnings = Vec::new();
+        let s = self.schema.clone();
+        let seqs: Vec<i64> = self.conn().run("cannot read checkpoints", |c| async move {
+            c.query(
+                &format!("SELECT seq FROM {s}.cairn_checkpoints WHERE seq <= $1 ORDER BY seq DESC"),
+                &[&(upto as i64)],
+            )
+            .await
+            .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+        })?;
+        for seq in seqs {
+            match self.read_checkpoint(seq as u64)? {
+                Ok(snap) => return Ok((Some(snap), warnings)),
+                Err(e) => warnings.push(format!(
+                    "checkpoint at {seq} is unreadable ({e}); skipped (it is rebuilt)"
+                )),
+            }
+        }
+        Ok((None, warnings))
+    }
+
+    fn read_checkpoint(&self, seq: u64) -> Result<Result<Snapshot, String>, StateError> {
+        let s = self.schema.clone();
+        let data: Vec<u8> = self
+            .conn()
+            .run("cannot read a checkpoint", |c| async move {
+                c.query_one(
+                    &format!("SELECT data FROM {s}.cairn_checkpoints WHERE seq = $1"),
+                    &[&(seq as i64)],
+                )
+                .await
+                .map(|r| r.get(0))
+            })?;
+        Ok(checkpoint::decode(&data).and_then(|snap| {
+            if snap.head == seq {
+                Ok(snap)
+            } else {
+                Err(format!("it holds the state at {}", snap.head))
+            }
+        }))
+    }
+
+    fn events_between(&self, from: u64, to: u64) -> Result<Vec<Event>, StateError> {
+        self.raw_between(from, to)?
+            .into_iter()
+            .map(|(seq, data)| decode_record(seq, &data))
+            .collect()
+    }
+
+    fn raw_between(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
+        if from > to {
+            return Ok(Vec::new());
+        }
+        let s = self.schema.clone();
+        let rows: Vec<(i64, Vec<u8>)> = self.conn().run("cannot read the log", |c| async move {
+            c.query(
+                &format!(
+                    "SELECT seq, data FROM {s}.cairn_events WHERE seq >= $1 AND seq <= $2 ORDER BY seq"
+                ),
+                &[&(from as i64), &(to as i64)],
+            )
+            .await
+            .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })?;
+        let mut expected = from;
+        let mut out = Vec::with_capacity(rows.len());
+        for (seq, data) in rows {
+            let seq = seq as u64;
+            if seq != expected {
+                return Err(StateError::Corrupt {
+                    seq: expected,
+                    detail: format!("the record is missing (the next record is {seq})"),
+                });
+            }
+            expected += 1;
+            out.push((seq, data));
+        }
+        if expected <= to {
+            return Err(StateError::Corrupt {
+                seq: expected,
+                detail: "the record is missing".into(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn read_lineage(&self) -> Result<String, StateError> {
+        let s = self.schema.clone();
+        self.conn().run("cannot read the lineage", |c| async move {
+            c.query_opt(
+                &format!("SELECT value FROM {s}.cairn_meta WHERE key IN ('lineage', 'lineage:migrated') ORDER BY key DESC LIMIT 1"),
+                &[],
+            )
+            .await
+            .map(|r| r.map(|r| r.get(0)).unwrap_or_default())
+        })
+    }
+
+    fn insert_lineage(&self) -> Result<(), StateError> {
+        let s = self.schema.clone();
+        let lineage = self.lineage.clone();
+        self.conn().run("cannot write the lineage", |c| async move {
+            c.execute(
+                &format!(
+                    "INSERT INTO {s}.cairn_meta (key, value) VALUES ('lineage', $1) \
+                     ON CONFLICT (key) DO NOTHING"
+                ),
+                &[&lineage],
+            )
+            .await
+            .map(|_| ())
+        })
+    }
+
+    /// Writes the events a run before this one kept in the local journal, first thing.
+    fn recover_journal(&mut self) -> Result<Option<String>, StateError> {
+        let path = self.dir.join(JOURNAL_FILE);
+        let records = match read_journal(&path) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StateError::io(format!("cannot read {}", path.display()), e)),
+        };
+        let total = records.len();
+        let head = self.snapshot.head;
+        // Records the database already has (a commit whose reply was lost) are skipped.
+        let first = records.first().map_or(head + 1, |r| r.0);
+        let stored: BTreeMap<u64, Vec<u8>> = if first <= head {
+            self.raw_between(first, head)?.into_iter().collect()
+        } else {
+            BTreeMap::new()
+        };
+        let missing: Vec<(u64, Vec<u8>)> = records
+            .into_iter()
+            .filter(|(seq, data)| stored.get(seq) != Some(data))
+            .collect();
+        let written = missing.len();
+        let contiguous = missing
+            .iter()
+            .enumerate()
+            .all(|(i, (seq, _))| *seq == head + 1 + i as u64);
+        if contiguous {
+            // Nobody wrote since: the events go in as they were, in their own run.
+            self.import_raw(&missing)?;
+        } else {
+            // Other runs wrote meanwhile: the outcomes go in as a run of their own.
+            let bodies: Vec<EventBody> = missing
+                .iter()
+                .filter_map(|(seq, data)| decode_record(*seq, data).ok())
+                .map(|e| e.body)
+                .filter(|b| {
+                    !matches!(
+                        b,
+                        EventBody::RunStarted { .. } | EventBody::RunFinished { .. }
+                    )
+                })
+                .collect();
+            self.begin_run("journal recovery", &[])?;
+            for b in bodies {
+                self.append(b)?;
+            }
+            self.finish_run(RunOutcome::Interrupted, RunSummary::default())?;
+        }
+        std::fs::remove_file(&path)
+            .map_err(|e| StateError::io(format!("cannot remove {}", path.display()), e))?;
+        Ok(Some(format!(
+            "wrote {written} of {total} event(s) kept in {} by a run that lost its database \
+             connection to the database{}",
+            path.display(),
+            if written < total {
+                " (the others were already there)"
+            } else {
+                ""
+            }
+        )))
+    }
+
+    fn write_checkpoint(&mut self) -> Result<(), StateError> {
+        let seq = self.snapshot.head;
+        if seq == 0 || seq == self.last_checkpoint {
+            return Ok(());
+        }
+        let data = checkpoint::encode(&self.snapshot)
+            .map_err(|e| StateError::io("cannot encode a checkpoint", e))?;
+        let s = self.schema.clone();
+        let keep = KEEP_CHECKPOINTS as i64;
+        self.conn()
+            .run("cannot write a checkpoint", |c| async move {
+                c.execute(
+                    &format!(
+                        "INSERT INTO {s}.cairn_checkpoints (seq, data) VALUES ($1, $2) \
+                     ON CONFLICT (seq) DO NOTHING"
+                    ),
+                    &[&(seq as i64), &data],
+                )
+                .await?;
+                c.execute(
+                    &format!(
+                        "DELETE FROM {s}.cairn_checkpoints WHERE seq NOT IN \
+                     (SELECT seq FROM {s}.cairn_checkpoints ORDER BY seq DESC LIMIT $1)"
+                    ),
+                    &[&keep],
+                )
+                .await
+                .map(|_| ())
+            })?;
+        self.last_checkpoint = seq;
+        Ok(())
+    }
+
+    fn checkpoint_seqs(&self) -> Result<Vec<u64>, StateError> {
+        let s = self.schema.clone();
+        self.conn().run("cannot read checkpoints", |c| async move {
+            c.query(
+                &format!("SELECT seq FROM {s}.cairn_checkpoints ORDER BY seq"),
+                &[],
+            )
+            .await
+            .map(|rows| rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
+        })
+    }
+}
+
+fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<Box<LockHolder>>, StateError> {
+    let sql = format!(
+        "SELECT l.run_id, l.who, l.host, l.pid, l.command, l.since_ms FROM {schema}.cairn_lock l \
+         WHERE l.lock_key = $1 AND l.backend_pid IN (SELECT pid FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+         AND classid::bigint = ($1 >> 32) & 4294967295 AND objid::bigint = $1 & 4294967295)"
+    );
+    conn.run("cannot read the lock holder record", |c| async move {
+        c.query_opt(&sql, &[&key]).await.map(|row| {
+            row.map(|r| {
+                Box::new(LockHolder {
+                    run_id: r.get(0),
+                    who: r.get(1),
+                    host: r.get(2),
+                    pid: r.get::<_, i32>(3) as u32,
+                    command: r.get(4),
+                    since_ms: r.get::<_, i64>(5) as u64,
+                })
+            })
+        })
+    })
+}
+
+/// Reads the events from `from` on, at most `max` (see [`crate::peek_events`]). A missing
+/// schema is [`StateError::NotFound`].
+pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
+    let conn = Conn::connect(cfg)?;
+    let s = quote_ident(&cfg.schema);
+    let table = format!("{s}.cairn_events");
+    let exists: bool = conn.run("cannot read the state schema", |c| async move {
+        c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+            .await
+            .map(|r| r.get(0))
+    })?;
+    if !exists {
+        return Err(StateError::NotFound {
+            dir: PathBuf::from(cfg.describe()),
+        });
+    }
+    let from = from.max(1);
+    let rows: Vec<(i64, Vec<u8>)> = conn.run("cannot read the log", |c| async move {
+        c.query(
+            &format!(
+                "SELECT seq, data FROM {s}.cairn_events WHERE seq >= $1 ORDER BY seq LIMIT $2"
+            ),
+            &[&(from as i64), &(max as i64)],
+        )
+        .await
+        .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    })?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (expected, (seq, data)) in (from..).zip(rows) {
+        if seq as u64 != expected {
+            return Err(StateError::Corrupt {
+                seq: expected,
+                detail: format!("the record is missing (the next record is {seq})"),
+            });
+        }
+        out.push(decode_record(expected, &data)?);
+    }
+    Ok(Peek::Events(out, Vec::new()))
+}
+
+/// `cairn force-unlock RUN_ID`: ends the database session of the run holding the lock of
+/// `cfg`'s schema, if its lock ID is `run_id`. Returns what was done.
+pub fn force_unlock(cfg: &PgConfig, run_id: &str) -> Result<String, StateError> {
+    let conn = Conn::connect(cfg)?;
+    let schema = quote_ident(&cfg.schema);
+    let key = key_of("lock", &cfg.schema);
+    let holder = read_holder(&conn, &schema, key)?;
+    let Some(h) = holder else {
+        return Err(StateError::Backend {
+            message: format!("the state in {} is not locked", cfg.describe()),
+        });
+    };
+    if h.run_id != run_id {
+        return Err(StateError::Backend {
+            message: format!(
+                "lock ID {run_id} does not hold the state in {}: it is held by {} on {} with \
+                 lock ID {}",
+                cfg.describe(),
+                h.who,
+                h.host,
+                h.run_id
+            ),
+        });
+    }
+    let sql = format!(
+        "SELECT pg_terminate_backend(backend_pid) FROM {schema}.cairn_lock WHERE lock_key = $1 \
+         AND run_id = $2"
+    );
+    let id = run_id.to_string();
+    let ended: Option<bool> = conn.run("cannot end the lock holder's session", |c| async move {
+        c.query_opt(&sql, &[&key, &id])
+            .await
+            .map(|r| r.map(|r| r.get(0)))
+    })?;
+    if ended != Some(true) {
+        return Err(StateError::Backend {
+            message: format!(
+                "the database did not end the session of lock ID {run_id} (the role may lack \
+                 the right to signal it)"
+            ),
+        });
+    }
+    Ok(format!(
+        "The lock {run_id} held by {} on {} (cairn {}) was released: its database session \
+         was ended.",
+        h.who, h.host, h.command
+    ))
+}
+
+impl Drop for PgLog {
+    fn drop(&mut self) {
+        if self.write {
+            let _ = self.writer.flush();
+        }
+        if let Some((key, run_id)) = self.lock.take() {
+            let sql = format!(
+                "DELETE FROM {}.cairn_lock WHERE lock_key = $1 AND run_id = $2",
+                self.schema
+            );
+            let _ = self
+                .conn()
+                .run("cannot release the state lock", |c| async move {
+                    c.execute(&sql, &[&key, &run_id]).await?;
+                    c.execute("SELECT pg_advisory_unlock($1)", &[&key])
+                        .await
+                        .map(|_| ())
+                });
+        }
+    }
+}
+
+impl EventLog for PgLog {
+    fn append(&mut self, body: EventBody) -> Result<u64, StateError> {
+        if !self.write {
+            return Err(StateError::ReadOnly);
+        }
+        let seq = self.snapshot.head + 1;
+        let run = match body {
+            EventBody::RunStarted { .. } => seq,
+            _ => self.snapshot.open_run.unwrap_or(0),
+        };
+        let event = Event {
+            seq,
+            version: CURRENT_VERSION,
+            time_ms: (self.clock)(),
+            run,
+            body,
+        };
+        event::encode_into(&event, &mut self.encode_buf);
+        self.writer
+            .shared
+            .lock()
+            .expect("pg shared")
+            .pending
+            .push((seq, self.encode_buf.clone()));
+        self.snapshot.apply_owned(event);
+        Ok(seq)
+    }
+
+    fn commit(&mut self) -> Result<(), StateError> {
+        if !self.write {
+            return Ok(());
+        }
+        self.writer.flush()?;
+        let due = self
+            .checkpoint_every
+            .max(self.snapshot.resources.len() as u64);
+        if self.snapshot.head - self.last_checkpoint >= due {
+            self.write_checkpoint()?;
+        }
+        Ok(())
+    }
+
+    fn flusher(&self) -> Flusher {
+        let w = self.writer.clone();
+        Flusher::new(move || w.flush())
+    }
+
+    fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn location(&self) -> String {
+        self.cfg.describe()
+    }
+
+    fn is_writable(&self) -> bool {
+        self.write
+    }
+
+    fn lineage(&self) -> String {
+        self.lineage.clone()
+    }
+
+    fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    fn set_checkpoint_every(&mut self, n: u64) {
+        self.checkpoint_every = n.max(1);
+    }
+
+    fn events(&self, from: u64) -> Result<Vec<Event>, StateError> {
+        self.events_between(from.max(1), self.snapshot.head)
+    }
+
+    fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
+        self.raw_between(from, to)
+    }
+
+    fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
+        if !self.write {
+            return Err(StateError::ReadOnly);
+        }
+        self.writer.flush()?;
+        let mut events = Vec::with_capacity(records.len());
+        for (i, (seq, bytes)) in records.iter().enumerate() {
+            let want = self.snapshot.head + 1 + i as u64;
+            if *seq != want {
+                return Err(StateError::Corrupt {
+                    seq: *seq,
+                    detail: format!("expected record {want}"),
+                });
+            }
+            events.push(decode_record(*seq, bytes)?);
+        }
+        // One transaction: all of it or nothing.
+        let sql = self.writer.insert_sql.clone();
+        let chunks: Vec<(Vec<i64>, Vec<Vec<u8>>)> = records
+            .chunks(20_000)
+            .map(|c| {
+                (
+                    c.iter().map(|(s, _)| *s as i64).collect(),
+                    c.iter().map(|(_, d)| d.clone()).collect(),
+                )
+            })
+            .collect();
+        self.conn()
+            .run("cannot copy into the state log", |c| async move {
+                c.batch_execute("BEGIN").await?;
+                for (seqs, datas) in chunks {
+                    if let Err(e) = c.execute(&sql, &[&seqs, &datas]).await {
+                        let _ = c.batch_execute("ROLLBACK").await;
+                        return Err(e);
+                    }
+                }
+                c.batch_execute("COMMIT").await
+            })?;
+        for e in events {
+            self.snapshot.apply_owned(e);
+        }
+        self.commit()
+    }
+
+    fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
+        if !self.write {
+            return Err(StateError::ReadOnly);
+        }
+        // An empty log's lineage row was made by its first open; the log is append-only, so
+        // the copied lineage goes in a row of its own that takes precedence.
+        let existing = self.read_lineage()?;
+        if !existing.is_empty() && existing != lineage && self.snapshot.head > 0 {
+            return Err(StateError::Backend {
+                message: "the lineage of a state with events cannot change".into(),
+            });
+        }
+        let s = self.schema.clone();
+        let l = lineage.to_string();
+        self.conn()
+            .run("cannot write the lineage", |c| async move {
+                c.execute(
+                    &format!(
+                        "INSERT INTO {s}.cairn_meta (key, value) VALUES ('lineage:migrated', $1) \
+                     ON CONFLICT (key) DO NOTHING"
+                    ),
+                    &[&l],
+                )
+                .await
+                .map(|_| ())
+            })?;
+        self.lineage = lineage.to_string();
+        Ok(())
+    }
+
+    fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError> {
+        let head = self.snapshot.head;
+        if seq > head {
+            return Err(StateError::OutOfRange { seq, head });
+        }
+        if seq == head {
+            return Ok(self.snapshot.clone());
+        }
+        let mut s = self.newest_checkpoint(seq)?.0.unwrap_or_default();
+        for e in self.events_between(s.head + 1, seq)? {
+            s.apply_owned(e);
+        }
+        Ok(s)
+    }
+
+    fn checkpoint(&mut self) -> Result<(), StateError> {
+        if !self.write {
+            return Err(StateError::ReadOnly);
+        }
+        self.commit()?;
+        self.write_checkpoint()
+    }
+
+    fn clear_checkpoints(&mut self) -> Result<(), StateError> {
+        if !self.write {
+            return Err(StateError::ReadOnly);
+        }
+        let s = self.schema.clone();
+        self.conn()
+            .run("cannot delete checkpoints", |c| async move {
+                c.execute(&format!("DELETE FROM {s}.cairn_checkpoints"), &[])
+                    .await
+                    .map(|_| ())
+            })?;
+        self.last_checkpoint = 0;
+        self.commit()
+    }
+
+    fn check(&self) -> Vec<Violation> {
+        let mut checker = check::LogChecker::new();
+        let seqs = self.checkpoint_seqs().unwrap_or_default();
+        let checkpoints: BTreeMap<u64, Result<Snapshot, String>> = seqs
+            .into_iter()
+            .map(|s| {
+                let r = self
+                    .read_checkpoint(s)
+                    .unwrap_or_else(|e| Err(e.to_string()));
+                (s, r)
+            })
+            .collect();
+        checker.expect_checkpoints(&checkpoints);
+        let s = self.schema.clone();
+        let rows: Result<Vec<(i64, Vec<u8>)>, StateError> =
+            self.conn().run("cannot read the log", |c| async move {
+                c.query(
+                    &format!("SELECT seq, data FROM {s}.cairn_events ORDER BY seq"),
+                    &[],
+                )
+                .await
+                .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+            });
+        let rows = match rows {
+            Ok(r) => r,
+            Err(e) => {
+                checker.unreadable(1, &e.to_string());
+                return checker.finish(&self.snapshot);
+            }
+        };
+        let mut expected = 1;
+        for (seq, data) in rows {
+            let seq = seq as u64;
+            if seq > self.snapshot.head {
+                checker.beyond_head(seq);
+                continue;
+            }
+            if seq != expected {
+                checker.gap(expected, seq);
+            }
+            expected = seq + 1;
+            checker.record(seq, event::decode(&data).map_err(|e| e.to_string()));
+        }
+        if expected <= self.snapshot.head {
+            checker.gap(expected, self.snapshot.head + 1);
+        }
+        checker.finish(&self.snapshot)
+    }
+
+    fn notices(&self) -> Vec<String> {
+        self.notices.clone()
+    }
+}
