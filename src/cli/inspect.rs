@@ -71,9 +71,11 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
     if a.ui.json {
         let values = inspection.values();
         let diagnostics: Vec<J> = report.diags.iter().map(|d| map.to_json(d)).collect();
+        // Everything but the resources as one tree; the resources (the bulk) are rendered
+        // on all cores, one at a time, straight to text, and put in its place.
         let doc = json!({
             "format_version": FORMAT_VERSION,
-            "resources": instances.iter().map(|i| resource_json(config, i)).collect::<Vec<_>>(),
+            "resources": "@RESOURCES@",
             "outputs": outputs_json(config, &values),
             "locals": locals_json(config, &values),
             "variables": variables_json(config, &values),
@@ -83,6 +85,8 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
         });
         drop(values);
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        let resources = resources_text(config, &instances);
+        let text = text.replacen("\"@RESOURCES@\"", &resources, 1);
         ctx.out(&format!("{text}\n"));
         if !report.diags.is_empty() {
             ctx.report(map, &report.diags, a.ui.no_color);
@@ -97,6 +101,45 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
     }
     super::run_cmds::exit_without_drop((instances, inspection, report.config));
     Exit::Ok
+}
+
+/// The `resources` array as pretty JSON text at the document's second level, exactly as
+/// `serde_json::to_string_pretty` of the whole document would write it. Each resource's JSON
+/// tree lives only while it is written, and long lists are cut into one run per core.
+fn resources_text(config: &Config, instances: &[Inspected]) -> String {
+    if instances.is_empty() {
+        return "[]".to_string();
+    }
+    let render = |run: &[Inspected]| {
+        let mut out = String::with_capacity(run.len() * 1024);
+        for i in run {
+            let text = serde_json::to_string_pretty(&resource_json(config, i)).unwrap_or_default();
+            out.push_str("    ");
+            out.push_str(&text.replace('\n', "\n    "));
+            out.push_str(",\n");
+        }
+        out
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runs = threads.min(instances.len() / 1024).max(1);
+    let size = instances.len().div_ceil(runs);
+    let parts: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = instances
+            .chunks(size)
+            .map(|run| scope.spawn(move || render(run)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut out = String::from("[\n");
+    for p in parts {
+        out.push_str(&p);
+    }
+    out.truncate(out.len() - 2);
+    out.push_str("\n  ]");
+    out
 }
 
 /// `{"file", "line", "column"}` of the start of a span.

@@ -380,6 +380,11 @@ pub fn expansion_lenient(
         return (Expansion::Unknown, Diagnostics::new());
     }
     match expansion(ctx, module, file, count, for_each, what) {
+        Ok(Expansion::ForEach(m))
+            if for_each.is_some_and(|e| ctx.refers_to_open(module, file, e)) =>
+        {
+            (Expansion::ForEachOpen(m), Diagnostics::new())
+        }
         Ok(e) => (e, Diagnostics::new()),
         Err(d) => (Expansion::Unknown, d),
     }

@@ -22,6 +22,9 @@ pub enum Expansion {
     Count(usize),
     /// `for_each`: keys and their `each.value`.
     ForEach(BTreeMap<String, Value>),
+    /// `for_each` over open values (`inspect`, e.g. `for_each = aws_subnet.private`):
+    /// as `ForEach`, and `each.value` is open (`Scope::is_open`).
+    ForEachOpen(BTreeMap<String, Value>),
     /// `count` or `for_each` not known (or failed) in `inspect`: one instance, without a key,
     /// whose `count.index` / `each.*` are unknown; references to the whole are unknown.
     Unknown,
@@ -33,7 +36,7 @@ impl Expansion {
         match self {
             Expansion::Single | Expansion::Unknown => vec![None],
             Expansion::Count(n) => (0..*n as i64).map(|i| Some(InstanceKey::Int(i))).collect(),
-            Expansion::ForEach(m) => m
+            Expansion::ForEach(m) | Expansion::ForEachOpen(m) => m
                 .keys()
                 .map(|k| Some(InstanceKey::Str(k.clone())))
                 .collect(),
@@ -45,6 +48,9 @@ impl Expansion {
             (Expansion::Count(_), Some(InstanceKey::Int(i))) => Repetition::Count(*i),
             (Expansion::ForEach(m), Some(InstanceKey::Str(k))) => {
                 Repetition::Each(k.clone(), m.get(k).cloned().unwrap_or_else(Value::null))
+            }
+            (Expansion::ForEachOpen(m), Some(InstanceKey::Str(k))) => {
+                Repetition::EachOpen(k.clone(), m.get(k).cloned().unwrap_or_else(Value::null))
             }
             (Expansion::Unknown, _) => Repetition::Unknown,
             _ => Repetition::None,
@@ -60,6 +66,8 @@ pub enum Repetition {
     Each(String, Value),
     /// An instance of unknown expansion: `count.index`, `each.key` and `each.value` unknown.
     Unknown,
+    /// `Each` whose `each.value` is open (`Expansion::ForEachOpen`).
+    EachOpen(String, Value),
 }
 
 /// A resource's (or data source's) instances and their values.
@@ -84,7 +92,7 @@ impl ResourceValues {
                 .unwrap_or_else(Value::unknown),
             Expansion::Unknown => Value::unknown(),
             Expansion::Count(_) => Value::Tuple(self.instances.values().cloned().collect()),
-            Expansion::ForEach(_) => Value::Object(
+            Expansion::ForEach(_) | Expansion::ForEachOpen(_) => Value::Object(
                 self.instances
                     .iter()
                     .filter_map(|(k, v)| match k {
@@ -201,7 +209,7 @@ impl Values {
             Expansion::Count(_) => {
                 Value::Tuple(expansion.keys().into_iter().map(outputs_of).collect())
             }
-            Expansion::ForEach(m) => Value::Object(
+            Expansion::ForEach(m) | Expansion::ForEachOpen(m) => Value::Object(
                 m.keys()
                     .map(|k| (k.clone(), outputs_of(Some(InstanceKey::Str(k.clone())))))
                     .collect(),
@@ -273,7 +281,7 @@ impl Scope for InstanceScope<'_> {
                 )),
             },
             Subject::EachKey | Subject::EachValue => match self.repetition {
-                Repetition::Each(k, val) => {
+                Repetition::Each(k, val) | Repetition::EachOpen(k, val) => {
                     Ok(if *subject == Subject::EachKey { Value::string(k.clone()) } else { val.clone() })
                 }
                 Repetition::Unknown => Ok(if *subject == Subject::EachKey { Value::Unknown(Type::String) } else { Value::unknown() }),
@@ -320,6 +328,7 @@ impl Scope for InstanceScope<'_> {
                 .values
                 .resource(self.module, &(*mode, type_.clone(), name.clone()))
                 .is_some_and(|r| r.schemaless),
+            Subject::EachValue => matches!(self.repetition, Repetition::EachOpen(..)),
             Subject::Local(n) => self
                 .values
                 .open

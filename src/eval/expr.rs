@@ -1079,6 +1079,7 @@ impl<'a> Evaluator<'a> {
 
     /// A template whose literals may span lines (`lines`: a heredoc or a bare template), where
     /// strip markers trim only the line next to them (see `heredoc`).
+    /// `span` is the template's, for the error when its result is beyond the size bound.
     fn template_in(&mut self, t: &Template, lines: bool, span: Option<Range<usize>>) -> R {
         let elements: Vec<&Element> = t.iter().collect();
         if let [Element::Interpolation(i)] = elements.as_slice() {
