@@ -11,6 +11,7 @@ pub mod engine;
 pub mod eval;
 pub mod plan;
 pub mod provider;
+pub mod ui;
 pub mod value;
 
 pub use cairn_state as state;

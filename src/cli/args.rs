@@ -81,6 +81,18 @@ pub enum Command {
     Version(VersionArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Serve a read-only web view of the history, the state and plans on 127.0.0.1.
+    Ui(UiServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UiServeArgs {
+    /// The port to listen on (default: one the system chooses).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// A saved plan (`plan -out=FILE`) to show with its graph (repeatable).
+    #[arg(long = "plan", value_name = "FILE")]
+    pub plan: Vec<PathBuf>,
 }
 
 /// Input variables, `-var` and `-var-file`, shared by every command that evaluates.

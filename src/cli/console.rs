@@ -35,7 +35,7 @@ pub fn console(ctx: &Context, _a: &ConsoleArgs, vars: Vec<crate::config::VarArg>
         state_dir: ctx.state_dir.clone(),
     };
     let opts = engine_options(&req, "console");
-    let report = match block_on(ctx, opts.stop.clone(), crate::engine::inspect(&opts)) {
+    let report = match block_on(ctx, &opts, crate::engine::inspect(&opts)) {
         Ok(r) => r,
         Err(d) => return ctx.fail(d, false),
     };

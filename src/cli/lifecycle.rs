@@ -231,12 +231,18 @@ pub fn engine_options(req: &RunRequest, command: &str) -> engine::Options {
     o
 }
 
-/// Runs an engine future on a runtime of its own. Ctrl-C sets `stop`: the engine starts no new
-/// step, lets running ones finish and record their outcome. The signal task is aborted and
-/// awaited before returning (no detached task).
+/// Runs an engine future on a runtime of its own, watching SIGINT (Ctrl-C) and SIGTERM (what
+/// a CI runner sends).
+///
+/// The first signal sets `opts.stop` and notifies `opts.interrupted`: the engine starts no new
+/// step, tells every configured provider to stop, and records the outcome of every step that
+/// was running. A second signal abandons the steps still running: the engine future is dropped
+/// (its tasks cancelled, the store closed and its lock released) and an error says so; the
+/// operations those steps had started were recorded before their provider calls, so they stay
+/// pending and the next run resolves them. The signal watcher never outlives this call.
 pub fn block_on<F: std::future::Future>(
     ctx: &Context,
-    stop: Arc<AtomicBool>,
+    opts: &engine::Options,
     f: F,
 ) -> Result<F::Output, Diagnostic> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -249,21 +255,86 @@ pub fn block_on<F: std::future::Future>(
             )
         })?;
     let stderr = ctx.stderr.clone();
-    Ok(rt.block_on(async move {
+    let stop = opts.stop.clone();
+    let interrupted = opts.interrupted.clone();
+    let out = rt.block_on(async move {
+        // The watcher is a task of its own, so that a signal is seen (the stop flag set, the
+        // message printed) even while this thread waits in the approval prompt.
+        let (second_tx, second_rx) = tokio::sync::oneshot::channel();
+        let mut signals = Signals::new();
         let watcher = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.store(true, Ordering::SeqCst);
-                super::output::write_to(
-                    &stderr,
-                    "\nInterrupt received: no new steps start; steps already running finish and are recorded.\n",
-                );
-            }
+            let first = signals.next().await;
+            stop.store(true, Ordering::SeqCst);
+            interrupted.notify_one();
+            super::output::write_to(
+                &stderr,
+                &format!(
+                    "\n{} received: no new steps start, providers are told to stop, and steps already running are recorded. Send it again to abandon them.\n",
+                    capitalized(first)
+                ),
+            );
+            let _ = second_tx.send(signals.next().await);
         });
-        let out = f.await;
+        let out = tokio::select! {
+            out = f => Ok(out),
+            Ok(second) = second_rx => Err(second),
+        };
         watcher.abort();
         let _ = watcher.await;
         out
-    }))
+    });
+    // Every task the engine spawned was joined; blocking work a stopped provider call left
+    // behind (a latency sleep) has no one waiting for it, and the process does not wait either.
+    rt.shutdown_background();
+    match out {
+        Ok(out) => Ok(out),
+        Err(second) => {
+            Err(Diagnostic::error(
+                "Run abandoned",
+                format!("A second {second} abandoned the steps still running. The operations they had started are recorded as pending in the state; the next run resolves them."),
+            ))
+        }
+    }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// SIGINT and SIGTERM, as one stream of names ("interrupt", "termination signal").
+struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        use tokio::signal::unix::{signal, SignalKind};
+        Signals {
+            int: signal(SignalKind::interrupt()).ok(),
+            term: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    async fn next(&mut self) -> &'static str {
+        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    if s.recv().await.is_none() {
+                        std::future::pending::<()>().await
+                    }
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        tokio::select! {
+            _ = recv(&mut self.int) => "interrupt",
+            _ = recv(&mut self.term) => "termination signal",
+        }
+    }
 }
 
 /// The engine's notes (recovered pending operations, repaired state) as warnings.
@@ -281,6 +352,13 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
     let observer = Arc::new(observer);
     let ui = RunUi { json, no_color };
     let empty = SourceMap::new();
+    if let Some(path) = inv.plan_file {
+        let refused = saved_plan_conflicts(&inv, path);
+        if refused.has_errors() {
+            emit(ctx, &empty, &refused, ui.json.as_ref(), no_color);
+            return Exit::Error;
+        }
+    }
     let req = match run_request(ctx, inv.walk, inv.flags, inv.mode, inv.vars.clone()) {
         Ok(r) => r,
         Err(d) => {
@@ -300,11 +378,7 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
     };
     match inv.verb {
         Verb::Plan => {
-            let report = match block_on(
-                ctx,
-                opts.stop.clone(),
-                engine::plan(&opts, inv.mode, dyn_observer),
-            ) {
+            let report = match block_on(ctx, &opts, engine::plan(&opts, inv.mode, dyn_observer)) {
                 Ok(r) => r,
                 Err(d) => return ctx.fail(d, no_color),
             };
@@ -333,7 +407,7 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
         Verb::Refresh => {
             let report = match block_on(
                 ctx,
-                opts.stop.clone(),
+                &opts,
                 engine::refresh(&opts, inv.preview, dyn_observer),
             ) {
                 Ok(r) => r,
@@ -364,6 +438,39 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
     }
 }
 
+/// A saved plan is the whole request it was made with: flags that would change what it does
+/// are refused beside it (`-var` and `-var-file` are checked by the engine, which refuses only
+/// values that differ from the plan's, as Terraform does).
+fn saved_plan_conflicts(inv: &Invocation<'_>, path: &Path) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    let mut refuse = |flag: &str| {
+        diags.push(Diagnostic::error(
+            format!("Can't use {flag} when applying a saved plan"),
+            format!(
+                "{} was made with its own choice of {flag}, and applies exactly as it was made. Make a new plan with {flag} instead.",
+                path.display()
+            ),
+        ))
+    };
+    if !inv.walk.target.is_empty() {
+        refuse("-target");
+    }
+    if let Some(f) = inv.flags {
+        if !f.replace.is_empty() {
+            refuse("-replace");
+        }
+        if !f.refresh {
+            refuse("-refresh=false");
+        }
+    }
+    match inv.mode {
+        PlanMode::Destroy => refuse("-destroy"),
+        PlanMode::ReadOnly => refuse("-read-only"),
+        _ => {}
+    }
+    diags
+}
+
 /// A plan holding only what refresh found, so it renders as the drift section.
 fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
     Plan {
@@ -378,6 +485,7 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         data_reads: Vec::new(),
         dropped_data: Vec::new(),
         variables: BTreeMap::new(),
+        request: Default::default(),
         warnings: Vec::new(),
         errored: false,
     }
@@ -458,7 +566,7 @@ fn apply(
     let dyn_observer: Arc<dyn Observer> = observer.clone();
     let report = match block_on(
         ctx,
-        opts.stop.clone(),
+        opts,
         engine::apply(opts, mode, saved, &confirm, dyn_observer),
     ) {
         Ok(r) => r,
@@ -503,8 +611,13 @@ fn apply(
                     } else {
                         "Apply"
                     };
+                    let how = if opts.stop.load(Ordering::SeqCst) {
+                        "interrupted"
+                    } else {
+                        "failed"
+                    };
                     ctx.out(&format!(
-                        "\n{what} failed. Before the errors above: {} added, {} changed, {} \
+                        "\n{what} {how}. Before the errors above: {} added, {} changed, {} \
                          destroyed (recorded in the state).\n",
                         summary.added, summary.changed, summary.destroyed
                     ));

@@ -17,6 +17,7 @@ pub mod progress;
 pub mod prompt;
 pub mod run_cmds;
 pub mod state_cmds;
+pub mod ui_cmd;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::plan::PlanMode;
@@ -225,6 +226,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Console(a) => console::console(ctx, &a, parsed.var_order),
         Command::Graph(a) => run_cmds::graph(ctx, &a, parsed.var_order),
         Command::Inspect(a) => run_cmds::inspect(ctx, &a, parsed.var_order),
+        Command::Ui(a) => ui_cmd::ui(ctx, &a),
     }
 }
 
@@ -262,6 +264,7 @@ pub fn command_name(c: &Command) -> &'static str {
         Command::Output(_) => "output",
         Command::Version(_) => "version",
         Command::Completions(_) => "completions",
+        Command::Ui(_) => "ui",
     }
 }
 

@@ -5,7 +5,7 @@
 //! Decisions:
 //! - Addresses given to `-target` and `-replace` are parsed here, all of them, and reported
 //!   together before anything runs.
-//! - A saved plan is JSON: `{"cairn_plan_format": 1, "cairn_version", "plan"}` with the `Plan`
+//! - A saved plan is JSON: `{"cairn_plan_format": 2, "cairn_version", "plan"}` with the `Plan`
 //!   serialized by serde (unknowns included). JSON keeps it inspectable with ordinary tools;
 //!   `cairn show -json FILE` gives the Terraform-shaped view.
 //! - The approval step runs only after the plan is shown, and only when the plan has
@@ -99,7 +99,7 @@ pub fn run_request(
 }
 
 /// The version of the saved plan format this Cairn writes and reads.
-pub const PLAN_FORMAT: u64 = 1;
+pub const PLAN_FORMAT: u64 = 2;
 
 /// Writes a plan for `apply FILE`.
 pub fn save_plan(path: &Path, plan: &Plan) -> Result<(), Diagnostic> {
@@ -251,10 +251,20 @@ pub fn present_plan(ctx: &Context, plan: &Plan, json_ui: Option<&JsonUi>, no_col
 }
 
 /// The exit code of `plan`: with `-detailed-exitcode`, 2 when there are changes.
+///
+/// Drift alone is no change (as in Terraform): a normal plan that only found objects changed
+/// outside Cairn exits 0, though applying it records what refresh found. A read-only plan's
+/// changes are exactly what it would record.
 pub fn plan_exit(plan: &Plan, detailed: bool) -> Exit {
+    let changes = match plan.mode {
+        PlanMode::ReadOnly | PlanMode::RefreshOnly => plan.applyable,
+        PlanMode::Normal | PlanMode::Destroy => {
+            plan.has_changes() || plan.changes.iter().any(|c| c.action == Action::Read)
+        }
+    };
     if plan.errored {
         Exit::Error
-    } else if detailed && (plan.has_changes() || plan.applyable) {
+    } else if detailed && changes {
         Exit::Changes
     } else {
         Exit::Ok
@@ -459,11 +469,10 @@ pub fn inspect(ctx: &Context, a: &super::args::InspectArgs, vars: Vec<VarArg>) -
         state_dir: ctx.state_dir.clone(),
     };
     let opts = super::lifecycle::engine_options(&req, "inspect");
-    let report =
-        match super::lifecycle::block_on(ctx, opts.stop.clone(), crate::engine::inspect(&opts)) {
-            Ok(r) => r,
-            Err(d) => return ctx.fail(d, a.ui.no_color),
-        };
+    let report = match super::lifecycle::block_on(ctx, &opts, crate::engine::inspect(&opts)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
     let empty = crate::diag::SourceMap::new();
     let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
     if ctx.report(map, &report.diags, a.ui.no_color) {
@@ -760,6 +769,7 @@ mod tests {
             data_reads: vec![],
             dropped_data: vec![],
             variables: Default::default(),
+            request: Default::default(),
             warnings: vec![],
             applyable: actions.iter().any(|a| *a != Action::NoOp),
             errored: false,

@@ -20,8 +20,8 @@ use super::Context;
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{
-    Event, EventBody, OpenOptions, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot,
-    StateError, Store, StoredValue, Target,
+    Event, EventBody, OpenOptions, ProviderAddr, ResourceInstanceAddr, RunOutcome, RunSummary,
+    Snapshot, StateError, Store, StoredValue, Target,
 };
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
@@ -150,15 +150,49 @@ pub fn state(ctx: &Context, cmd: StateCommand) -> Exit {
     result.unwrap_or_else(|d| ctx.fail(d, false))
 }
 
+/// What `state list ADDR…` may name: instances (a module, a resource, an instance) or a
+/// provider instance.
+enum ListFilter {
+    Instances(Target),
+    Provider(ProviderAddr),
+}
+
+impl ListFilter {
+    fn parse(s: &str) -> Result<Self, Diagnostic> {
+        if let Ok(p) = s.parse::<ProviderAddr>() {
+            return Ok(ListFilter::Provider(p));
+        }
+        parse_target(s).map(ListFilter::Instances)
+    }
+    /// A provider instance is named by its address, or by a module that holds it.
+    fn has_provider(&self, p: &ProviderAddr) -> bool {
+        match self {
+            ListFilter::Provider(q) => q == p,
+            ListFilter::Instances(Target::Module(m)) => p.module.starts_with(&m.without_keys()),
+            ListFilter::Instances(_) => false,
+        }
+    }
+    fn has_instance(&self, a: &ResourceInstanceAddr) -> bool {
+        matches!(self, ListFilter::Instances(t) if t.contains(a))
+    }
+}
+
+/// `state list`: provider instances (they are resources of the state too), then resource and
+/// data instances, each in address order.
 fn list(ctx: &Context, filters: &[String], at: Option<u64>) -> Result<Exit, Diagnostic> {
-    let targets = filters
+    let filters = filters
         .iter()
-        .map(|f| parse_target(f))
+        .map(|f| ListFilter::parse(f))
         .collect::<Result<Vec<_>, _>>()?;
     let snap = read_snapshot(ctx, "state list", at)?;
     let mut out = String::new();
+    for addr in snap.providers.keys() {
+        if filters.is_empty() || filters.iter().any(|f| f.has_provider(addr)) {
+            let _ = writeln!(out, "{addr}");
+        }
+    }
     for addr in all_addrs(&snap) {
-        if targets.is_empty() || targets.iter().any(|t| t.contains(addr)) {
+        if filters.is_empty() || filters.iter().any(|f| f.has_instance(addr)) {
             let _ = writeln!(out, "{addr}");
         }
     }
@@ -166,25 +200,38 @@ fn list(ctx: &Context, filters: &[String], at: Option<u64>) -> Result<Exit, Diag
     Ok(Exit::Ok)
 }
 
+/// `state show ADDR`: one resource or data instance, or one provider instance with the
+/// configuration it was last applied with.
 fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Exit, Diagnostic> {
-    let target: ResourceInstanceAddr = addr.parse().map_err(|e: cairn_state::AddrError| {
-        Diagnostic::error(
-            "Invalid address",
-            format!(
-                "{}. `state show` takes one instance, like sim_thing.a or sim_thing.a[0].",
-                capitalized(&e.to_string())
-            ),
-        )
-    })?;
+    let provider = addr.parse::<ProviderAddr>().ok();
+    let target: Option<ResourceInstanceAddr> = match &provider {
+        Some(_) => None,
+        None => Some(addr.parse().map_err(|e: cairn_state::AddrError| {
+            Diagnostic::error(
+                "Invalid address",
+                format!(
+                    "{}. `state show` takes one instance, like sim_thing.a, sim_thing.a[0] or provider[\"sim\"].east.",
+                    capitalized(&e.to_string())
+                ),
+            )
+        })?),
+    };
     let snap = read_snapshot(ctx, "state show", at)?;
     // The same view as `cairn show`, of a state holding only this instance.
     let mut one = Snapshot::new();
-    if let Some(inst) = snap.resources.get(&target) {
-        one.resources.insert(target.clone(), inst.clone());
-    } else if let Some(d) = snap.data.get(&target) {
-        one.data.insert(target.clone(), d.clone());
+    if let Some(p) = &provider {
+        if let Some(inst) = snap.providers.get(p) {
+            one.providers.insert(p.clone(), inst.clone());
+        }
     }
-    if !one.resources.is_empty() || !one.data.is_empty() {
+    if let Some(target) = &target {
+        if let Some(inst) = snap.resources.get(target) {
+            one.resources.insert(target.clone(), inst.clone());
+        } else if let Some(d) = snap.data.get(target) {
+            one.data.insert(target.clone(), d.clone());
+        }
+    }
+    if !one.resources.is_empty() || !one.data.is_empty() || !one.providers.is_empty() {
         let (color, _) = ctx.colors(no_color);
         let opts = crate::plan::render::RenderOptions {
             color,
@@ -194,10 +241,15 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
         ctx.out(&format!("{}\n", text.trim_end()));
         return Ok(Exit::Ok);
     }
+    let what = if provider.is_some() {
+        "provider instance"
+    } else {
+        "resource instance"
+    };
     Err(Diagnostic::error(
         "No instance found for the given address",
         format!(
-            "The state{} has no resource instance {target}. `cairn state list` shows the addresses it has.",
+            "The state{} has no {what} {addr}. `cairn state list` shows the addresses it has.",
             at.map(|s| format!(" after event {s}")).unwrap_or_default()
         ),
     ))

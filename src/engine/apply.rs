@@ -325,6 +325,16 @@ impl ApplyPhase {
                 }
             } else {
                 check_final(&inst.addr, change, &planned.planned)?;
+                // Planned "known after apply" (e.g. from a data read deferred to apply), the
+                // final values turned out to be the prior ones: nothing to do, as in
+                // Terraform's final plan. No provider call, no event, not counted as changed.
+                if !no_op
+                    && prior_value
+                        .as_ref()
+                        .is_some_and(|p| equal_ignoring_marks(p, &planned.planned))
+                {
+                    return Ok(prior_value.unwrap_or_else(Value::unknown));
+                }
             }
             if action == Action::Update {
                 let prior_v = prior_value

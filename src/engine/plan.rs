@@ -51,6 +51,9 @@ pub struct PlanPhase {
     pub prior: Arc<Snapshot>,
     /// `-replace=ADDR`
     pub replace: BTreeSet<ResourceInstanceAddr>,
+    /// The state (before refresh) holds no resource, data source or output: in read-only
+    /// mode nothing is read.
+    pub never_applied: bool,
     pub out: Mutex<PlanOut>,
 }
 
@@ -64,6 +67,7 @@ impl PlanPhase {
             mode,
             prior,
             replace,
+            never_applied: false,
             out: Mutex::new(PlanOut::default()),
         }
     }
@@ -273,11 +277,18 @@ impl PlanPhase {
         let read_only =
             self.mode == PlanMode::ReadOnly && !ctx.limits.broken(Sabotage::ReadOnlyDefers);
         let reason = if read_only {
-            if unknown_config.is_some() || !matches!(slot.state, ProviderState::Configured(_)) {
-                self.out().warnings.push(format!(
-                    "{}: its configuration cannot be known without applying changes, so it keeps its previous result",
-                    inst.addr
-                ));
+            // A configuration never applied has nothing to re-read: its data sources are read
+            // by the first plan that creates something.
+            if self.never_applied
+                || unknown_config.is_some()
+                || !matches!(slot.state, ProviderState::Configured(_))
+            {
+                if before.is_some() {
+                    self.out().warnings.push(format!(
+                        "{}: its configuration cannot be known without applying changes, so it keeps its previous result",
+                        inst.addr
+                    ));
+                }
                 return Ok(
                     before.unwrap_or_else(|| plan_without_provider(&inst.schema, &inst.config))
                 );

@@ -16,7 +16,9 @@ use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::plan::{Action, Change, Drift, OutputChange, Plan, PlanMode, ProviderChange};
+use crate::plan::{
+    Action, Change, Drift, OutputChange, Plan, PlanMode, PlanRequest, ProviderChange,
+};
 use crate::provider::Provider;
 use crate::value::Value;
 use cairn_graph::NodeId;
@@ -47,8 +49,11 @@ pub struct Options {
     pub lock_timeout: Duration,
     pub command: String,
     pub args: Vec<String>,
-    /// Set by Ctrl-C.
+    /// Set by Ctrl-C (or SIGTERM): no new step starts.
     pub stop: Arc<AtomicBool>,
+    /// Notified (once, with `notify_one`) by Ctrl-C after `stop` is set: every configured
+    /// provider instance is told to stop, so its calls in flight give up early.
+    pub interrupted: Arc<tokio::sync::Notify>,
     /// The provider packages; `None` means the built-in ones.
     pub packages: Option<BTreeMap<String, Arc<dyn Provider>>>,
     /// A deliberately broken rule, for the property tests only (see `sabotage.rs`); `None`
@@ -73,6 +78,7 @@ impl Options {
             command: "cairn".into(),
             args: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
+            interrupted: Arc::new(tokio::sync::Notify::new()),
             packages: None,
             sabotage: None,
         }
@@ -106,6 +112,8 @@ impl<T> Report<T> {
 pub struct Loaded {
     pub config: Arc<Config>,
     pub inputs: BTreeMap<String, Value>,
+    /// A hash of the configuration's files (see [`config_hash`]).
+    pub files_hash: String,
     pub registry: Arc<Registry>,
     pub diags: Diagnostics,
 }
@@ -133,6 +141,15 @@ fn log_phase(phase: &str, start: std::time::Instant) {
 
 /// Loads the configuration, the input variables and the provider registry.
 pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
+    load_with(opts, None)
+}
+
+/// [`load`]; with `saved` (the variable values of a saved plan) the inputs are exactly those
+/// values: no `-var`, tfvars file or `TF_VAR_*` is read, as the plan already holds them.
+fn load_with(
+    opts: &Options,
+    saved: Option<&BTreeMap<String, Value>>,
+) -> Result<Loaded, Report<()>> {
     let (config, mut diags) = timed("load configuration", || crate::config::load(&opts.dir));
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
@@ -140,9 +157,14 @@ pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
     if diags.has_errors() {
         return Err(Report::fail(diags, Some(Arc::new(config))));
     }
-    let (inputs, var_diags) = timed("input variables", || {
-        crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir)
-    });
+    // Before input values add their files to the source map: the hash is of the configuration.
+    let files_hash = files_hash(&config);
+    let (inputs, var_diags) = match saved {
+        Some(values) => (values.clone(), changed_variables(opts, &mut config, values)),
+        None => timed("input variables", || {
+            crate::config::input_values(&mut config, &opts.vars, &opts.env, &opts.dir)
+        }),
+    };
     let config = Arc::new(config);
     diags.extend(var_diags);
     if diags.has_errors() {
@@ -166,6 +188,7 @@ pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
     Ok(Loaded {
         config,
         inputs,
+        files_hash,
         registry,
         diags,
     })
@@ -200,9 +223,9 @@ fn open_read(opts: &Options) -> Result<(Option<Store>, Snapshot, Vec<String>), D
     }
 }
 
-/// A hash of the configuration's files and the input values: a saved plan applies only to
-/// the configuration it was made from.
-pub fn config_hash(config: &Config, inputs: &BTreeMap<String, Value>) -> String {
+/// A hash of the configuration's module directories and files (not the variable files: a
+/// saved plan carries the values).
+fn files_hash(config: &Config) -> String {
     let mut h = sha2::Sha256::new();
     for m in config.modules() {
         h.update(m.dir.display().to_string().as_bytes());
@@ -219,6 +242,15 @@ pub fn config_hash(config: &Config, inputs: &BTreeMap<String, Value>) -> String 
         h.update(t.as_bytes());
         h.update([0]);
     }
+    format!("{:x}", h.finalize())
+}
+
+/// A hash of the configuration's files and the input values: a saved plan applies only to
+/// the configuration it was made from.
+pub fn config_hash(files_hash: &str, inputs: &BTreeMap<String, Value>) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(files_hash.as_bytes());
+    h.update([0]);
     h.update(serde_json::to_string(inputs).unwrap_or_default().as_bytes());
     format!("{:x}", h.finalize())
 }
@@ -407,7 +439,7 @@ async fn make_plan(
     let mut plan = Plan {
         mode,
         base_seq: prior.head,
-        config_hash: config_hash(&loaded.config, &loaded.inputs),
+        config_hash: config_hash(&loaded.files_hash, &loaded.inputs),
         changes: Vec::new(),
         provider_changes: Vec::new(),
         outputs: Vec::new(),
@@ -415,6 +447,11 @@ async fn make_plan(
         data_reads: Vec::new(),
         dropped_data: Vec::new(),
         variables: loaded.inputs.clone(),
+        request: PlanRequest {
+            targets: opts.targets.clone(),
+            replace: opts.replace.clone(),
+            refresh: opts.refresh,
+        },
         warnings: Vec::new(),
         applyable: false,
         errored: false,
@@ -437,7 +474,10 @@ async fn make_plan(
     add_orphans(&mut graph, orphans);
     let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
-    let phase = Arc::new(PlanPhase::new(mode, refreshed.clone(), replace));
+    let mut phase = PlanPhase::new(mode, refreshed.clone(), replace);
+    phase.never_applied =
+        prior.resources.is_empty() && prior.data.is_empty() && prior.outputs.is_empty();
+    let phase = Arc::new(phase);
     // Nodes that never ran (on a cycle, or after a failure) were reported by the walk.
     timed_async("plan walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(
@@ -497,6 +537,14 @@ async fn make_plan(
     }
     plan.provider_changes = provider_changes.into_values().collect();
     plan.outputs = output_changes(&refreshed, &out.outputs);
+    if mode == PlanMode::ReadOnly {
+        // Read-only records no output it cannot know without applying changes.
+        for o in &mut plan.outputs {
+            if o.action == Action::Create && !o.after.as_ref().is_some_and(Value::is_wholly_known) {
+                o.action = Action::NoOp;
+            }
+        }
+    }
     if !opts.targets.is_empty() {
         // A targeted plan evaluates only the outputs in its scope; the others stay as they are.
         plan.outputs.retain(|o| o.action != Action::Delete);
@@ -516,6 +564,13 @@ async fn make_plan(
                 plan.has_changes()
                     || plan.changes.iter().any(|c| c.action == Action::Read)
                     || !plan.drift.is_empty()
+                    // Data sources read during the plan are recorded by apply, as in Terraform.
+                    || plan.data_reads.iter().any(|d| {
+                        !d.before
+                            .as_ref()
+                            .is_some_and(|b| super::plan::equal_ignoring_marks(b, &d.result))
+                    })
+                    || !plan.dropped_data.is_empty()
                     // A resource that moves to an equal provider instance: recorded by apply.
                     || plan.changes.iter().any(|c| {
                         refreshed
@@ -661,7 +716,12 @@ pub async fn plan(opts: &Options, mode: PlanMode, observer: Arc<dyn Observer>) -
         &mut diags,
     )
     .await;
-    let plan = make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags).await;
+    let plan = stopping_providers(
+        opts,
+        &loaded.registry,
+        make_plan(&loaded, opts, mode, &snapshot, &observer, &mut diags),
+    )
+    .await;
     drop(store);
     Report {
         result: plan,
@@ -691,15 +751,74 @@ pub async fn apply(
     confirm: &(dyn Fn(&Plan) -> bool + Sync),
     observer: Arc<dyn Observer>,
 ) -> Report<Applied> {
+    // A saved plan is the whole request: its mode, variable values, targets, replacements and
+    // refresh choice, never the command line's.
+    let from_plan;
+    let (opts, mode) = match &saved {
+        Some(p) => {
+            from_plan = Options {
+                targets: p.request.targets.clone(),
+                replace: p.request.replace.clone(),
+                refresh: p.request.refresh,
+                ..opts.clone()
+            };
+            (&from_plan, p.mode)
+        }
+        None => (opts, mode),
+    };
     let mode = match mode {
         PlanMode::ReadOnly if opts.sabotage == Some(Sabotage::ReadOnlyApplies) => PlanMode::Normal,
         mode => mode,
     };
-    let loaded = match load(opts) {
+    let loaded = match load_with(opts, saved.as_ref().map(|p| &p.variables)) {
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };
+    let registry = loaded.registry.clone();
+    stopping_providers(
+        opts,
+        &registry,
+        apply_loaded(opts, mode, loaded, saved, confirm, observer),
+    )
+    .await
+}
+
+/// Runs `work` while watching for an interrupt: the first one tells every provider instance
+/// configured so far to stop (`Configured::stop`), so that their calls in flight give up early
+/// and report it; the walk itself starts no new step (`Limits::stop`). Each step that was
+/// running still records its outcome. The watcher is joined before returning.
+async fn stopping_providers<T>(
+    opts: &Options,
+    registry: &Arc<Registry>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let interrupted = opts.interrupted.clone();
+    let registry = registry.clone();
+    let watcher = tokio::spawn(async move {
+        interrupted.notified().await;
+        let stops = registry.all_configured();
+        tracing::debug!(providers = stops.len(), "interrupted: stopping providers");
+        for p in stops {
+            p.stop().await;
+        }
+    });
+    let out = work.await;
+    watcher.abort();
+    let _ = watcher.await;
+    out
+}
+
+/// [`apply`] once the configuration is loaded.
+async fn apply_loaded(
+    opts: &Options,
+    mode: PlanMode,
+    loaded: Loaded,
+    saved: Option<Plan>,
+    confirm: &(dyn Fn(&Plan) -> bool + Sync),
+    observer: Arc<dyn Observer>,
+) -> Report<Applied> {
     let mut diags = loaded.diags.clone();
+
     let mut notes = Vec::new();
     let (mut store, warnings) = match open(opts, true) {
         Ok(s) => s,
@@ -729,9 +848,7 @@ pub async fn apply(
                     "Saved plan is stale",
                     format!("The plan was made against state position {}, but the state has changed since (it was at {} when this apply started). Run plan again.", p.base_seq, run.saturating_sub(1)),
                 ));
-            } else if p.config_hash != config_hash(&loaded.config, &loaded.inputs)
-                && p.config_hash != config_hash(&loaded.config, &p.variables)
-            {
+            } else if p.config_hash != config_hash(&loaded.files_hash, &p.variables) {
                 diags.push(Diagnostic::error(
                     "Saved plan does not match the configuration",
                     "The configuration files or variable values changed since this plan was made. Run plan again.",
@@ -789,7 +906,14 @@ pub async fn apply(
             config: Some(loaded.config),
         };
     }
-    if !timed("show the plan and confirm", || confirm(&plan)) {
+    // A plan that changes nothing but the state's record of the world (drift, data results,
+    // data sources gone from the configuration) is applied without asking, as Terraform does.
+    let records_only = plan.mode == PlanMode::Normal
+        && !plan.has_changes()
+        && !plan.changes.iter().any(|c| c.action == Action::Read);
+    // An interrupt while the user was being asked cancels the run like a "no".
+    let stopped = || opts.stop.load(std::sync::atomic::Ordering::SeqCst);
+    if !records_only && (!timed("show the plan and confirm", || confirm(&plan)) || stopped()) {
         finish(
             journal,
             RunOutcome::Interrupted,
@@ -858,6 +982,63 @@ pub async fn apply(
     }
 }
 
+/// `-var` and `-var-file` beside a saved plan: a variable they set to a value other than the
+/// plan's is an error (the plan applies with its own values), as in Terraform.
+fn changed_variables(
+    opts: &Options,
+    config: &mut Config,
+    planned: &BTreeMap<String, Value>,
+) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    if opts.vars.is_empty() {
+        return diags;
+    }
+    let none = BTreeMap::new();
+    let (given, d) = crate::config::input_values(config, &opts.vars, &none, &opts.dir);
+    // A required variable the command line does not set has its value in the plan.
+    let d: Diagnostics = d
+        .into_iter()
+        .filter(|d| {
+            d.summary != "No value for required variable"
+                && d.summary != "Required variable not set"
+        })
+        .collect();
+    if d.has_errors() {
+        return d;
+    }
+    let (baseline, _) = crate::config::input_values(config, &[], &none, &opts.dir);
+    let named: BTreeSet<&str> = opts
+        .vars
+        .iter()
+        .filter_map(|v| match v {
+            crate::config::VarArg::Var(t) => t.split_once('=').map(|(n, _)| n.trim()),
+            crate::config::VarArg::File(_) => None,
+        })
+        .collect();
+    for (name, value) in &given {
+        let set_here = named.contains(name.as_str()) || baseline.get(name) != Some(value);
+        let same = planned
+            .get(name)
+            .is_some_and(|p| super::plan::equal_ignoring_marks(p, value));
+        if set_here && !same {
+            let shown = |v: Option<&Value>| match v {
+                Some(v) if v.contains_sensitive() => "(sensitive value)".to_string(),
+                Some(v) => crate::value::format_hcl(v),
+                None => "no value".to_string(),
+            };
+            diags.push(Diagnostic::error(
+                "Can't change variable when applying a saved plan",
+                format!(
+                    "The variable {name} cannot be set using the -var and -var-file options when applying a saved plan file, because a saved plan includes the variable values that were set when it was created. The saved plan specifies {} as the value whereas during apply the value {} was set by a CLI argument.",
+                    shown(planned.get(name)),
+                    shown(Some(value)),
+                ),
+            ));
+        }
+    }
+    diags
+}
+
 /// Records a read-only apply: data results and outputs (the refresh was recorded already).
 fn record_read_only(
     journal: &Journal,
@@ -913,8 +1094,8 @@ fn record_read_only(
             let v = match (&o.after, &o.before) {
                 (Some(a), _) if a.is_wholly_known() => a.clone(),
                 (_, Some(b)) => b.clone(),
-                (Some(a), None) => a.clone(),
-                (None, None) => return None,
+                (Some(a), None) if a.is_wholly_known() => a.clone(),
+                _ => return None,
             };
             Some((o.name.clone(), (v, o.sensitive)))
         })
@@ -983,10 +1164,32 @@ async fn execute(
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
-    if !outcome.not_run.is_empty() && opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+    if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+        // What was not done: resources (and destroys) never started, because of the stop or
+        // because something they depend on did not finish.
+        let not_done: BTreeSet<String> = outcome
+            .not_run
+            .iter()
+            .chain(&outcome.skipped)
+            .filter(|id| {
+                matches!(
+                    ctx.graph.node(**id),
+                    Node::Resource { .. } | Node::Destroy { .. } | Node::Orphan { .. }
+                )
+            })
+            .map(|id| ctx.graph.node(*id).to_string())
+            .collect();
+        let not_done = if not_done.is_empty() {
+            "Every step had started.".to_string()
+        } else {
+            format!(
+                "Not started: {}.",
+                not_done.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        };
         diags.push(Diagnostic::error(
             "Apply interrupted",
-            format!("{} steps were not started because the run was stopped. Steps that had started finished and were recorded; run apply again to finish.", outcome.not_run.len()),
+            format!("The run was stopped: no new step started, and the providers were told to stop. Every step that had started is recorded with its outcome. {not_done} Run apply again to finish."),
         ));
     }
     let outputs = std::mem::take(&mut *phase.outputs.lock().expect("outputs"));
@@ -1047,6 +1250,22 @@ pub async fn refresh(
         Ok(l) => l,
         Err(r) => return Report::fail(r.diags, r.config),
     };
+    let registry = loaded.registry.clone();
+    stopping_providers(
+        opts,
+        &registry,
+        refresh_loaded(opts, preview, observer, loaded),
+    )
+    .await
+}
+
+/// [`refresh`] once the configuration is loaded.
+async fn refresh_loaded(
+    opts: &Options,
+    preview: bool,
+    observer: Arc<dyn Observer>,
+    loaded: Loaded,
+) -> Report<Vec<Drift>> {
     let mut diags = loaded.diags.clone();
     let mut notes = Vec::new();
     let limits = Limits {

@@ -5,13 +5,13 @@ pub mod json;
 pub mod render;
 
 pub use json::plan_json;
-pub use render::{render_plan, RenderOptions};
+pub use render::{render_change, render_plan, RenderOptions};
 
 #[cfg(test)]
 mod tests;
 
 use crate::value::Value;
-use cairn_state::{ProviderAddr, ResourceInstanceAddr};
+use cairn_state::{ProviderAddr, ResourceInstanceAddr, Target};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -180,6 +180,25 @@ pub enum PlanMode {
     RefreshOnly,
 }
 
+/// The choices a plan was made with besides its mode and variables: `-target`, `-replace`,
+/// `-refresh`. A saved plan carries them so that `apply FILE` walks exactly what was planned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanRequest {
+    pub targets: Vec<Target>,
+    pub replace: Vec<ResourceInstanceAddr>,
+    pub refresh: bool,
+}
+
+impl Default for PlanRequest {
+    fn default() -> Self {
+        PlanRequest {
+            targets: Vec::new(),
+            replace: Vec::new(),
+            refresh: true,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub mode: PlanMode,
@@ -197,6 +216,10 @@ pub struct Plan {
     pub dropped_data: Vec<ResourceInstanceAddr>,
     /// Variable values, so a saved plan applies with the values it was made with.
     pub variables: BTreeMap<String, Value>,
+    /// The rest of what the plan was asked (with `mode` and `variables`, the whole request):
+    /// `apply FILE` rebuilds the engine's request from this alone.
+    #[serde(default)]
+    pub request: PlanRequest,
     /// Warnings found while planning (rendered with the plan).
     pub warnings: Vec<String>,
     /// True when applying would change anything (managed changes, deferred reads, outputs, or

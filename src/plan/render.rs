@@ -79,6 +79,17 @@ pub fn render_plan(plan: &Plan, opts: &RenderOptions) -> String {
     out
 }
 
+/// One change drawn as in the plan text (header, reason, attribute diff), for views that show
+/// changes one at a time (`cairn ui`).
+pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
+    let r = Renderer {
+        c: Colors(opts.color),
+        width: opts.width,
+        marks: true,
+    };
+    r.change_block(ch)
+}
+
 /// The current state as `terraform show` prints it: one block per provider instance, resource
 /// instance and data result, then the outputs. Sensitive values read `(sensitive value)`.
 pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {

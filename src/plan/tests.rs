@@ -129,6 +129,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         data_reads: vec![],
         dropped_data: vec![],
         variables: Default::default(),
+        request: Default::default(),
         warnings: vec![],
         applyable,
         errored: false,

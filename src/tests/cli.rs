@@ -7,6 +7,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// Issue 11 lifecycle workflows, end to end (saved plans, targeting, drift, data sources in
+/// state, read-only, interrupts, providers in state).
+#[path = "cli_lifecycle.rs"]
+mod lifecycle;
+
 /// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
 /// colours off by environment, and returns (exit code, stdout, stderr).
 fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
@@ -449,7 +454,10 @@ fn state_pull_and_import_round_trip() {
         "{out}"
     );
     let (_, list, _) = check_cli_in(dir.path(), &["state", "list"], "");
-    assert_eq!(list, "terraform_data.a\nterraform_data.b\n");
+    assert_eq!(
+        list,
+        "provider[\"terraform\"]\nterraform_data.a\nterraform_data.b\n"
+    );
     let (code, pulled, err) = check_cli_in(dir.path(), &["state", "pull"], "");
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&pulled).unwrap();
@@ -744,6 +752,7 @@ fn sample_plan() -> Plan {
         data_reads: vec![],
         dropped_data: vec![],
         variables: BTreeMap::new(),
+        request: Default::default(),
         warnings: vec![],
         applyable: true,
         errored: false,

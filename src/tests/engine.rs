@@ -548,4 +548,5 @@ scenarios!(
     terraform_data,
     provider_replaced_region,
     read_only_registers_provider,
+    saved_plan_request,
 );

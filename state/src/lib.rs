@@ -47,7 +47,7 @@ pub use event::{
     DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
     ResourceObject, RunOutcome, RunSummary,
 };
-pub use log::{OpenOptions, Store};
+pub use log::{peek_events, OpenOptions, Peek, Store};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
 pub use tfstate::{export_tfstate, import_tfstate};
 pub use value::StoredValue;

@@ -20,7 +20,10 @@
 //! another process or the same one — fails; that failure is translated into
 //! [`StateError::Locked`] using `lock.json`, which every opener writes once it holds the lock
 //! and removes (before releasing the lock) when it closes. Read-only opens take the same lock:
-//! sled has no read-only mode; they simply never write.
+//! sled has no read-only mode; they simply never write. [`peek_events`] is the exception for
+//! readers that run beside other commands (`cairn ui`): it holds the database only while it
+//! reads the new records and writes no holder record, so a command that meets the lock then
+//! waits out the grace period for an unidentified holder instead of failing.
 //!
 //! **Checkpoints** are a derived cache: deleting them changes nothing but speed. They are
 //! written by `checkpoint()` and automatically on `commit` once enough events have
@@ -639,6 +642,83 @@ impl Store {
     }
 }
 
+/// What a brief visit to the log found ([`peek_events`]).
+#[derive(Debug)]
+pub enum Peek {
+    /// Another process holds the database now: nothing was read; try again later.
+    Busy,
+    /// The events from the asked position to the end (a torn last record left out, with a
+    /// warning), read while holding the database for as short a time as it takes.
+    Events(Vec<Event>, Vec<String>),
+}
+
+/// Reads the events from `from` (inclusive) to the end, at most `max` of them (so no visit
+/// is long; a reader that got `max` visits again for the rest), for a reader that runs beside other
+/// commands (`cairn ui`): it never waits for the lock and never writes — not even
+/// `lock.json`, so an opener that meets the lock during the visit waits out the same grace
+/// period as for sled's lazy release (see `open_locked`) instead of failing. It does not fold
+/// a snapshot, so the visit is as short as reading the new records.
+pub fn peek_events(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
+    let log_dir = dir.join("log");
+    if !log_dir.join("db").exists() {
+        return Err(StateError::NotFound {
+            dir: dir.to_path_buf(),
+        });
+    }
+    if dir.join("lock.json").exists() {
+        return Ok(Peek::Busy);
+    }
+    let db = match sled::Config::new()
+        .path(&log_dir)
+        .mode(sled::Mode::HighThroughput)
+        .flush_every_ms(None)
+        .open()
+    {
+        Ok(db) => db,
+        Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
+            return Ok(Peek::Busy)
+        }
+        Err(e) => return Err(sled_err("cannot open the state database", dir)(e)),
+    };
+    let events = db
+        .open_tree("events")
+        .map_err(sled_err("cannot open tree", dir))?;
+    let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    let from = from.max(1);
+    let last_seq = match events
+        .last()
+        .map_err(sled_err("cannot read the log", dir))?
+    {
+        Some((k, _)) => seq_of(&k).unwrap_or(0),
+        None => 0,
+    };
+    for (expected, item) in (from..).zip(events.range(key(from)..).take(max)) {
+        let (k, v) = item.map_err(sled_err("cannot read the log", dir))?;
+        let seq = match seq_of(&k) {
+            Some(seq) if seq == expected && k.len() == 8 => seq,
+            _ => {
+                return Err(StateError::Corrupt {
+                    seq: expected,
+                    detail: format!("unexpected key {k:02x?} in the events tree"),
+                })
+            }
+        };
+        match decode_record(seq, &v) {
+            Ok(e) => out.push(e),
+            Err(StateError::Corrupt { detail, .. }) if seq == last_seq => {
+                warnings.push(format!(
+                    "the last state log record ({seq}) is incomplete ({detail}); left out"
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    drop(events);
+    drop(db);
+    Ok(Peek::Events(out, warnings))
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         // Remove our holder record while we still hold the lock (the sled Db is dropped after
@@ -811,6 +891,52 @@ mod tests {
         assert_eq!(Snapshot::replay(&events), before);
         assert!(s.check().is_empty(), "{:?}", s.check());
         assert!(!s.lineage().is_empty());
+    }
+
+    #[test]
+    fn peeks_read_new_events_without_the_lock_and_stand_aside_for_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            peek_events(&dir.path().join("nothing"), 1, 10),
+            Err(StateError::NotFound { .. })
+        ));
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        // A command holds the state: the visit reads nothing and says so.
+        assert!(matches!(peek_events(dir.path(), 1, 100), Ok(Peek::Busy)));
+        s.finish_run(RunOutcome::Success, RunSummary::default())
+            .unwrap();
+        drop(s);
+        let read = |from, max| match peek_events(dir.path(), from, max) {
+            Ok(Peek::Events(e, w)) => {
+                assert!(w.is_empty(), "{w:?}");
+                e.iter().map(|e| e.seq).collect::<Vec<_>>()
+            }
+            // sled lets go of its lock lazily after the holder closes.
+            Ok(Peek::Busy) => Vec::new(),
+            Err(e) => panic!("{e}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut all = read(1, 100);
+        while all.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            all = read(1, 100);
+        }
+        assert_eq!(all, (1..=9).collect::<Vec<_>>());
+        assert_eq!(read(4, 100), (4..=9).collect::<Vec<_>>());
+        assert_eq!(read(4, 2), vec![4, 5], "at most `max` per visit");
+        assert_eq!(read(10, 100), Vec::<u64>::new());
+        // The visit left no holder record, and a writer opens right after it.
+        assert!(!dir.path().join("lock.json").exists());
+        let (s, _) = Store::open(
+            dir.path(),
+            &OpenOptions {
+                lock_timeout: Duration::from_secs(5),
+                ..opts("apply", true)
+            },
+        )
+        .unwrap();
+        assert_eq!(s.head(), 9);
     }
 
     #[test]

@@ -1,0 +1,203 @@
+//! Benchmark of `cairn ui`'s two heaviest endpoints, run with `cargo bench --bench ui` (it
+//! prints figures; it is not a timed test).
+//!
+//! A state log of 1,000 `apply` runs that create 100 instances each (100,000 instances in 10
+//! modules, about 202,000 events) is written through the state crate's `Store`, read back the
+//! way the server reads it (`peek_events`) and folded into the UI's model. Then the timeline
+//! (every run) and the state at an event (the head, the middle and an early event: counted
+//! over all instances, the first 1,000 listed) are computed and serialized to JSON, as the
+//! HTTP handlers do, several times each; the best and the median are printed. The goal is
+//! under 200 ms each. `CAIRN_BENCH_RUNS` sets the number of repetitions (default 5).
+
+use cairn::ui::model::{Model, StateQuery, TimelineQuery};
+use cairn_state::{
+    EventBody, ModulePath, OpAction, OpenOptions, ProviderAddr, ProviderInstance, ProviderRef,
+    ResourceInstanceAddr, ResourceObject, RunOutcome, RunSummary, Store, StoredValue,
+};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const RUNS: u64 = 1_000;
+const PER_RUN: u64 = 100;
+
+fn build_log(dir: &std::path::Path) {
+    let (mut store, _) = Store::open(
+        dir,
+        &OpenOptions {
+            command: "bench".into(),
+            write: true,
+            ..Default::default()
+        },
+    )
+    .expect("open");
+    let provider = ProviderAddr::default_for(ModulePath::root(), "sim");
+    let pref = ProviderRef {
+        addr: provider.clone(),
+        id: "p1".into(),
+    };
+    for run in 0..RUNS {
+        store
+            .begin_run("apply", &["apply".into(), "-auto-approve".into()])
+            .expect("begin");
+        if run == 0 {
+            store
+                .append(EventBody::ProviderRegistered {
+                    instance: ProviderInstance {
+                        addr: provider.clone(),
+                        id: "p1".into(),
+                        config: StoredValue::Object(BTreeMap::new()),
+                        is_default: true,
+                    },
+                })
+                .expect("append");
+        }
+        for i in 0..PER_RUN {
+            let n = run * PER_RUN + i;
+            let addr: ResourceInstanceAddr = format!("module.m{}.sim_thing.t[{n}]", n % 10)
+                .parse()
+                .expect("address");
+            let op = store
+                .append(EventBody::OperationStarted {
+                    addr,
+                    deposed: None,
+                    action: OpAction::Create,
+                    token: None,
+                    provider: pref.clone(),
+                    prior: None,
+                })
+                .expect("append");
+            let attrs = StoredValue::Object(BTreeMap::from([
+                ("id".to_string(), StoredValue::String(format!("t{n}-1"))),
+                ("name".to_string(), StoredValue::String(format!("t{n}"))),
+                ("value".to_string(), StoredValue::String(format!("v{run}"))),
+                (
+                    "out".to_string(),
+                    StoredValue::String(format!("t{n}/v{run}")),
+                ),
+            ]));
+            store
+                .append(EventBody::OperationSucceeded {
+                    op,
+                    object: Some(ResourceObject {
+                        attrs,
+                        deps: Vec::new(),
+                        provider: pref.clone(),
+                        create_token: None,
+                        tainted: false,
+                    }),
+                })
+                .expect("append");
+        }
+        store
+            .finish_run(
+                RunOutcome::Success,
+                RunSummary {
+                    added: PER_RUN,
+                    ..Default::default()
+                },
+            )
+            .expect("finish");
+    }
+}
+
+fn measure<T>(name: &str, reps: usize, mut f: impl FnMut() -> T) -> T {
+    let mut times: Vec<Duration> = Vec::new();
+    let mut last = None;
+    for _ in 0..reps {
+        let start = Instant::now();
+        last = Some(f());
+        times.push(start.elapsed());
+    }
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{name:<44} best {:>8.1} ms   median {:>8.1} ms",
+        ms(times[0]),
+        ms(times[times.len() / 2])
+    );
+    last.expect("at least one repetition")
+}
+
+fn main() {
+    let reps: usize = std::env::var("CAIRN_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("state");
+    let start = Instant::now();
+    build_log(&dir);
+    println!(
+        "wrote {RUNS} runs, {} instances in {:.1} s",
+        RUNS * PER_RUN,
+        start.elapsed().as_secs_f64()
+    );
+
+    let start = Instant::now();
+    // Read as the server does: visits of at most 20,000 events each.
+    let mut events = Vec::new();
+    let mut visits = 0;
+    let mut longest = Duration::ZERO;
+    loop {
+        let t = Instant::now();
+        let batch =
+            match cairn_state::peek_events(&dir, events.len() as u64 + 1, 20_000).expect("peek") {
+                cairn_state::Peek::Events(e, _) => e,
+                cairn_state::Peek::Busy => panic!("the log is held by another process"),
+            };
+        longest = longest.max(t.elapsed());
+        visits += 1;
+        let done = batch.len() < 20_000;
+        events.extend(batch);
+        if done {
+            break;
+        }
+    }
+    let read = start.elapsed();
+    println!(
+        "{visits} visits to the log, the longest {:.0} ms",
+        longest.as_secs_f64() * 1e3
+    );
+    let n_events = events.len();
+    let start = Instant::now();
+    let mut model = Model::new();
+    model.extend(events);
+    println!(
+        "read {n_events} events in {:.0} ms, folded the model in {:.0} ms (once, at start)",
+        read.as_secs_f64() * 1e3,
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    let head = model.head();
+
+    let body = measure("timeline (1,000 runs)", reps, || {
+        serde_json::to_string(&model.timeline(&TimelineQuery::default())).expect("json")
+    });
+    println!("  {} KiB of JSON", body.len() / 1024);
+    let _ = measure("timeline filtered (outcome=failed)", reps, || {
+        serde_json::to_string(&model.timeline(&TimelineQuery {
+            outcome: Some("failed".into()),
+            ..Default::default()
+        }))
+        .expect("json")
+    });
+    for (label, at) in [
+        ("state at the head", head),
+        ("state at the middle of the log", head / 2),
+        ("state at an early event", head / 100),
+    ] {
+        let body = measure(&format!("{label} ({at})"), reps, || {
+            let j = model
+                .state_at(&StateQuery {
+                    at: Some(at),
+                    ..Default::default()
+                })
+                .expect("state");
+            serde_json::to_string(&j).expect("json")
+        });
+        println!("  {} KiB of JSON", body.len() / 1024);
+    }
+    let _ = measure("diff between the middle and the head", reps, || {
+        serde_json::to_string(&model.diff(head / 2, head, 500).expect("diff")).expect("json")
+    });
+}

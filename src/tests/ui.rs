@@ -1,0 +1,431 @@
+//! `cairn ui` end to end: the real binary applies `fixtures/ui/project` a few times (one run
+//! failing, one killed mid-apply), then `cairn ui` serves the log while the test
+//!
+//! - speaks plain HTTP to it: the token and the `Host` check, no secret in any response,
+//!   nothing writable, and a command run beside it succeeds and lands in the timeline;
+//! - drives real headless Chromium through every view (`fixtures/ui-browser/drive.js`, with
+//!   Node's `playwright-core`), which saves the screenshots in `fixtures/ui-screenshots/`.
+//!
+//! `.ci/run` installs Chromium and the Node package; without them the browser test fails
+//! under `CI=true` and is skipped (with a note) elsewhere.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cairn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CAIRN_STATE_DIR")
+        .env_remove("SIM_FAIL")
+        .env_remove("SIM_LATENCY_MS")
+        .envs(env.iter().copied())
+        .output()
+        .expect("cairn runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// The fixture project with a history: two good applies, a refresh that finds drift, a failed one, one killed while its
+/// updates were in flight (left pending), one that resolves that, and a saved plan whose data
+/// read is deferred.
+fn project_with_history() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    let ok = |args: &[&str], env: &[(&str, &str)]| {
+        let (code, out) = cairn(dir, args, env);
+        assert_eq!(code, 0, "cairn {args:?}: {out}");
+    };
+    ok(&["apply", "-auto-approve"], &[]);
+    ok(&["apply", "-auto-approve", "-var", "v=two"], &[]);
+    // Someone edits `dep` in the "cloud"; a refresh records the drift.
+    let file = dir.join("sim-store/things/local/dep-1.json");
+    let mut obj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    obj["value"] = "edited-by-hand".into();
+    std::fs::write(&file, obj.to_string()).unwrap();
+    ok(&["refresh"], &[]);
+    let (code, out) = cairn(
+        dir,
+        &["apply", "-auto-approve", "-var", "v=three"],
+        &[("SIM_FAIL", "update:dep")],
+    );
+    assert_eq!(code, 1, "{out}");
+    // Killed while its updates sleep in the provider: they stay pending.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["apply", "-auto-approve", "-refresh=false", "-var", "v=four"])
+        .current_dir(dir)
+        .env("SIM_LATENCY_MS", "4000")
+        .env_remove("SIM_FAIL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    ok(&["apply", "-auto-approve", "-var", "v=five"], &[]);
+    ok(&["plan", "-var", "v=six", "-out=p.tfplan"], &[]);
+    tmp
+}
+
+struct Ui {
+    child: Child,
+    url: String,
+    port: u16,
+    token: String,
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_ui(dir: &Path) -> Ui {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["ui", "-plan=p.tfplan"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("cairn ui prints its address").unwrap();
+        if let Some(i) = line.find("http://") {
+            break line[i..].trim().to_string();
+        }
+    };
+    // Keep reading stdout so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    let rest = url.strip_prefix("http://127.0.0.1:").expect("loopback URL");
+    let (port, token) = rest.split_once("/?token=").unwrap();
+    Ui {
+        child,
+        port: port.parse().unwrap(),
+        token: token.to_string(),
+        url,
+    }
+}
+
+/// A raw HTTP/1.1 request: (status, body).
+fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let status = resp[9..12].parse().unwrap();
+    let body = resp.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
+    (status, body.to_string())
+}
+
+impl Ui {
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        let host = self.host();
+        http(
+            self.port,
+            "GET",
+            path,
+            &[("Host", &host), ("X-Cairn-Token", &self.token)],
+        )
+    }
+
+    fn json(&self, path: &str) -> serde_json::Value {
+        let (status, body) = self.get(path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+    }
+
+    /// Waits until the UI has read `runs` runs.
+    fn wait_runs(&self, runs: u64) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let h = self.json("/api/head");
+            if h["runs"].as_u64() == Some(runs) {
+                return h;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the UI never read {runs} runs: {h}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+#[test]
+fn token_host_and_read_only_over_plain_http() {
+    let tmp = project_with_history();
+    let ui = start_ui(tmp.path());
+    let host = ui.host();
+    ui.wait_runs(6);
+
+    // The token is required on every path, pages and assets included.
+    for path in [
+        "/",
+        "/assets/app.js",
+        "/api/head",
+        "/api/timeline",
+        "/api/run/1",
+    ] {
+        let (status, body) = http(ui.port, "GET", path, &[("Host", &host)]);
+        assert_eq!(status, 401, "{path} without a token: {body}");
+        let (status, _) = http(
+            ui.port,
+            "GET",
+            path,
+            &[("Host", &host), ("X-Cairn-Token", "0000")],
+        );
+        assert_eq!(status, 401, "{path} with a wrong token");
+        let wrong = format!("{path}?token={}", "f".repeat(64));
+        let (status, _) = http(ui.port, "GET", &wrong, &[("Host", &host)]);
+        assert_eq!(status, 401, "{wrong}");
+    }
+    // The token in the query (as printed), as a header, or as the cookie the page sets.
+    let (status, body) = http(
+        ui.port,
+        "GET",
+        &format!("/?token={}", ui.token),
+        &[("Host", &host)],
+    );
+    assert_eq!(status, 200);
+    assert!(body.contains("<title>Cairn</title>"), "{body}");
+    let cookie = format!("cairn_ui_token={}", ui.token);
+    let (status, _) = http(
+        ui.port,
+        "GET",
+        "/api/head",
+        &[("Host", &host), ("Cookie", &cookie)],
+    );
+    assert_eq!(status, 200);
+
+    // DNS rebinding: a right token with a foreign Host is refused; localhost is fine.
+    for bad in [
+        "evil.example",
+        "evil.example:80",
+        &format!("evil.example:{}", ui.port),
+        "127.0.0.1",
+        "127.0.0.1:1",
+    ] {
+        let (status, body) = http(
+            ui.port,
+            "GET",
+            "/api/head",
+            &[("Host", bad), ("X-Cairn-Token", &ui.token)],
+        );
+        assert_eq!(status, 403, "Host {bad}: {body}");
+    }
+    let (status, _) = http(ui.port, "GET", "/api/head", &[("X-Cairn-Token", &ui.token)]);
+    assert_eq!(status, 403, "no Host header");
+    let local = format!("localhost:{}", ui.port);
+    let (status, _) = http(
+        ui.port,
+        "GET",
+        "/api/head",
+        &[("Host", &local), ("X-Cairn-Token", &ui.token)],
+    );
+    assert_eq!(status, 200);
+
+    // Nothing writes.
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        let (status, _) = http(
+            ui.port,
+            method,
+            "/api/timeline",
+            &[
+                ("Host", &host),
+                ("X-Cairn-Token", &ui.token),
+                ("Content-Length", "0"),
+            ],
+        );
+        assert_eq!(status, 405, "{method}");
+    }
+
+    // No response holds the secret: a sensitive variable, the `value` of `sim_thing.cred` and
+    // a sensitive output. (sim's computed `out` is "cred/hunter2": the provider returns it
+    // unmarked, so the state, `cairn show` and Terraform show it too; the secret as a value
+    // of its own, `"hunter2"`, must never appear.)
+    let timeline = ui.json("/api/timeline");
+    let runs = timeline["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 6);
+    let mut pages = vec![
+        "/api/timeline".to_string(),
+        "/api/state".into(),
+        "/api/state?at=3".into(),
+        "/api/diff?from=0&to=100".into(),
+        "/api/plan/0".into(),
+        "/api/instance?addr=sim_thing.cred".into(),
+        "/api/life?addr=sim_thing.cred".into(),
+    ];
+    pages.extend(runs.iter().map(|r| format!("/api/run/{}", r["id"])));
+    for p in &pages {
+        let p = p.replace("to=100", &format!("to={}", timeline["head"]));
+        let (status, body) = ui.get(&p);
+        assert_eq!(status, 200, "{p}: {body}");
+        assert!(
+            !body.contains("\"hunter2\""),
+            "{p} leaks the secret: {body}"
+        );
+    }
+    let cred = ui.json("/api/instance?addr=sim_thing.cred");
+    assert_eq!(cred["attrs"]["value"], "(sensitive value)", "{cred}");
+
+    // The interrupted run: left pending, and how the next run resolved it.
+    let killed = runs
+        .iter()
+        .find(|r| r["outcome"] == "unfinished")
+        .expect("the killed run");
+    let pending = killed["left_pending"].as_array().unwrap();
+    assert!(!pending.is_empty(), "{killed}");
+    assert!(
+        pending
+            .iter()
+            .all(|p| p["resolution"]["kind"] == "resolved"),
+        "{killed}"
+    );
+    // Bad input is a clear error, not a crash.
+    let (status, body) = ui.get("/api/instance?addr=not%20an%20address");
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = ui.get("/api/state?at=999999");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("past the end of the log"), "{body}");
+
+    // Commands run beside the UI as if it were not there, and their runs land in it.
+    for i in 0..4 {
+        let v = format!("v=beside{i}");
+        let (code, out) = cairn(tmp.path(), &["apply", "-auto-approve", "-var", &v], &[]);
+        assert_eq!(code, 0, "apply beside the UI: {out}");
+        let (code, out) = cairn(tmp.path(), &["state", "list"], &[]);
+        assert_eq!(code, 0, "state list beside the UI: {out}");
+    }
+    let h = ui.wait_runs(10);
+    assert_eq!(h["busy"], serde_json::Value::Null, "{h}");
+
+    // A run that applied a saved plan offers that plan (while its file is there).
+    // (The change is made in the configuration: a saved plan made with `-var` currently fails
+    // to apply, "Provider produced inconsistent final plan", an engine matter.)
+    let main_tf = tmp.path().join("main.tf");
+    let text = std::fs::read_to_string(&main_tf).unwrap();
+    std::fs::write(
+        &main_tf,
+        text.replace(r#"default = "one""#, r#"default = "saved""#),
+    )
+    .unwrap();
+    let (code, out) = cairn(tmp.path(), &["plan", "-out=saved.tfplan"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = cairn(tmp.path(), &["apply", "saved.tfplan"], &[]);
+    assert_eq!(code, 0, "{out}");
+    ui.wait_runs(11);
+    let last = &ui.json("/api/timeline")["runs"][0];
+    assert_eq!(last["plan_file"], "saved.tfplan", "{last}");
+    let p = ui.json(&format!("/api/run/{}/plan", last["id"]));
+    assert_eq!(p["change"], 4, "{p}");
+    assert!(p["graph"]["nodes"].as_array().unwrap().len() >= 5, "{p}");
+    let (status, body) = ui.get("/api/run/1/plan");
+    assert_eq!(status, 404, "{body}");
+}
+
+fn browser_available() -> Result<(), String> {
+    if !Path::new("/usr/bin/chromium").exists() {
+        return Err("/usr/bin/chromium is missing (apt-get install chromium)".into());
+    }
+    if !root()
+        .join("fixtures/ui-browser/node_modules/playwright-core")
+        .exists()
+    {
+        return Err("playwright-core is missing (npm ci --prefix fixtures/ui-browser)".into());
+    }
+    Ok(())
+}
+
+#[test]
+fn every_view_in_headless_chromium() {
+    if let Err(why) = browser_available() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "the browser test cannot run in CI: {why}; .ci/run installs it"
+        );
+        eprintln!("skipping the browser test: {why}");
+        return;
+    }
+    let tmp = project_with_history();
+    let ui = start_ui(tmp.path());
+    ui.wait_runs(6);
+    let shots = root().join("fixtures/ui-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let mut node = Command::new("node")
+        .arg(root().join("fixtures/ui-browser/drive.js"))
+        .arg(&ui.url)
+        .arg(&shots)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    let mut stdin = node.stdin.take().unwrap();
+    let stdout = BufReader::new(node.stdout.take().unwrap());
+    let mut log = String::new();
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line == "WAITING" {
+            let (code, out) = cairn(
+                tmp.path(),
+                &["apply", "-auto-approve", "-var", "v=live"],
+                &[],
+            );
+            assert_eq!(code, 0, "{out}");
+            stdin.write_all(b"go\n").unwrap();
+        }
+    }
+    let out = node.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{log}\n{err}"
+    );
+    println!("{log}");
+    for name in ["timeline", "run", "state", "resource", "plan"] {
+        let p = shots.join(format!("{name}.png"));
+        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 10_000, "{} is missing or empty", p.display());
+    }
+}

@@ -1,0 +1,406 @@
+// Cairn UI: a small single-page app over the read-only JSON endpoints of `cairn ui`.
+// Views: #/timeline, #/run/ID, #/state?at=SEQ&vs=SEQ, #/resource?addr=ADDR, #/plan/I.
+"use strict";
+
+const TOKEN = new URLSearchParams(location.search).get("token") || "";
+const main = document.getElementById("main");
+const statusEl = document.getElementById("status");
+let known = { head: -1, busy: null, plans: [] };
+
+function esc(s) {
+  return String(s == null ? "" : s).replace(/[&<>"']/g, c => ({
+    "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
+  })[c]);
+}
+
+async function api(path) {
+  const r = await fetch(path, { headers: { "X-Cairn-Token": TOKEN } });
+  const j = await r.json().catch(() => ({ error: r.statusText }));
+  if (!r.ok) throw new Error(j.error || r.statusText);
+  return j;
+}
+
+function when(ms) {
+  if (ms == null) return "";
+  const d = new Date(ms);
+  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
+function duration(ms) {
+  if (ms == null) return "—";
+  if (ms < 1000) return ms + " ms";
+  if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
+  return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
+}
+
+function route() {
+  const h = location.hash.replace(/^#\/?/, "") || "timeline";
+  const [path, qs] = h.split("?");
+  const parts = path.split("/");
+  return { view: parts[0], arg: parts[1], q: new URLSearchParams(qs || "") };
+}
+
+function go(hash) { location.hash = hash; }
+
+function addrLink(a) {
+  return `<a href="#/resource?addr=${encodeURIComponent(a)}">${esc(a)}</a>`;
+}
+
+function badge(outcome) {
+  return `<span class="badge o-${esc(outcome)}">${esc(outcome)}</span>`;
+}
+
+function pendingHtml(list) {
+  if (!list || !list.length) return "";
+  return list.map(p => {
+    const r = p.resolution;
+    const how = r
+      ? (r.kind === "resolved"
+          ? `resolved by run <a href="#/run/${r.run}">${r.run}</a> (event ${r.seq}): ${esc(r.how)}`
+          : `${esc(r.kind)} in run <a href="#/run/${r.run}">${r.run}</a>`)
+      : "still pending: the next run resolves it";
+    return `<div class="pending">Left pending: ${esc(p.action)} of ${addrLink(p.addr)} (operation ${p.op}) — ${how}</div>`;
+  }).join("");
+}
+
+function failuresHtml(list) {
+  if (!list || !list.length) return "";
+  return list.map(f => `<div class="error">${esc(f.action)} of ${addrLink(f.addr)} failed: ${esc(f.error)}${f.location ? ` (${esc(f.location)})` : ""}</div>`).join("");
+}
+
+// ---- Timeline ------------------------------------------------------------------------------
+
+async function timeline(q) {
+  const params = new URLSearchParams();
+  if (q.get("command")) params.set("command", q.get("command"));
+  if (q.get("outcome")) params.set("outcome", q.get("outcome"));
+  const t = await api("/api/timeline?" + params);
+  const opt = (v, cur) => `<option value="${esc(v)}"${v === (cur || "") ? " selected" : ""}>${esc(v || "all")}</option>`;
+  let html = `<h1>Timeline</h1>
+  <div class="filters">
+    <label>Command <select id="f-command">${["", ...t.commands].map(c => opt(c, q.get("command"))).join("")}</select></label>
+    <label>Outcome <select id="f-outcome">${["", "success", "failed", "interrupted", "running", "unfinished"].map(c => opt(c, q.get("outcome"))).join("")}</select></label>
+    <span class="muted">${t.runs.length} of ${t.total} runs · ${t.head} events</span>
+  </div>`;
+  if (!t.runs.length) {
+    html += `<p class="muted">No runs${t.total ? " match" : " yet: run <code>cairn apply</code>"}.</p>`;
+  } else {
+    html += `<table id="runs"><thead><tr><th>Run</th><th>Command</th><th>Who</th><th>When</th><th>Duration</th><th>Outcome</th><th>Changes</th></tr></thead><tbody>`;
+    for (const r of t.runs) {
+      html += `<tr class="clickable run-row" data-run="${r.id}">
+        <td>${r.id}</td><td><code>${esc(r.command)}${r.args.length ? " " + esc(r.args.join(" ")) : ""}</code></td>
+        <td>${esc(r.user)}</td><td>${when(r.started_ms)}</td><td>${duration(r.duration_ms)}</td>
+        <td>${badge(r.outcome)}</td>
+        <td><span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span>${r.read ? ` <span class="muted">${r.read} read</span>` : ""}${r.errors ? ` <span class="n-destroy">${r.errors} error(s)</span>` : ""}</td></tr>`;
+      if ((r.left_pending && r.left_pending.length) || (r.failures && r.failures.length)) {
+        html += `<tr class="run-detail"><td></td><td colspan="6">${failuresHtml(r.failures)}${pendingHtml(r.left_pending)}</td></tr>`;
+      }
+    }
+    html += `</tbody></table>`;
+  }
+  main.innerHTML = html;
+  const refilter = () => {
+    const p = new URLSearchParams();
+    const c = document.getElementById("f-command").value;
+    const o = document.getElementById("f-outcome").value;
+    if (c) p.set("command", c);
+    if (o) p.set("outcome", o);
+    go("#/timeline" + (p.toString() ? "?" + p : ""));
+  };
+  document.getElementById("f-command").onchange = refilter;
+  document.getElementById("f-outcome").onchange = refilter;
+  for (const tr of document.querySelectorAll("tr.run-row")) {
+    tr.onclick = () => go("#/run/" + tr.dataset.run);
+  }
+}
+
+// ---- One run -------------------------------------------------------------------------------
+
+function eventHtml(e, withRun) {
+  let h = `<div class="ev l-${esc(e.label || "none")}" data-seq="${e.seq}">
+    <span class="seq">#${e.seq}</span>`;
+  if (withRun) h += `<span class="muted">run <a href="#/run/${e.run}">${e.run}</a>${e.command ? " (" + esc(e.command) + ")" : ""} · ${when(e.time_ms)}</span> `;
+  h += `<strong>${esc(e.label || e.kind)}</strong> `;
+  let text = esc(e.text || e.kind);
+  if (e.addr) text = text.replace(esc(e.addr), addrLink(e.addr));
+  h += text;
+  if (e.replaced) h += ` <span class="badge o-running">replaced</span>`;
+  if (e.settled && e.settled.kind !== "succeeded") h += ` <span class="muted">(${esc(e.settled.kind)} at event ${e.settled.seq})</span>`;
+  if (e.error) {
+    h += `<div class="error">Error: ${esc(e.error)}${e.location ? `\n  on ${esc(e.location)}` : ""}</div>`;
+  }
+  if (e.diff) h += `<pre class="diff">${esc(e.diff)}</pre>`;
+  if (e.outputs) h += `<pre class="diff">${esc(Object.entries(e.outputs).map(([k, v]) => k + " = " + JSON.stringify(v)).join("\n"))}</pre>`;
+  return h + `</div>`;
+}
+
+async function runView(id) {
+  const r = await api("/api/run/" + encodeURIComponent(id));
+  let html = `<h1>Run ${r.id}: <code>cairn ${esc(r.command)}${r.args.length ? " " + esc(r.args.join(" ")) : ""}</code> ${badge(r.outcome)}</h1>
+  <div class="card">By <strong>${esc(r.user)}</strong> (pid ${r.pid}) at ${when(r.started_ms)}, ${duration(r.duration_ms)} ·
+  events ${r.first_seq}–${r.last_seq} ·
+  <span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span> · ${r.read} read · ${r.errors} error(s) ·
+  <a href="#/state?at=${r.last_seq}">state after this run</a></div>`;
+  if (r.plan_file) {
+    html += `<div class="card">Applied the saved plan <code>${esc(r.plan_file)}</code>: <a href="#/plan/run-${r.id}">see it with its graph</a></div>`;
+  }
+  html += failuresHtml(r.failures) + pendingHtml(r.left_pending);
+  html += `<h2>Events</h2>` + r.events.map(e => eventHtml(e, false)).join("");
+  main.innerHTML = html;
+}
+
+// ---- State at a moment ---------------------------------------------------------------------
+
+async function stateView(q) {
+  const head = (await api("/api/head")).head;
+  const at = q.has("at") ? Math.min(+q.get("at"), head) : head;
+  const vs = q.get("vs");
+  const s = await api("/api/state?at=" + at + (q.get("q") ? "&q=" + encodeURIComponent(q.get("q")) : ""));
+  const runOpts = s.runs.map(r => `<option value="${r.last_seq}">after run ${r.id} (${esc(r.command)}, ${when(r.started_ms)})</option>`).join("");
+  let html = `<h1>State at event <span id="at-label">${s.at}</span> <span class="muted">of ${s.head}</span></h1>
+  <div class="card">
+    <div class="slider"><span>0</span><input id="slider" type="range" min="0" max="${s.head}" value="${s.at}"><span>${s.head}</span>
+    <input id="at-input" type="number" min="0" max="${s.head}" value="${s.at}" style="width:90px"></div>
+    <div class="filters" style="margin-top:8px">
+      <label>Jump to <select id="jump"><option value="">—</option>${runOpts}<option value="${s.head}">now</option></select></label>
+      <label>Compare with <select id="vs"><option value="">—</option>${runOpts}<option value="${s.head}">now</option></select></label>
+      <label>Filter <input id="q" type="text" value="${esc(q.get("q") || "")}" placeholder="address contains"></label>
+    </div>
+    <div class="muted">${s.time_ms ? when(s.time_ms) + " · run " + s.run + " · " : ""}${s.total} instance(s)${s.listed < s.total ? `, ${s.listed} listed` : ""}</div>
+  </div>
+  <div class="graphwrap"><div style="flex:2" id="state-list">`;
+  for (const m of s.modules) {
+    html += `<div class="module card"><h3>${esc(m.module)} <span class="muted">(${m.count})</span></h3><ul class="addrs">`;
+    for (const i of m.instances) {
+      html += `<li><a href="#" class="inst" data-addr="${esc(i.addr)}">${esc(i.addr)}</a>${i.tainted ? ' <span class="n-destroy">tainted</span>' : ""}</li>`;
+    }
+    html += `</ul></div>`;
+  }
+  if (!s.modules.length) html += `<p class="muted">The state was empty at this moment.</p>`;
+  if (Object.keys(s.outputs).length) {
+    html += `<div class="card"><h3>Outputs</h3><pre class="diff">${esc(Object.entries(s.outputs).map(([k, v]) => k + " = " + JSON.stringify(v)).join("\n"))}</pre></div>`;
+  }
+  html += `</div><div id="nodeinfo"></div></div><div id="diff"></div>`;
+  main.innerHTML = html;
+  const slider = document.getElementById("slider");
+  const input = document.getElementById("at-input");
+  const move = v => {
+    const p = new URLSearchParams(q);
+    p.set("at", v);
+    go("#/state?" + p);
+  };
+  slider.oninput = () => { document.getElementById("at-label").textContent = slider.value; input.value = slider.value; };
+  slider.onchange = () => move(slider.value);
+  input.onchange = () => move(input.value);
+  document.getElementById("jump").onchange = e => e.target.value && move(e.target.value);
+  document.getElementById("q").onchange = e => {
+    const p = new URLSearchParams(q);
+    p.set("at", at);
+    if (e.target.value) p.set("q", e.target.value); else p.delete("q");
+    go("#/state?" + p);
+  };
+  const vsSel = document.getElementById("vs");
+  if (vs) vsSel.value = vs;
+  vsSel.onchange = () => {
+    const p = new URLSearchParams(q);
+    p.set("at", at);
+    if (vsSel.value) p.set("vs", vsSel.value); else p.delete("vs");
+    go("#/state?" + p);
+  };
+  for (const a of document.querySelectorAll("a.inst")) {
+    a.onclick = async ev => {
+      ev.preventDefault();
+      const i = await api(`/api/instance?addr=${encodeURIComponent(a.dataset.addr)}&at=${at}`);
+      document.getElementById("nodeinfo").innerHTML = `<div class="card"><h3>${addrLink(i.addr)}</h3>
+        <div class="muted">as of event ${i.since} · ${esc(i.provider)}${i.tainted ? " · tainted" : ""}</div>
+        <pre class="diff">${esc(i.text)}</pre></div>`;
+    };
+  }
+  if (vs) {
+    const d = await api(`/api/diff?from=${Math.min(+vs, at)}&to=${Math.max(+vs, at)}`);
+    let dh = `<h2>Changes from event ${d.from} to event ${d.to}</h2>
+      <p><span class="k-added">${d.counts.added} added</span> · <span class="k-changed">${d.counts.changed} changed</span> · <span class="k-removed">${d.counts.removed} removed</span></p>`;
+    for (const it of d.items) {
+      dh += `<div class="ev l-${it.kind === "added" ? "created" : it.kind === "removed" ? "deleted" : "updated"}"><strong class="k-${it.kind}">${it.kind}</strong> ${addrLink(it.addr)}<pre class="diff">${esc(it.diff)}</pre></div>`;
+    }
+    if (!d.items.length) dh += `<p class="muted">No differences.</p>`;
+    document.getElementById("diff").innerHTML = dh;
+  }
+}
+
+// ---- One resource's life -------------------------------------------------------------------
+
+async function resourceView(q) {
+  const addr = q.get("addr") || "";
+  let html = `<h1>One resource's life</h1>
+  <div class="filters"><input id="addr" type="text" list="addr-list" size="50" value="${esc(addr)}" placeholder="sim_thing.a">
+  <datalist id="addr-list"></datalist><button id="show">Show</button></div><div id="life"></div>`;
+  main.innerHTML = html;
+  const input = document.getElementById("addr");
+  const list = document.getElementById("addr-list");
+  input.oninput = async () => {
+    const xs = await api("/api/addresses?q=" + encodeURIComponent(input.value));
+    list.innerHTML = xs.map(x => `<option value="${esc(x)}">`).join("");
+  };
+  document.getElementById("show").onclick = () => go("#/resource?addr=" + encodeURIComponent(input.value));
+  input.onkeydown = e => { if (e.key === "Enter") go("#/resource?addr=" + encodeURIComponent(input.value)); };
+  if (!addr) {
+    const xs = await api("/api/addresses?q=");
+    document.getElementById("life").innerHTML = `<p class="muted">Addresses in the log:</p><ul class="addrs">${xs.map(x => `<li>${addrLink(x)}</li>`).join("")}</ul>`;
+    return;
+  }
+  const l = await api("/api/life?addr=" + encodeURIComponent(addr));
+  document.getElementById("life").innerHTML = `<h2>${esc(l.addr)} <span class="muted">${l.exists ? "exists now" : "not in the state now"} · ${l.events.length} event(s)</span></h2>` +
+    l.events.map(e => eventHtml(e, true)).join("");
+}
+
+// ---- A plan --------------------------------------------------------------------------------
+
+const ACTION_COLOR = { create: "#c7ecd0", update: "#ffe8a3", delete: "#ffd0d3", replace: "#e5d5ff", read: "#d3e6ff", "no-op": "#ffffff" };
+
+function nodeColor(n) {
+  const a = (n.actions || []).filter(x => x !== "no-op");
+  if (!a.length) return ACTION_COLOR["no-op"];
+  return ACTION_COLOR[a[0]] || "#eee";
+}
+
+function drawGraph(el, graph, onPick) {
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: "LR", nodesep: 18, ranksep: 60, marginx: 12, marginy: 12 });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (const n of graph.nodes) {
+    const label = n.id + (n.deferred ? "  (read during apply)" : "");
+    g.setNode(n.id, { label, width: Math.max(90, label.length * 7.4 + 20), height: 30, data: n });
+  }
+  // Dependencies on the left, what depends on them to the right.
+  for (const e of graph.edges) g.setEdge(e.to, e.from);
+  dagre.layout(g);
+  const W = g.graph().width, H = g.graph().height;
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", W);
+  svg.setAttribute("height", H);
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  svg.innerHTML = `<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#8c959f"/></marker></defs>`;
+  for (const e of g.edges()) {
+    const pts = g.edge(e).points;
+    const p = document.createElementNS(ns, "path");
+    p.setAttribute("class", "edge");
+    p.setAttribute("d", "M" + pts.map(q => q.x + "," + q.y).join(" L"));
+    p.setAttribute("marker-end", "url(#arrow)");
+    svg.appendChild(p);
+  }
+  for (const id of g.nodes()) {
+    const v = g.node(id);
+    const n = v.data;
+    const grp = document.createElementNS(ns, "g");
+    grp.setAttribute("class", "node" + (n.deferred ? " deferred" : ""));
+    grp.setAttribute("data-id", id);
+    grp.setAttribute("transform", `translate(${v.x - v.width / 2},${v.y - v.height / 2})`);
+    const r = document.createElementNS(ns, "rect");
+    r.setAttribute("width", v.width);
+    r.setAttribute("height", v.height);
+    r.setAttribute("fill", nodeColor(n));
+    if (n.data) r.setAttribute("rx", 12);
+    const t = document.createElementNS(ns, "text");
+    t.setAttribute("x", 10);
+    t.setAttribute("y", 19);
+    t.textContent = v.label;
+    grp.appendChild(r);
+    grp.appendChild(t);
+    grp.onclick = () => {
+      for (const s of svg.querySelectorAll(".node.selected")) s.classList.remove("selected");
+      grp.classList.add("selected");
+      onPick(n);
+    };
+    svg.appendChild(grp);
+  }
+  el.innerHTML = "";
+  el.appendChild(svg);
+}
+
+function changeHtml(c) {
+  let h = `<div class="ev l-${c.action === "create" ? "created" : c.action === "delete" ? "deleted" : c.action === "read" ? "read" : "updated"}">
+    <strong>${esc(c.action)}</strong> ${esc(c.addr)}`;
+  if (c.reason) h += `<div class="muted">why: ${esc(c.reason)}</div>`;
+  if (c.deferred && c.chain && c.chain.length) {
+    h += `<div class="chain">deferred because of: ${c.chain.map(esc).join(" ← ")}</div>`;
+  }
+  return h + `<pre class="diff">${esc(c.text)}</pre></div>`;
+}
+
+async function planView(arg) {
+  const head = await api("/api/head");
+  const ofRun = arg && arg.startsWith("run-") ? arg.slice(4) : null;
+  if (!head.plans.length && !ofRun) {
+    main.innerHTML = `<h1>Plan</h1><p class="muted">No plan to show. Save one with <code>cairn plan -out=FILE</code> and start <code>cairn ui -plan=FILE</code>.</p>`;
+    return;
+  }
+  const p = ofRun ? await api(`/api/run/${encodeURIComponent(ofRun)}/plan`) : await api("/api/plan/" + +(arg || 0));
+  let html = `<h1>Plan <code>${esc(p.name)}</code></h1>`;
+  if (head.plans.length > 1) {
+    html += `<div class="filters">${head.plans.map((n, j) => `<a href="#/plan/${j}">${esc(n)}</a>`).join(" · ")}</div>`;
+  }
+  html += `<div class="card"><span class="n-add">${p.add} to add</span>, <span class="n-change">${p.change} to change</span>, <span class="n-destroy">${p.destroy} to destroy</span>${p.errored ? ' · <span class="n-destroy">the plan has errors</span>' : ""}
+    <div class="legend" style="margin-top:6px">${Object.entries(ACTION_COLOR).map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`).join("")}<span><i style="border:2px dashed #0969da"></i>read deferred to apply</span></div></div>`;
+  if (p.config_error) html += `<p class="error">No graph: ${esc(p.config_error)}</p>`;
+  html += `<div class="graphwrap"><div id="graph"></div><div id="nodeinfo"><div class="card muted">Click a node to see its change and why.</div></div></div>`;
+  html += `<h2>Changes by module</h2>`;
+  for (const m of p.modules) {
+    html += `<div class="module"><h3>${esc(m.module)}</h3>${m.changes.map(changeHtml).join("")}</div>`;
+  }
+  if (!p.modules.length) html += `<p class="muted">No changes.</p>`;
+  main.innerHTML = html;
+  drawGraph(document.getElementById("graph"), p.graph, n => {
+    const info = document.getElementById("nodeinfo");
+    const changes = n.changes && n.changes.length ? n.changes.map(changeHtml).join("") : `<p class="muted">No change planned.</p>`;
+    info.innerHTML = `<div class="card"><h3>${esc(n.id)}</h3><div class="muted">${esc(n.module)}${n.data ? " · data source" : ""}</div>${changes}</div>`;
+  });
+}
+
+// ---- Shell ---------------------------------------------------------------------------------
+
+let rendering = Promise.resolve();
+
+function render() {
+  const r = route();
+  for (const a of document.querySelectorAll("nav a")) {
+    a.classList.toggle("active", a.dataset.view === r.view || (r.view === "run" && a.dataset.view === "timeline"));
+  }
+  rendering = (async () => {
+    try {
+      if (r.view === "run") await runView(r.arg);
+      else if (r.view === "state") await stateView(r.q);
+      else if (r.view === "resource") await resourceView(r.q);
+      else if (r.view === "plan") await planView(r.arg);
+      else await timeline(r.q);
+      document.body.dataset.view = r.view;
+      document.body.dataset.rendered = String(Date.now());
+    } catch (e) {
+      main.innerHTML = `<p class="error">${esc(e.message)}</p>`;
+    }
+  })();
+  return rendering;
+}
+
+async function poll() {
+  try {
+    const h = await api("/api/head");
+    const busy = h.busy ? `cairn ${h.busy.command || "?"} (pid ${h.busy.pid || "?"}) is running: its run appears when it finishes` : "";
+    statusEl.textContent = busy || (h.missing ? "no state yet" : `${h.runs} runs · ${h.head} events · live`);
+    statusEl.classList.toggle("busy", !!busy);
+    document.body.dataset.head = h.head;
+    if (known.head !== -1 && h.head !== known.head) {
+      const r = route();
+      // New runs land in the views that show "now" without a reload.
+      if (r.view === "timeline" || (r.view === "state" && !r.q.has("at")) || r.view === "resource") await render();
+    }
+    known = h;
+  } catch (e) {
+    statusEl.textContent = "disconnected: " + e.message;
+  }
+}
+
+window.addEventListener("hashchange", render);
+render().then(poll);
+setInterval(poll, 1000);

@@ -1,0 +1,584 @@
+//! `cairn ui`: a read-only web server over the state log and saved plans.
+//!
+//! - [`model`]: the events folded once, with the indexes the views need (versions per
+//!   address, operations and how they were settled); every view is a function to JSON.
+//! - [`plan`]: a saved plan's changes by module and the resource dependency graph.
+//! - this file: reading the log beside other commands, the HTTP server (axum) and its
+//!   security checks.
+//!
+//! **Reading beside other commands.** sled allows one opener at a time, and every Cairn
+//! command holds the database for its whole run. The UI never holds it: a reader thread
+//! watches the log directory's files and `lock.json`; when the files changed and no command
+//! holds the state, it makes a brief visit ([`cairn_state::peek_events`]) that reads only the
+//! new events and lets go. A command that starts during a visit waits for it (the lock's grace
+//! period), so the UI never makes a command fail. While a command runs, the pages say which
+//! one, and its run appears when it finishes.
+//!
+//! **Security.** The server binds 127.0.0.1 only. Every request must carry the random token
+//! printed with the URL (as `?token=`, the `X-Cairn-Token` header, or the cookie the first
+//! page sets), and a `Host` header naming the loopback address and the port, so a page of
+//! another origin that rebinds its DNS name to 127.0.0.1 is refused. Only `GET` routes exist;
+//! values pass through masking, so no response holds a sensitive value.
+
+pub mod model;
+pub mod plan;
+
+use axum::extract::{Path as UrlPath, Query, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use cairn_state::{Peek, ResourceInstanceAddr};
+use model::{Model, StateQuery, TimelineQuery};
+use serde_json::{json, Value as J};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, UNIX_EPOCH};
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const APP_CSS: &str = include_str!("assets/app.css");
+const DAGRE_JS: &str = include_str!("assets/dagre.min.js");
+
+/// The most events one visit to the log reads: a visit stays short (well under the grace
+/// period a command starting meanwhile waits), and a reader catches up over several.
+const VISIT_MAX: usize = 20_000;
+
+/// What `cairn ui` serves.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub state_dir: PathBuf,
+    /// The configuration directory (resource locations, the plan graph).
+    pub config_dir: PathBuf,
+    /// 0: the system chooses.
+    pub port: u16,
+    /// Saved plans to show.
+    pub plans: Vec<PathBuf>,
+    /// How often the reader looks at the log directory.
+    pub poll: Duration,
+}
+
+/// What a reader sees of the log now.
+#[derive(Clone, Debug, Default)]
+struct Status {
+    /// The command holding the state (from `lock.json`), while one does.
+    busy: Option<J>,
+    /// No state directory yet.
+    missing: bool,
+    error: Option<String>,
+}
+
+struct Shared {
+    model: RwLock<Model>,
+    /// The configuration (for plan graphs) or why there is none.
+    config: Result<Arc<crate::config::Config>, String>,
+    config_dir: PathBuf,
+    status: Mutex<Status>,
+    plans: Vec<(String, J)>,
+    token: String,
+    allowed_hosts: Vec<String>,
+}
+
+/// A random token: 32 bytes from the operating system's generator, hex.
+fn new_token() -> String {
+    use rand::RngCore;
+    let mut b = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The log directory's files (name, size, mtime): changes when anything is written.
+fn signature(state_dir: &Path) -> Vec<(String, u64, u128)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![state_dir.join("log")];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(md) = e.metadata() else { continue };
+            if md.is_dir() {
+                dirs.push(e.path());
+                continue;
+            }
+            let mtime = md
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            out.push((e.path().display().to_string(), md.len(), mtime));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn holder(state_dir: &Path) -> Option<J> {
+    let text = std::fs::read_to_string(state_dir.join("lock.json")).ok()?;
+    let j: J = serde_json::from_str(&text).ok()?;
+    Some(json!({
+        "pid": j.get("pid"),
+        "command": j.get("command"),
+        "since_ms": j.get("since_ms"),
+    }))
+}
+
+/// One look at the log: reads new events if the files changed and nobody holds them.
+/// Returns the signature to compare with next time.
+fn refresh(
+    shared: &Shared,
+    state_dir: &Path,
+    last: Option<&Vec<(String, u64, u128)>>,
+) -> Option<Vec<(String, u64, u128)>> {
+    if let Some(h) = holder(state_dir) {
+        shared.status.lock().map(|mut s| s.busy = Some(h)).ok();
+        return last.cloned();
+    }
+    let before = signature(state_dir);
+    if last == Some(&before) {
+        shared.status.lock().map(|mut s| s.busy = None).ok();
+        return last.cloned();
+    }
+    let from = shared.model.read().map(|m| m.head() + 1).unwrap_or(1);
+    let peek = cairn_state::peek_events(state_dir, from, VISIT_MAX);
+    let mut status = Status::default();
+    let next = match peek {
+        Ok(Peek::Busy) => {
+            status.busy = holder(state_dir).or(Some(json!({"command": "another process"})));
+            last.cloned()
+        }
+        Ok(Peek::Events(events, warnings)) => {
+            let more = events.len() >= VISIT_MAX;
+            if let Ok(mut m) = shared.model.write() {
+                m.extend(events);
+                m.warnings.extend(warnings);
+            }
+            if more {
+                // Visit again soon for the rest (the files have not changed since: forget
+                // the signature so the next look reads).
+                None
+            } else {
+                // sled may touch its files as it closes: compare against what it left.
+                Some(signature(state_dir))
+            }
+        }
+        Err(cairn_state::StateError::NotFound { .. }) => {
+            status.missing = true;
+            last.cloned()
+        }
+        Err(e) => {
+            status.error = Some(e.to_string());
+            Some(before)
+        }
+    };
+    if let Ok(mut s) = shared.status.lock() {
+        *s = status;
+    }
+    next
+}
+
+fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
+    let mut last: Option<Vec<(String, u64, u128)>> = None;
+    loop {
+        last = refresh(&shared, &state_dir, last.as_ref());
+        if Arc::strong_count(&shared) == 1 {
+            return;
+        }
+        std::thread::sleep(poll);
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn token_of(req: &Request) -> Option<String> {
+    if let Some(q) = req.uri().query() {
+        for pair in q.split('&') {
+            if let Some(t) = pair.strip_prefix("token=") {
+                return Some(t.to_string());
+            }
+        }
+    }
+    if let Some(v) = req.headers().get("x-cairn-token") {
+        return v.to_str().ok().map(str::to_string);
+    }
+    for v in req.headers().get_all(header::COOKIE) {
+        let Ok(v) = v.to_str() else { continue };
+        for c in v.split(';') {
+            if let Some(t) = c.trim().strip_prefix("cairn_ui_token=") {
+                return Some(t.to_string());
+            }
+        }
+    }
+    None
+}
+
+fn refuse(status: StatusCode, why: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{why}\n"),
+    )
+        .into_response()
+}
+
+/// The security gate in front of every route: the Host header, then the token.
+async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !shared.allowed_hosts.iter().any(|h| h == host) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "Host {host:?} is not allowed: open the address `cairn ui` printed ({})",
+                shared.allowed_hosts[0]
+            ),
+        );
+    }
+    let Some(token) = token_of(&req) else {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "This page needs the access token: open the full address `cairn ui` printed.",
+        );
+    };
+    if !constant_time_eq(token.as_bytes(), shared.token.as_bytes()) {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "The access token is wrong: open the full address `cairn ui` printed.",
+        );
+    }
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+        ),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "cairn_ui_token={}; HttpOnly; SameSite=Strict; Path=/",
+        shared.token
+    )) {
+        h.insert(header::SET_COOKIE, v);
+    }
+    resp
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+fn bad_request(why: String) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({"error": why}))).into_response()
+}
+
+fn not_found(why: String) -> Response {
+    (StatusCode::NOT_FOUND, Json(json!({"error": why}))).into_response()
+}
+
+fn with_model<T>(shared: &Shared, f: impl FnOnce(&Model) -> T) -> T {
+    match shared.model.read() {
+        Ok(m) => f(&m),
+        Err(p) => f(&p.into_inner()),
+    }
+}
+
+async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
+    let status = s.status.lock().map(|s| s.clone()).unwrap_or_default();
+    let (head, runs, warnings) = with_model(&s, |m| (m.head(), m.run_count(), m.warnings.clone()));
+    Json(json!({
+        "head": head,
+        "runs": runs,
+        "busy": status.busy,
+        "missing": status.missing,
+        "error": status.error,
+        "warnings": warnings,
+        "plans": s.plans.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+    }))
+}
+
+async fn timeline(State(s): State<Arc<Shared>>, Query(q): Query<TimelineQuery>) -> Json<J> {
+    Json(with_model(&s, |m| m.timeline(&q)))
+}
+
+async fn run(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Response {
+    match with_model(&s, |m| m.run(id)) {
+        Some(j) => Json(j).into_response(),
+        None => not_found(format!("there is no run {id}")),
+    }
+}
+
+async fn state(State(s): State<Arc<Shared>>, Query(q): Query<StateQuery>) -> Response {
+    match with_model(&s, |m| m.state_at(&q)) {
+        Ok(j) => Json(j).into_response(),
+        Err(e) => bad_request(e),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct DiffQuery {
+    from: u64,
+    to: u64,
+}
+
+async fn diff(State(s): State<Arc<Shared>>, Query(q): Query<DiffQuery>) -> Response {
+    match with_model(&s, |m| m.diff(q.from, q.to, 500)) {
+        Ok(j) => Json(j).into_response(),
+        Err(e) => bad_request(e),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct AddrQuery {
+    addr: String,
+    at: Option<u64>,
+}
+
+fn parse_addr(a: &str) -> Result<ResourceInstanceAddr, Box<Response>> {
+    a.parse().map_err(|e| {
+        Box::new(bad_request(format!(
+            "{a:?} is not a resource instance address: {e}"
+        )))
+    })
+}
+
+async fn instance(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Response {
+    let addr = match parse_addr(&q.addr) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    match with_model(&s, |m| m.instance(&addr, q.at)) {
+        Some(j) => Json(j).into_response(),
+        None => not_found(format!("{addr} is not in the state at that moment")),
+    }
+}
+
+async fn life(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Response {
+    let addr = match parse_addr(&q.addr) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    match with_model(&s, |m| m.life(&addr)) {
+        Some(j) => Json(j).into_response(),
+        None => not_found(format!("no event of the log touched {addr}")),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SearchQuery {
+    #[serde(default)]
+    q: String,
+}
+
+async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -> Json<J> {
+    Json(json!(with_model(&s, |m| m.addresses(&q.q, 50))))
+}
+
+/// The plan a run applied (`apply FILE`), read from the file if it is still there.
+async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Response {
+    let Some(file) = with_model(&s, |m| m.run_plan_file(id)) else {
+        return not_found(format!("run {id} did not apply a saved plan"));
+    };
+    let path = s.config_dir.join(&file);
+    let plan = match crate::cli::run_cmds::load_plan(&path) {
+        Ok(p) => p,
+        Err(d) => return not_found(format!("{}: {}", d.summary, d.detail)),
+    };
+    let view = plan::PlanView {
+        name: format!("{file} (applied by run {id})"),
+        plan,
+    };
+    let (config, error) = match &s.config {
+        Ok(c) => (Some(c.as_ref()), None),
+        Err(e) => (None, Some(e.as_str())),
+    };
+    Json(plan::plan_json(&view, config, error)).into_response()
+}
+
+async fn plan_at(State(s): State<Arc<Shared>>, UrlPath(i): UrlPath<usize>) -> Response {
+    match s.plans.get(i) {
+        Some((_, j)) => Json(j.clone()).into_response(),
+        None => not_found(format!("there is no plan {i}")),
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route(
+            "/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
+        )
+        .route(
+            "/assets/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/assets/app.css",
+            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
+        )
+        .route(
+            "/assets/dagre.min.js",
+            get(|| async { asset("text/javascript; charset=utf-8", DAGRE_JS) }),
+        )
+        .route("/api/head", get(head))
+        .route("/api/timeline", get(timeline))
+        .route("/api/run/:id", get(run))
+        .route("/api/state", get(state))
+        .route("/api/diff", get(diff))
+        .route("/api/instance", get(instance))
+        .route("/api/life", get(life))
+        .route("/api/addresses", get(addresses))
+        .route("/api/plan/:i", get(plan_at))
+        .route("/api/run/:id/plan", get(run_plan))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
+        .with_state(shared)
+}
+
+/// Loads the configuration in `dir` when it has one (for locations and the plan graph).
+fn load_config(dir: &Path) -> (Option<crate::config::Config>, Option<String>) {
+    let has_tf = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "tf"))
+        })
+        .unwrap_or(false);
+    if !has_tf {
+        return (
+            None,
+            Some(format!(
+                "{} has no configuration (*.tf): the graph needs it",
+                dir.display()
+            )),
+        );
+    }
+    let (config, diags) = crate::config::load(dir);
+    if diags.has_errors() {
+        let first = diags
+            .iter()
+            .find(|d| d.severity == crate::diag::Severity::Error)
+            .map(|d| d.summary.clone())
+            .unwrap_or_default();
+        return (
+            config,
+            Some(format!("the configuration has errors ({first})")),
+        );
+    }
+    (config, None)
+}
+
+/// A server ready to run: bound, with its address and token.
+pub struct Server {
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    opts: Options,
+    pub url: String,
+}
+
+impl Server {
+    /// Binds 127.0.0.1 and prepares the views (plans are read now: a bad plan file is an
+    /// error here, not a broken page).
+    pub fn bind(opts: Options) -> Result<Server, crate::diag::Diagnostic> {
+        use crate::diag::Diagnostic;
+        let (config, config_error) = load_config(&opts.config_dir);
+        let mut plans = Vec::new();
+        for p in &opts.plans {
+            let plan = crate::cli::run_cmds::load_plan(p)?;
+            let view = plan::PlanView {
+                name: p.display().to_string(),
+                plan,
+            };
+            plans.push((
+                view.name.clone(),
+                plan::plan_json(&view, config.as_ref(), config_error.as_deref()),
+            ));
+        }
+        let listener = std::net::TcpListener::bind(("127.0.0.1", opts.port)).map_err(|e| {
+            Diagnostic::error(
+                "Cannot start the UI server",
+                format!("Binding 127.0.0.1:{}: {e}.", opts.port),
+            )
+        })?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| Diagnostic::error("Cannot start the UI server", e.to_string()))?
+            .port();
+        let mut model = Model::new();
+        if let Some(c) = &config {
+            model.set_config(c);
+        }
+        let token = new_token();
+        let config = match (config, config_error) {
+            (Some(c), None) => Ok(Arc::new(c)),
+            (_, e) => Err(e.unwrap_or_else(|| "the configuration did not load".into())),
+        };
+        let shared = Arc::new(Shared {
+            model: RwLock::new(model),
+            config,
+            config_dir: opts.config_dir.clone(),
+            status: Mutex::new(Status::default()),
+            plans,
+            token: token.clone(),
+            allowed_hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
+        });
+        Ok(Server {
+            listener,
+            shared,
+            opts,
+            url: format!("http://127.0.0.1:{port}/?token={token}"),
+        })
+    }
+
+    /// Serves until `stop` resolves. Reads the log on a thread of its own.
+    pub async fn serve(
+        self,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), String> {
+        let shared = self.shared.clone();
+        let dir = self.opts.state_dir.clone();
+        let poll = self.opts.poll;
+        std::thread::Builder::new()
+            .name("cairn-ui-reader".into())
+            .spawn(move || reader(shared, dir, poll))
+            .map_err(|e| e.to_string())?;
+        self.listener
+            .set_nonblocking(true)
+            .map_err(|e| e.to_string())?;
+        let listener =
+            tokio::net::TcpListener::from_std(self.listener).map_err(|e| e.to_string())?;
+        let app = router(self.shared);
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_in_constant_time_and_differ() {
+        let a = new_token();
+        let b = new_token();
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(constant_time_eq(a.as_bytes(), a.as_bytes()));
+        assert!(!constant_time_eq(a.as_bytes(), b.as_bytes()));
+        assert!(!constant_time_eq(a.as_bytes(), &a.as_bytes()[1..]));
+    }
+}

@@ -1,0 +1,1171 @@
+//! What the UI knows: the events of the log folded once, with the indexes its views need.
+//!
+//! The fold is the state crate's own ([`Snapshot::apply`]): after each event the model looks
+//! up the addresses that event touched in the folded snapshot and records a new *version* of
+//! each one whose object changed. So "the state at event N" is, for every address, its last
+//! version at or before N (a binary search), and never a second implementation of the fold's
+//! rules. Memory: the events plus one copy of each distinct object version.
+//!
+//! Every view is a function from the model to JSON; none can write. Values reach the pages
+//! only through the plan renderer (`plan::render_change`) or [`masked_json`], so sensitive
+//! values read `(sensitive value)` everywhere.
+
+use crate::plan::{render_change, Action, Change, RenderOptions};
+use crate::value::Value;
+use cairn_state::{
+    Event, EventBody, Mode, ModulePath, OpAction, OutputValue, ProviderAddr, ResourceInstanceAddr,
+    ResourceObject, RunRecord, Snapshot, StoredValue,
+};
+use serde_json::{json, Value as J};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// One object as it was between two events (the current object of a managed instance, or a
+/// data result).
+#[derive(Debug, PartialEq)]
+pub struct Obj {
+    pub attrs: StoredValue,
+    pub tainted: bool,
+    /// Deposed objects the instance also had.
+    pub deposed: usize,
+    pub provider: ProviderAddr,
+}
+
+#[derive(Debug)]
+struct Version {
+    seq: u64,
+    obj: Option<Arc<Obj>>,
+}
+
+/// Everything that happened to one address.
+#[derive(Debug, Default)]
+struct Life {
+    /// The seqs of the events that touched it.
+    touches: Vec<u64>,
+    /// Its object after each event that changed it (`None`: absent), in order.
+    versions: Vec<Version>,
+}
+
+impl Life {
+    /// The version in force right after event `seq`.
+    fn at(&self, seq: u64) -> Option<&Version> {
+        let i = self.versions.partition_point(|v| v.seq <= seq);
+        i.checked_sub(1).map(|i| &self.versions[i])
+    }
+
+    fn obj_at(&self, seq: u64) -> Option<&Arc<Obj>> {
+        self.at(seq).and_then(|v| v.obj.as_ref())
+    }
+}
+
+/// An operation: where it started and how it was settled.
+#[derive(Debug, Clone)]
+struct Op {
+    addr: ResourceInstanceAddr,
+    action: OpAction,
+    run: u64,
+    settled: Option<Settled>,
+}
+
+#[derive(Debug, Clone)]
+struct Settled {
+    seq: u64,
+    run: u64,
+    kind: &'static str,
+    how: Option<String>,
+}
+
+/// The UI's view of one state log.
+pub struct Model {
+    events: Vec<Event>,
+    fold: Snapshot,
+    lives: BTreeMap<ResourceInstanceAddr, Life>,
+    ops: HashMap<u64, Op>,
+    outputs: Vec<(u64, Arc<BTreeMap<String, OutputValue>>)>,
+    /// Where each resource's block is in the configuration (`main.tf:3:1`), when the
+    /// configuration could be loaded.
+    locations: HashMap<(ModulePath, Mode, String, String), String>,
+    pub warnings: Vec<String>,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model::new()
+    }
+}
+
+/// A value as JSON with every sensitive part replaced by `"(sensitive value)"`.
+pub fn masked_json(v: &StoredValue) -> J {
+    match v {
+        StoredValue::Sensitive(_) => J::String("(sensitive value)".into()),
+        StoredValue::List(x) | StoredValue::Set(x) | StoredValue::Tuple(x) => {
+            J::Array(x.iter().map(masked_json).collect())
+        }
+        StoredValue::Map(m) | StoredValue::Object(m) => {
+            J::Object(m.iter().map(|(k, v)| (k.clone(), masked_json(v))).collect())
+        }
+        other => other.to_json(),
+    }
+}
+
+/// An object's attributes as `name = value` lines (values as JSON, sensitive ones masked),
+/// names aligned as in the plan text.
+pub fn attrs_text(v: &StoredValue) -> String {
+    let StoredValue::Object(m) = v else {
+        return masked_json(v).to_string();
+    };
+    let width = m.keys().map(|k| k.len()).max().unwrap_or(0);
+    m.iter()
+        .map(|(k, v)| {
+            let text = match v {
+                StoredValue::Sensitive(_) => "(sensitive value)".to_string(),
+                v => serde_json::to_string_pretty(&masked_json(v)).unwrap_or_default(),
+            };
+            format!("{k:width$} = {text}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The saved plan an `apply` run applied: its one positional argument.
+pub fn plan_file_of(command: &str, args: &[&String]) -> Option<String> {
+    if command != "apply" {
+        return None;
+    }
+    // Flags that take their value as the next argument.
+    const WITH_VALUE: [&str; 10] = [
+        "-var",
+        "--var",
+        "-var-file",
+        "--var-file",
+        "-target",
+        "--target",
+        "-replace",
+        "--replace",
+        "-parallelism",
+        "--parallelism",
+    ];
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if WITH_VALUE.contains(&a.as_str()) {
+            it.next();
+        } else if !a.starts_with('-') {
+            return Some(a.to_string());
+        }
+    }
+    None
+}
+
+fn plan_action(a: OpAction) -> Action {
+    match a {
+        OpAction::Create => Action::Create,
+        OpAction::Update => Action::Update,
+        OpAction::Delete => Action::Delete,
+    }
+}
+
+/// A before/after diff drawn as the plan text draws it, without the plan's future-tense
+/// header (the page says what happened).
+pub fn diff_text(
+    addr: &ResourceInstanceAddr,
+    provider: &ProviderAddr,
+    action: Action,
+    before: Option<&StoredValue>,
+    after: Option<&StoredValue>,
+) -> String {
+    let ch = Change {
+        addr: addr.clone(),
+        provider: provider.clone(),
+        action,
+        before: before.map(Value::from_stored),
+        after: after.map(Value::from_stored),
+        replace_paths: Vec::new(),
+        reason: None,
+        sensitive_attrs: Vec::new(),
+        diff_unavailable: false,
+    };
+    let text = render_change(
+        &ch,
+        &RenderOptions {
+            color: false,
+            width: 0,
+        },
+    );
+    text.lines()
+        .skip_while(|l| l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn module_name(m: &ModulePath) -> String {
+    if m.is_root() {
+        "(root module)".into()
+    } else {
+        m.to_string()
+    }
+}
+
+/// Filters of the timeline.
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+pub struct TimelineQuery {
+    pub command: Option<String>,
+    pub outcome: Option<String>,
+}
+
+/// What the state view asks for.
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+pub struct StateQuery {
+    pub at: Option<u64>,
+    /// Only addresses containing this text.
+    pub q: Option<String>,
+    /// At most this many instances listed (all are counted).
+    pub limit: Option<usize>,
+}
+
+impl Model {
+    pub fn new() -> Model {
+        Model {
+            events: Vec::new(),
+            fold: Snapshot::new(),
+            lives: BTreeMap::new(),
+            ops: HashMap::new(),
+            outputs: Vec::new(),
+            locations: HashMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The seq of the last event known.
+    pub fn head(&self) -> u64 {
+        self.fold.head
+    }
+
+    pub fn run_count(&self) -> usize {
+        self.fold.runs.len()
+    }
+
+    /// Remembers where each resource block of the configuration is, for error locations.
+    pub fn set_config(&mut self, config: &crate::config::Config) {
+        for m in config.modules() {
+            for (k, r) in &m.resources {
+                self.locations.insert(
+                    (m.path.clone(), k.mode, k.type_.clone(), k.name.clone()),
+                    config.sources.location(r.span),
+                );
+            }
+        }
+    }
+
+    fn location(&self, addr: &ResourceInstanceAddr) -> Option<&String> {
+        let r = &addr.resource;
+        self.locations.get(&(
+            r.module.without_keys(),
+            r.mode,
+            r.type_.clone(),
+            r.name.clone(),
+        ))
+    }
+
+    /// Folds more events (they must follow the head).
+    pub fn extend(&mut self, events: Vec<Event>) {
+        let mut touched: Vec<ResourceInstanceAddr> = Vec::new();
+        for e in events {
+            if e.seq != self.fold.head + 1 {
+                self.warnings.push(format!(
+                    "event {} does not follow {}; ignored",
+                    e.seq, self.fold.head
+                ));
+                continue;
+            }
+            touched.clear();
+            self.touched(&e, &mut touched);
+            self.fold.apply(&e);
+            if let EventBody::OutputsSet { outputs } = &e.body {
+                self.outputs.push((e.seq, Arc::new(outputs.clone())));
+            }
+            for addr in &touched {
+                let now = self.object_now(addr);
+                let life = self.lives.entry(addr.clone()).or_default();
+                if life.touches.last() != Some(&e.seq) {
+                    life.touches.push(e.seq);
+                }
+                let last = life.versions.last().and_then(|v| v.obj.as_deref());
+                if last != now.as_ref() {
+                    life.versions.push(Version {
+                        seq: e.seq,
+                        obj: now.map(Arc::new),
+                    });
+                }
+            }
+            self.events.push(e);
+        }
+    }
+
+    fn object_now(&self, addr: &ResourceInstanceAddr) -> Option<Obj> {
+        match addr.resource.mode {
+            Mode::Managed => {
+                let inst = self.fold.resources.get(addr)?;
+                let cur = inst.current.as_ref()?;
+                Some(Obj {
+                    attrs: cur.attrs.clone(),
+                    tainted: cur.tainted,
+                    deposed: inst.deposed.len(),
+                    provider: cur.provider.addr.clone(),
+                })
+            }
+            Mode::Data => {
+                let d = self.fold.data.get(addr)?;
+                Some(Obj {
+                    attrs: d.attrs.clone(),
+                    tainted: false,
+                    deposed: 0,
+                    provider: d.provider.addr.clone(),
+                })
+            }
+        }
+    }
+
+    /// The addresses an event touches (recording operations as they start and settle).
+    fn touched(&mut self, e: &Event, out: &mut Vec<ResourceInstanceAddr>) {
+        match &e.body {
+            EventBody::ResourceRead { addr, .. }
+            | EventBody::ResourceGone { addr }
+            | EventBody::ObjectDeposed { addr, .. }
+            | EventBody::DataRead { addr, .. }
+            | EventBody::DataDropped { addr }
+            | EventBody::ResourceForgotten { addr }
+            | EventBody::ResourceRehomed { addr, .. } => out.push(addr.clone()),
+            EventBody::OperationStarted { addr, action, .. } => {
+                self.ops.insert(
+                    e.seq,
+                    Op {
+                        addr: addr.clone(),
+                        action: *action,
+                        run: e.run,
+                        settled: None,
+                    },
+                );
+                out.push(addr.clone());
+            }
+            EventBody::OperationSucceeded { op, .. }
+            | EventBody::OperationFailed { op, .. }
+            | EventBody::PendingResolved { op, .. } => {
+                let (kind, how) = match &e.body {
+                    EventBody::OperationSucceeded { .. } => ("succeeded", None),
+                    EventBody::OperationFailed { error, .. } => ("failed", Some(error.clone())),
+                    EventBody::PendingResolved { how, .. } => ("resolved", Some(how.clone())),
+                    _ => unreachable!("matched above"),
+                };
+                if let Some(o) = self.ops.get_mut(op) {
+                    o.settled = Some(Settled {
+                        seq: e.seq,
+                        run: e.run,
+                        kind,
+                        how,
+                    });
+                    out.push(o.addr.clone());
+                }
+            }
+            EventBody::ResourceMoved { from, to } => {
+                out.push(from.clone());
+                out.push(to.clone());
+            }
+            EventBody::StateImported { resources, .. } => {
+                out.extend(resources.iter().map(|(a, _)| a.clone()));
+            }
+            EventBody::RunStarted { .. }
+            | EventBody::RunFinished { .. }
+            | EventBody::ProviderRegistered { .. }
+            | EventBody::ProviderUpdated { .. }
+            | EventBody::ProviderRemoved { .. }
+            | EventBody::OutputsSet { .. } => {}
+        }
+    }
+
+    fn run_json(&self, r: &RunRecord) -> J {
+        let s = &r.summary;
+        // The recorded arguments start with the command's own words (`apply`, `state rm`).
+        let words = r.command.split_whitespace().count();
+        let args: Vec<&String> = if r
+            .args
+            .iter()
+            .take(words)
+            .map(String::as_str)
+            .eq(r.command.split_whitespace())
+        {
+            r.args.iter().skip(words).collect()
+        } else {
+            r.args.iter().collect()
+        };
+        json!({
+            "id": r.id,
+            "command": r.command,
+            "args": args,
+            "user": r.user,
+            "pid": r.pid,
+            "started_ms": r.started_ms,
+            "finished_ms": r.finished_ms,
+            "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
+            "outcome": match r.outcome {
+                Some(o) => o.to_string(),
+                None if self.fold.open_run == Some(r.id) => "running".into(),
+                None => "unfinished".into(),
+            },
+            "plan_file": plan_file_of(&r.command, &args),
+            "first_seq": r.id,
+            "last_seq": r.last_seq,
+            "added": s.added,
+            "changed": s.changed,
+            "destroyed": s.destroyed,
+            "read": s.read,
+            "errors": s.errors,
+        })
+    }
+
+    /// Operations a run started and did not settle itself, with how a later run did.
+    fn left_pending(&self, run: u64) -> Vec<J> {
+        let mut out: Vec<(u64, J)> = self
+            .ops
+            .iter()
+            .filter(|(_, o)| o.run == run)
+            .filter(|(_, o)| o.settled.as_ref().is_none_or(|s| s.run != run))
+            .map(|(seq, o)| {
+                (
+                    *seq,
+                    json!({
+                        "op": seq,
+                        "addr": o.addr.to_string(),
+                        "action": o.action.to_string(),
+                        "resolution": o.settled.as_ref().map(|s| json!({
+                            "seq": s.seq, "run": s.run, "kind": s.kind, "how": s.how,
+                        })),
+                    }),
+                )
+            })
+            .collect();
+        out.sort_by_key(|(s, _)| *s);
+        out.into_iter().map(|(_, j)| j).collect()
+    }
+
+    /// The saved plan file a run applied, if it applied one.
+    pub fn run_plan_file(&self, id: u64) -> Option<String> {
+        let r = self.fold.runs.iter().find(|r| r.id == id)?;
+        self.run_json(r)["plan_file"].as_str().map(str::to_string)
+    }
+
+    /// The operations a run started that failed, with their errors.
+    fn failures(&self, run: u64) -> Vec<J> {
+        let mut out: Vec<(u64, J)> = self
+            .ops
+            .iter()
+            .filter(|(_, o)| o.run == run)
+            .filter_map(|(seq, o)| {
+                let s = o.settled.as_ref().filter(|s| s.kind == "failed")?;
+                Some((
+                    *seq,
+                    json!({
+                        "addr": o.addr.to_string(),
+                        "action": o.action.to_string(),
+                        "error": s.how,
+                        "location": self.location(&o.addr),
+                    }),
+                ))
+            })
+            .collect();
+        out.sort_by_key(|(s, _)| *s);
+        out.into_iter().map(|(_, j)| j).collect()
+    }
+
+    /// Every run, newest first, filtered; failed and interrupted runs with what they left
+    /// pending and how it was resolved.
+    pub fn timeline(&self, q: &TimelineQuery) -> J {
+        let want =
+            |f: &Option<String>, v: &str| f.as_deref().is_none_or(|f| f.is_empty() || f == v);
+        let mut commands: Vec<&str> = self.fold.runs.iter().map(|r| r.command.as_str()).collect();
+        commands.sort_unstable();
+        commands.dedup();
+        let mut runs = Vec::new();
+        for r in self.fold.runs.iter().rev() {
+            let j = self.run_json(r);
+            if !want(&q.command, &r.command)
+                || !want(&q.outcome, j["outcome"].as_str().unwrap_or(""))
+            {
+                continue;
+            }
+            let mut j = j;
+            if !matches!(r.outcome, Some(cairn_state::RunOutcome::Success)) {
+                j["left_pending"] = J::Array(self.left_pending(r.id));
+                j["failures"] = J::Array(self.failures(r.id));
+            }
+            runs.push(j);
+        }
+        json!({
+            "head": self.head(),
+            "total": self.fold.runs.len(),
+            "commands": commands,
+            "runs": runs,
+        })
+    }
+
+    fn event_json(&self, e: &Event) -> J {
+        let mut j = json!({
+            "seq": e.seq,
+            "time_ms": e.time_ms,
+            "run": e.run,
+            "kind": e.body.kind(),
+        });
+        let prior_version = |addr: &ResourceInstanceAddr| {
+            self.lives
+                .get(addr)
+                .and_then(|l| l.obj_at(e.seq - 1).cloned())
+        };
+        match &e.body {
+            EventBody::RunStarted {
+                command,
+                args,
+                user,
+                pid,
+            } => {
+                let words = command.split_whitespace().count();
+                let skip = if args
+                    .iter()
+                    .take(words)
+                    .map(String::as_str)
+                    .eq(command.split_whitespace())
+                {
+                    words
+                } else {
+                    0
+                };
+                j["text"] = json!(format!(
+                    "{user} started `cairn {command}{}` (pid {pid})",
+                    args.iter()
+                        .skip(skip)
+                        .map(|a| format!(" {a}"))
+                        .collect::<String>()
+                ));
+            }
+            EventBody::RunFinished { outcome, summary } => {
+                j["text"] = json!(format!(
+                    "finished: {outcome} ({} added, {} changed, {} destroyed, {} read, {} errors)",
+                    summary.added, summary.changed, summary.destroyed, summary.read, summary.errors
+                ));
+            }
+            EventBody::ProviderRegistered { instance } => {
+                j["text"] = json!(format!("provider instance {} registered", instance.addr));
+            }
+            EventBody::ProviderUpdated { addr, .. } => {
+                j["text"] = json!(format!("provider instance {addr} reconfigured"));
+            }
+            EventBody::ProviderRemoved { addr, .. } => {
+                j["text"] = json!(format!("provider instance {addr} removed"));
+            }
+            EventBody::ResourceRead { addr, attrs } => {
+                j["addr"] = json!(addr.to_string());
+                let before = prior_version(addr);
+                let changed = before.as_ref().is_some_and(|b| &b.attrs != attrs);
+                j["label"] = json!(if changed { "drifted" } else { "refreshed" });
+                j["text"] = json!(if changed {
+                    format!("{addr} changed outside Cairn (refresh)")
+                } else {
+                    format!("{addr} refreshed, unchanged")
+                });
+                if let (true, Some(b)) = (changed, before) {
+                    j["diff"] = json!(diff_text(
+                        addr,
+                        &b.provider,
+                        Action::Update,
+                        Some(&b.attrs),
+                        Some(attrs)
+                    ));
+                }
+            }
+            EventBody::ResourceGone { addr } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("gone");
+                j["text"] = json!(format!("{addr} was deleted outside Cairn (refresh)"));
+            }
+            EventBody::ObjectDeposed { addr, key } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("deposed");
+                j["text"] = json!(format!(
+                    "{addr}: the current object became deposed object {key} (create before destroy)"
+                ));
+            }
+            EventBody::OperationStarted {
+                addr,
+                action,
+                deposed,
+                ..
+            } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("started");
+                let what = deposed
+                    .as_ref()
+                    .map(|d| format!(" (deposed object {d})"))
+                    .unwrap_or_default();
+                j["text"] = json!(format!("{action} of {addr}{what} started"));
+                if let Some(o) = self.ops.get(&e.seq) {
+                    if let Some(s) = &o.settled {
+                        j["settled"] =
+                            json!({"seq": s.seq, "run": s.run, "kind": s.kind, "how": s.how});
+                    }
+                }
+            }
+            EventBody::OperationSucceeded { op, object } => {
+                let started = self.events.get((*op as usize).wrapping_sub(1));
+                if let (
+                    Some(o),
+                    Some(Event {
+                        body:
+                            EventBody::OperationStarted {
+                                prior, provider, ..
+                            },
+                        ..
+                    }),
+                ) = (self.ops.get(op), started)
+                {
+                    let addr = &o.addr;
+                    j["addr"] = json!(addr.to_string());
+                    let label = match o.action {
+                        OpAction::Create => "created",
+                        OpAction::Update => "updated",
+                        OpAction::Delete => "deleted",
+                    };
+                    j["label"] = json!(label);
+                    j["text"] = json!(format!("{addr} {label}"));
+                    j["diff"] = json!(diff_text(
+                        addr,
+                        &provider.addr,
+                        plan_action(o.action),
+                        prior.as_ref().map(|p: &ResourceObject| &p.attrs),
+                        object.as_ref().map(|p| &p.attrs),
+                    ));
+                }
+            }
+            EventBody::OperationFailed { op, error, .. } => {
+                if let Some(o) = self.ops.get(op) {
+                    j["addr"] = json!(o.addr.to_string());
+                    j["label"] = json!("failed");
+                    j["text"] = json!(format!("{} of {} failed", o.action, o.addr));
+                    j["error"] = json!(error);
+                    if let Some(loc) = self.location(&o.addr) {
+                        j["location"] = json!(loc);
+                    }
+                }
+            }
+            EventBody::PendingResolved { op, how, object } => {
+                if let Some(o) = self.ops.get(op) {
+                    j["addr"] = json!(o.addr.to_string());
+                    j["label"] = json!("resolved");
+                    j["text"] = json!(format!(
+                        "pending {} of {} (operation {op}, run {}) resolved: {how}{}",
+                        o.action,
+                        o.addr,
+                        o.run,
+                        if object.is_some() { "" } else { " (no object)" }
+                    ));
+                }
+            }
+            EventBody::DataRead { addr, object } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("read");
+                j["text"] = json!(format!("{addr} read"));
+                let before = prior_version(addr);
+                j["diff"] = json!(diff_text(
+                    addr,
+                    &object.provider.addr,
+                    if before.is_some() {
+                        Action::Update
+                    } else {
+                        Action::Create
+                    },
+                    before.as_ref().map(|b| &b.attrs),
+                    Some(&object.attrs),
+                ));
+            }
+            EventBody::DataDropped { addr } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("dropped");
+                j["text"] = json!(format!("{addr} dropped from state"));
+            }
+            EventBody::OutputsSet { outputs } => {
+                j["text"] = json!(format!("{} root output(s) set", outputs.len()));
+                j["outputs"] = J::Object(
+                    outputs
+                        .iter()
+                        .map(|(k, o)| {
+                            let v = if o.sensitive {
+                                json!("(sensitive value)")
+                            } else {
+                                masked_json(&o.value)
+                            };
+                            (k.clone(), v)
+                        })
+                        .collect(),
+                );
+            }
+            EventBody::ResourceForgotten { addr } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("forgotten");
+                j["text"] = json!(format!("{addr} removed from state (state rm)"));
+            }
+            EventBody::ResourceMoved { from, to } => {
+                j["addr"] = json!(to.to_string());
+                j["from"] = json!(from.to_string());
+                j["label"] = json!("moved");
+                j["text"] = json!(format!("{from} moved to {to}"));
+            }
+            EventBody::ResourceRehomed { addr, provider } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("rehomed");
+                j["text"] = json!(format!("{addr} now managed through {}", provider.addr));
+            }
+            EventBody::StateImported {
+                source, resources, ..
+            } => {
+                j["text"] = json!(format!(
+                    "{} instance(s) imported from {source}",
+                    resources.len()
+                ));
+            }
+        }
+        j
+    }
+
+    /// One run: its record and its events in order.
+    pub fn run(&self, id: u64) -> Option<J> {
+        let r = self.fold.runs.iter().find(|r| r.id == id)?;
+        let mut j = self.run_json(r);
+        j["left_pending"] = J::Array(self.left_pending(id));
+        j["failures"] = J::Array(self.failures(id));
+        let from = id as usize - 1;
+        let to = (r.last_seq as usize).min(self.events.len());
+        let events: Vec<J> = self.events[from.min(to)..to]
+            .iter()
+            .filter(|e| e.run == id)
+            .map(|e| self.event_json(e))
+            .collect();
+        // Pending operations of this run that a later run resolved.
+        j["events"] = J::Array(events);
+        Some(j)
+    }
+
+    /// The resources at event `at` (default: the head), grouped by module.
+    pub fn state_at(&self, q: &StateQuery) -> Result<J, String> {
+        let at = q.at.unwrap_or(self.head());
+        if at > self.head() {
+            return Err(format!(
+                "event {at} is past the end of the log ({})",
+                self.head()
+            ));
+        }
+        let limit = q.limit.unwrap_or(1000);
+        let needle = q.q.as_deref().unwrap_or("");
+        // Keyed by the module path itself: only listed instances are formatted, so a view
+        // of 100,000 instances costs one binary search each and 1,000 strings.
+        let mut modules: BTreeMap<&ModulePath, (usize, Vec<J>)> = BTreeMap::new();
+        let mut total = 0;
+        let mut listed = 0;
+        for (addr, life) in &self.lives {
+            let Some(v) = life.at(at) else { continue };
+            let Some(obj) = &v.obj else { continue };
+            total += 1;
+            let text = if needle.is_empty() {
+                None
+            } else {
+                let t = addr.to_string();
+                if !t.contains(needle) {
+                    continue;
+                }
+                Some(t)
+            };
+            let m = modules.entry(&addr.resource.module).or_default();
+            m.0 += 1;
+            if listed < limit {
+                listed += 1;
+                m.1.push(json!({
+                    "addr": text.unwrap_or_else(|| addr.to_string()),
+                    "mode": if addr.resource.mode == Mode::Data { "data" } else { "managed" },
+                    "since": v.seq,
+                    "tainted": obj.tainted,
+                    "deposed": obj.deposed,
+                }));
+            }
+        }
+        let at_event = (at > 0).then(|| &self.events[at as usize - 1]);
+        let outputs = self
+            .outputs
+            .iter()
+            .take_while(|(s, _)| *s <= at)
+            .last()
+            .map(|(_, o)| {
+                J::Object(
+                    o.iter()
+                        .map(|(k, v)| {
+                            let v = if v.sensitive {
+                                json!("(sensitive value)")
+                            } else {
+                                masked_json(&v.value)
+                            };
+                            (k.clone(), v)
+                        })
+                        .collect(),
+                )
+            })
+            .unwrap_or_else(|| json!({}));
+        Ok(json!({
+            "at": at,
+            "head": self.head(),
+            "time_ms": at_event.map(|e| e.time_ms),
+            "run": at_event.map(|e| e.run),
+            "total": total,
+            "listed": listed,
+            "modules": modules.into_iter().map(|(m, (count, instances))| json!({
+                "module": module_name(m), "count": count, "instances": instances,
+            })).collect::<Vec<_>>(),
+            "outputs": outputs,
+            "runs": self.fold.runs.iter().map(|r| json!({
+                "id": r.id, "command": r.command, "last_seq": r.last_seq, "started_ms": r.started_ms,
+            })).collect::<Vec<_>>(),
+        }))
+    }
+
+    /// What changed between two moments: instances added, removed or changed.
+    pub fn diff(&self, from: u64, to: u64, limit: usize) -> Result<J, String> {
+        for s in [from, to] {
+            if s > self.head() {
+                return Err(format!(
+                    "event {s} is past the end of the log ({})",
+                    self.head()
+                ));
+            }
+        }
+        let mut counts = BTreeMap::from([("added", 0), ("removed", 0), ("changed", 0)]);
+        let mut items = Vec::new();
+        for (addr, life) in &self.lives {
+            let (a, b) = (life.obj_at(from), life.obj_at(to));
+            let kind = match (a, b) {
+                (None, None) => continue,
+                (Some(x), Some(y)) if Arc::ptr_eq(x, y) || x == y => continue,
+                (None, Some(_)) => "added",
+                (Some(_), None) => "removed",
+                (Some(_), Some(_)) => "changed",
+            };
+            *counts.entry(kind).or_default() += 1;
+            if items.len() < limit {
+                let (action, before, after) = match kind {
+                    "added" => (Action::Create, None, b),
+                    "removed" => (Action::Delete, a, None),
+                    _ => (Action::Update, a, b),
+                };
+                let Some(provider) = a.or(b).map(|o| o.provider.clone()) else {
+                    continue;
+                };
+                items.push(json!({
+                    "addr": addr.to_string(),
+                    "kind": kind,
+                    "module": module_name(&addr.resource.module),
+                    "diff": diff_text(addr, &provider, action, before.map(|o| &o.attrs), after.map(|o| &o.attrs)),
+                }));
+            }
+        }
+        Ok(json!({"from": from, "to": to, "counts": counts, "items": items}))
+    }
+
+    /// One instance at a moment: its attributes (masked).
+    pub fn instance(&self, addr: &ResourceInstanceAddr, at: Option<u64>) -> Option<J> {
+        let at = at.unwrap_or(self.head());
+        let life = self.lives.get(addr)?;
+        let v = life.at(at)?;
+        let obj = v.obj.as_ref()?;
+        Some(json!({
+            "addr": addr.to_string(),
+            "at": at,
+            "since": v.seq,
+            "tainted": obj.tainted,
+            "provider": obj.provider.to_string(),
+            "attrs": masked_json(&obj.attrs),
+            "text": attrs_text(&obj.attrs),
+        }))
+    }
+
+    /// Every event that touched one address, across runs.
+    pub fn life(&self, addr: &ResourceInstanceAddr) -> Option<J> {
+        let life = self.lives.get(addr)?;
+        let runs: HashMap<u64, &RunRecord> = self.fold.runs.iter().map(|r| (r.id, r)).collect();
+        // Follow `state mv` backwards: the object's life under its earlier addresses.
+        let mut seqs = life.touches.clone();
+        let mut cur = addr.clone();
+        let mut until = u64::MAX;
+        for _ in 0..100 {
+            let moved_in = self.lives.get(&cur).and_then(|l| {
+                l.touches
+                    .iter()
+                    .rev()
+                    .find_map(|s| match &self.events[*s as usize - 1].body {
+                        EventBody::ResourceMoved { from, to } if to == &cur && *s < until => {
+                            Some((*s, from.clone()))
+                        }
+                        _ => None,
+                    })
+            });
+            let Some((seq, from)) = moved_in else { break };
+            if let Some(l) = self.lives.get(&from) {
+                seqs.extend(l.touches.iter().filter(|s| **s < seq));
+            }
+            cur = from;
+            until = seq;
+        }
+        seqs.sort_unstable();
+        seqs.dedup();
+        let mut events = Vec::new();
+        for seq in &seqs {
+            let e = &self.events[*seq as usize - 1];
+            let mut j = self.event_json(e);
+            if let Some(r) = runs.get(&e.run) {
+                j["command"] = json!(r.command);
+            }
+            events.push(j);
+        }
+        // A delete and a create of the same address in one run is a replacement.
+        let mut by_run: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, j) in events.iter().enumerate() {
+            by_run
+                .entry(j["run"].as_u64().unwrap_or(0))
+                .or_default()
+                .push(i);
+        }
+        for idx in by_run.values() {
+            let labels: Vec<&str> = idx
+                .iter()
+                .filter_map(|i| events[*i]["label"].as_str())
+                .collect();
+            if labels.contains(&"created") && labels.contains(&"deleted") {
+                for i in idx {
+                    if matches!(events[*i]["label"].as_str(), Some("created" | "deleted")) {
+                        events[*i]["replaced"] = json!(true);
+                    }
+                }
+            }
+        }
+        let exists = life.versions.last().is_some_and(|v| v.obj.is_some());
+        Some(json!({"addr": addr.to_string(), "exists": exists, "events": events}))
+    }
+
+    /// Addresses that ever existed containing `q` (for the resource search box).
+    pub fn addresses(&self, q: &str, limit: usize) -> Vec<String> {
+        self.lives
+            .keys()
+            .map(|a| a.to_string())
+            .filter(|a| a.contains(q))
+            .take(limit)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_state::{ProviderRef, RunOutcome, RunSummary};
+
+    fn ev(seq: u64, run: u64, body: EventBody) -> Event {
+        Event {
+            seq,
+            version: 1,
+            time_ms: 1_000 * seq,
+            run,
+            body,
+        }
+    }
+
+    fn object(v: &str) -> ResourceObject {
+        ResourceObject {
+            attrs: StoredValue::Object(BTreeMap::from([
+                ("id".to_string(), StoredValue::String("a-1".into())),
+                ("value".to_string(), StoredValue::String(v.into())),
+                (
+                    "secret".to_string(),
+                    StoredValue::Sensitive(Box::new(StoredValue::String("pw".into()))),
+                ),
+            ])),
+            deps: Vec::new(),
+            provider: pref(),
+            create_token: None,
+            tainted: false,
+        }
+    }
+
+    fn pref() -> ProviderRef {
+        ProviderRef {
+            addr: "provider[\"sim\"]".parse().unwrap(),
+            id: "p".into(),
+        }
+    }
+
+    fn started(addr: &str, action: OpAction, prior: Option<ResourceObject>) -> EventBody {
+        EventBody::OperationStarted {
+            addr: addr.parse().unwrap(),
+            deposed: None,
+            action,
+            token: None,
+            provider: pref(),
+            prior,
+        }
+    }
+
+    fn run(command: &str) -> EventBody {
+        EventBody::RunStarted {
+            command: command.into(),
+            args: command.split_whitespace().map(String::from).collect(),
+            user: "ann".into(),
+            pid: 1,
+        }
+    }
+
+    fn done() -> EventBody {
+        EventBody::RunFinished {
+            outcome: RunOutcome::Success,
+            summary: RunSummary::default(),
+        }
+    }
+
+    /// create a (run 1), update a (run 4), move a → b (run 8).
+    fn model() -> Model {
+        let mut m = Model::new();
+        m.extend(vec![
+            ev(1, 1, run("apply")),
+            ev(2, 1, started("sim_thing.a", OpAction::Create, None)),
+            ev(
+                3,
+                1,
+                EventBody::OperationSucceeded {
+                    op: 2,
+                    object: Some(object("one")),
+                },
+            ),
+            ev(4, 4, run("apply")),
+            ev(
+                5,
+                4,
+                started("sim_thing.a", OpAction::Update, Some(object("one"))),
+            ),
+            ev(
+                6,
+                4,
+                EventBody::OperationSucceeded {
+                    op: 5,
+                    object: Some(object("two")),
+                },
+            ),
+            ev(7, 4, done()),
+            ev(8, 8, run("state mv")),
+            ev(
+                9,
+                8,
+                EventBody::ResourceMoved {
+                    from: "sim_thing.a".parse().unwrap(),
+                    to: "sim_thing.b".parse().unwrap(),
+                },
+            ),
+            ev(10, 8, done()),
+        ]);
+        m
+    }
+
+    #[test]
+    fn the_state_at_any_event_follows_the_fold() {
+        let m = model();
+        let at = |seq| {
+            let j = m
+                .state_at(&StateQuery {
+                    at: Some(seq),
+                    ..Default::default()
+                })
+                .unwrap();
+            j["modules"][0]["instances"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|i| i["addr"].as_str().unwrap().to_string())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(at(0), Vec::<String>::new());
+        assert_eq!(
+            at(2),
+            Vec::<String>::new(),
+            "a started create is not an object yet"
+        );
+        assert_eq!(at(3), vec!["sim_thing.a"]);
+        assert_eq!(at(10), vec!["sim_thing.b"]);
+        let a = m
+            .instance(&"sim_thing.a".parse().unwrap(), Some(3))
+            .unwrap();
+        assert_eq!(a["attrs"]["value"], "one");
+        assert_eq!(a["attrs"]["secret"], "(sensitive value)");
+        assert!(m
+            .state_at(&StateQuery {
+                at: Some(11),
+                ..Default::default()
+            })
+            .is_err());
+    }
+
+    #[test]
+    fn diffs_between_moments_and_runs_mask_secrets() {
+        let m = model();
+        let d = m.diff(3, 6, 10).unwrap();
+        assert_eq!(d["counts"]["changed"], 1, "{d}");
+        let text = d["items"][0]["diff"].as_str().unwrap();
+        assert!(text.contains(r#"~ value  = "one" -> "two""#), "{text}");
+        assert!(!text.contains("pw"), "{text}");
+        let d = m.diff(6, 10, 10).unwrap();
+        assert_eq!(
+            (
+                d["counts"]["added"].as_u64(),
+                d["counts"]["removed"].as_u64()
+            ),
+            (Some(1), Some(1)),
+            "{d}"
+        );
+        let r = m.run(4).unwrap();
+        let labels: Vec<&str> = r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["label"].as_str())
+            .collect();
+        assert_eq!(labels, ["started", "updated"]);
+        assert!(!r.to_string().contains("\"pw\""), "{r}");
+    }
+
+    #[test]
+    fn a_life_follows_moves_back_and_the_timeline_filters() {
+        let m = model();
+        let l = m.life(&"sim_thing.b".parse().unwrap()).unwrap();
+        let seqs: Vec<u64> = l["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, [2, 3, 5, 6, 9], "{l}");
+        let t = m.timeline(&TimelineQuery {
+            command: Some("state mv".into()),
+            outcome: None,
+        });
+        assert_eq!(t["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            t["runs"][0]["args"],
+            json!([]),
+            "the command's own words are not arguments"
+        );
+        let t = m.timeline(&TimelineQuery {
+            command: None,
+            outcome: Some("unfinished".into()),
+        });
+        assert_eq!(t["runs"][0]["id"], 1, "{t}");
+    }
+}
