@@ -105,12 +105,12 @@ pub fn install(req: &Request) -> (BTreeMap<SourceAddr, Selected>, Diagnostics) {
             )),
         }
     }
-    if !diags.has_errors() && (lock != old_lock || !req.config_dir.join(LOCK_FILE).exists()) {
-        // Like Terraform, no lock file is created for a configuration without plugins.
-        if !(lock.providers.is_empty() && old_lock.providers.is_empty()) {
-            if let Err(d) = lock.write(req.config_dir) {
-                diags.push(d);
-            }
+    // Like Terraform, no lock file is created for a configuration without plugins.
+    let wanted = !(lock.providers.is_empty() && old_lock.providers.is_empty());
+    let changed = lock != old_lock || !req.config_dir.join(LOCK_FILE).exists();
+    if !diags.has_errors() && wanted && changed {
+        if let Err(d) = lock.write(req.config_dir) {
+            diags.push(d);
         }
     }
     (out, diags)
