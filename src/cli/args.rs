@@ -47,7 +47,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check the configuration, name its providers and create the state directory.
+    /// Check the configuration, install its providers, write the lock file and create the
+    /// state directory.
     Init(InitArgs),
     /// Check the configuration for errors, without providers or state.
     Validate(ValidateArgs),
@@ -152,6 +153,9 @@ pub struct PlanFlags {
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
+    /// Select the newest provider versions the constraints allow, ignoring the lock file's.
+    #[arg(long)]
+    pub upgrade: bool,
     #[command(flatten)]
     pub ui: UiArgs,
     /// A backend argument KEY=VALUE, or a FILE of `key = "value"` lines (repeatable; later

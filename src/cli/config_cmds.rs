@@ -5,11 +5,14 @@
 //! Decisions:
 //! - Paths in diagnostics are relative to the working directory (after `-chdir`), as Terraform
 //!   shows `main.tf:3:5`.
-//! - `init` is idempotent: it creates nothing that exists, and says what it found. Providers are
-//!   all built in, so there is nothing to download; what a user needs to know is which provider
-//!   instance each resource will use: one configured by a `provider` block, one passed down
-//!   through a module call's `providers`, one inherited from the parent module, or a *default*
-//!   instance (a root provider with no block, configured from stack configuration).
+//! - `init` is idempotent: it creates nothing that exists, and says what it found. It installs
+//!   every plugin provider the configuration needs (`provider::install::init`: mirrors, the
+//!   registry, the lock file) and then says, for each provider source address, what runs (a
+//!   plugin with its version and where it came from, a development override, or the built-in
+//!   provider of that type) and, for each provider instance, where it is configured: by a
+//!   `provider` block, passed down through a module call's `providers`, inherited from the
+//!   parent module, or a *default* instance (a root provider with no block, configured from
+//!   stack configuration).
 
 use super::args::{ForceUnlockArgs, InitArgs, ValidateArgs};
 use super::output::Exit;
@@ -17,6 +20,8 @@ use super::state_cmds::{open_store, state_diag};
 use super::Context;
 use crate::config::{Config, Module};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
+use crate::provider::install::init::{self as installer, Selected};
+use crate::provider::install::SourceAddr;
 use cairn_state::backend::{self, Backend, PgSettings};
 use cairn_state::{OpenOptions, ProviderAddr, StateError, Store};
 use serde_json::json;
@@ -181,7 +186,13 @@ pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
 struct Origin {
     addr: ProviderAddr,
     how: String,
+    /// The provider source address the instance's local name stands for where it is declared.
+    source: SourceAddr,
 }
+
+/// Per provider instance: how it is configured, its source address, and how many resource
+/// blocks use it.
+type Instances = BTreeMap<ProviderAddr, (String, SourceAddr, usize)>;
 
 /// The package a module's local provider name stands for (`required_providers` may map it).
 fn package_of_name(m: &Module, name: &str) -> String {
@@ -198,7 +209,7 @@ fn resolve(
     config: &Config,
     m: &Module,
     inherited: &BTreeMap<(String, Option<String>), Origin>,
-    out: &mut BTreeMap<ProviderAddr, (String, usize)>,
+    out: &mut Instances,
     diags: &mut Diagnostics,
 ) {
     let map = &config.sources;
@@ -210,8 +221,13 @@ fn resolve(
             alias: p.alias.clone(),
         };
         let how = format!("the provider block at {}", map.location(p.span));
-        out.entry(addr.clone()).or_insert((how.clone(), 0));
-        here.insert((p.name.clone(), p.alias.clone()), Origin { addr, how });
+        let source = m.provider_source(&p.name);
+        out.entry(addr.clone())
+            .or_insert((how.clone(), source.clone(), 0));
+        here.insert(
+            (p.name.clone(), p.alias.clone()),
+            Origin { addr, how, source },
+        );
     }
     for r in m.resources.values() {
         let (name, alias) = match &r.provider {
@@ -230,6 +246,7 @@ fn resolve(
                           configuration)"
                         .into(),
                     addr,
+                    source: m.provider_source(&name),
                 }
             }
             None => {
@@ -249,7 +266,9 @@ fn resolve(
                 continue;
             }
         };
-        out.entry(origin.addr.clone()).or_insert((origin.how, 0)).1 += 1;
+        out.entry(origin.addr.clone())
+            .or_insert((origin.how, origin.source, 0))
+            .2 += 1;
     }
     for (name, call) in &m.calls {
         let Some(child) = m.children.get(name) else {
@@ -274,6 +293,7 @@ fn resolve(
                     how: "a default instance (no provider block: configured from stack \
                           configuration)"
                         .into(),
+                    source: m.provider_source(&pass.parent.name),
                 });
                 passed.insert((pass.child.name.clone(), pass.child.alias.clone()), o);
             }
@@ -288,7 +308,7 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
         ctx.report(&SourceMap::new(), &diags, a.ui.no_color);
         return Exit::Error;
     };
-    let mut instances = BTreeMap::new();
+    let mut instances = Instances::new();
     resolve(
         &config,
         &config.root,
@@ -297,10 +317,63 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
         &mut diags,
     );
     let builtin = crate::provider::builtin::builtin();
-    diags.extend(check_types(&config, &builtin, true));
+    // Install plugins (only when the configuration itself is sound: a broken source address
+    // must not start downloads).
+    let mut selected = BTreeMap::new();
+    let mut lock_before = None;
+    if !diags.has_errors() {
+        match cli_config() {
+            Err(d) => diags.push(d),
+            Ok(cli) => {
+                diags.extend(cli.warnings.iter().cloned());
+                lock_before = std::fs::read_to_string(crate::provider::install::LOCK_FILE).ok();
+                let req = installer::Request {
+                    config_dir: Path::new("."),
+                    cli: &cli,
+                    requirements: config
+                        .provider_requirements()
+                        .into_iter()
+                        .map(|(addr, r)| (addr, r.constraints))
+                        .collect(),
+                    builtin_types: builtin.keys().cloned().collect(),
+                    upgrade: a.upgrade,
+                };
+                let (sel, d) = installer::install(&req);
+                selected = sel;
+                diags.extend(d);
+            }
+        }
+    }
+    // Types served by a plugin (or whose installation failed, already reported) are checked
+    // by the plugin at plan time, not against the built-in providers here.
+    let not_builtin: std::collections::BTreeSet<String> = config
+        .provider_requirements()
+        .keys()
+        .filter(|addr| !matches!(selected.get(*addr), Some(Selected::BuiltIn)))
+        .map(|addr| addr.type_.clone())
+        .collect();
+    let skip_spans: std::collections::BTreeSet<(u32, usize)> = config
+        .modules()
+        .iter()
+        .flat_map(|m| m.resources.values())
+        .filter(|r| not_builtin.contains(cairn_state::package_of(&r.type_)))
+        .map(|r| (r.span.file.0, r.span.start))
+        .collect();
+    diags.extend(
+        check_types(&config, &builtin, true)
+            .into_iter()
+            .filter(|d| {
+                d.span
+                    .is_none_or(|s| !skip_spans.contains(&(s.file.0, s.start)))
+            }),
+    );
     let schema = |mode, type_: &str| {
+        let package = cairn_state::package_of(type_);
+        if not_builtin.contains(package) {
+            return None;
+        }
         builtin
-            .get(cairn_state::package_of(type_))
+            .get(package)
             .and_then(|p| p.schema().block(mode, type_))
     };
     diags.extend(crate::config::validate(&config, &schema));
@@ -325,14 +398,43 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
         "- Configuration: {modules} module{}, valid.",
         if modules == 1 { "" } else { "s" }
     );
-    if instances.is_empty() {
+    if selected.is_empty() {
         let _ = writeln!(out, "- Providers: none used yet.");
     } else {
-        let _ = writeln!(out, "- Providers (built in):");
-        for (addr, (how, n)) in &instances {
+        let _ = writeln!(out, "- Providers:");
+        for (addr, sel) in &selected {
+            let _ = writeln!(out, "  - {}", describe(addr, sel));
+        }
+        let lock_now = std::fs::read_to_string(crate::provider::install::LOCK_FILE).ok();
+        let lock = crate::provider::install::LOCK_FILE;
+        match (&lock_before, &lock_now) {
+            (None, Some(_)) => {
+                let _ = writeln!(out, "- Lock file: created {lock}.");
+            }
+            (Some(b), Some(n)) if b != n => {
+                let _ = writeln!(out, "- Lock file: updated {lock}.");
+            }
+            (Some(_), Some(_)) => {
+                let _ = writeln!(out, "- Lock file: {lock} unchanged.");
+            }
+            _ => {}
+        }
+    }
+    if !instances.is_empty() {
+        let _ = writeln!(out, "- Provider instances:");
+        for (addr, (how, source, n)) in &instances {
+            let runs = match selected.get(source) {
+                Some(Selected::BuiltIn) | None => format!("the built-in {}", source.type_),
+                Some(Selected::DevOverride(_)) => {
+                    format!("the plugin {} (dev override)", source.short())
+                }
+                Some(Selected::Plugin { version, .. }) => {
+                    format!("the plugin {} {version}", source.short())
+                }
+            };
             let _ = writeln!(
                 out,
-                "  - {addr}: {how}; used by {n} resource block{}",
+                "  - {addr}: {how}; used by {n} resource block{}; runs {runs}",
                 if *n == 1 { "" } else { "s" }
             );
         }
@@ -356,6 +458,16 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
             ctx.out(&out);
             return ctx.fail(d, a.ui.no_color);
         }
+    }
+    if selected
+        .values()
+        .any(|s| matches!(s, Selected::DevOverride(_)))
+    {
+        let _ = writeln!(
+            out,
+            "\nWarning: provider development overrides are in effect: the overridden providers \
+             are not installed or locked, and run from their directories as they are."
+        );
     }
     let _ = writeln!(
         out,
@@ -541,6 +653,26 @@ pub fn force_unlock(ctx: &Context, a: &ForceUnlockArgs) -> Exit {
             Exit::Ok
         }
         Err(e) => ctx.fail(state_diag(&e), false),
+    }
+}
+
+/// One line of `init`'s provider list: what runs for a source address and where it came from.
+fn describe(addr: &SourceAddr, sel: &Selected) -> String {
+    match sel {
+        Selected::BuiltIn => format!("{}: built in (no plugin installed)", addr.short()),
+        Selected::DevOverride(d) => format!(
+            "{}: plugin from dev_overrides ({}), not locked",
+            addr.short(),
+            d.display()
+        ),
+        Selected::Plugin { version, from, dir } => {
+            let dir = dir.strip_prefix(".").unwrap_or(dir);
+            format!(
+                "{} {version}: plugin from {from}, in {}",
+                addr.short(),
+                dir.display()
+            )
+        }
     }
 }
 

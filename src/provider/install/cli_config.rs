@@ -134,6 +134,8 @@ pub struct CliConfig {
     pub ca_file: Option<PathBuf>,
     /// `TF_DATA_DIR`: the working data directory instead of `.terraform`.
     pub data_dir: Option<PathBuf>,
+    /// Problems that do not stop anything (a named file that does not exist).
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// The implied local mirror directories on Unix, in Terraform's order: `terraform.d/plugins`
@@ -170,7 +172,7 @@ impl CliConfig {
     /// working directory (for the implied `terraform.d/plugins`).
     pub fn from_env(env: &BTreeMap<String, String>, cwd: &Path) -> Result<CliConfig, Diagnostic> {
         let var = |k: &str| env.get(k).filter(|v| !v.is_empty());
-        let (file, required) = if let Some(f) = var("CAIRN_CLI_CONFIG_FILE") {
+        let (file, named) = if let Some(f) = var("CAIRN_CLI_CONFIG_FILE") {
             (Some(PathBuf::from(f)), true)
         } else if let Some(f) = var("TF_CLI_CONFIG_FILE") {
             (Some(PathBuf::from(f)), true)
@@ -183,8 +185,19 @@ impl CliConfig {
         let mut cfg = match &file {
             Some(f) => match std::fs::read_to_string(f) {
                 Ok(text) => CliConfig::parse(f, &text, env)?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
-                    CliConfig::default()
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    // As Terraform: a named file that is missing is a warning, not an error.
+                    let mut cfg = CliConfig::default();
+                    if named {
+                        cfg.warnings.push(Diagnostic::warning(
+                            "Unable to open CLI configuration file",
+                            format!(
+                                "The CLI configuration file at \"{}\" does not exist.",
+                                f.display()
+                            ),
+                        ));
+                    }
+                    cfg
                 }
                 Err(e) => {
                     return Err(Diagnostic::error(
@@ -685,13 +698,20 @@ credentials "example.com" {
                 .as_deref(),
             Some(Path::new("/a"))
         );
-        // A missing ~/.terraformrc is fine; a missing named file is not.
+        // A missing ~/.terraformrc is fine; a missing named file is a warning.
         let e = env(&[("HOME", cwd.to_str().unwrap())]);
         let cfg = CliConfig::from_env(&e, cwd).unwrap();
         assert!(cfg.installation.is_none());
         assert_eq!(cfg.methods().last().unwrap().kind, MethodKind::Direct);
         let e = env(&[("TF_CLI_CONFIG_FILE", "/nonexistent/rc")]);
-        assert!(CliConfig::from_env(&e, cwd).is_err());
+        let cfg = CliConfig::from_env(&e, cwd).unwrap();
+        assert_eq!(cfg.warnings.len(), 1);
+        assert!(cfg.warnings[0].detail.contains("/nonexistent/rc"));
+        let e = env(&[("TF_CLI_CONFIG_FILE", cwd.to_str().unwrap())]);
+        assert!(
+            CliConfig::from_env(&e, cwd).is_err(),
+            "a directory is not readable"
+        );
         let e = env(&[("TF_TOKEN_my__reg_example_com", "t")]);
         assert_eq!(
             CliConfig::from_env(&e, cwd).unwrap().credentials["my-reg.example.com"],

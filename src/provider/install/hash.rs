@@ -145,4 +145,20 @@ mod tests {
         assert_eq!(h1_zip(&zpath).unwrap(), h);
         assert!(zh_zip(&zpath).unwrap().starts_with("zh:"));
     }
+
+    #[test]
+    fn same_h1_as_terraform() {
+        // `terraform init` (1.11) from a filesystem mirror holding this one file locked
+        // exactly this hash.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("terraform-provider-thing_v1.5.0"),
+            b"#!/bin/sh\necho hi\n",
+        )
+        .unwrap();
+        assert_eq!(
+            h1_dir(d.path()).unwrap(),
+            "h1:GOaQm7BdE7YQJHqkaAh3UfV1oUCp5a3PjZ57nDqcwRo="
+        );
+    }
 }

@@ -18,8 +18,10 @@
 pub mod addr;
 pub mod cli_config;
 pub mod hash;
+pub mod init;
 pub mod lock;
 pub mod mirror;
+pub mod remote;
 pub mod version;
 
 pub use addr::{Platform, SourceAddr};

@@ -5,8 +5,9 @@
 //!   `= 1.2.3` (or bare `1.2.3`), `!= 1.2.3`, `>`, `>=`, `<`, `<=`, and `~> 1.2` (the
 //!   rightmost given part may grow: `~> 1.2` is `>= 1.2.0, < 2.0.0`, `~> 1.2.3` is
 //!   `>= 1.2.3, < 1.3.0`).
-//! - A partial version stands for every version it is a prefix of: `= 1.2` matches `1.2.7`,
-//!   `> 1.2` needs `1.3.0` or later, `<= 1.2` allows `1.2.9`.
+//! - A partial version is filled with zeros (`> 1.1` is `> 1.1.0`, `= 1.1` is `= 1.1.0`), except
+//!   after `~>`, where the number of parts given is the meaning. (Checked against Terraform
+//!   1.11, which writes `> 1.1` as `> 1.1.0` in the lock file.)
 //! - A pre-release (`2.0.0-beta1`) is selected only when some constraint names it exactly
 //!   (`= 2.0.0-beta1`); otherwise pre-releases never match, as in Terraform.
 //! - Versions themselves are semantic versions (the `semver` crate orders them).
@@ -66,58 +67,38 @@ impl Constraint {
         v
     }
 
-    /// Whether `v` (ignoring its pre-release part) lies in the range the partial version
-    /// names.
-    fn prefix_matches(&self, v: &Version) -> bool {
-        v.major == self.major
-            && self.minor.is_none_or(|m| v.minor == m)
-            && self.patch.is_none_or(|p| v.patch == p)
-            && (self.patch.is_none() || v.pre.as_str() == self.pre)
-    }
-
-    /// The first version after everything the partial version names.
-    fn upper_exclusive(&self) -> Version {
-        match (self.minor, self.patch) {
-            (None, _) => Version::new(self.major + 1, 0, 0),
-            (Some(m), None) => Version::new(self.major, m + 1, 0),
-            (Some(m), Some(p)) => Version::new(self.major, m, p + 1),
-        }
-    }
-
     pub fn allows(&self, v: &Version) -> bool {
-        let plain = Version::new(v.major, v.minor, v.patch);
+        let bound = self.lower();
         match self.op {
-            Op::Eq => self.prefix_matches(v),
-            Op::Ne => !self.prefix_matches(v),
-            Op::Ge => *v >= self.lower(),
-            Op::Lt => *v < self.lower(),
-            Op::Gt => {
-                if self.patch.is_some() {
-                    *v > self.lower()
-                } else {
-                    plain >= self.upper_exclusive()
-                }
-            }
-            Op::Le => {
-                if self.patch.is_some() {
-                    *v <= self.lower()
-                } else {
-                    plain < self.upper_exclusive()
-                }
-            }
+            Op::Eq => *v == bound,
+            Op::Ne => *v != bound,
+            Op::Ge => *v >= bound,
+            Op::Gt => *v > bound,
+            Op::Lt => *v < bound,
+            Op::Le => *v <= bound,
             Op::Pessimistic => {
                 let upper = match (self.minor, self.patch) {
                     (None, _) | (Some(_), None) => Version::new(self.major + 1, 0, 0),
                     (Some(m), Some(_)) => Version::new(self.major, m + 1, 0),
                 };
-                *v >= self.lower() && plain < upper
+                *v >= bound && Version::new(v.major, v.minor, v.patch) < upper
             }
         }
+    }
+
+    /// Terraform's order of constraints in normalized text: by version, then by operator.
+    fn sort_key(&self) -> (Version, &'static str) {
+        (self.lower(), self.op.text())
     }
 }
 
 impl fmt::Display for Constraint {
+    /// Terraform's normalized form: the full version (`>= 1.2.0`), except that `~>` keeps the
+    /// precision it was written with (`~> 1.2`), which is its meaning.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.op != Op::Pessimistic {
+            return write!(f, "{}{}", self.op.text(), self.lower());
+        }
         write!(f, "{}{}", self.op.text(), self.major)?;
         if let Some(m) = self.minor {
             write!(f, ".{m}")?;
@@ -195,9 +176,13 @@ impl Constraints {
 }
 
 impl fmt::Display for Constraints {
-    /// Terraform's normalized text, as the lock file records it: `>= 1.2.0, < 2.0.0`.
+    /// Terraform's normalized text, as the lock file records it: each constraint once, sorted
+    /// by version and then operator, `~> 1.0, >= 1.2.0, < 2.0.0`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, c) in self.0.iter().enumerate() {
+        let mut sorted: Vec<&Constraint> = self.0.iter().collect();
+        sorted.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        sorted.dedup_by(|a, b| a.to_string() == b.to_string());
+        for (i, c) in sorted.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
@@ -292,10 +277,10 @@ mod tests {
         assert!(!allows(">= 1.2, < 2", "1.1.9"));
         assert!(allows("1.2.3", "1.2.3"));
         assert!(!allows("1.2.3", "1.2.4"));
-        assert!(allows("= 1.2", "1.2.7"));
-        assert!(!allows("> 1.2", "1.2.7"));
-        assert!(allows("> 1.2", "1.3.0"));
-        assert!(allows("<= 1.2", "1.2.9"));
+        assert!(!allows("= 1.2", "1.2.7"));
+        assert!(allows("= 1.2", "1.2.0"));
+        assert!(allows("> 1.1", "1.1.5"));
+        assert!(!allows("<= 1.1", "1.1.5"));
         assert!(!allows("!= 1.2.3", "1.2.3"));
         assert!(allows("", "0.0.1"));
         assert!(allows(">=1.0,<=1.0.5", "1.0.5"));
@@ -314,7 +299,16 @@ mod tests {
             assert!(Constraints::parse(bad).is_err(), "{bad}");
         }
         let c = Constraints::parse(">=1.2,  < 2, ~>3.0.1").unwrap();
-        assert_eq!(c.to_string(), ">= 1.2, < 2, ~> 3.0.1");
+        assert_eq!(c.to_string(), ">= 1.2.0, < 2.0.0, ~> 3.0.1");
+        // What Terraform 1.11 wrote for the same constraints.
+        let c = Constraints::parse(
+            "<= 1.9, != 1.3.0, > 1.1, >= 1.2.0, ~> 1.0, 1.5.0, ~> 1.5.0, >= 1, ~> 1.0",
+        )
+        .unwrap();
+        assert_eq!(
+            c.to_string(),
+            ">= 1.0.0, ~> 1.0, > 1.1.0, >= 1.2.0, != 1.3.0, 1.5.0, ~> 1.5.0, <= 1.9.0"
+        );
         let vs: Vec<Version> = ["1.0.0", "1.5.0", "2.0.0"]
             .iter()
             .map(|v| parse_version(v).unwrap())
