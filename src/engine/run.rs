@@ -192,8 +192,9 @@ fn load_with(
             cwd: opts.dir.clone(),
         })
     });
-    if opts.packages.is_none() {
-        // Installed plugins answer for their local names instead of the built-ins.
+    // Installed plugins answer for their local names instead of the built-ins. `inspect`
+    // (lenient) never starts a provider process: it evaluates without their schemas.
+    if opts.packages.is_none() && !lenient {
         let (plugins, plugin_diags) = timed("start provider plugins", || {
             crate::provider::plugin::attach::plugins(&config, &opts.env, &opts.dir)
         });
