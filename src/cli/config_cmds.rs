@@ -77,7 +77,7 @@ pub fn check_types(
                 None if absent_is_error => Diagnostic::error(
                     format!("Unknown provider \"{package}\""),
                     format!(
-                        "{} \"{}\" belongs to the provider \"{package}\", which Cairn does not have. Cairn's providers are built in: {}.",
+                        "{} \"{}\" belongs to the provider \"{package}\", which is neither built in ({}) nor installed as a plugin. Declare its source in required_providers and run `cairn init` to install it.",
                         capitalize(what),
                         r.type_,
                         providers.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
