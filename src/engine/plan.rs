@@ -574,6 +574,68 @@ async fn update_now(c: &Arc<dyn Configured>, type_: &str, prior: &Value, planned
     let _ = c.apply(request).await;
 }
 
+/// A provider instance in state whose configuration is not known until apply: once the
+/// values it depends on are applied, its `diff_config` may say replace, and then its
+/// replacement deletes every object still under it (`apply::delete_under`).
+pub fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
+    pc.action.is_replace()
+        || (pc.action == Action::Update && pc.after.as_ref().is_some_and(|a| !a.is_wholly_known()))
+}
+
+/// Replacements that a provider instance reconfigured at apply depends on are made
+/// create-before-destroy. Such an instance is a possible delete of all its objects, but
+/// whether it happens is known only once the values its configuration reads are applied —
+/// after the create of a replaced object it depends on. So the old object must outlive that
+/// create: delete-then-create would delete it before the objects that may be deleted (in its
+/// world) because of it. With create-before-destroy the new object comes first, then the
+/// provider instance (and the deletes its replacement makes), and the old object is deleted
+/// last, after everything that depended on it. Only provider instances with objects in state
+/// count (a replacement deletes nothing otherwise).
+pub fn create_before_destroy_for_reconfigured_providers(
+    plan: &mut crate::plan::Plan,
+    graph: &super::graph::TermGraph,
+    prior: &Snapshot,
+) {
+    let with_objects: BTreeSet<&ProviderAddr> = prior
+        .resources
+        .values()
+        .filter_map(|i| i.current.as_ref())
+        .map(|o| &o.provider.addr)
+        .collect();
+    let mut upstream = BTreeSet::new();
+    for pc in &plan.provider_changes {
+        if pc.action == Action::Update
+            && may_be_replaced_at_apply(pc)
+            && with_objects.contains(&pc.addr)
+        {
+            if let Some(p) = graph.id(&Node::Provider {
+                addr: pc.addr.clone(),
+            }) {
+                upstream.extend(graph.dag.transitive_dependencies(p));
+            }
+        }
+    }
+    if upstream.is_empty() {
+        return;
+    }
+    for change in &mut plan.changes {
+        if change.action != Action::DeleteThenCreate {
+            continue;
+        }
+        let node = Node::Resource {
+            module: change.addr.resource.module.without_keys(),
+            key: crate::config::ResourceKey {
+                mode: change.addr.resource.mode,
+                type_: change.addr.resource.type_.clone(),
+                name: change.addr.resource.name.clone(),
+            },
+        };
+        if graph.id(&node).is_some_and(|id| upstream.contains(&id)) {
+            change.action = Action::CreateThenDelete;
+        }
+    }
+}
+
 pub fn replace_action(create_before_destroy: bool) -> Action {
     if create_before_destroy {
         Action::CreateThenDelete

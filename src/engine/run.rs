@@ -566,6 +566,11 @@ async fn make_plan(
         }
     }
     plan.provider_changes = provider_changes.into_values().collect();
+    if mode == PlanMode::Normal {
+        super::plan::create_before_destroy_for_reconfigured_providers(
+            &mut plan, &ctx.graph, &refreshed,
+        );
+    }
     plan.outputs = output_changes(&refreshed, &out.outputs);
     if mode == PlanMode::ReadOnly {
         // Read-only records no output it cannot know without applying changes.
