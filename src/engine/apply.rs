@@ -981,7 +981,7 @@ pub fn add_destroys(
     }
     // A provider instance reconfigured at apply is a possible delete of its objects: the
     // deletes of what they depend on wait for it (a dependency among what its configuration
-    // reads is create-before-destroy: `plan::create_before_destroy_for_reconfigured_providers`).
+    // reads is create-before-destroy: `plan::replacement_order`).
     let reconfigured: BTreeSet<&ProviderAddr> = plan
         .provider_changes
         .iter()

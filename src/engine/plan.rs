@@ -582,8 +582,14 @@ pub fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
         || (pc.action == Action::Update && pc.after.as_ref().is_some_and(|a| !a.is_wholly_known()))
 }
 
-/// Replacements that a provider instance reconfigured at apply depends on are made
-/// create-before-destroy. Such an instance is a possible delete of all its objects, but
+/// The order of replacements that provider instances constrain, decided once the plan's
+/// provider changes are known:
+/// - An object whose provider instance is replaced is deleted before the new instance is
+///   registered (no object in state may name an unregistered instance), and its new object
+///   can only be made through the new instance: its replacement is delete-then-create, even
+///   with `create_before_destroy`.
+/// - Replacements that a provider instance reconfigured at apply depends on are made
+///   create-before-destroy. Such an instance is a possible delete of all its objects, but
 /// whether it happens is known only once the values its configuration reads are applied —
 /// after the create of a replaced object it depends on. So the old object must outlive that
 /// create: delete-then-create would delete it before the objects that may be deleted (in its
@@ -591,11 +597,26 @@ pub fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
 /// provider instance (and the deletes its replacement makes), and the old object is deleted
 /// last, after everything that depended on it. Only provider instances with objects in state
 /// count (a replacement deletes nothing otherwise).
-pub fn create_before_destroy_for_reconfigured_providers(
+pub fn replacement_order(
     plan: &mut crate::plan::Plan,
     graph: &super::graph::TermGraph,
     prior: &Snapshot,
 ) {
+    let replaced: BTreeSet<&ProviderAddr> = plan
+        .provider_changes
+        .iter()
+        .filter(|pc| pc.action.is_replace())
+        .map(|pc| &pc.addr)
+        .collect();
+    for change in &mut plan.changes {
+        if change.action == Action::CreateThenDelete
+            && prior
+                .current(&change.addr)
+                .is_some_and(|o| replaced.contains(&o.provider.addr))
+        {
+            change.action = Action::DeleteThenCreate;
+        }
+    }
     let with_objects: BTreeSet<&ProviderAddr> = prior
         .resources
         .values()

@@ -567,9 +567,7 @@ async fn make_plan(
     }
     plan.provider_changes = provider_changes.into_values().collect();
     if mode == PlanMode::Normal {
-        super::plan::create_before_destroy_for_reconfigured_providers(
-            &mut plan, &ctx.graph, &refreshed,
-        );
+        super::plan::replacement_order(&mut plan, &ctx.graph, &refreshed);
     }
     plan.outputs = output_changes(&refreshed, &out.outputs);
     if mode == PlanMode::ReadOnly {

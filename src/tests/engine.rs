@@ -602,13 +602,14 @@ scenarios!(
     saved_plan_request,
     provider_reconfigured_orphans,
     provider_config_from_replaced,
+    provider_replaced_cbd,
 );
 
 // The lifecycle scenarios that use only `sim`, run with the oracle's Python plugin. Left out,
 // because they test what only the built-in `sim` has: create tokens (`pending_create`: a plugin
 // has no `find_by_token`) and provider-level replacement on a region change
 // (`default_provider`, `provider_region`, `provider_replaced_region`, `provider_from_output`,
-// `provider_reconfigured_orphans`, `provider_config_from_replaced`:
+// `provider_reconfigured_orphans`, `provider_config_from_replaced`, `provider_replaced_cbd`:
 // the plugin protocol has no such notion, so a plugin's configuration change is an in-place
 // reconfiguration — the engine's DiffConfig rule for plugins, as in Terraform).
 plugin_scenarios!(
