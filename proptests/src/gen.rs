@@ -731,15 +731,26 @@ impl Scenario {
                 if r.tweak.drop_dyn {
                     cfg.dyn_region = None;
                 }
+                // A lookup by a renamed thing's name looks up its new name.
+                let mut names = std::collections::BTreeMap::new();
                 for item in &mut cfg.root.items {
                     match item {
                         Item::Thing(t) => {
                             if r.tweak.renamed.contains(&t.label) {
+                                let old = t.first_name();
                                 t.name.push('r');
+                                names.insert(old, t.first_name());
                             }
                             t.dyn_ &= !r.tweak.drop_dyn;
                         }
-                        Item::Lookup(l) => l.dyn_ &= !r.tweak.drop_dyn,
+                        Item::Lookup(l) => {
+                            l.dyn_ &= !r.tweak.drop_dyn;
+                            if let Expr::Lit(key) = &mut l.key {
+                                if let Some(new) = names.get(key) {
+                                    *key = new.clone();
+                                }
+                            }
+                        }
                         _ => {}
                     }
                 }
