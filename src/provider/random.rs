@@ -849,15 +849,13 @@ mod tests {
     #[tokio::test]
     async fn random_uuids_and_bytes() {
         let provider = RandomProvider::new(Host::default());
-        for t in [BYTES] {
-            let block = &provider.schema().resources[t];
-            assert!(block.attributes["base64"].sensitive && block.attributes["hex"].sensitive);
-        }
+        let block = &provider.schema().resources[BYTES];
+        assert!(block.attributes["base64"].sensitive && block.attributes["hex"].sensitive);
         let p = configure(&provider).await;
         for (t, version) in [(UUID, 4), (UUID4, 4), (UUID7, 7)] {
             let (plan, st) = create(&*p, t, &obj(&[])).await;
             assert_agrees(&plan.planned, &st);
-            let u = uuid::Uuid::parse_str(&attr(&st, "result")).expect("a uuid");
+            let u = uuid::Uuid::parse_str(attr(&st, "result")).expect("a uuid");
             assert_eq!(u.get_version_num(), version, "{t}");
             assert_eq!(attr(&st, "id"), attr(&st, "result"));
         }
@@ -880,7 +878,7 @@ mod tests {
         let (plan, st) = create(&*p, PASSWORD, &obj(&[("length", Value::int(12))])).await;
         assert_agrees(&plan.planned, &st);
         let hash = attr(&st, "bcrypt_hash");
-        assert!(bcrypt::verify(attr(&st, "result"), &hash).expect("a bcrypt hash"));
+        assert!(bcrypt::verify(attr(&st, "result"), hash).expect("a bcrypt hash"));
     }
 
     #[test]

@@ -84,3 +84,61 @@ fn language_matches_terraform_console() {
         failures.join("\n")
     );
 }
+
+/// `data "terraform_remote_state"` reads another configuration's outputs, from a state file
+/// Terraform 1.11 wrote and from a Cairn state, with the values and types Terraform gives
+/// (`fixtures/cli/remote-state/terraform-output.json` is Terraform's `output -json` of the
+/// same consumer reading the same file); a missing state and a backend Cairn cannot read are
+/// errors that say so.
+#[test]
+fn terraform_remote_state_reads_tfstate_files_and_cairn_states() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/cli/remote-state");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture, dir.path());
+    let producer = dir.path().join("producer");
+    let consumer = dir.path().join("consumer");
+    let (code, _, err) = check_cli_in(&producer, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = check_cli_in(&consumer, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = check_cli_in(&consumer, &["output", "-json"], "");
+    assert_eq!(code, 0, "{err}");
+    let cairn: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let terraform: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture.join("terraform-output.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cairn["from_tfstate"], terraform["from_tfstate"]);
+    // Cairn's own state gives the same outputs (no defaults there), unmarked as Terraform's.
+    let mut expected = terraform["from_tfstate"].clone();
+    expected["value"].as_object_mut().unwrap().remove("d");
+    expected["type"][1].as_object_mut().unwrap().remove("d");
+    assert_eq!(cairn["from_cairn"], expected);
+    assert_eq!(cairn["same"]["value"], serde_json::json!(true));
+
+    std::fs::write(
+        consumer.join("more.tf"),
+        r#"
+data "terraform_remote_state" "missing" {
+  backend = "local"
+  config  = { path = "../nowhere/terraform.tfstate" }
+}
+data "terraform_remote_state" "s3" {
+  backend = "s3"
+  config  = { bucket = "b" }
+}
+"#,
+    )
+    .unwrap();
+    let (code, _, err) = check_cli_in(&consumer, &["plan"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("data.terraform_remote_state.missing: Unable to find remote state: No stored state was found for the given workspace in the given backend."),
+        "{err}"
+    );
+    assert!(
+        err.contains("Cairn reads the states of the \"local\" backend")
+            && err.contains("not \"s3\""),
+        "{err}"
+    );
+}
