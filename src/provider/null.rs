@@ -14,7 +14,7 @@
 //! decimal number read again at every read, `has_computed_default` `"default"` unless set,
 //! and `id` `"static"`, as hashicorp/null 3.x.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderResult,

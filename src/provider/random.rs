@@ -48,7 +48,7 @@
 //! Randomness comes from `Host::rng`: a CSPRNG seeded by the operating system (or, for test
 //! fixtures, derived from `CAIRN_RANDOM_SEED`); `random_integer.seed` takes precedence.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,

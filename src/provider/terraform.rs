@@ -49,7 +49,7 @@
 //! Reading another configuration's state is reading a system outside this configuration's
 //! own state, like any data source: this is the one provider that uses the state crate.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
