@@ -51,8 +51,8 @@
 use super::host::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
-    ProviderResult, ProviderSchema,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
+    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Number, Type, Value};
@@ -263,12 +263,6 @@ impl Provider for RandomProvider {
     }
     fn schema(&self) -> &ProviderSchema {
         &self.schema
-    }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         let Some(schema) = self.types.get(type_).filter(|_| mode == Mode::Managed) else {
@@ -605,17 +599,6 @@ impl Configured for RandomInstance {
         }
         Ok(Some(state.clone()))
     }
-
-    async fn read_data(&self, type_: &str, _config: &Value) -> ProviderResult<Value> {
-        Err(schema_util::unknown_type(PACKAGE, "data source", type_))
-    }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        // Random values exist only in state: an interrupted create left nothing to adopt.
-        Ok(None)
-    }
-
-    async fn stop(&self) {}
 }
 
 #[cfg(test)]
