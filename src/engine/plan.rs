@@ -590,13 +590,13 @@ pub fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
 ///   with `create_before_destroy`.
 /// - Replacements that a provider instance reconfigured at apply depends on are made
 ///   create-before-destroy. Such an instance is a possible delete of all its objects, but
-/// whether it happens is known only once the values its configuration reads are applied —
-/// after the create of a replaced object it depends on. So the old object must outlive that
-/// create: delete-then-create would delete it before the objects that may be deleted (in its
-/// world) because of it. With create-before-destroy the new object comes first, then the
-/// provider instance (and the deletes its replacement makes), and the old object is deleted
-/// last, after everything that depended on it. Only provider instances with objects in state
-/// count (a replacement deletes nothing otherwise).
+///   whether it happens is known only once the values its configuration reads are applied —
+///   after the create of a replaced object it depends on. So the old object must outlive that
+///   create: delete-then-create would delete it before the objects that may be deleted (in
+///   its world) because of it. With create-before-destroy the new object comes first, then
+///   the provider instance (and the deletes its replacement makes), and the old object is
+///   deleted last, after everything that depended on it. Only provider instances with
+///   objects in state count (a replacement deletes nothing otherwise).
 pub fn replacement_order(
     plan: &mut crate::plan::Plan,
     graph: &super::graph::TermGraph,
