@@ -149,6 +149,40 @@ struct SourceFile {
     text: Arc<str>,
     /// Byte offset of the start of each line.
     line_starts: Vec<usize>,
+    /// For a file written in another syntax and rewritten (a `.tf.json` file as HCL): the text
+    /// users see, which positions and snippets show.
+    shown: Option<Shown>,
+}
+
+/// The original text of a rewritten file, and where each piece of the rewrite comes from.
+#[derive(Debug)]
+struct Shown {
+    text: Arc<str>,
+    line_starts: Vec<usize>,
+    /// `(offset in the rewrite, offset in the original)`, both non-decreasing.
+    anchors: Vec<(usize, usize)>,
+}
+
+/// Where a byte of a rewritten text comes from in the original, by the rewrite's anchors
+/// (`(offset in the rewrite, offset in the original)`, both non-decreasing): the last anchor
+/// at or before it, plus the distance, kept short of the next anchor's origin.
+pub fn anchored_offset(anchors: &[(usize, usize)], byte: usize) -> usize {
+    let i = anchors.partition_point(|a| a.0 <= byte);
+    if i == 0 {
+        return 0;
+    }
+    let (g, j) = anchors[i - 1];
+    let at = j + (byte - g);
+    match anchors.get(i) {
+        Some(&(_, next)) => at.min(next.max(j)),
+        None => at,
+    }
+}
+
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut out = vec![0];
+    out.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+    out
 }
 
 /// Every source file that was read, so spans can be turned into positions and snippets.
@@ -164,14 +198,54 @@ impl SourceMap {
 
     pub fn add(&mut self, path: impl AsRef<Path>, text: impl Into<Arc<str>>) -> FileId {
         let text: Arc<str> = text.into();
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         self.files.push(SourceFile {
             path: path.as_ref().to_path_buf(),
+            line_starts: line_starts(&text),
             text,
-            line_starts,
+            shown: None,
         });
         FileId(self.files.len() as u32 - 1)
+    }
+
+    /// Adds a file that was rewritten before parsing (a `.tf.json` file as HCL): spans are
+    /// offsets into `text` (the rewrite), positions and snippets are those of `shown` (what
+    /// the user wrote), through `anchors` (`(offset in text, offset in shown)`, both
+    /// non-decreasing).
+    pub fn add_rewritten(
+        &mut self,
+        path: impl AsRef<Path>,
+        text: impl Into<Arc<str>>,
+        shown: impl Into<Arc<str>>,
+        anchors: Vec<(usize, usize)>,
+    ) -> FileId {
+        let id = self.add(path, text);
+        let shown: Arc<str> = shown.into();
+        self.files[id.0 as usize].shown = Some(Shown {
+            line_starts: line_starts(&shown),
+            text: shown,
+            anchors,
+        });
+        id
+    }
+
+    /// Whether a file was rewritten before parsing (`add_rewritten`).
+    pub fn is_rewritten(&self, file: FileId) -> bool {
+        self.files[file.0 as usize].shown.is_some()
+    }
+
+    /// The text and line starts users see for a file, and a byte of the file in that text.
+    fn shown(&self, file: FileId, byte: usize) -> (&str, &[usize], usize) {
+        let f = &self.files[file.0 as usize];
+        match &f.shown {
+            None => (&f.text, &f.line_starts, byte),
+            Some(s) => {
+                let mut at = anchored_offset(&s.anchors, byte).min(s.text.len());
+                while !s.text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                (&s.text, &s.line_starts, at)
+            }
+        }
     }
 
     /// Every file: its path and text.
@@ -187,13 +261,14 @@ impl SourceMap {
         &self.files[file.0 as usize].text
     }
 
+    /// The line, column and byte of a byte of `file`, in the text users see (the JSON of a
+    /// `.tf.json` file).
     pub fn pos(&self, file: FileId, byte: usize) -> Pos {
-        let f = &self.files[file.0 as usize];
-        let byte = byte.min(f.text.len());
-        let line = f.line_starts.partition_point(|&s| s <= byte) - 1;
-        let start = f.line_starts[line];
-        let column = f
-            .text
+        let (text, line_starts, byte) = self.shown(file, byte);
+        let byte = byte.min(text.len());
+        let line = line_starts.partition_point(|&s| s <= byte) - 1;
+        let start = line_starts[line];
+        let column = text
             .get(start..byte)
             .map(|s| s.chars().count())
             .unwrap_or(byte - start)
@@ -243,9 +318,8 @@ impl SourceMap {
                 start.line,
                 start.column
             );
-            let text = self.text(span.file);
-            let f = &self.files[span.file.0 as usize];
-            let line_start = f.line_starts[start.line - 1];
+            let (text, line_starts, _) = self.shown(span.file, span.start);
+            let line_start = line_starts[start.line - 1];
             let line_end = text[line_start..]
                 .find('\n')
                 .map(|i| line_start + i)

@@ -63,8 +63,9 @@ fn load_only(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
     if l.file_count == 0 {
         l.diags.push(Diagnostic::error(
             "No configuration files",
-            "There are no .tf files in the configuration directory. Cairn reads the \
-             configuration from the *.tf files of the working directory, or of -chdir=DIR.",
+            "There are no .tf or .tf.json files in the configuration directory. Cairn reads \
+             the configuration from the *.tf and *.tf.json files of the working directory, or \
+             of -chdir=DIR.",
         ));
     }
     let config = Config {
@@ -226,7 +227,7 @@ impl Loader {
             (None, Ok(entries)) => entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "tf") && !p.is_dir())
+                .filter(|p| is_config_file(p) && !p.is_dir())
                 .collect(),
             (None, Err(_)) => Vec::new(),
         };
@@ -272,8 +273,14 @@ impl Loader {
                     continue;
                 }
             };
-            let id = self.sources.add(&shown, text.as_str());
-            let (bodies, errors) = parse_file(&text);
+            let json = f.to_string_lossy().ends_with(".json");
+            let (id, (bodies, errors)) = match json {
+                false => (self.sources.add(&shown, text.as_str()), parse_file(&text)),
+                true => match self.json_file(&shown, &text) {
+                    Some((id, hcl)) => (id, parse_file(&hcl)),
+                    None => continue,
+                },
+            };
             for (start, end, summary, detail) in errors {
                 self.err(
                     Span {
@@ -291,6 +298,36 @@ impl Loader {
         }
         self.load_children(&mut module, ancestors);
         module
+    }
+
+    /// Rewrites a `.tf.json` file as HCL (`super::json`) and adds it to the source map:
+    /// its id and the HCL text, or `None` when it is not JSON (an error, reported).
+    fn json_file(&mut self, shown: &Path, text: &str) -> Option<(FileId, String)> {
+        let (t, errors) = super::json::translate(
+            text,
+            &shown.display().to_string(),
+            super::json::Kind::Config,
+        );
+        if !errors.is_empty() {
+            // The problems are positions in the JSON text itself.
+            let plain = self.sources.add(shown, text);
+            for e in errors {
+                self.err(
+                    Span {
+                        file: plain,
+                        start: e.start,
+                        end: e.end,
+                    },
+                    e.summary,
+                    e.detail,
+                );
+            }
+        }
+        let t = t?;
+        let id = self
+            .sources
+            .add_rewritten(shown, t.hcl.as_str(), text, t.anchors);
+        Some((id, t.hcl))
     }
 
     /// Takes the parsed body by value: resource and provider bodies move into the module
@@ -757,6 +794,7 @@ impl Loader {
             alias,
             body,
             file,
+            json: self.sources.is_rewritten(file),
             span,
         });
     }
@@ -1131,6 +1169,7 @@ impl Loader {
                     lifecycle,
                     body,
                     file,
+                    json: self.sources.is_rewritten(file),
                     span,
                 }));
                 return;
@@ -1557,6 +1596,17 @@ impl Loader {
             );
         }
     }
+}
+
+/// Whether a directory entry is a configuration file: `*.tf` or `*.tf.json`, not an editor's
+/// backup or lock file (`.#x.tf`, `#x.tf#`, `x.tf~`), as Terraform reads them.
+fn is_config_file(p: &Path) -> bool {
+    let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    (name.ends_with(".tf") || name.ends_with(".tf.json"))
+        && !name.starts_with('.')
+        && !name.starts_with('#')
 }
 
 /// Parses a file body; a syntax error is its byte offset and message.
