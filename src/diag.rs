@@ -159,13 +159,14 @@ struct SourceFile {
 struct Shown {
     text: Arc<str>,
     line_starts: Vec<usize>,
-    /// `(offset in the rewrite, offset in the original)`, both non-decreasing.
+    /// `(offset in the rewrite, offset in the original)`, by offset in the rewrite.
     anchors: Vec<(usize, usize)>,
 }
 
 /// Where a byte of a rewritten text comes from in the original, by the rewrite's anchors
-/// (`(offset in the rewrite, offset in the original)`, both non-decreasing): the last anchor
-/// at or before it, plus the distance, kept short of the next anchor's origin.
+/// (`(offset in the rewrite, offset in the original)`, by increasing offset in the rewrite):
+/// the last anchor at or before it, plus the distance, kept short of the next anchor's origin
+/// when that one is further on.
 pub fn anchored_offset(anchors: &[(usize, usize)], byte: usize) -> usize {
     let i = anchors.partition_point(|a| a.0 <= byte);
     if i == 0 {
@@ -174,8 +175,8 @@ pub fn anchored_offset(anchors: &[(usize, usize)], byte: usize) -> usize {
     let (g, j) = anchors[i - 1];
     let at = j + (byte - g);
     match anchors.get(i) {
-        Some(&(_, next)) => at.min(next.max(j)),
-        None => at,
+        Some(&(_, next)) if next >= j => at.min(next),
+        _ => at,
     }
 }
 
@@ -209,8 +210,8 @@ impl SourceMap {
 
     /// Adds a file that was rewritten before parsing (a `.tf.json` file as HCL): spans are
     /// offsets into `text` (the rewrite), positions and snippets are those of `shown` (what
-    /// the user wrote), through `anchors` (`(offset in text, offset in shown)`, both
-    /// non-decreasing).
+    /// the user wrote), through `anchors` (`(offset in text, offset in shown)`, by offset in
+    /// text).
     pub fn add_rewritten(
         &mut self,
         path: impl AsRef<Path>,

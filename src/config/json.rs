@@ -32,8 +32,10 @@ use jsonc_parser::common::Ranged;
 #[derive(Debug, Default)]
 pub struct Translated {
     pub hcl: String,
-    /// `(hcl offset, json offset)`, both non-decreasing: each piece of `hcl` from an anchor
-    /// on comes from the JSON text at the anchor's JSON offset on.
+    /// `(hcl offset, json offset)`, by increasing HCL offset: each piece of `hcl` from an
+    /// anchor on comes from the JSON text at the anchor's JSON offset on. JSON offsets go
+    /// back where a block's header repeats a key written once (`"resource"` for every
+    /// resource).
     pub anchors: Vec<(usize, usize)>,
 }
 
@@ -395,8 +397,7 @@ impl Writer<'_> {
     fn anchor(&mut self, json: usize) {
         let g = self.out.hcl.len();
         match self.out.anchors.last_mut() {
-            Some(last) if last.0 == g => last.1 = json.max(last.1),
-            Some(last) if last.1 > json => {}
+            Some(last) if last.0 == g => last.1 = json,
             _ => self.out.anchors.push((g, json)),
         }
     }
@@ -413,7 +414,8 @@ impl Writer<'_> {
                 continue;
             }
             if let Some((labels, inner)) = kind.block(name) {
-                self.blocks(name, range, &p.value, labels, inner, &mut Vec::new());
+                let at = range.start + 1;
+                self.blocks(name, at, &p.value, labels, inner, &mut Vec::new());
                 continue;
             }
             if !is_ident(name) {
@@ -459,10 +461,12 @@ impl Writer<'_> {
 
     /// The blocks of type `name` a property's value holds: `labels` more levels of object keys,
     /// then a body or an array of bodies.
+    /// `at`: where the block is named in the JSON (its type's key, its last label's key, or
+    /// its object in an array), which its header points at.
     fn blocks(
         &mut self,
         name: &str,
-        name_range: jsonc_parser::common::Range,
+        at: usize,
         v: &J,
         labels: usize,
         inner: BodyKind,
@@ -471,7 +475,7 @@ impl Writer<'_> {
         match v {
             J::Array(a) => {
                 for e in &a.elements {
-                    self.blocks(name, name_range, e, labels, inner, got);
+                    self.blocks(name, e.range().start, e, labels, inner, got);
                 }
             }
             J::Object(o) if got.len() < labels => {
@@ -481,13 +485,13 @@ impl Writer<'_> {
                         continue;
                     }
                     got.push((key.to_string(), r));
-                    self.blocks(name, name_range, &p.value, labels, inner, got);
+                    self.blocks(name, r.start + 1, &p.value, labels, inner, got);
                     got.pop();
                 }
             }
             J::Object(o) => {
                 self.push("\n");
-                self.anchor(name_range.start + 1);
+                self.anchor(at);
                 self.push(name);
                 for (label, r) in got.iter() {
                     self.push(" ");

@@ -600,6 +600,7 @@ scenarios!(
     provider_replaced_region,
     read_only_registers_provider,
     saved_plan_request,
+    json_syntax,
 );
 
 // The lifecycle scenarios that use only `sim`, run with the oracle's Python plugin. Left out,
@@ -628,4 +629,5 @@ plugin_scenarios!(
     replace,
     saved_plan,
     target,
+    json_syntax,
 );
