@@ -341,6 +341,8 @@ enum Mode {
     Template,
     /// Strings are bare HCL expressions.
     Bare,
+    /// A `required_providers` entry: `configuration_aliases` holds bare references.
+    RequiredProvider,
 }
 
 struct Writer<'t> {
@@ -451,6 +453,8 @@ impl Writer<'_> {
             self.push(" = ");
             let mode = if kind.bare(name) {
                 Mode::Bare
+            } else if kind == BodyKind::RequiredProviders {
+                Mode::RequiredProvider
             } else {
                 Mode::Template
             };
@@ -553,17 +557,23 @@ impl Writer<'_> {
                     match (&p.name, mode) {
                         (ObjectPropName::String(k), Mode::Template) => self.string(k, mode),
                         (ObjectPropName::String(k), Mode::Bare) => {
-                            // A bare key is a name (`providers = { aws = aws.west }`).
-                            if is_ident(&k.value) {
-                                self.push(&k.value);
-                            } else {
-                                self.string(k, Mode::Template);
-                            }
+                            // A bare key is an expression too (`providers = { aws.x = aws.y }`).
+                            self.string(k, Mode::Bare);
+                        }
+                        (ObjectPropName::String(k), Mode::RequiredProvider) => {
+                            self.string(k, Mode::Template);
                         }
                         (ObjectPropName::Word(w), _) => self.quoted_literal(w.value, true),
                     }
                     self.push(" = ");
-                    self.expr(&p.value, mode);
+                    let inner = match mode {
+                        Mode::RequiredProvider if prop_name(p).0 == "configuration_aliases" => {
+                            Mode::Bare
+                        }
+                        Mode::RequiredProvider => Mode::Template,
+                        m => m,
+                    };
+                    self.expr(&p.value, inner);
                 }
                 self.push("\n");
                 self.anchor(o.range.end.saturating_sub(1));
@@ -755,6 +765,23 @@ mod tests {
         let (t, errors) = translate("{\"a\": 1,}", "main.tf.json", Kind::Config);
         assert!(t.is_none());
         assert_eq!(errors[0].summary, "Trailing comma in object");
+    }
+
+    #[test]
+    fn dynamic_blocks_and_provider_maps() {
+        let h = hcl(
+            r#"{"resource": {"t": {"n": {"dynamic": {"setting": {"for_each": "${[1]}",
+            "iterator": "it", "content": {"n": "${it.value}"}}}}}},
+            "module": {"m": {"source": "./m", "providers": {"sim.extra": "sim.east"}}},
+            "terraform": {"required_providers": {"sim": {"source": "cairn/sim",
+            "configuration_aliases": ["sim.extra"]}}}}"#,
+        );
+        hcl_edit::parser::parse_body(&h).unwrap_or_else(|e| panic!("{e}\n{h}"));
+        assert!(h.contains("dynamic \"setting\" {"), "{h}");
+        assert!(h.contains("iterator = it"), "{h}");
+        assert!(h.contains("content {\nn = \"${it.value}\""), "{h}");
+        assert!(h.contains("sim.extra = sim.east"), "{h}");
+        assert!(h.contains("\"configuration_aliases\" = [sim.extra]"), "{h}");
     }
 
     #[test]

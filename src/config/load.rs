@@ -690,6 +690,11 @@ impl Loader {
                                 continue;
                             }
                         };
+                        if key == "configuration_aliases" {
+                            // References to provider configurations, not a string: what a
+                            // module call's `providers` passes is checked there.
+                            continue;
+                        }
                         let text = match const_value(v.expr(), file)
                             .map(|v| v.as_str().map(str::to_string))
                         {
@@ -718,7 +723,6 @@ impl Loader {
                                 version = text;
                                 version_span = value_span;
                             }
-                            "configuration_aliases" => {}
                             _ => {
                                 let sp = self.span(file, v.expr());
                                 self.err(

@@ -78,7 +78,7 @@ fn json_blocks(
     name: &str,
     v: Value,
     nb: &crate::provider::NestedBlock,
-) -> Result<Option<Vec<Value>>, String> {
+) -> Result<Option<Vec<Value>>, (&'static str, String)> {
     let (v, sensitive) = match v {
         Value::Sensitive(inner) => (*inner, true),
         v => (v, false),
@@ -89,10 +89,13 @@ fn json_blocks(
         Value::Object(_) | Value::Map(_) => vec![v],
         Value::Tuple(items) | Value::List(items) | Value::Set(items) => items,
         _ => {
-            return Err(format!(
-                "Either a JSON object or a JSON array of objects is required, representing \
-                 the contents of one or more {} blocks.",
-                quote(name)
+            return Err((
+                "Incorrect JSON value type",
+                format!(
+                    "Either a JSON object or a JSON array is required, representing the \
+                     contents of one or more {} blocks.",
+                    quote(name)
+                ),
             ))
         }
     };
@@ -108,17 +111,26 @@ fn json_blocks(
 
 /// One block's value from a JSON object: its arguments converted to the schema's types and
 /// its nested blocks decoded the same way; `None` when it is not known yet.
-fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, String> {
+fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static str, String)> {
     let obj = match v {
         Value::Object(o) | Value::Map(o) => o,
         Value::Unknown(_) => return Ok(None),
-        _ => return Err("A JSON object is required for the contents of a block.".into()),
+        _ => {
+            return Err((
+                "Incorrect JSON value type",
+                "A JSON object is required here, to define arguments and child blocks.".into(),
+            ))
+        }
     };
     let mut out = BTreeMap::new();
     for (k, v) in obj {
         if let Some(attr) = schema.attributes.get(&k) {
-            let v = super::convert::convert(v, &attr.ty)
-                .map_err(|e| format!("Inappropriate value for attribute {}: {e}.", quote(&k)))?;
+            let v = super::convert::convert(v, &attr.ty).map_err(|e| {
+                (
+                    "Incorrect attribute value type",
+                    format!("Inappropriate value for attribute {}: {e}.", quote(&k)),
+                )
+            })?;
             out.insert(k, v);
         } else if let Some(nb) = schema.blocks.get(&k) {
             let Some(items) = json_blocks(&k, v, nb)? else {
@@ -140,18 +152,24 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, String> {
                     .chain(schema.blocks.keys())
                     .map(String::as_str),
             );
-            return Err(format!(
-                "An argument named {} is not expected here.{hint}",
-                quote(&k)
+            return Err((
+                "Unsupported argument",
+                format!(
+                    "An argument named {} is not expected here.{hint}",
+                    quote(&k)
+                ),
             ));
         }
     }
     for (name, attr) in &schema.attributes {
         if !out.contains_key(name) {
             if attr.required {
-                return Err(format!(
-                    "The argument {} is required, but no definition was found.",
-                    quote(name)
+                return Err((
+                    "Missing required argument",
+                    format!(
+                        "The argument {} is required, but no definition was found.",
+                        quote(name)
+                    ),
                 ));
             }
             out.insert(name.clone(), Value::Null(attr.ty.clone()));
@@ -277,9 +295,9 @@ impl BodyEval<'_, '_> {
                                     }
                                     f.items.extend(items);
                                 }
-                                Err(m) => {
+                                Err((summary, detail)) => {
                                     let sp = self.span(&a.value);
-                                    self.err(sp, "Incorrect JSON value type", m);
+                                    self.err(sp, summary, detail);
                                 }
                             }
                             continue;
