@@ -149,34 +149,27 @@ struct SourceFile {
     text: Arc<str>,
     /// Byte offset of the start of each line.
     line_starts: Vec<usize>,
-    /// For a file written in another syntax and rewritten (a `.tf.json` file as HCL): the text
-    /// users see, which positions and snippets show.
-    shown: Option<Shown>,
+    /// For a text made from other files (a `.tf.json` file rewritten as HCL, blocks merged
+    /// with override files): where each piece comes from, `(offset here, file, offset there)`
+    /// by offset here. Positions, paths and snippets are shown in those files.
+    origins: Option<Vec<(usize, FileId, usize)>>,
+    /// Written in Terraform's JSON syntax (or made from such a file).
+    json: bool,
 }
 
-/// The original text of a rewritten file, and where each piece of the rewrite comes from.
-#[derive(Debug)]
-struct Shown {
-    text: Arc<str>,
-    line_starts: Vec<usize>,
-    /// `(offset in the rewrite, offset in the original)`, by offset in the rewrite.
-    anchors: Vec<(usize, usize)>,
-}
-
-/// Where a byte of a rewritten text comes from in the original, by the rewrite's anchors
-/// (`(offset in the rewrite, offset in the original)`, by increasing offset in the rewrite):
-/// the last anchor at or before it, plus the distance, kept short of the next anchor's origin
-/// when that one is further on.
-pub fn anchored_offset(anchors: &[(usize, usize)], byte: usize) -> usize {
-    let i = anchors.partition_point(|a| a.0 <= byte);
+/// Where a byte of a text made from others comes from, by its origins (`(offset here, file,
+/// offset there)`, by offset here): the last origin at or before it plus the distance, kept
+/// short of the next origin when that one is further on in the same file.
+pub fn anchored_offset(origins: &[(usize, FileId, usize)], byte: usize) -> (FileId, usize) {
+    let i = origins.partition_point(|a| a.0 <= byte);
     if i == 0 {
-        return 0;
+        return origins.first().map_or((FileId(0), 0), |o| (o.1, 0));
     }
-    let (g, j) = anchors[i - 1];
+    let (g, f, j) = origins[i - 1];
     let at = j + (byte - g);
-    match anchors.get(i) {
-        Some(&(_, next)) if next >= j => at.min(next),
-        _ => at,
+    match origins.get(i) {
+        Some(&(_, nf, next)) if nf == f && next >= j => (f, at.min(next)),
+        _ => (f, at),
     }
 }
 
@@ -203,50 +196,69 @@ impl SourceMap {
             path: path.as_ref().to_path_buf(),
             line_starts: line_starts(&text),
             text,
-            shown: None,
+            origins: None,
+            json: false,
         });
         FileId(self.files.len() as u32 - 1)
     }
 
-    /// Adds a file that was rewritten before parsing (a `.tf.json` file as HCL): spans are
-    /// offsets into `text` (the rewrite), positions and snippets are those of `shown` (what
-    /// the user wrote), through `anchors` (`(offset in text, offset in shown)`, by offset in
-    /// text).
+    /// Adds a text made from other files of the map (a `.tf.json` file rewritten as HCL,
+    /// blocks merged with override files): spans are offsets into `text`; positions, paths
+    /// and snippets are those of the files `origins` point into (`(offset in text, file,
+    /// offset in that file)`, by offset in text). `json`: made from JSON syntax.
     pub fn add_rewritten(
         &mut self,
         path: impl AsRef<Path>,
         text: impl Into<Arc<str>>,
-        shown: impl Into<Arc<str>>,
-        anchors: Vec<(usize, usize)>,
+        origins: Vec<(usize, FileId, usize)>,
+        json: bool,
     ) -> FileId {
         let id = self.add(path, text);
-        let shown: Arc<str> = shown.into();
-        self.files[id.0 as usize].shown = Some(Shown {
-            line_starts: line_starts(&shown),
-            text: shown,
-            anchors,
-        });
+        let f = &mut self.files[id.0 as usize];
+        f.origins = Some(origins);
+        f.json = json;
         id
     }
 
-    /// Whether a file was rewritten before parsing (`add_rewritten`).
-    pub fn is_rewritten(&self, file: FileId) -> bool {
-        self.files[file.0 as usize].shown.is_some()
+    /// Marks a file as written in JSON syntax.
+    pub fn set_json(&mut self, file: FileId) {
+        self.files[file.0 as usize].json = true;
+    }
+
+    /// Whether a file is written in JSON syntax (or made from such a file).
+    pub fn is_json(&self, file: FileId) -> bool {
+        self.files[file.0 as usize].json
+    }
+
+    /// The file and byte users see for a byte of `file` (through its origins, if any).
+    pub fn resolve(&self, file: FileId, byte: usize) -> (FileId, usize) {
+        let (mut file, mut byte) = (file, byte);
+        // Origins always point at files added earlier: this ends.
+        while let Some(o) = &self.files[file.0 as usize].origins {
+            let (f, b) = anchored_offset(o, byte);
+            if f.0 >= file.0 {
+                break;
+            }
+            (file, byte) = (f, b);
+        }
+        let text = &self.files[file.0 as usize].text;
+        let mut byte = byte.min(text.len());
+        while !text.is_char_boundary(byte) {
+            byte -= 1;
+        }
+        (file, byte)
     }
 
     /// The text and line starts users see for a file, and a byte of the file in that text.
     fn shown(&self, file: FileId, byte: usize) -> (&str, &[usize], usize) {
+        let (file, byte) = self.resolve(file, byte);
         let f = &self.files[file.0 as usize];
-        match &f.shown {
-            None => (&f.text, &f.line_starts, byte),
-            Some(s) => {
-                let mut at = anchored_offset(&s.anchors, byte).min(s.text.len());
-                while !s.text.is_char_boundary(at) {
-                    at -= 1;
-                }
-                (&s.text, &s.line_starts, at)
-            }
-        }
+        (&f.text, &f.line_starts, byte)
+    }
+
+    /// The path users see for a span starting at `byte` of `file`.
+    pub fn path_at(&self, file: FileId, byte: usize) -> &Path {
+        self.path(self.resolve(file, byte).0)
     }
 
     /// Every file: its path and text.
@@ -284,7 +296,12 @@ impl SourceMap {
     /// `file:line:col` of a span's start.
     pub fn location(&self, span: Span) -> String {
         let p = self.pos(span.file, span.start);
-        format!("{}:{}:{}", self.path(span.file).display(), p.line, p.column)
+        format!(
+            "{}:{}:{}",
+            self.path_at(span.file, span.start).display(),
+            p.line,
+            p.column
+        )
     }
 
     /// Renders one diagnostic as Terraform does: a heading, the location, a snippet with a caret
@@ -315,7 +332,7 @@ impl SourceMap {
             let _ = writeln!(
                 out,
                 "{tone}│{reset}   on {}:{}:{}:",
-                self.path(span.file).display(),
+                self.path_at(span.file, span.start).display(),
                 start.line,
                 start.column
             );
@@ -363,7 +380,7 @@ impl SourceMap {
             let start = self.pos(span.file, span.start);
             let end = self.pos(span.file, span.end.max(span.start));
             o["range"] = serde_json::json!({
-                "filename": self.path(span.file).display().to_string(),
+                "filename": self.path_at(span.file, span.start).display().to_string(),
                 "start": start,
                 "end": end,
             });

@@ -789,15 +789,15 @@ mod tests {
         let json = r#"{"locals": {"abc": "${var.x}"}}"#;
         let (t, _) = translate(json, "main.tf.json", Kind::Config);
         let t = t.unwrap();
+        let origins: Vec<_> = t
+            .anchors
+            .iter()
+            .map(|&(g, j)| (g, crate::diag::FileId(0), j))
+            .collect();
+        let at = |g: usize| crate::diag::anchored_offset(&origins, g).1;
         let g = t.hcl.find("var.x").unwrap();
-        assert_eq!(
-            crate::diag::anchored_offset(&t.anchors, g),
-            json.find("var.x").unwrap()
-        );
+        assert_eq!(at(g), json.find("var.x").unwrap());
         let g = t.hcl.find("abc").unwrap();
-        assert_eq!(
-            crate::diag::anchored_offset(&t.anchors, g),
-            json.find("abc").unwrap()
-        );
+        assert_eq!(at(g), json.find("abc").unwrap());
     }
 }

@@ -180,7 +180,7 @@ impl Loader {
     fn range_str(&self, s: Span) -> String {
         let a = self.sources.pos(s.file, s.start);
         let b = self.sources.pos(s.file, s.end);
-        let path = self.sources.path(s.file).display().to_string();
+        let path = self.sources.path_at(s.file, s.start).display().to_string();
         if a.line == b.line {
             format!("{path}:{},{}-{}", a.line, a.column, b.column)
         } else {
@@ -308,25 +308,25 @@ impl Loader {
             &shown.display().to_string(),
             super::json::Kind::Config,
         );
-        if !errors.is_empty() {
-            // The problems are positions in the JSON text itself.
-            let plain = self.sources.add(shown, text);
-            for e in errors {
-                self.err(
-                    Span {
-                        file: plain,
-                        start: e.start,
-                        end: e.end,
-                    },
-                    e.summary,
-                    e.detail,
-                );
-            }
+        // The JSON as written (what positions are shown in), and the HCL made from it.
+        let plain = self.sources.add(shown, text);
+        self.sources.set_json(plain);
+        for e in errors {
+            self.err(
+                Span {
+                    file: plain,
+                    start: e.start,
+                    end: e.end,
+                },
+                e.summary,
+                e.detail,
+            );
         }
         let t = t?;
+        let origins = t.anchors.iter().map(|&(g, j)| (g, plain, j)).collect();
         let id = self
             .sources
-            .add_rewritten(shown, t.hcl.as_str(), text, t.anchors);
+            .add_rewritten(shown, t.hcl.as_str(), origins, true);
         Some((id, t.hcl))
     }
 
@@ -798,7 +798,7 @@ impl Loader {
             alias,
             body,
             file,
-            json: self.sources.is_rewritten(file),
+            json: self.sources.is_json(file),
             span,
         });
     }
@@ -1173,7 +1173,7 @@ impl Loader {
                     lifecycle,
                     body,
                     file,
-                    json: self.sources.is_rewritten(file),
+                    json: self.sources.is_json(file),
                     span,
                 }));
                 return;

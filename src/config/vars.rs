@@ -257,20 +257,20 @@ fn read_var_file(
     // read by the code below, with positions into the JSON.
     let (file, text) = if path.extension().is_some_and(|e| e == "json") {
         let (t, errors) = super::json::translate(&text, &place, super::json::Kind::Vars);
-        if !errors.is_empty() {
-            let plain = sources.add(&shown, text.as_str());
-            for e in errors {
-                diags.push(Diagnostic::error(e.summary, e.detail).with_span(Some(Span {
-                    file: plain,
-                    start: e.start,
-                    end: e.end,
-                })));
-            }
+        let plain = sources.add(&shown, text.as_str());
+        sources.set_json(plain);
+        for e in errors {
+            diags.push(Diagnostic::error(e.summary, e.detail).with_span(Some(Span {
+                file: plain,
+                start: e.start,
+                end: e.end,
+            })));
         }
         let Some(t) = t else {
             return;
         };
-        let file = sources.add_rewritten(&shown, t.hcl.as_str(), text.as_str(), t.anchors);
+        let origins = t.anchors.iter().map(|&(g, j)| (g, plain, j)).collect();
+        let file = sources.add_rewritten(&shown, t.hcl.as_str(), origins, true);
         (file, t.hcl)
     } else {
         (sources.add(&shown, text.as_str()), text)
