@@ -233,6 +233,9 @@ impl Loader {
         };
         files.sort();
         self.file_count += files.len();
+        // Override files merge into the others once all are read (`merge_overrides`).
+        let mut primary: Vec<(FileId, Body)> = Vec::new();
+        let mut overrides: Vec<(FileId, Body)> = Vec::new();
         for f in files {
             let shown = relative_path(&self.root_dir, &f);
             let bytes = match std::fs::read(&f) {
@@ -292,12 +295,98 @@ impl Loader {
                     detail,
                 );
             }
-            for body in bodies {
+            let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+            let into = match name.is_some_and(|n| super::overrides::is_override(&n)) {
+                true => &mut overrides,
+                false => &mut primary,
+            };
+            into.extend(bodies.into_iter().map(|b| (id, b)));
+        }
+        if overrides.is_empty() {
+            for (id, body) in primary {
                 self.file_body(id, body, &mut module);
             }
+        } else {
+            self.merge_overrides(primary, overrides, &mut module);
         }
         self.load_children(&mut module, ancestors);
         module
+    }
+
+    /// Loads the primary files' bodies merged with the override files' (`super::overrides`).
+    fn merge_overrides(
+        &mut self,
+        mut primary: Vec<(FileId, Body)>,
+        overrides: Vec<(FileId, Body)>,
+        module: &mut Module,
+    ) {
+        let merged = super::overrides::merge(&mut primary, overrides, &self.sources);
+        for (span, summary, detail) in merged.errors {
+            self.err(span, summary, detail);
+        }
+        for (id, body) in primary {
+            self.file_body(id, body, module);
+        }
+        if let Some((text, origins, json)) = merged.text {
+            let path = origins
+                .first()
+                .map(|o| self.sources.path(o.1).to_path_buf())
+                .unwrap_or_default();
+            let id = self
+                .sources
+                .add_rewritten(path, text.as_str(), origins, json);
+            let (bodies, errors) = parse_file(&text);
+            for (start, end, summary, detail) in errors {
+                self.err(
+                    Span {
+                        file: id,
+                        start,
+                        end,
+                    },
+                    summary,
+                    detail,
+                );
+            }
+            for body in bodies {
+                self.file_body(id, body, module);
+            }
+        }
+        for (file, body) in merged.rest {
+            let mut others = Body::new();
+            for s in body {
+                match s {
+                    Structure::Block(b) if b.ident.as_str() == "locals" => {
+                        let mut scratch = Module::empty(module.path.clone(), module.dir.clone());
+                        self.locals_block(file, &b, &mut scratch);
+                        for (name, local) in scratch.locals {
+                            match module.locals.get_mut(&name) {
+                                Some(base) => *base = local,
+                                None => self.err(
+                                    local.span,
+                                    "Missing base local value definition to override",
+                                    format!(
+                                        "There is no local value named {}. An override file can \
+                                         only override a local value that was already defined \
+                                         in a primary configuration file.",
+                                        quote(&name)
+                                    ),
+                                ),
+                            }
+                        }
+                    }
+                    Structure::Block(b) if b.ident.as_str() == "terraform" => {
+                        let mut scratch = Module::empty(module.path.clone(), module.dir.clone());
+                        self.terraform_block(file, &b, &mut scratch);
+                        module.required_providers.extend(scratch.required_providers);
+                        if scratch.backend.is_some() {
+                            module.backend = scratch.backend;
+                        }
+                    }
+                    other => others.push(other),
+                }
+            }
+            self.file_body(file, others, module);
+        }
     }
 
     /// Rewrites a `.tf.json` file as HCL (`super::json`) and adds it to the source map:

@@ -404,6 +404,7 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 mod check;
 mod json;
 mod load;
+mod overrides;
 mod validate;
 pub use check::check_references;
 pub use load::{load, load_file};

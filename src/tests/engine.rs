@@ -601,6 +601,7 @@ scenarios!(
     read_only_registers_provider,
     saved_plan_request,
     json_syntax,
+    overrides,
 );
 
 // The lifecycle scenarios that use only `sim`, run with the oracle's Python plugin. Left out,
@@ -630,4 +631,5 @@ plugin_scenarios!(
     saved_plan,
     target,
     json_syntax,
+    overrides,
 );
