@@ -25,7 +25,7 @@
 //!   hashicorp/external does; an empty program is a validation error.
 //! - `stop` kills programs still running (their reads fail with "interrupted").
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, get_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,

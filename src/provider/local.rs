@@ -34,7 +34,7 @@
 //! - relative `filename`s (and `source`s) are relative to the working directory, as in
 //!   Terraform; state keeps the path as written.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, exactly_one_of, get_str, need_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,

@@ -188,6 +188,7 @@ pub trait Configured: Send + Sync {
 
 pub mod builtin;
 pub mod external;
+pub mod host;
 pub mod install;
 pub mod local;
 pub mod null;
