@@ -1742,7 +1742,61 @@ fn parse_file(text: &str) -> (Vec<Body>, Vec<SyntaxError>) {
         return (bodies, Vec::new());
     }
     let (body, errors) = parse_recovering(text);
-    (body.into_iter().collect(), errors)
+    if body.is_some() {
+        return (body.into_iter().collect(), errors);
+    }
+    // A syntax error hcl-edit cannot go past: parse each top-level block on its own, so the
+    // errors of every block are reported and the blocks that parse are still checked.
+    let starts = block_starts(text);
+    if starts.len() <= 2 {
+        return (Vec::new(), errors);
+    }
+    let mut bodies = Vec::new();
+    let mut all = Vec::new();
+    for w in starts.windows(2) {
+        let (start, end) = (w[0], w[1]);
+        let mut padded = String::with_capacity(end);
+        padded.extend(std::iter::repeat_n(' ', start));
+        padded.push_str(&text[start..end]);
+        let (body, errors) = parse_recovering(&padded);
+        all.extend(errors);
+        bodies.extend(body);
+    }
+    (bodies, all)
+}
+
+/// `0`, the start of every line that begins a top-level block (a block type at the start of
+/// the line, then a space, a quote or a brace), and the length of `text`.
+fn block_starts(text: &str) -> Vec<usize> {
+    const TOP: &[&str] = &[
+        "resource",
+        "data",
+        "module",
+        "variable",
+        "output",
+        "locals",
+        "provider",
+        "terraform",
+        "moved",
+        "import",
+        "removed",
+        "check",
+    ];
+    let mut out = vec![0];
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let starts_block = TOP.iter().any(|t| {
+            line.strip_prefix(t)
+                .is_some_and(|rest| rest.starts_with([' ', '"', '{']))
+        });
+        if starts_block && at > 0 {
+            out.push(at);
+        }
+        at += line.len();
+    }
+    out.push(text.len());
+    out.dedup();
+    out
 }
 
 /// The parallel half of `parse_file`: `None` when the file is not cut (too small, no cut
