@@ -1753,16 +1753,34 @@ fn parse_file(text: &str) -> (Vec<Body>, Vec<SyntaxError>) {
     }
     let mut bodies = Vec::new();
     let mut all = Vec::new();
-    for w in starts.windows(2) {
-        let (start, end) = (w[0], w[1]);
-        let mut padded = String::with_capacity(end);
-        padded.extend(std::iter::repeat_n(' ', start));
-        padded.push_str(&text[start..end]);
-        let (body, errors) = parse_recovering(&padded);
-        all.extend(errors);
-        bodies.extend(body);
-    }
+    let mid = (starts.len() - 1) / 2;
+    parse_halves(text, &starts[..=mid], &mut bodies, &mut all);
+    parse_halves(text, &starts[mid..], &mut bodies, &mut all);
     (bodies, all)
+}
+
+/// Parses the blocks between the first and last of `starts` (behind padding, so spans are
+/// the file's): all at once when they parse, else each half again, down to single blocks
+/// whose errors are reported. A few parses per broken block, not one per block.
+fn parse_halves(
+    text: &str,
+    starts: &[usize],
+    bodies: &mut Vec<Body>,
+    errors: &mut Vec<SyntaxError>,
+) {
+    let (start, end) = (starts[0], starts[starts.len() - 1]);
+    let mut padded = String::with_capacity(end);
+    padded.extend(std::iter::repeat_n(' ', start));
+    padded.push_str(&text[start..end]);
+    let (body, errs) = parse_recovering(&padded);
+    if body.is_some() || starts.len() <= 2 {
+        errors.extend(errs);
+        bodies.extend(body);
+        return;
+    }
+    let mid = (starts.len() - 1) / 2;
+    parse_halves(text, &starts[..=mid], bodies, errors);
+    parse_halves(text, &starts[mid..], bodies, errors);
 }
 
 /// `0`, the start of every line that begins a top-level block (a block type at the start of
@@ -2283,8 +2301,14 @@ mod piece_tests {
         let line = at + text[at..].find("  tags").expect("a tags line");
         text.insert_str(line, "  broken = = 1\n");
         let (bodies, errors) = parse_file(&text);
-        assert!(bodies.is_empty());
+        // The error is the one a sequential parse finds, and the other blocks still load.
         assert_eq!(errors, parse_recovering(&text).1);
         assert_eq!(errors.len(), 1, "{errors:?}");
+        let blocks: usize = bodies.iter().map(|b| b.iter().count()).sum();
+        let whole: usize = (0..4000)
+            .map(tricky)
+            .map(|t| parse_body(&t).map_or(0, |b| b.iter().count()))
+            .sum();
+        assert_eq!(blocks, whole - 1);
     }
 }
