@@ -589,6 +589,8 @@ scenarios!(
     provider_replaced_region,
     read_only_registers_provider,
     saved_plan_request,
+    json_syntax,
+    overrides,
 );
 
 // The lifecycle scenarios that use only `sim`, run with the oracle's Python plugin. Left out,
@@ -617,4 +619,6 @@ plugin_scenarios!(
     replace,
     saved_plan,
     target,
+    json_syntax,
+    overrides,
 );
