@@ -9,7 +9,7 @@ use super::{check_references, span_in, Config, Module};
 use crate::diag::{Diagnostic, Diagnostics, FileId};
 use crate::eval::expand::{count_value, for_each_value};
 use crate::eval::expr::convert;
-use crate::eval::{eval, eval_block_body, Scope, ScopeError, Subject};
+use crate::eval::{eval, eval_block_body, eval_config_body, Scope, ScopeError, Subject};
 use crate::provider::Block;
 use crate::value::{Type, Value};
 use cairn_state::Mode;
@@ -76,11 +76,12 @@ fn validate_module<'a>(
         if let Some(f) = &r.for_each {
             run(for_each_value(f, &s).map(|_| Value::unknown()));
         }
-        run(eval_block_body(
+        run(eval_config_body(
             &r.body,
             schema(r.mode, &r.type_),
             &s,
             Some(r.span),
+            r.json,
         ));
     }
     for o in m.outputs.values() {

@@ -550,9 +550,13 @@ impl RandomInstance {
             _ => {
                 let s = random_string(&mut rng, &cc)?;
                 let id = if type_ == PASSWORD {
-                    // Cost 10, bcrypt.DefaultCost, as hashicorp/random.
-                    let hash = bcrypt::hash(&s, 10)
-                        .map_err(|e| ProviderError(format!("random_password: bcrypt: {e}")))?;
+                    // Cost 10, bcrypt.DefaultCost, as hashicorp/random; the salt comes from
+                    // the same generator, so CAIRN_RANDOM_SEED makes the hash reproducible.
+                    let mut salt = [0u8; 16];
+                    rng.fill_bytes(&mut salt);
+                    let hash = bcrypt::hash_with_salt(&s, 10, salt)
+                        .map_err(|e| ProviderError(format!("random_password: bcrypt: {e}")))?
+                        .to_string();
                     set("bcrypt_hash", Value::string(hash));
                     "none".to_string()
                 } else {
