@@ -399,6 +399,7 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 
 mod check;
 mod load;
+pub mod spans;
 mod validate;
 pub use check::check_references;
 pub use load::{load, load_file};

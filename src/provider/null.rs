@@ -73,7 +73,7 @@ impl Provider for NullProvider {
             (Mode::Managed, RESOURCE) => self.resource.check(config),
             _ => Diagnostic::error(
                 "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).0,
+                schema_util::unknown_type(PACKAGE, "such", type_).message,
             )
             .into(),
         }
