@@ -748,27 +748,38 @@ pub fn report_warnings(
     }
 }
 
-/// A provider's error for a resource instance: each diagnostic the provider gave, at the
-/// attribute it names in the resource's configuration (the block header when it names none),
-/// or the provider's message when it gave no diagnostics.
+/// A provider's error for a resource instance: each diagnostic the provider gave about an
+/// attribute, at that attribute in the resource's configuration; the others (and a message
+/// with no diagnostics) as one error naming the instance, as the built-in providers' are.
 pub fn provider_failure(
     ctx: &Ctx,
     addr: &ResourceInstanceAddr,
     what: &str,
     e: &crate::provider::ProviderError,
 ) -> Diagnostics {
-    if e.diags.is_empty() {
-        let mut d = provider_error(addr, what, &e.message);
-        let span = resource_config(ctx, addr).map(|r| r.span);
-        for x in d.0.iter_mut() {
-            x.span = span;
-        }
-        return d;
+    if !e.diags.iter().any(|d| !d.path.is_empty()) {
+        return provider_error(addr, what, &e.message);
     }
-    e.diags
+    // Those that name an attribute, there; the rest as one error about the instance.
+    let mut out: Diagnostics = e
+        .diags
         .iter()
+        .filter(|d| !d.path.is_empty())
         .map(|d| provider_diag(ctx, addr, d))
-        .collect()
+        .collect();
+    let rest: Vec<String> = e
+        .diags
+        .iter()
+        .filter(|d| d.path.is_empty() && d.error)
+        .map(|d| match d.detail.as_str() {
+            "" => d.summary.clone(),
+            detail => format!("{}: {detail}", d.summary),
+        })
+        .collect();
+    if !rest.is_empty() {
+        out.extend(provider_error(addr, what, &rest.join("; ")));
+    }
+    out
 }
 
 fn resource_config<'a>(
