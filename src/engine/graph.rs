@@ -222,6 +222,24 @@ impl TermGraph {
     pub fn cycle_diagnostics(&self, sources: &SourceMap) -> Diagnostics {
         let mut diags = Diagnostics::new();
         for cycle in self.dag.cycles() {
+            // A local that refers to itself gets Terraform's own words.
+            if let [a, b] = cycle[..] {
+                if a == b && matches!(self.node(a), Node::Local { .. }) {
+                    let span = self.edges.get(&(a, a)).and_then(|e| e.1);
+                    diags.push(
+                        Diagnostic::error(
+                            "Self-referencing local value",
+                            format!(
+                                "Local value {} cannot use its own result as part of its \
+                                 expression.",
+                                self.node(a)
+                            ),
+                        )
+                        .with_span(span),
+                    );
+                    continue;
+                }
+            }
             let names: Vec<String> = cycle.iter().map(|id| self.node(*id).to_string()).collect();
             let mut detail = format!("The configuration has a cycle: {}.\n", names.join(" → "));
             detail.push_str("Each step of the cycle:\n");
