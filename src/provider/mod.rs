@@ -35,6 +35,9 @@ pub enum Nesting {
     Single,
     List,
     Set,
+    /// Labelled blocks (`rule "web" { … }`): a map from each block's one label to its object
+    /// (plugin schemas' `MAP` nesting).
+    Map,
 }
 
 /// A nested block type inside a schema block (`dynamic` blocks generate these).

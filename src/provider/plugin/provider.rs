@@ -617,6 +617,20 @@ pub fn proposed_new(block: &Block, prior: Option<&Value>, config: &Value) -> Val
                         .collect(),
                 )
             }
+            (Nesting::Map, Value::Map(elems)) | (Nesting::Map, Value::Object(elems)) => {
+                let pe = p.and_then(|p| p.unmarked().attributes());
+                Value::Map(
+                    elems
+                        .iter()
+                        .map(|(k, e)| {
+                            (
+                                k.clone(),
+                                proposed_new(&nb.block, pe.and_then(|pe| pe.get(k)), e),
+                            )
+                        })
+                        .collect(),
+                )
+            }
             (Nesting::Set, Value::Set(elems)) | (Nesting::Set, Value::List(elems)) => Value::set(
                 elems
                     .iter()

@@ -291,10 +291,7 @@ macro_rules! conversions {
                     M::Single | M::Group => (inner_ty, Nesting::Single),
                     M::List => (Type::list(inner_ty), Nesting::List),
                     M::Set => (Type::set(inner_ty), Nesting::Set),
-                    // Cairn's configuration language has no labelled map blocks yet: the
-                    // engine sees a list, the wire a map (a value that reaches the encoder as a
-                    // list is refused with the block's name).
-                    M::Map => (Type::map(inner_ty), Nesting::List),
+                    M::Map => (Type::map(inner_ty), Nesting::Map),
                     M::Invalid => {
                         return Err(format!("block {}: invalid nesting mode", nb.type_name))
                     }
