@@ -167,13 +167,19 @@ impl NestedType for p6::schema::Attribute {
             return Ok(None);
         };
         let mut attrs = BTreeMap::new();
+        let mut optional = BTreeMap::new();
         let mut block = Block::default();
         for a in &obj.attributes {
             let (ty, attr) = v6::attribute(a)?;
             attrs.insert(a.name.clone(), ty);
+            // What the configuration may leave out (optional or computed) is an optional
+            // attribute of the object type, so `{ a = 1 }` converts with `b` null.
+            if !a.required {
+                optional.insert(a.name.clone(), None);
+            }
             block.attributes.insert(a.name.clone(), attr);
         }
-        let object = Type::object(attrs);
+        let object = Type::Object(attrs, optional);
         use p6::schema::object::NestingMode as M;
         let ty = match M::try_from(obj.nesting).unwrap_or(M::Invalid) {
             M::Single => object,
@@ -784,6 +790,60 @@ impl Client {
                     .map_err(status)?;
                 Ok(Some(r.into_inner().error).filter(|e| !e.is_empty()))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod nested_tests {
+    use super::*;
+
+    /// A protocol 6 nested attribute in each nesting mode: its type, and a configuration
+    /// value that leaves out an optional attribute converts (that attribute null).
+    #[test]
+    fn nested_attributes_in_every_nesting_mode() {
+        use p6::schema::object::NestingMode as M;
+        let sub = |name: &str, required: bool| p6::schema::Attribute {
+            name: name.into(),
+            r#type: b"\"number\"".to_vec(),
+            required,
+            optional: !required,
+            ..Default::default()
+        };
+        for (mode, wrap) in [
+            (M::Single, None),
+            (M::List, Some("list")),
+            (M::Set, Some("set")),
+            (M::Map, Some("map")),
+        ] {
+            let a = p6::schema::Attribute {
+                name: "n".into(),
+                nested_type: Some(p6::schema::Object {
+                    attributes: vec![sub("a", true), sub("b", false)],
+                    nesting: mode as i32,
+                    ..Default::default()
+                }),
+                optional: true,
+                ..Default::default()
+            };
+            let (ty, _) = v6::attribute(&a).unwrap();
+            let one = crate::value::Value::object([("a", crate::value::Value::int(1))]);
+            let config = match wrap {
+                None => one,
+                Some("map") => crate::value::Value::object([("k", one)]),
+                Some(_) => crate::value::Value::Tuple(vec![one]),
+            };
+            let v = crate::eval::convert::convert(config, &ty)
+                .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+            let text = format!("{v:?}");
+            assert!(text.contains("\"b\": Null(Number)"), "{mode:?}: {text}");
+            // And it crosses the wire.
+            let bytes = super::super::codec::encode(&v, &ty).unwrap();
+            assert_eq!(
+                super::super::codec::decode(&bytes, &ty).unwrap(),
+                v,
+                "{mode:?}"
+            );
         }
     }
 }
