@@ -168,7 +168,7 @@ pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
         };
         diags.extend(crate::config::validate(config, &schema));
         // Cycles, with the chain plan would print.
-        let (graph, _) = crate::engine::graph::build(config, &Default::default());
+        let (graph, _) = crate::engine::graph::build(config);
         diags.extend(graph.cycle_diagnostics(&config.sources));
     }
     let empty = SourceMap::new();

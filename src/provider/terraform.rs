@@ -49,11 +49,11 @@
 //! Reading another configuration's state is reading a system outside this configuration's
 //! own state, like any data source: this is the one provider that uses the state crate.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
-    ProviderResult, ProviderSchema,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
+    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Type, Value};
@@ -122,12 +122,6 @@ impl Provider for TerraformProvider {
     }
     fn schema(&self) -> &ProviderSchema {
         &self.schema
-    }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         match (mode, type_) {
@@ -430,13 +424,6 @@ impl Configured for TerraformInstance {
         computed.insert("outputs".to_string(), Value::Object(merged));
         Ok(schema_util::data_result(&self.remote, &c, computed))
     }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        // Nothing exists outside state: an interrupted create left nothing behind to adopt.
-        Ok(None)
-    }
-
-    async fn stop(&self) {}
 }
 
 #[cfg(test)]
