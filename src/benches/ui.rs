@@ -84,6 +84,7 @@ fn build_log(dir: &std::path::Path) {
                         provider: pref.clone(),
                         create_token: None,
                         tainted: false,
+                        meta: Default::default(),
                     }),
                 })
                 .expect("append");

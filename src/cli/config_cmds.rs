@@ -140,7 +140,26 @@ pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
     let (config, mut diags) = load_config();
     if let Some(config) = &config {
         diags.extend(crate::config::unsupported_blocks(config, false));
-        let providers = crate::provider::builtin::builtin();
+        let mut providers = crate::provider::builtin::builtin();
+        // Installed plugins, with their schemas from the cache in the state directory (a
+        // plugin whose binary is not cached yet is started once, for its schema).
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+        let (plugins, plugin_diags) = crate::provider::plugin::attach::plugins(
+            config,
+            &env,
+            &cwd,
+            Some(&ctx.state_dir),
+            true,
+            true,
+        );
+        diags.extend(plugin_diags);
+        for p in plugins {
+            providers.insert(
+                crate::provider::Provider::package(&p).to_string(),
+                std::sync::Arc::new(p),
+            );
+        }
         diags.extend(check_types(config, &providers, false));
         let schema = |mode, type_: &str| {
             providers

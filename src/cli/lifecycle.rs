@@ -482,6 +482,7 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         outputs: Vec::new(),
         applyable: !drift.is_empty(),
         drift,
+        refreshed_meta: Vec::new(),
         data_reads: Vec::new(),
         dropped_data: Vec::new(),
         variables: BTreeMap::new(),

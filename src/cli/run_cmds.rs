@@ -692,6 +692,7 @@ mod tests {
             provider_changes: vec![],
             outputs: vec![],
             drift: vec![],
+            refreshed_meta: Vec::new(),
             data_reads: vec![],
             dropped_data: vec![],
             variables: Default::default(),

@@ -405,6 +405,7 @@ mod check;
 mod json;
 mod load;
 mod overrides;
+pub mod spans;
 mod validate;
 pub use check::check_references;
 pub use load::{load, load_file};

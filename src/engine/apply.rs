@@ -18,7 +18,6 @@ use super::graph::{EdgeKind, Node, TermGraph};
 use super::journal::Journal;
 use super::plan::{
     apply_ignore_changes, equal_ignoring_marks, may_be_replaced_at_apply, missing_provider,
-    provider_error,
 };
 use super::progress::Progress;
 use super::providers::new_instance_id;
@@ -83,8 +82,13 @@ impl ApplyPhase {
         provider: ProviderRef,
         prior: Option<ResourceObject>,
         deps: Vec<ResourceInstanceAddr>,
-        planned: Option<&Value>,
+        planned: Option<(&Value, &[u8])>,
     ) -> Result<Option<Value>, Diagnostics> {
+        let (planned, planned_private) = match planned {
+            Some((v, p)) => (Some(v), p),
+            None => (None, &[][..]),
+        };
+        let prior_meta = prior.as_ref().map(|p| p.meta.clone()).unwrap_or_default();
         let (op_action, plan_action, token) = match &request {
             ApplyRequest::Create { token, .. } => {
                 (OpAction::Create, Action::Create, Some(token.clone()))
@@ -119,7 +123,7 @@ impl ApplyPhase {
                     e,
                 )));
             }
-            let call = c.apply(request);
+            let call = c.apply_object(request, &prior_meta, planned_private);
             tokio::pin!(call);
             // "Still creating..." every 10 seconds while the call runs.
             loop {
@@ -132,7 +136,14 @@ impl ApplyPhase {
             }
         };
         let elapsed = started.elapsed();
-        let mut response = response;
+        let crate::provider::Applied {
+            mut response,
+            meta,
+            warnings,
+        } = response;
+        for w in &warnings {
+            ctx.report(Diagnostics::from(super::plan::provider_diag(ctx, addr, w)));
+        }
         // (Only when there is a plan: a delete's failure returns the object it kept.)
         if let Some(p) = planned {
             response.new_state = response.new_state.take().map(|v| carry_marks(p, v));
@@ -155,6 +166,7 @@ impl ApplyPhase {
                     .clone()
                     .or(prior.as_ref().and_then(|p| p.create_token.clone())),
                 tainted,
+                meta: meta.clone(),
             })
         };
         match response.error {
@@ -223,7 +235,7 @@ impl ApplyPhase {
                     .record(EventBody::OperationFailed {
                         op,
                         object: obj,
-                        error: err.0.clone(),
+                        error: err.message.clone(),
                     })
                     .await
                     .map_err(Diagnostics::from)?;
@@ -232,14 +244,14 @@ impl ApplyPhase {
                     addr: addr.clone(),
                     action: plan_action,
                     elapsed,
-                    message: err.0.clone(),
+                    message: err.message.clone(),
                 });
                 let what = match op_action {
                     OpAction::Create => "create",
                     OpAction::Update => "update",
                     OpAction::Delete => "delete",
                 };
-                Err(provider_error(addr, what, &err.0))
+                Err(super::plan::provider_failure(ctx, addr, what, &err))
             }
         }
     }
@@ -298,7 +310,9 @@ impl ApplyPhase {
         };
         let deps = resource_deps(ctx, &inst);
         let type_ = inst.key.type_.clone();
-        let plan_err = |e: crate::provider::ProviderError| provider_error(&inst.addr, "plan", &e.0);
+        let plan_err = |e: crate::provider::ProviderError| {
+            super::plan::provider_failure(ctx, &inst.addr, "plan", &e)
+        };
 
         let mut action = change.action;
         if no_op {
@@ -321,7 +335,12 @@ impl ApplyPhase {
         }
         if action == Action::Update {
             let mut planned = c
-                .plan_async(&type_, prior_value.as_ref(), &config)
+                .plan_async(
+                    &type_,
+                    prior_value.as_ref(),
+                    &current.as_ref().map(|o| o.meta.clone()).unwrap_or_default(),
+                    &config,
+                )
                 .await
                 .map_err(plan_err)?;
             planned.planned = carry_marks(&config, planned.planned);
@@ -367,7 +386,7 @@ impl ApplyPhase {
                         provider_ref,
                         current.clone(),
                         deps,
-                        Some(&planned.planned),
+                        Some((&planned.planned, &planned.private[..])),
                     )
                     .await?;
                 return Ok(new.unwrap_or_else(Value::unknown));
@@ -375,7 +394,7 @@ impl ApplyPhase {
         }
         // Create, or the create half of a replacement.
         let mut planned = c
-            .plan_async(&type_, None, &config)
+            .plan_async(&type_, None, &Default::default(), &config)
             .await
             .map_err(plan_err)?;
         planned.planned = carry_marks(&config, planned.planned);
@@ -451,7 +470,7 @@ impl ApplyPhase {
                 provider_ref,
                 None,
                 deps,
-                Some(&planned.planned),
+                Some((&planned.planned, &planned.private[..])),
             )
             .await?;
         Ok(new.unwrap_or_else(Value::unknown))
@@ -573,7 +592,7 @@ impl ApplyPhase {
                     let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
                     c.read_data(&inst.key.type_, &inst.config).await
                 }
-                .map_err(|e| provider_error(&inst.addr, "read", &e.0))?;
+                .map_err(|e| super::plan::provider_failure(ctx, &inst.addr, "read", &e))?;
                 ctx.observer.event(Progress::ReadDone {
                     addr: inst.addr.clone(),
                     elapsed: started.elapsed(),

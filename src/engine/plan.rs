@@ -131,6 +131,7 @@ impl PlanPhase {
             _ => inst.config.clone(),
         };
 
+        validate_instance(ctx, &slot.package, Mode::Managed, &inst, &config).await?;
         let mut change = Change {
             addr: inst.addr.clone(),
             provider: inst.provider.clone(),
@@ -166,10 +167,16 @@ impl PlanPhase {
             ProviderState::Unavailable => return Err(missing_provider(&inst.provider, &inst.addr)),
             ProviderState::Configured(c) => {
                 let mut planned = c
-                    .plan_async(&inst.key.type_, prior_value.as_ref(), &config)
+                    .plan_async(
+                        &inst.key.type_,
+                        prior_value.as_ref(),
+                        &prior.as_ref().map(|o| o.meta.clone()).unwrap_or_default(),
+                        &config,
+                    )
                     .await
-                    .map_err(|e| provider_error(&inst.addr, "plan", &e.0))?;
+                    .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
                 planned.planned = carry_marks(&config, planned.planned);
+                report_warnings(ctx, &inst.addr, &planned.warnings);
                 if let Some(path) = kept_config_violation(&config, &planned.planned) {
                     return Err(Diagnostic::error(
                         "Provider produced invalid plan",
@@ -198,9 +205,9 @@ impl PlanPhase {
                         match reason {
                             Some(reason) => {
                                 let mut fresh = c
-                                    .plan_async(&inst.key.type_, None, &config)
+                                    .plan_async(&inst.key.type_, None, &Default::default(), &config)
                                     .await
-                                    .map_err(|e| provider_error(&inst.addr, "plan", &e.0))?;
+                                    .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
                                 fresh.planned = carry_marks(&config, fresh.planned);
                                 change.action = replace_action(res.lifecycle.create_before_destroy);
                                 change.replace_paths = planned.requires_replace.clone();
@@ -275,6 +282,9 @@ impl PlanPhase {
             .data
             .get(&inst.addr)
             .map(|d| Value::from_stored(&d.attrs));
+        if self.mode != PlanMode::ReadOnly {
+            validate_instance(ctx, &slot.package, Mode::Data, &inst, &inst.config).await?;
+        }
         let unknown_config = inst.config.unknown_paths().into_iter().next();
         let read_only =
             self.mode == PlanMode::ReadOnly && !ctx.limits.broken(Sabotage::ReadOnlyDefers);
@@ -365,7 +375,7 @@ impl PlanPhase {
             let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
             c.read_data(&inst.key.type_, &inst.config).await
         };
-        let result = result.map_err(|e| provider_error(&inst.addr, "read", &e.0))?;
+        let result = result.map_err(|e| provider_failure(ctx, &inst.addr, "read", &e))?;
         ctx.observer.event(Progress::ReadDone {
             addr: inst.addr.clone(),
             elapsed: started.elapsed(),
@@ -785,6 +795,129 @@ pub fn missing_provider(provider: &ProviderAddr, addr: &ResourceInstanceAddr) ->
     )
     .with_address(addr)
     .into()
+}
+
+/// The provider's own checks of an instance's configuration (`ValidateResourceConfig` for
+/// plugins), with each diagnostic at the attribute it names: errors stop the instance,
+/// warnings are reported.
+async fn validate_instance(
+    ctx: &Arc<Ctx>,
+    package: &str,
+    mode: Mode,
+    inst: &Instance,
+    config: &Value,
+) -> Result<(), Diagnostics> {
+    let Some(p) = ctx.registry.package(package).cloned() else {
+        return Ok(());
+    };
+    let found = {
+        let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
+        p.validate_config(mode, &inst.key.type_, config)
+    };
+    if found.is_empty() {
+        return Ok(());
+    }
+    let diags: Diagnostics = found
+        .iter()
+        .map(|d| provider_diag(ctx, &inst.addr, d))
+        .collect();
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    ctx.report(diags);
+    Ok(())
+}
+
+/// A provider's warnings about an instance, at the attributes they name.
+pub fn report_warnings(
+    ctx: &Ctx,
+    addr: &ResourceInstanceAddr,
+    warnings: &[crate::provider::ProviderDiag],
+) {
+    if !warnings.is_empty() {
+        ctx.report(
+            warnings
+                .iter()
+                .map(|d| provider_diag(ctx, addr, d))
+                .collect(),
+        );
+    }
+}
+
+/// A provider's error for a resource instance: each diagnostic the provider gave about an
+/// attribute, at that attribute in the resource's configuration; the others (and a message
+/// with no diagnostics) as one error naming the instance, as the built-in providers' are.
+pub fn provider_failure(
+    ctx: &Ctx,
+    addr: &ResourceInstanceAddr,
+    what: &str,
+    e: &crate::provider::ProviderError,
+) -> Diagnostics {
+    if !e.diags.iter().any(|d| !d.path.is_empty()) {
+        return provider_error(addr, what, &e.message);
+    }
+    // Those that name an attribute, there; the rest as one error about the instance.
+    let mut out: Diagnostics = e
+        .diags
+        .iter()
+        .filter(|d| !d.path.is_empty())
+        .map(|d| provider_diag(ctx, addr, d))
+        .collect();
+    let rest: Vec<String> = e
+        .diags
+        .iter()
+        .filter(|d| d.path.is_empty() && d.error)
+        .map(|d| match d.detail.as_str() {
+            "" => d.summary.clone(),
+            detail => format!("{}: {detail}", d.summary),
+        })
+        .collect();
+    if !rest.is_empty() {
+        out.extend(provider_error(addr, what, &rest.join("; ")));
+    }
+    out
+}
+
+fn resource_config<'a>(
+    ctx: &'a Ctx,
+    addr: &ResourceInstanceAddr,
+) -> Option<&'a crate::config::Resource> {
+    let module = ctx.config.module(&addr.resource.module.without_keys())?;
+    module
+        .resources
+        .get(&crate::config::ResourceKey {
+            mode: addr.resource.mode,
+            type_: addr.resource.type_.clone(),
+            name: addr.resource.name.clone(),
+        })
+        .map(|r| &**r)
+}
+
+/// One provider diagnostic about a resource instance, at the attribute it names.
+pub fn provider_diag(
+    ctx: &Ctx,
+    addr: &ResourceInstanceAddr,
+    d: &crate::provider::ProviderDiag,
+) -> Diagnostic {
+    let res = resource_config(ctx, addr);
+    let span =
+        res.map(|r| crate::config::spans::span_of_path(&r.body, r.file, &d.path).unwrap_or(r.span));
+    let mut detail = d.detail.clone();
+    if !d.path.is_empty() && span.is_none_or(|s| res.is_some_and(|r| s == r.span)) {
+        // Not written in the configuration: name the attribute.
+        let at = format!("(at {})", crate::provider::path_text(&d.path));
+        detail = if detail.is_empty() {
+            at
+        } else {
+            format!("{detail} {at}")
+        };
+    }
+    let out = if d.error {
+        Diagnostic::error(d.summary.clone(), detail)
+    } else {
+        Diagnostic::warning(d.summary.clone(), detail)
+    };
+    out.with_span(span).with_address(addr)
 }
 
 pub fn provider_error(addr: &ResourceInstanceAddr, what: &str, message: &str) -> Diagnostics {

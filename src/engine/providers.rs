@@ -78,7 +78,7 @@ impl Registry {
             .or_default()
             .clone();
         // A failed configure leaves the cell empty: the next user tries again.
-        cell.get_or_try_init(|| async { provider.configure(config).await.map_err(|e| e.0) })
+        cell.get_or_try_init(|| async { provider.configure(config).await.map_err(|e| e.message) })
             .await
             .cloned()
     }
@@ -187,6 +187,45 @@ pub fn new_instance_id(package: &str) -> String {
     use rand::Rng;
     let n: u64 = rand::thread_rng().gen();
     format!("{package}-{n:016x}")
+}
+
+/// `provider::NAME::FUNC(...)`: NAME is the provider's local name (the name its package
+/// answers for).
+impl crate::eval::ProviderFunctions for Registry {
+    fn signature(
+        &self,
+        provider: &str,
+        name: &str,
+    ) -> Result<crate::provider::FunctionSig, String> {
+        let full = format!("provider::{provider}::{name}");
+        let Some(p) = self.packages.get(provider) else {
+            return Err(format!(
+                "There is no function named \"{full}\": the configuration has no provider \"{provider}\"."
+            ));
+        };
+        let functions = p.functions();
+        functions.get(name).cloned().ok_or_else(|| {
+            format!(
+                "There is no function named \"{full}\".{}",
+                crate::eval::suggest::suffix(name, functions.keys().map(String::as_str))
+            )
+        })
+    }
+
+    fn call(
+        &self,
+        provider: &str,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, crate::provider::FunctionFailure> {
+        match self.packages.get(provider) {
+            Some(p) => p.call_function(name, args),
+            None => Err(crate::provider::FunctionFailure {
+                arg: None,
+                message: format!("there is no provider {provider:?}"),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]

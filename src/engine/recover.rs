@@ -62,6 +62,7 @@ pub async fn resolve(
             }
         };
         let type_ = &addr.resource.type_;
+        let mut meta = cairn_state::ObjectMeta::default();
         let (object, how): (Option<Value>, &str) = match pending.action {
             OpAction::Create => match &pending.token {
                 Some(token) => match configured.find_by_token(type_, token).await {
@@ -97,10 +98,13 @@ pub async fn resolve(
                     continue;
                 };
                 match configured
-                    .read(type_, &Value::from_stored(&prior.attrs))
+                    .read_object(type_, &Value::from_stored(&prior.attrs), &prior.meta)
                     .await
                 {
-                    Ok(Some(v)) => (Some(v), "refreshed the object"),
+                    Ok(Some((v, m))) => {
+                        meta = m;
+                        (Some(v), "refreshed the object")
+                    }
                     Ok(None) => (None, "the object is gone; removed"),
                     Err(e) => {
                         diags.push(
@@ -129,6 +133,7 @@ pub async fn resolve(
                     .clone()
                     .or(pending.prior.as_ref().and_then(|p| p.create_token.clone())),
                 tainted: false,
+                meta,
             }),
             Some(Err(e)) => {
                 diags.push(

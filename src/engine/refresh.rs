@@ -26,6 +26,8 @@ pub struct Refreshed {
     pub snapshot: Snapshot,
     /// Objects whose state changed outside Cairn, in address order.
     pub drift: Vec<Drift>,
+    /// Objects whose provider meta changed (drifted or not), in address order.
+    pub metas: Vec<(ResourceInstanceAddr, cairn_state::ObjectMeta)>,
     /// The events that record the result (`ResourceRead` / `ResourceGone`), in address order.
     pub events: Vec<EventBody>,
     pub diags: Diagnostics,
@@ -61,7 +63,10 @@ pub async fn refresh(
     let prior = Arc::new(prior.clone());
     let configured: Arc<Mutex<BTreeMap<ProviderAddr, Arc<dyn crate::provider::Configured>>>> =
         Arc::default();
-    let results: Arc<Mutex<BTreeMap<ResourceInstanceAddr, Option<Value>>>> = Arc::default();
+    #[allow(clippy::type_complexity)]
+    let results: Arc<
+        Mutex<BTreeMap<ResourceInstanceAddr, Option<(Value, cairn_state::ObjectMeta)>>>,
+    > = Arc::default();
     let diags: Arc<Mutex<Diagnostics>> = Arc::default();
     let nodes: Vec<RNode> = dag.ids().map(|id| dag.node(id).clone()).collect();
     let index: BTreeMap<_, _> = dag.ids().zip(nodes).collect();
@@ -102,11 +107,11 @@ pub async fn refresh(
                         let started = Instant::now();
                         let read = {
                             let _permit = limits.calls.acquire().await.expect("semaphore open");
-                            c.read(&addr.resource.type_, &Value::from_stored(&obj.attrs)).await
+                            c.read_object(&addr.resource.type_, &Value::from_stored(&obj.attrs), &obj.meta).await
                         };
                         match read {
                             Ok(v) => {
-                                let id = v.as_ref().and_then(|v| v.get("id")).and_then(|i| i.as_str()).map(str::to_string);
+                                let id = v.as_ref().and_then(|(v, _)| v.get("id")).and_then(|i| i.as_str()).map(str::to_string);
                                 observer.event(Progress::RefreshDone { addr: addr.clone(), id, elapsed: started.elapsed() });
                                 results.lock().expect("results").insert(addr, v);
                                 true
@@ -127,6 +132,7 @@ pub async fn refresh(
     .await;
     let mut snapshot = (*prior).clone();
     let mut drift = Vec::new();
+    let mut metas = Vec::new();
     let mut events = Vec::new();
     let results = std::mem::take(&mut *results.lock().expect("results"));
     for (addr, new) in results {
@@ -135,28 +141,40 @@ pub async fn refresh(
         };
         let before = Value::from_stored(&old.attrs);
         match new {
-            Some(v) => {
-                if crate::provider::schema_util::same(&before, &v) {
-                    continue;
-                }
-                let v = super::core::carry_marks(&before, v);
-                let Ok(stored) = v.to_stored() else {
-                    snapshot_diag(&diags, &addr);
-                    continue;
+            Some((v, meta)) => {
+                // The provider's meta (schema version, private bytes) is kept even when the
+                // attributes did not drift.
+                let meta_changed = meta != old.meta;
+                let stored = if crate::provider::schema_util::same(&before, &v) {
+                    old.attrs.clone()
+                } else {
+                    let v = super::core::carry_marks(&before, v);
+                    let Ok(stored) = v.to_stored() else {
+                        snapshot_diag(&diags, &addr);
+                        continue;
+                    };
+                    if stored != old.attrs {
+                        drift.push(Drift {
+                            addr: addr.clone(),
+                            before: before.clone(),
+                            after: Some(v),
+                        });
+                    }
+                    stored
                 };
-                if stored != old.attrs {
-                    drift.push(Drift {
-                        addr: addr.clone(),
-                        before,
-                        after: Some(v),
-                    });
+                if meta_changed {
+                    metas.push((addr.clone(), meta.clone()));
+                }
+                if stored != old.attrs || meta_changed {
                     events.push(EventBody::ResourceRead {
                         addr: addr.clone(),
                         attrs: stored.clone(),
+                        meta: meta_changed.then(|| meta.clone()),
                     });
                     if let Some(inst) = snapshot.resources.get_mut(&addr) {
                         if let Some(cur) = inst.current.as_mut() {
                             cur.attrs = stored;
+                            cur.meta = meta;
                         }
                     }
                 }
@@ -181,6 +199,7 @@ pub async fn refresh(
     Refreshed {
         snapshot,
         drift,
+        metas,
         events,
         diags,
     }

@@ -192,14 +192,26 @@ fn load_with(
             cwd: opts.dir.clone(),
         })
     });
-    // Installed plugins answer for their local names instead of the built-ins. `inspect`
-    // (lenient) never starts a provider process: it evaluates without their schemas.
-    if opts.packages.is_none() && !lenient {
+    // Installed plugins answer for their local names instead of the built-ins, with their
+    // schemas from the cache in the state directory when the binary is unchanged. `inspect`
+    // (lenient) never starts a provider process: it uses cached schemas, and evaluates without
+    // the schemas of plugins not cached.
+    if opts.packages.is_none() {
         let (plugins, plugin_diags) = timed("start provider plugins", || {
-            crate::provider::plugin::attach::plugins(&config, &opts.env, &opts.dir)
+            crate::provider::plugin::attach::plugins(
+                &config,
+                &opts.env,
+                &opts.dir,
+                Some(&opts.state_dir),
+                lenient,
+                false,
+            )
         });
-        diags.extend(plugin_diags);
-        if diags.has_errors() {
+        // A lenient load reads past plugins it cannot use (as it did before it used any).
+        if !lenient {
+            diags.extend(plugin_diags);
+        }
+        if diags.has_errors() && !lenient {
             return Err(Report::fail(diags, Some(config)));
         }
         for p in plugins {
@@ -374,7 +386,10 @@ fn new_ctx(
         config: loaded.config.clone(),
         graph: Arc::new(graph),
         registry: loaded.registry.clone(),
-        values: RwLock::new(Values::new()),
+        values: RwLock::new(Values {
+            functions: Some(super::values::Functions(loaded.registry.clone())),
+            ..Values::new()
+        }),
         providers: Mutex::new(BTreeMap::new()),
         inputs: loaded.inputs.clone(),
         state_providers: snapshot.providers.clone(),
@@ -459,12 +474,12 @@ async fn make_plan(
         stop: opts.stop.clone(),
         sabotage: opts.sabotage,
     };
-    let (refreshed, drift) = if opts.refresh {
+    let (refreshed, drift, refreshed_meta) = if opts.refresh {
         let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
         diags.extend(r.diags);
-        (Arc::new(r.snapshot), r.drift)
+        (Arc::new(r.snapshot), r.drift, r.metas)
     } else {
-        (Arc::new(prior.clone()), Vec::new())
+        (Arc::new(prior.clone()), Vec::new(), Vec::new())
     };
     let mut plan = Plan {
         mode,
@@ -474,6 +489,7 @@ async fn make_plan(
         provider_changes: Vec::new(),
         outputs: Vec::new(),
         drift,
+        refreshed_meta,
         data_reads: Vec::new(),
         dropped_data: Vec::new(),
         variables: loaded.inputs.clone(),
@@ -965,13 +981,18 @@ async fn apply_loaded(
         };
     }
 
-    // What refresh found is part of the state now.
+    // What refresh found is part of the state now: drift, and the provider meta of objects
+    // (drifted or not).
+    let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
+        plan.refreshed_meta.iter().map(|(a, m)| (a, m)).collect();
+    let mut events = Vec::new();
     for d in &plan.drift {
         let event = match &d.after {
             Some(v) => match v.to_stored() {
                 Ok(attrs) => EventBody::ResourceRead {
                     addr: d.addr.clone(),
                     attrs,
+                    meta: metas.remove(&d.addr).cloned(),
                 },
                 Err(_) => continue,
             },
@@ -979,6 +1000,20 @@ async fn apply_loaded(
                 addr: d.addr.clone(),
             },
         };
+        events.push(event);
+    }
+    journal.with_snapshot(|s| {
+        for (addr, meta) in metas {
+            if let Some(obj) = s.current(addr) {
+                events.push(EventBody::ResourceRead {
+                    addr: addr.clone(),
+                    attrs: obj.attrs.clone(),
+                    meta: Some(meta.clone()),
+                });
+            }
+        }
+    });
+    for event in events {
         if let Err(e) = journal.append(event) {
             diags.push(e);
         }

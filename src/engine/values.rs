@@ -129,6 +129,18 @@ pub struct Values {
     /// `terraform.workspace` when one is selected (`inspect`: `TF_WORKSPACE` or
     /// `.terraform/environment`, as Terraform); `default` otherwise.
     pub workspace: Option<String>,
+    /// The providers' functions (`provider::NAME::FUNC`): the run's registry.
+    pub functions: Option<Functions>,
+}
+
+/// The providers' functions, as `Values` holds them.
+#[derive(Clone)]
+pub struct Functions(pub std::sync::Arc<dyn crate::eval::ProviderFunctions>);
+
+impl std::fmt::Debug for Functions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Functions")
+    }
 }
 
 impl Values {
@@ -238,6 +250,10 @@ pub struct InstanceScope<'a> {
 }
 
 impl Scope for InstanceScope<'_> {
+    fn provider_functions(&self) -> Option<&dyn crate::eval::ProviderFunctions> {
+        self.values.functions.as_ref().map(|f| &*f.0)
+    }
+
     fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
         let v = self.values;
         match subject {

@@ -132,6 +132,38 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static
                 )
             })?;
             out.insert(k, v);
+        } else if let Some(nb) = schema
+            .blocks
+            .get(&k)
+            .filter(|nb| nb.nesting == Nesting::Map)
+        {
+            // Labelled blocks: an object whose keys are the labels, as Terraform's JSON syntax.
+            let (v, sensitive) = match v {
+                Value::Sensitive(inner) => (*inner, true),
+                v => (v, false),
+            };
+            let labelled = match v {
+                Value::Unknown(_) => return Ok(None),
+                Value::Null(_) => BTreeMap::new(),
+                Value::Object(o) | Value::Map(o) => o,
+                _ => {
+                    return Err((
+                        "Incorrect JSON value type",
+                        format!(
+                            "A JSON object is required, whose keys are the labels of {} blocks.",
+                            quote(&k)
+                        ),
+                    ))
+                }
+            };
+            let mut blocks = BTreeMap::new();
+            for (label, body) in labelled {
+                let Some(b) = json_block(body, &nb.block)? else {
+                    return Ok(None);
+                };
+                blocks.insert(label, if sensitive { b.sensitive() } else { b });
+            }
+            out.insert(k, Value::Map(blocks));
         } else if let Some(nb) = schema.blocks.get(&k) {
             let Some(items) = json_blocks(&k, v, nb)? else {
                 return Ok(None);
@@ -141,6 +173,7 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static
                 Nesting::Single => items.into_iter().next().unwrap_or(Value::Null(ty)),
                 Nesting::List => Value::List(items),
                 Nesting::Set => Value::set(items),
+                Nesting::Map => unreachable!("labelled blocks are decoded above"),
             };
             out.insert(k, v);
         } else {
@@ -184,6 +217,7 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static
                     Nesting::Single => Value::Null(ty),
                     Nesting::List => Value::List(Vec::new()),
                     Nesting::Set => Value::set(Vec::new()),
+                    Nesting::Map => Value::Map(BTreeMap::new()),
                 },
             );
         }
@@ -206,6 +240,7 @@ pub fn block_type(b: &SchemaBlock) -> Type {
                 Nesting::Single => t,
                 Nesting::List => Type::list(t),
                 Nesting::Set => Type::set(t),
+                Nesting::Map => Type::map(t),
             },
         );
     }
@@ -225,6 +260,8 @@ struct BodyEval<'e, 'a> {
 #[derive(Default)]
 struct Found {
     items: Vec<Value>,
+    /// Each item's label (map blocks), with the span of the block that gave it.
+    keys: Vec<(Option<String>, Option<Span>)>,
     unknown: bool,
     /// The first block's header, for count errors.
     first: Option<Span>,
@@ -353,17 +390,34 @@ impl BodyEval<'_, '_> {
                 }
                 Structure::Block(b) => {
                     let name = b.ident.as_str().to_string();
-                    let nested = match schema {
-                        None => None,
+                    let (nested, nesting) = match schema {
+                        None => (None, None),
                         Some(s) => match s.blocks.get(&name) {
-                            Some(nb) => Some(&nb.block),
+                            Some(nb) => (Some(&nb.block), Some(nb.nesting)),
                             None => {
                                 self.unsupported_block(b, s);
                                 continue;
                             }
                         },
                     };
-                    if schema.is_some() && !b.labels.is_empty() {
+                    let mut key = None;
+                    if nesting == Some(Nesting::Map) {
+                        if b.labels.len() != 1 {
+                            let sp = match b.labels.get(1) {
+                                Some(l) => self.span(l),
+                                None => self.header(b),
+                            };
+                            self.err(
+                                sp,
+                                &format!("Wrong number of labels for {name}"),
+                                format!(
+                                    "A {name} block has exactly one label: its key in the map."
+                                ),
+                            );
+                            continue;
+                        }
+                        key = Some(b.labels[0].as_str().to_string());
+                    } else if schema.is_some() && !b.labels.is_empty() {
                         let sp = self.span(&b.labels[0]);
                         self.err(
                             sp,
@@ -381,6 +435,7 @@ impl BodyEval<'_, '_> {
                         f.second = h;
                     }
                     f.items.push(v);
+                    f.keys.push((key, h));
                 }
             }
         }
@@ -451,6 +506,24 @@ impl BodyEval<'_, '_> {
                 Nesting::List => Value::List(f.items),
                 Nesting::Set if f.unknown => Value::Unknown(Type::set(ty)),
                 Nesting::Set => Value::set(f.items),
+                Nesting::Map if f.unknown => Value::Unknown(Type::map(ty)),
+                Nesting::Map => {
+                    let mut m = BTreeMap::new();
+                    for (item, (key, sp)) in f.items.into_iter().zip(f.keys) {
+                        let Some(key) = key else { continue };
+                        if m.insert(key.clone(), item).is_some() {
+                            self.err(
+                                sp,
+                                &format!("Duplicate {name} block"),
+                                format!(
+                                    "A {name} block with the key {} is already defined.",
+                                    quote(&key)
+                                ),
+                            );
+                        }
+                    }
+                    Value::Map(m)
+                }
             };
             out.insert(name.clone(), v);
         }
@@ -518,6 +591,7 @@ impl BodyEval<'_, '_> {
         let mut for_each = None;
         let mut iterator = label.clone();
         let mut content = None;
+        let mut labels = None;
         for s in b.body.iter() {
             match s {
                 Structure::Attribute(a) => match a.key.as_str() {
@@ -534,7 +608,7 @@ impl BodyEval<'_, '_> {
                             return;
                         }
                     },
-                    "labels" => {}
+                    "labels" => labels = Some(&a.value),
                     other => {
                         let sp = self.span(&a.key);
                         self.err(
@@ -634,12 +708,48 @@ impl BodyEval<'_, '_> {
                 .bindings
                 .push((iterator.clone(), Value::object([("key", k), ("value", v)])));
             let value = self.body(content, nested, h);
+            // A map block's key: the one element of `labels`.
+            let key = match labels {
+                Some(e) => match self.ev.expr(e) {
+                    Ok(l) => match l.unmarked().elements().map(|e| e.to_vec()) {
+                        Some(ls) if ls.len() == 1 && ls[0].as_str().is_some() => {
+                            ls[0].as_str().map(str::to_string)
+                        }
+                        _ => {
+                            let sp = self.span(e);
+                            self.err(
+                                sp,
+                                "Invalid dynamic block labels",
+                                "labels must be a list of one string: the block's key.",
+                            );
+                            None
+                        }
+                    },
+                    Err(d) => {
+                        self.diags.extend(d);
+                        None
+                    }
+                },
+                None => None,
+            };
             self.ev.bindings.pop();
+            let is_map = schema
+                .and_then(|s| s.blocks.get(&label))
+                .is_some_and(|nb| nb.nesting == Nesting::Map);
+            if is_map && key.is_none() && labels.is_none() {
+                self.err(
+                    h,
+                    "Missing dynamic block labels",
+                    format!("{label} blocks have a key: give it with labels = [KEY]."),
+                );
+                return;
+            }
             let f = found.entry(label.clone()).or_default();
             if f.items.len() == 1 && f.second.is_none() {
                 f.second = h;
             }
             f.items.push(value);
+            f.keys.push((key, h));
         }
     }
 }

@@ -1265,6 +1265,9 @@ impl<'a> Evaluator<'a> {
         // `core::NAME` is the built-in NAME, as in Terraform 1.8+.
         let namespace: Vec<&str> = f.name.namespace.iter().map(|n| n.as_str()).collect();
         let builtin = matches!(namespace.as_slice(), [] | ["core"]);
+        if let ["provider", provider] = namespace.as_slice() {
+            return self.provider_call(provider, name, f, &args, span, name_span);
+        }
         if builtin && (name == "try" || name == "can") {
             return self.try_can(name, &args, span);
         }
@@ -1363,6 +1366,158 @@ impl<'a> Evaluator<'a> {
                 let at = e.arg.and_then(|i| spans.get(i).cloned().flatten()).or(span);
                 self.error(at, e.summary(), e.message.clone())
             })
+    }
+
+    /// `provider::PROVIDER::NAME(...)`: a provider-defined function. Arguments are converted to
+    /// the parameter types; an unknown argument where the parameter does not allow one makes
+    /// the result unknown (no call), a null one where it does not allow null is an error at
+    /// that argument, as is a provider error that blames an argument.
+    fn provider_call(
+        &mut self,
+        provider: &str,
+        name: &str,
+        f: &FuncCall,
+        args: &[&Expression],
+        span: Option<Range<usize>>,
+        name_span: Option<Range<usize>>,
+    ) -> R {
+        let full = format!("provider::{provider}::{name}");
+        let mut values = Vec::new();
+        let mut spans = Vec::new();
+        let mut diags = Diagnostics::new();
+        for a in args {
+            match self.expr(a) {
+                Ok(v) => values.push(v),
+                Err(d) => diags.extend(d),
+            }
+            spans.push(a.span());
+        }
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        if f.args.expand_final() {
+            let last = values.pop().unwrap_or(Value::null());
+            let last_span = spans.pop().flatten();
+            let (last, s) = unmark(last);
+            match last {
+                Value::List(items) | Value::Set(items) | Value::Tuple(items) => {
+                    for item in items {
+                        values.push(mark(item, s));
+                        spans.push(last_span.clone());
+                    }
+                }
+                Value::Unknown(_) => return Ok(mark(Value::unknown(), s)),
+                _ => {
+                    return Err(self.error(
+                        last_span,
+                        "Invalid expanding argument value",
+                        "The expanding argument (indicated by ...) must be of a tuple, list, or \
+                         set type.",
+                    ))
+                }
+            }
+        }
+        let Some(funcs) = self.scope.provider_functions() else {
+            return Ok(Value::unknown());
+        };
+        let sig = funcs
+            .signature(provider, name)
+            .map_err(|m| self.error(name_span.clone(), "Call to unknown function", m))?;
+        let min = sig.params.len();
+        if values.len() < min {
+            return Err(self.error(
+                span,
+                "Not enough function arguments",
+                format!(
+                    "Function {} expects {min} argument(s). Missing value for {}.",
+                    cairn_state::quote(&full),
+                    cairn_state::quote(&sig.params[values.len()].name)
+                ),
+            ));
+        }
+        if values.len() > min && sig.variadic.is_none() {
+            return Err(self.error(
+                spans.get(min).cloned().flatten().or(span),
+                "Too many function arguments",
+                format!(
+                    "Function {} expects only {min} argument(s).",
+                    cairn_state::quote(&full)
+                ),
+            ));
+        }
+        let mut sensitive = false;
+        let mut unknown = false;
+        let mut converted = Vec::new();
+        for (i, v) in values.into_iter().enumerate() {
+            let param = sig
+                .params
+                .get(i)
+                .or(sig.variadic.as_ref())
+                .expect("arity checked");
+            let at = spans.get(i).cloned().flatten();
+            let (v, s) = v.deep_unmark();
+            sensitive |= s;
+            if v.is_null() && !param.allow_null {
+                return Err(self.error(
+                    at,
+                    "Invalid function argument",
+                    format!(
+                        "Invalid value for {} parameter: argument must not be null.",
+                        cairn_state::quote(&param.name)
+                    ),
+                ));
+            }
+            if !v.is_wholly_known() && !param.allow_unknown {
+                unknown = true;
+            }
+            match super::convert::convert(v, &param.ty) {
+                Ok(v) => converted.push(v),
+                Err(e) => {
+                    return Err(self.error(
+                        at,
+                        "Invalid function argument",
+                        format!(
+                            "Invalid value for {} parameter: {e}.",
+                            cairn_state::quote(&param.name)
+                        ),
+                    ))
+                }
+            }
+        }
+        if unknown {
+            return Ok(mark(Value::Unknown(sig.ret.clone()), sensitive));
+        }
+        match funcs.call(provider, name, converted) {
+            Ok(v) => Ok(mark(v.nfc(), sensitive)),
+            Err(e) => {
+                let message = e.message.trim_end_matches('.').to_string();
+                Err(match e.arg.and_then(|i| spans.get(i).cloned().flatten()) {
+                    Some(at) => {
+                        let pname = e
+                            .arg
+                            .and_then(|i| sig.params.get(i).or(sig.variadic.as_ref()))
+                            .map(|p| p.name.clone())
+                            .unwrap_or_default();
+                        self.error(
+                            Some(at),
+                            "Invalid function argument",
+                            format!(
+                                "Invalid value for {} parameter: {message}.",
+                                cairn_state::quote(&pname)
+                            ),
+                        )
+                    }
+                    None => self.error(
+                        span,
+                        "Error in function call",
+                        format!(
+                            "Call to function {} failed: {message}.",
+                            cairn_state::quote(&full)
+                        ),
+                    ),
+                })
+            }
+        }
     }
 
     /// `templatestring(template, vars)`: renders a template held in a string value elsewhere

@@ -92,6 +92,26 @@ pub trait Scope {
         let _ = subject;
         false
     }
+    /// The providers' functions (`provider::NAME::FUNC`), when this scope has providers;
+    /// without them such a call evaluates its arguments and is unknown.
+    fn provider_functions(&self) -> Option<&dyn ProviderFunctions> {
+        None
+    }
+}
+
+/// Provider-defined functions, as a scope offers them to the evaluator.
+pub trait ProviderFunctions: Send + Sync {
+    /// The signature of `provider::PROVIDER::NAME`, or the detail of an "unknown function"
+    /// error.
+    fn signature(&self, provider: &str, name: &str)
+        -> Result<crate::provider::FunctionSig, String>;
+    /// Calls it with arguments converted to its parameter types.
+    fn call(
+        &self,
+        provider: &str,
+        name: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, crate::provider::FunctionFailure>;
 }
 
 /// Why a subject could not be resolved: a diagnostic's summary and detail.

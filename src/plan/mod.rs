@@ -210,6 +210,10 @@ pub struct Plan {
     pub provider_changes: Vec<ProviderChange>,
     pub outputs: Vec<OutputChange>,
     pub drift: Vec<Drift>,
+    /// Objects whose provider meta (schema version, private bytes) refresh changed, drifted
+    /// or not: recorded with the drift when the plan is applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refreshed_meta: Vec<(ResourceInstanceAddr, cairn_state::ObjectMeta)>,
     pub data_reads: Vec<DataRead>,
     /// Data sources in state that the configuration no longer has: dropped at apply, with no
     /// provider call.

@@ -110,6 +110,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         provider_changes: vec![],
         outputs: vec![],
         drift: vec![],
+        refreshed_meta: Vec::new(),
         data_reads: vec![],
         dropped_data: vec![],
         variables: Default::default(),
@@ -670,6 +671,7 @@ fn state_view() {
         provider: pref.clone(),
         create_token: None,
         tainted,
+        meta: Default::default(),
     };
     let mut st = Snapshot::new();
     st.providers.insert(

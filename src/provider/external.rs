@@ -113,7 +113,7 @@ impl Provider for ExternalProvider {
         if (mode, type_) != (Mode::Data, DATA) {
             return Diagnostic::error(
                 "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).0,
+                schema_util::unknown_type(PACKAGE, "such", type_).message,
             )
             .into();
         }
@@ -397,25 +397,26 @@ mod tests {
             .await
             .expect_err("fails");
         assert!(
-            e.0.starts_with("External Program Execution Failed: "),
+            e.message.starts_with("External Program Execution Failed: "),
             "{e}"
         );
-        assert!(e.0.contains("Error Message: boom\n"), "{e}");
-        assert!(e.0.ends_with("State: exit status 3"), "{e}");
+        assert!(e.message.contains("Error Message: boom\n"), "{e}");
+        assert!(e.message.ends_with("State: exit status 3"), "{e}");
         let e = read(dir.path(), run("exit 1")).await.expect_err("fails");
         assert!(
-            e.0.contains("returned no additional error messaging"),
+            e.message.contains("returned no additional error messaging"),
             "{e}"
         );
         let e = read(dir.path(), run(r#"echo '{"a": 1}'"#))
             .await
             .expect_err("fails");
         assert!(
-            e.0.starts_with("Unexpected External Program Results: "),
+            e.message
+                .starts_with("Unexpected External Program Results: "),
             "{e}"
         );
         assert!(
-            e.0.ends_with(
+            e.message.ends_with(
                 "Result Error: json: cannot unmarshal number into Go value of type string"
             ),
             "{e}"
@@ -424,7 +425,8 @@ mod tests {
             .await
             .expect_err("fails");
         assert!(
-            e.0.contains("Program output must be a JSON encoded map"),
+            e.message
+                .contains("Program output must be a JSON encoded map"),
             "{e}"
         );
         let e = read(
@@ -433,7 +435,10 @@ mod tests {
         )
         .await
         .expect_err("fails");
-        assert!(e.0.starts_with("External Program Lookup Failed: "), "{e}");
+        assert!(
+            e.message.starts_with("External Program Lookup Failed: "),
+            "{e}"
+        );
     }
 
     #[tokio::test]

@@ -212,7 +212,7 @@ impl Provider for LocalProvider {
         let Some(schema) = find(&self.types, mode, type_) else {
             return Diagnostic::error(
                 "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).0,
+                schema_util::unknown_type(PACKAGE, "such", type_).message,
             )
             .into();
         };
@@ -600,7 +600,8 @@ mod tests {
             .await
             .expect_err("missing");
         assert!(
-            e.0.starts_with("local_file: cannot read file \"missing.txt\": "),
+            e.message
+                .starts_with("local_file: cannot read file \"missing.txt\": "),
             "{e}"
         );
     }

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+pub use cairn_state::ObjectMeta;
+
 /// One attribute of a schema block.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Attribute {
@@ -33,6 +35,9 @@ pub enum Nesting {
     Single,
     List,
     Set,
+    /// Labelled blocks (`rule "web" { … }`): a map from each block's one label to its object
+    /// (plugin schemas' `MAP` nesting).
+    Map,
 }
 
 /// A nested block type inside a schema block (`dynamic` blocks generate these).
@@ -87,6 +92,20 @@ pub struct Planned {
     pub planned: Value,
     /// Attribute names whose change forces replacement.
     pub requires_replace: Vec<String>,
+    /// The provider's private bytes for this plan (plugins: `planned_private`), which the
+    /// engine hands back to the apply of this plan.
+    pub private: Vec<u8>,
+    /// Warnings the provider gave with its plan.
+    pub warnings: Vec<ProviderDiag>,
+}
+
+/// What `Configured::apply_object` returns: the response, the meta to keep with the new
+/// object, and the provider's warnings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Applied {
+    pub response: ApplyResponse,
+    pub meta: ObjectMeta,
+    pub warnings: Vec<ProviderDiag>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -116,13 +135,29 @@ pub struct ApplyResponse {
     pub error: Option<ProviderError>,
 }
 
-/// An error a provider reports, worded by the provider.
+/// An error a provider reports, worded by the provider: one message, and (from plugins) the
+/// diagnostics it was made of, each with the attribute path it is about, so the engine can
+/// point at that attribute in the configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProviderError(pub String);
+pub struct ProviderError {
+    pub message: String,
+    pub diags: Vec<ProviderDiag>,
+}
+
+/// A provider error with a message only (the usual constructor; named like the type so that
+/// `ProviderError(msg)` and `.map_err(ProviderError)` read as they did when this was a tuple
+/// struct).
+#[allow(non_snake_case)]
+pub fn ProviderError(message: String) -> ProviderError {
+    ProviderError {
+        message,
+        diags: Vec::new(),
+    }
+}
 
 impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -138,6 +173,71 @@ impl From<&str> for ProviderError {
     fn from(s: &str) -> Self {
         ProviderError(s.to_string())
     }
+}
+
+/// A provider-defined function's signature (`provider::NAME::FUNC`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionSig {
+    pub params: Vec<FunctionParam>,
+    /// Zero or more further arguments of this parameter's type.
+    pub variadic: Option<FunctionParam>,
+    pub ret: Type,
+    pub summary: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionParam {
+    pub name: String,
+    pub ty: Type,
+    pub allow_null: bool,
+    /// False: an unknown argument makes the result unknown without a call.
+    pub allow_unknown: bool,
+}
+
+/// A provider-defined function's failure: the provider's text, and the argument it blames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionFailure {
+    pub arg: Option<usize>,
+    pub message: String,
+}
+
+/// One step of an attribute path in a provider diagnostic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathStep {
+    /// An attribute or nested block type.
+    Attr(String),
+    /// A map key, or the label of a map block.
+    Key(String),
+    /// A list index.
+    Index(i64),
+}
+
+/// A provider diagnostic about (optionally) one attribute of a configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderDiag {
+    pub error: bool,
+    pub summary: String,
+    pub detail: String,
+    /// Empty: about the whole object.
+    pub path: Vec<PathStep>,
+}
+
+/// A path as Terraform prints it: `rule[0].port`, `tags["k"]`.
+pub fn path_text(path: &[PathStep]) -> String {
+    let mut out = String::new();
+    for s in path {
+        match s {
+            PathStep::Attr(n) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(n);
+            }
+            PathStep::Key(k) => out.push_str(&format!("[{k:?}]")),
+            PathStep::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
 }
 
 pub type ProviderResult<T> = Result<T, ProviderError>;
@@ -163,8 +263,28 @@ pub trait Provider: Send + Sync {
     /// Checks a resource or data source configuration (may hold unknowns). The engine has
     /// already checked it against the schema; this is for provider-specific rules.
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics;
+    /// `validate` with each diagnostic's attribute path, for the engine to point at (plan
+    /// calls this for every instance; built-ins check their rules in `plan` and keep this
+    /// default, which reports nothing).
+    fn validate_config(&self, mode: Mode, type_: &str, config: &Value) -> Vec<ProviderDiag> {
+        let _ = (mode, type_, config);
+        Vec::new()
+    }
     /// Configures an instance with a wholly known configuration.
     async fn configure(&self, config: &Value) -> ProviderResult<Arc<dyn Configured>>;
+    /// The functions this provider offers (`provider::NAME::FUNC`); built-ins offer none.
+    fn functions(&self) -> BTreeMap<String, FunctionSig> {
+        BTreeMap::new()
+    }
+    /// Calls one of `functions()` with arguments already converted to its parameter types
+    /// (wholly known where the parameter does not allow unknowns). Needs no configuration.
+    fn call_function(&self, name: &str, args: Vec<Value>) -> Result<Value, FunctionFailure> {
+        let _ = args;
+        Err(FunctionFailure {
+            arg: None,
+            message: format!("The provider has no function {name:?}."),
+        })
+    }
 }
 
 /// A configured provider instance.
@@ -174,18 +294,51 @@ pub trait Configured: Send + Sync {
     fn plan(&self, type_: &str, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned>;
     /// `plan` for a provider that has to wait for its answer (a plugin process); the engine
     /// calls this one. Built-in providers plan without waiting and keep the default.
+    /// `meta` is what state keeps beside `prior` (schema version, private bytes).
     async fn plan_async(
         &self,
         type_: &str,
         prior: Option<&Value>,
+        meta: &ObjectMeta,
         config: &Value,
     ) -> ProviderResult<Planned> {
+        let _ = meta;
         self.plan(type_, prior, config)
     }
     /// Creates, updates or deletes one object.
     async fn apply(&self, request: ApplyRequest) -> ApplyResponse;
+    /// `apply` with what state keeps beside the prior object (`prior`) and the private bytes
+    /// of the plan being applied; also returns the meta to keep with the new object. Built-in
+    /// providers keep no meta and keep this default.
+    async fn apply_object(
+        &self,
+        request: ApplyRequest,
+        prior: &ObjectMeta,
+        planned_private: &[u8],
+    ) -> Applied {
+        let _ = (prior, planned_private);
+        Applied {
+            response: self.apply(request).await,
+            meta: ObjectMeta::default(),
+            warnings: Vec::new(),
+        }
+    }
     /// Refreshes one object: its state now, or `None` when it is gone.
     async fn read(&self, type_: &str, state: &Value) -> ProviderResult<Option<Value>>;
+    /// `read` with what state keeps beside the object; also returns the meta to keep with the
+    /// refreshed object (plugins: upgraded from `meta.schema_version` to the provider's).
+    async fn read_object(
+        &self,
+        type_: &str,
+        state: &Value,
+        meta: &ObjectMeta,
+    ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
+        let _ = meta;
+        Ok(self
+            .read(type_, state)
+            .await?
+            .map(|v| (v, ObjectMeta::default())))
+    }
     /// Reads a data source with a wholly known configuration. The default is for a provider
     /// without data sources.
     async fn read_data(&self, type_: &str, config: &Value) -> ProviderResult<Value> {

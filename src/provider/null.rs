@@ -89,7 +89,7 @@ impl Provider for NullProvider {
             (Mode::Data, DATA) => self.data.check(config),
             _ => Diagnostic::error(
                 "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).0,
+                schema_util::unknown_type(PACKAGE, "such", type_).message,
             )
             .into(),
         }

@@ -268,7 +268,7 @@ impl Provider for RandomProvider {
         let Some(schema) = self.types.get(type_).filter(|_| mode == Mode::Managed) else {
             return Diagnostic::error(
                 "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).0,
+                schema_util::unknown_type(PACKAGE, "such", type_).message,
             )
             .into();
         };

@@ -194,6 +194,8 @@ impl TypeSchema {
         Ok(Planned {
             planned: Value::Object(planned),
             requires_replace,
+            private: Vec::new(),
+            warnings: Vec::new(),
         })
     }
 
@@ -201,7 +203,7 @@ impl TypeSchema {
     pub fn check(&self, config: &Value) -> Diagnostics {
         match conform_block(&self.block, config) {
             Ok(_) => Diagnostics::new(),
-            Err(e) => Diagnostic::error("Invalid argument value", e.0).into(),
+            Err(e) => Diagnostic::error("Invalid argument value", e.message).into(),
         }
     }
 }
@@ -531,7 +533,7 @@ mod tests {
             .plan(None, &obj(&[("name", Value::List(vec![]))]))
             .unwrap_err();
         assert_eq!(
-            e.0,
+            e.message,
             "Inappropriate value for attribute \"name\": string required."
         );
     }

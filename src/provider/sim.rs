@@ -304,7 +304,7 @@ impl Provider for SimProvider {
             (Mode::Data, LOOKUP) => self.lookup.check(config),
             _ => Diagnostic::error(
                 "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).0,
+                schema_util::unknown_type(PACKAGE, "such", type_).message,
             )
             .into(),
         }

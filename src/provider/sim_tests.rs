@@ -171,7 +171,7 @@ fn state(id: &str, name: &str, value: Option<&str>, out: &str) -> Value {
 fn err(r: &ApplyResponse) -> &str {
     r.error
         .as_ref()
-        .map(|e| e.0.as_str())
+        .map(|e| e.message.as_str())
         .unwrap_or("<no error>")
 }
 
@@ -705,7 +705,7 @@ async fn configure_failures_and_fail_list_overriding_the_environment() {
     let w = World::new();
     let env = SimProvider::new(w.host().with_env("SIM_FAIL", "configure:*"));
     let e = env.configure(&cfg(&[])).await.err().expect("fails");
-    assert_eq!(e.0, "sim: injected failure for configure local");
+    assert_eq!(e.message, "sim: injected failure for configure local");
     assert_eq!(
         w.calls(),
         [
@@ -825,7 +825,7 @@ fn check_config_reports_bad_latency_and_fail_entries() {
         .block_on(p.configure(&huge))
         .err()
         .expect("refused");
-    assert_eq!(e.0, "sim: latency_ms is too large");
+    assert_eq!(e.message, "sim: latency_ms is too large");
 }
 
 #[test]

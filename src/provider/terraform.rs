@@ -129,7 +129,7 @@ impl Provider for TerraformProvider {
             (Mode::Data, REMOTE_STATE) => self.remote.check(config),
             _ => Diagnostic::error(
                 "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).0,
+                schema_util::unknown_type(PACKAGE, "such", type_).message,
             )
             .into(),
         }

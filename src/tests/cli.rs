@@ -287,6 +287,7 @@ fn populate(dir: &Path) {
                     provider: pref.clone(),
                     create_token: Some(token),
                     tainted: false,
+                    meta: Default::default(),
                 }),
             })
             .unwrap();
@@ -740,6 +741,7 @@ fn sample_plan() -> Plan {
             sensitive: false,
         }],
         drift: vec![],
+        refreshed_meta: Vec::new(),
         data_reads: vec![],
         dropped_data: vec![],
         variables: BTreeMap::new(),

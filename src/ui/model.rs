@@ -630,7 +630,7 @@ impl Model {
             EventBody::ProviderRemoved { addr, .. } => {
                 j["text"] = json!(format!("provider instance {addr} removed"));
             }
-            EventBody::ResourceRead { addr, attrs } => {
+            EventBody::ResourceRead { addr, attrs, .. } => {
                 j["addr"] = json!(addr.to_string());
                 let before = prior_version(addr);
                 let changed = before.as_ref().is_some_and(|b| &b.attrs != attrs);
@@ -1066,6 +1066,7 @@ mod tests {
             provider: pref(),
             create_token: None,
             tainted: false,
+            meta: Default::default(),
         }
     }
 

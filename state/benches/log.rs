@@ -94,6 +94,7 @@ fn instance(store: &mut Store, i: u64) {
                 provider: provider(),
                 create_token: Some(format!("tok-{i}")),
                 tainted: false,
+                meta: Default::default(),
             }),
         })
         .expect("append");
@@ -101,6 +102,7 @@ fn instance(store: &mut Store, i: u64) {
         .append(EventBody::ResourceRead {
             addr,
             attrs: attrs(i, 1),
+            meta: None,
         })
         .expect("append");
 }
@@ -283,6 +285,7 @@ fn commit_rates(reps: usize) {
                 .append(EventBody::ResourceRead {
                     addr: "sim_thing.web[0]".parse().expect("address"),
                     attrs: attrs(0, n),
+                    meta: None,
                 })
                 .expect("append");
             store.commit().expect("commit");

@@ -106,6 +106,7 @@ fn main() {
             provider: provider(),
             create_token: Some(format!("tok-{i}")),
             tainted: false,
+            meta: Default::default(),
         };
         s.append(EventBody::OperationSucceeded {
             op,
@@ -115,6 +116,7 @@ fn main() {
         s.append(EventBody::ResourceRead {
             addr,
             attrs: attrs(i + 1),
+            meta: None,
         })
         .unwrap();
         since_commit += 3;

@@ -336,6 +336,7 @@ mod tests {
             },
             create_token: None,
             tainted: false,
+            meta: Default::default(),
         }
     }
 

@@ -11,7 +11,7 @@
 //! sled compacts), and a file reads in one call. The sled log keeps its own checksums; a file
 //! carries a CRC-32 so that a damaged checkpoint is refused, never read as a different state.
 //!
-//! # Layout (format 3)
+//! # Layout (format 4)
 //!
 //! ```text
 //! "CAIRNCKP" | format u32 | seq u64 | part count u32
@@ -45,7 +45,7 @@
 use crate::addr::{
     InstanceKey, Mode, ModulePath, ModuleStep, ProviderAddr, ResourceAddr, ResourceInstanceAddr,
 };
-use crate::event::{ProviderRef, ResourceObject};
+use crate::event::{ObjectMeta, ProviderRef, ResourceObject};
 use crate::snapshot::{ResourceInstance, Snapshot};
 use crate::value::StoredValue;
 use std::borrow::Cow;
@@ -55,7 +55,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// The format this version writes and reads.
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 const MAGIC: &[u8; 8] = b"CAIRNCKP";
 /// Deepest nesting of values decoded (a damaged file cannot exhaust the stack).
 const MAX_DEPTH: u32 = 1024;
@@ -878,12 +878,16 @@ impl Code for ResourceObject {
             provider,
             create_token,
             tainted,
+            meta,
         } = self;
         attrs.put(out);
         deps.put(out);
         provider.put(out);
         create_token.put(out);
         tainted.put(out);
+        put_uint(out, meta.schema_version);
+        put_uint(out, meta.private.len() as u64);
+        out.extend_from_slice(&meta.private);
     }
     fn read(r: &mut Reader<'_>) -> Result<Self, String> {
         Ok(ResourceObject {
@@ -892,6 +896,16 @@ impl Code for ResourceObject {
             provider: ProviderRef::read(r)?,
             create_token: Option::read(r)?,
             tainted: bool::read(r)?,
+            meta: {
+                let schema_version = r.uint()?;
+                let n = r.len()?;
+                let private = r.bytes[r.pos..r.pos + n].to_vec();
+                r.pos += n;
+                ObjectMeta {
+                    schema_version,
+                    private,
+                }
+            },
         })
     }
 }
@@ -950,6 +964,10 @@ mod tests {
             },
             create_token: (i % 3 == 0).then(|| format!("t{i}")),
             tainted: i % 5 == 0,
+            meta: ObjectMeta {
+                schema_version: (i % 4) as u64,
+                private: (0..(i % 7) as u8).map(|b| b.wrapping_mul(97)).collect(),
+            },
         }
     }
 
@@ -1007,7 +1025,7 @@ mod tests {
                 &damaged(FIXED + 1, bytes[FIXED + 1] ^ 1),
                 "the checksum of its header does not match".into(),
             ),
-            (&damaged(8, 9), "format 9; this Cairn reads format 3".into()),
+            (&damaged(8, 9), "format 9; this Cairn reads format 4".into()),
             (
                 b"garbage, garbage and more garbage",
                 "not a Cairn checkpoint".into(),

@@ -75,6 +75,28 @@ pub struct ResourceObject {
     pub create_token: Option<String>,
     /// True when the object exists but its creation did not complete: the next plan replaces it.
     pub tainted: bool,
+    /// What the provider keeps beside the attributes (absent in records before it existed).
+    #[serde(default, skip_serializing_if = "ObjectMeta::is_empty")]
+    pub meta: ObjectMeta,
+}
+
+/// What a provider keeps with an object besides its attributes, as Terraform's state does:
+/// the schema version the attributes were written with (a plugin provider whose schema
+/// version rose upgrades them with `UpgradeResourceState`) and the provider's private bytes
+/// (returned by apply, read and import, passed back to the next read, plan and apply).
+/// Built-in providers keep neither: the empty meta.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ObjectMeta {
+    #[serde(default)]
+    pub schema_version: u64,
+    #[serde(default)]
+    pub private: Vec<u8>,
+}
+
+impl ObjectMeta {
+    pub fn is_empty(&self) -> bool {
+        self.schema_version == 0 && self.private.is_empty()
+    }
 }
 
 /// The result of reading a data resource.
@@ -169,6 +191,10 @@ pub enum EventBody {
     ResourceRead {
         addr: ResourceInstanceAddr,
         attrs: StoredValue,
+        /// The provider's new meta for the object; `None` keeps the one it had (records from
+        /// before meta existed, providers that keep none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        meta: Option<ObjectMeta>,
     },
     /// Refresh found the object gone: the current object leaves state.
     ResourceGone {
@@ -423,6 +449,7 @@ mod tests {
                 attrs: StoredValue::Object(
                     [("id".to_string(), StoredValue::String("x".into()))].into(),
                 ),
+                meta: None,
             },
         }
     }
@@ -505,5 +532,103 @@ mod tests {
         ));
         let bytes = encode(&sample());
         assert!(decode(&bytes[..bytes.len() / 2]).is_err());
+    }
+
+    /// Records written before objects kept provider meta (no `meta` field) still decode, with
+    /// the empty meta; records with meta keep it.
+    #[test]
+    fn object_meta_is_optional_in_records() {
+        #[derive(Serialize)]
+        struct OldObject {
+            attrs: StoredValue,
+            deps: Vec<ResourceInstanceAddr>,
+            provider: ProviderRef,
+            create_token: Option<String>,
+            tainted: bool,
+        }
+        #[derive(Serialize)]
+        enum OldBody {
+            OperationSucceeded {
+                op: u64,
+                object: Option<OldObject>,
+            },
+            ResourceRead {
+                addr: ResourceInstanceAddr,
+                attrs: StoredValue,
+            },
+        }
+        #[derive(Serialize)]
+        struct OldEvent {
+            seq: u64,
+            version: u32,
+            time_ms: u64,
+            run: u64,
+            body: OldBody,
+        }
+        let provider = ProviderRef {
+            addr: "provider[\"sim\"]".parse().unwrap(),
+            id: "p".into(),
+        };
+        let attrs = StoredValue::String("x".into());
+        let old = |body| {
+            rmp_serde::to_vec_named(&OldEvent {
+                seq: 1,
+                version: CURRENT_VERSION,
+                time_ms: 1,
+                run: 1,
+                body,
+            })
+            .unwrap()
+        };
+        let e = decode(&old(OldBody::OperationSucceeded {
+            op: 1,
+            object: Some(OldObject {
+                attrs: attrs.clone(),
+                deps: vec![],
+                provider: provider.clone(),
+                create_token: None,
+                tainted: false,
+            }),
+        }))
+        .unwrap();
+        let EventBody::OperationSucceeded {
+            object: Some(obj), ..
+        } = &e.body
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(obj.meta, ObjectMeta::default());
+        let e = decode(&old(OldBody::ResourceRead {
+            addr: "sim_thing.a".parse().unwrap(),
+            attrs: attrs.clone(),
+        }))
+        .unwrap();
+        assert!(matches!(e.body, EventBody::ResourceRead { meta: None, .. }));
+        // And with meta, both round-trip.
+        let meta = ObjectMeta {
+            schema_version: 3,
+            private: b"\x00\xffprivate".to_vec(),
+        };
+        for body in [
+            EventBody::OperationSucceeded {
+                op: 1,
+                object: Some(ResourceObject {
+                    attrs: attrs.clone(),
+                    deps: vec![],
+                    provider: provider.clone(),
+                    create_token: None,
+                    tainted: false,
+                    meta: meta.clone(),
+                }),
+            },
+            EventBody::ResourceRead {
+                addr: "sim_thing.a".parse().unwrap(),
+                attrs: attrs.clone(),
+                meta: Some(meta.clone()),
+            },
+        ] {
+            let e = Event { body, ..sample() };
+            assert_eq!(decode(&encode(&e)).unwrap(), e);
+        }
     }
 }

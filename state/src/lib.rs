@@ -53,7 +53,7 @@ pub use check::Violation;
 pub use error::LockHolder;
 pub use error::StateError;
 pub use event::{
-    DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
+    DataObject, Event, EventBody, ObjectMeta, OpAction, OutputValue, ProviderInstance, ProviderRef,
     ResourceObject, RunOutcome, RunSummary,
 };
 pub use log::{OpenOptions, Peek, SledLog};

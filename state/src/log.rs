@@ -901,6 +901,7 @@ mod tests {
                 },
                 create_token: Some(format!("t{n}")),
                 tainted: false,
+                meta: Default::default(),
             }),
         }
     }

@@ -244,13 +244,16 @@ impl Snapshot {
                     self.providers.remove(&addr);
                 }
             }
-            EventBody::ResourceRead { addr, attrs } => {
+            EventBody::ResourceRead { addr, attrs, meta } => {
                 if let Some(obj) = self
                     .resources
                     .get_mut(&addr)
                     .and_then(|r| r.current.as_mut())
                 {
                     obj.attrs = attrs;
+                    if let Some(meta) = meta {
+                        obj.meta = meta;
+                    }
                 }
             }
             EventBody::ResourceGone { addr } => self.set_object(&addr, None, None),
@@ -645,6 +648,7 @@ mod tests {
             provider: pref(),
             create_token: Some(format!("t-{id}")),
             tainted: false,
+            meta: Default::default(),
         }
     }
     fn started() -> EventBody {
@@ -782,11 +786,13 @@ run 1 apply ["-auto-approve"] None last 8 +0 ~0 -0
                 EventBody::ResourceRead {
                     addr: a("sim_thing.b"),
                     attrs: attrs("b2"),
+                    meta: None,
                 },
                 // A read of an instance not in state does not add it.
                 EventBody::ResourceRead {
                     addr: a("sim_thing.zz"),
                     attrs: attrs("zz"),
+                    meta: None,
                 },
                 EventBody::ResourceGone {
                     addr: a("sim_thing.a"),

@@ -22,9 +22,10 @@ use crate::addr::{
     InstanceKey, Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr,
 };
 use crate::error::StateError;
-use crate::event::{EventBody, ProviderInstance, ResourceObject};
+use crate::event::{EventBody, ObjectMeta, ProviderInstance, ResourceObject};
 use crate::snapshot::Snapshot;
 use crate::value::StoredValue;
+use base64::Engine as _;
 use serde_json::{json, Map, Value as J};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -138,6 +139,7 @@ fn instance_json(
     deps: &[ResourceInstanceAddr],
     tainted: bool,
     deposed: Option<&str>,
+    meta: &ObjectMeta,
 ) -> J {
     let mut o = Map::new();
     match key {
@@ -155,7 +157,7 @@ fn instance_json(
     if let Some(k) = deposed {
         o.insert("deposed".into(), json!(k));
     }
-    o.insert("schema_version".into(), json!(0));
+    o.insert("schema_version".into(), json!(meta.schema_version));
     o.insert("attributes".into(), attrs.to_json());
     let mut sensitive = Vec::new();
     sensitive_paths(attrs, &mut Vec::new(), &mut sensitive);
@@ -172,6 +174,12 @@ fn instance_json(
         .collect();
     if !deps.is_empty() {
         o.insert("dependencies".into(), json!(deps));
+    }
+    if !meta.private.is_empty() {
+        o.insert(
+            "private".into(),
+            json!(base64::engine::general_purpose::STANDARD.encode(&meta.private)),
+        );
     }
     J::Object(o)
 }
@@ -194,7 +202,9 @@ pub fn export_tfstate(snapshot: &Snapshot, lineage: &str, serial: u64) -> J {
         let g = groups.entry(addr.resource.clone()).or_default();
         if let Some(o) = &inst.current {
             g.0.get_or_insert_with(|| o.provider.addr.clone());
-            g.1.push(instance_json(&addr.key, &o.attrs, &o.deps, o.tainted, None));
+            g.1.push(instance_json(
+                &addr.key, &o.attrs, &o.deps, o.tainted, None, &o.meta,
+            ));
         }
         for (k, o) in &inst.deposed {
             g.0.get_or_insert_with(|| o.provider.addr.clone());
@@ -204,13 +214,21 @@ pub fn export_tfstate(snapshot: &Snapshot, lineage: &str, serial: u64) -> J {
                 &o.deps,
                 o.tainted,
                 Some(k),
+                &o.meta,
             ));
         }
     }
     for (addr, d) in &snapshot.data {
         let g = groups.entry(addr.resource.clone()).or_default();
         g.0.get_or_insert_with(|| d.provider.addr.clone());
-        g.1.push(instance_json(&addr.key, &d.attrs, &[], false, None));
+        g.1.push(instance_json(
+            &addr.key,
+            &d.attrs,
+            &[],
+            false,
+            None,
+            &ObjectMeta::default(),
+        ));
     }
     let resources: Vec<J> = groups
         .into_iter()
@@ -385,6 +403,17 @@ pub fn import_tfstate(
                 provider: pref.clone(),
                 create_token: None,
                 tainted: inst.get("status").and_then(J::as_str) == Some("tainted"),
+                meta: ObjectMeta {
+                    schema_version: inst.get("schema_version").and_then(J::as_u64).unwrap_or(0),
+                    private: match inst.get("private").and_then(J::as_str) {
+                        None => Vec::new(),
+                        Some(p) => base64::engine::general_purpose::STANDARD
+                            .decode(p)
+                            .map_err(|e| {
+                                bad(format!("{addr} has undecodable private data: {e}"))
+                            })?,
+                    },
+                },
             };
             objects.push((addr, obj, deps));
         }
@@ -464,6 +493,7 @@ mod tests {
             },
             create_token: Some("tok".into()),
             tainted,
+            meta: Default::default(),
         }
     }
 
@@ -667,7 +697,13 @@ mod tests {
 
     #[test]
     fn export_then_import_gives_the_same_resources() {
-        let before = sample();
+        let mut before = sample();
+        // A plugin's object keeps its schema version and private bytes (base64 in the file).
+        let first = before.resources.values_mut().next().unwrap();
+        first.current.as_mut().unwrap().meta = ObjectMeta {
+            schema_version: 2,
+            private: b"\x00private\xff".to_vec(),
+        };
         let text = export_tfstate(&before, "lin", 3).to_string();
         let config = |package: &str| object(&[("from", s(package))]);
         let body = import_tfstate(&text, &config).unwrap();
@@ -712,6 +748,7 @@ mod tests {
             assert_eq!(a.attrs, b.attrs, "{addr}");
             assert_eq!(a.deps, b.deps, "{addr}");
             assert_eq!(a.tainted, b.tainted, "{addr}");
+            assert_eq!(a.meta, b.meta, "{addr}");
             assert_eq!(a.provider.addr, b.provider.addr, "{addr}");
             assert!(after.resolve_provider(&a.provider).is_some(), "{addr}");
         }

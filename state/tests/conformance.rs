@@ -126,6 +126,7 @@ fn create(store: &mut Store, n: u64) {
                 provider: provider(),
                 create_token: None,
                 tainted: false,
+                meta: Default::default(),
             }),
         })
         .unwrap();

@@ -85,6 +85,7 @@ fn with_deps(v: u8, tainted: bool, deps: Vec<ResourceInstanceAddr>) -> ResourceO
         provider: pref(),
         create_token: None,
         tainted,
+        meta: Default::default(),
     }
 }
 
@@ -118,7 +119,7 @@ fn interpret(events: &[EventBody]) -> ModelState {
                     }
                 }
             }
-            EventBody::ResourceRead { addr, attrs } => {
+            EventBody::ResourceRead { addr, attrs, .. } => {
                 if let Some(o) = m.objects.get_mut(&addr.to_string()) {
                     o.0 = format!("{attrs:?}");
                 }
@@ -321,6 +322,7 @@ fn run_actions(actions: Vec<Action>) -> Result<(), TestCaseError> {
                 let body = EventBody::ResourceRead {
                     addr: addr(i),
                     attrs: StoredValue::Number(v.to_string()),
+                    meta: None,
                 };
                 append(s, &mut model, body)?;
             }
@@ -417,7 +419,7 @@ proptest! {
                     EventBody::OperationSucceeded { op: seq, object: Some(with_deps(v, v % 3 == 0, deps)) }
                 }
                 Action::Refresh(i, v) => EventBody::ResourceRead {
-                    addr: addr(i), attrs: StoredValue::Number(v.to_string()),
+                    addr: addr(i), attrs: StoredValue::Number(v.to_string()), meta: None,
                 },
                 Action::Delete(i) | Action::Forget(i) => EventBody::ResourceForgotten { addr: addr(i) },
                 Action::Move(i, j) => EventBody::ResourceMoved { from: addr(i), to: addr(j) },

@@ -6,7 +6,8 @@
 //! plugin is started and answers for the name. Built-in providers answer only for names with no
 //! plugin installed.
 
-use super::{launch::run_sync, PluginProvider};
+use super::provider::Source;
+use super::{cache::SchemaCache, launch::run_sync, PluginProvider};
 use crate::config::Config;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::install::{CliConfig, Installed, SourceAddr};
@@ -55,11 +56,18 @@ pub fn local_names(config: &Config) -> (BTreeMap<String, SourceAddr>, Diagnostic
     (names, diags)
 }
 
-/// Starts a plugin for every local name whose source address has one installed.
+/// A plugin for every local name whose source address has one installed. Plan and apply
+/// (`offline` false) start it and ask for its schema, which is cached in `state_dir` per
+/// binary hash. `offline` (`inspect`, `validate`): schemas only, from the cache when it has
+/// this binary's (no process starts); a plugin whose schema is not cached is started for it
+/// only when `start_uncached` (`validate`), else left out (`inspect`).
 pub fn plugins(
     config: &Config,
     env: &BTreeMap<String, String>,
     dir: &Path,
+    state_dir: Option<&Path>,
+    offline: bool,
+    start_uncached: bool,
 ) -> (Vec<PluginProvider>, Diagnostics) {
     let (names, mut diags) = local_names(config);
     let cli = match CliConfig::from_env(env, dir) {
@@ -91,11 +99,23 @@ pub fn plugins(
         return (Vec::new(), diags);
     }
     let env = env.clone();
+    let cache = state_dir.map(SchemaCache::new);
     let started = run_sync(async move {
         let mut set = tokio::task::JoinSet::new();
         for (i, (name, path)) in wanted.into_iter().enumerate() {
             let env = env.clone();
-            set.spawn(async move { (i, PluginProvider::start(&name, &path, &env).await) });
+            let cache = cache.clone();
+            let source = match (offline, start_uncached) {
+                (false, _) => Source::Live,
+                (true, true) => Source::CacheFirst,
+                (true, false) => Source::CacheOnly,
+            };
+            set.spawn(async move {
+                let p = PluginProvider::open(&name, &path, &env, cache.as_ref(), source)
+                    .await
+                    .map(|p| p.map(|p| p.offline(offline)));
+                (i, p)
+            });
         }
         let mut out = Vec::new();
         while let Some(r) = set.join_next().await {
@@ -109,7 +129,8 @@ pub fn plugins(
     let mut out = Vec::new();
     for (_, r) in started {
         match r {
-            Ok(p) => out.push(p),
+            Ok(Some(p)) => out.push(p),
+            Ok(None) => {}
             Err(e) => diags.push(Diagnostic::error("Cannot start a provider plugin", e)),
         }
     }

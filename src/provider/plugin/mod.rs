@@ -6,9 +6,11 @@
 //! - `rpc`: one client for both protocol versions (schemas and diagnostics converted);
 //! - `codec`: the schema-directed msgpack encoding of values, unknowns included;
 //! - `provider`: `PluginProvider` / `PluginInstance`, the traits' implementation.
+//! - `cache`: schemas cached per binary hash in the state directory.
 //! - `proto/`: the vendored protocol definitions (MPL-2.0), compiled by `build.rs`.
 
 pub mod attach;
+pub mod cache;
 pub mod codec;
 pub mod launch;
 pub mod provider;

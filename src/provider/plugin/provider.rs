@@ -6,25 +6,28 @@
 //! same provider) gets a process of its own, because a plugin is configured once. All of them
 //! live until the end of the command ([`super::launch::shutdown_all`]).
 //!
-//! What the traits do not carry is kept here, per configured instance and for the run:
-//! - the `planned_private` bytes and the configuration of each plan, keyed by the planned
-//!   value, which the engine passes back to `apply` (the engine re-plans just before applying);
-//! - the `private` bytes a read or an apply returned, keyed by the state value, passed back
-//!   with that state to plan, update and delete.
+//! The provider's private bytes and the schema version of each object travel with it through
+//! the traits (`ObjectMeta`, kept in state beside the attributes; `Planned::private` from a
+//! plan to its apply). What the traits do not carry is kept here, per configured instance and
+//! for the run: the configuration of each plan, keyed by the planned value, which `apply`
+//! passes back (the engine re-plans just before applying).
 //!
-//! Every state value that comes from Cairn's state goes through `UpgradeResourceState` (with
-//! the schema version of the running provider) before `ReadResource`, as Terraform does.
+//! Every object from Cairn's state goes through `UpgradeResourceState` with the schema version
+//! it was written with before `ReadResource`, as Terraform does; plan and apply upgrade a prior
+//! object that was not read in this run when its version is not the provider's.
 //! Results that break the plan are errors, or warnings when the provider says it has
 //! `legacy_type_system` (SDKv2), as Terraform tolerates them.
 
+use super::cache::SchemaCache;
 use super::codec;
 use super::launch::{run, run_sync, PluginProcess};
 use super::rpc::{Client, Diag, Dyn, Schemas, TypeSchema};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::schema_util::same;
 use crate::provider::{
-    ApplyRequest, ApplyResponse, Block, ConfigDiff, Configured, Nesting, Planned, Provider,
-    ProviderError, ProviderResult, ProviderSchema,
+    Applied, ApplyRequest, ApplyResponse, Block, ConfigDiff, Configured, FunctionFailure,
+    FunctionSig, Nesting, ObjectMeta, Planned, Provider, ProviderDiag, ProviderError,
+    ProviderResult, ProviderSchema,
 };
 use crate::value::{Type, Value};
 use async_trait::async_trait;
@@ -43,6 +46,7 @@ pub const TERRAFORM_VERSION: &str = "1.11.4";
 struct Shared {
     package: String,
     path: PathBuf,
+    protocol: u32,
     env: BTreeMap<String, String>,
     wire: Schemas,
     schema: ProviderSchema,
@@ -76,12 +80,27 @@ impl Shared {
     }
 }
 
+/// Where `PluginProvider::open` takes the schema from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The plugin, always (plan and apply: the process runs anyway, and a binary's schema may
+    /// depend on its environment); the answer refreshes the cache.
+    Live,
+    /// The cache if it has this binary's schema, else the plugin.
+    CacheFirst,
+    /// The cache only: no process is started.
+    CacheOnly,
+}
+
 pub struct PluginProvider {
     shared: Arc<Shared>,
-    /// The first process: validation, and the first configured instance.
-    first: Arc<PluginProcess>,
-    first_client: Client,
+    /// The first process: validation, and the first configured instance. Started when first
+    /// needed (a schema from the cache needs none).
+    first: Arc<tokio::sync::OnceCell<(Arc<PluginProcess>, Client)>>,
     first_taken: AtomicBool,
+    /// Schemas only (`inspect`, `validate`): never starts a process; provider-side checks
+    /// report nothing and `configure` fails.
+    offline: bool,
 }
 
 impl std::fmt::Debug for PluginProvider {
@@ -93,25 +112,36 @@ impl std::fmt::Debug for PluginProvider {
     }
 }
 
-/// Errors among diagnostics as one provider error (warnings go to the log).
-fn check(what: &str, package: &str, diags: &[Diag]) -> ProviderResult<()> {
+/// Errors among diagnostics as one provider error, which keeps each diagnostic (with its
+/// attribute path) for the engine; warnings are returned.
+fn check(what: &str, package: &str, diags: &[Diag]) -> ProviderResult<Vec<ProviderDiag>> {
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     for d in diags {
         if d.error {
-            errors.push(d.message());
+            errors.push(d.clone());
         } else {
             tracing::warn!(target: "plugin", provider = package, "{what}: {}", d.message());
+            warnings.push(d.to_provider_diag());
         }
     }
     if errors.is_empty() {
-        Ok(())
+        Ok(warnings)
     } else {
-        Err(ProviderError(errors.join("; ")))
+        let message = errors
+            .iter()
+            .map(Diag::message)
+            .collect::<Vec<_>>()
+            .join("; ");
+        let mut e = ProviderError(message);
+        e.diags = errors.iter().map(Diag::to_provider_diag).collect();
+        e.diags.extend(warnings);
+        Err(e)
     }
 }
 
 /// Provider diagnostics as Cairn diagnostics (the attribute path, when there is one, is named
-/// in the detail).
+/// in the detail; the engine turns paths into spans where it knows the configuration).
 fn to_diagnostics(diags: Vec<Diag>) -> Diagnostics {
     let mut out = Diagnostics::new();
     for d in diags {
@@ -146,6 +176,40 @@ fn decode(d: &Dyn, ty: &Type, what: &str) -> ProviderResult<Value> {
     r.map_err(|e| ProviderError(format!("The plugin returned an invalid {what}: {e}.")))
 }
 
+/// Starts the plugin process at `path` on the plugin runtime.
+async fn start_process(
+    path: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<(Arc<PluginProcess>, Client), String> {
+    let (path, env) = (path.to_path_buf(), env.clone());
+    run(async move {
+        let p = PluginProcess::start(&path, &env).await?;
+        let c = Client::new(p.protocol, p.channel.clone());
+        Ok((p, c))
+    })
+    .await
+}
+
+fn provider_schema(wire: &Schemas) -> ProviderSchema {
+    ProviderSchema {
+        provider: wire
+            .provider
+            .as_ref()
+            .map(|s| s.block.clone())
+            .unwrap_or_default(),
+        resources: wire
+            .resources
+            .iter()
+            .map(|(k, s)| (k.clone(), s.block.clone()))
+            .collect(),
+        data_sources: wire
+            .data_sources
+            .iter()
+            .map(|(k, s)| (k.clone(), s.block.clone()))
+            .collect(),
+    }
+}
+
 impl PluginProvider {
     /// Starts the plugin at `path` for the provider whose local name is `package`, and reads its
     /// schema.
@@ -154,43 +218,75 @@ impl PluginProvider {
         path: &Path,
         env: &BTreeMap<String, String>,
     ) -> Result<PluginProvider, String> {
-        let first = PluginProcess::start(path, env).await?;
-        let client = Client::new(first.protocol, first.channel.clone());
-        let c = client.clone();
-        let (wire, diags) = run(async move { c.get_schema().await })
+        Self::open(package, path, env, None, Source::Live)
             .await
-            .map_err(|e| format!("Plugin {}: {e}", path.display()))?;
+            .map(|p| p.expect("started when there is no cache"))
+    }
+
+    /// The plugin at `path`, with its schema as `source` says; a schema the plugin was asked
+    /// for is stored in `cache`. `Ok(None)`: `Source::CacheOnly` and the cache has no schema
+    /// of this binary.
+    pub async fn open(
+        package: &str,
+        path: &Path,
+        env: &BTreeMap<String, String>,
+        cache: Option<&SchemaCache>,
+        source: Source,
+    ) -> Result<Option<PluginProvider>, String> {
+        let offline = source == Source::CacheOnly;
+        let first = Arc::new(tokio::sync::OnceCell::new());
+        let hash = match cache {
+            Some(c) => Some(c.hash(path)?),
+            None => None,
+        };
+        let cached = match (cache, &hash, source) {
+            (_, _, Source::Live) => None,
+            (Some(c), Some(h), _) => c.get(h),
+            _ => None,
+        };
+        let (protocol, wire, diags) = match cached {
+            Some(c) => {
+                tracing::debug!(target: "plugin", provider = package, path = %path.display(), "schema from the cache");
+                (c.protocol, c.schemas, c.diags)
+            }
+            None if offline => return Ok(None),
+            None => {
+                let (process, client) = start_process(path, env).await?;
+                let c = client.clone();
+                let (wire, diags, bytes) = run(async move { c.get_schema().await })
+                    .await
+                    .map_err(|e| format!("Plugin {}: {e}", path.display()))?;
+                if let (Some(cache), Some(h), false) = (cache, &hash, diags.iter().any(|d| d.error))
+                {
+                    cache.put(h, client.protocol(), &bytes);
+                }
+                let protocol = client.protocol();
+                let _ = first.set((process, client));
+                (protocol, wire, diags)
+            }
+        };
         check("schema", package, &diags)
             .map_err(|e| format!("Plugin {}: its schema: {e}", path.display()))?;
-        let schema = ProviderSchema {
-            provider: wire
-                .provider
-                .as_ref()
-                .map(|s| s.block.clone())
-                .unwrap_or_default(),
-            resources: wire
-                .resources
-                .iter()
-                .map(|(k, s)| (k.clone(), s.block.clone()))
-                .collect(),
-            data_sources: wire
-                .data_sources
-                .iter()
-                .map(|(k, s)| (k.clone(), s.block.clone()))
-                .collect(),
-        };
-        Ok(PluginProvider {
+        let schema = provider_schema(&wire);
+        Ok(Some(PluginProvider {
             shared: Arc::new(Shared {
                 package: package.to_string(),
                 path: path.to_path_buf(),
                 env: env.clone(),
+                protocol,
                 wire,
                 schema,
             }),
             first,
-            first_client: client,
             first_taken: AtomicBool::new(false),
-        })
+            offline,
+        }))
+    }
+
+    /// Schemas only (see `offline`).
+    pub fn offline(mut self, offline: bool) -> Self {
+        self.offline = offline;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -198,35 +294,73 @@ impl PluginProvider {
     }
 
     pub fn protocol(&self) -> u32 {
-        self.first.protocol
+        self.shared.protocol
+    }
+
+    /// True once a process runs for this provider.
+    pub fn started(&self) -> bool {
+        self.first.initialized()
+    }
+
+    /// The first process's client, started now if need be.
+    async fn first_client(&self) -> Result<Client, String> {
+        let (path, env) = (self.shared.path.clone(), self.shared.env.clone());
+        self.first
+            .get_or_try_init(|| async move { start_process(&path, &env).await })
+            .await
+            .map(|(_, c)| c.clone())
     }
 
     fn validate_with(
         &self,
         what: &'static str,
         call: impl FnOnce(
-            Client,
-            Dyn,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = Result<Vec<Diag>, String>> + Send>,
-        >,
+                Client,
+                Dyn,
+            ) -> std::pin::Pin<
+                Box<dyn std::future::Future<Output = Result<Vec<Diag>, String>> + Send>,
+            > + Send
+            + 'static,
         config: &Value,
         ty: &Type,
-    ) -> Diagnostics {
+    ) -> Vec<Diag> {
+        if self.offline {
+            return Vec::new();
+        }
         let dv = match encode(config, ty, what) {
             Ok(d) => d,
-            Err(e) => return Diagnostics(vec![Diagnostic::error("Invalid configuration", e.0)]),
+            Err(e) => {
+                return vec![Diag {
+                    error: true,
+                    summary: "Invalid configuration".into(),
+                    detail: e.message,
+                    path: None,
+                    steps: Vec::new(),
+                }]
+            }
         };
-        match run_sync(call(self.first_client.clone(), dv)) {
-            Ok(diags) => to_diagnostics(diags),
-            Err(e) => Diagnostics(vec![Diagnostic::error(
-                "Provider failed to validate",
-                format!(
+        let first = self.first.clone();
+        let (path, env) = (self.shared.path.clone(), self.shared.env.clone());
+        let r = run_sync(async move {
+            let c = first
+                .get_or_try_init(|| async move { start_process(&path, &env).await })
+                .await
+                .map(|(_, c)| c.clone())?;
+            call(c, dv).await
+        });
+        match r {
+            Ok(diags) => diags,
+            Err(e) => vec![Diag {
+                error: true,
+                summary: "Provider failed to validate".into(),
+                detail: format!(
                     "{} ({}): {e}",
                     self.shared.package,
                     self.shared.path.display()
                 ),
-            )]),
+                path: None,
+                steps: Vec::new(),
+            }],
         }
     }
 }
@@ -242,13 +376,7 @@ impl Provider for PluginProvider {
     }
 
     fn check_config(&self, config: &Value) -> Diagnostics {
-        let ty = self.shared.provider_type();
-        self.validate_with(
-            "provider configuration",
-            |c, dv| Box::pin(async move { c.validate_provider(dv).await }),
-            config,
-            &ty,
-        )
+        to_diagnostics(self.check_config_diags(config))
     }
 
     /// The engine's DiffConfig rule for plugins: a provider protocol has no notion of a
@@ -262,36 +390,38 @@ impl Provider for PluginProvider {
     }
 
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
-        let ty = match self.shared.type_schema(mode, type_) {
-            Ok(s) => s.ty.clone(),
-            Err(e) => return Diagnostics(vec![Diagnostic::error("Unknown type", e.0)]),
-        };
-        let t = type_.to_string();
-        match mode {
-            Mode::Managed => self.validate_with(
-                "resource configuration",
-                move |c, dv| Box::pin(async move { c.validate_resource(&t, dv).await }),
-                config,
-                &ty,
-            ),
-            Mode::Data => self.validate_with(
-                "data source configuration",
-                move |c, dv| Box::pin(async move { c.validate_data(&t, dv).await }),
-                config,
-                &ty,
-            ),
-        }
+        to_diagnostics(self.validate_diags(mode, type_, config))
+    }
+
+    fn functions(&self) -> BTreeMap<String, FunctionSig> {
+        self.shared.wire.functions.clone()
+    }
+
+    fn call_function(&self, name: &str, args: Vec<Value>) -> Result<Value, FunctionFailure> {
+        self.call(name, args)
+    }
+
+    fn validate_config(&self, mode: Mode, type_: &str, config: &Value) -> Vec<ProviderDiag> {
+        self.validate_diags(mode, type_, config)
+            .iter()
+            .map(Diag::to_provider_diag)
+            .collect()
     }
 
     async fn configure(&self, config: &Value) -> ProviderResult<Arc<dyn Configured>> {
+        if self.offline {
+            return Err(ProviderError(format!(
+                "Provider {} is loaded for its schema only.",
+                self.shared.package
+            )));
+        }
         let (process, client) = if !self.first_taken.swap(true, Ordering::SeqCst) {
-            (self.first.clone(), self.first_client.clone())
+            self.first_client().await.map_err(ProviderError)?;
+            self.first.get().cloned().expect("just started")
         } else {
-            let p = PluginProcess::start(&self.shared.path, &self.shared.env)
+            start_process(&self.shared.path, &self.shared.env)
                 .await
-                .map_err(ProviderError)?;
-            let c = Client::new(p.protocol, p.channel.clone());
-            (p, c)
+                .map_err(ProviderError)?
         };
         let dv = encode(
             config,
@@ -309,9 +439,89 @@ impl Provider for PluginProvider {
                 _process: process,
                 client,
                 plans: Mutex::new(HashMap::new()),
-                privates: Mutex::new(HashMap::new()),
             }),
         }))
+    }
+}
+
+impl PluginProvider {
+    /// `CallFunction` on the first process (started now if need be, even when `offline`: a
+    /// function call needs the provider, not its configuration).
+    fn call(&self, name: &str, args: Vec<Value>) -> Result<Value, FunctionFailure> {
+        let fail = |message: String| FunctionFailure { arg: None, message };
+        let sig = self
+            .shared
+            .wire
+            .functions
+            .get(name)
+            .ok_or_else(|| fail(format!("The provider has no function {name:?}.")))?;
+        let mut encoded = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            let ty = match sig.params.get(i).or(sig.variadic.as_ref()) {
+                Some(p) => &p.ty,
+                None => return Err(fail(format!("Too many arguments to {name}."))),
+            };
+            let (a, _) = a.clone().deep_unmark();
+            encoded.push(Dyn::msgpack(codec::encode(&a, ty).map_err(|e| {
+                FunctionFailure {
+                    arg: Some(i),
+                    message: format!("Cannot encode this argument for the provider: {e}."),
+                }
+            })?));
+        }
+        let ret = sig.ret.clone();
+        let first = self.first.clone();
+        let (path, env) = (self.shared.path.clone(), self.shared.env.clone());
+        let n = name.to_string();
+        let out = run_sync(async move {
+            let c = first
+                .get_or_try_init(|| async move { start_process(&path, &env).await })
+                .await
+                .map(|(_, c)| c.clone())?;
+            c.call_function(&n, encoded).await
+        })
+        .map_err(|e| fail(format!("Provider {}: {e}", self.shared.package)))??;
+        decode(&out, &ret, "function result").map_err(|e| fail(e.message))
+    }
+
+    fn check_config_diags(&self, config: &Value) -> Vec<Diag> {
+        let ty = self.shared.provider_type();
+        self.validate_with(
+            "provider configuration",
+            |c, dv| Box::pin(async move { c.validate_provider(dv).await }),
+            config,
+            &ty,
+        )
+    }
+
+    fn validate_diags(&self, mode: Mode, type_: &str, config: &Value) -> Vec<Diag> {
+        let ty = match self.shared.type_schema(mode, type_) {
+            Ok(s) => s.ty.clone(),
+            Err(e) => {
+                return vec![Diag {
+                    error: true,
+                    summary: "Unknown type".into(),
+                    detail: e.message,
+                    path: None,
+                    steps: Vec::new(),
+                }]
+            }
+        };
+        let t = type_.to_string();
+        match mode {
+            Mode::Managed => self.validate_with(
+                "resource configuration",
+                move |c, dv| Box::pin(async move { c.validate_resource(&t, dv).await }),
+                config,
+                &ty,
+            ),
+            Mode::Data => self.validate_with(
+                "data source configuration",
+                move |c, dv| Box::pin(async move { c.validate_data(&t, dv).await }),
+                config,
+                &ty,
+            ),
+        }
     }
 }
 
@@ -320,19 +530,36 @@ pub struct PluginInstance {
     inner: Arc<Inner>,
 }
 
-struct PlanMemo {
-    config: Dyn,
-    private: Vec<u8>,
+impl PluginInstance {
+    /// The meta of an object in the provider's current schema with no private bytes (for
+    /// callers of the meta-less trait methods).
+    fn current_meta(&self, type_: &str) -> ObjectMeta {
+        ObjectMeta {
+            schema_version: self
+                .inner
+                .schema(Mode::Managed, type_)
+                .ok()
+                .and_then(|s| u64::try_from(s.version).ok())
+                .unwrap_or(0),
+            private: Vec::new(),
+        }
+    }
+}
+
+fn request_type(r: &ApplyRequest) -> &str {
+    match r {
+        ApplyRequest::Create { type_, .. }
+        | ApplyRequest::Update { type_, .. }
+        | ApplyRequest::Delete { type_, .. } => type_,
+    }
 }
 
 struct Inner {
     shared: Arc<Shared>,
     _process: Arc<PluginProcess>,
     client: Client,
-    /// (type, planned value) → what apply must pass back.
-    plans: Mutex<HashMap<(String, String), PlanMemo>>,
-    /// (type, state value) → the private bytes the provider returned with it.
-    privates: Mutex<HashMap<(String, String), Vec<u8>>>,
+    /// (type, planned value) → the configuration apply must pass back.
+    plans: Mutex<HashMap<(String, String), Dyn>>,
 }
 
 /// A value's identity for the side tables (marks removed; unknowns and null types included).
@@ -387,6 +614,20 @@ pub fn proposed_new(block: &Block, prior: Option<&Value>, config: &Value) -> Val
                         .iter()
                         .enumerate()
                         .map(|(i, e)| proposed_new(&nb.block, pe.and_then(|pe| pe.get(i)), e))
+                        .collect(),
+                )
+            }
+            (Nesting::Map, Value::Map(elems)) | (Nesting::Map, Value::Object(elems)) => {
+                let pe = p.and_then(|p| p.unmarked().attributes());
+                Value::Map(
+                    elems
+                        .iter()
+                        .map(|(k, e)| {
+                            (
+                                k.clone(),
+                                proposed_new(&nb.block, pe.and_then(|pe| pe.get(k)), e),
+                            )
+                        })
                         .collect(),
                 )
             }
@@ -452,21 +693,36 @@ impl Inner {
         self.shared.type_schema(mode, type_)
     }
 
-    fn private_of(&self, type_: &str, state: &Value) -> Vec<u8> {
-        self.privates
-            .lock()
-            .expect("privates")
-            .get(&key(type_, state))
-            .cloned()
-            .unwrap_or_default()
+    /// `UpgradeResourceState`: the object as stored (raw JSON, written with schema version
+    /// `version`) in the provider's current schema.
+    async fn upgrade(&self, type_: &str, version: u64, state: &Value) -> ProviderResult<Value> {
+        let ty = self.schema(Mode::Managed, type_)?.ty.clone();
+        let (state, _) = state.clone().deep_unmark();
+        let raw = serde_json::to_vec(&state.to_json()).unwrap_or_default();
+        let c = self.client.clone();
+        let t = type_.to_string();
+        let version = i64::try_from(version).unwrap_or(i64::MAX);
+        let (upgraded, diags) = run(async move { c.upgrade(&t, version, raw).await })
+            .await
+            .map_err(ProviderError)?;
+        check("upgrade state", &self.shared.package, &diags)?;
+        decode(&upgraded, &ty, "upgraded state")
     }
 
-    fn remember_private(&self, type_: &str, state: &Value, private: Vec<u8>) {
-        if !private.is_empty() {
-            self.privates
-                .lock()
-                .expect("privates")
-                .insert(key(type_, state), private);
+    /// A prior object from state, upgraded when it was written with another schema version
+    /// than the provider's (an object read in this run already has the provider's).
+    async fn current_form(
+        &self,
+        type_: &str,
+        state: Value,
+        meta: &ObjectMeta,
+    ) -> ProviderResult<Value> {
+        let version = self.schema(Mode::Managed, type_)?.version;
+        if i64::try_from(meta.schema_version).ok() == Some(version) {
+            Ok(state)
+        } else {
+            let upgraded = self.upgrade(type_, meta.schema_version, &state).await?;
+            Ok(crate::engine::core::carry_marks(&state, upgraded))
         }
     }
 
@@ -474,11 +730,15 @@ impl Inner {
         self: Arc<Self>,
         type_: String,
         prior: Option<Value>,
+        meta: ObjectMeta,
         config: Value,
     ) -> ProviderResult<Planned> {
         let ts = self.schema(Mode::Managed, &type_)?;
         let ty = ts.ty.clone();
-        let prior = prior.filter(|p| !p.is_null());
+        let prior = match prior.filter(|p| !p.is_null()) {
+            Some(p) => Some(self.current_form(&type_, p, &meta).await?),
+            None => None,
+        };
         let prior_dv = encode(
             prior.as_ref().unwrap_or(&Value::Null(ty.clone())),
             &ty,
@@ -487,16 +747,17 @@ impl Inner {
         let proposed = proposed_new(&ts.block, prior.as_ref(), &config);
         let proposed_dv = encode(&proposed, &ty, "proposed new state")?;
         let config_dv = encode(&config, &ty, "configuration")?;
-        let prior_private = prior
-            .as_ref()
-            .map(|p| self.private_of(&type_, p))
-            .unwrap_or_default();
+        let prior_private = if prior.is_some() {
+            meta.private.clone()
+        } else {
+            Vec::new()
+        };
         let c = self.client.clone();
         let (t, cd) = (type_.clone(), config_dv.clone());
         let out = run(async move { c.plan(&t, prior_dv, proposed_dv, cd, prior_private).await })
             .await
             .map_err(ProviderError)?;
-        check("plan", &self.shared.package, &out.diags)?;
+        let warnings = check("plan", &self.shared.package, &out.diags)?;
         let planned = decode(&out.planned, &ty, "planned state")?;
         if planned.is_null() {
             return Err(ProviderError(format!(
@@ -513,23 +774,31 @@ impl Inner {
                 return Err(ProviderError(msg));
             }
         }
-        self.plans.lock().expect("plans").insert(
-            key(&type_, &planned),
-            PlanMemo {
-                config: config_dv,
-                private: out.private,
-            },
-        );
+        self.plans
+            .lock()
+            .expect("plans")
+            .insert(key(&type_, &planned), config_dv);
         Ok(Planned {
             planned,
             requires_replace: out.requires_replace,
+            private: out.private,
+            warnings,
         })
     }
 
-    async fn apply(self: Arc<Self>, request: ApplyRequest) -> ApplyResponse {
-        let fail = |e: ProviderError| ApplyResponse {
-            new_state: None,
-            error: Some(e),
+    async fn apply(
+        self: Arc<Self>,
+        request: ApplyRequest,
+        prior_meta: ObjectMeta,
+        planned_private: Vec<u8>,
+    ) -> Applied {
+        let fail = |e: ProviderError| Applied {
+            response: ApplyResponse {
+                new_state: None,
+                error: Some(e),
+            },
+            meta: prior_meta.clone(),
+            warnings: Vec::new(),
         };
         let (type_, prior, planned) = match request {
             ApplyRequest::Create { type_, planned, .. } => (type_, None, Some(planned)),
@@ -545,6 +814,14 @@ impl Inner {
             Err(e) => return fail(e),
         };
         let ty = ts.ty.clone();
+        let version = ts.version;
+        let prior = match prior {
+            Some(p) => match self.current_form(&type_, p, &prior_meta).await {
+                Ok(p) => Some(p),
+                Err(e) => return fail(e),
+            },
+            None => None,
+        };
         let null = Value::Null(ty.clone());
         let encoded = (|| {
             Ok::<_, ProviderError>((
@@ -559,15 +836,13 @@ impl Inner {
         let memo = planned
             .as_ref()
             .and_then(|p| self.plans.lock().expect("plans").remove(&key(&type_, p)));
-        let (config_dv, mut private) = match memo {
-            Some(m) => (m.config, m.private),
-            None => (Dyn::msgpack(vec![0xc0]), Vec::new()),
+        let config_dv = memo.unwrap_or_else(|| Dyn::msgpack(vec![0xc0]));
+        // A destroy has no plan of its own: its private bytes are the object's.
+        let private = if planned.is_some() {
+            planned_private
+        } else {
+            prior_meta.private.clone()
         };
-        if private.is_empty() {
-            if let Some(p) = &prior {
-                private = self.private_of(&type_, p);
-            }
-        }
         let c = self.client.clone();
         let t = type_.clone();
         let out =
@@ -582,7 +857,10 @@ impl Inner {
             Ok(v) => Some(v),
             Err(e) => return fail(e),
         };
-        let mut error = check("apply", &self.shared.package, &out.diags).err();
+        let (mut error, warnings) = match check("apply", &self.shared.package, &out.diags) {
+            Ok(w) => (None, w),
+            Err(e) => (Some(e), Vec::new()),
+        };
         if let (None, Some(new), Some(planned)) = (&error, &new_state, &planned) {
             if !new.is_wholly_known() {
                 error = Some(ProviderError(format!(
@@ -600,29 +878,32 @@ impl Inner {
                 }
             }
         }
-        if let Some(new) = &new_state {
-            self.remember_private(&type_, new, out.private);
+        let meta = ObjectMeta {
+            schema_version: u64::try_from(version).unwrap_or(0),
+            private: out.private,
+        };
+        Applied {
+            response: ApplyResponse { new_state, error },
+            meta,
+            warnings,
         }
-        ApplyResponse { new_state, error }
     }
 
-    async fn read(self: Arc<Self>, type_: String, state: Value) -> ProviderResult<Option<Value>> {
+    async fn read(
+        self: Arc<Self>,
+        type_: String,
+        state: Value,
+        meta: ObjectMeta,
+    ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
         let ts = self.schema(Mode::Managed, &type_)?;
         let ty = ts.ty.clone();
         let version = ts.version;
-        let private = self.private_of(&type_, &state);
-        let raw = serde_json::to_vec(&state.to_json()).unwrap_or_default();
+        // Every stored object goes through UpgradeResourceState first, as in Terraform.
+        let upgraded = self.upgrade(&type_, meta.schema_version, &state).await?;
+        let upgraded = encode(&upgraded, &ty, "upgraded state")?;
         let c = self.client.clone();
         let t = type_.clone();
-        let out = run(async move {
-            let (upgraded, diags) = c.upgrade(&t, version, raw).await?;
-            Ok::<_, String>((upgraded, diags, c))
-        })
-        .await
-        .map_err(ProviderError)?;
-        let (upgraded, diags, c) = out;
-        check("upgrade state", &self.shared.package, &diags)?;
-        let t = type_.clone();
+        let private = meta.private;
         let out = run(async move { c.read(&t, upgraded, private).await })
             .await
             .map_err(ProviderError)?;
@@ -631,8 +912,13 @@ impl Inner {
         if new.is_null() {
             return Ok(None);
         }
-        self.remember_private(&type_, &new, out.private);
-        Ok(Some(new))
+        Ok(Some((
+            new,
+            ObjectMeta {
+                schema_version: u64::try_from(version).unwrap_or(0),
+                private: out.private,
+            },
+        )))
     }
 
     async fn read_data(self: Arc<Self>, type_: String, config: Value) -> ProviderResult<Value> {
@@ -678,29 +964,68 @@ impl Configured for PluginInstance {
     fn plan(&self, type_: &str, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned> {
         let inner = self.inner.clone();
         let (t, p, c) = (type_.to_string(), prior.cloned(), config.clone());
-        run_sync(async move { inner.plan(t, p, c).await })
+        let meta = self.current_meta(type_);
+        run_sync(async move { inner.plan(t, p, meta, c).await })
     }
 
     async fn plan_async(
         &self,
         type_: &str,
         prior: Option<&Value>,
+        meta: &ObjectMeta,
         config: &Value,
     ) -> ProviderResult<Planned> {
         self.inner
             .clone()
-            .plan(type_.to_string(), prior.cloned(), config.clone())
+            .plan(
+                type_.to_string(),
+                prior.cloned(),
+                meta.clone(),
+                config.clone(),
+            )
             .await
     }
 
     async fn apply(&self, request: ApplyRequest) -> ApplyResponse {
-        self.inner.clone().apply(request).await
+        let meta = self.current_meta(request_type(&request));
+        self.inner
+            .clone()
+            .apply(request, meta, Vec::new())
+            .await
+            .response
+    }
+
+    async fn apply_object(
+        &self,
+        request: ApplyRequest,
+        prior: &ObjectMeta,
+        planned_private: &[u8],
+    ) -> Applied {
+        self.inner
+            .clone()
+            .apply(request, prior.clone(), planned_private.to_vec())
+            .await
     }
 
     async fn read(&self, type_: &str, state: &Value) -> ProviderResult<Option<Value>> {
+        let meta = self.current_meta(type_);
+        Ok(self
+            .inner
+            .clone()
+            .read(type_.to_string(), state.clone(), meta)
+            .await?
+            .map(|(v, _)| v))
+    }
+
+    async fn read_object(
+        &self,
+        type_: &str,
+        state: &Value,
+        meta: &ObjectMeta,
+    ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
         self.inner
             .clone()
-            .read(type_.to_string(), state.clone())
+            .read(type_.to_string(), state.clone(), meta.clone())
             .await
     }
 

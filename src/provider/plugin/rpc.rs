@@ -8,7 +8,10 @@
 //! for each generated module.
 
 use super::proto::{tfplugin5 as p5, tfplugin6 as p6};
-use crate::provider::{Attribute, Block, NestedBlock, Nesting};
+use crate::provider::{
+    Attribute, Block, FunctionFailure, FunctionParam, FunctionSig, NestedBlock, Nesting, PathStep,
+    ProviderDiag,
+};
 use crate::value::Type;
 use std::collections::BTreeMap;
 use tonic::transport::Channel;
@@ -21,9 +24,20 @@ pub struct Diag {
     pub detail: String,
     /// The attribute path (`tags["x"]`, `rule[0].port`), when the provider gave one.
     pub path: Option<String>,
+    /// The same path, step by step.
+    pub steps: Vec<PathStep>,
 }
 
 impl Diag {
+    pub fn to_provider_diag(&self) -> ProviderDiag {
+        ProviderDiag {
+            error: self.error,
+            summary: self.summary.clone(),
+            detail: self.detail.clone(),
+            path: self.steps.clone(),
+        }
+    }
+
     /// The diagnostic as one line of text: `summary: detail (at path)`.
     pub fn message(&self) -> String {
         let mut m = self.summary.clone();
@@ -72,7 +86,7 @@ pub struct Schemas {
     pub resources: BTreeMap<String, TypeSchema>,
     pub data_sources: BTreeMap<String, TypeSchema>,
     pub plan_destroy: bool,
-    pub functions: Vec<String>,
+    pub functions: BTreeMap<String, FunctionSig>,
 }
 
 pub struct PlanOut {
@@ -153,13 +167,19 @@ impl NestedType for p6::schema::Attribute {
             return Ok(None);
         };
         let mut attrs = BTreeMap::new();
+        let mut optional = BTreeMap::new();
         let mut block = Block::default();
         for a in &obj.attributes {
             let (ty, attr) = v6::attribute(a)?;
             attrs.insert(a.name.clone(), ty);
+            // What the configuration may leave out (optional or computed) is an optional
+            // attribute of the object type, so `{ a = 1 }` converts with `b` null.
+            if !a.required {
+                optional.insert(a.name.clone(), None);
+            }
             block.attributes.insert(a.name.clone(), attr);
         }
-        let object = Type::object(attrs);
+        let object = Type::Object(attrs, optional);
         use p6::schema::object::NestingMode as M;
         let ty = match M::try_from(obj.nesting).unwrap_or(M::Invalid) {
             M::Single => object,
@@ -183,6 +203,20 @@ macro_rules! conversions {
                     summary: d.summary.clone(),
                     detail: d.detail.clone(),
                     path: d.attribute.as_ref().map(path).filter(|p| !p.is_empty()),
+                    steps: d.attribute.as_ref().map(steps).unwrap_or_default(),
+                })
+                .collect()
+        }
+
+        pub fn steps(p: &$p::AttributePath) -> Vec<PathStep> {
+            use $p::attribute_path::step::Selector;
+            p.steps
+                .iter()
+                .filter_map(|s| match &s.selector {
+                    Some(Selector::AttributeName(n)) => Some(PathStep::Attr(n.clone())),
+                    Some(Selector::ElementKeyString(k)) => Some(PathStep::Key(k.clone())),
+                    Some(Selector::ElementKeyInt(i)) => Some(PathStep::Index(*i)),
+                    None => None,
                 })
                 .collect()
         }
@@ -263,10 +297,7 @@ macro_rules! conversions {
                     M::Single | M::Group => (inner_ty, Nesting::Single),
                     M::List => (Type::list(inner_ty), Nesting::List),
                     M::Set => (Type::set(inner_ty), Nesting::Set),
-                    // Cairn's configuration language has no labelled map blocks yet: the
-                    // engine sees a list, the wire a map (a value that reaches the encoder as a
-                    // list is refused with the block's name).
-                    M::Map => (Type::map(inner_ty), Nesting::List),
+                    M::Map => (Type::map(inner_ty), Nesting::Map),
                     M::Invalid => {
                         return Err(format!("block {}: invalid nesting mode", nb.type_name))
                     }
@@ -326,9 +357,11 @@ macro_rules! conversions {
                     .server_capabilities
                     .as_ref()
                     .is_some_and(|c| c.plan_destroy),
-                functions: r.functions.keys().cloned().collect(),
                 ..Schemas::default()
             };
+            for (name, f) in &r.functions {
+                out.functions.insert(name.clone(), function(name, f)?);
+            }
             for (name, s) in &r.resource_schemas {
                 out.resources.insert(name.clone(), schema(s, name)?);
             }
@@ -336,6 +369,41 @@ macro_rules! conversions {
                 out.data_sources.insert(name.clone(), schema(s, name)?);
             }
             Ok((out, d))
+        }
+
+        fn type_of(bytes: &[u8], what: &str) -> Result<Type, String> {
+            let j: serde_json::Value = serde_json::from_slice(bytes)
+                .map_err(|e| format!("{what}: invalid type JSON: {e}"))?;
+            super::super::codec::type_from_json(&j).map_err(|e| format!("{what}: {e}"))
+        }
+
+        fn param(name: &str, p: &$p::function::Parameter) -> Result<FunctionParam, String> {
+            Ok(FunctionParam {
+                name: p.name.clone(),
+                ty: type_of(&p.r#type, &format!("function {name}, parameter {}", p.name))?,
+                allow_null: p.allow_null_value,
+                allow_unknown: p.allow_unknown_values,
+            })
+        }
+
+        pub fn function(name: &str, f: &$p::Function) -> Result<FunctionSig, String> {
+            Ok(FunctionSig {
+                params: f
+                    .parameters
+                    .iter()
+                    .map(|p| param(name, p))
+                    .collect::<Result<_, _>>()?,
+                variadic: f
+                    .variadic_parameter
+                    .as_ref()
+                    .map(|p| param(name, p))
+                    .transpose()?,
+                ret: match &f.r#return {
+                    Some(r) => type_of(&r.r#type, &format!("function {name}, return"))?,
+                    None => Type::Dynamic,
+                },
+                summary: f.summary.clone(),
+            })
         }
 
         pub fn caps() -> Option<$p::ClientCapabilities> {
@@ -373,22 +441,51 @@ macro_rules! both {
     };
 }
 
+/// Decodes a `GetProviderSchema` response kept as protobuf bytes (the schema cache).
+pub fn decode_schemas(protocol: u32, bytes: &[u8]) -> Result<(Schemas, Vec<Diag>), String> {
+    use prost::Message as _;
+    match protocol {
+        5 => v5::schemas(
+            p5::get_provider_schema::Response::decode(bytes).map_err(|e| e.to_string())?,
+        ),
+        6 => v6::schemas(
+            p6::get_provider_schema::Response::decode(bytes).map_err(|e| e.to_string())?,
+        ),
+        p => Err(format!("protocol {p} is not 5 or 6")),
+    }
+}
+
 impl Client {
-    pub async fn get_schema(&self) -> Result<(Schemas, Vec<Diag>), String> {
+    pub fn protocol(&self) -> u32 {
+        match self {
+            Client::V5(_) => 5,
+            Client::V6(_) => 6,
+        }
+    }
+
+    /// The schema, and the response as protobuf bytes (for the schema cache).
+    pub async fn get_schema(&self) -> Result<(Schemas, Vec<Diag>, Vec<u8>), String> {
+        use prost::Message as _;
         match self.clone() {
             Client::V5(mut c) => {
                 let r = c
                     .get_schema(p5::get_provider_schema::Request {})
                     .await
-                    .map_err(status)?;
-                v5::schemas(r.into_inner())
+                    .map_err(status)?
+                    .into_inner();
+                let bytes = r.encode_to_vec();
+                let (s, d) = v5::schemas(r)?;
+                Ok((s, d, bytes))
             }
             Client::V6(mut c) => {
                 let r = c
                     .get_provider_schema(p6::get_provider_schema::Request {})
                     .await
-                    .map_err(status)?;
-                v6::schemas(r.into_inner())
+                    .map_err(status)?
+                    .into_inner();
+                let bytes = r.encode_to_vec();
+                let (s, d) = v6::schemas(r)?;
+                Ok((s, d, bytes))
             }
         }
     }
@@ -655,6 +752,31 @@ impl Client {
     }
 
     /// `StopProvider`: asks in-flight calls to return early. The provider's error, if any.
+    /// `CallFunction`: the result, or the provider's error (with the argument it blames).
+    pub async fn call_function(
+        &self,
+        name: &str,
+        args: Vec<Dyn>,
+    ) -> Result<Result<Dyn, FunctionFailure>, String> {
+        both!(self, |c, m, p| {
+            let r = c
+                .call_function(p::call_function::Request {
+                    name: name.to_string(),
+                    arguments: args.iter().filter_map(m::to_dv).collect(),
+                })
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok(match r.error {
+                Some(e) => Err(FunctionFailure {
+                    arg: e.function_argument.and_then(|i| usize::try_from(i).ok()),
+                    message: e.text,
+                }),
+                None => Ok(m::dv(r.result)),
+            })
+        })
+    }
+
     pub async fn stop(&self) -> Result<Option<String>, String> {
         match self.clone() {
             Client::V5(mut c) => {
@@ -668,6 +790,60 @@ impl Client {
                     .map_err(status)?;
                 Ok(Some(r.into_inner().error).filter(|e| !e.is_empty()))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod nested_tests {
+    use super::*;
+
+    /// A protocol 6 nested attribute in each nesting mode: its type, and a configuration
+    /// value that leaves out an optional attribute converts (that attribute null).
+    #[test]
+    fn nested_attributes_in_every_nesting_mode() {
+        use p6::schema::object::NestingMode as M;
+        let sub = |name: &str, required: bool| p6::schema::Attribute {
+            name: name.into(),
+            r#type: b"\"number\"".to_vec(),
+            required,
+            optional: !required,
+            ..Default::default()
+        };
+        for (mode, wrap) in [
+            (M::Single, None),
+            (M::List, Some("list")),
+            (M::Set, Some("set")),
+            (M::Map, Some("map")),
+        ] {
+            let a = p6::schema::Attribute {
+                name: "n".into(),
+                nested_type: Some(p6::schema::Object {
+                    attributes: vec![sub("a", true), sub("b", false)],
+                    nesting: mode as i32,
+                    ..Default::default()
+                }),
+                optional: true,
+                ..Default::default()
+            };
+            let (ty, _) = v6::attribute(&a).unwrap();
+            let one = crate::value::Value::object([("a", crate::value::Value::int(1))]);
+            let config = match wrap {
+                None => one,
+                Some("map") => crate::value::Value::object([("k", one)]),
+                Some(_) => crate::value::Value::Tuple(vec![one]),
+            };
+            let v = crate::eval::convert::convert(config, &ty)
+                .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+            let text = format!("{v:?}");
+            assert!(text.contains("\"b\": Null(Number)"), "{mode:?}: {text}");
+            // And it crosses the wire.
+            let bytes = super::super::codec::encode(&v, &ty).unwrap();
+            assert_eq!(
+                super::super::codec::decode(&bytes, &ty).unwrap(),
+                v,
+                "{mode:?}"
+            );
         }
     }
 }

@@ -45,7 +45,10 @@ async fn lifecycle(tls: bool) {
     let thing = Value::object([("name", Value::string("a")), ("value", Value::string("1"))]);
     assert!(!p.validate(Mode::Managed, "sim_thing", &thing).has_errors());
     let c = p.configure(&config).await.unwrap();
-    let planned = c.plan_async("sim_thing", None, &thing).await.unwrap();
+    let planned = c
+        .plan_async("sim_thing", None, &Default::default(), &thing)
+        .await
+        .unwrap();
     assert!(planned.planned.get("id").unwrap().is_unknown());
     let created = c
         .apply(ApplyRequest::Create {
@@ -61,13 +64,13 @@ async fn lifecycle(tls: bool) {
     let read = c.read("sim_thing", &created).await.unwrap();
     assert_eq!(read.as_ref(), Some(&created));
     let again = c
-        .plan_async("sim_thing", Some(&created), &thing)
+        .plan_async("sim_thing", Some(&created), &Default::default(), &thing)
         .await
         .unwrap();
     assert!(crate::provider::schema_util::same(&again.planned, &created));
     let renamed = Value::object([("name", Value::string("b")), ("value", Value::string("1"))]);
     let replace = c
-        .plan_async("sim_thing", Some(&created), &renamed)
+        .plan_async("sim_thing", Some(&created), &Default::default(), &renamed)
         .await
         .unwrap();
     assert_eq!(replace.requires_replace, vec!["name".to_string()]);
@@ -94,7 +97,7 @@ async fn lifecycle(tls: bool) {
         .read_data("sim_lookup", &Value::object([("key", Value::string("zz"))]))
         .await
         .unwrap_err();
-    assert!(err.0.contains("no object for key \"zz\""), "{err}");
+    assert!(err.message.contains("no object for key \"zz\""), "{err}");
     let calls = std::fs::read_to_string(store.path().join("calls.jsonl")).unwrap();
     assert_eq!(calls.lines().count(), 7, "{calls}");
 }

@@ -1,0 +1,132 @@
+//! Provider schemas cached per plugin binary, in the state directory, so that `validate` and
+//! `inspect` start no provider process when the binary has not changed (and plan and apply
+//! skip `GetProviderSchema`, which is several megabytes for big providers).
+//!
+//! `<state_dir>/schemas/<sha256 of the binary>.p<protocol>.pb` holds the provider's
+//! `GetProviderSchema` response as it came over the wire (protobuf), so a cached schema is
+//! decoded by the same conversions as a live one (`rpc::decode_schemas`). `index.json`
+//! remembers each binary's hash with its path, size and modification time: a binary is hashed
+//! again only when one of them changed. Every file is written to a temporary name and renamed,
+//! so a reader never sees half a file; a cache file that does not decode is ignored (and
+//! replaced by the next live answer).
+
+use super::rpc::{decode_schemas, Diag, Schemas};
+use crate::provider::install::hash::sha256_hex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// The cache under one state directory.
+#[derive(Clone, Debug)]
+pub struct SchemaCache {
+    dir: PathBuf,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Seen {
+    size: u64,
+    mtime_ns: u128,
+    sha256: String,
+}
+
+/// A cached schema: the protocol it was answered in and the decoded schemas.
+pub struct Cached {
+    pub protocol: u32,
+    pub schemas: Schemas,
+    pub diags: Vec<Diag>,
+}
+
+impl SchemaCache {
+    pub fn new(state_dir: &Path) -> SchemaCache {
+        SchemaCache {
+            dir: state_dir.join("schemas"),
+        }
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.dir.join("index.json")
+    }
+
+    fn index(&self) -> BTreeMap<String, Seen> {
+        std::fs::read(self.index_path())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// The SHA-256 (hex) of the binary at `path`, from the index when its size and
+    /// modification time are the ones recorded with it.
+    pub fn hash(&self, path: &Path) -> Result<String, String> {
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let key = path.display().to_string();
+        let mut index = self.index();
+        if let Some(seen) = index.get(&key) {
+            if seen.size == meta.len() && seen.mtime_ns == mtime_ns && mtime_ns != 0 {
+                return Ok(seen.sha256.clone());
+            }
+        }
+        let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let sha256 = sha256_hex(std::io::BufReader::new(file))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        index.insert(
+            key,
+            Seen {
+                size: meta.len(),
+                mtime_ns,
+                sha256: sha256.clone(),
+            },
+        );
+        // The index only saves hashing: failing to write it is not an error.
+        if let Ok(text) = serde_json::to_vec_pretty(&index) {
+            let _ = self.write(&self.index_path(), &text);
+        }
+        Ok(sha256)
+    }
+
+    fn file(&self, sha256: &str, protocol: u32) -> PathBuf {
+        self.dir.join(format!("{sha256}.p{protocol}.pb"))
+    }
+
+    /// The cached schema of the binary with this hash, if there is a readable one.
+    pub fn get(&self, sha256: &str) -> Option<Cached> {
+        for protocol in [6, 5] {
+            let Ok(bytes) = std::fs::read(self.file(sha256, protocol)) else {
+                continue;
+            };
+            match decode_schemas(protocol, &bytes) {
+                Ok((schemas, diags)) => {
+                    return Some(Cached {
+                        protocol,
+                        schemas,
+                        diags,
+                    })
+                }
+                Err(e) => {
+                    tracing::warn!(target: "plugin", "ignoring the cached schema {sha256}: {e}")
+                }
+            }
+        }
+        None
+    }
+
+    /// Stores a binary's `GetProviderSchema` response (protobuf bytes).
+    pub fn put(&self, sha256: &str, protocol: u32, response: &[u8]) {
+        if let Err(e) = self.write(&self.file(sha256, protocol), response) {
+            tracing::warn!(target: "plugin", "cannot cache the schema of {sha256}: {e}");
+        }
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, path)
+    }
+}
