@@ -577,6 +577,7 @@ fn count_and_for_each() {
         ("count", "var.n - 1", "2"),
         ("count", "-1", "Error: Invalid count argument: The given \"count\" argument value is unsuitable: must be greater than or equal to zero."),
         ("count", "1.5", "Error: Invalid count argument: The given \"count\" argument value is unsuitable: the value must be a whole number."),
+        ("count", "\"abc\"", "Error: Incorrect value type: Invalid expression value: a number is required."),
         ("count", "null", "Error: Invalid count argument: The given \"count\" argument value is null. An integer is required."),
         ("count", "var.secret", "Error: Invalid count argument: Sensitive values, or values derived from sensitive values, cannot be used as count arguments."),
         ("count", "var.unk == \"\" ? 1 : 0", "Error: Invalid count argument: The \"count\" value (it depends on var.unk) cannot be determined until apply, so Cairn cannot predict how many instances will be created. Apply the resources it depends on first, then plan again."),
