@@ -3,7 +3,9 @@
 //!
 //! Decisions:
 //! - The JSON document is versioned (`format_version`) and described by the JSON Schema
-//!   `fixtures/inspect/schema.json`, which the tests validate every document against. A
+//!   `fixtures/inspect/schema.json`, which the tests validate every document against. It is
+//!   compact (one line, as `terraform show -json`): it is read by programs, and ten thousand
+//!   resources written pretty were most of its bytes and of its time. A
 //!   resource keeps the flat shape policy loaders use (its attributes at the top level, `id`
 //!   its address), with `_`-prefixed metadata beside them: type, provider, whether a schema
 //!   was used, unknown paths, unknown expansion, and where it came from (block, module call
@@ -71,11 +73,11 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
     if a.ui.json {
         let values = inspection.values();
         let diagnostics: Vec<J> = report.diags.iter().map(|d| map.to_json(d)).collect();
-        // Everything but the resources as one tree; the resources (the bulk) are rendered
-        // on all cores, one at a time, straight to text, and put in its place.
+        // Everything but the resources as one small tree; the resources (the bulk) are
+        // written straight from their values on all cores and put in its place.
         let doc = json!({
             "format_version": FORMAT_VERSION,
-            "resources": "@RESOURCES@",
+            "resources": RESOURCES,
             "outputs": outputs_json(config, &values),
             "locals": locals_json(config, &values),
             "variables": variables_json(config, &values),
@@ -84,10 +86,21 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
             "diagnostics": diagnostics,
         });
         drop(values);
-        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-        let resources = resources_text(config, &instances);
-        let text = text.replacen("\"@RESOURCES@\"", &resources, 1);
-        ctx.out(&format!("{text}\n"));
+        let text = serde_json::to_string(&doc).unwrap_or_default();
+        let placeholder = serde_json::to_string(RESOURCES).unwrap_or_default();
+        // `resources` is the document's second key, so its placeholder comes first.
+        let (head, tail) = text.split_once(&placeholder).unwrap_or((&text, ""));
+        ctx.out(head);
+        ctx.out("[");
+        for (n, part) in resources_text(config, &instances).iter().enumerate() {
+            if n > 0 {
+                ctx.out(",");
+            }
+            ctx.out(part);
+        }
+        ctx.out("]");
+        ctx.out(tail);
+        ctx.out("\n");
         if !report.diags.is_empty() {
             ctx.report(map, &report.diags, a.ui.no_color);
         }
@@ -103,27 +116,35 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
     Exit::Ok
 }
 
-/// The `resources` array as pretty JSON text at the document's second level, exactly as
-/// `serde_json::to_string_pretty` of the whole document would write it. Each resource's JSON
-/// tree lives only while it is written, and long lists are cut into one run per core.
-fn resources_text(config: &Config, instances: &[Inspected]) -> String {
+/// Stands for the resources in the document tree until they are written in its place.
+const RESOURCES: &str = "@RESOURCES@";
+
+/// The elements of the `resources` array as JSON text, in runs to be joined by commas:
+/// long lists are cut into one run per core, each written on its own thread.
+fn resources_text(config: &Config, instances: &[Inspected]) -> Vec<String> {
     if instances.is_empty() {
-        return "[]".to_string();
+        return Vec::new();
     }
     let render = |run: &[Inspected]| {
-        let mut out = String::with_capacity(run.len() * 1024);
-        for i in run {
-            let text = serde_json::to_string_pretty(&resource_json(config, i)).unwrap_or_default();
-            out.push_str("    ");
-            out.push_str(&text.replace('\n', "\n    "));
-            out.push_str(",\n");
+        let mut out = JsonOut {
+            buf: Vec::with_capacity(run.len() * 1024),
+            config,
+            calls: None,
+            file: None,
+        };
+        for (n, i) in run.iter().enumerate() {
+            if n > 0 {
+                out.buf.push(b',');
+            }
+            out.resource(i);
         }
-        out
+        // Only `str`s and ASCII were written.
+        String::from_utf8(out.buf).unwrap_or_default()
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runs = threads.min(instances.len() / 1024).max(1);
     let size = instances.len().div_ceil(runs);
-    let parts: Vec<String> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = instances
             .chunks(size)
             .map(|run| scope.spawn(move || render(run)))
@@ -132,14 +153,191 @@ fn resources_text(config: &Config, instances: &[Inspected]) -> String {
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
-    });
-    let mut out = String::from("[\n");
-    for p in parts {
-        out.push_str(&p);
+    })
+}
+
+/// The names of the metadata beside a resource's attributes; an attribute of the same name is
+/// left out (its place is taken by the metadata: `id` is the instance address).
+const METADATA: &[&str] = &[
+    "id",
+    "_provider",
+    "_type",
+    "_name",
+    "_mode",
+    "_module",
+    "_schema",
+    "_unknown_expansion",
+    "_unknown",
+    "_source",
+    "_attribute_sources",
+    "_module_calls",
+];
+
+/// Writes JSON text straight from the values, without building a `serde_json::Value` tree
+/// per resource (the bulk of the document: ten thousand resources are millions of small
+/// allocations that way). Strings are escaped by serde_json.
+struct JsonOut<'c> {
+    buf: Vec<u8>,
+    config: &'c Config,
+    /// The last module instance's `_module_calls` text (instances come in address order,
+    /// so the resources of one module instance are consecutive).
+    calls: Option<(ModulePath, Vec<u8>)>,
+    /// The last location's file and its JSON text.
+    file: Option<(crate::diag::FileId, Vec<u8>)>,
+}
+
+impl<'c> JsonOut<'c> {
+    fn raw(&mut self, s: &str) {
+        self.buf.extend_from_slice(s.as_bytes());
     }
-    out.truncate(out.len() - 2);
-    out.push_str("\n  ]");
-    out
+
+    fn str(&mut self, s: &str) {
+        // Escaped by serde_json; writing to a Vec<u8> cannot fail.
+        let _ = serde_json::to_writer(&mut self.buf, s);
+    }
+
+    fn key(&mut self, first: &mut bool, k: &str) {
+        if !std::mem::take(first) {
+            self.buf.push(b',');
+        }
+        self.str(k);
+        self.buf.push(b':');
+    }
+
+    fn json(&mut self, j: &J) {
+        let _ = serde_json::to_writer(&mut self.buf, j);
+    }
+
+    /// A value as `Value::to_json` gives it (unknowns are null).
+    fn value(&mut self, v: &Value) {
+        match v {
+            Value::Null(_) | Value::Unknown(_) => self.raw("null"),
+            Value::Bool(b) => self.raw(if *b { "true" } else { "false" }),
+            Value::Number(n) => match n.to_i64() {
+                Some(i) => {
+                    let _ = std::io::Write::write_fmt(&mut self.buf, format_args!("{i}"));
+                }
+                None => self.json(&Value::Number(n.clone()).to_json()),
+            },
+            Value::String(s) => self.str(s),
+            Value::List(xs) | Value::Set(xs) | Value::Tuple(xs) => {
+                self.buf.push(b'[');
+                for (i, x) in xs.iter().enumerate() {
+                    if i > 0 {
+                        self.buf.push(b',');
+                    }
+                    self.value(x);
+                }
+                self.buf.push(b']');
+            }
+            Value::Map(m) | Value::Object(m) => {
+                self.buf.push(b'{');
+                let mut first = true;
+                for (k, x) in m {
+                    self.key(&mut first, k);
+                    self.value(x);
+                }
+                self.buf.push(b'}');
+            }
+            Value::Sensitive(v) => self.value(v),
+        }
+    }
+
+    /// `{"file", "line", "column"}` of the start of a span.
+    fn location(&mut self, span: Span) {
+        let config: &'c Config = self.config;
+        let map = &config.sources;
+        let p = map.pos(span.file, span.start);
+        // The file's JSON text, kept for the next location (mostly in the same file).
+        if self.file.as_ref().is_none_or(|(f, _)| *f != span.file) {
+            let text =
+                serde_json::to_vec(&map.path(span.file).to_string_lossy()).unwrap_or_default();
+            self.file = Some((span.file, text));
+        }
+        self.raw("{\"file\":");
+        if let Some((_, text)) = &self.file {
+            self.buf.extend_from_slice(text);
+        }
+        let _ = std::io::Write::write_fmt(
+            &mut self.buf,
+            format_args!(",\"line\":{},\"column\":{}}}", p.line, p.column),
+        );
+    }
+
+    /// One resource instance: its attributes, `id` (its address) and the `_` metadata.
+    fn resource(&mut self, i: &Inspected) {
+        let r = &i.addr.resource;
+        self.buf.push(b'{');
+        let mut first = true;
+        if let Value::Object(m) = i.attrs.unmarked() {
+            for (k, v) in m {
+                if !METADATA.contains(&k.as_str()) {
+                    self.key(&mut first, k);
+                    self.value(v);
+                }
+            }
+        }
+        self.key(&mut first, "id");
+        self.str(&i.addr.to_string());
+        self.key(&mut first, "_provider");
+        self.str(&i.provider.to_string());
+        self.key(&mut first, "_type");
+        self.str(&r.type_);
+        self.key(&mut first, "_name");
+        self.str(&r.name);
+        self.key(&mut first, "_mode");
+        self.str(match r.mode {
+            Mode::Managed => "managed",
+            Mode::Data => "data",
+        });
+        self.key(&mut first, "_module");
+        self.str(&r.module.to_string());
+        self.key(&mut first, "_schema");
+        self.raw(if i.schemaless { "false" } else { "true" });
+        self.key(&mut first, "_unknown_expansion");
+        self.raw(if i.unknown_expansion { "true" } else { "false" });
+        self.key(&mut first, "_unknown");
+        self.buf.push(b'[');
+        let mut n = 0;
+        for p in i.attrs.unknown_paths() {
+            let root = p.split(['.', '[']).next().unwrap_or_default();
+            if METADATA.contains(&root) {
+                continue;
+            }
+            if n > 0 {
+                self.buf.push(b',');
+            }
+            n += 1;
+            self.str(&p);
+        }
+        self.buf.push(b']');
+        if let Some(res) = resource_config(self.config, i) {
+            self.key(&mut first, "_source");
+            self.location(res.span);
+            self.key(&mut first, "_attribute_sources");
+            self.buf.push(b'{');
+            let mut f = true;
+            for (n, (path, span)) in i.sources.iter().enumerate() {
+                // A path written twice (an invalid body) keeps its first location.
+                if i.sources[..n].iter().any(|(p, _)| p == path) {
+                    continue;
+                }
+                self.key(&mut f, path);
+                self.location(*span);
+            }
+            self.buf.push(b'}');
+        }
+        self.key(&mut first, "_module_calls");
+        let cached = matches!(&self.calls, Some((m, _)) if *m == r.module);
+        if !cached {
+            let text = serde_json::to_vec(&call_stack(self.config, &r.module)).unwrap_or_default();
+            self.calls = Some((r.module.clone(), text));
+        }
+        if let Some((_, text)) = &self.calls {
+            self.buf.extend_from_slice(text);
+        }
+        self.buf.push(b'}');
+    }
 }
 
 /// `{"file", "line", "column"}` of the start of a span.
@@ -188,65 +386,6 @@ fn resource_config<'c>(config: &'c Config, i: &Inspected) -> Option<&'c Resource
         .module(&r.module.without_keys())
         .and_then(|m| m.resources.get(&key))
         .map(|b| &**b)
-}
-
-/// Where each argument and nested block of a resource is written (the first block of a
-/// repeated type; a `dynamic` block under the name it generates).
-fn attribute_locations(config: &Config, res: &Resource) -> Map<String, J> {
-    use hcl_edit::structure::Structure;
-    let mut out = Map::new();
-    for s in res.body.iter() {
-        let (name, node_span) = match s {
-            Structure::Attribute(a) => (a.key.as_str().to_string(), hcl_edit::Span::span(a)),
-            Structure::Block(b) if b.ident.as_str() == "dynamic" => match b.labels.first() {
-                Some(l) => (l.as_str().to_string(), hcl_edit::Span::span(b)),
-                None => continue,
-            },
-            Structure::Block(b) => (b.ident.as_str().to_string(), hcl_edit::Span::span(b)),
-        };
-        let Some(r) = node_span else { continue };
-        let span = Span {
-            file: res.file,
-            start: r.start,
-            end: r.end,
-        };
-        out.entry(name)
-            .or_insert_with(|| location(&config.sources, span));
-    }
-    out
-}
-
-/// One resource instance: its attributes, `id` (its address) and the `_` metadata.
-fn resource_json(config: &Config, i: &Inspected) -> J {
-    let mut m = match i.attrs.to_json() {
-        J::Object(m) => m,
-        _ => Map::new(),
-    };
-    let r = &i.addr.resource;
-    m.insert("id".into(), json!(i.addr.to_string()));
-    m.insert("_provider".into(), json!(i.provider.to_string()));
-    m.insert("_type".into(), json!(r.type_));
-    m.insert("_name".into(), json!(r.name));
-    let mode = match r.mode {
-        Mode::Managed => "managed",
-        Mode::Data => "data",
-    };
-    m.insert("_mode".into(), json!(mode));
-    m.insert("_module".into(), json!(r.module.to_string()));
-    m.insert("_schema".into(), json!(!i.schemaless));
-    m.insert("_unknown_expansion".into(), json!(i.unknown_expansion));
-    let mut unknown = i.attrs.unknown_paths();
-    unknown.retain(|p| p != "id" && p != "_provider");
-    m.insert("_unknown".into(), json!(unknown));
-    if let Some(res) = resource_config(config, i) {
-        m.insert("_source".into(), location(&config.sources, res.span));
-        m.insert(
-            "_attribute_sources".into(),
-            J::Object(attribute_locations(config, res)),
-        );
-    }
-    m.insert("_module_calls".into(), json!(call_stack(config, &r.module)));
-    J::Object(m)
 }
 
 /// Every module instance's named values of one kind, in (module, name) order.

@@ -38,6 +38,7 @@ fn load_only(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
         root_dir: dir.to_path_buf(),
         file_count: 0,
         installed: None,
+        parsed: std::collections::HashMap::new(),
         only: only.map(|f| dir.join(f.file_name().unwrap_or(f.as_os_str()))),
     };
     let entries = match std::fs::read_dir(dir) {
@@ -121,6 +122,62 @@ struct Loader {
     /// module key (`vpc`, `vpc.subnets`) → (source as recorded, directory). `None` inside
     /// when the file is absent or unreadable.
     installed: Option<Option<BTreeMap<String, (String, PathBuf)>>>,
+    /// `.tf` files of sibling modules read and parsed ahead on all cores (`prefetch`): path →
+    /// text and parse, taken by `load_module` in place of reading and parsing the file.
+    parsed: std::collections::HashMap<PathBuf, Parsed>,
+}
+
+/// A file's text and its parse (`parse_file`).
+type Parsed = (String, (Vec<Body>, Vec<SyntaxError>));
+
+/// The `.tf` files of a module directory, sorted.
+fn tf_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| is_config_file(p) && !p.is_dir())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    files
+}
+
+/// Reads and parses the `.tf` files of `dirs` on all cores. A file that cannot be read or is
+/// not UTF-8 is left out: `load_module` reads it again and reports it.
+fn prefetch(dirs: &[PathBuf]) -> Vec<(PathBuf, Parsed)> {
+    // JSON files are rewritten to HCL first (`Loader::json_file`): only `.tf` is prefetched.
+    let files: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|d| tf_files(d))
+        .filter(|p| p.extension().is_some_and(|x| x == "tf"))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if files.len() < 2 || threads < 2 {
+        return Vec::new();
+    }
+    let size = files.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(size)
+            .map(|run| {
+                scope.spawn(move || {
+                    run.iter()
+                        .filter_map(|f| {
+                            let text = String::from_utf8(std::fs::read(f).ok()?).ok()?;
+                            let parsed = parse_file(&text);
+                            Some((f.clone(), (text, parsed)))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
 }
 
 /// Reads `.terraform/modules/modules.json` under `root`: each module's key, source and
@@ -222,67 +279,66 @@ impl Loader {
             true => self.only.clone(),
             false => None,
         };
-        let mut files: Vec<PathBuf> = match (only, std::fs::read_dir(dir)) {
-            (Some(f), _) => vec![f],
-            (None, Ok(entries)) => entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| is_config_file(p) && !p.is_dir())
-                .collect(),
-            (None, Err(_)) => Vec::new(),
+        let files: Vec<PathBuf> = match only {
+            Some(f) => vec![f],
+            None => tf_files(dir),
         };
-        files.sort();
         self.file_count += files.len();
         // Override files merge into the others once all are read (`merge_overrides`).
         let mut primary: Vec<(FileId, Body)> = Vec::new();
         let mut overrides: Vec<(FileId, Body)> = Vec::new();
         for f in files {
             let shown = relative_path(&self.root_dir, &f);
-            let bytes = match std::fs::read(&f) {
-                Ok(b) => b,
-                Err(e) => {
-                    let id = self.sources.add(&shown, "");
-                    self.err(
-                        Span {
-                            file: id,
-                            start: 0,
-                            end: 0,
+            let (id, (bodies, errors)) = match self.parsed.remove(&f) {
+                Some((text, parsed)) => (self.sources.add(&shown, text), parsed),
+                None => {
+                    let bytes = match std::fs::read(&f) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            let id = self.sources.add(&shown, "");
+                            self.err(
+                                Span {
+                                    file: id,
+                                    start: 0,
+                                    end: 0,
+                                },
+                                "Failed to read file",
+                                format!(
+                                    "The configuration file {} could not be read: {e}.",
+                                    shown.display()
+                                ),
+                            );
+                            continue;
+                        }
+                    };
+                    let text = match String::from_utf8(bytes) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            let at = e.utf8_error().valid_up_to();
+                            let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                            let id = self.sources.add(&shown, text);
+                            self.err(
+                                Span {
+                                    file: id,
+                                    start: at,
+                                    end: at + 1,
+                                },
+                                "Invalid character encoding",
+                                "All input files must be UTF-8 encoded. Ensure that UTF-8 encoding is \
+                                 selected in your editor.",
+                            );
+                            continue;
+                        }
+                    };
+                    let json = f.to_string_lossy().ends_with(".json");
+                    match json {
+                        false => (self.sources.add(&shown, text.as_str()), parse_file(&text)),
+                        true => match self.json_file(&shown, &text) {
+                            Some((id, hcl)) => (id, parse_file(&hcl)),
+                            None => continue,
                         },
-                        "Failed to read file",
-                        format!(
-                            "The configuration file {} could not be read: {e}.",
-                            shown.display()
-                        ),
-                    );
-                    continue;
+                    }
                 }
-            };
-            let text = match String::from_utf8(bytes) {
-                Ok(t) => t,
-                Err(e) => {
-                    let at = e.utf8_error().valid_up_to();
-                    let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                    let id = self.sources.add(&shown, text);
-                    self.err(
-                        Span {
-                            file: id,
-                            start: at,
-                            end: at + 1,
-                        },
-                        "Invalid character encoding",
-                        "All input files must be UTF-8 encoded. Ensure that UTF-8 encoding is \
-                         selected in your editor.",
-                    );
-                    continue;
-                }
-            };
-            let json = f.to_string_lossy().ends_with(".json");
-            let (id, (bodies, errors)) = match json {
-                false => (self.sources.add(&shown, text.as_str()), parse_file(&text)),
-                true => match self.json_file(&shown, &text) {
-                    Some((id, hcl)) => (id, parse_file(&hcl)),
-                    None => continue,
-                },
             };
             for (start, end, summary, detail) in errors {
                 self.err(
@@ -336,20 +392,7 @@ impl Loader {
                 .sources
                 .add_rewritten(path, text.as_str(), origins, json);
             let (bodies, errors) = parse_file(&text);
-            for (start, end, summary, detail) in errors {
-                self.err(
-                    Span {
-                        file: id,
-                        start,
-                        end,
-                    },
-                    summary,
-                    detail,
-                );
-            }
-            for body in bodies {
-                self.file_body(id, body, module);
-            }
+            self.parsed_file(id, bodies, errors, module);
         }
         for (file, body) in merged.rest {
             let mut others = Body::new();
@@ -417,6 +460,52 @@ impl Loader {
             .sources
             .add_rewritten(shown, t.hcl.as_str(), origins, true);
         Some((id, t.hcl))
+    }
+
+    /// A parsed file's syntax errors and structures, into the module.
+    fn parsed_file(
+        &mut self,
+        id: FileId,
+        bodies: Vec<Body>,
+        errors: Vec<SyntaxError>,
+        module: &mut Module,
+    ) {
+        for (start, end, summary, detail) in errors {
+            self.err(
+                Span {
+                    file: id,
+                    start,
+                    end,
+                },
+                summary,
+                detail,
+            );
+        }
+        for body in bodies {
+            self.file_body(id, body, module);
+        }
+    }
+
+    /// The directory a module call's child would load from, if it is there (no diagnostics:
+    /// `load_children` reports).
+    fn child_dir(&mut self, m: &Module, call: &ModuleCall) -> Option<PathBuf> {
+        let src = call.source.as_str();
+        let local = src.starts_with("./") || src.starts_with("../") || src == "." || src == "..";
+        let dir = if local {
+            clean_path(&m.dir.join(src))
+        } else {
+            let key: Vec<&str> = m
+                .path
+                .0
+                .iter()
+                .map(|s| s.name.as_str())
+                .chain([call.name.as_str()])
+                .collect();
+            let root = self.root_dir.clone();
+            let installed = self.installed.get_or_insert_with(|| read_installed(&root));
+            installed.as_ref()?.get(&key.join("."))?.1.clone()
+        };
+        dir.is_dir().then_some(dir)
     }
 
     /// Takes the parsed body by value: resource and provider bodies move into the module
@@ -1565,6 +1654,15 @@ impl Loader {
 
     fn load_children(&mut self, m: &mut Module, ancestors: &[(PathBuf, String)]) {
         let calls: Vec<ModuleCall> = m.calls.values().cloned().collect();
+        // The children's files are read and parsed on all cores first (a root calling a
+        // hundred modules is a hundred files parsed one after another otherwise).
+        if calls.len() > 1 {
+            let mut dirs: Vec<PathBuf> =
+                calls.iter().filter_map(|c| self.child_dir(m, c)).collect();
+            dirs.sort();
+            dirs.dedup();
+            self.parsed.extend(prefetch(&dirs));
+        }
         for call in calls {
             let src = call.source.as_str();
             let local =

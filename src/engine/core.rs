@@ -20,7 +20,7 @@ use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
 use crate::config::{Config, Module, Resource, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::convert::convert;
-use crate::eval::{eval, eval_body, eval_config_body};
+use crate::eval::{eval, eval_body, eval_body_with_sources, eval_config_body};
 use crate::provider::{Block, Configured};
 use crate::value::{Type, Value};
 use cairn_graph::NodeId;
@@ -118,6 +118,9 @@ pub struct Instance {
     pub schemaless: bool,
     /// One instance standing for a `count`/`for_each` that is unknown or failed (`inspect`).
     pub unknown_expansion: bool,
+    /// Where each argument and nested block of `config` is written (lenient phases only,
+    /// for `inspect`'s `_attribute_sources`; empty otherwise).
+    pub sources: crate::eval::Sources,
 }
 
 /// Everything a walk shares.
@@ -938,16 +941,16 @@ async fn visit_resource<P: Phase>(
                     file: res.file,
                     paths: &paths,
                 };
-                eval_config_body(
-                    &res.body,
-                    (!schemaless).then_some(&*schema),
-                    &scope,
-                    None,
-                    res.json,
-                )
+                let schema = (!schemaless).then_some(&*schema);
+                if lenient {
+                    eval_body_with_sources(&res.body, schema, &scope, res.json)
+                } else {
+                    eval_config_body(&res.body, schema, &scope, None, res.json)
+                        .map(|v| (v, Vec::new()))
+                }
             };
             let addr = resource_addr.instance(k.clone());
-            let config = match config {
+            let (config, sources) = match config {
                 Ok(c) => c,
                 Err(d) => {
                     diags.extend(d.into_iter().map(|x| x.with_address(&addr)));
@@ -964,6 +967,7 @@ async fn visit_resource<P: Phase>(
                 schema: schema.clone(),
                 schemaless,
                 unknown_expansion: exp == Expansion::Unknown,
+                sources,
             });
         }
         let mut values = BTreeMap::new();

@@ -28,6 +28,8 @@ pub struct Inspected {
     pub schemaless: bool,
     /// Stands for a `count`/`for_each` whose value is unknown or failed.
     pub unknown_expansion: bool,
+    /// Where each argument and nested block is written, by path (`eval::Sources`).
+    pub sources: crate::eval::Sources,
 }
 
 /// Collects the instances in the order they finish; `into_sorted` orders them by address.
@@ -69,10 +71,10 @@ impl Phase for InspectPhase {
         true
     }
 
-    async fn instance(&self, _ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
+    async fn instance(&self, _ctx: &Arc<Ctx>, mut inst: Instance) -> Result<Value, Diagnostics> {
         let value = match inst.key.mode {
             // Only what the configuration wrote is known; the rest is open (`Scope::is_open`).
-            _ if inst.schemaless => inst.config.clone(),
+            _ if inst.schemaless => std::mem::replace(&mut inst.config, Value::null()),
             Mode::Managed => plan_without_provider(&inst.schema, &inst.config),
             Mode::Data => {
                 let mut v = plan_without_provider(&inst.schema, &inst.config);
@@ -93,6 +95,7 @@ impl Phase for InspectPhase {
             attrs: value.clone(),
             schemaless: inst.schemaless,
             unknown_expansion: inst.unknown_expansion,
+            sources: inst.sources,
         };
         self.instances.lock().expect("inspect lock").push(inspected);
         Ok(value)

@@ -115,7 +115,8 @@ impl<T> Report<T> {
 pub struct Loaded {
     pub config: Arc<Config>,
     pub inputs: BTreeMap<String, Value>,
-    /// A hash of the configuration's files (see [`config_hash`]).
+    /// A hash of the configuration's files (see [`config_hash`]); empty when loaded leniently
+    /// (`inspect` makes no saved plan).
     pub files_hash: String,
     pub registry: Arc<Registry>,
     pub diags: Diagnostics,
@@ -170,7 +171,11 @@ fn load_with(
         return Err(Report::fail(diags, Some(Arc::new(config))));
     }
     // Before input values add their files to the source map: the hash is of the configuration.
-    let files_hash = files_hash(&config);
+    // Only a saved plan needs it; `inspect` (lenient) makes none.
+    let files_hash = match lenient {
+        true => String::new(),
+        false => files_hash(&config),
+    };
     let missing = match lenient {
         true => crate::config::Missing::Unknown,
         false => crate::config::Missing::Error,
@@ -272,10 +277,10 @@ fn files_hash(config: &Config) -> String {
     for m in config.modules() {
         h.update(m.dir.display().to_string().as_bytes());
     }
-    let mut files: Vec<(String, String)> = config
+    let mut files: Vec<(String, &str)> = config
         .sources
         .files()
-        .map(|(p, t)| (p.display().to_string(), t.to_string()))
+        .map(|(p, t)| (p.display().to_string(), t))
         .collect();
     files.sort();
     for (p, t) in files {

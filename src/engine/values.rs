@@ -339,24 +339,19 @@ impl Scope for InstanceScope<'_> {
         &self.paths.root_dir
     }
     fn is_open(&self, subject: &Subject) -> bool {
+        // Most configurations have no open terms at all: then no key is built.
+        let derived = |term: String| self.values.open.contains(&(self.module.clone(), term));
         match subject {
             Subject::Resource { mode, type_, name } => self
                 .values
                 .resource(self.module, &(*mode, type_.clone(), name.clone()))
                 .is_some_and(|r| r.schemaless),
             Subject::EachValue => matches!(self.repetition, Repetition::EachOpen(..)),
-            Subject::Local(n) => self
-                .values
-                .open
-                .contains(&(self.module.clone(), format!("local.{n}"))),
-            Subject::Var(n) => self
-                .values
-                .open
-                .contains(&(self.module.clone(), format!("var.{n}"))),
-            Subject::ModuleCall { name, .. } => self
-                .values
-                .open
-                .contains(&(self.module.clone(), format!("module.{name}"))),
+            Subject::Local(n) => !self.values.open.is_empty() && derived(format!("local.{n}")),
+            Subject::Var(n) => !self.values.open.is_empty() && derived(format!("var.{n}")),
+            Subject::ModuleCall { name, .. } => {
+                !self.values.open.is_empty() && derived(format!("module.{name}"))
+            }
             _ => false,
         }
     }

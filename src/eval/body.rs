@@ -28,6 +28,42 @@ pub fn eval_body(
     eval_block_body(body, schema, scope, None)
 }
 
+/// Where each part of an evaluated body was written, by its path in the value (the paths of
+/// `Value::unknown_paths`): every argument (`name`, `ingress[0].cidr_blocks`), every nested
+/// block (`ingress[0]`; the bare `ingress` is the first block of that type), and inside a
+/// `dynamic` block's elements the arguments of its `content` (`ingress[1].from_port`), with
+/// the `dynamic` block as the element's own location. Paths follow the value's order: a set
+/// of blocks is in the set's canonical order.
+pub type Sources = Vec<(String, Span)>;
+
+/// `eval_body`, also giving where each argument and block is written (`Sources`).
+pub fn eval_body_with_sources(
+    body: &Body,
+    schema: Option<&SchemaBlock>,
+    scope: &dyn Scope,
+    json: bool,
+) -> Result<(Value, Sources), Diagnostics> {
+    let mut ev = Evaluator::new(scope);
+    let mut b = BodyEval {
+        ev: &mut ev,
+        file: scope.file(),
+        diags: Diagnostics::new(),
+        json,
+        sources: Some(Vec::new()),
+    };
+    let header = body.span().map(|r| Span {
+        file: scope.file(),
+        start: r.start,
+        end: r.start + 1,
+    });
+    let v = b.body(body, schema, header);
+    if b.diags.is_empty() {
+        Ok((v, b.sources.unwrap_or_default()))
+    } else {
+        Err(b.diags)
+    }
+}
+
 /// `eval_body`, with the span of the block's header for "missing argument" errors.
 pub fn eval_block_body(
     body: &Body,
@@ -55,6 +91,7 @@ pub fn eval_config_body(
         file: scope.file(),
         diags: Diagnostics::new(),
         json,
+        sources: None,
     };
     // Without a header, "missing argument" errors point at the body's opening brace.
     let header = header.or_else(|| {
@@ -253,6 +290,9 @@ struct BodyEval<'e, 'a> {
     diags: Diagnostics,
     /// The body comes from JSON: arguments may stand for nested blocks.
     json: bool,
+    /// Where the arguments and blocks of the body being evaluated are written, relative to
+    /// it (`Sources`); `None` when not asked for.
+    sources: Option<Sources>,
 }
 
 /// The instances of one nested block type found in a body: known values, or unknown when a
@@ -267,6 +307,17 @@ struct Found {
     first: Option<Span>,
     /// The first block beyond the first, for "too many" errors.
     second: Option<Span>,
+    /// With `BodyEval::sources`: each item's block and the sources inside it.
+    sources: Vec<(Option<Span>, Sources)>,
+}
+
+/// Appends `rel` (a path inside the value at `prefix`) to `prefix`.
+fn join(prefix: &str, rel: &str) -> String {
+    if rel.starts_with('[') {
+        format!("{prefix}{rel}")
+    } else {
+        format!("{prefix}.{rel}")
+    }
 }
 
 impl BodyEval<'_, '_> {
@@ -305,6 +356,12 @@ impl BodyEval<'_, '_> {
             match s {
                 Structure::Attribute(a) => {
                     let name = a.key.as_str();
+                    if self.sources.is_some() {
+                        let sp = self.span(a);
+                        if let (Some(src), Some(sp)) = (self.sources.as_mut(), sp) {
+                            src.push((name.to_string(), sp));
+                        }
+                    }
                     let value = match self.ev.expr(&a.value) {
                         Ok(v) => v,
                         Err(d) => {
@@ -427,7 +484,8 @@ impl BodyEval<'_, '_> {
                         continue;
                     }
                     let h = self.header(b);
-                    let v = self.body(&b.body, nested, h);
+                    let (v, inner) = self.nested_body(&b.body, nested, h);
+                    let at = self.span(b);
                     let f = found.entry(name).or_default();
                     if f.first.is_none() {
                         f.first = h;
@@ -436,11 +494,15 @@ impl BodyEval<'_, '_> {
                     }
                     f.items.push(v);
                     f.keys.push((key, h));
+                    if let Some(inner) = inner {
+                        f.sources.push((at, inner));
+                    }
                 }
             }
         }
         let Some(schema) = schema else {
             for (name, f) in found {
+                self.block_sources(&name, &f, Nesting::List, None);
                 let v = if f.unknown {
                     Value::unknown()
                 } else {
@@ -499,6 +561,11 @@ impl BodyEval<'_, '_> {
                     );
                 }
             }
+            let order = match nb.nesting {
+                Nesting::Set => Some(set_order(&f.items)),
+                _ => None,
+            };
+            self.block_sources(name, &f, nb.nesting, order);
             let v = match nb.nesting {
                 Nesting::Single if f.unknown => Value::Unknown(ty),
                 Nesting::Single => f.items.into_iter().next().unwrap_or(Value::Null(ty)),
@@ -528,6 +595,59 @@ impl BodyEval<'_, '_> {
             out.insert(name.clone(), v);
         }
         Value::Object(out)
+    }
+
+    /// Evaluates a nested block's body, with its sources (relative to it) when asked for.
+    fn nested_body(
+        &mut self,
+        body: &Body,
+        schema: Option<&SchemaBlock>,
+        header: Option<Span>,
+    ) -> (Value, Option<Sources>) {
+        let outer = self.sources.as_mut().map(std::mem::take);
+        let v = self.body(body, schema, header);
+        let inner = std::mem::replace(&mut self.sources, outer);
+        (v, inner)
+    }
+
+    /// Records the sources of the blocks of one type: `name` (the first block), and each
+    /// element (`name[i]`, or `name` for a single block) with the paths inside it. `order`
+    /// lists, for a set, which item is at each position of the set.
+    fn block_sources(
+        &mut self,
+        name: &str,
+        f: &Found,
+        nesting: Nesting,
+        order: Option<Vec<usize>>,
+    ) {
+        let Some(out) = self.sources.as_mut() else {
+            return;
+        };
+        if let Some(first) = f.first {
+            out.push((name.to_string(), first));
+        }
+        if f.unknown {
+            return;
+        }
+        let order = order.unwrap_or_else(|| (0..f.sources.len()).collect());
+        for (position, &item) in order.iter().enumerate() {
+            let Some((at, inner)) = f.sources.get(item) else {
+                continue;
+            };
+            let here = match nesting {
+                Nesting::Single if position == 0 => name.to_string(),
+                Nesting::Single => continue,
+                _ => format!("{name}[{position}]"),
+            };
+            if nesting != Nesting::Single {
+                if let Some(at) = at {
+                    out.push((here.clone(), *at));
+                }
+            }
+            for (rel, sp) in inner {
+                out.push((join(&here, rel), *sp));
+            }
+        }
     }
 
     fn unsupported_block(&mut self, b: &Block, s: &SchemaBlock) {
@@ -662,6 +782,7 @@ impl BodyEval<'_, '_> {
                 return;
             }
         };
+        let at = self.span(b);
         let f = found.entry(label.clone()).or_default();
         if f.first.is_none() {
             f.first = h;
@@ -703,11 +824,15 @@ impl BodyEval<'_, '_> {
                 return;
             }
         };
+        // Over an open collection (`for_each = aws_x.y.rules` of a resource without a
+        // schema), the iterator's value is open: a missing attribute is unknown.
+        let open = self.ev.is_open_expr(for_each);
         for (k, v) in items {
             self.ev
                 .bindings
                 .push((iterator.clone(), Value::object([("key", k), ("value", v)])));
-            let value = self.body(content, nested, h);
+            let open_n = self.ev.bind_open(open);
+            let (value, inner) = self.nested_body(content, nested, h);
             // A map block's key: the one element of `labels`.
             let key = match labels {
                 Some(e) => match self.ev.expr(e) {
@@ -733,6 +858,7 @@ impl BodyEval<'_, '_> {
                 None => None,
             };
             self.ev.bindings.pop();
+            self.ev.unbind_open(open_n);
             let is_map = schema
                 .and_then(|s| s.blocks.get(&label))
                 .is_some_and(|nb| nb.nesting == Nesting::Map);
@@ -750,6 +876,18 @@ impl BodyEval<'_, '_> {
             }
             f.items.push(value);
             f.keys.push((key, h));
+            if let Some(inner) = inner {
+                f.sources.push((at, inner));
+            }
         }
     }
+}
+
+/// Which item is at each position of `Value::set(items)`: the canonical order, the first of
+/// equal items kept (as `Value::set` sorts and deduplicates).
+fn set_order(items: &[Value]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|a, b| crate::value::canonical_cmp(&items[*a], &items[*b]));
+    order.dedup_by(|a, b| items[*a] == items[*b]);
+    order
 }

@@ -577,7 +577,9 @@ impl<'a> Evaluator<'a> {
     /// element of one, or a subject the scope says is open.
     fn is_open_root(&self, root: &Expression, ops: &[Decorated<TraversalOperator>]) -> bool {
         let Expression::Variable(v) = root else {
-            return false;
+            // `one(aws_x.y[*]).id`, `(var.a ? aws_x.y : aws_x.z).id`, `values(aws_x.s)[0].id`:
+            // a value computed from an open one is open too.
+            return self.is_open_expr(root);
         };
         let name = v.as_str();
         if let Some(i) = self.bindings.iter().rposition(|(n, _)| n == name) {
@@ -589,14 +591,41 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Whether an expression is a reference to an open value (see `is_open_root`).
-    fn is_open_expr(&self, e: &Expression) -> bool {
+    /// Whether an expression's value may be (or hold) an open value: a reference to one (see
+    /// `is_open_root`), or a function call, conditional, collection or `for` built from one,
+    /// so that a traversal, `for` or `dynamic` block over it treats a missing attribute as
+    /// unknown. (Operators and templates give primitives, never open.)
+    pub(crate) fn is_open_expr(&self, e: &Expression) -> bool {
         match e {
             Expression::Traversal(t) => self.is_open_root(&t.expr, &t.operators),
             Expression::Variable(_) => self.is_open_root(e, &[]),
             Expression::Parenthesis(p) => self.is_open_expr(p.inner()),
+            Expression::FuncCall(f) => f.args.iter().any(|a| self.is_open_expr(a)),
+            Expression::Conditional(c) => {
+                self.is_open_expr(&c.true_expr) || self.is_open_expr(&c.false_expr)
+            }
+            Expression::Array(a) => a.iter().any(|x| self.is_open_expr(x)),
+            Expression::Object(o) => o.iter().any(|(_, v)| self.is_open_expr(v.expr())),
+            // The names a `for` binds are not in scope here; its elements come from its
+            // collection.
+            Expression::ForExpr(f) => self.is_open_expr(&f.intro.collection_expr),
             _ => false,
         }
+    }
+
+    /// Binds `name` (pushed last onto `bindings`) as an element of an open collection when
+    /// `open`; returns the length of `open_bindings` to restore.
+    pub(crate) fn bind_open(&mut self, open: bool) -> usize {
+        let n = self.open_bindings.len();
+        if open {
+            self.open_bindings.push(self.bindings.len() - 1);
+        }
+        n
+    }
+
+    /// Undoes `bind_open`.
+    pub(crate) fn unbind_open(&mut self, n: usize) {
+        self.open_bindings.truncate(n);
     }
 
     /// The value of a root name and the steps it consumed: a bound name, or a subject the
@@ -1230,12 +1259,14 @@ impl<'a> Evaluator<'a> {
                             }
                         };
                         let inner: Vec<&Element> = f.template.iter().collect();
+                        let coll_open = self.is_open_expr(&f.collection_expr);
                         for (k, v) in items {
                             let n = self.bindings.len();
                             if let Some(kv) = &f.key_var {
                                 self.bindings.push((kv.as_str().to_string(), k));
                             }
                             self.bindings.push((f.value_var.as_str().to_string(), v));
+                            let open_n = self.bind_open(coll_open);
                             self.render(
                                 &inner,
                                 f.strip.strip_end(),
@@ -1243,6 +1274,7 @@ impl<'a> Evaluator<'a> {
                                 st,
                             );
                             self.bindings.truncate(n);
+                            self.unbind_open(open_n);
                         }
                     }
                 },
@@ -1343,6 +1375,18 @@ impl<'a> Evaluator<'a> {
                         "The expanding argument (indicated by ...) must be of a tuple, list, or \
                          set type.",
                     ))
+                }
+            }
+        }
+        // `lookup(aws_x.y, "id", default)` on an open object: a key it does not hold is
+        // unknown (the provider may set it), as the traversal `aws_x.y.id` is.
+        if name == "lookup" && values.len() >= 2 && self.is_open_expr(args[0]) {
+            if let (Value::Object(m) | Value::Map(m), Some(k)) =
+                (values[0].unmarked(), values[1].as_str())
+            {
+                if !m.contains_key(k) {
+                    let s = values[0].is_sensitive() || values[1].is_sensitive();
+                    return Ok(mark(Value::unknown(), s));
                 }
             }
         }

@@ -684,3 +684,95 @@ fn strings_print_as_terraform_console_does() {
     check_eval("\"$${x}\"", "\"${x}\"");
     check_eval("\"a\\\"b\\tc\"", "\"a\\\"b\\tc\"");
 }
+
+/// `eval_body_with_sources`: every argument and block by its path in the value, `dynamic`
+/// elements at their content's arguments, a set of blocks in the set's order.
+#[test]
+fn body_sources_by_path() {
+    use crate::provider::{Attribute, Block, NestedBlock, Nesting};
+    let attr = |ty: Type| Attribute {
+        ty,
+        required: false,
+        optional: true,
+        computed: false,
+        force_new: false,
+        sensitive: false,
+        description: String::new(),
+    };
+    let rule = Block {
+        attributes: [("zone".to_string(), attr(Type::String))].into(),
+        ..Block::default()
+    };
+    let nested = |nesting| NestedBlock {
+        nesting,
+        block: rule.clone(),
+        min_items: 0,
+        max_items: None,
+    };
+    let s = Block {
+        attributes: [("name".to_string(), attr(Type::String))].into(),
+        blocks: [
+            ("grant".to_string(), nested(Nesting::Set)),
+            ("one".to_string(), nested(Nesting::Single)),
+            ("rule".to_string(), nested(Nesting::List)),
+        ]
+        .into(),
+        description: String::new(),
+    };
+    let src = "name = \"x\"\ngrant {\n  zone = \"z\"\n}\ngrant {\n  zone = \"a\"\n}\none {\n  zone = \"o\"\n}\nrule {\n  zone = \"r\"\n}\ndynamic \"rule\" {\n  for_each = var.list\n  content {\n    zone = rule.value\n  }\n}\ndynamic \"grant\" {\n  for_each = var.unk_list\n  content {\n    zone = grant.value\n  }\n}\n";
+    let body = hcl_edit::parser::parse_body(src).expect("body parses");
+    let line_col = |at: usize| {
+        let before = &src[..at];
+        let line = before.matches('\n').count() + 1;
+        let col = at - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        format!("{line}:{col}")
+    };
+    let show = |schema: Option<&Block>| -> Vec<String> {
+        let (_, sources) = super::eval_body_with_sources(&body, schema, &TestScope, false).unwrap();
+        sources
+            .iter()
+            .map(|(p, sp)| format!("{p} {}", line_col(sp.start)))
+            .collect()
+    };
+    // Without a schema: blocks as written, in order; the unknown dynamic makes `grant`
+    // wholly unknown, so only its first block is located.
+    assert_eq!(
+        show(None),
+        [
+            "name 1:1",
+            "grant 2:1",
+            "one 8:1",
+            "one[0] 8:1",
+            "one[0].zone 9:3",
+            "rule 11:1",
+            "rule[0] 11:1",
+            "rule[0].zone 12:3",
+            "rule[1] 14:1",
+            "rule[1].zone 17:5",
+            "rule[2] 14:1",
+            "rule[2].zone 17:5",
+        ]
+    );
+    // With a schema and a known set: the set's canonical order ("a" before "z").
+    let body = hcl_edit::parser::parse_body(&src[..src.find("dynamic \"grant\"").unwrap()])
+        .expect("body parses");
+    let (_, sources) = super::eval_body_with_sources(&body, Some(&s), &TestScope, false).unwrap();
+    let got: Vec<String> = sources
+        .iter()
+        .filter(|(p, _)| !p.starts_with("rule"))
+        .map(|(p, sp)| format!("{p} {}", line_col(sp.start)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "name 1:1",
+            "grant 2:1",
+            "grant[0] 5:1",
+            "grant[0].zone 6:3",
+            "grant[1] 2:1",
+            "grant[1].zone 3:3",
+            "one 8:1",
+            "one.zone 9:3",
+        ]
+    );
+}

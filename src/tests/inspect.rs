@@ -745,3 +745,253 @@ fn corpus_cdktf_json() {
     assert_eq!(l["value"], json!([80, 443]));
     assert_eq!(l["location"], at("cdk.tf.json", 36, 6));
 }
+
+/// `_attribute_sources` inside nested blocks: each block and each argument by its path in the
+/// value, the elements of a `dynamic` block at its `content`'s arguments, per instance.
+#[test]
+fn attribute_sources_in_nested_blocks() {
+    let dir = project(&[(
+        "main.tf",
+        r#"variable "rules" {
+  default = [{ port = 80, cidr = "0.0.0.0/0" }, { port = 443, cidr = "10.0.0.0/8" }]
+}
+resource "aws_security_group" "sg" {
+  name = "web"
+  ingress {
+    from_port   = 22
+    cidr_blocks = ["10.0.0.0/8"]
+  }
+  dynamic "ingress" {
+    for_each = var.rules
+    content {
+      from_port   = ingress.value.port
+      cidr_blocks = [ingress.value.cidr]
+    }
+  }
+  egress {
+    to_port = 0
+    limits {
+      max = 1
+    }
+  }
+}
+resource "aws_instance" "i" {
+  count = 2
+  dynamic "ebs_block_device" {
+    for_each = range(count.index)
+    content {
+      volume_size = 10
+    }
+  }
+}
+"#,
+    )]);
+    let doc = inspect(dir.path(), &[], &[]);
+    let sg = resource(&doc, "aws_security_group.sg");
+    assert_eq!(sg["ingress"][2]["from_port"], 443);
+    let m = |line, col| at("main.tf", line, col);
+    assert_eq!(
+        sg["_attribute_sources"],
+        json!({
+            "name": m(5, 3),
+            "ingress": m(6, 3),
+            "ingress[0]": m(6, 3),
+            "ingress[0].from_port": m(7, 5),
+            "ingress[0].cidr_blocks": m(8, 5),
+            "ingress[1]": m(10, 3),
+            "ingress[1].from_port": m(13, 7),
+            "ingress[1].cidr_blocks": m(14, 7),
+            "ingress[2]": m(10, 3),
+            "ingress[2].from_port": m(13, 7),
+            "ingress[2].cidr_blocks": m(14, 7),
+            "egress": m(17, 3),
+            "egress[0]": m(17, 3),
+            "egress[0].to_port": m(18, 5),
+            "egress[0].limits": m(19, 5),
+            "egress[0].limits[0]": m(19, 5),
+            "egress[0].limits[0].max": m(20, 7),
+        })
+    );
+    // Each instance has its own: the dynamic block makes none for i[0], one for i[1].
+    assert_eq!(
+        resource(&doc, "aws_instance.i[0]")["_attribute_sources"],
+        json!({"ebs_block_device": m(26, 3)})
+    );
+    assert_eq!(
+        resource(&doc, "aws_instance.i[1]")["_attribute_sources"],
+        json!({
+            "ebs_block_device": m(26, 3),
+            "ebs_block_device[0]": m(26, 3),
+            "ebs_block_device[0].volume_size": m(29, 7),
+        })
+    );
+}
+
+/// Unknown values reach `_unknown` on every path: from a resource without a schema, an
+/// unset variable, or an unknown `count`/`for_each`, through functions, conditionals, `for`
+/// expressions, splats, templates (and their `for` directives), locals, module inputs and
+/// outputs, `lookup`, `dynamic` blocks and nested collections.
+#[test]
+fn unknowns_propagate_on_every_path() {
+    let dir = project(&[
+        (
+            "main.tf",
+            r#"variable "unset" {}
+variable "unset_list" {
+  type = list(string)
+}
+variable "unset_obj" {
+  type = object({ a = string, b = list(string) })
+}
+resource "aws_vpc" "v" {
+  cidr_block = "10.0.0.0/16"
+  tags       = { Name = "main" }
+  rule {
+    port = 22
+  }
+  rule {
+    port = 80
+  }
+}
+resource "aws_subnet" "s" {
+  count      = 2
+  cidr_block = cidrsubnet(aws_vpc.v.cidr_block, 8, count.index)
+}
+resource "aws_instance" "many" {
+  count = length(var.unset_list)
+  ami   = "ami-1"
+}
+resource "aws_eip" "e" {
+  for_each = toset(var.unset_list)
+  name     = each.key
+}
+locals {
+  whole = aws_vpc.v
+  pick  = 1 == 1 ? aws_vpc.v : null
+}
+module "m" {
+  source = "./m"
+  vpc    = aws_vpc.v
+}
+module "mc" {
+  source = "./m"
+  count  = length(var.unset_list)
+  vpc    = aws_vpc.v
+}
+resource "aws_thing" "t" {
+  fn           = upper(aws_vpc.v.arn)
+  fn_known     = upper(aws_vpc.v.tags.Name)
+  cond         = var.unset == "x" ? "a" : "b"
+  cond_open    = true ? aws_vpc.v.id : "x"
+  cond_root    = (1 == 1 ? aws_vpc.v : null).arn
+  for_open     = [for r in aws_vpc.v.rule : r.id]
+  for_known    = [for r in aws_vpc.v.rule : r.port]
+  for_fn       = [for v in values({ a = aws_vpc.v }) : v.owner_id]
+  eips         = [for k, e in aws_eip.e : k]
+  splat        = aws_subnet.s[*].id
+  splat_known  = aws_subnet.s[*].cidr_block
+  tmpl         = "arn=${aws_vpc.v.arn}"
+  tmpl_for     = "%{for r in aws_vpc.v.rule}${r.id},%{endfor}"
+  tmpl_known   = "%{for r in aws_vpc.v.rule}${r.port},%{endfor}"
+  local_attr   = local.whole.id
+  local_cond   = local.pick.arn
+  fn_root      = one([aws_vpc.v]).id
+  merged       = merge(aws_vpc.v, { extra = 1 }).owner_id
+  lookup       = lookup(aws_vpc.v, "id", "none")
+  lookup_known = lookup(aws_vpc.v.tags, "Name", "none")
+  mod_out      = module.m.vpc_id
+  mod_whole    = module.m.vpc.arn
+  mod_counted  = module.mc[0].vpc_id
+  nested       = { a = [aws_vpc.v.id, "x"], b = "y" }
+  var_obj      = var.unset_obj.b
+  count_dep    = aws_instance.many[0].ami
+  dynamic "rule" {
+    for_each = aws_vpc.v.rule
+    content {
+      port = rule.value.port
+      id   = rule.value.id
+    }
+  }
+  dynamic "unk" {
+    for_each = var.unset_list
+    content {
+      v = unk.value
+    }
+  }
+}
+"#,
+        ),
+        (
+            "m/main.tf",
+            "variable \"vpc\" {}\noutput \"vpc_id\" {\n  value = var.vpc.id\n}\noutput \"vpc\" {\n  value = var.vpc\n}\n",
+        ),
+    ]);
+    let doc = inspect(dir.path(), &[], &[]);
+    assert_eq!(
+        summaries(&doc),
+        ["warning: Providers without a schema"],
+        "{:#}",
+        doc["diagnostics"]
+    );
+    let t = resource(&doc, "aws_thing.t");
+    assert_eq!(
+        t["_unknown"],
+        json!([
+            "cond",
+            "cond_open",
+            "cond_root",
+            "count_dep",
+            "eips",
+            "fn",
+            "fn_root",
+            "for_fn[0]",
+            "for_open[0]",
+            "for_open[1]",
+            "local_attr",
+            "local_cond",
+            "lookup",
+            "merged",
+            "mod_counted",
+            "mod_out",
+            "mod_whole",
+            "nested.a[0]",
+            "rule[0].id",
+            "rule[1].id",
+            "splat[0]",
+            "splat[1]",
+            "tmpl",
+            "tmpl_for",
+            "unk",
+            "var_obj"
+        ])
+    );
+    // What is known stays known.
+    assert_eq!(t["fn_known"], "MAIN");
+    assert_eq!(t["for_known"], json!([22, 80]));
+    assert_eq!(t["splat_known"], json!(["10.0.0.0/24", "10.0.1.0/24"]));
+    assert_eq!(t["tmpl_known"], "22,80,");
+    assert_eq!(t["lookup_known"], "main");
+    assert_eq!(t["nested"], json!({"a": [null, "x"], "b": "y"}));
+    assert_eq!(
+        t["rule"],
+        json!([{"id": null, "port": 22}, {"id": null, "port": 80}])
+    );
+    // The resources of unknown expansion appear once, their configuration evaluated.
+    let many = resource(&doc, "aws_instance.many");
+    assert_eq!(many["_unknown_expansion"], true);
+    assert_eq!(many["ami"], "ami-1");
+    let e = resource(&doc, "aws_eip.e");
+    assert_eq!(e["_unknown_expansion"], true);
+    assert_eq!(e["_unknown"], json!(["name"]));
+    // Through the module: its input is open, so its outputs are unknown where they read an
+    // attribute the resource does not write.
+    let out = named(&doc, "outputs", "module.m", "vpc_id");
+    assert_eq!(out["unknown"], json!([""]));
+    let mc = doc["module_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "module.mc")
+        .unwrap();
+    assert_eq!(mc["unknown_expansion"], true);
+}
