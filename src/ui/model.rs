@@ -1387,6 +1387,90 @@ mod tests {
     }
 
     #[test]
+    fn a_runs_recorded_plan_deferrals_and_diagnostics_show_in_its_view() {
+        use cairn_state::event::Severity;
+        use cairn_state::{Deferral, PlannedChange, RecordedDiagnostic};
+        let data: ResourceInstanceAddr = "data.sim_lookup.l".parse().unwrap();
+        let mut m = model();
+        m.extend(vec![
+            ev(11, 11, run("apply")),
+            ev(
+                12,
+                11,
+                EventBody::RunPlanned {
+                    plan: PlanRecord {
+                        mode: "normal".into(),
+                        saved: false,
+                        files_hash: String::new(),
+                        changes: vec![PlannedChange {
+                            addr: data.clone(),
+                            action: PlannedAction::Read,
+                            reason: Some("depends on sim_thing.b, which will be updated".into()),
+                            deferral: Some(Deferral::DependencyPending {
+                                dependency: "sim_thing.b".parse().unwrap(),
+                                action: PlannedAction::Update,
+                                via: vec!["local.k".into()],
+                            }),
+                            diff: "<= data".into(),
+                        }],
+                        outputs: Vec::new(),
+                    },
+                },
+            ),
+            ev(
+                13,
+                11,
+                EventBody::DataRead {
+                    addr: data.clone(),
+                    object: cairn_state::DataObject {
+                        attrs: StoredValue::Object(BTreeMap::new()),
+                        provider: pref(),
+                    },
+                },
+            ),
+            ev(
+                14,
+                11,
+                EventBody::RunDiagnostics {
+                    diagnostics: vec![RecordedDiagnostic {
+                        severity: Severity::Error,
+                        summary: "Unsupported attribute".into(),
+                        detail: String::new(),
+                        location: Some("main.tf:7:3".into()),
+                        address: None,
+                    }],
+                },
+            ),
+            ev(
+                15,
+                11,
+                EventBody::RunFinished {
+                    outcome: RunOutcome::Failed,
+                    summary: RunSummary::default(),
+                },
+            ),
+        ]);
+        let r = m.run(11).unwrap();
+        assert_eq!(r["planned"], true, "{r}");
+        assert_eq!(r["deferred"][0]["read_at"], 13, "{r}");
+        assert_eq!(
+            r["deferred"][0]["chain"],
+            json!(["local.k", "sim_thing.b"]),
+            "{r}"
+        );
+        assert_eq!(r["diagnostics"][0]["location"], "main.tf:7:3", "{r}");
+        let read = &r["events"][2];
+        assert_eq!(read["deferral"]["cause"], "dependency-pending", "{read}");
+        assert!(m.run_plan(11).is_some());
+        assert!(m.run_plan(4).is_none(), "runs before plans were recorded");
+        let t = m.timeline(&TimelineQuery::default());
+        assert_eq!(
+            t["runs"][0]["diagnostics"][0]["summary"],
+            "Unsupported attribute"
+        );
+    }
+
+    #[test]
     fn a_life_follows_moves_back_and_the_timeline_filters() {
         let m = model();
         let l = m.life(&"sim_thing.b".parse().unwrap()).unwrap();
