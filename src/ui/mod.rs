@@ -251,6 +251,16 @@ fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
                     if let Ok(mut m) = shared.store.lock() {
                         *m = store;
                     }
+                    if source.is_some() {
+                        // Another store: its log is read from the start.
+                        let mut fresh = Model::new();
+                        if let Ok(c) = &shared.config {
+                            fresh.set_config(c);
+                        }
+                        if let Ok(mut m) = shared.model.write() {
+                            *m = fresh;
+                        }
+                    }
                     source = Some(r);
                     last = None;
                 }

@@ -839,12 +839,13 @@ fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<Box<LockHol
 /// schema is [`StateError::NotFound`].
 pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
     let conn = Conn::connect(cfg)?;
+    check_schema(&conn, cfg)?;
     read_events(&conn, cfg, from, max)
 }
 
-fn read_events(conn: &Conn, cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
-    let s = quote_ident(&cfg.schema);
-    let table = format!("{s}.cairn_events");
+/// [`StateError::NotFound`] unless `cfg`'s schema has the log's table.
+fn check_schema(conn: &Conn, cfg: &PgConfig) -> Result<(), StateError> {
+    let table = format!("{}.cairn_events", quote_ident(&cfg.schema));
     let exists: bool = conn.run("cannot read the state schema", |c| async move {
         c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
             .await
@@ -855,6 +856,11 @@ fn read_events(conn: &Conn, cfg: &PgConfig, from: u64, max: usize) -> Result<Pee
             dir: PathBuf::from(cfg.describe()),
         });
     }
+    Ok(())
+}
+
+fn read_events(conn: &Conn, cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
+    let s = quote_ident(&cfg.schema);
     let from = from.max(1);
     let rows: Vec<(i64, Vec<u8>)> = conn.run("cannot read the log", |c| async move {
         c.query(
@@ -886,11 +892,17 @@ fn read_events(conn: &Conn, cfg: &PgConfig, from: u64, max: usize) -> Result<Pee
 pub struct PgReader {
     cfg: PgConfig,
     conn: Option<Conn>,
+    /// The schema was found (the log's tables are never dropped).
+    found: bool,
 }
 
 impl PgReader {
     pub fn new(cfg: PgConfig) -> PgReader {
-        PgReader { cfg, conn: None }
+        PgReader {
+            cfg,
+            conn: None,
+            found: false,
+        }
     }
 
     /// Where the log is, for people (never with a password).
@@ -916,6 +928,10 @@ impl PgReader {
 
     /// The events from `from` (inclusive), at most `max` (see [`crate::peek_events`]).
     pub fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError> {
+        if !self.found {
+            self.with_conn(check_schema)?;
+            self.found = true;
+        }
         self.with_conn(|c, cfg| read_events(c, cfg, from, max))
     }
 
