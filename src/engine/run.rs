@@ -3,7 +3,7 @@
 
 use super::apply::{add_destroys, finishing_events, ApplyPhase};
 use super::core::{run as walk_phase, Ctx};
-use super::graph::{add_orphans, build, BuildOptions, Node, TermGraph};
+use super::graph::{add_orphans, build, Node, TermGraph};
 use super::inspect::{InspectPhase, Inspected};
 use super::journal::{state_error, Journal};
 use super::plan::PlanPhase;
@@ -287,7 +287,7 @@ pub fn config_hash(files_hash: &str, inputs: &BTreeMap<String, Value>) -> String
 
 /// Builds the term graph and reports cycles.
 fn term_graph(config: &Config) -> (TermGraph, Diagnostics) {
-    let (g, mut diags) = build(config, &BuildOptions::default());
+    let (g, mut diags) = build(config);
     diags.extend(g.cycle_diagnostics(&config.sources));
     (g, diags)
 }

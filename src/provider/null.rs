@@ -14,11 +14,10 @@
 //! decimal number read again at every read, `has_computed_default` `"default"` unless set,
 //! and `id` `"static"`, as hashicorp/null 3.x.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderResult,
-    ProviderSchema,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderResult, ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Type, Value};
@@ -83,12 +82,6 @@ impl Provider for NullProvider {
     }
     fn schema(&self) -> &ProviderSchema {
         &self.schema
-    }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         match (mode, type_) {
@@ -179,13 +172,6 @@ impl Configured for NullInstance {
         .into();
         Ok(schema_util::data_result(&self.data, &c, computed))
     }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        // Nothing exists outside state.
-        Ok(None)
-    }
-
-    async fn stop(&self) {}
 }
 
 #[cfg(test)]

@@ -48,11 +48,11 @@
 //! Randomness comes from `Host::rng`: a CSPRNG seeded by the operating system (or, for test
 //! fixtures, derived from `CAIRN_RANDOM_SEED`); `random_integer.seed` takes precedence.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
-    ProviderResult, ProviderSchema,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
+    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Number, Type, Value};
@@ -263,12 +263,6 @@ impl Provider for RandomProvider {
     }
     fn schema(&self) -> &ProviderSchema {
         &self.schema
-    }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         let Some(schema) = self.types.get(type_).filter(|_| mode == Mode::Managed) else {
@@ -556,9 +550,13 @@ impl RandomInstance {
             _ => {
                 let s = random_string(&mut rng, &cc)?;
                 let id = if type_ == PASSWORD {
-                    // Cost 10, bcrypt.DefaultCost, as hashicorp/random.
-                    let hash = bcrypt::hash(&s, 10)
-                        .map_err(|e| ProviderError(format!("random_password: bcrypt: {e}")))?;
+                    // Cost 10, bcrypt.DefaultCost, as hashicorp/random; the salt comes from
+                    // the same generator, so CAIRN_RANDOM_SEED makes the hash reproducible.
+                    let mut salt = [0u8; 16];
+                    rng.fill_bytes(&mut salt);
+                    let hash = bcrypt::hash_with_salt(&s, 10, salt)
+                        .map_err(|e| ProviderError(format!("random_password: bcrypt: {e}")))?
+                        .to_string();
                     set("bcrypt_hash", Value::string(hash));
                     "none".to_string()
                 } else {
@@ -605,17 +603,6 @@ impl Configured for RandomInstance {
         }
         Ok(Some(state.clone()))
     }
-
-    async fn read_data(&self, type_: &str, _config: &Value) -> ProviderResult<Value> {
-        Err(schema_util::unknown_type(PACKAGE, "data source", type_))
-    }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        // Random values exist only in state: an interrupted create left nothing to adopt.
-        Ok(None)
-    }
-
-    async fn stop(&self) {}
 }
 
 #[cfg(test)]
@@ -849,15 +836,13 @@ mod tests {
     #[tokio::test]
     async fn random_uuids_and_bytes() {
         let provider = RandomProvider::new(Host::default());
-        for t in [BYTES] {
-            let block = &provider.schema().resources[t];
-            assert!(block.attributes["base64"].sensitive && block.attributes["hex"].sensitive);
-        }
+        let block = &provider.schema().resources[BYTES];
+        assert!(block.attributes["base64"].sensitive && block.attributes["hex"].sensitive);
         let p = configure(&provider).await;
         for (t, version) in [(UUID, 4), (UUID4, 4), (UUID7, 7)] {
             let (plan, st) = create(&*p, t, &obj(&[])).await;
             assert_agrees(&plan.planned, &st);
-            let u = uuid::Uuid::parse_str(&attr(&st, "result")).expect("a uuid");
+            let u = uuid::Uuid::parse_str(attr(&st, "result")).expect("a uuid");
             assert_eq!(u.get_version_num(), version, "{t}");
             assert_eq!(attr(&st, "id"), attr(&st, "result"));
         }
@@ -880,7 +865,7 @@ mod tests {
         let (plan, st) = create(&*p, PASSWORD, &obj(&[("length", Value::int(12))])).await;
         assert_agrees(&plan.planned, &st);
         let hash = attr(&st, "bcrypt_hash");
-        assert!(bcrypt::verify(attr(&st, "result"), &hash).expect("a bcrypt hash"));
+        assert!(bcrypt::verify(attr(&st, "result"), hash).expect("a bcrypt hash"));
     }
 
     #[test]

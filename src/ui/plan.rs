@@ -8,7 +8,7 @@
 //! (dagre); this module only says what is connected.
 
 use crate::config::Config;
-use crate::engine::graph::{build, BuildOptions, Node, TermGraph};
+use crate::engine::graph::{build, Node, TermGraph};
 use crate::plan::record::{deferral_chain, plan_record};
 use crate::plan::Plan;
 use cairn_graph::NodeId;
@@ -154,7 +154,7 @@ pub fn plan_json(view: &PlanView, config: Option<&Config>, config_error: Option<
     let mut nodes: BTreeMap<String, J> = BTreeMap::new();
     let mut edges = BTreeSet::new();
     if let Some(config) = config {
-        let (g, _) = build(config, &BuildOptions::default());
+        let (g, _) = build(config);
         for (_, node) in g.dag.nodes() {
             if let Node::Resource { module, key } = node {
                 let k = key.addr(module.clone()).to_string();
