@@ -640,6 +640,8 @@ pub const APPLY_EVENT_KINDS: &[&str] = &[
     "DataRead",
     "DataDropped",
     "OutputsSet",
+    "RunPlanned",
+    "RunDiagnostics",
 ];
 
 pub fn p08_scenarios() -> impl Strategy<Value = Scenario> {

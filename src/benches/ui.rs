@@ -2,7 +2,7 @@
 //! prints figures; it is not a timed test).
 //!
 //! A state log of 1,000 `apply` runs that create 100 instances each (100,000 instances in 10
-//! modules, about 202,000 events) is written through the state crate's `Store`, read back the
+//! modules, about 203,000 events, each run with its recorded plan) is written through the state crate's `Store`, read back the
 //! way the server reads it (`peek_events`) and folded into the UI's model. Then the timeline
 //! (every run) and the state at an event (the head, the middle and an early event: counted
 //! over all instances, the first 1,000 listed) are computed and serialized to JSON, as the
@@ -11,8 +11,9 @@
 
 use cairn::ui::model::{Model, StateQuery, TimelineQuery};
 use cairn_state::{
-    EventBody, ModulePath, OpAction, OpenOptions, ProviderAddr, ProviderInstance, ProviderRef,
-    ResourceInstanceAddr, ResourceObject, RunOutcome, RunSummary, Store, StoredValue,
+    EventBody, ModulePath, OpAction, OpenOptions, PlanRecord, PlannedAction, PlannedChange,
+    ProviderAddr, ProviderInstance, ProviderRef, ResourceInstanceAddr, ResourceObject, RunOutcome,
+    RunSummary, Store, StoredValue,
 };
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -51,6 +52,32 @@ fn build_log(dir: &std::path::Path) {
                 })
                 .expect("append");
         }
+        // Each run records its plan as `apply` does: every change with its plan text.
+        store
+            .append(EventBody::RunPlanned {
+                plan: PlanRecord {
+                    mode: "normal".into(),
+                    saved: false,
+                    files_hash: "0".repeat(64),
+                    changes: (0..PER_RUN)
+                        .map(|i| {
+                            let n = run * PER_RUN + i;
+                            let addr = format!("module.m{}.sim_thing.t[{n}]", n % 10);
+                            PlannedChange {
+                                diff: format!(
+                                    "  # {addr} will be created\n  + resource \"sim_thing\" \"t\" {{\n      + id    = (known after apply)\n      + name  = \"t{n}\"\n      + out   = (known after apply)\n      + value = \"v{run}\"\n    }}"
+                                ),
+                                addr: addr.parse().expect("address"),
+                                action: PlannedAction::Create,
+                                reason: None,
+                                deferral: None,
+                            }
+                        })
+                        .collect(),
+                    outputs: Vec::new(),
+                },
+            })
+            .expect("append");
         for i in 0..PER_RUN {
             let n = run * PER_RUN + i;
             let addr: ResourceInstanceAddr = format!("module.m{}.sim_thing.t[{n}]", n % 10)
@@ -198,6 +225,26 @@ fn main() {
         });
         println!("  {} KiB of JSON", body.len() / 1024);
     }
+    // A run in the middle: its page, and its recorded plan as the plan page shows it.
+    let run_id = model.timeline(&TimelineQuery::default())["runs"][RUNS as usize / 2]["id"]
+        .as_u64()
+        .expect("a run");
+    let body = measure("one run's page (100 changes)", reps, || {
+        serde_json::to_string(&model.run(run_id).expect("run")).expect("json")
+    });
+    println!("  {} KiB of JSON", body.len() / 1024);
+    let body = measure("one run's recorded plan (100 changes)", reps, || {
+        let (record, _) = model.run_plan(run_id).expect("a recorded plan");
+        let view = cairn::ui::plan::PlanView {
+            name: "bench".into(),
+            record: record.clone(),
+            errored: false,
+            warnings: Vec::new(),
+            note: None,
+        };
+        serde_json::to_string(&cairn::ui::plan::plan_json(&view, None, None)).expect("json")
+    });
+    println!("  {} KiB of JSON", body.len() / 1024);
     let _ = measure("diff between the middle and the head", reps, || {
         serde_json::to_string(&model.diff(head / 2, head, 500).expect("diff")).expect("json")
     });

@@ -20,8 +20,8 @@ use super::Context;
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{
-    Event, EventBody, OpenOptions, ProviderAddr, ResourceInstanceAddr, RunOutcome, RunSummary,
-    Snapshot, StateError, Store, StoredValue, Target,
+    Event, EventBody, OpenOptions, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunOutcome,
+    RunSummary, Snapshot, StateError, Store, StoredValue, Target,
 };
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
@@ -948,6 +948,55 @@ pub fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> Strin
             providers.len(),
             resources.len()
         ),
+        EventBody::RunPlanned { plan } => {
+            let count = |a: &[PlannedAction]| {
+                plan.changes
+                    .iter()
+                    .filter(|c| a.contains(&c.action))
+                    .count()
+            };
+            format!(
+                "{}{}: {} to add, {} to change, {} to destroy, {} read(s) deferred to apply",
+                plan.mode,
+                if plan.saved { " (saved plan)" } else { "" },
+                count(&[
+                    PlannedAction::Create,
+                    PlannedAction::DeleteThenCreate,
+                    PlannedAction::CreateThenDelete
+                ]),
+                count(&[PlannedAction::Update]),
+                count(&[
+                    PlannedAction::Delete,
+                    PlannedAction::DeleteThenCreate,
+                    PlannedAction::CreateThenDelete
+                ]),
+                count(&[PlannedAction::Read]),
+            )
+        }
+        EventBody::RunDiagnostics { diagnostics } => {
+            let errors = diagnostics
+                .iter()
+                .filter(|d| d.severity == cairn_state::event::Severity::Error)
+                .count();
+            let first = diagnostics
+                .first()
+                .map(|d| {
+                    format!(
+                        ": {}{}",
+                        d.summary,
+                        d.location
+                            .as_ref()
+                            .or(d.address.as_ref())
+                            .map(|l| format!(" ({l})"))
+                            .unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "{errors} error(s), {} warning(s){first}",
+                diagnostics.len() - errors
+            )
+        }
     };
     format!(
         "{:>5}  {}  run {:<4} {:<18} {what}",

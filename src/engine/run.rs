@@ -272,7 +272,7 @@ fn open_read(opts: &Options) -> Result<(Option<Store>, Snapshot, Vec<String>), D
 
 /// A hash of the configuration's module directories and files (not the variable files: a
 /// saved plan carries the values).
-fn files_hash(config: &Config) -> String {
+pub fn files_hash(config: &Config) -> String {
     let mut h = sha2::Sha256::new();
     for m in config.modules() {
         h.update(m.dir.display().to_string().as_bytes());
@@ -894,6 +894,7 @@ async fn apply_loaded(
     )
     .await;
 
+    let saved_plan = saved.is_some();
     let plan = match saved {
         Some(p) => {
             // The state's head before this run started must be the plan's base.
@@ -916,6 +917,7 @@ async fn apply_loaded(
             p
         }
     };
+    let config = &loaded.config;
     let finish = |journal: Arc<Journal>,
                   outcome: RunOutcome,
                   summary: RunSummary,
@@ -924,7 +926,7 @@ async fn apply_loaded(
             Ok(j) => j.into_store(),
             Err(_) => return,
         };
-        if let Err(e) = store.finish_run(outcome, summary) {
+        if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, config) {
             diags.push(state_error(e));
         }
     };
@@ -942,6 +944,14 @@ async fn apply_loaded(
             config: Some(loaded.config),
         };
     };
+    // What the run is about to do, with why (deferred reads with their causal chain): the
+    // run's own record of its plan, durable with the next commit.
+    if plan.applyable {
+        let record = crate::plan::record::plan_record(&plan, saved_plan, &loaded.files_hash);
+        if let Err(e) = journal.append(EventBody::RunPlanned { plan: record }) {
+            diags.push(e);
+        }
+    }
     if !plan.applyable {
         finish(
             journal,
@@ -1053,6 +1063,84 @@ async fn apply_loaded(
         notes,
         config: Some(loaded.config),
     }
+}
+
+/// The most diagnostics a failed run records (a bound on one record's size; the count of
+/// the others is recorded as a last diagnostic).
+const MAX_RECORDED_DIAGNOSTICS: usize = 200;
+
+/// Where a diagnostic is in the configuration (`file:line:col`): its span, else the block of
+/// the resource its address names.
+fn diagnostic_location(d: &Diagnostic, config: &Config) -> Option<String> {
+    if let Some(span) = d.span {
+        return Some(config.sources.location(span));
+    }
+    let addr: ResourceInstanceAddr = d.address.as_deref()?.parse().ok()?;
+    let r = &addr.resource;
+    let key = ResourceKey {
+        mode: r.mode,
+        type_: r.type_.clone(),
+        name: r.name.clone(),
+    };
+    let block = config
+        .module(&r.module.without_keys())?
+        .resources
+        .get(&key)?;
+    Some(config.sources.location(block.span))
+}
+
+/// Diagnostics as the log records them: each with its configuration location (`file:line:col`
+/// of its span, or of the block of the resource it names, as the configuration is at the time
+/// of the error) and address.
+pub fn recorded_diagnostics(
+    diags: &Diagnostics,
+    config: &Config,
+) -> Vec<cairn_state::RecordedDiagnostic> {
+    use cairn_state::event::Severity as S;
+    let mut out: Vec<cairn_state::RecordedDiagnostic> = diags
+        .iter()
+        .take(MAX_RECORDED_DIAGNOSTICS)
+        .map(|d| cairn_state::RecordedDiagnostic {
+            severity: match d.severity {
+                crate::diag::Severity::Error => S::Error,
+                crate::diag::Severity::Warning => S::Warning,
+            },
+            summary: d.summary.clone(),
+            detail: d.detail.clone(),
+            location: diagnostic_location(d, config),
+            address: d.address.clone(),
+        })
+        .collect();
+    if diags.len() > MAX_RECORDED_DIAGNOSTICS {
+        out.push(cairn_state::RecordedDiagnostic {
+            severity: S::Warning,
+            summary: format!(
+                "{} more diagnostic(s) not recorded",
+                diags.len() - MAX_RECORDED_DIAGNOSTICS
+            ),
+            detail: String::new(),
+            location: None,
+            address: None,
+        });
+    }
+    out
+}
+
+/// Finishes the open run; a run that did not succeed first records its diagnostics (with
+/// their locations as they are at the time of the error: the files may change later).
+fn finish_recorded(
+    store: &mut Store,
+    outcome: RunOutcome,
+    summary: RunSummary,
+    diags: &Diagnostics,
+    config: &Config,
+) -> Result<(), cairn_state::StateError> {
+    if outcome != RunOutcome::Success && !diags.is_empty() && store.snapshot().open_run.is_some() {
+        store.append(EventBody::RunDiagnostics {
+            diagnostics: recorded_diagnostics(diags, config),
+        })?;
+    }
+    store.finish_run(outcome, summary)
 }
 
 /// `-var` and `-var-file` beside a saved plan: a variable they set to a value other than the
@@ -1408,7 +1496,9 @@ async fn refresh_loaded(
     } else {
         RunOutcome::Success
     };
-    if let Err(e) = timed("finish the run", || store.finish_run(outcome, summary)) {
+    if let Err(e) = timed("finish the run", || {
+        finish_recorded(&mut store, outcome, summary, &diags, &loaded.config)
+    }) {
         diags.push(state_error(e));
     }
     Report {

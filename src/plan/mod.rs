@@ -2,6 +2,7 @@
 //! plan becomes human text; `json` gives the `terraform show -json` view.
 
 pub mod json;
+pub mod record;
 pub mod render;
 
 pub use json::plan_json;

@@ -8,6 +8,14 @@
 //!
 //! `.ci/run` installs Chromium and the Node package; without them the browser test fails
 //! under `CI=true` and is skipped (with a note) elsewhere.
+//!
+//! The same views over a state on PostgreSQL (a real server the test starts,
+//! `state/tests/support/pgserver.rs`): runs land while the UI runs, a command in flight shows
+//! as such with its events arriving, and the recorded plan, deferral chain and error location
+//! come from the database.
+
+#[path = "../../state/tests/support/pgserver.rs"]
+mod pgserver;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -110,9 +118,14 @@ impl Drop for Ui {
 }
 
 fn start_ui(dir: &Path) -> Ui {
+    start_ui_with(dir, &["ui", "-plan=p.tfplan"], &[])
+}
+
+fn start_ui_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ui {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["ui", "-plan=p.tfplan"])
+        .args(args)
         .current_dir(dir)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -173,6 +186,24 @@ impl Ui {
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
     }
 
+    /// Waits until the UI has read `runs` runs, the last one finished (on PostgreSQL a run
+    /// shows while it is written).
+    fn wait_finished(&self, runs: u64) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            self.wait_runs(runs);
+            let t = self.json("/api/timeline");
+            if t["runs"][0]["outcome"] != "running" {
+                return t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the last run never finished: {t}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Waits until the UI has read `runs` runs.
     fn wait_runs(&self, runs: u64) -> serde_json::Value {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -193,6 +224,9 @@ impl Ui {
 #[test]
 fn token_host_and_read_only_over_plain_http() {
     let tmp = project_with_history();
+    let main_tf = tmp.path().join("main.tf");
+    let text = std::fs::read_to_string(&main_tf).unwrap();
+    std::fs::write(&main_tf, format!("# edited\n# after the runs\n{text}")).unwrap();
     let ui = start_ui(tmp.path());
     let host = ui.host();
     ui.wait_runs(6);
@@ -320,6 +354,109 @@ fn token_host_and_read_only_over_plain_http() {
             .all(|p| p["resolution"]["kind"] == "resolved"),
         "{killed}"
     );
+    // The failed run recorded its errors with their locations at the time of the error: the
+    // two comment lines added to main.tf before the UI started do not move them (the
+    // configuration now has `sim_thing.dep` at line 18).
+    let failed = runs
+        .iter()
+        .find(|r| r["outcome"] == "failed")
+        .expect("the failed run");
+    let f = &failed["failures"][0];
+    assert_eq!(f["addr"], "sim_thing.dep", "{failed}");
+    assert_eq!(f["location"], "main.tf:16:1", "{failed}");
+    assert_eq!(f["location_recorded"], true, "{failed}");
+    let run = ui.json(&format!("/api/run/{}", failed["id"]));
+    let diags = run["diagnostics"].as_array().unwrap();
+    assert!(
+        diags.iter().any(|d| d["severity"] == "error"
+            && d["summary"] == "Error updating resource"
+            && d["detail"]
+                .as_str()
+                .unwrap()
+                .contains("injected failure for update dep")
+            && d["location"] == "main.tf:16:1"
+            && d["address"] == "sim_thing.dep"),
+        "{run}"
+    );
+    assert!(
+        run["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "RunDiagnostics"),
+        "{run}"
+    );
+
+    // The last apply (v=five) planned in the same process: its deferred read with the causal
+    // chain, the event that read it, and the plan itself, served like a saved plan's.
+    let five = runs
+        .iter()
+        .find(|r| r["args"].to_string().contains("v=five"))
+        .expect("the apply with v=five");
+    assert_eq!(five["planned"], true, "{five}");
+    assert_eq!(five["plan_file"], serde_json::Value::Null, "{five}");
+    let run = ui.json(&format!("/api/run/{}", five["id"]));
+    let d = &run["deferred"][0];
+    assert_eq!(d["addr"], "data.sim_lookup.l", "{run}");
+    assert_eq!(d["cause"], "dependency-pending", "{run}");
+    assert_eq!(
+        d["chain"],
+        serde_json::json!(["local.key", "sim_thing.base"]),
+        "{run}"
+    );
+    assert_eq!(
+        d["reason"],
+        "depends on sim_thing.base, which will be updated, via local.key"
+    );
+    let read_at = d["read_at"].as_u64().expect("the deferred read happened");
+    let read = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["seq"] == read_at)
+        .unwrap();
+    assert_eq!(read["kind"], "DataRead", "{read}");
+    assert_eq!(read["deferral"]["chain"], d["chain"], "{read}");
+    let p = ui.json(&format!("/api/run/{}/plan", five["id"]));
+    assert!(
+        p["name"].as_str().unwrap().contains("the plan of run"),
+        "{p}"
+    );
+    assert_eq!(
+        (
+            p["add"].as_u64(),
+            p["change"].as_u64(),
+            p["destroy"].as_u64()
+        ),
+        (Some(0), Some(4), Some(0)),
+        "{p}"
+    );
+    assert_eq!(p["deferred"], 1, "{p}");
+    let modules: Vec<&str> = p["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["module"].as_str().unwrap())
+        .collect();
+    assert_eq!(modules, ["(root module)", "module.net"], "{p}");
+    let node = p["graph"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "data.sim_lookup.l")
+        .unwrap();
+    assert_eq!(node["deferred"], true, "{node}");
+    assert_eq!(node["changes"][0]["chain"], d["chain"], "{node}");
+    let base = p["graph"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "sim_thing.base")
+        .unwrap();
+    assert_eq!(base["actions"], serde_json::json!(["update"]), "{base}");
+    // The configuration changed since (two comment lines): the page says so.
+    assert!(p["note"].as_str().unwrap().contains("changed since"), "{p}");
+
     // Bad input is a clear error, not a crash.
     let (status, body) = ui.get("/api/instance?addr=not%20an%20address");
     assert_eq!(status, 400, "{body}");
@@ -358,7 +495,9 @@ fn token_host_and_read_only_over_plain_http() {
     let p = ui.json(&format!("/api/run/{}/plan", last["id"]));
     assert_eq!(p["change"], 4, "{p}");
     assert!(p["graph"]["nodes"].as_array().unwrap().len() >= 5, "{p}");
-    let (status, body) = ui.get("/api/run/1/plan");
+    // A run that planned nothing (a refresh) has no plan.
+    let refresh = runs.iter().find(|r| r["command"] == "refresh").unwrap();
+    let (status, body) = ui.get(&format!("/api/run/{}/plan", refresh["id"]));
     assert_eq!(status, 404, "{body}");
 }
 
@@ -423,9 +562,138 @@ fn every_view_in_headless_chromium() {
         "the browser run failed:\n{log}\n{err}"
     );
     println!("{log}");
-    for name in ["timeline", "run", "state", "resource", "plan"] {
+    for name in [
+        "timeline",
+        "run",
+        "run-deferred",
+        "run-plan",
+        "state",
+        "resource",
+        "plan",
+    ] {
         let p = shots.join(format!("{name}.png"));
         let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
         assert!(len > 10_000, "{} is missing or empty", p.display());
+    }
+}
+
+#[test]
+fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("ui");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    std::fs::write(
+        dir.join("backend.tf"),
+        format!("terraform {{\n  backend \"pg\" {{\n    schema_name = \"{schema}\"\n  }}\n}}\n"),
+    )
+    .unwrap();
+    let conn = server.conn_str();
+    let env = [("PG_CONN_STR", conn.as_str())];
+    let ok = |args: &[&str], extra: &[(&str, &str)]| {
+        let mut e = env.to_vec();
+        e.extend_from_slice(extra);
+        let (code, out) = cairn(dir, args, &e);
+        assert_eq!(code, 0, "cairn {args:?}: {out}");
+    };
+    ok(&["init"], &[]);
+    ok(&["apply", "-auto-approve"], &[]);
+    let ui = start_ui_with(dir, &["ui"], &env);
+    ui.wait_finished(1);
+    let h = ui.json("/api/head");
+    assert_eq!(h["store"], "postgres", "{h}");
+    assert!(!dir.join(".cairn/log").exists(), "the state is not in sled");
+
+    // An apply whose data read is deferred lands without restarting the UI.
+    ok(&["apply", "-auto-approve", "-var", "v=two"], &[]);
+    let t = ui.wait_finished(2);
+    let id = t["runs"][0]["id"].as_u64().unwrap();
+    let run = ui.json(&format!("/api/run/{id}"));
+    assert_eq!(run["outcome"], "success", "{run}");
+    assert_eq!(run["deferred"][0]["addr"], "data.sim_lookup.l", "{run}");
+    assert_eq!(
+        run["deferred"][0]["chain"],
+        serde_json::json!(["local.key", "sim_thing.base"]),
+        "{run}"
+    );
+    let p = ui.json(&format!("/api/run/{id}/plan"));
+    assert_eq!(p["change"], 4, "{p}");
+    assert!(p["graph"]["nodes"].as_array().unwrap().len() >= 5, "{p}");
+
+    // A failing apply: its recorded error location comes from the database.
+    let mut e = env.to_vec();
+    e.push(("SIM_FAIL", "update:dep"));
+    let (code, out) = cairn(dir, &["apply", "-auto-approve", "-var", "v=three"], &e);
+    assert_eq!(code, 1, "{out}");
+    let t = ui.wait_finished(3);
+    let failed = &t["runs"][0];
+    assert_eq!(failed["outcome"], "failed", "{failed}");
+    assert_eq!(
+        failed["failures"][0]["location"], "main.tf:16:1",
+        "{failed}"
+    );
+    assert_eq!(failed["failures"][0]["location_recorded"], true, "{failed}");
+    assert!(
+        failed["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["location"] == "main.tf:16:1"),
+        "{failed}"
+    );
+
+    // A slow apply: while it runs, the UI names it and shows its run as running, its events
+    // arriving (PostgreSQL readers take no lock); then it lands finished.
+    let mut slow = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["apply", "-auto-approve", "-var", "v=four"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("PG_CONN_STR", &conn)
+        .env("SIM_LATENCY_MS", "1500")
+        .env_remove("CAIRN_STATE_DIR")
+        .env_remove("SIM_FAIL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen_running = false;
+    let mut seen_busy = false;
+    while Instant::now() < deadline && !(seen_running && seen_busy) {
+        let h = ui.json("/api/head");
+        seen_busy |= h["busy"]["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("apply"));
+        let t = ui.json("/api/timeline");
+        seen_running |= t["runs"][0]["outcome"] == "running";
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = slow.wait().unwrap();
+    assert!(status.success());
+    assert!(seen_busy, "the UI never named the apply in flight");
+    assert!(seen_running, "the run in flight never showed as running");
+    let t = ui.wait_finished(4);
+    assert_eq!(t["runs"][0]["outcome"], "success", "{t}");
+    let h = ui.json("/api/head");
+    assert_eq!(h["busy"], serde_json::Value::Null, "{h}");
+    // No secret from the database either.
+    for path in [
+        "/api/timeline",
+        "/api/state",
+        "/api/instance?addr=sim_thing.cred",
+    ] {
+        let (status, body) = ui.get(path);
+        assert_eq!(status, 200, "{path}");
+        assert!(
+            !body.contains("\"hunter2\""),
+            "{path} leaks the secret: {body}"
+        );
+        assert!(
+            !body.contains(pgserver::PASSWORD),
+            "{path} leaks the password"
+        );
     }
 }

@@ -12,7 +12,10 @@
 //! holds the state, it makes a brief visit ([`cairn_state::peek_events`]) that reads only the
 //! new events and lets go. A command that starts during a visit waits for it (the lock's grace
 //! period), so the UI never makes a command fail. While a command runs, the pages say which
-//! one, and its run appears when it finishes.
+//! one, and its run appears when it finishes. On PostgreSQL (`backend.json`) readers take no
+//! lock: the reader keeps one connection ([`cairn_state::pg::PgReader`]), polls for events
+//! after the last one it has (one indexed query), and shows runs as they are written, with
+//! the writer from the lock's holder record.
 //!
 //! **Security.** The server binds 127.0.0.1 only. Every request must carry the random token
 //! printed with the URL (as `?token=`, the `X-Cairn-Token` header, or the cookie the first
@@ -29,7 +32,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use cairn_state::{Peek, ResourceInstanceAddr};
+use cairn_state::{LogReader, Peek, ResourceInstanceAddr};
 use model::{Model, StateQuery, TimelineQuery};
 use serde_json::{json, Value as J};
 use std::path::{Path, PathBuf};
@@ -74,7 +77,12 @@ struct Shared {
     /// The configuration (for plan graphs) or why there is none.
     config: Result<Arc<crate::config::Config>, String>,
     config_dir: PathBuf,
+    /// The hash of the configuration files now (`engine::run::files_hash`), to tell whether a
+    /// run's recorded plan was made from them.
+    files_hash: Option<String>,
     status: Mutex<Status>,
+    /// Which store the log is on: `sled` or `postgres`.
+    store: Mutex<&'static str>,
     plans: Vec<(String, J)>,
     token: String,
     allowed_hosts: Vec<String>,
@@ -178,10 +186,96 @@ fn refresh(
     next
 }
 
+/// One look at a PostgreSQL log: who is writing, and every new event (readers take no lock
+/// there, so runs appear as they are written, not only when they finish).
+fn refresh_pg(shared: &Shared, r: &mut cairn_state::pg::PgReader) {
+    let mut status = Status::default();
+    loop {
+        let from = shared.model.read().map(|m| m.head() + 1).unwrap_or(1);
+        match r.read(from, VISIT_MAX) {
+            Ok(Peek::Events(events, warnings)) => {
+                let more = events.len() >= VISIT_MAX;
+                if let Ok(mut m) = shared.model.write() {
+                    m.extend(events);
+                    m.warnings.extend(warnings);
+                }
+                if more {
+                    continue;
+                }
+            }
+            Ok(Peek::Busy) => {}
+            Err(cairn_state::StateError::NotFound { .. }) => status.missing = true,
+            Err(e) => status.error = Some(e.to_string()),
+        }
+        break;
+    }
+    if !status.missing && status.error.is_none() {
+        match r.holder() {
+            Ok(h) => {
+                status.busy = h.map(|h| {
+                    json!({
+                        "pid": h.pid,
+                        "command": h.command,
+                        "since_ms": h.since_ms,
+                        "who": h.who,
+                        "host": h.host,
+                    })
+                })
+            }
+            Err(e) => status.error = Some(e.to_string()),
+        }
+    }
+    if let Ok(mut s) = shared.status.lock() {
+        *s = status;
+    }
+}
+
 fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
     let mut last: Option<Vec<(String, u64, u128)>> = None;
+    let mut source: Option<LogReader> = None;
     loop {
-        last = refresh(&shared, &state_dir, last.as_ref());
+        // Which store: read again when `cairn init` names another one meanwhile.
+        let backend = state_dir.join("backend.json").exists();
+        let stale = match &source {
+            None => true,
+            Some(LogReader::Sled(_)) => backend,
+            Some(LogReader::Pg(_)) => !backend,
+        };
+        if stale {
+            match LogReader::open(&state_dir) {
+                Ok(r) => {
+                    let store = match &r {
+                        LogReader::Sled(_) => "sled",
+                        LogReader::Pg(_) => "postgres",
+                    };
+                    if let Ok(mut m) = shared.store.lock() {
+                        *m = store;
+                    }
+                    if source.is_some() {
+                        // Another store: its log is read from the start.
+                        let mut fresh = Model::new();
+                        if let Ok(c) = &shared.config {
+                            fresh.set_config(c);
+                        }
+                        if let Ok(mut m) = shared.model.write() {
+                            *m = fresh;
+                        }
+                    }
+                    source = Some(r);
+                    last = None;
+                }
+                Err(e) => {
+                    if let Ok(mut s) = shared.status.lock() {
+                        s.error = Some(e.to_string());
+                    }
+                }
+            }
+        }
+        match &mut source {
+            Some(LogReader::Sled(_)) => last = refresh(&shared, &state_dir, last.as_ref()),
+            Some(LogReader::Pg(r)) => refresh_pg(&shared, r),
+            None => {}
+        }
         if Arc::strong_count(&shared) == 1 {
             return;
         }
@@ -300,9 +394,11 @@ fn with_model<T>(shared: &Shared, f: impl FnOnce(&Model) -> T) -> T {
 async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
     let status = s.status.lock().map(|s| s.clone()).unwrap_or_default();
     let (head, runs, warnings) = with_model(&s, |m| (m.head(), m.run_count(), m.warnings.clone()));
+    let store = s.store.lock().map(|s| *s).unwrap_or("sled");
     Json(json!({
         "head": head,
         "runs": runs,
+        "store": store,
         "busy": status.busy,
         "missing": status.missing,
         "error": status.error,
@@ -388,24 +484,55 @@ async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -
     Json(json!(with_model(&s, |m| m.addresses(&q.q, 50))))
 }
 
-/// The plan a run applied (`apply FILE`), read from the file if it is still there.
+/// The plan of a run: the one it recorded in the log (`RunPlanned`: every `apply` and
+/// `destroy` that had something to do, whether it made its plan or applied a saved one), or,
+/// for a run from before Cairn recorded plans, the saved plan file it applied if that file is
+/// still there.
 async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Response {
+    let (config, error) = match &s.config {
+        Ok(c) => (Some(c.as_ref()), None),
+        Err(e) => (None, Some(e.as_str())),
+    };
+    let recorded = with_model(&s, |m| {
+        m.run_plan(id)
+            .map(|(record, command)| (record.clone(), command))
+    });
+    if let Some((record, command)) = recorded {
+        let note = match &s.files_hash {
+            Some(h) if !record.files_hash.is_empty() && &record.files_hash != h => Some(
+                "The configuration files changed since this run: the graph is drawn from the \
+                 configuration as it is now; the changes are as the run planned them."
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        let view = plan::PlanView {
+            name: format!(
+                "the plan of run {id} (cairn {command}{})",
+                if record.saved { ", a saved plan" } else { "" }
+            ),
+            record,
+            errored: false,
+            warnings: Vec::new(),
+            note,
+        };
+        return Json(plan::plan_json(&view, config, error)).into_response();
+    }
     let Some(file) = with_model(&s, |m| m.run_plan_file(id)) else {
-        return not_found(format!("run {id} did not apply a saved plan"));
+        return not_found(format!(
+            "run {id} recorded no plan (it changed nothing, or it is not an apply or destroy)"
+        ));
     };
     let path = s.config_dir.join(&file);
     let plan = match crate::cli::run_cmds::load_plan(&path) {
         Ok(p) => p,
         Err(d) => return not_found(format!("{}: {}", d.summary, d.detail)),
     };
-    let view = plan::PlanView {
-        name: format!("{file} (applied by run {id})"),
-        plan,
-    };
-    let (config, error) = match &s.config {
-        Ok(c) => (Some(c.as_ref()), None),
-        Err(e) => (None, Some(e.as_str())),
-    };
+    let view = plan::PlanView::of_plan(
+        format!("{file} (applied by run {id})"),
+        &plan,
+        s.files_hash.as_deref().unwrap_or_default(),
+    );
     Json(plan::plan_json(&view, config, error)).into_response()
 }
 
@@ -494,13 +621,15 @@ impl Server {
     pub fn bind(opts: Options) -> Result<Server, crate::diag::Diagnostic> {
         use crate::diag::Diagnostic;
         let (config, config_error) = load_config(&opts.config_dir);
+        let files_hash = config.as_ref().map(crate::engine::run::files_hash);
         let mut plans = Vec::new();
         for p in &opts.plans {
             let plan = crate::cli::run_cmds::load_plan(p)?;
-            let view = plan::PlanView {
-                name: p.display().to_string(),
-                plan,
-            };
+            let view = plan::PlanView::of_plan(
+                p.display().to_string(),
+                &plan,
+                files_hash.as_deref().unwrap_or_default(),
+            );
             plans.push((
                 view.name.clone(),
                 plan::plan_json(&view, config.as_ref(), config_error.as_deref()),
@@ -529,7 +658,9 @@ impl Server {
             model: RwLock::new(model),
             config,
             config_dir: opts.config_dir.clone(),
+            files_hash,
             status: Mutex::new(Status::default()),
+            store: Mutex::new("sled"),
             plans,
             token: token.clone(),
             allowed_hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],

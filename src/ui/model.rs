@@ -10,11 +10,13 @@
 //! only through the plan renderer (`plan::render_change`) or [`masked_json`], so sensitive
 //! values read `(sensitive value)` everywhere.
 
+use super::plan::deferral_json;
 use crate::plan::{render_change, Action, Change, RenderOptions};
 use crate::value::Value;
 use cairn_state::{
-    Event, EventBody, Mode, ModulePath, OpAction, OutputValue, ProviderAddr, ResourceInstanceAddr,
-    ResourceObject, RunRecord, Snapshot, StoredValue,
+    Event, EventBody, Mode, ModulePath, OpAction, OutputValue, PlanRecord, PlannedAction,
+    PlannedChange, ProviderAddr, RecordedDiagnostic, ResourceInstanceAddr, ResourceObject,
+    RunRecord, Snapshot, StoredValue,
 };
 use serde_json::{json, Value as J};
 use std::collections::{BTreeMap, HashMap};
@@ -150,6 +152,13 @@ pub struct Model {
     flat: Flat,
     ops: HashMap<u64, Op>,
     outputs: Vec<(u64, Arc<BTreeMap<String, OutputValue>>)>,
+    /// Each run's recorded plan (`RunPlanned`): the seq of the record.
+    planned: HashMap<u64, u64>,
+    /// Each run's recorded diagnostics (`RunDiagnostics`): the seq of the record.
+    run_diags: HashMap<u64, u64>,
+    /// Reads a run's plan deferred to apply: (run, address) → (seq of the plan record, index of
+    /// the change in it).
+    deferred: HashMap<(u64, ResourceInstanceAddr), (u64, usize)>,
     /// Where each resource's block is in the configuration (`main.tf:3:1`), when the
     /// configuration could be loaded.
     locations: HashMap<(ModulePath, Mode, String, String), String>,
@@ -299,6 +308,9 @@ impl Model {
             flat: Flat::default(),
             ops: HashMap::new(),
             outputs: Vec::new(),
+            planned: HashMap::new(),
+            run_diags: HashMap::new(),
+            deferred: HashMap::new(),
             locations: HashMap::new(),
             warnings: Vec::new(),
         }
@@ -349,8 +361,22 @@ impl Model {
             touched.clear();
             self.touched(&e, &mut touched);
             self.fold.apply(&e);
-            if let EventBody::OutputsSet { outputs } = &e.body {
-                self.outputs.push((e.seq, Arc::new(outputs.clone())));
+            match &e.body {
+                EventBody::OutputsSet { outputs } => {
+                    self.outputs.push((e.seq, Arc::new(outputs.clone())));
+                }
+                EventBody::RunPlanned { plan } => {
+                    self.planned.insert(e.run, e.seq);
+                    for (i, c) in plan.changes.iter().enumerate() {
+                        if c.action == PlannedAction::Read {
+                            self.deferred.insert((e.run, c.addr.clone()), (e.seq, i));
+                        }
+                    }
+                }
+                EventBody::RunDiagnostics { .. } => {
+                    self.run_diags.insert(e.run, e.seq);
+                }
+                _ => {}
             }
             for addr in &touched {
                 let now = self.object_now(addr);
@@ -448,7 +474,9 @@ impl Model {
             | EventBody::ProviderRegistered { .. }
             | EventBody::ProviderUpdated { .. }
             | EventBody::ProviderRemoved { .. }
-            | EventBody::OutputsSet { .. } => {}
+            | EventBody::OutputsSet { .. }
+            | EventBody::RunPlanned { .. }
+            | EventBody::RunDiagnostics { .. } => {}
         }
     }
 
@@ -482,6 +510,7 @@ impl Model {
                 None => "unfinished".into(),
             },
             "plan_file": plan_file_of(&r.command, &args),
+            "planned": self.planned.contains_key(&r.id),
             "first_seq": r.id,
             "last_seq": r.last_seq,
             "added": s.added,
@@ -523,6 +552,92 @@ impl Model {
         self.run_json(r)["plan_file"].as_str().map(str::to_string)
     }
 
+    /// The plan a run recorded, with the run's command.
+    pub fn run_plan(&self, id: u64) -> Option<(&PlanRecord, String)> {
+        let seq = self.planned.get(&id)?;
+        let r = self.fold.runs.iter().find(|r| r.id == id)?;
+        match &self.events.get(*seq as usize - 1)?.body {
+            EventBody::RunPlanned { plan } => Some((plan, r.command.clone())),
+            _ => None,
+        }
+    }
+
+    /// The diagnostics a run recorded when it failed.
+    fn recorded_diags(&self, run: u64) -> &[RecordedDiagnostic] {
+        let Some(seq) = self.run_diags.get(&run) else {
+            return &[];
+        };
+        match self.events.get(*seq as usize - 1).map(|e| &e.body) {
+            Some(EventBody::RunDiagnostics { diagnostics }) => diagnostics,
+            _ => &[],
+        }
+    }
+
+    /// Where the run recorded its error about `addr` (`file:line:col`), if it did.
+    fn recorded_location(&self, run: u64, addr: &ResourceInstanceAddr) -> Option<String> {
+        let a = addr.to_string();
+        let ds = self.recorded_diags(run);
+        ds.iter()
+            .filter(|d| d.address.as_deref() == Some(a.as_str()))
+            .find_map(|d| d.location.clone())
+    }
+
+    /// A failed operation's location: as the run recorded it when it failed, else (logs
+    /// from before Cairn recorded diagnostics) where the resource's block is now.
+    fn failure_location(&self, run: u64, addr: &ResourceInstanceAddr) -> (Option<String>, bool) {
+        match self.recorded_location(run, addr) {
+            Some(l) => (Some(l), true),
+            None => (self.location(addr).cloned(), false),
+        }
+    }
+
+    /// A run's recorded diagnostics as JSON (`location`: `file:line:col` when they had one).
+    pub fn diagnostics_json(&self, run: u64) -> Vec<J> {
+        self.recorded_diags(run)
+            .iter()
+            .map(|d| {
+                json!({
+                    "severity": match d.severity {
+                        cairn_state::event::Severity::Error => "error",
+                        cairn_state::event::Severity::Warning => "warning",
+                    },
+                    "summary": d.summary,
+                    "detail": d.detail,
+                    "location": d.location,
+                    "address": d.address,
+                })
+            })
+            .collect()
+    }
+
+    /// The reads a run's plan deferred to apply: why, the causal chain, and the event that
+    /// read each (if the run got that far).
+    fn deferred_reads(&self, run: u64, last_seq: u64) -> Vec<J> {
+        let Some((plan, _)) = self.run_plan(run) else {
+            return Vec::new();
+        };
+        plan.changes
+            .iter()
+            .filter(|c| c.action == PlannedAction::Read)
+            .map(|c| {
+                let read_at = self.lives.get(&c.addr).and_then(|l| {
+                    l.touches.iter().copied().find(|s| {
+                        *s >= run
+                            && *s <= last_seq
+                            && matches!(
+                                self.events[*s as usize - 1].body,
+                                EventBody::DataRead { .. }
+                            )
+                    })
+                });
+                let mut j = deferral_json(c);
+                j["addr"] = json!(c.addr.to_string());
+                j["read_at"] = json!(read_at);
+                j
+            })
+            .collect()
+    }
+
     /// The operations a run started that failed, with their errors.
     fn failures(&self, run: u64) -> Vec<J> {
         let mut out: Vec<(u64, J)> = self
@@ -531,13 +646,15 @@ impl Model {
             .filter(|(_, o)| o.run == run)
             .filter_map(|(seq, o)| {
                 let s = o.settled.as_ref().filter(|s| s.kind == "failed")?;
+                let (location, recorded) = self.failure_location(run, &o.addr);
                 Some((
                     *seq,
                     json!({
                         "addr": o.addr.to_string(),
                         "action": o.action.to_string(),
                         "error": s.how,
-                        "location": self.location(&o.addr),
+                        "location": location,
+                        "location_recorded": recorded,
                     }),
                 ))
             })
@@ -566,6 +683,7 @@ impl Model {
             if !matches!(r.outcome, Some(cairn_state::RunOutcome::Success)) {
                 j["left_pending"] = J::Array(self.left_pending(r.id));
                 j["failures"] = J::Array(self.failures(r.id));
+                j["diagnostics"] = J::Array(self.diagnostics_json(r.id));
             }
             runs.push(j);
         }
@@ -719,8 +837,10 @@ impl Model {
                     j["label"] = json!("failed");
                     j["text"] = json!(format!("{} of {} failed", o.action, o.addr));
                     j["error"] = json!(error);
-                    if let Some(loc) = self.location(&o.addr) {
+                    let (location, recorded) = self.failure_location(e.run, &o.addr);
+                    if let Some(loc) = location {
                         j["location"] = json!(loc);
+                        j["location_recorded"] = json!(recorded);
                     }
                 }
             }
@@ -740,7 +860,14 @@ impl Model {
             EventBody::DataRead { addr, object } => {
                 j["addr"] = json!(addr.to_string());
                 j["label"] = json!("read");
-                j["text"] = json!(format!("{addr} read"));
+                match self.deferral_of(e.run, addr) {
+                    Some(c) => {
+                        j["text"] =
+                            json!(format!("{addr} read during apply (deferred by the plan)"));
+                        j["deferral"] = deferral_json(c);
+                    }
+                    None => j["text"] = json!(format!("{addr} read")),
+                }
                 let before = prior_version(addr);
                 j["diff"] = json!(diff_text(
                     addr,
@@ -799,8 +926,51 @@ impl Model {
                     resources.len()
                 ));
             }
+            EventBody::RunPlanned { plan } => {
+                let n = |a: &[PlannedAction]| {
+                    plan.changes
+                        .iter()
+                        .filter(|c| a.contains(&c.action))
+                        .count()
+                };
+                let replace = [
+                    PlannedAction::DeleteThenCreate,
+                    PlannedAction::CreateThenDelete,
+                ];
+                j["label"] = json!("planned");
+                j["text"] = json!(format!(
+                    "planned{}: {} to add, {} to change, {} to destroy, {} read(s) deferred to apply",
+                    if plan.saved { " (a saved plan)" } else { "" },
+                    n(&[PlannedAction::Create]) + n(&replace),
+                    n(&[PlannedAction::Update]),
+                    n(&[PlannedAction::Delete]) + n(&replace),
+                    n(&[PlannedAction::Read]),
+                ));
+                j["plan_of_run"] = json!(e.run);
+            }
+            EventBody::RunDiagnostics { diagnostics } => {
+                let errors = diagnostics
+                    .iter()
+                    .filter(|d| d.severity == cairn_state::event::Severity::Error)
+                    .count();
+                j["label"] = json!("diagnostics");
+                j["text"] = json!(format!(
+                    "the run recorded {errors} error(s) and {} warning(s)",
+                    diagnostics.len() - errors
+                ));
+                j["diagnostics"] = J::Array(self.diagnostics_json(e.run));
+            }
         }
         j
+    }
+
+    /// The planned change that deferred `addr`'s read in `run`, if its plan deferred it.
+    fn deferral_of(&self, run: u64, addr: &ResourceInstanceAddr) -> Option<&PlannedChange> {
+        let (seq, i) = self.deferred.get(&(run, addr.clone()))?;
+        match &self.events.get(*seq as usize - 1)?.body {
+            EventBody::RunPlanned { plan } => plan.changes.get(*i),
+            _ => None,
+        }
     }
 
     /// One run: its record and its events in order.
@@ -809,6 +979,8 @@ impl Model {
         let mut j = self.run_json(r);
         j["left_pending"] = J::Array(self.left_pending(id));
         j["failures"] = J::Array(self.failures(id));
+        j["diagnostics"] = J::Array(self.diagnostics_json(id));
+        j["deferred"] = J::Array(self.deferred_reads(id, r.last_seq));
         let from = id as usize - 1;
         let to = (r.last_seq as usize).min(self.events.len());
         let events: Vec<J> = self.events[from.min(to)..to]
@@ -1213,6 +1385,90 @@ mod tests {
             .collect();
         assert_eq!(labels, ["started", "updated"]);
         assert!(!r.to_string().contains("\"pw\""), "{r}");
+    }
+
+    #[test]
+    fn a_runs_recorded_plan_deferrals_and_diagnostics_show_in_its_view() {
+        use cairn_state::event::Severity;
+        use cairn_state::{Deferral, PlannedChange, RecordedDiagnostic};
+        let data: ResourceInstanceAddr = "data.sim_lookup.l".parse().unwrap();
+        let mut m = model();
+        m.extend(vec![
+            ev(11, 11, run("apply")),
+            ev(
+                12,
+                11,
+                EventBody::RunPlanned {
+                    plan: PlanRecord {
+                        mode: "normal".into(),
+                        saved: false,
+                        files_hash: String::new(),
+                        changes: vec![PlannedChange {
+                            addr: data.clone(),
+                            action: PlannedAction::Read,
+                            reason: Some("depends on sim_thing.b, which will be updated".into()),
+                            deferral: Some(Deferral::DependencyPending {
+                                dependency: "sim_thing.b".parse().unwrap(),
+                                action: PlannedAction::Update,
+                                via: vec!["local.k".into()],
+                            }),
+                            diff: "<= data".into(),
+                        }],
+                        outputs: Vec::new(),
+                    },
+                },
+            ),
+            ev(
+                13,
+                11,
+                EventBody::DataRead {
+                    addr: data.clone(),
+                    object: cairn_state::DataObject {
+                        attrs: StoredValue::Object(BTreeMap::new()),
+                        provider: pref(),
+                    },
+                },
+            ),
+            ev(
+                14,
+                11,
+                EventBody::RunDiagnostics {
+                    diagnostics: vec![RecordedDiagnostic {
+                        severity: Severity::Error,
+                        summary: "Unsupported attribute".into(),
+                        detail: String::new(),
+                        location: Some("main.tf:7:3".into()),
+                        address: None,
+                    }],
+                },
+            ),
+            ev(
+                15,
+                11,
+                EventBody::RunFinished {
+                    outcome: RunOutcome::Failed,
+                    summary: RunSummary::default(),
+                },
+            ),
+        ]);
+        let r = m.run(11).unwrap();
+        assert_eq!(r["planned"], true, "{r}");
+        assert_eq!(r["deferred"][0]["read_at"], 13, "{r}");
+        assert_eq!(
+            r["deferred"][0]["chain"],
+            json!(["local.k", "sim_thing.b"]),
+            "{r}"
+        );
+        assert_eq!(r["diagnostics"][0]["location"], "main.tf:7:3", "{r}");
+        let read = &r["events"][2];
+        assert_eq!(read["deferral"]["cause"], "dependency-pending", "{read}");
+        assert!(m.run_plan(11).is_some());
+        assert!(m.run_plan(4).is_none(), "runs before plans were recorded");
+        let t = m.timeline(&TimelineQuery::default());
+        assert_eq!(
+            t["runs"][0]["diagnostics"][0]["summary"],
+            "Unsupported attribute"
+        );
     }
 
     #[test]

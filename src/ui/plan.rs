@@ -1,5 +1,6 @@
-//! The plan view: a saved plan's changes by module, and the dependency graph of the
-//! configuration's resources with each node's planned actions.
+//! The plan view: a plan's changes by module — a saved plan file's, or the one a run recorded
+//! in the log — and the dependency graph of the configuration's resources with each node's
+//! planned actions.
 //!
 //! The graph is the engine's own term graph (`engine::graph::build`, the one `cairn graph`
 //! draws), reduced to resources and data sources: an edge `a → b` when `a` reaches `b`
@@ -8,26 +9,34 @@
 
 use crate::config::Config;
 use crate::engine::graph::{build, Node, TermGraph};
-use crate::plan::{render::reason_text, render_change, Action, Plan, RenderOptions};
+use crate::plan::record::{deferral_chain, plan_record};
+use crate::plan::Plan;
 use cairn_graph::NodeId;
+use cairn_state::{PlanRecord, PlannedAction, PlannedChange};
 use serde_json::{json, Value as J};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A plan as the UI shows it.
+/// A plan as the UI shows it: a saved plan file (`cairn ui -plan=FILE`) or the plan a run
+/// recorded in the log (`RunPlanned`), both as a [`PlanRecord`], so one page shows either.
 pub struct PlanView {
     pub name: String,
-    pub plan: Plan,
+    pub record: PlanRecord,
+    pub errored: bool,
+    pub warnings: Vec<String>,
+    /// Something the page should say about the plan (e.g. the configuration changed since).
+    pub note: Option<String>,
 }
 
-fn action_name(a: Action) -> &'static str {
-    match a {
-        Action::NoOp => "no-op",
-        Action::Create => "create",
-        Action::Read => "read",
-        Action::Update => "update",
-        Action::DeleteThenCreate => "replace",
-        Action::CreateThenDelete => "replace",
-        Action::Delete => "delete",
+impl PlanView {
+    /// A saved plan file's view.
+    pub fn of_plan(name: String, plan: &Plan, files_hash: &str) -> PlanView {
+        PlanView {
+            name,
+            record: plan_record(plan, true, files_hash),
+            errored: plan.errored,
+            warnings: plan.warnings.clone(),
+            note: None,
+        }
     }
 }
 
@@ -74,51 +83,74 @@ fn resource_edges(g: &TermGraph) -> BTreeSet<(String, String)> {
     out
 }
 
+/// Counts for the summary line: (add, change, destroy), as `Plan::counts`.
+fn counts(r: &PlanRecord) -> (usize, usize, usize) {
+    let mut c = (0, 0, 0);
+    for ch in &r.changes {
+        match ch.action {
+            PlannedAction::Create => c.0 += 1,
+            PlannedAction::Update => c.1 += 1,
+            PlannedAction::Delete => c.2 += 1,
+            PlannedAction::DeleteThenCreate | PlannedAction::CreateThenDelete => {
+                c.0 += 1;
+                c.2 += 1
+            }
+            PlannedAction::Read => {}
+        }
+    }
+    c
+}
+
+/// Why a planned change was chosen: the plan's reason, and for a deferred read the kind of
+/// cause and the causal chain (from the data source outwards to the cause).
+pub fn deferral_json(c: &PlannedChange) -> J {
+    let d = c.deferral.as_ref();
+    json!({
+        "reason": c.reason,
+        "cause": d.map(|d| match d {
+            cairn_state::Deferral::ConfigUnknown { .. } => "config-unknown",
+            cairn_state::Deferral::DependencyPending { .. } => "dependency-pending",
+        }),
+        "chain": d.map(deferral_chain).unwrap_or_default(),
+    })
+}
+
+/// One planned change as JSON: action, why, a deferred read's causal chain, the plan text.
+pub fn change_json(ch: &PlannedChange) -> J {
+    let module = if ch.addr.resource.module.is_root() {
+        "(root module)".to_string()
+    } else {
+        ch.addr.resource.module.to_string()
+    };
+    let mut j = deferral_json(ch);
+    j["addr"] = json!(ch.addr.to_string());
+    j["module"] = json!(module);
+    j["resource"] = json!(resource_key(&ch.addr));
+    j["action"] = json!(ch.action.name());
+    j["deferred"] = json!(ch.action == PlannedAction::Read);
+    j["text"] = json!(ch.diff);
+    j
+}
+
 /// The plan as JSON: summary, changes grouped by module (each with its diff text and
 /// reason), and the graph (nodes with their actions, a deferred-read mark, edges).
 pub fn plan_json(view: &PlanView, config: Option<&Config>, config_error: Option<&str>) -> J {
-    let plan = &view.plan;
-    let opts = RenderOptions {
-        color: false,
-        width: 0,
-    };
+    let plan = &view.record;
     let mut modules: BTreeMap<String, Vec<J>> = BTreeMap::new();
     // Static resource → its instances' changes.
     let mut by_resource: BTreeMap<String, Vec<J>> = BTreeMap::new();
     for ch in &plan.changes {
-        let module = if ch.addr.resource.module.is_root() {
-            "(root module)".to_string()
-        } else {
-            ch.addr.resource.module.to_string()
-        };
-        let deferred = ch.action == Action::Read;
-        let j = json!({
-            "addr": ch.addr.to_string(),
-            "module": module,
-            "resource": resource_key(&ch.addr),
-            "action": action_name(ch.action),
-            "deferred": deferred,
-            "reason": ch.reason.as_ref().and_then(|r| reason_text(&ch.addr, r)),
-            "chain": match &ch.reason {
-                Some(crate::plan::Reason::ReadBecauseConfigUnknown { chain, .. }) => json!(chain),
-                Some(crate::plan::Reason::ReadBecauseDependencyPending { dependency, via, .. }) => {
-                    let mut c = via.clone();
-                    c.push(dependency.to_string());
-                    json!(c)
-                }
-                _ => json!([]),
-            },
-            "text": render_change(ch, &opts),
-        });
+        let j = change_json(ch);
         by_resource
             .entry(resource_key(&ch.addr))
             .or_default()
             .push(j.clone());
-        if ch.action != Action::NoOp {
-            modules.entry(module).or_default().push(j);
-        }
+        modules
+            .entry(j["module"].as_str().unwrap_or_default().to_string())
+            .or_default()
+            .push(j);
     }
-    let (add, change, destroy) = plan.counts();
+    let (add, change, destroy) = counts(plan);
     let mut nodes: BTreeMap<String, J> = BTreeMap::new();
     let mut edges = BTreeSet::new();
     if let Some(config) = config {
@@ -167,11 +199,13 @@ pub fn plan_json(view: &PlanView, config: Option<&Config>, config_error: Option<
     }
     json!({
         "name": view.name,
-        "mode": format!("{:?}", plan.mode),
+        "mode": plan.mode,
+        "saved": plan.saved,
+        "note": view.note,
         "add": add, "change": change, "destroy": destroy,
-        "applyable": plan.applyable,
-        "errored": plan.errored,
-        "warnings": plan.warnings,
+        "deferred": plan.changes.iter().filter(|c| c.action == PlannedAction::Read).count(),
+        "errored": view.errored,
+        "warnings": view.warnings,
         "modules": modules.into_iter().map(|(m, c)| json!({"module": m, "changes": c})).collect::<Vec<_>>(),
         "graph": {
             "nodes": nodes.into_values().collect::<Vec<_>>(),

@@ -10,7 +10,13 @@
 //! - **v0** — the prototype format: the timestamp was in whole seconds (`time`), and
 //!   `RunStarted` carried neither the user nor the pid. Upgrading multiplies the time by 1000
 //!   and records the user as `"unknown"` and the pid as 0.
-//! - **v1** — the current format (this file's types).
+//! - **v1** — timestamps in milliseconds, `RunStarted` with user and pid.
+//! - **v2** — the current format (this file's types): v1 plus two kinds of record,
+//!   `RunPlanned` (what an `apply`/`destroy` planned, with why, deferred reads with their causal
+//!   chain) and `RunDiagnostics` (a failed run's errors with their configuration locations).
+//!   Every v1 record is a v2 record as it stands, so v1 records are read unchanged; a Cairn
+//!   that reads only v1 refuses v2 records as too new (upgrade Cairn) instead of misreading
+//!   them.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::value::StoredValue;
@@ -19,7 +25,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const CURRENT_VERSION: u32 = 1;
+pub const CURRENT_VERSION: u32 = 2;
 
 /// One record of the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,6 +165,107 @@ pub struct RunSummary {
     pub errors: u64,
 }
 
+/// A planned action, as [`PlannedChange`] records it (no-ops are not recorded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum PlannedAction {
+    Create,
+    /// A data source read deferred to apply.
+    Read,
+    Update,
+    /// Replace: delete the old object, then create the new one.
+    DeleteThenCreate,
+    /// Replace with `create_before_destroy`.
+    CreateThenDelete,
+    Delete,
+}
+
+impl PlannedAction {
+    /// The word the UI and the plan JSON use: `create`, `read`, `update`, `replace`, `delete`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlannedAction::Create => "create",
+            PlannedAction::Read => "read",
+            PlannedAction::Update => "update",
+            PlannedAction::DeleteThenCreate | PlannedAction::CreateThenDelete => "replace",
+            PlannedAction::Delete => "delete",
+        }
+    }
+}
+
+/// Why a data read was deferred to apply, as the plan decided it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Deferral {
+    /// `value` (a path in the data source's configuration, or its provider's) is unknown
+    /// until apply; `chain` is where the unknown comes from, nearest first
+    /// (`["local.k", "sim_thing.a.id"]`).
+    ConfigUnknown { value: String, chain: Vec<String> },
+    /// A managed resource it depends on (through `depends_on`, a reference, or indirectly
+    /// through locals, variables and module inputs/outputs: `via`, nearest first) has a
+    /// planned change.
+    DependencyPending {
+        dependency: ResourceInstanceAddr,
+        action: PlannedAction,
+        via: Vec<String>,
+    },
+}
+
+/// One planned change of a [`PlanRecord`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedChange {
+    pub addr: ResourceInstanceAddr,
+    pub action: PlannedAction,
+    /// Why, as the plan text says it (`because index 2 is out of range for count`), if it
+    /// says why.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// For a deferred read: why it was deferred, with the causal chain.
+    #[serde(default)]
+    pub deferral: Option<Deferral>,
+    /// The change as the plan text draws it, sensitive values masked.
+    #[serde(default)]
+    pub diff: String,
+}
+
+/// What an `apply`/`destroy` run planned: the changes other than no-ops, in address order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    /// `normal`, `destroy`, `read-only`.
+    pub mode: String,
+    /// The plan came from a saved plan file (`apply FILE`), not made by the run itself.
+    pub saved: bool,
+    /// A hash of the configuration files the plan was made from (SHA-256, hex): tells a reader
+    /// whether the configuration it has is still the one planned.
+    #[serde(default)]
+    pub files_hash: String,
+    pub changes: Vec<PlannedChange>,
+    /// Root outputs the plan changes (name and action), sensitive or not: names only.
+    #[serde(default)]
+    pub outputs: Vec<(String, PlannedAction)>,
+}
+
+/// How serious a recorded diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// A diagnostic as a run recorded it when it failed: where it was in the configuration then
+/// (the files may have changed since).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedDiagnostic {
+    pub severity: Severity,
+    pub summary: String,
+    #[serde(default)]
+    pub detail: String,
+    /// `file:line:col` in the configuration, when the problem has a place there.
+    #[serde(default)]
+    pub location: Option<String>,
+    /// The resource or provider address it belongs to, when it has one.
+    #[serde(default)]
+    pub address: Option<String>,
+}
+
 /// What happened. See `snapshot.rs` for what each one does to the state.
 // Events are built once and moved into the log; boxing the large variants would only make
 // every producer and matcher noisier.
@@ -265,6 +372,16 @@ pub enum EventBody {
         providers: Vec<ProviderInstance>,
         resources: Vec<(ResourceInstanceAddr, ResourceObject)>,
     },
+    /// What the open run planned, recorded as soon as it has its plan (before anything is
+    /// applied). Changes nothing in the state.
+    RunPlanned {
+        plan: PlanRecord,
+    },
+    /// The diagnostics of a run that did not succeed, recorded before its `RunFinished`.
+    /// Changes nothing in the state.
+    RunDiagnostics {
+        diagnostics: Vec<RecordedDiagnostic>,
+    },
 }
 
 impl EventBody {
@@ -290,6 +407,8 @@ impl EventBody {
             EventBody::ResourceRehomed { .. } => "ResourceRehomed",
             EventBody::PendingResolved { .. } => "PendingResolved",
             EventBody::StateImported { .. } => "StateImported",
+            EventBody::RunPlanned { .. } => "RunPlanned",
+            EventBody::RunDiagnostics { .. } => "RunDiagnostics",
         }
     }
 
@@ -348,8 +467,14 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     // The common case first: a current record decodes in one pass.
     let first = rmp_serde::from_slice::<Event>(bytes);
     if let Ok(e) = &first {
-        if e.version == CURRENT_VERSION {
-            return first.map_err(|e| DecodeError::Malformed(e.to_string()));
+        // A v1 record is a v2 record as it stands (v2 only added kinds of record).
+        if e.version == CURRENT_VERSION || e.version == 1 {
+            return first
+                .map(|mut e| {
+                    e.version = CURRENT_VERSION;
+                    e
+                })
+                .map_err(|e| DecodeError::Malformed(e.to_string()));
         }
     }
     #[derive(Deserialize)]
@@ -518,7 +643,51 @@ mod tests {
             body: v0::BodyV0::Same(Box::new(sample().body)),
         };
         let e = decode(&rmp_serde::to_vec_named(&old).unwrap()).unwrap();
-        assert_eq!((e.time_ms, e.version, e.body), (5000, 1, sample().body));
+        assert_eq!(
+            (e.time_ms, e.version, e.body),
+            (5000, CURRENT_VERSION, sample().body)
+        );
+    }
+
+    #[test]
+    fn v1_records_read_unchanged_and_the_v2_kinds_round_trip() {
+        let mut old = sample();
+        old.version = 1;
+        let e = decode(&encode(&old)).unwrap();
+        assert_eq!((e.version, e.body), (CURRENT_VERSION, sample().body));
+        for body in [
+            EventBody::RunPlanned {
+                plan: PlanRecord {
+                    mode: "normal".into(),
+                    saved: false,
+                    files_hash: "h".into(),
+                    changes: vec![PlannedChange {
+                        addr: "data.sim_lookup.l".parse().unwrap(),
+                        action: PlannedAction::Read,
+                        reason: Some("depends on sim_thing.a".into()),
+                        deferral: Some(Deferral::DependencyPending {
+                            dependency: "sim_thing.a".parse().unwrap(),
+                            action: PlannedAction::Update,
+                            via: vec!["local.k".into()],
+                        }),
+                        diff: "<= data ...".into(),
+                    }],
+                    outputs: vec![("o".into(), PlannedAction::Update)],
+                },
+            },
+            EventBody::RunDiagnostics {
+                diagnostics: vec![RecordedDiagnostic {
+                    severity: Severity::Error,
+                    summary: "Unsupported attribute".into(),
+                    detail: "no such thing".into(),
+                    location: Some("main.tf:3:9".into()),
+                    address: None,
+                }],
+            },
+        ] {
+            let e = Event { body, ..sample() };
+            assert_eq!(decode(&encode(&e)).unwrap(), e);
+        }
     }
 
     #[test]

@@ -53,11 +53,12 @@ pub use check::Violation;
 pub use error::LockHolder;
 pub use error::StateError;
 pub use event::{
-    DataObject, Event, EventBody, ObjectMeta, OpAction, OutputValue, ProviderInstance, ProviderRef,
+    DataObject, Deferral, Event, EventBody, ObjectMeta, OpAction, OutputValue, PlanRecord,
+    PlannedAction, PlannedChange, ProviderInstance, ProviderRef, RecordedDiagnostic,
     ResourceObject, RunOutcome, RunSummary,
 };
 pub use log::{OpenOptions, Peek, SledLog};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
-pub use store::{peek_events, EventLog, Store};
+pub use store::{peek_events, EventLog, LogReader, Store};
 pub use tfstate::{export_tfstate, import_tfstate};
 pub use value::StoredValue;

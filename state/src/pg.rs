@@ -839,8 +839,13 @@ fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<Box<LockHol
 /// schema is [`StateError::NotFound`].
 pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
     let conn = Conn::connect(cfg)?;
-    let s = quote_ident(&cfg.schema);
-    let table = format!("{s}.cairn_events");
+    check_schema(&conn, cfg)?;
+    read_events(&conn, cfg, from, max)
+}
+
+/// [`StateError::NotFound`] unless `cfg`'s schema has the log's table.
+fn check_schema(conn: &Conn, cfg: &PgConfig) -> Result<(), StateError> {
+    let table = format!("{}.cairn_events", quote_ident(&cfg.schema));
     let exists: bool = conn.run("cannot read the state schema", |c| async move {
         c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
             .await
@@ -851,6 +856,11 @@ pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateE
             dir: PathBuf::from(cfg.describe()),
         });
     }
+    Ok(())
+}
+
+fn read_events(conn: &Conn, cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
+    let s = quote_ident(&cfg.schema);
     let from = from.max(1);
     let rows: Vec<(i64, Vec<u8>)> = conn.run("cannot read the log", |c| async move {
         c.query(
@@ -873,6 +883,65 @@ pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateE
         out.push(decode_record(expected, &data)?);
     }
     Ok(Peek::Events(out, Vec::new()))
+}
+
+/// A reader of a PostgreSQL log beside other commands (`cairn ui`): it keeps one connection
+/// across reads (made again after an error), takes no lock and writes nothing. Appends are
+/// committed transactions, so a read sees whole flushes only, and polling costs one indexed
+/// query that returns nothing when nothing is new.
+pub struct PgReader {
+    cfg: PgConfig,
+    conn: Option<Conn>,
+    /// The schema was found (the log's tables are never dropped).
+    found: bool,
+}
+
+impl PgReader {
+    pub fn new(cfg: PgConfig) -> PgReader {
+        PgReader {
+            cfg,
+            conn: None,
+            found: false,
+        }
+    }
+
+    /// Where the log is, for people (never with a password).
+    pub fn describe(&self) -> String {
+        self.cfg.describe()
+    }
+
+    fn with_conn<T>(
+        &mut self,
+        f: impl FnOnce(&Conn, &PgConfig) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        if self.conn.is_none() {
+            self.conn = Some(Conn::connect(&self.cfg)?);
+        }
+        let conn = self.conn.as_ref().expect("connected above");
+        let r = f(conn, &self.cfg);
+        if matches!(r, Err(StateError::Io { .. })) {
+            // A broken connection is made again at the next read.
+            self.conn = None;
+        }
+        r
+    }
+
+    /// The events from `from` (inclusive), at most `max` (see [`crate::peek_events`]).
+    pub fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError> {
+        if !self.found {
+            self.with_conn(check_schema)?;
+            self.found = true;
+        }
+        self.with_conn(|c, cfg| read_events(c, cfg, from, max))
+    }
+
+    /// The writer holding the state now, if one does.
+    pub fn holder(&mut self) -> Result<Option<Box<LockHolder>>, StateError> {
+        self.with_conn(|c, cfg| {
+            let schema = quote_ident(&cfg.schema);
+            read_holder(c, &schema, key_of("lock", &cfg.schema))
+        })
+    }
 }
 
 /// `cairn force-unlock RUN_ID`: ends the database session of the run holding the lock of

@@ -356,6 +356,8 @@ impl Snapshot {
                     }
                 }
             }
+            // Records of what a run planned and why it failed: nothing in the state changes.
+            EventBody::RunPlanned { .. } | EventBody::RunDiagnostics { .. } => {}
         }
     }
 

@@ -141,6 +141,34 @@ pub fn peek_events(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError
     }
 }
 
+/// A reader of a state directory's log beside other commands (`cairn ui`), whichever store
+/// it names: it never waits for a lock and never writes.
+pub enum LogReader {
+    /// The sled log in this directory: read by brief visits ([`peek_sled`]) when no command
+    /// holds it.
+    Sled(std::path::PathBuf),
+    /// A PostgreSQL log: read over one kept connection (readers take no lock).
+    Pg(Box<crate::pg::PgReader>),
+}
+
+impl LogReader {
+    /// The reader for the store `dir`'s `backend.json` names (none: the sled log in `dir`).
+    pub fn open(dir: &Path) -> Result<LogReader, StateError> {
+        Ok(match configured_pg(dir)? {
+            None => LogReader::Sled(dir.to_path_buf()),
+            Some(pg) => LogReader::Pg(Box::new(crate::pg::PgReader::new(pg))),
+        })
+    }
+
+    /// The events from `from` (inclusive), at most `max`.
+    pub fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError> {
+        match self {
+            LogReader::Sled(dir) => peek_sled(dir, from, max),
+            LogReader::Pg(r) => r.read(from, max),
+        }
+    }
+}
+
 impl Store {
     /// Opens (with `write`, creating) the state of the state directory `dir`: the store its
     /// `backend.json` names, or the sled log in it. The warnings say what was repaired or

@@ -65,7 +65,25 @@ function pendingHtml(list) {
 
 function failuresHtml(list) {
   if (!list || !list.length) return "";
-  return list.map(f => `<div class="error">${esc(f.action)} of ${addrLink(f.addr)} failed: ${esc(f.error)}${f.location ? ` (${esc(f.location)})` : ""}</div>`).join("");
+  return list.map(f => `<div class="error">${esc(f.action)} of ${addrLink(f.addr)} failed: ${esc(f.error)}${f.location ? ` (${f.location_recorded ? "on" : "now at"} ${esc(f.location)})` : ""}</div>`).join("");
+}
+
+// A run's recorded diagnostics: each error with where it was in the configuration when the
+// run failed (file:line:col), or the address it belongs to.
+function diagnosticsHtml(list, onlyErrors) {
+  if (!list || !list.length) return "";
+  return list.filter(d => !onlyErrors || d.severity === "error").map(d => {
+    const where = [d.location ? "on " + esc(d.location) : "", d.address ? "in " + addrLink(d.address) : ""].filter(x => x).join(", ");
+    return `<div class="diag ${d.severity === "error" ? "error" : "warning"}"><strong>${d.severity === "error" ? "Error" : "Warning"}: ${esc(d.summary)}</strong>${where ? `<div class="where">${where}</div>` : ""}${d.detail ? `<div class="detail">${esc(d.detail)}</div>` : ""}</div>`;
+  }).join("");
+}
+
+// Why a read was deferred to apply: the reason and its causal chain, from the data source out
+// to the cause.
+function chainHtml(d) {
+  if (!d || !d.chain || !d.chain.length) return "";
+  const cause = d.cause === "dependency-pending" ? "a managed resource it depends on has a planned change" : d.cause === "config-unknown" ? "its configuration is not known until apply" : "";
+  return `<div class="chain">deferred because ${esc(cause)}: ${d.chain.map(x => `<code>${esc(x)}</code>`).join(" → ")}</div>`;
 }
 
 // ---- Timeline ------------------------------------------------------------------------------
@@ -92,8 +110,11 @@ async function timeline(q) {
         <td>${esc(r.user)}</td><td>${when(r.started_ms)}</td><td>${duration(r.duration_ms)}</td>
         <td>${badge(r.outcome)}</td>
         <td><span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span>${r.read ? ` <span class="muted">${r.read} read</span>` : ""}${r.errors ? ` <span class="n-destroy">${r.errors} error(s)</span>` : ""}</td></tr>`;
-      if ((r.left_pending && r.left_pending.length) || (r.failures && r.failures.length)) {
-        html += `<tr class="run-detail"><td></td><td colspan="6">${failuresHtml(r.failures)}${pendingHtml(r.left_pending)}</td></tr>`;
+      // Errors not already told by a failed operation (a configuration error, a plan error).
+      const failed = new Set((r.failures || []).map(f => f.addr));
+      const others = (r.diagnostics || []).filter(d => d.severity === "error" && !failed.has(d.address));
+      if ((r.left_pending && r.left_pending.length) || (r.failures && r.failures.length) || others.length) {
+        html += `<tr class="run-detail"><td></td><td colspan="6">${failuresHtml(r.failures)}${diagnosticsHtml(others, true)}${pendingHtml(r.left_pending)}</td></tr>`;
       }
     }
     html += `</tbody></table>`;
@@ -127,8 +148,11 @@ function eventHtml(e, withRun) {
   if (e.replaced) h += ` <span class="badge o-running">replaced</span>`;
   if (e.settled && e.settled.kind !== "succeeded") h += ` <span class="muted">(${esc(e.settled.kind)} at event ${e.settled.seq})</span>`;
   if (e.error) {
-    h += `<div class="error">Error: ${esc(e.error)}${e.location ? `\n  on ${esc(e.location)}` : ""}</div>`;
+    h += `<div class="error">Error: ${esc(e.error)}${e.location ? `\n  ${e.location_recorded ? "on" : "now at"} ${esc(e.location)}` : ""}</div>`;
   }
+  if (e.deferral) h += `<div class="muted">why deferred: ${esc(e.deferral.reason || "")}</div>` + chainHtml(e.deferral);
+  if (e.plan_of_run) h += ` <a href="#/plan/run-${e.plan_of_run}">see the plan with its graph</a>`;
+  if (e.diagnostics) h += diagnosticsHtml(e.diagnostics, false);
   if (e.diff) h += `<pre class="diff">${esc(e.diff)}</pre>`;
   if (e.outputs) h += `<pre class="diff">${esc(Object.entries(e.outputs).map(([k, v]) => k + " = " + JSON.stringify(v)).join("\n"))}</pre>`;
   return h + `</div>`;
@@ -141,12 +165,20 @@ async function runView(id) {
   events ${r.first_seq}–${r.last_seq} ·
   <span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span> · ${r.read} read · ${r.errors} error(s) ·
   <a href="#/state?at=${r.last_seq}">state after this run</a></div>`;
-  if (r.plan_file) {
-    html += `<div class="card">Applied the saved plan <code>${esc(r.plan_file)}</code>: <a href="#/plan/run-${r.id}">see it with its graph</a></div>`;
+  if (r.planned || r.plan_file) {
+    html += `<div class="card" id="run-plan">${r.plan_file ? `Applied the saved plan <code>${esc(r.plan_file)}</code>` : "Planned its changes itself"}: <a href="#/plan/run-${r.id}">see the plan with its graph</a></div>`;
   }
   html += failuresHtml(r.failures) + pendingHtml(r.left_pending);
-  html += `<h2>Events</h2>` + r.events.map(e => eventHtml(e, false)).join("");
+  if (r.diagnostics && r.diagnostics.length) {
+    html += `<h2>Errors and warnings</h2><div id="diagnostics">${diagnosticsHtml(r.diagnostics, false)}</div>`;
+  }
+  if (r.deferred && r.deferred.length) {
+    html += `<h2>Reads deferred to apply</h2><div id="deferred">` + r.deferred.map(d => `<div class="ev l-read"><strong>${addrLink(d.addr)}</strong> ${d.read_at ? `read at event #${d.read_at}` : `<span class="n-destroy">not read (the run stopped before)</span>`}
+      <div class="muted">why: ${esc(d.reason || "")}</div>${chainHtml(d)}</div>`).join("") + `</div>`;
+  }
+  html += `<h2>Events</h2><div id="events">` + r.events.map(e => eventHtml(e, false)).join("") + `</div>`;
   main.innerHTML = html;
+  document.body.dataset.runOpen = r.outcome === "running" ? "1" : "0";
 }
 
 // ---- State at a moment ---------------------------------------------------------------------
@@ -323,9 +355,7 @@ function changeHtml(c) {
   let h = `<div class="ev l-${c.action === "create" ? "created" : c.action === "delete" ? "deleted" : c.action === "read" ? "read" : "updated"}">
     <strong>${esc(c.action)}</strong> ${esc(c.addr)}`;
   if (c.reason) h += `<div class="muted">why: ${esc(c.reason)}</div>`;
-  if (c.deferred && c.chain && c.chain.length) {
-    h += `<div class="chain">deferred because of: ${c.chain.map(esc).join(" ← ")}</div>`;
-  }
+  if (c.deferred) h += chainHtml(c);
   return h + `<pre class="diff">${esc(c.text)}</pre></div>`;
 }
 
@@ -337,11 +367,13 @@ async function planView(arg) {
     return;
   }
   const p = ofRun ? await api(`/api/run/${encodeURIComponent(ofRun)}/plan`) : await api("/api/plan/" + +(arg || 0));
-  let html = `<h1>Plan <code>${esc(p.name)}</code></h1>`;
+  let html = `<h1>Plan: ${ofRun ? esc(p.name) : `<code>${esc(p.name)}</code>`}</h1>`;
+  if (ofRun) html += `<p><a href="#/run/${esc(ofRun)}">back to run ${esc(ofRun)}</a></p>`;
+  if (p.note) html += `<p class="muted note">${esc(p.note)}</p>`;
   if (head.plans.length > 1) {
     html += `<div class="filters">${head.plans.map((n, j) => `<a href="#/plan/${j}">${esc(n)}</a>`).join(" · ")}</div>`;
   }
-  html += `<div class="card"><span class="n-add">${p.add} to add</span>, <span class="n-change">${p.change} to change</span>, <span class="n-destroy">${p.destroy} to destroy</span>${p.errored ? ' · <span class="n-destroy">the plan has errors</span>' : ""}
+  html += `<div class="card"><span class="n-add">${p.add} to add</span>, <span class="n-change">${p.change} to change</span>, <span class="n-destroy">${p.destroy} to destroy</span>${p.deferred ? `, <span class="n-read">${p.deferred} read(s) deferred to apply</span>` : ""}${p.errored ? ' · <span class="n-destroy">the plan has errors</span>' : ""}
     <div class="legend" style="margin-top:6px">${Object.entries(ACTION_COLOR).map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`).join("")}<span><i style="border:2px dashed #0969da"></i>read deferred to apply</span></div></div>`;
   if (p.config_error) html += `<p class="error">No graph: ${esc(p.config_error)}</p>`;
   html += `<div class="graphwrap"><div id="graph"></div><div id="nodeinfo"><div class="card muted">Click a node to see its change and why.</div></div></div>`;
@@ -386,14 +418,14 @@ function render() {
 async function poll() {
   try {
     const h = await api("/api/head");
-    const busy = h.busy ? `cairn ${h.busy.command || "?"} (pid ${h.busy.pid || "?"}) is running: its run appears when it finishes` : "";
-    statusEl.textContent = busy || (h.missing ? "no state yet" : `${h.runs} runs · ${h.head} events · live`);
+    const busy = h.busy ? `cairn ${h.busy.command || "?"} (pid ${h.busy.pid || "?"}${h.busy.host ? " on " + h.busy.host : ""}) is running: ${h.store === "postgres" ? "its events appear as it writes them" : "its run appears when it finishes"}` : "";
+    statusEl.textContent = busy || (h.missing ? "no state yet" : `${h.runs} runs · ${h.head} events · ${h.store === "postgres" ? "PostgreSQL · " : ""}live`);
     statusEl.classList.toggle("busy", !!busy);
     document.body.dataset.head = h.head;
     if (known.head !== -1 && h.head !== known.head) {
       const r = route();
       // New runs land in the views that show "now" without a reload.
-      if (r.view === "timeline" || (r.view === "state" && !r.q.has("at")) || r.view === "resource") await render();
+      if (r.view === "timeline" || (r.view === "state" && !r.q.has("at")) || r.view === "resource" || (r.view === "run" && document.body.dataset.runOpen === "1")) await render();
     }
     known = h;
   } catch (e) {
