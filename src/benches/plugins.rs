@@ -18,7 +18,8 @@
 //! The machine is shared: every figure is one run (`CAIRN_BENCH_RUNS` for more: best and
 //! median are printed). `CAIRN_BENCH_ONLY=fast|sim|calls` runs one part;
 //! `CAIRN_BENCH_SIZES="1000 10000"` the sizes of part 1; `CAIRN_BENCH_TERRAFORM=0` skips
-//! Terraform; `CAIRN_BENCH_TF_MAX` the largest size Terraform runs at (default 10,000).
+//! Terraform; `CAIRN_BENCH_TF_MAX` the largest size Terraform runs at (default 10,000);
+//! `CAIRN_BENCH_KV6` a `terraform-provider-kv6` binary to use instead of building one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -148,8 +149,12 @@ fn rc_file(path: &Path, source: &str, dir: &Path) {
     .unwrap();
 }
 
-/// `terraform-provider-kv6`, built with the profile of this benchmark, beside `cairn`.
+/// `terraform-provider-kv6`, built with the profile of this benchmark, beside `cairn` (or the
+/// binary `CAIRN_BENCH_KV6` names).
 fn kv6() -> PathBuf {
+    if let Some(p) = std::env::var_os("CAIRN_BENCH_KV6") {
+        return PathBuf::from(p);
+    }
     let exe = Path::new(env!("CARGO_BIN_EXE_cairn"));
     let profile_dir = exe.parent().unwrap();
     let mut build = Command::new(env!("CARGO"));
