@@ -383,126 +383,75 @@ macro_rules! both {
     };
 }
 
-impl Client {
-    pub async fn get_schema(&self) -> Result<(Schemas, Vec<Diag>), String> {
-        match self.clone() {
+/// The same call on protocols that name it differently: `$m5` / `$m6` are the methods, `$r5` /
+/// `$r6` their message modules. The request's fields and what is made of the answer (`$r`) are
+/// written once, with `$m` bound to the conversions module and `$p` to the message module.
+macro_rules! renamed {
+    ($self:expr, $m5:ident / $r5:ident, $m6:ident / $r6:ident,
+     |$m:ident, $p:ident, $r:ident| { $($f:ident : $v:expr),* $(,)? } => $out:expr) => {
+        match $self.clone() {
             Client::V5(mut c) => {
-                let r = c
-                    .get_schema(p5::get_provider_schema::Request {})
+                #[allow(unused_imports)]
+                use {p5 as $p, v5 as $m};
+                let $r = c
+                    .$m5($p::$r5::Request { $($f: $v),* })
                     .await
-                    .map_err(status)?;
-                v5::schemas(r.into_inner())
+                    .map_err(status)?
+                    .into_inner();
+                $out
             }
             Client::V6(mut c) => {
-                let r = c
-                    .get_provider_schema(p6::get_provider_schema::Request {})
+                #[allow(unused_imports)]
+                use {p6 as $p, v6 as $m};
+                let $r = c
+                    .$m6($p::$r6::Request { $($f: $v),* })
                     .await
-                    .map_err(status)?;
-                v6::schemas(r.into_inner())
+                    .map_err(status)?
+                    .into_inner();
+                $out
             }
         }
+    };
+}
+
+impl Client {
+    pub async fn get_schema(&self) -> Result<(Schemas, Vec<Diag>), String> {
+        renamed!(self, get_schema / get_provider_schema, get_provider_schema / get_provider_schema,
+            |m, p, r| {} => m::schemas(r))
     }
 
     pub async fn validate_provider(&self, config: Dyn) -> Result<Vec<Diag>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .prepare_provider_config(p5::prepare_provider_config::Request {
-                        config: v5::to_dv(&config),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v5::diags(&r.into_inner().diagnostics))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .validate_provider_config(p6::validate_provider_config::Request {
-                        config: v6::to_dv(&config),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v6::diags(&r.into_inner().diagnostics))
-            }
-        }
+        renamed!(self, prepare_provider_config / prepare_provider_config,
+            validate_provider_config / validate_provider_config,
+            |m, p, r| { config: m::to_dv(&config) } => Ok(m::diags(&r.diagnostics)))
     }
 
     pub async fn validate_resource(&self, type_: &str, config: Dyn) -> Result<Vec<Diag>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .validate_resource_type_config(p5::validate_resource_type_config::Request {
-                        type_name: type_.to_string(),
-                        config: v5::to_dv(&config),
-                        client_capabilities: v5::caps(),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v5::diags(&r.into_inner().diagnostics))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .validate_resource_config(p6::validate_resource_config::Request {
-                        type_name: type_.to_string(),
-                        config: v6::to_dv(&config),
-                        client_capabilities: v6::caps(),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v6::diags(&r.into_inner().diagnostics))
-            }
-        }
+        renamed!(self, validate_resource_type_config / validate_resource_type_config,
+            validate_resource_config / validate_resource_config,
+            |m, p, r| {
+                type_name: type_.to_string(),
+                config: m::to_dv(&config),
+                client_capabilities: m::caps(),
+            } => Ok(m::diags(&r.diagnostics)))
     }
 
     pub async fn validate_data(&self, type_: &str, config: Dyn) -> Result<Vec<Diag>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .validate_data_source_config(p5::validate_data_source_config::Request {
-                        type_name: type_.to_string(),
-                        config: v5::to_dv(&config),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v5::diags(&r.into_inner().diagnostics))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .validate_data_resource_config(p6::validate_data_resource_config::Request {
-                        type_name: type_.to_string(),
-                        config: v6::to_dv(&config),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v6::diags(&r.into_inner().diagnostics))
-            }
-        }
+        renamed!(self, validate_data_source_config / validate_data_source_config,
+            validate_data_resource_config / validate_data_resource_config,
+            |m, p, r| {
+                type_name: type_.to_string(),
+                config: m::to_dv(&config),
+            } => Ok(m::diags(&r.diagnostics)))
     }
 
     pub async fn configure(&self, version: &str, config: Dyn) -> Result<Vec<Diag>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .configure(p5::configure::Request {
-                        terraform_version: version.to_string(),
-                        config: v5::to_dv(&config),
-                        client_capabilities: v5::caps(),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v5::diags(&r.into_inner().diagnostics))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .configure_provider(p6::configure_provider::Request {
-                        terraform_version: version.to_string(),
-                        config: v6::to_dv(&config),
-                        client_capabilities: v6::caps(),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v6::diags(&r.into_inner().diagnostics))
-            }
-        }
+        renamed!(self, configure / configure, configure_provider / configure_provider,
+            |m, p, r| {
+                terraform_version: version.to_string(),
+                config: m::to_dv(&config),
+                client_capabilities: m::caps(),
+            } => Ok(m::diags(&r.diagnostics)))
     }
 
     pub async fn upgrade(
@@ -666,18 +615,7 @@ impl Client {
 
     /// `StopProvider`: asks in-flight calls to return early. The provider's error, if any.
     pub async fn stop(&self) -> Result<Option<String>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c.stop(p5::stop::Request {}).await.map_err(status)?;
-                Ok(Some(r.into_inner().error).filter(|e| !e.is_empty()))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .stop_provider(p6::stop_provider::Request {})
-                    .await
-                    .map_err(status)?;
-                Ok(Some(r.into_inner().error).filter(|e| !e.is_empty()))
-            }
-        }
+        renamed!(self, stop / stop, stop_provider / stop_provider,
+            |m, p, r| {} => Ok(Some(r.error).filter(|e| !e.is_empty())))
     }
 }
