@@ -149,6 +149,34 @@ struct SourceFile {
     text: Arc<str>,
     /// Byte offset of the start of each line.
     line_starts: Vec<usize>,
+    /// For a text made from other files (a `.tf.json` file rewritten as HCL, blocks merged
+    /// with override files): where each piece comes from, `(offset here, file, offset there)`
+    /// by offset here. Positions, paths and snippets are shown in those files.
+    origins: Option<Vec<(usize, FileId, usize)>>,
+    /// Written in Terraform's JSON syntax (or made from such a file).
+    json: bool,
+}
+
+/// Where a byte of a text made from others comes from, by its origins (`(offset here, file,
+/// offset there)`, by offset here): the last origin at or before it plus the distance, kept
+/// short of the next origin when that one is further on in the same file.
+pub fn anchored_offset(origins: &[(usize, FileId, usize)], byte: usize) -> (FileId, usize) {
+    let i = origins.partition_point(|a| a.0 <= byte);
+    if i == 0 {
+        return origins.first().map_or((FileId(0), 0), |o| (o.1, 0));
+    }
+    let (g, f, j) = origins[i - 1];
+    let at = j + (byte - g);
+    match origins.get(i) {
+        Some(&(_, nf, next)) if nf == f && next >= j => (f, at.min(next)),
+        _ => (f, at),
+    }
+}
+
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut out = vec![0];
+    out.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+    out
 }
 
 /// Every source file that was read, so spans can be turned into positions and snippets.
@@ -164,14 +192,73 @@ impl SourceMap {
 
     pub fn add(&mut self, path: impl AsRef<Path>, text: impl Into<Arc<str>>) -> FileId {
         let text: Arc<str> = text.into();
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         self.files.push(SourceFile {
             path: path.as_ref().to_path_buf(),
+            line_starts: line_starts(&text),
             text,
-            line_starts,
+            origins: None,
+            json: false,
         });
         FileId(self.files.len() as u32 - 1)
+    }
+
+    /// Adds a text made from other files of the map (a `.tf.json` file rewritten as HCL,
+    /// blocks merged with override files): spans are offsets into `text`; positions, paths
+    /// and snippets are those of the files `origins` point into (`(offset in text, file,
+    /// offset in that file)`, by offset in text). `json`: made from JSON syntax.
+    pub fn add_rewritten(
+        &mut self,
+        path: impl AsRef<Path>,
+        text: impl Into<Arc<str>>,
+        origins: Vec<(usize, FileId, usize)>,
+        json: bool,
+    ) -> FileId {
+        let id = self.add(path, text);
+        let f = &mut self.files[id.0 as usize];
+        f.origins = Some(origins);
+        f.json = json;
+        id
+    }
+
+    /// Marks a file as written in JSON syntax.
+    pub fn set_json(&mut self, file: FileId) {
+        self.files[file.0 as usize].json = true;
+    }
+
+    /// Whether a file is written in JSON syntax (or made from such a file).
+    pub fn is_json(&self, file: FileId) -> bool {
+        self.files[file.0 as usize].json
+    }
+
+    /// The file and byte users see for a byte of `file` (through its origins, if any).
+    pub fn resolve(&self, file: FileId, byte: usize) -> (FileId, usize) {
+        let (mut file, mut byte) = (file, byte);
+        // Origins always point at files added earlier: this ends.
+        while let Some(o) = &self.files[file.0 as usize].origins {
+            let (f, b) = anchored_offset(o, byte);
+            if f.0 >= file.0 {
+                break;
+            }
+            (file, byte) = (f, b);
+        }
+        let text = &self.files[file.0 as usize].text;
+        let mut byte = byte.min(text.len());
+        while !text.is_char_boundary(byte) {
+            byte -= 1;
+        }
+        (file, byte)
+    }
+
+    /// The text and line starts users see for a file, and a byte of the file in that text.
+    fn shown(&self, file: FileId, byte: usize) -> (&str, &[usize], usize) {
+        let (file, byte) = self.resolve(file, byte);
+        let f = &self.files[file.0 as usize];
+        (&f.text, &f.line_starts, byte)
+    }
+
+    /// The path users see for a span starting at `byte` of `file`.
+    pub fn path_at(&self, file: FileId, byte: usize) -> &Path {
+        self.path(self.resolve(file, byte).0)
     }
 
     /// Every file: its path and text.
@@ -187,13 +274,14 @@ impl SourceMap {
         &self.files[file.0 as usize].text
     }
 
+    /// The line, column and byte of a byte of `file`, in the text users see (the JSON of a
+    /// `.tf.json` file).
     pub fn pos(&self, file: FileId, byte: usize) -> Pos {
-        let f = &self.files[file.0 as usize];
-        let byte = byte.min(f.text.len());
-        let line = f.line_starts.partition_point(|&s| s <= byte) - 1;
-        let start = f.line_starts[line];
-        let column = f
-            .text
+        let (text, line_starts, byte) = self.shown(file, byte);
+        let byte = byte.min(text.len());
+        let line = line_starts.partition_point(|&s| s <= byte) - 1;
+        let start = line_starts[line];
+        let column = text
             .get(start..byte)
             .map(|s| s.chars().count())
             .unwrap_or(byte - start)
@@ -208,7 +296,12 @@ impl SourceMap {
     /// `file:line:col` of a span's start.
     pub fn location(&self, span: Span) -> String {
         let p = self.pos(span.file, span.start);
-        format!("{}:{}:{}", self.path(span.file).display(), p.line, p.column)
+        format!(
+            "{}:{}:{}",
+            self.path_at(span.file, span.start).display(),
+            p.line,
+            p.column
+        )
     }
 
     /// Renders one diagnostic as Terraform does: a heading, the location, a snippet with a caret
@@ -239,13 +332,12 @@ impl SourceMap {
             let _ = writeln!(
                 out,
                 "{tone}│{reset}   on {}:{}:{}:",
-                self.path(span.file).display(),
+                self.path_at(span.file, span.start).display(),
                 start.line,
                 start.column
             );
-            let text = self.text(span.file);
-            let f = &self.files[span.file.0 as usize];
-            let line_start = f.line_starts[start.line - 1];
+            let (text, line_starts, _) = self.shown(span.file, span.start);
+            let line_start = line_starts[start.line - 1];
             let line_end = text[line_start..]
                 .find('\n')
                 .map(|i| line_start + i)
@@ -288,7 +380,7 @@ impl SourceMap {
             let start = self.pos(span.file, span.start);
             let end = self.pos(span.file, span.end.max(span.start));
             o["range"] = serde_json::json!({
-                "filename": self.path(span.file).display().to_string(),
+                "filename": self.path_at(span.file, span.start).display().to_string(),
                 "start": start,
                 "end": end,
             });

@@ -146,6 +146,31 @@ pub struct Cfg {
     pub child: Option<Module>,
     /// `provider "sim" { alias = "dyn"; region = sim_thing.<this>.id }`
     pub dyn_region: Option<String>,
+    /// What a targeted round sets beyond the seeds.
+    pub tweak: Tweak,
+}
+
+/// What a targeted round (the crash property's) sets on the root module beyond what seeds
+/// decode to: the lifecycle events no generated configuration brings about by itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tweak {
+    /// `provider "sim" { latency_ms = N }`: a changed N reconfigures the default instance in
+    /// place (`ProviderUpdated`).
+    pub latency_ms: Option<u8>,
+    /// Every root thing has `lifecycle { create_before_destroy = true }`.
+    pub cbd: bool,
+    /// Root things whose name gets the suffix `r` (applied to the decoded [`Thing`]s by
+    /// [`Scenario::configs`]): a replacement; with `cbd`, the old object is deposed first
+    /// (`ObjectDeposed`).
+    pub renamed: Vec<String>,
+    /// Root things moved to `provider "sim" { alias = "same" }`, configured as the default
+    /// instance is without a block: an equal configuration to the one their objects were made
+    /// with, so they move without replacement (`ResourceRehomed`).
+    pub same: Vec<String>,
+    /// `sim.dyn` leaves the configuration (applied to the decoded configuration by
+    /// [`Scenario::configs`]; its things and lookups move to the default instance): an
+    /// instance in state that nothing uses any more (`ProviderRemoved`).
+    pub drop_dyn: bool,
 }
 
 impl Cfg {
@@ -464,9 +489,29 @@ fn render_targets(ts: &[Target]) -> String {
 
 /// The HCL text of one module.
 pub fn render_module(m: &Module, child: bool, dyn_region: Option<&str>) -> String {
+    render_module_with(m, child, dyn_region, &Tweak::default())
+}
+
+/// [`render_module`] with a targeted round's [`Tweak`].
+pub fn render_module_with(
+    m: &Module,
+    child: bool,
+    dyn_region: Option<&str>,
+    tweak: &Tweak,
+) -> String {
     let mut out = String::new();
     if child {
         out.push_str("variable \"in\" {\n  type = string\n}\n\n");
+    }
+    let latency = tweak
+        .latency_ms
+        .map(|n| format!("  latency_ms = {n}\n"))
+        .unwrap_or_default();
+    if tweak.latency_ms.is_some() {
+        out.push_str(&format!("provider \"sim\" {{\n{latency}}}\n\n"));
+    }
+    if !tweak.same.is_empty() {
+        out.push_str("provider \"sim\" {\n  alias = \"same\"\n}\n\n");
     }
     if let Some(r) = dyn_region {
         let idx = m
@@ -485,30 +530,34 @@ pub fn render_module(m: &Module, child: bool, dyn_region: Option<&str>) -> Strin
         match item {
             Item::Thing(t) => {
                 out.push_str(&format!("resource \"sim_thing\" \"{}\" {{\n", t.label));
+                let name = &t.name;
                 match &t.rep {
-                    Rep::One => out.push_str(&format!("  name  = \"{}\"\n", t.name)),
+                    Rep::One => out.push_str(&format!("  name  = \"{name}\"\n")),
                     Rep::Count(n) => out.push_str(&format!(
-                        "  count = {n}\n  name  = \"{}c${{count.index}}\"\n",
-                        t.name
+                        "  count = {n}\n  name  = \"{name}c${{count.index}}\"\n"
                     )),
                     Rep::ForEach(keys) => {
                         let ks: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
                         out.push_str(&format!(
-                            "  for_each = toset([{}])\n  name  = \"{}k${{each.key}}\"\n",
+                            "  for_each = toset([{}])\n  name  = \"{name}k${{each.key}}\"\n",
                             ks.join(", "),
-                            t.name
                         ));
                     }
                 }
                 out.push_str(&format!("  value = {}\n", render_expr(&t.value, m)));
                 if t.dyn_ {
                     out.push_str("  provider = sim.dyn\n");
+                } else if tweak.same.contains(&t.label) {
+                    out.push_str("  provider = sim.same\n");
                 }
                 if !t.depends_on.is_empty() {
                     out.push_str(&format!(
                         "  depends_on = {}\n",
                         render_targets(&t.depends_on)
                     ));
+                }
+                if tweak.cbd {
+                    out.push_str("  lifecycle {\n    create_before_destroy = true\n  }\n");
                 }
                 out.push_str("}\n\n");
             }
@@ -562,7 +611,7 @@ impl Cfg {
     pub fn files(&self) -> Vec<(String, String)> {
         let mut files = vec![(
             "main.tf".to_string(),
-            render_module(&self.root, false, self.dyn_region.as_deref()),
+            render_module_with(&self.root, false, self.dyn_region.as_deref(), &self.tweak),
         )];
         if let Some(c) = &self.child {
             files.push((
@@ -634,6 +683,8 @@ pub struct Round {
     pub fault: Option<Fault>,
     pub op: Op,
     pub parallelism: usize,
+    /// Set on the round's configuration after decoding (targeted rounds only).
+    pub tweak: Tweak,
 }
 
 /// A whole scenario: the first configuration, then rounds.
@@ -675,7 +726,35 @@ impl Scenario {
             .iter()
             .map(|r| {
                 seeds = seeds.edited(&r.edits);
-                build(&seeds)
+                let mut cfg = build(&seeds);
+                cfg.tweak = r.tweak.clone();
+                if r.tweak.drop_dyn {
+                    cfg.dyn_region = None;
+                }
+                // A lookup by a renamed thing's name looks up its new name.
+                let mut names = std::collections::BTreeMap::new();
+                for item in &mut cfg.root.items {
+                    match item {
+                        Item::Thing(t) => {
+                            if r.tweak.renamed.contains(&t.label) {
+                                let old = t.first_name();
+                                t.name.push('r');
+                                names.insert(old, t.first_name());
+                            }
+                            t.dyn_ &= !r.tweak.drop_dyn;
+                        }
+                        Item::Lookup(l) => {
+                            l.dyn_ &= !r.tweak.drop_dyn;
+                            if let Expr::Lit(key) = &mut l.key {
+                                if let Some(new) = names.get(key) {
+                                    *key = new.clone();
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                cfg
             })
             .collect()
     }
@@ -887,6 +966,7 @@ pub fn round_with(p: Profile, mix: Mix, ops: BoxedStrategy<Op>) -> impl Strategy
             fault,
             op,
             parallelism,
+            tweak: Tweak::default(),
         })
 }
 

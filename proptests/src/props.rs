@@ -84,6 +84,7 @@ fn then(op: Op) -> impl Fn(Scenario) -> Scenario {
             fault: None,
             op,
             parallelism: 8,
+            tweak: Default::default(),
         });
         scn
     }
@@ -457,6 +458,43 @@ pub fn p07_scenarios() -> impl Strategy<Value = (Scenario, Vec<u16>)> {
                 fault: Some(fault),
                 op: Op::Apply,
                 parallelism: 8,
+                tweak: Default::default(),
+            });
+            // Then a targeted apply for the events no generated configuration brings about by
+            // itself: the default provider instance declared with `latency_ms = 1` (an
+            // in-place reconfiguration: `ProviderUpdated`), every root thing
+            // create-before-destroy and the first one renamed (its old object is deposed:
+            // `ObjectDeposed`), the last other one moved to `sim.same`, configured as the
+            // default instance was (`ResourceRehomed`), and `sim.dyn` dropped (its things move
+            // to the default instance; the instance is unused: `ProviderRemoved`).
+            let cfg = scn.configs().pop().unwrap_or_default();
+            let things: Vec<&gen::Thing> = cfg.things(false).collect();
+            let renamed: Vec<String> = things
+                .first()
+                .map(|t| t.label.clone())
+                .into_iter()
+                .collect();
+            let same: Vec<String> = things
+                .iter()
+                .skip(1)
+                .rev()
+                .find(|t| !t.dyn_)
+                .map(|t| t.label.clone())
+                .into_iter()
+                .collect();
+            scn.rounds.push(Round {
+                edits: Vec::new(),
+                cloud: Vec::new(),
+                fault: None,
+                op: Op::Apply,
+                parallelism: 8,
+                tweak: gen::Tweak {
+                    latency_ms: Some(1),
+                    cbd: true,
+                    renamed,
+                    same,
+                    drop_dyn: true,
+                },
             });
             (scn, picks)
         })
@@ -506,60 +544,94 @@ pub fn p07_nothing_is_lost(
                 points.push(k);
             }
         }
-        let (_, all) = read_state(&w.state_dir());
-        let before = all.len() - n;
         for k in points {
-            crate::cover::killed_after(&crate::cover::kind(&o.events[k - 1].body));
-            let cloud = check::cloud_at_crash(&o.cloud_before, &o.cloud_after, &o.events, k);
-            let mut crashed = w.fork();
-            crashed.crash_to(&all[..before + k], &cloud)?;
-            let (s, _) = read_state(&crashed.state_dir());
-            check::nothing_lost(&s, &cloud)
-                .map_err(|m| format!("crash after event {}: {m}", all[before + k - 1].seq))?;
-            let next = crashed.run(Op::Apply, r.parallelism, None);
-            if std::env::var_os("CAIRN_PROPTEST_VERBOSE").is_some() {
-                eprintln!(
-                    "crash after {k}: state before the next apply: {}\ncloud {:?}\nnext: ok={} errors={:?}\ncalls={:?}\nevents={:?}",
-                    check::normalized(&s),
-                    cloud.objects,
-                    next.ok,
-                    next.errors,
-                    next.calls,
-                    next.events.iter().map(|e| &e.body).collect::<Vec<_>>()
-                );
-            }
-            let msg = |m: String| {
-                format!(
-                    "the apply after a crash after event {} of the previous apply: {m}\n{}",
-                    all[before + k - 1].seq,
-                    crashed.fixture()
-                )
-            };
-            hit("recovered after a crash");
-            if !s.pending.is_empty() {
-                hit("recovered after a crash with an operation pending");
-            }
-            check::nothing_lost(&next.state_after, &next.cloud_after).map_err(msg)?;
-            if next.ok {
-                check::agree(&next.state_after, &next.cloud_after).map_err(msg)?;
-            } else {
-                check::errors_explained(&next).map_err(msg)?;
-            }
-            check::replay_equivalent(&crashed.state_dir()).map_err(msg)?;
+            crash_and_recover(w, o, k, r.parallelism, true)?;
         }
         Ok(())
     })
 }
 
-/// The kinds of event an `apply` or `destroy` of the generated configurations appends; the
-/// crash property cuts the log after each at least once per run. (The other kinds come from
-/// other commands or blocks the generator does not write: `state mv`/`rm` (`ResourceMoved`,
-/// `ResourceForgotten`), `import` (`StateImported`), `create_before_destroy` replacements
-/// (`ObjectDeposed`), a provider instance replaced by an equal one (`ResourceRehomed`).)
+/// Cuts the log `w` holds after event `k` of the apply `o` (the last command of `w`), with the
+/// store as the provider left it at that moment, then runs the next apply, which must recover:
+/// nothing lost, state and store agree (or every error explained), replay equivalent. With
+/// `again`, the recovering apply is itself cut after the first event of each kind no run has
+/// been killed after yet (a `PendingResolved` among them: a pending operation resolved, then
+/// a crash).
+fn crash_and_recover(w: &World, o: &Outcome, k: usize, parallelism: usize, again: bool) -> Check {
+    let (_, all) = read_state(&w.state_dir());
+    let before = all.len() - o.events.len();
+    crate::cover::killed_after(&crate::cover::kind(&o.events[k - 1].body));
+    let cloud = check::cloud_at_crash(&o.cloud_before, &o.cloud_after, &o.events, k);
+    let mut crashed = w.fork();
+    crashed.crash_to(&all[..before + k], &cloud)?;
+    let (s, _) = read_state(&crashed.state_dir());
+    check::nothing_lost(&s, &cloud)
+        .map_err(|m| format!("crash after event {}: {m}", all[before + k - 1].seq))?;
+    let next = crashed.run(Op::Apply, parallelism, None);
+    if std::env::var_os("CAIRN_PROPTEST_VERBOSE").is_some() {
+        eprintln!(
+            "crash after {k}: state before the next apply: {}\ncloud {:?}\nnext: ok={} errors={:?}\ncalls={:?}\nevents={:?}",
+            check::normalized(&s),
+            cloud.objects,
+            next.ok,
+            next.errors,
+            next.calls,
+            next.events.iter().map(|e| &e.body).collect::<Vec<_>>()
+        );
+    }
+    let msg = |m: String| {
+        format!(
+            "the apply after a crash after event {} of the previous apply: {m}\n{}",
+            all[before + k - 1].seq,
+            crashed.fixture()
+        )
+    };
+    hit("recovered after a crash");
+    if !s.pending.is_empty() {
+        hit("recovered after a crash with an operation pending");
+    }
+    check::nothing_lost(&next.state_after, &next.cloud_after).map_err(msg)?;
+    if next.ok {
+        check::agree(&next.state_after, &next.cloud_after).map_err(msg)?;
+    } else {
+        check::errors_explained(&next).map_err(msg)?;
+    }
+    check::replay_equivalent(&crashed.state_dir()).map_err(msg)?;
+    if again {
+        let killed = crate::cover::kill_points();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, e) in next.events.iter().enumerate() {
+            let kind = crate::cover::kind(&e.body);
+            crate::cover::appended(&kind);
+            if !killed.contains_key(&kind) && seen.insert(kind) {
+                hit("recovered after a crash of a recovering apply");
+                crash_and_recover(&crashed, &next, i + 1, parallelism, false).map_err(|m| {
+                    format!(
+                        "after a crash after event {} and the apply that recovered: {m}",
+                        all[before + k - 1].seq
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The kinds of event an `apply` or `destroy` appends; the crash property cuts the log after
+/// each at least once per run (the targeted round of [`p07_scenarios`] brings about
+/// `ObjectDeposed`, `ProviderUpdated`, `ResourceRehomed` and `ProviderRemoved`; a crashed
+/// apply's recovery `PendingResolved`). The other kinds are each the one event of a state command — `state
+/// mv`/`rm` (`ResourceMoved`, `ResourceForgotten`), `state import-tfstate` (`StateImported`)
+/// — so a crash leaves either all of it or nothing.
 pub const APPLY_EVENT_KINDS: &[&str] = &[
     "RunStarted",
     "RunFinished",
     "ProviderRegistered",
+    "ProviderUpdated",
+    "ProviderRemoved",
+    "ObjectDeposed",
+    "ResourceRehomed",
+    "PendingResolved",
     "ResourceRead",
     "ResourceGone",
     "OperationStarted",

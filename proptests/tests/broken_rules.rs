@@ -89,6 +89,7 @@ fn config(value: &str) -> Cfg {
         root,
         child: None,
         dyn_region: Some("t0".into()),
+        tweak: Default::default(),
     }
 }
 
@@ -435,6 +436,7 @@ fn p09_failures_fail_when_a_failure_skips_nothing() {
                 root,
                 child: None,
                 dyn_region: None,
+                tweak: Default::default(),
             });
             check::failures_skip_dependents(&w.run(Op::Apply, 4, Some("create:t0")))
         },
@@ -504,6 +506,7 @@ fn p11_parallelism_fails_when_instances_are_stored_in_completion_order() {
         },
         child: None,
         dyn_region: None,
+        tweak: Default::default(),
     };
     let attempt = |sabotage: Option<Sabotage>| -> Check {
         let mut one = World::with_sabotage(sabotage);
@@ -561,6 +564,7 @@ fn p12_destroy_fails_when_child_modules_are_skipped() {
             root,
             child: Some(child),
             dyn_region: None,
+            tweak: Default::default(),
         });
         ensure_ok(&w.run(Op::Apply, 4, None))?;
         check::destroyed(&w.run(Op::Destroy, 4, None))

@@ -66,6 +66,14 @@ fn run_property<T: std::fmt::Debug>(
             failed.set(true);
         } else if !failed.get() {
             ran.set(ran.get() + 1);
+            // A soak's progress, so a run cut short still tells its rate.
+            if ran.get() % 250 == 0 {
+                eprintln!(
+                    "{name}: {} cases passed so far, {:.1} s",
+                    ran.get(),
+                    start.elapsed().as_secs_f64()
+                );
+            }
             for h in hits {
                 *counts.borrow_mut().entry(h).or_default() += 1;
             }

@@ -148,6 +148,9 @@ pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
                 .and_then(|p| p.schema().block(mode, type_))
         };
         diags.extend(crate::config::validate(config, &schema));
+        // Cycles, with the chain plan would print.
+        let (graph, _) = crate::engine::graph::build(config);
+        diags.extend(graph.cycle_diagnostics(&config.sources));
     }
     let empty = SourceMap::new();
     let map = config.as_ref().map(|c| &c.sources).unwrap_or(&empty);

@@ -146,7 +146,7 @@ fn resources_text(config: &Config, instances: &[Inspected]) -> String {
 fn location(map: &SourceMap, span: Span) -> J {
     let p = map.pos(span.file, span.start);
     json!({
-        "file": map.path(span.file).display().to_string(),
+        "file": map.path_at(span.file, span.start).display().to_string(),
         "line": p.line,
         "column": p.column,
     })

@@ -64,10 +64,40 @@ pub fn write_to(s: &Sink, text: &str) {
 }
 
 /// Prints diagnostics in the human form, errors and warnings alike, to `out`.
+///
+/// One problem is printed once: diagnostics that differ only in the instance they are about
+/// (the same error evaluating one expression for each of 1,200 instances) are one, naming the
+/// first instance and how many more it affects.
 pub fn render_diagnostics(map: &SourceMap, diags: &Diagnostics, color: bool) -> String {
-    let mut s = String::new();
+    let mut groups: Vec<(&crate::diag::Diagnostic, Vec<&str>)> = Vec::new();
     for d in diags {
-        s.push_str(&map.render(d, color));
+        let same = groups.iter_mut().find(|(g, _)| {
+            g.address.is_some()
+                && d.address.is_some()
+                && g.severity == d.severity
+                && g.summary == d.summary
+                && g.detail == d.detail
+                && g.span == d.span
+        });
+        match (same, d.address.as_deref()) {
+            (Some((_, more)), Some(a)) => more.push(a),
+            _ => groups.push((d, Vec::new())),
+        }
+    }
+    let mut s = String::new();
+    for (d, more) in groups {
+        if more.is_empty() {
+            s.push_str(&map.render(d, color));
+        } else {
+            let mut one = d.clone();
+            one.address = Some(format!(
+                "{} (and {} more instance{})",
+                d.address.as_deref().unwrap_or_default(),
+                more.len(),
+                if more.len() == 1 { "" } else { "s" }
+            ));
+            s.push_str(&map.render(&one, color));
+        }
         s.push('\n');
     }
     s

@@ -749,17 +749,7 @@ mod tests {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures/golden/cli")
             .join(name);
-        if std::env::var_os("UPDATE_EXPECT").is_some() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, actual).unwrap();
-            return;
-        }
-        let expected = std::fs::read_to_string(&path)
-            .unwrap_or_else(|_| panic!("missing {}; run with UPDATE_EXPECT=1", path.display()));
-        assert_eq!(
-            actual, expected,
-            "golden {name} differs; UPDATE_EXPECT=1 rewrites it"
-        );
+        expect_test::expect_file![path].assert_eq(actual);
     }
 
     fn addr(s: &str) -> ResourceInstanceAddr {

@@ -63,8 +63,9 @@ fn load_only(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
     if l.file_count == 0 {
         l.diags.push(Diagnostic::error(
             "No configuration files",
-            "There are no .tf files in the configuration directory. Cairn reads the \
-             configuration from the *.tf files of the working directory, or of -chdir=DIR.",
+            "There are no .tf or .tf.json files in the configuration directory. Cairn reads \
+             the configuration from the *.tf and *.tf.json files of the working directory, or \
+             of -chdir=DIR.",
         ));
     }
     let config = Config {
@@ -179,7 +180,7 @@ impl Loader {
     fn range_str(&self, s: Span) -> String {
         let a = self.sources.pos(s.file, s.start);
         let b = self.sources.pos(s.file, s.end);
-        let path = self.sources.path(s.file).display().to_string();
+        let path = self.sources.path_at(s.file, s.start).display().to_string();
         if a.line == b.line {
             format!("{path}:{},{}-{}", a.line, a.column, b.column)
         } else {
@@ -226,12 +227,15 @@ impl Loader {
             (None, Ok(entries)) => entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "tf") && !p.is_dir())
+                .filter(|p| is_config_file(p) && !p.is_dir())
                 .collect(),
             (None, Err(_)) => Vec::new(),
         };
         files.sort();
         self.file_count += files.len();
+        // Override files merge into the others once all are read (`merge_overrides`).
+        let mut primary: Vec<(FileId, Body)> = Vec::new();
+        let mut overrides: Vec<(FileId, Body)> = Vec::new();
         for f in files {
             let shown = relative_path(&self.root_dir, &f);
             let bytes = match std::fs::read(&f) {
@@ -272,7 +276,65 @@ impl Loader {
                     continue;
                 }
             };
-            let id = self.sources.add(&shown, text.as_str());
+            let json = f.to_string_lossy().ends_with(".json");
+            let (id, (bodies, errors)) = match json {
+                false => (self.sources.add(&shown, text.as_str()), parse_file(&text)),
+                true => match self.json_file(&shown, &text) {
+                    Some((id, hcl)) => (id, parse_file(&hcl)),
+                    None => continue,
+                },
+            };
+            for (start, end, summary, detail) in errors {
+                self.err(
+                    Span {
+                        file: id,
+                        start,
+                        end,
+                    },
+                    summary,
+                    detail,
+                );
+            }
+            let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
+            let into = match name.is_some_and(|n| super::overrides::is_override(&n)) {
+                true => &mut overrides,
+                false => &mut primary,
+            };
+            into.extend(bodies.into_iter().map(|b| (id, b)));
+        }
+        if overrides.is_empty() {
+            for (id, body) in primary {
+                self.file_body(id, body, &mut module);
+            }
+        } else {
+            self.merge_overrides(primary, overrides, &mut module);
+        }
+        self.load_children(&mut module, ancestors);
+        module
+    }
+
+    /// Loads the primary files' bodies merged with the override files' (`super::overrides`).
+    fn merge_overrides(
+        &mut self,
+        mut primary: Vec<(FileId, Body)>,
+        overrides: Vec<(FileId, Body)>,
+        module: &mut Module,
+    ) {
+        let merged = super::overrides::merge(&mut primary, overrides, &self.sources);
+        for (span, summary, detail) in merged.errors {
+            self.err(span, summary, detail);
+        }
+        for (id, body) in primary {
+            self.file_body(id, body, module);
+        }
+        if let Some((text, origins, json)) = merged.text {
+            let path = origins
+                .first()
+                .map(|o| self.sources.path(o.1).to_path_buf())
+                .unwrap_or_default();
+            let id = self
+                .sources
+                .add_rewritten(path, text.as_str(), origins, json);
             let (bodies, errors) = parse_file(&text);
             for (start, end, summary, detail) in errors {
                 self.err(
@@ -286,11 +348,75 @@ impl Loader {
                 );
             }
             for body in bodies {
-                self.file_body(id, body, &mut module);
+                self.file_body(id, body, module);
             }
         }
-        self.load_children(&mut module, ancestors);
-        module
+        for (file, body) in merged.rest {
+            let mut others = Body::new();
+            for s in body {
+                match s {
+                    Structure::Block(b) if b.ident.as_str() == "locals" => {
+                        let mut scratch = Module::empty(module.path.clone(), module.dir.clone());
+                        self.locals_block(file, &b, &mut scratch);
+                        for (name, local) in scratch.locals {
+                            match module.locals.get_mut(&name) {
+                                Some(base) => *base = local,
+                                None => self.err(
+                                    local.span,
+                                    "Missing base local value definition to override",
+                                    format!(
+                                        "There is no local value named {}. An override file can \
+                                         only override a local value that was already defined \
+                                         in a primary configuration file.",
+                                        quote(&name)
+                                    ),
+                                ),
+                            }
+                        }
+                    }
+                    Structure::Block(b) if b.ident.as_str() == "terraform" => {
+                        let mut scratch = Module::empty(module.path.clone(), module.dir.clone());
+                        self.terraform_block(file, &b, &mut scratch);
+                        module.required_providers.extend(scratch.required_providers);
+                        if scratch.backend.is_some() {
+                            module.backend = scratch.backend;
+                        }
+                    }
+                    other => others.push(other),
+                }
+            }
+            self.file_body(file, others, module);
+        }
+    }
+
+    /// Rewrites a `.tf.json` file as HCL (`super::json`) and adds it to the source map:
+    /// its id and the HCL text, or `None` when it is not JSON (an error, reported).
+    fn json_file(&mut self, shown: &Path, text: &str) -> Option<(FileId, String)> {
+        let (t, errors) = super::json::translate(
+            text,
+            &shown.display().to_string(),
+            super::json::Kind::Config,
+        );
+        // The JSON as written (what positions are shown in), and the HCL made from it.
+        let plain = self.sources.add(shown, text);
+        self.sources.set_json(plain);
+        for e in errors {
+            self.err(
+                Span {
+                    file: plain,
+                    start: e.start,
+                    end: e.end,
+                },
+                e.summary,
+                e.detail,
+            );
+        }
+        let t = t?;
+        let origins = t.anchors.iter().map(|&(g, j)| (g, plain, j)).collect();
+        let id = self
+            .sources
+            .add_rewritten(shown, t.hcl.as_str(), origins, true);
+        Some((id, t.hcl))
     }
 
     /// Takes the parsed body by value: resource and provider bodies move into the module
@@ -653,6 +779,11 @@ impl Loader {
                                 continue;
                             }
                         };
+                        if key == "configuration_aliases" {
+                            // References to provider configurations, not a string: what a
+                            // module call's `providers` passes is checked there.
+                            continue;
+                        }
                         let text = match const_value(v.expr(), file)
                             .map(|v| v.as_str().map(str::to_string))
                         {
@@ -681,7 +812,6 @@ impl Loader {
                                 version = text;
                                 version_span = value_span;
                             }
-                            "configuration_aliases" => {}
                             _ => {
                                 let sp = self.span(file, v.expr());
                                 self.err(
@@ -757,6 +887,7 @@ impl Loader {
             alias,
             body,
             file,
+            json: self.sources.is_json(file),
             span,
         });
     }
@@ -1131,6 +1262,7 @@ impl Loader {
                     lifecycle,
                     body,
                     file,
+                    json: self.sources.is_json(file),
                     span,
                 }));
                 return;
@@ -1559,6 +1691,17 @@ impl Loader {
     }
 }
 
+/// Whether a directory entry is a configuration file: `*.tf` or `*.tf.json`, not an editor's
+/// backup or lock file (`.#x.tf`, `#x.tf#`, `x.tf~`), as Terraform reads them.
+fn is_config_file(p: &Path) -> bool {
+    let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    (name.ends_with(".tf") || name.ends_with(".tf.json"))
+        && !name.starts_with('.')
+        && !name.starts_with('#')
+}
+
 /// Parses a file body; a syntax error is its byte offset and message.
 fn parse_body(text: &str) -> Result<Body, (usize, String)> {
     // hcl-edit is not expected to panic, but a parser bug must not take the whole run down:
@@ -1599,7 +1742,79 @@ fn parse_file(text: &str) -> (Vec<Body>, Vec<SyntaxError>) {
         return (bodies, Vec::new());
     }
     let (body, errors) = parse_recovering(text);
-    (body.into_iter().collect(), errors)
+    if body.is_some() {
+        return (body.into_iter().collect(), errors);
+    }
+    // A syntax error hcl-edit cannot go past: parse each top-level block on its own, so the
+    // errors of every block are reported and the blocks that parse are still checked.
+    let starts = block_starts(text);
+    if starts.len() <= 2 {
+        return (Vec::new(), errors);
+    }
+    let mut bodies = Vec::new();
+    let mut all = Vec::new();
+    let mid = (starts.len() - 1) / 2;
+    parse_halves(text, &starts[..=mid], &mut bodies, &mut all);
+    parse_halves(text, &starts[mid..], &mut bodies, &mut all);
+    (bodies, all)
+}
+
+/// Parses the blocks between the first and last of `starts` (behind padding, so spans are
+/// the file's): all at once when they parse, else each half again, down to single blocks
+/// whose errors are reported. A few parses per broken block, not one per block.
+fn parse_halves(
+    text: &str,
+    starts: &[usize],
+    bodies: &mut Vec<Body>,
+    errors: &mut Vec<SyntaxError>,
+) {
+    let (start, end) = (starts[0], starts[starts.len() - 1]);
+    let mut padded = String::with_capacity(end);
+    padded.extend(std::iter::repeat_n(' ', start));
+    padded.push_str(&text[start..end]);
+    let (body, errs) = parse_recovering(&padded);
+    if body.is_some() || starts.len() <= 2 {
+        errors.extend(errs);
+        bodies.extend(body);
+        return;
+    }
+    let mid = (starts.len() - 1) / 2;
+    parse_halves(text, &starts[..=mid], bodies, errors);
+    parse_halves(text, &starts[mid..], bodies, errors);
+}
+
+/// `0`, the start of every line that begins a top-level block (a block type at the start of
+/// the line, then a space, a quote or a brace), and the length of `text`.
+fn block_starts(text: &str) -> Vec<usize> {
+    const TOP: &[&str] = &[
+        "resource",
+        "data",
+        "module",
+        "variable",
+        "output",
+        "locals",
+        "provider",
+        "terraform",
+        "moved",
+        "import",
+        "removed",
+        "check",
+    ];
+    let mut out = vec![0];
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let starts_block = TOP.iter().any(|t| {
+            line.strip_prefix(t)
+                .is_some_and(|rest| rest.starts_with([' ', '"', '{']))
+        });
+        if starts_block && at > 0 {
+            out.push(at);
+        }
+        at += line.len();
+    }
+    out.push(text.len());
+    out.dedup();
+    out
 }
 
 /// The parallel half of `parse_file`: `None` when the file is not cut (too small, no cut
@@ -2086,8 +2301,14 @@ mod piece_tests {
         let line = at + text[at..].find("  tags").expect("a tags line");
         text.insert_str(line, "  broken = = 1\n");
         let (bodies, errors) = parse_file(&text);
-        assert!(bodies.is_empty());
+        // The error is the one a sequential parse finds, and the other blocks still load.
         assert_eq!(errors, parse_recovering(&text).1);
         assert_eq!(errors.len(), 1, "{errors:?}");
+        let blocks: usize = bodies.iter().map(|b| b.iter().count()).sum();
+        let whole: usize = (0..4000)
+            .map(tricky)
+            .map(|t| parse_body(&t).map_or(0, |b| b.iter().count()))
+            .sum();
+        assert_eq!(blocks, whole - 1);
     }
 }

@@ -217,6 +217,8 @@ pub struct ProviderBlock {
     /// The arguments and blocks, without `alias`.
     pub body: Body,
     pub file: FileId,
+    /// Written in JSON (`.tf.json`): nested blocks may be arguments (`eval_config_body`).
+    pub json: bool,
     /// The block header.
     pub span: Span,
 }
@@ -283,6 +285,8 @@ pub struct Resource {
     /// Everything else: arguments, nested blocks and `dynamic` blocks.
     pub body: Body,
     pub file: FileId,
+    /// Written in JSON (`.tf.json`): nested blocks may be arguments (`eval_config_body`).
+    pub json: bool,
     /// The block header (`resource "sim_thing" "a"`).
     pub span: Span,
 }
@@ -398,7 +402,9 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 }
 
 mod check;
+mod json;
 mod load;
+mod overrides;
 mod validate;
 pub use check::check_references;
 pub use load::{load, load_file};

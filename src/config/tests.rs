@@ -184,18 +184,7 @@ fn check_load(dir: &Path) {
             let _ = writeln!(out, "{}: {}", d.summary, d.detail);
         }
     }
-    let expected_path = dir.join("expected.txt");
-    let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::write(&expected_path, &out).expect("write expected.txt");
-        return;
-    }
-    assert_eq!(
-        out,
-        expected,
-        "{} differs (UPDATE_EXPECT=1 rewrites it)",
-        expected_path.display()
-    );
+    expect_test::expect_file![dir.join("expected.txt")].assert_eq(&out);
 }
 
 #[test]
@@ -246,18 +235,7 @@ fn check_vars(dir: &Path) {
     for d in &diags {
         out.push_str(&config.sources.render(d, false));
     }
-    let expected_path = dir.join("expected.txt");
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::write(&expected_path, &out).expect("write expected.txt");
-        return;
-    }
-    let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
-    assert_eq!(
-        out,
-        expected,
-        "{} differs (UPDATE_EXPECT=1 rewrites it)",
-        expected_path.display()
-    );
+    expect_test::expect_file![dir.join("expected.txt")].assert_eq(&out);
 }
 
 #[test]

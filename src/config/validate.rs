@@ -7,8 +7,9 @@
 
 use super::{check_references, span_in, Config, Module};
 use crate::diag::{Diagnostic, Diagnostics, FileId};
+use crate::eval::expand::{count_value, for_each_value};
 use crate::eval::expr::convert;
-use crate::eval::{eval, eval_block_body, Scope, ScopeError, Subject};
+use crate::eval::{eval, eval_block_body, eval_config_body, Scope, ScopeError, Subject};
 use crate::provider::Block;
 use crate::value::{Type, Value};
 use cairn_state::Mode;
@@ -67,17 +68,20 @@ fn validate_module<'a>(
     }
     for r in m.resources.values() {
         let s = scope(r.file);
+        // Known meta-arguments get the checks plan makes (a number for count, a map or set
+        // of strings for for_each); unknown ones wait for plan.
         if let Some(c) = &r.count {
-            run(eval(c, &s));
+            run(count_value(c, &s).map(|_| Value::unknown()));
         }
         if let Some(f) = &r.for_each {
-            run(eval(f, &s));
+            run(for_each_value(f, &s).map(|_| Value::unknown()));
         }
-        run(eval_block_body(
+        run(eval_config_body(
             &r.body,
             schema(r.mode, &r.type_),
             &s,
             Some(r.span),
+            r.json,
         ));
     }
     for o in m.outputs.values() {
@@ -102,10 +106,11 @@ fn validate_module<'a>(
     }
     for c in m.calls.values() {
         let s = scope(c.file);
-        for e in [&c.count, &c.for_each].into_iter().flatten() {
-            if let Err(d) = eval(e, &s) {
-                diags.extend(d);
-            }
+        if let Some(Err(d)) = c.count.as_ref().map(|e| count_value(e, &s)) {
+            diags.extend(d);
+        }
+        if let Some(Err(d)) = c.for_each.as_ref().map(|e| for_each_value(e, &s)) {
+            diags.extend(d);
         }
         let child = m.children.get(&c.name);
         for (name, (e, _)) in &c.inputs {

@@ -253,51 +253,28 @@ fn read_var_file(
             return;
         }
     };
-    let file = sources.add(&shown, text.as_str());
-    if path.extension().is_some_and(|e| e == "json") {
-        match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(serde_json::Value::Object(o)) => {
-                for (k, v) in o {
-                    given.insert(
-                        k,
-                        Given {
-                            raw: Raw::Value(Value::from_json(&v)),
-                            origin: Origin::File,
-                            span: Some(Span {
-                                file,
-                                start: 0,
-                                end: 0,
-                            }),
-                            place: place.clone(),
-                        },
-                    );
-                }
-            }
-            Ok(_) => diags.push(
-                Diagnostic::error(
-                    "Invalid variables file",
-                    "The root of a JSON variables file must be an object.",
-                )
-                .with_span(Some(Span {
-                    file,
-                    start: 0,
-                    end: 1,
-                })),
-            ),
-            Err(e) => diags.push(
-                Diagnostic::error(
-                    "Invalid variables file",
-                    format!("The file is not valid JSON: {e}."),
-                )
-                .with_span(Some(Span {
-                    file,
-                    start: 0,
-                    end: 0,
-                })),
-            ),
+    // A JSON variables file is rewritten as HCL (strings stay literal), so both syntaxes are
+    // read by the code below, with positions into the JSON.
+    let (file, text) = if path.extension().is_some_and(|e| e == "json") {
+        let (t, errors) = super::json::translate(&text, &place, super::json::Kind::Vars);
+        let plain = sources.add(&shown, text.as_str());
+        sources.set_json(plain);
+        for e in errors {
+            diags.push(Diagnostic::error(e.summary, e.detail).with_span(Some(Span {
+                file: plain,
+                start: e.start,
+                end: e.end,
+            })));
         }
-        return;
-    }
+        let Some(t) = t else {
+            return;
+        };
+        let origins = t.anchors.iter().map(|&(g, j)| (g, plain, j)).collect();
+        let file = sources.add_rewritten(&shown, t.hcl.as_str(), origins, true);
+        (file, t.hcl)
+    } else {
+        (sources.add(&shown, text.as_str()), text)
+    };
     let body = match hcl_edit::parser::parse_body(&text) {
         Ok(b) => b,
         Err(e) => {

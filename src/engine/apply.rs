@@ -16,7 +16,10 @@ use super::core::{
 };
 use super::graph::{EdgeKind, Node, TermGraph};
 use super::journal::Journal;
-use super::plan::{apply_ignore_changes, equal_ignoring_marks, missing_provider, provider_error};
+use super::plan::{
+    apply_ignore_changes, equal_ignoring_marks, may_be_replaced_at_apply, missing_provider,
+    provider_error,
+};
 use super::progress::Progress;
 use super::providers::new_instance_id;
 use super::sabotage::Sabotage;
@@ -903,6 +906,8 @@ pub fn add_destroys(
 ) -> BTreeMap<(ResourceInstanceAddr, Option<String>), DestroyInfo> {
     let mut info = BTreeMap::new();
     let mut ids: BTreeMap<ResourceInstanceAddr, NodeId> = BTreeMap::new();
+    // Deletes of current objects (not deposed ones).
+    let mut current_deletes: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
     let static_node = |addr: &ResourceInstanceAddr| Node::Resource {
         module: addr.resource.module.without_keys(),
         key: crate::config::ResourceKey {
@@ -955,15 +960,49 @@ pub fn add_destroys(
                 _ => {}
             }
         }
+        // A provider instance that is (or may turn out to be, once its configuration is
+        // known) replaced deletes the objects still under it: the plan's own deletes of them
+        // go first, so each object is deleted exactly once. (A deposed object's delete waits
+        // for its replacement, which waits for the provider instance.)
         if let Some(p) = g.id(&Node::Provider {
             addr: obj.provider.addr.clone(),
         }) {
-            if plan
-                .provider_changes
-                .iter()
-                .any(|pc| pc.addr == obj.provider.addr && pc.action.is_replace())
-            {
+            if plan.provider_changes.iter().any(|pc| {
+                pc.addr == obj.provider.addr
+                    && (pc.action.is_replace()
+                        || (deposed.is_none() && may_be_replaced_at_apply(pc)))
+            }) {
                 g.edge(p, id, EdgeKind::DependsOn, None);
+            }
+        }
+        if deposed.is_none() {
+            current_deletes.insert(change.addr.clone());
+        }
+    }
+    // A provider instance reconfigured at apply is a possible delete of its objects: the
+    // deletes of what they depend on wait for it (a dependency among what its configuration
+    // reads is create-before-destroy: `plan::replacement_order`).
+    let reconfigured: BTreeSet<&ProviderAddr> = plan
+        .provider_changes
+        .iter()
+        .filter(|pc| pc.action == Action::Update && may_be_replaced_at_apply(pc))
+        .map(|pc| &pc.addr)
+        .collect();
+    for inst in prior.resources.values() {
+        let Some(obj) = &inst.current else { continue };
+        if !reconfigured.contains(&obj.provider.addr) {
+            continue;
+        }
+        let Some(p) = g.id(&Node::Provider {
+            addr: obj.provider.addr.clone(),
+        }) else {
+            continue;
+        };
+        for dep in &obj.deps {
+            if let (true, Some(&dep_id)) = (current_deletes.contains(dep), ids.get(dep)) {
+                if !g.dag.transitive_dependencies(p).contains(&dep_id) {
+                    g.edge(dep_id, p, EdgeKind::DependsOn, None);
+                }
             }
         }
     }

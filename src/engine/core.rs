@@ -20,7 +20,7 @@ use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
 use crate::config::{Config, Module, Resource, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::convert::convert;
-use crate::eval::{eval, eval_body};
+use crate::eval::{eval, eval_body, eval_config_body};
 use crate::provider::{Block, Configured};
 use crate::value::{Type, Value};
 use cairn_graph::NodeId;
@@ -834,7 +834,13 @@ async fn visit_provider<P: Phase>(
                 paths: &paths,
             };
             (
-                eval_body(&b.body, Some(&provider.schema().provider), &scope)?,
+                eval_config_body(
+                    &b.body,
+                    Some(&provider.schema().provider),
+                    &scope,
+                    None,
+                    b.json,
+                )?,
                 false,
             )
         }
@@ -932,7 +938,13 @@ async fn visit_resource<P: Phase>(
                     file: res.file,
                     paths: &paths,
                 };
-                eval_body(&res.body, (!schemaless).then_some(&*schema), &scope)
+                eval_config_body(
+                    &res.body,
+                    (!schemaless).then_some(&*schema),
+                    &scope,
+                    None,
+                    res.json,
+                )
             };
             let addr = resource_addr.instance(k.clone());
             let config = match config {

@@ -2,8 +2,7 @@
 //! locals, variables, outputs, module calls, provider instances) plus, for plan and apply, the
 //! instances in state that the configuration no longer has.
 //!
-//! Built by an ordered list of named steps, as Terraform's transformers are; `build` can record
-//! the graph after each step (`cairn graph -steps` prints them). Edges point from a node to what
+//! Built by an ordered list of named steps, as Terraform's transformers are. Edges point from a node to what
 //! it depends on and carry their kind and the span that caused them, so a cycle is reported with
 //! the `file:line:col` of every step.
 
@@ -128,8 +127,6 @@ pub struct TermGraph {
     pub edges: FxHashMap<(NodeId, NodeId), (EdgeKind, Option<Span>)>,
     /// The provider instance each resource (static) uses.
     pub provider_of: FxHashMap<(ModulePath, ResourceKey), ProviderAddr>,
-    /// The DOT of the graph after each named step, when asked for.
-    pub steps: Vec<(&'static str, String)>,
 }
 
 impl TermGraph {
@@ -144,7 +141,6 @@ impl TermGraph {
             index: FxHashMap::default(),
             edges: FxHashMap::default(),
             provider_of: FxHashMap::default(),
-            steps: Vec::new(),
         }
     }
 
@@ -222,6 +218,24 @@ impl TermGraph {
     pub fn cycle_diagnostics(&self, sources: &SourceMap) -> Diagnostics {
         let mut diags = Diagnostics::new();
         for cycle in self.dag.cycles() {
+            // A local that refers to itself gets Terraform's own words.
+            if let [a, b] = cycle[..] {
+                if a == b && matches!(self.node(a), Node::Local { .. }) {
+                    let span = self.edges.get(&(a, a)).and_then(|e| e.1);
+                    diags.push(
+                        Diagnostic::error(
+                            "Self-referencing local value",
+                            format!(
+                                "Local value {} cannot use its own result as part of its \
+                                 expression.",
+                                self.node(a)
+                            ),
+                        )
+                        .with_span(span),
+                    );
+                    continue;
+                }
+            }
             let names: Vec<String> = cycle.iter().map(|id| self.node(*id).to_string()).collect();
             let mut detail = format!("The configuration has a cycle: {}.\n", names.join(" → "));
             detail.push_str("Each step of the cycle:\n");
@@ -385,19 +399,12 @@ fn resources_in(module: &Module, out: &mut Vec<Node>) {
     }
 }
 
-/// Options for `build`.
-#[derive(Default)]
-pub struct BuildOptions {
-    /// Record the DOT of the graph after each step.
-    pub record_steps: bool,
-}
-
 /// One named step of graph building.
 type Step<'a> = (&'static str, &'a dyn Fn(&mut TermGraph, &mut Diagnostics));
 
 /// Builds the term graph of a configuration. Unresolvable providers are diagnostics; a cycle
 /// is not an error here (callers ask `cycle_diagnostics`).
-pub fn build(config: &Config, opts: &BuildOptions) -> (TermGraph, Diagnostics) {
+pub fn build(config: &Config) -> (TermGraph, Diagnostics) {
     let mut g = TermGraph::new();
     let mut diags = Diagnostics::new();
     let steps: [Step<'_>; 6] = [
@@ -412,12 +419,8 @@ pub fn build(config: &Config, opts: &BuildOptions) -> (TermGraph, Diagnostics) {
             add_provider_references(config, g)
         }),
     ];
-    for (name, step) in steps {
+    for (_name, step) in steps {
         step(&mut g, &mut diags);
-        if opts.record_steps {
-            let dot = g.to_dot(&BTreeSet::new());
-            g.steps.push((name, dot));
-        }
     }
     (g, diags)
 }

@@ -574,6 +574,102 @@ async fn update_now(c: &Arc<dyn Configured>, type_: &str, prior: &Value, planned
     let _ = c.apply(request).await;
 }
 
+/// A provider instance in state whose configuration is not known until apply: once the
+/// values it depends on are applied, its `diff_config` may say replace, and then its
+/// replacement deletes every object still under it (`apply::delete_under`).
+pub fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
+    pc.action.is_replace()
+        || (pc.action == Action::Update && pc.after.as_ref().is_some_and(|a| !a.is_wholly_known()))
+}
+
+/// The order of replacements that provider instances constrain, decided once the plan's
+/// provider changes are known:
+/// - An object whose provider instance is replaced is deleted before the new instance is
+///   registered (no object in state may name an unregistered instance), and its new object
+///   can only be made through the new instance: its replacement is delete-then-create, even
+///   with `create_before_destroy`.
+/// - Replacements that a provider instance reconfigured at apply depends on are made
+///   create-before-destroy. Such an instance is a possible delete of all its objects, but
+///   whether it happens is known only once the values its configuration reads are applied —
+///   after the create of a replaced object it depends on. So the old object must outlive that
+///   create: delete-then-create would delete it before the objects that may be deleted (in
+///   its world) because of it. With create-before-destroy the new object comes first, then
+///   the provider instance (and the deletes its replacement makes), and the old object is
+///   deleted last, after everything that depended on it. Only provider instances with
+///   objects in state count (a replacement deletes nothing otherwise), and not an object that
+///   itself lives under an instance that may be replaced (it must be gone before that
+///   instance is registered again, as above).
+pub fn replacement_order(
+    plan: &mut crate::plan::Plan,
+    graph: &super::graph::TermGraph,
+    prior: &Snapshot,
+) {
+    let replaced: BTreeSet<&ProviderAddr> = plan
+        .provider_changes
+        .iter()
+        .filter(|pc| pc.action.is_replace())
+        .map(|pc| &pc.addr)
+        .collect();
+    for change in &mut plan.changes {
+        if change.action == Action::CreateThenDelete
+            && prior
+                .current(&change.addr)
+                .is_some_and(|o| replaced.contains(&o.provider.addr))
+        {
+            change.action = Action::DeleteThenCreate;
+        }
+    }
+    let with_objects: BTreeSet<&ProviderAddr> = prior
+        .resources
+        .values()
+        .filter_map(|i| i.current.as_ref())
+        .map(|o| &o.provider.addr)
+        .collect();
+    // Instances that are or may be replaced: an object under one is deleted by (or before)
+    // its replacement, so it cannot outlive it as a deposed object.
+    let replaceable: BTreeSet<&ProviderAddr> = plan
+        .provider_changes
+        .iter()
+        .filter(|pc| may_be_replaced_at_apply(pc))
+        .map(|pc| &pc.addr)
+        .collect();
+    let mut upstream = BTreeSet::new();
+    for pc in &plan.provider_changes {
+        if pc.action == Action::Update
+            && may_be_replaced_at_apply(pc)
+            && with_objects.contains(&pc.addr)
+        {
+            if let Some(p) = graph.id(&Node::Provider {
+                addr: pc.addr.clone(),
+            }) {
+                upstream.extend(graph.dag.transitive_dependencies(p));
+            }
+        }
+    }
+    if upstream.is_empty() {
+        return;
+    }
+    for change in &mut plan.changes {
+        if change.action != Action::DeleteThenCreate {
+            continue;
+        }
+        let node = Node::Resource {
+            module: change.addr.resource.module.without_keys(),
+            key: crate::config::ResourceKey {
+                mode: change.addr.resource.mode,
+                type_: change.addr.resource.type_.clone(),
+                name: change.addr.resource.name.clone(),
+            },
+        };
+        let under_replaceable = prior
+            .current(&change.addr)
+            .is_some_and(|o| replaceable.contains(&o.provider.addr));
+        if !under_replaceable && graph.id(&node).is_some_and(|id| upstream.contains(&id)) {
+            change.action = Action::CreateThenDelete;
+        }
+    }
+}
+
 pub fn replace_action(create_before_destroy: bool) -> Action {
     if create_before_destroy {
         Action::CreateThenDelete

@@ -3,7 +3,7 @@
 
 use super::apply::{add_destroys, finishing_events, ApplyPhase};
 use super::core::{run as walk_phase, Ctx};
-use super::graph::{add_orphans, build, BuildOptions, Node, TermGraph};
+use super::graph::{add_orphans, build, Node, TermGraph};
 use super::inspect::{InspectPhase, Inspected};
 use super::journal::{state_error, Journal};
 use super::plan::PlanPhase;
@@ -287,7 +287,7 @@ pub fn config_hash(files_hash: &str, inputs: &BTreeMap<String, Value>) -> String
 
 /// Builds the term graph and reports cycles.
 fn term_graph(config: &Config) -> (TermGraph, Diagnostics) {
-    let (g, mut diags) = build(config, &BuildOptions::default());
+    let (g, mut diags) = build(config);
     diags.extend(g.cycle_diagnostics(&config.sources));
     (g, diags)
 }
@@ -566,6 +566,9 @@ async fn make_plan(
         }
     }
     plan.provider_changes = provider_changes.into_values().collect();
+    if mode == PlanMode::Normal {
+        super::plan::replacement_order(&mut plan, &ctx.graph, &refreshed);
+    }
     plan.outputs = output_changes(&refreshed, &out.outputs);
     if mode == PlanMode::ReadOnly {
         // Read-only records no output it cannot know without applying changes.

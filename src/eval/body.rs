@@ -35,11 +35,26 @@ pub fn eval_block_body(
     scope: &dyn Scope,
     header: Option<Span>,
 ) -> Result<Value, Diagnostics> {
+    eval_config_body(body, schema, scope, header, false)
+}
+
+/// `eval_block_body` for a body that may come from a `.tf.json` file (`json`): there, an
+/// argument named like a nested block type of the schema holds that block (a JSON object) or
+/// those blocks (an array of objects), as Terraform decodes JSON bodies with the schema
+/// (`config::json` cannot tell them apart without it).
+pub fn eval_config_body(
+    body: &Body,
+    schema: Option<&SchemaBlock>,
+    scope: &dyn Scope,
+    header: Option<Span>,
+    json: bool,
+) -> Result<Value, Diagnostics> {
     let mut ev = Evaluator::new(scope);
     let mut b = BodyEval {
         ev: &mut ev,
         file: scope.file(),
         diags: Diagnostics::new(),
+        json,
     };
     // Without a header, "missing argument" errors point at the body's opening brace.
     let header = header.or_else(|| {
@@ -55,6 +70,125 @@ pub fn eval_block_body(
     } else {
         Err(b.diags)
     }
+}
+
+/// The blocks a JSON argument stands for (see `eval_config_body`): one per object, of the
+/// schema's block type; `None` when the value is not known yet.
+fn json_blocks(
+    name: &str,
+    v: Value,
+    nb: &crate::provider::NestedBlock,
+) -> Result<Option<Vec<Value>>, (&'static str, String)> {
+    let (v, sensitive) = match v {
+        Value::Sensitive(inner) => (*inner, true),
+        v => (v, false),
+    };
+    let items = match v {
+        Value::Unknown(_) => return Ok(None),
+        Value::Null(_) => Vec::new(),
+        Value::Object(_) | Value::Map(_) => vec![v],
+        Value::Tuple(items) | Value::List(items) | Value::Set(items) => items,
+        _ => {
+            return Err((
+                "Incorrect JSON value type",
+                format!(
+                    "Either a JSON object or a JSON array is required, representing the \
+                     contents of one or more {} blocks.",
+                    quote(name)
+                ),
+            ))
+        }
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let Some(b) = json_block(item, &nb.block)? else {
+            return Ok(None);
+        };
+        out.push(if sensitive { b.sensitive() } else { b });
+    }
+    Ok(Some(out))
+}
+
+/// One block's value from a JSON object: its arguments converted to the schema's types and
+/// its nested blocks decoded the same way; `None` when it is not known yet.
+fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static str, String)> {
+    let obj = match v {
+        Value::Object(o) | Value::Map(o) => o,
+        Value::Unknown(_) => return Ok(None),
+        _ => {
+            return Err((
+                "Incorrect JSON value type",
+                "A JSON object is required here, to define arguments and child blocks.".into(),
+            ))
+        }
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in obj {
+        if let Some(attr) = schema.attributes.get(&k) {
+            let v = super::convert::convert(v, &attr.ty).map_err(|e| {
+                (
+                    "Incorrect attribute value type",
+                    format!("Inappropriate value for attribute {}: {e}.", quote(&k)),
+                )
+            })?;
+            out.insert(k, v);
+        } else if let Some(nb) = schema.blocks.get(&k) {
+            let Some(items) = json_blocks(&k, v, nb)? else {
+                return Ok(None);
+            };
+            let ty = block_type(&nb.block);
+            let v = match nb.nesting {
+                Nesting::Single => items.into_iter().next().unwrap_or(Value::Null(ty)),
+                Nesting::List => Value::List(items),
+                Nesting::Set => Value::set(items),
+            };
+            out.insert(k, v);
+        } else {
+            let hint = suggest::suffix(
+                &k,
+                schema
+                    .attributes
+                    .keys()
+                    .chain(schema.blocks.keys())
+                    .map(String::as_str),
+            );
+            return Err((
+                "Unsupported argument",
+                format!(
+                    "An argument named {} is not expected here.{hint}",
+                    quote(&k)
+                ),
+            ));
+        }
+    }
+    for (name, attr) in &schema.attributes {
+        if !out.contains_key(name) {
+            if attr.required {
+                return Err((
+                    "Missing required argument",
+                    format!(
+                        "The argument {} is required, but no definition was found.",
+                        quote(name)
+                    ),
+                ));
+            }
+            out.insert(name.clone(), Value::Null(attr.ty.clone()));
+        }
+    }
+    for (name, nb) in &schema.blocks {
+        if !out.contains_key(name) {
+            let ty = block_type(&nb.block);
+            out.insert(
+                name.clone(),
+                match nb.nesting {
+                    Nesting::Single => Value::Null(ty),
+                    Nesting::List => Value::List(Vec::new()),
+                    Nesting::Set => Value::set(Vec::new()),
+                },
+            );
+        }
+    }
+    Ok(Some(Value::Object(out)))
 }
 
 /// The object type a schema block describes (attributes and nested blocks).
@@ -82,6 +216,8 @@ struct BodyEval<'e, 'a> {
     ev: &'e mut Evaluator<'a>,
     file: crate::diag::FileId,
     diags: Diagnostics,
+    /// The body comes from JSON: arguments may stand for nested blocks.
+    json: bool,
 }
 
 /// The instances of one nested block type found in a body: known values, or unknown when a
@@ -143,6 +279,30 @@ impl BodyEval<'_, '_> {
                         out.insert(name.to_string(), value);
                         continue;
                     };
+                    if self.json && !schema.attributes.contains_key(name) {
+                        if let Some(nb) = schema.blocks.get(name) {
+                            let sp = self.span(&a.key);
+                            let f = found.entry(name.to_string()).or_default();
+                            match json_blocks(name, value, nb) {
+                                Ok(None) => f.unknown = true,
+                                Ok(Some(items)) => {
+                                    for _ in 0..items.len() {
+                                        if f.first.is_none() {
+                                            f.first = sp;
+                                        } else if f.second.is_none() {
+                                            f.second = sp;
+                                        }
+                                    }
+                                    f.items.extend(items);
+                                }
+                                Err((summary, detail)) => {
+                                    let sp = self.span(&a.value);
+                                    self.err(sp, summary, detail);
+                                }
+                            }
+                            continue;
+                        }
+                    }
                     let Some(attr) = schema.attributes.get(name) else {
                         let hint = if schema.blocks.contains_key(name) {
                             format!(" Did you mean to define a block of type {}?", quote(name))

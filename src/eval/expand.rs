@@ -47,10 +47,14 @@ pub fn count_value(expr: &Expression, scope: &dyn Scope) -> Result<Option<i64>, 
     let n = match convert(&v, &Type::Number) {
         Ok(Value::Number(n)) => n,
         Ok(_) => return Ok(None),
+        // Terraform's wording for a count of the wrong type.
         Err(m) => {
-            return Err(bad(&format!(
-                "The given \"count\" argument value is unsuitable: {m}."
-            )))
+            return Err(Diagnostic::error(
+                "Incorrect value type",
+                format!("Invalid expression value: {m}."),
+            )
+            .with_span(span)
+            .into())
         }
     };
     match n.to_i64() {

@@ -24,7 +24,7 @@ pub mod refs;
 pub mod suggest;
 pub mod types;
 
-pub use body::{eval_block_body, eval_body};
+pub use body::{eval_block_body, eval_body, eval_config_body};
 pub use expr::{eval, eval_template_string};
 pub use refs::{body_references, references};
 

@@ -478,6 +478,66 @@ fn bodies_against_a_schema() {
     );
 }
 
+/// A body from a `.tf.json` file: nested blocks arrive as arguments holding an object or an
+/// array of objects, and are decoded as blocks by the schema.
+#[track_caller]
+fn check_json_body(src: &str, expected: &str) {
+    let body = hcl_edit::parser::parse_body(src).expect("body parses");
+    let s = schema();
+    let got = match super::eval_config_body(&body, Some(&s), &TestScope, None, true) {
+        Ok(v) => format_hcl(&v),
+        Err(d) => d
+            .iter()
+            .map(|d| format!("Error: {}: {}", d.summary, d.detail))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    assert_eq!(got, expected, "evaluating JSON body:\n{src}");
+}
+
+#[test]
+fn json_bodies_decode_nested_blocks_by_the_schema() {
+    check_json_body(
+        "name = \"web\"\nrule = [{\"zone\" = \"a\"}, {\"zone\" = \"b\", \"port\" = \"2\"}]\nsettings = {\"mode\" = \"fast\"}\n",
+        r#"{
+  "id" = tostring(null)
+  "name" = "web"
+  "rule" = tolist([
+    {
+      "port" = tonumber(null)
+      "zone" = "a"
+    },
+    {
+      "port" = 2
+      "zone" = "b"
+    },
+  ])
+  "settings" = {
+    "mode" = "fast"
+  }
+  "size" = tonumber(null)
+  "tags" = tomap(null)
+}"#,
+    );
+    // One object is one block; the usual count and content checks apply.
+    check_json_body(
+        "name = \"x\"\nrule = {\"zone\" = \"a\"}\nsettings = [{}, {}]\n",
+        "Error: Too many settings blocks: No more than 1 \"settings\" block is allowed.",
+    );
+    check_json_body(
+        "name = \"x\"\nrule = [{\"zon\" = \"a\"}]\n",
+        "Error: Unsupported argument: An argument named \"zon\" is not expected here. Did you mean \"zone\"?",
+    );
+    check_json_body(
+        "name = \"x\"\nrule = [{\"port\" = 1}]\n",
+        "Error: Missing required argument: The argument \"zone\" is required, but no definition was found.",
+    );
+    check_json_body(
+        "name = \"x\"\nrule = \"a\"\n",
+        "Error: Incorrect JSON value type: Either a JSON object or a JSON array is required, representing the contents of one or more \"rule\" blocks.",
+    );
+}
+
 #[test]
 fn bodies_without_a_schema_are_taken_as_written() {
     check_body(
@@ -577,6 +637,7 @@ fn count_and_for_each() {
         ("count", "var.n - 1", "2"),
         ("count", "-1", "Error: Invalid count argument: The given \"count\" argument value is unsuitable: must be greater than or equal to zero."),
         ("count", "1.5", "Error: Invalid count argument: The given \"count\" argument value is unsuitable: the value must be a whole number."),
+        ("count", "\"abc\"", "Error: Incorrect value type: Invalid expression value: a number is required."),
         ("count", "null", "Error: Invalid count argument: The given \"count\" argument value is null. An integer is required."),
         ("count", "var.secret", "Error: Invalid count argument: Sensitive values, or values derived from sensitive values, cannot be used as count arguments."),
         ("count", "var.unk == \"\" ? 1 : 0", "Error: Invalid count argument: The \"count\" value (it depends on var.unk) cannot be determined until apply, so Cairn cannot predict how many instances will be created. Apply the resources it depends on first, then plan again."),

@@ -26,23 +26,7 @@ fn check_golden(file: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/golden/plan")
         .join(file);
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::create_dir_all(path.parent().expect("has parent")).expect("create golden dir");
-        std::fs::write(&path, actual).expect("write golden file");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing golden file {}; run with UPDATE_EXPECT=1",
-            path.display()
-        )
-    });
-    if expected != actual {
-        panic!(
-            "{} differs (UPDATE_EXPECT=1 rewrites it)\n--- expected\n{expected}\n--- actual\n{actual}",
-            path.display()
-        );
-    }
+    expect_test::expect_file![path].assert_eq(actual);
 }
 
 // ---- builders -------------------------------------------------------------------------

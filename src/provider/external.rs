@@ -25,11 +25,11 @@
 //!   hashicorp/external does; an empty program is a validation error.
 //! - `stop` kills programs still running (their reads fail with "interrupted").
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, get_str, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
-    ProviderResult, ProviderSchema,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
+    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Type, Value};
@@ -108,12 +108,6 @@ impl Provider for ExternalProvider {
     }
     fn schema(&self) -> &ProviderSchema {
         &self.schema
-    }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         if (mode, type_) != (Mode::Data, DATA) {
@@ -338,10 +332,6 @@ impl Configured for ExternalInstance {
             ]
             .into(),
         ))
-    }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        Ok(None)
     }
 
     async fn stop(&self) {

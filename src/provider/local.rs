@@ -34,11 +34,11 @@
 //! - relative `filename`s (and `source`s) are relative to the working directory, as in
 //!   Terraform; state keeps the path as written.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, exactly_one_of, get_str, need_str, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
-    ProviderResult, ProviderSchema,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
+    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Type, Value};
@@ -207,12 +207,6 @@ impl Provider for LocalProvider {
     }
     fn schema(&self) -> &ProviderSchema {
         &self.schema
-    }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         let Some(schema) = find(&self.types, mode, type_) else {
@@ -460,13 +454,6 @@ impl Configured for LocalInstance {
         computed.insert("content_base64".into(), Value::string(B64.encode(&bytes)));
         Ok(schema_util::data_result(schema, &c, computed))
     }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        // A file does not remember which create wrote it.
-        Ok(None)
-    }
-
-    async fn stop(&self) {}
 }
 
 #[cfg(test)]

@@ -148,10 +148,18 @@ pub trait Provider: Send + Sync {
     /// The package name: the prefix of its types (`sim` for `sim_thing`).
     fn package(&self) -> &str;
     fn schema(&self) -> &ProviderSchema;
-    /// Checks a provider configuration, which may hold unknown values during plan.
-    fn check_config(&self, config: &Value) -> Diagnostics;
-    /// Old vs new configuration of one provider instance.
-    fn diff_config(&self, old: &Value, new: &Value) -> ConfigDiff;
+    /// Checks a provider configuration, which may hold unknown values during plan. The
+    /// default is for a provider without configuration arguments.
+    fn check_config(&self, config: &Value) -> Diagnostics {
+        let _ = config;
+        Diagnostics::new()
+    }
+    /// Old vs new configuration of one provider instance. The default is for a provider whose
+    /// configuration changes nothing about its objects.
+    fn diff_config(&self, old: &Value, new: &Value) -> ConfigDiff {
+        let _ = (old, new);
+        ConfigDiff::NoChange
+    }
     /// Checks a resource or data source configuration (may hold unknowns). The engine has
     /// already checked it against the schema; this is for provider-specific rules.
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics;
@@ -178,16 +186,28 @@ pub trait Configured: Send + Sync {
     async fn apply(&self, request: ApplyRequest) -> ApplyResponse;
     /// Refreshes one object: its state now, or `None` when it is gone.
     async fn read(&self, type_: &str, state: &Value) -> ProviderResult<Option<Value>>;
-    /// Reads a data source with a wholly known configuration.
-    async fn read_data(&self, type_: &str, config: &Value) -> ProviderResult<Value>;
-    /// The object a create made under `token`, if the provider can tell.
-    async fn find_by_token(&self, type_: &str, token: &str) -> ProviderResult<Option<Value>>;
+    /// Reads a data source with a wholly known configuration. The default is for a provider
+    /// without data sources.
+    async fn read_data(&self, type_: &str, config: &Value) -> ProviderResult<Value> {
+        let _ = config;
+        Err(ProviderError(format!(
+            "the provider has no data source type \"{type_}\""
+        )))
+    }
+    /// The object a create made under `token`, if the provider can tell. The default is for
+    /// objects that exist only in state (an interrupted create left nothing to adopt).
+    async fn find_by_token(&self, type_: &str, token: &str) -> ProviderResult<Option<Value>> {
+        let _ = (type_, token);
+        Ok(None)
+    }
     /// Asks in-flight calls to stop early (Ctrl-C). Calls already running may still finish.
-    async fn stop(&self);
+    /// The default is for a provider whose calls are all quick.
+    async fn stop(&self) {}
 }
 
 pub mod builtin;
 pub mod external;
+pub mod host;
 pub mod install;
 pub mod local;
 pub mod null;

@@ -7,14 +7,17 @@
 //! ```
 //!
 //! `id` is a random non-negative decimal number made at create (hashicorp/null uses Go's
-//! `rand.Int()`: up to 2^63 - 1). Refresh changes nothing. hashicorp/null's deprecated
-//! `data "null_data_source"` is not provided (`locals` do its job).
+//! `rand.Int()`: up to 2^63 - 1). Refresh changes nothing.
+//!
+//! hashicorp/null's deprecated `data "null_data_source"` (older modules still use it; `locals`
+//! do its job today): `outputs` is a copy of `inputs` (a map of strings), `random` a random
+//! decimal number read again at every read, `has_computed_default` `"default"` unless set,
+//! and `id` `"static"`, as hashicorp/null 3.x.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderResult,
-    ProviderSchema,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderResult, ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Type, Value};
@@ -25,12 +28,14 @@ use std::sync::Arc;
 
 const PACKAGE: &str = "null";
 const RESOURCE: &str = "null_resource";
+const DATA: &str = "null_data_source";
 
 /// The `null` provider package (no configuration).
 pub struct NullProvider {
     host: Host,
     schema: ProviderSchema,
     resource: TypeSchema,
+    data: TypeSchema,
 }
 
 impl NullProvider {
@@ -43,13 +48,29 @@ impl NullProvider {
             )
             .force_new()
             .computed("id", Type::String, "A random number made at create.");
+        let data = TypeSchema::new("Deprecated: copies its inputs to its outputs.")
+            .optional("inputs", Type::map(Type::String), "Arbitrary values.")
+            .computed("outputs", Type::map(Type::String), "A copy of inputs.")
+            .computed(
+                "random",
+                Type::String,
+                "A random number, made at every read.",
+            )
+            .optional_computed(
+                "has_computed_default",
+                Type::String,
+                "\"default\" unless set.",
+            )
+            .computed("id", Type::String, "Always \"static\".");
         NullProvider {
             host,
             schema: ProviderSchema {
                 resources: [(RESOURCE.to_string(), resource.block.clone())].into(),
+                data_sources: [(DATA.to_string(), data.block.clone())].into(),
                 ..ProviderSchema::default()
             },
             resource,
+            data,
         }
     }
 }
@@ -62,15 +83,10 @@ impl Provider for NullProvider {
     fn schema(&self) -> &ProviderSchema {
         &self.schema
     }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
-    }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         match (mode, type_) {
             (Mode::Managed, RESOURCE) => self.resource.check(config),
+            (Mode::Data, DATA) => self.data.check(config),
             _ => Diagnostic::error(
                 "Unsupported type",
                 schema_util::unknown_type(PACKAGE, "such", type_).0,
@@ -82,6 +98,7 @@ impl Provider for NullProvider {
         Ok(Arc::new(NullInstance {
             host: self.host.clone(),
             resource: self.resource.clone(),
+            data: self.data.clone(),
         }))
     }
 }
@@ -89,6 +106,7 @@ impl Provider for NullProvider {
 struct NullInstance {
     host: Host,
     resource: TypeSchema,
+    data: TypeSchema,
 }
 
 #[async_trait]
@@ -128,22 +146,61 @@ impl Configured for NullInstance {
         Ok(Some(state.clone()))
     }
 
-    async fn read_data(&self, type_: &str, _config: &Value) -> ProviderResult<Value> {
-        Err(schema_util::unknown_type(PACKAGE, "data source", type_))
+    async fn read_data(&self, type_: &str, config: &Value) -> ProviderResult<Value> {
+        if type_ != DATA {
+            return Err(schema_util::unknown_type(PACKAGE, "data source", type_));
+        }
+        schema_util::require_known(config, "the configuration")?;
+        let c = self.data.conform(config)?;
+        let inputs = c
+            .get("inputs")
+            .filter(|v| !v.is_null())
+            .cloned()
+            .unwrap_or_else(|| Value::Map(Default::default()));
+        let salt = || format!("{type_} {}", config.to_json());
+        let random: i64 = self.host.rng(salt).gen_range(0..=i64::MAX);
+        let default = match c.get("has_computed_default").and_then(Value::as_str) {
+            Some(v) => v.to_string(),
+            None => "default".to_string(),
+        };
+        let computed = [
+            ("outputs".to_string(), inputs),
+            ("random".to_string(), Value::string(random.to_string())),
+            ("has_computed_default".to_string(), Value::string(default)),
+            ("id".to_string(), Value::string("static")),
+        ]
+        .into();
+        Ok(schema_util::data_result(&self.data, &c, computed))
     }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        // Nothing exists outside state.
-        Ok(None)
-    }
-
-    async fn stop(&self) {}
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::provider::testkit::{assert_agrees, attr, configure, create, map, obj};
+
+    #[tokio::test]
+    async fn null_data_source_copies_inputs() {
+        let p = configure(&NullProvider::new(Host::default())).await;
+        let cfg = obj(&[("inputs", map(&[("a", "1"), ("b", "2")]))]);
+        let v = p.read_data(DATA, &cfg).await.expect("read");
+        assert_eq!(
+            v.get("outputs"),
+            cfg.get("inputs")
+                .map(|m| match m {
+                    Value::Map(m) | Value::Object(m) => Value::Map(m.clone()),
+                    other => other.clone(),
+                })
+                .as_ref()
+        );
+        assert_eq!(attr(&v, "id"), "static");
+        assert_eq!(attr(&v, "has_computed_default"), "default");
+        assert!(attr(&v, "random").parse::<u64>().is_ok());
+        let set = obj(&[("has_computed_default", crate::value::Value::string("x"))]);
+        let v = p.read_data(DATA, &set).await.expect("read");
+        assert_eq!(attr(&v, "has_computed_default"), "x");
+        assert!(matches!(v.get("outputs"), Some(Value::Map(m)) if m.is_empty()));
+    }
 
     #[tokio::test]
     async fn triggers_replace_and_id_is_a_random_number() {

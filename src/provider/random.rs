@@ -5,6 +5,10 @@
 //! resource "random_string" "b"   { length = 16  special = false  min_upper = 2 }
 //! resource "random_password" "c" { length = 24  override_special = "_%@" }
 //! resource "random_integer" "d"  { min = 1  max = 50000  seed = "x" }
+//! resource "random_pet" "e"      { length = 3  prefix = "srv"  separator = "_" }
+//! resource "random_shuffle" "f"  { input = ["a", "b", "c"]  result_count = 2  seed = "x" }
+//! resource "random_uuid" "g"     {}              # also random_uuid4; random_uuid7 is time-ordered
+//! resource "random_bytes" "h"    { length = 32 } # base64 and hex, both sensitive
 //! ```
 //!
 //! Every argument forces replacement (a new random value); `keepers` (a map of strings) exists
@@ -23,27 +27,39 @@
 //!   sum of the minimums. `result` (sensitive for `random_password`); `id` is the result for
 //!   `random_string` and `"none"` for `random_password`, as hashicorp/random.
 //!   The deprecated `number` argument is accepted: digits are drawn when both `numeric` and
-//!   `number` are true. Not provided: `random_password.bcrypt_hash` (it needs a bcrypt
-//!   implementation, which no crate of the workspace provides).
+//!   `number` are true. `random_password.bcrypt_hash` (sensitive) is the bcrypt hash (cost 10,
+//!   as hashicorp/random) of `result`.
 //! - `random_integer`: `result` uniform in `min..=max` (`max` ≥ `min`); `id` is its decimal text.
 //!   With `seed`, the result is a deterministic function of the seed, min and max (the same
 //!   seed gives the same number on every run — but not the number Go's generator would give
 //!   under Terraform).
+//! - `random_pet`: `length` (default 2) words joined by `separator` (default `-`): one name,
+//!   after one adjective, after `length - 2` adverbs, as hashicorp/random's petname; with
+//!   `prefix`, `prefix` + separator in front. `id` is the name. The word lists are the `petname`
+//!   crate's (medium), not golang-petname's, so names differ in vocabulary, not in shape.
+//! - `random_shuffle`: `result` is a random permutation of `input`, cut or repeated (permutation
+//!   after permutation) to `result_count` elements (default: as many as `input`); `id` is `-`.
+//!   With `seed`, the permutation is a deterministic function of the seed (not Go's).
+//! - `random_uuid` / `random_uuid4`: a version 4 UUID in `result` and `id`; `random_uuid7` a
+//!   version 7 one (Unix time in milliseconds, then random bits).
+//! - `random_bytes`: `length` (≥ 1) random bytes as `base64` (padded standard) and `hex`, both
+//!   sensitive; no `id`, as hashicorp/random.
 //!
 //! Randomness comes from `Host::rng`: a CSPRNG seeded by the operating system (or, for test
 //! fixtures, derived from `CAIRN_RANDOM_SEED`); `random_integer.seed` takes precedence.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
-    ProviderResult, ProviderSchema,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
+    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Number, Type, Value};
 use async_trait::async_trait;
 use base64::Engine as _;
 use cairn_state::Mode;
+use rand::seq::SliceRandom;
 use rand::{Rng, RngCore, SeedableRng};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -54,6 +70,12 @@ const ID: &str = "random_id";
 const STRING: &str = "random_string";
 const PASSWORD: &str = "random_password";
 const INTEGER: &str = "random_integer";
+const PET: &str = "random_pet";
+const SHUFFLE: &str = "random_shuffle";
+const UUID: &str = "random_uuid";
+const UUID4: &str = "random_uuid4";
+const UUID7: &str = "random_uuid7";
+const BYTES: &str = "random_bytes";
 
 const NUMERIC: &str = "0123456789";
 const LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
@@ -116,7 +138,14 @@ fn string_schema(password: bool) -> TypeSchema {
         .force_new()
         .computed("result", Type::String, "The generated string.");
     if password {
-        s = s.sensitive();
+        s = s
+            .sensitive()
+            .computed(
+                "bcrypt_hash",
+                Type::String,
+                "The bcrypt hash of the result (cost 10).",
+            )
+            .sensitive();
     }
     s.computed(
         "id",
@@ -158,11 +187,58 @@ impl RandomProvider {
             .force_new()
             .computed("result", Type::Number, "The random integer.")
             .computed("id", Type::String, "The result, as text.");
+        let pet = keepers(TypeSchema::new("A random pet name."))
+            .optional("length", Type::Number, "Number of words (default 2).")
+            .force_new()
+            .default(Value::int(2))
+            .optional("prefix", Type::String, "A string to prefix the name with.")
+            .force_new()
+            .optional(
+                "separator",
+                Type::String,
+                "Separator of the words (default \"-\").",
+            )
+            .force_new()
+            .default(Value::string("-"))
+            .computed("id", Type::String, "The random pet name.");
+        let shuffle = keepers(TypeSchema::new(
+            "A random permutation of a list of strings.",
+        ))
+        .required("input", Type::list(Type::String), "The strings to shuffle.")
+        .force_new()
+        .optional(
+            "result_count",
+            Type::Number,
+            "Number of results (default: as many as input).",
+        )
+        .force_new()
+        .optional("seed", Type::String, "Makes the permutation deterministic.")
+        .force_new()
+        .computed("result", Type::list(Type::String), "The permutation.")
+        .computed("id", Type::String, "Always \"-\".");
+        let uuid = |what: &str| {
+            keepers(TypeSchema::new(what))
+                .computed("result", Type::String, "The UUID.")
+                .computed("id", Type::String, "The UUID.")
+        };
+        let bytes = keepers(TypeSchema::new("Random bytes meant for a key or a secret."))
+            .required("length", Type::Number, "Number of random bytes.")
+            .force_new()
+            .computed("base64", Type::String, "The bytes, padded standard base64.")
+            .sensitive()
+            .computed("hex", Type::String, "The bytes, lowercase hex.")
+            .sensitive();
         let types: BTreeMap<&'static str, TypeSchema> = [
             (ID, id),
             (STRING, string_schema(false)),
             (PASSWORD, string_schema(true)),
             (INTEGER, integer),
+            (PET, pet),
+            (SHUFFLE, shuffle),
+            (UUID, uuid("A random version 4 UUID.")),
+            (UUID4, uuid("A random version 4 UUID.")),
+            (UUID7, uuid("A version 7 UUID: time-ordered, then random.")),
+            (BYTES, bytes),
         ]
         .into();
         let schema = ProviderSchema {
@@ -188,12 +264,6 @@ impl Provider for RandomProvider {
     fn schema(&self) -> &ProviderSchema {
         &self.schema
     }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
-    }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         let Some(schema) = self.types.get(type_).filter(|_| mode == Mode::Managed) else {
             return Diagnostic::error(
@@ -208,6 +278,10 @@ impl Provider for RandomProvider {
         };
         match type_ {
             ID => diags.extend(int_in_range(&c, "byte_length", 1, None)),
+            BYTES => diags.extend(int_in_range(&c, "length", 1, None)),
+            PET => diags.extend(int_in_range(&c, "length", 1, Some(255))),
+            SHUFFLE => diags.extend(int_in_range(&c, "result_count", 0, None)),
+            UUID | UUID4 | UUID7 => {}
             INTEGER => {
                 diags.extend(int_in_range(&c, "min", i64::MIN, None));
                 diags.extend(int_in_range(&c, "max", i64::MIN, None));
@@ -394,9 +468,96 @@ impl RandomInstance {
                 set("result", Value::Number(Number::from_i64(n)));
                 set("id", Value::string(n.to_string()));
             }
+            PET => {
+                use petname::Generator as _;
+                let words = get_i64(&cc, "length")
+                    .and_then(|n| u8::try_from(n).ok())
+                    .filter(|&n| n >= 1)
+                    .ok_or("random_pet: length must be a whole number from 1 to 255")?;
+                let sep = get_str(&cc, "separator").unwrap_or("-");
+                let name = petname::Petnames::default()
+                    .generate(&mut rng, words, sep)
+                    .ok_or("random_pet: no name could be made")?
+                    .to_lowercase();
+                let id = match get_str(&cc, "prefix").filter(|p| !p.is_empty()) {
+                    Some(prefix) => format!("{prefix}{sep}{name}"),
+                    None => name,
+                };
+                set("id", Value::string(id));
+            }
+            SHUFFLE => {
+                let input: Vec<Value> = cc
+                    .get("input")
+                    .and_then(Value::elements)
+                    .map(<[Value]>::to_vec)
+                    .unwrap_or_default();
+                let count = match cc.get("result_count").filter(|v| !v.is_null()) {
+                    Some(_) => get_i64(&cc, "result_count")
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or(
+                            "random_shuffle: result_count must be a whole number of at least 0",
+                        )?,
+                    None => input.len(),
+                };
+                let mut seeded;
+                let rng: &mut dyn RngCore = match get_str(&cc, "seed") {
+                    Some(seed) => {
+                        seeded =
+                            rand::rngs::StdRng::from_seed(Sha256::digest(seed.as_bytes()).into());
+                        &mut seeded
+                    }
+                    None => &mut rng,
+                };
+                let mut result = Vec::with_capacity(count);
+                // Permutation after permutation until there are enough, as hashicorp/random.
+                while !input.is_empty() && result.len() < count {
+                    let mut perm: Vec<usize> = (0..input.len()).collect();
+                    perm.shuffle(rng);
+                    let need = count - result.len();
+                    result.extend(perm.into_iter().take(need).map(|i| input[i].clone()));
+                }
+                set("result", Value::List(result));
+                set("id", Value::string("-"));
+            }
+            UUID | UUID4 | UUID7 => {
+                let mut bytes = [0u8; 16];
+                rng.fill_bytes(&mut bytes);
+                let uuid = if type_ == UUID7 {
+                    let ms = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64);
+                    let mut rand10 = [0u8; 10];
+                    rand10.copy_from_slice(&bytes[..10]);
+                    uuid::Builder::from_unix_timestamp_millis(ms, &rand10).into_uuid()
+                } else {
+                    uuid::Builder::from_random_bytes(bytes).into_uuid()
+                };
+                let text = uuid.hyphenated().to_string();
+                set("result", Value::string(&text));
+                set("id", Value::string(text));
+            }
+            BYTES => {
+                let len = get_i64(&cc, "length")
+                    .filter(|&n| n >= 1)
+                    .ok_or("random_bytes: length must be a whole number of at least 1")?;
+                let mut bytes = vec![0u8; len as usize];
+                rng.fill_bytes(&mut bytes);
+                let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                set("base64", Value::string(b64));
+                set("hex", Value::string(hex));
+            }
             _ => {
                 let s = random_string(&mut rng, &cc)?;
                 let id = if type_ == PASSWORD {
+                    // Cost 10, bcrypt.DefaultCost, as hashicorp/random; the salt comes from
+                    // the same generator, so CAIRN_RANDOM_SEED makes the hash reproducible.
+                    let mut salt = [0u8; 16];
+                    rng.fill_bytes(&mut salt);
+                    let hash = bcrypt::hash_with_salt(&s, 10, salt)
+                        .map_err(|e| ProviderError(format!("random_password: bcrypt: {e}")))?
+                        .to_string();
+                    set("bcrypt_hash", Value::string(hash));
                     "none".to_string()
                 } else {
                     s.clone()
@@ -442,17 +603,6 @@ impl Configured for RandomInstance {
         }
         Ok(Some(state.clone()))
     }
-
-    async fn read_data(&self, type_: &str, _config: &Value) -> ProviderResult<Value> {
-        Err(schema_util::unknown_type(PACKAGE, "data source", type_))
-    }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        // Random values exist only in state: an interrupted create left nothing to adopt.
-        Ok(None)
-    }
-
-    async fn stop(&self) {}
 }
 
 #[cfg(test)]
@@ -615,6 +765,107 @@ mod tests {
         let (_, d) = create(&*free, PASSWORD, &cfg("1")).await;
         let (_, e) = create(&*free, PASSWORD, &cfg("1")).await;
         assert_ne!(d.get("result"), e.get("result"), "unseeded values differ");
+    }
+
+    #[tokio::test]
+    async fn random_pet_has_the_shape_of_hashicorps() {
+        let p = configure(&RandomProvider::new(Host::default())).await;
+        let (plan, st) = create(&*p, PET, &obj(&[])).await;
+        assert_agrees(&plan.planned, &st);
+        let id = attr(&st, "id");
+        assert_eq!(id.split('-').count(), 2, "{id}");
+        assert_eq!(id, id.to_lowercase());
+        let cfg = obj(&[
+            ("length", Value::int(4)),
+            ("prefix", s("srv")),
+            ("separator", s("_")),
+        ]);
+        let (_, st) = create(&*p, PET, &cfg).await;
+        let id = attr(&st, "id");
+        let words: Vec<&str> = id.split('_').collect();
+        assert_eq!(words.len(), 5, "{id}");
+        assert_eq!(words[0], "srv");
+        assert!(p
+            .plan(PET, Some(&st), &cfg)
+            .expect("plan")
+            .requires_replace
+            .is_empty());
+    }
+
+    #[tokio::test]
+    async fn random_shuffle_permutes_cuts_and_repeats() {
+        let p = configure(&RandomProvider::new(Host::default())).await;
+        let input = Value::List(["a", "b", "c"].map(s).to_vec());
+        let list = |st: &Value| -> Vec<String> {
+            st.get("result")
+                .and_then(Value::elements)
+                .expect("result")
+                .iter()
+                .map(|v| v.as_str().expect("string").to_string())
+                .collect()
+        };
+        let (plan, st) = create(&*p, SHUFFLE, &obj(&[("input", input.clone())])).await;
+        assert_agrees(&plan.planned, &st);
+        let mut r = list(&st);
+        r.sort();
+        assert_eq!(r, ["a", "b", "c"]);
+        assert_eq!(attr(&st, "id"), "-");
+        let (_, st) = create(
+            &*p,
+            SHUFFLE,
+            &obj(&[("input", input.clone()), ("result_count", Value::int(7))]),
+        )
+        .await;
+        let r = list(&st);
+        assert_eq!(r.len(), 7);
+        for w in ["a", "b", "c"] {
+            let n = r.iter().filter(|x| *x == w).count();
+            assert!((2..=3).contains(&n), "{r:?}");
+        }
+        let seeded = obj(&[
+            ("input", input),
+            ("seed", s("x")),
+            ("result_count", Value::int(2)),
+        ]);
+        let (_, a) = create(&*p, SHUFFLE, &seeded).await;
+        let (_, b) = create(&*p, SHUFFLE, &seeded).await;
+        assert_eq!(list(&a), list(&b));
+        assert_eq!(list(&a).len(), 2);
+    }
+
+    #[tokio::test]
+    async fn random_uuids_and_bytes() {
+        let provider = RandomProvider::new(Host::default());
+        let block = &provider.schema().resources[BYTES];
+        assert!(block.attributes["base64"].sensitive && block.attributes["hex"].sensitive);
+        let p = configure(&provider).await;
+        for (t, version) in [(UUID, 4), (UUID4, 4), (UUID7, 7)] {
+            let (plan, st) = create(&*p, t, &obj(&[])).await;
+            assert_agrees(&plan.planned, &st);
+            let u = uuid::Uuid::parse_str(attr(&st, "result")).expect("a uuid");
+            assert_eq!(u.get_version_num(), version, "{t}");
+            assert_eq!(attr(&st, "id"), attr(&st, "result"));
+        }
+        let (_, st) = create(&*p, BYTES, &obj(&[("length", Value::int(16))])).await;
+        let hex = attr(&st, "hex");
+        assert_eq!(hex.len(), 32);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(attr(&st, "base64"))
+            .expect("base64");
+        let again: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(again, hex);
+        assert!(st.get("id").is_none(), "random_bytes has no id");
+    }
+
+    #[tokio::test]
+    async fn random_password_bcrypt_hash_verifies_the_result() {
+        let provider = RandomProvider::new(Host::default());
+        assert!(provider.schema().resources[PASSWORD].attributes["bcrypt_hash"].sensitive);
+        let p = configure(&provider).await;
+        let (plan, st) = create(&*p, PASSWORD, &obj(&[("length", Value::int(12))])).await;
+        assert_agrees(&plan.planned, &st);
+        let hash = attr(&st, "bcrypt_hash");
+        assert!(bcrypt::verify(attr(&st, "result"), hash).expect("a bcrypt hash"));
     }
 
     #[test]

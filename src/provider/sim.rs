@@ -57,7 +57,7 @@
 //! - The `sim_thing` state is `{id, name, value, out}` (the token lives only in the store). A
 //!   file edited by hand to hold a non-string `value` or `out` reads back as its JSON text.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, get_str, need_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,

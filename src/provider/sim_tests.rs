@@ -3,7 +3,7 @@
 //! on a temporary store (plus create tokens and `find_by_token`, which the oracle lacks).
 
 use super::*;
-use crate::provider::builtin::Host;
+use crate::provider::host::Host;
 use std::time::Instant;
 use tempfile::TempDir;
 

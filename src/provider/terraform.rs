@@ -19,11 +19,40 @@
 //!
 //! `input`, `output` and `triggers_replace` are of type `any` (dynamic); their values keep the
 //! types the configuration gave them.
+//!
+//! ## `data "terraform_remote_state"`
+//!
+//! Another configuration's root outputs, as Terraform's built-in data source:
+//!
+//! ```hcl
+//! data "terraform_remote_state" "net" {
+//!   backend  = "local"                        # or "pg"
+//!   config   = { path = "../network/.cairn" } # a Cairn state directory, a configuration
+//!                                             #   directory holding one, or a terraform.tfstate
+//!   defaults = { vpc_id = "none" }            # used where the state has no such output
+//! }
+//! # data.terraform_remote_state.net.outputs.vpc_id
+//! ```
+//!
+//! - `backend = "local"`: `config.path` (default `terraform.tfstate`, relative to the working
+//!   directory) is a Terraform state file (outputs typed by the file's `type`s), or a Cairn
+//!   state directory (or a directory holding `.cairn`), whose store — sled, or the PostgreSQL
+//!   schema its `backend.json` names — is opened read-only, waiting up to 30 s for a writer.
+//! - `backend = "pg"`: `config` takes the `pg` backend's arguments (`conn_str`, `schema_name`,
+//!   or `PG_CONN_STR`/`PG_SCHEMA_NAME` from the environment) and reads that Cairn state.
+//! - A state that does not exist is an error, "Unable to find remote state", as in Terraform.
+//!   Outputs marked sensitive in the other state are not sensitive here (Terraform 1.11 drops
+//!   the mark too); `defaults` fill in outputs the state lacks.
+//! - Other backends (s3, gcs, remote, …) are refused with the list of what Cairn reads; only
+//!   the `default` workspace exists.
+//!
+//! Reading another configuration's state is reading a system outside this configuration's
+//! own state, like any data source: this is the one provider that uses the state crate.
 
-use super::builtin::Host;
+use super::host::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderResult,
+    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
     ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
@@ -31,16 +60,19 @@ use crate::value::{Type, Value};
 use async_trait::async_trait;
 use cairn_state::Mode;
 use rand::RngCore;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const PACKAGE: &str = "terraform";
 const DATA: &str = "terraform_data";
+const REMOTE_STATE: &str = "terraform_remote_state";
 
 /// The `terraform` provider package (no configuration).
 pub struct TerraformProvider {
     host: Host,
     schema: ProviderSchema,
     data: TypeSchema,
+    remote: TypeSchema,
 }
 
 impl TerraformProvider {
@@ -60,13 +92,25 @@ impl TerraformProvider {
             .computed("output", Type::Dynamic, "The value of input, after apply.")
             .changes_with(&["input"])
             .computed("id", Type::String, "A random UUID made at create.");
+        let remote = TypeSchema::new("The root outputs of another configuration's state.")
+            .required("backend", Type::String, "Where the state is: local or pg.")
+            .optional("config", Type::Dynamic, "The backend's arguments.")
+            .optional(
+                "defaults",
+                Type::Dynamic,
+                "Outputs to use where the state has none.",
+            )
+            .optional("workspace", Type::String, "The workspace (only default).")
+            .computed("outputs", Type::Dynamic, "The state's root outputs.");
         TerraformProvider {
             host,
             schema: ProviderSchema {
                 resources: [(DATA.to_string(), data.block.clone())].into(),
+                data_sources: [(REMOTE_STATE.to_string(), remote.block.clone())].into(),
                 ..ProviderSchema::default()
             },
             data,
+            remote,
         }
     }
 }
@@ -79,15 +123,10 @@ impl Provider for TerraformProvider {
     fn schema(&self) -> &ProviderSchema {
         &self.schema
     }
-    fn check_config(&self, _config: &Value) -> Diagnostics {
-        Diagnostics::new()
-    }
-    fn diff_config(&self, _old: &Value, _new: &Value) -> ConfigDiff {
-        ConfigDiff::NoChange
-    }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         match (mode, type_) {
             (Mode::Managed, DATA) => self.data.check(config),
+            (Mode::Data, REMOTE_STATE) => self.remote.check(config),
             _ => Diagnostic::error(
                 "Unsupported type",
                 schema_util::unknown_type(PACKAGE, "such", type_).0,
@@ -99,6 +138,7 @@ impl Provider for TerraformProvider {
         Ok(Arc::new(TerraformInstance {
             host: self.host.clone(),
             data: self.data.clone(),
+            remote: self.remote.clone(),
         }))
     }
 }
@@ -106,6 +146,7 @@ impl Provider for TerraformProvider {
 struct TerraformInstance {
     host: Host,
     data: TypeSchema,
+    remote: TypeSchema,
 }
 
 /// A random UUID-shaped id, as hashicorp/go-uuid's `GenerateUUID` makes (random bytes, no
@@ -123,6 +164,158 @@ pub fn random_uuid(rng: &mut impl RngCore) -> String {
         s.push(HEX[usize::from(x & 15)] as char);
     }
     s
+}
+
+/// Reading the outputs of another configuration's state (`terraform_remote_state`).
+mod remote {
+    use super::super::ProviderError;
+    use super::Host;
+    use crate::value::Value;
+    use cairn_state::backend::{PgConfig, PgSettings};
+    use cairn_state::store::Store;
+    use cairn_state::{OpenOptions, StateError};
+    use std::collections::BTreeMap;
+    use std::path::Path;
+    use std::time::Duration;
+
+    type Outputs = BTreeMap<String, Value>;
+
+    fn err(msg: impl std::fmt::Display) -> ProviderError {
+        ProviderError(format!("terraform_remote_state: {msg}"))
+    }
+
+    fn not_found() -> ProviderError {
+        ProviderError(
+            "Unable to find remote state: No stored state was found for the given workspace in \
+             the given backend."
+                .into(),
+        )
+    }
+
+    fn arg_str<'a>(
+        args: &'a BTreeMap<String, Value>,
+        key: &str,
+    ) -> Result<Option<&'a str>, ProviderError> {
+        match args.get(key).map(Value::unmarked) {
+            None | Some(Value::Null(_)) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(Value::Bool(b)) => Ok(Some(if *b { "true" } else { "false" })),
+            Some(other) => Err(err(format!(
+                "config.{key} must be a string, not a {}",
+                other.type_of()
+            ))),
+        }
+    }
+
+    pub fn read(
+        host: &Host,
+        backend: &str,
+        args: &BTreeMap<String, Value>,
+    ) -> Result<Outputs, ProviderError> {
+        match backend {
+            "local" => {
+                for key in args.keys() {
+                    if !matches!(key.as_str(), "path" | "workspace_dir") {
+                        return Err(err(format!(
+                            "the local backend has no argument \"{key}\" (it takes path)"
+                        )));
+                    }
+                }
+                let path = host
+                    .cwd
+                    .join(arg_str(args, "path")?.unwrap_or("terraform.tfstate"));
+                if path.is_dir() {
+                    let dir = if path.join(".cairn").is_dir() {
+                        path.join(".cairn")
+                    } else {
+                        path
+                    };
+                    from_store(&dir, None)
+                } else {
+                    from_tfstate_file(&path)
+                }
+            }
+            "pg" => {
+                let mut settings = PgSettings::default();
+                for key in args.keys() {
+                    if let Some(v) = arg_str(args, key)? {
+                        settings.set(key, v).map_err(err)?;
+                    }
+                }
+                let cfg = settings
+                    .resolve(&|k: &str| host.var(k).map(str::to_string))
+                    .map_err(err)?;
+                // The pg log keeps its fault journal in a local directory; a reader never
+                // writes one, so any existing directory does.
+                from_store(&host.cwd, Some(cfg))
+            }
+            other => Err(err(format!(
+                "Cairn reads the states of the \"local\" backend (a terraform.tfstate file or a \
+                 Cairn state directory) and of the \"pg\" backend, not \"{other}\"; export \
+                 that state to a file (terraform state pull > FILE) and read it with \
+                 backend = \"local\""
+            ))),
+        }
+    }
+
+    fn from_store(dir: &Path, pg: Option<PgConfig>) -> Result<Outputs, ProviderError> {
+        let opts = OpenOptions {
+            command: "terraform_remote_state".into(),
+            lock_timeout: Duration::from_secs(30),
+            write: false,
+        };
+        let opened = match pg {
+            None => Store::open(dir, &opts),
+            Some(cfg) => Store::open_pg(&cfg, dir, &opts),
+        };
+        let store = match opened {
+            Ok((store, _)) => store,
+            Err(StateError::NotFound { .. }) => return Err(not_found()),
+            Err(e) => return Err(err(e)),
+        };
+        let snapshot = store.snapshot();
+        if snapshot.head == 0 {
+            return Err(not_found());
+        }
+        Ok(snapshot
+            .outputs
+            .iter()
+            // Unmarked, as Terraform reads them (see the module docs).
+            .map(|(name, o)| (name.clone(), Value::from_stored(&o.value).deep_unmark().0))
+            .collect())
+    }
+
+    fn from_tfstate_file(path: &Path) -> Result<Outputs, ProviderError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
+            Err(e) => return Err(err(format!("cannot read {}: {e}", path.display()))),
+        };
+        let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            err(format!(
+                "{} is not a Terraform state (JSON): {e}",
+                path.display()
+            ))
+        })?;
+        let mut out = BTreeMap::new();
+        let Some(outputs) = doc.get("outputs").and_then(serde_json::Value::as_object) else {
+            return Ok(out);
+        };
+        for (name, o) in outputs {
+            let Some(j) = o.get("value") else { continue };
+            let value = Value::from_json(j);
+            let value = match o.get("type") {
+                Some(t) => {
+                    let ty = crate::provider::plugin::codec::type_from_json(t)
+                        .map_err(|e| err(format!("output {name} of {}: {e}", path.display())))?;
+                    crate::eval::convert::convert(value.clone(), &ty).unwrap_or(value)
+                }
+                None => value,
+            };
+            out.insert(name.clone(), value);
+        }
+        Ok(out)
+    }
 }
 
 #[async_trait]
@@ -193,16 +386,44 @@ impl Configured for TerraformInstance {
         Ok(Some(state.clone()))
     }
 
-    async fn read_data(&self, type_: &str, _config: &Value) -> ProviderResult<Value> {
-        Err(schema_util::unknown_type(PACKAGE, "data source", type_))
+    async fn read_data(&self, type_: &str, config: &Value) -> ProviderResult<Value> {
+        if type_ != REMOTE_STATE {
+            return Err(schema_util::unknown_type(PACKAGE, "data source", type_));
+        }
+        schema_util::require_known(config, "the configuration")?;
+        let c = self.remote.conform(config)?;
+        let workspace = schema_util::get_str(&c, "workspace").unwrap_or("default");
+        if workspace != "default" {
+            return Err(ProviderError(format!(
+                "terraform_remote_state: workspace \"{workspace}\": Cairn states have only the \
+                 default workspace"
+            )));
+        }
+        let backend = schema_util::need_str(&c, "backend")?.to_string();
+        let args: BTreeMap<String, Value> = match c.get("config").map(Value::unmarked) {
+            None | Some(Value::Null(_)) => BTreeMap::new(),
+            Some(Value::Object(m) | Value::Map(m)) => m.clone(),
+            Some(other) => {
+                return Err(ProviderError(format!(
+                    "terraform_remote_state: config must be an object of the backend's \
+                     arguments, not a {}",
+                    other.type_of()
+                )))
+            }
+        };
+        let host = self.host.clone();
+        let outputs = tokio::task::spawn_blocking(move || remote::read(&host, &backend, &args))
+            .await
+            .map_err(|e| ProviderError(format!("terraform_remote_state: {e}")))??;
+        let mut merged = match c.get("defaults").map(Value::unmarked) {
+            Some(Value::Object(m) | Value::Map(m)) => m.clone(),
+            _ => BTreeMap::new(),
+        };
+        merged.extend(outputs);
+        let mut computed = BTreeMap::new();
+        computed.insert("outputs".to_string(), Value::Object(merged));
+        Ok(schema_util::data_result(&self.remote, &c, computed))
     }
-
-    async fn find_by_token(&self, _type_: &str, _token: &str) -> ProviderResult<Option<Value>> {
-        // Nothing exists outside state: an interrupted create left nothing behind to adopt.
-        Ok(None)
-    }
-
-    async fn stop(&self) {}
 }
 
 #[cfg(test)]

@@ -158,17 +158,7 @@ fn check_golden(name: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/golden/cli")
         .join(name);
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("missing {}; run with UPDATE_EXPECT=1", path.display()));
-    assert_eq!(
-        actual, expected,
-        "golden {name} differs; UPDATE_EXPECT=1 rewrites it"
-    );
+    expect_test::expect_file![path].assert_eq(actual);
 }
 
 /// Runs each command line in `dir` and returns a transcript: `$ cairn …`, the exit code, and
@@ -1210,4 +1200,42 @@ fn a_failed_apply_lists_its_errors_and_exits_1() {
         .collect();
     assert!(types.contains(&"\"apply_errored\"".to_string()), "{out}");
     assert!(types.contains(&"\"diagnostic\"".to_string()), "{out}");
+}
+
+/// The same error for each of 1,200 instances is printed once, with how many instances it
+/// affects (issue 14: "one diagnostic per problem").
+#[test]
+fn one_diagnostic_per_problem() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  count = 1200\n  name  = \"a\"\n  value = 1 + \"x${count.index}\"\n}\n",
+    )]);
+    let (code, _, err) = check_cli_in(dir.path(), &["plan", "-no-color"], "");
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("Error: Invalid operand").count(), 1, "{err}");
+    assert!(
+        err.contains("with sim_thing.a[0] (and 1199 more instances)"),
+        "{err}"
+    );
+}
+
+/// A module written in Terraform's JSON syntax beside a `.tf` file: `validate -json` ranges
+/// point into the JSON.
+#[test]
+fn validate_json_ranges_point_into_tf_json() {
+    let dir = project(&[
+        ("main.tf", "locals {\n  a = 1\n}\n"),
+        (
+            "main.tf.json",
+            "{\n  \"output\": {\n    \"o\": {\n      \"value\": \"${local.nope}\"\n    }\n  }\n}\n",
+        ),
+    ]);
+    let (code, out, _) = check_cli_in(dir.path(), &["validate", "-json"], "");
+    assert_eq!(code, 1, "{out}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let d = &j["diagnostics"][0];
+    assert_eq!(d["summary"], "Reference to undeclared local value", "{out}");
+    assert_eq!(d["range"]["filename"], "main.tf.json");
+    assert_eq!(d["range"]["start"]["line"], 4);
+    assert_eq!(d["range"]["start"]["column"], 19);
 }

@@ -530,18 +530,7 @@ fn check_scenario(name: &str) {
         one, eight,
         "{name}: the transcript differs between -parallelism=1 and -parallelism=8"
     );
-    let expected_path = dir.join("expected.txt");
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::write(&expected_path, &one).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
-    if expected != one {
-        panic!(
-            "{name}: transcript differs from {} (UPDATE_EXPECT=1 rewrites it)\n--- actual\n{one}",
-            expected_path.display()
-        );
-    }
+    expect_test::expect_file![dir.join("expected.txt")].assert_eq(&one);
 }
 
 /// A scenario run with the Python `sim` plugin must give the transcript the built-in `sim`
@@ -600,12 +589,18 @@ scenarios!(
     provider_replaced_region,
     read_only_registers_provider,
     saved_plan_request,
+    provider_reconfigured_orphans,
+    provider_config_from_replaced,
+    provider_replaced_cbd,
+    json_syntax,
+    overrides,
 );
 
 // The lifecycle scenarios that use only `sim`, run with the oracle's Python plugin. Left out,
 // because they test what only the built-in `sim` has: create tokens (`pending_create`: a plugin
 // has no `find_by_token`) and provider-level replacement on a region change
-// (`default_provider`, `provider_region`, `provider_replaced_region`, `provider_from_output`:
+// (`default_provider`, `provider_region`, `provider_replaced_region`, `provider_from_output`,
+// `provider_reconfigured_orphans`, `provider_config_from_replaced`, `provider_replaced_cbd`:
 // the plugin protocol has no such notion, so a plugin's configuration change is an in-place
 // reconfiguration — the engine's DiffConfig rule for plugins, as in Terraform).
 plugin_scenarios!(
@@ -628,4 +623,6 @@ plugin_scenarios!(
     replace,
     saved_plan,
     target,
+    json_syntax,
+    overrides,
 );

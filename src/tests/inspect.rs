@@ -697,3 +697,51 @@ fn bounds_on_hostile_input() {
     assert_eq!(resource(&doc, "aws_instance.x")["_unknown_expansion"], true);
     assert_eq!(resource(&doc, "aws_s3_bucket.fine")["bucket"], "fine");
 }
+
+/// A stack as CDK for Terraform synthesizes it (`cdk.tf.json`): JSON syntax only, `"//"`
+/// metadata objects in the file and in a resource, a provider as an array of objects, nested
+/// blocks (`ingress`) as an array of objects, templates that unwrap to numbers.
+#[test]
+fn corpus_cdktf_json() {
+    let dir = fixtures().join("corpus/cdktf-json");
+    let doc = inspect(&dir, &[], &[]);
+    assert_eq!(
+        ids(&doc),
+        ["aws_s3_bucket.assets", "aws_security_group.web"]
+    );
+    assert_eq!(doc["providers_without_schema"], json!(["aws"]));
+    assert_eq!(summaries(&doc), ["warning: Providers without a schema"]);
+
+    // "bucket": "${var.name}-assets-${var.region}" with the defaults "web" and "eu-west-1";
+    // the "//" metadata object is a comment, not an argument.
+    let b = resource(&doc, "aws_s3_bucket.assets");
+    assert_eq!(b["bucket"], "web-assets-eu-west-1");
+    assert_eq!(b["tags"], json!({"Name": "web", "Stack": "web"}));
+    assert!(b.get("//").is_none(), "{b:#}");
+    // The header points at the resource's name key (line 40: `"assets": {`), each argument
+    // at its key.
+    assert_eq!(b["_source"], at("cdk.tf.json", 40, 8));
+    assert_eq!(b["_attribute_sources"]["bucket"], at("cdk.tf.json", 47, 10));
+    assert_eq!(b["_attribute_sources"]["tags"], at("cdk.tf.json", 48, 10));
+
+    // Two ingress blocks; "from_port": "${local.ports[0]}" is the number 80; `lifecycle` is a
+    // meta-argument block, not an attribute.
+    let sg = resource(&doc, "aws_security_group.web");
+    assert_eq!(sg["name"], "web-sg");
+    assert_eq!(sg["ingress"][0]["from_port"], 80);
+    assert_eq!(sg["ingress"][1]["to_port"], 443);
+    assert_eq!(sg["ingress"][1]["cidr_blocks"], json!(["0.0.0.0/0"]));
+    assert!(sg.get("lifecycle").is_none(), "{sg:#}");
+    assert_eq!(sg["_source"], at("cdk.tf.json", 55, 8));
+    assert_eq!(
+        sg["_attribute_sources"]["ingress"],
+        at("cdk.tf.json", 57, 10)
+    );
+
+    let o = named(&doc, "outputs", "", "bucket");
+    assert_eq!(o["value"], "web-assets-eu-west-1");
+    assert_eq!(o["location"], at("cdk.tf.json", 78, 6));
+    let l = named(&doc, "locals", "", "ports");
+    assert_eq!(l["value"], json!([80, 443]));
+    assert_eq!(l["location"], at("cdk.tf.json", 36, 6));
+}

@@ -84,3 +84,130 @@ fn language_matches_terraform_console() {
         failures.join("\n")
     );
 }
+
+/// `data "terraform_remote_state"` reads another configuration's outputs, from a state file
+/// Terraform 1.11 wrote and from a Cairn state, with the values and types Terraform gives
+/// (`fixtures/cli/remote-state/terraform-output.json` is Terraform's `output -json` of the
+/// same consumer reading the same file); a missing state and a backend Cairn cannot read are
+/// errors that say so.
+#[test]
+fn terraform_remote_state_reads_tfstate_files_and_cairn_states() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/cli/remote-state");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture, dir.path());
+    let producer = dir.path().join("producer");
+    let consumer = dir.path().join("consumer");
+    let (code, _, err) = check_cli_in(&producer, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = check_cli_in(&consumer, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = check_cli_in(&consumer, &["output", "-json"], "");
+    assert_eq!(code, 0, "{err}");
+    let cairn: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let terraform: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture.join("terraform-output.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cairn["from_tfstate"], terraform["from_tfstate"]);
+    // Cairn's own state gives the same outputs (no defaults there), unmarked as Terraform's.
+    let mut expected = terraform["from_tfstate"].clone();
+    expected["value"].as_object_mut().unwrap().remove("d");
+    expected["type"][1].as_object_mut().unwrap().remove("d");
+    assert_eq!(cairn["from_cairn"], expected);
+    assert_eq!(cairn["same"]["value"], serde_json::json!(true));
+
+    std::fs::write(
+        consumer.join("more.tf"),
+        r#"
+data "terraform_remote_state" "missing" {
+  backend = "local"
+  config  = { path = "../nowhere/terraform.tfstate" }
+}
+data "terraform_remote_state" "s3" {
+  backend = "s3"
+  config  = { bucket = "b" }
+}
+"#,
+    )
+    .unwrap();
+    let (code, _, err) = check_cli_in(&consumer, &["plan"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("data.terraform_remote_state.missing: Unable to find remote state: No stored state was found for the given workspace in the given backend."),
+        "{err}"
+    );
+    assert!(
+        err.contains("Cairn reads the states of the \"local\" backend")
+            && err.contains("not \"s3\""),
+        "{err}"
+    );
+}
+
+/// One diagnostic of `validate -json`, comparable across the two tools: severity, summary,
+/// detail and where it starts. A cycle is its set of nodes: Terraform names them in its
+/// summary ("Cycle: a, b"), Cairn walks the chain with each step's location in its detail
+/// (a deliberate difference, in README's table).
+fn comparable(d: &serde_json::Value) -> String {
+    let summary = d["summary"].as_str().unwrap_or_default();
+    let detail = d["detail"].as_str().unwrap_or_default();
+    let mut nodes: Vec<String> = if let Some(list) = summary.strip_prefix("Cycle: ") {
+        list.split(", ")
+            .map(|n| n.trim_end_matches(" (expand)").to_string())
+            .collect()
+    } else if summary == "Cycle in the configuration" {
+        let chain = detail
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("The configuration has a cycle: "))
+            .unwrap_or_default()
+            .trim_end_matches('.');
+        chain.split(" → ").map(str::to_string).collect()
+    } else {
+        let start = &d["range"]["start"];
+        return format!(
+            "{} {summary}: {detail} @ {}:{}",
+            d["severity"], start["line"], start["column"]
+        );
+    };
+    nodes.sort();
+    nodes.dedup();
+    format!("{} cycle {}", d["severity"], nodes.join(", "))
+}
+
+/// `cairn validate -json` finds what `terraform validate -json` (1.11) found, in each
+/// `fixtures/golden/language/*/validate.json`.
+#[test]
+fn validate_matches_terraform_validate() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/golden/language");
+    let mut count = 0;
+    for case in std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+    {
+        let Ok(golden) = std::fs::read_to_string(case.join("validate.json")) else {
+            continue;
+        };
+        count += 1;
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&case, dir.path());
+        let (_, out, err) = check_cli_in(dir.path(), &["validate", "-json"], "");
+        let cairn: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        let terraform: serde_json::Value = serde_json::from_str(&golden).unwrap();
+        let set = |doc: &serde_json::Value| {
+            let mut v: Vec<String> = doc["diagnostics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(comparable)
+                .collect();
+            v.sort();
+            v
+        };
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(set(&cairn), set(&terraform), "{name}");
+        assert_eq!(cairn["valid"], terraform["valid"], "{name}");
+    }
+    assert!(count >= 2, "no validate cases");
+}

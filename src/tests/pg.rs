@@ -340,3 +340,41 @@ fn migration_sled_to_postgres_and_back_keeps_history() {
     assert_eq!(a.ok(&["log"]), log_sled);
     assert!(a.ok(&["plan"]).contains("No changes."));
 }
+
+/// `data "terraform_remote_state"` reads a state kept on PostgreSQL: with `backend = "pg"`
+/// and the connection from the environment, and through the producer's directory (whose
+/// `backend.json` names the server) with `backend = "local"`.
+#[test]
+fn terraform_remote_state_reads_a_state_on_postgresql() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("remote");
+    let sim = tempfile::tempdir().unwrap();
+    let producer = Copy::new(
+        sim.path(),
+        &format!(
+            "terraform {{\n  backend \"pg\" {{\n    schema_name = \"{schema}\"\n  }}\n}}\n\
+             output \"vpc\" {{ value = \"vpc-1\" }}\noutput \"ids\" {{ value = tolist([\"a\", \"b\"]) }}\n"
+        ),
+    );
+    let conn = server.conn_str();
+    producer.ok(&["init", &format!("-backend-config=conn_str={conn}")]);
+    producer.ok(&["apply", "-auto-approve"]);
+    let producer_dir = producer.dir.path().display().to_string();
+    let mut consumer = Copy::new(
+        sim.path(),
+        &format!(
+            "data \"terraform_remote_state\" \"pg\" {{\n  backend = \"pg\"\n  config = {{ schema_name = \"{schema}\" }}\n}}\n\
+             data \"terraform_remote_state\" \"dir\" {{\n  backend = \"local\"\n  config = {{ path = \"{producer_dir}\" }}\n}}\n\
+             output \"vpc\" {{ value = data.terraform_remote_state.pg.outputs.vpc }}\n\
+             output \"ids\" {{ value = data.terraform_remote_state.dir.outputs.ids }}\n"
+        ),
+    );
+    consumer.env.push(("PG_CONN_STR".into(), conn));
+    consumer.ok(&["apply", "-auto-approve"]);
+    let out: serde_json::Value = serde_json::from_str(&consumer.ok(&["output", "-json"])).unwrap();
+    assert_eq!(out["vpc"]["value"], serde_json::json!("vpc-1"));
+    assert_eq!(out["ids"]["value"], serde_json::json!(["a", "b"]));
+    assert_eq!(out["ids"]["type"], serde_json::json!(["list", "string"]));
+}

@@ -7,7 +7,7 @@
 //! (dagre); this module only says what is connected.
 
 use crate::config::Config;
-use crate::engine::graph::{build, BuildOptions, Node, TermGraph};
+use crate::engine::graph::{build, Node, TermGraph};
 use crate::plan::{render::reason_text, render_change, Action, Plan, RenderOptions};
 use cairn_graph::NodeId;
 use serde_json::{json, Value as J};
@@ -122,7 +122,7 @@ pub fn plan_json(view: &PlanView, config: Option<&Config>, config_error: Option<
     let mut nodes: BTreeMap<String, J> = BTreeMap::new();
     let mut edges = BTreeSet::new();
     if let Some(config) = config {
-        let (g, _) = build(config, &BuildOptions::default());
+        let (g, _) = build(config);
         for (_, node) in g.dag.nodes() {
             if let Node::Resource { module, key } = node {
                 let k = key.addr(module.clone()).to_string();

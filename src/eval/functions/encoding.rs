@@ -9,7 +9,7 @@
 //! style of Terraform's `yamlencode`: every string double-quoted except multi-line ones, which
 //! use literal blocks.
 
-use super::{arg_err, call_err, p, str_of, Def, FunctionContext, Res, Ret, P};
+use super::{arg_err, call_err, p, str_of, Def, FunctionContext, Res, Ret, MAX_DEPTH, P};
 use crate::eval::convert::parse_number;
 use crate::value::{Type, Value};
 use base64::Engine as _;
@@ -191,11 +191,6 @@ struct JsonParser<'a> {
     /// rather than a stack overflow.
     depth: usize,
 }
-
-/// The deepest nesting `jsondecode` and `yamldecode` accept. Terraform's decoders allow more
-/// (Go's stacks grow); 256 levels is deeper than any real document and safe for Cairn's
-/// recursive readers on a small thread stack.
-pub(crate) const MAX_DEPTH: usize = 256;
 
 impl JsonParser<'_> {
     fn skip_ws(&mut self) {

@@ -67,6 +67,11 @@ use std::sync::OnceLock;
 
 pub use filesystem::{TemplateEvaluator, TEMPLATE_EVALUATOR};
 
+/// The deepest nesting `jsondecode` and `yamldecode` accept. Terraform's decoders allow more
+/// (Go's stacks grow); 256 levels is deeper than any real document and safe for Cairn's
+/// recursive readers on a small thread stack.
+pub(crate) const MAX_DEPTH: usize = 256;
+
 /// What a function may know of its surroundings: the confinement of filesystem functions.
 pub struct FunctionContext<'a> {
     /// The calling module's directory (`path.module`).

@@ -184,7 +184,7 @@ impl Parser {
     /// enclosing block (None at the top).
     fn node(&mut self, parent: Option<usize>) -> Result<Value, String> {
         self.depth += 1;
-        if self.depth > super::encoding::MAX_DEPTH {
+        if self.depth > super::MAX_DEPTH {
             return Err(self.err("exceeded max depth"));
         }
         let v = self.node_inner(parent);
@@ -651,7 +651,7 @@ impl Flow {
     }
     fn value(&mut self, p: &mut Parser) -> Result<Value, String> {
         self.depth += 1;
-        if self.depth > super::encoding::MAX_DEPTH {
+        if self.depth > super::MAX_DEPTH {
             return Err("exceeded max depth".into());
         }
         let v = self.value_inner(p);
