@@ -336,6 +336,16 @@ macro_rules! conversions {
             .unwrap_or_default()
         }
 
+        /// The `provider_meta` of a resource call: Cairn has no `provider_meta` blocks, so it is
+        /// always null, sent as a msgpack nil rather than left out: some servers (the
+        /// `tf-provider` framework's) answer a call without it with no state.
+        pub fn no_meta() -> Option<$p::DynamicValue> {
+            Some($p::DynamicValue {
+                msgpack: vec![0xc0],
+                json: Vec::new(),
+            })
+        }
+
         pub fn to_dv(d: &Dyn) -> Option<$p::DynamicValue> {
             Some($p::DynamicValue {
                 msgpack: d.msgpack.clone(),
@@ -622,7 +632,7 @@ impl Client {
                     type_name: type_.to_string(),
                     current_state: m::to_dv(&state),
                     private,
-                    provider_meta: None,
+                    provider_meta: m::no_meta(),
                     client_capabilities: m::caps(),
                     current_identity: None,
                 })
@@ -653,7 +663,7 @@ impl Client {
                     proposed_new_state: m::to_dv(&proposed),
                     config: m::to_dv(&config),
                     prior_private,
-                    provider_meta: None,
+                    provider_meta: m::no_meta(),
                     client_capabilities: m::caps(),
                     prior_identity: None,
                 })
@@ -690,7 +700,7 @@ impl Client {
                     planned_state: m::to_dv(&planned),
                     config: m::to_dv(&config),
                     planned_private,
-                    provider_meta: None,
+                    provider_meta: m::no_meta(),
                     planned_identity: None,
                 })
                 .await
@@ -711,7 +721,7 @@ impl Client {
                 .read_data_source(p::read_data_source::Request {
                     type_name: type_.to_string(),
                     config: m::to_dv(&config),
-                    provider_meta: None,
+                    provider_meta: m::no_meta(),
                     client_capabilities: m::caps(),
                 })
                 .await
