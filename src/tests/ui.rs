@@ -677,7 +677,13 @@ fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
     assert!(seen_running, "the run in flight never showed as running");
     let t = ui.wait_finished(4);
     assert_eq!(t["runs"][0]["outcome"], "success", "{t}");
-    let h = ui.json("/api/head");
+    // The UI learns of the released lock on its next visit to the store: give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut h = ui.json("/api/head");
+    while !h["busy"].is_null() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        h = ui.json("/api/head");
+    }
     assert_eq!(h["busy"], serde_json::Value::Null, "{h}");
     // No secret from the database either.
     for path in [
