@@ -489,6 +489,7 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         request: Default::default(),
         warnings: Vec::new(),
         errored: false,
+        graph: None,
     }
 }
 

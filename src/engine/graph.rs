@@ -214,6 +214,59 @@ impl TermGraph {
         })
     }
 
+    /// The graph reduced to resources and data sources, as a plan records it
+    /// ([`cairn_state::PlanGraph`]) and the UI draws it: an edge `a → b` when `a` reaches `b`
+    /// through locals, variables, outputs and module calls (provider instances are not
+    /// followed: they are not data flow). Orphans and deletes are not terms of the
+    /// configuration and are left out.
+    pub fn resource_graph(&self) -> cairn_state::PlanGraph {
+        let key = |n: &Node| match n {
+            Node::Resource { module, key } => Some(key.addr(module.clone()).to_string()),
+            _ => None,
+        };
+        let mut names: BTreeMap<NodeId, String> = BTreeMap::new();
+        for (id, node) in self.dag.nodes() {
+            if let Some(k) = key(node) {
+                names.insert(id, k);
+            }
+        }
+        let mut nodes: Vec<String> = names.values().cloned().collect();
+        nodes.sort();
+        let index: FxHashMap<&str, u32> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i as u32))
+            .collect();
+        let mut edges = BTreeSet::new();
+        let mut seen: BTreeSet<NodeId> = BTreeSet::new();
+        let mut stack: Vec<NodeId> = Vec::new();
+        for (&id, from) in &names {
+            let from = index[from.as_str()];
+            seen.clear();
+            stack.clear();
+            stack.extend(self.dag.dependencies(id));
+            while let Some(n) = stack.pop() {
+                if !seen.insert(n) {
+                    continue;
+                }
+                match self.node(n) {
+                    Node::Resource { .. } => {
+                        let to = index[names[&n].as_str()];
+                        if to != from {
+                            edges.insert((from, to));
+                        }
+                    }
+                    Node::Provider { .. } => {}
+                    _ => stack.extend(self.dag.dependencies(n)),
+                }
+            }
+        }
+        cairn_state::PlanGraph {
+            nodes,
+            edges: edges.into_iter().collect(),
+        }
+    }
+
     /// Every cycle, as diagnostics naming each step with its location.
     pub fn cycle_diagnostics(&self, sources: &SourceMap) -> Diagnostics {
         let mut diags = Diagnostics::new();

@@ -506,6 +506,7 @@ async fn make_plan(
         warnings: Vec::new(),
         applyable: false,
         errored: false,
+        graph: None,
     };
     if mode == PlanMode::Destroy {
         destroy_plan(&refreshed, &mut plan, &opts.targets);
@@ -515,6 +516,10 @@ async fn make_plan(
         diags.extend(prevent_destroy_violations(&loaded.config, &plan));
         plan.errored = diags.has_errors();
         plan.applyable = !plan.errored && plan.has_changes();
+        // The graph the plan was made under, for `cairn ui` (a destroy walks no term graph).
+        plan.graph = Some(timed("plan graph", || {
+            build(&loaded.config).0.resource_graph()
+        }));
         return Some(plan);
     }
     let (mut graph, graph_diags) = timed("term graph", || term_graph(&loaded.config));
@@ -539,6 +544,9 @@ async fn make_plan(
     plan.data_reads = out.data_reads.into_values().collect();
     plan.dropped_data = out.dropped_data.into_iter().collect();
     plan.warnings = out.warnings;
+    // The dependency graph as it is now, kept with the plan (saved plan files, the run's
+    // `RunPlanned`), so `cairn ui` draws it as planned after the files change.
+    plan.graph = Some(timed("plan graph", || ctx.graph.resource_graph()));
     // Provider instances: those the walk planned, then those in state nothing uses any more.
     let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
     if mode == PlanMode::Normal {
@@ -926,7 +934,7 @@ async fn apply_loaded(
             Ok(j) => j.into_store(),
             Err(_) => return,
         };
-        if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, config) {
+        if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, Some(config)) {
             diags.push(state_error(e));
         }
     };
@@ -1071,7 +1079,8 @@ const MAX_RECORDED_DIAGNOSTICS: usize = 200;
 
 /// Where a diagnostic is in the configuration (`file:line:col`): its span, else the block of
 /// the resource its address names.
-fn diagnostic_location(d: &Diagnostic, config: &Config) -> Option<String> {
+fn diagnostic_location(d: &Diagnostic, config: Option<&Config>) -> Option<String> {
+    let config = config?;
     if let Some(span) = d.span {
         return Some(config.sources.location(span));
     }
@@ -1091,10 +1100,10 @@ fn diagnostic_location(d: &Diagnostic, config: &Config) -> Option<String> {
 
 /// Diagnostics as the log records them: each with its configuration location (`file:line:col`
 /// of its span, or of the block of the resource it names, as the configuration is at the time
-/// of the error) and address.
+/// of the error; none without a configuration) and address.
 pub fn recorded_diagnostics(
     diags: &Diagnostics,
-    config: &Config,
+    config: Option<&Config>,
 ) -> Vec<cairn_state::RecordedDiagnostic> {
     use cairn_state::event::Severity as S;
     let mut out: Vec<cairn_state::RecordedDiagnostic> = diags
@@ -1126,14 +1135,17 @@ pub fn recorded_diagnostics(
     out
 }
 
-/// Finishes the open run; a run that did not succeed first records its diagnostics (with
-/// their locations as they are at the time of the error: the files may change later).
-fn finish_recorded(
+/// Finishes the open run: the one way every recorded run ends (plan/apply/destroy, refresh,
+/// the state edits of `cli::state_cmds`). A run that did not succeed first records its
+/// diagnostics (`RunDiagnostics`, with their locations as they are at the time of the error:
+/// the files may change later), so the log says why it failed whatever the command.
+/// `config`: the configuration the locations are found in, if the command has one.
+pub fn finish_recorded(
     store: &mut Store,
     outcome: RunOutcome,
     summary: RunSummary,
     diags: &Diagnostics,
-    config: &Config,
+    config: Option<&Config>,
 ) -> Result<(), cairn_state::StateError> {
     if outcome != RunOutcome::Success && !diags.is_empty() && store.snapshot().open_run.is_some() {
         store.append(EventBody::RunDiagnostics {
@@ -1497,7 +1509,7 @@ async fn refresh_loaded(
         RunOutcome::Success
     };
     if let Err(e) = timed("finish the run", || {
-        finish_recorded(&mut store, outcome, summary, &diags, &loaded.config)
+        finish_recorded(&mut store, outcome, summary, &diags, Some(&loaded.config))
     }) {
         diags.push(state_error(e));
     }

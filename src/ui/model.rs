@@ -1415,6 +1415,7 @@ mod tests {
                             diff: "<= data".into(),
                         }],
                         outputs: Vec::new(),
+                        graph: None,
                     },
                 },
             ),

@@ -16,7 +16,9 @@
 //!   chain) and `RunDiagnostics` (a failed run's errors with their configuration locations).
 //!   Every v1 record is a v2 record as it stands, so v1 records are read unchanged; a Cairn
 //!   that reads only v1 refuses v2 records as too new (upgrade Cairn) instead of misreading
-//!   them.
+//!   them. Later, still v2: `PlanRecord::graph` (the plan's dependency graph), an optional
+//!   field: a `RunPlanned` written before it reads with no graph (a reader falls back to the
+//!   configuration it has), and a Cairn that predates it skips the field.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::value::StoredValue;
@@ -226,6 +228,32 @@ pub struct PlannedChange {
     pub diff: String,
 }
 
+/// The dependency graph of a plan's configuration, as the plan view draws it: every resource
+/// and data source the configuration declares (static addresses: no instance keys) and which
+/// reaches which through locals, variables, outputs and module calls.
+///
+/// Compact by design: each node once as text, each edge as two indices into `nodes`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanGraph {
+    /// Static addresses (`sim_thing.a`, `module.net.data.sim_zone.z`), in address order.
+    pub nodes: Vec<String>,
+    /// `(a, b)`: `nodes[a]` depends on `nodes[b]`. Sorted, no duplicates.
+    pub edges: Vec<(u32, u32)>,
+}
+
+impl PlanGraph {
+    /// The edges as node names (`(from, to)`: `from` depends on `to`); an index out of range
+    /// (a damaged record) is skipped.
+    pub fn named_edges(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.edges.iter().filter_map(|&(a, b)| {
+            Some((
+                self.nodes.get(a as usize)?.as_str(),
+                self.nodes.get(b as usize)?.as_str(),
+            ))
+        })
+    }
+}
+
 /// What an `apply`/`destroy` run planned: the changes other than no-ops, in address order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanRecord {
@@ -241,6 +269,10 @@ pub struct PlanRecord {
     /// Root outputs the plan changes (name and action), sensitive or not: names only.
     #[serde(default)]
     pub outputs: Vec<(String, PlannedAction)>,
+    /// The configuration's dependency graph as it was when the plan was made; `None` in
+    /// records written before Cairn recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<PlanGraph>,
 }
 
 /// How serious a recorded diagnostic is.
@@ -673,6 +705,10 @@ mod tests {
                         diff: "<= data ...".into(),
                     }],
                     outputs: vec![("o".into(), PlannedAction::Update)],
+                    graph: Some(PlanGraph {
+                        nodes: vec!["data.sim_lookup.l".into(), "sim_thing.a".into()],
+                        edges: vec![(0, 1)],
+                    }),
                 },
             },
             EventBody::RunDiagnostics {
@@ -701,6 +737,68 @@ mod tests {
         ));
         let bytes = encode(&sample());
         assert!(decode(&bytes[..bytes.len() / 2]).is_err());
+    }
+
+    /// A `RunPlanned` written before plans recorded their graph decodes with no graph; one
+    /// with a graph decodes as it is even for a reader whose `PlanRecord` lacks the field
+    /// (serde skips the fields it does not know), so the field needs no version step.
+    #[test]
+    fn the_plan_graph_is_optional_in_records() {
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct OldRecord {
+            mode: String,
+            saved: bool,
+            files_hash: String,
+            changes: Vec<PlannedChange>,
+            outputs: Vec<(String, PlannedAction)>,
+        }
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        enum OldBody {
+            RunPlanned { plan: OldRecord },
+        }
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct OldEvent {
+            seq: u64,
+            version: u32,
+            time_ms: u64,
+            run: u64,
+            body: OldBody,
+        }
+        let old = OldEvent {
+            seq: 1,
+            version: CURRENT_VERSION,
+            time_ms: 1,
+            run: 1,
+            body: OldBody::RunPlanned {
+                plan: OldRecord {
+                    mode: "normal".into(),
+                    saved: false,
+                    files_hash: "h".into(),
+                    changes: vec![],
+                    outputs: vec![],
+                },
+            },
+        };
+        let e = decode(&rmp_serde::to_vec_named(&old).unwrap()).unwrap();
+        let EventBody::RunPlanned { plan } = &e.body else {
+            panic!("{e:?}")
+        };
+        assert_eq!(plan.graph, None);
+        // A record with a graph, read by a Cairn that does not know the field.
+        let new = Event {
+            body: EventBody::RunPlanned {
+                plan: PlanRecord {
+                    graph: Some(PlanGraph {
+                        nodes: vec!["a.b".into(), "a.c".into()],
+                        edges: vec![(0, 1)],
+                    }),
+                    ..plan.clone()
+                },
+            },
+            ..e
+        };
+        let read: OldEvent = rmp_serde::from_slice(&encode(&new)).unwrap();
+        assert_eq!(read, old);
     }
 
     /// Records written before objects kept provider meta (no `meta` field) still decode, with
