@@ -8,7 +8,9 @@
 //!   nothing and `output` warns that there are no outputs, as Terraform does before the first
 //!   apply.
 //! - Edits (`rm`, `mv`, `import-tfstate`) are runs of their own: `RunStarted`, the events, a
-//!   commit, `RunFinished` — so `history` shows them and nothing is ever rewritten.
+//!   commit, `RunFinished` — so `history` shows them and nothing is ever rewritten. An edit
+//!   the state refuses is a failed run that records its diagnostics, ended like every
+//!   recorded run (`engine::run::finish_recorded`).
 //! - `history -json` and `log -json` write one JSON object per line (streams a tool can read
 //!   incrementally); stored values appear as plain JSON, as in `state pull`.
 
