@@ -220,40 +220,46 @@ impl TermGraph {
     /// followed: they are not data flow). Orphans and deletes are not terms of the
     /// configuration and are left out.
     pub fn resource_graph(&self) -> cairn_state::PlanGraph {
-        let key = |n: &Node| match n {
-            Node::Resource { module, key } => Some(key.addr(module.clone()).to_string()),
-            _ => None,
-        };
-        let mut names: BTreeMap<NodeId, String> = BTreeMap::new();
-        for (id, node) in self.dag.nodes() {
-            if let Some(k) = key(node) {
-                names.insert(id, k);
-            }
-        }
-        let mut nodes: Vec<String> = names.values().cloned().collect();
-        nodes.sort();
-        let index: FxHashMap<&str, u32> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i as u32))
+        // The resource nodes in address order; each node's index in the record, by node id.
+        let mut named: Vec<(String, NodeId)> = self
+            .dag
+            .nodes()
+            .filter_map(|(id, n)| match n {
+                Node::Resource { module, key } => Some((key.addr(module.clone()).to_string(), id)),
+                _ => None,
+            })
             .collect();
-        let mut edges = BTreeSet::new();
-        let mut seen: BTreeSet<NodeId> = BTreeSet::new();
+        named.sort_unstable();
+        let mut index: Vec<u32> = Vec::new();
+        for (i, (_, id)) in named.iter().enumerate() {
+            let at = id.index();
+            if index.len() <= at {
+                index.resize(at + 1, u32::MAX);
+            }
+            index[at] = i as u32;
+        }
+        let mut edges = Vec::new();
+        // Visited marks, by node id, stamped with the resource being followed (no clearing).
+        let mut seen: Vec<u32> = Vec::new();
         let mut stack: Vec<NodeId> = Vec::new();
-        for (&id, from) in &names {
-            let from = index[from.as_str()];
-            seen.clear();
+        for (from, (_, id)) in named.iter().enumerate() {
+            let from = from as u32;
             stack.clear();
-            stack.extend(self.dag.dependencies(id));
+            stack.extend(self.dag.dependencies(*id));
             while let Some(n) = stack.pop() {
-                if !seen.insert(n) {
+                let at = n.index();
+                if seen.len() <= at {
+                    seen.resize(at + 1, u32::MAX);
+                }
+                if seen[at] == from {
                     continue;
                 }
+                seen[at] = from;
                 match self.node(n) {
                     Node::Resource { .. } => {
-                        let to = index[names[&n].as_str()];
+                        let to = index[at];
                         if to != from {
-                            edges.insert((from, to));
+                            edges.push((from, to));
                         }
                     }
                     Node::Provider { .. } => {}
@@ -261,9 +267,11 @@ impl TermGraph {
                 }
             }
         }
+        edges.sort_unstable();
+        edges.dedup();
         cairn_state::PlanGraph {
-            nodes,
-            edges: edges.into_iter().collect(),
+            nodes: named.into_iter().map(|(n, _)| n).collect(),
+            edges,
         }
     }
 
