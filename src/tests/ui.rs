@@ -577,6 +577,8 @@ fn plan_graphs_are_drawn_as_planned_and_refused_state_edits_show_why() {
     // is at line 18 now).
     let mv = runs.iter().find(|r| r["command"] == "state mv").unwrap();
     assert_eq!(mv["outcome"], "failed", "{mv}");
+    // The timeline says why, too.
+    assert_eq!(mv["diagnostics"][0]["location"], "main.tf:16:1", "{mv}");
     let run = ui.json(&format!("/api/run/{}", mv["id"]));
     let diags = run["diagnostics"].as_array().unwrap();
     assert_eq!(diags.len(), 1, "{run}");
