@@ -2,7 +2,9 @@
 //! failing, one killed mid-apply), then `cairn ui` serves the log while the test
 //!
 //! - speaks plain HTTP to it: the token and the `Host` check, no secret in any response,
-//!   nothing writable, and a command run beside it succeeds and lands in the timeline;
+//!   nothing writable, and a command run beside it succeeds and lands in the timeline; a
+//!   run's plan graph is the one it planned with after the files change or are gone, and a
+//!   refused state edit shows why it failed, with its location;
 //! - drives real headless Chromium through every view (`fixtures/ui-browser/drive.js`, with
 //!   Node's `playwright-core`), which saves the screenshots in `fixtures/ui-screenshots/`.
 //!
@@ -757,6 +759,23 @@ fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
         "{failed}"
     );
 
+    // A refused state edit on PostgreSQL: a failed run whose error is recorded there too.
+    let (code, out) = cairn(dir, &["state", "rm", "sim_thing.nope"], &env);
+    assert_eq!(code, 1, "{out}");
+    let t = ui.wait_finished(4);
+    let refused = &t["runs"][0];
+    assert_eq!(
+        (&refused["command"], &refused["outcome"]),
+        (&"state rm".into(), &"failed".into()),
+        "{refused}"
+    );
+    let run = ui.json(&format!("/api/run/{}", refused["id"]));
+    assert_eq!(
+        run["diagnostics"][0]["summary"], "No matching objects found",
+        "{run}"
+    );
+    assert_eq!(run["diagnostics"][0]["address"], "sim_thing.nope", "{run}");
+
     // A slow apply: while it runs, the UI names it and shows its run as running, its events
     // arriving (PostgreSQL readers take no lock); then it lands finished.
     let mut slow = Command::new(env!("CARGO_BIN_EXE_cairn"))
@@ -787,7 +806,7 @@ fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
     assert!(status.success());
     assert!(seen_busy, "the UI never named the apply in flight");
     assert!(seen_running, "the run in flight never showed as running");
-    let t = ui.wait_finished(4);
+    let t = ui.wait_finished(5);
     assert_eq!(t["runs"][0]["outcome"], "success", "{t}");
     // The UI learns of the released lock on its next visit to the store: give it a moment.
     let deadline = Instant::now() + Duration::from_secs(10);
