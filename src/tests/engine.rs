@@ -492,13 +492,7 @@ fn run_scenario_with(dir: &Path, parallelism: usize, plugin: bool) -> String {
                     None
                 };
                 let from_file = plan_file.is_some();
-                let r = rt.block_on(engine::apply(
-                    &opts,
-                    mode,
-                    plan_file,
-                    &|_| true,
-                    Arc::new(Silent),
-                ));
+                let r = rt.block_on(engine::apply(&opts, mode, plan_file, Arc::new(Silent)));
                 out.push_str(&notes_text(&r.notes));
                 if let Some(p) = r.result.as_ref().and_then(|a| a.plan.as_ref()) {
                     if !from_file {
