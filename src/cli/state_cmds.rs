@@ -991,6 +991,13 @@ pub fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> Strin
         EventBody::ResourceRehomed { addr, provider } => {
             format!("{addr} now via {} ({})", provider.addr, provider.id)
         }
+        EventBody::DependenciesUpdated { addr, deps } => format!(
+            "{addr} depends on [{}]",
+            deps.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         EventBody::PendingResolved { op, how, object } => format!(
             "{}: {how}{}",
             op_name(op),

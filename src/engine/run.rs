@@ -804,45 +804,87 @@ pub struct Applied {
     pub confirmed: bool,
 }
 
-/// `cairn apply [PLANFILE]`, `apply -read-only`, `destroy`: plans (or takes a saved plan), asks
-/// `confirm`, and applies, recording every step.
+/// `cairn apply [PLANFILE]`, `apply -read-only`, `destroy`, approved in advance (what
+/// `-auto-approve` means): [`apply_start`], then [`PendingApply::approve`].
 pub async fn apply(
     opts: &Options,
     mode: PlanMode,
     saved: Option<Plan>,
-    confirm: &(dyn Fn(&Plan) -> bool + Sync),
     observer: Arc<dyn Observer>,
 ) -> Report<Applied> {
+    match apply_start(opts, mode, saved, observer).await {
+        ApplyStart::Done(report) => report,
+        ApplyStart::Ask(pending) => pending.approve().await,
+    }
+}
+
+/// Where [`apply_start`] left an apply. (One per apply, moved once: boxing a variant would
+/// buy nothing.)
+#[allow(clippy::large_enum_variant)]
+pub enum ApplyStart {
+    /// Finished without a decision to ask for: an error, a plan with nothing to apply, or one
+    /// that only records what refresh found (applied without asking, as Terraform does).
+    Done(Report<Applied>),
+    /// The plan is made and recorded; the caller shows it, asks however it likes, and then
+    /// calls [`PendingApply::approve`] or [`PendingApply::decline`].
+    Ask(PendingApply),
+}
+
+/// An apply whose plan waits for the caller's decision. Its run is open (the state stays
+/// locked) until `approve` or `decline` finishes it; dropping it unanswered leaves the run to
+/// be finished as interrupted by the next writer, as a crash would.
+pub struct PendingApply {
+    opts: Options,
+    loaded: Loaded,
+    journal: Arc<Journal>,
+    run: u64,
+    plan: Plan,
+    diags: Diagnostics,
+    notes: Vec<String>,
+    observer: Arc<dyn Observer>,
+}
+
+/// The first half of an apply: loads the configuration (a saved plan's request replaces the
+/// command line's), opens the run, recovers pending operations, plans (or checks the saved
+/// plan) and records the plan. No provider changes anything before the decision.
+pub async fn apply_start(
+    opts: &Options,
+    mode: PlanMode,
+    saved: Option<Plan>,
+    observer: Arc<dyn Observer>,
+) -> ApplyStart {
     // A saved plan is the whole request: its mode, variable values, targets, replacements and
     // refresh choice, never the command line's.
-    let from_plan;
-    let (opts, mode) = match &saved {
-        Some(p) => {
-            from_plan = Options {
-                targets: p.request.targets.clone(),
-                replace: p.request.replace.clone(),
-                refresh: p.request.refresh,
-                ..opts.clone()
-            };
-            (&from_plan, p.mode)
-        }
-        None => (opts, mode),
+    let opts = match &saved {
+        Some(p) => Options {
+            targets: p.request.targets.clone(),
+            replace: p.request.replace.clone(),
+            refresh: p.request.refresh,
+            ..opts.clone()
+        },
+        None => opts.clone(),
     };
-    let mode = match mode {
+    let mode = match saved.as_ref().map(|p| p.mode).unwrap_or(mode) {
         PlanMode::ReadOnly if opts.sabotage == Some(Sabotage::ReadOnlyApplies) => PlanMode::Normal,
         mode => mode,
     };
-    let loaded = match load_with(opts, saved.as_ref().map(|p| &p.variables), false) {
+    let loaded = match load_with(&opts, saved.as_ref().map(|p| &p.variables), false) {
         Ok(l) => l,
-        Err(r) => return Report::fail(r.diags, r.config),
+        Err(r) => return ApplyStart::Done(Report::fail(r.diags, r.config)),
     };
     let registry = loaded.registry.clone();
-    stopping_providers(
-        opts,
+    let start = stopping_providers(
+        &opts,
         &registry,
-        apply_loaded(opts, mode, loaded, saved, confirm, observer),
+        start_loaded(&opts, mode, loaded, saved, observer),
     )
-    .await
+    .await;
+    match start {
+        ApplyStart::Ask(pending) if pending.records_only() => {
+            ApplyStart::Done(pending.approve().await)
+        }
+        start => start,
+    }
 }
 
 /// Runs `work` while watching for an interrupt: the first one tells every provider instance
@@ -870,26 +912,30 @@ async fn stopping_providers<T>(
     out
 }
 
-/// [`apply`] once the configuration is loaded.
-async fn apply_loaded(
+/// [`apply_start`] once the configuration is loaded.
+async fn start_loaded(
     opts: &Options,
     mode: PlanMode,
     loaded: Loaded,
     saved: Option<Plan>,
-    confirm: &(dyn Fn(&Plan) -> bool + Sync),
     observer: Arc<dyn Observer>,
-) -> Report<Applied> {
+) -> ApplyStart {
     let mut diags = loaded.diags.clone();
 
     let mut notes = Vec::new();
     let (mut store, warnings) = match open(opts, true) {
         Ok(s) => s,
-        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+        Err(d) => return ApplyStart::Done(Report::fail(Diagnostics::from(d), Some(loaded.config))),
     };
     notes.extend(warnings);
     let run = match store.begin_run(&opts.command, &opts.args) {
         Ok(r) => r,
-        Err(e) => return Report::fail(Diagnostics::from(state_error(e)), Some(loaded.config)),
+        Err(e) => {
+            return ApplyStart::Done(Report::fail(
+                Diagnostics::from(state_error(e)),
+                Some(loaded.config),
+            ))
+        }
     };
     let journal = Arc::new(Journal::new(store));
     let mut snapshot = journal.snapshot();
@@ -925,32 +971,20 @@ async fn apply_loaded(
             p
         }
     };
-    let config = &loaded.config;
-    let finish = |journal: Arc<Journal>,
-                  outcome: RunOutcome,
-                  summary: RunSummary,
-                  diags: &mut Diagnostics| {
-        let mut store = match Arc::try_unwrap(journal) {
-            Ok(j) => j.into_store(),
-            Err(_) => return,
-        };
-        if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, Some(config)) {
-            diags.push(state_error(e));
-        }
-    };
     let Some(plan) = plan.filter(|_| !diags.has_errors()) else {
-        finish(
+        finish_journal(
             journal,
             RunOutcome::Failed,
             RunSummary::default(),
             &mut diags,
+            &loaded.config,
         );
-        return Report {
+        return ApplyStart::Done(Report {
             result: None,
             diags,
             notes,
             config: Some(loaded.config),
-        };
+        });
     };
     // What the run is about to do, with why (deferred reads with their causal chain): the
     // run's own record of its plan, durable with the next commit.
@@ -961,13 +995,14 @@ async fn apply_loaded(
         }
     }
     if !plan.applyable {
-        finish(
+        finish_journal(
             journal,
             RunOutcome::Success,
             RunSummary::default(),
             &mut diags,
+            &loaded.config,
         );
-        return Report {
+        return ApplyStart::Done(Report {
             result: Some(Applied {
                 plan: Some(plan),
                 confirmed: true,
@@ -976,23 +1011,71 @@ async fn apply_loaded(
             diags,
             notes,
             config: Some(loaded.config),
-        };
+        });
     }
-    // A plan that changes nothing but the state's record of the world (drift, data results,
-    // data sources gone from the configuration) is applied without asking, as Terraform does.
-    let records_only = plan.mode == PlanMode::Normal
-        && !plan.has_changes()
-        && !plan.changes.iter().any(|c| c.action == Action::Read);
-    // An interrupt while the user was being asked cancels the run like a "no".
-    let stopped = || opts.stop.load(std::sync::atomic::Ordering::SeqCst);
-    if !records_only && (!timed("show the plan and confirm", || confirm(&plan)) || stopped()) {
-        finish(
+    ApplyStart::Ask(PendingApply {
+        opts: opts.clone(),
+        loaded,
+        journal,
+        run,
+        plan,
+        diags,
+        notes,
+        observer,
+    })
+}
+
+/// Finishes the run `journal` holds (the last holder of the journal does), recording its
+/// diagnostics if it failed.
+fn finish_journal(
+    journal: Arc<Journal>,
+    outcome: RunOutcome,
+    summary: RunSummary,
+    diags: &mut Diagnostics,
+    config: &Config,
+) {
+    let mut store = match Arc::try_unwrap(journal) {
+        Ok(j) => j.into_store(),
+        Err(_) => return,
+    };
+    if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, Some(config)) {
+        diags.push(state_error(e));
+    }
+}
+
+impl PendingApply {
+    /// The plan to decide on.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// True when the plan changes nothing but the state's record of the world (drift, data
+    /// results, data sources gone from the configuration): applied without asking.
+    fn records_only(&self) -> bool {
+        self.plan.mode == PlanMode::Normal
+            && !self.plan.has_changes()
+            && !self.plan.changes.iter().any(|c| c.action == Action::Read)
+    }
+
+    /// "No" (or an interrupt while the user was asked): nothing changes; the run is finished
+    /// as interrupted.
+    pub fn decline(self) -> Report<Applied> {
+        let PendingApply {
+            loaded,
+            journal,
+            plan,
+            mut diags,
+            notes,
+            ..
+        } = self;
+        finish_journal(
             journal,
             RunOutcome::Interrupted,
             RunSummary::default(),
             &mut diags,
+            &loaded.config,
         );
-        return Report {
+        Report {
             result: Some(Applied {
                 plan: Some(plan),
                 confirmed: false,
@@ -1001,75 +1084,99 @@ async fn apply_loaded(
             diags,
             notes,
             config: Some(loaded.config),
-        };
+        }
     }
 
-    // What refresh found is part of the state now: drift, and the provider meta of objects
-    // (drifted or not).
-    let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
-        plan.refreshed_meta.iter().map(|(a, m)| (a, m)).collect();
-    let mut events = Vec::new();
-    for d in &plan.drift {
-        let event = match &d.after {
-            Some(v) => match v.to_stored() {
-                Ok(attrs) => EventBody::ResourceRead {
-                    addr: d.addr.clone(),
-                    attrs,
-                    meta: metas.remove(&d.addr).cloned(),
-                },
-                Err(_) => continue,
-            },
-            None => EventBody::ResourceGone {
-                addr: d.addr.clone(),
-            },
-        };
-        events.push(event);
+    /// "Yes": applies the plan, recording every step, and finishes the run. An interrupt that
+    /// came while the caller was asking makes it a [`PendingApply::decline`].
+    pub async fn approve(self) -> Report<Applied> {
+        if self.opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return self.decline();
+        }
+        let registry = self.loaded.registry.clone();
+        let opts = self.opts.clone();
+        stopping_providers(&opts, &registry, self.run_approved()).await
     }
-    journal.with_snapshot(|s| {
-        for (addr, meta) in metas {
-            if let Some(obj) = s.current(addr) {
-                events.push(EventBody::ResourceRead {
-                    addr: addr.clone(),
-                    attrs: obj.attrs.clone(),
-                    meta: Some(meta.clone()),
-                });
+
+    async fn run_approved(self) -> Report<Applied> {
+        let PendingApply {
+            opts,
+            loaded,
+            journal,
+            run,
+            plan,
+            mut diags,
+            notes,
+            observer,
+        } = self;
+        let opts = &opts;
+        // What refresh found is part of the state now: drift, and the provider meta of objects
+        // (drifted or not).
+        let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
+            plan.refreshed_meta.iter().map(|(a, m)| (a, m)).collect();
+        let mut events = Vec::new();
+        for d in &plan.drift {
+            let event = match &d.after {
+                Some(v) => match v.to_stored() {
+                    Ok(attrs) => EventBody::ResourceRead {
+                        addr: d.addr.clone(),
+                        attrs,
+                        meta: metas.remove(&d.addr).cloned(),
+                    },
+                    Err(_) => continue,
+                },
+                None => EventBody::ResourceGone {
+                    addr: d.addr.clone(),
+                },
+            };
+            events.push(event);
+        }
+        journal.with_snapshot(|s| {
+            for (addr, meta) in metas {
+                if let Some(obj) = s.current(addr) {
+                    events.push(EventBody::ResourceRead {
+                        addr: addr.clone(),
+                        attrs: obj.attrs.clone(),
+                        meta: Some(meta.clone()),
+                    });
+                }
+            }
+        });
+        for event in events {
+            if let Err(e) = journal.append(event) {
+                diags.push(e);
             }
         }
-    });
-    for event in events {
-        if let Err(e) = journal.append(event) {
+        if let Err(e) = journal.commit() {
             diags.push(e);
         }
-    }
-    if let Err(e) = journal.commit() {
-        diags.push(e);
-    }
 
-    let (summary, outputs) = if plan.mode == PlanMode::ReadOnly {
-        record_read_only(&journal, &plan, &mut diags)
-    } else {
-        execute(&loaded, opts, &plan, &journal, run, &observer, &mut diags).await
-    };
-    let outcome = if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
-        RunOutcome::Interrupted
-    } else if diags.has_errors() {
-        RunOutcome::Failed
-    } else {
-        RunOutcome::Success
-    };
-    timed("finish the run", || {
-        finish(journal, outcome, summary, &mut diags)
-    });
-    Report {
-        result: Some(Applied {
-            plan: Some(plan),
-            summary,
-            outputs,
-            confirmed: true,
-        }),
-        diags,
-        notes,
-        config: Some(loaded.config),
+        let (summary, outputs) = if plan.mode == PlanMode::ReadOnly {
+            record_read_only(&journal, &plan, &mut diags)
+        } else {
+            execute(&loaded, opts, &plan, &journal, run, &observer, &mut diags).await
+        };
+        let outcome = if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            RunOutcome::Interrupted
+        } else if diags.has_errors() {
+            RunOutcome::Failed
+        } else {
+            RunOutcome::Success
+        };
+        timed("finish the run", || {
+            finish_journal(journal, outcome, summary, &mut diags, &loaded.config)
+        });
+        Report {
+            result: Some(Applied {
+                plan: Some(plan),
+                summary,
+                outputs,
+                confirmed: true,
+            }),
+            diags,
+            notes,
+            config: Some(loaded.config),
+        }
     }
 }
 

@@ -16,8 +16,10 @@
 //!   chain) and `RunDiagnostics` (a failed run's errors with their configuration locations).
 //!   Every v1 record is a v2 record as it stands, so v1 records are read unchanged; a Cairn
 //!   that reads only v1 refuses v2 records as too new (upgrade Cairn) instead of misreading
-//!   them. Later, still v2: `PlanRecord::graph` (the plan's dependency graph), an optional
-//!   field: a `RunPlanned` written before it reads with no graph (a reader falls back to the
+//!   them.
+//! - **v3** — v2 plus `DependenciesUpdated` (an unchanged object's new dependencies). Every v2
+//!   record is a v3 record as it stands. Later, still v3: `PlanRecord::graph` (the plan's dependency graph), an optional field: a
+//!   `RunPlanned` written before it reads with no graph (a reader falls back to the
 //!   configuration it has), and a Cairn that predates it skips the field.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
@@ -27,7 +29,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const CURRENT_VERSION: u32 = 2;
+pub const CURRENT_VERSION: u32 = 3;
 
 /// One record of the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -393,6 +395,13 @@ pub enum EventBody {
         addr: ResourceInstanceAddr,
         provider: ProviderRef,
     },
+    /// An unchanged (no-op) object whose dependencies changed in the configuration: state
+    /// records the new ones, as Terraform rewrites them at every apply, so a later destroy
+    /// orders its delete after what it depends on now.
+    DependenciesUpdated {
+        addr: ResourceInstanceAddr,
+        deps: Vec<ResourceInstanceAddr>,
+    },
     /// A pending operation resolved by a later run (adopted, dropped, refreshed).
     PendingResolved {
         op: u64,
@@ -437,6 +446,7 @@ impl EventBody {
             EventBody::ResourceForgotten { .. } => "ResourceForgotten",
             EventBody::ResourceMoved { .. } => "ResourceMoved",
             EventBody::ResourceRehomed { .. } => "ResourceRehomed",
+            EventBody::DependenciesUpdated { .. } => "DependenciesUpdated",
             EventBody::PendingResolved { .. } => "PendingResolved",
             EventBody::StateImported { .. } => "StateImported",
             EventBody::RunPlanned { .. } => "RunPlanned",
@@ -499,8 +509,9 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     // The common case first: a current record decodes in one pass.
     let first = rmp_serde::from_slice::<Event>(bytes);
     if let Ok(e) = &first {
-        // A v1 record is a v2 record as it stands (v2 only added kinds of record).
-        if e.version == CURRENT_VERSION || e.version == 1 {
+        // v1 and v2 records are v3 records as they stand (each version only added kinds of
+        // record).
+        if (1..=CURRENT_VERSION).contains(&e.version) {
             return first
                 .map(|mut e| {
                     e.version = CURRENT_VERSION;
@@ -682,12 +693,18 @@ mod tests {
     }
 
     #[test]
-    fn v1_records_read_unchanged_and_the_v2_kinds_round_trip() {
-        let mut old = sample();
-        old.version = 1;
-        let e = decode(&encode(&old)).unwrap();
-        assert_eq!((e.version, e.body), (CURRENT_VERSION, sample().body));
+    fn v1_and_v2_records_read_unchanged_and_the_newer_kinds_round_trip() {
+        for version in [1, 2] {
+            let mut old = sample();
+            old.version = version;
+            let e = decode(&encode(&old)).unwrap();
+            assert_eq!((e.version, e.body), (CURRENT_VERSION, sample().body));
+        }
         for body in [
+            EventBody::DependenciesUpdated {
+                addr: "sim_thing.b".parse().unwrap(),
+                deps: vec!["sim_thing.a[\"k\"]".parse().unwrap()],
+            },
             EventBody::RunPlanned {
                 plan: PlanRecord {
                     mode: "normal".into(),
