@@ -615,6 +615,58 @@ fn plan_graphs_are_drawn_as_planned_and_refused_state_edits_show_why() {
     assert_eq!(graph_edges(&ui.json("/api/plan/0")), planned);
 }
 
+/// A plan recorded before plans kept their graph (a `RunPlanned` without one, as an older
+/// Cairn wrote it) still reads: its graph is drawn from the configuration as it is now, and
+/// the page warns when the files changed since the run.
+#[test]
+fn a_plan_recorded_without_its_graph_falls_back_to_the_configuration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    let (mut store, _) = cairn_state::Store::open(
+        &dir.join(".cairn"),
+        &cairn_state::OpenOptions {
+            command: "test".into(),
+            write: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    store.begin_run("apply", &["apply".into()]).unwrap();
+    store
+        .append(cairn_state::EventBody::RunPlanned {
+            plan: cairn_state::PlanRecord {
+                mode: "normal".into(),
+                saved: false,
+                files_hash: "0".repeat(64),
+                changes: vec![cairn_state::PlannedChange {
+                    addr: "sim_thing.base".parse().unwrap(),
+                    action: cairn_state::PlannedAction::Create,
+                    reason: None,
+                    deferral: None,
+                    diff: String::new(),
+                }],
+                outputs: Vec::new(),
+                graph: None,
+            },
+        })
+        .unwrap();
+    store
+        .finish_run(cairn_state::RunOutcome::Success, Default::default())
+        .unwrap();
+    drop(store);
+    let ui = start_ui_with(dir, &["ui"], &[]);
+    let t = ui.wait_finished(1);
+    let p = ui.json(&format!("/api/run/{}/plan", t["runs"][0]["id"]));
+    assert_eq!(p["graph"]["from"], "configuration", "{p}");
+    assert!(p["note"].as_str().unwrap().contains("changed since"), "{p}");
+    assert!(
+        graph_edges(&p).contains(&"sim_thing.dep -> sim_thing.base".to_string()),
+        "{p}"
+    );
+    assert_eq!(p["add"], 1, "{p}");
+}
+
 fn browser_available() -> Result<(), String> {
     if !Path::new("/usr/bin/chromium").exists() {
         return Err("/usr/bin/chromium is missing (apt-get install chromium)".into());
