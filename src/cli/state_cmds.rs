@@ -10,7 +10,7 @@
 //! - Edits (`rm`, `mv`, `import-tfstate`) are runs of their own: `RunStarted`, the events, a
 //!   commit, `RunFinished` — so `history` shows them and nothing is ever rewritten. An edit
 //!   the state refuses is a failed run that records its diagnostics, ended like every
-//!   recorded run (`engine::run::finish_recorded`).
+//!   recorded run (`engine::session::finish_recorded`).
 //! - `history -json` and `log -json` write one JSON object per line (streams a tool can read
 //!   incrementally); stored values appear as plain JSON, as in `state pull`.
 
@@ -272,7 +272,7 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
 /// Opens the store for writing and records the edit as a run of its own: `RunStarted`, the
 /// events `prepare` decides from the current snapshot, a commit, `RunFinished`. A refused
 /// edit (nothing matches, an address taken, a state not empty) is a failed run, finished as
-/// every recorded run is (`engine::run::finish_recorded`: its diagnostics recorded, with the
+/// every recorded run is (`engine::session::finish_recorded`: its diagnostics recorded, with the
 /// configuration location of the resource they name), so `history` and `cairn ui` say what
 /// was refused and why. An edit refused before the store is open (an address that does not
 /// parse, a file that cannot be read) leaves no trace, as a configuration that does not load
@@ -315,7 +315,7 @@ fn edit_run(
             configuration_here(),
         ),
     };
-    let finished = crate::engine::run::finish_recorded(
+    let finished = crate::engine::session::finish_recorded(
         &mut store,
         outcome,
         RunSummary::default(),

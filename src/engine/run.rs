@@ -12,6 +12,8 @@ use super::providers::{canonical, stack_config, Registry};
 use super::recover::resolve;
 use super::refresh::refresh as refresh_pass;
 use super::sabotage::Sabotage;
+pub use super::session::finish_recorded;
+use super::session::RunSession;
 use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
@@ -241,15 +243,6 @@ fn load_with(
     })
 }
 
-fn open(opts: &Options, write: bool) -> Result<(Store, Vec<String>), Diagnostic> {
-    let o = OpenOptions {
-        command: opts.command.clone(),
-        lock_timeout: opts.lock_timeout,
-        write,
-    };
-    Store::open(&opts.state_dir, &o).map_err(state_error)
-}
-
 /// Opens the state to read it; no state yet reads as an empty one. The store is returned so
 /// the caller holds the lock for as long as it works on the snapshot.
 fn open_read(opts: &Options) -> Result<(Option<Store>, Snapshot, Vec<String>), Diagnostic> {
@@ -425,7 +418,7 @@ fn new_ctx(
 }
 
 /// Resolves pending operations in memory (`record == None`) or recording them.
-async fn recover(
+pub(super) async fn recover(
     snapshot: &mut Snapshot,
     registry: &Arc<Registry>,
     journal: Option<&Journal>,
@@ -836,8 +829,7 @@ pub enum ApplyStart {
 pub struct PendingApply {
     opts: Options,
     loaded: Loaded,
-    journal: Arc<Journal>,
-    run: u64,
+    session: RunSession,
     plan: Plan,
     diags: Diagnostics,
     notes: Vec<String>,
@@ -923,30 +915,14 @@ async fn start_loaded(
     let mut diags = loaded.diags.clone();
 
     let mut notes = Vec::new();
-    let (mut store, warnings) = match open(opts, true) {
-        Ok(s) => s,
-        Err(d) => return ApplyStart::Done(Report::fail(Diagnostics::from(d), Some(loaded.config))),
-    };
-    notes.extend(warnings);
-    let run = match store.begin_run(&opts.command, &opts.args) {
-        Ok(r) => r,
-        Err(e) => {
-            return ApplyStart::Done(Report::fail(
-                Diagnostics::from(state_error(e)),
-                Some(loaded.config),
-            ))
-        }
-    };
-    let journal = Arc::new(Journal::new(store));
-    let mut snapshot = journal.snapshot();
-    recover(
-        &mut snapshot,
-        &loaded.registry,
-        Some(&journal),
-        &mut notes,
-        &mut diags,
-    )
-    .await;
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => {
+                return ApplyStart::Done(Report::fail(Diagnostics::from(d), Some(loaded.config)))
+            }
+        };
+    let run = session.run;
 
     let saved_plan = saved.is_some();
     let plan = match saved {
@@ -972,12 +948,11 @@ async fn start_loaded(
         }
     };
     let Some(plan) = plan.filter(|_| !diags.has_errors()) else {
-        finish_journal(
-            journal,
+        session.finish(
             RunOutcome::Failed,
             RunSummary::default(),
             &mut diags,
-            &loaded.config,
+            Some(&loaded.config),
         );
         return ApplyStart::Done(Report {
             result: None,
@@ -990,17 +965,19 @@ async fn start_loaded(
     // run's own record of its plan, durable with the next commit.
     if plan.applyable {
         let record = crate::plan::record::plan_record(&plan, saved_plan, &loaded.files_hash);
-        if let Err(e) = journal.append(EventBody::RunPlanned { plan: record }) {
+        if let Err(e) = session
+            .journal()
+            .append(EventBody::RunPlanned { plan: record })
+        {
             diags.push(e);
         }
     }
     if !plan.applyable {
-        finish_journal(
-            journal,
+        session.finish(
             RunOutcome::Success,
             RunSummary::default(),
             &mut diags,
-            &loaded.config,
+            Some(&loaded.config),
         );
         return ApplyStart::Done(Report {
             result: Some(Applied {
@@ -1016,31 +993,12 @@ async fn start_loaded(
     ApplyStart::Ask(PendingApply {
         opts: opts.clone(),
         loaded,
-        journal,
-        run,
+        session,
         plan,
         diags,
         notes,
         observer,
     })
-}
-
-/// Finishes the run `journal` holds (the last holder of the journal does), recording its
-/// diagnostics if it failed.
-fn finish_journal(
-    journal: Arc<Journal>,
-    outcome: RunOutcome,
-    summary: RunSummary,
-    diags: &mut Diagnostics,
-    config: &Config,
-) {
-    let mut store = match Arc::try_unwrap(journal) {
-        Ok(j) => j.into_store(),
-        Err(_) => return,
-    };
-    if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, Some(config)) {
-        diags.push(state_error(e));
-    }
 }
 
 impl PendingApply {
@@ -1062,18 +1020,17 @@ impl PendingApply {
     pub fn decline(self) -> Report<Applied> {
         let PendingApply {
             loaded,
-            journal,
+            session,
             plan,
             mut diags,
             notes,
             ..
         } = self;
-        finish_journal(
-            journal,
+        session.finish(
             RunOutcome::Interrupted,
             RunSummary::default(),
             &mut diags,
-            &loaded.config,
+            Some(&loaded.config),
         );
         Report {
             result: Some(Applied {
@@ -1102,14 +1059,15 @@ impl PendingApply {
         let PendingApply {
             opts,
             loaded,
-            journal,
-            run,
+            session,
             plan,
             mut diags,
             notes,
             observer,
         } = self;
         let opts = &opts;
+        let journal = session.journal();
+        let run = session.run;
         // What refresh found is part of the state now: drift, and the provider meta of objects
         // (drifted or not).
         let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
@@ -1152,9 +1110,9 @@ impl PendingApply {
         }
 
         let (summary, outputs) = if plan.mode == PlanMode::ReadOnly {
-            record_read_only(&journal, &plan, &mut diags)
+            record_read_only(journal, &plan, &mut diags)
         } else {
-            execute(&loaded, opts, &plan, &journal, run, &observer, &mut diags).await
+            execute(&loaded, opts, &plan, journal, run, &observer, &mut diags).await
         };
         let outcome = if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
             RunOutcome::Interrupted
@@ -1164,7 +1122,7 @@ impl PendingApply {
             RunOutcome::Success
         };
         timed("finish the run", || {
-            finish_journal(journal, outcome, summary, &mut diags, &loaded.config)
+            session.finish(outcome, summary, &mut diags, Some(&loaded.config))
         });
         Report {
             result: Some(Applied {
@@ -1240,26 +1198,6 @@ pub fn recorded_diagnostics(
         });
     }
     out
-}
-
-/// Finishes the open run: the one way every recorded run ends (plan/apply/destroy, refresh,
-/// the state edits of `cli::state_cmds`). A run that did not succeed first records its
-/// diagnostics (`RunDiagnostics`, with their locations as they are at the time of the error:
-/// the files may change later), so the log says why it failed whatever the command.
-/// `config`: the configuration the locations are found in, if the command has one.
-pub fn finish_recorded(
-    store: &mut Store,
-    outcome: RunOutcome,
-    summary: RunSummary,
-    diags: &Diagnostics,
-    config: Option<&Config>,
-) -> Result<(), cairn_state::StateError> {
-    if outcome != RunOutcome::Success && !diags.is_empty() && store.snapshot().open_run.is_some() {
-        store.append(EventBody::RunDiagnostics {
-            diagnostics: recorded_diagnostics(diags, config),
-        })?;
-    }
-    store.finish_run(outcome, summary)
 }
 
 /// `-var` and `-var-file` beside a saved plan: a variable they set to a value other than the
@@ -1576,31 +1514,17 @@ async fn refresh_loaded(
             config: Some(loaded.config),
         };
     }
-    let (mut store, warnings) = match open(opts, true) {
-        Ok(s) => s,
-        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
-    };
-    notes.extend(warnings);
-    if let Err(e) = store.begin_run(&opts.command, &opts.args) {
-        return Report::fail(Diagnostics::from(state_error(e)), Some(loaded.config));
-    }
-    let journal = Journal::new(store);
-    let mut snapshot = journal.snapshot();
-    tracing::debug!("state open, run begun");
-    recover(
-        &mut snapshot,
-        &loaded.registry,
-        Some(&journal),
-        &mut notes,
-        &mut diags,
-    )
-    .await;
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+        };
     let pass = refresh_pass(&snapshot, &loaded.registry, &limits, &observer);
     let r = timed_async("refresh pass", pass).await;
     diags.extend(r.diags);
     // All refresh results arrive together: one commit for the group.
     for e in r.events {
-        if let Err(e) = journal.append(e) {
+        if let Err(e) = session.journal().append(e) {
             diags.push(e);
         }
     }
@@ -1609,17 +1533,14 @@ async fn refresh_loaded(
         errors: diags.error_count() as u64,
         ..Default::default()
     };
-    let mut store = journal.into_store();
     let outcome = if diags.has_errors() {
         RunOutcome::Failed
     } else {
         RunOutcome::Success
     };
-    if let Err(e) = timed("finish the run", || {
-        finish_recorded(&mut store, outcome, summary, &diags, Some(&loaded.config))
-    }) {
-        diags.push(state_error(e));
-    }
+    timed("finish the run", || {
+        session.finish(outcome, summary, &mut diags, Some(&loaded.config))
+    });
     Report {
         result: Some(r.drift),
         diags,
