@@ -622,7 +622,12 @@ fn add_references(config: &Config, g: &mut TermGraph) {
                 module: module.clone(),
                 name: name.clone(),
             });
-            reference_edges(config, g, from, module, expr_refs(&out.value, out.file));
+            let mut refs = expr_refs(&out.value, out.file);
+            for c in &out.preconditions {
+                refs.extend(expr_refs(&c.condition, out.file));
+                refs.extend(expr_refs(&c.error_message, out.file));
+            }
+            reference_edges(config, g, from, module, refs);
         }
         for (name, var) in &m.variables {
             // Validation conditions may refer to the variable itself only.
@@ -648,14 +653,23 @@ fn add_references(config: &Config, g: &mut TermGraph) {
                 .into_iter()
                 .map(|x| (x, r.file))
                 .collect();
+            let conditions = r
+                .lifecycle
+                .preconditions
+                .iter()
+                .chain(r.lifecycle.postconditions.iter())
+                .flat_map(|c| [&c.condition, &c.error_message]);
             for e in r
                 .count
                 .iter()
                 .chain(r.for_each.iter())
                 .chain(r.lifecycle.replace_triggered_by.iter())
+                .chain(conditions)
             {
                 refs.extend(expr_refs(e, r.file));
             }
+            // A postcondition's `self` is the object itself, not a dependency.
+            refs.retain(|(r, _)| r.subject != Subject::SelfRef);
             reference_edges(config, g, from, module, refs);
         }
         for (name, call) in &m.calls {
