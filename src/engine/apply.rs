@@ -491,21 +491,30 @@ impl ApplyPhase {
         Ok(new.unwrap_or_else(Value::unknown))
     }
 
-    /// Deletes every object still managed by provider instance `old`, with the configuration
-    /// recorded for it, dependents before their dependencies.
+    /// Deletes every object still managed by provider instance `old` — current and deposed
+    /// (the old object of a create-before-destroy replacement that the instance's new
+    /// configuration reads) — with the configuration recorded for it, dependents before their
+    /// dependencies.
     async fn delete_under(
         &self,
         ctx: &Arc<Ctx>,
         old: &ProviderInstance,
     ) -> Result<(), Diagnostics> {
-        let mut left: Vec<(ResourceInstanceAddr, ResourceObject)> =
-            self.journal.with_snapshot(|s| {
-                s.resources
-                    .iter()
-                    .filter_map(|(a, i)| i.current.as_ref().map(|o| (a.clone(), o.clone())))
-                    .filter(|(_, o)| o.provider.addr == old.addr && o.provider.id == old.id)
-                    .collect()
-            });
+        type Left = (ResourceInstanceAddr, Option<String>, ResourceObject);
+        let mut left: Vec<Left> = self.journal.with_snapshot(|s| {
+            s.resources
+                .iter()
+                .flat_map(|(a, i)| {
+                    let current = i.current.iter().map(|o| (a.clone(), None, o.clone()));
+                    let deposed = i
+                        .deposed
+                        .iter()
+                        .map(|(k, o)| (a.clone(), Some(k.clone()), o.clone()));
+                    current.chain(deposed).collect::<Vec<Left>>()
+                })
+                .filter(|(_, _, o)| o.provider.addr == old.addr && o.provider.id == old.id)
+                .collect()
+        });
         if left.is_empty() {
             return Ok(());
         }
@@ -528,9 +537,9 @@ impl ApplyPhase {
         while !left.is_empty() {
             // Next: an object no remaining object depends on.
             let i = (0..left.len())
-                .find(|&i| !left.iter().any(|(_, o)| o.deps.contains(&left[i].0)))
+                .find(|&i| !left.iter().any(|(_, _, o)| o.deps.contains(&left[i].0)))
                 .unwrap_or(0);
-            let (addr, obj) = left.remove(i);
+            let (addr, deposed, obj) = left.remove(i);
             let request = ApplyRequest::Delete {
                 type_: addr.resource.type_.clone(),
                 prior: Value::from_stored(&obj.attrs),
@@ -539,7 +548,7 @@ impl ApplyPhase {
                 ctx,
                 &c,
                 &addr,
-                None,
+                deposed,
                 request,
                 obj.provider.clone(),
                 Some(obj),

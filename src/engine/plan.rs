@@ -606,9 +606,10 @@ pub fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
 ///   its world) because of it. With create-before-destroy the new object comes first, then
 ///   the provider instance (and the deletes its replacement makes), and the old object is
 ///   deleted last, after everything that depended on it. Only provider instances with
-///   objects in state count (a replacement deletes nothing otherwise), and not an object that
-///   itself lives under an instance that may be replaced (it must be gone before that
-///   instance is registered again, as above).
+///   objects in state count (a replacement deletes nothing otherwise). An old object that
+///   itself lives under such an instance is deposed; if the instance turns out replaced, its
+///   replacement deletes it with the instance's other objects, dependents first, before the
+///   new instance is registered (`apply::delete_under`), so no object outlives its instance.
 pub fn replacement_order(
     plan: &mut crate::plan::Plan,
     graph: &super::graph::TermGraph,
@@ -634,14 +635,6 @@ pub fn replacement_order(
         .values()
         .filter_map(|i| i.current.as_ref())
         .map(|o| &o.provider.addr)
-        .collect();
-    // Instances that are or may be replaced: an object under one is deleted by (or before)
-    // its replacement, so it cannot outlive it as a deposed object.
-    let replaceable: BTreeSet<&ProviderAddr> = plan
-        .provider_changes
-        .iter()
-        .filter(|pc| may_be_replaced_at_apply(pc))
-        .map(|pc| &pc.addr)
         .collect();
     let mut upstream = BTreeSet::new();
     for pc in &plan.provider_changes {
@@ -671,10 +664,7 @@ pub fn replacement_order(
                 name: change.addr.resource.name.clone(),
             },
         };
-        let under_replaceable = prior
-            .current(&change.addr)
-            .is_some_and(|o| replaceable.contains(&o.provider.addr));
-        if !under_replaceable && graph.id(&node).is_some_and(|id| upstream.contains(&id)) {
+        if graph.id(&node).is_some_and(|id| upstream.contains(&id)) {
             change.action = Action::CreateThenDelete;
         }
     }

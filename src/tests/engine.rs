@@ -587,6 +587,7 @@ scenarios!(
     provider_config_from_replaced,
     provider_replaced_cbd,
     provider_move_dependent_replaced,
+    provider_reads_moved_dependency,
     json_syntax,
     overrides,
 );
