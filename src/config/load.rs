@@ -1391,33 +1391,22 @@ impl Loader {
             "replace_triggered_by",
         ];
         if mode == Mode::Data {
+            // A data source's lifecycle holds only its conditions.
             for s in b.body.iter() {
-                if let Some(a) = s.as_attribute() {
-                    if managed.contains(&a.key.as_str()) {
-                        let sp = self.span(file, &a.key);
-                        self.err(
-                            sp,
-                            "Invalid data resource lifecycle argument",
-                            format!(
-                                "The lifecycle argument {} is defined only for managed \
-                                 resources (\"resource\" blocks), and is not valid for data \
-                                 resources.",
-                                quote(a.key.as_str())
-                            ),
-                        );
-                    }
-                }
-            }
-            // The conditions only.
-            let parts = self.parts(
-                file,
-                &b.body,
-                None,
-                Some(&["precondition", "postcondition"]),
-            );
-            for (name, a) in &parts.attrs {
-                if !managed.contains(&name.as_str()) {
-                    let sp = self.span(file, &a.key);
+                let Some(a) = s.as_attribute() else { continue };
+                let name = a.key.as_str();
+                let sp = self.span(file, &a.key);
+                if managed.contains(&name) {
+                    self.err(
+                        sp,
+                        "Invalid data resource lifecycle argument",
+                        format!(
+                            "The lifecycle argument {} is defined only for managed resources \
+                             (\"resource\" blocks), and is not valid for data resources.",
+                            quote(name)
+                        ),
+                    );
+                } else {
                     self.err(
                         sp,
                         "Unsupported argument",
@@ -1425,45 +1414,25 @@ impl Loader {
                     );
                 }
             }
-            let blocks: Vec<&Block> = parts.blocks.clone();
-            l.preconditions = self.conditions(
-                file,
-                blocks
-                    .iter()
-                    .copied()
-                    .filter(|b| b.ident.as_str() == "precondition"),
-            );
-            l.postconditions = self.conditions(
-                file,
-                blocks
-                    .iter()
-                    .copied()
-                    .filter(|b| b.ident.as_str() == "postcondition"),
-            );
-            return l;
         }
         let parts = self.parts(
             file,
             &b.body,
-            Some(managed),
+            (mode == Mode::Managed).then_some(managed),
             Some(&["precondition", "postcondition"]),
         );
-        l.preconditions = self.conditions(
-            file,
+        let of_kind = |kind: &'static str| {
             parts
                 .blocks
                 .iter()
                 .copied()
-                .filter(|b| b.ident.as_str() == "precondition"),
-        );
-        l.postconditions = self.conditions(
-            file,
-            parts
-                .blocks
-                .iter()
-                .copied()
-                .filter(|b| b.ident.as_str() == "postcondition"),
-        );
+                .filter(move |b| b.ident.as_str() == kind)
+        };
+        l.preconditions = self.conditions(file, of_kind("precondition"));
+        l.postconditions = self.conditions(file, of_kind("postcondition"));
+        if mode == Mode::Data {
+            return l;
+        }
         l.create_before_destroy = self.const_bool(
             file,
             parts.attrs.get("create_before_destroy").copied(),
