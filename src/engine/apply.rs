@@ -290,8 +290,7 @@ impl ApplyPhase {
             // destroy deletes this object before what it depends on now.
             if let Some(obj) = &current {
                 let deps = resource_deps(ctx, &inst);
-                let recorded: BTreeSet<&ResourceInstanceAddr> = obj.deps.iter().collect();
-                if deps.iter().collect::<BTreeSet<_>>() != recorded {
+                if !same_deps(&deps, &obj.deps) {
                     self.journal
                         .append(EventBody::DependenciesUpdated {
                             addr: inst.addr.clone(),
@@ -739,21 +738,24 @@ fn gone_before_update(addr: &ResourceInstanceAddr) -> Diagnostics {
 /// The managed instances an instance depends on: the resources reached from its node through
 /// non-resource terms, with their instances in the module instances reached.
 fn resource_deps(ctx: &Arc<Ctx>, inst: &Instance) -> Vec<ResourceInstanceAddr> {
+    instance_deps(ctx, &inst.addr)
+}
+
+/// [`resource_deps`] by address (what the plan compares with the dependencies in state).
+pub fn instance_deps(ctx: &Ctx, addr: &ResourceInstanceAddr) -> Vec<ResourceInstanceAddr> {
     let Some(start) = ctx.graph.id(&Node::Resource {
-        module: inst.static_module.clone(),
-        key: inst.key.clone(),
+        module: addr.resource.module.without_keys(),
+        key: crate::config::ResourceKey {
+            mode: addr.resource.mode,
+            type_: addr.resource.type_.clone(),
+            name: addr.resource.name.clone(),
+        },
     }) else {
         return Vec::new();
     };
     let values = ctx.values.read().expect("values lock");
     let mut out = BTreeSet::new();
-    collect_deps(
-        &ctx.graph,
-        &values,
-        start,
-        &inst.addr.resource.module,
-        &mut out,
-    );
+    collect_deps(&ctx.graph, &values, start, &addr.resource.module, &mut out);
     out.into_iter().collect()
 }
 
@@ -1156,4 +1158,9 @@ pub fn finishing_events(
         events.push(EventBody::OutputsSet { outputs: out });
     }
     events
+}
+
+/// True when two dependency lists name the same instances (in any order).
+pub fn same_deps(a: &[ResourceInstanceAddr], b: &[ResourceInstanceAddr]) -> bool {
+    a.iter().collect::<BTreeSet<_>>() == b.iter().collect::<BTreeSet<_>>()
 }

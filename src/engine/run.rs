@@ -626,11 +626,17 @@ async fn make_plan(
                             .is_some_and(|b| super::plan::equal_ignoring_marks(b, &d.result))
                     })
                     || !plan.dropped_data.is_empty()
-                    // A resource that moves to an equal provider instance: recorded by apply.
+                    // A resource that moves to an equal provider instance, or an unchanged one
+                    // whose dependencies changed: recorded by apply.
                     || plan.changes.iter().any(|c| {
-                        refreshed
-                            .current(&c.addr)
-                            .is_some_and(|o| o.provider.addr != c.provider)
+                        refreshed.current(&c.addr).is_some_and(|o| {
+                            o.provider.addr != c.provider
+                                || (c.action == Action::NoOp
+                                    && !super::apply::same_deps(
+                                        &super::apply::instance_deps(&ctx, &c.addr),
+                                        &o.deps,
+                                    ))
+                        })
                     })
             }
         };

@@ -1166,3 +1166,32 @@ resource "sim_thing" "a" {
     ok(d, &["plan", "-detailed-exitcode"], 0);
     ok(d, &["state", "check"], 0);
 }
+
+/// A `depends_on` added to an unchanged resource changes nothing in the world, so the plan
+/// says so (`-detailed-exitcode` 0), but the next apply records the new dependency without
+/// asking (as Terraform rewrites dependencies at every apply): a later destroy deletes the
+/// dependent first. Before, the unchanged object kept the dependencies it was created with.
+#[test]
+fn a_new_dependency_of_an_unchanged_resource_is_recorded() {
+    let tf = |extra: &str| {
+        format!(
+            "resource \"terraform_data\" \"a\" {{\n  input = \"a\"\n}}\n\nresource \"terraform_data\" \"b\" {{\n  input = \"b\"\n{extra}}}\n"
+        )
+    };
+    let dir = project(&[("main.tf", &tf(""))]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"], 0);
+    std::fs::write(d.join("main.tf"), tf("  depends_on = [terraform_data.a]\n")).unwrap();
+    let plan = ok(d, &["plan", "-detailed-exitcode"], 0);
+    assert!(plan.contains("No changes"), "{plan}");
+    // No question: nothing in the world changes.
+    ok(d, &["apply", "-input=false"], 0);
+    let log = ok(d, &["log"], 0);
+    assert!(
+        log.contains("DependenciesUpdated terraform_data.b depends on [terraform_data.a]"),
+        "{log}"
+    );
+    // Recorded once: the next apply has nothing to record.
+    ok(d, &["apply", "-input=false"], 0);
+    assert_eq!(ok(d, &["log"], 0).matches("DependenciesUpdated").count(), 1);
+}
