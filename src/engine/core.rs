@@ -15,7 +15,9 @@ use super::graph::{Node, TermGraph};
 use super::progress::{Observer, Progress};
 use super::providers::Registry;
 use super::sabotage::Sabotage;
-use super::values::{Expansion, InstanceScope, Paths, Repetition, ResourceValues, Values};
+use super::values::{
+    Expansion, InstanceScope, InstanceValues, Paths, Repetition, ResourceValues, Values,
+};
 use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
 use crate::config::{Config, Module, Resource, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
@@ -568,7 +570,7 @@ fn unknown_where_missing(ctx: &Ctx, node: &Node) {
                         k.clone(),
                         ResourceValues {
                             expansion: Expansion::Unknown,
-                            instances: BTreeMap::new(),
+                            instances: InstanceValues::new(),
                             schemaless: false,
                         },
                     );
@@ -970,16 +972,14 @@ async fn visit_resource<P: Phase>(
                 sources,
             });
         }
-        let mut values = BTreeMap::new();
+        let mut values: Vec<(Option<InstanceKey>, Value)> = Vec::new();
         if ready.len() == 1 {
             // One instance (no count/for_each, the common case): nothing to run beside it, so
             // no task is spawned for it.
             let inst = ready.pop().expect("one instance");
             let k = inst.addr.key.clone();
             match phase.instance(ctx, inst).await {
-                Ok(v) => {
-                    values.insert(k, v);
-                }
+                Ok(v) => values.push((k, v)),
                 Err(d) => diags.extend(d),
             }
         } else {
@@ -999,9 +999,7 @@ async fn visit_resource<P: Phase>(
                     false => k,
                 };
                 match result {
-                    Ok(v) => {
-                        values.insert(k, v);
-                    }
+                    Ok(v) => values.push((k, v)),
                     Err(d) => diags.extend(d),
                 }
             }
@@ -1011,7 +1009,7 @@ async fn visit_resource<P: Phase>(
             (key.mode, key.type_.clone(), key.name.clone()),
             ResourceValues {
                 expansion: exp,
-                instances: values,
+                instances: InstanceValues::from_pairs(values),
                 schemaless,
             },
         );
