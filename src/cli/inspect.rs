@@ -115,53 +115,55 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
 const RESOURCES: &str = "@RESOURCES@";
 
 /// How many resources one core renders at a time: the document is written in batches of this
-/// many per core, so only a batch's text is ever in memory (about 1 KiB a resource, 1.25 KiB
-/// reserved), not the whole array's.
+/// many per core, so only a batch's text is ever in memory (about 1 KiB a resource), not the
+/// whole array's.
 const BATCH: usize = 512;
 
 /// Writes the elements of the `resources` array as JSON text, separated by commas, through
 /// `out`, in order: in batches, each cut into one run per core, each run rendered on its own
-/// thread.
+/// thread into a buffer of its own that every batch reuses.
 fn write_resources(config: &Config, instances: &[Inspected], mut out: impl FnMut(&str)) {
-    let render = |run: &[Inspected]| {
-        let mut out = JsonOut {
-            buf: Vec::with_capacity(run.len() * 1024),
+    let render = |run: &[Inspected], buf: &mut Vec<u8>| {
+        let mut json = JsonOut {
+            buf: std::mem::take(buf),
             config,
             calls: None,
             file: None,
         };
+        json.buf.clear();
         for (n, i) in run.iter().enumerate() {
             if n > 0 {
-                out.buf.push(b',');
+                json.buf.push(b',');
             }
-            out.resource(i);
+            json.resource(i);
         }
-        // Only `str`s and ASCII were written.
-        String::from_utf8(out.buf).unwrap_or_default()
+        *buf = json.buf;
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut bufs: Vec<Vec<u8>> = (0..threads.min(instances.len().div_ceil(BATCH)))
+        .map(|_| Vec::with_capacity(BATCH * 1280))
+        .collect();
     let mut first = true;
     for batch in instances.chunks(BATCH * threads) {
         let runs = threads.min(batch.len().div_ceil(BATCH)).max(1);
         let size = batch.len().div_ceil(runs);
-        let texts: Vec<String> = std::thread::scope(|scope| {
-            let mut chunks = batch.chunks(size);
+        std::thread::scope(|scope| {
+            let mut work = batch.chunks(size).zip(bufs.iter_mut());
             // The first run on this thread, the others beside it.
-            let here = chunks.next().unwrap_or_default();
-            let handles: Vec<_> = chunks.map(|run| scope.spawn(move || render(run))).collect();
-            let mut texts = vec![render(here)];
-            texts.extend(
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
-            );
-            texts
+            let here = work.next();
+            for (run, buf) in work {
+                scope.spawn(move || render(run, buf));
+            }
+            if let Some((run, buf)) = here {
+                render(run, buf);
+            }
         });
-        for text in &texts {
+        for buf in bufs.iter().take(runs) {
             if !std::mem::take(&mut first) {
                 out(",");
             }
-            out(text);
+            // Only `str`s and ASCII were written.
+            out(std::str::from_utf8(buf).unwrap_or_default());
         }
     }
 }

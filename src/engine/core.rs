@@ -913,7 +913,7 @@ async fn visit_resource<P: Phase>(
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
     for m in &instances {
         let resource_addr = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
-        let (count, for_each) = (res.count.as_ref(), res.for_each.as_ref());
+        let (count, for_each) = (res.count.as_deref(), res.for_each.as_deref());
         let what = resource_addr.to_string();
         let exp = if lenient {
             let (e, d) = expansion_lenient(ctx, m, res.file, count, for_each, &what);

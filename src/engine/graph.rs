@@ -589,8 +589,9 @@ fn add_references(config: &Config, g: &mut TermGraph) {
                 .collect();
             for e in r
                 .count
-                .iter()
-                .chain(r.for_each.iter())
+                .as_deref()
+                .into_iter()
+                .chain(r.for_each.as_deref())
                 .chain(r.lifecycle.replace_triggered_by.iter())
             {
                 refs.extend(expr_refs(e, r.file));
