@@ -695,9 +695,19 @@ pub fn ordered(o: &Outcome) -> Check {
                             })
                         });
                         let updated_first = o.calls[..*j].iter().any(|c| c.op == "update" && c.id.as_deref() == Some(my_id.as_str()));
+                        // Or it stays unchanged and stopped depending on that instance (an
+                        // orphan of a resource it still depends on: the keyless instance of
+                        // a resource that gained `for_each`, say): state records its new
+                        // dependencies, as Terraform's does at every apply.
+                        let rerecorded = o
+                            .state_after
+                            .resources
+                            .get(addr)
+                            .and_then(|i| i.current.as_ref())
+                            .is_some_and(|c| !c.deps.contains(dep));
                         let name = stored_str(&cur.attrs, "name").unwrap_or_default();
                         let still = terms.get(&name).is_some_and(|t| thing_deps(&o.config, t).iter().any(|d| d.resource() == Some(dep.resource.to_string())));
-                        ensure!(gone || updated_first || !still || replaced, "{dep} was deleted (call {j}) while {addr}, which depends on it, still exists");
+                        ensure!(gone || updated_first || rerecorded || !still || replaced, "{dep} was deleted (call {j}) while {addr}, which depends on it, still exists");
                     }
                 }
             }

@@ -165,7 +165,8 @@ pub struct Tweak {
     pub renamed: Vec<String>,
     /// Root things moved to `provider "sim" { alias = "same" }`, configured as the default
     /// instance is without a block: an equal configuration to the one their objects were made
-    /// with, so they move without replacement (`ResourceRehomed`).
+    /// with, so they move without replacement (`ResourceRehomed`); each also gains a
+    /// `depends_on` of the first root thing, which state records (`DependenciesUpdated`).
     pub same: Vec<String>,
     /// `sim.dyn` leaves the configuration (applied to the decoded configuration by
     /// [`Scenario::configs`]; its things and lookups move to the default instance): an
@@ -733,9 +734,25 @@ impl Scenario {
                 }
                 // A lookup by a renamed thing's name looks up its new name.
                 let mut names = std::collections::BTreeMap::new();
+                let first = cfg.root.items.iter().find_map(|i| match i {
+                    Item::Thing(t) => Some(t.label.clone()),
+                    _ => None,
+                });
                 for item in &mut cfg.root.items {
                     match item {
                         Item::Thing(t) => {
+                            // A thing moved to `sim.same` also gains a dependency on the first
+                            // thing (an earlier one: no cycle); unchanged otherwise, it is a
+                            // no-op whose new dependency state records (`DependenciesUpdated`).
+                            if let Some(f) = first
+                                .as_ref()
+                                .filter(|f| r.tweak.same.contains(&t.label) && **f != t.label)
+                            {
+                                let target = Target::Thing(f.clone());
+                                if !t.depends_on.contains(&target) {
+                                    t.depends_on.push(target);
+                                }
+                            }
                             if r.tweak.renamed.contains(&t.label) {
                                 let old = t.first_name();
                                 t.name.push('r');

@@ -400,13 +400,9 @@ impl World {
                     Op::ApplyReadOnly => PlanMode::ReadOnly,
                     _ => PlanMode::Destroy,
                 };
-                let r = self.rt.block_on(engine::apply(
-                    &opts,
-                    mode,
-                    None,
-                    &|_| true,
-                    Arc::new(Silent),
-                ));
+                let r = self
+                    .rt
+                    .block_on(engine::apply(&opts, mode, None, Arc::new(Silent)));
                 let ok = r.ok();
                 (ok, r.diags, r.result.and_then(|a| a.plan))
             }

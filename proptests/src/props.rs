@@ -465,7 +465,8 @@ pub fn p07_scenarios() -> impl Strategy<Value = (Scenario, Vec<u16>)> {
             // in-place reconfiguration: `ProviderUpdated`), every root thing
             // create-before-destroy and the first one renamed (its old object is deposed:
             // `ObjectDeposed`), the last other one moved to `sim.same`, configured as the
-            // default instance was (`ResourceRehomed`), and `sim.dyn` dropped (its things move
+            // default instance was (`ResourceRehomed`) with a new `depends_on` of the first
+            // (`DependenciesUpdated`), and `sim.dyn` dropped (its things move
             // to the default instance; the instance is unused: `ProviderRemoved`).
             let cfg = scn.configs().pop().unwrap_or_default();
             let things: Vec<&gen::Thing> = cfg.things(false).collect();
@@ -619,9 +620,9 @@ fn crash_and_recover(w: &World, o: &Outcome, k: usize, parallelism: usize, again
 
 /// The kinds of event an `apply` or `destroy` appends; the crash property cuts the log after
 /// each at least once per run (the targeted round of [`p07_scenarios`] brings about
-/// `ObjectDeposed`, `ProviderUpdated`, `ResourceRehomed` and `ProviderRemoved`; a crashed
-/// apply's recovery `PendingResolved`). The other kinds are each the one event of a state command — `state
-/// mv`/`rm` (`ResourceMoved`, `ResourceForgotten`), `state import-tfstate` (`StateImported`)
+/// `ObjectDeposed`, `ProviderUpdated`, `ResourceRehomed`, `DependenciesUpdated` and
+/// `ProviderRemoved`; a crashed apply's recovery `PendingResolved`). The other kinds are each
+/// the one event of a state command — `state mv`/`rm` (`ResourceMoved`, `ResourceForgotten`), `state import-tfstate` (`StateImported`)
 /// — so a crash leaves either all of it or nothing.
 pub const APPLY_EVENT_KINDS: &[&str] = &[
     "RunStarted",
@@ -631,6 +632,7 @@ pub const APPLY_EVENT_KINDS: &[&str] = &[
     "ProviderRemoved",
     "ObjectDeposed",
     "ResourceRehomed",
+    "DependenciesUpdated",
     "PendingResolved",
     "ResourceRead",
     "ResourceGone",

@@ -2,7 +2,8 @@
 //! prints figures; it is not a timed test).
 //!
 //! A state log of 1,000 `apply` runs that create 100 instances each (100,000 instances in 10
-//! modules, about 203,000 events, each run with its recorded plan) is written through the state crate's `Store`, read back the
+//! modules, about 203,000 events, each run with its recorded plan and the plan's dependency
+//! graph: 100 resources, 190 edges) is written through the state crate's `Store`, read back the
 //! way the server reads it (`peek_events`) and folded into the UI's model. Then the timeline
 //! (every run) and the state at an event (the head, the middle and an early event: counted
 //! over all instances, the first 1,000 listed) are computed and serialized to JSON, as the
@@ -11,15 +12,47 @@
 
 use cairn::ui::model::{Model, StateQuery, TimelineQuery};
 use cairn_state::{
-    EventBody, ModulePath, OpAction, OpenOptions, PlanRecord, PlannedAction, PlannedChange,
-    ProviderAddr, ProviderInstance, ProviderRef, ResourceInstanceAddr, ResourceObject, RunOutcome,
-    RunSummary, Store, StoredValue,
+    EventBody, ModulePath, OpAction, OpenOptions, PlanGraph, PlanRecord, PlannedAction,
+    PlannedChange, ProviderAddr, ProviderInstance, ProviderRef, ResourceInstanceAddr,
+    ResourceObject, RunOutcome, RunSummary, Store, StoredValue,
 };
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const RUNS: u64 = 1_000;
 const PER_RUN: u64 = 100;
+
+/// The dependency graph each run's plan records: 100 static resources in 10 modules
+/// (`module.mK.sim_thing.t` and nine `uJ` beside it), each `uJ` reading `t` and `uJ-1`, each
+/// module's `t` reading the previous module's.
+fn plan_graph() -> PlanGraph {
+    let mut nodes: Vec<String> = (0..10)
+        .flat_map(|k| {
+            std::iter::once(format!("module.m{k}.sim_thing.t"))
+                .chain((0..9).map(move |j| format!("module.m{k}.sim_thing.u{j}")))
+        })
+        .collect();
+    nodes.sort();
+    let at = |n: String| nodes.iter().position(|x| *x == n).expect("node") as u32;
+    let mut edges = Vec::new();
+    for k in 0..10 {
+        if k > 0 {
+            edges.push((
+                at(format!("module.m{k}.sim_thing.t")),
+                at(format!("module.m{}.sim_thing.t", k - 1)),
+            ));
+        }
+        for j in 0..9 {
+            let u = at(format!("module.m{k}.sim_thing.u{j}"));
+            edges.push((u, at(format!("module.m{k}.sim_thing.t"))));
+            if j > 0 {
+                edges.push((u, at(format!("module.m{k}.sim_thing.u{}", j - 1))));
+            }
+        }
+    }
+    edges.sort();
+    PlanGraph { nodes, edges }
+}
 
 fn build_log(dir: &std::path::Path) {
     let (mut store, _) = Store::open(
@@ -36,6 +69,7 @@ fn build_log(dir: &std::path::Path) {
         addr: provider.clone(),
         id: "p1".into(),
     };
+    let graph = plan_graph();
     for run in 0..RUNS {
         store
             .begin_run("apply", &["apply".into(), "-auto-approve".into()])
@@ -75,6 +109,7 @@ fn build_log(dir: &std::path::Path) {
                         })
                         .collect(),
                     outputs: Vec::new(),
+                    graph: Some(graph.clone()),
                 },
             })
             .expect("append");
@@ -188,6 +223,21 @@ fn main() {
         longest.as_secs_f64() * 1e3
     );
     let n_events = events.len();
+    if let Some(e) = events
+        .iter()
+        .find(|e| matches!(e.body, EventBody::RunPlanned { .. }))
+    {
+        let whole = cairn_state::event::encode(e).len();
+        let mut bare = e.clone();
+        if let EventBody::RunPlanned { plan } = &mut bare.body {
+            plan.graph = None;
+        }
+        let without = cairn_state::event::encode(&bare).len();
+        println!(
+            "one RunPlanned record: {whole} bytes, of which the graph {} bytes",
+            whole - without
+        );
+    }
     let start = Instant::now();
     let mut model = Model::new();
     model.extend(events);

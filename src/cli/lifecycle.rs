@@ -489,11 +489,12 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         request: Default::default(),
         warnings: Vec::new(),
         errored: false,
+        graph: None,
     }
 }
 
-/// `apply [PLANFILE]`, `apply -read-only`, `destroy`: the engine plans and calls back to show
-/// the plan and ask; then it applies and the summary is printed.
+/// `apply [PLANFILE]`, `apply -read-only`, `destroy`: the engine plans; the plan is shown and
+/// the user asked; the engine applies what was approved, and the summary is printed.
 fn apply(
     ctx: &Context,
     inv: &Invocation<'_>,
@@ -541,7 +542,8 @@ fn apply(
             PlanMode::ReadOnly | PlanMode::RefreshOnly => Question::ReadOnly,
             PlanMode::Normal => Question::Apply,
         };
-        let mut stdin = std::io::stdin().lock();
+        // Ctrl-C at the prompt answers "no" at once.
+        let mut stdin = super::prompt::InterruptibleStdin::new(opts.stop.clone());
         match approve(
             ctx,
             question,
@@ -565,11 +567,24 @@ fn apply(
         }
     };
     let dyn_observer: Arc<dyn Observer> = observer.clone();
-    let report = match block_on(
-        ctx,
-        opts,
-        engine::apply(opts, mode, saved, &confirm, dyn_observer),
-    ) {
+    // The engine plans and records; the question is asked here, off the async workers (the
+    // signal watcher keeps running, so Ctrl-C at the prompt cancels like a "no").
+    let applying = async {
+        match engine::apply_start(opts, mode, saved, dyn_observer).await {
+            engine::ApplyStart::Done(report) => report,
+            engine::ApplyStart::Ask(pending) => {
+                let yes = tokio::task::block_in_place(|| {
+                    engine::timed("show the plan and confirm", || confirm(pending.plan()))
+                });
+                if yes {
+                    pending.approve().await
+                } else {
+                    pending.decline()
+                }
+            }
+        }
+    };
+    let report = match block_on(ctx, opts, applying) {
         Ok(r) => r,
         Err(d) => return ctx.fail(d, no_color),
     };

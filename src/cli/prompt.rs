@@ -7,7 +7,10 @@
 //! stray `yes` in a pipe never approves a destroy.
 
 use crate::diag::Diagnostic;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 /// What the prompt is asking about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +82,79 @@ pub fn read_answer(input: &mut dyn BufRead) -> Answer {
     match input.read_line(&mut line) {
         Ok(_) if line.trim() == "yes" => Answer::Approved,
         _ => Answer::Declined(line.trim().to_string()),
+    }
+}
+
+/// Standard input for a question asked while a run is open: the line typed answers it, and an
+/// interrupt (the run's stop flag set by Ctrl-C or SIGTERM) answers at once as end of input
+/// (a "no"), as Terraform cancels at its prompt. The line is read on a thread of its own,
+/// which reads one line only.
+pub struct InterruptibleStdin {
+    line: mpsc::Receiver<Vec<u8>>,
+    stop: Arc<AtomicBool>,
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+}
+
+impl InterruptibleStdin {
+    pub fn new(stop: Arc<AtomicBool>) -> Self {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            if let Ok(n) = std::io::stdin().lock().read_line(&mut line) {
+                if n > 0 {
+                    let _ = tx.send(line.into_bytes());
+                }
+            }
+        });
+        InterruptibleStdin {
+            line: rx,
+            stop,
+            buf: Vec::new(),
+            pos: 0,
+            eof: false,
+        }
+    }
+}
+
+impl Read for InterruptibleStdin {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = {
+            let b = self.fill_buf()?;
+            let n = b.len().min(out.len());
+            out[..n].copy_from_slice(&b[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for InterruptibleStdin {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        while self.pos >= self.buf.len() && !self.eof {
+            if self.stop.load(Ordering::SeqCst) {
+                self.eof = true;
+                break;
+            }
+            match self.line.recv_timeout(Duration::from_millis(50)) {
+                Ok(line) => {
+                    self.buf = line;
+                    self.pos = 0;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => self.eof = true,
+            }
+        }
+        if self.pos >= self.buf.len() {
+            return Ok(&[]);
+        }
+        Ok(&self.buf[self.pos..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
     }
 }
 

@@ -700,6 +700,7 @@ mod tests {
             warnings: vec![],
             applyable: actions.iter().any(|a| *a != Action::NoOp),
             errored: false,
+            graph: None,
         }
     }
 

@@ -8,7 +8,9 @@
 //!   nothing and `output` warns that there are no outputs, as Terraform does before the first
 //!   apply.
 //! - Edits (`rm`, `mv`, `import-tfstate`) are runs of their own: `RunStarted`, the events, a
-//!   commit, `RunFinished` — so `history` shows them and nothing is ever rewritten.
+//!   commit, `RunFinished` — so `history` shows them and nothing is ever rewritten. An edit
+//!   the state refuses is a failed run that records its diagnostics, ended like every
+//!   recorded run (`engine::session::finish_recorded`).
 //! - `history -json` and `log -json` write one JSON object per line (streams a tool can read
 //!   incrementally); stored values appear as plain JSON, as in `state pull`.
 
@@ -122,6 +124,15 @@ pub fn warn_pending(ctx: &Context, snap: &Snapshot) {
         &Diagnostics::from(d),
         color,
     ));
+}
+
+/// A diagnostic about `target` names it (`with ADDR`, and the run's record locates it at the
+/// resource's block) when it is one resource or instance; a module is no single place.
+fn about(d: Diagnostic, target: &Target) -> Diagnostic {
+    match target {
+        Target::Module(_) => d,
+        Target::Resource(_) | Target::Instance(_) => d.with_address(target),
+    }
 }
 
 fn parse_target(s: &str) -> Result<Target, Diagnostic> {
@@ -258,9 +269,14 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
     ))
 }
 
-/// Opens the store for writing, lets `prepare` decide the events from the current snapshot,
-/// and records them as a run of their own. A refused edit (bad address, nothing matches)
-/// leaves no trace in the log.
+/// Opens the store for writing and records the edit as a run of its own: `RunStarted`, the
+/// events `prepare` decides from the current snapshot, a commit, `RunFinished`. A refused
+/// edit (nothing matches, an address taken, a state not empty) is a failed run, finished as
+/// every recorded run is (`engine::session::finish_recorded`: its diagnostics recorded, with the
+/// configuration location of the resource they name), so `history` and `cairn ui` say what
+/// was refused and why. An edit refused before the store is open (an address that does not
+/// parse, a file that cannot be read) leaves no trace, as a configuration that does not load
+/// leaves none for `apply`; nor does one refused on a state with no history yet.
 fn edit_run(
     ctx: &Context,
     command: &str,
@@ -273,17 +289,57 @@ fn edit_run(
             dir: ctx.state_dir.clone(),
         })
     })?;
-    let events = prepare(store.snapshot())?;
-    let record = |store: &mut Store| -> Result<(), StateError> {
-        store.begin_run(command, &args)?;
-        for e in &events {
-            store.append(e.clone())?;
-        }
-        store.commit()?;
-        store.finish_run(RunOutcome::Success, RunSummary::default())
+    let prepared = prepare(store.snapshot());
+    if prepared.is_err() && store.snapshot().head == 0 {
+        // No state yet: a refused edit does not start a history.
+        return prepared;
+    }
+    store
+        .begin_run(command, &args)
+        .map_err(|e| state_diag(&e))?;
+    let result = prepared.and_then(|events| {
+        let record = |store: &mut Store| -> Result<(), StateError> {
+            for e in &events {
+                store.append(e.clone())?;
+            }
+            store.commit()
+        };
+        record(&mut store).map_err(|e| state_diag(&e))?;
+        Ok(events)
+    });
+    let (outcome, diags, config) = match &result {
+        Ok(_) => (RunOutcome::Success, Diagnostics::new(), None),
+        Err(d) => (
+            RunOutcome::Failed,
+            Diagnostics::from(d.clone()),
+            configuration_here(),
+        ),
     };
-    record(&mut store).map_err(|e| state_diag(&e))?;
+    let finished = crate::engine::session::finish_recorded(
+        &mut store,
+        outcome,
+        RunSummary::default(),
+        &diags,
+        config.as_ref(),
+    );
+    let events = result?;
+    finished.map_err(|e| state_diag(&e))?;
     Ok(events)
+}
+
+/// The configuration in the working directory, if it has one that loads (where a failed
+/// edit's diagnostics are located); `None` when there are no `*.tf` files.
+fn configuration_here() -> Option<crate::config::Config> {
+    let dir = std::env::current_dir().ok()?;
+    let has_config = std::fs::read_dir(&dir).ok()?.flatten().any(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        name.ends_with(".tf") || name.ends_with(".tf.json")
+    });
+    if !has_config {
+        return None;
+    }
+    crate::config::load(&dir).0
 }
 
 fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
@@ -304,13 +360,17 @@ fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
                 .map(|addr| EventBody::ResourceForgotten { addr: addr.clone() })
                 .collect();
             if matched.is_empty() {
-                return Err(Diagnostic::error(
+                let d = Diagnostic::error(
                 "No matching objects found",
                 format!(
                     "The state has no resource instance matching {}. `cairn state list` shows the addresses it has.",
                     a.addrs.join(", ")
                 ),
-            ));
+            );
+                return Err(match targets.as_slice() {
+                    [one] => about(d, one),
+                    _ => d,
+                });
             }
             Ok(matched)
         },
@@ -347,10 +407,10 @@ fn plan_moves(
         .filter(|a| from.contains(a))
         .collect();
     if matched.is_empty() {
-        return Err(Diagnostic::error(
+        return Err(about(Diagnostic::error(
             "No matching objects found",
             format!("The state has no resource instance matching {from}. `cairn state list` shows the addresses it has."),
-        ));
+        ), from));
     }
     let same_kind = |a: &cairn_state::ResourceAddr, b: &cairn_state::ResourceAddr| {
         if a.mode != b.mode || a.type_ != b.type_ {
@@ -409,7 +469,8 @@ fn plan_moves(
         {
             return Err(invalid(format!(
                 "Cannot move {src} to {dest}: there is already a resource instance at that address."
-            )));
+            ))
+            .with_address(dest));
         }
     }
     Ok(moves)
@@ -930,6 +991,13 @@ pub fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> Strin
         EventBody::ResourceRehomed { addr, provider } => {
             format!("{addr} now via {} ({})", provider.addr, provider.id)
         }
+        EventBody::DependenciesUpdated { addr, deps } => format!(
+            "{addr} depends on [{}]",
+            deps.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         EventBody::PendingResolved { op, how, object } => format!(
             "{}: {how}{}",
             op_name(op),

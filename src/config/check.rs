@@ -17,12 +17,15 @@ struct Ctx<'a> {
     for_each: bool,
     /// The resource the expression belongs to, which it may not refer to.
     this: Option<(Mode, &'a str, &'a str)>,
+    /// In a postcondition: `self` is the object.
+    self_ok: bool,
 }
 
 const PLAIN: Ctx<'static> = Ctx {
     count: false,
     for_each: false,
     this: None,
+    self_ok: false,
 };
 
 /// Checks the references of every module in the tree (see the module docs).
@@ -72,10 +75,23 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
             count: r.count.is_some(),
             for_each: r.for_each.is_some(),
             this,
+            self_ok: false,
         };
         check(body_references(&r.body), r.file, inner);
         for e in &r.lifecycle.replace_triggered_by {
             check(expr_refs(e), r.file, inner);
+        }
+        for rule in &r.lifecycle.preconditions {
+            check(expr_refs(&rule.condition), r.file, inner);
+            check(expr_refs(&rule.error_message), r.file, inner);
+        }
+        let post = Ctx {
+            self_ok: true,
+            ..inner
+        };
+        for rule in &r.lifecycle.postconditions {
+            check(expr_refs(&rule.condition), r.file, post);
+            check(expr_refs(&rule.error_message), r.file, post);
         }
         for d in &r.depends_on {
             check(
@@ -91,6 +107,10 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
     }
     for o in m.outputs.values() {
         check(expr_refs(&o.value), o.file, PLAIN);
+        for rule in &o.preconditions {
+            check(expr_refs(&rule.condition), o.file, PLAIN);
+            check(expr_refs(&rule.error_message), o.file, PLAIN);
+        }
     }
     for c in m.calls.values() {
         if let Some(e) = &c.count {
@@ -103,6 +123,7 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
             count: c.count.is_some(),
             for_each: c.for_each.is_some(),
             this: None,
+            self_ok: false,
         };
         for (e, _) in c.inputs.values() {
             check(expr_refs(e), c.file, inner);
@@ -217,7 +238,7 @@ fn check_one(m: &Module, r: &Reference, ctx: Ctx) -> Option<Diagnostic> {
             "The \"each\" object can be used only in \"module\" or \"resource\" blocks, and only \
              when the \"for_each\" argument is set.",
         )),
-        Subject::SelfRef => Some(Diagnostic::error(
+        Subject::SelfRef if !ctx.self_ok => Some(Diagnostic::error(
             "Invalid \"self\" reference",
             "The \"self\" object is not available in this context. This object can be used only \
              in resource provisioner, connection, and postcondition blocks.",

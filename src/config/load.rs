@@ -1110,27 +1110,7 @@ impl Loader {
                 },
             }
         }
-        let mut validations = Vec::new();
-        for vb in &parts.blocks {
-            if self.labels(file, vb, &[]).is_none() {
-                continue;
-            }
-            let vp = self.parts(
-                file,
-                &vb.body,
-                Some(&["condition", "error_message"]),
-                Some(&[]),
-            );
-            let cond = self.required(file, vb, &vp, "condition");
-            let msg = self.required(file, vb, &vp, "error_message");
-            if let (Some(c), Some(msg)) = (cond, msg) {
-                validations.push(Validation {
-                    condition: c.value.clone(),
-                    error_message: msg.value.clone(),
-                    span: self.span(file, &c.value),
-                });
-            }
-        }
+        let validations = self.conditions(file, parts.blocks.iter().copied());
         if let Some(prev) = m.variables.get(&name) {
             let was = self.range_str(prev.span);
             self.err(
@@ -1311,16 +1291,7 @@ impl Loader {
                 continue;
             }
             seen_lifecycle = Some(sp);
-            if mode == Mode::Data {
-                self.err(
-                    sp,
-                    "Unsupported lifecycle block",
-                    "Data resources do not have lifecycle settings, so a lifecycle block is not \
-                     allowed.",
-                );
-                continue;
-            }
-            lifecycle = self.lifecycle(file, lb);
+            lifecycle = self.lifecycle(file, lb, mode);
         }
         // Provisioners and their connections: Cairn runs none (inspect never would); other
         // commands refuse them through `unsupported_blocks`.
@@ -1382,21 +1353,122 @@ impl Loader {
         }
     }
 
-    fn lifecycle(&mut self, file: FileId, b: &Block) -> Lifecycle {
+    /// Condition blocks (`validation`, `precondition`, `postcondition`): each with its
+    /// required `condition` and `error_message`.
+    fn conditions<'b>(
+        &mut self,
+        file: FileId,
+        blocks: impl Iterator<Item = &'b Block>,
+    ) -> Vec<Validation> {
+        let mut out = Vec::new();
+        for vb in blocks {
+            if self.labels(file, vb, &[]).is_none() {
+                continue;
+            }
+            let vp = self.parts(
+                file,
+                &vb.body,
+                Some(&["condition", "error_message"]),
+                Some(&[]),
+            );
+            let cond = self.required(file, vb, &vp, "condition");
+            let msg = self.required(file, vb, &vp, "error_message");
+            if let (Some(c), Some(msg)) = (cond, msg) {
+                out.push(Validation {
+                    condition: c.value.clone(),
+                    error_message: msg.value.clone(),
+                    span: self.span(file, &c.value),
+                });
+            }
+        }
+        out
+    }
+
+    /// A `lifecycle` block; a data source's may hold only its conditions.
+    fn lifecycle(&mut self, file: FileId, b: &Block, mode: Mode) -> Lifecycle {
         let mut l = Lifecycle::default();
         if self.labels(file, b, &[]).is_none() {
+            return l;
+        }
+        let managed: &[&str] = &[
+            "create_before_destroy",
+            "prevent_destroy",
+            "ignore_changes",
+            "replace_triggered_by",
+        ];
+        if mode == Mode::Data {
+            for s in b.body.iter() {
+                if let Some(a) = s.as_attribute() {
+                    if managed.contains(&a.key.as_str()) {
+                        let sp = self.span(file, &a.key);
+                        self.err(
+                            sp,
+                            "Invalid data resource lifecycle argument",
+                            format!(
+                                "The lifecycle argument {} is defined only for managed \
+                                 resources (\"resource\" blocks), and is not valid for data \
+                                 resources.",
+                                quote(a.key.as_str())
+                            ),
+                        );
+                    }
+                }
+            }
+            // The conditions only.
+            let parts = self.parts(
+                file,
+                &b.body,
+                None,
+                Some(&["precondition", "postcondition"]),
+            );
+            for (name, a) in &parts.attrs {
+                if !managed.contains(&name.as_str()) {
+                    let sp = self.span(file, &a.key);
+                    self.err(
+                        sp,
+                        "Unsupported argument",
+                        format!("An argument named {} is not expected here.", quote(name)),
+                    );
+                }
+            }
+            let blocks: Vec<&Block> = parts.blocks.clone();
+            l.preconditions = self.conditions(
+                file,
+                blocks
+                    .iter()
+                    .copied()
+                    .filter(|b| b.ident.as_str() == "precondition"),
+            );
+            l.postconditions = self.conditions(
+                file,
+                blocks
+                    .iter()
+                    .copied()
+                    .filter(|b| b.ident.as_str() == "postcondition"),
+            );
             return l;
         }
         let parts = self.parts(
             file,
             &b.body,
-            Some(&[
-                "create_before_destroy",
-                "prevent_destroy",
-                "ignore_changes",
-                "replace_triggered_by",
-            ]),
-            Some(&[]),
+            Some(managed),
+            Some(&["precondition", "postcondition"]),
+        );
+        l.preconditions = self.conditions(
+            file,
+            parts
+                .blocks
+                .iter()
+                .copied()
+                .filter(|b| b.ident.as_str() == "precondition"),
+        );
+        l.postconditions = self.conditions(
+            file,
+            parts
+                .blocks
+                .iter()
+                .copied()
+                .filter(|b| b.ident.as_str() == "postcondition"),
         );
         l.create_before_destroy = self.const_bool(
             file,
@@ -1498,8 +1570,9 @@ impl Loader {
                 "depends_on",
                 "ephemeral",
             ]),
-            Some(&[]),
+            Some(&["precondition"]),
         );
+        let preconditions = self.conditions(file, parts.blocks.iter().copied());
         let value = self
             .required(file, b, &parts, "value")
             .map(|a| a.value.clone());
@@ -1533,6 +1606,7 @@ impl Loader {
                 sensitive,
                 description,
                 depends_on,
+                preconditions,
                 file,
                 span,
             },

@@ -239,7 +239,9 @@ pub struct Variable {
     pub span: Span,
 }
 
-/// `validation { condition = ..., error_message = ... }`
+/// A condition block: a variable's `validation`, a resource's or data source's
+/// `precondition`/`postcondition` (in `lifecycle`), an output's `precondition`:
+/// `{ condition = ..., error_message = ... }`. `span` is the condition expression's.
 #[derive(Debug, Clone)]
 pub struct Validation {
     pub condition: Expression,
@@ -344,6 +346,10 @@ pub struct Lifecycle {
     pub prevent_destroy: bool,
     pub ignore_changes: IgnoreChanges,
     pub replace_triggered_by: Vec<Expression>,
+    /// Checked before the instance is planned (and again at apply while unknown).
+    pub preconditions: Vec<Validation>,
+    /// Checked on the planned (then the applied) object, which they read as `self`.
+    pub postconditions: Vec<Validation>,
 }
 
 /// `ignore_changes = all` or `ignore_changes = [a, b.c, tags["x"]]`.
@@ -364,6 +370,8 @@ pub struct Output {
     pub sensitive: bool,
     pub description: Option<String>,
     pub depends_on: Vec<DependsOn>,
+    /// Checked before the value is evaluated.
+    pub preconditions: Vec<Validation>,
     pub file: FileId,
     pub span: Span,
 }

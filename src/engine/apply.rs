@@ -285,6 +285,21 @@ impl ApplyPhase {
                     })
                     .map_err(Diagnostics::from)?;
             }
+            // Its dependencies may have changed (a new `depends_on`, a dependency that gained
+            // instances): state records them, as Terraform does at every apply, so a later
+            // destroy deletes this object before what it depends on now.
+            if let Some(obj) = &current {
+                let deps = resource_deps(ctx, &inst);
+                let recorded: BTreeSet<&ResourceInstanceAddr> = obj.deps.iter().collect();
+                if deps.iter().collect::<BTreeSet<_>>() != recorded {
+                    self.journal
+                        .append(EventBody::DependenciesUpdated {
+                            addr: inst.addr.clone(),
+                            deps,
+                        })
+                        .map_err(Diagnostics::from)?;
+                }
+            }
             return Ok(current
                 .map(|o| Value::from_stored(&o.attrs))
                 .or(change.after.clone())
@@ -983,15 +998,37 @@ pub fn add_destroys(
         // known) replaced deletes the objects still under it: the plan's own deletes of them
         // go first, so each object is deleted exactly once. (A deposed object's delete waits
         // for its replacement, which waits for the provider instance.)
+        // Except when an object that stays under it (nothing in the plan deletes it) depends
+        // on this one: the instance may delete that object at apply, which must happen
+        // before this delete, so this delete waits for the instance instead (and finds the
+        // object gone if the instance deleted it).
         if let Some(p) = g.id(&Node::Provider {
             addr: obj.provider.addr.clone(),
         }) {
-            if plan.provider_changes.iter().any(|pc| {
+            let replaced = plan.provider_changes.iter().any(|pc| {
                 pc.addr == obj.provider.addr
                     && (pc.action.is_replace()
                         || (deposed.is_none() && may_be_replaced_at_apply(pc)))
-            }) {
-                g.edge(p, id, EdgeKind::DependsOn, None);
+            });
+            let deleted_by_plan = |a: &ResourceInstanceAddr| {
+                plan.changes.iter().any(|c| {
+                    &c.addr == a && matches!(c.action, Action::Delete | Action::DeleteThenCreate)
+                })
+            };
+            let depended_on_under_p = deposed.is_none()
+                && prior.resources.iter().any(|(a, i)| {
+                    i.current.as_ref().is_some_and(|o| {
+                        o.provider.addr == obj.provider.addr
+                            && o.deps.contains(&change.addr)
+                            && !deleted_by_plan(a)
+                    })
+                });
+            if replaced {
+                if depended_on_under_p && !g.dag.transitive_dependencies(p).contains(&id) {
+                    g.edge(id, p, EdgeKind::DependsOn, None);
+                } else {
+                    g.edge(p, id, EdgeKind::DependsOn, None);
+                }
             }
         }
         if deposed.is_none() {

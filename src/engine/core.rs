@@ -609,6 +609,17 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
                         ctx.mark_open(&parent, format!("module.{}", step.name));
                     }
                 }
+                if !phase.lenient() {
+                    ctx.check_conditions(
+                        &m,
+                        &Repetition::None,
+                        out.file,
+                        &out.preconditions,
+                        None,
+                        ConditionKind::OutputPre,
+                        None,
+                    )?;
+                }
                 let mut v = ctx.eval_in(&m, &Repetition::None, out.file, &out.value)?;
                 if out.sensitive {
                     v = v.sensitive();
@@ -959,6 +970,24 @@ async fn visit_resource<P: Phase>(
                     continue;
                 }
             };
+            // Preconditions, before the provider sees the instance (inspect reports what
+            // is written, so it checks none).
+            if !lenient {
+                if let Err(d) = ctx.check_conditions(
+                    m,
+                    &rep,
+                    res.file,
+                    &res.lifecycle.preconditions,
+                    None,
+                    ConditionKind::ResourcePre,
+                    Some(&addr),
+                ) {
+                    // The instance is still produced: its object is not an orphan.
+                    produced.insert(addr);
+                    diags.extend(d);
+                    continue;
+                }
+            }
             produced.insert(addr.clone());
             ready.push(Instance {
                 addr,
@@ -978,8 +1007,14 @@ async fn visit_resource<P: Phase>(
             // no task is spawned for it.
             let inst = ready.pop().expect("one instance");
             let k = inst.addr.key.clone();
+            let addr = inst.addr.clone();
             match phase.instance(ctx, inst).await {
-                Ok(v) => values.push((k, v)),
+                Ok(v) => {
+                    if let Err(d) = postconditions(ctx, res, m, &exp, &addr, &v, lenient) {
+                        diags.extend(d);
+                    }
+                    values.push((k, v));
+                }
                 Err(d) => diags.extend(d),
             }
         } else {
@@ -999,7 +1034,13 @@ async fn visit_resource<P: Phase>(
                     false => k,
                 };
                 match result {
-                    Ok(v) => values.push((k, v)),
+                    Ok(v) => {
+                        let addr = resource_addr.instance(k.clone());
+                        if let Err(d) = postconditions(ctx, res, m, &exp, &addr, &v, lenient) {
+                            diags.extend(d);
+                        }
+                        values.push((k, v));
+                    }
                     Err(d) => diags.extend(d),
                 }
             }
@@ -1043,6 +1084,30 @@ async fn visit_resource<P: Phase>(
         ctx.report(diags);
         Ok(())
     }
+}
+
+/// Checks a resource instance's postconditions against its value (planned, then applied).
+fn postconditions(
+    ctx: &Ctx,
+    res: &Resource,
+    module: &ModulePath,
+    exp: &Expansion,
+    addr: &ResourceInstanceAddr,
+    value: &Value,
+    lenient: bool,
+) -> Result<(), Diagnostics> {
+    if lenient || res.lifecycle.postconditions.is_empty() {
+        return Ok(());
+    }
+    ctx.check_conditions(
+        module,
+        &exp.repetition(&addr.key),
+        res.file,
+        &res.lifecycle.postconditions,
+        Some(value),
+        ConditionKind::ResourcePost,
+        Some(addr),
+    )
 }
 
 /// The value of an instance planned without its provider (inspect, or a provider whose
@@ -1137,4 +1202,133 @@ pub fn carry_marks(from: &Value, to: Value) -> Value {
         }
     }
     Value::Object(attrs)
+}
+
+/// What a condition block guards, for its diagnostic's summary.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ConditionKind {
+    ResourcePre,
+    ResourcePost,
+    OutputPre,
+}
+
+/// A scope with `self`: a postcondition's view of the object it checks.
+struct SelfScope<'a> {
+    inner: InstanceScope<'a>,
+    this: &'a Value,
+}
+
+impl crate::eval::Scope for SelfScope<'_> {
+    fn resolve(&self, subject: &crate::eval::Subject) -> Result<Value, crate::eval::ScopeError> {
+        match subject {
+            crate::eval::Subject::SelfRef => Ok(self.this.clone()),
+            other => self.inner.resolve(other),
+        }
+    }
+    fn file(&self) -> FileId {
+        self.inner.file()
+    }
+    fn module_dir(&self) -> &std::path::Path {
+        self.inner.module_dir()
+    }
+    fn root_dir(&self) -> &std::path::Path {
+        self.inner.root_dir()
+    }
+    fn is_open(&self, subject: &crate::eval::Subject) -> bool {
+        self.inner.is_open(subject)
+    }
+    fn provider_functions(&self) -> Option<&dyn crate::eval::ProviderFunctions> {
+        self.inner.provider_functions()
+    }
+}
+
+impl Ctx {
+    /// Checks condition blocks (`precondition`, `postcondition`) in a module instance, with
+    /// `this` as `self` for postconditions. A condition still unknown passes for now: it is
+    /// checked again when its values are known (the apply walk evaluates it again), as in
+    /// Terraform. A false one is an error with its `error_message` at the condition.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_conditions(
+        &self,
+        module: &ModulePath,
+        rep: &Repetition,
+        file: FileId,
+        conditions: &[crate::config::Validation],
+        this: Option<&Value>,
+        kind: ConditionKind,
+        addr: Option<&ResourceInstanceAddr>,
+    ) -> Result<(), Diagnostics> {
+        if conditions.is_empty() {
+            return Ok(());
+        }
+        let values = self.values.read().expect("values lock");
+        let paths = self.paths(&module.without_keys());
+        let inner = InstanceScope {
+            values: &values,
+            module,
+            repetition: rep,
+            file,
+            paths: &paths,
+        };
+        let unit = Value::null();
+        let scope = SelfScope {
+            inner,
+            this: this.unwrap_or(&unit),
+        };
+        let mut diags = Diagnostics::new();
+        for c in conditions {
+            let with_addr = |d: Diagnostic| match addr {
+                Some(a) => d.with_address(a),
+                None => d,
+            };
+            let v = eval(&c.condition, &scope)?;
+            if !v.is_wholly_known() {
+                continue;
+            }
+            let ok = match v.as_bool() {
+                Some(b) => b,
+                None => {
+                    let what = if v.is_null() {
+                        "null".to_string()
+                    } else {
+                        format!("a value of type {}", v.type_of())
+                    };
+                    diags.push(with_addr(
+                        Diagnostic::error(
+                            "Invalid condition result",
+                            format!("Condition expression must return either true or false, not {what}."),
+                        )
+                        .with_span(Some(c.span)),
+                    ));
+                    continue;
+                }
+            };
+            if ok {
+                continue;
+            }
+            let message = match eval(&c.error_message, &scope) {
+                Ok(m) => match m.unmarked().as_str() {
+                    Some(s) => s.to_string(),
+                    None => "(the error message is not a known string)".to_string(),
+                },
+                Err(d) => {
+                    diags.extend(d);
+                    continue;
+                }
+            };
+            let summary = match kind {
+                ConditionKind::ResourcePre => "Resource precondition failed",
+                ConditionKind::ResourcePost => "Resource postcondition failed",
+                ConditionKind::OutputPre => "Module output value precondition failed",
+            };
+            diags.push(with_addr(
+                Diagnostic::error(summary, message).with_span(Some(c.span)),
+            ));
+        }
+        if diags.has_errors() {
+            Err(diags)
+        } else {
+            Ok(())
+        }
+    }
 }

@@ -214,6 +214,67 @@ impl TermGraph {
         })
     }
 
+    /// The graph reduced to resources and data sources, as a plan records it
+    /// ([`cairn_state::PlanGraph`]) and the UI draws it: an edge `a → b` when `a` reaches `b`
+    /// through locals, variables, outputs and module calls (provider instances are not
+    /// followed: they are not data flow). Orphans and deletes are not terms of the
+    /// configuration and are left out.
+    pub fn resource_graph(&self) -> cairn_state::PlanGraph {
+        // The resource nodes in address order; each node's index in the record, by node id.
+        let mut named: Vec<(String, NodeId)> = self
+            .dag
+            .nodes()
+            .filter_map(|(id, n)| match n {
+                Node::Resource { module, key } => Some((key.addr(module.clone()).to_string(), id)),
+                _ => None,
+            })
+            .collect();
+        named.sort_unstable();
+        let mut index: Vec<u32> = Vec::new();
+        for (i, (_, id)) in named.iter().enumerate() {
+            let at = id.index();
+            if index.len() <= at {
+                index.resize(at + 1, u32::MAX);
+            }
+            index[at] = i as u32;
+        }
+        let mut edges = Vec::new();
+        // Visited marks, by node id, stamped with the resource being followed (no clearing).
+        let mut seen: Vec<u32> = Vec::new();
+        let mut stack: Vec<NodeId> = Vec::new();
+        for (from, (_, id)) in named.iter().enumerate() {
+            let from = from as u32;
+            stack.clear();
+            stack.extend(self.dag.dependencies(*id));
+            while let Some(n) = stack.pop() {
+                let at = n.index();
+                if seen.len() <= at {
+                    seen.resize(at + 1, u32::MAX);
+                }
+                if seen[at] == from {
+                    continue;
+                }
+                seen[at] = from;
+                match self.node(n) {
+                    Node::Resource { .. } => {
+                        let to = index[at];
+                        if to != from {
+                            edges.push((from, to));
+                        }
+                    }
+                    Node::Provider { .. } => {}
+                    _ => stack.extend(self.dag.dependencies(n)),
+                }
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        cairn_state::PlanGraph {
+            nodes: named.into_iter().map(|(n, _)| n).collect(),
+            edges,
+        }
+    }
+
     /// Every cycle, as diagnostics naming each step with its location.
     pub fn cycle_diagnostics(&self, sources: &SourceMap) -> Diagnostics {
         let mut diags = Diagnostics::new();
@@ -561,7 +622,12 @@ fn add_references(config: &Config, g: &mut TermGraph) {
                 module: module.clone(),
                 name: name.clone(),
             });
-            reference_edges(config, g, from, module, expr_refs(&out.value, out.file));
+            let mut refs = expr_refs(&out.value, out.file);
+            for c in &out.preconditions {
+                refs.extend(expr_refs(&c.condition, out.file));
+                refs.extend(expr_refs(&c.error_message, out.file));
+            }
+            reference_edges(config, g, from, module, refs);
         }
         for (name, var) in &m.variables {
             // Validation conditions may refer to the variable itself only.
@@ -587,15 +653,24 @@ fn add_references(config: &Config, g: &mut TermGraph) {
                 .into_iter()
                 .map(|x| (x, r.file))
                 .collect();
+            let conditions = r
+                .lifecycle
+                .preconditions
+                .iter()
+                .chain(r.lifecycle.postconditions.iter())
+                .flat_map(|c| [&c.condition, &c.error_message]);
             for e in r
                 .count
                 .as_deref()
                 .into_iter()
                 .chain(r.for_each.as_deref())
                 .chain(r.lifecycle.replace_triggered_by.iter())
+                .chain(conditions)
             {
                 refs.extend(expr_refs(e, r.file));
             }
+            // A postcondition's `self` is the object itself, not a dependency.
+            refs.retain(|(r, _)| r.subject != Subject::SelfRef);
             reference_edges(config, g, from, module, refs);
         }
         for (name, call) in &m.calls {

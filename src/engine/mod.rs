@@ -31,6 +31,7 @@ pub mod recover;
 pub mod refresh;
 pub mod run;
 pub mod sabotage;
+pub mod session;
 pub mod values;
 pub mod walk;
 

@@ -12,6 +12,8 @@ use super::providers::{canonical, stack_config, Registry};
 use super::recover::resolve;
 use super::refresh::refresh as refresh_pass;
 use super::sabotage::Sabotage;
+pub use super::session::finish_recorded;
+use super::session::RunSession;
 use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
@@ -241,15 +243,6 @@ fn load_with(
     })
 }
 
-fn open(opts: &Options, write: bool) -> Result<(Store, Vec<String>), Diagnostic> {
-    let o = OpenOptions {
-        command: opts.command.clone(),
-        lock_timeout: opts.lock_timeout,
-        write,
-    };
-    Store::open(&opts.state_dir, &o).map_err(state_error)
-}
-
 /// Opens the state to read it; no state yet reads as an empty one. The store is returned so
 /// the caller holds the lock for as long as it works on the snapshot.
 fn open_read(opts: &Options) -> Result<(Option<Store>, Snapshot, Vec<String>), Diagnostic> {
@@ -425,7 +418,7 @@ fn new_ctx(
 }
 
 /// Resolves pending operations in memory (`record == None`) or recording them.
-async fn recover(
+pub(super) async fn recover(
     snapshot: &mut Snapshot,
     registry: &Arc<Registry>,
     journal: Option<&Journal>,
@@ -506,6 +499,7 @@ async fn make_plan(
         warnings: Vec::new(),
         applyable: false,
         errored: false,
+        graph: None,
     };
     if mode == PlanMode::Destroy {
         destroy_plan(&refreshed, &mut plan, &opts.targets);
@@ -515,6 +509,10 @@ async fn make_plan(
         diags.extend(prevent_destroy_violations(&loaded.config, &plan));
         plan.errored = diags.has_errors();
         plan.applyable = !plan.errored && plan.has_changes();
+        // The graph the plan was made under, for `cairn ui` (a destroy walks no term graph).
+        plan.graph = Some(timed("plan graph", || {
+            build(&loaded.config).0.resource_graph()
+        }));
         return Some(plan);
     }
     let (mut graph, graph_diags) = timed("term graph", || term_graph(&loaded.config));
@@ -539,6 +537,9 @@ async fn make_plan(
     plan.data_reads = out.data_reads.into_values().collect();
     plan.dropped_data = out.dropped_data.into_iter().collect();
     plan.warnings = out.warnings;
+    // The dependency graph as it is now, kept with the plan (saved plan files, the run's
+    // `RunPlanned`), so `cairn ui` draws it as planned after the files change.
+    plan.graph = Some(timed("plan graph", || ctx.graph.resource_graph()));
     // Provider instances: those the walk planned, then those in state nothing uses any more.
     let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
     if mode == PlanMode::Normal {
@@ -796,45 +797,86 @@ pub struct Applied {
     pub confirmed: bool,
 }
 
-/// `cairn apply [PLANFILE]`, `apply -read-only`, `destroy`: plans (or takes a saved plan), asks
-/// `confirm`, and applies, recording every step.
+/// `cairn apply [PLANFILE]`, `apply -read-only`, `destroy`, approved in advance (what
+/// `-auto-approve` means): [`apply_start`], then [`PendingApply::approve`].
 pub async fn apply(
     opts: &Options,
     mode: PlanMode,
     saved: Option<Plan>,
-    confirm: &(dyn Fn(&Plan) -> bool + Sync),
     observer: Arc<dyn Observer>,
 ) -> Report<Applied> {
+    match apply_start(opts, mode, saved, observer).await {
+        ApplyStart::Done(report) => report,
+        ApplyStart::Ask(pending) => pending.approve().await,
+    }
+}
+
+/// Where [`apply_start`] left an apply. (One per apply, moved once: boxing a variant would
+/// buy nothing.)
+#[allow(clippy::large_enum_variant)]
+pub enum ApplyStart {
+    /// Finished without a decision to ask for: an error, a plan with nothing to apply, or one
+    /// that only records what refresh found (applied without asking, as Terraform does).
+    Done(Report<Applied>),
+    /// The plan is made and recorded; the caller shows it, asks however it likes, and then
+    /// calls [`PendingApply::approve`] or [`PendingApply::decline`].
+    Ask(PendingApply),
+}
+
+/// An apply whose plan waits for the caller's decision. Its run is open (the state stays
+/// locked) until `approve` or `decline` finishes it; dropping it unanswered leaves the run to
+/// be finished as interrupted by the next writer, as a crash would.
+pub struct PendingApply {
+    opts: Options,
+    loaded: Loaded,
+    session: RunSession,
+    plan: Plan,
+    diags: Diagnostics,
+    notes: Vec<String>,
+    observer: Arc<dyn Observer>,
+}
+
+/// The first half of an apply: loads the configuration (a saved plan's request replaces the
+/// command line's), opens the run, recovers pending operations, plans (or checks the saved
+/// plan) and records the plan. No provider changes anything before the decision.
+pub async fn apply_start(
+    opts: &Options,
+    mode: PlanMode,
+    saved: Option<Plan>,
+    observer: Arc<dyn Observer>,
+) -> ApplyStart {
     // A saved plan is the whole request: its mode, variable values, targets, replacements and
     // refresh choice, never the command line's.
-    let from_plan;
-    let (opts, mode) = match &saved {
-        Some(p) => {
-            from_plan = Options {
-                targets: p.request.targets.clone(),
-                replace: p.request.replace.clone(),
-                refresh: p.request.refresh,
-                ..opts.clone()
-            };
-            (&from_plan, p.mode)
-        }
-        None => (opts, mode),
+    let opts = match &saved {
+        Some(p) => Options {
+            targets: p.request.targets.clone(),
+            replace: p.request.replace.clone(),
+            refresh: p.request.refresh,
+            ..opts.clone()
+        },
+        None => opts.clone(),
     };
-    let mode = match mode {
+    let mode = match saved.as_ref().map(|p| p.mode).unwrap_or(mode) {
         PlanMode::ReadOnly if opts.sabotage == Some(Sabotage::ReadOnlyApplies) => PlanMode::Normal,
         mode => mode,
     };
-    let loaded = match load_with(opts, saved.as_ref().map(|p| &p.variables), false) {
+    let loaded = match load_with(&opts, saved.as_ref().map(|p| &p.variables), false) {
         Ok(l) => l,
-        Err(r) => return Report::fail(r.diags, r.config),
+        Err(r) => return ApplyStart::Done(Report::fail(r.diags, r.config)),
     };
     let registry = loaded.registry.clone();
-    stopping_providers(
-        opts,
+    let start = stopping_providers(
+        &opts,
         &registry,
-        apply_loaded(opts, mode, loaded, saved, confirm, observer),
+        start_loaded(&opts, mode, loaded, saved, observer),
     )
-    .await
+    .await;
+    match start {
+        ApplyStart::Ask(pending) if pending.records_only() => {
+            ApplyStart::Done(pending.approve().await)
+        }
+        start => start,
+    }
 }
 
 /// Runs `work` while watching for an interrupt: the first one tells every provider instance
@@ -862,37 +904,25 @@ async fn stopping_providers<T>(
     out
 }
 
-/// [`apply`] once the configuration is loaded.
-async fn apply_loaded(
+/// [`apply_start`] once the configuration is loaded.
+async fn start_loaded(
     opts: &Options,
     mode: PlanMode,
     loaded: Loaded,
     saved: Option<Plan>,
-    confirm: &(dyn Fn(&Plan) -> bool + Sync),
     observer: Arc<dyn Observer>,
-) -> Report<Applied> {
+) -> ApplyStart {
     let mut diags = loaded.diags.clone();
 
     let mut notes = Vec::new();
-    let (mut store, warnings) = match open(opts, true) {
-        Ok(s) => s,
-        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
-    };
-    notes.extend(warnings);
-    let run = match store.begin_run(&opts.command, &opts.args) {
-        Ok(r) => r,
-        Err(e) => return Report::fail(Diagnostics::from(state_error(e)), Some(loaded.config)),
-    };
-    let journal = Arc::new(Journal::new(store));
-    let mut snapshot = journal.snapshot();
-    recover(
-        &mut snapshot,
-        &loaded.registry,
-        Some(&journal),
-        &mut notes,
-        &mut diags,
-    )
-    .await;
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => {
+                return ApplyStart::Done(Report::fail(Diagnostics::from(d), Some(loaded.config)))
+            }
+        };
+    let run = session.run;
 
     let saved_plan = saved.is_some();
     let plan = match saved {
@@ -917,49 +947,39 @@ async fn apply_loaded(
             p
         }
     };
-    let config = &loaded.config;
-    let finish = |journal: Arc<Journal>,
-                  outcome: RunOutcome,
-                  summary: RunSummary,
-                  diags: &mut Diagnostics| {
-        let mut store = match Arc::try_unwrap(journal) {
-            Ok(j) => j.into_store(),
-            Err(_) => return,
-        };
-        if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, config) {
-            diags.push(state_error(e));
-        }
-    };
     let Some(plan) = plan.filter(|_| !diags.has_errors()) else {
-        finish(
-            journal,
+        session.finish(
             RunOutcome::Failed,
             RunSummary::default(),
             &mut diags,
+            Some(&loaded.config),
         );
-        return Report {
+        return ApplyStart::Done(Report {
             result: None,
             diags,
             notes,
             config: Some(loaded.config),
-        };
+        });
     };
     // What the run is about to do, with why (deferred reads with their causal chain): the
     // run's own record of its plan, durable with the next commit.
     if plan.applyable {
         let record = crate::plan::record::plan_record(&plan, saved_plan, &loaded.files_hash);
-        if let Err(e) = journal.append(EventBody::RunPlanned { plan: record }) {
+        if let Err(e) = session
+            .journal()
+            .append(EventBody::RunPlanned { plan: record })
+        {
             diags.push(e);
         }
     }
     if !plan.applyable {
-        finish(
-            journal,
+        session.finish(
             RunOutcome::Success,
             RunSummary::default(),
             &mut diags,
+            Some(&loaded.config),
         );
-        return Report {
+        return ApplyStart::Done(Report {
             result: Some(Applied {
                 plan: Some(plan),
                 confirmed: true,
@@ -968,23 +988,51 @@ async fn apply_loaded(
             diags,
             notes,
             config: Some(loaded.config),
-        };
+        });
     }
-    // A plan that changes nothing but the state's record of the world (drift, data results,
-    // data sources gone from the configuration) is applied without asking, as Terraform does.
-    let records_only = plan.mode == PlanMode::Normal
-        && !plan.has_changes()
-        && !plan.changes.iter().any(|c| c.action == Action::Read);
-    // An interrupt while the user was being asked cancels the run like a "no".
-    let stopped = || opts.stop.load(std::sync::atomic::Ordering::SeqCst);
-    if !records_only && (!timed("show the plan and confirm", || confirm(&plan)) || stopped()) {
-        finish(
-            journal,
+    ApplyStart::Ask(PendingApply {
+        opts: opts.clone(),
+        loaded,
+        session,
+        plan,
+        diags,
+        notes,
+        observer,
+    })
+}
+
+impl PendingApply {
+    /// The plan to decide on.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// True when the plan changes nothing but the state's record of the world (drift, data
+    /// results, data sources gone from the configuration): applied without asking.
+    fn records_only(&self) -> bool {
+        self.plan.mode == PlanMode::Normal
+            && !self.plan.has_changes()
+            && !self.plan.changes.iter().any(|c| c.action == Action::Read)
+    }
+
+    /// "No" (or an interrupt while the user was asked): nothing changes; the run is finished
+    /// as interrupted.
+    pub fn decline(self) -> Report<Applied> {
+        let PendingApply {
+            loaded,
+            session,
+            plan,
+            mut diags,
+            notes,
+            ..
+        } = self;
+        session.finish(
             RunOutcome::Interrupted,
             RunSummary::default(),
             &mut diags,
+            Some(&loaded.config),
         );
-        return Report {
+        Report {
             result: Some(Applied {
                 plan: Some(plan),
                 confirmed: false,
@@ -993,75 +1041,100 @@ async fn apply_loaded(
             diags,
             notes,
             config: Some(loaded.config),
-        };
+        }
     }
 
-    // What refresh found is part of the state now: drift, and the provider meta of objects
-    // (drifted or not).
-    let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
-        plan.refreshed_meta.iter().map(|(a, m)| (a, m)).collect();
-    let mut events = Vec::new();
-    for d in &plan.drift {
-        let event = match &d.after {
-            Some(v) => match v.to_stored() {
-                Ok(attrs) => EventBody::ResourceRead {
-                    addr: d.addr.clone(),
-                    attrs,
-                    meta: metas.remove(&d.addr).cloned(),
-                },
-                Err(_) => continue,
-            },
-            None => EventBody::ResourceGone {
-                addr: d.addr.clone(),
-            },
-        };
-        events.push(event);
+    /// "Yes": applies the plan, recording every step, and finishes the run. An interrupt that
+    /// came while the caller was asking makes it a [`PendingApply::decline`].
+    pub async fn approve(self) -> Report<Applied> {
+        if self.opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return self.decline();
+        }
+        let registry = self.loaded.registry.clone();
+        let opts = self.opts.clone();
+        stopping_providers(&opts, &registry, self.run_approved()).await
     }
-    journal.with_snapshot(|s| {
-        for (addr, meta) in metas {
-            if let Some(obj) = s.current(addr) {
-                events.push(EventBody::ResourceRead {
-                    addr: addr.clone(),
-                    attrs: obj.attrs.clone(),
-                    meta: Some(meta.clone()),
-                });
+
+    async fn run_approved(self) -> Report<Applied> {
+        let PendingApply {
+            opts,
+            loaded,
+            session,
+            plan,
+            mut diags,
+            notes,
+            observer,
+        } = self;
+        let opts = &opts;
+        let journal = session.journal();
+        let run = session.run;
+        // What refresh found is part of the state now: drift, and the provider meta of objects
+        // (drifted or not).
+        let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
+            plan.refreshed_meta.iter().map(|(a, m)| (a, m)).collect();
+        let mut events = Vec::new();
+        for d in &plan.drift {
+            let event = match &d.after {
+                Some(v) => match v.to_stored() {
+                    Ok(attrs) => EventBody::ResourceRead {
+                        addr: d.addr.clone(),
+                        attrs,
+                        meta: metas.remove(&d.addr).cloned(),
+                    },
+                    Err(_) => continue,
+                },
+                None => EventBody::ResourceGone {
+                    addr: d.addr.clone(),
+                },
+            };
+            events.push(event);
+        }
+        journal.with_snapshot(|s| {
+            for (addr, meta) in metas {
+                if let Some(obj) = s.current(addr) {
+                    events.push(EventBody::ResourceRead {
+                        addr: addr.clone(),
+                        attrs: obj.attrs.clone(),
+                        meta: Some(meta.clone()),
+                    });
+                }
+            }
+        });
+        for event in events {
+            if let Err(e) = journal.append(event) {
+                diags.push(e);
             }
         }
-    });
-    for event in events {
-        if let Err(e) = journal.append(event) {
+        if let Err(e) = journal.commit() {
             diags.push(e);
         }
-    }
-    if let Err(e) = journal.commit() {
-        diags.push(e);
-    }
 
-    let (summary, outputs) = if plan.mode == PlanMode::ReadOnly {
-        record_read_only(&journal, &plan, &mut diags)
-    } else {
-        execute(&loaded, opts, &plan, &journal, run, &observer, &mut diags).await
-    };
-    let outcome = if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
-        RunOutcome::Interrupted
-    } else if diags.has_errors() {
-        RunOutcome::Failed
-    } else {
-        RunOutcome::Success
-    };
-    timed("finish the run", || {
-        finish(journal, outcome, summary, &mut diags)
-    });
-    Report {
-        result: Some(Applied {
-            plan: Some(plan),
-            summary,
-            outputs,
-            confirmed: true,
-        }),
-        diags,
-        notes,
-        config: Some(loaded.config),
+        let (summary, outputs) = if plan.mode == PlanMode::ReadOnly {
+            record_read_only(journal, &plan, &mut diags)
+        } else {
+            execute(&loaded, opts, &plan, journal, run, &observer, &mut diags).await
+        };
+        let outcome = if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            RunOutcome::Interrupted
+        } else if diags.has_errors() {
+            RunOutcome::Failed
+        } else {
+            RunOutcome::Success
+        };
+        timed("finish the run", || {
+            session.finish(outcome, summary, &mut diags, Some(&loaded.config))
+        });
+        Report {
+            result: Some(Applied {
+                plan: Some(plan),
+                summary,
+                outputs,
+                confirmed: true,
+            }),
+            diags,
+            notes,
+            config: Some(loaded.config),
+        }
     }
 }
 
@@ -1071,7 +1144,8 @@ const MAX_RECORDED_DIAGNOSTICS: usize = 200;
 
 /// Where a diagnostic is in the configuration (`file:line:col`): its span, else the block of
 /// the resource its address names.
-fn diagnostic_location(d: &Diagnostic, config: &Config) -> Option<String> {
+fn diagnostic_location(d: &Diagnostic, config: Option<&Config>) -> Option<String> {
+    let config = config?;
     if let Some(span) = d.span {
         return Some(config.sources.location(span));
     }
@@ -1091,10 +1165,10 @@ fn diagnostic_location(d: &Diagnostic, config: &Config) -> Option<String> {
 
 /// Diagnostics as the log records them: each with its configuration location (`file:line:col`
 /// of its span, or of the block of the resource it names, as the configuration is at the time
-/// of the error) and address.
+/// of the error; none without a configuration) and address.
 pub fn recorded_diagnostics(
     diags: &Diagnostics,
-    config: &Config,
+    config: Option<&Config>,
 ) -> Vec<cairn_state::RecordedDiagnostic> {
     use cairn_state::event::Severity as S;
     let mut out: Vec<cairn_state::RecordedDiagnostic> = diags
@@ -1124,23 +1198,6 @@ pub fn recorded_diagnostics(
         });
     }
     out
-}
-
-/// Finishes the open run; a run that did not succeed first records its diagnostics (with
-/// their locations as they are at the time of the error: the files may change later).
-fn finish_recorded(
-    store: &mut Store,
-    outcome: RunOutcome,
-    summary: RunSummary,
-    diags: &Diagnostics,
-    config: &Config,
-) -> Result<(), cairn_state::StateError> {
-    if outcome != RunOutcome::Success && !diags.is_empty() && store.snapshot().open_run.is_some() {
-        store.append(EventBody::RunDiagnostics {
-            diagnostics: recorded_diagnostics(diags, config),
-        })?;
-    }
-    store.finish_run(outcome, summary)
 }
 
 /// `-var` and `-var-file` beside a saved plan: a variable they set to a value other than the
@@ -1457,31 +1514,17 @@ async fn refresh_loaded(
             config: Some(loaded.config),
         };
     }
-    let (mut store, warnings) = match open(opts, true) {
-        Ok(s) => s,
-        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
-    };
-    notes.extend(warnings);
-    if let Err(e) = store.begin_run(&opts.command, &opts.args) {
-        return Report::fail(Diagnostics::from(state_error(e)), Some(loaded.config));
-    }
-    let journal = Journal::new(store);
-    let mut snapshot = journal.snapshot();
-    tracing::debug!("state open, run begun");
-    recover(
-        &mut snapshot,
-        &loaded.registry,
-        Some(&journal),
-        &mut notes,
-        &mut diags,
-    )
-    .await;
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+        };
     let pass = refresh_pass(&snapshot, &loaded.registry, &limits, &observer);
     let r = timed_async("refresh pass", pass).await;
     diags.extend(r.diags);
     // All refresh results arrive together: one commit for the group.
     for e in r.events {
-        if let Err(e) = journal.append(e) {
+        if let Err(e) = session.journal().append(e) {
             diags.push(e);
         }
     }
@@ -1490,17 +1533,14 @@ async fn refresh_loaded(
         errors: diags.error_count() as u64,
         ..Default::default()
     };
-    let mut store = journal.into_store();
     let outcome = if diags.has_errors() {
         RunOutcome::Failed
     } else {
         RunOutcome::Success
     };
-    if let Err(e) = timed("finish the run", || {
-        finish_recorded(&mut store, outcome, summary, &diags, &loaded.config)
-    }) {
-        diags.push(state_error(e));
-    }
+    timed("finish the run", || {
+        session.finish(outcome, summary, &mut diags, Some(&loaded.config))
+    });
     Report {
         result: Some(r.drift),
         diags,

@@ -231,6 +231,11 @@ pub struct Plan {
     /// in read-only mode new data results).
     pub applyable: bool,
     pub errored: bool,
+    /// The configuration's dependency graph (resources and data sources) when the plan was
+    /// made: what `cairn ui` draws for the plan, whatever the files say later. `None` in plan
+    /// files from before Cairn saved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<cairn_state::PlanGraph>,
 }
 
 impl Plan {

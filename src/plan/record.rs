@@ -6,6 +6,8 @@
 //! Compact by design: no-op changes are left out (a run over 100,000 unchanged instances
 //! records none of them), and each change is its masked plan text, not its values (a planned
 //! value may hold unknowns, which the log cannot store; the text says `(known after apply)`).
+//! The plan's dependency graph goes with it as the plan has it (`Plan::graph`: static
+//! addresses once each, edges as index pairs), so the UI draws a run's graph as it was planned.
 
 use super::{render_change, Action, OutputChange, Plan, PlanMode, Reason, RenderOptions};
 use cairn_state::{Deferral, PlanRecord, PlannedAction, PlannedChange};
@@ -102,5 +104,6 @@ pub fn plan_record(plan: &Plan, saved: bool, files_hash: &str) -> PlanRecord {
         files_hash: files_hash.to_string(),
         changes,
         outputs: plan.outputs.iter().filter_map(output_action).collect(),
+        graph: plan.graph.clone(),
     }
 }

@@ -118,6 +118,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         warnings: vec![],
         applyable,
         errored: false,
+        graph: None,
     }
 }
 

@@ -412,7 +412,7 @@ fn state_edits_are_runs_of_their_own() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(events.len(), 15);
+    assert_eq!(events.len(), 24);
     assert_eq!(events[0]["kind"], "RunStarted");
     assert_eq!(events[2]["kind"], "OperationStarted");
     assert_eq!(events[2]["addr"], "sim_thing.a");
@@ -427,10 +427,30 @@ fn state_edits_are_runs_of_their_own() {
         .iter()
         .map(|r| r["command"].as_str().unwrap())
         .collect();
-    // Refused edits leave no trace.
-    assert_eq!(commands, ["apply", "state mv", "state rm"]);
+    // Refused edits are failed runs that recorded why, like any failed run.
+    assert_eq!(
+        commands,
+        ["apply", "state mv", "state mv", "state mv", "state rm", "state rm"]
+    );
     assert_eq!(runs[0]["changes"]["added"], 2);
-    assert_eq!(runs[2]["outcome"], "success");
+    let outcomes: Vec<&str> = runs
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["success", "success", "failed", "failed", "success", "failed"]
+    );
+    let diags: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "RunDiagnostics")
+        .collect();
+    assert_eq!(diags.len(), 3, "{diags:?}");
+    assert_eq!(
+        diags[2]["diagnostics"][0]["summary"], "No matching objects found",
+        "{diags:?}"
+    );
+    assert_eq!(diags[2]["diagnostics"][0]["address"], "sim_thing.zzz");
 }
 
 #[test]
@@ -749,6 +769,7 @@ fn sample_plan() -> Plan {
         warnings: vec![],
         applyable: true,
         errored: false,
+        graph: None,
     }
 }
 

@@ -856,14 +856,23 @@ struct Running {
 
 impl Running {
     fn start(dir: &Path, env: &[(&str, &str)]) -> Self {
+        Self::start_with(
+            dir,
+            &["apply", "-auto-approve", "-parallelism=2"],
+            env,
+            Stdio::null(),
+        )
+    }
+
+    fn start_with(dir: &Path, args: &[&str], env: &[(&str, &str)], stdin: Stdio) -> Self {
         use std::io::Read;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        cmd.args(["apply", "-auto-approve", "-parallelism=2"])
+        cmd.args(args)
             .current_dir(dir)
             .env("NO_COLOR", "1")
             .env_remove("CAIRN_STATE_DIR")
             .env_remove("CAIRN_LOG")
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in env {
@@ -1003,6 +1012,60 @@ fn interrupt_stops_providers_and_records_every_step() {
     assert_eq!(started, settled, "{log}");
     assert!(log.contains("RunFinished        interrupted"), "{log}");
     converges_after_interrupt(d);
+}
+
+/// A pseudo-terminal: (master, slave). A child with the slave as standard input sees a
+/// terminal, so Cairn asks its question.
+fn pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty(3) writes two new descriptors into the two ints; no other pointers.
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "openpty");
+    // SAFETY: both descriptors are new and owned by nothing else.
+    unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+        )
+    }
+}
+
+/// Ctrl-C at the approval prompt cancels at once, as Terraform does: no waiting for a line
+/// that never comes, nothing changed, the run recorded as interrupted, the lock released.
+#[test]
+fn interrupt_at_the_prompt_cancels_at_once() {
+    let dir = project(&[("main.tf", SLOW_TF)]);
+    let d = dir.path();
+    let (master, slave) = pty();
+    let mut run = Running::start_with(d, &["apply"], &[], Stdio::from(slave));
+    run.wait_for("Enter a value");
+    let sent = std::time::Instant::now();
+    run.signal(libc::SIGINT);
+    while run.child.try_wait().unwrap().is_none() {
+        if sent.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = run.child.kill();
+            panic!("still waiting at the prompt 20 s after Ctrl-C");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (code, out, err) = run.finish();
+    drop(master);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("Apply cancelled"), "{err}");
+    let mut seen = 0;
+    assert!(changes(&calls(d, &mut seen)).is_empty());
+    let history = ok(d, &["history"], 0);
+    assert!(history.contains("interrupted"), "{history}");
+    ok(d, &["apply", "-auto-approve", "-lock-timeout=0s"], 0);
 }
 
 /// Issue 11.7: SIGTERM (what a CI runner sends) does what Ctrl-C does.

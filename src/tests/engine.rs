@@ -492,13 +492,7 @@ fn run_scenario_with(dir: &Path, parallelism: usize, plugin: bool) -> String {
                     None
                 };
                 let from_file = plan_file.is_some();
-                let r = rt.block_on(engine::apply(
-                    &opts,
-                    mode,
-                    plan_file,
-                    &|_| true,
-                    Arc::new(Silent),
-                ));
+                let r = rt.block_on(engine::apply(&opts, mode, plan_file, Arc::new(Silent)));
                 out.push_str(&notes_text(&r.notes));
                 if let Some(p) = r.result.as_ref().and_then(|a| a.plan.as_ref()) {
                     if !from_file {
@@ -592,6 +586,7 @@ scenarios!(
     provider_reconfigured_orphans,
     provider_config_from_replaced,
     provider_replaced_cbd,
+    provider_move_dependent_replaced,
     json_syntax,
     overrides,
 );
@@ -600,7 +595,8 @@ scenarios!(
 // because they test what only the built-in `sim` has: create tokens (`pending_create`: a plugin
 // has no `find_by_token`) and provider-level replacement on a region change
 // (`default_provider`, `provider_region`, `provider_replaced_region`, `provider_from_output`,
-// `provider_reconfigured_orphans`, `provider_config_from_replaced`, `provider_replaced_cbd`:
+// `provider_reconfigured_orphans`, `provider_config_from_replaced`, `provider_replaced_cbd`,
+// `provider_move_dependent_replaced`:
 // the plugin protocol has no such notion, so a plugin's configuration change is an in-place
 // reconfiguration — the engine's DiffConfig rule for plugins, as in Terraform).
 plugin_scenarios!(

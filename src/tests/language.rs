@@ -211,3 +211,77 @@ fn validate_matches_terraform_validate() {
     }
     assert!(count >= 2, "no validate cases");
 }
+
+/// Issue 14: `precondition`/`postcondition` in a resource's `lifecycle` and an output's
+/// `precondition`, with Terraform 1.11's summaries, lines and messages (recorded from
+/// `terraform plan`/`apply` on `fixtures/cli/conditions/main.tf`); a condition unknown at plan
+/// is checked at apply, where the instance it guards is not created; a failed postcondition
+/// keeps the object it checked in state, as Terraform's does.
+#[test]
+fn conditions_fail_plans_and_applies_as_terraform_does() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/cli/conditions");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture, dir.path());
+    let d = dir.path();
+    let expect = |args: &[&str], summary: &str, at: &str, message: &str| {
+        let (code, out, err) = check_cli_in(d, args, "");
+        assert_eq!(code, 1, "{args:?}\n{out}\n{err}");
+        for want in [summary, at, message] {
+            assert!(err.contains(want), "{args:?}: no {want:?} in\n{err}");
+        }
+        err
+    };
+    // Terraform: `Error: Resource precondition failed`, `on main.tf line 9`, the message.
+    expect(
+        &["plan", "-var", "n=7"],
+        "Error: Resource precondition failed",
+        "main.tf:9:",
+        "n must be below 5, got 7.",
+    );
+    expect(
+        &["plan", "-var", "n=3"],
+        "Error: Module output value precondition failed",
+        "main.tf:21:",
+        "n must not be three.",
+    );
+    // Postconditions read `self`: unknown at plan, so the plan passes; apply checks.
+    let (code, _, err) = check_cli_in(d, &["plan", "-var", "n=2"], "");
+    assert_eq!(code, 0, "{err}");
+    expect(
+        &["apply", "-auto-approve", "-var", "n=2"],
+        "Error: Resource postcondition failed",
+        "main.tf:13:",
+        "output must be x1, got x2.",
+    );
+    let (_, listed, _) = check_cli_in(d, &["state", "list"], "");
+    assert!(listed.contains("terraform_data.a"), "{listed}");
+    // Unknown at plan (it reads a.output), false at apply: b is not created.
+    let (code, _, err) = check_cli_in(d, &["destroy", "-auto-approve", "-var", "n=2"], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = check_cli_in(d, &["plan", "-var", "n=4"], "");
+    assert_eq!(code, 0, "{err}");
+    expect(
+        &["apply", "-auto-approve", "-var", "n=4"],
+        "Error: Resource precondition failed",
+        "main.tf:35:",
+        "b needs n other than 4.",
+    );
+    let (_, listed, _) = check_cli_in(d, &["state", "list"], "");
+    assert!(!listed.contains("terraform_data.b"), "{listed}");
+    // All true: the apply succeeds, and `self` outside a postcondition is refused.
+    let (code, _, err) = check_cli_in(d, &["destroy", "-auto-approve", "-var", "n=4"], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = check_cli_in(d, &["apply", "-auto-approve", "-var", "n=1"], "");
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(
+        d.join("bad.tf"),
+        "resource \"terraform_data\" \"c\" {\n  lifecycle {\n    precondition {\n      condition     = self.id != \"\"\n      error_message = \"x\"\n    }\n  }\n}\n",
+    )
+    .unwrap();
+    expect(
+        &["validate"],
+        "Invalid \"self\" reference",
+        "bad.tf:4:",
+        "postcondition",
+    );
+}

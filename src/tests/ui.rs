@@ -2,7 +2,9 @@
 //! failing, one killed mid-apply), then `cairn ui` serves the log while the test
 //!
 //! - speaks plain HTTP to it: the token and the `Host` check, no secret in any response,
-//!   nothing writable, and a command run beside it succeeds and lands in the timeline;
+//!   nothing writable, and a command run beside it succeeds and lands in the timeline; a
+//!   run's plan graph is the one it planned with after the files change or are gone, and a
+//!   refused state edit shows why it failed, with its location;
 //! - drives real headless Chromium through every view (`fixtures/ui-browser/drive.js`, with
 //!   Node's `playwright-core`), which saves the screenshots in `fixtures/ui-screenshots/`.
 //!
@@ -454,8 +456,10 @@ fn token_host_and_read_only_over_plain_http() {
         .find(|n| n["id"] == "sim_thing.base")
         .unwrap();
     assert_eq!(base["actions"], serde_json::json!(["update"]), "{base}");
-    // The configuration changed since (two comment lines): the page says so.
-    assert!(p["note"].as_str().unwrap().contains("changed since"), "{p}");
+    // The configuration changed since (two comment lines), but the run recorded the graph it
+    // planned with: drawn from the log, nothing to warn about.
+    assert_eq!(p["graph"]["from"], "plan", "{p}");
+    assert_eq!(p["note"], serde_json::Value::Null, "{p}");
 
     // Bad input is a clear error, not a crash.
     let (status, body) = ui.get("/api/instance?addr=not%20an%20address");
@@ -499,6 +503,168 @@ fn token_host_and_read_only_over_plain_http() {
     let refresh = runs.iter().find(|r| r["command"] == "refresh").unwrap();
     let (status, body) = ui.get(&format!("/api/run/{}/plan", refresh["id"]));
     assert_eq!(status, 404, "{body}");
+}
+
+/// The edges of a graph page, as `from -> to` strings.
+fn graph_edges(p: &serde_json::Value) -> Vec<String> {
+    p["graph"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{} -> {}",
+                e["from"].as_str().unwrap(),
+                e["to"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A run's plan graph (and a saved plan's) is the one it was planned with, whatever the
+/// configuration files say later or if they are gone; a refused state edit is a failed run
+/// whose error the run page shows with its location at the time.
+#[test]
+fn plan_graphs_are_drawn_as_planned_and_refused_state_edits_show_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    let ok = |args: &[&str]| {
+        let (code, out) = cairn(dir, args, &[]);
+        assert_eq!(code, 0, "cairn {args:?}: {out}");
+    };
+    ok(&["apply", "-auto-approve"]);
+    ok(&["plan", "-var", "v=two", "-out=p.tfplan"]);
+    // Moving onto an address that is taken is refused: a failed run of its own.
+    let (code, out) = cairn(
+        dir,
+        &["state", "mv", "sim_thing.base", "sim_thing.dep"],
+        &[],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("there is already a resource instance"),
+        "{out}"
+    );
+    let planned = [
+        "data.sim_lookup.l -> sim_thing.base",
+        "module.net.sim_thing.subnet -> sim_thing.base",
+        "sim_thing.dep -> sim_thing.base",
+    ];
+    // The configuration changes: `dep` no longer reads `base`, and everything moves down
+    // two lines.
+    let main_tf = dir.join("main.tf");
+    let text = std::fs::read_to_string(&main_tf).unwrap();
+    let edited = text.replace(
+        "  name  = \"dep\"\n  value = sim_thing.base.out",
+        "  name  = \"dep\"\n  value = \"fixed\"",
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&main_tf, format!("# edited\n# after the runs\n{edited}")).unwrap();
+
+    let ui = start_ui(dir);
+    let t = ui.wait_finished(2);
+    let runs = t["runs"].as_array().unwrap();
+    let apply = runs.iter().find(|r| r["command"] == "apply").unwrap();
+    let p = ui.json(&format!("/api/run/{}/plan", apply["id"]));
+    assert_eq!(p["graph"]["from"], "plan", "{p}");
+    assert_eq!(p["note"], serde_json::Value::Null, "{p}");
+    assert_eq!(graph_edges(&p), planned, "{p}");
+    // The saved plan file carries its graph too.
+    let saved = ui.json("/api/plan/0");
+    assert_eq!(saved["graph"]["from"], "plan", "{saved}");
+    assert_eq!(graph_edges(&saved), planned, "{saved}");
+
+    // The refused edit: failed, with its error where `sim_thing.dep` was then (line 16; it
+    // is at line 18 now).
+    let mv = runs.iter().find(|r| r["command"] == "state mv").unwrap();
+    assert_eq!(mv["outcome"], "failed", "{mv}");
+    // The timeline says why, too.
+    assert_eq!(mv["diagnostics"][0]["location"], "main.tf:16:1", "{mv}");
+    let run = ui.json(&format!("/api/run/{}", mv["id"]));
+    let diags = run["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{run}");
+    let d = &diags[0];
+    assert_eq!(
+        (&d["severity"], &d["summary"], &d["address"], &d["location"]),
+        (
+            &"error".into(),
+            &"Invalid state move".into(),
+            &"sim_thing.dep".into(),
+            &"main.tf:16:1".into()
+        ),
+        "{run}"
+    );
+    assert!(
+        d["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Cannot move sim_thing.base to sim_thing.dep"),
+        "{run}"
+    );
+    drop(ui);
+
+    // Without any configuration left, the graphs are still there.
+    std::fs::remove_file(&main_tf).unwrap();
+    std::fs::remove_dir_all(dir.join("net")).unwrap();
+    let ui = start_ui(dir);
+    ui.wait_finished(2);
+    let p = ui.json(&format!("/api/run/{}/plan", apply["id"]));
+    assert_eq!(graph_edges(&p), planned, "{p}");
+    assert_eq!(p["config_error"], serde_json::Value::Null, "{p}");
+    assert_eq!(graph_edges(&ui.json("/api/plan/0")), planned);
+}
+
+/// A plan recorded before plans kept their graph (a `RunPlanned` without one, as an older
+/// Cairn wrote it) still reads: its graph is drawn from the configuration as it is now, and
+/// the page warns when the files changed since the run.
+#[test]
+fn a_plan_recorded_without_its_graph_falls_back_to_the_configuration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    let (mut store, _) = cairn_state::Store::open(
+        &dir.join(".cairn"),
+        &cairn_state::OpenOptions {
+            command: "test".into(),
+            write: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    store.begin_run("apply", &["apply".into()]).unwrap();
+    store
+        .append(cairn_state::EventBody::RunPlanned {
+            plan: cairn_state::PlanRecord {
+                mode: "normal".into(),
+                saved: false,
+                files_hash: "0".repeat(64),
+                changes: vec![cairn_state::PlannedChange {
+                    addr: "sim_thing.base".parse().unwrap(),
+                    action: cairn_state::PlannedAction::Create,
+                    reason: None,
+                    deferral: None,
+                    diff: String::new(),
+                }],
+                outputs: Vec::new(),
+                graph: None,
+            },
+        })
+        .unwrap();
+    store
+        .finish_run(cairn_state::RunOutcome::Success, Default::default())
+        .unwrap();
+    drop(store);
+    let ui = start_ui_with(dir, &["ui"], &[]);
+    let t = ui.wait_finished(1);
+    let p = ui.json(&format!("/api/run/{}/plan", t["runs"][0]["id"]));
+    assert_eq!(p["graph"]["from"], "configuration", "{p}");
+    assert!(p["note"].as_str().unwrap().contains("changed since"), "{p}");
+    assert!(
+        graph_edges(&p).contains(&"sim_thing.dep -> sim_thing.base".to_string()),
+        "{p}"
+    );
+    assert_eq!(p["add"], 1, "{p}");
 }
 
 fn browser_available() -> Result<(), String> {
@@ -645,6 +811,23 @@ fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
         "{failed}"
     );
 
+    // A refused state edit on PostgreSQL: a failed run whose error is recorded there too.
+    let (code, out) = cairn(dir, &["state", "rm", "sim_thing.nope"], &env);
+    assert_eq!(code, 1, "{out}");
+    let t = ui.wait_finished(4);
+    let refused = &t["runs"][0];
+    assert_eq!(
+        (&refused["command"], &refused["outcome"]),
+        (&"state rm".into(), &"failed".into()),
+        "{refused}"
+    );
+    let run = ui.json(&format!("/api/run/{}", refused["id"]));
+    assert_eq!(
+        run["diagnostics"][0]["summary"], "No matching objects found",
+        "{run}"
+    );
+    assert_eq!(run["diagnostics"][0]["address"], "sim_thing.nope", "{run}");
+
     // A slow apply: while it runs, the UI names it and shows its run as running, its events
     // arriving (PostgreSQL readers take no lock); then it lands finished.
     let mut slow = Command::new(env!("CARGO_BIN_EXE_cairn"))
@@ -675,7 +858,7 @@ fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
     assert!(status.success());
     assert!(seen_busy, "the UI never named the apply in flight");
     assert!(seen_running, "the run in flight never showed as running");
-    let t = ui.wait_finished(4);
+    let t = ui.wait_finished(5);
     assert_eq!(t["runs"][0]["outcome"], "success", "{t}");
     // The UI learns of the released lock on its next visit to the store: give it a moment.
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -498,12 +498,19 @@ async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Re
             .map(|(record, command)| (record.clone(), command))
     });
     if let Some((record, command)) = recorded {
+        // A plan recorded before plans kept their graph is drawn from the configuration now.
         let note = match &s.files_hash {
-            Some(h) if !record.files_hash.is_empty() && &record.files_hash != h => Some(
-                "The configuration files changed since this run: the graph is drawn from the \
+            Some(h)
+                if record.graph.is_none()
+                    && !record.files_hash.is_empty()
+                    && &record.files_hash != h =>
+            {
+                Some(
+                    "The configuration files changed since this run: the graph is drawn from the \
                  configuration as it is now; the changes are as the run planned them."
-                    .to_string(),
-            ),
+                        .to_string(),
+                )
+            }
             _ => None,
         };
         let view = plan::PlanView {

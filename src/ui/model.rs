@@ -430,7 +430,8 @@ impl Model {
             | EventBody::DataRead { addr, .. }
             | EventBody::DataDropped { addr }
             | EventBody::ResourceForgotten { addr }
-            | EventBody::ResourceRehomed { addr, .. } => out.push(addr.clone()),
+            | EventBody::ResourceRehomed { addr, .. }
+            | EventBody::DependenciesUpdated { addr, .. } => out.push(addr.clone()),
             EventBody::OperationStarted { addr, action, .. } => {
                 self.ops.insert(
                     e.seq,
@@ -918,6 +919,11 @@ impl Model {
                 j["label"] = json!("rehomed");
                 j["text"] = json!(format!("{addr} now managed through {}", provider.addr));
             }
+            EventBody::DependenciesUpdated { addr, deps } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("dependencies");
+                j["text"] = json!(format!("{addr} now depends on {}", deps_text(deps)));
+            }
             EventBody::StateImported {
                 source, resources, ..
             } => {
@@ -1209,6 +1215,18 @@ impl Model {
     }
 }
 
+/// A list of dependencies as the run and resource pages show it.
+fn deps_text(deps: &[ResourceInstanceAddr]) -> String {
+    if deps.is_empty() {
+        "nothing".to_string()
+    } else {
+        deps.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1415,6 +1433,7 @@ mod tests {
                             diff: "<= data".into(),
                         }],
                         outputs: Vec::new(),
+                        graph: None,
                     },
                 },
             ),

@@ -2,19 +2,21 @@
 //! in the log — and the dependency graph of the configuration's resources with each node's
 //! planned actions.
 //!
-//! The graph is the engine's own term graph (`engine::graph::build`, the one `cairn graph`
-//! draws), reduced to resources and data sources: an edge `a → b` when `a` reaches `b`
-//! through locals, variables, outputs and module calls. The layout is left to the page
-//! (dagre); this module only says what is connected.
+//! The graph is the one the plan was made under: the engine's own term graph (the one
+//! `cairn graph` draws) reduced to resources and data sources
+//! (`TermGraph::resource_graph`: an edge `a → b` when `a` reaches `b` through locals,
+//! variables, outputs and module calls), kept in the plan (`PlanRecord::graph`, saved plan
+//! files and `RunPlanned` alike). Only a plan recorded before Cairn kept its graph is drawn
+//! from the configuration as it is now. The layout is left to the page (dagre); this module
+//! only says what is connected.
 
 use crate::config::Config;
-use crate::engine::graph::{build, Node, TermGraph};
+use crate::engine::graph::build;
 use crate::plan::record::{deferral_chain, plan_record};
 use crate::plan::Plan;
-use cairn_graph::NodeId;
 use cairn_state::{PlanRecord, PlannedAction, PlannedChange};
 use serde_json::{json, Value as J};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A plan as the UI shows it: a saved plan file (`cairn ui -plan=FILE`) or the plan a run
 /// recorded in the log (`RunPlanned`), both as a [`PlanRecord`], so one page shows either.
@@ -46,41 +48,21 @@ fn resource_key(addr: &cairn_state::ResourceInstanceAddr) -> String {
     cairn_state::ResourceAddr::new(r.module.without_keys(), r.mode, &r.type_, &r.name).to_string()
 }
 
-fn node_key(n: &Node) -> Option<String> {
-    match n {
-        Node::Resource { module, key } => Some(key.addr(module.clone()).to_string()),
-        _ => None,
-    }
-}
-
-/// Resource-to-resource edges: from each resource node, every resource reachable through
-/// non-resource terms (provider instances are not followed: they are not data flow).
-fn resource_edges(g: &TermGraph) -> BTreeSet<(String, String)> {
-    let mut out = BTreeSet::new();
-    for (id, node) in g.dag.nodes() {
-        let Some(from) = node_key(node) else {
-            continue;
-        };
-        let mut seen: BTreeSet<NodeId> = BTreeSet::new();
-        let mut stack: Vec<NodeId> = g.dag.dependencies(id).collect();
-        while let Some(n) = stack.pop() {
-            if !seen.insert(n) {
-                continue;
-            }
-            match g.node(n) {
-                Node::Resource { .. } => {
-                    if let Some(to) = node_key(g.node(n)) {
-                        if to != from {
-                            out.insert((from.clone(), to));
-                        }
-                    }
-                }
-                Node::Provider { .. } => {}
-                _ => stack.extend(g.dag.dependencies(n)),
-            }
-        }
-    }
-    out
+/// A graph node: its static address, module and whether it is a data source.
+fn node_json(k: &str) -> J {
+    let (module, data) = match k.parse::<cairn_state::ResourceAddr>() {
+        Ok(a) => (
+            if a.module.is_root() {
+                "(root module)".to_string()
+            } else {
+                a.module.to_string()
+            },
+            a.mode == cairn_state::Mode::Data,
+        ),
+        // Not an address (a damaged record): shown as it is, in the root.
+        Err(_) => ("(root module)".to_string(), false),
+    };
+    json!({ "id": k, "module": module, "data": data })
 }
 
 /// Counts for the summary line: (add, change, destroy), as `Plan::counts`.
@@ -151,24 +133,23 @@ pub fn plan_json(view: &PlanView, config: Option<&Config>, config_error: Option<
             .push(j);
     }
     let (add, change, destroy) = counts(plan);
-    let mut nodes: BTreeMap<String, J> = BTreeMap::new();
-    let mut edges = BTreeSet::new();
-    if let Some(config) = config {
-        let (g, _) = build(config);
-        for (_, node) in g.dag.nodes() {
-            if let Node::Resource { module, key } = node {
-                let k = key.addr(module.clone()).to_string();
-                nodes.insert(
-                    k.clone(),
-                    json!({
-                        "id": k,
-                        "module": if module.is_root() { "(root module)".to_string() } else { module.to_string() },
-                        "data": key.mode == cairn_state::Mode::Data,
-                    }),
-                );
-            }
+    // The graph the plan was made under; for a plan recorded before plans kept theirs, the
+    // configuration's graph as it is now.
+    let now;
+    let (graph, graph_from) = match &plan.graph {
+        Some(g) => (Some(g), "plan"),
+        None => {
+            now = config.map(|c| build(c).0.resource_graph());
+            (now.as_ref(), "configuration")
         }
-        edges = resource_edges(&g);
+    };
+    let mut nodes: BTreeMap<String, J> = BTreeMap::new();
+    let mut edges: Vec<(&str, &str)> = Vec::new();
+    if let Some(g) = graph {
+        for k in &g.nodes {
+            nodes.insert(k.clone(), node_json(k));
+        }
+        edges = g.named_edges().collect();
     }
     // Resources the configuration no longer has (deletes) are nodes too.
     for (k, changes) in &by_resource {
@@ -210,7 +191,98 @@ pub fn plan_json(view: &PlanView, config: Option<&Config>, config_error: Option<
         "graph": {
             "nodes": nodes.into_values().collect::<Vec<_>>(),
             "edges": edges.into_iter().map(|(a, b)| json!({"from": a, "to": b})).collect::<Vec<_>>(),
+            "from": graph_from,
         },
-        "config_error": config_error,
+        // Only a graph drawn from the configuration needs it.
+        "config_error": if plan.graph.is_some() { None } else { config_error },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_state::PlanGraph;
+
+    fn view(graph: Option<PlanGraph>) -> PlanView {
+        PlanView {
+            name: "t".into(),
+            record: PlanRecord {
+                mode: "normal".into(),
+                saved: false,
+                files_hash: String::new(),
+                changes: vec![PlannedChange {
+                    addr: "sim_thing.gone".parse().unwrap(),
+                    action: PlannedAction::Delete,
+                    reason: None,
+                    deferral: None,
+                    diff: String::new(),
+                }],
+                outputs: Vec::new(),
+                graph,
+            },
+            errored: false,
+            warnings: Vec::new(),
+            note: None,
+        }
+    }
+
+    fn edges(j: &J) -> Vec<(String, String)> {
+        j["graph"]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["from"].to_string(), e["to"].to_string()))
+            .collect()
+    }
+
+    /// A recorded graph is drawn as recorded; a record from before plans kept their graph
+    /// falls back to the configuration as it is now (and says so).
+    #[test]
+    fn the_recorded_graph_wins_and_old_records_fall_back_to_the_configuration() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/ui/project");
+        let (config, diags) = crate::config::load(&dir);
+        assert!(!diags.has_errors());
+        let config = config.unwrap();
+        let recorded = PlanGraph {
+            nodes: vec!["module.m.data.sim_lookup.x".into(), "sim_thing.old".into()],
+            edges: vec![(0, 1)],
+        };
+        let j = plan_json(&view(Some(recorded)), Some(&config), Some("unused"));
+        assert_eq!(j["graph"]["from"], "plan");
+        assert_eq!(j["config_error"], J::Null);
+        assert_eq!(
+            edges(&j),
+            [(
+                "\"module.m.data.sim_lookup.x\"".to_string(),
+                "\"sim_thing.old\"".to_string()
+            )]
+        );
+        let nodes = j["graph"]["nodes"].as_array().unwrap();
+        let ids: Vec<&str> = nodes.iter().map(|n| n["id"].as_str().unwrap()).collect();
+        // The recorded nodes, and the deleted resource the plan names.
+        assert_eq!(
+            ids,
+            [
+                "module.m.data.sim_lookup.x",
+                "sim_thing.gone",
+                "sim_thing.old"
+            ]
+        );
+        assert_eq!(nodes[0]["module"], "module.m");
+        assert_eq!(nodes[0]["data"], true);
+        assert_eq!(nodes[1]["orphan"], true);
+
+        let j = plan_json(&view(None), Some(&config), None);
+        assert_eq!(j["graph"]["from"], "configuration");
+        let now = build(&config).0.resource_graph();
+        assert_eq!(
+            edges(&j).len(),
+            now.edges.len(),
+            "the configuration's edges: {j}"
+        );
+        assert!(edges(&j).contains(&(
+            "\"sim_thing.dep\"".to_string(),
+            "\"sim_thing.base\"".to_string()
+        )));
+    }
 }

@@ -17,6 +17,10 @@
 //!   Every v1 record is a v2 record as it stands, so v1 records are read unchanged; a Cairn
 //!   that reads only v1 refuses v2 records as too new (upgrade Cairn) instead of misreading
 //!   them.
+//! - **v3** — v2 plus `DependenciesUpdated` (an unchanged object's new dependencies). Every v2
+//!   record is a v3 record as it stands. Later, still v3: `PlanRecord::graph` (the plan's dependency graph), an optional field: a
+//!   `RunPlanned` written before it reads with no graph (a reader falls back to the
+//!   configuration it has), and a Cairn that predates it skips the field.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::value::StoredValue;
@@ -25,7 +29,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const CURRENT_VERSION: u32 = 2;
+pub const CURRENT_VERSION: u32 = 3;
 
 /// One record of the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,6 +230,32 @@ pub struct PlannedChange {
     pub diff: String,
 }
 
+/// The dependency graph of a plan's configuration, as the plan view draws it: every resource
+/// and data source the configuration declares (static addresses: no instance keys) and which
+/// reaches which through locals, variables, outputs and module calls.
+///
+/// Compact by design: each node once as text, each edge as two indices into `nodes`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanGraph {
+    /// Static addresses (`sim_thing.a`, `module.net.data.sim_zone.z`), in address order.
+    pub nodes: Vec<String>,
+    /// `(a, b)`: `nodes[a]` depends on `nodes[b]`. Sorted, no duplicates.
+    pub edges: Vec<(u32, u32)>,
+}
+
+impl PlanGraph {
+    /// The edges as node names (`(from, to)`: `from` depends on `to`); an index out of range
+    /// (a damaged record) is skipped.
+    pub fn named_edges(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.edges.iter().filter_map(|&(a, b)| {
+            Some((
+                self.nodes.get(a as usize)?.as_str(),
+                self.nodes.get(b as usize)?.as_str(),
+            ))
+        })
+    }
+}
+
 /// What an `apply`/`destroy` run planned: the changes other than no-ops, in address order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanRecord {
@@ -241,6 +271,10 @@ pub struct PlanRecord {
     /// Root outputs the plan changes (name and action), sensitive or not: names only.
     #[serde(default)]
     pub outputs: Vec<(String, PlannedAction)>,
+    /// The configuration's dependency graph as it was when the plan was made; `None` in
+    /// records written before Cairn recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<PlanGraph>,
 }
 
 /// How serious a recorded diagnostic is.
@@ -361,6 +395,13 @@ pub enum EventBody {
         addr: ResourceInstanceAddr,
         provider: ProviderRef,
     },
+    /// An unchanged (no-op) object whose dependencies changed in the configuration: state
+    /// records the new ones, as Terraform rewrites them at every apply, so a later destroy
+    /// orders its delete after what it depends on now.
+    DependenciesUpdated {
+        addr: ResourceInstanceAddr,
+        deps: Vec<ResourceInstanceAddr>,
+    },
     /// A pending operation resolved by a later run (adopted, dropped, refreshed).
     PendingResolved {
         op: u64,
@@ -405,6 +446,7 @@ impl EventBody {
             EventBody::ResourceForgotten { .. } => "ResourceForgotten",
             EventBody::ResourceMoved { .. } => "ResourceMoved",
             EventBody::ResourceRehomed { .. } => "ResourceRehomed",
+            EventBody::DependenciesUpdated { .. } => "DependenciesUpdated",
             EventBody::PendingResolved { .. } => "PendingResolved",
             EventBody::StateImported { .. } => "StateImported",
             EventBody::RunPlanned { .. } => "RunPlanned",
@@ -467,8 +509,9 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     // The common case first: a current record decodes in one pass.
     let first = rmp_serde::from_slice::<Event>(bytes);
     if let Ok(e) = &first {
-        // A v1 record is a v2 record as it stands (v2 only added kinds of record).
-        if e.version == CURRENT_VERSION || e.version == 1 {
+        // v1 and v2 records are v3 records as they stand (each version only added kinds of
+        // record).
+        if (1..=CURRENT_VERSION).contains(&e.version) {
             return first
                 .map(|mut e| {
                     e.version = CURRENT_VERSION;
@@ -650,12 +693,18 @@ mod tests {
     }
 
     #[test]
-    fn v1_records_read_unchanged_and_the_v2_kinds_round_trip() {
-        let mut old = sample();
-        old.version = 1;
-        let e = decode(&encode(&old)).unwrap();
-        assert_eq!((e.version, e.body), (CURRENT_VERSION, sample().body));
+    fn v1_and_v2_records_read_unchanged_and_the_newer_kinds_round_trip() {
+        for version in [1, 2] {
+            let mut old = sample();
+            old.version = version;
+            let e = decode(&encode(&old)).unwrap();
+            assert_eq!((e.version, e.body), (CURRENT_VERSION, sample().body));
+        }
         for body in [
+            EventBody::DependenciesUpdated {
+                addr: "sim_thing.b".parse().unwrap(),
+                deps: vec!["sim_thing.a[\"k\"]".parse().unwrap()],
+            },
             EventBody::RunPlanned {
                 plan: PlanRecord {
                     mode: "normal".into(),
@@ -673,6 +722,10 @@ mod tests {
                         diff: "<= data ...".into(),
                     }],
                     outputs: vec![("o".into(), PlannedAction::Update)],
+                    graph: Some(PlanGraph {
+                        nodes: vec!["data.sim_lookup.l".into(), "sim_thing.a".into()],
+                        edges: vec![(0, 1)],
+                    }),
                 },
             },
             EventBody::RunDiagnostics {
@@ -701,6 +754,68 @@ mod tests {
         ));
         let bytes = encode(&sample());
         assert!(decode(&bytes[..bytes.len() / 2]).is_err());
+    }
+
+    /// A `RunPlanned` written before plans recorded their graph decodes with no graph; one
+    /// with a graph decodes as it is even for a reader whose `PlanRecord` lacks the field
+    /// (serde skips the fields it does not know), so the field needs no version step.
+    #[test]
+    fn the_plan_graph_is_optional_in_records() {
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct OldRecord {
+            mode: String,
+            saved: bool,
+            files_hash: String,
+            changes: Vec<PlannedChange>,
+            outputs: Vec<(String, PlannedAction)>,
+        }
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        enum OldBody {
+            RunPlanned { plan: OldRecord },
+        }
+        #[derive(Serialize, Deserialize, Debug, PartialEq)]
+        struct OldEvent {
+            seq: u64,
+            version: u32,
+            time_ms: u64,
+            run: u64,
+            body: OldBody,
+        }
+        let old = OldEvent {
+            seq: 1,
+            version: CURRENT_VERSION,
+            time_ms: 1,
+            run: 1,
+            body: OldBody::RunPlanned {
+                plan: OldRecord {
+                    mode: "normal".into(),
+                    saved: false,
+                    files_hash: "h".into(),
+                    changes: vec![],
+                    outputs: vec![],
+                },
+            },
+        };
+        let e = decode(&rmp_serde::to_vec_named(&old).unwrap()).unwrap();
+        let EventBody::RunPlanned { plan } = &e.body else {
+            panic!("{e:?}")
+        };
+        assert_eq!(plan.graph, None);
+        // A record with a graph, read by a Cairn that does not know the field.
+        let new = Event {
+            body: EventBody::RunPlanned {
+                plan: PlanRecord {
+                    graph: Some(PlanGraph {
+                        nodes: vec!["a.b".into(), "a.c".into()],
+                        edges: vec![(0, 1)],
+                    }),
+                    ..plan.clone()
+                },
+            },
+            ..e
+        };
+        let read: OldEvent = rmp_serde::from_slice(&encode(&new)).unwrap();
+        assert_eq!(read, old);
     }
 
     /// Records written before objects kept provider meta (no `meta` field) still decode, with

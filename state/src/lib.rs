@@ -53,8 +53,8 @@ pub use check::Violation;
 pub use error::LockHolder;
 pub use error::StateError;
 pub use event::{
-    DataObject, Deferral, Event, EventBody, ObjectMeta, OpAction, OutputValue, PlanRecord,
-    PlannedAction, PlannedChange, ProviderInstance, ProviderRef, RecordedDiagnostic,
+    DataObject, Deferral, Event, EventBody, ObjectMeta, OpAction, OutputValue, PlanGraph,
+    PlanRecord, PlannedAction, PlannedChange, ProviderInstance, ProviderRef, RecordedDiagnostic,
     ResourceObject, RunOutcome, RunSummary,
 };
 pub use log::{OpenOptions, Peek, SledLog};

@@ -340,6 +340,17 @@ impl Snapshot {
                     obj.provider = provider;
                 }
             }
+            EventBody::DependenciesUpdated { addr, deps } => {
+                if let Some(obj) = self
+                    .resources
+                    .get_mut(&addr)
+                    .and_then(|r| r.current.as_mut())
+                {
+                    self.dependents.sub(&obj.deps);
+                    self.dependents.add(&deps);
+                    obj.deps = deps;
+                }
+            }
             EventBody::StateImported {
                 providers,
                 resources,

@@ -34,7 +34,6 @@ fn main() {
         &opts,
         PlanMode::Normal,
         None,
-        &|_| true,
         Arc::new(Silent),
     ));
     for d in r.diags.iter() {

@@ -1,0 +1,95 @@
+//! The run session: how every command that writes the state records one run. It opens the
+//! store for writing (waiting for the lock up to `-lock-timeout`), begins the run, resolves
+//! the operations an earlier run left pending (recording how), hands out the journal the
+//! run's events go through, and finishes the run exactly once with its outcome — recording a
+//! failed run's diagnostics with their configuration locations first
+//! ([`finish_recorded`]). `apply`/`destroy`/`apply -read-only` and `refresh` run in a session;
+//! the state edits (`state rm`/`mv`/`import-tfstate`, …) are [`state_edit`] on the same finish.
+
+use std::sync::Arc;
+
+use cairn_state::{EventBody, OpenOptions, RunOutcome, RunSummary, Snapshot, Store};
+
+use super::journal::state_error;
+use super::journal::Journal;
+use super::providers::Registry;
+use super::run::{recover, Options};
+use crate::config::Config;
+use crate::diag::{Diagnostic, Diagnostics};
+
+/// One open, recorded run (see the module's documentation).
+pub struct RunSession {
+    journal: Arc<Journal>,
+    /// The seq of its `RunStarted`.
+    pub run: u64,
+}
+
+impl RunSession {
+    /// Opens the store, begins the run, and resolves pending operations through `registry`
+    /// (notes and errors of the recovery go to `notes` and `diags`). Returns the session and
+    /// the state as the run starts, after recovery.
+    pub async fn begin(
+        opts: &Options,
+        registry: &Arc<Registry>,
+        notes: &mut Vec<String>,
+        diags: &mut Diagnostics,
+    ) -> Result<(RunSession, Snapshot), Diagnostic> {
+        let o = OpenOptions {
+            command: opts.command.clone(),
+            lock_timeout: opts.lock_timeout,
+            write: true,
+        };
+        let (mut store, warnings) = Store::open(&opts.state_dir, &o).map_err(state_error)?;
+        notes.extend(warnings);
+        let run = store
+            .begin_run(&opts.command, &opts.args)
+            .map_err(state_error)?;
+        let journal = Arc::new(Journal::new(store));
+        let mut snapshot = journal.snapshot();
+        tracing::debug!("state open, run begun");
+        recover(&mut snapshot, registry, Some(&journal), notes, diags).await;
+        Ok((RunSession { journal, run }, snapshot))
+    }
+
+    /// The journal the run's events go through (shared with the walk's tasks).
+    pub fn journal(&self) -> &Arc<Journal> {
+        &self.journal
+    }
+
+    /// Finishes the run with `outcome` (the last holder of the journal does; the walk's tasks
+    /// have all returned by then). A failure to record is added to `diags`.
+    pub fn finish(
+        self,
+        outcome: RunOutcome,
+        summary: RunSummary,
+        diags: &mut Diagnostics,
+        config: Option<&Config>,
+    ) {
+        let mut store = match Arc::try_unwrap(self.journal) {
+            Ok(j) => j.into_store(),
+            Err(_) => return,
+        };
+        if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, config) {
+            diags.push(state_error(e));
+        }
+    }
+}
+
+/// Finishes the open run: the one way every recorded run ends. A run that did not succeed
+/// first records its diagnostics (`RunDiagnostics`, with their locations as they are at the
+/// time of the error: the files may change later), so the log says why it failed whatever the
+/// command. `config`: the configuration the locations are found in, if the command has one.
+pub fn finish_recorded(
+    store: &mut Store,
+    outcome: RunOutcome,
+    summary: RunSummary,
+    diags: &Diagnostics,
+    config: Option<&Config>,
+) -> Result<(), cairn_state::StateError> {
+    if outcome != RunOutcome::Success && !diags.is_empty() && store.snapshot().open_run.is_some() {
+        store.append(EventBody::RunDiagnostics {
+            diagnostics: super::run::recorded_diagnostics(diags, config),
+        })?;
+    }
+    store.finish_run(outcome, summary)
+}
