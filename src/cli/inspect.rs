@@ -66,7 +66,7 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
         ctx.report(map, &report.diags, a.ui.no_color);
         return Exit::Error;
     };
-    let mut instances = std::mem::take(&mut inspection.instances);
+    let mut instances = inspection.take_instances();
     if !instances.is_sorted_by(|x, y| x.addr <= y.addr) {
         instances.sort_by(|x, y| x.addr.cmp(&y.addr));
     }
@@ -92,12 +92,7 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
         let (head, tail) = text.split_once(&placeholder).unwrap_or((&text, ""));
         ctx.out(head);
         ctx.out("[");
-        for (n, part) in resources_text(config, &instances).iter().enumerate() {
-            if n > 0 {
-                ctx.out(",");
-            }
-            ctx.out(part);
-        }
+        write_resources(config, &instances, |part| ctx.out(part));
         ctx.out("]");
         ctx.out(tail);
         ctx.out("\n");
@@ -119,41 +114,58 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
 /// Stands for the resources in the document tree until they are written in its place.
 const RESOURCES: &str = "@RESOURCES@";
 
-/// The elements of the `resources` array as JSON text, in runs to be joined by commas:
-/// long lists are cut into one run per core, each written on its own thread.
-fn resources_text(config: &Config, instances: &[Inspected]) -> Vec<String> {
-    if instances.is_empty() {
-        return Vec::new();
-    }
-    let render = |run: &[Inspected]| {
-        let mut out = JsonOut {
-            buf: Vec::with_capacity(run.len() * 1024),
+/// How many resources one core renders at a time: the document is written in batches of this
+/// many per core, so only a batch's text is ever in memory (about 1 KiB a resource), not the
+/// whole array's.
+const BATCH: usize = 512;
+
+/// Writes the elements of the `resources` array as JSON text, separated by commas, through
+/// `out`, in order: in batches, each cut into one run per core, each run rendered on its own
+/// thread into a buffer of its own that every batch reuses.
+fn write_resources(config: &Config, instances: &[Inspected], mut out: impl FnMut(&str)) {
+    let render = |run: &[Inspected], buf: &mut Vec<u8>| {
+        let mut json = JsonOut {
+            buf: std::mem::take(buf),
             config,
             calls: None,
             file: None,
         };
+        json.buf.clear();
         for (n, i) in run.iter().enumerate() {
             if n > 0 {
-                out.buf.push(b',');
+                json.buf.push(b',');
             }
-            out.resource(i);
+            json.resource(i);
         }
-        // Only `str`s and ASCII were written.
-        String::from_utf8(out.buf).unwrap_or_default()
+        *buf = json.buf;
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let runs = threads.min(instances.len() / 1024).max(1);
-    let size = instances.len().div_ceil(runs);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = instances
-            .chunks(size)
-            .map(|run| scope.spawn(move || render(run)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+    let mut bufs: Vec<Vec<u8>> = (0..threads.min(instances.len().div_ceil(BATCH)))
+        .map(|_| Vec::with_capacity(BATCH * 1280))
+        .collect();
+    let mut first = true;
+    for batch in instances.chunks(BATCH * threads) {
+        let runs = threads.min(batch.len().div_ceil(BATCH)).max(1);
+        let size = batch.len().div_ceil(runs);
+        std::thread::scope(|scope| {
+            let mut work = batch.chunks(size).zip(bufs.iter_mut());
+            // The first run on this thread, the others beside it.
+            let here = work.next();
+            for (run, buf) in work {
+                scope.spawn(move || render(run, buf));
+            }
+            if let Some((run, buf)) = here {
+                render(run, buf);
+            }
+        });
+        for buf in bufs.iter().take(runs) {
+            if !std::mem::take(&mut first) {
+                out(",");
+            }
+            // Only `str`s and ASCII were written.
+            out(std::str::from_utf8(buf).unwrap_or_default());
+        }
+    }
 }
 
 /// The names of the metadata beside a resource's attributes; an attribute of the same name is
@@ -322,7 +334,7 @@ impl<'c> JsonOut<'c> {
                 if i.sources[..n].iter().any(|(p, _)| p == path) {
                     continue;
                 }
-                self.key(&mut f, path);
+                self.key(&mut f, path.as_ref());
                 self.location(*span);
             }
             self.buf.push(b'}');

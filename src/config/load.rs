@@ -158,25 +158,28 @@ fn prefetch(dirs: &[PathBuf]) -> Vec<(PathBuf, Parsed)> {
         return Vec::new();
     }
     let size = files.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = files
-            .chunks(size)
-            .map(|run| {
-                scope.spawn(move || {
-                    run.iter()
-                        .filter_map(|f| {
-                            let text = String::from_utf8(std::fs::read(f).ok()?).ok()?;
-                            let parsed = parse_file(&text);
-                            Some((f.clone(), (text, parsed)))
-                        })
-                        .collect::<Vec<_>>()
-                })
+    let parse_run = |run: &[PathBuf]| {
+        run.iter()
+            .filter_map(|f| {
+                let text = String::from_utf8(std::fs::read(f).ok()?).ok()?;
+                let parsed = parse_file(&text);
+                Some((f.clone(), (text, parsed)))
             })
+            .collect::<Vec<_>>()
+    };
+    std::thread::scope(|scope| {
+        // The first run on this thread, the others beside it: one thread fewer to start,
+        // and the allocator pages of what this thread parses stay with a live thread.
+        let mut runs = files.chunks(size);
+        let here = runs.next().unwrap_or_default();
+        let handles: Vec<_> = runs
+            .map(|run| scope.spawn(move || parse_run(run)))
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+        let mut out = parse_run(here);
+        for h in handles {
+            out.extend(h.join().unwrap_or_default());
+        }
+        out
     })
 }
 
@@ -1243,8 +1246,11 @@ impl Loader {
         let span = self.header(file, b);
         const META: &[&str] = &["count", "for_each", "provider", "depends_on", "lifecycle"];
         let parts = self.parts(file, &b.body, None, None);
-        let count = parts.attrs.get("count").map(|a| a.value.clone());
-        let for_each = parts.attrs.get("for_each").map(|a| a.value.clone());
+        let count = parts.attrs.get("count").map(|a| Box::new(a.value.clone()));
+        let for_each = parts
+            .attrs
+            .get("for_each")
+            .map(|a| Box::new(a.value.clone()));
         if let (Some(_), Some(fe)) = (&count, parts.attrs.get("for_each")) {
             let sp = self.span(file, &fe.key);
             self.err(

@@ -279,8 +279,10 @@ pub struct Resource {
     pub mode: Mode,
     pub type_: String,
     pub name: String,
-    pub count: Option<Expression>,
-    pub for_each: Option<Expression>,
+    /// Boxed, as `for_each`: an absent expression would take an `Expression`'s 128 bytes in
+    /// every resource (10,000 resources: 2.4 MiB of nothing).
+    pub count: Option<Box<Expression>>,
+    pub for_each: Option<Box<Expression>>,
     pub provider: Option<ProviderRef>,
     pub depends_on: Vec<DependsOn>,
     pub lifecycle: Lifecycle,

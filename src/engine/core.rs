@@ -15,7 +15,9 @@ use super::graph::{Node, TermGraph};
 use super::progress::{Observer, Progress};
 use super::providers::Registry;
 use super::sabotage::Sabotage;
-use super::values::{Expansion, InstanceScope, Paths, Repetition, ResourceValues, Values};
+use super::values::{
+    Expansion, InstanceScope, InstanceValues, Paths, Repetition, ResourceValues, Values,
+};
 use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
 use crate::config::{Config, Module, Resource, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
@@ -568,7 +570,7 @@ fn unknown_where_missing(ctx: &Ctx, node: &Node) {
                         k.clone(),
                         ResourceValues {
                             expansion: Expansion::Unknown,
-                            instances: BTreeMap::new(),
+                            instances: InstanceValues::new(),
                             schemaless: false,
                         },
                     );
@@ -922,7 +924,7 @@ async fn visit_resource<P: Phase>(
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
     for m in &instances {
         let resource_addr = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
-        let (count, for_each) = (res.count.as_ref(), res.for_each.as_ref());
+        let (count, for_each) = (res.count.as_deref(), res.for_each.as_deref());
         let what = resource_addr.to_string();
         let exp = if lenient {
             let (e, d) = expansion_lenient(ctx, m, res.file, count, for_each, &what);
@@ -999,7 +1001,7 @@ async fn visit_resource<P: Phase>(
                 sources,
             });
         }
-        let mut values = BTreeMap::new();
+        let mut values: Vec<(Option<InstanceKey>, Value)> = Vec::new();
         if ready.len() == 1 {
             // One instance (no count/for_each, the common case): nothing to run beside it, so
             // no task is spawned for it.
@@ -1011,7 +1013,7 @@ async fn visit_resource<P: Phase>(
                     if let Err(d) = postconditions(ctx, res, m, &exp, &addr, &v, lenient) {
                         diags.extend(d);
                     }
-                    values.insert(k, v);
+                    values.push((k, v));
                 }
                 Err(d) => diags.extend(d),
             }
@@ -1037,7 +1039,7 @@ async fn visit_resource<P: Phase>(
                         if let Err(d) = postconditions(ctx, res, m, &exp, &addr, &v, lenient) {
                             diags.extend(d);
                         }
-                        values.insert(k, v);
+                        values.push((k, v));
                     }
                     Err(d) => diags.extend(d),
                 }
@@ -1048,7 +1050,7 @@ async fn visit_resource<P: Phase>(
             (key.mode, key.type_.clone(), key.name.clone()),
             ResourceValues {
                 expansion: exp,
-                instances: values,
+                instances: InstanceValues::from_pairs(values),
                 schemaless,
             },
         );

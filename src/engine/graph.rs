@@ -661,8 +661,9 @@ fn add_references(config: &Config, g: &mut TermGraph) {
                 .flat_map(|c| [&c.condition, &c.error_message]);
             for e in r
                 .count
-                .iter()
-                .chain(r.for_each.iter())
+                .as_deref()
+                .into_iter()
+                .chain(r.for_each.as_deref())
                 .chain(r.lifecycle.replace_triggered_by.iter())
                 .chain(conditions)
             {

@@ -15,6 +15,7 @@ use super::core::{
 use crate::diag::Diagnostics;
 use crate::value::Value;
 use cairn_state::{Mode, ProviderAddr, ResourceInstanceAddr};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 /// One evaluated instance.
@@ -22,23 +23,56 @@ use std::sync::{Arc, Mutex};
 pub struct Inspected {
     pub addr: ResourceInstanceAddr,
     pub provider: ProviderAddr,
-    /// The evaluated attributes (unknown where only apply could know them).
+    /// The evaluated attributes (unknown where only apply could know them). Null until
+    /// `Inspection::take_instances` moves the value in from the evaluated values (one copy
+    /// of every resource's value, not two).
     pub attrs: Value,
     /// Evaluated without a schema (a provider Cairn does not have).
     pub schemaless: bool,
     /// Stands for a `count`/`for_each` whose value is unknown or failed.
     pub unknown_expansion: bool,
-    /// Where each argument and nested block is written, by path (`eval::Sources`).
-    pub sources: crate::eval::Sources,
+    /// Where each argument and nested block is written, by path (`eval::Sources`). The
+    /// paths are shared: every instance of a resource, and most resources of a type, write
+    /// the same ones (`ingress[0].from_port`).
+    pub sources: Vec<(Arc<str>, crate::diag::Span)>,
 }
 
 /// Collects the instances in the order they finish; `into_sorted` orders them by address.
 #[derive(Default)]
 pub struct InspectPhase {
     pub instances: Mutex<Vec<Inspected>>,
+    /// One copy of each attribute source path (`Inspected::sources`).
+    paths: Mutex<HashSet<Arc<str>>>,
 }
 
 impl InspectPhase {
+    /// A phase expecting about `n` instances (one per resource is the common case), so the
+    /// list of them is not grown by doubling far past its size.
+    pub fn with_capacity(n: usize) -> Self {
+        InspectPhase {
+            instances: Mutex::new(Vec::with_capacity(n)),
+            paths: Mutex::default(),
+        }
+    }
+
+    fn intern(&self, sources: crate::eval::Sources) -> Vec<(Arc<str>, crate::diag::Span)> {
+        let mut paths = self.paths.lock().expect("inspect lock");
+        sources
+            .into_iter()
+            .map(|(path, span)| {
+                let shared = match paths.get(path.as_str()) {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p: Arc<str> = Arc::from(path);
+                        paths.insert(p.clone());
+                        p
+                    }
+                };
+                (shared, span)
+            })
+            .collect()
+    }
+
     /// Every instance, in address order.
     pub fn into_sorted(&self) -> Vec<Inspected> {
         let mut v = std::mem::take(&mut *self.instances.lock().expect("inspect lock"));
@@ -92,10 +126,10 @@ impl Phase for InspectPhase {
         let inspected = Inspected {
             addr: inst.addr,
             provider: inst.provider,
-            attrs: value.clone(),
+            attrs: Value::null(),
             schemaless: inst.schemaless,
             unknown_expansion: inst.unknown_expansion,
-            sources: inst.sources,
+            sources: self.intern(inst.sources),
         };
         self.instances.lock().expect("inspect lock").push(inspected);
         Ok(value)

@@ -1557,7 +1557,8 @@ async fn refresh_loaded(
 
 /// The result of `inspect`: every instance, and the evaluated values (for `console`).
 pub struct Inspection {
-    pub instances: Vec<Inspected>,
+    /// Without their attributes until `take_instances`.
+    instances: Vec<Inspected>,
     pub outputs: BTreeMap<String, Value>,
     /// Provider packages Cairn does not have, whose resources were evaluated without a schema.
     pub unchecked_providers: Vec<String>,
@@ -1569,6 +1570,27 @@ impl Inspection {
     /// module instance.
     pub fn values(&self) -> std::sync::RwLockReadGuard<'_, Values> {
         self.ctx.values.read().expect("values lock")
+    }
+
+    /// Every instance, in address order, with its attributes moved out of the evaluated
+    /// values (a copy of ten thousand resources' values is tens of MiB). A reference to a
+    /// resource in `eval` afterwards sees no value: `console` evaluates, `inspect` takes.
+    pub fn take_instances(&mut self) -> Vec<Inspected> {
+        let mut instances = std::mem::take(&mut self.instances);
+        let mut values = self.ctx.values.write().expect("values lock");
+        for i in &mut instances {
+            let r = &i.addr.resource;
+            let key = (r.mode, r.type_.clone(), r.name.clone());
+            let value = values
+                .resources
+                .get_mut(&r.module)
+                .and_then(|m| m.get_mut(&key))
+                .and_then(|rv| rv.instances.get_mut(&i.addr.key));
+            if let Some(v) = value {
+                i.attrs = std::mem::replace(v, Value::unknown());
+            }
+        }
+        instances
     }
 
     /// Evaluates an expression in the root module's scope (`cairn console`).
@@ -1613,7 +1635,13 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         Arc::new(super::progress::Silent),
     );
     ctx.values.write().expect("values").workspace = super::inspect::selected_workspace(opts);
-    let phase = Arc::new(InspectPhase::default());
+    let resources = ctx
+        .graph
+        .dag
+        .nodes()
+        .filter(|(_, n)| matches!(n, Node::Resource { .. }))
+        .count();
+    let phase = Arc::new(InspectPhase::with_capacity(resources));
     timed_async("inspect walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),

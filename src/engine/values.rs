@@ -74,7 +74,7 @@ pub enum Repetition {
 #[derive(Clone, Debug)]
 pub struct ResourceValues {
     pub expansion: Expansion,
-    pub instances: BTreeMap<Option<InstanceKey>, Value>,
+    pub instances: InstanceValues,
     /// Evaluated without a schema (`inspect` of a provider Cairn does not have): its values
     /// hold only what the configuration wrote, so they are open (`Scope::is_open`).
     pub schemaless: bool,
@@ -102,6 +102,58 @@ impl ResourceValues {
                     .collect(),
             ),
         }
+    }
+}
+
+/// A resource's instance values in key order. A sorted vector, not a `BTreeMap`: nearly every
+/// resource has one instance, and a map's node holds room for eleven (about 1 KiB per resource,
+/// 10 MiB of `inspect`'s 10,000).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InstanceValues(Vec<(Option<InstanceKey>, Value)>);
+
+impl InstanceValues {
+    pub fn new() -> Self {
+        Self(Vec::new())
+    }
+    /// From pairs in any order; of two with one key, the later is kept (as a map's insert).
+    pub fn from_pairs(mut pairs: Vec<(Option<InstanceKey>, Value)>) -> Self {
+        pairs.reverse();
+        // Stable: of equal keys the later pair (first after the reversal) comes first.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs.dedup_by(|later, earlier| later.0 == earlier.0);
+        pairs.shrink_to_fit();
+        Self(pairs)
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn find(&self, key: &Option<InstanceKey>) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.cmp(key))
+    }
+    /// Sets an instance's value, replacing the one it had.
+    pub fn insert(&mut self, key: Option<InstanceKey>, value: Value) {
+        match self.find(&key) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
+        }
+    }
+    pub fn get(&self, key: &Option<InstanceKey>) -> Option<&Value> {
+        self.find(key).ok().map(|i| &self.0[i].1)
+    }
+    pub fn get_mut(&mut self, key: &Option<InstanceKey>) -> Option<&mut Value> {
+        self.find(key).ok().map(|i| &mut self.0[i].1)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&Option<InstanceKey>, &Value)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+    pub fn keys(&self) -> impl Iterator<Item = &Option<InstanceKey>> {
+        self.0.iter().map(|(k, _)| k)
+    }
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.0.iter().map(|(_, v)| v)
     }
 }
 

@@ -543,7 +543,7 @@ pub fn unify(types: &[Type]) -> Option<Type> {
                 let tys: Vec<Type> = attr_sets.iter().map(|a| a[k].clone()).collect();
                 out.insert(k.clone(), unify(&tys)?);
             }
-            return Some(Type::Object(out, BTreeMap::new()));
+            return Some(Type::Object(out, Default::default()));
         }
         let tys: Vec<Type> = attr_sets.iter().flat_map(|a| a.values().cloned()).collect();
         return Some(Type::map(unify(&tys)?));
@@ -793,7 +793,7 @@ mod tests {
                 ("tags".to_string(), Type::map(Type::String)),
             ]
             .into(),
-            optional,
+            optional.into(),
         );
         check(
             Value::object([
