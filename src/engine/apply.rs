@@ -1034,8 +1034,20 @@ pub fn add_destroys(
                             && !deleted_by_plan(a)
                     })
                 });
-            if replaced {
-                if depended_on_under_p && !g.dag.transitive_dependencies(p).contains(&id) {
+            // A deposed object (create-before-destroy) under an instance that may be replaced
+            // at apply: the instance's replacement deletes it with its other objects, so its
+            // own delete waits for the instance (and finds it gone if it was replaced).
+            let deposed_under_maybe = deposed.is_some()
+                && plan.provider_changes.iter().any(|pc| {
+                    pc.addr == obj.provider.addr
+                        && !pc.action.is_replace()
+                        && may_be_replaced_at_apply(pc)
+                });
+            let no_cycle = !g.dag.transitive_dependencies(p).contains(&id);
+            if deposed_under_maybe && no_cycle {
+                g.edge(id, p, EdgeKind::DependsOn, None);
+            } else if replaced {
+                if depended_on_under_p && no_cycle {
                     g.edge(id, p, EdgeKind::DependsOn, None);
                 } else {
                     g.edge(p, id, EdgeKind::DependsOn, None);

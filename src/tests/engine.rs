@@ -588,6 +588,7 @@ scenarios!(
     provider_replaced_cbd,
     provider_move_dependent_replaced,
     provider_reads_moved_dependency,
+    provider_reads_its_own_object,
     json_syntax,
     overrides,
 );
