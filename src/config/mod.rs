@@ -40,21 +40,6 @@ impl Config {
         Some(m)
     }
 
-    /// Drops the expression trees of resource and data blocks (their bodies) once nothing will
-    /// evaluate them again (`inspect` after its walk): they are the largest part of a loaded
-    /// configuration. Declarations, spans and file sources stay.
-    pub fn release_bodies(&mut self) {
-        fn release(m: &mut Module) {
-            for r in m.resources.values_mut() {
-                r.body = Default::default();
-            }
-            for c in m.children.values_mut() {
-                release(c);
-            }
-        }
-        release(&mut self.root);
-    }
-
     /// Every provider the configuration needs, by source address, with every module's version
     /// constraints merged (Terraform's rule: all must hold).
     pub fn provider_requirements(&self) -> BTreeMap<SourceAddr, ProviderRequirement> {

@@ -953,6 +953,13 @@ pub fn add_destroys(
     let mut ids: BTreeMap<ResourceInstanceAddr, NodeId> = BTreeMap::new();
     // Deletes of current objects (not deposed ones).
     let mut current_deletes: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
+    // The current objects the plan deletes (alone or before their replacement).
+    let plan_deletes: BTreeSet<&ResourceInstanceAddr> = plan
+        .changes
+        .iter()
+        .filter(|c| matches!(c.action, Action::Delete | Action::DeleteThenCreate))
+        .map(|c| &c.addr)
+        .collect();
     let static_node = |addr: &ResourceInstanceAddr| Node::Resource {
         module: addr.resource.module.without_keys(),
         key: crate::config::ResourceKey {
@@ -1021,19 +1028,17 @@ pub fn add_destroys(
                     && (pc.action.is_replace()
                         || (deposed.is_none() && may_be_replaced_at_apply(pc)))
             });
-            let deleted_by_plan = |a: &ResourceInstanceAddr| {
-                plan.changes.iter().any(|c| {
-                    &c.addr == a && matches!(c.action, Action::Delete | Action::DeleteThenCreate)
-                })
-            };
-            let depended_on_under_p = deposed.is_none()
-                && prior.resources.iter().any(|(a, i)| {
-                    i.current.as_ref().is_some_and(|o| {
-                        o.provider.addr == obj.provider.addr
-                            && o.deps.contains(&change.addr)
-                            && !deleted_by_plan(a)
+            // Only asked when the instance may be replaced (a search of the state).
+            let depended_on_under_p = || {
+                deposed.is_none()
+                    && prior.resources.iter().any(|(a, i)| {
+                        i.current.as_ref().is_some_and(|o| {
+                            o.provider.addr == obj.provider.addr
+                                && o.deps.contains(&change.addr)
+                                && !plan_deletes.contains(a)
+                        })
                     })
-                });
+            };
             // A deposed object (create-before-destroy) under an instance that may be replaced
             // at apply: the instance's replacement deletes it with its other objects, so its
             // own delete waits for the instance (and finds it gone if it was replaced).
@@ -1043,11 +1048,11 @@ pub fn add_destroys(
                         && !pc.action.is_replace()
                         && may_be_replaced_at_apply(pc)
                 });
-            let no_cycle = !g.dag.transitive_dependencies(p).contains(&id);
-            if deposed_under_maybe && no_cycle {
+            let no_cycle = |g: &TermGraph| !g.dag.transitive_dependencies(p).contains(&id);
+            if deposed_under_maybe && no_cycle(g) {
                 g.edge(id, p, EdgeKind::DependsOn, None);
             } else if replaced {
-                if depended_on_under_p && no_cycle {
+                if depended_on_under_p() && no_cycle(g) {
                     g.edge(id, p, EdgeKind::DependsOn, None);
                 } else {
                     g.edge(p, id, EdgeKind::DependsOn, None);

@@ -1670,15 +1670,6 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         .get(&ModulePath::root())
         .cloned()
         .unwrap_or_default();
-    // Nothing evaluates the configuration's blocks again (`console` evaluates new expressions
-    // against the values): their expression trees, the bulk of a loaded configuration, are
-    // released before the caller writes its document. Declarations, spans and sources stay.
-    let mut ctx = ctx;
-    drop(loaded.config);
-    if let Some(config) = Arc::get_mut(&mut ctx).and_then(|c| Arc::get_mut(&mut c.config)) {
-        config.release_bodies();
-    }
-    let config = ctx.config.clone();
     Report {
         result: Some(Inspection {
             instances,
@@ -1688,7 +1679,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         }),
         diags,
         notes: Vec::new(),
-        config: Some(config),
+        config: Some(loaded.config),
     }
 }
 
