@@ -1243,6 +1243,21 @@ fn one_diagnostic_per_problem() {
         err.contains("with sim_thing.a[0] (and 1199 more instances)"),
         "{err}"
     );
+    // The -json stream too: one diagnostic message, naming the other instances.
+    let (code, out, _) = check_cli_in(dir.path(), &["plan", "-json"], "");
+    assert_eq!(code, 1);
+    let diags: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|j| j["type"] == "diagnostic")
+        .collect();
+    assert_eq!(diags.len(), 1, "{out}");
+    assert_eq!(diags[0]["diagnostic"]["address"], "sim_thing.a[0]");
+    let more = diags[0]["diagnostic"]["cairn_more_addresses"]
+        .as_array()
+        .unwrap();
+    assert_eq!(more.len(), 1199);
+    assert!(more.iter().any(|a| a == "sim_thing.a[1199]"));
 }
 
 /// A module written in Terraform's JSON syntax beside a `.tf` file: `validate -json` ranges
