@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+pub mod binary512;
 mod format;
 pub use format::{format_hcl, write_hcl, write_quoted};
 
@@ -286,7 +287,8 @@ impl FromStr for Number {
 impl fmt::Display for Number {
     /// Plain decimal notation without trailing zeros: `3`, `0.5`, `9007199254740993`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.0.normalized();
+        // At most cty's digits: a number read from elsewhere may carry more.
+        let n = binary512::canonical(self.0.clone()).normalized();
         let (digits, scale) = n.as_bigint_and_exponent();
         if scale <= 0 {
             let mut s = digits.to_string();

@@ -19,6 +19,7 @@ use super::refs::subject_of;
 use super::suggest;
 use super::{functions, Scope, ScopeError, Subject};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
+use crate::value::binary512::canonical;
 use crate::value::{Number, Type, Value};
 use bigdecimal::{BigDecimal, Zero};
 use hcl_edit::expr::{
@@ -477,9 +478,10 @@ impl<'a> Evaluator<'a> {
                             ),
                         ))
                     }
-                    Op::Plus => Value::Number(Number(x + y)),
-                    Op::Minus => Value::Number(Number(x - y)),
-                    Op::Mul => Value::Number(Number(x * y)),
+                    // Rounded as cty rounds (512-bit mantissas; see `value::binary512`).
+                    Op::Plus => Value::Number(Number(canonical(x + y))),
+                    Op::Minus => Value::Number(Number(canonical(x - y))),
+                    Op::Mul => Value::Number(Number(canonical(x * y))),
                     // As in Terraform, `x % 0` is `x`.
                     Op::Mod if y.is_zero() => Value::Number(Number(x)),
                     Op::Div | Op::Mod => {
@@ -491,9 +493,9 @@ impl<'a> Evaluator<'a> {
                             ));
                         }
                         if op == Op::Div {
-                            Value::Number(Number(x / y))
+                            Value::Number(Number(crate::value::binary512::divide(&x, &y)))
                         } else {
-                            Value::Number(Number(x % y))
+                            Value::Number(Number(canonical(x % y)))
                         }
                     }
                     Op::Less => Value::Bool(x < y),
