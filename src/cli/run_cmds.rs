@@ -175,6 +175,7 @@ fn change_action(a: Action) -> &'static str {
         Action::Update => "update",
         Action::DeleteThenCreate | Action::CreateThenDelete => "replace",
         Action::Delete => "delete",
+        Action::Forget => "forget",
     }
 }
 

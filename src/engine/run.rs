@@ -472,6 +472,55 @@ async fn make_plan(
         stop: opts.stop.clone(),
         sabotage: opts.sabotage,
     };
+    // `moved` and `removed` blocks first: the plan is made against the moved state, without
+    // the objects that are forgotten (a read-only plan moves nothing).
+    let refactor = match mode {
+        PlanMode::ReadOnly | PlanMode::RefreshOnly => super::moves::Refactor::default(),
+        _ => timed("moved blocks", || {
+            super::moves::resolve(&loaded.config, prior)
+        }),
+    };
+    diags.extend(refactor.diags.clone());
+    if refactor.diags.has_errors() {
+        return None;
+    }
+    let moved_prior;
+    let mut forgotten = Vec::new();
+    let prior = if refactor.moves.is_empty() && refactor.forget.is_empty() {
+        prior
+    } else {
+        let mut s = prior.clone();
+        for (from, to) in &refactor.moves {
+            super::moves::apply_event(
+                &mut s,
+                EventBody::ResourceMoved {
+                    from: from.clone(),
+                    to: to.clone(),
+                },
+            );
+        }
+        for addr in &refactor.forget {
+            if let Some(obj) = s.current(addr) {
+                forgotten.push(Change {
+                    addr: addr.clone(),
+                    provider: obj.provider.addr.clone(),
+                    action: Action::Forget,
+                    before: Some(Value::from_stored(&obj.attrs)),
+                    after: None,
+                    replace_paths: Vec::new(),
+                    reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
+                    sensitive_attrs: Vec::new(),
+                    diff_unavailable: false,
+                });
+            }
+            super::moves::apply_event(
+                &mut s,
+                EventBody::ResourceForgotten { addr: addr.clone() },
+            );
+        }
+        moved_prior = s;
+        &moved_prior
+    };
     let (refreshed, drift, refreshed_meta) = if opts.refresh {
         let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
         diags.extend(r.diags);
@@ -500,9 +549,12 @@ async fn make_plan(
         applyable: false,
         errored: false,
         graph: None,
+        moves: refactor.moves.clone(),
     };
+    plan.warnings.extend(refactor_warnings(&refactor));
     if mode == PlanMode::Destroy {
         destroy_plan(&refreshed, &mut plan, &opts.targets);
+        plan.changes.extend(forgotten);
         if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
             plan.changes.retain(|c| c.addr.resource.module.is_root());
         }
@@ -534,6 +586,9 @@ async fn make_plan(
     )));
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
+    plan.changes.extend(forgotten);
+    plan.changes.sort_by(|a, b| a.addr.cmp(&b.addr));
+    super::moves::check_instance_sources(&loaded.config, &refactor, &plan, diags);
     plan.data_reads = out.data_reads.into_values().collect();
     plan.dropped_data = out.dropped_data.into_iter().collect();
     plan.warnings = out.warnings;
@@ -641,6 +696,25 @@ async fn make_plan(
             }
         };
     Some(plan)
+}
+
+/// The warnings Terraform gives about `moved` blocks that could not move an object, and
+/// about objects a `removed` block forgets.
+fn refactor_warnings(r: &super::moves::Refactor) -> Vec<String> {
+    let mut out = Vec::new();
+    if !r.blocked.is_empty() {
+        let list: String = r
+            .blocked
+            .iter()
+            .map(|(a, b)| format!("\n  - {a} could not move to {b}"))
+            .collect();
+        out.push(format!("Unresolved resource instance address changes\nCairn tried to adjust resource instance addresses in the prior state based on change information recorded in the configuration, but some adjustments did not succeed due to existing objects already at the intended addresses:{list}\n\nCairn has planned to destroy these objects. If Cairn's proposed changes aren't appropriate, you must first resolve the conflicts using the \"cairn state\" subcommands and then create a new plan."));
+    }
+    if !r.forget.is_empty() {
+        let list: String = r.forget.iter().map(|a| format!("\n - {a}")).collect();
+        out.push(format!("Some objects will no longer be managed by Cairn\nIf you apply this plan, Cairn will discard its tracking information for the following objects, but it will not delete them:{list}\n\nAfter applying this plan, Cairn will no longer manage these objects. You will need to import them into Cairn to manage them again."));
+    }
+    out
 }
 
 fn output_changes(
@@ -1078,7 +1152,24 @@ impl PendingApply {
         // (drifted or not).
         let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
             plan.refreshed_meta.iter().map(|(a, m)| (a, m)).collect();
-        let mut events = Vec::new();
+        // The `moved` blocks' moves and the objects `removed` blocks forget, first: the rest
+        // of the plan (drift included) is at the moved addresses.
+        let mut events: Vec<EventBody> = plan
+            .moves
+            .iter()
+            .map(|(from, to)| EventBody::ResourceMoved {
+                from: from.clone(),
+                to: to.clone(),
+            })
+            .collect();
+        events.extend(
+            plan.changes
+                .iter()
+                .filter(|c| c.action == Action::Forget)
+                .map(|c| EventBody::ResourceForgotten {
+                    addr: c.addr.clone(),
+                }),
+        );
         for d in &plan.drift {
             let event = match &d.after {
                 Some(v) => match v.to_stored() {

@@ -28,6 +28,9 @@ pub enum Action {
     /// Replace with `create_before_destroy`: create first, then delete the old one.
     CreateThenDelete,
     Delete,
+    /// `removed { lifecycle { destroy = false } }`: the object leaves the state, the world
+    /// keeps it (no provider call).
+    Forget,
 }
 
 impl Action {
@@ -43,6 +46,7 @@ impl Action {
             Action::Update => "updated in-place",
             Action::DeleteThenCreate | Action::CreateThenDelete => "replaced",
             Action::Delete => "destroyed",
+            Action::Forget => "forgotten",
         }
     }
     /// Terraform's `change.actions` array.
@@ -55,6 +59,7 @@ impl Action {
             Action::DeleteThenCreate => &["delete", "create"],
             Action::CreateThenDelete => &["create", "delete"],
             Action::Delete => &["delete"],
+            Action::Forget => &["forget"],
         }
     }
 }
@@ -236,6 +241,11 @@ pub struct Plan {
     /// files from before Cairn saved it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph: Option<cairn_state::PlanGraph>,
+    /// What the configuration's `moved` blocks do to the prior state, in order (a chain is
+    /// several): the changes are planned at the destinations, and an apply records these as
+    /// `ResourceMoved` events before anything else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<(ResourceInstanceAddr, ResourceInstanceAddr)>,
 }
 
 impl Plan {
@@ -251,14 +261,29 @@ impl Plan {
                     c.0 += 1;
                     c.2 += 1
                 }
-                Action::NoOp | Action::Read => {}
+                Action::NoOp | Action::Read | Action::Forget => {}
             }
         }
         c
     }
+    /// Where the object at `addr` was in the prior state, when a `moved` block moved it
+    /// (the start of its chain).
+    pub fn previous_address(&self, addr: &ResourceInstanceAddr) -> Option<&ResourceInstanceAddr> {
+        let mut at = self.moves.iter().rposition(|(_, to)| to == addr)?;
+        let mut from = &self.moves[at].0;
+        // Follow the chain back: each earlier move that ended where this one started.
+        loop {
+            at = match self.moves[..at].iter().rposition(|(_, to)| to == from) {
+                Some(i) => i,
+                None => return Some(from),
+            };
+            from = &self.moves[at].0;
+        }
+    }
     /// True when the plan proposes any managed change or output change.
     pub fn has_changes(&self) -> bool {
-        self.changes.iter().any(|c| c.action != Action::NoOp)
+        !self.moves.is_empty()
+            || self.changes.iter().any(|c| c.action != Action::NoOp)
             || self.outputs.iter().any(|o| o.action != Action::NoOp)
             || self
                 .provider_changes
