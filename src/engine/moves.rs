@@ -28,6 +28,9 @@ struct Statement {
     from: Target,
     to: Target,
     span: Span,
+    /// Terraform's implied move for `count` added to (`a` → `a[0]`) or removed from
+    /// (`a[0]` → `a`) a resource: never an error, never a warning.
+    implied: bool,
 }
 
 /// What the `moved` and `removed` blocks do to the prior state.
@@ -164,10 +167,32 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
                 from,
                 to,
                 span: b.span,
+                implied: false,
             });
         }
     }
     check_statements(config, &stmts, &mut out.diags);
+    // Implied moves, for the resources no explicit statement moves from.
+    for m in config.modules() {
+        for r in m.resources.values().filter(|r| r.mode == Mode::Managed && r.for_each.is_none()) {
+            let addr = r.key().addr(m.path.clone());
+            let (from, to) = match r.count {
+                Some(_) => (addr.instance(None), addr.instance(Some(cairn_state::InstanceKey::Int(0)))),
+                None => (addr.instance(Some(cairn_state::InstanceKey::Int(0))), addr.instance(None)),
+            };
+            let (from, to) = (Target::Instance(from), Target::Instance(to));
+            if stmts.iter().any(|s| overlaps(&s.from, &from)) {
+                continue;
+            }
+            stmts.push(Statement {
+                module: m.path.clone(),
+                from,
+                to,
+                span: r.span,
+                implied: true,
+            });
+        }
+    }
     for m in config.modules() {
         for b in &m.removed {
             let from = absolute(&m.path, &b.from);
@@ -235,7 +260,7 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
                 }
             };
             let (from, to) = (at(&s.from), at(&s.to));
-            if let (Target::Instance(f), Target::Instance(t)) = (&from, &to) {
+            if let (Target::Instance(f), Target::Instance(t), false) = (&from, &to, s.implied) {
                 out.instance_sources.push((f.clone(), t.clone(), s.span));
             }
             let plan = match state.plan_moves(&from, &to) {
@@ -262,7 +287,9 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
                 );
             }
             out.moves.extend(plan.moves);
-            out.blocked.extend(plan.blocked);
+            if !s.implied {
+                out.blocked.extend(plan.blocked);
+            }
         }
     }
     for m in config.modules() {
@@ -477,7 +504,19 @@ pub fn check_instance_sources(
         if from.resource.mode != Mode::Managed || !planned.contains(from) {
             continue;
         }
-        let at = declared(config, &Target::Resource(from.resource.clone()))
+        // Terraform blames the expression that decides the instances, else the block.
+        let key = ResourceKey {
+            mode: from.resource.mode,
+            type_: from.resource.type_.clone(),
+            name: from.resource.name.clone(),
+        };
+        let at = config
+            .module(&from.resource.module.without_keys())
+            .and_then(|m| m.resources.get(&key))
+            .map(|r| match r.for_each.as_deref().or(r.count.as_deref()) {
+                Some(e) => crate::config::span_in(r.file, e),
+                None => r.span,
+            })
             .map(|s| format!(" at {}", start_string(&config.sources, s)))
             .unwrap_or_default();
         diags.push(

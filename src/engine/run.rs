@@ -588,10 +588,17 @@ async fn make_plan(
     plan.changes = out.changes.into_values().collect();
     plan.changes.extend(forgotten);
     plan.changes.sort_by(|a, b| a.addr.cmp(&b.addr));
-    super::moves::check_instance_sources(&loaded.config, &refactor, &plan, diags);
+    // A move from an instance the configuration still declares: the plan was made from the
+    // wrong prior state, so it is not shown (as in Terraform).
+    let mut move_diags = Diagnostics::new();
+    super::moves::check_instance_sources(&loaded.config, &refactor, &plan, &mut move_diags);
+    if move_diags.has_errors() {
+        diags.extend(move_diags);
+        return None;
+    }
     plan.data_reads = out.data_reads.into_values().collect();
     plan.dropped_data = out.dropped_data.into_iter().collect();
-    plan.warnings = out.warnings;
+    plan.warnings.extend(out.warnings);
     // The dependency graph as it is now, kept with the plan (saved plan files, the run's
     // `RunPlanned`), so `cairn ui` draws it as planned after the files change.
     plan.graph = Some(timed("plan graph", || ctx.graph.resource_graph()));

@@ -494,17 +494,22 @@ impl Renderer {
             return text.to_string();
         }
         let mut out = String::new();
-        let mut line = String::new();
-        for word in text.split(' ') {
-            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > self.width {
+        // A line's own indentation (a list item, ` - x`) is kept.
+        let body = text.trim_start_matches(' ');
+        let mut line = " ".repeat(text.len() - body.len());
+        let mut empty = true;
+        for word in body.split(' ') {
+            if !empty && line.chars().count() + 1 + word.chars().count() > self.width {
                 out.push_str(&line);
                 out.push('\n');
                 line.clear();
+                empty = true;
             }
-            if !line.is_empty() {
+            if !empty {
                 line.push(' ');
             }
             line.push_str(word);
+            empty = false;
         }
         out.push_str(&line);
         out
@@ -1105,7 +1110,7 @@ impl Renderer {
                 .collect();
             // As Terraform: no legend when every change is a move (a forget has no symbol
             // in the legend, but it still brings the legend's heading).
-            if !used.is_empty() {
+            if changes.iter().any(|c| c.action != Action::NoOp) || !providers.is_empty() {
                 let _ = writeln!(
                     out,
                     "\n{}",
