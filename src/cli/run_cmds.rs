@@ -702,6 +702,7 @@ mod tests {
             applyable: actions.iter().any(|a| *a != Action::NoOp),
             errored: false,
             graph: None,
+            moves: vec![],
         }
     }
 

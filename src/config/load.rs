@@ -1636,6 +1636,13 @@ impl Loader {
                 "Module address must be a module (e.g. \"module.foo\"), not a module instance \
                  (e.g. \"module.foo[1]\").",
             ),
+            cairn_state::Target::Resource(r) if r.mode == Mode::Data => self.err(
+                from_span,
+                "Data source address not allowed",
+                "Data sources are never destroyed, so they are not valid targets of removed \
+                 blocks. To remove the data source from state, remove the data source block \
+                 from configuration.",
+            ),
             cairn_state::Target::Resource(r) if r.module.0.iter().any(|s| s.key.is_some()) => {
                 self.err(
                     from_span,

@@ -119,6 +119,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         applyable,
         errored: false,
         graph: None,
+        moves: vec![],
     }
 }
 

@@ -770,6 +770,7 @@ fn sample_plan() -> Plan {
         applyable: true,
         errored: false,
         graph: None,
+        moves: vec![],
     }
 }
 
