@@ -1643,14 +1643,13 @@ impl Loader {
                  blocks. To remove the data source from state, remove the data source block \
                  from configuration.",
             ),
-            cairn_state::Target::Resource(r) if r.module.0.iter().any(|s| s.key.is_some()) => {
-                self.err(
+            cairn_state::Target::Resource(r) if r.module.0.iter().any(|s| s.key.is_some()) => self
+                .err(
                     from_span,
                     "Module instance keys not allowed",
                     "Module address must be a module (e.g. \"module.foo\"), not a module \
                      instance (e.g. \"module.foo[1]\").",
-                )
-            }
+                ),
             _ => m.removed.push(RemovedBlock {
                 from,
                 destroy,

@@ -95,11 +95,19 @@ fn unify(from: Target, to: Target) -> (Target, Target) {
 
 /// True when the two addresses name overlapping sets of objects (one contains the other).
 fn overlaps(a: &Target, b: &Target) -> bool {
-    fn module_of(t: &Target) -> (ModulePath, Option<(cairn_state::ResourceAddr, Option<&ResourceInstanceAddr>)>) {
+    fn module_of(
+        t: &Target,
+    ) -> (
+        ModulePath,
+        Option<(cairn_state::ResourceAddr, Option<&ResourceInstanceAddr>)>,
+    ) {
         match t {
-        Target::Module(m) => (m.clone(), None),
-        Target::Resource(r) => (r.module.clone(), Some((r.clone(), None))),
-        Target::Instance(i) => (i.resource.module.clone(), Some((i.resource.clone(), Some(i)))),
+            Target::Module(m) => (m.clone(), None),
+            Target::Resource(r) => (r.module.clone(), Some((r.clone(), None))),
+            Target::Instance(i) => (
+                i.resource.module.clone(),
+                Some((i.resource.clone(), Some(i))),
+            ),
         }
     }
     let (ma, ra) = module_of(a);
@@ -174,11 +182,21 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
     check_statements(config, &stmts, &mut out.diags);
     // Implied moves, for the resources no explicit statement moves from.
     for m in config.modules() {
-        for r in m.resources.values().filter(|r| r.mode == Mode::Managed && r.for_each.is_none()) {
+        for r in m
+            .resources
+            .values()
+            .filter(|r| r.mode == Mode::Managed && r.for_each.is_none())
+        {
             let addr = r.key().addr(m.path.clone());
             let (from, to) = match r.count {
-                Some(_) => (addr.instance(None), addr.instance(Some(cairn_state::InstanceKey::Int(0)))),
-                None => (addr.instance(Some(cairn_state::InstanceKey::Int(0))), addr.instance(None)),
+                Some(_) => (
+                    addr.instance(None),
+                    addr.instance(Some(cairn_state::InstanceKey::Int(0))),
+                ),
+                None => (
+                    addr.instance(Some(cairn_state::InstanceKey::Int(0))),
+                    addr.instance(None),
+                ),
             };
             let (from, to) = (Target::Instance(from), Target::Instance(to));
             if stmts.iter().any(|s| overlaps(&s.from, &from)) {
@@ -263,7 +281,7 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
             if let (Target::Instance(f), Target::Instance(t), false) = (&from, &to, s.implied) {
                 out.instance_sources.push((f.clone(), t.clone(), s.span));
             }
-            let plan = match state.plan_moves(&from, &to) {
+            let plan = match state.plan_moves(&from, &to).map_err(|e| *e) {
                 Ok(p) => p,
                 Err(cairn_state::MoveError::TypeMismatch { to: dest, .. }) => {
                     out.diags.push(cross_type(config, &dest, s.span));
@@ -295,13 +313,8 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
     for m in config.modules() {
         for b in m.removed.iter().filter(|b| !b.destroy) {
             let from = absolute(&m.path, &b.from);
-            out.forget.extend(
-                state
-                    .resources
-                    .keys()
-                    .filter(|a| from.contains(a))
-                    .cloned(),
-            );
+            out.forget
+                .extend(state.resources.keys().filter(|a| from.contains(a)).cloned());
         }
     }
     out.forget.sort();

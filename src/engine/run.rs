@@ -513,10 +513,7 @@ async fn make_plan(
                     diff_unavailable: false,
                 });
             }
-            super::moves::apply_event(
-                &mut s,
-                EventBody::ResourceForgotten { addr: addr.clone() },
-            );
+            super::moves::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
         }
         moved_prior = s;
         &moved_prior

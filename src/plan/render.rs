@@ -834,7 +834,9 @@ impl Renderer {
             // Terraform's layout, one column left of the others.
             lines.push(format!(
                 " {}",
-                self.c.bold(&format!("# {addr} will no longer be managed by Cairn, but will not be destroyed"))
+                self.c.bold(&format!(
+                    "# {addr} will no longer be managed by Cairn, but will not be destroyed"
+                ))
             ));
             lines.push(" # (destroy = false is set in the configuration)".into());
             return lines;

@@ -34,7 +34,11 @@ pub enum MoveError {
         to: ResourceAddr,
     },
     /// A whole resource whose instances have keys cannot become one instance.
-    KeyedToInstance { from: Target, to: Target, count: usize },
+    KeyedToInstance {
+        from: Target,
+        to: Target,
+        count: usize,
+    },
     /// A module moves to a module, a resource (or instance) to a resource (or instance).
     DifferentKinds { from: Target, to: Target },
 }
@@ -64,7 +68,8 @@ impl Snapshot {
     /// whose source is not in the state is ignored, as in Terraform). A module moved to a
     /// module keeps the instance key of the call it names when neither address gives one
     /// (`module.a` → `module.b` moves `module.a[0]` to `module.b[0]`).
-    pub fn plan_moves(&self, from: &Target, to: &Target) -> Result<MovePlan, MoveError> {
+    /// (The error is boxed: addresses are large, and it is rare.)
+    pub fn plan_moves(&self, from: &Target, to: &Target) -> Result<MovePlan, Box<MoveError>> {
         let mut matched: Vec<&ResourceInstanceAddr> = self
             .resources
             .keys()
@@ -77,10 +82,10 @@ impl Snapshot {
         }
         let same_kind = |a: &ResourceAddr, b: &ResourceAddr| {
             if a.mode != b.mode || a.type_ != b.type_ {
-                Err(MoveError::TypeMismatch {
+                Err(Box::new(MoveError::TypeMismatch {
                     from: a.clone(),
                     to: b.clone(),
-                })
+                }))
             } else {
                 Ok(())
             }
@@ -122,28 +127,29 @@ impl Snapshot {
             (Target::Resource(fr), Target::Instance(ti)) => {
                 same_kind(fr, &ti.resource)?;
                 if matched.len() != 1 || matched[0].key.is_some() {
-                    return Err(MoveError::KeyedToInstance {
+                    return Err(Box::new(MoveError::KeyedToInstance {
                         from: from.clone(),
                         to: to.clone(),
                         count: matched.len(),
-                    });
+                    }));
                 }
                 moves.push((matched[0].clone(), ti.clone()));
             }
             _ => {
-                return Err(MoveError::DifferentKinds {
+                return Err(Box::new(MoveError::DifferentKinds {
                     from: from.clone(),
                     to: to.clone(),
-                })
+                }))
             }
         }
         moves.retain(|(src, dest)| src != dest);
         let occupied = |dest: &ResourceInstanceAddr| {
             self.resources.contains_key(dest) || self.data.contains_key(dest)
         };
-        let (blocked, moves): (Vec<_>, Vec<_>) = moves.iter().cloned().partition(|(_, dest)| {
-            occupied(dest) && !moves.iter().any(|(s, _)| s == dest)
-        });
+        let (blocked, moves): (Vec<_>, Vec<_>) = moves
+            .iter()
+            .cloned()
+            .partition(|(_, dest)| occupied(dest) && !moves.iter().any(|(s, _)| s == dest));
         Ok(MovePlan {
             moves,
             blocked,
