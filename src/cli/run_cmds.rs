@@ -175,7 +175,8 @@ fn change_action(a: Action) -> &'static str {
         Action::Update => "update",
         Action::DeleteThenCreate | Action::CreateThenDelete => "replace",
         Action::Delete => "delete",
-        Action::Forget => "forget",
+        // Terraform's word for a forget in its machine-readable UI.
+        Action::Forget => "remove",
     }
 }
 
@@ -200,9 +201,19 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
             f,
         );
     }
-    for c in plan.changes.iter().filter(|c| c.action != Action::NoOp) {
-        let mut change = json!({"resource": resource_json(&c.addr),
-                                "action": change_action(c.action)});
+    for c in &plan.changes {
+        // A `moved` block's move with nothing else to do is Terraform's action "move".
+        let prev = plan.previous_address(&c.addr);
+        let action = match (c.action, prev) {
+            (Action::NoOp, None) => continue,
+            (Action::NoOp, Some(_)) => "move",
+            (a, _) => change_action(a),
+        };
+        let mut change = json!({"resource": resource_json(&c.addr)});
+        if let Some(p) = prev {
+            change["previous_resource"] = resource_json(p);
+        }
+        change["action"] = json!(action);
         if let Some(r) = &c.reason {
             change["reason"] = json!(r.json_name());
         }
@@ -210,7 +221,7 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
         f.insert("change".into(), change);
         ui.emit(
             "info",
-            &format!("{}: Plan to {}", c.addr, change_action(c.action)),
+            &format!("{}: Plan to {action}", c.addr),
             "planned_change",
             f,
         );

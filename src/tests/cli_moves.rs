@@ -54,6 +54,14 @@ fn changing_calls(dir: &Path) -> Vec<String> {
     out
 }
 
+/// The plan text without refresh lines (their order depends on timing).
+fn without_refresh(out: &str) -> String {
+    out.lines()
+        .filter(|l| !l.contains("Refreshing state..."))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// Forgets what `sim` logged so far.
 fn clear_calls(dir: &Path) {
     let _ = std::fs::remove_file(dir.join("sim-store/calls.jsonl"));
@@ -184,7 +192,7 @@ fn moved_blocks_move_without_delete_or_create() {
     // A moves-only plan: changes to show, none to count; `-detailed-exitcode` says 2.
     write(d, &[("main.tf", MOVED_TF)]);
     let plan = ok(d, &["plan", "-out=moves.plan", "-detailed-exitcode"], 2);
-    check_golden("moved_plan.txt", &plan);
+    check_golden("moved_plan.txt", &without_refresh(&plan));
     let json: serde_json::Value =
         serde_json::from_str(&ok(d, &["show", "-json", "moves.plan"], 0)).unwrap();
     let moved: Vec<String> = json["resource_changes"]
@@ -241,7 +249,7 @@ fn moved_blocks_move_without_delete_or_create() {
     let plan = ok(d, &["plan"], 0);
     assert!(!plan.contains("has moved"), "{plan}");
     // The state has `b` now: `b → e` moves it (a chain from `a` would too).
-    check_golden("moved_chain_plan.txt", &plan);
+    check_golden("moved_chain_plan.txt", &without_refresh(&plan));
     ok(d, &["apply", "-auto-approve"], 0);
     assert_eq!(changing_calls(d), ["update a"]);
     assert_eq!(
@@ -345,7 +353,7 @@ removed {
         )],
     );
     let plan = ok(d, &["plan", "-out=rm.plan", "-detailed-exitcode"], 2);
-    check_golden("removed_plan.txt", &plan);
+    check_golden("removed_plan.txt", &without_refresh(&plan));
     let json: serde_json::Value =
         serde_json::from_str(&ok(d, &["show", "-json", "rm.plan"], 0)).unwrap();
     let actions: Vec<String> = json["resource_changes"]
@@ -516,11 +524,7 @@ moved {
     for (what, config) in cases {
         write(d, &[("main.tf", config)]);
         let (code, out, err) = cairn(d, &["plan", "-detailed-exitcode"]);
-        let out: String = out
-            .lines()
-            .filter(|l| !l.contains("Refreshing state..."))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let out = without_refresh(&out);
         transcript.push_str(&format!(
             "## {what}\n[exit {code}]\n{out}{}\n",
             if err.is_empty() {
@@ -559,6 +563,23 @@ fn module_instances_move_with_their_keys() {
     assert!(
         plan.contains("# module.a[1].sim_thing.x has moved to module.b[1].sim_thing.x"),
         "{plan}"
+    );
+    // The machine-readable UI says "move", with the previous resource, as Terraform's does.
+    let json = ok(d, &["plan", "-json"], 0);
+    let moved: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|j| j["type"] == "planned_change")
+        .collect();
+    assert_eq!(moved.len(), 2, "{json}");
+    assert_eq!(
+        moved[0]["@message"],
+        "module.b[0].sim_thing.x: Plan to move"
+    );
+    assert_eq!(moved[0]["change"]["action"], "move");
+    assert_eq!(
+        moved[0]["change"]["previous_resource"]["addr"],
+        "module.a[0].sim_thing.x"
     );
     ok(d, &["apply", "-auto-approve"], 0);
     clear_calls(d);
