@@ -246,6 +246,10 @@ pub struct Plan {
     /// `ResourceMoved` events before anything else.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<(ResourceInstanceAddr, ResourceInstanceAddr)>,
+    /// The workspace whose state the plan was made against (`None`: `default`): a saved
+    /// plan applies to that workspace only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 impl Plan {
