@@ -479,12 +479,14 @@ async fn make_plan(
     };
     // `moved` and `removed` blocks first: the plan is made against the moved state, without
     // the objects that are forgotten (a read-only plan moves nothing).
-    let refactor = match mode {
-        PlanMode::ReadOnly | PlanMode::RefreshOnly => super::moves::Refactor::default(),
-        _ => timed("moved blocks", || {
-            super::moves::resolve(&loaded.config, prior)
-        }),
-    };
+    let mut refactor = timed("moved blocks", || {
+        super::moves::resolve(&loaded.config, prior)
+    });
+    if mode != PlanMode::Normal {
+        // As Terraform: a destroy destroys what `removed` blocks would forget, and a
+        // read-only plan forgets nothing (both still move).
+        refactor.forget.clear();
+    }
     diags.extend(refactor.diags.clone());
     if refactor.diags.has_errors() {
         return None;
@@ -590,6 +592,28 @@ async fn make_plan(
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
     plan.changes.extend(forgotten);
+    if mode == PlanMode::ReadOnly {
+        // A read-only plan proposes no changes, but shows the objects it moves, as they are.
+        let planned: BTreeSet<ResourceInstanceAddr> =
+            plan.changes.iter().map(|c| c.addr.clone()).collect();
+        let ends: BTreeSet<&ResourceInstanceAddr> = plan.moves.iter().map(|(_, to)| to).collect();
+        for addr in ends {
+            if let (false, Some(obj)) = (planned.contains(addr), refreshed.current(addr)) {
+                let v = Value::from_stored(&obj.attrs);
+                plan.changes.push(Change {
+                    addr: addr.clone(),
+                    provider: obj.provider.addr.clone(),
+                    action: Action::NoOp,
+                    before: Some(v.clone()),
+                    after: Some(v),
+                    replace_paths: Vec::new(),
+                    reason: None,
+                    sensitive_attrs: Vec::new(),
+                    diff_unavailable: false,
+                });
+            }
+        }
+    }
     plan.changes.sort_by(|a, b| a.addr.cmp(&b.addr));
     // A move from an instance the configuration still declares: the plan was made from the
     // wrong prior state, so it is not shown (as in Terraform).
@@ -673,7 +697,8 @@ async fn make_plan(
     plan.applyable = !plan.errored
         && match mode {
             PlanMode::ReadOnly => {
-                !plan.drift.is_empty()
+                !plan.moves.is_empty()
+                    || !plan.drift.is_empty()
                     || plan.outputs.iter().any(|o| o.action != Action::NoOp)
                     || plan
                         .data_reads

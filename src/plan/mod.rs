@@ -271,8 +271,12 @@ impl Plan {
         c
     }
     /// Where the object at `addr` was in the prior state, when a `moved` block moved it
-    /// (the start of its chain).
+    /// (the start of its chain). A destroy plan says none (it destroys the objects where
+    /// they end up), as Terraform's does.
     pub fn previous_address(&self, addr: &ResourceInstanceAddr) -> Option<&ResourceInstanceAddr> {
+        if self.mode == PlanMode::Destroy {
+            return None;
+        }
         let mut at = self.moves.iter().rposition(|(_, to)| to == addr)?;
         let mut from = &self.moves[at].0;
         // Follow the chain back: each earlier move that ended where this one started.

@@ -1019,7 +1019,9 @@ impl Renderer {
         }
     }
 
-    fn drift_section(&self, plan: &Plan, drift: &[&Drift], out: &mut String) {
+    /// The note on what changed outside Cairn; in a read-only plan, also the objects that
+    /// `moved` blocks move (Terraform lists them there in a refresh-only plan).
+    fn drift_section(&self, plan: &Plan, drift: &[&Drift], moved: &[&Change], out: &mut String) {
         let _ = writeln!(
             out,
             "\n{} {}\n",
@@ -1045,6 +1047,13 @@ impl Renderer {
             };
             let _ = write!(out, "\n{}", self.drift_block(d, &ctx));
         }
+        for c in moved {
+            let _ = write!(
+                out,
+                "\n{}",
+                self.change_block(c, plan.previous_address(&c.addr))
+            );
+        }
     }
 
     fn normal(&self, plan: &Plan, out: &mut String) {
@@ -1065,7 +1074,7 @@ impl Renderer {
         let drift = sorted_drift(plan);
 
         if !drift.is_empty() {
-            self.drift_section(plan, &drift, out);
+            self.drift_section(plan, &drift, &[], out);
             let _ = writeln!(
                 out,
                 "\n\n{}\n\n{}",
@@ -1178,7 +1187,11 @@ impl Renderer {
         };
         data.sort_by(|a, b| a.addr.cmp(&b.addr));
 
-        if drift.is_empty() && data.is_empty() && outputs.is_empty() {
+        let moves = plan
+            .changes
+            .iter()
+            .any(|c| plan.previous_address(&c.addr).is_some());
+        if drift.is_empty() && data.is_empty() && outputs.is_empty() && !moves {
             let body = if read_only {
                 "Cairn has checked that the real remote objects still match the result of your most recent changes, that data sources return the results recorded in the state, and found no differences."
             } else {
@@ -1196,8 +1209,14 @@ impl Renderer {
             );
             return;
         }
-        if !drift.is_empty() {
-            self.drift_section(plan, &drift, out);
+        let mut moved: Vec<&Change> = plan
+            .changes
+            .iter()
+            .filter(|c| plan.previous_address(&c.addr).is_some())
+            .collect();
+        moved.sort_by(|a, b| a.addr.cmp(&b.addr));
+        if !drift.is_empty() || !moved.is_empty() {
+            self.drift_section(plan, &drift, &moved, out);
         }
         if !data.is_empty() {
             let _ = writeln!(
@@ -1225,6 +1244,9 @@ impl Renderer {
             self.wrap(&format!("This is a {name} plan, so Cairn will not take any actions to undo these. If you were expecting these changes then you can apply this plan to record {what} in the Cairn state without changing any remote objects."))
         );
         let mut parts = Vec::new();
+        if !moved.is_empty() {
+            parts.push(plural(moved.len(), "object moved", "objects moved"));
+        }
         if !drift.is_empty() {
             parts.push(plural(
                 drift.len(),

@@ -591,3 +591,80 @@ fn module_instances_move_with_their_keys() {
     );
     assert_eq!(changing_calls(d), Vec::<String>::new());
 }
+
+/// A read-only plan moves (and its apply records the moves), as Terraform's `-refresh-only`
+/// does; `destroy` moves, then destroys the objects where they end up, forgotten ones too.
+#[test]
+fn read_only_and_destroy_plans_move_too() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\nresource \"sim_thing\" \"k\" {\n  name = \"k\"\n}\n",
+    )]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"], 0);
+    write(
+        d,
+        &[(
+            "main.tf",
+            r#"
+resource "sim_thing" "b" {
+  name = "a"
+}
+moved {
+  from = sim_thing.a
+  to   = sim_thing.b
+}
+removed {
+  from = sim_thing.k
+  lifecycle {
+    destroy = false
+  }
+}
+"#,
+        )],
+    );
+    let plan = ok(d, &["plan", "-read-only", "-detailed-exitcode"], 2);
+    check_golden("moved_read_only_plan.txt", &without_refresh(&plan));
+    ok(d, &["apply", "-read-only", "-auto-approve"], 0);
+    assert_eq!(move_events(d), ["ResourceMoved sim_thing.a -> sim_thing.b"]);
+    // Forgetting is for normal plans: `k` is still in the state.
+    let list = ok(d, &["state", "list"], 0);
+    assert_eq!(list, "provider[\"sim\"]\nsim_thing.b\nsim_thing.k\n");
+
+    // Back to `a`, then destroy: the move is made, and both objects are destroyed.
+    write(
+        d,
+        &[(
+            "main.tf",
+            r#"
+resource "sim_thing" "c" {
+  name = "a"
+}
+moved {
+  from = sim_thing.b
+  to   = sim_thing.c
+}
+removed {
+  from = sim_thing.k
+  lifecycle {
+    destroy = false
+  }
+}
+"#,
+        )],
+    );
+    clear_calls(d);
+    let plan = ok(d, &["plan", "-destroy"], 0);
+    assert!(plan.contains("# sim_thing.c will be destroyed"), "{plan}");
+    assert!(plan.contains("# sim_thing.k will be destroyed"), "{plan}");
+    assert!(
+        !plan.contains("has moved") && !plan.contains("moved from"),
+        "{plan}"
+    );
+    ok(d, &["destroy", "-auto-approve"], 0);
+    assert_eq!(changing_calls(d), ["delete a", "delete k"]);
+    assert_eq!(
+        move_events(d).last().map(String::as_str),
+        Some("ResourceMoved sim_thing.b -> sim_thing.c")
+    );
+}
