@@ -688,6 +688,18 @@ fn fmt_run_duration(ms: u64) -> String {
     }
 }
 
+/// A run's changes in `history`: its summary, and the objects it moved or forgot.
+fn run_changes(r: &cairn_state::RunRecord) -> String {
+    let mut t = summary_text(&r.summary);
+    if r.moved > 0 {
+        let _ = write!(t, ", {} moved", r.moved);
+    }
+    if r.forgotten > 0 {
+        let _ = write!(t, ", {} forgotten", r.forgotten);
+    }
+    t
+}
+
 fn summary_text(s: &RunSummary) -> String {
     let mut t = format!(
         "{} added, {} changed, {} destroyed",
@@ -726,7 +738,8 @@ pub fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                 "outcome": outcome(r),
                 "changes": {"added": r.summary.added, "changed": r.summary.changed,
                             "destroyed": r.summary.destroyed, "read": r.summary.read,
-                            "errors": r.summary.errors},
+                            "errors": r.summary.errors, "moved": r.moved,
+                            "forgotten": r.forgotten},
                 "last_seq": r.last_seq,
             });
             let _ = writeln!(out, "{j}");
@@ -750,7 +763,7 @@ pub fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                     .unwrap_or_else(|| "-".into()),
                 outcome(r),
                 r.command.clone(),
-                summary_text(&r.summary),
+                run_changes(r),
             ]
         })
         .collect();

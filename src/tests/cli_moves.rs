@@ -256,8 +256,22 @@ fn moved_blocks_move_without_delete_or_create() {
         move_events(d).last().map(String::as_str),
         Some("ResourceMoved sim_thing.b -> sim_thing.e")
     );
+    // `history` counts the moves of each run.
     let history = ok(d, &["history"], 0);
-    assert_eq!(history.lines().count(), 4, "{history}");
+    let changes: Vec<&str> = history
+        .lines()
+        .skip(1)
+        .map(|l| l.split("  ").last().unwrap().trim())
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "5 added, 0 changed, 0 destroyed",
+            "0 added, 0 changed, 0 destroyed, 5 moved",
+            "0 added, 1 changed, 0 destroyed, 1 moved"
+        ],
+        "{history}"
+    );
 }
 
 #[test]
@@ -392,6 +406,11 @@ removed {
         ]
     );
     assert_eq!(ok(d, &["state", "list"], 0), "");
+    let history = ok(d, &["history"], 0);
+    assert!(
+        history.contains("0 added, 0 changed, 1 destroyed, 2 forgotten"),
+        "{history}"
+    );
     let again = ok(d, &["plan", "-detailed-exitcode"], 0);
     assert!(again.contains("No changes."), "{again}");
 }
