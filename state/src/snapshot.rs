@@ -144,8 +144,8 @@ pub struct RunRecord {
     /// The seq of the last event of the run.
     pub last_seq: u64,
     /// How many objects the run moved (`ResourceMoved`: `moved` blocks, `state mv`) and
-    /// forgot (`ResourceForgotten`: `removed` blocks, `state rm`). Last, and defaulted, so
-    /// that checkpoints written before them still decode.
+    /// forgot (`ResourceForgotten`: `removed` blocks, `state rm`). (Checkpoints of format 4,
+    /// which cannot know them, are skipped and rebuilt.)
     #[serde(default)]
     pub moved: u64,
     #[serde(default)]
