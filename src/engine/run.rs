@@ -516,7 +516,7 @@ async fn make_plan(
                     after: None,
                     replace_paths: Vec::new(),
                     reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
-                    sensitive_attrs: Vec::new(),
+                    sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
                     diff_unavailable: false,
                 });
             }
@@ -608,7 +608,7 @@ async fn make_plan(
                     after: Some(v),
                     replace_paths: Vec::new(),
                     reason: None,
-                    sensitive_attrs: Vec::new(),
+                    sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
                     diff_unavailable: false,
                 });
             }
@@ -731,6 +731,29 @@ async fn make_plan(
             }
         };
     Some(plan)
+}
+
+/// The attributes the schema of an object's resource type marks sensitive (masked in the
+/// plan text), for changes made without the plan walk; none when the provider is not there.
+fn sensitive_attrs(
+    registry: &Registry,
+    addr: &ResourceInstanceAddr,
+    provider: &ProviderAddr,
+) -> Vec<String> {
+    registry
+        .package(&provider.package)
+        .and_then(|p| {
+            p.schema()
+                .block(addr.resource.mode, &addr.resource.type_)
+                .map(|b| {
+                    b.attributes
+                        .iter()
+                        .filter(|(_, a)| a.sensitive)
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                })
+        })
+        .unwrap_or_default()
 }
 
 /// The warnings Terraform gives about `moved` blocks that could not move an object, and
