@@ -478,7 +478,7 @@ async fn make_plan(
         sabotage: opts.sabotage,
     };
     // `moved` and `removed` blocks first: the plan is made against the moved state, without
-    // the objects that are forgotten (a read-only plan moves nothing).
+    // the objects that are forgotten.
     let mut refactor = timed("moved blocks", || {
         super::moves::resolve(&loaded.config, prior)
     });
