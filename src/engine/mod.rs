@@ -29,6 +29,7 @@ pub mod moves;
 pub mod plan;
 pub mod progress;
 pub mod providers;
+pub mod provision;
 pub mod recover;
 pub mod refresh;
 pub mod run;

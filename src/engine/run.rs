@@ -404,6 +404,8 @@ fn new_ctx(
         },
         observer,
         diags: Mutex::new(Diagnostics::new()),
+        failed_checks: Mutex::new(BTreeSet::new()),
+        check_findings: Mutex::new(Vec::new()),
         cwd: opts.dir.clone(),
         only,
         paths_by_module: Default::default(),
@@ -536,6 +538,7 @@ async fn make_plan(
         mode,
         base_seq: prior.head,
         workspace: opts.workspace.clone().filter(|w| w != "default"),
+        check_findings: Vec::new(),
         config_hash: config_hash(&loaded.files_hash, &loaded.inputs),
         changes: Vec::new(),
         provider_changes: Vec::new(),
@@ -589,6 +592,7 @@ async fn make_plan(
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
+    plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
     plan.changes.extend(forgotten);
@@ -1211,6 +1215,8 @@ impl PendingApply {
             observer,
         } = self;
         let opts = &opts;
+        // The apply's walk checks every `check` block again, with final values.
+        diags.0.retain(|d| !plan.check_findings.contains(d));
         let journal = session.journal();
         let run = session.run;
         // What refresh found is part of the state now: drift, and the provider meta of objects

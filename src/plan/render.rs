@@ -1347,6 +1347,7 @@ pub fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Option<Strin
             }
             s
         }
+        Reason::ReadBecauseCheckNested => "config will be reloaded to verify a check block".into(),
         Reason::ReadBecauseDependencyPending {
             dependency,
             action,
