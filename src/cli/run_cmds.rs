@@ -204,9 +204,10 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
             f,
         );
     }
+    let moved = plan.moved_from();
     for c in &plan.changes {
         // A `moved` block's move with nothing else to do is Terraform's action "move".
-        let prev = plan.previous_address(&c.addr);
+        let prev = moved.get(&c.addr).copied();
         let action = match (c.action, prev) {
             (Action::NoOp, None) => continue,
             (Action::NoOp, Some(_)) => "move",

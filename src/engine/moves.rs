@@ -180,13 +180,46 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
         }
     }
     check_statements(config, &stmts, &mut out.diags);
-    // Implied moves, for the resources no explicit statement moves from.
+    // Implied moves, for the resources no explicit statement moves from, and only where the
+    // state has an object to move (found through an index: no scan of the state per
+    // resource).
+    type Static<'a> = (std::borrow::Cow<'a, ModulePath>, Mode, &'a str, &'a str);
+    let mut keys_in_state: rustc_hash::FxHashMap<Static, Vec<&Option<cairn_state::InstanceKey>>> =
+        Default::default();
+    for a in prior.resources.keys() {
+        let r = &a.resource;
+        let module = match r.module.0.iter().any(|s| s.key.is_some()) {
+            true => std::borrow::Cow::Owned(r.module.without_keys()),
+            false => std::borrow::Cow::Borrowed(&r.module),
+        };
+        keys_in_state
+            .entry((module, r.mode, &r.type_, &r.name))
+            .or_default()
+            .push(&a.key);
+    }
+    let explicit = stmts.len();
     for m in config.modules() {
         for r in m
             .resources
             .values()
             .filter(|r| r.mode == Mode::Managed && r.for_each.is_none())
         {
+            let from_key = match r.count {
+                Some(_) => None,
+                None => Some(cairn_state::InstanceKey::Int(0)),
+            };
+            let key: Static = (
+                std::borrow::Cow::Borrowed(&m.path),
+                r.mode,
+                &r.type_,
+                &r.name,
+            );
+            let in_state = keys_in_state
+                .get(&key)
+                .is_some_and(|keys| keys.contains(&&from_key));
+            if !in_state && explicit == 0 {
+                continue;
+            }
             let addr = r.key().addr(m.path.clone());
             let (from, to) = match r.count {
                 Some(_) => (
@@ -199,7 +232,11 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
                 ),
             };
             let (from, to) = (Target::Instance(from), Target::Instance(to));
-            if stmts.iter().any(|s| overlaps(&s.from, &from)) {
+            if stmts[..explicit].iter().any(|s| overlaps(&s.from, &from)) {
+                continue;
+            }
+            // Not in the state, but perhaps where an explicit statement moves an object.
+            if !in_state && !stmts[..explicit].iter().any(|s| overlaps(&s.to, &from)) {
                 continue;
             }
             stmts.push(Statement {
@@ -235,8 +272,9 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
     let Some(order) = order(&stmts, sources, &mut out.diags) else {
         return out;
     };
-    // Apply in order to a working copy, so that a chain sees the moves before it.
-    let mut state = prior.clone();
+    // Apply in order to a working copy, so that a chain sees the moves before it (copied
+    // only when there is something to move: most plans have no statement).
+    let mut state = std::borrow::Cow::Borrowed(prior);
     for i in order {
         let s = &stmts[i];
         // Each instance of the block's module that the state has (the root: one).
@@ -297,7 +335,7 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
             };
             for (a, b) in &plan.moves {
                 apply_event(
-                    &mut state,
+                    state.to_mut(),
                     cairn_state::EventBody::ResourceMoved {
                         from: a.clone(),
                         to: b.clone(),

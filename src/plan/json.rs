@@ -73,12 +73,13 @@ pub fn plan_json(plan: &Plan) -> J {
             .collect();
         root.insert("resource_drift".into(), J::Array(drift));
     }
+    let moved = plan.moved_from();
     root.insert(
         "resource_changes".into(),
         J::Array(
             changes
                 .iter()
-                .map(|c| resource_change(c, plan.previous_address(&c.addr)))
+                .map(|c| resource_change(c, moved.get(&c.addr).copied()))
                 .collect(),
         ),
     );

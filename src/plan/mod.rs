@@ -282,19 +282,21 @@ impl Plan {
     /// (the start of its chain). A destroy plan says none (it destroys the objects where
     /// they end up), as Terraform's does.
     pub fn previous_address(&self, addr: &ResourceInstanceAddr) -> Option<&ResourceInstanceAddr> {
+        self.moved_from().get(addr).copied()
+    }
+    /// [`Plan::previous_address`] of every moved object, by where it ends up (one pass over
+    /// the moves: callers that look up many addresses take this once).
+    pub fn moved_from(&self) -> BTreeMap<&ResourceInstanceAddr, &ResourceInstanceAddr> {
+        let mut out: BTreeMap<&ResourceInstanceAddr, &ResourceInstanceAddr> = BTreeMap::new();
         if self.mode == PlanMode::Destroy {
-            return None;
+            return out;
         }
-        let mut at = self.moves.iter().rposition(|(_, to)| to == addr)?;
-        let mut from = &self.moves[at].0;
-        // Follow the chain back: each earlier move that ended where this one started.
-        loop {
-            at = match self.moves[..at].iter().rposition(|(_, to)| to == from) {
-                Some(i) => i,
-                None => return Some(from),
-            };
-            from = &self.moves[at].0;
+        for (from, to) in &self.moves {
+            // A chain: the object at `from` came from further back.
+            let origin = out.remove(from).unwrap_or(from);
+            out.insert(to, origin);
         }
+        out
     }
     /// True when the plan proposes any managed change or output change.
     pub fn has_changes(&self) -> bool {

@@ -1047,21 +1047,23 @@ impl Renderer {
             };
             let _ = write!(out, "\n{}", self.drift_block(d, &ctx));
         }
+        let from = plan.moved_from();
         for c in moved {
             let _ = write!(
                 out,
                 "\n{}",
-                self.change_block(c, plan.previous_address(&c.addr))
+                self.change_block(c, from.get(&c.addr).copied())
             );
         }
     }
 
     fn normal(&self, plan: &Plan, out: &mut String) {
         // Unchanged objects are drawn only when a `moved` block moved them.
+        let moved = plan.moved_from();
         let mut changes: Vec<&Change> = plan
             .changes
             .iter()
-            .filter(|c| c.action != Action::NoOp || plan.previous_address(&c.addr).is_some())
+            .filter(|c| c.action != Action::NoOp || moved.contains_key(&c.addr))
             .collect();
         changes.sort_by(|a, b| a.addr.cmp(&b.addr));
         let mut providers: Vec<&ProviderChange> = plan
@@ -1146,7 +1148,7 @@ impl Renderer {
                 let _ = write!(
                     out,
                     "\n{}",
-                    self.change_block(c, plan.previous_address(&c.addr))
+                    self.change_block(c, moved.get(&c.addr).copied())
                 );
             }
             let (add, change, destroy) = plan.counts();
@@ -1187,11 +1189,14 @@ impl Renderer {
         };
         data.sort_by(|a, b| a.addr.cmp(&b.addr));
 
-        let moves = plan
+        let from = plan.moved_from();
+        let mut moved: Vec<&Change> = plan
             .changes
             .iter()
-            .any(|c| plan.previous_address(&c.addr).is_some());
-        if drift.is_empty() && data.is_empty() && outputs.is_empty() && !moves {
+            .filter(|c| from.contains_key(&c.addr))
+            .collect();
+        moved.sort_by(|a, b| a.addr.cmp(&b.addr));
+        if drift.is_empty() && data.is_empty() && outputs.is_empty() && moved.is_empty() {
             let body = if read_only {
                 "Cairn has checked that the real remote objects still match the result of your most recent changes, that data sources return the results recorded in the state, and found no differences."
             } else {
@@ -1209,12 +1214,6 @@ impl Renderer {
             );
             return;
         }
-        let mut moved: Vec<&Change> = plan
-            .changes
-            .iter()
-            .filter(|c| plan.previous_address(&c.addr).is_some())
-            .collect();
-        moved.sort_by(|a, b| a.addr.cmp(&b.addr));
         if !drift.is_empty() || !moved.is_empty() {
             self.drift_section(plan, &drift, &moved, out);
         }

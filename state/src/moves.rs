@@ -70,12 +70,22 @@ impl Snapshot {
     /// (`module.a` → `module.b` moves `module.a[0]` to `module.b[0]`).
     /// (The error is boxed: addresses are large, and it is rare.)
     pub fn plan_moves(&self, from: &Target, to: &Target) -> Result<MovePlan, Box<MoveError>> {
-        let mut matched: Vec<&ResourceInstanceAddr> = self
-            .resources
-            .keys()
-            .chain(self.data.keys())
-            .filter(|a| from.contains(a))
-            .collect();
+        let mut matched: Vec<&ResourceInstanceAddr> = match from {
+            // One instance: looked up, not searched for.
+            Target::Instance(i) => self
+                .resources
+                .get_key_value(i)
+                .map(|(k, _)| k)
+                .or_else(|| self.data.get_key_value(i).map(|(k, _)| k))
+                .into_iter()
+                .collect(),
+            _ => self
+                .resources
+                .keys()
+                .chain(self.data.keys())
+                .filter(|a| from.contains(a))
+                .collect(),
+        };
         matched.sort();
         if matched.is_empty() {
             return Ok(MovePlan::default());
