@@ -1356,3 +1356,11 @@ fn workspaces_keep_separate_states() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("theirs = \"ci\""), "{out}");
 }
+
+/// `console` works in a directory with no configuration, as Terraform's does.
+#[test]
+fn console_without_configuration_files() {
+    let (code, out, err) = check_cli(&["console"], "1 + 1\nupper(\"a\")\n");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "2\n\"A\"\n");
+}
