@@ -516,7 +516,8 @@ pub fn apply_as_planned(o: &Outcome) -> Check {
                 add("delete", id);
                 add("create", name)
             }
-            Action::NoOp | Action::Read => {}
+            // A forgotten object is left alone: no provider call.
+            Action::NoOp | Action::Read | Action::Forget => {}
         }
     }
     let mut actual: BTreeMap<(String, String), i32> = BTreeMap::new();

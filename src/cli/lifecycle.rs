@@ -493,6 +493,7 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         warnings: Vec::new(),
         errored: false,
         graph: None,
+        moves: Vec::new(),
     }
 }
 

@@ -73,6 +73,12 @@ fn words(action: Action) -> (&'static str, &'static str, &'static str, &'static 
             "Replacement errored",
         ),
         Action::Read => ("Reading", "Read complete", "Still reading", "Read errored"),
+        Action::Forget => (
+            "Forgetting",
+            "Forgotten",
+            "Still forgetting",
+            "Forgetting errored",
+        ),
         Action::NoOp => (
             "Checking",
             "Check complete",
@@ -91,6 +97,7 @@ fn hook_action(action: Action) -> &'static str {
         Action::Update => "update",
         Action::DeleteThenCreate | Action::CreateThenDelete => "replace",
         Action::Delete => "delete",
+        Action::Forget => "forget",
     }
 }
 

@@ -178,6 +178,8 @@ fn change_action(a: Action) -> &'static str {
         Action::Update => "update",
         Action::DeleteThenCreate | Action::CreateThenDelete => "replace",
         Action::Delete => "delete",
+        // Terraform's word for a forget in its machine-readable UI.
+        Action::Forget => "remove",
     }
 }
 
@@ -202,9 +204,20 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
             f,
         );
     }
-    for c in plan.changes.iter().filter(|c| c.action != Action::NoOp) {
-        let mut change = json!({"resource": resource_json(&c.addr),
-                                "action": change_action(c.action)});
+    let moved = plan.moved_from();
+    for c in &plan.changes {
+        // A `moved` block's move with nothing else to do is Terraform's action "move".
+        let prev = moved.get(&c.addr).copied();
+        let action = match (c.action, prev) {
+            (Action::NoOp, None) => continue,
+            (Action::NoOp, Some(_)) => "move",
+            (a, _) => change_action(a),
+        };
+        let mut change = json!({"resource": resource_json(&c.addr)});
+        if let Some(p) = prev {
+            change["previous_resource"] = resource_json(p);
+        }
+        change["action"] = json!(action);
         if let Some(r) = &c.reason {
             change["reason"] = json!(r.json_name());
         }
@@ -212,7 +225,7 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
         f.insert("change".into(), change);
         ui.emit(
             "info",
-            &format!("{}: Plan to {}", c.addr, change_action(c.action)),
+            &format!("{}: Plan to {action}", c.addr),
             "planned_change",
             f,
         );
@@ -710,6 +723,7 @@ mod tests {
             applyable: actions.iter().any(|a| *a != Action::NoOp),
             errored: false,
             graph: None,
+            moves: vec![],
         }
     }
 

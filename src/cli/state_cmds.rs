@@ -395,85 +395,31 @@ fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
     Ok(Exit::Ok)
 }
 
-/// Where each instance matched by `from` goes when moved to `to`.
+/// Where each instance matched by `from` goes when moved to `to`: the state's own move rules
+/// (`Snapshot::plan_moves`, which `moved` blocks use too), strict as `state mv` is: nothing
+/// matched and an occupied destination are errors.
 fn plan_moves(
     snap: &Snapshot,
     from: &Target,
     to: &Target,
 ) -> Result<Vec<(ResourceInstanceAddr, ResourceInstanceAddr)>, Diagnostic> {
-    let invalid = |why: String| Diagnostic::error("Invalid state move", why);
-    let matched: Vec<&ResourceInstanceAddr> = all_addrs(snap)
-        .into_iter()
-        .filter(|a| from.contains(a))
-        .collect();
-    if matched.is_empty() {
+    let plan = snap
+        .plan_moves(from, to)
+        .map_err(|e| Diagnostic::error("Invalid state move", e.to_string()))?;
+    if plan.is_empty() {
         return Err(about(Diagnostic::error(
             "No matching objects found",
             format!("The state has no resource instance matching {from}. `cairn state list` shows the addresses it has."),
         ), from));
     }
-    let same_kind = |a: &cairn_state::ResourceAddr, b: &cairn_state::ResourceAddr| {
-        if a.mode != b.mode || a.type_ != b.type_ {
-            Err(invalid(format!(
-                "{a} cannot move to {b}: an object keeps its mode and resource type."
-            )))
-        } else {
-            Ok(())
-        }
-    };
-    let mut moves = Vec::new();
-    match (from, to) {
-        (Target::Module(fm), Target::Module(tm)) => {
-            for a in matched {
-                let mut steps = tm.0.clone();
-                steps.extend_from_slice(&a.resource.module.0[fm.0.len()..]);
-                let mut dest = a.clone();
-                dest.resource.module = cairn_state::ModulePath(steps);
-                moves.push((a.clone(), dest));
-            }
-        }
-        (Target::Resource(fr), Target::Resource(tr)) => {
-            same_kind(fr, tr)?;
-            for a in matched {
-                moves.push((a.clone(), tr.instance(a.key.clone())));
-            }
-        }
-        (Target::Instance(fi), Target::Instance(ti)) => {
-            same_kind(&fi.resource, &ti.resource)?;
-            moves.push((fi.clone(), ti.clone()));
-        }
-        (Target::Instance(fi), Target::Resource(tr)) => {
-            same_kind(&fi.resource, tr)?;
-            moves.push((fi.clone(), tr.instance(None)));
-        }
-        (Target::Resource(fr), Target::Instance(ti)) => {
-            same_kind(fr, &ti.resource)?;
-            if matched.len() != 1 || matched[0].key.is_some() {
-                return Err(invalid(format!(
-                    "{from} has {} instance(s) with keys; move them one at a time to {to}.",
-                    matched.len()
-                )));
-            }
-            moves.push((matched[0].clone(), ti.clone()));
-        }
-        _ => {
-            return Err(invalid(format!(
-                "{from} and {to} are different kinds of address: move a module to a module and a resource to a resource."
-            )))
-        }
+    if let Some((src, dest)) = plan.blocked.first() {
+        return Err(Diagnostic::error(
+            "Invalid state move",
+            format!("Cannot move {src} to {dest}: there is already a resource instance at that address."),
+        )
+        .with_address(dest));
     }
-    for (src, dest) in &moves {
-        if src != dest
-            && (snap.resources.contains_key(dest) || snap.data.contains_key(dest))
-            && !moves.iter().any(|(s, _)| s == dest)
-        {
-            return Err(invalid(format!(
-                "Cannot move {src} to {dest}: there is already a resource instance at that address."
-            ))
-            .with_address(dest));
-        }
-    }
-    Ok(moves)
+    Ok(plan.moves)
 }
 
 fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
@@ -742,6 +688,18 @@ fn fmt_run_duration(ms: u64) -> String {
     }
 }
 
+/// A run's changes in `history`: its summary, and the objects it moved or forgot.
+fn run_changes(r: &cairn_state::RunRecord) -> String {
+    let mut t = summary_text(&r.summary);
+    if r.moved > 0 {
+        let _ = write!(t, ", {} moved", r.moved);
+    }
+    if r.forgotten > 0 {
+        let _ = write!(t, ", {} forgotten", r.forgotten);
+    }
+    t
+}
+
 fn summary_text(s: &RunSummary) -> String {
     let mut t = format!(
         "{} added, {} changed, {} destroyed",
@@ -780,7 +738,8 @@ pub fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                 "outcome": outcome(r),
                 "changes": {"added": r.summary.added, "changed": r.summary.changed,
                             "destroyed": r.summary.destroyed, "read": r.summary.read,
-                            "errors": r.summary.errors},
+                            "errors": r.summary.errors, "moved": r.moved,
+                            "forgotten": r.forgotten},
                 "last_seq": r.last_seq,
             });
             let _ = writeln!(out, "{j}");
@@ -804,7 +763,7 @@ pub fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                     .unwrap_or_else(|| "-".into()),
                 outcome(r),
                 r.command.clone(),
-                summary_text(&r.summary),
+                run_changes(r),
             ]
         })
         .collect();

@@ -591,8 +591,10 @@ impl Loader {
                     "data" => self.resource_block(file, b, m, Mode::Data),
                     "output" => self.output_block(file, &b, m),
                     "module" => self.module_block(file, &b, m),
+                    "moved" => self.moved_block(file, &b, m),
+                    "removed" => self.removed_block(file, &b, m),
                     "check" => self.check_block(file, b, m),
-                    kind @ ("moved" | "import" | "removed") => {
+                    kind @ "import" => {
                         let sp = self.header(file, &b);
                         m.state_blocks.push((kind.to_string(), sp));
                     }
@@ -1572,6 +1574,141 @@ impl Loader {
             }
         }
         IgnoreChanges::Paths(paths)
+    }
+
+    /// A static address in a `moved` or `removed` block (`from`, `to`): a traversal with
+    /// constant keys only, parsed as a state address.
+    fn move_address(&mut self, file: FileId, a: &Attribute) -> Option<cairn_state::Target> {
+        let sp = self.span(file, &a.value);
+        let Some(text) = static_address_text(&a.value) else {
+            self.err(
+                sp,
+                "Invalid expression",
+                "A single static variable reference is required: only attribute access and \
+                 indexing with constant keys. No calculations, function calls, template \
+                 expressions, etc are allowed here.",
+            );
+            return None;
+        };
+        match text.parse::<cairn_state::Target>() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.err(
+                    sp,
+                    "Invalid address",
+                    format!(
+                        "{e}. An address here names a resource (sim_thing.a), a resource \
+                         instance (sim_thing.a[0]) or a module (module.m)."
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn moved_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let parts = self.parts(file, &b.body, Some(&["from", "to"]), Some(&[]));
+        let from = self.required(file, b, &parts, "from");
+        let to = self.required(file, b, &parts, "to");
+        let from = from.and_then(|a| self.move_address(file, a));
+        let to = to.and_then(|a| self.move_address(file, a));
+        let (Some(from), Some(to)) = (from, to) else {
+            return;
+        };
+        let span = self.header(file, b);
+        let is_module = |t: &cairn_state::Target| matches!(t, cairn_state::Target::Module(_));
+        if is_module(&from) != is_module(&to) {
+            self.err(
+                span,
+                "Invalid \"moved\" addresses",
+                "The \"from\" and \"to\" addresses must either both refer to resources or both \
+                 refer to modules.",
+            );
+            return;
+        }
+        m.moved.push(MovedBlock { from, to, span });
+    }
+
+    fn removed_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&["from"]),
+            Some(&["lifecycle", "provisioner", "connection"]),
+        );
+        let from = self.required(file, b, &parts, "from");
+        let from_span = from.map(|a| self.span(file, &a.value));
+        let from = from.and_then(|a| self.move_address(file, a));
+        let mut destroy = true;
+        let mut seen_lifecycle: Option<Span> = None;
+        for lb in &parts.blocks {
+            let sp = self.header(file, lb);
+            match lb.ident.as_str() {
+                "lifecycle" => {
+                    if let Some(prev) = seen_lifecycle {
+                        let was = self.range_str(prev);
+                        self.err(
+                            sp,
+                            "Duplicate lifecycle block",
+                            format!("This removed block already has a lifecycle block at {was}."),
+                        );
+                        continue;
+                    }
+                    seen_lifecycle = Some(sp);
+                    if self.labels(file, lb, &[]).is_none() {
+                        continue;
+                    }
+                    let lp = self.parts(file, &lb.body, Some(&["destroy"]), Some(&[]));
+                    destroy = self.const_bool(file, lp.attrs.get("destroy").copied(), true);
+                }
+                // Destroy-time provisioners of a removed resource: Cairn runs none
+                // (`unsupported_blocks`); a `connection` block is read past, as in resources.
+                "provisioner" => m.state_blocks.push(("provisioner".to_string(), sp)),
+                _ => {}
+            }
+        }
+        let (Some(from), Some(from_span)) = (from, from_span) else {
+            return;
+        };
+        match &from {
+            cairn_state::Target::Instance(_) => self.err(
+                from_span,
+                "Resource instance keys not allowed",
+                "Resource address must be a resource (e.g. \"test_instance.foo\"), not a \
+                 resource instance (e.g. \"test_instance.foo[1]\").",
+            ),
+            cairn_state::Target::Module(p) if p.0.iter().any(|s| s.key.is_some()) => self.err(
+                from_span,
+                "Module instance keys not allowed",
+                "Module address must be a module (e.g. \"module.foo\"), not a module instance \
+                 (e.g. \"module.foo[1]\").",
+            ),
+            cairn_state::Target::Resource(r) if r.mode == Mode::Data => self.err(
+                from_span,
+                "Data source address not allowed",
+                "Data sources are never destroyed, so they are not valid targets of removed \
+                 blocks. To remove the data source from state, remove the data source block \
+                 from configuration.",
+            ),
+            cairn_state::Target::Resource(r) if r.module.0.iter().any(|s| s.key.is_some()) => self
+                .err(
+                    from_span,
+                    "Module instance keys not allowed",
+                    "Module address must be a module (e.g. \"module.foo\"), not a module \
+                     instance (e.g. \"module.foo[1]\").",
+                ),
+            _ => m.removed.push(RemovedBlock {
+                from,
+                destroy,
+                span: self.header(file, b),
+            }),
+        }
     }
 
     /// A `provisioner "TYPE"` block: `local-exec` with its `when` and `on_failure` keywords
@@ -2562,6 +2699,40 @@ fn parse_message(m: &str) -> String {
 }
 
 /// `a`, `a.b`, `tags["x"]`, `list[0]` as path steps; `None` for anything dynamic.
+/// The text of a static address (`module.m["k"].sim_thing.a[0]`), written back from a
+/// traversal whose keys are all constants; `None` for any other expression.
+fn static_address_text(e: &Expression) -> Option<String> {
+    let root = match e {
+        Expression::Variable(v) => return Some(v.as_str().to_string()),
+        Expression::Traversal(t) => match &t.expr {
+            Expression::Variable(v) => v.as_str().to_string(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let Expression::Traversal(t) = e else {
+        return None;
+    };
+    let mut out = root;
+    for op in &t.operators {
+        match op.value() {
+            TraversalOperator::GetAttr(a) => {
+                out.push('.');
+                out.push_str(a.as_str());
+            }
+            TraversalOperator::LegacyIndex(i) => out.push_str(&format!("[{}]", i.value())),
+            TraversalOperator::Index(Expression::String(s)) => {
+                out.push_str(&format!("[{}]", cairn_state::quote(s.value())))
+            }
+            TraversalOperator::Index(Expression::Number(n)) => {
+                out.push_str(&format!("[{}]", n.value()))
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
 fn static_path(e: &Expression) -> Option<Vec<String>> {
     match e {
         Expression::Variable(v) => Some(vec![v.as_str().to_string()]),

@@ -94,11 +94,15 @@ pub struct Module {
     pub calls: BTreeMap<String, ModuleCall>,
     /// The loaded child module of each call in `calls` whose source could be loaded.
     pub children: BTreeMap<String, Module>,
-    /// `moved`, `import` and `removed` blocks and provisioners (kind, header): Terraform's valid
-    /// blocks that Cairn does not act on. `inspect` (which has no state to move, import or
-    /// check against) reads past them; every other command reports them
-    /// (`unsupported_blocks`).
+    /// `import` blocks and provisioners other than `local-exec` (kind, header): Terraform's
+    /// valid blocks that Cairn does not act on. `inspect` (which has no state to import
+    /// against) reads past them; every other command reports them (`unsupported_blocks`).
     pub state_blocks: Vec<(String, Span)>,
+    /// `moved` blocks, in file order: applied to the prior state at the start of a plan
+    /// (`engine::moves`).
+    pub moved: Vec<MovedBlock>,
+    /// `removed` blocks, in file order.
+    pub removed: Vec<RemovedBlock>,
     /// `terraform { backend "pg" { … } }`: where the state lives (root module only; `None`:
     /// the local state directory).
     pub backend: Option<BackendBlock>,
@@ -109,6 +113,26 @@ pub struct Module {
 pub struct BackendBlock {
     pub kind: String,
     pub args: BTreeMap<String, String>,
+    pub span: Span,
+}
+
+/// `moved { from = … to = … }`: addresses relative to the block's module. Both are modules
+/// (calls or instances) or both are resources or resource instances (checked at load).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MovedBlock {
+    pub from: cairn_state::Target,
+    pub to: cairn_state::Target,
+    /// The block's header (`moved`): where its diagnostics point, as Terraform's do.
+    pub span: Span,
+}
+
+/// `removed { from = … lifecycle { destroy = … } }`: a resource or module (never an
+/// instance), relative to the block's module.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemovedBlock {
+    pub from: cairn_state::Target,
+    /// `lifecycle { destroy }`; `true` when absent (Terraform's default).
+    pub destroy: bool,
     pub span: Span,
 }
 
@@ -164,6 +188,8 @@ impl Module {
             calls: BTreeMap::new(),
             children: BTreeMap::new(),
             state_blocks: Vec::new(),
+            moved: Vec::new(),
+            removed: Vec::new(),
             backend: None,
         }
     }

@@ -142,6 +142,12 @@ fn outline(m: &Module, out: &mut String) {
             if c.count.is_some() { " count" } else { "" }
         );
     }
+    for b in &m.moved {
+        let _ = writeln!(out, "  moved {} -> {}", b.from, b.to);
+    }
+    for b in &m.removed {
+        let _ = writeln!(out, "  removed {} destroy={}", b.from, b.destroy);
+    }
     for c in m.children.values() {
         outline(c, out);
     }

@@ -12,6 +12,7 @@
 //! | `plan.rs` | the plan phase (diffs, plan-time data reads) |
 //! | `deferral.rs` | the rule that defers a data read to apply |
 //! | `apply.rs` | the apply phase, destroy ordering, operation records |
+//! | `moves.rs` | `moved` and `removed` blocks applied to the prior state before a plan |
 //! | `recover.rs` | pending operations left by a run that died |
 //! | `inspect.rs` | evaluation without providers or state |
 //! | `journal.rs` | the engine's handle on the event log |
@@ -24,6 +25,7 @@ pub mod deferral;
 pub mod graph;
 pub mod inspect;
 pub mod journal;
+pub mod moves;
 pub mod plan;
 pub mod progress;
 pub mod providers;

@@ -479,6 +479,54 @@ async fn make_plan(
         stop: opts.stop.clone(),
         sabotage: opts.sabotage,
     };
+    // `moved` and `removed` blocks first: the plan is made against the moved state, without
+    // the objects that are forgotten.
+    let mut refactor = timed("moved blocks", || {
+        super::moves::resolve(&loaded.config, prior)
+    });
+    if mode != PlanMode::Normal {
+        // As Terraform: a destroy destroys what `removed` blocks would forget, and a
+        // read-only plan forgets nothing (both still move).
+        refactor.forget.clear();
+    }
+    diags.extend(refactor.diags.clone());
+    if refactor.diags.has_errors() {
+        return None;
+    }
+    let moved_prior;
+    let mut forgotten = Vec::new();
+    let prior = if refactor.moves.is_empty() && refactor.forget.is_empty() {
+        prior
+    } else {
+        let mut s = prior.clone();
+        for (from, to) in &refactor.moves {
+            super::moves::apply_event(
+                &mut s,
+                EventBody::ResourceMoved {
+                    from: from.clone(),
+                    to: to.clone(),
+                },
+            );
+        }
+        for addr in &refactor.forget {
+            if let Some(obj) = s.current(addr) {
+                forgotten.push(Change {
+                    addr: addr.clone(),
+                    provider: obj.provider.addr.clone(),
+                    action: Action::Forget,
+                    before: Some(Value::from_stored(&obj.attrs)),
+                    after: None,
+                    replace_paths: Vec::new(),
+                    reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
+                    sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
+                    diff_unavailable: false,
+                });
+            }
+            super::moves::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
+        }
+        moved_prior = s;
+        &moved_prior
+    };
     let (refreshed, drift, refreshed_meta) = if opts.refresh {
         let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
         diags.extend(r.diags);
@@ -509,9 +557,12 @@ async fn make_plan(
         applyable: false,
         errored: false,
         graph: None,
+        moves: refactor.moves.clone(),
     };
+    plan.warnings.extend(refactor_warnings(&refactor));
     if mode == PlanMode::Destroy {
         destroy_plan(&refreshed, &mut plan, &opts.targets);
+        plan.changes.extend(forgotten);
         if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
             plan.changes.retain(|c| c.addr.resource.module.is_root());
         }
@@ -544,9 +595,41 @@ async fn make_plan(
     plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
+    plan.changes.extend(forgotten);
+    if mode == PlanMode::ReadOnly {
+        // A read-only plan proposes no changes, but shows the objects it moves, as they are.
+        let planned: BTreeSet<ResourceInstanceAddr> =
+            plan.changes.iter().map(|c| c.addr.clone()).collect();
+        let ends: BTreeSet<&ResourceInstanceAddr> = plan.moves.iter().map(|(_, to)| to).collect();
+        for addr in ends {
+            if let (false, Some(obj)) = (planned.contains(addr), refreshed.current(addr)) {
+                let v = Value::from_stored(&obj.attrs);
+                plan.changes.push(Change {
+                    addr: addr.clone(),
+                    provider: obj.provider.addr.clone(),
+                    action: Action::NoOp,
+                    before: Some(v.clone()),
+                    after: Some(v),
+                    replace_paths: Vec::new(),
+                    reason: None,
+                    sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
+                    diff_unavailable: false,
+                });
+            }
+        }
+    }
+    plan.changes.sort_by(|a, b| a.addr.cmp(&b.addr));
+    // A move from an instance the configuration still declares: the plan was made from the
+    // wrong prior state, so it is not shown (as in Terraform).
+    let mut move_diags = Diagnostics::new();
+    super::moves::check_instance_sources(&loaded.config, &refactor, &plan, &mut move_diags);
+    if move_diags.has_errors() {
+        diags.extend(move_diags);
+        return None;
+    }
     plan.data_reads = out.data_reads.into_values().collect();
     plan.dropped_data = out.dropped_data.into_iter().collect();
-    plan.warnings = out.warnings;
+    plan.warnings.extend(out.warnings);
     // The dependency graph as it is now, kept with the plan (saved plan files, the run's
     // `RunPlanned`), so `cairn ui` draws it as planned after the files change.
     plan.graph = Some(timed("plan graph", || ctx.graph.resource_graph()));
@@ -618,7 +701,8 @@ async fn make_plan(
     plan.applyable = !plan.errored
         && match mode {
             PlanMode::ReadOnly => {
-                !plan.drift.is_empty()
+                !plan.moves.is_empty()
+                    || !plan.drift.is_empty()
                     || plan.outputs.iter().any(|o| o.action != Action::NoOp)
                     || plan
                         .data_reads
@@ -651,6 +735,48 @@ async fn make_plan(
             }
         };
     Some(plan)
+}
+
+/// The attributes the schema of an object's resource type marks sensitive (masked in the
+/// plan text), for changes made without the plan walk; none when the provider is not there.
+fn sensitive_attrs(
+    registry: &Registry,
+    addr: &ResourceInstanceAddr,
+    provider: &ProviderAddr,
+) -> Vec<String> {
+    registry
+        .package(&provider.package)
+        .and_then(|p| {
+            p.schema()
+                .block(addr.resource.mode, &addr.resource.type_)
+                .map(|b| {
+                    b.attributes
+                        .iter()
+                        .filter(|(_, a)| a.sensitive)
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                })
+        })
+        .unwrap_or_default()
+}
+
+/// The warnings Terraform gives about `moved` blocks that could not move an object, and
+/// about objects a `removed` block forgets.
+fn refactor_warnings(r: &super::moves::Refactor) -> Vec<String> {
+    let mut out = Vec::new();
+    if !r.blocked.is_empty() {
+        let list: String = r
+            .blocked
+            .iter()
+            .map(|(a, b)| format!("\n  - {a} could not move to {b}"))
+            .collect();
+        out.push(format!("Unresolved resource instance address changes\nCairn tried to adjust resource instance addresses in the prior state based on change information recorded in the configuration, but some adjustments did not succeed due to existing objects already at the intended addresses:{list}\n\nCairn has planned to destroy these objects. If Cairn's proposed changes aren't appropriate, you must first resolve the conflicts using the \"cairn state\" subcommands and then create a new plan."));
+    }
+    if !r.forget.is_empty() {
+        let list: String = r.forget.iter().map(|a| format!("\n - {a}")).collect();
+        out.push(format!("Some objects will no longer be managed by Cairn\nIf you apply this plan, Cairn will discard its tracking information for the following objects, but it will not delete them:{list}\n\nAfter applying this plan, Cairn will no longer manage these objects. You will need to import them into Cairn to manage them again."));
+    }
+    out
 }
 
 fn output_changes(
@@ -1097,7 +1223,24 @@ impl PendingApply {
         // (drifted or not).
         let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
             plan.refreshed_meta.iter().map(|(a, m)| (a, m)).collect();
-        let mut events = Vec::new();
+        // The `moved` blocks' moves and the objects `removed` blocks forget, first: the rest
+        // of the plan (drift included) is at the moved addresses.
+        let mut events: Vec<EventBody> = plan
+            .moves
+            .iter()
+            .map(|(from, to)| EventBody::ResourceMoved {
+                from: from.clone(),
+                to: to.clone(),
+            })
+            .collect();
+        events.extend(
+            plan.changes
+                .iter()
+                .filter(|c| c.action == Action::Forget)
+                .map(|c| EventBody::ResourceForgotten {
+                    addr: c.addr.clone(),
+                }),
+        );
         for d in &plan.drift {
             let event = match &d.after {
                 Some(v) => match v.to_stored() {

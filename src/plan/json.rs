@@ -73,9 +73,15 @@ pub fn plan_json(plan: &Plan) -> J {
             .collect();
         root.insert("resource_drift".into(), J::Array(drift));
     }
+    let moved = plan.moved_from();
     root.insert(
         "resource_changes".into(),
-        J::Array(changes.iter().map(|c| resource_change(c)).collect()),
+        J::Array(
+            changes
+                .iter()
+                .map(|c| resource_change(c, moved.get(&c.addr).copied()))
+                .collect(),
+        ),
     );
     let mut outputs: Vec<_> = plan.outputs.iter().collect();
     outputs.sort_by(|a, b| a.name.cmp(&b.name));
@@ -202,8 +208,20 @@ fn address_fields_in(
     o
 }
 
-fn resource_change(c: &Change) -> J {
+fn resource_change(c: &Change, prev: Option<&ResourceInstanceAddr>) -> J {
     let mut o = address_fields(&c.addr, &c.provider.package);
+    if let Some(prev) = prev {
+        // Terraform's order: right after `address`.
+        let mut with = Map::new();
+        for (k, v) in o {
+            let is_address = k == "address";
+            with.insert(k, v);
+            if is_address {
+                with.insert("previous_address".into(), json!(prev.to_string()));
+            }
+        }
+        o = with;
+    }
     o.insert(
         "change".into(),
         change_json(

@@ -28,6 +28,9 @@ pub enum Action {
     /// Replace with `create_before_destroy`: create first, then delete the old one.
     CreateThenDelete,
     Delete,
+    /// `removed { lifecycle { destroy = false } }`: the object leaves the state, the world
+    /// keeps it (no provider call).
+    Forget,
 }
 
 impl Action {
@@ -43,6 +46,7 @@ impl Action {
             Action::Update => "updated in-place",
             Action::DeleteThenCreate | Action::CreateThenDelete => "replaced",
             Action::Delete => "destroyed",
+            Action::Forget => "forgotten",
         }
     }
     /// Terraform's `change.actions` array.
@@ -55,6 +59,7 @@ impl Action {
             Action::DeleteThenCreate => &["delete", "create"],
             Action::CreateThenDelete => &["create", "delete"],
             Action::Delete => &["delete"],
+            Action::Forget => &["forget"],
         }
     }
 }
@@ -240,6 +245,11 @@ pub struct Plan {
     /// files from before Cairn saved it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph: Option<cairn_state::PlanGraph>,
+    /// What the configuration's `moved` blocks do to the prior state, in order (a chain is
+    /// several): the changes are planned at the destinations, and an apply records these as
+    /// `ResourceMoved` events before anything else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<(ResourceInstanceAddr, ResourceInstanceAddr)>,
     /// The workspace whose state the plan was made against (`None`: `default`): a saved
     /// plan applies to that workspace only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -263,14 +273,35 @@ impl Plan {
                     c.0 += 1;
                     c.2 += 1
                 }
-                Action::NoOp | Action::Read => {}
+                Action::NoOp | Action::Read | Action::Forget => {}
             }
         }
         c
     }
+    /// Where the object at `addr` was in the prior state, when a `moved` block moved it
+    /// (the start of its chain). A destroy plan says none (it destroys the objects where
+    /// they end up), as Terraform's does.
+    pub fn previous_address(&self, addr: &ResourceInstanceAddr) -> Option<&ResourceInstanceAddr> {
+        self.moved_from().get(addr).copied()
+    }
+    /// [`Plan::previous_address`] of every moved object, by where it ends up (one pass over
+    /// the moves: callers that look up many addresses take this once).
+    pub fn moved_from(&self) -> BTreeMap<&ResourceInstanceAddr, &ResourceInstanceAddr> {
+        let mut out: BTreeMap<&ResourceInstanceAddr, &ResourceInstanceAddr> = BTreeMap::new();
+        if self.mode == PlanMode::Destroy {
+            return out;
+        }
+        for (from, to) in &self.moves {
+            // A chain: the object at `from` came from further back.
+            let origin = out.remove(from).unwrap_or(from);
+            out.insert(to, origin);
+        }
+        out
+    }
     /// True when the plan proposes any managed change or output change.
     pub fn has_changes(&self) -> bool {
-        self.changes.iter().any(|c| c.action != Action::NoOp)
+        !self.moves.is_empty()
+            || self.changes.iter().any(|c| c.action != Action::NoOp)
             || self.outputs.iter().any(|o| o.action != Action::NoOp)
             || self
                 .provider_changes

@@ -22,6 +22,7 @@ pub fn planned_action(a: Action) -> Option<PlannedAction> {
         Action::DeleteThenCreate => PlannedAction::DeleteThenCreate,
         Action::CreateThenDelete => PlannedAction::CreateThenDelete,
         Action::Delete => PlannedAction::Delete,
+        Action::Forget => PlannedAction::Forget,
     })
 }
 

@@ -87,7 +87,7 @@ pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
         width: opts.width,
         marks: true,
     };
-    r.change_block(ch)
+    r.change_block(ch, None)
 }
 
 /// The current state as `terraform show` prints it: one block per provider instance, resource
@@ -185,6 +185,7 @@ pub fn action_symbol(action: Action) -> &'static str {
         Action::DeleteThenCreate => "-/+",
         Action::CreateThenDelete => "+/-",
         Action::Delete => "-",
+        Action::Forget => ".",
     }
 }
 
@@ -242,7 +243,7 @@ impl Colors {
             Action::Read => self.cyan(s),
             Action::DeleteThenCreate => format!("{}/{}", self.red("-"), self.green("+")),
             Action::CreateThenDelete => format!("{}/{}", self.green("+"), self.red("-")),
-            Action::NoOp => s.to_string(),
+            Action::NoOp | Action::Forget => s.to_string(),
         };
         format!("{pad}{painted}")
     }
@@ -493,17 +494,22 @@ impl Renderer {
             return text.to_string();
         }
         let mut out = String::new();
-        let mut line = String::new();
-        for word in text.split(' ') {
-            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > self.width {
+        // A line's own indentation (a list item, ` - x`) is kept.
+        let body = text.trim_start_matches(' ');
+        let mut line = " ".repeat(text.len() - body.len());
+        let mut empty = true;
+        for word in body.split(' ') {
+            if !empty && line.chars().count() + 1 + word.chars().count() > self.width {
                 out.push_str(&line);
                 out.push('\n');
                 line.clear();
+                empty = true;
             }
-            if !line.is_empty() {
+            if !empty {
                 line.push(' ');
             }
             line.push_str(word);
+            empty = false;
         }
         out.push_str(&line);
         out
@@ -819,10 +825,29 @@ impl Renderer {
         lines
     }
 
-    /// The header comment of a change and its reason lines.
-    fn change_header(&self, ch: &Change) -> Vec<String> {
+    /// The header comment of a change and its reason lines; `prev` is where a `moved` block
+    /// moved the object from.
+    fn change_header(&self, ch: &Change, prev: Option<&ResourceInstanceAddr>) -> Vec<String> {
         let addr = &ch.addr;
         let mut lines = Vec::new();
+        if ch.action == Action::Forget {
+            // Terraform's layout, one column left of the others.
+            lines.push(format!(
+                " {}",
+                self.c.bold(&format!(
+                    "# {addr} will no longer be managed by Cairn, but will not be destroyed"
+                ))
+            ));
+            lines.push(" # (destroy = false is set in the configuration)".into());
+            return lines;
+        }
+        if let (Action::NoOp, Some(prev)) = (ch.action, prev) {
+            lines.push(format!(
+                "  {}",
+                self.c.bold(&format!("# {prev} has moved to {addr}"))
+            ));
+            return lines;
+        }
         let main = match (ch.action, &ch.reason) {
             (
                 Action::DeleteThenCreate | Action::CreateThenDelete,
@@ -859,22 +884,30 @@ impl Renderer {
                 ch.provider
             ));
         }
+        if let Some(prev) = prev {
+            lines.push(format!("  # (moved from {prev})"));
+        }
         lines
     }
 
-    fn change_block(&self, ch: &Change) -> String {
+    fn change_block(&self, ch: &Change, prev: Option<&ResourceInstanceAddr>) -> String {
         let ctx = Ctx {
             replace_paths: &ch.replace_paths,
             sensitive_paths: &ch.sensitive_attrs,
         };
-        let mut lines = self.change_header(ch);
-        lines.extend(self.resource_block(
-            &ch.addr,
-            ch.action,
-            ch.before.as_ref(),
-            ch.after.as_ref(),
-            &ctx,
-        ));
+        let mut lines = self.change_header(ch, prev);
+        // A forgotten object is drawn as it is, unchanged.
+        let after = match ch.action {
+            Action::Forget => ch.before.as_ref(),
+            _ => ch.after.as_ref(),
+        };
+        let mut block = self.resource_block(&ch.addr, ch.action, ch.before.as_ref(), after, &ctx);
+        if ch.action == Action::Forget {
+            if let Some(first) = block.first_mut() {
+                *first = format!(" {}", first.trim_start());
+            }
+        }
+        lines.extend(block);
         lines.join("\n") + "\n"
     }
 
@@ -883,7 +916,7 @@ impl Renderer {
             Action::Create => "will be configured",
             Action::Update => "will be reconfigured in-place",
             Action::DeleteThenCreate | Action::CreateThenDelete => "must be replaced",
-            Action::Delete => "will be removed",
+            Action::Delete | Action::Forget => "will be removed",
             Action::Read | Action::NoOp => "is unchanged",
         };
         let mut lines = vec![format!(
@@ -986,7 +1019,9 @@ impl Renderer {
         }
     }
 
-    fn drift_section(&self, plan: &Plan, drift: &[&Drift], out: &mut String) {
+    /// The note on what changed outside Cairn; in a read-only plan, also the objects that
+    /// `moved` blocks move (Terraform lists them there in a refresh-only plan).
+    fn drift_section(&self, plan: &Plan, drift: &[&Drift], moved: &[&Change], out: &mut String) {
         let _ = writeln!(
             out,
             "\n{} {}\n",
@@ -1012,13 +1047,23 @@ impl Renderer {
             };
             let _ = write!(out, "\n{}", self.drift_block(d, &ctx));
         }
+        let from = plan.moved_from();
+        for c in moved {
+            let _ = write!(
+                out,
+                "\n{}",
+                self.change_block(c, from.get(&c.addr).copied())
+            );
+        }
     }
 
     fn normal(&self, plan: &Plan, out: &mut String) {
+        // Unchanged objects are drawn only when a `moved` block moved them.
+        let moved = plan.moved_from();
         let mut changes: Vec<&Change> = plan
             .changes
             .iter()
-            .filter(|c| c.action != Action::NoOp)
+            .filter(|c| c.action != Action::NoOp || moved.contains_key(&c.addr))
             .collect();
         changes.sort_by(|a, b| a.addr.cmp(&b.addr));
         let mut providers: Vec<&ProviderChange> = plan
@@ -1031,7 +1076,7 @@ impl Renderer {
         let drift = sorted_drift(plan);
 
         if !drift.is_empty() {
-            self.drift_section(plan, &drift, out);
+            self.drift_section(plan, &drift, &[], out);
             let _ = writeln!(
                 out,
                 "\n\n{}\n\n{}",
@@ -1068,6 +1113,7 @@ impl Renderer {
             let used: Vec<Action> = changes
                 .iter()
                 .map(|c| c.action)
+                .filter(|a| *a != Action::NoOp)
                 .chain(
                     providers
                         .iter()
@@ -1075,11 +1121,15 @@ impl Renderer {
                         .filter(|a| *a != Action::Create && *a != Action::Delete),
                 )
                 .collect();
-            let _ = writeln!(
-                out,
-                "\n{}",
-                self.wrap("Cairn used the selected providers to generate the following execution plan. Resource actions are indicated with the following symbols:")
-            );
+            // As Terraform: no legend when every change is a move (a forget has no symbol
+            // in the legend, but it still brings the legend's heading).
+            if changes.iter().any(|c| c.action != Action::NoOp) || !providers.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "\n{}",
+                    self.wrap("Cairn used the selected providers to generate the following execution plan. Resource actions are indicated with the following symbols:")
+                );
+            }
             for (action, words) in LEGEND {
                 if used.contains(&action) {
                     let _ = writeln!(out, "{} {words}", self.c.symbol(action, 3));
@@ -1095,7 +1145,11 @@ impl Renderer {
                 let _ = write!(out, "\n{}", self.provider_block(p));
             }
             for c in &changes {
-                let _ = write!(out, "\n{}", self.change_block(c));
+                let _ = write!(
+                    out,
+                    "\n{}",
+                    self.change_block(c, moved.get(&c.addr).copied())
+                );
             }
             let (add, change, destroy) = plan.counts();
             let _ = writeln!(
@@ -1135,7 +1189,14 @@ impl Renderer {
         };
         data.sort_by(|a, b| a.addr.cmp(&b.addr));
 
-        if drift.is_empty() && data.is_empty() && outputs.is_empty() {
+        let from = plan.moved_from();
+        let mut moved: Vec<&Change> = plan
+            .changes
+            .iter()
+            .filter(|c| from.contains_key(&c.addr))
+            .collect();
+        moved.sort_by(|a, b| a.addr.cmp(&b.addr));
+        if drift.is_empty() && data.is_empty() && outputs.is_empty() && moved.is_empty() {
             let body = if read_only {
                 "Cairn has checked that the real remote objects still match the result of your most recent changes, that data sources return the results recorded in the state, and found no differences."
             } else {
@@ -1153,8 +1214,8 @@ impl Renderer {
             );
             return;
         }
-        if !drift.is_empty() {
-            self.drift_section(plan, &drift, out);
+        if !drift.is_empty() || !moved.is_empty() {
+            self.drift_section(plan, &drift, &moved, out);
         }
         if !data.is_empty() {
             let _ = writeln!(
@@ -1182,6 +1243,9 @@ impl Renderer {
             self.wrap(&format!("This is a {name} plan, so Cairn will not take any actions to undo these. If you were expecting these changes then you can apply this plan to record {what} in the Cairn state without changing any remote objects."))
         );
         let mut parts = Vec::new();
+        if !moved.is_empty() {
+            parts.push(plural(moved.len(), "object moved", "objects moved"));
+        }
         if !drift.is_empty() {
             parts.push(plural(
                 drift.len(),
@@ -1239,6 +1303,7 @@ fn pending_verb(action: Action) -> &'static str {
         Action::Update => "updated",
         Action::DeleteThenCreate | Action::CreateThenDelete => "replaced",
         Action::Delete => "destroyed",
+        Action::Forget => "forgotten",
     }
 }
 

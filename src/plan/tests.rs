@@ -121,6 +121,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         applyable,
         errored: false,
         graph: None,
+        moves: vec![],
     }
 }
 

@@ -13,6 +13,10 @@ use std::process::{Command, Stdio};
 #[path = "cli_lifecycle.rs"]
 mod lifecycle;
 
+/// Issue 14's `moved` and `removed` blocks, end to end.
+#[path = "cli_moves.rs"]
+mod moves;
+
 /// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
 /// colours off by environment, and returns (exit code, stdout, stderr).
 fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
@@ -773,6 +777,7 @@ fn sample_plan() -> Plan {
         applyable: true,
         errored: false,
         graph: None,
+        moves: vec![],
     }
 }
 

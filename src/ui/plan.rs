@@ -77,7 +77,7 @@ fn counts(r: &PlanRecord) -> (usize, usize, usize) {
                 c.0 += 1;
                 c.2 += 1
             }
-            PlannedAction::Read => {}
+            PlannedAction::Read | PlannedAction::Forget => {}
         }
     }
     c

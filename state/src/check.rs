@@ -388,6 +388,8 @@ mod tests {
             outcome: Some(RunOutcome::Success),
             summary: Default::default(),
             last_seq: 3,
+            moved: 0,
+            forgotten: 0,
         });
         s.pending.insert(
             2,

@@ -11,7 +11,8 @@
 //! sled compacts), and a file reads in one call. The sled log keeps its own checksums; a file
 //! carries a CRC-32 so that a damaged checkpoint is refused, never read as a different state.
 //!
-//! # Layout (format 4)
+//! # Layout (format 5; 5 added the runs' counts of moved and forgotten objects, which a
+//! format 4 checkpoint cannot know)
 //!
 //! ```text
 //! "CAIRNCKP" | format u32 | seq u64 | part count u32
@@ -55,7 +56,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// The format this version writes and reads.
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
 const MAGIC: &[u8; 8] = b"CAIRNCKP";
 /// Deepest nesting of values decoded (a damaged file cannot exhaust the stack).
 const MAX_DEPTH: u32 = 1024;
@@ -1025,7 +1026,7 @@ mod tests {
                 &damaged(FIXED + 1, bytes[FIXED + 1] ^ 1),
                 "the checksum of its header does not match".into(),
             ),
-            (&damaged(8, 9), "format 9; this Cairn reads format 4".into()),
+            (&damaged(8, 9), "format 9; this Cairn reads format 5".into()),
             (
                 b"garbage, garbage and more garbage",
                 "not a Cairn checkpoint".into(),

@@ -181,6 +181,9 @@ pub enum PlannedAction {
     /// Replace with `create_before_destroy`.
     CreateThenDelete,
     Delete,
+    /// `removed { lifecycle { destroy = false } }`: left out of the state, not destroyed.
+    /// (Last, so that the records of older versions decode unchanged.)
+    Forget,
 }
 
 impl PlannedAction {
@@ -192,6 +195,7 @@ impl PlannedAction {
             PlannedAction::Update => "update",
             PlannedAction::DeleteThenCreate | PlannedAction::CreateThenDelete => "replace",
             PlannedAction::Delete => "delete",
+            PlannedAction::Forget => "forget",
         }
     }
 }

@@ -40,6 +40,7 @@ pub mod error;
 pub mod event;
 pub mod log;
 pub mod migrate;
+pub mod moves;
 pub mod pg;
 mod pgtls;
 pub mod snapshot;
@@ -59,6 +60,7 @@ pub use event::{
     ResourceObject, RunOutcome, RunSummary,
 };
 pub use log::{OpenOptions, Peek, SledLog};
+pub use moves::{MoveError, MovePlan};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
 pub use store::{peek_events, EventLog, LogReader, Store};
 pub use tfstate::{export_tfstate, import_tfstate};

@@ -143,6 +143,13 @@ pub struct RunRecord {
     pub summary: RunSummary,
     /// The seq of the last event of the run.
     pub last_seq: u64,
+    /// How many objects the run moved (`ResourceMoved`: `moved` blocks, `state mv`) and
+    /// forgot (`ResourceForgotten`: `removed` blocks, `state rm`). (Checkpoints of format 4,
+    /// which cannot know them, are skipped and rebuilt.)
+    #[serde(default)]
+    pub moved: u64,
+    #[serde(default)]
+    pub forgotten: u64,
 }
 
 impl Snapshot {
@@ -216,6 +223,8 @@ impl Snapshot {
                     outcome: None,
                     summary: RunSummary::default(),
                     last_seq: seq,
+                    moved: 0,
+                    forgotten: 0,
                 });
                 self.open_run = Some(seq);
             }
@@ -303,6 +312,9 @@ impl Snapshot {
             }
             EventBody::OutputsSet { outputs } => self.outputs = outputs,
             EventBody::ResourceForgotten { addr } => {
+                if let Some(r) = self.run_mut(run) {
+                    r.forgotten += 1;
+                }
                 self.data.remove(&addr);
                 if let Some(r) = self.resources.remove(&addr) {
                     for o in r.objects() {
@@ -312,6 +324,9 @@ impl Snapshot {
                 }
             }
             EventBody::ResourceMoved { from, to } => {
+                if let Some(r) = self.run_mut(run) {
+                    r.moved += 1;
+                }
                 if let Some(d) = self.data.remove(&from) {
                     self.data.insert(to.clone(), d);
                 }
