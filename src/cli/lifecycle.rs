@@ -95,9 +95,70 @@ pub struct RunUi {
     pub no_color: bool,
 }
 
+/// `cairn import ADDR ID`, as `terraform import` prints it: the provider's progress lines,
+/// then "Import successful!" (or the errors).
+pub fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarArg>) -> Exit {
+    let no_color = a.walk.ui.no_color;
+    let (observer, json) = make_observer(ctx, &a.walk.ui);
+    let observer = Arc::new(observer);
+    let empty = SourceMap::new();
+    let addr = match a.addr.parse::<cairn_state::ResourceInstanceAddr>() {
+        Ok(addr) => addr,
+        Err(e) => {
+            let d = Diagnostic::error(
+                "Invalid address",
+                format!("Error parsing {:?}: {e}. An import address is a resource instance address, like sim_thing.a or module.m.sim_thing.b[\"k\"].", a.addr),
+            );
+            emit(ctx, &empty, &d.into(), json.as_ref(), no_color);
+            return Exit::Error;
+        }
+    };
+    if a.id.is_empty() {
+        let d = Diagnostic::error("Invalid import id", "The import ID must not be empty.");
+        emit(ctx, &empty, &d.into(), json.as_ref(), no_color);
+        return Exit::Error;
+    }
+    let req = match run_request(ctx, &a.walk, None, PlanMode::Normal, vars) {
+        Ok(r) => r,
+        Err(d) => {
+            emit(ctx, &empty, &d, json.as_ref(), no_color);
+            return Exit::Error;
+        }
+    };
+    let mut opts = engine_options(&req, "import");
+    opts.import = Some((addr, a.id.clone()));
+    let dyn_observer: Arc<dyn Observer> = observer.clone();
+    let report = match block_on(ctx, &opts, engine::import(&opts, dyn_observer)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    observer.finish();
+    let mut seen = notes(&report.notes);
+    seen.extend(observer.take_diagnostics());
+    let all = merge_diagnostics(seen, report.diags);
+    let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+    if emit(ctx, map, &all, json.as_ref(), no_color) {
+        return Exit::Error;
+    }
+    if json.is_none() {
+        let (color, _) = ctx.colors(no_color);
+        let (g, b, r) = if color {
+            ("\x1b[32m", "\x1b[1m", "\x1b[0m")
+        } else {
+            ("", "", "")
+        };
+        ctx.out(&format!(
+            "\n{b}{g}Import successful!{r}\n\n{g}The resources that were imported are shown above. These resources are now in\nyour Cairn state and will henceforth be managed by Cairn.{r}\n\n"
+        ));
+    }
+    Exit::Ok
+}
+
 /// What an apply or destroy did, for its closing lines.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ApplySummary {
+    /// Objects adopted by `import` blocks.
+    pub imported: usize,
     pub added: usize,
     pub changed: usize,
     pub destroyed: usize,
@@ -115,7 +176,7 @@ pub fn print_summary(
 ) {
     if let Some(ui) = json_ui {
         let op = if destroy { "destroy" } else { "apply" };
-        ui.change_summary(op, s.added, s.changed, s.destroyed);
+        ui.change_summary(op, s.imported, s.added, s.changed, s.destroyed);
         if !s.outputs.is_empty() {
             let outputs: Map<String, J> = s
                 .outputs
@@ -155,9 +216,13 @@ pub fn print_summary(
             s.destroyed
         );
     } else {
+        let imported = match s.imported {
+            0 => String::new(),
+            n => format!(" {n} imported,"),
+        };
         let _ = writeln!(
             out,
-            "\n{b}{g}Apply complete! Resources: {} added, {} changed, {} destroyed.{r}",
+            "\n{b}{g}Apply complete! Resources:{imported} {} added, {} changed, {} destroyed.{r}",
             s.added, s.changed, s.destroyed
         );
     }
@@ -614,6 +679,7 @@ fn apply(
     match applied {
         Some(a) if a.confirmed => {
             let summary = ApplySummary {
+                imported: a.summary.imported as usize,
                 added: a.summary.added as usize,
                 changed: a.summary.changed as usize,
                 destroyed: a.summary.destroyed as usize,
@@ -677,6 +743,7 @@ mod tests {
 
     fn summary() -> ApplySummary {
         ApplySummary {
+            imported: 0,
             added: 2,
             changed: 1,
             destroyed: 0,

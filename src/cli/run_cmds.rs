@@ -215,7 +215,7 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
         );
     }
     let (add, change, destroy) = plan.counts();
-    ui.change_summary("plan", add, change, destroy);
+    ui.change_summary("plan", plan.imports(), add, change, destroy);
     let outputs: Map<String, J> = plan
         .outputs
         .iter()
@@ -682,6 +682,7 @@ mod tests {
                 reason: None,
                 sensitive_attrs: vec![],
                 diff_unavailable: false,
+                importing: None,
             })
             .collect();
         Plan {

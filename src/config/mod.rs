@@ -96,6 +96,8 @@ pub struct Module {
     /// check against) reads past them; every other command reports them
     /// (`unsupported_blocks`).
     pub state_blocks: Vec<(String, Span)>,
+    /// `import` blocks (root module only: in a child module they are a load error).
+    pub imports: Vec<ImportBlock>,
     /// `terraform { backend "pg" { … } }`: where the state lives (root module only; `None`:
     /// the local state directory).
     pub backend: Option<BackendBlock>,
@@ -107,6 +109,27 @@ pub struct BackendBlock {
     pub kind: String,
     pub args: BTreeMap<String, String>,
     pub span: Span,
+}
+
+/// `import { to = ADDR  id = EXPR  for_each = EXPR  provider = NAME.ALIAS }`: adopt an
+/// existing object into state at plan (`engine::plan`), as Terraform does.
+#[derive(Debug, Clone)]
+pub struct ImportBlock {
+    /// The target's static resource: its module path without instance keys, and its key
+    /// (always a managed resource).
+    pub module: ModulePath,
+    pub key: ResourceKey,
+    /// `to` as written: a traversal whose index steps may use `each` (evaluated per element
+    /// of `for_each` by `engine::imports::targets`).
+    pub to: Expression,
+    pub id: Expression,
+    pub for_each: Option<Expression>,
+    pub provider: Option<ProviderRef>,
+    pub file: FileId,
+    /// The block header (`import`).
+    pub span: Span,
+    pub to_span: Span,
+    pub id_span: Span,
 }
 
 /// A diagnostic for each block in `Module::state_blocks` of the tree: an error for a command
@@ -146,6 +169,7 @@ impl Module {
             calls: BTreeMap::new(),
             children: BTreeMap::new(),
             state_blocks: Vec::new(),
+            imports: Vec::new(),
             backend: None,
         }
     }

@@ -214,6 +214,14 @@ fn resource_change(c: &Change) -> J {
             &c.sensitive_attrs,
         ),
     );
+    if let Some(i) = &c.importing {
+        if let Some(J::Object(change)) = o.get_mut("change") {
+            change.insert("importing".into(), json!({ "id": i.id }));
+            if i.generated {
+                change.insert("generated_config".into(), json!(true));
+            }
+        }
+    }
     if let Some(r) = &c.reason {
         o.insert("action_reason".into(), json!(r.json_name()));
         if c.action == Action::Read {

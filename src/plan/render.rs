@@ -175,6 +175,11 @@ pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
     out
 }
 
+/// A string quoted as Go's `%q` (Terraform's "imported from" line).
+fn quote_go(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
 /// The symbol Terraform shows for an action: `+`, `-`, `~`, `-/+`, `+/-`, `<=`.
 pub fn action_symbol(action: Action) -> &'static str {
     match action {
@@ -790,6 +795,7 @@ impl Renderer {
         before: Option<&Value>,
         after: Option<&Value>,
         ctx: &Ctx,
+        show_all: bool,
     ) -> Vec<String> {
         let kind = match addr.resource.mode {
             Mode::Managed => "resource",
@@ -808,7 +814,8 @@ impl Renderer {
                 None => empty.clone(),
             }
         };
-        let (_, body) = self.object_diff(&attrs(before), &attrs(after), false, 2, "", ctx, false);
+        let (_, body) =
+            self.object_diff(&attrs(before), &attrs(after), false, 2, "", ctx, show_all);
         let mut lines = Vec::new();
         body.write_after(&head, &mut lines);
         if lines.len() == 1 {
@@ -845,12 +852,21 @@ impl Renderer {
             (Action::DeleteThenCreate | Action::CreateThenDelete, _) => {
                 format!("# {addr} must be replaced")
             }
+            (Action::NoOp, _) if ch.importing.is_some() => format!("# {addr} will be imported"),
             (action, _) => format!("# {addr} will be {}", action.verb()),
         };
         lines.push(format!("  {}", self.c.bold(&main)));
         if let Some(reason) = &ch.reason {
             if let Some(text) = reason_text(addr, reason) {
                 lines.push(format!("  # ({text})"));
+            }
+        }
+        if let Some(i) = &ch.importing {
+            if ch.action != Action::NoOp {
+                lines.push(format!("  # (imported from {})", quote_go(&i.id)));
+            }
+            if i.generated {
+                lines.push("  # (config will be generated)".into());
             }
         }
         if ch.diff_unavailable && !matches!(ch.reason, Some(Reason::ProviderConfigUnknown { .. })) {
@@ -874,6 +890,8 @@ impl Renderer {
             ch.before.as_ref(),
             ch.after.as_ref(),
             &ctx,
+            // Terraform shows every attribute of an object it imports.
+            ch.importing.is_some(),
         ));
         lines.join("\n") + "\n"
     }
@@ -926,7 +944,14 @@ impl Renderer {
             "  {}",
             self.c.bold(&format!("# {} {words}", d.addr))
         )];
-        lines.extend(self.resource_block(&d.addr, action, Some(&d.before), d.after.as_ref(), ctx));
+        lines.extend(self.resource_block(
+            &d.addr,
+            action,
+            Some(&d.before),
+            d.after.as_ref(),
+            ctx,
+            false,
+        ));
         lines.join("\n") + "\n"
     }
 
@@ -945,6 +970,7 @@ impl Renderer {
             d.before.as_ref(),
             Some(&d.result),
             &Ctx::NONE,
+            false,
         ));
         lines.join("\n") + "\n"
     }
@@ -1018,7 +1044,7 @@ impl Renderer {
         let mut changes: Vec<&Change> = plan
             .changes
             .iter()
-            .filter(|c| c.action != Action::NoOp)
+            .filter(|c| c.action != Action::NoOp || c.importing.is_some())
             .collect();
         changes.sort_by(|a, b| a.addr.cmp(&b.addr));
         let mut providers: Vec<&ProviderChange> = plan
@@ -1068,6 +1094,7 @@ impl Renderer {
             let used: Vec<Action> = changes
                 .iter()
                 .map(|c| c.action)
+                .filter(|a| *a != Action::NoOp)
                 .chain(
                     providers
                         .iter()
@@ -1075,11 +1102,13 @@ impl Renderer {
                         .filter(|a| *a != Action::Create && *a != Action::Delete),
                 )
                 .collect();
-            let _ = writeln!(
-                out,
-                "\n{}",
-                self.wrap("Cairn used the selected providers to generate the following execution plan. Resource actions are indicated with the following symbols:")
-            );
+            if !used.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "\n{}",
+                    self.wrap("Cairn used the selected providers to generate the following execution plan. Resource actions are indicated with the following symbols:")
+                );
+            }
             for (action, words) in LEGEND {
                 if used.contains(&action) {
                     let _ = writeln!(out, "{} {words}", self.c.symbol(action, 3));
@@ -1098,9 +1127,13 @@ impl Renderer {
                 let _ = write!(out, "\n{}", self.change_block(c));
             }
             let (add, change, destroy) = plan.counts();
+            let import = match plan.imports() {
+                0 => String::new(),
+                n => format!(" {n} to import,"),
+            };
             let _ = writeln!(
                 out,
-                "\n{} {add} to add, {change} to change, {destroy} to destroy.",
+                "\n{}{import} {add} to add, {change} to change, {destroy} to destroy.",
                 self.c.bold("Plan:")
             );
         }

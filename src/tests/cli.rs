@@ -706,6 +706,7 @@ fn sample_plan() -> Plan {
         reason: None,
         sensitive_attrs: vec![],
         diff_unavailable: false,
+        importing: None,
     };
     let mut replace = change(
         "sim_thing.b",

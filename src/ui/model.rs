@@ -260,6 +260,7 @@ pub fn diff_text(
         reason: None,
         sensitive_attrs: Vec::new(),
         diff_unavailable: false,
+        importing: None,
     };
     let text = render_change(
         &ch,

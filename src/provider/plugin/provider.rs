@@ -26,7 +26,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::schema_util::same;
 use crate::provider::{
     Applied, ApplyRequest, ApplyResponse, Block, ConfigDiff, Configured, FunctionFailure,
-    FunctionSig, Nesting, ObjectMeta, Planned, Provider, ProviderDiag, ProviderError,
+    FunctionSig, Imported, Nesting, ObjectMeta, Planned, Provider, ProviderDiag, ProviderError,
     ProviderResult, ProviderSchema,
 };
 use crate::value::{Type, Value};
@@ -921,6 +921,33 @@ impl Inner {
         )))
     }
 
+    /// `ImportResourceState`: each object decoded with its own type's schema, kept with the
+    /// provider's private bytes and that type's schema version (an import returns the
+    /// provider's current form).
+    async fn import(self: Arc<Self>, type_: String, id: String) -> ProviderResult<Vec<Imported>> {
+        self.schema(Mode::Managed, &type_)?;
+        let c = self.client.clone();
+        let t = type_.clone();
+        let (found, diags) = run(async move { c.import(&t, &id).await })
+            .await
+            .map_err(ProviderError)?;
+        check("import", &self.shared.package, &diags)?;
+        let mut out = Vec::new();
+        for i in found {
+            let ts = self.schema(Mode::Managed, &i.type_name)?;
+            let state = decode(&i.state, &ts.ty, "imported state")?;
+            out.push(Imported {
+                type_: i.type_name,
+                state,
+                meta: ObjectMeta {
+                    schema_version: u64::try_from(ts.version).unwrap_or(0),
+                    private: i.private,
+                },
+            });
+        }
+        Ok(out)
+    }
+
     async fn read_data(self: Arc<Self>, type_: String, config: Value) -> ProviderResult<Value> {
         let ty = self.schema(Mode::Data, &type_)?.ty.clone();
         let dv = encode(&config, &ty, "configuration")?;
@@ -1026,6 +1053,13 @@ impl Configured for PluginInstance {
         self.inner
             .clone()
             .read(type_.to_string(), state.clone(), meta.clone())
+            .await
+    }
+
+    async fn import(&self, type_: &str, id: &str) -> ProviderResult<Vec<Imported>> {
+        self.inner
+            .clone()
+            .import(type_.to_string(), id.to_string())
             .await
     }
 
