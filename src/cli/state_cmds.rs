@@ -743,7 +743,12 @@ fn fmt_run_duration(ms: u64) -> String {
 }
 
 fn summary_text(s: &RunSummary) -> String {
-    let mut t = format!(
+    let mut t = match s.imported {
+        0 => String::new(),
+        n => format!("{n} imported, "),
+    };
+    let _ = write!(
+        t,
         "{} added, {} changed, {} destroyed",
         s.added, s.changed, s.destroyed
     );
@@ -780,7 +785,7 @@ pub fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                 "outcome": outcome(r),
                 "changes": {"added": r.summary.added, "changed": r.summary.changed,
                             "destroyed": r.summary.destroyed, "read": r.summary.read,
-                            "errors": r.summary.errors},
+                            "imported": r.summary.imported, "errors": r.summary.errors},
                 "last_seq": r.last_seq,
             });
             let _ = writeln!(out, "{j}");

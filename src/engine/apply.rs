@@ -530,13 +530,14 @@ impl ApplyPhase {
             tainted: false,
             meta: importing.meta.clone(),
         };
+        // Appended, not awaited to durability: nothing changed in the world, so a crash
+        // before the next commit only means the next plan imports it again.
         self.journal
-            .record(EventBody::StateImported {
+            .append(EventBody::StateImported {
                 source: format!("import {:?}", importing.id),
                 providers: Vec::new(),
                 resources: vec![(inst.addr.clone(), object.clone())],
             })
-            .await
             .map_err(Diagnostics::from)?;
         self.summary.lock().expect("summary lock").imported += 1;
         ctx.observer.event(Progress::ImportComplete {

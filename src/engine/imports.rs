@@ -133,9 +133,9 @@ pub fn no_config(addr: &str, span: Span) -> Diagnostic {
         format!(
             "The configuration for the given import target {addr} does not exist. If you wish \
              to automatically generate config for this resource, use the \
-             -generate-config-out option within terraform plan. Otherwise, make sure the \
+             -generate-config-out option within cairn plan. Otherwise, make sure the \
              target resource exists within your configuration. For example:\n\n  \
-             terraform plan -generate-config-out=generated.tf"
+             cairn plan -generate-config-out=generated.tf"
         ),
     )
     .with_span(Some(span))
@@ -364,7 +364,7 @@ pub async fn import_object(
 pub fn non_existent(addr: &ResourceInstanceAddr) -> Diagnostics {
     Diagnostic::error(
         "Cannot import non-existent remote object",
-        format!("While attempting to import an existing object to \"{addr}\", the provider detected that no object exists with the given id. Only pre-existing objects can be imported; check that the id is correct and that it is associated with the provider's configured region or endpoint, or use \"terraform apply\" to create a new remote object for this resource."),
+        format!("While attempting to import an existing object to \"{addr}\", the provider detected that no object exists with the given id. Only pre-existing objects can be imported; check that the id is correct and that it is associated with the provider's configured region or endpoint, or use \"cairn apply\" to create a new remote object for this resource."),
     )
     .with_address(addr)
     .into()

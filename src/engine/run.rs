@@ -539,7 +539,7 @@ async fn make_plan(
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
-    if mode == PlanMode::Normal && !diags.has_errors() {
+    if mode == PlanMode::Normal {
         diags.extend(phase.imports.unclaimed(&loaded.config));
     }
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));

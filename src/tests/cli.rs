@@ -1,6 +1,7 @@
 //! End-to-end tests of the `cairn` binary: each runs the real executable in a temporary
 //! directory through `check_cli` and looks at what a user sees (exit code, stdout, stderr).
 
+mod import;
 mod install;
 mod language;
 

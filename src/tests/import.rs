@@ -1,0 +1,211 @@
+//! Importing existing objects on the real binary (issues 12 and 14): `import` blocks (with
+//! `for_each`) planned as imports and adopted by apply, also from a saved plan in another
+//! process; `cairn import ADDR ID` as a recorded run; Terraform's errors. The built-in
+//! `random` provider imports as hashicorp/random does; `sim` refuses import as the Python sim
+//! does under Terraform. (The same stories against a plugin provider, beside Terraform 1.11,
+//! are in `fixtures/provider-v5/tests/lifecycle.rs`.)
+
+use super::{check_cli_in, check_golden, project, transcript};
+
+const RANDOM_TF: &str = r#"
+variable "names" {
+  default = { a = "abc", b = "xyz12" }
+}
+import {
+  to = random_integer.port
+  id = "15390,1,50000"
+}
+import {
+  for_each = var.names
+  to       = random_string.s[each.key]
+  id       = each.value
+}
+resource "random_integer" "port" {
+  min = 1
+  max = 50000
+}
+resource "random_string" "s" {
+  for_each = var.names
+  length   = length(each.value)
+}
+resource "random_id" "i" {
+  byte_length = 4
+}
+resource "random_integer" "other" {
+  min = 1
+  max = 2
+}
+output "port" {
+  value = random_integer.port.result
+}
+"#;
+
+/// Import blocks with the built-in `random` provider: the plan text, a saved plan applied
+/// in another process, the next plan (no changes), `cairn import`, and how history and the
+/// log record them.
+#[test]
+fn import_blocks_and_the_import_command() {
+    let dir = project(&[("main.tf", RANDOM_TF)]);
+    let d = dir.path();
+    let t = transcript(
+        d,
+        &[
+            "plan -target=random_integer.port -target=random_string.s",
+            "plan -out=p.plan -target=random_integer.port -target=random_string.s",
+            "show -json p.plan",
+            "apply p.plan",
+            "plan -detailed-exitcode -target=random_integer.port -target=random_string.s",
+            "import random_id.i p-,AAECAw",
+            "import random_id.i AAECAw",
+            "import random_id.nope AAECAw",
+            "import random_integer.other 1,2",
+            "state show random_id.i",
+            "history",
+        ],
+    );
+    check_golden("import.txt", &t);
+}
+
+/// A changed configuration is an import and an update in one plan ("imported from"), and the
+/// apply adopts the object, then updates it.
+#[test]
+fn an_import_combined_with_an_update() {
+    let tf = r#"
+import {
+  to = terraform_data.d
+  id = "x"
+}
+resource "terraform_data" "d" {
+  input = "v"
+}
+"#;
+    let dir = project(&[("main.tf", tf)]);
+    let d = dir.path();
+    let (code, out, err) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("# terraform_data.d will be updated in-place"),
+        "{out}"
+    );
+    assert!(out.contains("# (imported from \"x\")"), "{out}");
+    assert!(
+        out.contains("Plan: 1 to import, 0 to add, 1 to change, 0 to destroy."),
+        "{out}"
+    );
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Apply complete! Resources: 1 imported, 0 added, 1 changed, 0 destroyed."),
+        "{out}"
+    );
+    let (code, out, err) = check_cli_in(d, &["state", "show", "terraform_data.d"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("id     = \"x\""), "{out}");
+    assert!(out.contains("output = \"v\""), "{out}");
+    let tf = r#"
+import {
+  to = random_password.p
+  id = "s3cret!"
+}
+resource "random_password" "p" {
+  length  = 7
+  special = false
+}
+"#;
+    let dir = project(&[("main.tf", tf)]);
+    let d = dir.path();
+    let (code, out, err) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("# random_password.p must be replaced"),
+        "{out}"
+    );
+    assert!(out.contains("# (imported from \"s3cret!\")"), "{out}");
+    assert!(
+        out.contains("Plan: 1 to import, 1 to add, 0 to change, 1 to destroy."),
+        "{out}"
+    );
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("random_password.p: Importing... [id=s3cret!]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Apply complete! Resources: 1 imported, 1 added, 0 changed, 1 destroyed."),
+        "{out}"
+    );
+    let (code, _, err) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Terraform's errors: an import block whose resource is not configured (with and without
+/// `for_each` keys), in a child module, of a data source, without `id`; `sim` refusing import.
+#[test]
+fn import_errors_as_terraform_prints_them() {
+    let tf = r#"
+import {
+  to = random_id.missing
+  id = "AAAA"
+}
+import {
+  for_each = toset(["a", "zz"])
+  to       = random_id.keyed[each.key]
+  id       = "AAAA"
+}
+resource "random_id" "keyed" {
+  for_each    = toset(["a"])
+  byte_length = 3
+}
+"#;
+    let dir = project(&[("main.tf", tf)]);
+    let (code, _, err) = check_cli_in(dir.path(), &["plan", "-no-color"], "");
+    assert_eq!(code, 1, "{err}");
+    check_golden("import_errors.txt", &err);
+    let tf = r#"
+import {
+  to = data.random_id.x
+  id = "a"
+}
+import {
+  to = random_id.y
+}
+module "m" {
+  source = "./m"
+}
+"#;
+    let dir = project(&[
+        ("main.tf", tf),
+        (
+            "m/main.tf",
+            "import {\n  to = random_id.z\n  id = \"AAAA\"\n}\n",
+        ),
+    ]);
+    let (code, out, err) = check_cli_in(dir.path(), &["validate"], "");
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("Only managed resources can be imported."),
+        "{err}"
+    );
+    assert!(
+        err.contains("The argument \"id\" is required, but no definition was found."),
+        "{err}"
+    );
+    assert!(
+        err.contains("An import block was detected in \"module.m\". Import blocks are only allowed in the root module."),
+        "{err}"
+    );
+    // The built-in sim refuses, in the words of the Python sim's framework.
+    let tf = "import {\n  to = sim_thing.a\n  id = \"x\"\n}\nresource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\n";
+    let dir = project(&[("main.tf", tf)]);
+    let (code, _, err) = check_cli_in(dir.path(), &["plan"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Error: sim_thing does not support resource import"),
+        "{err}"
+    );
+    assert!(
+        err.contains("This provider has not implemented import_ for sim_thing"),
+        "{err}"
+    );
+}
