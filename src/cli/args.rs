@@ -228,6 +228,10 @@ pub struct PlanArgs {
     /// Exit 0 with no changes, 1 on error, 2 with changes.
     #[arg(long)]
     pub detailed_exitcode: bool,
+    /// Write a resource block for each `import` block whose resource has none to FILE (a new
+    /// file), generated from the imported object.
+    #[arg(long, value_name = "FILE")]
+    pub generate_config_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -95,6 +95,44 @@ pub struct RunUi {
     pub no_color: bool,
 }
 
+/// `plan -generate-config-out=FILE`: the generated resource blocks of the plan's imports, in
+/// a new file, under Terraform's header (nothing is written when none was generated).
+fn write_generated(ctx: &Context, plan: &Plan, path: &Path, human: bool) -> Result<(), Diagnostic> {
+    let blocks: Vec<&str> = plan
+        .changes
+        .iter()
+        .filter_map(|c| c.importing.as_ref()?.generated_config.as_deref())
+        .collect();
+    if blocks.is_empty() {
+        return Ok(());
+    }
+    let mut text = String::from(
+        "# __generated__ by Cairn\n# Please review these resources and move them into your main configuration files.\n",
+    );
+    for b in blocks {
+        text.push('\n');
+        text.push_str(b);
+    }
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
+        return Err(Diagnostic::error(
+            "Failed to write generated config",
+            format!("Cairn could not write {}: {e}.", path.display()),
+        ));
+    }
+    if human {
+        ctx.out(&format!(
+            "\nCairn has generated configuration and written it to {}. Please review the\nconfiguration and edit it as necessary before adding it to version control.\n",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
 /// `cairn import ADDR ID`, as `terraform import` prints it: the provider's progress lines,
 /// then "Import successful!" (or the errors).
 pub fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarArg>) -> Exit {
@@ -268,6 +306,8 @@ pub struct Invocation<'a> {
     pub vars: Vec<VarArg>,
     pub plan_file: Option<&'a Path>,
     pub out_file: Option<&'a Path>,
+    /// `plan -generate-config-out=FILE`.
+    pub generate_config_out: Option<&'a Path>,
     pub detailed_exitcode: bool,
     pub auto_approve: bool,
     /// `refresh -preview`: show, record nothing.
@@ -431,7 +471,18 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
             return Exit::Error;
         }
     };
-    let opts = engine_options(&req, inv.verb.name());
+    let mut opts = engine_options(&req, inv.verb.name());
+    if let Some(path) = inv.generate_config_out {
+        if path.exists() {
+            let d = Diagnostic::error(
+                "Target generated file already exists",
+                "Cairn can only write generated config into a new file. Either choose a different target location or move all existing configuration out of the target file, delete it and try again.",
+            );
+            emit(ctx, &empty, &d.into(), ui.json.as_ref(), no_color);
+            return Exit::Error;
+        }
+        opts.generate_config = true;
+    }
     let dyn_observer: Arc<dyn Observer> = observer.clone();
     let finish = |config: Option<&Arc<Config>>, diags: Diagnostics, report_notes: &[String]| {
         observer.finish();
@@ -450,6 +501,12 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
             observer.finish();
             if let Some(plan) = &report.result {
                 present_plan(ctx, plan, ui.json.as_ref(), no_color);
+                if let Some(path) = inv.generate_config_out {
+                    if let Err(d) = write_generated(ctx, plan, path, ui.json.is_none()) {
+                        emit(ctx, &empty, &d.into(), ui.json.as_ref(), no_color);
+                        return Exit::Error;
+                    }
+                }
             }
             let failed = finish(report.config.as_ref(), report.diags, &report.notes);
             let Some(plan) = report.result.filter(|_| !failed) else {

@@ -1451,6 +1451,7 @@ impl Loader {
                     file,
                     json: self.sources.is_json(file),
                     span,
+                    generated: false,
                 }));
                 return;
             }

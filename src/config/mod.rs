@@ -31,6 +31,43 @@ pub struct Config {
 }
 
 impl Config {
+    /// `plan -generate-config-out`: a resource block, empty and marked `generated`, for each
+    /// root `import` block whose resource has none (the plan fills in its configuration from
+    /// the imported object). Returns how many were added.
+    pub fn generate_import_blocks(&mut self) -> usize {
+        let mut added = 0;
+        let blocks = self.root.imports.clone();
+        for b in blocks {
+            // Generation is for one object per block (as Terraform's): no `for_each`.
+            if !b.module.is_root()
+                || b.for_each.is_some()
+                || self.root.resources.contains_key(&b.key)
+            {
+                continue;
+            }
+            self.root.resources.insert(
+                b.key.clone(),
+                Box::new(Resource {
+                    mode: b.key.mode,
+                    type_: b.key.type_.clone(),
+                    name: b.key.name.clone(),
+                    count: None,
+                    for_each: None,
+                    provider: b.provider.clone(),
+                    depends_on: Vec::new(),
+                    lifecycle: Lifecycle::default(),
+                    body: Body::default(),
+                    file: b.file,
+                    json: false,
+                    span: b.span,
+                    generated: true,
+                }),
+            );
+            added += 1;
+        }
+        added
+    }
+
     /// The module at a static path (instance keys are ignored).
     pub fn module(&self, path: &ModulePath) -> Option<&Module> {
         let mut m = &self.root;
@@ -317,6 +354,9 @@ pub struct Resource {
     pub json: bool,
     /// The block header (`resource "sim_thing" "a"`).
     pub span: Span,
+    /// Not written: generated for an `import` block by `plan -generate-config-out`
+    /// (`Config::generate_import_blocks`); its configuration is the imported object's.
+    pub generated: bool,
 }
 
 impl Resource {

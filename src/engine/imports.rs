@@ -322,10 +322,11 @@ pub async fn import_object(
             id: id.to_string(),
         },
     });
-    let found = c
-        .import(&inst.key.type_, id)
-        .await
-        .map_err(|e| import_failure(addr, &e))?;
+    let found = {
+        let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
+        c.import(&inst.key.type_, id).await
+    }
+    .map_err(|e| import_failure(addr, &e))?;
     if cli {
         ctx.observer.event(Progress::ImportPrepared {
             addr: addr.clone(),
@@ -343,10 +344,11 @@ pub async fn import_object(
     ctx.observer
         .event(Progress::RefreshStart { addr: addr.clone() });
     let started = Instant::now();
-    let read = c
-        .read_object(&inst.key.type_, &obj.state, &obj.meta)
-        .await
-        .map_err(|e| super::plan::provider_failure(ctx, addr, "refresh", &e))?;
+    let read = {
+        let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
+        c.read_object(&inst.key.type_, &obj.state, &obj.meta).await
+    }
+    .map_err(|e| super::plan::provider_failure(ctx, addr, "refresh", &e))?;
     let Some((value, meta)) = read else {
         return Err(non_existent(addr));
     };
@@ -392,4 +394,150 @@ pub fn import_failure(
     } else {
         errors
     }
+}
+
+/// The configuration a generated resource block stands for: the imported object without its
+/// computed-only attributes (which a configuration cannot set), nested blocks likewise.
+pub fn generated_config(schema: &crate::provider::Block, state: &Value) -> Value {
+    let attrs = match state.unmarked() {
+        Value::Object(m) => m.clone(),
+        _ => return state.clone(),
+    };
+    let mut out = BTreeMap::new();
+    for (name, v) in attrs {
+        if let Some(a) = schema.attributes.get(&name) {
+            let settable = a.required || a.optional;
+            out.insert(
+                name,
+                match settable {
+                    true => v,
+                    false => Value::Null(a.ty.clone()),
+                },
+            );
+        } else if let Some(nb) = schema.blocks.get(&name) {
+            let each = |e: &Value| generated_config(&nb.block, e);
+            let v = match v {
+                Value::List(items) => Value::List(items.iter().map(each).collect()),
+                Value::Set(items) => Value::set(items.iter().map(each).collect()),
+                Value::Tuple(items) => Value::Tuple(items.iter().map(each).collect()),
+                Value::Map(m) => Value::Map(m.iter().map(|(k, e)| (k.clone(), each(e))).collect()),
+                Value::Object(_) => each(&v),
+                other => other,
+            };
+            out.insert(name, v);
+        } else {
+            out.insert(name, v);
+        }
+    }
+    Value::Object(out)
+}
+
+/// The HCL of a generated resource block, as Terraform's `-generate-config-out` writes it:
+/// a comment naming the id, the arguments in name order (computed-only ones left out, an unset
+/// one as `null`, a sensitive one as `null # sensitive`), then the nested blocks.
+pub fn generated_hcl(
+    addr: &ResourceInstanceAddr,
+    id: &str,
+    schema: &crate::provider::Block,
+    state: &Value,
+) -> String {
+    let mut out = format!(
+        "# __generated__ by Cairn from {}\nresource {} {} {{\n",
+        serde_json::to_string(id).unwrap_or_default(),
+        cairn_state::quote(&addr.resource.type_),
+        cairn_state::quote(&addr.resource.name)
+    );
+    block_body(schema, state, 1, &mut out);
+    out.push_str("}\n");
+    out
+}
+
+fn block_body(schema: &crate::provider::Block, v: &Value, depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    for (name, a) in &schema.attributes {
+        if !(a.required || a.optional) {
+            continue;
+        }
+        let val = v.get(name).cloned().unwrap_or(Value::Null(a.ty.clone()));
+        let (val, marked) = val.deep_unmark();
+        let text = if a.sensitive || marked {
+            "null # sensitive".to_string()
+        } else if val.is_null() {
+            "null".to_string()
+        } else {
+            hcl_value(&val, depth)
+        };
+        out.push_str(&format!("{pad}{name} = {text}\n"));
+    }
+    for (name, nb) in &schema.blocks {
+        let Some(val) = v.get(name) else { continue };
+        let mut write = |label: Option<&str>, e: &Value| {
+            match label {
+                Some(l) => out.push_str(&format!("{pad}{name} {} {{\n", cairn_state::quote(l))),
+                None => out.push_str(&format!("{pad}{name} {{\n")),
+            }
+            block_body(&nb.block, e, depth + 1, out);
+            out.push_str(&format!("{pad}}}\n"));
+        };
+        match val.unmarked() {
+            Value::List(items) | Value::Set(items) | Value::Tuple(items) => {
+                for e in items {
+                    write(None, e);
+                }
+            }
+            Value::Map(m) if nb.nesting == crate::provider::Nesting::Map => {
+                for (k, e) in m {
+                    write(Some(k), e);
+                }
+            }
+            Value::Object(m) if nb.nesting == crate::provider::Nesting::Map => {
+                for (k, e) in m {
+                    write(Some(k), e);
+                }
+            }
+            Value::Object(_) => write(None, val),
+            _ => {}
+        }
+    }
+}
+
+/// A value as HCL: maps and objects one key a line (keys bare where they are identifiers),
+/// lists and sets on one line.
+fn hcl_value(v: &Value, depth: usize) -> String {
+    match v {
+        Value::Map(m) | Value::Object(m) => {
+            if m.is_empty() {
+                return "{}".into();
+            }
+            let pad = "  ".repeat(depth + 1);
+            let mut s = "{\n".to_string();
+            for (k, e) in m {
+                let key = if is_identifier(k) {
+                    k.clone()
+                } else {
+                    serde_json::to_string(k).unwrap_or_default()
+                };
+                let e = if e.is_null() {
+                    "null".into()
+                } else {
+                    hcl_value(e, depth + 1)
+                };
+                s.push_str(&format!("{pad}{key} = {e}\n"));
+            }
+            s.push_str(&format!("{}}}", "  ".repeat(depth)));
+            s
+        }
+        Value::List(items) | Value::Set(items) | Value::Tuple(items) => {
+            let parts: Vec<String> = items.iter().map(|e| hcl_value(e, depth)).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Value::Null(_) => "null".into(),
+        other => crate::value::format_hcl(other),
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next().is_some_and(|f| f.is_alphabetic() || f == '_')
+        && c.all(|x| x.is_alphanumeric() || x == '_' || x == '-')
 }

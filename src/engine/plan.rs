@@ -100,6 +100,7 @@ impl PlanPhase {
         // An `import` block for this instance: an object not in state yet is imported now
         // (the provider's import, then a read), and planned against as the prior object.
         let mut importing = None;
+        let mut generated = None;
         if self.mode == PlanMode::Normal {
             if let Some(target) = self.imports.target(ctx, &inst.addr)? {
                 if prior.is_none() {
@@ -122,9 +123,16 @@ impl PlanPhase {
                                 id: target.id,
                                 meta,
                                 generated: false,
+                                generated_config: None,
                             }),
                         });
                         return Ok(value);
+                    }
+                    let generated_config = target.generated.then(|| {
+                        super::imports::generated_hcl(&inst.addr, &target.id, &inst.schema, &value)
+                    });
+                    if target.generated {
+                        generated = Some(super::imports::generated_config(&inst.schema, &value));
                     }
                     prior_value = Some(value);
                     prior_meta = meta.clone();
@@ -132,6 +140,7 @@ impl PlanPhase {
                         id: target.id,
                         meta,
                         generated: target.generated,
+                        generated_config,
                     });
                 }
             }
@@ -168,6 +177,7 @@ impl PlanPhase {
             }
         }
         let config = match (&prior_value, &res.lifecycle.ignore_changes) {
+            _ if generated.is_some() => generated.clone().expect("checked"),
             (Some(pv), ignore) if *ignore != IgnoreChanges::None => {
                 apply_ignore_changes(&inst.config, pv, ignore, &inst.schema)
             }

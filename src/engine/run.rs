@@ -66,6 +66,9 @@ pub struct Options {
     pub only_file: Option<PathBuf>,
     /// `cairn import ADDR ID`: the instance to import and its id (see [`import`]).
     pub import: Option<(ResourceInstanceAddr, String)>,
+    /// `plan -generate-config-out`: import blocks without a resource block get a generated
+    /// one (`Config::generate_import_blocks`), filled in from the imported object.
+    pub generate_config: bool,
 }
 
 impl Options {
@@ -89,6 +92,7 @@ impl Options {
             sabotage: None,
             only_file: None,
             import: None,
+            generate_config: false,
         }
     }
 }
@@ -169,6 +173,9 @@ fn load_with(
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
     };
+    if opts.generate_config {
+        config.generate_import_blocks();
+    }
     if !lenient {
         diags.extend(crate::config::unsupported_blocks(&config, true));
     }
@@ -525,12 +532,25 @@ async fn make_plan(
     });
     add_orphans(&mut graph, orphans);
     if mode == PlanMode::Normal {
-        diags.extend(import_config_errors(&loaded.config));
+        // As Terraform: an import block without its resource stops the plan before it starts.
+        let errors = import_config_errors(&loaded.config);
+        if errors.has_errors() {
+            diags.extend(errors);
+            return None;
+        }
     }
     let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
     let mut phase = PlanPhase::new(mode, refreshed.clone(), replace);
     phase.imports.cli = opts.import.clone();
+    phase.imports.generated = loaded
+        .config
+        .root
+        .resources
+        .iter()
+        .filter(|(_, r)| r.generated)
+        .map(|(k, _)| (ModulePath::root(), k.clone()))
+        .collect();
     phase.never_applied =
         prior.resources.is_empty() && prior.data.is_empty() && prior.outputs.is_empty();
     let phase = Arc::new(phase);

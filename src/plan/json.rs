@@ -217,8 +217,8 @@ fn resource_change(c: &Change) -> J {
     if let Some(i) = &c.importing {
         if let Some(J::Object(change)) = o.get_mut("change") {
             change.insert("importing".into(), json!({ "id": i.id }));
-            if i.generated {
-                change.insert("generated_config".into(), json!(true));
+            if let Some(text) = &i.generated_config {
+                change.insert("generated_config".into(), json!(text));
             }
         }
     }

@@ -151,6 +151,9 @@ pub struct Importing {
     /// configuration yet).
     #[serde(default)]
     pub generated: bool,
+    /// The generated block's HCL (`-generate-config-out` writes it; JSON `generated_config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated_config: Option<String>,
 }
 
 /// A change of a provider instance (providers are resources too).
