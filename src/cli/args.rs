@@ -88,6 +88,48 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Serve a read-only web view of the history, the state and plans on 127.0.0.1.
     Ui(UiServeArgs),
+    /// Create, select, list, show and delete workspaces (several states of one configuration).
+    #[command(subcommand)]
+    Workspace(WorkspaceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// Create a workspace and select it.
+    New(WorkspaceNameArgs),
+    /// Select a workspace.
+    Select {
+        #[command(flatten)]
+        name: WorkspaceNameArgs,
+        /// Create the workspace if it does not exist.
+        #[arg(long, default_value_t = false)]
+        or_create: bool,
+    },
+    /// List the workspaces; `*` marks the selected one.
+    List,
+    /// Print the selected workspace's name.
+    Show,
+    /// Delete a workspace and its state (its log and history).
+    Delete {
+        #[command(flatten)]
+        name: WorkspaceNameArgs,
+        /// Delete it even if its state still tracks objects (they are forgotten, not destroyed).
+        #[arg(long, default_value_t = false)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct WorkspaceNameArgs {
+    /// The workspace's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// How long to wait for the state's lock (Go duration: 30s, 1m30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub lock_timeout: Duration,
+    /// No colours.
+    #[arg(long)]
+    pub no_color: bool,
 }
 
 #[derive(Debug, Args)]

@@ -23,6 +23,7 @@ use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
 use crate::provider::install::init::{self as installer, Selected};
 use crate::provider::install::SourceAddr;
 use cairn_state::backend::{self, Backend, PgSettings};
+use cairn_state::workspace;
 use cairn_state::{OpenOptions, ProviderAddr, StateError, Store};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -512,17 +513,20 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// Opens the state of `backend` (whatever the state directory names).
+/// Opens workspace `name`'s state in `backend` (whatever the state directory names).
 fn open_backend(
     ctx: &Context,
+    name: &str,
     backend: &Backend,
     opts: &OpenOptions,
 ) -> Result<Option<Store>, Diagnostic> {
+    let dir = workspace::dir(&ctx.state_root, name);
     let opened = match backend {
-        Backend::Local => Store::open_local(&ctx.state_dir, opts),
+        Backend::Local => Store::open_local(&dir, opts),
         Backend::Pg(s) => {
-            let cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
-            Store::open_pg(&cfg, &ctx.state_dir, opts)
+            let mut cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
+            cfg.schema = workspace::pg_schema(&cfg.schema, name).map_err(|e| state_diag(&e))?;
+            Store::open_pg(&cfg, &dir, opts)
         }
     };
     match opened {
@@ -564,7 +568,8 @@ fn configure_backend(
         }
         _ => Backend::Local,
     };
-    let current = backend::read_backend(&ctx.state_dir).map_err(|e| state_diag(&e))?;
+    let root = &ctx.state_root;
+    let current = backend::read_backend(root).map_err(|e| state_diag(&e))?;
     if current == wanted {
         return Ok(Vec::new());
     }
@@ -574,10 +579,21 @@ fn configure_backend(
         lock_timeout: a.lock_timeout,
         write,
     };
-    let previous = open_backend(ctx, &current, &opts(false))?;
-    let events = previous.as_ref().map_or(0, |s| s.head());
-    if events > 0 && !a.migrate_state && !a.reconfigure {
-        let location = previous.as_ref().map(|s| s.location()).unwrap_or_default();
+    // Every workspace moves with the backend (Terraform migrates them all too).
+    let names = workspace::list(root).map_err(|e| state_diag(&e))?;
+    let mut with_events = Vec::new();
+    for name in &names {
+        let previous = open_backend(ctx, name, &current, &opts(false))?;
+        let events = previous.as_ref().map_or(0, |s| s.head());
+        if events > 0 {
+            let location = previous.as_ref().map(|s| s.location()).unwrap_or_default();
+            with_events.push((name.clone(), events, location));
+        }
+    }
+    if let Some((_, events, location)) = with_events
+        .first()
+        .filter(|_| !a.migrate_state && !a.reconfigure)
+    {
         return Err(Diagnostic::error(
             "Backend configuration changed",
             format!(
@@ -585,42 +601,55 @@ fn configure_backend(
             ),
         ));
     }
-    if a.migrate_state && events > 0 {
-        drop(previous);
-        // Both locks are held for the whole copy.
-        let source = open_backend(ctx, &current, &opts(true))?.expect("a write open creates");
-        let mut target = open_backend(ctx, &wanted, &opts(true))?.expect("a write open creates");
-        let m = cairn_state::migrate::copy_log(&source, &mut target).map_err(|e| state_diag(&e))?;
-        lines.push(format!(
-            "- State: copied {} event(s) from {} to {}; verified (event count and checksum \
-             chain {}).",
-            m.events,
-            source.location(),
-            target.location(),
-            &m.checksum[..16]
-        ));
-        drop((source, target));
-        if current == Backend::Local {
-            // The local log is kept as a backup, out of the way of a later migration back.
-            let backup = ctx.state_dir.join(format!("migrated-{}", unix_ms()));
-            std::fs::create_dir_all(&backup)
-                .map_err(|e| state_diag(&StateError::io_error("cannot keep the local log", e)))?;
-            for part in ["log", "checkpoints"] {
-                let from = ctx.state_dir.join(part);
-                if from.exists() {
-                    std::fs::rename(&from, backup.join(part)).map_err(|e| {
-                        state_diag(&StateError::io_error("cannot keep the local log", e))
-                    })?;
-                }
-            }
+    if a.migrate_state {
+        let stamp = unix_ms();
+        for (name, _, _) in &with_events {
+            workspace::ensure_dir(root, name).map_err(|e| state_diag(&e))?;
+            // Both locks are held for the whole copy.
+            let source =
+                open_backend(ctx, name, &current, &opts(true))?.expect("a write open creates");
+            let mut target =
+                open_backend(ctx, name, &wanted, &opts(true))?.expect("a write open creates");
+            let m =
+                cairn_state::migrate::copy_log(&source, &mut target).map_err(|e| state_diag(&e))?;
+            let which = if names.len() > 1 {
+                format!(" (workspace {name:?})")
+            } else {
+                String::new()
+            };
             lines.push(format!(
-                "- The local log was moved to {} (a backup; delete it when you no longer need \
-                 it).",
-                backup.display()
+                "- State{which}: copied {} event(s) from {} to {}; verified (event count and \
+                 checksum chain {}).",
+                m.events,
+                source.location(),
+                target.location(),
+                &m.checksum[..16]
             ));
+            drop((source, target));
+            if current == Backend::Local {
+                // The local log is kept as a backup, out of the way of a later migration back.
+                let dir = workspace::dir(root, name);
+                let backup = dir.join(format!("migrated-{stamp}"));
+                std::fs::create_dir_all(&backup).map_err(|e| {
+                    state_diag(&StateError::io_error("cannot keep the local log", e))
+                })?;
+                for part in ["log", "checkpoints"] {
+                    let from = dir.join(part);
+                    if from.exists() {
+                        std::fs::rename(&from, backup.join(part)).map_err(|e| {
+                            state_diag(&StateError::io_error("cannot keep the local log", e))
+                        })?;
+                    }
+                }
+                lines.push(format!(
+                    "- The local log{which} was moved to {} (a backup; delete it when you no \
+                     longer need it).",
+                    backup.display()
+                ));
+            }
         }
     }
-    backend::write_backend(&ctx.state_dir, &wanted).map_err(|e| state_diag(&e))?;
+    backend::write_backend(root, &wanted).map_err(|e| state_diag(&e))?;
     Ok(lines)
 }
 

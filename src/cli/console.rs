@@ -33,6 +33,7 @@ pub fn console(ctx: &Context, _a: &ConsoleArgs, vars: Vec<crate::config::VarArg>
         parallelism: 10,
         lock_timeout: Duration::ZERO,
         state_dir: ctx.state_dir.clone(),
+        workspace: ctx.selected_workspace(),
     };
     let opts = engine_options(&req, "console");
     let report = match block_on(ctx, &opts, crate::engine::inspect(&opts)) {

@@ -41,6 +41,7 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
         parallelism: 10,
         lock_timeout: Duration::ZERO,
         state_dir: ctx.state_dir.clone(),
+        workspace: ctx.selected_workspace(),
     };
     let mut opts = super::lifecycle::engine_options(&req, "inspect");
     if let Some(p) = &a.path {

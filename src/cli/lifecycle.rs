@@ -325,6 +325,7 @@ pub fn engine_options(req: &RunRequest, command: &str) -> engine::Options {
         dir.join(&req.state_dir)
     };
     o.vars = req.vars.clone();
+    o.workspace = req.workspace.clone();
     o.env = std::env::vars().collect();
     o.parallelism = req.parallelism;
     o.refresh = req.refresh;
@@ -598,6 +599,7 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
     Plan {
         mode: PlanMode::RefreshOnly,
         base_seq: 0,
+        workspace: None,
         config_hash: String::new(),
         changes: Vec::new(),
         provider_changes: Vec::new(),
@@ -789,6 +791,9 @@ mod tests {
         let (out, err) = (Capture::default(), Capture::default());
         let ctx = Context {
             state_dir: PathBuf::from(".cairn"),
+            state_root: PathBuf::from(".cairn"),
+            workspace: "default".into(),
+            workspace_source: cairn_state::workspace::Source::Default,
             stdout: sink(out.clone()),
             stderr: sink(err.clone()),
             stdout_tty: false,

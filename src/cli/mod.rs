@@ -19,6 +19,7 @@ pub mod prompt;
 pub mod run_cmds;
 pub mod state_cmds;
 pub mod ui_cmd;
+pub mod workspace_cmds;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::plan::PlanMode;
@@ -30,8 +31,16 @@ use std::path::PathBuf;
 
 /// What every command needs: where things are and where output goes.
 pub struct Context {
-    /// The state directory (absolute, or relative to the working directory after `-chdir`).
+    /// The selected workspace's state directory (absolute, or relative to the working
+    /// directory after `-chdir`): `state_root` for `default`, else its directory under it.
     pub state_dir: PathBuf,
+    /// The state directory as configured (`-state-dir`, `CAIRN_STATE_DIR`, `.cairn`): the
+    /// backend record, the selected workspace and every workspace's state live under it.
+    pub state_root: PathBuf,
+    /// The selected workspace (`terraform.workspace`).
+    pub workspace: String,
+    /// Where `workspace` came from.
+    pub workspace_source: cairn_state::workspace::Source,
     pub stdout: Sink,
     pub stderr: Sink,
     pub stdout_tty: bool,
@@ -47,6 +56,12 @@ impl Context {
             output::color_enabled(no_color, self.stdout_tty, env.as_deref()),
             output::color_enabled(no_color, self.stderr_tty, env.as_deref()),
         )
+    }
+
+    /// The selected workspace when one was selected (`None`: `default` by default).
+    pub fn selected_workspace(&self) -> Option<String> {
+        (self.workspace_source != cairn_state::workspace::Source::Default)
+            .then(|| self.workspace.clone())
     }
 
     pub fn out(&self, text: &str) {
@@ -87,6 +102,9 @@ pub fn main() -> i32 {
     );
     let ctx = Context {
         state_dir: PathBuf::new(),
+        state_root: PathBuf::new(),
+        workspace: cairn_state::workspace::DEFAULT.to_string(),
+        workspace_source: cairn_state::workspace::Source::Default,
         stdout: sink(std::io::stdout()),
         stderr: sink(std::io::stderr()),
         stdout_tty: std::io::stdout().is_terminal(),
@@ -119,8 +137,30 @@ pub fn main() -> i32 {
                 .map(PathBuf::from)
         })
         .unwrap_or_else(|| PathBuf::from(".cairn"));
-    let ctx = Context { state_dir, ..ctx };
-    tracing::debug!(state_dir = %ctx.state_dir.display(), "starting");
+    let tf_workspace = std::env::var("TF_WORKSPACE").ok();
+    let (workspace, workspace_source) =
+        cairn_state::workspace::selected(&state_dir, tf_workspace.as_deref());
+    let ctx = Context {
+        state_dir: cairn_state::workspace::dir(&state_dir, &workspace),
+        state_root: state_dir,
+        workspace,
+        workspace_source,
+        ..ctx
+    };
+    tracing::debug!(state_dir = %ctx.state_dir.display(), workspace = %ctx.workspace, "starting");
+    if !matches!(
+        parsed.cli.command,
+        Command::Workspace(_) | Command::Version(_) | Command::Completions(_)
+    ) {
+        // Commands that never touch the state make no workspace directory.
+        let reads_state = !matches!(
+            parsed.cli.command,
+            Command::Inspect(_) | Command::Validate(_) | Command::Console(_)
+        );
+        if let Err(d) = workspace_cmds::check_selected(&ctx, reads_state) {
+            return ctx.fail(d, false).code();
+        }
+    }
     let code = run(&ctx, parsed).code();
     // No plugin process outlives the command (also after errors).
     crate::provider::plugin::shutdown_all();
@@ -237,6 +277,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Graph(a) => run_cmds::graph(ctx, &a, parsed.var_order),
         Command::Inspect(a) => inspect::inspect(ctx, &a, parsed.var_order),
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
+        Command::Workspace(c) => workspace_cmds::workspace(ctx, c),
     }
 }
 
@@ -277,6 +318,13 @@ pub fn command_name(c: &Command) -> &'static str {
         Command::Version(_) => "version",
         Command::Completions(_) => "completions",
         Command::Ui(_) => "ui",
+        Command::Workspace(w) => match w {
+            args::WorkspaceCommand::New(_) => "workspace new",
+            args::WorkspaceCommand::Select { .. } => "workspace select",
+            args::WorkspaceCommand::List => "workspace list",
+            args::WorkspaceCommand::Show => "workspace show",
+            args::WorkspaceCommand::Delete { .. } => "workspace delete",
+        },
     }
 }
 

@@ -39,6 +39,8 @@ pub struct RunRequest {
     pub parallelism: usize,
     pub lock_timeout: Duration,
     pub state_dir: PathBuf,
+    /// The selected workspace, when one was (`None`: `default`).
+    pub workspace: Option<String>,
 }
 
 /// Builds the request from the shared flags; every bad address is reported.
@@ -94,6 +96,7 @@ pub fn run_request(
         parallelism: walk.parallelism,
         lock_timeout: walk.lock_timeout,
         state_dir: ctx.state_dir.clone(),
+        workspace: ctx.selected_workspace(),
     })
 }
 
@@ -432,6 +435,7 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
         parallelism: 1,
         lock_timeout: Duration::ZERO,
         state_dir: ctx.state_dir.clone(),
+        workspace: ctx.selected_workspace(),
     };
     let opts = super::lifecycle::engine_options(&req, "graph");
     let report = crate::engine::graph_dot(&opts, kind, plan.as_ref());
@@ -627,6 +631,9 @@ mod tests {
         let (out, err) = (Capture::default(), Capture::default());
         let ctx = Context {
             state_dir: PathBuf::from(".cairn"),
+            state_root: PathBuf::from(".cairn"),
+            workspace: "default".into(),
+            workspace_source: cairn_state::workspace::Source::Default,
             stdout: sink(out.clone()),
             stderr: sink(err.clone()),
             stdout_tty: false,
@@ -688,6 +695,7 @@ mod tests {
         Plan {
             mode: PlanMode::Normal,
             base_seq: 0,
+            workspace: None,
             config_hash: String::new(),
             changes,
             provider_changes: vec![],

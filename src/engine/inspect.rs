@@ -161,10 +161,11 @@ pub fn unchecked_providers(ctx: &Ctx) -> Vec<String> {
     out
 }
 
-/// The workspace Terraform would have selected in the configuration's directory:
-/// `TF_WORKSPACE`, else the name in `.terraform/environment`; `None` means `default`.
+/// The workspace `inspect` evaluates in: the selected one (`TF_WORKSPACE`, `cairn workspace
+/// select`), else the one Terraform selected in the configuration's directory (the name in
+/// `.terraform/environment`); `None` means `default`.
 pub fn selected_workspace(opts: &super::Options) -> Option<String> {
-    if let Some(w) = opts.env.get("TF_WORKSPACE").filter(|w| !w.is_empty()) {
+    if let Some(w) = &opts.workspace {
         return Some(w.clone());
     }
     let text = std::fs::read_to_string(opts.dir.join(".terraform/environment")).ok()?;

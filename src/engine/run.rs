@@ -69,6 +69,9 @@ pub struct Options {
     /// `plan -generate-config-out`: import blocks without a resource block get a generated
     /// one (`Config::generate_import_blocks`), filled in from the imported object.
     pub generate_config: bool,
+    /// The selected workspace (`terraform.workspace`); `None`: `default` (for `inspect`:
+    /// the one `terraform workspace select` recorded in `.terraform/environment`).
+    pub workspace: Option<String>,
 }
 
 impl Options {
@@ -93,6 +96,7 @@ impl Options {
             only_file: None,
             import: None,
             generate_config: false,
+            workspace: None,
         }
     }
 }
@@ -396,6 +400,7 @@ fn new_ctx(
         registry: loaded.registry.clone(),
         values: RwLock::new(Values {
             functions: Some(super::values::Functions(loaded.registry.clone())),
+            workspace: opts.workspace.clone(),
             ..Values::new()
         }),
         providers: Mutex::new(BTreeMap::new()),
@@ -492,6 +497,7 @@ async fn make_plan(
     let mut plan = Plan {
         mode,
         base_seq: prior.head,
+        workspace: opts.workspace.clone().filter(|w| w != "default"),
         config_hash: config_hash(&loaded.files_hash, &loaded.inputs),
         changes: Vec::new(),
         provider_changes: Vec::new(),
@@ -1152,8 +1158,15 @@ async fn start_loaded(
     let saved_plan = saved.is_some();
     let plan = match saved {
         Some(p) => {
+            let here = opts.workspace.as_deref().unwrap_or("default");
+            let there = p.workspace.as_deref().unwrap_or("default");
+            if here != there {
+                diags.push(Diagnostic::error(
+                    "Saved plan is for another workspace",
+                    format!("The plan was made in workspace {there:?}, and the selected workspace is {here:?}. Select {there:?} (`cairn workspace select {there}`) to apply it, or run plan again in {here:?}."),
+                ));
             // The state's head before this run started must be the plan's base.
-            if p.base_seq + 1 != run || snapshot.head != run {
+            } else if p.base_seq + 1 != run || snapshot.head != run {
                 diags.push(Diagnostic::error(
                     "Saved plan is stale",
                     format!("The plan was made against state position {}, but the state has changed since (it was at {} when this apply started). Run plan again.", p.base_seq, run.saturating_sub(1)),

@@ -258,6 +258,10 @@ pub struct Plan {
     /// files from before Cairn saved it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph: Option<cairn_state::PlanGraph>,
+    /// The workspace whose state the plan was made against (`None`: `default`): a saved
+    /// plan applies to that workspace only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 impl Plan {

@@ -106,6 +106,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
     Plan {
         mode,
         base_seq: 7,
+        workspace: None,
         config_hash: "h".into(),
         changes,
         provider_changes: vec![],

@@ -43,8 +43,10 @@
 //! - A state that does not exist is an error, "Unable to find remote state", as in Terraform.
 //!   Outputs marked sensitive in the other state are not sensitive here (Terraform 1.11 drops
 //!   the mark too); `defaults` fill in outputs the state lacks.
-//! - Other backends (s3, gcs, remote, …) are refused with the list of what Cairn reads; only
-//!   the `default` workspace exists.
+//! - Other backends (s3, gcs, remote, …) are refused with the list of what Cairn reads.
+//! - `workspace` selects another workspace of that state: a Cairn state directory's
+//!   `workspaces/NAME` (or its PostgreSQL schema `<schema>:NAME`), and for a tfstate file
+//!   Terraform's `terraform.tfstate.d/NAME/terraform.tfstate` (`workspace_dir` in `config`).
 //!
 //! Reading another configuration's state is reading a system outside this configuration's
 //! own state, like any data source: this is the one provider that uses the state crate.
@@ -100,7 +102,11 @@ impl TerraformProvider {
                 Type::Dynamic,
                 "Outputs to use where the state has none.",
             )
-            .optional("workspace", Type::String, "The workspace (only default).")
+            .optional(
+                "workspace",
+                Type::String,
+                "The workspace whose state to read.",
+            )
             .computed("outputs", Type::Dynamic, "The state's root outputs.");
         TerraformProvider {
             host,
@@ -211,6 +217,7 @@ mod remote {
         host: &Host,
         backend: &str,
         args: &BTreeMap<String, Value>,
+        workspace: &str,
     ) -> Result<Outputs, ProviderError> {
         match backend {
             "local" => {
@@ -230,7 +237,17 @@ mod remote {
                     } else {
                         path
                     };
-                    from_store(&dir, None)
+                    from_store(&cairn_state::workspace::dir(&dir, workspace), None)
+                } else if workspace != "default" {
+                    // Terraform's local backend keeps other workspaces' states apart.
+                    let wsdir = arg_str(args, "workspace_dir")?.unwrap_or("terraform.tfstate.d");
+                    from_tfstate_file(
+                        &host
+                            .cwd
+                            .join(wsdir)
+                            .join(workspace)
+                            .join("terraform.tfstate"),
+                    )
                 } else {
                     from_tfstate_file(&path)
                 }
@@ -242,9 +259,11 @@ mod remote {
                         settings.set(key, v).map_err(err)?;
                     }
                 }
-                let cfg = settings
+                let mut cfg = settings
                     .resolve(&|k: &str| host.var(k).map(str::to_string))
                     .map_err(err)?;
+                cfg.schema =
+                    cairn_state::workspace::pg_schema(&cfg.schema, workspace).map_err(err)?;
                 // The pg log keeps its fault journal in a local directory; a reader never
                 // writes one, so any existing directory does.
                 from_store(&host.cwd, Some(cfg))
@@ -406,13 +425,11 @@ impl Configured for TerraformInstance {
         }
         schema_util::require_known(config, "the configuration")?;
         let c = self.remote.conform(config)?;
-        let workspace = schema_util::get_str(&c, "workspace").unwrap_or("default");
-        if workspace != "default" {
-            return Err(ProviderError(format!(
-                "terraform_remote_state: workspace \"{workspace}\": Cairn states have only the \
-                 default workspace"
-            )));
-        }
+        let workspace = schema_util::get_str(&c, "workspace")
+            .unwrap_or("default")
+            .to_string();
+        cairn_state::workspace::check_name(&workspace)
+            .map_err(|m| ProviderError(format!("terraform_remote_state: {m}")))?;
         let backend = schema_util::need_str(&c, "backend")?.to_string();
         let args: BTreeMap<String, Value> = match c.get("config").map(Value::unmarked) {
             None | Some(Value::Null(_)) => BTreeMap::new(),
@@ -426,9 +443,10 @@ impl Configured for TerraformInstance {
             }
         };
         let host = self.host.clone();
-        let outputs = tokio::task::spawn_blocking(move || remote::read(&host, &backend, &args))
-            .await
-            .map_err(|e| ProviderError(format!("terraform_remote_state: {e}")))??;
+        let outputs =
+            tokio::task::spawn_blocking(move || remote::read(&host, &backend, &args, &workspace))
+                .await
+                .map_err(|e| ProviderError(format!("terraform_remote_state: {e}")))??;
         let mut merged = match c.get("defaults").map(Value::unmarked) {
             Some(Value::Object(m) | Value::Map(m)) => m.clone(),
             _ => BTreeMap::new(),

@@ -24,6 +24,7 @@ fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String)
         .env_remove("CAIRN_STATE_DIR")
         .env_remove("CAIRN_LOG")
         .env_remove("CAIRN_LOG_PATH")
+        .env_remove("TF_WORKSPACE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -740,6 +741,7 @@ fn sample_plan() -> Plan {
     Plan {
         mode: PlanMode::Normal,
         base_seq: 9,
+        workspace: None,
         config_hash: "h".into(),
         changes: vec![
             change(
@@ -1263,4 +1265,90 @@ fn validate_json_ranges_point_into_tf_json() {
     assert_eq!(d["range"]["filename"], "main.tf.json");
     assert_eq!(d["range"]["start"]["line"], 4);
     assert_eq!(d["range"]["start"]["column"], 19);
+}
+
+/// Workspaces, as a Terraform user drives them: each has its own state and history,
+/// `terraform.workspace` names it, and the commands print Terraform's messages
+/// (`fixtures/golden/cli/workspaces.txt`).
+#[test]
+fn workspaces_keep_separate_states() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"terraform_data\" \"a\" {\n  input = terraform.workspace\n}\n\
+         output \"ws\" {\n  value = terraform.workspace\n}\n",
+    )]);
+    let t = transcript(
+        dir.path(),
+        &[
+            "apply -auto-approve",
+            "workspace show",
+            "workspace new dev",
+            "workspace list",
+            "plan",
+            "apply -auto-approve",
+            "history",
+            "workspace new dev",
+            "workspace new a/b",
+            "workspace select nope",
+            "workspace select default",
+            "output ws",
+            "state list",
+            "workspace delete dev",
+            "workspace delete default",
+            "workspace delete -force dev",
+            "workspace select -or-create qa",
+            "workspace list",
+        ],
+    );
+    let t = regex::Regex::new(r"\[id=[0-9a-f-]{36}\]")
+        .unwrap()
+        .replace_all(&t, "[id=<uuid>]");
+    check_golden("workspaces.txt", &t);
+
+    // TF_WORKSPACE selects (and starts) a workspace and cannot be changed by `select`.
+    let tf_ws = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env("TF_WORKSPACE", "ci")
+            .env_remove("CAIRN_STATE_DIR")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = tf_ws(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ws = \"ci\""), "{out}");
+    let (_, out, err) = tf_ws(&["workspace", "list"]);
+    assert_eq!(out, "  default\n* ci\n  qa\n\n");
+    assert!(err.contains("overridden using the TF_WORKSPACE"), "{err}");
+    let (code, _, err) = tf_ws(&["workspace", "select", "default"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("To select a new workspace, either update"),
+        "{err}"
+    );
+    // Without it, the selection recorded by `select` is back.
+    let (_, out, _) = check_cli_in(dir.path(), &["workspace", "show"], "");
+    assert_eq!(out, "qa\n");
+
+    // Another configuration reads a workspace's outputs.
+    let reader = project(&[(
+        "main.tf",
+        &format!(
+            "data \"terraform_remote_state\" \"ci\" {{\n  backend   = \"local\"\n  \
+             workspace = \"ci\"\n  config    = {{ path = \"{}\" }}\n}}\n\
+             output \"theirs\" {{\n  value = data.terraform_remote_state.ci.outputs.ws\n}}\n",
+            dir.path().display()
+        ),
+    )]);
+    let (code, out, err) = check_cli_in(reader.path(), &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("theirs = \"ci\""), "{out}");
 }

@@ -378,3 +378,84 @@ fn terraform_remote_state_reads_a_state_on_postgresql() {
     assert_eq!(out["ids"]["value"], serde_json::json!(["a", "b"]));
     assert_eq!(out["ids"]["type"], serde_json::json!(["list", "string"]));
 }
+
+/// Workspaces of a team state: one created on one machine is listed and selected on another,
+/// each has its own history and objects, a saved plan applies only to its own workspace, and
+/// `init -migrate-state` carries every workspace across.
+#[test]
+fn workspaces_are_shared_by_every_copy_and_migrate_together() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("ws");
+    let sim = tempfile::tempdir().unwrap();
+    let body = "resource \"sim_thing\" \"t\" {\n  name = \"t-${terraform.workspace}\"\n}\n\
+                output \"ws\" { value = terraform.workspace }\n";
+    // A copy on sled with two workspaces, then migrated to PostgreSQL.
+    let mut a = Copy::new(sim.path(), body);
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.ok(&["apply", "-auto-approve"]);
+    let out = a.ok(&["workspace", "new", "staging"]);
+    assert!(
+        out.contains("Created and switched to workspace \"staging\"!"),
+        "{out}"
+    );
+    a.ok(&["apply", "-auto-approve"]);
+    let staging_history = a.history();
+    assert_eq!(staging_history.len(), 1);
+    let backend =
+        format!("terraform {{\n  backend \"pg\" {{\n    schema_name = \"{schema}\"\n  }}\n}}\n");
+    std::fs::write(a.dir.path().join("main.tf"), format!("{backend}{body}")).unwrap();
+    let out = a.ok(&["init", "-migrate-state"]);
+    assert!(out.contains("(workspace \"staging\"): copied"), "{out}");
+    assert!(out.contains("(workspace \"default\"): copied"), "{out}");
+    assert_eq!(a.history(), staging_history);
+    assert!(a.ok(&["plan"]).contains("No changes."));
+
+    // Another machine sees both workspaces and works in either.
+    let mut b = Copy::new(sim.path(), &format!("{backend}{body}"));
+    b.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    b.ok(&["init"]);
+    assert_eq!(b.ok(&["workspace", "list"]), "* default\n  staging\n\n");
+    assert_eq!(
+        b.ok(&["workspace", "select", "staging"]),
+        "Switched to workspace \"staging\".\n"
+    );
+    assert_eq!(b.ok(&["workspace", "show"]), "staging\n");
+    assert_eq!(b.history(), staging_history);
+    assert!(b.ok(&["output", "ws"]).contains("\"staging\""));
+    b.ok(&["workspace", "new", "qa"]);
+    assert_eq!(
+        a.ok(&["workspace", "list"]),
+        "  default\n  qa\n* staging\n\n"
+    );
+
+    // A plan saved in one workspace is refused in another.
+    b.ok(&["plan", "-out=qa.plan"]);
+    b.ok(&["workspace", "select", "staging"]);
+    let (code, _, err) = b.run(&["apply", "qa.plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Saved plan is for another workspace"), "{err}");
+    b.ok(&["workspace", "select", "qa"]);
+    assert!(b.ok(&["apply", "qa.plan"]).contains("1 added"));
+
+    // Deleting: never the selected one, never one that tracks objects unless forced.
+    let (code, _, err) = b.run(&["workspace", "delete", "qa"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Workspace \"qa\" is your active workspace."),
+        "{err}"
+    );
+    b.ok(&["destroy", "-auto-approve"]);
+    b.ok(&["workspace", "select", "default"]);
+    assert_eq!(
+        b.ok(&["workspace", "delete", "qa"]),
+        "Deleted workspace \"qa\"!\n"
+    );
+    let (code, _, err) = b.run(&["workspace", "delete", "staging"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Workspace is not empty"), "{err}");
+    assert!(err.contains("- sim_thing.t"), "{err}");
+    assert_eq!(a.ok(&["workspace", "list"]), "  default\n* staging\n\n");
+    assert_eq!(things(sim.path()), 2);
+}

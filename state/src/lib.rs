@@ -46,6 +46,7 @@ pub mod snapshot;
 pub mod store;
 pub mod tfstate;
 pub mod value;
+pub mod workspace;
 
 pub use addr::*;
 pub use backend::Backend;

@@ -835,6 +835,33 @@ fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<Box<LockHol
     })
 }
 
+/// The workspaces whose logs live beside `cfg`'s schema: every schema `<schema>:<name>` that
+/// holds a `cairn_events` table (see [`crate::workspace`]).
+pub fn workspace_schemas(cfg: &PgConfig) -> Result<Vec<String>, StateError> {
+    let conn = Conn::connect(cfg)?;
+    let prefix = format!("{}:", cfg.schema);
+    conn.run("cannot list the workspaces", |c| async move {
+        c.query(
+            "SELECT substr(table_schema, length($1) + 1) FROM information_schema.tables \
+             WHERE table_name = 'cairn_events' AND left(table_schema, length($1)) = $1 \
+             ORDER BY 1",
+            &[&prefix],
+        )
+        .await
+        .map(|rows| rows.iter().map(|r| r.get::<_, String>(0)).collect())
+    })
+}
+
+/// Drops a workspace's schema and its log (`cairn workspace delete`). The append-only
+/// triggers refuse changes to rows, not the removal of the whole workspace.
+pub fn drop_schema(cfg: &PgConfig, schema: &str) -> Result<(), StateError> {
+    let conn = Conn::connect(cfg)?;
+    let q = format!("DROP SCHEMA IF EXISTS {} CASCADE", quote_ident(schema));
+    conn.run("cannot delete the workspace's schema", |c| async move {
+        c.batch_execute(&q).await
+    })
+}
+
 /// Reads the events from `from` on, at most `max` (see [`crate::peek_events`]). A missing
 /// schema is [`StateError::NotFound`].
 pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {

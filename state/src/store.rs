@@ -124,10 +124,23 @@ fn process_env(name: &str) -> Option<String> {
 }
 
 /// The PostgreSQL configuration `dir` names, if any (its environment resolved).
+///
+/// A workspace's directory (see [`crate::workspace`]) takes its root's backend; on PostgreSQL
+/// its log is in the workspace's own schema.
 pub fn configured_pg(dir: &Path) -> Result<Option<PgConfig>, StateError> {
-    match read_backend(dir)? {
+    let (root, workspace) = match crate::workspace::of_dir(dir) {
+        Some((root, name)) => (root, Some(name)),
+        None => (dir.to_path_buf(), None),
+    };
+    match read_backend(&root)? {
         Backend::Local => Ok(None),
-        Backend::Pg(settings) => settings.resolve(&process_env).map(Some),
+        Backend::Pg(settings) => {
+            let mut cfg = settings.resolve(&process_env)?;
+            if let Some(name) = workspace {
+                cfg.schema = crate::workspace::pg_schema(&cfg.schema, &name)?;
+            }
+            Ok(Some(cfg))
+        }
     }
 }
 
