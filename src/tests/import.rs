@@ -162,6 +162,17 @@ resource "random_id" "keyed" {
     let (code, _, err) = check_cli_in(dir.path(), &["plan", "-no-color"], "");
     assert_eq!(code, 1, "{err}");
     check_golden("import_errors.txt", &err);
+    // With every resource configured, a key the resource's for_each does not make.
+    let dir = project(&[("main.tf", &tf[tf.find("import {\n  for_each").unwrap()..])]);
+    let (code, _, err) = check_cli_in(dir.path(), &["plan", "-no-color"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "The configuration for the given import target random_id.keyed[\"zz\"] does not exist."
+        ),
+        "{err}"
+    );
+    assert!(err.contains("on main.tf:3:14:"), "{err}");
     let tf = r#"
 import {
   to = data.random_id.x
