@@ -8,25 +8,23 @@
 use super::{check_cli_in, check_golden, project, transcript};
 
 const RANDOM_TF: &str = r#"
-variable "names" {
-  default = { a = "abc", b = "xyz12" }
+variable "name" {
+  default = "abc"
 }
 import {
   to = random_integer.port
   id = "15390,1,50000"
 }
 import {
-  for_each = var.names
-  to       = random_string.s[each.key]
-  id       = each.value
+  to = random_string.s
+  id = var.name
 }
 resource "random_integer" "port" {
   min = 1
   max = 50000
 }
 resource "random_string" "s" {
-  for_each = var.names
-  length   = length(each.value)
+  length = length(var.name)
 }
 resource "random_id" "i" {
   byte_length = 4
@@ -64,6 +62,50 @@ fn import_blocks_and_the_import_command() {
         ],
     );
     check_golden("import.txt", &t);
+}
+
+/// `for_each` on import blocks: one import per element, `to` keyed by `each.key`, the id from
+/// `each.value`.
+#[test]
+fn import_blocks_with_for_each() {
+    let tf = r#"
+variable "names" {
+  default = { a = "abc", b = "xyz12" }
+}
+import {
+  for_each = var.names
+  to       = random_string.s[each.key]
+  id       = each.value
+}
+resource "random_string" "s" {
+  for_each = var.names
+  length   = length(each.value)
+}
+"#;
+    let dir = project(&[("main.tf", tf)]);
+    let d = dir.path();
+    let (code, out, err) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 2, "{out}{err}");
+    for want in [
+        "random_string.s[\"a\"]: Preparing import... [id=abc]",
+        "random_string.s[\"b\"]: Preparing import... [id=xyz12]",
+        "  # random_string.s[\"a\"] will be imported\n",
+        "  # random_string.s[\"b\"] will be imported\n",
+        "Plan: 2 to import, 0 to add, 0 to change, 0 to destroy.",
+    ] {
+        assert!(out.contains(want), "{want:?} in\n{out}");
+    }
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Apply complete! Resources: 2 imported, 0 added, 0 changed, 0 destroyed."),
+        "{out}"
+    );
+    let (code, out, _) = check_cli_in(d, &["state", "show", "random_string.s[\"b\"]"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("result      = \"xyz12\""), "{out}");
+    let (code, _, err) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 0, "{err}");
 }
 
 /// A changed configuration is an import and an update in one plan ("imported from"), and the
