@@ -971,6 +971,78 @@ mod tests {
         assert_eq!(list(&a).len(), 2);
     }
 
+    /// hashicorp/random's import ids: each imported object, planned against the configuration
+    /// that would have made it, plans no change; malformed ids and types without import get
+    /// hashicorp's errors.
+    #[tokio::test]
+    async fn imports_as_hashicorp_random() {
+        let provider = RandomProvider::new(Host::default());
+        let p = configure(&provider).await;
+        let n = Value::int;
+        let cases: Vec<(&str, &str, Value, &[(&str, &str)])> = vec![
+            (
+                ID,
+                "p-,AAECAw",
+                obj(&[("byte_length", n(4)), ("prefix", s("p-"))]),
+                &[("id", "AAECAw"), ("hex", "p-00010203"), ("dec", "p-66051")],
+            ),
+            (
+                STRING,
+                "abc",
+                obj(&[("length", n(3))]),
+                &[("id", "abc"), ("result", "abc")],
+            ),
+            (
+                PASSWORD,
+                "s3cret",
+                obj(&[("length", n(6))]),
+                &[("id", "none"), ("result", "s3cret")],
+            ),
+            (
+                INTEGER,
+                "7,1,9,seed",
+                obj(&[("min", n(1)), ("max", n(9)), ("seed", s("seed"))]),
+                &[("id", "7")],
+            ),
+            (
+                UUID,
+                "6BA7B810-9DAD-11D1-80B4-00C04FD430C8",
+                obj(&[]),
+                &[("id", "6ba7b810-9dad-11d1-80b4-00c04fd430c8")],
+            ),
+            (
+                BYTES,
+                "AAEC",
+                obj(&[("length", n(3))]),
+                &[("hex", "000102")],
+            ),
+        ];
+        for (t, id, config, want) in cases {
+            let found = p.import(t, id).await.unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert_eq!(found.len(), 1, "{t}");
+            let st = &found[0].state;
+            for (k, v) in want {
+                assert_eq!(attr(st, k), *v, "{t}.{k}");
+            }
+            let plan = p.plan(t, Some(st), &config).expect("plan");
+            assert!(plan.requires_replace.is_empty(), "{t}: {plan:?}");
+            assert_eq!(&plan.planned, st, "{t}: no change");
+        }
+        let bcrypt = p.import(PASSWORD, "s3cret").await.unwrap();
+        let hash = attr(&bcrypt[0].state, "bcrypt_hash");
+        assert!(bcrypt::verify("s3cret", hash).unwrap());
+        let e = p.import(INTEGER, "1,2").await.unwrap_err();
+        assert_eq!(
+            e.diags[0].summary,
+            "Invalid import usage: expecting {value},{min},{max} or {value},{min},{max},{seed}"
+        );
+        assert!(p.import(ID, "!!").await.is_err());
+        for t in [PET, SHUFFLE, UUID4, UUID7] {
+            let e = p.import(t, "x").await.unwrap_err();
+            assert_eq!(e.message, format!("resource {t} doesn't support import"));
+        }
+    }
+
     #[tokio::test]
     async fn random_uuids_and_bytes() {
         let provider = RandomProvider::new(Host::default());
