@@ -223,6 +223,10 @@ import {
 import {
   to = random_id.y
 }
+import {
+  to = random_id.w
+  id = var.nope
+}
 module "m" {
   source = "./m"
 }
