@@ -579,12 +579,8 @@ impl JsonShared {
                 }
                 self.hook("info", message, "refresh_complete", hook);
             }
-            Progress::ImportPreparing { addr, id } => self.hook(
-                "info",
-                format!("{addr}: Preparing import... [id={id}]"),
-                "import_start",
-                json!({"resource": resource_json(&addr), "id": id}),
-            ),
+            // Terraform's JSON UI says nothing here; the read follows as refresh_start.
+            Progress::ImportPreparing { .. } => {}
             Progress::ImportFromId { addr, id } => self.hook(
                 "info",
                 format!("{addr}: Importing from ID {}...", quote_go(&id)),

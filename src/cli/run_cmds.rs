@@ -202,17 +202,28 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
             f,
         );
     }
-    for c in plan.changes.iter().filter(|c| c.action != Action::NoOp) {
-        let mut change = json!({"resource": resource_json(&c.addr),
-                                "action": change_action(c.action)});
+    for c in plan
+        .changes
+        .iter()
+        .filter(|c| c.action != Action::NoOp || c.importing.is_some())
+    {
+        // An import with nothing else to do is Terraform's action "import".
+        let action = match c.action {
+            Action::NoOp => "import",
+            a => change_action(a),
+        };
+        let mut change = json!({"resource": resource_json(&c.addr), "action": action});
         if let Some(r) = &c.reason {
             change["reason"] = json!(r.json_name());
+        }
+        if let Some(i) = &c.importing {
+            change["importing"] = json!({ "id": i.id });
         }
         let mut f = Map::new();
         f.insert("change".into(), change);
         ui.emit(
             "info",
-            &format!("{}: Plan to {}", c.addr, change_action(c.action)),
+            &format!("{}: Plan to {action}", c.addr),
             "planned_change",
             f,
         );
