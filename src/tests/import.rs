@@ -95,6 +95,21 @@ resource "random_string" "s" {
     ] {
         assert!(out.contains(want), "{want:?} in\n{out}");
     }
+    // The JSON UI, as Terraform's: each import a planned_change of action "import".
+    let (code, out, err) = check_cli_in(d, &["plan", "-json"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    let planned: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|j| j["type"] == "planned_change")
+        .collect();
+    assert_eq!(planned.len(), 2, "{out}");
+    assert_eq!(planned[0]["change"]["action"], "import", "{out}");
+    assert_eq!(planned[0]["change"]["importing"]["id"], "abc", "{out}");
+    assert!(
+        out.contains("\"changes\":{\"add\":0,\"change\":0,\"import\":2,\"remove\":0"),
+        "{out}"
+    );
     let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
     assert_eq!(code, 0, "{out}{err}");
     assert!(
