@@ -871,7 +871,7 @@ pub async fn import(opts: &Options, observer: Arc<dyn Observer>) -> Report<()> {
         return Report::fail(Diagnostics::new(), None);
     };
     let opts = Options {
-        targets: vec![Target::Resource(addr.resource.clone())],
+        targets: vec![Target::Instance(addr.clone())],
         refresh: false,
         ..opts.clone()
     };

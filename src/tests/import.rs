@@ -281,3 +281,47 @@ module "m" {
         "{err}"
     );
 }
+
+/// Targets inside module instances: an import block's `to` with a module key, and
+/// `cairn import` to another instance of the same module.
+#[test]
+fn imports_into_module_instances() {
+    let dir = project(&[
+        (
+            "main.tf",
+            "module \"m\" {\n  for_each = toset([\"a\", \"b\"])\n  source   = \"./m\"\n}\n\
+             import {\n  to = module.m[\"a\"].random_integer.n\n  id = \"5,1,9\"\n}\n",
+        ),
+        (
+            "m/main.tf",
+            "resource \"random_integer\" \"n\" {\n  min = 1\n  max = 9\n}\n",
+        ),
+    ]);
+    let d = dir.path();
+    let (code, out, err) = check_cli_in(
+        d,
+        &["import", "module.m[\"b\"].random_integer.n", "3,1,9"],
+        "",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Import successful!"), "{out}");
+    let (code, out, err) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.contains("  # module.m[\"a\"].random_integer.n will be imported\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Plan: 1 to import, 0 to add, 0 to change, 0 to destroy."),
+        "{out}"
+    );
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = check_cli_in(
+        d,
+        &["state", "show", "module.m[\"a\"].random_integer.n"],
+        "",
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("result = 5"), "{out}");
+}
