@@ -979,7 +979,8 @@ mod tests {
         let provider = RandomProvider::new(Host::default());
         let p = configure(&provider).await;
         let n = Value::int;
-        let cases: Vec<(&str, &str, Value, &[(&str, &str)])> = vec![
+        type Case<'a> = (&'a str, &'a str, Value, &'a [(&'a str, &'a str)]);
+        let cases: Vec<Case> = vec![
             (
                 ID,
                 "p-,AAECAw",
