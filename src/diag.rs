@@ -70,6 +70,13 @@ impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+    /// The same finding as a warning (a `check` block's, which never stops a run).
+    pub fn into_warning(self) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..self
+        }
+    }
 }
 
 /// A collection of diagnostics, in the order they were found.

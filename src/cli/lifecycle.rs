@@ -600,6 +600,7 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         mode: PlanMode::RefreshOnly,
         base_seq: 0,
         workspace: None,
+        check_findings: Vec::new(),
         config_hash: String::new(),
         changes: Vec::new(),
         provider_changes: Vec::new(),

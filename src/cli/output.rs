@@ -80,7 +80,13 @@ pub fn render_diagnostics(map: &SourceMap, diags: &Diagnostics, color: bool) -> 
                 && g.span == d.span
         });
         match (same, d.address.as_deref()) {
-            (Some((_, more)), Some(a)) => more.push(a),
+            // The same finding twice for one instance (a plan's and an apply's walk) is one.
+            (Some((g, _)), Some(a)) if g.address.as_deref() == Some(a) => {}
+            (Some((_, more)), Some(a)) => {
+                if !more.contains(&a) {
+                    more.push(a);
+                }
+            }
             _ => groups.push((d, Vec::new())),
         }
     }

@@ -392,6 +392,13 @@ impl HumanShared {
                     fmt_elapsed(elapsed)
                 )
             }
+            Progress::ProvisionStart { addr, kind } => {
+                format!("{}: Provisioning with '{kind}'...", b(&addr))
+            }
+            Progress::ProvisionOutput { addr, kind, line } => {
+                format!("{} ({kind}): {line}", b(&addr))
+            }
+            Progress::ProvisionDone { .. } => return,
             Progress::ProviderConfigured { addr } => {
                 tracing::debug!(provider = %addr, "provider configured");
                 return;
@@ -682,6 +689,30 @@ impl JsonShared {
                     json!({"resource": resource_json(&addr), "action": hook_action(action),
                            "elapsed_seconds": elapsed.as_secs()}),
                 );
+            }
+            Progress::ProvisionStart { addr, kind } => self.hook(
+                "info",
+                format!("{addr}: Provisioning with '{kind}'..."),
+                "provision_start",
+                json!({"resource": resource_json(&addr), "provisioner": kind}),
+            ),
+            Progress::ProvisionOutput { addr, kind, line } => self.hook(
+                "info",
+                format!("{addr}: ({kind}): {line}"),
+                "provision_progress",
+                json!({"resource": resource_json(&addr), "provisioner": kind, "output": line}),
+            ),
+            Progress::ProvisionDone { addr, kind, failed } => {
+                let (level, word, type_) = match failed {
+                    false => ("info", "complete", "provision_complete"),
+                    true => ("error", "errored", "provision_errored"),
+                };
+                self.hook(
+                    level,
+                    format!("{addr}: ({kind}) Provisioning {word}"),
+                    type_,
+                    json!({"resource": resource_json(&addr), "provisioner": kind}),
+                )
             }
             Progress::ProviderConfigured { addr } => {
                 tracing::debug!(provider = %addr, "provider configured");

@@ -707,6 +707,7 @@ mod tests {
             mode: PlanMode::Normal,
             base_seq: 0,
             workspace: None,
+            check_findings: Vec::new(),
             config_hash: String::new(),
             changes,
             provider_changes: vec![],

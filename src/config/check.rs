@@ -19,6 +19,8 @@ struct Ctx<'a> {
     this: Option<(Mode, &'a str, &'a str)>,
     /// In a postcondition: `self` is the object.
     self_ok: bool,
+    /// Inside this `check` block: its scoped data sources may be referred to.
+    scope: Option<&'a str>,
 }
 
 const PLAIN: Ctx<'static> = Ctx {
@@ -26,6 +28,7 @@ const PLAIN: Ctx<'static> = Ctx {
     for_each: false,
     this: None,
     self_ok: false,
+    scope: None,
 };
 
 /// Checks the references of every module in the tree (see the module docs).
@@ -62,9 +65,23 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
     for l in m.locals.values() {
         check(expr_refs(&l.expr), l.file, PLAIN);
     }
+    for c in m.checks.values() {
+        let scope = Ctx {
+            scope: Some(c.name.as_str()),
+            ..PLAIN
+        };
+        for rule in &c.asserts {
+            check(expr_refs(&rule.condition), c.file, scope);
+            check(expr_refs(&rule.error_message), c.file, scope);
+        }
+    }
     for r in m.resources.values() {
         let this = Some((r.mode, r.type_.as_str(), r.name.as_str()));
-        let meta = Ctx { this, ..PLAIN };
+        let meta = Ctx {
+            this,
+            scope: r.check.as_deref(),
+            ..PLAIN
+        };
         if let Some(c) = &r.count {
             check(expr_refs(c), r.file, meta);
         }
@@ -76,6 +93,7 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
             for_each: r.for_each.is_some(),
             this,
             self_ok: false,
+            scope: r.check.as_deref(),
         };
         check(body_references(&r.body), r.file, inner);
         for e in &r.lifecycle.replace_triggered_by {
@@ -92,6 +110,10 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
         for rule in &r.lifecycle.postconditions {
             check(expr_refs(&rule.condition), r.file, post);
             check(expr_refs(&rule.error_message), r.file, post);
+        }
+        // A provisioner's `self` is the object it runs for.
+        for p in &r.provisioners {
+            check(body_references(&p.body), r.file, post);
         }
         for d in &r.depends_on {
             check(
@@ -136,6 +158,7 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
             for_each: c.for_each.is_some(),
             this: None,
             self_ok: false,
+            scope: None,
         };
         for (e, _) in c.inputs.values() {
             check(expr_refs(e), c.file, inner);
@@ -186,13 +209,13 @@ fn check_one(m: &Module, r: &Reference, ctx: Ctx) -> Option<Diagnostic> {
                     format!("Configuration for {addr} may not refer to itself."),
                 ));
             }
-            let declared = m.resources.contains_key(&ResourceKey {
+            let declared = m.resources.get(&ResourceKey {
                 mode: *mode,
                 type_: type_.clone(),
                 name: name.clone(),
             });
-            if declared {
-                return None;
+            if let Some(r) = declared {
+                return scoped_reference(r, ctx.scope);
             }
             let same_type = m
                 .resources
@@ -257,4 +280,19 @@ fn check_one(m: &Module, r: &Reference, ctx: Ctx) -> Option<Diagnostic> {
         )),
         _ => None,
     }
+}
+
+/// Terraform's error for a reference to a `check` block's data source from outside it.
+pub fn scoped_reference(r: &super::Resource, from: Option<&str>) -> Option<Diagnostic> {
+    let scope = r.check.as_deref()?;
+    (from != Some(scope)).then(|| {
+        Diagnostic::error(
+            "Reference to scoped resource",
+            format!(
+                "The referenced data resource {} {} is not available from this context.",
+                quote(&r.type_),
+                quote(&r.name)
+            ),
+        )
+    })
 }

@@ -600,7 +600,8 @@ impl Loader {
                     "output" => self.output_block(file, &b, m),
                     "module" => self.module_block(file, &b, m),
                     "import" => self.import_block(file, &b, m),
-                    kind @ ("moved" | "removed" | "check") => {
+                    "check" => self.check_block(file, b, m),
+                    kind @ ("moved" | "removed") => {
                         let sp = self.header(file, &b);
                         m.state_blocks.push((kind.to_string(), sp));
                     }
@@ -1414,12 +1415,15 @@ impl Loader {
             seen_lifecycle = Some(sp);
             lifecycle = self.lifecycle(file, lb, mode);
         }
-        // Provisioners and their connections: Cairn runs none (inspect never would); other
-        // commands refuse them through `unsupported_blocks`.
+        // Provisioners: `local-exec` runs; the others need a connection to the object
+        // (SSH, WinRM), which Cairn does not make: plan and apply refuse them through
+        // `unsupported_blocks`. A `connection` serves only those, so it is read past.
+        let mut provisioners = Vec::new();
         for b in block.body.iter().filter_map(|s| s.as_block()) {
-            if matches!(b.ident.as_str(), "provisioner" | "connection") {
-                let sp = self.header(file, b);
-                m.state_blocks.push((b.ident.as_str().to_string(), sp));
+            if b.ident.as_str() == "provisioner" {
+                if let Some(p) = self.provisioner(file, b, mode, m) {
+                    provisioners.push(p);
+                }
             }
         }
         // The body without the meta-arguments, moved; it keeps the body's span.
@@ -1452,6 +1456,8 @@ impl Loader {
                     json: self.sources.is_json(file),
                     span,
                     generated: false,
+                    check: None,
+                    provisioners,
                 }));
                 return;
             }
@@ -1643,6 +1649,170 @@ impl Loader {
             }
         }
         IgnoreChanges::Paths(paths)
+    }
+
+    /// A `provisioner "TYPE"` block: `local-exec` with its `when` and `on_failure` keywords
+    /// read; another type is kept in `state_blocks` (plan and apply refuse it).
+    fn provisioner(
+        &mut self,
+        file: FileId,
+        b: &Block,
+        mode: Mode,
+        m: &mut Module,
+    ) -> Option<Provisioner> {
+        let kind = self.labels(file, b, &["type"])?.remove(0);
+        let span = self.header(file, b);
+        if mode == Mode::Data {
+            self.err(
+                span,
+                "Unsupported block type",
+                "Blocks of type \"provisioner\" are not expected here: data sources have no \
+                 provisioners.",
+            );
+            return None;
+        }
+        if kind != "local-exec" {
+            m.state_blocks
+                .push((format!("provisioner \"{kind}\""), span));
+            return None;
+        }
+        let mut keyword = |name: &str, allowed: [&str; 2]| -> Option<bool> {
+            let a = b.body.get_attribute(name)?;
+            let word = match &a.value {
+                Expression::Variable(v) => Some(v.as_str().to_string()),
+                Expression::String(s) => Some(s.as_str().to_string()),
+                _ => None,
+            };
+            match word {
+                Some(w) if allowed.contains(&w.as_str()) => Some(w == allowed[1]),
+                _ => {
+                    let sp = self.span(file, &a.value);
+                    self.err(
+                        sp,
+                        &format!("Invalid \"{name}\" keyword"),
+                        format!(
+                            "The \"{name}\" argument requires one of the following keywords: \
+                             {}, {}.",
+                            allowed[0], allowed[1]
+                        ),
+                    );
+                    None
+                }
+            }
+        };
+        let when_destroy = keyword("when", ["create", "destroy"]).unwrap_or(false);
+        let on_failure_continue = keyword("on_failure", ["fail", "continue"]).unwrap_or(false);
+        let mut body = b.body.clone();
+        body.remove_attribute("when");
+        body.remove_attribute("on_failure");
+        body.remove_blocks("connection");
+        if when_destroy {
+            // Only the object itself exists for sure when it is destroyed.
+            for r in crate::eval::body_references(&body) {
+                use crate::eval::Subject;
+                if !matches!(
+                    r.subject,
+                    Subject::SelfRef | Subject::CountIndex | Subject::EachKey
+                ) {
+                    let sp = Span {
+                        file,
+                        start: r.start,
+                        end: r.end,
+                    };
+                    self.err(
+                        sp,
+                        "Invalid reference from destroy provisioner",
+                        "Destroy-time provisioners and their connection configurations may only \
+                         reference attributes of the related resource, via 'self', \
+                         'count.index', or 'each.key'.\n\nReferences to other resources during \
+                         the destroy phase can cause dependency cycles and interact poorly with \
+                         create_before_destroy.",
+                    );
+                }
+            }
+        }
+        Some(Provisioner {
+            kind,
+            when_destroy,
+            on_failure_continue,
+            body,
+            file,
+            span,
+        })
+    }
+
+    /// A `check` block: its scoped data sources join the module's resources (marked with the
+    /// check's name), its `assert`s are kept as conditions.
+    fn check_block(&mut self, file: FileId, block: Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, &block, &["name"]) else {
+            return;
+        };
+        let name = labels[0].clone();
+        let span = self.header(file, &block);
+        let parts = self.parts(file, &block.body, Some(&[]), Some(&["data", "assert"]));
+        let asserts = self.conditions(
+            file,
+            parts
+                .blocks
+                .iter()
+                .copied()
+                .filter(|b| b.ident.as_str() == "assert"),
+        );
+        let has_assert = parts.blocks.iter().any(|b| b.ident.as_str() == "assert");
+        let data: Vec<Block> = parts
+            .blocks
+            .iter()
+            .filter(|b| b.ident.as_str() == "data")
+            .map(|b| (*b).clone())
+            .collect();
+        if !has_assert {
+            self.err(
+                span,
+                "Missing required block",
+                "A check block must contain at least one assert block.",
+            );
+        }
+        if let Some(prev) = m.checks.get(&name) {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate check block",
+                format!(
+                    "A check block named {} was already defined at {was}. Check blocks must \
+                     be unique within a module.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        for d in data {
+            let header = self.header(file, &d);
+            let key = d
+                .labels
+                .iter()
+                .map(|l| l.as_str().to_string())
+                .collect::<Vec<_>>();
+            self.resource_block(file, d, m, Mode::Data);
+            if let [type_, rname] = key.as_slice() {
+                let key = ResourceKey {
+                    mode: Mode::Data,
+                    type_: type_.clone(),
+                    name: rname.clone(),
+                };
+                if let Some(r) = m.resources.get_mut(&key).filter(|r| r.span == header) {
+                    r.check = Some(name.clone());
+                }
+            }
+        }
+        m.checks.insert(
+            name.clone(),
+            Check {
+                name,
+                asserts,
+                file,
+                span,
+            },
+        );
     }
 
     fn output_block(&mut self, file: FileId, b: &Block, m: &mut Module) {

@@ -61,6 +61,8 @@ impl Config {
                     json: false,
                     span: b.span,
                     generated: true,
+                    check: None,
+                    provisioners: Vec::new(),
                 }),
             );
             added += 1;
@@ -125,10 +127,13 @@ pub struct Module {
     /// on every insertion.
     pub resources: BTreeMap<ResourceKey, Box<Resource>>,
     pub outputs: BTreeMap<String, Output>,
+    /// `check` blocks by name: assertions whose failures are warnings. Their scoped `data`
+    /// blocks are in `resources`, with `Resource::check` naming the block.
+    pub checks: BTreeMap<String, Check>,
     pub calls: BTreeMap<String, ModuleCall>,
     /// The loaded child module of each call in `calls` whose source could be loaded.
     pub children: BTreeMap<String, Module>,
-    /// `moved`, `import`, `removed` and `check` blocks (kind, header): Terraform's valid
+    /// `moved`, `import` and `removed` blocks and provisioners (kind, header): Terraform's valid
     /// blocks that Cairn does not act on. `inspect` (which has no state to move, import or
     /// check against) reads past them; every other command reports them
     /// (`unsupported_blocks`).
@@ -176,11 +181,25 @@ pub fn unsupported_blocks(config: &Config, error: bool) -> crate::diag::Diagnost
     let mut diags = crate::diag::Diagnostics::new();
     for m in config.modules() {
         for (kind, span) in &m.state_blocks {
-            let summary = "Unsupported block type";
-            let detail = format!(
-                "Cairn does not act on {kind:?} blocks: plan and apply refuse a configuration \
-                 with one, and only `cairn inspect` and `cairn validate` read past them."
-            );
+            let (summary, detail) = match kind.strip_prefix("provisioner ") {
+                Some(p) => (
+                    "Unsupported provisioner",
+                    format!(
+                        "Cairn runs the \"local-exec\" provisioner only. A {p} provisioner needs \
+                         a connection (SSH or WinRM) to the object, which Cairn does not make: \
+                         run the command from local-exec (for example through ssh), or build \
+                         it into the machine's image or user data."
+                    ),
+                ),
+                None => (
+                    "Unsupported block type",
+                    format!(
+                        "Cairn does not act on {kind:?} blocks: plan and apply refuse a \
+                         configuration with one, and only `cairn inspect` and `cairn validate` \
+                         read past them."
+                    ),
+                ),
+            };
             let d = match error {
                 true => crate::diag::Diagnostic::error(summary, detail),
                 false => crate::diag::Diagnostic::warning(summary, detail),
@@ -203,6 +222,7 @@ impl Module {
             locals: BTreeMap::new(),
             resources: BTreeMap::new(),
             outputs: BTreeMap::new(),
+            checks: BTreeMap::new(),
             calls: BTreeMap::new(),
             children: BTreeMap::new(),
             state_blocks: Vec::new(),
@@ -357,6 +377,37 @@ pub struct Resource {
     /// Not written: generated for an `import` block by `plan -generate-config-out`
     /// (`Config::generate_import_blocks`); its configuration is the imported object's.
     pub generated: bool,
+    /// A data source scoped to the `check` block of this name: only that block may refer to
+    /// it, and a failure to read it is a warning.
+    pub check: Option<String>,
+    /// `provisioner "local-exec"` blocks, in order.
+    pub provisioners: Vec<Provisioner>,
+}
+
+/// A `provisioner "local-exec" { … }` block of a managed resource.
+#[derive(Debug, Clone)]
+pub struct Provisioner {
+    /// The provisioner type (`local-exec`).
+    pub kind: String,
+    /// `when = destroy`: runs before the object is deleted (else after it is created).
+    pub when_destroy: bool,
+    /// `on_failure = continue`: a failure is ignored (else it fails the instance).
+    pub on_failure_continue: bool,
+    /// The arguments, without `when` and `on_failure` (and nested `connection` blocks).
+    pub body: Body,
+    pub file: FileId,
+    /// The block header.
+    pub span: Span,
+}
+
+/// A `check "NAME" { data … assert { condition error_message } }` block.
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub name: String,
+    pub asserts: Vec<Validation>,
+    pub file: FileId,
+    /// The block header.
+    pub span: Span,
 }
 
 impl Resource {
@@ -481,7 +532,7 @@ mod load;
 mod overrides;
 pub mod spans;
 mod validate;
-pub use check::check_references;
+pub use check::{check_references, scoped_reference};
 pub use load::{load, load_file};
 pub use validate::validate;
 

@@ -22,6 +22,7 @@ use super::plan::{
 use super::progress::Progress;
 use super::providers::new_instance_id;
 use super::sabotage::Sabotage;
+use super::values::Repetition;
 use super::values::Values;
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -70,6 +71,42 @@ impl ApplyPhase {
         self.summary.lock().expect("summary lock").errors += 1;
     }
 
+    /// Records an operation that failed outside the provider's call (a provisioner), keeping
+    /// `object` as what exists now.
+    #[allow(clippy::too_many_arguments)]
+    async fn record_failure(
+        &self,
+        ctx: &Arc<Ctx>,
+        op: u64,
+        object: Option<ResourceObject>,
+        addr: &ResourceInstanceAddr,
+        action: Action,
+        started: Instant,
+        diags: &Diagnostics,
+    ) -> Result<(), Diagnostics> {
+        let error = diags
+            .iter()
+            .map(|d| d.detail.clone())
+            .collect::<Vec<_>>()
+            .join("; ");
+        self.journal
+            .record(EventBody::OperationFailed {
+                op,
+                object,
+                error: error.clone(),
+            })
+            .await
+            .map_err(Diagnostics::from)?;
+        self.error();
+        ctx.observer.event(Progress::ApplyErrored {
+            addr: addr.clone(),
+            action,
+            elapsed: started.elapsed(),
+            message: error,
+        });
+        Ok(())
+    }
+
     /// Runs one provider apply with its operation records around it.
     #[allow(clippy::too_many_arguments)]
     async fn operate(
@@ -83,6 +120,7 @@ impl ApplyPhase {
         prior: Option<ResourceObject>,
         deps: Vec<ResourceInstanceAddr>,
         planned: Option<(&Value, &[u8])>,
+        provision: Option<&Repetition>,
     ) -> Result<Option<Value>, Diagnostics> {
         let (planned, planned_private) = match planned {
             Some((v, p)) => (Some(v), p),
@@ -113,6 +151,15 @@ impl ApplyPhase {
             action: plan_action,
         });
         let started = Instant::now();
+        // Destroy-time provisioners run before the delete; a failure keeps the object.
+        if let (OpAction::Delete, Some(rep), Some(p)) = (op_action, provision, &prior) {
+            let this = Value::from_stored(&p.attrs);
+            if let Err(d) = super::provision::run(ctx, addr, rep, &this, true).await {
+                self.record_failure(ctx, op, Some(p.clone()), addr, plan_action, started, &d)
+                    .await?;
+                return Err(d);
+            }
+        }
         let response = {
             let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
             // The state storage failed while this call waited its turn: it does not start
@@ -169,6 +216,17 @@ impl ApplyPhase {
                 meta: meta.clone(),
             })
         };
+        // Creation-time provisioners run once the object exists; a failure keeps it tainted.
+        if let (None, OpAction::Create, Some(rep), Some(v)) =
+            (&response.error, op_action, provision, &response.new_state)
+        {
+            if let Err(d) = super::provision::run(ctx, addr, rep, v, false).await {
+                let obj = object(v, true).ok();
+                self.record_failure(ctx, op, obj, addr, plan_action, started, &d)
+                    .await?;
+                return Err(d);
+            }
+        }
         match response.error {
             None => {
                 let obj = match &response.new_state {
@@ -405,6 +463,7 @@ impl ApplyPhase {
                         current.clone(),
                         deps,
                         Some((&planned.planned, &planned.private[..])),
+                        None,
                     )
                     .await?;
                 return Ok(new.unwrap_or_else(Value::unknown));
@@ -455,6 +514,7 @@ impl ApplyPhase {
                 Some(prior),
                 Vec::new(),
                 None,
+                Some(&inst.rep),
             )
             .await?;
         }
@@ -489,6 +549,7 @@ impl ApplyPhase {
                 None,
                 deps,
                 Some((&planned.planned, &planned.private[..])),
+                Some(&inst.rep),
             )
             .await?;
         Ok(new.unwrap_or_else(Value::unknown))
@@ -610,6 +671,7 @@ impl ApplyPhase {
                 Some(obj),
                 Vec::new(),
                 None,
+                Some(&rep_of(&addr)),
             )
             .await?;
         }
@@ -672,7 +734,14 @@ impl ApplyPhase {
                     let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
                     c.read_data(&inst.key.type_, &inst.config).await
                 }
-                .map_err(|e| super::plan::provider_failure(ctx, &inst.addr, "read", &e))?;
+                .map_err(|e| super::plan::provider_failure(ctx, &inst.addr, "read", &e));
+                let result = match result {
+                    Ok(r) => r,
+                    Err(d) if super::plan::check_scoped_failure(ctx, &inst, d.clone()) => {
+                        return Ok(Value::unknown());
+                    }
+                    Err(d) => return Err(d),
+                };
                 ctx.observer.event(Progress::ReadDone {
                     addr: inst.addr.clone(),
                     elapsed: started.elapsed(),
@@ -742,6 +811,7 @@ impl ApplyPhase {
             Some(object),
             Vec::new(),
             None,
+            Some(&rep_of(addr)),
         )
         .await?;
         Ok(())
@@ -860,6 +930,10 @@ pub fn collect_deps(
 
 #[async_trait::async_trait]
 impl Phase for ApplyPhase {
+    fn final_values(&self) -> bool {
+        true
+    }
+
     async fn provider(
         &self,
         ctx: &Arc<Ctx>,
@@ -1237,4 +1311,14 @@ pub fn finishing_events(
 /// True when two dependency lists name the same instances (in any order).
 pub fn same_deps(a: &[ResourceInstanceAddr], b: &[ResourceInstanceAddr]) -> bool {
     a.iter().collect::<BTreeSet<_>>() == b.iter().collect::<BTreeSet<_>>()
+}
+
+/// The `count.index` / `each.key` of an instance from its address (`each.value` is not
+/// known when only the address is: destroy-time provisioners may not use it).
+fn rep_of(addr: &ResourceInstanceAddr) -> Repetition {
+    match &addr.key {
+        Some(cairn_state::InstanceKey::Int(i)) => Repetition::Count(*i),
+        Some(cairn_state::InstanceKey::Str(k)) => Repetition::Each(k.clone(), Value::unknown()),
+        None => Repetition::None,
+    }
 }

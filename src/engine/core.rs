@@ -15,9 +15,8 @@ use super::graph::{Node, TermGraph};
 use super::progress::{Observer, Progress};
 use super::providers::Registry;
 use super::sabotage::Sabotage;
-use super::values::{
-    Expansion, InstanceScope, InstanceValues, Paths, Repetition, ResourceValues, Values,
-};
+pub(crate) use super::values::InstanceScope;
+use super::values::{Expansion, InstanceValues, Paths, Repetition, ResourceValues, Values};
 use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
 use crate::config::{Config, Module, Resource, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
@@ -86,6 +85,12 @@ pub trait Phase: Send + Sync + 'static {
     /// a provider Cairn does not have is evaluated without a schema (`Instance::schemaless`),
     /// an unknown or failing `count`/`for_each` gives one instance of unknown expansion, and
     /// a term that fails is reported and becomes unknown, so its dependents still run.
+    /// Whether the walk sees final values (apply): a `check` still unknown is then not
+    /// reported as "known after apply".
+    fn final_values(&self) -> bool {
+        false
+    }
+
     fn lenient(&self) -> bool {
         false
     }
@@ -123,6 +128,8 @@ pub struct Instance {
     /// Where each argument and nested block of `config` is written (lenient phases only,
     /// for `inspect`'s `_attribute_sources`; empty otherwise).
     pub sources: crate::eval::Sources,
+    /// Its `count.index` / `each` (provisioners evaluate with it).
+    pub rep: Repetition,
 }
 
 /// Everything a walk shares.
@@ -141,6 +148,11 @@ pub struct Ctx {
     pub limits: Limits,
     pub observer: Arc<dyn Observer>,
     pub diags: Mutex<Diagnostics>,
+    /// `check` blocks (static module, name) whose scoped data source could not be read in
+    /// this walk: their assertions are not evaluated.
+    pub failed_checks: Mutex<BTreeSet<(ModulePath, String)>>,
+    /// Every warning `check` blocks produced in this walk (also in `diags`).
+    pub check_findings: Mutex<Vec<Diagnostic>>,
     pub cwd: PathBuf,
     /// When set (`-target`), only these nodes are walked.
     pub only: Option<BTreeSet<NodeId>>,
@@ -268,6 +280,17 @@ impl Ctx {
             .lock()
             .expect("providers lock")
             .insert(slot.addr.clone(), slot);
+    }
+
+    /// Reports what a `check` block found (warnings), remembering it as a check's finding.
+    /// Not streamed to the observer as it happens: an apply replaces its plan's findings with
+    /// its own (see `Plan::check_findings`).
+    pub fn report_check(&self, diags: Diagnostics) {
+        self.check_findings
+            .lock()
+            .expect("check findings")
+            .extend(diags.iter().cloned());
+        self.diags.lock().expect("diags lock").extend(diags);
     }
 
     pub fn report(&self, diags: Diagnostics) {
@@ -577,7 +600,8 @@ fn unknown_where_missing(ctx: &Ctx, node: &Node) {
                 }
             }
         }
-        Node::Provider { .. } | Node::Orphan { .. } | Node::Destroy { .. } => {}
+        Node::Provider { .. } | Node::Orphan { .. } | Node::Destroy { .. } | Node::Check { .. } => {
+        }
     }
 }
 
@@ -638,6 +662,37 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
                     .write()
                     .expect("values lock")
                     .set_output(&m, name, v);
+            }
+            Ok(())
+        }
+        Node::Check { module, name } => {
+            if phase.lenient() {
+                return Ok(());
+            }
+            let check = &ctx.module(module).checks[name];
+            // A scoped data source that could not be read leaves its check unevaluated (its
+            // warning says why), as in Terraform.
+            if ctx
+                .failed_checks
+                .lock()
+                .expect("failed checks")
+                .contains(&(module.clone(), name.clone()))
+            {
+                return Ok(());
+            }
+            let instances = ctx.values.read().expect("values lock").instances_of(module);
+            for m in instances {
+                ctx.check_conditions(
+                    &m,
+                    &Repetition::None,
+                    check.file,
+                    &check.asserts,
+                    None,
+                    ConditionKind::CheckAssert {
+                        at_apply: phase.final_values(),
+                    },
+                    None,
+                )?;
             }
             Ok(())
         }
@@ -1005,6 +1060,7 @@ async fn visit_resource<P: Phase>(
                 schemaless,
                 unknown_expansion: exp == Expansion::Unknown,
                 sources,
+                rep,
             });
         }
         let mut values: Vec<(Option<InstanceKey>, Value)> = Vec::new();
@@ -1216,12 +1272,17 @@ pub enum ConditionKind {
     ResourcePre,
     ResourcePost,
     OutputPre,
+    /// A `check` block's `assert`: failures are warnings; `at_apply` says whether values are
+    /// final (at plan, one still unknown is said to be known after apply).
+    CheckAssert {
+        at_apply: bool,
+    },
 }
 
 /// A scope with `self`: a postcondition's view of the object it checks.
-struct SelfScope<'a> {
-    inner: InstanceScope<'a>,
-    this: &'a Value,
+pub(crate) struct SelfScope<'a> {
+    pub(crate) inner: InstanceScope<'a>,
+    pub(crate) this: &'a Value,
 }
 
 impl crate::eval::Scope for SelfScope<'_> {
@@ -1289,6 +1350,15 @@ impl Ctx {
             };
             let v = eval(&c.condition, &scope)?;
             if !v.is_wholly_known() {
+                if kind == (ConditionKind::CheckAssert { at_apply: false }) {
+                    diags.push(
+                        Diagnostic::warning(
+                            "Check block assertion known after apply",
+                            "The condition could not be evaluated at this time, a result will be known when this plan is applied.",
+                        )
+                        .with_span(Some(c.span)),
+                    );
+                }
                 continue;
             }
             let ok = match v.as_bool() {
@@ -1326,10 +1396,17 @@ impl Ctx {
                 ConditionKind::ResourcePre => "Resource precondition failed",
                 ConditionKind::ResourcePost => "Resource postcondition failed",
                 ConditionKind::OutputPre => "Module output value precondition failed",
+                ConditionKind::CheckAssert { .. } => "Check block assertion failed",
             };
             diags.push(with_addr(
                 Diagnostic::error(summary, message).with_span(Some(c.span)),
             ));
+        }
+        if let ConditionKind::CheckAssert { .. } = kind {
+            // A check never stops a run: its findings are warnings.
+            drop(values);
+            self.report_check(diags.into_iter().map(Diagnostic::into_warning).collect());
+            return Ok(());
         }
         if diags.has_errors() {
             Err(diags)

@@ -32,6 +32,11 @@ pub enum Node {
         module: ModulePath,
         name: String,
     },
+    /// A `check` block: its assertions, evaluated at plan and apply (failures are warnings).
+    Check {
+        module: ModulePath,
+        name: String,
+    },
     Resource {
         module: ModulePath,
         key: ResourceKey,
@@ -63,6 +68,7 @@ impl Node {
             Node::Var { module, .. }
             | Node::Local { module, .. }
             | Node::Output { module, .. }
+            | Node::Check { module, .. }
             | Node::Resource { module, .. }
             | Node::Call { module, .. } => module,
             Node::Provider { addr } => &addr.module,
@@ -84,6 +90,7 @@ impl fmt::Display for Node {
             Node::Var { module, name } => write!(f, "{}var.{name}", prefix(module)),
             Node::Local { module, name } => write!(f, "{}local.{name}", prefix(module)),
             Node::Output { module, name } => write!(f, "{}output.{name}", prefix(module)),
+            Node::Check { module, name } => write!(f, "{}check.{name}", prefix(module)),
             Node::Resource { module, key } => write!(f, "{}", key.addr(module.clone())),
             Node::Call { module, name } => write!(f, "{}module.{name}", prefix(module)),
             Node::Provider { addr } => write!(f, "{addr}"),
@@ -195,7 +202,7 @@ impl TermGraph {
                 Node::Orphan { .. } | Node::Destroy { .. } => ("box", "dashed", "gray"),
                 Node::Provider { .. } => ("diamond", "filled", "khaki"),
                 Node::Call { .. } => ("folder", "filled", "plum"),
-                Node::Output { .. } => ("cds", "solid", "black"),
+                Node::Output { .. } | Node::Check { .. } => ("cds", "solid", "black"),
                 Node::Var { .. } | Node::Local { .. } => ("ellipse", "solid", "black"),
             };
             let mut label = n.to_string();
@@ -468,10 +475,13 @@ type Step<'a> = (&'static str, &'a dyn Fn(&mut TermGraph, &mut Diagnostics));
 pub fn build(config: &Config) -> (TermGraph, Diagnostics) {
     let mut g = TermGraph::new();
     let mut diags = Diagnostics::new();
-    let steps: [Step<'_>; 7] = [
+    let steps: [Step<'_>; 8] = [
         ("add terms", &|g, _| add_terms(config, g)),
         ("add providers", &|g, d| add_providers(config, g, d)),
         ("add references", &|g, _| add_references(config, g)),
+        ("check scoped references", &|g, d| {
+            check_scoped_references(config, g, d)
+        }),
         ("add module boundaries", &|g, _| {
             add_module_boundaries(config, g)
         }),
@@ -525,6 +535,12 @@ fn add_terms(config: &Config, g: &mut TermGraph) {
         }
         for name in m.calls.keys() {
             g.add(Node::Call {
+                module: module.clone(),
+                name: name.clone(),
+            });
+        }
+        for name in m.checks.keys() {
+            g.add(Node::Check {
                 module: module.clone(),
                 name: name.clone(),
             });
@@ -608,9 +624,68 @@ fn expr_refs(
     references(expr).into_iter().map(|r| (r, file)).collect()
 }
 
+/// A `check` block's data sources may be referred to from that block only (its assertions
+/// and its other data sources), as in Terraform.
+fn check_scoped_references(config: &Config, g: &mut TermGraph, diags: &mut Diagnostics) {
+    let scoped = |module: &ModulePath, key: &ResourceKey| {
+        config
+            .module(module)
+            .and_then(|m| m.resources.get(key))
+            .filter(|r| r.check.is_some())
+    };
+    if !config
+        .modules()
+        .iter()
+        .any(|m| m.resources.values().any(|r| r.check.is_some()))
+    {
+        return;
+    }
+    let mut found: Vec<(Span, Diagnostic)> = Vec::new();
+    for (&(from, to), &(kind, span)) in &g.edges {
+        let (EdgeKind::Reference, Some(span)) = (kind, span) else {
+            continue;
+        };
+        let Node::Resource { module, key } = g.node(to) else {
+            continue;
+        };
+        let Some(r) = scoped(module, key) else {
+            continue;
+        };
+        let from_scope = match g.node(from) {
+            Node::Check { name, .. } => Some(name.as_str()),
+            Node::Resource { module, key } => config
+                .module(module)
+                .and_then(|m| m.resources.get(key))
+                .and_then(|r| r.check.as_deref()),
+            _ => None,
+        };
+        if let Some(d) = crate::config::scoped_reference(r, from_scope) {
+            found.push((span, d.with_span(Some(span))));
+        }
+    }
+    found.sort_by_key(|(s, _)| (s.file, s.start));
+    diags.extend(found.into_iter().map(|(_, d)| d));
+}
+
 fn add_references(config: &Config, g: &mut TermGraph) {
     for m in config.modules() {
         let module = &m.path;
+        for (name, check) in &m.checks {
+            let from = g.add(Node::Check {
+                module: module.clone(),
+                name: name.clone(),
+            });
+            let refs = check
+                .asserts
+                .iter()
+                .flat_map(|c| {
+                    expr_refs(&c.condition, check.file)
+                        .into_iter()
+                        .chain(expr_refs(&c.error_message, check.file))
+                })
+                .collect();
+            reference_edges(config, g, from, module, refs);
+        }
         for (name, local) in &m.locals {
             let from = g.add(Node::Local {
                 module: module.clone(),
@@ -669,6 +744,10 @@ fn add_references(config: &Config, g: &mut TermGraph) {
                 .chain(conditions)
             {
                 refs.extend(expr_refs(e, r.file));
+            }
+            // A provisioner runs after its object is created, with what it refers to.
+            for p in r.provisioners.iter().filter(|p| !p.when_destroy) {
+                refs.extend(body_references(&p.body).into_iter().map(|x| (x, r.file)));
             }
             // A postcondition's `self` is the object itself, not a dependency.
             refs.retain(|(r, _)| r.subject != Subject::SelfRef);

@@ -28,6 +28,7 @@ pub mod journal;
 pub mod plan;
 pub mod progress;
 pub mod providers;
+pub mod provision;
 pub mod recover;
 pub mod refresh;
 pub mod run;

@@ -393,26 +393,7 @@ impl PlanPhase {
             })
         };
         if let Some(reason) = reason {
-            let after = plan_without_provider(&inst.schema, &inst.config);
-            self.record(Change {
-                addr: inst.addr.clone(),
-                provider: inst.provider.clone(),
-                action: Action::Read,
-                before: None,
-                after: Some(after.clone()),
-                replace_paths: Vec::new(),
-                reason: Some(reason),
-                sensitive_attrs: inst
-                    .schema
-                    .attributes
-                    .iter()
-                    .filter(|(_, a)| a.sensitive)
-                    .map(|(k, _)| k.clone())
-                    .collect(),
-                diff_unavailable: false,
-                importing: None,
-            });
-            return Ok(after);
+            return Ok(self.defer_read(&inst, reason));
         }
         let ProviderState::Configured(c) = &slot.state else {
             return Err(missing_provider(&inst.provider, &inst.addr));
@@ -425,7 +406,17 @@ impl PlanPhase {
             let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
             c.read_data(&inst.key.type_, &inst.config).await
         };
-        let result = result.map_err(|e| provider_failure(ctx, &inst.addr, "read", &e))?;
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let d = provider_failure(ctx, &inst.addr, "read", &e);
+                if !check_scoped_failure(ctx, &inst, d.clone()) {
+                    return Err(d);
+                }
+                // Read again during apply, as Terraform does, to verify the check.
+                return Ok(self.defer_read(&inst, Reason::ReadBecauseCheckNested));
+            }
+        };
         ctx.observer.event(Progress::ReadDone {
             addr: inst.addr.clone(),
             elapsed: started.elapsed(),
@@ -441,6 +432,31 @@ impl PlanPhase {
             },
         );
         Ok(result)
+    }
+
+    /// Plans a data source's read for apply, for `reason`: its value is what the provider's
+    /// schema says without reading (computed attributes unknown).
+    fn defer_read(&self, inst: &Instance, reason: Reason) -> Value {
+        let after = plan_without_provider(&inst.schema, &inst.config);
+        self.record(Change {
+            addr: inst.addr.clone(),
+            provider: inst.provider.clone(),
+            action: Action::Read,
+            before: None,
+            after: Some(after.clone()),
+            replace_paths: Vec::new(),
+            reason: Some(reason),
+            sensitive_attrs: inst
+                .schema
+                .attributes
+                .iter()
+                .filter(|(_, a)| a.sensitive)
+                .map(|(k, _)| k.clone())
+                .collect(),
+            diff_unavailable: false,
+            importing: None,
+        });
+        after
     }
 
     /// Where an unknown value in a data source's configuration comes from: the chain of terms
@@ -989,4 +1005,25 @@ pub fn prevent_destroy_error(addr: &ResourceInstanceAddr, span: crate::diag::Spa
 /// How a deferred read's chain is named, for messages.
 pub fn chain_label(node: &Node, instance: &cairn_state::ModulePath) -> String {
     label(node, instance)
+}
+
+/// A `check` block's data source that could not be read: its failure becomes a warning and
+/// its check is not evaluated in this walk (Terraform's rule). Returns false for any other
+/// data source, whose failure stays an error.
+pub(crate) fn check_scoped_failure(ctx: &Ctx, inst: &Instance, diags: Diagnostics) -> bool {
+    let res = &ctx.module(&inst.static_module).resources[&inst.key];
+    let Some(check) = res.check.clone() else {
+        return false;
+    };
+    ctx.report_check(
+        diags
+            .into_iter()
+            .map(|d| d.into_warning().with_span(Some(res.span)))
+            .collect(),
+    );
+    ctx.failed_checks
+        .lock()
+        .expect("failed checks")
+        .insert((inst.static_module.clone(), check));
+    true
 }

@@ -70,6 +70,22 @@ pub enum Progress {
         elapsed: Duration,
         message: String,
     },
+    /// A provisioner (`kind`: `local-exec`) started for an object, printed a line of output,
+    /// or ended.
+    ProvisionStart {
+        addr: ResourceInstanceAddr,
+        kind: String,
+    },
+    ProvisionOutput {
+        addr: ResourceInstanceAddr,
+        kind: String,
+        line: String,
+    },
+    ProvisionDone {
+        addr: ResourceInstanceAddr,
+        kind: String,
+        failed: bool,
+    },
     /// A provider instance was configured (or reconfigured).
     ProviderConfigured { addr: ProviderAddr },
     /// Counts for a status line: done, running, left.

@@ -414,6 +414,8 @@ fn new_ctx(
         },
         observer,
         diags: Mutex::new(Diagnostics::new()),
+        failed_checks: Mutex::new(BTreeSet::new()),
+        check_findings: Mutex::new(Vec::new()),
         cwd: opts.dir.clone(),
         only,
         paths_by_module: Default::default(),
@@ -498,6 +500,7 @@ async fn make_plan(
         mode,
         base_seq: prior.head,
         workspace: opts.workspace.clone().filter(|w| w != "default"),
+        check_findings: Vec::new(),
         config_hash: config_hash(&loaded.files_hash, &loaded.inputs),
         changes: Vec::new(),
         provider_changes: Vec::new(),
@@ -568,6 +571,7 @@ async fn make_plan(
     if mode == PlanMode::Normal {
         diags.extend(phase.imports.unclaimed(&loaded.config));
     }
+    plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
     plan.data_reads = out.data_reads.into_values().collect();
@@ -1304,6 +1308,8 @@ impl PendingApply {
             observer,
         } = self;
         let opts = &opts;
+        // The apply's walk checks every `check` block again, with final values.
+        diags.0.retain(|d| !plan.check_findings.contains(d));
         let journal = session.journal();
         let run = session.run;
         // What refresh found is part of the state now: drift, and the provider meta of objects

@@ -93,6 +93,9 @@ pub enum Reason {
         action: Action,
         via: Vec<String>,
     },
+    /// `read_because_check_nested`: a `check` block's data source that could not be read
+    /// during the plan is read again during apply, to verify the check.
+    ReadBecauseCheckNested,
 }
 
 impl Reason {
@@ -110,6 +113,7 @@ impl Reason {
             Reason::DeleteBecauseNoModule => "delete_because_no_module",
             Reason::ProviderConfigUnknown { .. } => "provider_config_unknown",
             Reason::ReadBecauseConfigUnknown { .. } => "read_because_config_unknown",
+            Reason::ReadBecauseCheckNested => "read_because_check_nested",
             Reason::ReadBecauseDependencyPending { .. } => "read_because_dependency_pending",
         }
     }
@@ -262,6 +266,10 @@ pub struct Plan {
     /// plan applies to that workspace only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// What `check` blocks found while planning (warnings): an apply evaluates every check
+    /// again with final values and reports its own findings instead. Not saved.
+    #[serde(skip)]
+    pub check_findings: Vec<crate::diag::Diagnostic>,
 }
 
 impl Plan {

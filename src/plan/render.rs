@@ -1314,6 +1314,7 @@ pub fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Option<Strin
             }
             s
         }
+        Reason::ReadBecauseCheckNested => "config will be reloaded to verify a check block".into(),
         Reason::ReadBecauseDependencyPending {
             dependency,
             action,

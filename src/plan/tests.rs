@@ -107,6 +107,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         mode,
         base_seq: 7,
         workspace: None,
+        check_findings: Vec::new(),
         config_hash: "h".into(),
         changes,
         provider_changes: vec![],

@@ -742,6 +742,7 @@ fn sample_plan() -> Plan {
         mode: PlanMode::Normal,
         base_seq: 9,
         workspace: None,
+        check_findings: Vec::new(),
         config_hash: "h".into(),
         changes: vec![
             change(

@@ -285,3 +285,229 @@ fn conditions_fail_plans_and_applies_as_terraform_does() {
         "postcondition",
     );
 }
+
+/// `check` blocks warn as Terraform 1.11 does, on the same configuration
+/// (`fixtures/cli/checks`, with Terraform's own `plan`, `apply` and `validate` output beside
+/// it): a false assertion is a warning with its message, one unknown at plan is "known after
+/// apply", a scoped data source that cannot be read is a warning and is read again during
+/// apply, nothing outside the check may refer to it, and the run succeeds.
+#[test]
+fn check_blocks_warn_as_terraform_does() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/cli/checks");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture, dir.path());
+    let d = dir.path();
+    let terraform = |name: &str| std::fs::read_to_string(fixture.join(name)).unwrap();
+    // (Cairn's text, Terraform's text) for each thing both must say.
+    let both = |cairn: &str, tf: &str, wants: &[(&str, &str)]| {
+        for (c, t) in wants {
+            assert!(cairn.contains(c), "Cairn lacks {c:?}:\n{cairn}");
+            assert!(tf.contains(t), "Terraform's output lacks {t:?}");
+        }
+    };
+    let (code, out, err) = check_cli_in(d, &["plan"], "");
+    assert_eq!(code, 0, "{err}");
+    let plan = terraform("terraform-plan.txt");
+    both(
+        &format!("{out}{err}"),
+        &plan,
+        &[
+            (
+                "# data.terraform_remote_state.x will be read during apply\n  # (config will be reloaded to verify a check block)",
+                "# data.terraform_remote_state.x will be read during apply\n  # (config will be reloaded to verify a check block)",
+            ),
+            ("Warning: Check block assertion failed", "Warning: Check block assertion failed"),
+            ("main.tf:9:", "on main.tf line 9, in check \"small\""),
+            ("n is 3, too big", "n is 3, too big"),
+            ("Warning: Check block assertion known after apply", "Warning: Check block assertion known after apply"),
+            ("main.tf:15:", "on main.tf line 15, in check \"later\""),
+            ("The condition could not be evaluated at this time, a result will be known when this plan is applied.", "The condition could not be evaluated at this time, a result will be known\nwhen this plan is applied."),
+            ("main.tf:20:", "on main.tf line 20, in check \"remote\""),
+            ("No stored state was found for the given workspace in the given backend.", "No stored state was found for the given workspace in the given backend."),
+        ],
+    );
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve"], "");
+    assert_eq!(code, 0, "{err}");
+    let apply = terraform("terraform-apply.txt");
+    let cairn = format!("{out}{err}");
+    both(
+        &cairn,
+        &apply,
+        &[
+            ("n is 3, too big", "n is 3, too big"),
+            ("output is not 5", "output is not 5"),
+            ("main.tf:20:", "on main.tf line 20, in check \"remote\""),
+            (
+                "Apply complete! Resources: 1 added, 0 changed, 0 destroyed.",
+                "Apply complete! Resources: 1 added, 0 changed, 0 destroyed.",
+            ),
+        ],
+    );
+    // The apply reports its own findings only: nothing is "known after apply" any more.
+    assert!(!cairn.contains("known after apply\n"), "{cairn}");
+    assert!(!apply.contains("Check block assertion known after apply"));
+    assert_eq!(cairn.matches("n is 3, too big").count(), 1, "{cairn}");
+    assert_eq!(apply.matches("n is 3, too big").count(), 1);
+
+    // Only the check may refer to its data source.
+    std::fs::write(
+        d.join("bad.tf"),
+        "output \"x\" { value = data.terraform_remote_state.x.outputs }\n",
+    )
+    .unwrap();
+    let validate = terraform("terraform-validate-scoped.txt");
+    for args in [&["validate"][..], &["plan"]] {
+        let (code, _, err) = check_cli_in(d, args, "");
+        assert_eq!(code, 1, "{args:?}: {err}");
+        both(
+            &err,
+            &validate,
+            &[
+                ("Error: Reference to scoped resource", "Error: Reference to scoped resource"),
+                ("bad.tf:1:22", "on bad.tf line 1, in output \"x\""),
+                ("The referenced data resource \"terraform_remote_state\" \"x\" is not available from this context.", "The referenced data resource \"terraform_remote_state\" \"x\" is not available\nfrom this context."),
+            ],
+        );
+    }
+}
+
+/// `provisioner "local-exec"` runs as Terraform 1.11 runs it on the same configuration
+/// (`fixtures/cli/provisioners`, Terraform's own output beside it): after a create with
+/// `self`, `environment` and both output streams; `when = destroy` before the delete of a
+/// `triggers_replace` replacement; `on_failure = continue`; a failure keeps the object
+/// tainted; the `-json` stream has Terraform's `provision_*` messages; destroy-time
+/// provisioners may refer to `self` only; other provisioner types are refused.
+#[test]
+fn local_exec_provisioners_run_as_terraform_runs_them() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/cli/provisioners");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture, dir.path());
+    let d = dir.path();
+    let terraform = |name: &str| std::fs::read_to_string(fixture.join(name)).unwrap();
+    // Every line both tools print about provisioners, in the order each prints them.
+    let lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains("local-exec") || l.contains("Destruction complete"))
+            .map(str::to_string)
+            .collect()
+    };
+    let same_lines = |cairn: &str, tf: &str, of: &str| {
+        let mine: Vec<String> = lines(cairn)
+            .into_iter()
+            .filter(|l| l.starts_with(of))
+            .collect();
+        let theirs: Vec<String> = lines(tf)
+            .into_iter()
+            .filter(|l| l.starts_with(of))
+            .collect();
+        assert_eq!(mine, theirs, "{of}:\n{cairn}");
+    };
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve", "-parallelism=1"], "");
+    assert_eq!(code, 0, "{err}");
+    let tf = terraform("terraform-apply.txt");
+    same_lines(&out, &tf, "terraform_data.a");
+    same_lines(&out, &tf, "terraform_data.b");
+    assert!(out.contains("Apply complete! Resources: 2 added"), "{out}");
+
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve", "-var", "v=2"], "");
+    assert_eq!(code, 0, "{err}");
+    same_lines(
+        &out,
+        &terraform("terraform-replace.txt"),
+        "terraform_data.a",
+    );
+
+    // A failing command: an error naming the command, its exit status and output; the
+    // object stays, tainted, and the next plan replaces it.
+    std::fs::write(
+        d.join("fail.tf"),
+        "resource \"terraform_data\" \"c\" {\n  provisioner \"local-exec\" {\n    command = \"echo failing; exit 7\"\n  }\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve", "-var", "v=2"], "");
+    assert_eq!(code, 1, "{out}");
+    let tf = terraform("terraform-fail.txt");
+    for want in [
+        "Error: local-exec provisioner error",
+        "Error running command 'echo failing; exit 7': exit status 7. Output: failing",
+    ] {
+        assert!(err.contains(want), "{err}");
+        assert!(tf.contains(want), "Terraform: {want}");
+    }
+    assert!(err.contains("fail.tf:2:3"), "{err}");
+    same_lines(&out, &tf, "terraform_data.c");
+    let (_, out, _) = check_cli_in(d, &["plan", "-var", "v=2"], "");
+    let tainted = terraform("terraform-tainted.txt");
+    assert!(tainted.contains("# terraform_data.c is tainted, so must be replaced"));
+    assert!(
+        out.contains("# terraform_data.c is tainted, so must be replaced"),
+        "{out}"
+    );
+    std::fs::remove_file(d.join("fail.tf")).unwrap();
+
+    // The machine-readable stream.
+    let (code, out, err) = check_cli_in(d, &["apply", "-auto-approve", "-json", "-var", "v=3"], "");
+    assert_eq!(code, 0, "{err}");
+    let types: Vec<String> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|j| j["hook"]["provisioner"] == "local-exec")
+        .map(|j| {
+            format!(
+                "{} {}",
+                j["type"].as_str().unwrap(),
+                j["@message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        types.contains(
+            &"provision_start terraform_data.a: Provisioning with 'local-exec'...".to_string()
+        ),
+        "{types:#?}"
+    );
+    assert!(
+        types.contains(
+            &"provision_progress terraform_data.a: (local-exec): destroying hello".to_string()
+        ),
+        "{types:#?}"
+    );
+    assert!(
+        types.contains(
+            &"provision_complete terraform_data.a: (local-exec) Provisioning complete".to_string()
+        ),
+        "{types:#?}"
+    );
+
+    // Destroy-time provisioners see only their object.
+    std::fs::write(
+        d.join("bad.tf"),
+        "resource \"terraform_data\" \"d\" {\n  provisioner \"local-exec\" {\n    when    = destroy\n    command = \"echo ${terraform_data.a.id}\"\n  }\n}\n",
+    )
+    .unwrap();
+    let tf = terraform("terraform-validate-destroy-ref.txt");
+    for args in [&["validate"][..], &["plan"]] {
+        let (code, _, err) = check_cli_in(d, args, "");
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("Error: Invalid reference from destroy provisioner"),
+            "{err}"
+        );
+        assert!(err.contains("bad.tf:4:"), "{err}");
+        assert!(tf.contains("Error: Invalid reference from destroy provisioner"));
+    }
+    // A provisioner that needs a connection to the object is refused, where it is written.
+    std::fs::write(
+        d.join("bad.tf"),
+        "resource \"terraform_data\" \"d\" {\n  provisioner \"remote-exec\" {\n    inline = [\"true\"]\n  }\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = check_cli_in(d, &["plan"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("bad.tf:2:3"), "{err}");
+    assert!(err.contains("Error: Unsupported provisioner"), "{err}");
+    assert!(
+        err.contains("A \"remote-exec\" provisioner needs a connection"),
+        "{err}"
+    );
+}

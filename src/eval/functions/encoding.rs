@@ -849,7 +849,7 @@ fn textdecodebase64(a: Vec<Value>, _: &FunctionContext) -> Res {
     };
     let utf16 = |units: Vec<u16>| String::from_utf16(&units).map_err(|_| undefined());
     let pairs = |b: &[u8], be: bool| -> Result<Vec<u16>, super::Fail> {
-        if b.len() % 2 != 0 {
+        if !b.len().is_multiple_of(2) {
             return Err(undefined());
         }
         Ok(b.chunks(2)
