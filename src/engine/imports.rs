@@ -346,7 +346,8 @@ pub async fn import_object(
     let started = Instant::now();
     let read = {
         let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
-        c.read_object(&inst.key.type_, &obj.state, &obj.meta).await
+        c.read_imported(&inst.key.type_, &obj.state, &obj.meta)
+            .await
     }
     .map_err(|e| super::plan::provider_failure(ctx, addr, "refresh", &e))?;
     let Some((value, meta)) = read else {

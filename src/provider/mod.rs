@@ -363,6 +363,16 @@ pub trait Configured: Send + Sync {
             .await?
             .map(|v| (v, ObjectMeta::default())))
     }
+    /// `read_object` of an object `import` just returned (in the provider's current form:
+    /// plugins skip `UpgradeResourceState`, as Terraform does).
+    async fn read_imported(
+        &self,
+        type_: &str,
+        state: &Value,
+        meta: &ObjectMeta,
+    ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
+        self.read_object(type_, state, meta).await
+    }
     /// Reads a data source with a wholly known configuration. The default is for a provider
     /// without data sources.
     async fn read_data(&self, type_: &str, config: &Value) -> ProviderResult<Value> {

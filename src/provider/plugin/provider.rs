@@ -894,12 +894,17 @@ impl Inner {
         type_: String,
         state: Value,
         meta: ObjectMeta,
+        imported: bool,
     ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
         let ts = self.schema(Mode::Managed, &type_)?;
         let ty = ts.ty.clone();
         let version = ts.version;
-        // Every stored object goes through UpgradeResourceState first, as in Terraform.
-        let upgraded = self.upgrade(&type_, meta.schema_version, &state).await?;
+        // Every stored object goes through UpgradeResourceState first, as in Terraform; an
+        // object the provider's import just returned is in its current form already.
+        let upgraded = match imported {
+            true => state,
+            false => self.upgrade(&type_, meta.schema_version, &state).await?,
+        };
         let upgraded = encode(&upgraded, &ty, "upgraded state")?;
         let c = self.client.clone();
         let t = type_.clone();
@@ -1039,7 +1044,7 @@ impl Configured for PluginInstance {
         Ok(self
             .inner
             .clone()
-            .read(type_.to_string(), state.clone(), meta)
+            .read(type_.to_string(), state.clone(), meta, false)
             .await?
             .map(|(v, _)| v))
     }
@@ -1052,7 +1057,19 @@ impl Configured for PluginInstance {
     ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
         self.inner
             .clone()
-            .read(type_.to_string(), state.clone(), meta.clone())
+            .read(type_.to_string(), state.clone(), meta.clone(), false)
+            .await
+    }
+
+    async fn read_imported(
+        &self,
+        type_: &str,
+        state: &Value,
+        meta: &ObjectMeta,
+    ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
+        self.inner
+            .clone()
+            .read(type_.to_string(), state.clone(), meta.clone(), true)
             .await
     }
 
