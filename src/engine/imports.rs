@@ -439,6 +439,7 @@ pub fn generated_config(schema: &crate::provider::Block, state: &Value) -> Value
 pub fn generated_hcl(
     addr: &ResourceInstanceAddr,
     id: &str,
+    provider: Option<&crate::config::ProviderRef>,
     schema: &crate::provider::Block,
     state: &Value,
 ) -> String {
@@ -448,13 +449,26 @@ pub fn generated_hcl(
         cairn_state::quote(&addr.resource.type_),
         cairn_state::quote(&addr.resource.name)
     );
-    block_body(schema, state, 1, &mut out);
+    let provider = provider.map(|p| ("provider".to_string(), p.to_string()));
+    block_body_with(schema, state, 1, provider, &mut out);
     out.push_str("}\n");
     out
 }
 
 fn block_body(schema: &crate::provider::Block, v: &Value, depth: usize, out: &mut String) {
+    block_body_with(schema, v, depth, None, out)
+}
+
+/// `block_body` with a meta-argument first (`provider = …`), aligned with the arguments.
+fn block_body_with(
+    schema: &crate::provider::Block,
+    v: &Value,
+    depth: usize,
+    first: Option<(String, String)>,
+    out: &mut String,
+) {
     let pad = "  ".repeat(depth);
+    let mut attrs: Vec<(String, String)> = first.into_iter().collect();
     for (name, a) in &schema.attributes {
         if !(a.required || a.optional) {
             continue;
@@ -468,8 +482,9 @@ fn block_body(schema: &crate::provider::Block, v: &Value, depth: usize, out: &mu
         } else {
             hcl_value(&val, depth)
         };
-        out.push_str(&format!("{pad}{name} = {text}\n"));
+        attrs.push((name.clone(), text));
     }
+    out.push_str(&aligned(&attrs, &pad));
     for (name, nb) in &schema.blocks {
         let Some(val) = v.get(name) else { continue };
         let mut write = |label: Option<&str>, e: &Value| {
@@ -486,12 +501,7 @@ fn block_body(schema: &crate::provider::Block, v: &Value, depth: usize, out: &mu
                     write(None, e);
                 }
             }
-            Value::Map(m) if nb.nesting == crate::provider::Nesting::Map => {
-                for (k, e) in m {
-                    write(Some(k), e);
-                }
-            }
-            Value::Object(m) if nb.nesting == crate::provider::Nesting::Map => {
+            Value::Map(m) | Value::Object(m) if nb.nesting == crate::provider::Nesting::Map => {
                 for (k, e) in m {
                     write(Some(k), e);
                 }
@@ -502,6 +512,35 @@ fn block_body(schema: &crate::provider::Block, v: &Value, depth: usize, out: &mu
     }
 }
 
+/// `key = value` lines as `terraform fmt` (hclwrite) lays them out: the `=` of consecutive
+/// one-line entries aligned; an entry whose value spans lines stands alone.
+fn aligned(entries: &[(String, String)], pad: &str) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < entries.len() {
+        let mut j = i;
+        while j < entries.len() && !entries[j].1.contains('\n') {
+            j += 1;
+        }
+        if j == i {
+            let (k, v) = &entries[i];
+            out.push_str(&format!("{pad}{k} = {v}\n"));
+            i += 1;
+            continue;
+        }
+        let width = entries[i..j]
+            .iter()
+            .map(|(k, _)| k.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (k, v) in &entries[i..j] {
+            out.push_str(&format!("{pad}{k:<width$} = {v}\n"));
+        }
+        i = j;
+    }
+    out
+}
+
 /// A value as HCL: maps and objects one key a line (keys bare where they are identifiers),
 /// lists and sets on one line.
 fn hcl_value(v: &Value, depth: usize) -> String {
@@ -510,23 +549,27 @@ fn hcl_value(v: &Value, depth: usize) -> String {
             if m.is_empty() {
                 return "{}".into();
             }
-            let pad = "  ".repeat(depth + 1);
-            let mut s = "{\n".to_string();
-            for (k, e) in m {
-                let key = if is_identifier(k) {
-                    k.clone()
-                } else {
-                    serde_json::to_string(k).unwrap_or_default()
-                };
-                let e = if e.is_null() {
-                    "null".into()
-                } else {
-                    hcl_value(e, depth + 1)
-                };
-                s.push_str(&format!("{pad}{key} = {e}\n"));
-            }
-            s.push_str(&format!("{}}}", "  ".repeat(depth)));
-            s
+            let entries: Vec<(String, String)> = m
+                .iter()
+                .map(|(k, e)| {
+                    let key = if is_identifier(k) {
+                        k.clone()
+                    } else {
+                        serde_json::to_string(k).unwrap_or_default()
+                    };
+                    let e = if e.is_null() {
+                        "null".into()
+                    } else {
+                        hcl_value(e, depth + 1)
+                    };
+                    (key, e)
+                })
+                .collect();
+            format!(
+                "{{\n{}{}}}",
+                aligned(&entries, &"  ".repeat(depth + 1)),
+                "  ".repeat(depth)
+            )
         }
         Value::List(items) | Value::Set(items) | Value::Tuple(items) => {
             let parts: Vec<String> = items.iter().map(|e| hcl_value(e, depth)).collect();

@@ -129,7 +129,13 @@ impl PlanPhase {
                         return Ok(value);
                     }
                     let generated_config = target.generated.then(|| {
-                        super::imports::generated_hcl(&inst.addr, &target.id, &inst.schema, &value)
+                        super::imports::generated_hcl(
+                            &inst.addr,
+                            &target.id,
+                            res.provider.as_ref(),
+                            &inst.schema,
+                            &value,
+                        )
                     });
                     if target.generated {
                         generated = Some(super::imports::generated_config(&inst.schema, &value));
