@@ -326,6 +326,22 @@ fn resolve(
 }
 
 pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
+    // Modules first: the configuration is only whole once its remote modules are here.
+    let module_lines = match cli_config() {
+        Ok(cli) => {
+            let got = crate::provider::install::modules::install(Path::new("."), &cli, a.upgrade);
+            if got.diags.has_errors() {
+                ctx.report(&SourceMap::new(), &got.diags, a.ui.no_color);
+                ctx.err(
+                    "Cairn could not be initialized: fix the errors above and run `cairn init` \
+                     again.\n",
+                );
+                return Exit::Error;
+            }
+            got.lines
+        }
+        Err(_) => Vec::new(),
+    };
     let (config, mut diags) = load_config();
     let Some(config) = config else {
         ctx.report(&SourceMap::new(), &diags, a.ui.no_color);
@@ -421,6 +437,12 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
         "- Configuration: {modules} module{}, valid.",
         if modules == 1 { "" } else { "s" }
     );
+    if !module_lines.is_empty() {
+        let _ = writeln!(out, "- Modules:");
+        for l in &module_lines {
+            let _ = writeln!(out, "  {l}");
+        }
+    }
     if selected.is_empty() {
         let _ = writeln!(out, "- Providers: none used yet.");
     } else {

@@ -121,7 +121,7 @@ struct Loader {
     /// `.terraform/modules/modules.json` (what `terraform init` downloaded), read on first use:
     /// module key (`vpc`, `vpc.subnets`) → (source as recorded, directory). `None` inside
     /// when the file is absent or unreadable.
-    installed: Option<Option<BTreeMap<String, (String, PathBuf)>>>,
+    installed: Option<Option<BTreeMap<String, Installed>>>,
     /// `.tf` files of sibling modules read and parsed ahead on all cores (`prefetch`): path →
     /// text and parse, taken by `load_module` in place of reading and parsing the file.
     parsed: std::collections::HashMap<PathBuf, Parsed>,
@@ -183,10 +183,17 @@ fn prefetch(dirs: &[PathBuf]) -> Vec<(PathBuf, Parsed)> {
     })
 }
 
-/// Reads `.terraform/modules/modules.json` under `root`: each module's key, source and
-/// directory. Directories outside `root` are left out: the manifest is input like any other
-/// and may not lead the loader out of the configuration's tree.
-fn read_installed(root: &Path) -> Option<BTreeMap<String, (String, PathBuf)>> {
+/// A downloaded module, as `.terraform/modules/modules.json` records it.
+struct Installed {
+    source: String,
+    version: Option<String>,
+    dir: PathBuf,
+}
+
+/// Reads `.terraform/modules/modules.json` under `root`: each module's key, source, version
+/// and directory. Directories outside `root` are left out: the manifest is input like any
+/// other and may not lead the loader out of the configuration's tree.
+fn read_installed(root: &Path) -> Option<BTreeMap<String, Installed>> {
     let text = std::fs::read_to_string(root.join(".terraform/modules/modules.json")).ok()?;
     let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
     let canonical_root = std::fs::canonicalize(root).ok()?;
@@ -199,13 +206,47 @@ fn read_installed(root: &Path) -> Option<BTreeMap<String, (String, PathBuf)>> {
             continue;
         };
         let source = m.get("Source").and_then(|s| s.as_str()).unwrap_or_default();
+        let version = m
+            .get("Version")
+            .and_then(|s| s.as_str())
+            .map(str::to_string);
         let path = root.join(dir);
         let inside = std::fs::canonicalize(&path).is_ok_and(|p| p.starts_with(&canonical_root));
         if !key.is_empty() && inside {
-            out.insert(key.to_string(), (source.to_string(), path));
+            out.insert(
+                key.to_string(),
+                Installed {
+                    source: source.to_string(),
+                    version,
+                    dir: path,
+                },
+            );
         }
     }
     Some(out)
+}
+
+/// Whether what the manifest recorded is still what `call` asks for: the same source and a
+/// version its constraints allow. A source the installer cannot read (a manifest Terraform
+/// wrote for a getter Cairn does not know) is trusted as it is.
+fn installed_matches(i: &Installed, call: &ModuleCall) -> bool {
+    let Ok(remote) = super::module_source::parse_source(&call.source) else {
+        return true;
+    };
+    if remote.recorded() != i.source {
+        return false;
+    }
+    match (&call.version, &i.version) {
+        (Some(c), Some(v)) => {
+            use crate::provider::install::version::{parse_version, Constraints};
+            match (Constraints::parse(c), parse_version(v)) {
+                (Ok(c), Ok(v)) => c.allows(&v),
+                _ => true,
+            }
+        }
+        (Some(_), None) => false,
+        _ => true,
+    }
 }
 
 const RESERVED_VARIABLE_NAMES: &[&str] = &[
@@ -559,7 +600,7 @@ impl Loader {
                 .collect();
             let root = self.root_dir.clone();
             let installed = self.installed.get_or_insert_with(|| read_installed(&root));
-            installed.as_ref()?.get(&key.join("."))?.1.clone()
+            installed.as_ref()?.get(&key.join("."))?.dir.clone()
         };
         dir.is_dir().then_some(dir)
     }
@@ -1976,12 +2017,17 @@ impl Loader {
         let Some(source) = source else {
             return;
         };
+        let version = parts
+            .attrs
+            .get("version")
+            .and_then(|a| self.const_string(file, a));
         m.calls.insert(
             name.clone(),
             ModuleCall {
                 name,
                 source,
                 source_span,
+                version,
                 count,
                 for_each,
                 providers,
@@ -2025,17 +2071,34 @@ impl Loader {
                 let root = self.root_dir.clone();
                 let installed = self.installed.get_or_insert_with(|| read_installed(&root));
                 match installed.as_ref().and_then(|i| i.get(&key)) {
-                    Some((_, dir)) => dir.clone(),
+                    Some(i) if !installed_matches(i, &call) => {
+                        let (summary, what) = match super::module_source::parse_source(src) {
+                            Ok(r) if r.recorded() != i.source => (
+                                "Module source has changed",
+                                "The source address was changed since this module was installed.",
+                            ),
+                            _ => (
+                                "Module version requirements have changed",
+                                "The version requirements have changed since this module was installed and the installed version is no longer acceptable.",
+                            ),
+                        };
+                        self.err(
+                            call.source_span,
+                            summary,
+                            format!("{what} Run `cairn init` to install all modules required by this configuration."),
+                        );
+                        continue;
+                    }
+                    Some(i) => i.dir.clone(),
                     None => {
                         self.err(
                             call.source_span,
                             "Module not installed",
                             format!(
                                 "Module {} has the remote source {}, which has not been \
-                                 downloaded: Cairn never fetches modules itself. Run `terraform \
-                                 init` (or `terraform get`) to download it into \
-                                 .terraform/modules, where Cairn reads it from \
-                                 .terraform/modules/modules.json.",
+                                 downloaded. Run `cairn init` \
+                                 (or `terraform init`) to download it into .terraform/modules, \
+                                 where Cairn reads it from .terraform/modules/modules.json.",
                                 quote(&call.name),
                                 quote(src)
                             ),

@@ -498,6 +498,8 @@ pub struct ModuleCall {
     /// As written (`./modules/net`).
     pub source: String,
     pub source_span: Span,
+    /// `version`: a registry module's version constraints, as written.
+    pub version: Option<String>,
     pub count: Option<Expression>,
     pub for_each: Option<Expression>,
     /// `providers = { child = parent }`, in the order written.
@@ -529,6 +531,7 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 mod check;
 mod json;
 mod load;
+pub mod module_source;
 mod overrides;
 pub mod spans;
 mod validate;

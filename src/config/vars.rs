@@ -203,6 +203,11 @@ pub fn input_values_with(
         }
     }
 
+    // Where each value came from, for a failed validation to point there (Terraform does).
+    let provenance: BTreeMap<String, (Option<Span>, String)> = given
+        .iter()
+        .map(|(k, g)| (k.clone(), (g.span, g.place.clone())))
+        .collect();
     let mut values = BTreeMap::new();
     let variables: Vec<Variable> = config.root.variables.values().cloned().collect();
     for var in &variables {
@@ -222,16 +227,56 @@ pub fn input_values_with(
     // Validations see every variable that has a value.
     for var in &variables {
         if let Some(v) = values.get(&var.name) {
-            diags.extend(validate_variable(
-                var,
-                v,
-                &values,
-                &config.root.dir,
-                &config.root_dir,
-            ));
+            let found = validate_variable(var, v, &values, &config.root.dir, &config.root_dir);
+            let from = provenance.get(&var.name);
+            diags.extend(
+                found
+                    .into_iter()
+                    .map(|d| point_at_value(&config.sources, d, from, var.span)),
+            );
         }
     }
     (values, diags)
+}
+
+/// A failed validation of a value given in a file points at that value, and says which rule
+/// checked it; one given on the command line or in the environment says so.
+fn point_at_value(
+    sources: &SourceMap,
+    d: Diagnostic,
+    from: Option<&(Option<Span>, String)>,
+    declared: Span,
+) -> Diagnostic {
+    let Some((span, place)) = from.filter(|_| d.summary == "Invalid value for variable") else {
+        return d;
+    };
+    let rule = d.span.map(|s| {
+        let p = sources.pos(s.file, s.start);
+        format!(
+            "{}:{}:{}",
+            sources.path_at(s.file, s.start).display(),
+            p.line,
+            p.column
+        )
+    });
+    let checked = match rule {
+        Some(rule) => format!("\n\nThis was checked by the validation rule at {rule}."),
+        None => String::new(),
+    };
+    match span {
+        // In a file: the value itself.
+        Some(value) => Diagnostic {
+            span: Some(*value),
+            detail: format!("{}{checked}", d.detail),
+            ..d
+        },
+        // On the command line or in the environment: the variable's block, and where.
+        None => Diagnostic {
+            span: Some(declared),
+            detail: format!("{}{checked}\n\nThe value comes from {place}.", d.detail),
+            ..d
+        },
+    }
 }
 
 fn read_var_file(

@@ -572,3 +572,294 @@ fn init_refuses_providers_it_cannot_install() {
     assert!(!err.contains("Unknown provider"), "{err}");
     assert!(!proj.path().join(".cairn").exists());
 }
+
+/// A git server on 127.0.0.1 (`git daemon`, the git protocol) serving the bare repositories
+/// of a directory, until dropped.
+struct GitServer {
+    port: u16,
+    child: std::process::Child,
+}
+
+impl GitServer {
+    fn start(base: &Path) -> GitServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("git")
+            .arg("daemon")
+            .arg("--reuseaddr")
+            .arg("--export-all")
+            .arg(format!("--base-path={}", base.display()))
+            .arg("--listen=127.0.0.1")
+            .arg(format!("--port={port}"))
+            .arg(base)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("git daemon starts");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "git daemon did not listen"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        GitServer { port, child }
+    }
+
+    fn url(&self, repo: &str) -> String {
+        format!("git://127.0.0.1:{}/{repo}", self.port)
+    }
+}
+
+impl Drop for GitServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A bare repository `base/NAME.git` with one commit per (tag, files).
+fn repo(base: &Path, name: &str, versions: &[(&str, &[(&str, &str)])]) {
+    let work = base.join(format!("{name}-work"));
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "-q", "-b", "main"]);
+    for (tag, files) in versions {
+        for (path, text) in *files {
+            let p = work.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-qm", tag]);
+        git(&work, &["tag", tag]);
+    }
+    git(
+        base,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &format!("{name}-work"),
+            &format!("{name}.git"),
+        ],
+    );
+}
+
+fn tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut t = tar::Builder::new(gz);
+    for (path, text) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(text.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        t.append_data(&mut h, path, text.as_bytes()).unwrap();
+    }
+    t.into_inner().unwrap().finish().unwrap()
+}
+
+/// `cairn init` installs modules as `terraform init` does: a registry module (module registry
+/// protocol over HTTPS on 127.0.0.1, the newest version the constraint allows, its location
+/// in `X-Terraform-Get`) that lives in a git repository served on 127.0.0.1, a git source
+/// with `?ref=`, zip and tar.gz archives with a `//subdirectory`, and a remote module called
+/// by a downloaded one; `.terraform/modules/modules.json` in Terraform's format; a changed
+/// version constraint is refused by plan until `init` installs the new version.
+#[test]
+fn init_installs_modules_from_a_registry_git_and_archives() {
+    let repos = tempfile::tempdir().unwrap();
+    let out_tf = |v: &str| format!("output \"version\" {{\n  value = \"{v}\"\n}}\n");
+    let git_server = {
+        let base = repos.path();
+        repo(
+            base,
+            "inner",
+            &[("v1", &[("main.tf", &out_tf("inner-v1"))])],
+        );
+        GitServer::start(base)
+    };
+    let inner = git_server.url("inner.git");
+    let net_main = |v: &str| {
+        format!(
+            "{}module \"inner\" {{\n  source = \"git::{inner}?ref=v1\"\n}}\n\
+             module \"sub\" {{\n  source = \"./modules/sub\"\n}}\n\
+             output \"inner\" {{\n  value = module.inner.version\n}}\n\
+             output \"sub\" {{\n  value = module.sub.version\n}}\n",
+            out_tf(v)
+        )
+    };
+    let (n100, n110) = (net_main("1.0.0"), net_main("1.1.0"));
+    let sub = out_tf("sub");
+    repo(
+        repos.path(),
+        "net",
+        &[
+            (
+                "v1.0.0",
+                &[("main.tf", &n100), ("modules/sub/main.tf", &sub)],
+            ),
+            ("v1.1.0", &[("main.tf", &n110)]),
+        ],
+    );
+    // The daemon serves what is in its directory when asked: `net.git` is there now.
+    let net = git_server.url("net.git");
+
+    let tls = Tls::new();
+    let server = Server::start(&tls);
+    let host = server.host();
+    let mut routes = BTreeMap::new();
+    routes.insert(
+        "/.well-known/terraform.json".to_string(),
+        br#"{"modules.v1":"/v1/modules/"}"#.to_vec(),
+    );
+    routes.insert(
+        "/v1/modules/acme/net/aws/versions".to_string(),
+        br#"{"modules":[{"versions":[{"version":"1.0.0"},{"version":"1.1.0"},{"version":"2.0.0"}]}]}"#.to_vec(),
+    );
+    for v in ["1.0.0", "1.1.0"] {
+        routes.insert(
+            format!("/v1/modules/acme/net/aws/{v}/download"),
+            format!("{}git::{net}?ref=v{v}", cairn_test_registry::GET_HEADER).into_bytes(),
+        );
+    }
+    routes.insert(
+        "/archives/tools.zip".to_string(),
+        provider_zip(&[("main.tf", out_tf("zip").as_bytes())]),
+    );
+    routes.insert(
+        "/archives/tools.tar.gz".to_string(),
+        tar_gz(&[
+            ("sub/main.tf", &out_tf("tgz-sub")),
+            ("README", "not a module"),
+        ]),
+    );
+    server.set_routes(routes);
+
+    let mut sb = Sandbox::new();
+    sb.trust(&tls);
+    let dir = tempfile::tempdir().unwrap();
+    let root = |constraint: &str| {
+        format!(
+            "module \"net\" {{\n  source  = \"{host}/acme/net/aws\"\n  version = \"{constraint}\"\n}}\n\
+             module \"tools\" {{\n  source = \"https://{host}/archives/tools.zip\"\n}}\n\
+             module \"tgz\" {{\n  source = \"https://{host}/archives/tools.tar.gz//sub\"\n}}\n\
+             module \"direct\" {{\n  source = \"git::{net}?ref=v1.0.0\"\n}}\n\
+             output \"all\" {{\n  value = [module.net.version, module.net.inner, module.net.sub, module.tools.version, module.tgz.version, module.direct.version]\n}}\n"
+        )
+    };
+    std::fs::write(dir.path().join("main.tf"), root("~> 1.0")).unwrap();
+    // Before init: plan says what to do.
+    let (code, _, err) = sb.cairn(dir.path(), &["plan"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Module not installed") && err.contains("cairn init"),
+        "{err}"
+    );
+
+    let (code, out, err) = sb.cairn(dir.path(), &["init"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for line in [
+        format!("Downloading {host}/acme/net/aws 1.1.0 for net..."),
+        "- net in .terraform/modules/net".to_string(),
+        format!("Downloading git::{inner}?ref=v1 for net.inner..."),
+        "- net.inner in .terraform/modules/net.inner".to_string(),
+        format!("Downloading https://{host}/archives/tools.tar.gz//sub for tgz..."),
+        "- tgz in .terraform/modules/tgz/sub".to_string(),
+        "- tools in .terraform/modules/tools".to_string(),
+        "- direct in .terraform/modules/direct".to_string(),
+    ] {
+        assert!(out.contains(&line), "no {line:?} in\n{out}");
+    }
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join(".terraform/modules/modules.json")).unwrap(),
+    )
+    .unwrap();
+    let net_entry = manifest["Modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["Key"] == "net")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        net_entry,
+        serde_json::json!({"Key": "net", "Source": format!("{host}/acme/net/aws"), "Version": "1.1.0", "Dir": ".terraform/modules/net"})
+    );
+    assert_eq!(
+        manifest["Modules"][0],
+        serde_json::json!({"Key": "", "Source": "", "Dir": "."})
+    );
+
+    let (code, out, err) = sb.cairn(dir.path(), &["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for v in [
+        "\"1.1.0\"",
+        "\"inner-v1\"",
+        "\"sub\"",
+        "\"zip\"",
+        "\"tgz-sub\"",
+        "\"1.0.0\"",
+    ] {
+        assert!(out.contains(v), "no {v} in\n{out}");
+    }
+
+    // A second init downloads nothing.
+    let (code, out, _) = sb.cairn(dir.path(), &["init"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("Downloading"), "{out}");
+
+    // A new constraint: plan refuses the installed version until init installs another.
+    std::fs::write(dir.path().join("main.tf"), root("1.0.0")).unwrap();
+    let (code, _, err) = sb.cairn(dir.path(), &["plan"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Module version requirements have changed"),
+        "{err}"
+    );
+    let (code, out, err) = sb.cairn(dir.path(), &["init"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("Downloading {host}/acme/net/aws 1.0.0 for net...")),
+        "{out}"
+    );
+    let (code, out, _) = sb.cairn(dir.path(), &["plan"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\"1.0.0\""), "{out}");
+
+    // A constraint nothing satisfies, and a source Cairn does not download.
+    std::fs::write(dir.path().join("main.tf"), root("~> 3.0")).unwrap();
+    let (code, _, err) = sb.cairn(dir.path(), &["init"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no available version") && err.contains("1.0.0, 1.1.0, 2.0.0"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join("main.tf"),
+        "module \"b\" {\n  source = \"s3::https://s3.amazonaws.com/b/m.zip\"\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = sb.cairn(dir.path(), &["init"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Cairn does not download s3 module sources"),
+        "{err}"
+    );
+}

@@ -511,3 +511,41 @@ fn local_exec_provisioners_run_as_terraform_runs_them() {
         "{err}"
     );
 }
+
+/// A failed variable validation points where the value came from, as Terraform 1.11 does
+/// (`fixtures/cli/var-validation`, Terraform's output beside it): the value in a `.tfvars`
+/// file, or the variable's block for a `-var`, with the rule that checked it; a condition
+/// may refer to another variable.
+#[test]
+fn variable_validation_points_at_the_value() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/cli/var-validation");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture, dir.path());
+    let terraform = |name: &str| std::fs::read_to_string(fixture.join(name)).unwrap();
+    let (code, _, err) = check_cli_in(dir.path(), &["plan"], "");
+    assert_eq!(code, 1);
+    let tf = terraform("terraform-plan-file.txt");
+    assert!(tf.contains("on terraform.tfvars line 1:") && tf.contains("n must be below 5."));
+    assert!(tf.contains("This was checked by the validation rule at main.tf:3,3-13."));
+    assert!(err.contains("on terraform.tfvars:1:5:"), "{err}");
+    assert!(err.contains("n must be below 5."), "{err}");
+    assert!(
+        err.contains("This was checked by the validation rule at main.tf:4:21."),
+        "{err}"
+    );
+
+    let (code, _, err) = check_cli_in(dir.path(), &["plan", "-var", "n=3", "-var", "m=5"], "");
+    assert_eq!(code, 1);
+    let tf = terraform("terraform-plan-cli.txt");
+    assert!(tf.contains("on main.tf line 8:") && tf.contains("m must be below n."));
+    assert!(err.contains("on main.tf:8:1:"), "{err}");
+    assert!(err.contains("m must be below n."), "{err}");
+    assert!(
+        err.contains("This was checked by the validation rule at main.tf:12:21."),
+        "{err}"
+    );
+    assert!(
+        err.contains("The value comes from the command line."),
+        "{err}"
+    );
+}

@@ -21,6 +21,7 @@ pub mod hash;
 pub mod init;
 pub mod lock;
 pub mod mirror;
+pub mod modules;
 pub mod remote;
 pub mod version;
 

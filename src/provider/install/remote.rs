@@ -79,7 +79,14 @@ impl<'a> Http<'a> {
         })
     }
 
-    fn json<T: for<'de> Deserialize<'de>>(&self, url: &Url) -> Result<Option<T>, String> {
+    pub(crate) fn get_response(&self, url: &Url) -> Result<reqwest::blocking::Response, String> {
+        self.get(url)
+    }
+
+    pub(crate) fn json<T: for<'de> Deserialize<'de>>(
+        &self,
+        url: &Url,
+    ) -> Result<Option<T>, String> {
         let r = self.get(url)?;
         if r.status() == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
@@ -116,39 +123,49 @@ impl<'a> Http<'a> {
 
     /// The base URL of a host's `providers.v1` service.
     pub fn providers_service(&self, host: &str) -> Result<Url, String> {
-        if let Some(u) = self.discovered.borrow().get(host) {
+        self.service(host, "providers.v1", "a provider registry")
+    }
+
+    /// The base URL of a host's `modules.v1` service.
+    pub fn modules_service(&self, host: &str) -> Result<Url, String> {
+        self.service(host, "modules.v1", "a module registry")
+    }
+
+    /// The base URL of a host's service `name` (`providers.v1`, `modules.v1`), by Terraform's
+    /// service discovery (or a CLI configuration `host` block).
+    fn service(&self, host: &str, name: &str, what: &str) -> Result<Url, String> {
+        let cache_key = format!("{host} {name}");
+        if let Some(u) = self.discovered.borrow().get(&cache_key) {
             return Ok(u.clone());
         }
         let root = Url::parse(&format!("https://{host}/"))
             .map_err(|e| format!("\"{host}\" is not a usable hostname: {e}"))?;
         let (doc_url, service) = match self.cli.hosts.get(host) {
-            Some(services) => (root.clone(), services.get("providers.v1").cloned()),
+            Some(services) => (root.clone(), services.get(name).cloned()),
             None => {
                 let url = root
                     .join(".well-known/terraform.json")
                     .expect("a relative path");
                 let doc: Option<BTreeMap<String, serde_json::Value>> = self.json(&url)?;
                 let s = doc
-                    .and_then(|d| d.get("providers.v1").cloned())
+                    .and_then(|d| d.get(name).cloned())
                     .and_then(|v| v.as_str().map(str::to_string));
                 (url, s)
             }
         };
         let Some(service) = service else {
             return Err(format!(
-                "{host} does not offer a provider registry (its service discovery document at \
-                 {doc_url} has no \"providers.v1\")"
+                "{host} does not offer {what} (its service discovery document at {doc_url} has \
+                 no \"{name}\")"
             ));
         };
         let mut base = doc_url
             .join(&service)
-            .map_err(|e| format!("{host}: invalid providers.v1 URL \"{service}\": {e}"))?;
+            .map_err(|e| format!("{host}: invalid {name} URL \"{service}\": {e}"))?;
         if !base.path().ends_with('/') {
             base.set_path(&format!("{}/", base.path()));
         }
-        self.discovered
-            .borrow_mut()
-            .insert(host.to_string(), base.clone());
+        self.discovered.borrow_mut().insert(cache_key, base.clone());
         Ok(base)
     }
 }

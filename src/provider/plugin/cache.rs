@@ -39,8 +39,12 @@ pub struct Cached {
 
 impl SchemaCache {
     pub fn new(state_dir: &Path) -> SchemaCache {
+        // Every workspace of a state directory shares its root's cache.
+        let root = cairn_state::workspace::of_dir(state_dir)
+            .map(|(root, _)| root)
+            .unwrap_or_else(|| state_dir.to_path_buf());
         SchemaCache {
-            dir: state_dir.join("schemas"),
+            dir: root.join("schemas"),
         }
     }
 
