@@ -36,10 +36,15 @@ pub fn console(ctx: &Context, _a: &ConsoleArgs, vars: Vec<crate::config::VarArg>
         workspace: ctx.selected_workspace(),
     };
     let opts = engine_options(&req, "console");
-    let report = match block_on(ctx, &opts, crate::engine::inspect(&opts)) {
+    let mut report = match block_on(ctx, &opts, crate::engine::inspect(&opts)) {
         Ok(r) => r,
         Err(d) => return ctx.fail(d, false),
     };
+    // Like Terraform's, the console evaluates in an empty directory too (functions, literals).
+    report
+        .diags
+        .0
+        .retain(|d| d.summary != crate::config::NO_CONFIGURATION_FILES);
     let empty = crate::diag::SourceMap::new();
     let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
     if !report.diags.is_empty() && ctx.report(map, &report.diags, false) {

@@ -62,8 +62,8 @@ pub fn emit(
 ) -> bool {
     match json_ui {
         Some(ui) => {
-            for d in diags {
-                ui.diagnostic(map, d);
+            for (d, more) in super::output::group_diagnostics(diags) {
+                ui.diagnostic_of(map, d, &more);
             }
             diags.has_errors()
         }

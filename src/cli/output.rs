@@ -69,6 +69,29 @@ pub fn write_to(s: &Sink, text: &str) {
 /// (the same error evaluating one expression for each of 1,200 instances) are one, naming the
 /// first instance and how many more it affects.
 pub fn render_diagnostics(map: &SourceMap, diags: &Diagnostics, color: bool) -> String {
+    let mut s = String::new();
+    for (d, more) in group_diagnostics(diags) {
+        if more.is_empty() {
+            s.push_str(&map.render(d, color));
+        } else {
+            let mut one = d.clone();
+            one.address = Some(format!(
+                "{} (and {} more instance{})",
+                d.address.as_deref().unwrap_or_default(),
+                more.len(),
+                if more.len() == 1 { "" } else { "s" }
+            ));
+            s.push_str(&map.render(&one, color));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// One problem once: diagnostics that differ only in the instance they are about (the same
+/// error evaluating one expression for each of 1,200 instances) are one, with the other
+/// instances it affects. The human form and the `-json` stream both print these.
+pub fn group_diagnostics(diags: &Diagnostics) -> Vec<(&crate::diag::Diagnostic, Vec<&str>)> {
     let mut groups: Vec<(&crate::diag::Diagnostic, Vec<&str>)> = Vec::new();
     for d in diags {
         let same = groups.iter_mut().find(|(g, _)| {
@@ -90,23 +113,7 @@ pub fn render_diagnostics(map: &SourceMap, diags: &Diagnostics, color: bool) -> 
             _ => groups.push((d, Vec::new())),
         }
     }
-    let mut s = String::new();
-    for (d, more) in groups {
-        if more.is_empty() {
-            s.push_str(&map.render(d, color));
-        } else {
-            let mut one = d.clone();
-            one.address = Some(format!(
-                "{} (and {} more instance{})",
-                d.address.as_deref().unwrap_or_default(),
-                more.len(),
-                if more.len() == 1 { "" } else { "s" }
-            ));
-            s.push_str(&map.render(&one, color));
-        }
-        s.push('\n');
-    }
-    s
+    groups
 }
 
 /// A clock, so tests can fix time.
@@ -191,12 +198,22 @@ impl JsonUi {
     }
 
     pub fn diagnostic(&self, map: &SourceMap, d: &Diagnostic) {
+        self.diagnostic_of(map, d, &[]);
+    }
+
+    /// A `diagnostic` message about `d.address` and the instances `more` (the same problem
+    /// once: Cairn's `cairn_more_addresses` lists the others).
+    pub fn diagnostic_of(&self, map: &SourceMap, d: &Diagnostic, more: &[&str]) {
         let (level, word) = match d.severity {
             Severity::Error => ("error", "Error"),
             Severity::Warning => ("warn", "Warning"),
         };
         let mut f = Map::new();
-        f.insert("diagnostic".into(), map.to_json(d));
+        let mut j = map.to_json(d);
+        if !more.is_empty() {
+            j["cairn_more_addresses"] = json!(more);
+        }
+        f.insert("diagnostic".into(), j);
         self.emit(level, &format!("{word}: {}", d.summary), "diagnostic", f);
     }
 

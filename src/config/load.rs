@@ -31,6 +31,10 @@ pub fn load_file(dir: &Path, file: &Path) -> (Option<Config>, Diagnostics) {
     load_only(dir, Some(file))
 }
 
+/// The summary of the error for a directory with no configuration files (`console` works
+/// without any, as Terraform's does).
+pub const NO_CONFIGURATION_FILES: &str = "No configuration files";
+
 fn load_only(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
     let mut l = Loader {
         sources: SourceMap::new(),
@@ -63,7 +67,7 @@ fn load_only(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
     );
     if l.file_count == 0 {
         l.diags.push(Diagnostic::error(
-            "No configuration files",
+            NO_CONFIGURATION_FILES,
             "There are no .tf or .tf.json files in the configuration directory. Cairn reads \
              the configuration from the *.tf and *.tf.json files of the working directory, or \
              of -chdir=DIR.",

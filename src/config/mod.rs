@@ -536,7 +536,7 @@ mod overrides;
 pub mod spans;
 mod validate;
 pub use check::{check_references, scoped_reference};
-pub use load::{load, load_file};
+pub use load::{load, load_file, NO_CONFIGURATION_FILES};
 pub use validate::validate;
 
 #[cfg(test)]

@@ -1245,6 +1245,21 @@ fn one_diagnostic_per_problem() {
         err.contains("with sim_thing.a[0] (and 1199 more instances)"),
         "{err}"
     );
+    // The -json stream too: one diagnostic message, naming the other instances.
+    let (code, out, _) = check_cli_in(dir.path(), &["plan", "-json"], "");
+    assert_eq!(code, 1);
+    let diags: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|j| j["type"] == "diagnostic")
+        .collect();
+    assert_eq!(diags.len(), 1, "{out}");
+    assert_eq!(diags[0]["diagnostic"]["address"], "sim_thing.a[0]");
+    let more = diags[0]["diagnostic"]["cairn_more_addresses"]
+        .as_array()
+        .unwrap();
+    assert_eq!(more.len(), 1199);
+    assert!(more.iter().any(|a| a == "sim_thing.a[1199]"));
 }
 
 /// A module written in Terraform's JSON syntax beside a `.tf` file: `validate -json` ranges
@@ -1352,4 +1367,12 @@ fn workspaces_keep_separate_states() {
     let (code, out, err) = check_cli_in(reader.path(), &["apply", "-auto-approve"], "");
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("theirs = \"ci\""), "{out}");
+}
+
+/// `console` works in a directory with no configuration, as Terraform's does.
+#[test]
+fn console_without_configuration_files() {
+    let (code, out, err) = check_cli(&["console"], "1 + 1\nupper(\"a\")\n");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "2\n\"A\"\n");
 }
