@@ -62,6 +62,9 @@ pub enum Command {
     Apply(ApplyArgs),
     /// Read every managed object from its provider and record what changed.
     Refresh(RefreshArgs),
+    /// Adopt an existing object into the state at ADDR (its resource block must be in the
+    /// configuration), by the provider's import of ID.
+    Import(ImportArgs),
     /// Destroy every managed object.
     Destroy(DestroyArgs),
     /// Show a saved plan, or the current state.
@@ -267,6 +270,10 @@ pub struct PlanArgs {
     /// Exit 0 with no changes, 1 on error, 2 with changes.
     #[arg(long)]
     pub detailed_exitcode: bool,
+    /// Write a resource block for each `import` block whose resource has none to FILE (a new
+    /// file), generated from the imported object.
+    #[arg(long, value_name = "FILE")]
+    pub generate_config_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -296,6 +303,18 @@ pub struct RefreshArgs {
     /// Show what refresh would change and record nothing.
     #[arg(long)]
     pub preview: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub walk: WalkArgs,
+    /// The resource instance to import to, e.g. `aws_instance.web` or `module.m.x.y["k"]`.
+    #[arg(value_name = "ADDR")]
+    pub addr: String,
+    /// The provider's id of the existing object.
+    #[arg(value_name = "ID")]
+    pub id: String,
 }
 
 #[derive(Debug, Args)]

@@ -95,9 +95,108 @@ pub struct RunUi {
     pub no_color: bool,
 }
 
+/// `plan -generate-config-out=FILE`: the generated resource blocks of the plan's imports, in
+/// a new file, under Terraform's header (nothing is written when none was generated).
+fn write_generated(ctx: &Context, plan: &Plan, path: &Path, human: bool) -> Result<(), Diagnostic> {
+    let blocks: Vec<&str> = plan
+        .changes
+        .iter()
+        .filter_map(|c| c.importing.as_ref()?.generated_config.as_deref())
+        .collect();
+    if blocks.is_empty() {
+        return Ok(());
+    }
+    let mut text = String::from(
+        "# __generated__ by Cairn\n# Please review these resources and move them into your main configuration files.\n",
+    );
+    for b in blocks {
+        text.push('\n');
+        text.push_str(b);
+    }
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
+        return Err(Diagnostic::error(
+            "Failed to write generated config",
+            format!("Cairn could not write {}: {e}.", path.display()),
+        ));
+    }
+    if human {
+        ctx.out(&format!(
+            "\nCairn has generated configuration and written it to {}. Please review the\nconfiguration and edit it as necessary before adding it to version control.\n",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `cairn import ADDR ID`, as `terraform import` prints it: the provider's progress lines,
+/// then "Import successful!" (or the errors).
+pub fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarArg>) -> Exit {
+    let no_color = a.walk.ui.no_color;
+    let (observer, json) = make_observer(ctx, &a.walk.ui);
+    let observer = Arc::new(observer);
+    let empty = SourceMap::new();
+    let addr = match a.addr.parse::<cairn_state::ResourceInstanceAddr>() {
+        Ok(addr) => addr,
+        Err(e) => {
+            let d = Diagnostic::error(
+                "Invalid address",
+                format!("Error parsing {:?}: {e}. An import address is a resource instance address, like sim_thing.a or module.m.sim_thing.b[\"k\"].", a.addr),
+            );
+            emit(ctx, &empty, &d.into(), json.as_ref(), no_color);
+            return Exit::Error;
+        }
+    };
+    if a.id.is_empty() {
+        let d = Diagnostic::error("Invalid import id", "The import ID must not be empty.");
+        emit(ctx, &empty, &d.into(), json.as_ref(), no_color);
+        return Exit::Error;
+    }
+    let req = match run_request(ctx, &a.walk, None, PlanMode::Normal, vars) {
+        Ok(r) => r,
+        Err(d) => {
+            emit(ctx, &empty, &d, json.as_ref(), no_color);
+            return Exit::Error;
+        }
+    };
+    let mut opts = engine_options(&req, "import");
+    opts.import = Some((addr, a.id.clone()));
+    let dyn_observer: Arc<dyn Observer> = observer.clone();
+    let report = match block_on(ctx, &opts, engine::import(&opts, dyn_observer)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    observer.finish();
+    let mut seen = notes(&report.notes);
+    seen.extend(observer.take_diagnostics());
+    let all = merge_diagnostics(seen, report.diags);
+    let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+    if emit(ctx, map, &all, json.as_ref(), no_color) {
+        return Exit::Error;
+    }
+    if json.is_none() {
+        let (color, _) = ctx.colors(no_color);
+        let (g, b, r) = if color {
+            ("\x1b[32m", "\x1b[1m", "\x1b[0m")
+        } else {
+            ("", "", "")
+        };
+        ctx.out(&format!(
+            "\n{b}{g}Import successful!{r}\n\n{g}The resources that were imported are shown above. These resources are now in\nyour Cairn state and will henceforth be managed by Cairn.{r}\n\n"
+        ));
+    }
+    Exit::Ok
+}
+
 /// What an apply or destroy did, for its closing lines.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ApplySummary {
+    /// Objects adopted by `import` blocks.
+    pub imported: usize,
     pub added: usize,
     pub changed: usize,
     pub destroyed: usize,
@@ -115,7 +214,7 @@ pub fn print_summary(
 ) {
     if let Some(ui) = json_ui {
         let op = if destroy { "destroy" } else { "apply" };
-        ui.change_summary(op, s.added, s.changed, s.destroyed);
+        ui.change_summary(op, s.imported, s.added, s.changed, s.destroyed);
         if !s.outputs.is_empty() {
             let outputs: Map<String, J> = s
                 .outputs
@@ -155,9 +254,13 @@ pub fn print_summary(
             s.destroyed
         );
     } else {
+        let imported = match s.imported {
+            0 => String::new(),
+            n => format!(" {n} imported,"),
+        };
         let _ = writeln!(
             out,
-            "\n{b}{g}Apply complete! Resources: {} added, {} changed, {} destroyed.{r}",
+            "\n{b}{g}Apply complete! Resources:{imported} {} added, {} changed, {} destroyed.{r}",
             s.added, s.changed, s.destroyed
         );
     }
@@ -203,6 +306,8 @@ pub struct Invocation<'a> {
     pub vars: Vec<VarArg>,
     pub plan_file: Option<&'a Path>,
     pub out_file: Option<&'a Path>,
+    /// `plan -generate-config-out=FILE`.
+    pub generate_config_out: Option<&'a Path>,
     pub detailed_exitcode: bool,
     pub auto_approve: bool,
     /// `refresh -preview`: show, record nothing.
@@ -367,7 +472,18 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
             return Exit::Error;
         }
     };
-    let opts = engine_options(&req, inv.verb.name());
+    let mut opts = engine_options(&req, inv.verb.name());
+    if let Some(path) = inv.generate_config_out {
+        if path.exists() {
+            let d = Diagnostic::error(
+                "Target generated file already exists",
+                "Cairn can only write generated config into a new file. Either choose a different target location or move all existing configuration out of the target file, delete it and try again.",
+            );
+            emit(ctx, &empty, &d.into(), ui.json.as_ref(), no_color);
+            return Exit::Error;
+        }
+        opts.generate_config = true;
+    }
     let dyn_observer: Arc<dyn Observer> = observer.clone();
     let finish = |config: Option<&Arc<Config>>, diags: Diagnostics, report_notes: &[String]| {
         observer.finish();
@@ -386,6 +502,12 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
             observer.finish();
             if let Some(plan) = &report.result {
                 present_plan(ctx, plan, ui.json.as_ref(), no_color);
+                if let Some(path) = inv.generate_config_out {
+                    if let Err(d) = write_generated(ctx, plan, path, ui.json.is_none()) {
+                        emit(ctx, &empty, &d.into(), ui.json.as_ref(), no_color);
+                        return Exit::Error;
+                    }
+                }
             }
             let failed = finish(report.config.as_ref(), report.diags, &report.notes);
             let Some(plan) = report.result.filter(|_| !failed) else {
@@ -618,6 +740,7 @@ fn apply(
     match applied {
         Some(a) if a.confirmed => {
             let summary = ApplySummary {
+                imported: a.summary.imported as usize,
                 added: a.summary.added as usize,
                 changed: a.summary.changed as usize,
                 destroyed: a.summary.destroyed as usize,
@@ -684,6 +807,7 @@ mod tests {
 
     fn summary() -> ApplySummary {
         ApplySummary {
+            imported: 0,
             added: 2,
             changed: 1,
             destroyed: 0,

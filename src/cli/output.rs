@@ -218,18 +218,31 @@ impl JsonUi {
     }
 
     /// A `change_summary` message: `operation` is `plan`, `apply` or `destroy`.
-    pub fn change_summary(&self, operation: &str, add: usize, change: usize, remove: usize) {
-        let message = match operation {
-            "plan" => format!("Plan: {add} to add, {change} to change, {remove} to destroy."),
-            "destroy" => format!("Destroy complete! Resources: {remove} destroyed."),
-            _ => format!(
+    pub fn change_summary(
+        &self,
+        operation: &str,
+        import: usize,
+        add: usize,
+        change: usize,
+        remove: usize,
+    ) {
+        let message = match (operation, import) {
+            ("plan", 0) => format!("Plan: {add} to add, {change} to change, {remove} to destroy."),
+            ("plan", n) => format!(
+                "Plan: {n} to import, {add} to add, {change} to change, {remove} to destroy."
+            ),
+            ("destroy", _) => format!("Destroy complete! Resources: {remove} destroyed."),
+            (_, 0) => format!(
                 "Apply complete! Resources: {add} added, {change} changed, {remove} destroyed."
+            ),
+            (_, n) => format!(
+                "Apply complete! Resources: {n} imported, {add} added, {change} changed, {remove} destroyed."
             ),
         };
         let mut f = Map::new();
         f.insert(
             "changes".into(),
-            json!({"add": add, "change": change, "import": 0, "remove": remove,
+            json!({"add": add, "change": change, "import": import, "remove": remove,
                    "operation": operation}),
         );
         self.emit("info", &message, "change_summary", f);

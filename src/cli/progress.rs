@@ -324,6 +324,23 @@ impl HumanShared {
                 lock(&self.tracker).running.remove(&addr);
                 format!("{}: Refreshing state...{}", b(&addr), id(&i))
             }
+            Progress::ImportPreparing { addr, id } => {
+                format!("{}: Preparing import... [id={id}]", b(&addr))
+            }
+            Progress::Importing { addr, id } => format!("{}: Importing... [id={id}]", b(&addr)),
+            Progress::ImportFromId { addr, id } => {
+                format!("{}: Importing from ID {}...", b(&addr), quote_go(&id))
+            }
+            Progress::ImportPrepared { addr, types } => {
+                let mut line = format!("{}: Import prepared!", b(&addr));
+                for t in types {
+                    line.push_str(&format!("\n  Prepared {t} for import"));
+                }
+                line
+            }
+            Progress::ImportComplete { addr, id } => {
+                format!("{}: Import complete [id={id}]", b(&addr))
+            }
             Progress::ReadStart { addr } => {
                 lock(&self.tracker).start(&addr, Action::Read);
                 format!("{}: Reading...", b(&addr))
@@ -411,6 +428,11 @@ impl HumanShared {
         };
         self.lines(&[line]);
     }
+}
+
+/// A string quoted as Go's `%q` does (Terraform's import lines).
+fn quote_go(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
 /// Human progress lines; see the module docs.
@@ -571,6 +593,32 @@ impl JsonShared {
                 }
                 self.hook("info", message, "refresh_complete", hook);
             }
+            // Terraform's JSON UI says nothing here; the read follows as refresh_start.
+            Progress::ImportPreparing { .. } => {}
+            Progress::ImportFromId { addr, id } => self.hook(
+                "info",
+                format!("{addr}: Importing from ID {}...", quote_go(&id)),
+                "import_start",
+                json!({"resource": resource_json(&addr), "id": id}),
+            ),
+            Progress::ImportPrepared { addr, types } => self.hook(
+                "info",
+                format!("{addr}: Import prepared!"),
+                "import_prepared",
+                json!({"resource": resource_json(&addr), "types": types}),
+            ),
+            Progress::Importing { addr, id } => self.hook(
+                "info",
+                format!("{addr}: Importing... [id={id}]"),
+                "apply_start",
+                json!({"resource": resource_json(&addr), "action": "import", "id": id}),
+            ),
+            Progress::ImportComplete { addr, id } => self.hook(
+                "info",
+                format!("{addr}: Import complete [id={id}]"),
+                "apply_complete",
+                json!({"resource": resource_json(&addr), "action": "import", "id": id}),
+            ),
             Progress::ReadStart { addr } => {
                 lock(&self.tracker).start(&addr, Action::Read);
                 self.hook(

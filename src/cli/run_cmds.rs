@@ -206,12 +206,14 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
     }
     let moved = plan.moved_from();
     for c in &plan.changes {
-        // A `moved` block's move with nothing else to do is Terraform's action "move".
+        // A `moved` block's move, or an import, with nothing else to do is Terraform's
+        // action "move" / "import".
         let prev = moved.get(&c.addr).copied();
-        let action = match (c.action, prev) {
-            (Action::NoOp, None) => continue,
-            (Action::NoOp, Some(_)) => "move",
-            (a, _) => change_action(a),
+        let action = match (c.action, prev, c.importing.is_some()) {
+            (Action::NoOp, _, true) => "import",
+            (Action::NoOp, Some(_), false) => "move",
+            (Action::NoOp, None, false) => continue,
+            (a, _, _) => change_action(a),
         };
         let mut change = json!({"resource": resource_json(&c.addr)});
         if let Some(p) = prev {
@@ -220,6 +222,9 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
         change["action"] = json!(action);
         if let Some(r) = &c.reason {
             change["reason"] = json!(r.json_name());
+        }
+        if let Some(i) = &c.importing {
+            change["importing"] = json!({ "id": i.id });
         }
         let mut f = Map::new();
         f.insert("change".into(), change);
@@ -231,7 +236,7 @@ pub fn plan_messages(ui: &JsonUi, plan: &Plan) {
         );
     }
     let (add, change, destroy) = plan.counts();
-    ui.change_summary("plan", add, change, destroy);
+    ui.change_summary("plan", plan.imports(), add, change, destroy);
     let outputs: Map<String, J> = plan
         .outputs
         .iter()
@@ -702,6 +707,7 @@ mod tests {
                 reason: None,
                 sensitive_attrs: vec![],
                 diff_unavailable: false,
+                importing: None,
             })
             .collect();
         Plan {

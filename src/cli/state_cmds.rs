@@ -701,7 +701,12 @@ fn run_changes(r: &cairn_state::RunRecord) -> String {
 }
 
 fn summary_text(s: &RunSummary) -> String {
-    let mut t = format!(
+    let mut t = match s.imported {
+        0 => String::new(),
+        n => format!("{n} imported, "),
+    };
+    let _ = write!(
+        t,
         "{} added, {} changed, {} destroyed",
         s.added, s.changed, s.destroyed
     );
@@ -738,8 +743,8 @@ pub fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                 "outcome": outcome(r),
                 "changes": {"added": r.summary.added, "changed": r.summary.changed,
                             "destroyed": r.summary.destroyed, "read": r.summary.read,
-                            "errors": r.summary.errors, "moved": r.moved,
-                            "forgotten": r.forgotten},
+                            "imported": r.summary.imported, "errors": r.summary.errors,
+                            "moved": r.moved, "forgotten": r.forgotten},
                 "last_seq": r.last_seq,
             });
             let _ = writeln!(out, "{j}");

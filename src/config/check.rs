@@ -134,6 +134,18 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
             check(expr_refs(&rule.error_message), o.file, PLAIN);
         }
     }
+    for b in &m.imports {
+        // `to` names its target (checked by the loader); its keys and `id` may use `each`
+        // when the block has `for_each`.
+        let inner = Ctx {
+            for_each: b.for_each.is_some(),
+            ..PLAIN
+        };
+        if let Some(e) = &b.for_each {
+            check(expr_refs(e), b.file, PLAIN);
+        }
+        check(expr_refs(&b.id), b.file, inner);
+    }
     for c in m.calls.values() {
         if let Some(e) = &c.count {
             check(expr_refs(e), c.file, PLAIN);

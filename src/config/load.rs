@@ -270,6 +270,59 @@ fn valid_name(s: &str) -> bool {
         && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
 
+/// The static resource an import block's `to` names (`module.m["k"].t.n[each.key]`): its
+/// module path without keys and its key; the index steps are evaluated later.
+pub fn import_target_static(e: &Expression) -> Result<(ModulePath, ResourceKey), String> {
+    let bad = || {
+        "The import target must be a resource instance address, like echo5_item.x, \
+         echo5_item.x[\"key\"] or module.m.echo5_item.x."
+            .to_string()
+    };
+    let Expression::Traversal(t) = e else {
+        return Err(bad());
+    };
+    let Expression::Variable(root) = &t.expr else {
+        return Err(bad());
+    };
+    let mut names: Vec<(String, bool)> = vec![(root.as_str().to_string(), false)];
+    for op in t.operators.iter() {
+        match op.value() {
+            TraversalOperator::GetAttr(a) => names.push((a.as_str().to_string(), false)),
+            TraversalOperator::Index(_) | TraversalOperator::LegacyIndex(_) => {
+                match names.last_mut() {
+                    Some((_, keyed @ false)) => *keyed = true,
+                    _ => return Err(bad()),
+                }
+            }
+            _ => return Err(bad()),
+        }
+    }
+    let mut module = ModulePath::root();
+    let mut i = 0;
+    while names.get(i).is_some_and(|(n, _)| n == "module") {
+        if names[i].1 {
+            return Err(bad());
+        }
+        let Some((name, _)) = names.get(i + 1) else {
+            return Err(bad());
+        };
+        module = module.child(name, None);
+        i += 2;
+    }
+    match &names[i..] {
+        [(d, false), ..] if d == "data" => Err("Only managed resources can be imported.".into()),
+        [(type_, false), (name, _)] => Ok((
+            module,
+            ResourceKey {
+                mode: Mode::Managed,
+                type_: type_.clone(),
+                name: name.clone(),
+            },
+        )),
+        _ => Err(bad()),
+    }
+}
+
 /// The parts of a body, after checking it against the arguments and blocks it may hold.
 struct Parts<'b> {
     attrs: BTreeMap<String, &'b Attribute>,
@@ -593,11 +646,8 @@ impl Loader {
                     "module" => self.module_block(file, &b, m),
                     "moved" => self.moved_block(file, &b, m),
                     "removed" => self.removed_block(file, &b, m),
+                    "import" => self.import_block(file, &b, m),
                     "check" => self.check_block(file, b, m),
-                    kind @ "import" => {
-                        let sp = self.header(file, &b);
-                        m.state_blocks.push((kind.to_string(), sp));
-                    }
                     other => {
                         let sp = self.span(file, &b.ident);
                         self.err(
@@ -1250,6 +1300,73 @@ impl Loader {
         }
     }
 
+    /// `import { to = … id = … }`: root module only; `to` a managed resource instance.
+    fn import_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let span = self.header(file, b);
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&["to", "id", "for_each", "provider"]),
+            Some(&[]),
+        );
+        if !m.path.is_root() {
+            self.err(
+                span,
+                "Invalid import configuration",
+                format!(
+                    "An import block was detected in \"{}\". Import blocks are only allowed in \
+                     the root module.",
+                    m.path
+                ),
+            );
+            return;
+        }
+        let mut missing = false;
+        for arg in ["to", "id"] {
+            if !parts.attrs.contains_key(arg) {
+                self.err(
+                    span,
+                    "Missing required argument",
+                    format!("The argument \"{arg}\" is required, but no definition was found."),
+                );
+                missing = true;
+            }
+        }
+        if missing {
+            return;
+        }
+        let to = &parts.attrs["to"].value;
+        let id = &parts.attrs["id"].value;
+        let to_span = self.span(file, to);
+        let id_span = self.span(file, id);
+        let (module, key) = match import_target_static(to) {
+            Ok(t) => t,
+            Err(detail) => {
+                self.err(to_span, "Invalid import address", detail);
+                return;
+            }
+        };
+        let provider = match parts.attrs.get("provider") {
+            Some(a) => match self.provider_ref(file, &a.value) {
+                Some(p) => Some(p),
+                None => return,
+            },
+            None => None,
+        };
+        m.imports.push(ImportBlock {
+            module,
+            key,
+            to: to.clone(),
+            id: id.clone(),
+            for_each: parts.attrs.get("for_each").map(|a| a.value.clone()),
+            provider,
+            file,
+            span,
+            to_span,
+            id_span,
+        });
+    }
+
     fn depends_on(&mut self, file: FileId, a: Option<&Attribute>) -> Vec<DependsOn> {
         let Some(a) = a else {
             return Vec::new();
@@ -1381,6 +1498,7 @@ impl Loader {
                     file,
                     json: self.sources.is_json(file),
                     span,
+                    generated: false,
                     check: None,
                     provisioners,
                 }));

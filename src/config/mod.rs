@@ -31,6 +31,45 @@ pub struct Config {
 }
 
 impl Config {
+    /// `plan -generate-config-out`: a resource block, empty and marked `generated`, for each
+    /// root `import` block whose resource has none (the plan fills in its configuration from
+    /// the imported object). Returns how many were added.
+    pub fn generate_import_blocks(&mut self) -> usize {
+        let mut added = 0;
+        let blocks = self.root.imports.clone();
+        for b in blocks {
+            // Generation is for one object per block (as Terraform's): no `for_each`.
+            if !b.module.is_root()
+                || b.for_each.is_some()
+                || self.root.resources.contains_key(&b.key)
+            {
+                continue;
+            }
+            self.root.resources.insert(
+                b.key.clone(),
+                Box::new(Resource {
+                    mode: b.key.mode,
+                    type_: b.key.type_.clone(),
+                    name: b.key.name.clone(),
+                    count: None,
+                    for_each: None,
+                    provider: b.provider.clone(),
+                    depends_on: Vec::new(),
+                    lifecycle: Lifecycle::default(),
+                    body: Body::default(),
+                    file: b.file,
+                    json: false,
+                    span: b.span,
+                    generated: true,
+                    check: None,
+                    provisioners: Vec::new(),
+                }),
+            );
+            added += 1;
+        }
+        added
+    }
+
     /// The module at a static path (instance keys are ignored).
     pub fn module(&self, path: &ModulePath) -> Option<&Module> {
         let mut m = &self.root;
@@ -103,6 +142,8 @@ pub struct Module {
     pub moved: Vec<MovedBlock>,
     /// `removed` blocks, in file order.
     pub removed: Vec<RemovedBlock>,
+    /// `import` blocks (root module only: in a child module they are a load error).
+    pub imports: Vec<ImportBlock>,
     /// `terraform { backend "pg" { … } }`: where the state lives (root module only; `None`:
     /// the local state directory).
     pub backend: Option<BackendBlock>,
@@ -134,6 +175,27 @@ pub struct RemovedBlock {
     /// `lifecycle { destroy }`; `true` when absent (Terraform's default).
     pub destroy: bool,
     pub span: Span,
+}
+
+/// `import { to = ADDR  id = EXPR  for_each = EXPR  provider = NAME.ALIAS }`: adopt an
+/// existing object into state at plan (`engine::plan`), as Terraform does.
+#[derive(Debug, Clone)]
+pub struct ImportBlock {
+    /// The target's static resource: its module path without instance keys, and its key
+    /// (always a managed resource).
+    pub module: ModulePath,
+    pub key: ResourceKey,
+    /// `to` as written: a traversal whose index steps may use `each` (evaluated per element
+    /// of `for_each` by `engine::imports::targets`).
+    pub to: Expression,
+    pub id: Expression,
+    pub for_each: Option<Expression>,
+    pub provider: Option<ProviderRef>,
+    pub file: FileId,
+    /// The block header (`import`).
+    pub span: Span,
+    pub to_span: Span,
+    pub id_span: Span,
 }
 
 /// A diagnostic for each block in `Module::state_blocks` of the tree: an error for a command
@@ -190,6 +252,7 @@ impl Module {
             state_blocks: Vec::new(),
             moved: Vec::new(),
             removed: Vec::new(),
+            imports: Vec::new(),
             backend: None,
         }
     }
@@ -337,6 +400,9 @@ pub struct Resource {
     pub json: bool,
     /// The block header (`resource "sim_thing" "a"`).
     pub span: Span,
+    /// Not written: generated for an `import` block by `plan -generate-config-out`
+    /// (`Config::generate_import_blocks`); its configuration is the imported object's.
+    pub generated: bool,
     /// A data source scoped to the `check` block of this name: only that block may refer to
     /// it, and a failure to read it is a warning.
     pub check: Option<String>,

@@ -324,6 +324,10 @@ impl ApplyPhase {
                 .map(|o| Value::from_stored(&o.attrs))
                 .unwrap_or_else(Value::unknown));
         };
+        let mut current = current;
+        if let (Some(importing), None) = (&change.importing, &current) {
+            current = Some(self.adopt(ctx, &inst, change, importing).await?);
+        }
         let no_op = change.action == Action::NoOp;
         if no_op && !ctx.limits.broken(Sabotage::ApplyUpdatesNoOps) {
             // Moved to another provider instance with an equal configuration: record the move.
@@ -549,6 +553,59 @@ impl ApplyPhase {
             )
             .await?;
         Ok(new.unwrap_or_else(Value::unknown))
+    }
+
+    /// An object the plan imported (`import` blocks): recorded into state as the plan found
+    /// it (`StateImported`), with its meta, before anything else is done with it; the
+    /// provider is not called again (as in Terraform, the import happened at plan).
+    async fn adopt(
+        &self,
+        ctx: &Arc<Ctx>,
+        inst: &Instance,
+        change: &Change,
+        importing: &crate::plan::Importing,
+    ) -> Result<ResourceObject, Diagnostics> {
+        let slot = ctx
+            .provider_slot(&inst.provider)
+            .ok_or_else(|| missing_provider(&inst.provider, &inst.addr))?;
+        let Some(before) = &change.before else {
+            return Err(missing_provider(&inst.provider, &inst.addr));
+        };
+        ctx.observer.event(Progress::Importing {
+            addr: inst.addr.clone(),
+            id: importing.id.clone(),
+        });
+        let object = ResourceObject {
+            attrs: before.to_stored().map_err(|e| {
+                Diagnostics::from(
+                    Diagnostic::error("Invalid imported object", format!("{}: {e}", inst.addr))
+                        .with_address(&inst.addr),
+                )
+            })?,
+            deps: resource_deps(ctx, inst),
+            provider: ProviderRef {
+                addr: inst.provider.clone(),
+                id: slot.id.clone().unwrap_or_default(),
+            },
+            create_token: None,
+            tainted: false,
+            meta: importing.meta.clone(),
+        };
+        // Appended, not awaited to durability: nothing changed in the world, so a crash
+        // before the next commit only means the next plan imports it again.
+        self.journal
+            .append(EventBody::StateImported {
+                source: format!("import {:?}", importing.id),
+                providers: Vec::new(),
+                resources: vec![(inst.addr.clone(), object.clone())],
+            })
+            .map_err(Diagnostics::from)?;
+        self.summary.lock().expect("summary lock").imported += 1;
+        ctx.observer.event(Progress::ImportComplete {
+            addr: inst.addr.clone(),
+            id: importing.id.clone(),
+        });
+        Ok(object)
     }
 
     /// Deletes every object still managed by provider instance `old` — current and deposed

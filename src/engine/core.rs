@@ -1010,7 +1010,13 @@ async fn visit_resource<P: Phase>(
                     paths: &paths,
                 };
                 let schema = (!schemaless).then_some(&*schema);
-                if lenient {
+                if res.generated {
+                    // Filled in from the imported object by the plan (`imports.rs`).
+                    Ok((
+                        Value::Null(block_type(schema.unwrap_or(&Default::default()))),
+                        Vec::new(),
+                    ))
+                } else if lenient {
                     eval_body_with_sources(&res.body, schema, &scope, res.json)
                 } else {
                     eval_config_body(&res.body, schema, &scope, None, res.json)

@@ -475,7 +475,7 @@ type Step<'a> = (&'static str, &'a dyn Fn(&mut TermGraph, &mut Diagnostics));
 pub fn build(config: &Config) -> (TermGraph, Diagnostics) {
     let mut g = TermGraph::new();
     let mut diags = Diagnostics::new();
-    let steps: [Step<'_>; 7] = [
+    let steps: [Step<'_>; 8] = [
         ("add terms", &|g, _| add_terms(config, g)),
         ("add providers", &|g, d| add_providers(config, g, d)),
         ("add references", &|g, _| add_references(config, g)),
@@ -489,6 +489,7 @@ pub fn build(config: &Config) -> (TermGraph, Diagnostics) {
         ("add provider references", &|g, _| {
             add_provider_references(config, g)
         }),
+        ("add imports", &|g, _| add_imports(config, g)),
     ];
     for (_name, step) in steps {
         step(&mut g, &mut diags);
@@ -765,6 +766,26 @@ fn add_references(config: &Config, g: &mut TermGraph) {
                 .collect();
             reference_edges(config, g, from, module, refs);
         }
+    }
+}
+
+/// An `import` block is evaluated (in the root module) when the plan reaches its target
+/// resource: the target depends on what its `id` and `for_each` refer to.
+fn add_imports(config: &Config, g: &mut TermGraph) {
+    let root = ModulePath::root();
+    for b in &config.root.imports {
+        let Some(&from) = g.index.get(&Node::Resource {
+            module: b.module.clone(),
+            key: b.key.clone(),
+        }) else {
+            continue;
+        };
+        // `to` names the target itself; its keys use `each`, the block's own.
+        let mut refs = expr_refs(&b.id, b.file);
+        if let Some(e) = &b.for_each {
+            refs.extend(expr_refs(e, b.file));
+        }
+        reference_edges(config, g, from, &root, refs);
     }
 }
 

@@ -23,6 +23,7 @@ pub mod apply;
 pub mod core;
 pub mod deferral;
 pub mod graph;
+pub mod imports;
 pub mod inspect;
 pub mod journal;
 pub mod moves;

@@ -54,6 +54,8 @@ pub struct PlanPhase {
     /// The state (before refresh) holds no resource, data source or output: in read-only
     /// mode nothing is read.
     pub never_applied: bool,
+    /// `import` blocks' targets (see `imports.rs`).
+    pub imports: super::imports::Imports,
     pub out: Mutex<PlanOut>,
 }
 
@@ -68,6 +70,7 @@ impl PlanPhase {
             prior,
             replace,
             never_applied: false,
+            imports: Default::default(),
             out: Mutex::new(PlanOut::default()),
         }
     }
@@ -89,10 +92,65 @@ impl PlanPhase {
     async fn plan_managed(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
         let res = &ctx.module(&inst.static_module).resources[&inst.key];
         let prior = self.prior.current(&inst.addr).cloned();
-        let prior_value = prior.as_ref().map(|o| Value::from_stored(&o.attrs));
+        let mut prior_value = prior.as_ref().map(|o| Value::from_stored(&o.attrs));
+        let mut prior_meta = prior.as_ref().map(|o| o.meta.clone()).unwrap_or_default();
         let slot = ctx
             .provider_slot(&inst.provider)
             .ok_or_else(|| missing_provider(&inst.provider, &inst.addr))?;
+        // An `import` block for this instance: an object not in state yet is imported now
+        // (the provider's import, then a read), and planned against as the prior object.
+        let mut importing = None;
+        let mut generated = None;
+        if self.mode == PlanMode::Normal {
+            if let Some(target) = self.imports.target(ctx, &inst.addr)? {
+                if prior.is_none() {
+                    let (value, meta) =
+                        super::imports::import_object(ctx, &slot, &inst, &target.id, target.cli)
+                            .await?;
+                    if target.cli {
+                        // `cairn import`: the object as read, nothing planned.
+                        self.record(Change {
+                            addr: inst.addr.clone(),
+                            provider: inst.provider.clone(),
+                            action: Action::NoOp,
+                            before: Some(value.clone()),
+                            after: Some(value.clone()),
+                            replace_paths: Vec::new(),
+                            reason: None,
+                            sensitive_attrs: Vec::new(),
+                            diff_unavailable: false,
+                            importing: Some(crate::plan::Importing {
+                                id: target.id,
+                                meta,
+                                generated: false,
+                                generated_config: None,
+                            }),
+                        });
+                        return Ok(value);
+                    }
+                    let generated_config = target.generated.then(|| {
+                        super::imports::generated_hcl(
+                            &inst.addr,
+                            &target.id,
+                            res.provider.as_ref(),
+                            &inst.schema,
+                            &value,
+                        )
+                    });
+                    if target.generated {
+                        generated = Some(super::imports::generated_config(&inst.schema, &value));
+                    }
+                    prior_value = Some(value);
+                    prior_meta = meta.clone();
+                    importing = Some(crate::plan::Importing {
+                        id: target.id,
+                        meta,
+                        generated: target.generated,
+                        generated_config,
+                    });
+                }
+            }
+        }
         let sensitive_attrs: Vec<String> = inst
             .schema
             .attributes
@@ -125,6 +183,7 @@ impl PlanPhase {
             }
         }
         let config = match (&prior_value, &res.lifecycle.ignore_changes) {
+            _ if generated.is_some() => generated.clone().expect("checked"),
             (Some(pv), ignore) if *ignore != IgnoreChanges::None => {
                 apply_ignore_changes(&inst.config, pv, ignore, &inst.schema)
             }
@@ -142,6 +201,7 @@ impl PlanPhase {
             reason: None,
             sensitive_attrs,
             diff_unavailable: false,
+            importing,
         };
         match &slot.state {
             ProviderState::Unknown { .. } => {
@@ -167,12 +227,7 @@ impl PlanPhase {
             ProviderState::Unavailable => return Err(missing_provider(&inst.provider, &inst.addr)),
             ProviderState::Configured(c) => {
                 let mut planned = c
-                    .plan_async(
-                        &inst.key.type_,
-                        prior_value.as_ref(),
-                        &prior.as_ref().map(|o| o.meta.clone()).unwrap_or_default(),
-                        &config,
-                    )
+                    .plan_async(&inst.key.type_, prior_value.as_ref(), &prior_meta, &config)
                     .await
                     .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
                 planned.planned = carry_marks(&config, planned.planned);
@@ -405,6 +460,7 @@ impl PlanPhase {
                 .map(|(k, _)| k.clone())
                 .collect(),
             diff_unavailable: false,
+            importing: None,
         });
         after
     }
@@ -578,6 +634,7 @@ impl Phase for PlanPhase {
                 reason: Some(reason),
                 sensitive_attrs: Vec::new(),
                 diff_unavailable: false,
+                importing: None,
             });
         }
         Ok(())

@@ -15,6 +15,32 @@ pub enum Progress {
         id: Option<String>,
         elapsed: Duration,
     },
+    /// An import block's import started (plan: "Preparing import... [id=ID]"); its read
+    /// follows as `RefreshStart`/`RefreshDone`.
+    ImportPreparing {
+        addr: ResourceInstanceAddr,
+        id: String,
+    },
+    /// `cairn import`: "Importing from ID "ID"...", then "Import prepared!" with the types
+    /// the provider found.
+    ImportFromId {
+        addr: ResourceInstanceAddr,
+        id: String,
+    },
+    ImportPrepared {
+        addr: ResourceInstanceAddr,
+        types: Vec<String>,
+    },
+    /// Apply adopts an imported object into state ("Importing... [id=ID]", then
+    /// "Import complete [id=ID]").
+    Importing {
+        addr: ResourceInstanceAddr,
+        id: String,
+    },
+    ImportComplete {
+        addr: ResourceInstanceAddr,
+        id: String,
+    },
     /// A data source read started / finished (at plan or apply).
     ReadStart { addr: ResourceInstanceAddr },
     ReadDone {

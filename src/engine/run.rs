@@ -64,6 +64,11 @@ pub struct Options {
     pub sabotage: Option<Sabotage>,
     /// `cairn inspect FILE.tf`: load only this file of `dir` (and the modules it calls).
     pub only_file: Option<PathBuf>,
+    /// `cairn import ADDR ID`: the instance to import and its id (see [`import`]).
+    pub import: Option<(ResourceInstanceAddr, String)>,
+    /// `plan -generate-config-out`: import blocks without a resource block get a generated
+    /// one (`Config::generate_import_blocks`), filled in from the imported object.
+    pub generate_config: bool,
     /// The selected workspace (`terraform.workspace`); `None`: `default` (for `inspect`:
     /// the one `terraform workspace select` recorded in `.terraform/environment`).
     pub workspace: Option<String>,
@@ -89,6 +94,8 @@ impl Options {
             packages: None,
             sabotage: None,
             only_file: None,
+            import: None,
+            generate_config: false,
             workspace: None,
         }
     }
@@ -170,6 +177,9 @@ fn load_with(
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
     };
+    if opts.generate_config {
+        config.generate_import_blocks();
+    }
     if !lenient {
         diags.extend(crate::config::unsupported_blocks(&config, true));
     }
@@ -520,6 +530,7 @@ async fn make_plan(
                     reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
                     sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
                     diff_unavailable: false,
+                    importing: None,
                 });
             }
             super::moves::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
@@ -581,9 +592,26 @@ async fn make_plan(
         classify_state(&loaded.config, &refreshed)
     });
     add_orphans(&mut graph, orphans);
+    if mode == PlanMode::Normal {
+        // As Terraform: an import block without its resource stops the plan before it starts.
+        let errors = import_config_errors(&loaded.config);
+        if errors.has_errors() {
+            diags.extend(errors);
+            return None;
+        }
+    }
     let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
     let mut phase = PlanPhase::new(mode, refreshed.clone(), replace);
+    phase.imports.cli = opts.import.clone();
+    phase.imports.generated = loaded
+        .config
+        .root
+        .resources
+        .iter()
+        .filter(|(_, r)| r.generated)
+        .map(|(k, _)| (ModulePath::root(), k.clone()))
+        .collect();
     phase.never_applied =
         prior.resources.is_empty() && prior.data.is_empty() && prior.outputs.is_empty();
     let phase = Arc::new(phase);
@@ -592,6 +620,9 @@ async fn make_plan(
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
+    if mode == PlanMode::Normal {
+        diags.extend(phase.imports.unclaimed(&loaded.config));
+    }
     plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
@@ -614,6 +645,7 @@ async fn make_plan(
                     reason: None,
                     sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
                     diff_unavailable: false,
+                    importing: None,
                 });
             }
         }
@@ -779,6 +811,39 @@ fn refactor_warnings(r: &super::moves::Refactor) -> Vec<String> {
     out
 }
 
+/// Import blocks whose target resource has no block in the configuration, or whose
+/// `provider` differs from the resource's.
+fn import_config_errors(config: &Config) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    for b in &config.root.imports {
+        let res = config
+            .module(&b.module)
+            .and_then(|m| m.resources.get(&b.key));
+        let Some(res) = res else {
+            let addr = b.key.addr(b.module.clone()).to_string();
+            diags.push(super::imports::no_config(&addr, b.to_span));
+            continue;
+        };
+        if let Some(p) = &b.provider {
+            let same = res
+                .provider
+                .as_ref()
+                .is_some_and(|r| r.name == p.name && r.alias == p.alias)
+                || (res.provider.is_none() && p.alias.is_none() && p.name == res.provider_name());
+            if !same {
+                diags.push(
+                    Diagnostic::error(
+                        "Invalid import provider argument",
+                        "The provider argument in the target resource block must match the import block.",
+                    )
+                    .with_span(Some(p.span)),
+                );
+            }
+        }
+    }
+    diags
+}
+
 fn output_changes(
     prior: &Snapshot,
     outputs: &BTreeMap<String, (Value, bool)>,
@@ -866,6 +931,7 @@ fn destroy_plan(state: &Snapshot, plan: &mut Plan, targets: &[Target]) {
                 reason: None,
                 sensitive_attrs: Vec::new(),
                 diff_unavailable: false,
+                importing: None,
             });
         }
     }
@@ -922,6 +988,161 @@ pub async fn plan(opts: &Options, mode: PlanMode, observer: Arc<dyn Observer>) -
     drop(store);
     Report {
         result: plan,
+        diags,
+        notes,
+        config: Some(loaded.config),
+    }
+}
+
+/// `cairn import ADDR ID` (Terraform's `terraform import`): the resource block must be in the
+/// configuration; the walk is the plan's, targeted at the resource (its provider and what its
+/// configuration needs), without refresh; the instance is imported and read instead of planned
+/// (`PlanPhase`, `Imports::cli`), and recorded (`StateImported`) in a run of its own.
+pub async fn import(opts: &Options, observer: Arc<dyn Observer>) -> Report<()> {
+    let Some((addr, _)) = opts.import.clone() else {
+        return Report::fail(Diagnostics::new(), None);
+    };
+    let opts = Options {
+        targets: vec![Target::Instance(addr.clone())],
+        refresh: false,
+        ..opts.clone()
+    };
+    let loaded = match load(&opts) {
+        Ok(l) => l,
+        Err(r) => return Report::fail(r.diags, r.config),
+    };
+    let exists = loaded
+        .config
+        .module(&addr.resource.module.without_keys())
+        .is_some_and(|m| {
+            m.resources.contains_key(&ResourceKey {
+                mode: addr.resource.mode,
+                type_: addr.resource.type_.clone(),
+                name: addr.resource.name.clone(),
+            })
+        });
+    if !exists || addr.resource.mode != cairn_state::Mode::Managed {
+        let module = if addr.resource.module.is_root() {
+            "the root module".to_string()
+        } else {
+            format!("{}", addr.resource.module.without_keys())
+        };
+        let d = Diagnostic::error(
+            format!("resource address {:?} does not exist in the configuration.", addr.to_string()),
+            format!(
+                "Before importing this resource, please create its configuration in {module}. For example:\n\nresource {:?} {:?} {{\n  # (resource arguments)\n}}",
+                addr.resource.type_, addr.resource.name
+            ),
+        );
+        return Report::fail(Diagnostics::from(d), Some(loaded.config));
+    }
+    let registry = loaded.registry.clone();
+    stopping_providers(
+        &opts,
+        &registry,
+        import_loaded(&opts, &addr, observer, loaded),
+    )
+    .await
+}
+
+async fn import_loaded(
+    opts: &Options,
+    addr: &ResourceInstanceAddr,
+    observer: Arc<dyn Observer>,
+    loaded: Loaded,
+) -> Report<()> {
+    let mut diags = loaded.diags.clone();
+    let mut notes = Vec::new();
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+        };
+    let mut summary = RunSummary::default();
+    if snapshot.current(addr).is_some() {
+        diags.push(
+            Diagnostic::error(
+                "Resource already managed by Cairn",
+                format!("Cairn is already managing a remote object for {addr}. To import to this address you must first remove the existing object from the state."),
+            )
+            .with_address(addr),
+        );
+    } else if let Some(plan) = make_plan(
+        &loaded,
+        opts,
+        PlanMode::Normal,
+        &snapshot,
+        &observer,
+        &mut diags,
+    )
+    .await
+    {
+        let change = plan.changes.iter().find(|c| &c.addr == addr);
+        match change.and_then(|c| Some((c, c.importing.as_ref()?, c.before.as_ref()?))) {
+            Some((c, importing, before)) if !diags.has_errors() => {
+                // The provider instance the object is managed through: the one in state (an
+                // apply reconfigures it if its configuration changed), else registered now
+                // with the configuration the walk evaluated.
+                let provider_id = match snapshot.providers.get(&c.provider) {
+                    Some(p) => p.id.clone(),
+                    None => {
+                        let slot = plan.provider_changes.iter().find(|p| p.addr == c.provider);
+                        let config = slot.and_then(|s| s.after.clone()).unwrap_or_else(Value::null);
+                        let id = super::providers::new_instance_id(&c.provider.package);
+                        let instance = cairn_state::ProviderInstance {
+                            addr: c.provider.clone(),
+                            id: id.clone(),
+                            config: config.to_stored().unwrap_or(cairn_state::StoredValue::Null),
+                            is_default: slot.is_some_and(|s| s.is_default),
+                        };
+                        if let Err(d) =
+                            session.journal().append(EventBody::ProviderRegistered { instance })
+                        {
+                            diags.push(d);
+                        }
+                        id
+                    }
+                };
+                let object = cairn_state::ResourceObject {
+                    attrs: before.to_stored().unwrap_or(cairn_state::StoredValue::Null),
+                    deps: Vec::new(),
+                    provider: cairn_state::ProviderRef {
+                        addr: c.provider.clone(),
+                        id: provider_id,
+                    },
+                    create_token: None,
+                    tainted: false,
+                    meta: importing.meta.clone(),
+                };
+                match session
+                    .journal()
+                    .record(EventBody::StateImported {
+                        source: format!("import {:?}", importing.id),
+                        providers: Vec::new(),
+                        resources: vec![(addr.clone(), object)],
+                    })
+                    .await
+                {
+                    Ok(_) => summary.imported = 1,
+                    Err(d) => diags.push(d),
+                }
+            }
+            _ if diags.has_errors() => {}
+            _ => diags.push(Diagnostic::error(
+                "Import failed",
+                format!("{addr} was not imported: it is outside the configuration's instances (its count or for_each makes no such key)."),
+            ).with_address(addr)),
+        }
+    }
+    summary.errors = diags.error_count() as u64;
+    let outcome = if diags.has_errors() {
+        RunOutcome::Failed
+    } else {
+        RunOutcome::Success
+    };
+    session.finish(outcome, summary, &mut diags, Some(&loaded.config));
+    Report {
+        result: Some(()),
         diags,
         notes,
         config: Some(loaded.config),

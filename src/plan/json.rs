@@ -232,6 +232,14 @@ fn resource_change(c: &Change, prev: Option<&ResourceInstanceAddr>) -> J {
             &c.sensitive_attrs,
         ),
     );
+    if let Some(i) = &c.importing {
+        if let Some(J::Object(change)) = o.get_mut("change") {
+            change.insert("importing".into(), json!({ "id": i.id }));
+            if let Some(text) = &i.generated_config {
+                change.insert("generated_config".into(), json!(text));
+            }
+        }
+    }
     if let Some(r) = &c.reason {
         o.insert("action_reason".into(), json!(r.json_name()));
         if c.action == Action::Read {

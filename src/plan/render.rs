@@ -175,6 +175,11 @@ pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
     out
 }
 
+/// A string quoted as Go's `%q` (Terraform's "imported from" line).
+fn quote_go(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
 /// The symbol Terraform shows for an action: `+`, `-`, `~`, `-/+`, `+/-`, `<=`.
 pub fn action_symbol(action: Action) -> &'static str {
     match action {
@@ -796,6 +801,7 @@ impl Renderer {
         before: Option<&Value>,
         after: Option<&Value>,
         ctx: &Ctx,
+        show_all: bool,
     ) -> Vec<String> {
         let kind = match addr.resource.mode {
             Mode::Managed => "resource",
@@ -814,7 +820,8 @@ impl Renderer {
                 None => empty.clone(),
             }
         };
-        let (_, body) = self.object_diff(&attrs(before), &attrs(after), false, 2, "", ctx, false);
+        let (_, body) =
+            self.object_diff(&attrs(before), &attrs(after), false, 2, "", ctx, show_all);
         let mut lines = Vec::new();
         body.write_after(&head, &mut lines);
         if lines.len() == 1 {
@@ -870,12 +877,21 @@ impl Renderer {
             (Action::DeleteThenCreate | Action::CreateThenDelete, _) => {
                 format!("# {addr} must be replaced")
             }
+            (Action::NoOp, _) if ch.importing.is_some() => format!("# {addr} will be imported"),
             (action, _) => format!("# {addr} will be {}", action.verb()),
         };
         lines.push(format!("  {}", self.c.bold(&main)));
         if let Some(reason) = &ch.reason {
             if let Some(text) = reason_text(addr, reason) {
                 lines.push(format!("  # ({text})"));
+            }
+        }
+        if let Some(i) = &ch.importing {
+            if ch.action != Action::NoOp {
+                lines.push(format!("  # (imported from {})", quote_go(&i.id)));
+            }
+            if i.generated {
+                lines.push("  # (config will be generated)".into());
             }
         }
         if ch.diff_unavailable && !matches!(ch.reason, Some(Reason::ProviderConfigUnknown { .. })) {
@@ -901,7 +917,15 @@ impl Renderer {
             Action::Forget => ch.before.as_ref(),
             _ => ch.after.as_ref(),
         };
-        let mut block = self.resource_block(&ch.addr, ch.action, ch.before.as_ref(), after, &ctx);
+        let mut block = self.resource_block(
+            &ch.addr,
+            ch.action,
+            ch.before.as_ref(),
+            after,
+            &ctx,
+            // Terraform shows every attribute of an object it imports.
+            ch.importing.is_some(),
+        );
         if ch.action == Action::Forget {
             if let Some(first) = block.first_mut() {
                 *first = format!(" {}", first.trim_start());
@@ -959,7 +983,14 @@ impl Renderer {
             "  {}",
             self.c.bold(&format!("# {} {words}", d.addr))
         )];
-        lines.extend(self.resource_block(&d.addr, action, Some(&d.before), d.after.as_ref(), ctx));
+        lines.extend(self.resource_block(
+            &d.addr,
+            action,
+            Some(&d.before),
+            d.after.as_ref(),
+            ctx,
+            false,
+        ));
         lines.join("\n") + "\n"
     }
 
@@ -978,6 +1009,7 @@ impl Renderer {
             d.before.as_ref(),
             Some(&d.result),
             &Ctx::NONE,
+            false,
         ));
         lines.join("\n") + "\n"
     }
@@ -1063,7 +1095,9 @@ impl Renderer {
         let mut changes: Vec<&Change> = plan
             .changes
             .iter()
-            .filter(|c| c.action != Action::NoOp || moved.contains_key(&c.addr))
+            .filter(|c| {
+                c.action != Action::NoOp || moved.contains_key(&c.addr) || c.importing.is_some()
+            })
             .collect();
         changes.sort_by(|a, b| a.addr.cmp(&b.addr));
         let mut providers: Vec<&ProviderChange> = plan
@@ -1121,9 +1155,9 @@ impl Renderer {
                         .filter(|a| *a != Action::Create && *a != Action::Delete),
                 )
                 .collect();
-            // As Terraform: no legend when every change is a move (a forget has no symbol
-            // in the legend, but it still brings the legend's heading).
-            if changes.iter().any(|c| c.action != Action::NoOp) || !providers.is_empty() {
+            // As Terraform: no legend when every change is a move or an import (a forget has
+            // no symbol in the legend, but it still brings the legend's heading).
+            if !used.is_empty() {
                 let _ = writeln!(
                     out,
                     "\n{}",
@@ -1152,9 +1186,13 @@ impl Renderer {
                 );
             }
             let (add, change, destroy) = plan.counts();
+            let import = match plan.imports() {
+                0 => String::new(),
+                n => format!(" {n} to import,"),
+            };
             let _ = writeln!(
                 out,
-                "\n{} {add} to add, {change} to change, {destroy} to destroy.",
+                "\n{}{import} {add} to add, {change} to change, {destroy} to destroy.",
                 self.c.bold("Plan:")
             );
         }

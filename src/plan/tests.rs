@@ -87,6 +87,7 @@ fn change(a: &str, action: Action, before: Option<Value>, after: Option<Value>) 
         reason: None,
         sensitive_attrs: vec![],
         diff_unavailable: false,
+        importing: None,
     }
 }
 

@@ -175,6 +175,30 @@ impl From<&str> for ProviderError {
     }
 }
 
+/// One object a provider's import found (`ImportResourceState`'s `imported_resources`): its
+/// type (an import may return objects of other types too), its state as the provider returned
+/// it (to be read before it is kept), and the meta to keep with it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Imported {
+    pub type_: String,
+    pub state: Value,
+    pub meta: ObjectMeta,
+}
+
+/// The error of a resource type that cannot be imported, worded as Terraform's SDK words it.
+pub fn import_unsupported(type_: &str) -> ProviderError {
+    let summary = format!("resource {type_} doesn't support import");
+    ProviderError {
+        message: summary.clone(),
+        diags: vec![ProviderDiag {
+            error: true,
+            summary,
+            detail: String::new(),
+            path: Vec::new(),
+        }],
+    }
+}
+
 /// A provider-defined function's signature (`provider::NAME::FUNC`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionSig {
@@ -339,6 +363,16 @@ pub trait Configured: Send + Sync {
             .await?
             .map(|v| (v, ObjectMeta::default())))
     }
+    /// `read_object` of an object `import` just returned (in the provider's current form:
+    /// plugins skip `UpgradeResourceState`, as Terraform does).
+    async fn read_imported(
+        &self,
+        type_: &str,
+        state: &Value,
+        meta: &ObjectMeta,
+    ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
+        self.read_object(type_, state, meta).await
+    }
     /// Reads a data source with a wholly known configuration. The default is for a provider
     /// without data sources.
     async fn read_data(&self, type_: &str, config: &Value) -> ProviderResult<Value> {
@@ -352,6 +386,14 @@ pub trait Configured: Send + Sync {
     async fn find_by_token(&self, type_: &str, token: &str) -> ProviderResult<Option<Value>> {
         let _ = (type_, token);
         Ok(None)
+    }
+    /// Imports the existing object `id` as a `type_` (`import` blocks, `cairn import`): what
+    /// the provider found, each to be read (`read_object`) before it is kept; the read tells
+    /// whether it exists. Makes no change to the world. The default is for a provider whose
+    /// types cannot be imported.
+    async fn import(&self, type_: &str, id: &str) -> ProviderResult<Vec<Imported>> {
+        let _ = id;
+        Err(import_unsupported(type_))
     }
     /// Asks in-flight calls to stop early (Ctrl-C). Calls already running may still finish.
     /// The default is for a provider whose calls are all quick.

@@ -570,6 +570,136 @@ impl RandomInstance {
     }
 }
 
+/// An import error as hashicorp/random reports it (a summary and a detail).
+fn import_error(summary: &str, detail: String) -> ProviderError {
+    ProviderError {
+        message: format!("{summary}: {detail}"),
+        diags: vec![super::ProviderDiag {
+            error: true,
+            summary: summary.to_string(),
+            detail,
+            path: Vec::new(),
+        }],
+    }
+}
+
+impl RandomInstance {
+    /// The object hashicorp/random's importer makes of an id: `random_id` from its URL-safe
+    /// base64 (`PREFIX,B64` with a prefix), `random_string`/`random_password` from the
+    /// result itself, `random_integer` from `RESULT,MIN,MAX[,SEED]`, `random_uuid` from the
+    /// UUID, `random_bytes` from standard base64. `random_pet`, `random_shuffle` and the
+    /// other UUID types cannot be imported (as in hashicorp/random).
+    fn imported(&self, type_: &str, id: &str) -> ProviderResult<Value> {
+        let schema = self
+            .types
+            .get(type_)
+            .ok_or_else(|| schema_util::unknown_type(PACKAGE, "resource", type_))?;
+        let mut m: BTreeMap<String, Value> = BTreeMap::new();
+        let mut set = |k: &str, v: Value| {
+            m.insert(k.to_string(), v);
+        };
+        match type_ {
+            ID => {
+                let (prefix, b64) = match id.rfind(',') {
+                    Some(i) => (&id[..i], &id[i + 1..]),
+                    None => ("", id),
+                };
+                let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(b64)
+                    .map_err(|e| {
+                        import_error(
+                            "Import Random ID Error",
+                            format!("While attempting to import a random id there was a decoding error.\n\nOriginal Error: {e}"),
+                        )
+                    })?;
+                let std = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                set("id", Value::string(b64));
+                set("byte_length", Value::int(bytes.len() as i64));
+                if !prefix.is_empty() {
+                    set("prefix", Value::string(prefix));
+                }
+                set("b64_url", Value::string(format!("{prefix}{b64}")));
+                set("b64_std", Value::string(format!("{prefix}{std}")));
+                set("hex", Value::string(format!("{prefix}{hex}")));
+                set(
+                    "dec",
+                    Value::string(format!("{prefix}{}", bytes_to_decimal(&bytes))),
+                );
+            }
+            STRING | PASSWORD => {
+                set("result", Value::string(id));
+                set("length", Value::int(id.chars().count() as i64));
+                if type_ == PASSWORD {
+                    let mut salt = [0u8; 16];
+                    self.host
+                        .rng(|| format!("{type_} import {id}"))
+                        .fill_bytes(&mut salt);
+                    let hash = bcrypt::hash_with_salt(id, 10, salt)
+                        .map_err(|e| ProviderError(format!("random_password: bcrypt: {e}")))?
+                        .to_string();
+                    set("bcrypt_hash", Value::string(hash));
+                    set("id", Value::string("none"));
+                } else {
+                    set("id", Value::string(id));
+                }
+            }
+            INTEGER => {
+                let parts: Vec<&str> = id.split(',').collect();
+                if parts.len() != 3 && parts.len() != 4 {
+                    return Err(import_error(
+                        "Invalid import usage: expecting {value},{min},{max} or {value},{min},{max},{seed}",
+                        format!("Got: {id:?}"),
+                    ));
+                }
+                let mut n = [0i64; 3];
+                for (i, p) in parts.iter().take(3).enumerate() {
+                    n[i] = p.trim().parse().map_err(|e| {
+                        import_error(
+                            "Import Random Integer Error",
+                            format!("The value supplied could not be parsed as an integer.\n\nOriginal Error: strconv.ParseInt: parsing {p:?}: {e}"),
+                        )
+                    })?;
+                }
+                set("result", Value::int(n[0]));
+                set("min", Value::int(n[1]));
+                set("max", Value::int(n[2]));
+                if let Some(seed) = parts.get(3) {
+                    set("seed", Value::string(*seed));
+                }
+                set("id", Value::string(parts[0]));
+            }
+            UUID => {
+                let u = uuid::Uuid::parse_str(id).map_err(|e| {
+                    import_error(
+                        "Import Random UUID Error",
+                        format!("While attempting to import a random uuid there was a parsing error.\n\nOriginal Error: {e}"),
+                    )
+                })?;
+                let text = u.hyphenated().to_string();
+                set("result", Value::string(&text));
+                set("id", Value::string(text));
+            }
+            BYTES => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(id)
+                    .map_err(|e| {
+                        import_error(
+                            "Import Random Bytes Error",
+                            format!("While attempting to import a random bytes there was a decoding error.\n\nOriginal Error: {e}"),
+                        )
+                    })?;
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                set("base64", Value::string(id));
+                set("hex", Value::string(hex));
+                set("length", Value::int(bytes.len() as i64));
+            }
+            _ => return Err(super::import_unsupported(type_)),
+        }
+        Ok(Value::Object(schema.conform(&Value::Object(m))?))
+    }
+}
+
 #[async_trait]
 impl Configured for RandomInstance {
     fn plan(&self, type_: &str, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned> {
@@ -595,6 +725,14 @@ impl Configured for RandomInstance {
             ApplyRequest::Delete { .. } => (None, None),
         };
         ApplyResponse { new_state, error }
+    }
+
+    async fn import(&self, type_: &str, id: &str) -> ProviderResult<Vec<super::Imported>> {
+        Ok(vec![super::Imported {
+            type_: type_.to_string(),
+            state: self.imported(type_, id)?,
+            meta: super::ObjectMeta::default(),
+        }])
     }
 
     async fn read(&self, type_: &str, state: &Value) -> ProviderResult<Option<Value>> {
@@ -831,6 +969,79 @@ mod tests {
         let (_, b) = create(&*p, SHUFFLE, &seeded).await;
         assert_eq!(list(&a), list(&b));
         assert_eq!(list(&a).len(), 2);
+    }
+
+    /// hashicorp/random's import ids: each imported object, planned against the configuration
+    /// that would have made it, plans no change; malformed ids and types without import get
+    /// hashicorp's errors.
+    #[tokio::test]
+    async fn imports_as_hashicorp_random() {
+        let provider = RandomProvider::new(Host::default());
+        let p = configure(&provider).await;
+        let n = Value::int;
+        type Case<'a> = (&'a str, &'a str, Value, &'a [(&'a str, &'a str)]);
+        let cases: Vec<Case> = vec![
+            (
+                ID,
+                "p-,AAECAw",
+                obj(&[("byte_length", n(4)), ("prefix", s("p-"))]),
+                &[("id", "AAECAw"), ("hex", "p-00010203"), ("dec", "p-66051")],
+            ),
+            (
+                STRING,
+                "abc",
+                obj(&[("length", n(3))]),
+                &[("id", "abc"), ("result", "abc")],
+            ),
+            (
+                PASSWORD,
+                "s3cret",
+                obj(&[("length", n(6))]),
+                &[("id", "none"), ("result", "s3cret")],
+            ),
+            (
+                INTEGER,
+                "7,1,9,seed",
+                obj(&[("min", n(1)), ("max", n(9)), ("seed", s("seed"))]),
+                &[("id", "7")],
+            ),
+            (
+                UUID,
+                "6BA7B810-9DAD-11D1-80B4-00C04FD430C8",
+                obj(&[]),
+                &[("id", "6ba7b810-9dad-11d1-80b4-00c04fd430c8")],
+            ),
+            (
+                BYTES,
+                "AAEC",
+                obj(&[("length", n(3))]),
+                &[("hex", "000102")],
+            ),
+        ];
+        for (t, id, config, want) in cases {
+            let found = p.import(t, id).await.unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert_eq!(found.len(), 1, "{t}");
+            let st = &found[0].state;
+            for (k, v) in want {
+                assert_eq!(attr(st, k), *v, "{t}.{k}");
+            }
+            let plan = p.plan(t, Some(st), &config).expect("plan");
+            assert!(plan.requires_replace.is_empty(), "{t}: {plan:?}");
+            assert_eq!(&plan.planned, st, "{t}: no change");
+        }
+        let bcrypt = p.import(PASSWORD, "s3cret").await.unwrap();
+        let hash = attr(&bcrypt[0].state, "bcrypt_hash");
+        assert!(bcrypt::verify("s3cret", hash).unwrap());
+        let e = p.import(INTEGER, "1,2").await.unwrap_err();
+        assert_eq!(
+            e.diags[0].summary,
+            "Invalid import usage: expecting {value},{min},{max} or {value},{min},{max},{seed}"
+        );
+        assert!(p.import(ID, "!!").await.is_err());
+        for t in [PET, SHUFFLE, UUID4, UUID7] {
+            let e = p.import(t, "x").await.unwrap_err();
+            assert_eq!(e.message, format!("resource {t} doesn't support import"));
+        }
     }
 
     #[tokio::test]

@@ -589,6 +589,22 @@ impl Configured for SimInstance {
         }
     }
 
+    /// The sim contract has no import, and the Python sim (on the `tf` framework) refuses it
+    /// in that framework's words; so does the built-in one.
+    async fn import(&self, type_: &str, _id: &str) -> ProviderResult<Vec<super::Imported>> {
+        let summary = format!("{type_} does not support resource import");
+        let detail = format!("This provider has not implemented import_ for {type_}");
+        Err(ProviderError {
+            message: format!("{summary}: {detail}"),
+            diags: vec![super::ProviderDiag {
+                error: true,
+                summary,
+                detail,
+                path: Vec::new(),
+            }],
+        })
+    }
+
     async fn read(&self, type_: &str, state: &Value) -> ProviderResult<Option<Value>> {
         if type_ != THING {
             return Err(schema_util::unknown_type(PACKAGE, "resource", type_));

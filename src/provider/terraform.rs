@@ -405,6 +405,20 @@ impl Configured for TerraformInstance {
         Ok(Some(state.clone()))
     }
 
+    /// As Terraform's built-in provider: the id is the given one, everything else null.
+    async fn import(&self, type_: &str, id: &str) -> ProviderResult<Vec<super::Imported>> {
+        if type_ != DATA {
+            return Err(super::import_unsupported(type_));
+        }
+        let mut m = self.data.conform(&Value::Null(Type::Dynamic))?;
+        m.insert("id".into(), Value::string(id));
+        Ok(vec![super::Imported {
+            type_: type_.to_string(),
+            state: Value::Object(m),
+            meta: Default::default(),
+        }])
+    }
+
     async fn read_data(&self, type_: &str, config: &Value) -> ProviderResult<Value> {
         if type_ != REMOTE_STATE {
             return Err(schema_util::unknown_type(PACKAGE, "data source", type_));

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `cairn` binary: each runs the real executable in a temporary
 //! directory through `check_cli` and looks at what a user sees (exit code, stdout, stderr).
 
+mod import;
 mod install;
 mod language;
 
@@ -711,6 +712,7 @@ fn sample_plan() -> Plan {
         reason: None,
         sensitive_attrs: vec![],
         diff_unavailable: false,
+        importing: None,
     };
     let mut replace = change(
         "sim_thing.b",

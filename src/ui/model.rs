@@ -260,6 +260,7 @@ pub fn diff_text(
         reason: None,
         sensitive_attrs: Vec::new(),
         diff_unavailable: false,
+        importing: None,
     };
     let text = render_change(
         &ch,
@@ -735,8 +736,12 @@ impl Model {
                 ));
             }
             EventBody::RunFinished { outcome, summary } => {
+                let imported = match summary.imported {
+                    0 => String::new(),
+                    n => format!("{n} imported, "),
+                };
                 j["text"] = json!(format!(
-                    "finished: {outcome} ({} added, {} changed, {} destroyed, {} read, {} errors)",
+                    "finished: {outcome} ({imported}{} added, {} changed, {} destroyed, {} read, {} errors)",
                     summary.added, summary.changed, summary.destroyed, summary.read, summary.errors
                 ));
             }

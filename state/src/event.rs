@@ -167,6 +167,9 @@ pub struct RunSummary {
     pub destroyed: u64,
     pub read: u64,
     pub errors: u64,
+    /// Objects adopted by `import` blocks (absent in older records).
+    #[serde(default)]
+    pub imported: u64,
 }
 
 /// A planned action, as [`PlannedChange`] records it (no-ops are not recorded).

@@ -26,7 +26,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::schema_util::same;
 use crate::provider::{
     Applied, ApplyRequest, ApplyResponse, Block, ConfigDiff, Configured, FunctionFailure,
-    FunctionSig, Nesting, ObjectMeta, Planned, Provider, ProviderDiag, ProviderError,
+    FunctionSig, Imported, Nesting, ObjectMeta, Planned, Provider, ProviderDiag, ProviderError,
     ProviderResult, ProviderSchema,
 };
 use crate::value::{Type, Value};
@@ -894,12 +894,17 @@ impl Inner {
         type_: String,
         state: Value,
         meta: ObjectMeta,
+        imported: bool,
     ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
         let ts = self.schema(Mode::Managed, &type_)?;
         let ty = ts.ty.clone();
         let version = ts.version;
-        // Every stored object goes through UpgradeResourceState first, as in Terraform.
-        let upgraded = self.upgrade(&type_, meta.schema_version, &state).await?;
+        // Every stored object goes through UpgradeResourceState first, as in Terraform; an
+        // object the provider's import just returned is in its current form already.
+        let upgraded = match imported {
+            true => state,
+            false => self.upgrade(&type_, meta.schema_version, &state).await?,
+        };
         let upgraded = encode(&upgraded, &ty, "upgraded state")?;
         let c = self.client.clone();
         let t = type_.clone();
@@ -919,6 +924,33 @@ impl Inner {
                 private: out.private,
             },
         )))
+    }
+
+    /// `ImportResourceState`: each object decoded with its own type's schema, kept with the
+    /// provider's private bytes and that type's schema version (an import returns the
+    /// provider's current form).
+    async fn import(self: Arc<Self>, type_: String, id: String) -> ProviderResult<Vec<Imported>> {
+        self.schema(Mode::Managed, &type_)?;
+        let c = self.client.clone();
+        let t = type_.clone();
+        let (found, diags) = run(async move { c.import(&t, &id).await })
+            .await
+            .map_err(ProviderError)?;
+        check("import", &self.shared.package, &diags)?;
+        let mut out = Vec::new();
+        for i in found {
+            let ts = self.schema(Mode::Managed, &i.type_name)?;
+            let state = decode(&i.state, &ts.ty, "imported state")?;
+            out.push(Imported {
+                type_: i.type_name,
+                state,
+                meta: ObjectMeta {
+                    schema_version: u64::try_from(ts.version).unwrap_or(0),
+                    private: i.private,
+                },
+            });
+        }
+        Ok(out)
     }
 
     async fn read_data(self: Arc<Self>, type_: String, config: Value) -> ProviderResult<Value> {
@@ -1012,7 +1044,7 @@ impl Configured for PluginInstance {
         Ok(self
             .inner
             .clone()
-            .read(type_.to_string(), state.clone(), meta)
+            .read(type_.to_string(), state.clone(), meta, false)
             .await?
             .map(|(v, _)| v))
     }
@@ -1025,7 +1057,26 @@ impl Configured for PluginInstance {
     ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
         self.inner
             .clone()
-            .read(type_.to_string(), state.clone(), meta.clone())
+            .read(type_.to_string(), state.clone(), meta.clone(), false)
+            .await
+    }
+
+    async fn read_imported(
+        &self,
+        type_: &str,
+        state: &Value,
+        meta: &ObjectMeta,
+    ) -> ProviderResult<Option<(Value, ObjectMeta)>> {
+        self.inner
+            .clone()
+            .read(type_.to_string(), state.clone(), meta.clone(), true)
+            .await
+    }
+
+    async fn import(&self, type_: &str, id: &str) -> ProviderResult<Vec<Imported>> {
+        self.inner
+            .clone()
+            .import(type_.to_string(), id.to_string())
             .await
     }
 
