@@ -156,6 +156,10 @@ pub struct Ctx {
     pub cwd: PathBuf,
     /// When set (`-target`), only these nodes are walked.
     pub only: Option<BTreeSet<NodeId>>,
+    /// `-target`: the resources a target names (and nothing else needs whole), with the
+    /// targets that name them: only their instances those targets cover are planned (and only
+    /// those may become orphans), as Terraform's `-target=a[0]` and `-target=module.m["b"]`.
+    pub only_instances: BTreeMap<NodeId, Vec<cairn_state::Target>>,
     /// `path.*` per static module, computed once.
     pub paths_by_module: std::collections::HashMap<ModulePath, Arc<Paths>>,
     /// Resource schemas by (package, mode, type), copied out of the provider once per type
@@ -977,6 +981,16 @@ async fn visit_resource<P: Phase>(
     let instances = ctx.values.read().expect("values lock").instances_of(module);
     let mut diags = Diagnostics::new();
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
+    // -target naming some instances only: the others are left as they are.
+    let filter = ctx
+        .graph
+        .id(&Node::Resource {
+            module: module.clone(),
+            key: key.clone(),
+        })
+        .and_then(|id| ctx.only_instances.get(&id));
+    let in_scope =
+        |a: &ResourceInstanceAddr| filter.is_none_or(|ts| ts.iter().any(|t| t.contains(a)));
     for m in &instances {
         let resource_addr = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
         let (count, for_each) = (res.count.as_deref(), res.for_each.as_deref());
@@ -1024,6 +1038,11 @@ async fn visit_resource<P: Phase>(
                 }
             };
             let addr = resource_addr.instance(k.clone());
+            if !in_scope(&addr) {
+                // Not targeted: not planned, and not an orphan either.
+                produced.insert(addr);
+                continue;
+            }
             let (config, sources) = match config {
                 Ok(c) => c,
                 Err(d) => {
@@ -1121,7 +1140,7 @@ async fn visit_resource<P: Phase>(
     if let Some(in_state) = ctx.state_instances.get(&(module.clone(), key.clone())) {
         let orphans: Vec<(ResourceInstanceAddr, OrphanReason)> = in_state
             .iter()
-            .filter(|a| !produced.contains(a))
+            .filter(|a| !produced.contains(a) && in_scope(a))
             .filter(|a| !diags.has_errors() || !instances.contains(&a.resource.module))
             .map(|a| {
                 let reason = if !instances.contains(&a.resource.module) {

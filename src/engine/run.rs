@@ -359,30 +359,64 @@ fn classify_state(
 }
 
 /// The nodes a `-target` run walks: the targets and everything they depend on.
-fn targeted(g: &TermGraph, targets: &[Target]) -> Option<BTreeSet<NodeId>> {
+/// The nodes a `-target` walk visits (the targets and what they depend on), and the resources
+/// whose instances it narrows: those a target names that nothing else needs whole.
+type Targeted = (
+    Option<BTreeSet<NodeId>>,
+    BTreeMap<NodeId, Vec<cairn_state::Target>>,
+);
+
+fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
     if targets.is_empty() {
-        return None;
+        return (None, BTreeMap::new());
     }
     let mut keep = BTreeSet::new();
+    let mut named: BTreeMap<NodeId, Vec<Target>> = BTreeMap::new();
+    let mut needed = BTreeSet::new();
     for (node, id) in &g.index {
         let hit = match node {
-            Node::Resource { module, key } => targets.iter().any(|t| {
-                let probe = key.addr(module.clone()).instance(None);
-                match t {
-                    Target::Instance(i) => i.resource.module.without_keys() == *module && i.resource.type_ == key.type_ && i.resource.name == key.name && i.resource.mode == key.mode,
-                    _ => t.contains(&probe),
+            // A resource (static) is hit when a target names it or a module around it,
+            // whatever instance keys the target has.
+            Node::Resource { module, key } => {
+                let hits: Vec<Target> = targets
+                    .iter()
+                    .filter(|t| match t {
+                        Target::Instance(i) => {
+                            i.resource.module.without_keys() == *module
+                                && i.resource.type_ == key.type_
+                                && i.resource.name == key.name
+                                && i.resource.mode == key.mode
+                        }
+                        Target::Resource(r) => {
+                            r.module.without_keys() == *module
+                                && r.type_ == key.type_
+                                && r.name == key.name
+                                && r.mode == key.mode
+                        }
+                        Target::Module(m) => module.starts_with(&m.without_keys()),
+                    })
+                    .cloned()
+                    .collect();
+                let hit = !hits.is_empty();
+                if hit {
+                    named.insert(*id, hits);
                 }
-            }),
+                hit
+            }
             Node::Orphan { addr } | Node::Destroy { addr, .. } => targets.iter().any(|t| t.contains(addr)),
             Node::Call { module, name } => targets.iter().any(|t| matches!(t, Target::Module(m) if m.without_keys().starts_with(&module.child(name, None)))),
             _ => false,
         };
         if hit {
             keep.insert(*id);
-            keep.extend(g.dag.transitive_dependencies(*id));
+            let deps = g.dag.transitive_dependencies(*id);
+            needed.extend(deps.iter().copied());
+            keep.extend(deps);
         }
     }
-    Some(keep)
+    // A named resource that another target's node depends on is planned whole.
+    named.retain(|id, _| !needed.contains(id));
+    (Some(keep), named)
 }
 
 fn new_ctx(
@@ -393,7 +427,7 @@ fn new_ctx(
     observer: Arc<dyn Observer>,
 ) -> Arc<Ctx> {
     let (state_instances, _) = classify_state(&loaded.config, snapshot);
-    let only = targeted(&graph, &opts.targets);
+    let (only, only_instances) = targeted(&graph, &opts.targets);
     let mut ctx = Ctx {
         config: loaded.config.clone(),
         graph: Arc::new(graph),
@@ -418,6 +452,7 @@ fn new_ctx(
         check_findings: Mutex::new(Vec::new()),
         cwd: opts.dir.clone(),
         only,
+        only_instances,
         paths_by_module: Default::default(),
         schemas: Default::default(),
     };

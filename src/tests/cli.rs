@@ -1381,3 +1381,61 @@ fn console_without_configuration_files() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "2\n\"A\"\n");
 }
+
+/// `-target` narrows to what it names, as Terraform does: one instance of a counted
+/// resource, one instance of a module (and a resource inside it); the others are neither
+/// planned nor deleted, and a full plan afterwards plans them.
+#[test]
+fn target_names_instances_and_module_instances() {
+    let dir = project(&[
+        (
+            "main.tf",
+            "resource \"terraform_data\" \"a\" {\n  count = 2\n  input = count.index\n}\n\
+             module \"m\" {\n  source   = \"./m\"\n  for_each = toset([\"a\", \"b\"])\n}\n",
+        ),
+        (
+            "m/main.tf",
+            "resource \"terraform_data\" \"n\" {\n  input = 1\n}\n",
+        ),
+    ]);
+    let planned = |args: &[&str]| -> Vec<String> {
+        let (code, out, err) = check_cli_in(dir.path(), args, "");
+        assert_eq!(code, 0, "{args:?}: {err}");
+        out.lines()
+            .filter(|l| l.contains("will be created") && !l.contains("provider["))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    assert_eq!(
+        planned(&["plan", "-target=terraform_data.a[0]"]),
+        ["# terraform_data.a[0] will be created"]
+    );
+    assert_eq!(
+        planned(&["plan", "-target=module.m[\"b\"]"]),
+        ["# module.m[\"b\"].terraform_data.n will be created"]
+    );
+    assert_eq!(
+        planned(&["plan", "-target=module.m[\"b\"].terraform_data.n"]),
+        ["# module.m[\"b\"].terraform_data.n will be created"]
+    );
+    let (code, _, err) = check_cli_in(
+        dir.path(),
+        &["apply", "-auto-approve", "-target=terraform_data.a[1]"],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    // Shrinking the count while targeting a[0]: a[1] is not deleted (not targeted).
+    std::fs::write(
+        dir.path().join("main.tf"),
+        "resource \"terraform_data\" \"a\" {\n  count = 1\n  input = count.index\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["plan", "-target=terraform_data.a[0]"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("will be destroyed"), "{out}");
+    let (_, out, _) = check_cli_in(dir.path(), &["plan"], "");
+    assert!(
+        out.contains("# terraform_data.a[1] will be destroyed"),
+        "{out}"
+    );
+}
