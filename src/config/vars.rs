@@ -250,15 +250,7 @@ fn point_at_value(
     let Some((span, place)) = from.filter(|_| d.summary == "Invalid value for variable") else {
         return d;
     };
-    let rule = d.span.map(|s| {
-        let p = sources.pos(s.file, s.start);
-        format!(
-            "{}:{}:{}",
-            sources.path_at(s.file, s.start).display(),
-            p.line,
-            p.column
-        )
-    });
+    let rule = d.span.map(|s| sources.location(s));
     let checked = match rule {
         Some(rule) => format!("\n\nThis was checked by the validation rule at {rule}."),
         None => String::new(),

@@ -64,8 +64,8 @@ fn pow10(n: u64) -> BigUint {
     BigUint::from(10u8).pow(n as u32)
 }
 
-/// `a · 2^e`, for `e` of either sign, compared with `b · 10^t`: the ordering of the two.
-fn cmp_scaled(a: &BigUint, e: i64, b: &BigUint, t: i64) -> std::cmp::Ordering {
+/// `a · 2^e` and `b · 10^t` (`e`, `t` of either sign) as two integers in the same ratio.
+fn scaled(a: &BigUint, e: i64, b: &BigUint, t: i64) -> (BigUint, BigUint) {
     let (mut l, mut r) = (a.clone(), b.clone());
     if e >= 0 {
         l <<= e as u64;
@@ -77,6 +77,12 @@ fn cmp_scaled(a: &BigUint, e: i64, b: &BigUint, t: i64) -> std::cmp::Ordering {
     } else {
         l *= pow10((-t) as u64);
     }
+    (l, r)
+}
+
+/// The ordering of `a · 2^e` and `b · 10^t`.
+fn cmp_scaled(a: &BigUint, e: i64, b: &BigUint, t: i64) -> std::cmp::Ordering {
+    let (l, r) = scaled(a, e, b, t);
     l.cmp(&r)
 }
 
@@ -145,17 +151,7 @@ fn shortest(neg: bool, num: &BigUint, den: &BigUint) -> BigDecimal {
     for k in 1..=(PRECISION as i64) {
         let t = lead - k + 1;
         // down = floor(v·2^f / 10^t)
-        let (mut n, mut d) = (v.clone(), BigUint::from(1u8));
-        if f >= 0 {
-            n <<= f as u64;
-        } else {
-            d <<= (-f) as u64;
-        }
-        if t >= 0 {
-            d *= pow10(t as u64);
-        } else {
-            n *= pow10((-t) as u64);
-        }
+        let (n, d) = scaled(&v, f, &BigUint::from(1u8), t);
         let down = &n / &d;
         let r = &n - &down * &d;
         let up = &down + 1u8;
