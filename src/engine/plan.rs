@@ -875,7 +875,7 @@ async fn validate_instance(
     };
     let found = {
         let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
-        p.validate_config(mode, &inst.key.type_, config)
+        p.validate_config_async(mode, &inst.key.type_, config).await
     };
     if found.is_empty() {
         return Ok(());

@@ -294,6 +294,16 @@ pub trait Provider: Send + Sync {
         let _ = (mode, type_, config);
         Vec::new()
     }
+    /// `validate_config` on the runtime: a plugin asks over its RPC without blocking the
+    /// walk's thread, so many validations run at once (bounded by `-parallelism`).
+    async fn validate_config_async(
+        &self,
+        mode: Mode,
+        type_: &str,
+        config: &Value,
+    ) -> Vec<ProviderDiag> {
+        self.validate_config(mode, type_, config)
+    }
     /// Configures an instance with a wholly known configuration.
     async fn configure(&self, config: &Value) -> ProviderResult<Arc<dyn Configured>>;
     /// The functions this provider offers (`provider::NAME::FUNC`); built-ins offer none.

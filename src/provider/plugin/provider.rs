@@ -311,7 +311,10 @@ impl PluginProvider {
             .map(|(_, c)| c.clone())
     }
 
-    fn validate_with(
+    /// The RPC of a validation, ready to run (or its answer already, when there is nothing
+    /// to ask: an offline provider, a configuration that cannot be encoded).
+    #[allow(clippy::type_complexity)]
+    fn validation(
         &self,
         what: &'static str,
         call: impl FnOnce(
@@ -323,31 +326,38 @@ impl PluginProvider {
             + 'static,
         config: &Value,
         ty: &Type,
-    ) -> Vec<Diag> {
+    ) -> Result<
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Diag>, String>> + Send>>,
+        Vec<Diag>,
+    > {
         if self.offline {
-            return Vec::new();
+            return Err(Vec::new());
         }
         let dv = match encode(config, ty, what) {
             Ok(d) => d,
             Err(e) => {
-                return vec![Diag {
+                return Err(vec![Diag {
                     error: true,
                     summary: "Invalid configuration".into(),
                     detail: e.message,
                     path: None,
                     steps: Vec::new(),
-                }]
+                }])
             }
         };
         let first = self.first.clone();
         let (path, env) = (self.shared.path.clone(), self.shared.env.clone());
-        let r = run_sync(async move {
+        Ok(Box::pin(async move {
             let c = first
                 .get_or_try_init(|| async move { start_process(&path, &env).await })
                 .await
                 .map(|(_, c)| c.clone())?;
             call(c, dv).await
-        });
+        }))
+    }
+
+    /// A validation's answer, or the plugin's failure as a diagnostic.
+    fn validated(&self, r: Result<Vec<Diag>, String>) -> Vec<Diag> {
         match r {
             Ok(diags) => diags,
             Err(e) => vec![Diag {
@@ -361,6 +371,60 @@ impl PluginProvider {
                 path: None,
                 steps: Vec::new(),
             }],
+        }
+    }
+
+    /// The validation RPC of a resource or data source configuration.
+    #[allow(clippy::type_complexity)]
+    fn validation_of(
+        &self,
+        mode: Mode,
+        type_: &str,
+        config: &Value,
+    ) -> Result<
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Diag>, String>> + Send>>,
+        Vec<Diag>,
+    > {
+        let ty = match self.shared.type_schema(mode, type_) {
+            Ok(s) => s.ty.clone(),
+            Err(e) => {
+                return Err(vec![Diag {
+                    error: true,
+                    summary: "Unknown type".into(),
+                    detail: e.message,
+                    path: None,
+                    steps: Vec::new(),
+                }])
+            }
+        };
+        let t = type_.to_string();
+        match mode {
+            Mode::Managed => self.validation(
+                "resource configuration",
+                move |c, dv| Box::pin(async move { c.validate_resource(&t, dv).await }),
+                config,
+                &ty,
+            ),
+            Mode::Data => self.validation(
+                "data source configuration",
+                move |c, dv| Box::pin(async move { c.validate_data(&t, dv).await }),
+                config,
+                &ty,
+            ),
+        }
+    }
+
+    fn validate_diags(&self, mode: Mode, type_: &str, config: &Value) -> Vec<Diag> {
+        match self.validation_of(mode, type_, config) {
+            Ok(fut) => self.validated(run_sync(fut)),
+            Err(answer) => answer,
+        }
+    }
+
+    async fn validate_diags_async(&self, mode: Mode, type_: &str, config: &Value) -> Vec<Diag> {
+        match self.validation_of(mode, type_, config) {
+            Ok(fut) => self.validated(run(fut).await),
+            Err(answer) => answer,
         }
     }
 }
@@ -403,6 +467,19 @@ impl Provider for PluginProvider {
 
     fn validate_config(&self, mode: Mode, type_: &str, config: &Value) -> Vec<ProviderDiag> {
         self.validate_diags(mode, type_, config)
+            .iter()
+            .map(Diag::to_provider_diag)
+            .collect()
+    }
+
+    async fn validate_config_async(
+        &self,
+        mode: Mode,
+        type_: &str,
+        config: &Value,
+    ) -> Vec<ProviderDiag> {
+        self.validate_diags_async(mode, type_, config)
+            .await
             .iter()
             .map(Diag::to_provider_diag)
             .collect()
@@ -486,41 +563,14 @@ impl PluginProvider {
 
     fn check_config_diags(&self, config: &Value) -> Vec<Diag> {
         let ty = self.shared.provider_type();
-        self.validate_with(
+        match self.validation(
             "provider configuration",
             |c, dv| Box::pin(async move { c.validate_provider(dv).await }),
             config,
             &ty,
-        )
-    }
-
-    fn validate_diags(&self, mode: Mode, type_: &str, config: &Value) -> Vec<Diag> {
-        let ty = match self.shared.type_schema(mode, type_) {
-            Ok(s) => s.ty.clone(),
-            Err(e) => {
-                return vec![Diag {
-                    error: true,
-                    summary: "Unknown type".into(),
-                    detail: e.message,
-                    path: None,
-                    steps: Vec::new(),
-                }]
-            }
-        };
-        let t = type_.to_string();
-        match mode {
-            Mode::Managed => self.validate_with(
-                "resource configuration",
-                move |c, dv| Box::pin(async move { c.validate_resource(&t, dv).await }),
-                config,
-                &ty,
-            ),
-            Mode::Data => self.validate_with(
-                "data source configuration",
-                move |c, dv| Box::pin(async move { c.validate_data(&t, dv).await }),
-                config,
-                &ty,
-            ),
+        ) {
+            Ok(fut) => self.validated(run_sync(fut)),
+            Err(answer) => answer,
         }
     }
 }
