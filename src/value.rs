@@ -8,7 +8,7 @@
 //! - numbers are arbitrary-precision decimals: integers beyond 2^53 stay exact;
 //! - the stored form (`StoredValue`) has no unknown: `to_stored` refuses one.
 
-use bigdecimal::BigDecimal;
+use bigdecimal::{BigDecimal, Signed as _, Zero as _};
 use cairn_state::StoredValue;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -173,9 +173,35 @@ impl fmt::Display for Type {
     }
 }
 
-/// An arbitrary-precision decimal number.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Number(pub BigDecimal);
+/// An arbitrary-precision decimal number. Like cty's binary floats it has a negative zero
+/// (`-0`, from `-0`, `0 * -1`, `tonumber("-0")`), which equals zero and compares as zero but
+/// prints as `-0`: the second field, true only when the first is zero. Build with
+/// `Number::new`; the arithmetic that keeps the sign of a zero is `neg`, `add`, `sub`, `mul`,
+/// `div` and `rem`, with IEEE 754's rules, as Go's `big.Float` has them.
+#[derive(Clone, Debug)]
+pub struct Number(pub BigDecimal, bool);
+
+impl PartialEq for Number {
+    fn eq(&self, other: &Number) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Number {}
+impl std::hash::Hash for Number {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.hash(h)
+    }
+}
+impl PartialOrd for Number {
+    fn partial_cmp(&self, other: &Number) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Number {
+    fn cmp(&self, other: &Number) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
 
 /// The bound on numbers, in every command: a number's decimal exponent (the power of ten of
 /// its leading digit or of its last digit) lies within ±`MAX_EXPONENT`. Terraform's numbers
@@ -231,11 +257,60 @@ impl Number {
             && (-MAX_EXPONENT..=MAX_EXPONENT).contains(&first)
     }
 
+    pub fn new(d: BigDecimal) -> Number {
+        Number(d, false)
+    }
+    pub fn negative_zero() -> Number {
+        Number(BigDecimal::from(0), true)
+    }
+    /// A zero with the sign `negative`, or `d` when it is not zero.
+    pub fn signed(d: BigDecimal, negative: bool) -> Number {
+        let neg_zero = negative && d.is_zero();
+        Number(d, neg_zero)
+    }
+    /// Whether this is `-0`.
+    pub fn is_negative_zero(&self) -> bool {
+        self.1
+    }
+    /// The sign bit, as a binary float has it: set for negatives and for `-0`.
+    pub fn sign_bit(&self) -> bool {
+        self.1 || self.0.is_negative()
+    }
     pub fn from_i64(i: i64) -> Number {
-        Number(BigDecimal::from(i))
+        Number::new(BigDecimal::from(i))
     }
     pub fn from_f64(f: f64) -> Option<Number> {
-        BigDecimal::try_from(f).ok().map(Number)
+        let d = BigDecimal::try_from(f).ok()?;
+        Some(Number::signed(d, f.is_sign_negative()))
+    }
+    /// `-x`.
+    pub fn neg(&self) -> Number {
+        Number::signed(-self.0.clone(), !self.sign_bit())
+    }
+    /// `x + y`, rounded as cty rounds (`binary512::canonical`). An exact zero is `-0` only
+    /// when both operands are `-0` (IEEE 754, rounding to nearest).
+    pub fn add(&self, y: &Number) -> Number {
+        let both_neg = self.1 && y.1;
+        Number::signed(binary512::canonical(&self.0 + &y.0), both_neg)
+    }
+    /// `x - y`: `x + (-y)`.
+    pub fn sub(&self, y: &Number) -> Number {
+        self.add(&y.neg())
+    }
+    /// `x × y`: a zero takes the sign of the operands' signs combined.
+    pub fn mul(&self, y: &Number) -> Number {
+        let d = binary512::canonical(&self.0 * &y.0);
+        Number::signed(d, self.sign_bit() != y.sign_bit())
+    }
+    /// `x / y`, for a `y` that is not zero.
+    pub fn div(&self, y: &Number) -> Number {
+        let d = binary512::divide(&self.0, &y.0);
+        Number::signed(d, self.sign_bit() != y.sign_bit())
+    }
+    /// `x % y` as cty computes it, for a `y` that is not zero: `x - trunc(x / y) × y`, where
+    /// the truncated quotient is an integer (never `-0`), so `-0 % 5` is `-0` and `-5 % 5` is 0.
+    pub fn rem(&self, y: &Number) -> Number {
+        Number::signed(binary512::canonical(&self.0 % &y.0), self.1)
     }
     /// The value as an integer, if it is one and fits.
     pub fn to_i64(&self) -> Option<i64> {
@@ -248,7 +323,10 @@ impl Number {
     }
     pub fn to_f64(&self) -> f64 {
         use bigdecimal::ToPrimitive;
-        self.0.to_f64().unwrap_or(f64::NAN)
+        match self.1 {
+            true => -0.0,
+            false => self.0.to_f64().unwrap_or(f64::NAN),
+        }
     }
     pub fn is_integer(&self) -> bool {
         self.0.is_integer()
@@ -280,7 +358,7 @@ impl FromStr for Number {
         if !Number::in_range(&d) {
             return Err(format!("{s:?} is out of range: {}", number_range_error()));
         }
-        Ok(Number(d))
+        Ok(Number::signed(d, s.trim().starts_with('-')))
     }
 }
 
@@ -288,6 +366,9 @@ impl fmt::Display for Number {
     /// Plain decimal notation without trailing zeros: `3`, `0.5`, `9007199254740993`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // At most cty's digits: a number read from elsewhere may carry more.
+        if self.1 {
+            return f.write_str("-0");
+        }
         let n = binary512::canonical(self.0.clone()).normalized();
         let (digits, scale) = n.as_bigint_and_exponent();
         if scale <= 0 {

@@ -19,7 +19,6 @@ use super::refs::subject_of;
 use super::suggest;
 use super::{functions, Scope, ScopeError, Subject};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
-use crate::value::binary512::canonical;
 use crate::value::{Number, Type, Value};
 use bigdecimal::{BigDecimal, Zero};
 use hcl_edit::expr::{
@@ -263,7 +262,7 @@ impl<'a> Evaluator<'a> {
                             ),
                         ))
                     }
-                    Ok(d) => Ok(Value::Number(Number(d))),
+                    Ok(d) => Ok(Value::Number(Number::signed(d, text.starts_with('-')))),
                     Err(_) => Number::from_f64(n.value().as_f64().unwrap_or(f64::NAN))
                         .map(Value::Number)
                         .ok_or_else(|| self.error(e.span(), "Invalid number literal", "")),
@@ -331,7 +330,7 @@ impl<'a> Evaluator<'a> {
                 let r = match u.operator.value() {
                     UnaryOperator::Neg => {
                         match self.operand(v, &Type::Number, u.expr.span(), "")? {
-                            Value::Number(n) => Value::Number(Number(-n.0)),
+                            Value::Number(n) => Value::Number(n.neg()),
                             other => other,
                         }
                     }
@@ -461,13 +460,14 @@ impl<'a> Evaluator<'a> {
                     Op::Less | Op::LessEq | Op::Greater | Op::GreaterEq => Type::Bool,
                     _ => Type::Number,
                 };
-                let (x, y) = match (lv, rv) {
-                    (Value::Number(x), Value::Number(y)) => (x.0, y.0),
+                let (nx, ny) = match (lv, rv) {
+                    (Value::Number(x), Value::Number(y)) => (x, y),
                     _ => return Ok(mark(Value::Unknown(result_type), s)),
                 };
+                let (x, y) = (&nx.0, &ny.0);
                 let v = match op {
                     Op::Plus | Op::Minus | Op::Mul | Op::Div
-                        if !Number::in_range(&x) || !Number::in_range(&y) =>
+                        if !Number::in_range(x) || !Number::in_range(y) =>
                     {
                         return Err(self.error(
                             span,
@@ -479,11 +479,11 @@ impl<'a> Evaluator<'a> {
                         ))
                     }
                     // Rounded as cty rounds (512-bit mantissas; see `value::binary512`).
-                    Op::Plus => Value::Number(Number(canonical(x + y))),
-                    Op::Minus => Value::Number(Number(canonical(x - y))),
-                    Op::Mul => Value::Number(Number(canonical(x * y))),
+                    Op::Plus => Value::Number(nx.add(&ny)),
+                    Op::Minus => Value::Number(nx.sub(&ny)),
+                    Op::Mul => Value::Number(nx.mul(&ny)),
                     // As in Terraform, `x % 0` is `x`.
-                    Op::Mod if y.is_zero() => Value::Number(Number(x)),
+                    Op::Mod if y.is_zero() => Value::Number(nx),
                     Op::Div | Op::Mod => {
                         if y.is_zero() {
                             return Err(self.error(
@@ -493,9 +493,9 @@ impl<'a> Evaluator<'a> {
                             ));
                         }
                         if op == Op::Div {
-                            Value::Number(Number(crate::value::binary512::divide(&x, &y)))
+                            Value::Number(nx.div(&ny))
                         } else {
-                            Value::Number(Number(canonical(x % y)))
+                            Value::Number(nx.rem(&ny))
                         }
                     }
                     Op::Less => Value::Bool(x < y),

@@ -627,6 +627,7 @@ fn range(a: Vec<Value>, _: &FunctionContext) -> Res {
         3 => (n(&a[0]), n(&a[1]), Some(n(&a[2]))),
         _ => return Err(call_err("must have one, two, or three arguments")),
     };
+    let start_negative_zero = a.len() > 1 && a[0].as_number().is_some_and(Number::is_negative_zero);
     let step = match step {
         Some(s) => {
             if s < zero && limit > start {
@@ -649,6 +650,8 @@ fn range(a: Vec<Value>, _: &FunctionContext) -> Res {
     let mut out = Vec::new();
     let mut x = start;
     let up = step > zero;
+    // `range(-0, 1)` starts at `-0`, as cty's does.
+    let mut first_negative_zero = start_negative_zero;
     while (up && x < limit) || (!up && x > limit) || (step == zero && x != limit) {
         if out.len() >= 1024 {
             return Err(call_err(
@@ -656,7 +659,12 @@ fn range(a: Vec<Value>, _: &FunctionContext) -> Res {
                  between start and end or use a smaller step",
             ));
         }
-        out.push(Value::Number(Number(x.normalized())));
+        out.push(Value::Number(
+            match std::mem::take(&mut first_negative_zero) {
+                true => Number::negative_zero(),
+                false => Number::new(x.normalized()),
+            },
+        ));
         x += &step;
     }
     Ok(Value::List(out))
@@ -1072,7 +1080,8 @@ fn sum(a: Vec<Value>, _: &FunctionContext) -> Res {
     if elems.is_empty() {
         return Err(arg_err(0, "cannot sum an empty list"));
     }
-    let mut total = BigDecimal::from(0);
+    // From the first element, as cty sums (`sum([-0])` is `-0`).
+    let mut total: Option<Number> = None;
     for e in elems {
         if e.is_null() {
             return Err(arg_err(
@@ -1081,7 +1090,12 @@ fn sum(a: Vec<Value>, _: &FunctionContext) -> Res {
             ));
         }
         match convert::convert(e, &Type::Number) {
-            Ok(Value::Number(n)) => total += n.0,
+            Ok(Value::Number(n)) => {
+                total = Some(match total {
+                    Some(t) => t.add(&n),
+                    None => n,
+                })
+            }
             _ => {
                 return Err(arg_err(
                     0,
@@ -1090,7 +1104,12 @@ fn sum(a: Vec<Value>, _: &FunctionContext) -> Res {
             }
         }
     }
-    Ok(Value::Number(Number(total.normalized())))
+    let total = total.unwrap_or_else(|| Number::from_i64(0));
+    let normalized = Number::new(total.0.normalized());
+    Ok(Value::Number(match total.is_negative_zero() {
+        true => total,
+        false => normalized,
+    }))
 }
 
 /// `matchkeys(values, keys, searchset)`: the elements of `values` whose corresponding `keys`

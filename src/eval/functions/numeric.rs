@@ -84,7 +84,7 @@ fn dec(v: &Value) -> BigDecimal {
 }
 
 fn number(d: BigDecimal) -> Value {
-    Value::Number(Number(d.normalized()))
+    Value::Number(Number::new(d.normalized()))
 }
 
 /// A float result as Terraform shows it: the shortest decimal that round-trips.
@@ -93,6 +93,9 @@ fn from_float(f: f64) -> Res {
         return Err(call_err(format!(
             "the result ({f}) is not a finite number, which Cairn cannot represent"
         )));
+    }
+    if f == 0.0 && f.is_sign_negative() {
+        return Ok(Value::Number(Number::negative_zero()));
     }
     format!("{f}")
         .parse::<BigDecimal>()
@@ -140,7 +143,7 @@ fn pow(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// `signum(num)`: -1, 0 or 1; the number must be whole (as in Terraform).
 fn signum(a: Vec<Value>, _: &FunctionContext) -> Res {
     let n = dec(&a[0]);
-    if !n.is_integer() || Number(n.clone()).to_i64().is_none() {
+    if !n.is_integer() || Number::new(n.clone()).to_i64().is_none() {
         return Err(call_err(
             "value must be a whole number, between -9223372036854775808 and \
              9223372036854775807",
@@ -220,22 +223,29 @@ fn parseint(a: Vec<Value>, _: &FunctionContext) -> Res {
     Ok(number(BigDecimal::from(acc)))
 }
 
-/// `min(numbers...)`: exact.
+/// `min(numbers...)`: exact; of equal numbers the first (`min(-0, 0)` is `-0`), as cty.
 fn min(a: Vec<Value>, _: &FunctionContext) -> Res {
-    a.iter()
-        .map(dec)
-        .min()
-        .map(number)
-        .ok_or_else(|| call_err("must pass at least one number"))
+    extreme(a, std::cmp::Ordering::Less)
 }
 
-/// `max(numbers...)`: exact.
+/// `max(numbers...)`: exact; of equal numbers the first, as cty.
 fn max(a: Vec<Value>, _: &FunctionContext) -> Res {
-    a.iter()
-        .map(dec)
-        .max()
-        .map(number)
-        .ok_or_else(|| call_err("must pass at least one number"))
+    extreme(a, std::cmp::Ordering::Greater)
+}
+
+fn extreme(a: Vec<Value>, better: std::cmp::Ordering) -> Res {
+    let mut best: Option<Number> = None;
+    for n in a.iter().filter_map(Value::as_number) {
+        if best.as_ref().is_none_or(|b| n.cmp(b) == better) {
+            best = Some(n.clone());
+        }
+    }
+    let best = best.ok_or_else(|| call_err("must pass at least one number"))?;
+    let negative_zero = best.is_negative_zero();
+    match number(best.0) {
+        Value::Number(_) if negative_zero => Ok(Value::Number(Number::negative_zero())),
+        v => Ok(v),
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use super::{
 use crate::eval::convert::{self, quote};
 use crate::value::{Type, Value};
 use bigdecimal::num_bigint::BigInt;
-use bigdecimal::{BigDecimal, RoundingMode, Signed};
+use bigdecimal::{BigDecimal, RoundingMode};
 use regex::Regex;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -792,7 +792,13 @@ fn format_one(v: &Verb, arg: &Value) -> Result<String, String> {
             if !v.sharp {
                 match arg {
                     Value::String(t) => return Ok(pad(v, t.clone())),
-                    Value::Number(n) => return Ok(pad(v, fmt_float(&n.0, 'g', None))),
+                    Value::Number(n) => {
+                        let text = fmt_float(&n.0.abs(), 'g', None);
+                        return Ok(pad(
+                            v,
+                            format!("{}{text}", if n.sign_bit() { "-" } else { "" }),
+                        ));
+                    }
                     _ => {}
                 }
             }
@@ -804,8 +810,8 @@ fn format_one(v: &Verb, arg: &Value) -> Result<String, String> {
         }
         'b' | 'd' | 'o' | 'x' | 'X' | 'e' | 'E' | 'f' | 'g' | 'G' => {
             let n = convert::convert(arg.clone(), &Type::Number).map_err(|e| unsupported(v, e))?;
-            let n = match n.as_number() {
-                Some(n) => n.0.clone(),
+            let (n, sign_bit) = match n.as_number() {
+                Some(n) => (n.0.clone(), n.sign_bit()),
                 None => return Err(unsupported(v, "a number is required")),
             };
             if matches!(v.mode, 'b' | 'd' | 'o' | 'x' | 'X') {
@@ -815,7 +821,7 @@ fn format_one(v: &Verb, arg: &Value) -> Result<String, String> {
                 Ok(fmt_integer(v, &n))
             } else {
                 let text = fmt_float(&n.abs(), v.mode, v.prec);
-                Ok(pad_number(v, n.is_negative(), text))
+                Ok(pad_number(v, sign_bit, text))
             }
         }
         's' | 'q' => {
@@ -989,7 +995,7 @@ fn fmt_float(n: &BigDecimal, mode: char, prec: Option<usize>) -> String {
         'f' => {
             let p = prec.unwrap_or(6);
             let r = round_go(n, p as i64);
-            let text = crate::value::Number(r).to_string();
+            let text = crate::value::Number::new(r).to_string();
             let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
             if p == 0 {
                 int.to_string()
@@ -1026,7 +1032,8 @@ fn fmt_float(n: &BigDecimal, mode: char, prec: Option<usize>) -> String {
             if exp < -4 || exp >= eprec as i64 {
                 fmt_e(&d, dp, nd - 1, upper)
             } else {
-                let decimals = (nd as i64 - dp).max(0) as usize;
+                // Go's digit count: none for zero (`%g` of 0 is `0`).
+                let decimals = (d.len() as i64 - dp).max(0) as usize;
                 fmt_float(n, 'f', Some(decimals))
             }
         }

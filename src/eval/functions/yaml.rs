@@ -889,7 +889,7 @@ fn resolve_plain(s: &str) -> Result<Value, String> {
             return Ok(Value::Number(n));
         }
         if let Some(i) = int_with_prefix(s) {
-            return Ok(Value::Number(Number(BigDecimal::from(i))));
+            return Ok(Value::Number(Number::new(BigDecimal::from(i))));
         }
     }
     Ok(Value::String(s.to_string()))
@@ -922,7 +922,7 @@ fn resolve_tagged(tag: &str, raw: &str) -> Result<Value, String> {
             parse_number(&plain)
                 .map(Value::Number)
                 .or_else(|| {
-                    int_with_prefix(&plain).map(|i| Value::Number(Number(BigDecimal::from(i))))
+                    int_with_prefix(&plain).map(|i| Value::Number(Number::new(BigDecimal::from(i))))
                 })
                 .ok_or_else(|| format!("cannot parse {} as {}", quote(raw), long(&tag[1..])))
         }
