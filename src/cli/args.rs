@@ -264,8 +264,8 @@ pub struct PlanArgs {
     /// Plan to destroy every managed object.
     #[arg(long)]
     pub destroy: bool,
-    /// Refresh and read data sources, propose no managed change.
-    #[arg(long)]
+    /// Refresh and read data sources, propose no managed change (`-refresh-only` is an alias).
+    #[arg(long, alias = "refresh-only")]
     pub read_only: bool,
     /// Exit 0 with no changes, 1 on error, 2 with changes.
     #[arg(long)]
@@ -288,8 +288,9 @@ pub struct ApplyArgs {
     /// Skip the `yes` confirmation.
     #[arg(long)]
     pub auto_approve: bool,
-    /// Record refreshed state, data results and outputs; change no managed object.
-    #[arg(long)]
+    /// Record refreshed state, data results and outputs; change no managed object
+    /// (`-refresh-only` is an alias).
+    #[arg(long, alias = "refresh-only")]
     pub read_only: bool,
     /// Destroy every managed object (as `cairn destroy`).
     #[arg(long)]
