@@ -616,6 +616,7 @@ fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         errored: false,
         graph: None,
         moves: Vec::new(),
+        shapes: BTreeMap::new(),
     }
 }
 

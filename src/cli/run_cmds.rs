@@ -730,6 +730,7 @@ mod tests {
             errored: false,
             graph: None,
             moves: vec![],
+            shapes: std::collections::BTreeMap::new(),
         }
     }
 

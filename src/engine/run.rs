@@ -178,7 +178,7 @@ fn load_with(
         return Err(Report::fail(diags, None));
     };
     if opts.generate_config {
-        config.generate_import_blocks();
+        diags.extend(config.generate_import_blocks());
     }
     if !lenient {
         diags.extend(crate::config::unsupported_blocks(&config, true));
@@ -511,7 +511,49 @@ pub(super) async fn recover(
 }
 
 /// The plan walk over an opened state.
+/// A plan, with the block shapes of its resource types for the plan text.
 async fn make_plan(
+    loaded: &Loaded,
+    opts: &Options,
+    mode: PlanMode,
+    prior: &Snapshot,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+) -> Option<Plan> {
+    let mut plan = assemble_plan(loaded, opts, mode, prior, observer, diags).await?;
+    plan.shapes = block_shapes(&loaded.registry, &plan);
+    Some(plan)
+}
+
+/// The nested-block shapes of the resource types a plan shows (changes, drift, data reads),
+/// from their providers' schemas.
+fn block_shapes(registry: &Registry, plan: &Plan) -> BTreeMap<String, crate::plan::BlockShape> {
+    let types: BTreeSet<(cairn_state::Mode, &str)> = plan
+        .changes
+        .iter()
+        .map(|c| &c.addr)
+        .chain(plan.drift.iter().map(|d| &d.addr))
+        .chain(plan.data_reads.iter().map(|d| &d.addr))
+        .map(|a| (a.resource.mode, a.resource.type_.as_str()))
+        .collect();
+    let mut out = BTreeMap::new();
+    for name in registry.package_names() {
+        let Some(package) = registry.package(name) else {
+            continue;
+        };
+        for (mode, type_) in &types {
+            if let Some(block) = package.schema().block(*mode, type_) {
+                let shape = crate::plan::BlockShape::of(block);
+                if !shape.blocks.is_empty() {
+                    out.insert(crate::plan::BlockShape::key(*mode, type_), shape);
+                }
+            }
+        }
+    }
+    out
+}
+
+async fn assemble_plan(
     loaded: &Loaded,
     opts: &Options,
     mode: PlanMode,
@@ -604,6 +646,7 @@ async fn make_plan(
         errored: false,
         graph: None,
         moves: refactor.moves.clone(),
+        shapes: BTreeMap::new(),
     };
     plan.warnings.extend(refactor_warnings(&refactor));
     if mode == PlanMode::Destroy {

@@ -230,6 +230,25 @@ resource "random_id" "keyed" {
         "{err}"
     );
     assert!(err.contains("on main.tf:3:14:"), "{err}");
+    // Generation makes one resource without `for_each`: Terraform's error, at `to`.
+    let keyed = "import {\n  for_each = toset([\"a\"])\n  to       = random_id.gen[each.key]\n  id       = \"AAAA\"\n}\n";
+    let dir = project(&[("main.tf", keyed)]);
+    let (code, _, err) = check_cli_in(
+        dir.path(),
+        &["plan", "-generate-config-out=gen.tf", "-no-color"],
+        "",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Error: Invalid import 'to' expression"),
+        "{err}"
+    );
+    assert!(
+        err.contains("The target resource does not use for_each."),
+        "{err}"
+    );
+    assert!(err.contains("on main.tf:3:14:"), "{err}");
+    assert!(!dir.path().join("gen.tf").exists());
     let tf = r#"
 import {
   to = data.random_id.x
