@@ -89,7 +89,7 @@ pub fn render_plan(plan: &Plan, opts: &RenderOptions) -> String {
 
 /// One change drawn as in the plan text (header, reason, attribute diff), for views that show
 /// changes one at a time (`cairn ui`).
-pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
+pub(crate) fn render_change(ch: &Change, opts: &RenderOptions) -> String {
     let r = Renderer {
         c: Colors(opts.color),
         width: opts.width,
@@ -101,7 +101,7 @@ pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
 
 /// The current state as `terraform show` prints it: one block per provider instance, resource
 /// instance and data result, then the outputs. Sensitive values read `(sensitive value)`.
-pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
+pub(crate) fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
     let r = Renderer {
         c: Colors(opts.color),
         width: opts.width,
@@ -191,7 +191,7 @@ fn quote_go(s: &str) -> String {
 }
 
 /// The symbol Terraform shows for an action: `+`, `-`, `~`, `-/+`, `+/-`, `<=`.
-pub fn action_symbol(action: Action) -> &'static str {
+pub(crate) fn action_symbol(action: Action) -> &'static str {
     match action {
         Action::NoOp => " ",
         Action::Create => "+",
@@ -1591,7 +1591,7 @@ fn pending_verb(action: Action) -> &'static str {
 /// The words in parentheses under a change's header, where Terraform prints one (and, for
 /// deferred reads, with the chain that Terraform leaves out). `None` for reasons the header
 /// already says.
-pub fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Option<String> {
+pub(crate) fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Option<String> {
     Some(match reason {
         Reason::ReplaceBecauseCannotUpdate
         | Reason::ReplaceBecauseTainted
