@@ -561,10 +561,12 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 }
 
 mod check;
+mod decode;
 mod json;
 mod load;
 pub mod module_source;
 mod overrides;
+mod parse;
 pub mod spans;
 mod validate;
 pub use check::{check_references, scoped_reference};
