@@ -99,6 +99,24 @@ pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
     r.change_block(ch, None)
 }
 
+/// One change of `plan` drawn as the plan text draws it: with the plan's nested-block shapes
+/// and where a `moved` block moved it from (`prev`, from `Plan::moved_from`), for the log's
+/// record of a plan (`record::plan_record`).
+pub fn render_change_in(
+    plan: &Plan,
+    ch: &Change,
+    prev: Option<&ResourceInstanceAddr>,
+    opts: &RenderOptions,
+) -> String {
+    let r = Renderer {
+        c: Colors(opts.color),
+        width: opts.width,
+        marks: true,
+        shapes: &plan.shapes,
+    };
+    r.change_block(ch, prev)
+}
+
 /// The current state as `terraform show` prints it: one block per provider instance, resource
 /// instance and data result, then the outputs. Sensitive values read `(sensitive value)`.
 pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
