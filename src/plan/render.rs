@@ -732,6 +732,11 @@ impl Renderer<'_> {
             };
             lines.push(format!("{}# ({what} hidden)", Self::pad(indent + 6)));
         }
+        Self::close(lines, indent, changed)
+    }
+
+    /// An object's lines (`{` and its children) closed at `indent`, or `{}` when it has none.
+    fn close(mut lines: Vec<String>, indent: usize, changed: bool) -> (Mark, Lines) {
         if lines.len() == 1 {
             return (Mark::NoOp, Lines::one("{}"));
         }
@@ -930,14 +935,7 @@ impl Renderer<'_> {
                 plural(hidden, "unchanged block", "unchanged blocks")
             ));
         }
-        if lines.len() == 1 {
-            return (Mark::NoOp, Lines::one("{}"));
-        }
-        lines.push(format!("{}}}", Self::pad(indent + 2)));
-        (
-            if changed { Mark::Update } else { Mark::NoOp },
-            Lines(lines),
-        )
+        Self::close(lines, indent, changed)
     }
 
     /// One nested block from `b` to `a` (either may be missing: added or removed).
