@@ -5,7 +5,7 @@ pub(crate) mod json;
 pub(crate) mod record;
 pub mod render;
 
-pub(crate) use render::{render_change, RenderOptions};
+pub(crate) use render::{render_change, render_change_in, RenderOptions};
 
 #[cfg(test)]
 mod tests;
