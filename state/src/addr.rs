@@ -221,8 +221,8 @@ impl fmt::Display for ProviderAddr {
 /// A parse error: the input and what was wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AddrError {
-    pub input: String,
-    pub message: String,
+    pub(crate) input: String,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for AddrError {

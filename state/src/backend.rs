@@ -18,7 +18,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The file in the state directory that names the backend.
-pub const BACKEND_FILE: &str = "backend.json";
+pub(crate) const BACKEND_FILE: &str = "backend.json";
 
 /// Terraform's `pg` backend arguments, and the environment variable of each.
 pub const PG_ARGUMENTS: &[(&str, &str)] = &[
@@ -30,7 +30,7 @@ pub const PG_ARGUMENTS: &[(&str, &str)] = &[
 ];
 
 /// The default schema (Terraform's).
-pub const DEFAULT_SCHEMA: &str = "terraform_remote_state";
+pub(crate) const DEFAULT_SCHEMA: &str = "terraform_remote_state";
 
 /// A state's location.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,10 +61,10 @@ pub struct PgSettings {
 /// A `pg` backend resolved against the environment: what a connection needs.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PgConfig {
-    pub conn_str: String,
+    pub(crate) conn_str: String,
     pub schema: String,
-    pub skip_schema_creation: bool,
-    pub skip_table_creation: bool,
+    pub(crate) skip_schema_creation: bool,
+    pub(crate) skip_table_creation: bool,
 }
 
 impl std::fmt::Debug for PgConfig {
@@ -75,7 +75,7 @@ impl std::fmt::Debug for PgConfig {
 
 impl PgConfig {
     /// The location for people: the connection string without its password, and the schema.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "PostgreSQL {} (schema {})",
             redact(&self.conn_str),
@@ -240,7 +240,7 @@ pub fn parse_backend_config(
 }
 
 /// A connection string with its password replaced by `****` (URL and `key=value` forms).
-pub fn redact(conn_str: &str) -> String {
+pub(crate) fn redact(conn_str: &str) -> String {
     let s = conn_str.trim();
     if let Some(rest) = s
         .strip_prefix("postgres://")

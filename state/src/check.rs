@@ -13,8 +13,8 @@ use std::fmt;
 /// One broken invariant: its number in the crate docs and what was found.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Violation {
-    pub number: u32,
-    pub message: String,
+    pub(crate) number: u32,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for Violation {
@@ -130,7 +130,7 @@ pub fn check_snapshot(s: &Snapshot) -> Vec<Violation> {
 }
 
 /// Walks a log record by record (invariants 1–3) and replays it (8–9).
-pub struct LogChecker {
+pub(crate) struct LogChecker {
     out: Vec<Violation>,
     replay: Snapshot,
     started_runs: BTreeSet<u64>,
@@ -148,7 +148,7 @@ impl Default for LogChecker {
 }
 
 impl LogChecker {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         LogChecker {
             out: Vec::new(),
             replay: Snapshot::new(),
@@ -162,7 +162,10 @@ impl LogChecker {
     }
 
     /// Registers checkpoints to compare with the replay when it reaches their position.
-    pub fn expect_checkpoints(&mut self, checkpoints: &BTreeMap<u64, Result<Snapshot, String>>) {
+    pub(crate) fn expect_checkpoints(
+        &mut self,
+        checkpoints: &BTreeMap<u64, Result<Snapshot, String>>,
+    ) {
         for (seq, c) in checkpoints {
             match c {
                 Ok(s) => {
@@ -176,13 +179,13 @@ impl LogChecker {
     }
 
     /// The log could not be read at `seq`.
-    pub fn unreadable(&mut self, seq: u64, message: &str) {
+    pub(crate) fn unreadable(&mut self, seq: u64, message: &str) {
         self.out
             .push(v(1, format!("record {seq} cannot be read: {message}")));
     }
 
     /// Records `expected..found` are missing.
-    pub fn gap(&mut self, expected: u64, found: u64) {
+    pub(crate) fn gap(&mut self, expected: u64, found: u64) {
         let what = if found == expected + 1 {
             format!("record {expected} is missing")
         } else {
@@ -192,7 +195,7 @@ impl LogChecker {
     }
 
     /// A record past the head the store opened at (a torn tail not yet set aside).
-    pub fn beyond_head(&mut self, seq: u64) {
+    pub(crate) fn beyond_head(&mut self, seq: u64) {
         self.out.push(v(
             1,
             format!(
@@ -203,7 +206,7 @@ impl LogChecker {
     }
 
     /// The record at `seq`, decoded (or why it did not decode).
-    pub fn record(&mut self, seq: u64, decoded: Result<Event, String>) {
+    pub(crate) fn record(&mut self, seq: u64, decoded: Result<Event, String>) {
         let e = match decoded {
             Ok(e) => e,
             Err(m) => {
@@ -293,7 +296,7 @@ impl LogChecker {
     }
 
     /// Final checks against the snapshot the store holds.
-    pub fn finish(mut self, held: &Snapshot) -> Vec<Violation> {
+    pub(crate) fn finish(mut self, held: &Snapshot) -> Vec<Violation> {
         for seq in self.checkpoints_at.keys() {
             if !self.seen_checkpoints.contains(seq) {
                 self.out.push(v(

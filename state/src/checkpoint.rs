@@ -56,7 +56,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// The format this version writes and reads.
-pub const FORMAT: u32 = 5;
+pub(crate) const FORMAT: u32 = 5;
 const MAGIC: &[u8; 8] = b"CAIRNCKP";
 /// Deepest nesting of values decoded (a damaged file cannot exhaust the stack).
 const MAX_DEPTH: u32 = 1024;
@@ -64,12 +64,12 @@ const MAX_DEPTH: u32 = 1024;
 const SMALL_MAP: usize = 8;
 
 /// The checkpoint files of one state directory.
-pub struct Checkpoints {
+pub(crate) struct Checkpoints {
     dir: PathBuf,
 }
 
 impl Checkpoints {
-    pub fn new(state_dir: &Path) -> Checkpoints {
+    pub(crate) fn new(state_dir: &Path) -> Checkpoints {
         Checkpoints {
             dir: state_dir.join("checkpoints"),
         }
@@ -80,7 +80,7 @@ impl Checkpoints {
     }
 
     /// The seqs of the checkpoints present, ascending.
-    pub fn seqs(&self) -> Vec<u64> {
+    pub(crate) fn seqs(&self) -> Vec<u64> {
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return Vec::new();
         };
@@ -97,7 +97,7 @@ impl Checkpoints {
     }
 
     /// Reads and decodes the checkpoint at `seq`.
-    pub fn read(&self, seq: u64) -> Result<Snapshot, String> {
+    pub(crate) fn read(&self, seq: u64) -> Result<Snapshot, String> {
         let file = fs::File::open(self.path(seq)).map_err(|e| e.to_string())?;
         let snapshot = decode_from(&file)?;
         if snapshot.head != seq {
@@ -117,7 +117,7 @@ impl Checkpoints {
     /// Starts reading the newest checkpoint on a thread of its own, before the database is
     /// open and locked (opening overlaps with decoding). What it reads is used only if
     /// [`Early::take`] finds it still the right one once the lock is held.
-    pub fn read_newest_early(&self) -> std::thread::JoinHandle<Option<Early>> {
+    pub(crate) fn read_newest_early(&self) -> std::thread::JoinHandle<Option<Early>> {
         let dir = self.dir.clone();
         std::thread::spawn(move || {
             let c = Checkpoints { dir };
@@ -134,7 +134,7 @@ impl Checkpoints {
 
     /// Writes a checkpoint of `snapshot` (durably: synced, then renamed into place), then
     /// removes all but the newest `keep`.
-    pub fn write(&self, snapshot: &Snapshot, keep: usize) -> io::Result<()> {
+    pub(crate) fn write(&self, snapshot: &Snapshot, keep: usize) -> io::Result<()> {
         let encoded = encode_parts(snapshot).map_err(io::Error::other)?;
         fs::create_dir_all(&self.dir)?;
         let path = self.path(snapshot.head);
@@ -154,7 +154,7 @@ impl Checkpoints {
     }
 
     /// Removes the checkpoint at `seq`.
-    pub fn remove(&self, seq: u64) -> io::Result<()> {
+    pub(crate) fn remove(&self, seq: u64) -> io::Result<()> {
         match fs::remove_file(self.path(seq)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
@@ -162,7 +162,7 @@ impl Checkpoints {
     }
 
     /// Removes every checkpoint, and any temporary file a crash left behind.
-    pub fn clear(&self) -> io::Result<()> {
+    pub(crate) fn clear(&self) -> io::Result<()> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -181,7 +181,7 @@ impl Checkpoints {
     }
 
     /// Removes temporary files a crash left behind.
-    pub fn remove_temporaries(&self) -> io::Result<()> {
+    pub(crate) fn remove_temporaries(&self) -> io::Result<()> {
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return Ok(());
         };
@@ -203,13 +203,13 @@ impl Checkpoints {
 
     /// Test hook: the file of the checkpoint at `seq`.
     #[cfg(test)]
-    pub fn file(&self, seq: u64) -> PathBuf {
+    pub(crate) fn file(&self, seq: u64) -> PathBuf {
         self.path(seq)
     }
 }
 
 /// A checkpoint read before the lock was held (see [`Checkpoints::read_newest_early`]).
-pub struct Early {
+pub(crate) struct Early {
     seq: u64,
     identity: (u64, u64, u64),
     snapshot: Snapshot,
@@ -220,7 +220,7 @@ impl Early {
     /// checkpoint covering at most `upto` is still this one, in the same file. (Checkpoints
     /// change only under the lock: a writer adds newer ones, prunes old ones, and removes
     /// those past the head after setting a torn record aside.)
-    pub fn take(self, checkpoints: &Checkpoints, upto: u64) -> Option<Snapshot> {
+    pub(crate) fn take(self, checkpoints: &Checkpoints, upto: u64) -> Option<Snapshot> {
         let newest = checkpoints.seqs().into_iter().rev().find(|s| *s <= upto)?;
         (newest == self.seq && checkpoints.identity(self.seq) == Some(self.identity))
             .then_some(self.snapshot)
@@ -241,13 +241,13 @@ const FIXED: usize = 24;
 const ENTRY: usize = 20;
 
 /// A checkpoint encoded: its header (with the part table) and its parts.
-pub struct Encoded {
+pub(crate) struct Encoded {
     header: Vec<u8>,
     parts: Vec<Vec<u8>>,
 }
 
 impl Encoded {
-    pub fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+    pub(crate) fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
         w.write_all(&self.header)?;
         for p in &self.parts {
             w.write_all(p)?;
@@ -257,7 +257,7 @@ impl Encoded {
 }
 
 /// Encodes a snapshot as checkpoint bytes (PostgreSQL keeps them in a table).
-pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
+pub(crate) fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
     let e = encode_parts(snapshot)?;
     let mut out = Vec::new();
     e.write_to(&mut out).map_err(|e| e.to_string())?;
@@ -265,7 +265,7 @@ pub fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
 }
 
 /// Encodes a snapshot: the slices of instances on threads of their own.
-pub fn encode_parts(snapshot: &Snapshot) -> Result<Encoded, String> {
+pub(crate) fn encode_parts(snapshot: &Snapshot) -> Result<Encoded, String> {
     let head = snapshot.clone_without_resources();
     let entries: Vec<(&ResourceInstanceAddr, &ResourceInstance)> =
         snapshot.resources.iter().collect();
@@ -370,7 +370,7 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 }
 
 /// Decodes checkpoint bytes.
-pub fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
     decode_from(bytes)
 }
 

@@ -68,7 +68,7 @@ impl StateError {
 }
 
 /// Formats unix milliseconds as `2024-05-01 12:00:03 UTC`.
-pub fn format_time_ms(ms: u64) -> String {
+pub(crate) fn format_time_ms(ms: u64) -> String {
     let secs = ms / 1000;
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;

@@ -462,7 +462,7 @@ impl EventBody {
     }
 
     /// The operation this event settles, if it is an outcome.
-    pub fn settles(&self) -> Option<u64> {
+    pub(crate) fn settles(&self) -> Option<u64> {
         match self {
             EventBody::OperationSucceeded { op, .. }
             | EventBody::OperationFailed { op, .. }
@@ -474,7 +474,7 @@ impl EventBody {
 
 /// Why a record could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     /// The bytes are not an event of any known version.
     Malformed(String),
     /// Written by a newer Cairn.
@@ -503,7 +503,7 @@ pub fn encode(event: &Event) -> Vec<u8> {
 
 /// Encodes an event into `out` (cleared first), as [`encode`] does: lets a writer reuse one
 /// buffer for every record.
-pub fn encode_into(event: &Event, out: &mut Vec<u8>) {
+pub(crate) fn encode_into(event: &Event, out: &mut Vec<u8>) {
     out.clear();
     // As in `encode`: writing these types into a Vec cannot fail.
     if rmp_serde::encode::write_named(out, event).is_err() {
@@ -512,7 +512,7 @@ pub fn encode_into(event: &Event, out: &mut Vec<u8>) {
 }
 
 /// Decodes a stored record of any known version, upgrading it to the current one.
-pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     // The common case first: a current record decodes in one pass.
     let first = rmp_serde::from_slice::<Event>(bytes);
     if let Ok(e) = &first {
@@ -554,42 +554,42 @@ pub(crate) mod v0 {
     use serde::{Deserialize, Serialize};
 
     #[derive(Serialize, Deserialize)]
-    pub struct EventV0 {
-        pub seq: u64,
-        pub version: u32,
+    pub(crate) struct EventV0 {
+        pub(crate) seq: u64,
+        pub(crate) version: u32,
         /// Unix time in seconds.
-        pub time: u64,
-        pub run: u64,
-        pub body: BodyV0,
+        pub(crate) time: u64,
+        pub(crate) run: u64,
+        pub(crate) body: BodyV0,
     }
 
     /// v0 bodies: `RunStarted` had no user or pid; every other variant is as in v1.
     #[derive(Serialize, Deserialize)]
     #[serde(untagged)]
-    pub enum BodyV0 {
+    pub(crate) enum BodyV0 {
         RunStarted(RunStartedV0),
         Same(Box<EventBody>),
     }
 
     #[derive(Serialize, Deserialize)]
     #[serde(deny_unknown_fields)]
-    pub struct RunStartedV0 {
+    pub(crate) struct RunStartedV0 {
         #[serde(rename = "RunStarted")]
-        pub run_started: RunStartedFieldsV0,
+        pub(crate) run_started: RunStartedFieldsV0,
     }
 
     #[derive(Serialize, Deserialize)]
     #[serde(deny_unknown_fields)]
-    pub struct RunStartedFieldsV0 {
-        pub command: String,
-        pub args: Vec<String>,
+    pub(crate) struct RunStartedFieldsV0 {
+        pub(crate) command: String,
+        pub(crate) args: Vec<String>,
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<EventV0, DecodeError> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<EventV0, DecodeError> {
         rmp_serde::from_slice(bytes).map_err(|e| DecodeError::Malformed(format!("v0: {e}")))
     }
 
-    pub fn upgrade(e: EventV0) -> Event {
+    pub(crate) fn upgrade(e: EventV0) -> Event {
         let body = match e.body {
             BodyV0::RunStarted(r) => EventBody::RunStarted {
                 command: r.run_started.command,

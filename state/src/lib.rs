@@ -32,27 +32,25 @@
 //! 8. The snapshot held equals a full replay of the log.
 //! 9. Every checkpoint decodes and equals the replay of the log up to its position.
 
-pub mod addr;
+pub(crate) mod addr;
 pub mod backend;
 pub mod check;
 mod checkpoint;
-pub mod error;
+pub(crate) mod error;
 pub mod event;
 pub mod log;
 pub mod migrate;
-pub mod moves;
+pub(crate) mod moves;
 pub mod pg;
 mod pgtls;
-pub mod snapshot;
+pub(crate) mod snapshot;
 pub mod store;
-pub mod tfstate;
-pub mod value;
+pub(crate) mod tfstate;
+pub(crate) mod value;
 pub mod workspace;
 
 pub use addr::*;
-pub use backend::Backend;
-pub use check::Violation;
-pub use error::LockHolder;
+
 pub use error::StateError;
 pub use event::{
     DataObject, Deferral, Event, EventBody, ObjectMeta, OpAction, OutputValue, PlanGraph,

@@ -51,9 +51,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Write an automatic checkpoint once at least this many events follow the last one.
-pub const CHECKPOINT_EVERY: u64 = 10_000;
+pub(crate) const CHECKPOINT_EVERY: u64 = 10_000;
 /// How many checkpoints are kept.
-pub const KEEP_CHECKPOINTS: usize = 3;
+pub(crate) const KEEP_CHECKPOINTS: usize = 3;
 /// The sled tree where checkpoints were kept before they moved to files (format 3).
 const OLD_CHECKPOINT_TREE: &str = "checkpoints";
 
@@ -80,7 +80,7 @@ impl Default for OpenOptions {
 }
 
 /// Where a clock reading comes from (tests and golden outputs fix it).
-pub type Clock = Box<dyn Fn() -> u64 + Send>;
+pub(crate) type Clock = Box<dyn Fn() -> u64 + Send>;
 
 /// An open state on sled: the log and the snapshot it folds to (one [`crate::EventLog`]).
 pub struct SledLog {
@@ -157,13 +157,16 @@ fn process_alive(pid: u32) -> bool {
 impl SledLog {
     /// Opens (with `write`, creating) the state in `dir`. The warnings say what was repaired
     /// or skipped (a torn tail, an unreadable checkpoint).
-    pub fn open(dir: &Path, opts: &OpenOptions) -> Result<(SledLog, Vec<String>), StateError> {
+    pub(crate) fn open(
+        dir: &Path,
+        opts: &OpenOptions,
+    ) -> Result<(SledLog, Vec<String>), StateError> {
         Self::open_inner(dir, opts, None)
     }
 
     /// Opens the state read-only (whatever `opts.write` says) as it was after event `upto`,
     /// ignoring every record after it: the way to recover what precedes a corrupt record.
-    pub fn open_upto(
+    pub(crate) fn open_upto(
         dir: &Path,
         opts: &OpenOptions,
         upto: u64,
@@ -409,7 +412,7 @@ impl SledLog {
 
     /// Appends an event (buffered; durable at the next [`Store::commit`]) and applies it to
     /// the snapshot. Events belong to the open run (a `RunStarted` to its own).
-    pub fn append(&mut self, body: EventBody) -> Result<u64, StateError> {
+    pub(crate) fn append(&mut self, body: EventBody) -> Result<u64, StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
@@ -434,7 +437,7 @@ impl SledLog {
     }
 
     /// A commit point: everything appended so far is durable when this returns.
-    pub fn commit(&mut self) -> Result<(), StateError> {
+    pub(crate) fn commit(&mut self) -> Result<(), StateError> {
         if !self.write {
             return Ok(());
         }
@@ -451,7 +454,7 @@ impl SledLog {
     }
 
     /// Starts a run (appends `RunStarted` and commits); returns its id.
-    pub fn begin_run(&mut self, command: &str, args: &[String]) -> Result<u64, StateError> {
+    pub(crate) fn begin_run(&mut self, command: &str, args: &[String]) -> Result<u64, StateError> {
         let seq = self.append(EventBody::RunStarted {
             command: command.to_string(),
             args: args.to_vec(),
@@ -463,7 +466,7 @@ impl SledLog {
     }
 
     /// Finishes the open run (appends `RunFinished` and commits).
-    pub fn finish_run(
+    pub(crate) fn finish_run(
         &mut self,
         outcome: RunOutcome,
         summary: RunSummary,
@@ -479,27 +482,27 @@ impl SledLog {
     }
 
     /// The current state.
-    pub fn snapshot(&self) -> &Snapshot {
+    pub(crate) fn snapshot(&self) -> &Snapshot {
         &self.snapshot
     }
 
     /// The seq of the last event (0: empty log).
-    pub fn head(&self) -> u64 {
+    pub(crate) fn head(&self) -> u64 {
         self.snapshot.head
     }
 
     /// The directory the state lives in.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// Whether the store was opened for writing.
-    pub fn is_writable(&self) -> bool {
+    pub(crate) fn is_writable(&self) -> bool {
         self.write
     }
 
     /// The state's lineage: a stable id made when the state was created (Terraform export).
-    pub fn lineage(&self) -> String {
+    pub(crate) fn lineage(&self) -> String {
         match self.meta.get("lineage") {
             Ok(Some(v)) => String::from_utf8_lossy(&v).into_owned(),
             _ => new_lineage(&self.dir),
@@ -507,17 +510,17 @@ impl SledLog {
     }
 
     /// Replaces the clock events are stamped with (unix ms).
-    pub fn set_clock(&mut self, clock: Clock) {
+    pub(crate) fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
     }
 
     /// Changes how many events an automatic checkpoint waits for (at least 1).
-    pub fn set_checkpoint_every(&mut self, n: u64) {
+    pub(crate) fn set_checkpoint_every(&mut self, n: u64) {
         self.checkpoint_every = n.max(1);
     }
 
     /// The events from `from` (inclusive) to the head, in order.
-    pub fn events(&self, from: u64) -> Result<Vec<Event>, StateError> {
+    pub(crate) fn events(&self, from: u64) -> Result<Vec<Event>, StateError> {
         self.events_between(from.max(1), self.snapshot.head)
     }
 
@@ -543,7 +546,7 @@ impl SledLog {
     }
 
     /// The records from `from` to `to` (inclusive) as stored, for copying the log elsewhere.
-    pub fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
+    pub(crate) fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
         let mut out = Vec::new();
         if from > to {
             return Ok(out);
@@ -566,7 +569,7 @@ impl SledLog {
 
     /// Writes records copied from another log after the head (the next seqs, in order), makes
     /// them durable and folds them into the snapshot.
-    pub fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
+    pub(crate) fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
@@ -592,7 +595,7 @@ impl SledLog {
     }
 
     /// Replaces the lineage (a migrated log keeps its own).
-    pub fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
+    pub(crate) fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
@@ -603,7 +606,7 @@ impl SledLog {
     }
 
     /// The state as it was right after event `seq` (time travel; 0 is the empty state).
-    pub fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError> {
+    pub(crate) fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError> {
         let head = self.snapshot.head;
         if seq > head {
             return Err(StateError::OutOfRange { seq, head });
@@ -619,7 +622,7 @@ impl SledLog {
     }
 
     /// Writes a checkpoint at the head now (and commits).
-    pub fn checkpoint(&mut self) -> Result<(), StateError> {
+    pub(crate) fn checkpoint(&mut self) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
@@ -628,7 +631,7 @@ impl SledLog {
     }
 
     /// Deletes every checkpoint (they are a derived cache: this changes nothing but speed).
-    pub fn clear_checkpoints(&mut self) -> Result<(), StateError> {
+    pub(crate) fn clear_checkpoints(&mut self) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
@@ -641,7 +644,7 @@ impl SledLog {
 
     /// Checks the numbered invariants (see the crate docs) over the whole log, every
     /// checkpoint and the snapshot held. Empty: all hold.
-    pub fn check(&self) -> Vec<Violation> {
+    pub(crate) fn check(&self) -> Vec<Violation> {
         let mut checker = check::LogChecker::new();
         let checkpoints: BTreeMap<u64, Result<Snapshot, String>> = self
             .checkpoints
@@ -718,7 +721,7 @@ pub enum Peek {
 /// `lock.json`, so an opener that meets the lock during the visit waits out the same grace
 /// period as for sled's lazy release (see `open_locked`) instead of failing. It does not fold
 /// a snapshot, so the visit is as short as reading the new records.
-pub fn peek_sled(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
+pub(crate) fn peek_sled(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
     let log_dir = dir.join("log");
     if !log_dir.join("db").exists() {
         return Err(StateError::NotFound {
@@ -1473,7 +1476,7 @@ pub struct Flusher(std::sync::Arc<dyn Fn() -> Result<(), StateError> + Send + Sy
 
 impl Flusher {
     /// A flusher that calls `f`.
-    pub fn new(f: impl Fn() -> Result<(), StateError> + Send + Sync + 'static) -> Flusher {
+    pub(crate) fn new(f: impl Fn() -> Result<(), StateError> + Send + Sync + 'static) -> Flusher {
         Flusher(std::sync::Arc::new(f))
     }
 
@@ -1485,7 +1488,7 @@ impl Flusher {
 
 impl SledLog {
     /// A flusher for this store's log (see [`Flusher`]).
-    pub fn flusher(&self) -> Flusher {
+    pub(crate) fn flusher(&self) -> Flusher {
         let db = self.db.clone();
         let dir = self.dir.clone();
         Flusher::new(move || {

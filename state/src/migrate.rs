@@ -19,7 +19,7 @@ pub struct Migrated {
 }
 
 /// The checksum chain's last link over `records`.
-pub fn checksum_chain(records: &[(u64, Vec<u8>)]) -> String {
+pub(crate) fn checksum_chain(records: &[(u64, Vec<u8>)]) -> String {
     let mut link = [0u8; 32];
     for (seq, data) in records {
         let mut h = Sha256::new();

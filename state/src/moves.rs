@@ -15,7 +15,7 @@ pub struct MovePlan {
     pub blocked: Vec<(ResourceInstanceAddr, ResourceInstanceAddr)>,
     /// How many instances the source matched (a move to the same address matches and does
     /// nothing).
-    pub matched: usize,
+    pub(crate) matched: usize,
 }
 
 impl MovePlan {

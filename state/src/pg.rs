@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::Client;
 
 /// The local journal of events a writer could not make durable in the database.
-pub const JOURNAL_FILE: &str = "pg-journal";
+pub(crate) const JOURNAL_FILE: &str = "pg-journal";
 
 /// A connection: a client and the runtime its I/O runs on.
 struct Conn {
@@ -339,7 +339,7 @@ fn read_journal(path: &Path) -> std::io::Result<Vec<(u64, Vec<u8>)>> {
 }
 
 /// An open state on PostgreSQL (one [`EventLog`]).
-pub struct PgLog {
+pub(crate) struct PgLog {
     cfg: PgConfig,
     dir: PathBuf,
     schema: String,
@@ -386,7 +386,7 @@ REVOKE UPDATE, DELETE, TRUNCATE ON {s}.cairn_events, {s}.cairn_meta FROM PUBLIC,
 impl PgLog {
     /// Opens (with `write`, creating the schema and tables unless told not to, and taking the
     /// lock) the log in `cfg`'s schema. `dir` is the local state directory (fault journal).
-    pub fn open(
+    pub(crate) fn open(
         cfg: &PgConfig,
         dir: &Path,
         opts: &OpenOptions,
@@ -395,7 +395,7 @@ impl PgLog {
     }
 
     /// Opens read-only as the log was after event `upto`.
-    pub fn open_upto(
+    pub(crate) fn open_upto(
         cfg: &PgConfig,
         dir: &Path,
         opts: &OpenOptions,
@@ -837,7 +837,7 @@ fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<Box<LockHol
 
 /// The workspaces whose logs live beside `cfg`'s schema: every schema `<schema>:<name>` that
 /// holds a `cairn_events` table (see [`crate::workspace`]).
-pub fn workspace_schemas(cfg: &PgConfig) -> Result<Vec<String>, StateError> {
+pub(crate) fn workspace_schemas(cfg: &PgConfig) -> Result<Vec<String>, StateError> {
     let conn = Conn::connect(cfg)?;
     let prefix = format!("{}:", cfg.schema);
     conn.run("cannot list the workspaces", |c| async move {
@@ -854,7 +854,7 @@ pub fn workspace_schemas(cfg: &PgConfig) -> Result<Vec<String>, StateError> {
 
 /// Drops a workspace's schema and its log (`cairn workspace delete`). The append-only
 /// triggers refuse changes to rows, not the removal of the whole workspace.
-pub fn drop_schema(cfg: &PgConfig, schema: &str) -> Result<(), StateError> {
+pub(crate) fn drop_schema(cfg: &PgConfig, schema: &str) -> Result<(), StateError> {
     let conn = Conn::connect(cfg)?;
     let q = format!("DROP SCHEMA IF EXISTS {} CASCADE", quote_ident(schema));
     conn.run("cannot delete the workspace's schema", |c| async move {
@@ -924,17 +924,12 @@ pub struct PgReader {
 }
 
 impl PgReader {
-    pub fn new(cfg: PgConfig) -> PgReader {
+    pub(crate) fn new(cfg: PgConfig) -> PgReader {
         PgReader {
             cfg,
             conn: None,
             found: false,
         }
-    }
-
-    /// Where the log is, for people (never with a password).
-    pub fn describe(&self) -> String {
-        self.cfg.describe()
     }
 
     fn with_conn<T>(

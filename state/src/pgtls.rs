@@ -61,7 +61,7 @@ fn split(conn_str: &str) -> (String, Option<String>, Option<String>) {
 }
 
 /// The client configuration, and the TLS connector when TLS may be used.
-pub fn parse(
+pub(crate) fn parse(
     conn_str: &str,
 ) -> Result<(tokio_postgres::Config, Option<MakeRustlsConnect>), String> {
     let (rest, mode, root) = split(conn_str);

@@ -14,7 +14,7 @@
 //! when nothing depends on the instance (the usual case: a destroy deletes dependents first),
 //! so destroying a large state stays linear.
 
-use crate::addr::{Mode, ProviderAddr, ResourceAddr, ResourceInstanceAddr};
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::event::{
     DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
     ResourceObject, RunOutcome, RunSummary,
@@ -41,7 +41,7 @@ pub struct Snapshot {
     pub open_run: Option<u64>,
     /// Derived from `resources` (never serialized, ignored by `==`).
     #[serde(skip)]
-    pub dependents: DepIndex,
+    pub(crate) dependents: DepIndex,
 }
 
 /// How many objects list each instance among their dependencies: a derived index that lets a
@@ -49,7 +49,7 @@ pub struct Snapshot {
 /// (after decoding a checkpoint it is rebuilt on the first event applied). Two indexes always
 /// compare equal, so snapshots compare by their state alone.
 #[derive(Clone, Debug, Default)]
-pub struct DepIndex(Option<HashMap<ResourceInstanceAddr, u32>>);
+pub(crate) struct DepIndex(Option<HashMap<ResourceInstanceAddr, u32>>);
 
 impl PartialEq for DepIndex {
     fn eq(&self, _: &Self) -> bool {
@@ -120,7 +120,7 @@ pub struct PendingOp {
     pub op: u64,
     pub run: u64,
     pub addr: ResourceInstanceAddr,
-    pub deposed: Option<String>,
+    pub(crate) deposed: Option<String>,
     pub action: OpAction,
     pub token: Option<String>,
     pub provider: ProviderRef,
@@ -158,7 +158,7 @@ impl Snapshot {
     }
 
     /// A copy of everything but the resource instances (cheap next to them).
-    pub fn clone_without_resources(&self) -> Snapshot {
+    pub(crate) fn clone_without_resources(&self) -> Snapshot {
         Snapshot {
             head: self.head,
             providers: self.providers.clone(),
@@ -472,73 +472,14 @@ impl Snapshot {
         self.resources.get(addr)?.current.as_ref()
     }
 
-    /// The deposed objects of the managed instance at `addr`.
-    pub fn deposed(
-        &self,
-        addr: &ResourceInstanceAddr,
-    ) -> Option<&BTreeMap<String, ResourceObject>> {
-        self.resources.get(addr).map(|r| &r.deposed)
-    }
-
-    /// The data result at `addr`.
-    pub fn data_object(&self, addr: &ResourceInstanceAddr) -> Option<&DataObject> {
-        self.data.get(addr)
-    }
-
     /// Every managed instance address in state, in order.
     pub fn managed_addrs(&self) -> impl Iterator<Item = &ResourceInstanceAddr> {
         self.resources.keys()
     }
 
-    /// Every data instance address in state, in order.
-    pub fn data_addrs(&self) -> impl Iterator<Item = &ResourceInstanceAddr> {
-        self.data.keys()
-    }
-
-    /// Every address in state (managed and data), sorted as `state list` prints them.
-    pub fn all_addrs(&self) -> Vec<&ResourceInstanceAddr> {
-        let mut v: Vec<_> = self.resources.keys().chain(self.data.keys()).collect();
-        v.sort();
-        v
-    }
-
-    /// The instances of one resource (`sim_thing.a` → `sim_thing.a[0]`, `sim_thing.a[1]`, …).
-    pub fn instances_of(&self, resource: &ResourceAddr) -> Vec<&ResourceInstanceAddr> {
-        let map_keys: Box<dyn Iterator<Item = &ResourceInstanceAddr>> = match resource.mode {
-            Mode::Managed => Box::new(self.resources.keys()),
-            Mode::Data => Box::new(self.data.keys()),
-        };
-        map_keys.filter(|a| &a.resource == resource).collect()
-    }
-
-    /// Every instance (managed or data) with an object managed by the provider at `addr`.
-    pub fn instances_of_provider(&self, addr: &ProviderAddr) -> Vec<&ResourceInstanceAddr> {
-        let managed = self
-            .resources
-            .iter()
-            .filter(|(_, r)| r.objects().any(|o| &o.provider.addr == addr))
-            .map(|(a, _)| a);
-        let data = self
-            .data
-            .iter()
-            .filter(|(_, d)| &d.provider.addr == addr)
-            .map(|(a, _)| a);
-        managed.chain(data).collect()
-    }
-
-    /// The provider instance registered at `addr`.
-    pub fn provider(&self, addr: &ProviderAddr) -> Option<&ProviderInstance> {
-        self.providers.get(addr)
-    }
-
     /// The provider instance a reference names, if it is still registered.
     pub fn resolve_provider(&self, r: &ProviderRef) -> Option<&ProviderInstance> {
         self.providers.get(&r.addr).filter(|p| p.id == r.id)
-    }
-
-    /// The pending operations, oldest first.
-    pub fn pending_ops(&self) -> impl Iterator<Item = &PendingOp> {
-        self.pending.values()
     }
 
     /// The pending operations on one instance.
@@ -547,18 +488,9 @@ impl Snapshot {
     }
 
     /// The run with this id.
-    pub fn run(&self, id: u64) -> Option<&RunRecord> {
+    pub(crate) fn run(&self, id: u64) -> Option<&RunRecord> {
         let i = self.runs.binary_search_by_key(&id, |r| r.id).ok()?;
         self.runs.get(i)
-    }
-
-    /// True when nothing is in state (no resources, data, outputs, providers or pending ops).
-    pub fn is_empty(&self) -> bool {
-        self.resources.is_empty()
-            && self.data.is_empty()
-            && self.outputs.is_empty()
-            && self.providers.is_empty()
-            && self.pending.is_empty()
     }
 }
 
@@ -1045,10 +977,7 @@ data.sim_x.e: {"id":"d"} by provider["sim"]
         let a0 = a("sim_thing.a[0]");
         assert_eq!(s.current(&a0).map(|o| o.attrs.clone()), Some(attrs("a")));
         assert_eq!(s.managed_addrs().collect::<Vec<_>>(), vec![&a0]);
-        assert_eq!(s.instances_of_provider(&pref().addr), vec![&a0]);
-        assert_eq!(s.instances_of(&a0.resource), vec![&a0]);
         assert_eq!(s.pending_for(&a("sim_thing.a[1]")).len(), 1);
         assert!(s.resolve_provider(&pref()).is_some());
-        assert!(!s.is_empty());
     }
 }

@@ -172,14 +172,6 @@ impl LogReader {
             Some(pg) => LogReader::Pg(Box::new(crate::pg::PgReader::new(pg))),
         })
     }
-
-    /// The events from `from` (inclusive), at most `max`.
-    pub fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError> {
-        match self {
-            LogReader::Sled(dir) => peek_sled(dir, from, max),
-            LogReader::Pg(r) => r.read(from, max),
-        }
-    }
 }
 
 impl Store {

@@ -30,10 +30,10 @@ use serde_json::{json, Map, Value as J};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The Terraform version written into exported state (the format Cairn mirrors).
-pub const TERRAFORM_VERSION: &str = "1.11.0";
+pub(crate) const TERRAFORM_VERSION: &str = "1.11.0";
 
 /// The source address Terraform uses for a provider package.
-pub fn source_address(package: &str) -> String {
+pub(crate) fn source_address(package: &str) -> String {
     if package == "terraform" {
         "terraform.io/builtin/terraform".into()
     } else {

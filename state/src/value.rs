@@ -34,15 +34,6 @@ impl StoredValue {
         }
     }
 
-    /// The string content, if this is a string.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            StoredValue::String(s) => Some(s),
-            StoredValue::Sensitive(v) => v.as_str(),
-            _ => None,
-        }
-    }
-
     /// The value as plain JSON (sensitivity dropped, numbers as JSON numbers where they fit).
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as J;

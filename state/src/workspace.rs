@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 /// The workspace every state has.
 pub const DEFAULT: &str = "default";
 /// The folder of the root state directory that holds the other workspaces.
-pub const WORKSPACES_DIR: &str = "workspaces";
+pub(crate) const WORKSPACES_DIR: &str = "workspaces";
 /// The marker of a workspace's state directory.
-pub const WORKSPACE_FILE: &str = "workspace.json";
+pub(crate) const WORKSPACE_FILE: &str = "workspace.json";
 /// The file of the root state directory that names the selected workspace.
 pub const ENVIRONMENT_FILE: &str = "environment";
 
