@@ -16,12 +16,16 @@
 //! | `recover.rs` | pending operations left by a run that died |
 //! | `inspect.rs` | evaluation without providers or state |
 //! | `journal.rs` | the engine's handle on the event log |
+//! | `session.rs` | the run session: open, lock, begin, recover, journal, finish once |
+//! | `edit.rs` | state edits (`state rm`/`mv`/`import-tfstate`) as runs of their own |
+//! | `tfstate.rs` | Terraform state in and out (import, `state pull`, `show -json`) |
 //! | `providers.rs` | provider packages, configured instances, default providers |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
 pub mod apply;
 pub mod core;
 pub mod deferral;
+pub mod edit;
 pub mod graph;
 pub mod imports;
 pub mod inspect;
@@ -36,6 +40,7 @@ pub mod refresh;
 pub mod run;
 pub mod sabotage;
 pub mod session;
+pub mod tfstate;
 pub mod values;
 pub mod walk;
 

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use cairn_state::{EventBody, OpenOptions, RunOutcome, RunSummary, Snapshot, Store};
+use cairn_state::{EventBody, OpenOptions, RunOutcome, RunSummary, Snapshot, StateError, Store};
 
 use super::journal::state_error;
 use super::journal::Journal;
@@ -25,6 +25,35 @@ pub struct RunSession {
 }
 
 impl RunSession {
+    /// Opens the store for writing, waiting for its lock up to `lock_timeout`; the store's
+    /// warnings (a torn tail repaired, a bad checkpoint skipped) come with it.
+    pub(crate) fn open(
+        state_dir: &std::path::Path,
+        command: &str,
+        lock_timeout: std::time::Duration,
+    ) -> Result<(Store, Vec<String>), StateError> {
+        let o = OpenOptions {
+            command: command.to_string(),
+            lock_timeout,
+            write: true,
+        };
+        Store::open(state_dir, &o)
+    }
+
+    /// Begins the run on an open store (`RunStarted`): from here on the run ends with
+    /// [`RunSession::finish`] (or [`RunSession::close`]), or is found open by the next writer.
+    pub(crate) fn start(
+        mut store: Store,
+        command: &str,
+        args: &[String],
+    ) -> Result<RunSession, StateError> {
+        let run = store.begin_run(command, args)?;
+        Ok(RunSession {
+            journal: Arc::new(Journal::new(store)),
+            run,
+        })
+    }
+
     /// Opens the store, begins the run, and resolves pending operations through `registry`
     /// (notes and errors of the recovery go to `notes` and `diags`). Returns the session and
     /// the state as the run starts, after recovery.
@@ -34,21 +63,21 @@ impl RunSession {
         notes: &mut Vec<String>,
         diags: &mut Diagnostics,
     ) -> Result<(RunSession, Snapshot), Diagnostic> {
-        let o = OpenOptions {
-            command: opts.command.clone(),
-            lock_timeout: opts.lock_timeout,
-            write: true,
-        };
-        let (mut store, warnings) = Store::open(&opts.state_dir, &o).map_err(state_error)?;
+        let (store, warnings) =
+            Self::open(&opts.state_dir, &opts.command, opts.lock_timeout).map_err(state_error)?;
         notes.extend(warnings);
-        let run = store
-            .begin_run(&opts.command, &opts.args)
-            .map_err(state_error)?;
-        let journal = Arc::new(Journal::new(store));
-        let mut snapshot = journal.snapshot();
+        let session = Self::start(store, &opts.command, &opts.args).map_err(state_error)?;
+        let mut snapshot = session.journal.snapshot();
         tracing::debug!("state open, run begun");
-        recover(&mut snapshot, registry, Some(&journal), notes, diags).await;
-        Ok((RunSession { journal, run }, snapshot))
+        recover(
+            &mut snapshot,
+            registry,
+            Some(&session.journal),
+            notes,
+            diags,
+        )
+        .await;
+        Ok((session, snapshot))
     }
 
     /// The journal the run's events go through (shared with the walk's tasks).
@@ -65,13 +94,24 @@ impl RunSession {
         diags: &mut Diagnostics,
         config: Option<&Config>,
     ) {
-        let mut store = match Arc::try_unwrap(self.journal) {
-            Ok(j) => j.into_store(),
-            Err(_) => return,
-        };
-        if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, config) {
+        if let Err(e) = self.close(outcome, summary, diags, config) {
             diags.push(state_error(e));
         }
+    }
+
+    /// [`RunSession::finish`], returning the store's error instead.
+    pub(crate) fn close(
+        self,
+        outcome: RunOutcome,
+        summary: RunSummary,
+        diags: &Diagnostics,
+        config: Option<&Config>,
+    ) -> Result<(), StateError> {
+        let mut store = match Arc::try_unwrap(self.journal) {
+            Ok(j) => j.into_store(),
+            Err(_) => return Ok(()),
+        };
+        finish_recorded(&mut store, outcome, summary, diags, config)
     }
 }
 
