@@ -579,9 +579,9 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
                 Err(d) => return ctx.fail(d, no_color),
             };
             observer.finish();
-            if let Some(drift) = &report.result {
-                let plan = refresh_plan(drift.clone());
-                present_plan(ctx, &plan, ui.json.as_ref(), no_color);
+            if let Some(plan) = &report.result {
+                let drift = &plan.drift;
+                present_plan(ctx, plan, ui.json.as_ref(), no_color);
                 if ui.json.is_none() && !inv.preview && !report.diags.has_errors() {
                     ctx.out(&match drift.len() {
                         0 => "\nRefresh complete! No object changed outside Cairn.\n".to_string(),
@@ -634,31 +634,6 @@ fn saved_plan_conflicts(inv: &Invocation<'_>, path: &Path) -> Diagnostics {
         _ => {}
     }
     diags
-}
-
-/// A plan holding only what refresh found, so it renders as the drift section.
-fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
-    Plan {
-        mode: PlanMode::RefreshOnly,
-        base_seq: 0,
-        workspace: None,
-        check_findings: Vec::new(),
-        config_hash: String::new(),
-        changes: Vec::new(),
-        provider_changes: Vec::new(),
-        outputs: Vec::new(),
-        applyable: !drift.is_empty(),
-        drift,
-        refreshed_meta: Vec::new(),
-        data_reads: Vec::new(),
-        dropped_data: Vec::new(),
-        variables: BTreeMap::new(),
-        request: Default::default(),
-        warnings: Vec::new(),
-        errored: false,
-        graph: None,
-        moves: Vec::new(),
-    }
 }
 
 /// `apply [PLANFILE]`, `apply -read-only`, `destroy`: the engine plans; the plan is shown and

@@ -8,13 +8,17 @@
 
 use std::sync::Arc;
 
-use cairn_state::{EventBody, OpenOptions, RunOutcome, RunSummary, Snapshot, StateError, Store};
+use cairn_state::{
+    EventBody, OpenOptions, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot, StateError,
+    Store,
+};
 
 use super::journal::state_error;
 use super::journal::Journal;
 use super::providers::Registry;
-use super::run::{recover, Options};
-use crate::config::Config;
+use super::recover::recover;
+use super::run::Options;
+use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 
 /// One open, recorded run (see the module's documentation).
@@ -128,8 +132,70 @@ pub fn finish_recorded(
 ) -> Result<(), cairn_state::StateError> {
     if outcome != RunOutcome::Success && !diags.is_empty() && store.snapshot().open_run.is_some() {
         store.append(EventBody::RunDiagnostics {
-            diagnostics: super::run::recorded_diagnostics(diags, config),
+            diagnostics: recorded_diagnostics(diags, config),
         })?;
     }
     store.finish_run(outcome, summary)
+}
+
+/// The most diagnostics a failed run records (a bound on one record's size; the count of
+/// the others is recorded as a last diagnostic).
+const MAX_RECORDED_DIAGNOSTICS: usize = 200;
+
+/// Where a diagnostic is in the configuration (`file:line:col`): its span, else the block of
+/// the resource its address names.
+fn diagnostic_location(d: &Diagnostic, config: Option<&Config>) -> Option<String> {
+    let config = config?;
+    if let Some(span) = d.span {
+        return Some(config.sources.location(span));
+    }
+    let addr: ResourceInstanceAddr = d.address.as_deref()?.parse().ok()?;
+    let r = &addr.resource;
+    let key = ResourceKey {
+        mode: r.mode,
+        type_: r.type_.clone(),
+        name: r.name.clone(),
+    };
+    let block = config
+        .module(&r.module.without_keys())?
+        .resources
+        .get(&key)?;
+    Some(config.sources.location(block.span))
+}
+
+/// Diagnostics as the log records them: each with its configuration location (`file:line:col`
+/// of its span, or of the block of the resource it names, as the configuration is at the time
+/// of the error; none without a configuration) and address.
+pub fn recorded_diagnostics(
+    diags: &Diagnostics,
+    config: Option<&Config>,
+) -> Vec<cairn_state::RecordedDiagnostic> {
+    use cairn_state::event::Severity as S;
+    let mut out: Vec<cairn_state::RecordedDiagnostic> = diags
+        .iter()
+        .take(MAX_RECORDED_DIAGNOSTICS)
+        .map(|d| cairn_state::RecordedDiagnostic {
+            severity: match d.severity {
+                crate::diag::Severity::Error => S::Error,
+                crate::diag::Severity::Warning => S::Warning,
+            },
+            summary: d.summary.clone(),
+            detail: d.detail.clone(),
+            location: diagnostic_location(d, config),
+            address: d.address.clone(),
+        })
+        .collect();
+    if diags.len() > MAX_RECORDED_DIAGNOSTICS {
+        out.push(cairn_state::RecordedDiagnostic {
+            severity: S::Warning,
+            summary: format!(
+                "{} more diagnostic(s) not recorded",
+                diags.len() - MAX_RECORDED_DIAGNOSTICS
+            ),
+            detail: String::new(),
+            location: None,
+            address: None,
+        });
+    }
+    out
 }
