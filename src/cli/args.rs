@@ -316,6 +316,10 @@ pub struct ImportArgs {
     /// The provider's id of the existing object.
     #[arg(value_name = "ID")]
     pub id: String,
+    /// The directory of the configuration that holds ADDR's resource block and configures its
+    /// provider (default: the working directory); the state stays where it is.
+    #[arg(long, value_name = "DIR")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -164,6 +164,9 @@ pub fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarArg>) -> 
         }
     };
     let mut opts = engine_options(&req, "import");
+    if let Some(dir) = &a.config {
+        opts.dir = opts.dir.join(dir);
+    }
     opts.import = Some((addr, a.id.clone()));
     let dyn_observer: Arc<dyn Observer> = observer.clone();
     let report = match block_on(ctx, &opts, engine::import(&opts, dyn_observer)) {

@@ -665,6 +665,7 @@ mod tests {
             errored: false,
             graph: None,
             moves: vec![],
+            shapes: std::collections::BTreeMap::new(),
         }
     }
 

@@ -33,16 +33,23 @@ pub struct Config {
 impl Config {
     /// `plan -generate-config-out`: a resource block, empty and marked `generated`, for each
     /// root `import` block whose resource has none (the plan fills in its configuration from
-    /// the imported object). Returns how many were added.
-    pub fn generate_import_blocks(&mut self) -> usize {
-        let mut added = 0;
+    /// the imported object). A block with `for_each` gets Terraform's error instead: generation
+    /// makes one resource without `for_each`, which such a block cannot import into.
+    pub fn generate_import_blocks(&mut self) -> crate::diag::Diagnostics {
+        let mut diags = crate::diag::Diagnostics::new();
         let blocks = self.root.imports.clone();
         for b in blocks {
-            // Generation is for one object per block (as Terraform's): no `for_each`.
-            if !b.module.is_root()
-                || b.for_each.is_some()
-                || self.root.resources.contains_key(&b.key)
-            {
+            if !b.module.is_root() || self.root.resources.contains_key(&b.key) {
+                continue;
+            }
+            if b.for_each.is_some() {
+                diags.push(
+                    crate::diag::Diagnostic::error(
+                        "Invalid import 'to' expression",
+                        "The target resource does not use for_each.",
+                    )
+                    .with_span(Some(b.to_span)),
+                );
                 continue;
             }
             self.root.resources.insert(
@@ -65,9 +72,8 @@ impl Config {
                     provisioners: Vec::new(),
                 }),
             );
-            added += 1;
         }
-        added
+        diags
     }
 
     /// The module at a static path (instance keys are ignored).
@@ -555,10 +561,12 @@ pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 }
 
 mod check;
+mod decode;
 mod json;
 mod load;
 pub mod module_source;
 mod overrides;
+mod parse;
 pub mod spans;
 mod validate;
 pub use check::{check_references, scoped_reference};

@@ -21,8 +21,50 @@ use cairn_state::{EventBody, ModulePath, ProviderAddr, ResourceInstanceAddr, Sna
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-/// The plan walk over an opened state.
+/// A plan, with the block shapes of its resource types for the plan text.
 pub(super) async fn make_plan(
+    loaded: &Loaded,
+    opts: &Options,
+    mode: PlanMode,
+    prior: &Snapshot,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+) -> Option<Plan> {
+    let mut plan = assemble_plan(loaded, opts, mode, prior, observer, diags).await?;
+    plan.shapes = block_shapes(&loaded.registry, &plan);
+    Some(plan)
+}
+
+/// The nested-block shapes of the resource types a plan shows (changes, drift, data reads),
+/// from their providers' schemas.
+fn block_shapes(registry: &Registry, plan: &Plan) -> BTreeMap<String, crate::plan::BlockShape> {
+    let types: BTreeSet<(cairn_state::Mode, &str)> = plan
+        .changes
+        .iter()
+        .map(|c| &c.addr)
+        .chain(plan.drift.iter().map(|d| &d.addr))
+        .chain(plan.data_reads.iter().map(|d| &d.addr))
+        .map(|a| (a.resource.mode, a.resource.type_.as_str()))
+        .collect();
+    let mut out = BTreeMap::new();
+    for name in registry.package_names() {
+        let Some(package) = registry.package(name) else {
+            continue;
+        };
+        for (mode, type_) in &types {
+            if let Some(block) = package.schema().block(*mode, type_) {
+                let shape = crate::plan::BlockShape::of(block);
+                if !shape.blocks.is_empty() {
+                    out.insert(crate::plan::BlockShape::key(*mode, type_), shape);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The plan walk over an opened state.
+async fn assemble_plan(
     loaded: &Loaded,
     opts: &Options,
     mode: PlanMode,
@@ -115,6 +157,7 @@ pub(super) async fn make_plan(
         errored: false,
         graph: None,
         moves: refactor.moves.clone(),
+        shapes: BTreeMap::new(),
     };
     plan.warnings.extend(refactor_warnings(&refactor));
     if mode == PlanMode::Destroy {
@@ -456,6 +499,7 @@ pub fn drift_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         errored: false,
         graph: None,
         moves: Vec::new(),
+        shapes: BTreeMap::new(),
     }
 }
 
@@ -582,6 +626,7 @@ mod tests {
             errored: false,
             graph: None,
             moves: Vec::new(),
+            shapes: BTreeMap::new(),
         }
     }
 

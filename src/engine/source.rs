@@ -56,7 +56,7 @@ pub(super) fn load_with(
         return Err(Report::fail(diags, None));
     };
     if opts.generate_config {
-        config.generate_import_blocks();
+        diags.extend(config.generate_import_blocks());
     }
     if !lenient {
         diags.extend(crate::config::unsupported_blocks(&config, true));

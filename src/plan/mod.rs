@@ -280,6 +280,57 @@ pub struct Plan {
     /// again with final values and reports its own findings instead. Not saved.
     #[serde(skip)]
     pub check_findings: Vec<crate::diag::Diagnostic>,
+    /// The nested blocks of the resource types in the plan (`BlockShape::key`), so that the
+    /// plan text draws them as blocks (`rule { … }`), as Terraform does; only types whose
+    /// schema has nested blocks are here.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shapes: BTreeMap<String, BlockShape>,
+}
+
+/// The nested block types of a schema block, recursively: what the plan text needs of a
+/// schema to draw `rule { port = 80 }` as a block rather than as a list of objects.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockShape {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub blocks: BTreeMap<String, NestedShape>,
+}
+
+/// One nested block type: how its blocks nest, and their own nested blocks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NestedShape {
+    pub nesting: crate::provider::Nesting,
+    #[serde(default)]
+    pub shape: BlockShape,
+}
+
+impl BlockShape {
+    pub fn of(block: &crate::provider::Block) -> BlockShape {
+        BlockShape {
+            blocks: block
+                .blocks
+                .iter()
+                .map(|(name, nb)| {
+                    let shape = BlockShape::of(&nb.block);
+                    (
+                        name.clone(),
+                        NestedShape {
+                            nesting: nb.nesting,
+                            shape,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// The key of a resource type in `Plan::shapes`: `TYPE`, or `data.TYPE` for a data
+    /// source.
+    pub fn key(mode: cairn_state::Mode, type_: &str) -> String {
+        match mode {
+            cairn_state::Mode::Managed => type_.to_string(),
+            cairn_state::Mode::Data => format!("data.{type_}"),
+        }
+    }
 }
 
 impl Plan {

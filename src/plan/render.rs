@@ -16,7 +16,12 @@
 //! - list elements are matched by position in tuples and by longest common subsequence in
 //!   lists and sets; unchanged elements are drawn only next to a changed one;
 //! - unknowns read `(known after apply)`, sensitive values `(sensitive value)`, and the
-//!   attributes in `replace_paths` end with `# forces replacement`.
+//!   attributes in `replace_paths` end with `# forces replacement`;
+//! - nested blocks (`Plan::shapes`) come after the attributes, one group per block type after a
+//!   blank line: `~ rule {`, map blocks with their key (`+ listener "web" {`); list blocks are
+//!   matched by position, set blocks by value, map blocks by key; unchanged blocks are hidden
+//!   and counted (`# (2 unchanged blocks hidden)`). Views without a plan (`render_change`,
+//!   `render_state`) draw nested blocks as attributes.
 //!
 //! Where Terraform prints a heredoc for multi-line strings, Cairn prints one quoted string with
 //! escapes, so one value is always one line.
@@ -26,9 +31,11 @@
 //! module with changes pending".
 
 use super::{
-    Action, Change, DataRead, Drift, OutputChange, Plan, PlanMode, ProviderChange, Reason,
+    Action, BlockShape, Change, DataRead, Drift, NestedShape, OutputChange, Plan, PlanMode,
+    ProviderChange, Reason,
 };
 use crate::diag::{Diagnostic, SourceMap};
+use crate::provider::Nesting;
 use crate::value::Value;
 use cairn_state::{Mode, ResourceInstanceAddr, Snapshot};
 use std::collections::BTreeMap;
@@ -58,6 +65,7 @@ pub fn render_plan(plan: &Plan, opts: &RenderOptions) -> String {
         c: Colors(opts.color),
         width: opts.width,
         marks: true,
+        shapes: &plan.shapes,
     };
     let mut out = String::new();
     match plan.mode {
@@ -86,6 +94,7 @@ pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
         c: Colors(opts.color),
         width: opts.width,
         marks: true,
+        shapes: &NO_SHAPES,
     };
     r.change_block(ch, None)
 }
@@ -97,6 +106,7 @@ pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
         c: Colors(opts.color),
         width: opts.width,
         marks: false,
+        shapes: &NO_SHAPES,
     };
     let mut blocks: Vec<String> = Vec::new();
     let block = |head: String, comment: String, v: &Value| {
@@ -317,12 +327,17 @@ impl Ctx<'_> {
 }
 
 #[derive(Clone, Copy)]
-struct Renderer {
+struct Renderer<'s> {
     c: Colors,
     width: usize,
     /// Whether lines carry a two-column change marker (plans) or not (state).
     marks: bool,
+    /// The nested blocks of resource types (`Plan::shapes`): their values are drawn as blocks.
+    shapes: &'s BTreeMap<String, BlockShape>,
 }
+
+/// No shapes: every value is drawn as an attribute.
+static NO_SHAPES: BTreeMap<String, BlockShape> = BTreeMap::new();
 
 /// True for null and for a missing value.
 fn nullish(v: Option<&Value>) -> bool {
@@ -488,7 +503,7 @@ fn lcs_ops<'v>(b: &'v [Value], a: &'v [Value]) -> Vec<Op<'v>> {
     ops
 }
 
-impl Renderer {
+impl Renderer<'_> {
     fn pad(n: usize) -> String {
         " ".repeat(n)
     }
@@ -709,6 +724,229 @@ impl Renderer {
         )
     }
 
+    /// The diff of a schema block: its attributes as `object_diff` draws them, then its nested
+    /// blocks, each group after a blank line, as Terraform draws them: `+ rule {`, map blocks
+    /// with their key (`~ listener "web" {`), unchanged blocks hidden and counted.
+    #[allow(clippy::too_many_arguments)]
+    fn block_diff(
+        &self,
+        b: &BTreeMap<String, Value>,
+        a: &BTreeMap<String, Value>,
+        shape: &BlockShape,
+        indent: usize,
+        path: &str,
+        ctx: &Ctx,
+        show_all: bool,
+    ) -> (Mark, Lines) {
+        let only_attrs = |m: &BTreeMap<String, Value>| -> BTreeMap<String, Value> {
+            m.iter()
+                .filter(|(k, _)| !shape.blocks.contains_key(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let (ba, aa) = (only_attrs(b), only_attrs(a));
+        let has_attrs = ba
+            .keys()
+            .chain(aa.keys())
+            .any(|k| !(nullish(ba.get(k)) && nullish(aa.get(k))));
+        let (mut changed, attr_lines) =
+            match self.object_diff(&ba, &aa, false, indent, path, ctx, show_all) {
+                (m, Lines(mut l)) if l.len() > 1 => {
+                    l.pop();
+                    (m != Mark::NoOp, l)
+                }
+                (m, _) => (m != Mark::NoOp, vec!["{".to_string()]),
+            };
+        let mut lines = attr_lines;
+        let mut hidden = 0;
+        for (name, nested) in &shape.blocks {
+            let cp = child_path(path, name);
+            let (bv, av) = (present(b.get(name)), present(a.get(name)));
+            // A block value that is not a collection of objects (unknown until apply): drawn
+            // as an attribute.
+            let drawable = |v: Option<&Value>| {
+                v.is_none_or(|v| match (nested.nesting, v.unmarked()) {
+                    (_, Value::Unknown(_)) => false,
+                    (Nesting::Single, Value::Object(_) | Value::Map(_)) => true,
+                    (Nesting::List | Nesting::Set, Value::List(_) | Value::Set(_))
+                    | (Nesting::List | Nesting::Set, Value::Tuple(_)) => true,
+                    (Nesting::Map, Value::Map(_) | Value::Object(_)) => true,
+                    _ => false,
+                })
+            };
+            let mut group: Vec<(String, Mark, Lines)> = Vec::new();
+            if !drawable(bv) || !drawable(av) {
+                let (mark, body) = self.diff(bv, av, indent + 4, &cp, ctx, show_all);
+                if mark == Mark::NoOp && !show_all {
+                    hidden += 1;
+                    continue;
+                }
+                changed |= mark != Mark::NoOp;
+                if has_attrs {
+                    lines.push(String::new());
+                }
+                let prefix = format!("{}{} {name} = ", Self::pad(indent + 4), self.c.mark(mark));
+                self.forces(body, mark, &cp, ctx)
+                    .write_after(&prefix, &mut lines);
+                continue;
+            }
+            let elems = |v: Option<&Value>| -> Vec<Value> {
+                match v.map(Value::unmarked) {
+                    Some(Value::List(l) | Value::Set(l) | Value::Tuple(l)) => l.clone(),
+                    _ => Vec::new(),
+                }
+            };
+            let entries = |v: Option<&Value>| -> BTreeMap<String, Value> {
+                match v.map(Value::unmarked) {
+                    Some(Value::Map(m) | Value::Object(m)) => m.clone(),
+                    _ => BTreeMap::new(),
+                }
+            };
+            match nested.nesting {
+                Nesting::Single => {
+                    if bv.is_some() || av.is_some() {
+                        let (m, l) =
+                            self.nested_block(bv, av, nested, indent + 4, &cp, ctx, show_all);
+                        group.push((String::new(), m, l));
+                    }
+                }
+                Nesting::List => {
+                    let (bl, al) = (elems(bv), elems(av));
+                    for i in 0..bl.len().max(al.len()) {
+                        let ep = format!("{cp}[{i}]");
+                        let (m, l) = self.nested_block(
+                            bl.get(i),
+                            al.get(i),
+                            nested,
+                            indent + 4,
+                            &ep,
+                            ctx,
+                            show_all,
+                        );
+                        group.push((String::new(), m, l));
+                    }
+                }
+                Nesting::Set => {
+                    // Set elements have no identity but their value: an unchanged element is
+                    // in both; the others are removed and added.
+                    let (bl, al) = (elems(bv), elems(av));
+                    let mut matched = vec![false; al.len()];
+                    for x in &bl {
+                        let found = al
+                            .iter()
+                            .enumerate()
+                            .position(|(j, y)| !matched[j] && same(x, y));
+                        let after = found.map(|j| {
+                            matched[j] = true;
+                            &al[j]
+                        });
+                        let (m, l) = self.nested_block(
+                            Some(x),
+                            after,
+                            nested,
+                            indent + 4,
+                            &cp,
+                            ctx,
+                            show_all,
+                        );
+                        group.push((String::new(), m, l));
+                    }
+                    for (j, y) in al.iter().enumerate().filter(|(j, _)| !matched[*j]) {
+                        let _ = j;
+                        let (m, l) = self.nested_block(
+                            None,
+                            Some(y),
+                            nested,
+                            indent + 4,
+                            &cp,
+                            ctx,
+                            show_all,
+                        );
+                        group.push((String::new(), m, l));
+                    }
+                }
+                Nesting::Map => {
+                    let (bm, am) = (entries(bv), entries(av));
+                    let keys: std::collections::BTreeSet<&String> =
+                        bm.keys().chain(am.keys()).collect();
+                    for k in keys {
+                        let ep = child_path(&cp, k);
+                        let (m, l) = self.nested_block(
+                            bm.get(k),
+                            am.get(k),
+                            nested,
+                            indent + 4,
+                            &ep,
+                            ctx,
+                            show_all,
+                        );
+                        group.push((format!(" {}", cairn_state::quote(k)), m, l));
+                    }
+                }
+            }
+            let mut first = true;
+            for (label, mark, body) in group {
+                if mark == Mark::NoOp && !show_all {
+                    hidden += 1;
+                    continue;
+                }
+                changed |= mark != Mark::NoOp;
+                if first && has_attrs {
+                    lines.push(String::new());
+                }
+                first = false;
+                let prefix = format!(
+                    "{}{} {name}{label} ",
+                    Self::pad(indent + 4),
+                    self.c.mark(mark)
+                );
+                self.forces(body, mark, &cp, ctx)
+                    .write_after(&prefix, &mut lines);
+            }
+        }
+        if hidden > 0 {
+            lines.push(String::new());
+            lines.push(format!(
+                "{}# ({} hidden)",
+                Self::pad(indent + 6),
+                plural(hidden, "unchanged block", "unchanged blocks")
+            ));
+        }
+        if lines.len() == 1 {
+            return (Mark::NoOp, Lines::one("{}"));
+        }
+        lines.push(format!("{}}}", Self::pad(indent + 2)));
+        (
+            if changed { Mark::Update } else { Mark::NoOp },
+            Lines(lines),
+        )
+    }
+
+    /// One nested block from `b` to `a` (either may be missing: added or removed).
+    #[allow(clippy::too_many_arguments)]
+    fn nested_block(
+        &self,
+        b: Option<&Value>,
+        a: Option<&Value>,
+        nested: &NestedShape,
+        indent: usize,
+        path: &str,
+        ctx: &Ctx,
+        show_all: bool,
+    ) -> (Mark, Lines) {
+        let empty = BTreeMap::new();
+        let bo = b.and_then(|v| v.unmarked().attributes()).unwrap_or(&empty);
+        let ao = a.and_then(|v| v.unmarked().attributes()).unwrap_or(&empty);
+        let (_, body) = self.block_diff(bo, ao, &nested.shape, indent, path, ctx, show_all);
+        let mark = match (b, a) {
+            (None, Some(_)) => Mark::Create,
+            (Some(_), None) => Mark::Delete,
+            (Some(x), Some(y)) if same(x, y) => Mark::NoOp,
+            _ => Mark::Update,
+        };
+        (mark, body)
+    }
+
     /// Adds `# forces replacement` to the first line of a changed value whose path is one of
     /// the replace paths.
     fn forces(&self, body: Lines, mark: Mark, path: &str, ctx: &Ctx) -> Lines {
@@ -820,8 +1058,13 @@ impl Renderer {
                 None => empty.clone(),
             }
         };
-        let (_, body) =
-            self.object_diff(&attrs(before), &attrs(after), false, 2, "", ctx, show_all);
+        let key = BlockShape::key(addr.resource.mode, &addr.resource.type_);
+        let (_, body) = match self.shapes.get(&key) {
+            Some(shape) => {
+                self.block_diff(&attrs(before), &attrs(after), shape, 2, "", ctx, show_all)
+            }
+            None => self.object_diff(&attrs(before), &attrs(after), false, 2, "", ctx, show_all),
+        };
         let mut lines = Vec::new();
         body.write_after(&head, &mut lines);
         if lines.len() == 1 {

@@ -123,6 +123,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         errored: false,
         graph: None,
         moves: vec![],
+        shapes: BTreeMap::new(),
     }
 }
 

@@ -49,4 +49,39 @@ mod tests {
             }
         }
     }
+
+    /// `Provider::validate`'s default and the providers that extend it agree: a type the
+    /// package does not have is one "Unsupported type" error naming the package, and a value
+    /// of the wrong type is an "Invalid argument value".
+    #[test]
+    fn every_package_validates_types_and_values_against_its_schema() {
+        use crate::value::Value;
+        use cairn_state::Mode;
+        for (package, p) in builtin_with(Host::at("/")) {
+            for mode in [Mode::Managed, Mode::Data] {
+                let d = p.validate(
+                    mode,
+                    "no_such_type",
+                    &Value::Null(crate::value::Type::Dynamic),
+                );
+                let summaries: Vec<&str> = d.0.iter().map(|d| d.summary.as_str()).collect();
+                assert_eq!(summaries, ["Unsupported type"], "{package}");
+                assert_eq!(
+                    d.0[0].detail,
+                    format!("{package}: the provider has no such type \"no_such_type\"")
+                );
+            }
+            let s = p.schema();
+            let typed = [(Mode::Managed, &s.resources), (Mode::Data, &s.data_sources)];
+            for (mode, types) in typed {
+                for type_ in types.keys() {
+                    let d = p.validate(mode, type_, &Value::string("not an object"));
+                    assert!(
+                        d.0.iter().any(|d| d.summary == "Invalid argument value"),
+                        "{package} {type_}: {d:?}"
+                    );
+                }
+            }
+        }
+    }
 }

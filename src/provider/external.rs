@@ -111,11 +111,7 @@ impl Provider for ExternalProvider {
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         if (mode, type_) != (Mode::Data, DATA) {
-            return Diagnostic::error(
-                "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).message,
-            )
-            .into();
+            return schema_util::unsupported_type(PACKAGE, type_);
         }
         let mut diags = self.data.check(config);
         if let Ok(c) = self.data.conform(config) {

@@ -210,11 +210,7 @@ impl Provider for LocalProvider {
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
         let Some(schema) = find(&self.types, mode, type_) else {
-            return Diagnostic::error(
-                "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).message,
-            )
-            .into();
+            return schema_util::unsupported_type(PACKAGE, type_);
         };
         let mut diags = schema.check(config);
         let Ok(c) = schema.conform(config) else {

@@ -30,7 +30,8 @@ pub struct Attribute {
     pub description: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Nesting {
     Single,
     List,
@@ -285,8 +286,15 @@ pub trait Provider: Send + Sync {
         ConfigDiff::NoChange
     }
     /// Checks a resource or data source configuration (may hold unknowns). The engine has
-    /// already checked it against the schema; this is for provider-specific rules.
-    fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics;
+    /// already checked it against the schema; this is for provider-specific rules. The
+    /// default checks it against the type's schema block (a type the package does not have
+    /// is an error); a provider with rules of its own overrides it.
+    fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
+        match self.schema().block(mode, type_) {
+            Some(block) => schema_util::check_block(block, config),
+            None => schema_util::unsupported_type(self.package(), type_),
+        }
+    }
     /// `validate` with each diagnostic's attribute path, for the engine to point at (plan
     /// calls this for every instance; built-ins check their rules in `plan` and keep this
     /// default, which reports nothing).

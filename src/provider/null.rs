@@ -19,10 +19,8 @@ use super::schema_util::{self, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderResult, ProviderSchema,
 };
-use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Type, Value};
 use async_trait::async_trait;
-use cairn_state::Mode;
 use rand::Rng;
 use std::sync::Arc;
 
@@ -82,17 +80,6 @@ impl Provider for NullProvider {
     }
     fn schema(&self) -> &ProviderSchema {
         &self.schema
-    }
-    fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
-        match (mode, type_) {
-            (Mode::Managed, RESOURCE) => self.resource.check(config),
-            (Mode::Data, DATA) => self.data.check(config),
-            _ => Diagnostic::error(
-                "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).message,
-            )
-            .into(),
-        }
     }
     async fn configure(&self, _config: &Value) -> ProviderResult<Arc<dyn Configured>> {
         Ok(Arc::new(NullInstance {

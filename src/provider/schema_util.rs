@@ -201,10 +201,16 @@ impl TypeSchema {
 
     /// Type errors in a configuration, as diagnostics (for `validate`).
     pub fn check(&self, config: &Value) -> Diagnostics {
-        match conform_block(&self.block, config) {
-            Ok(_) => Diagnostics::new(),
-            Err(e) => Diagnostic::error("Invalid argument value", e.message).into(),
-        }
+        check_block(&self.block, config)
+    }
+}
+
+/// Type errors in a configuration against a schema block, as diagnostics (what
+/// `Provider::validate` reports by default).
+pub fn check_block(block: &Block, config: &Value) -> Diagnostics {
+    match conform_block(block, config) {
+        Ok(_) => Diagnostics::new(),
+        Err(e) => Diagnostic::error("Invalid argument value", e.message).into(),
     }
 }
 
@@ -410,6 +416,15 @@ pub fn unknown_type(package: &str, kind: &str, type_: &str) -> ProviderError {
     ProviderError(format!(
         "{package}: the provider has no {kind} type \"{type_}\""
     ))
+}
+
+/// `validate`'s answer for a type the package does not have.
+pub fn unsupported_type(package: &str, type_: &str) -> Diagnostics {
+    Diagnostic::error(
+        "Unsupported type",
+        unknown_type(package, "such", type_).message,
+    )
+    .into()
 }
 
 /// Fills the computed attributes of a data source's result object: configured arguments kept,

@@ -66,7 +66,6 @@ use super::{
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Type, Value};
 use async_trait::async_trait;
-use cairn_state::Mode;
 use serde_json::Value as J;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -295,18 +294,6 @@ impl Provider for SimProvider {
             ConfigDiff::Update
         } else {
             ConfigDiff::NoChange
-        }
-    }
-
-    fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
-        match (mode, type_) {
-            (Mode::Managed, THING) => self.thing.check(config),
-            (Mode::Data, LOOKUP) => self.lookup.check(config),
-            _ => Diagnostic::error(
-                "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).message,
-            )
-            .into(),
         }
     }
 

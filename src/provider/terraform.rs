@@ -57,10 +57,8 @@ use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
     ProviderSchema,
 };
-use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::{Type, Value};
 use async_trait::async_trait;
-use cairn_state::Mode;
 use rand::RngCore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -128,17 +126,6 @@ impl Provider for TerraformProvider {
     }
     fn schema(&self) -> &ProviderSchema {
         &self.schema
-    }
-    fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
-        match (mode, type_) {
-            (Mode::Managed, DATA) => self.data.check(config),
-            (Mode::Data, REMOTE_STATE) => self.remote.check(config),
-            _ => Diagnostic::error(
-                "Unsupported type",
-                schema_util::unknown_type(PACKAGE, "such", type_).message,
-            )
-            .into(),
-        }
     }
     async fn configure(&self, _config: &Value) -> ProviderResult<Arc<dyn Configured>> {
         Ok(Arc::new(TerraformInstance {

@@ -780,6 +780,7 @@ fn sample_plan() -> Plan {
         errored: false,
         graph: None,
         moves: vec![],
+        shapes: BTreeMap::new(),
     }
 }
 

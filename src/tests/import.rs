@@ -230,6 +230,25 @@ resource "random_id" "keyed" {
         "{err}"
     );
     assert!(err.contains("on main.tf:3:14:"), "{err}");
+    // Generation makes one resource without `for_each`: Terraform's error, at `to`.
+    let keyed = "import {\n  for_each = toset([\"a\"])\n  to       = random_id.gen[each.key]\n  id       = \"AAAA\"\n}\n";
+    let dir = project(&[("main.tf", keyed)]);
+    let (code, _, err) = check_cli_in(
+        dir.path(),
+        &["plan", "-generate-config-out=gen.tf", "-no-color"],
+        "",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Error: Invalid import 'to' expression"),
+        "{err}"
+    );
+    assert!(
+        err.contains("The target resource does not use for_each."),
+        "{err}"
+    );
+    assert!(err.contains("on main.tf:3:14:"), "{err}");
+    assert!(!dir.path().join("gen.tf").exists());
     let tf = r#"
 import {
   to = data.random_id.x
@@ -324,4 +343,48 @@ fn imports_into_module_instances() {
     );
     assert_eq!(code, 0);
     assert!(out.contains("result = 5"), "{out}");
+}
+
+/// `cairn import -config=DIR` (Terraform's flag): the resource block and its provider come
+/// from DIR, the state stays in the working directory.
+#[test]
+fn import_takes_the_configuration_from_another_directory() {
+    let dir = project(&[(
+        "conf/main.tf",
+        "resource \"random_integer\" \"p\" {\n  min = 1\n  max = 50000\n}\n",
+    )]);
+    let (code, out, err) = check_cli_in(
+        dir.path(),
+        &[
+            "import",
+            "-config=conf",
+            "random_integer.p",
+            "15390,1,50000",
+            "-no-color",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Import successful!"), "{out}");
+    assert!(dir.path().join(".cairn").is_dir());
+    assert!(!dir.path().join("conf/.cairn").exists());
+    let (code, out, _) = check_cli_in(dir.path(), &["state", "list"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("random_integer.p"), "{out}");
+    let (code, _, err) = check_cli_in(
+        dir.path(),
+        &[
+            "import",
+            "-config=nope",
+            "random_integer.q",
+            "1,1,2",
+            "-no-color",
+        ],
+        "",
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Module directory") && err.contains("nope"),
+        "{err}"
+    );
 }

@@ -134,3 +134,106 @@ impl SchemaCache {
         std::fs::rename(&tmp, path)
     }
 }
+
+/// The resource and data source configurations a provider binary found valid, kept beside its
+/// cached schema (`<sha256>.valid`, one hex digest a line), so that a configuration that has
+/// not changed is not sent to `ValidateResourceConfig` again on the next run: Terraform asks
+/// on every run, and those calls are a third of a no-op plan's. A validation is a function of
+/// the binary, the type and the configuration alone (no provider configuration, no state),
+/// which is what the digest covers; only answers without any diagnostic are kept, so warnings
+/// are shown every time. Lines are appended (one `write` each, `O_APPEND`), so concurrent runs
+/// never tear a line; a file past `MAX_BYTES` is started afresh.
+pub struct Validations {
+    path: PathBuf,
+    known: std::sync::Mutex<std::collections::HashSet<[u8; 32]>>,
+    /// The file, opened for appending at the first new record.
+    file: std::sync::Mutex<Option<std::fs::File>>,
+}
+
+impl std::fmt::Debug for Validations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Validations")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl Validations {
+    const MAX_BYTES: u64 = 16 << 20;
+
+    /// The validations recorded for the binary with this hash.
+    pub fn open(cache: &SchemaCache, sha256: &str) -> Validations {
+        let path = cache.dir.join(format!("{sha256}.valid"));
+        let mut known = std::collections::HashSet::new();
+        match std::fs::metadata(&path) {
+            Ok(m) if m.len() > Self::MAX_BYTES => {
+                let _ = std::fs::remove_file(&path);
+            }
+            Ok(_) => {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                for line in text.lines() {
+                    let mut d = [0u8; 32];
+                    if line.len() == 64
+                        && (0..32).all(|i| {
+                            u8::from_str_radix(&line[2 * i..2 * i + 2], 16)
+                                .map(|b| d[i] = b)
+                                .is_ok()
+                        })
+                    {
+                        known.insert(d);
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+        Validations {
+            path,
+            known: std::sync::Mutex::new(known),
+            file: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The digest of one validation: what is validated (`kind`, the type) and the encoded
+    /// configuration.
+    pub fn digest(kind: &str, type_: &str, config: &[u8]) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for part in [kind.as_bytes(), type_.as_bytes(), config] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        h.finalize().into()
+    }
+
+    /// Whether this configuration was found valid before.
+    pub fn known(&self, digest: &[u8; 32]) -> bool {
+        self.known.lock().expect("validations").contains(digest)
+    }
+
+    /// Records a validation that found nothing to say.
+    pub fn record(&self, digest: [u8; 32]) {
+        if !self.known.lock().expect("validations").insert(digest) {
+            return;
+        }
+        let mut line: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        line.push('\n');
+        let mut file = self.file.lock().expect("validations file");
+        if file.is_none() {
+            *file = std::fs::create_dir_all(self.path.parent().unwrap_or(Path::new(".")))
+                .and_then(|_| {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&self.path)
+                })
+                .ok();
+        }
+        let written = match file.as_mut() {
+            Some(f) => std::io::Write::write_all(f, line.as_bytes()),
+            None => Err(std::io::Error::other("cannot open the file")),
+        };
+        if let Err(e) = written {
+            tracing::debug!(target: "plugin", "cannot record a validation in {}: {e}", self.path.display());
+        }
+    }
+}

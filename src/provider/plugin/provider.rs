@@ -18,7 +18,7 @@
 //! Results that break the plan are errors, or warnings when the provider says it has
 //! `legacy_type_system` (SDKv2), as Terraform tolerates them.
 
-use super::cache::SchemaCache;
+use super::cache::{SchemaCache, Validations};
 use super::codec;
 use super::launch::{run, run_sync, PluginProcess};
 use super::rpc::{Client, Diag, Dyn, Schemas, TypeSchema};
@@ -50,6 +50,9 @@ struct Shared {
     env: BTreeMap<String, String>,
     wire: Schemas,
     schema: ProviderSchema,
+    /// Configurations this binary validated clean before (`cache::Validations`); `None`
+    /// without a state directory.
+    validations: Option<Arc<Validations>>,
 }
 
 impl Shared {
@@ -276,6 +279,10 @@ impl PluginProvider {
                 protocol,
                 wire,
                 schema,
+                validations: match (cache, &hash, offline) {
+                    (Some(c), Some(h), false) => Some(Arc::new(Validations::open(c, h))),
+                    _ => None,
+                },
             }),
             first,
             first_taken: AtomicBool::new(false),
@@ -317,6 +324,9 @@ impl PluginProvider {
     fn validation(
         &self,
         what: &'static str,
+        // The resource or data source type: its clean answers are remembered
+        // (`cache::Validations`); `None` for the provider's own configuration.
+        remembered: Option<&str>,
         call: impl FnOnce(
                 Client,
                 Dyn,
@@ -345,6 +355,17 @@ impl PluginProvider {
                 }])
             }
         };
+        let seen = match (&self.shared.validations, remembered) {
+            (Some(v), Some(type_)) => {
+                Some((v.clone(), Validations::digest(what, type_, &dv.msgpack)))
+            }
+            _ => None,
+        };
+        if let Some((v, digest)) = &seen {
+            if v.known(digest) {
+                return Err(Vec::new());
+            }
+        }
         let first = self.first.clone();
         let (path, env) = (self.shared.path.clone(), self.shared.env.clone());
         Ok(Box::pin(async move {
@@ -352,7 +373,13 @@ impl PluginProvider {
                 .get_or_try_init(|| async move { start_process(&path, &env).await })
                 .await
                 .map(|(_, c)| c.clone())?;
-            call(c, dv).await
+            let answer = call(c, dv).await;
+            if let (Ok(diags), Some((v, digest))) = (&answer, seen) {
+                if diags.is_empty() {
+                    v.record(digest);
+                }
+            }
+            answer
         }))
     }
 
@@ -401,12 +428,14 @@ impl PluginProvider {
         match mode {
             Mode::Managed => self.validation(
                 "resource configuration",
+                Some(type_),
                 move |c, dv| Box::pin(async move { c.validate_resource(&t, dv).await }),
                 config,
                 &ty,
             ),
             Mode::Data => self.validation(
                 "data source configuration",
+                Some(type_),
                 move |c, dv| Box::pin(async move { c.validate_data(&t, dv).await }),
                 config,
                 &ty,
@@ -565,6 +594,7 @@ impl PluginProvider {
         let ty = self.shared.provider_type();
         match self.validation(
             "provider configuration",
+            None,
             |c, dv| Box::pin(async move { c.validate_provider(dv).await }),
             config,
             &ty,

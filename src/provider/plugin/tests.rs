@@ -111,3 +111,69 @@ async fn sim_plugin_lifecycle_with_mutual_tls() {
 async fn sim_plugin_lifecycle_with_tls_disabled_on_our_side() {
     lifecycle(false).await;
 }
+
+/// The calls of one method in a `SIM_RPC_LOG` file.
+fn logged(log: &std::path::Path, method: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&format!("\"method\": \"{method}\"")))
+        .count()
+}
+
+/// A resource configuration the binary validated clean is not sent again, in this run or the
+/// next (`cache::Validations`); a changed configuration is. (One with diagnostics is asked every
+/// time: `provider_diagnostics_point_at_the_attribute_like_terraform` plans it twice.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clean_validations_are_remembered_per_binary() {
+    let state = tempfile::tempdir().unwrap();
+    let log = state.path().join("rpc.jsonl");
+    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    env.remove("SIM_FAIL");
+    env.insert("SIM_RPC_LOG".into(), log.display().to_string());
+    let cache = super::cache::SchemaCache::new(state.path());
+    let open = || async {
+        PluginProvider::open(
+            "sim",
+            &sim_plugin(),
+            &env,
+            Some(&cache),
+            super::provider::Source::CacheFirst,
+        )
+        .await
+        .unwrap()
+        .unwrap()
+    };
+    let thing =
+        |v: &str| Value::object([("name", Value::string("a")), ("value", Value::string(v))]);
+    let p = open().await;
+    for _ in 0..3 {
+        let d = p
+            .validate_config_async(Mode::Managed, "sim_thing", &thing("1"))
+            .await;
+        assert!(d.is_empty(), "{d:?}");
+    }
+    assert_eq!(logged(&log, "ValidateResourceConfig"), 1);
+    assert!(p
+        .validate_config_async(Mode::Managed, "sim_thing", &thing("2"))
+        .await
+        .is_empty());
+    assert_eq!(logged(&log, "ValidateResourceConfig"), 2);
+    drop(p);
+    // The next run: both remembered, a third configuration asked.
+    let p = open().await;
+    assert!(p
+        .validate_config_async(Mode::Managed, "sim_thing", &thing("1"))
+        .await
+        .is_empty());
+    assert!(p
+        .validate_config_async(Mode::Managed, "sim_thing", &thing("2"))
+        .await
+        .is_empty());
+    assert_eq!(logged(&log, "ValidateResourceConfig"), 2);
+    assert!(p
+        .validate_config_async(Mode::Managed, "sim_thing", &thing("3"))
+        .await
+        .is_empty());
+    assert_eq!(logged(&log, "ValidateResourceConfig"), 3);
+}

@@ -1,0 +1,344 @@
+//! A module's interface: `variable`, `locals` and `output` blocks, and `module` calls.
+
+use crate::config::load::Loader;
+use crate::config::*;
+use crate::diag::FileId;
+use crate::eval::expr::convert;
+use crate::eval::types::{const_value, parse_variable_type};
+use cairn_state::quote;
+use hcl_edit::expr::{Expression, ObjectKey};
+use hcl_edit::structure::Block;
+
+const RESERVED_VARIABLE_NAMES: &[&str] = &[
+    "source",
+    "version",
+    "providers",
+    "count",
+    "for_each",
+    "lifecycle",
+    "depends_on",
+    "locals",
+];
+
+impl Loader {
+    pub(in crate::config) fn variable_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["name"]) else {
+            return;
+        };
+        let name = labels[0].clone();
+        let span = self.header(file, b);
+        if RESERVED_VARIABLE_NAMES.contains(&name.as_str()) {
+            let sp = self.span(file, &b.labels[0]);
+            self.err(
+                sp,
+                "Invalid variable name",
+                format!(
+                    "The variable name {} is reserved due to its special meaning inside module \
+                     blocks.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&[
+                "type",
+                "default",
+                "description",
+                "sensitive",
+                "nullable",
+                "ephemeral",
+            ]),
+            Some(&["validation"]),
+        );
+        let ty = match parts.attrs.get("type") {
+            None => Type::Dynamic,
+            Some(a) => match parse_variable_type(&a.value, file) {
+                Ok(t) => t,
+                Err(d) => {
+                    self.diags.push(d);
+                    Type::Dynamic
+                }
+            },
+        };
+        let nullable = self.const_bool(file, parts.attrs.get("nullable").copied(), true);
+        let sensitive = self.const_bool(file, parts.attrs.get("sensitive").copied(), false);
+        let description = match parts.attrs.get("description") {
+            Some(a) => self.const_string(file, a),
+            None => None,
+        };
+        let mut default = None;
+        if let Some(a) = parts.attrs.get("default") {
+            match const_value(&a.value, file) {
+                Err(d) => self.diags.push(d),
+                Ok(v) => match convert(&v, &ty) {
+                    Ok(v) if v.is_null() && !nullable => {
+                        let sp = self.span(file, &a.value);
+                        self.err(
+                            sp,
+                            "Invalid default value for variable",
+                            "A null default value is not valid when nullable=false.",
+                        );
+                    }
+                    Ok(v) => default = Some(v),
+                    Err(msg) => {
+                        let sp = self.span(file, &a.value);
+                        self.err(
+                            sp,
+                            "Invalid default value for variable",
+                            format!(
+                                "This default value is not compatible with the variable's type \
+                                 constraint: {msg}."
+                            ),
+                        );
+                    }
+                },
+            }
+        }
+        let validations = self.conditions(file, parts.blocks.iter().copied());
+        if let Some(prev) = m.variables.get(&name) {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate variable declaration",
+                format!(
+                    "A variable named {} was already declared at {was}. Variable names must be \
+                     unique within a module.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        m.variables.insert(
+            name.clone(),
+            Variable {
+                name,
+                ty,
+                default,
+                description,
+                sensitive,
+                nullable,
+                validations,
+                file,
+                span,
+            },
+        );
+    }
+
+    pub(in crate::config) fn locals_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let parts = self.parts(file, &b.body, None, Some(&[]));
+        for (name, a) in parts.attrs {
+            let span = self.span(file, a);
+            if let Some(prev) = m.locals.get(&name) {
+                let was = self.range_str(prev.span);
+                self.err(
+                    span,
+                    "Duplicate local value definition",
+                    format!(
+                        "A local value named {} was already defined at {was}. Local value names \
+                         must be unique within a module.",
+                        quote(&name)
+                    ),
+                );
+                continue;
+            }
+            m.locals.insert(
+                name.clone(),
+                Local {
+                    name,
+                    expr: a.value.clone(),
+                    file,
+                    span,
+                },
+            );
+        }
+    }
+
+    pub(in crate::config) fn output_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["name"]) else {
+            return;
+        };
+        let name = labels[0].clone();
+        let span = self.header(file, b);
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&[
+                "value",
+                "description",
+                "sensitive",
+                "depends_on",
+                "ephemeral",
+            ]),
+            Some(&["precondition"]),
+        );
+        let preconditions = self.conditions(file, parts.blocks.iter().copied());
+        let value = self
+            .required(file, b, &parts, "value")
+            .map(|a| a.value.clone());
+        let sensitive = self.const_bool(file, parts.attrs.get("sensitive").copied(), false);
+        let description = match parts.attrs.get("description") {
+            Some(a) => self.const_string(file, a),
+            None => None,
+        };
+        let depends_on = self.depends_on(file, parts.attrs.get("depends_on").copied());
+        if let Some(prev) = m.outputs.get(&name) {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate output definition",
+                format!(
+                    "An output named {} was already defined at {was}. Output names must be \
+                     unique within a module.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        let Some(value) = value else {
+            return;
+        };
+        m.outputs.insert(
+            name.clone(),
+            Output {
+                name,
+                value,
+                sensitive,
+                description,
+                depends_on,
+                preconditions,
+                file,
+                span,
+            },
+        );
+    }
+
+    pub(in crate::config) fn module_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["name"]) else {
+            return;
+        };
+        let name = labels[0].clone();
+        let span = self.header(file, b);
+        let parts = self.parts(file, &b.body, None, Some(&[]));
+        let source_attr = self.required(file, b, &parts, "source");
+        let source = source_attr.and_then(|a| self.const_string(file, a));
+        let source_span = source_attr
+            .map(|a| self.span(file, &a.value))
+            .unwrap_or(span);
+        let is_local =
+            |s: &str| s.starts_with("./") || s.starts_with("../") || s == "." || s == "..";
+        if let Some(v) = parts
+            .attrs
+            .get("version")
+            .filter(|_| source.as_deref().is_some_and(is_local))
+        {
+            let sp = self.span(file, &v.key);
+            self.err(
+                sp,
+                "Invalid registry module source address",
+                format!(
+                    "Cannot apply a version constraint to module {} because it has a local \
+                     source: local modules have no versions.",
+                    quote(&name)
+                ),
+            );
+        }
+        let count = parts.attrs.get("count").map(|a| a.value.clone());
+        let for_each = parts.attrs.get("for_each").map(|a| a.value.clone());
+        if let (Some(_), Some(fe)) = (&count, parts.attrs.get("for_each")) {
+            let sp = self.span(file, &fe.key);
+            self.err(
+                sp,
+                "Invalid combination of \"count\" and \"for_each\"",
+                "The \"count\" and \"for_each\" meta-arguments are mutually-exclusive, only one \
+                 should be used to be explicit about the number of resources to be created.",
+            );
+        }
+        let depends_on = self.depends_on(file, parts.attrs.get("depends_on").copied());
+        let mut providers = Vec::new();
+        if let Some(a) = parts.attrs.get("providers") {
+            match &a.value {
+                Expression::Object(o) => {
+                    for (k, v) in o.iter() {
+                        let child = match k {
+                            ObjectKey::Ident(i) => Some(ProviderRef {
+                                name: i.as_str().to_string(),
+                                alias: None,
+                                span: self.span(file, i),
+                            }),
+                            ObjectKey::Expression(e) => self.provider_ref(file, e),
+                        };
+                        let parent = self.provider_ref(file, v.expr());
+                        if let (Some(child), Some(parent)) = (child, parent) {
+                            providers.push(ProviderPass { child, parent });
+                        }
+                    }
+                }
+                other => {
+                    let sp = self.span(file, other);
+                    self.err(
+                        sp,
+                        "Invalid providers argument",
+                        "The providers argument must be a map from provider names in the child \
+                         module to provider configurations here, like { sim = sim.east }.",
+                    );
+                }
+            }
+        }
+        const META: &[&str] = &[
+            "source",
+            "version",
+            "count",
+            "for_each",
+            "depends_on",
+            "providers",
+        ];
+        let inputs = parts
+            .attrs
+            .iter()
+            .filter(|(k, _)| !META.contains(&k.as_str()))
+            .map(|(k, a)| (k.clone(), (a.value.clone(), span_in(file, *a))))
+            .collect();
+        if let Some(prev) = m.calls.get(&name) {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate module call",
+                format!(
+                    "A module call named {} was already defined at {was}. Module calls must have \
+                     unique names within a module.",
+                    quote(&name)
+                ),
+            );
+            return;
+        }
+        let Some(source) = source else {
+            return;
+        };
+        let version = parts
+            .attrs
+            .get("version")
+            .and_then(|a| self.const_string(file, a));
+        m.calls.insert(
+            name.clone(),
+            ModuleCall {
+                name,
+                source,
+                source_span,
+                version,
+                count,
+                for_each,
+                providers,
+                depends_on,
+                inputs,
+                file,
+                span,
+            },
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! `terraform` blocks (required providers, backend) and `provider` blocks.
+
+use super::valid_name;
+use crate::config::load::Loader;
+use crate::config::*;
+use crate::diag::{FileId, Span};
+use crate::eval::types::const_value;
+use cairn_state::quote;
+use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
+use hcl_edit::structure::Block;
+use std::collections::BTreeMap;
+
+impl Loader {
+    pub(in crate::config) fn terraform_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let parts = self.parts(
+            file,
+            &b.body,
+            Some(&["required_version", "experiments"]),
+            Some(&["required_providers", "backend", "cloud", "provider_meta"]),
+        );
+        for inner in parts.blocks {
+            match inner.ident.as_str() {
+                "required_providers" => self.required_providers(file, inner, m),
+                "backend"
+                    if inner
+                        .labels
+                        .first()
+                        .is_some_and(|l| matches!(l.as_str(), "pg" | "local")) =>
+                {
+                    self.backend_block(file, inner, m)
+                }
+                kind @ ("backend" | "cloud") => {
+                    let sp = self.header(file, inner);
+                    self.warn(
+                        sp,
+                        &format!("Ignored {kind} configuration"),
+                        "Cairn keeps state in its own store; this block has no effect.",
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `backend "pg" { conn_str = "…" schema_name = "…" … }` (or `backend "local" {}`):
+    /// constant arguments only, checked against the backend's argument list.
+    fn backend_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        let Some(labels) = self.labels(file, b, &["type"]) else {
+            return;
+        };
+        let kind = labels[0].clone();
+        let allowed: Vec<&str> = if kind == "pg" {
+            cairn_state::backend::PG_ARGUMENTS
+                .iter()
+                .map(|(k, _)| *k)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let parts = self.parts(file, &b.body, Some(allowed.as_slice()), Some(&[]));
+        let mut args = BTreeMap::new();
+        for (name, a) in parts.attrs {
+            if let Some(v) = self.const_string(file, a) {
+                args.insert(name, v);
+            }
+        }
+        let span = self.header(file, b);
+        if let Some(prev) = &m.backend {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate backend configuration",
+                format!("A backend was already configured at {was}. A module may have only one."),
+            );
+            return;
+        }
+        m.backend = Some(crate::config::BackendBlock { kind, args, span });
+    }
+
+    pub(in crate::config) fn required_providers(
+        &mut self,
+        file: FileId,
+        b: &Block,
+        m: &mut Module,
+    ) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let parts = self.parts(file, &b.body, None, Some(&[]));
+        for (name, a) in parts.attrs {
+            let span = self.span(file, a);
+            if let Some(prev) = m.required_providers.get(&name) {
+                let was = self.range_str(prev.span);
+                self.err(
+                    span,
+                    "Duplicate required provider",
+                    format!(
+                        "Provider {name} was already required at {was}. Each provider may be \
+                         required only once."
+                    ),
+                );
+                continue;
+            }
+            let (mut source, mut version) = (None, None);
+            let (mut source_span, mut version_span) = (span, span);
+            match &a.value {
+                Expression::Object(o) => {
+                    for (k, v) in o.iter() {
+                        let key = match k {
+                            ObjectKey::Ident(i) => i.as_str().to_string(),
+                            ObjectKey::Expression(Expression::String(s)) => s.value().clone(),
+                            ObjectKey::Expression(e) => {
+                                let sp = self.span(file, e);
+                                self.err(
+                                    sp,
+                                    "Invalid required_providers object",
+                                    "Keys must be attribute names.",
+                                );
+                                continue;
+                            }
+                        };
+                        if key == "configuration_aliases" {
+                            // References to provider configurations, not a string: what a
+                            // module call's `providers` passes is checked there.
+                            continue;
+                        }
+                        let text = match const_value(v.expr(), file)
+                            .map(|v| v.as_str().map(str::to_string))
+                        {
+                            Ok(Some(t)) => Some(t),
+                            Ok(None) => {
+                                let sp = self.span(file, v.expr());
+                                self.err(
+                                    sp,
+                                    "Invalid required_providers object",
+                                    format!("The {key} must be a string."),
+                                );
+                                None
+                            }
+                            Err(d) => {
+                                self.diags.push(d);
+                                None
+                            }
+                        };
+                        let value_span = self.span(file, v.expr());
+                        match key.as_str() {
+                            "source" => {
+                                source = text;
+                                source_span = value_span;
+                            }
+                            "version" => {
+                                version = text;
+                                version_span = value_span;
+                            }
+                            _ => {
+                                let sp = self.span(file, v.expr());
+                                self.err(
+                                    sp,
+                                    "Invalid required_providers object",
+                                    "required_providers objects can only contain \"version\", \
+                                     \"source\" and \"configuration_aliases\" attributes.",
+                                );
+                            }
+                        }
+                    }
+                }
+                other => match const_value(other, file) {
+                    Ok(v) if v.as_str().is_some() => {
+                        version = v.as_str().map(str::to_string);
+                        version_span = self.span(file, other);
+                    }
+                    _ => {
+                        let sp = self.span(file, other);
+                        self.err(
+                            sp,
+                            "Invalid required_providers object",
+                            "required_providers entries must be objects with \"source\" and \
+                             \"version\" attributes.",
+                        );
+                        continue;
+                    }
+                },
+            }
+            let addr = match &source {
+                None => crate::provider::install::SourceAddr::implied(&name),
+                Some(s) => match crate::provider::install::SourceAddr::parse(s) {
+                    Ok(a) => a,
+                    Err(detail) => {
+                        self.err(source_span, "Invalid provider source address", detail);
+                        crate::provider::install::SourceAddr::implied(&name)
+                    }
+                },
+            };
+            let constraints = match version.as_deref() {
+                None => Default::default(),
+                Some(v) => {
+                    crate::provider::install::Constraints::parse(v).unwrap_or_else(|detail| {
+                        self.err(version_span, "Invalid version constraint", detail);
+                        Default::default()
+                    })
+                }
+            };
+            m.required_providers.insert(
+                name.clone(),
+                RequiredProvider {
+                    name,
+                    source,
+                    version,
+                    addr,
+                    constraints,
+                    span,
+                },
+            );
+        }
+    }
+
+    pub(in crate::config) fn provider_block(&mut self, file: FileId, b: Block, m: &mut Module) {
+        let (alias, span, name) = match self.provider_header(file, &b, m) {
+            Some(x) => x,
+            None => return,
+        };
+        // The body without `alias`, moved (it keeps the body's span: its braces).
+        let mut body = b.body;
+        body.remove_attribute("alias");
+        m.providers.push(ProviderBlock {
+            name,
+            alias,
+            body,
+            file,
+            json: self.sources.is_json(file),
+            span,
+        });
+    }
+
+    /// Checks a provider block; its alias, header span and name when it is fine.
+    fn provider_header(
+        &mut self,
+        file: FileId,
+        b: &Block,
+        m: &Module,
+    ) -> Option<(Option<String>, Span, String)> {
+        let labels = self.labels(file, b, &["name"])?;
+        let name = labels[0].clone();
+        let span = self.header(file, b);
+        let parts = self.parts(file, &b.body, None, None);
+        let mut alias = None;
+        if let Some(a) = parts.attrs.get("alias") {
+            match self.const_string(file, a) {
+                Some(s) if valid_name(&s) => alias = Some(s),
+                Some(_) => {
+                    let sp = self.span(file, &a.value);
+                    self.err(
+                        sp,
+                        "Invalid provider configuration alias",
+                        "An alias must be a valid name. A name must start with a letter or \
+                         underscore and may contain only letters, digits, underscores, and dashes.",
+                    );
+                    return None;
+                }
+                None => return None,
+            }
+        }
+        if let Some(prev) = m.provider(&name, alias.as_deref()) {
+            let was = self.range_str(prev.span);
+            let detail = match &alias {
+                None => format!(
+                    "A default (non-aliased) provider configuration for {} was already given at \
+                     {was}. If multiple configurations are required, set the \"alias\" argument \
+                     for alternative configurations.",
+                    quote(&name)
+                ),
+                Some(a) => format!(
+                    "A provider configuration for {} with alias {} was already given at {was}. \
+                     Each configuration for the same provider must have a distinct alias.",
+                    quote(&name),
+                    quote(a)
+                ),
+            };
+            self.err(span, "Duplicate provider configuration", detail);
+            return None;
+        }
+        Some((alias, span, name))
+    }
+
+    /// `provider = sim` or `provider = sim.east`.
+    pub(in crate::config) fn provider_ref(
+        &mut self,
+        file: FileId,
+        e: &Expression,
+    ) -> Option<ProviderRef> {
+        let span = self.span(file, e);
+        let r = match e {
+            Expression::Variable(v) => Some((v.as_str().to_string(), None)),
+            Expression::Traversal(t) => match (&t.expr, t.operators.as_slice()) {
+                (Expression::Variable(v), [op]) => match op.value() {
+                    TraversalOperator::GetAttr(a) => {
+                        Some((v.as_str().to_string(), Some(a.as_str().to_string())))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        match r {
+            Some((name, alias)) => Some(ProviderRef { name, alias, span }),
+            None => {
+                self.err(
+                    span,
+                    "Invalid provider reference",
+                    "A provider reference is a provider name followed by an optional alias, \
+                     like \"sim.east\", without quotes.",
+                );
+                None
+            }
+        }
+    }
+}
