@@ -354,78 +354,13 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
         Err(d) => return ctx.fail(d, a.ui.no_color),
     };
     if a.ui.json {
-        let store_json = state_values_json(&snap);
+        let store_json = crate::engine::tfstate::show_json(&snap);
         let text = serde_json::to_string(&store_json).unwrap_or_default();
         ctx.out(&format!("{text}\n"));
     } else {
         ctx.out(&render_state(&snap, &opts));
     }
     Exit::Ok
-}
-
-/// The current state in the shape of `terraform show -json` (no plan): `format_version` and
-/// `values` with `outputs` and the `root_module`'s resources (child modules nested).
-fn state_values_json(snap: &Snapshot) -> J {
-    let doc = cairn_state::export_tfstate(snap, "", snap.head);
-    let mut outputs = Map::new();
-    for (name, o) in &snap.outputs {
-        let v = crate::value::Value::from_stored(&o.value);
-        outputs.insert(
-            name.clone(),
-            json!({"sensitive": o.sensitive, "value": v.to_json(),
-                   "type": crate::plan::json::type_json(&v.type_of())}),
-        );
-    }
-    let mut by_module: std::collections::BTreeMap<String, Vec<J>> = Default::default();
-    for r in doc["resources"].as_array().into_iter().flatten() {
-        let module = r["module"].as_str().unwrap_or("").to_string();
-        for inst in r["instances"].as_array().into_iter().flatten() {
-            let mut addr = String::new();
-            if !module.is_empty() {
-                addr.push_str(&module);
-                addr.push('.');
-            }
-            if r["mode"] == "data" {
-                addr.push_str("data.");
-            }
-            addr.push_str(&format!(
-                "{}.{}",
-                r["type"].as_str().unwrap_or(""),
-                r["name"].as_str().unwrap_or("")
-            ));
-            let mut o = json!({
-                "address": addr,
-                "mode": r["mode"],
-                "type": r["type"],
-                "name": r["name"],
-                "provider_name": r["provider"],
-                "schema_version": 0,
-                "values": inst["attributes"],
-            });
-            if let Some(k) = inst.get("index_key") {
-                o["index"] = k.clone();
-                let key = match k {
-                    J::String(s) => format!("[{}]", cairn_state::quote(s)),
-                    other => format!("[{other}]"),
-                };
-                o["address"] = J::String(format!("{addr}{key}"));
-            }
-            by_module.entry(module.clone()).or_default().push(o);
-        }
-    }
-    let mut root = json!({"resources": by_module.remove("").unwrap_or_default()});
-    if !by_module.is_empty() {
-        root["child_modules"] = J::Array(
-            by_module
-                .into_iter()
-                .map(|(m, rs)| json!({"address": m, "resources": rs}))
-                .collect(),
-        );
-    }
-    json!({
-        "format_version": "1.0",
-        "values": {"outputs": outputs, "root_module": root},
-    })
 }
 
 /// `graph`: the engine's graph as DOT, or as SVG through Graphviz.

@@ -4,6 +4,10 @@
 //!
 //! | file | job |
 //! | --- | --- |
+//! | `run.rs` | the engine API: one entry point per command |
+//! | `source.rs` | what a command starts from: configuration, inputs, providers, state |
+//! | `assemble.rs` | plan assembly; which providers a plan deletes, whether it is applyable |
+//! | `execute.rs` | carrying out an approved plan (apply walk, read-only records) |
 //! | `graph.rs` | the term graph, built by named steps; cycles with locations; DOT |
 //! | `walk.rs` | the one parallel walker (JoinSet + scheduler + `-parallelism` semaphore) |
 //! | `values.rs` | values per module instance, and the evaluation `Scope` |
@@ -16,12 +20,19 @@
 //! | `recover.rs` | pending operations left by a run that died |
 //! | `inspect.rs` | evaluation without providers or state |
 //! | `journal.rs` | the engine's handle on the event log |
+//! | `session.rs` | the run session: open, lock, begin, recover, journal, finish once |
+//! | `edit.rs` | state edits (`state rm`/`mv`/`import-tfstate`) as runs of their own |
+//! | `validate.rs` | `cairn validate`: types, schemas and cycles, without state |
+//! | `tfstate.rs` | Terraform state in and out (import, `state pull`, `show -json`) |
 //! | `providers.rs` | provider packages, configured instances, default providers |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
 pub mod apply;
+pub mod assemble;
 pub mod core;
 pub mod deferral;
+pub mod edit;
+pub mod execute;
 pub mod graph;
 pub mod imports;
 pub mod inspect;
@@ -36,6 +47,9 @@ pub mod refresh;
 pub mod run;
 pub mod sabotage;
 pub mod session;
+pub mod source;
+pub mod tfstate;
+pub mod validate;
 pub mod values;
 pub mod walk;
 

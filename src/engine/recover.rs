@@ -9,8 +9,9 @@
 //! Nothing the cloud holds is ever forgotten. Writing commands record the resolutions as
 //! `PendingResolved` events; `plan` resolves them in memory only.
 
+use super::journal::Journal;
 use super::providers::Registry;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::Value;
 use cairn_state::{EventBody, OpAction, PendingOp, ResourceObject, Snapshot};
 use std::sync::Arc;
@@ -159,4 +160,45 @@ pub async fn resolve(
         });
     }
     (out, diags)
+}
+
+/// Resolves pending operations in memory (`record == None`) or recording them.
+pub(crate) async fn recover(
+    snapshot: &mut Snapshot,
+    registry: &Arc<Registry>,
+    journal: Option<&Journal>,
+    notes: &mut Vec<String>,
+    diags: &mut Diagnostics,
+) {
+    if snapshot.pending.is_empty() {
+        return;
+    }
+    let (resolutions, errors) = resolve(snapshot, registry).await;
+    diags.extend(errors);
+    for r in resolutions {
+        notes.push(r.message.clone());
+        match journal {
+            Some(j) => {
+                if let Err(d) = j.record(r.event).await {
+                    diags.push(d);
+                }
+            }
+            None => {
+                // In memory only: the plan's base stays the log's real head.
+                let head = snapshot.head;
+                let event = cairn_state::Event {
+                    seq: head,
+                    version: cairn_state::event::CURRENT_VERSION,
+                    time_ms: 0,
+                    run: 0,
+                    body: r.event,
+                };
+                snapshot.apply_owned(event);
+                snapshot.head = head;
+            }
+        }
+    }
+    if let Some(j) = journal {
+        *snapshot = j.snapshot();
+    }
 }
