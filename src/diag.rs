@@ -19,14 +19,14 @@ pub enum Severity {
 
 /// A file registered in a `SourceMap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FileId(pub u32);
+pub struct FileId(pub(crate) u32);
 
 /// A byte range in one source file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Span {
-    pub file: FileId,
-    pub start: usize,
-    pub end: usize,
+    pub(crate) file: FileId,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,13 +34,13 @@ pub struct Diagnostic {
     pub severity: Severity,
     pub summary: String,
     pub detail: String,
-    pub span: Option<Span>,
+    pub(crate) span: Option<Span>,
     /// The resource or provider address the problem belongs to, when it has one.
-    pub address: Option<String>,
+    pub(crate) address: Option<String>,
 }
 
 impl Diagnostic {
-    pub fn error(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn error(summary: impl Into<String>, detail: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,
             summary: summary.into(),
@@ -49,29 +49,29 @@ impl Diagnostic {
             address: None,
         }
     }
-    pub fn warning(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn warning(summary: impl Into<String>, detail: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,
             ..Diagnostic::error(summary, detail)
         }
     }
-    pub fn with_span(mut self, span: Option<Span>) -> Self {
+    pub(crate) fn with_span(mut self, span: Option<Span>) -> Self {
         if self.span.is_none() {
             self.span = span;
         }
         self
     }
-    pub fn with_address(mut self, address: impl ToString) -> Self {
+    pub(crate) fn with_address(mut self, address: impl ToString) -> Self {
         if self.address.is_none() {
             self.address = Some(address.to_string());
         }
         self
     }
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
     /// The same finding as a warning (a `check` block's, which never stops a run).
-    pub fn into_warning(self) -> Self {
+    pub(crate) fn into_warning(self) -> Self {
         Diagnostic {
             severity: Severity::Warning,
             ..self
@@ -81,34 +81,34 @@ impl Diagnostic {
 
 /// A collection of diagnostics, in the order they were found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Diagnostics(pub Vec<Diagnostic>);
+pub struct Diagnostics(pub(crate) Vec<Diagnostic>);
 
 impl Diagnostics {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Diagnostics(Vec::new())
     }
-    pub fn push(&mut self, d: Diagnostic) {
+    pub(crate) fn push(&mut self, d: Diagnostic) {
         self.0.push(d);
     }
-    pub fn extend(&mut self, other: impl IntoIterator<Item = Diagnostic>) {
+    pub(crate) fn extend(&mut self, other: impl IntoIterator<Item = Diagnostic>) {
         self.0.extend(other);
     }
     pub fn has_errors(&self) -> bool {
         self.0.iter().any(Diagnostic::is_error)
     }
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
     pub fn iter(&self) -> std::slice::Iter<'_, Diagnostic> {
         self.0.iter()
     }
-    pub fn error_count(&self) -> usize {
+    pub(crate) fn error_count(&self) -> usize {
         self.0.iter().filter(|d| d.is_error()).count()
     }
-    pub fn warning_count(&self) -> usize {
+    pub(crate) fn warning_count(&self) -> usize {
         self.0.len() - self.error_count()
     }
 }
@@ -143,10 +143,10 @@ impl FromIterator<Diagnostic> for Diagnostics {
 
 /// A line/column position: 1-based line and column (in characters), 0-based byte offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Pos {
-    pub line: usize,
-    pub column: usize,
-    pub byte: usize,
+pub(crate) struct Pos {
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+    pub(crate) byte: usize,
 }
 
 #[derive(Debug)]
@@ -167,7 +167,7 @@ struct SourceFile {
 /// Where a byte of a text made from others comes from, by its origins (`(offset here, file,
 /// offset there)`, by offset here): the last origin at or before it plus the distance, kept
 /// short of the next origin when that one is further on in the same file.
-pub fn anchored_offset(origins: &[(usize, FileId, usize)], byte: usize) -> (FileId, usize) {
+pub(crate) fn anchored_offset(origins: &[(usize, FileId, usize)], byte: usize) -> (FileId, usize) {
     let i = origins.partition_point(|a| a.0 <= byte);
     if i == 0 {
         return origins.first().map_or((FileId(0), 0), |o| (o.1, 0));
@@ -193,11 +193,11 @@ pub struct SourceMap {
 }
 
 impl SourceMap {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         SourceMap::default()
     }
 
-    pub fn add(&mut self, path: impl AsRef<Path>, text: impl Into<Arc<str>>) -> FileId {
+    pub(crate) fn add(&mut self, path: impl AsRef<Path>, text: impl Into<Arc<str>>) -> FileId {
         let text: Arc<str> = text.into();
         self.files.push(SourceFile {
             path: path.as_ref().to_path_buf(),
@@ -213,7 +213,7 @@ impl SourceMap {
     /// blocks merged with override files): spans are offsets into `text`; positions, paths
     /// and snippets are those of the files `origins` point into (`(offset in text, file,
     /// offset in that file)`, by offset in text). `json`: made from JSON syntax.
-    pub fn add_rewritten(
+    pub(crate) fn add_rewritten(
         &mut self,
         path: impl AsRef<Path>,
         text: impl Into<Arc<str>>,
@@ -228,17 +228,17 @@ impl SourceMap {
     }
 
     /// Marks a file as written in JSON syntax.
-    pub fn set_json(&mut self, file: FileId) {
+    pub(crate) fn set_json(&mut self, file: FileId) {
         self.files[file.0 as usize].json = true;
     }
 
     /// Whether a file is written in JSON syntax (or made from such a file).
-    pub fn is_json(&self, file: FileId) -> bool {
+    pub(crate) fn is_json(&self, file: FileId) -> bool {
         self.files[file.0 as usize].json
     }
 
     /// The file and byte users see for a byte of `file` (through its origins, if any).
-    pub fn resolve(&self, file: FileId, byte: usize) -> (FileId, usize) {
+    pub(crate) fn resolve(&self, file: FileId, byte: usize) -> (FileId, usize) {
         let (mut file, mut byte) = (file, byte);
         // Origins always point at files added earlier: this ends.
         while let Some(o) = &self.files[file.0 as usize].origins {
@@ -264,26 +264,26 @@ impl SourceMap {
     }
 
     /// The path users see for a span starting at `byte` of `file`.
-    pub fn path_at(&self, file: FileId, byte: usize) -> &Path {
+    pub(crate) fn path_at(&self, file: FileId, byte: usize) -> &Path {
         self.path(self.resolve(file, byte).0)
     }
 
     /// Every file: its path and text.
-    pub fn files(&self) -> impl Iterator<Item = (&Path, &str)> {
+    pub(crate) fn files(&self) -> impl Iterator<Item = (&Path, &str)> {
         self.files.iter().map(|f| (f.path.as_path(), &*f.text))
     }
 
-    pub fn path(&self, file: FileId) -> &Path {
+    pub(crate) fn path(&self, file: FileId) -> &Path {
         &self.files[file.0 as usize].path
     }
 
-    pub fn text(&self, file: FileId) -> &str {
+    pub(crate) fn text(&self, file: FileId) -> &str {
         &self.files[file.0 as usize].text
     }
 
     /// The line, column and byte of a byte of `file`, in the text users see (the JSON of a
     /// `.tf.json` file).
-    pub fn pos(&self, file: FileId, byte: usize) -> Pos {
+    pub(crate) fn pos(&self, file: FileId, byte: usize) -> Pos {
         let (text, line_starts, byte) = self.shown(file, byte);
         let byte = byte.min(text.len());
         let line = line_starts.partition_point(|&s| s <= byte) - 1;
@@ -301,7 +301,7 @@ impl SourceMap {
     }
 
     /// `file:line:col` of a span's start.
-    pub fn location(&self, span: Span) -> String {
+    pub(crate) fn location(&self, span: Span) -> String {
         let p = self.pos(span.file, span.start);
         format!(
             "{}:{}:{}",

@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-pub mod binary512;
+pub(crate) mod binary512;
 mod format;
-pub use format::{format_hcl, write_hcl, write_quoted};
+pub(crate) use format::{format_hcl, write_hcl, write_quoted};
 
 /// A type, as a type constraint or as the type of a value. `Dynamic` is Terraform's `any`.
 #[derive(Clone, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
@@ -123,7 +123,7 @@ impl Type {
     pub fn list(t: Type) -> Type {
         Type::List(Box::new(t))
     }
-    pub fn set(t: Type) -> Type {
+    pub(crate) fn set(t: Type) -> Type {
         Type::Set(Box::new(t))
     }
     pub fn map(t: Type) -> Type {
@@ -179,7 +179,7 @@ impl fmt::Display for Type {
 /// `Number::new`; the arithmetic that keeps the sign of a zero is `neg`, `add`, `sub`, `mul`,
 /// `div` and `rem`, with IEEE 754's rules, as Go's `big.Float` has them.
 #[derive(Clone, Debug)]
-pub struct Number(pub BigDecimal, bool);
+pub struct Number(pub(crate) BigDecimal, bool);
 
 impl PartialEq for Number {
     fn eq(&self, other: &Number) -> bool {
@@ -207,17 +207,17 @@ impl Ord for Number {
 /// its leading digit or of its last digit) lies within ±`MAX_EXPONENT`. Terraform's numbers
 /// reach far beyond, but a configuration never needs them, and an exponent of a billion is
 /// a gigabyte of digits to print (hostile input: `1e-99999999999`).
-pub const MAX_EXPONENT: i64 = 100_000;
+pub(crate) const MAX_EXPONENT: i64 = 100_000;
 
 /// The bound on one string (bytes) and one collection (elements) that templates and functions
 /// may build, in every command: hostile input (a template doubling a string eighty times,
 /// `range(1e9)`) hits it and gets a diagnostic instead of exhausting memory.
-pub const MAX_STRING_BYTES: usize = 16 << 20;
-pub const MAX_ELEMENTS: usize = 1 << 20;
+pub(crate) const MAX_STRING_BYTES: usize = 16 << 20;
+pub(crate) const MAX_ELEMENTS: usize = 1 << 20;
 
 /// Whether a value stays within `MAX_STRING_BYTES` / `MAX_ELEMENTS` at its top level (a
 /// value's parts were checked when they were built).
-pub fn within_size_bounds(v: &Value) -> Result<(), String> {
+pub(crate) fn within_size_bounds(v: &Value) -> Result<(), String> {
     match v.unmarked() {
         Value::String(s) if s.len() > MAX_STRING_BYTES => Err(format!(
             "the result is a string of {} bytes, beyond the bound of {MAX_STRING_BYTES} bytes \
@@ -234,7 +234,7 @@ pub fn within_size_bounds(v: &Value) -> Result<(), String> {
 }
 
 /// Why a number is refused: the bound it hit, for diagnostics.
-pub fn number_range_error() -> String {
+pub(crate) fn number_range_error() -> String {
     format!(
         "numbers are bounded to decimal exponents between -{MAX_EXPONENT} and {MAX_EXPONENT}, \
          so that hostile input cannot exhaust memory; this one is beyond"
@@ -243,7 +243,7 @@ pub fn number_range_error() -> String {
 
 impl Number {
     /// Whether a decimal is within the bound `MAX_EXPONENT`.
-    pub fn in_range(d: &BigDecimal) -> bool {
+    pub(crate) fn in_range(d: &BigDecimal) -> bool {
         let (digits, scale) = d.as_bigint_and_exponent();
         if digits == 0.into() {
             return true;
@@ -257,59 +257,59 @@ impl Number {
             && (-MAX_EXPONENT..=MAX_EXPONENT).contains(&first)
     }
 
-    pub fn new(d: BigDecimal) -> Number {
+    pub(crate) fn new(d: BigDecimal) -> Number {
         Number(d, false)
     }
-    pub fn negative_zero() -> Number {
+    pub(crate) fn negative_zero() -> Number {
         Number(BigDecimal::from(0), true)
     }
     /// A zero with the sign `negative`, or `d` when it is not zero.
-    pub fn signed(d: BigDecimal, negative: bool) -> Number {
+    pub(crate) fn signed(d: BigDecimal, negative: bool) -> Number {
         let neg_zero = negative && d.is_zero();
         Number(d, neg_zero)
     }
     /// Whether this is `-0`.
-    pub fn is_negative_zero(&self) -> bool {
+    pub(crate) fn is_negative_zero(&self) -> bool {
         self.1
     }
     /// The sign bit, as a binary float has it: set for negatives and for `-0`.
-    pub fn sign_bit(&self) -> bool {
+    pub(crate) fn sign_bit(&self) -> bool {
         self.1 || self.0.is_negative()
     }
-    pub fn from_i64(i: i64) -> Number {
+    pub(crate) fn from_i64(i: i64) -> Number {
         Number::new(BigDecimal::from(i))
     }
-    pub fn from_f64(f: f64) -> Option<Number> {
+    pub(crate) fn from_f64(f: f64) -> Option<Number> {
         let d = BigDecimal::try_from(f).ok()?;
         Some(Number::signed(d, f.is_sign_negative()))
     }
     /// `-x`.
-    pub fn neg(&self) -> Number {
+    pub(crate) fn neg(&self) -> Number {
         Number::signed(-self.0.clone(), !self.sign_bit())
     }
     /// `x + y`, rounded as cty rounds (`binary512::canonical`). An exact zero is `-0` only
     /// when both operands are `-0` (IEEE 754, rounding to nearest).
-    pub fn add(&self, y: &Number) -> Number {
+    pub(crate) fn add(&self, y: &Number) -> Number {
         let both_neg = self.1 && y.1;
         Number::signed(binary512::canonical(&self.0 + &y.0), both_neg)
     }
     /// `x - y`: `x + (-y)`.
-    pub fn sub(&self, y: &Number) -> Number {
+    pub(crate) fn sub(&self, y: &Number) -> Number {
         self.add(&y.neg())
     }
     /// `x × y`: a zero takes the sign of the operands' signs combined.
-    pub fn mul(&self, y: &Number) -> Number {
+    pub(crate) fn mul(&self, y: &Number) -> Number {
         let d = binary512::canonical(&self.0 * &y.0);
         Number::signed(d, self.sign_bit() != y.sign_bit())
     }
     /// `x / y`, for a `y` that is not zero.
-    pub fn div(&self, y: &Number) -> Number {
+    pub(crate) fn div(&self, y: &Number) -> Number {
         let d = binary512::divide(&self.0, &y.0);
         Number::signed(d, self.sign_bit() != y.sign_bit())
     }
     /// `x % y` as cty computes it, for a `y` that is not zero: `x - trunc(x / y) × y`, where
     /// the truncated quotient is an integer (never `-0`), so `-0 % 5` is `-0` and `-5 % 5` is 0.
-    pub fn rem(&self, y: &Number) -> Number {
+    pub(crate) fn rem(&self, y: &Number) -> Number {
         Number::signed(binary512::canonical(&self.0 % &y.0), self.1)
     }
     /// The value as an integer, if it is one and fits.
@@ -321,14 +321,14 @@ impl Number {
             None
         }
     }
-    pub fn to_f64(&self) -> f64 {
+    pub(crate) fn to_f64(&self) -> f64 {
         use bigdecimal::ToPrimitive;
         match self.1 {
             true => -0.0,
             false => self.0.to_f64().unwrap_or(f64::NAN),
         }
     }
-    pub fn is_integer(&self) -> bool {
+    pub(crate) fn is_integer(&self) -> bool {
         self.0.is_integer()
     }
 }
@@ -418,7 +418,7 @@ pub enum Value {
 }
 
 /// `s` in Unicode Normalization Form C, as every cty string is (`cty.StringVal`).
-pub fn nfc(s: String) -> String {
+pub(crate) fn nfc(s: String) -> String {
     use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization as _};
     if s.is_ascii() || is_nfc_quick(s.chars()) == IsNormalized::Yes {
         s
@@ -429,7 +429,7 @@ pub fn nfc(s: String) -> String {
 
 impl Value {
     /// The value with every string in it (map keys included) in Unicode NFC.
-    pub fn nfc(self) -> Value {
+    pub(crate) fn nfc(self) -> Value {
         let map = |m: BTreeMap<String, Value>| -> BTreeMap<String, Value> {
             m.into_iter().map(|(k, v)| (nfc(k), v.nfc())).collect()
         };
@@ -454,19 +454,19 @@ impl Value {
     pub fn string(s: impl Into<String>) -> Value {
         Value::String(s.into())
     }
-    pub fn int(i: i64) -> Value {
+    pub(crate) fn int(i: i64) -> Value {
         Value::Number(Number::from_i64(i))
     }
     pub fn object(attrs: impl IntoIterator<Item = (impl Into<String>, Value)>) -> Value {
         Value::Object(attrs.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
     /// A set: sorts and deduplicates its elements.
-    pub fn set(mut elems: Vec<Value>) -> Value {
+    pub(crate) fn set(mut elems: Vec<Value>) -> Value {
         elems.sort_by(canonical_cmp);
         elems.dedup();
         Value::Set(elems)
     }
-    pub fn sensitive(self) -> Value {
+    pub(crate) fn sensitive(self) -> Value {
         match self {
             v @ Value::Sensitive(_) => v,
             v => Value::Sensitive(Box::new(v)),
@@ -474,14 +474,14 @@ impl Value {
     }
 
     /// The value without its sensitive mark (only the top level).
-    pub fn unmarked(&self) -> &Value {
+    pub(crate) fn unmarked(&self) -> &Value {
         match self {
             Value::Sensitive(v) => v.unmarked(),
             v => v,
         }
     }
     /// Removes sensitive marks everywhere, reporting whether there were any.
-    pub fn deep_unmark(self) -> (Value, bool) {
+    pub(crate) fn deep_unmark(self) -> (Value, bool) {
         let mut marked = false;
         let v = self.map_deep(&mut |v| match v {
             Value::Sensitive(inner) => {
@@ -492,11 +492,11 @@ impl Value {
         });
         (v, marked)
     }
-    pub fn is_sensitive(&self) -> bool {
+    pub(crate) fn is_sensitive(&self) -> bool {
         matches!(self, Value::Sensitive(_))
     }
     /// True when any part of the value is sensitive.
-    pub fn contains_sensitive(&self) -> bool {
+    pub(crate) fn contains_sensitive(&self) -> bool {
         match self {
             Value::Sensitive(_) => true,
             Value::List(v) | Value::Set(v) | Value::Tuple(v) => {
@@ -527,7 +527,7 @@ impl Value {
         }
     }
     /// Paths (`a.b[0]`) of every unknown inside the value, for messages and `after_unknown`.
-    pub fn unknown_paths(&self) -> Vec<String> {
+    pub(crate) fn unknown_paths(&self) -> Vec<String> {
         fn walk(v: &Value, path: &mut String, out: &mut Vec<String>) {
             match v {
                 Value::Unknown(_) => out.push(path.clone()),
@@ -572,7 +572,7 @@ impl Value {
             _ => None,
         }
     }
-    pub fn as_bool(&self) -> Option<bool> {
+    pub(crate) fn as_bool(&self) -> Option<bool> {
         match self.unmarked() {
             Value::Bool(b) => Some(*b),
             _ => None,
@@ -607,7 +607,7 @@ impl Value {
     }
 
     /// The type of this value (collections take the type of their first element).
-    pub fn type_of(&self) -> Type {
+    pub(crate) fn type_of(&self) -> Type {
         match self {
             Value::Null(t) | Value::Unknown(t) => t.clone(),
             Value::Bool(_) => Type::Bool,
@@ -628,7 +628,7 @@ impl Value {
     }
 
     /// Applies `f` bottom-up to every value inside this one, and then to this one.
-    pub fn map_deep(self, f: &mut impl FnMut(Value) -> Value) -> Value {
+    pub(crate) fn map_deep(self, f: &mut impl FnMut(Value) -> Value) -> Value {
         let v = match self {
             Value::List(v) => Value::List(v.into_iter().map(|e| e.map_deep(f)).collect()),
             Value::Set(v) => Value::set(v.into_iter().map(|e| e.map_deep(f)).collect()),
@@ -730,7 +730,7 @@ impl Value {
     }
 
     /// From plain JSON: arrays become tuples and objects become objects, as `jsondecode` does.
-    pub fn from_json(j: &serde_json::Value) -> Value {
+    pub(crate) fn from_json(j: &serde_json::Value) -> Value {
         use serde_json::Value as J;
         match j {
             J::Null => Value::null(),
@@ -752,7 +752,7 @@ impl Value {
 }
 
 /// The canonical order of values in a set: by kind, then by content.
-pub fn canonical_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
+pub(crate) fn canonical_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
     fn rank(v: &Value) -> u8 {
         match v {
             Value::Bool(_) => 0,

@@ -32,7 +32,7 @@ const PLAIN: Ctx<'static> = Ctx {
 };
 
 /// Checks the references of every module in the tree (see the module docs).
-pub fn check_references(config: &Config) -> Diagnostics {
+pub(crate) fn check_references(config: &Config) -> Diagnostics {
     let mut diags = Diagnostics::new();
     for m in config.modules() {
         check_module(m, &mut diags);
@@ -283,7 +283,7 @@ fn check_one(m: &Module, r: &Reference, ctx: Ctx) -> Option<Diagnostic> {
 }
 
 /// Terraform's error for a reference to a `check` block's data source from outside it.
-pub fn scoped_reference(r: &super::Resource, from: Option<&str>) -> Option<Diagnostic> {
+pub(crate) fn scoped_reference(r: &super::Resource, from: Option<&str>) -> Option<Diagnostic> {
     let scope = r.check.as_deref()?;
     (from != Some(scope)).then(|| {
         Diagnostic::error(

@@ -30,27 +30,27 @@ use jsonc_parser::common::Ranged;
 
 /// A JSON configuration file rewritten as HCL.
 #[derive(Debug, Default)]
-pub struct Translated {
-    pub hcl: String,
+pub(crate) struct Translated {
+    pub(crate) hcl: String,
     /// `(hcl offset, json offset)`, by increasing HCL offset: each piece of `hcl` from an
     /// anchor on comes from the JSON text at the anchor's JSON offset on. JSON offsets go
     /// back where a block's header repeats a key written once (`"resource"` for every
     /// resource).
-    pub anchors: Vec<(usize, usize)>,
+    pub(crate) anchors: Vec<(usize, usize)>,
 }
 
 /// A problem found in the JSON, with byte offsets into the JSON text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct JsonError {
-    pub start: usize,
-    pub end: usize,
-    pub summary: &'static str,
-    pub detail: String,
+pub(crate) struct JsonError {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) summary: &'static str,
+    pub(crate) detail: String,
 }
 
 /// Which file a JSON text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// `*.tf.json`: a configuration body.
     Config,
     /// `*.tfvars.json`: an object of variable values (literal strings).
@@ -217,7 +217,11 @@ fn innermost_open(text: &str, at: usize) -> Option<char> {
 /// Rewrites a JSON file as HCL (see the module docs). `None` when the text is not JSON (the
 /// syntax error is in the list); otherwise the HCL of everything that could be rewritten,
 /// with the structural errors found.
-pub fn translate(text: &str, path: &str, kind: Kind) -> (Option<Translated>, Vec<JsonError>) {
+pub(crate) fn translate(
+    text: &str,
+    path: &str,
+    kind: Kind,
+) -> (Option<Translated>, Vec<JsonError>) {
     let root = match parse(text) {
         Ok(v) => v,
         Err(e) => return (None, vec![e]),

@@ -25,9 +25,9 @@ use std::path::PathBuf;
 /// A loaded configuration: the root module with its tree of children, and every source file.
 #[derive(Debug)]
 pub struct Config {
-    pub root: Module,
+    pub(crate) root: Module,
     pub sources: SourceMap,
-    pub root_dir: PathBuf,
+    pub(crate) root_dir: PathBuf,
 }
 
 impl Config {
@@ -35,7 +35,7 @@ impl Config {
     /// root `import` block whose resource has none (the plan fills in its configuration from
     /// the imported object). A block with `for_each` gets Terraform's error instead: generation
     /// makes one resource without `for_each`, which such a block cannot import into.
-    pub fn generate_import_blocks(&mut self) -> crate::diag::Diagnostics {
+    pub(crate) fn generate_import_blocks(&mut self) -> crate::diag::Diagnostics {
         let mut diags = crate::diag::Diagnostics::new();
         let blocks = self.root.imports.clone();
         for b in blocks {
@@ -77,7 +77,7 @@ impl Config {
     }
 
     /// The module at a static path (instance keys are ignored).
-    pub fn module(&self, path: &ModulePath) -> Option<&Module> {
+    pub(crate) fn module(&self, path: &ModulePath) -> Option<&Module> {
         let mut m = &self.root;
         for step in &path.0 {
             m = m.children.get(&step.name)?;
@@ -87,7 +87,7 @@ impl Config {
 
     /// Every provider the configuration needs, by source address, with every module's version
     /// constraints merged (Terraform's rule: all must hold).
-    pub fn provider_requirements(&self) -> BTreeMap<SourceAddr, ProviderRequirement> {
+    pub(crate) fn provider_requirements(&self) -> BTreeMap<SourceAddr, ProviderRequirement> {
         let mut out: BTreeMap<SourceAddr, ProviderRequirement> = BTreeMap::new();
         for m in self.modules() {
             for name in m.provider_names() {
@@ -122,11 +122,11 @@ impl Config {
 #[derive(Debug, Clone)]
 pub struct Module {
     /// Static path from the root (no instance keys).
-    pub path: ModulePath,
-    pub dir: PathBuf,
-    pub required_providers: BTreeMap<String, RequiredProvider>,
-    pub providers: Vec<ProviderBlock>,
-    pub variables: BTreeMap<String, Variable>,
+    pub(crate) path: ModulePath,
+    pub(crate) dir: PathBuf,
+    pub(crate) required_providers: BTreeMap<String, RequiredProvider>,
+    pub(crate) providers: Vec<ProviderBlock>,
+    pub(crate) variables: BTreeMap<String, Variable>,
     pub locals: BTreeMap<String, Local>,
     /// Boxed: a `Resource` is large (its body and meta-argument expressions), and a module
     /// with thousands of them would otherwise shift whole resources inside the map's nodes
@@ -135,52 +135,52 @@ pub struct Module {
     pub outputs: BTreeMap<String, Output>,
     /// `check` blocks by name: assertions whose failures are warnings. Their scoped `data`
     /// blocks are in `resources`, with `Resource::check` naming the block.
-    pub checks: BTreeMap<String, Check>,
-    pub calls: BTreeMap<String, ModuleCall>,
+    pub(crate) checks: BTreeMap<String, Check>,
+    pub(crate) calls: BTreeMap<String, ModuleCall>,
     /// The loaded child module of each call in `calls` whose source could be loaded.
-    pub children: BTreeMap<String, Module>,
+    pub(crate) children: BTreeMap<String, Module>,
     /// `import` blocks and provisioners other than `local-exec` (kind, header): Terraform's
     /// valid blocks that Cairn does not act on. `inspect` (which has no state to import
     /// against) reads past them; every other command reports them (`unsupported_blocks`).
-    pub state_blocks: Vec<(String, Span)>,
+    pub(crate) state_blocks: Vec<(String, Span)>,
     /// `moved` blocks, in file order: applied to the prior state at the start of a plan
     /// (`engine::moves`).
-    pub moved: Vec<MovedBlock>,
+    pub(crate) moved: Vec<MovedBlock>,
     /// `removed` blocks, in file order.
-    pub removed: Vec<RemovedBlock>,
+    pub(crate) removed: Vec<RemovedBlock>,
     /// `import` blocks (root module only: in a child module they are a load error).
-    pub imports: Vec<ImportBlock>,
+    pub(crate) imports: Vec<ImportBlock>,
     /// `terraform { backend "pg" { … } }`: where the state lives (root module only; `None`:
     /// the local state directory).
-    pub backend: Option<BackendBlock>,
+    pub(crate) backend: Option<BackendBlock>,
 }
 
 /// A `backend` block Cairn uses: its type and its arguments (constant strings).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackendBlock {
-    pub kind: String,
-    pub args: BTreeMap<String, String>,
-    pub span: Span,
+pub(crate) struct BackendBlock {
+    pub(crate) kind: String,
+    pub(crate) args: BTreeMap<String, String>,
+    pub(crate) span: Span,
 }
 
 /// `moved { from = … to = … }`: addresses relative to the block's module. Both are modules
 /// (calls or instances) or both are resources or resource instances (checked at load).
 #[derive(Debug, Clone, PartialEq)]
-pub struct MovedBlock {
-    pub from: cairn_state::Target,
-    pub to: cairn_state::Target,
+pub(crate) struct MovedBlock {
+    pub(crate) from: cairn_state::Target,
+    pub(crate) to: cairn_state::Target,
     /// The block's header (`moved`): where its diagnostics point, as Terraform's do.
-    pub span: Span,
+    pub(crate) span: Span,
 }
 
 /// `removed { from = … lifecycle { destroy = … } }`: a resource or module (never an
 /// instance), relative to the block's module.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RemovedBlock {
-    pub from: cairn_state::Target,
+pub(crate) struct RemovedBlock {
+    pub(crate) from: cairn_state::Target,
     /// `lifecycle { destroy }`; `true` when absent (Terraform's default).
-    pub destroy: bool,
-    pub span: Span,
+    pub(crate) destroy: bool,
+    pub(crate) span: Span,
 }
 
 /// `import { to = ADDR  id = EXPR  for_each = EXPR  provider = NAME.ALIAS }`: adopt an
@@ -189,25 +189,25 @@ pub struct RemovedBlock {
 pub struct ImportBlock {
     /// The target's static resource: its module path without instance keys, and its key
     /// (always a managed resource).
-    pub module: ModulePath,
-    pub key: ResourceKey,
+    pub(crate) module: ModulePath,
+    pub(crate) key: ResourceKey,
     /// `to` as written: a traversal whose index steps may use `each` (evaluated per element
     /// of `for_each` by `engine::imports::targets`).
-    pub to: Expression,
-    pub id: Expression,
-    pub for_each: Option<Expression>,
-    pub provider: Option<ProviderRef>,
-    pub file: FileId,
+    pub(crate) to: Expression,
+    pub(crate) id: Expression,
+    pub(crate) for_each: Option<Expression>,
+    pub(crate) provider: Option<ProviderRef>,
+    pub(crate) file: FileId,
     /// The block header (`import`).
-    pub span: Span,
-    pub to_span: Span,
-    pub id_span: Span,
+    pub(crate) span: Span,
+    pub(crate) to_span: Span,
+    pub(crate) id_span: Span,
 }
 
 /// A diagnostic for each block in `Module::state_blocks` of the tree: an error for a command
 /// that would have to act on them (it must not silently ignore them), a warning for
 /// `validate` (the configuration is valid Terraform; Cairn's plan would refuse it).
-pub fn unsupported_blocks(config: &Config, error: bool) -> crate::diag::Diagnostics {
+pub(crate) fn unsupported_blocks(config: &Config, error: bool) -> crate::diag::Diagnostics {
     let mut diags = crate::diag::Diagnostics::new();
     for m in config.modules() {
         for (kind, span) in &m.state_blocks {
@@ -242,7 +242,7 @@ pub fn unsupported_blocks(config: &Config, error: bool) -> crate::diag::Diagnost
 
 impl Module {
     /// A module with no blocks yet.
-    pub fn empty(path: ModulePath, dir: PathBuf) -> Module {
+    pub(crate) fn empty(path: ModulePath, dir: PathBuf) -> Module {
         Module {
             path,
             dir,
@@ -265,7 +265,7 @@ impl Module {
 
     /// The source address a provider local name stands for in this module: its
     /// `required_providers` entry, or `hashicorp/NAME` (Terraform's default).
-    pub fn provider_source(&self, local: &str) -> SourceAddr {
+    pub(crate) fn provider_source(&self, local: &str) -> SourceAddr {
         self.required_providers
             .get(local)
             .map(|r| r.addr.clone())
@@ -275,7 +275,7 @@ impl Module {
     /// The provider local names this module uses: its `required_providers`, provider blocks,
     /// and the provider of every resource and data source (`provider = x.y` or its type's
     /// prefix).
-    pub fn provider_names(&self) -> std::collections::BTreeSet<String> {
+    pub(crate) fn provider_names(&self) -> std::collections::BTreeSet<String> {
         let mut out: std::collections::BTreeSet<String> =
             self.required_providers.keys().cloned().collect();
         out.extend(self.providers.iter().map(|p| p.name.clone()));
@@ -289,7 +289,7 @@ impl Module {
     }
 
     /// The provider block for a local name and alias, if this module declares one.
-    pub fn provider(&self, name: &str, alias: Option<&str>) -> Option<&ProviderBlock> {
+    pub(crate) fn provider(&self, name: &str, alias: Option<&str>) -> Option<&ProviderBlock> {
         self.providers
             .iter()
             .find(|p| p.name == name && p.alias.as_deref() == alias)
@@ -298,58 +298,57 @@ impl Module {
 
 /// `terraform { required_providers { NAME = { source = "...", version = "..." } } }`
 #[derive(Debug, Clone, PartialEq)]
-pub struct RequiredProvider {
-    pub name: String,
+pub(crate) struct RequiredProvider {
+    pub(crate) name: String,
     /// `source`, e.g. `cairn/sim` (the last segment is the package); `None` when only a
     /// version string was given.
-    pub source: Option<String>,
-    pub version: Option<String>,
+    pub(crate) source: Option<String>,
+    pub(crate) version: Option<String>,
     /// The parsed source address: `source`, or `hashicorp/NAME` without one (an invalid
     /// source is a load diagnostic and leaves the implied address here).
-    pub addr: SourceAddr,
+    pub(crate) addr: SourceAddr,
     /// The parsed `version` constraints (empty without one, or when invalid: a diagnostic).
-    pub constraints: Constraints,
-    pub span: Span,
+    pub(crate) constraints: Constraints,
+    pub(crate) span: Span,
 }
 
 /// Every provider a configuration needs, over all its modules.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProviderRequirement {
+pub(crate) struct ProviderRequirement {
     /// The constraints of every module that states some, merged (all must hold).
-    pub constraints: Constraints,
+    pub(crate) constraints: Constraints,
     /// The modules that need it (static paths, root first), for messages.
-    pub modules: Vec<ModulePath>,
+    pub(crate) modules: Vec<ModulePath>,
 }
 
 /// `provider "NAME" { alias = "..." ... }`
 #[derive(Debug, Clone)]
-pub struct ProviderBlock {
+pub(crate) struct ProviderBlock {
     /// The local name (the provider package unless `required_providers` maps it).
-    pub name: String,
-    pub alias: Option<String>,
+    pub(crate) name: String,
+    pub(crate) alias: Option<String>,
     /// The arguments and blocks, without `alias`.
-    pub body: Body,
-    pub file: FileId,
+    pub(crate) body: Body,
+    pub(crate) file: FileId,
     /// Written in JSON (`.tf.json`): nested blocks may be arguments (`eval_config_body`).
-    pub json: bool,
+    pub(crate) json: bool,
     /// The block header.
-    pub span: Span,
+    pub(crate) span: Span,
 }
 
 /// `variable "NAME" { ... }`
 #[derive(Debug, Clone)]
-pub struct Variable {
-    pub name: String,
+pub(crate) struct Variable {
+    pub(crate) name: String,
     /// The type constraint; `Type::Dynamic` when absent.
-    pub ty: Type,
+    pub(crate) ty: Type,
     /// The default, already converted to `ty` (with `optional()` defaults applied).
-    pub default: Option<Value>,
-    pub description: Option<String>,
-    pub sensitive: bool,
-    pub nullable: bool,
-    pub validations: Vec<Validation>,
-    pub file: FileId,
-    pub span: Span,
+    pub(crate) default: Option<Value>,
+    pub(crate) sensitive: bool,
+    pub(crate) nullable: bool,
+    pub(crate) validations: Vec<Validation>,
+    pub(crate) file: FileId,
+    pub(crate) span: Span,
 }
 
 /// A condition block: a variable's `validation`, a resource's or data source's
@@ -357,31 +356,30 @@ pub struct Variable {
 /// `{ condition = ..., error_message = ... }`. `span` is the condition expression's.
 #[derive(Debug, Clone)]
 pub struct Validation {
-    pub condition: Expression,
-    pub error_message: Expression,
-    pub span: Span,
+    pub(crate) condition: Expression,
+    pub(crate) error_message: Expression,
+    pub(crate) span: Span,
 }
 
 /// One entry of a `locals` block.
 #[derive(Debug, Clone)]
 pub struct Local {
-    pub name: String,
     pub expr: Expression,
     pub file: FileId,
     /// The whole `name = expr` line.
-    pub span: Span,
+    pub(crate) span: Span,
 }
 
 /// The key of a resource within its module: mode, type, name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceKey {
-    pub mode: Mode,
-    pub type_: String,
-    pub name: String,
+    pub(crate) mode: Mode,
+    pub(crate) type_: String,
+    pub(crate) name: String,
 }
 
 impl ResourceKey {
-    pub fn addr(&self, module: ModulePath) -> ResourceAddr {
+    pub(crate) fn addr(&self, module: ModulePath) -> ResourceAddr {
         ResourceAddr::new(module, self.mode, &self.type_, &self.name)
     }
 }
@@ -389,61 +387,61 @@ impl ResourceKey {
 /// `resource "TYPE" "NAME" { ... }` or `data "TYPE" "NAME" { ... }`
 #[derive(Debug, Clone)]
 pub struct Resource {
-    pub mode: Mode,
-    pub type_: String,
-    pub name: String,
+    pub(crate) mode: Mode,
+    pub(crate) type_: String,
+    pub(crate) name: String,
     /// Boxed, as `for_each`: an absent expression would take an `Expression`'s 128 bytes in
     /// every resource (10,000 resources: 2.4 MiB of nothing).
-    pub count: Option<Box<Expression>>,
-    pub for_each: Option<Box<Expression>>,
-    pub provider: Option<ProviderRef>,
-    pub depends_on: Vec<DependsOn>,
-    pub lifecycle: Lifecycle,
+    pub(crate) count: Option<Box<Expression>>,
+    pub(crate) for_each: Option<Box<Expression>>,
+    pub(crate) provider: Option<ProviderRef>,
+    pub(crate) depends_on: Vec<DependsOn>,
+    pub(crate) lifecycle: Lifecycle,
     /// Everything else: arguments, nested blocks and `dynamic` blocks.
     pub body: Body,
     pub file: FileId,
     /// Written in JSON (`.tf.json`): nested blocks may be arguments (`eval_config_body`).
-    pub json: bool,
+    pub(crate) json: bool,
     /// The block header (`resource "sim_thing" "a"`).
-    pub span: Span,
+    pub(crate) span: Span,
     /// Not written: generated for an `import` block by `plan -generate-config-out`
     /// (`Config::generate_import_blocks`); its configuration is the imported object's.
-    pub generated: bool,
+    pub(crate) generated: bool,
     /// A data source scoped to the `check` block of this name: only that block may refer to
     /// it, and a failure to read it is a warning.
-    pub check: Option<String>,
+    pub(crate) check: Option<String>,
     /// `provisioner "local-exec"` blocks, in order.
-    pub provisioners: Vec<Provisioner>,
+    pub(crate) provisioners: Vec<Provisioner>,
 }
 
 /// A `provisioner "local-exec" { … }` block of a managed resource.
 #[derive(Debug, Clone)]
-pub struct Provisioner {
+pub(crate) struct Provisioner {
     /// The provisioner type (`local-exec`).
-    pub kind: String,
+    pub(crate) kind: String,
     /// `when = destroy`: runs before the object is deleted (else after it is created).
-    pub when_destroy: bool,
+    pub(crate) when_destroy: bool,
     /// `on_failure = continue`: a failure is ignored (else it fails the instance).
-    pub on_failure_continue: bool,
+    pub(crate) on_failure_continue: bool,
     /// The arguments, without `when` and `on_failure` (and nested `connection` blocks).
-    pub body: Body,
-    pub file: FileId,
+    pub(crate) body: Body,
+    pub(crate) file: FileId,
     /// The block header.
-    pub span: Span,
+    pub(crate) span: Span,
 }
 
 /// A `check "NAME" { data … assert { condition error_message } }` block.
 #[derive(Debug, Clone)]
-pub struct Check {
-    pub name: String,
-    pub asserts: Vec<Validation>,
-    pub file: FileId,
+pub(crate) struct Check {
+    pub(crate) name: String,
+    pub(crate) asserts: Vec<Validation>,
+    pub(crate) file: FileId,
     /// The block header.
-    pub span: Span,
+    pub(crate) span: Span,
 }
 
 impl Resource {
-    pub fn key(&self) -> ResourceKey {
+    pub(crate) fn key(&self) -> ResourceKey {
         ResourceKey {
             mode: self.mode,
             type_: self.type_.clone(),
@@ -452,7 +450,7 @@ impl Resource {
     }
     /// The provider local name this resource uses: the explicit `provider` argument's, or
     /// the type's prefix (`sim_thing` → `sim`).
-    pub fn provider_name(&self) -> &str {
+    pub(crate) fn provider_name(&self) -> &str {
         match &self.provider {
             Some(p) => &p.name,
             None => cairn_state::package_of(&self.type_),
@@ -463,9 +461,9 @@ impl Resource {
 /// A static reference to a provider configuration: `sim` or `sim.east`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderRef {
-    pub name: String,
-    pub alias: Option<String>,
-    pub span: Span,
+    pub(crate) name: String,
+    pub(crate) alias: Option<String>,
+    pub(crate) span: Span,
 }
 
 impl std::fmt::Display for ProviderRef {
@@ -481,22 +479,22 @@ impl std::fmt::Display for ProviderRef {
 /// One entry of `depends_on`: any whole object a reference may name (a resource, data
 /// resource, module call, variable, local value, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DependsOn {
-    pub subject: Subject,
-    pub span: Span,
+pub(crate) struct DependsOn {
+    pub(crate) subject: Subject,
+    pub(crate) span: Span,
 }
 
 /// `lifecycle { ... }`
 #[derive(Debug, Clone, Default)]
-pub struct Lifecycle {
-    pub create_before_destroy: bool,
-    pub prevent_destroy: bool,
-    pub ignore_changes: IgnoreChanges,
-    pub replace_triggered_by: Vec<Expression>,
+pub(crate) struct Lifecycle {
+    pub(crate) create_before_destroy: bool,
+    pub(crate) prevent_destroy: bool,
+    pub(crate) ignore_changes: IgnoreChanges,
+    pub(crate) replace_triggered_by: Vec<Expression>,
     /// Checked before the instance is planned (and again at apply while unknown).
-    pub preconditions: Vec<Validation>,
+    pub(crate) preconditions: Vec<Validation>,
     /// Checked on the planned (then the applied) object, which they read as `self`.
-    pub postconditions: Vec<Validation>,
+    pub(crate) postconditions: Vec<Validation>,
 }
 
 /// `ignore_changes = all` or `ignore_changes = [a, b.c, tags["x"]]`.
@@ -512,46 +510,44 @@ pub enum IgnoreChanges {
 /// `output "NAME" { ... }`
 #[derive(Debug, Clone)]
 pub struct Output {
-    pub name: String,
     pub value: Expression,
-    pub sensitive: bool,
-    pub description: Option<String>,
-    pub depends_on: Vec<DependsOn>,
+    pub(crate) sensitive: bool,
+    pub(crate) depends_on: Vec<DependsOn>,
     /// Checked before the value is evaluated.
-    pub preconditions: Vec<Validation>,
+    pub(crate) preconditions: Vec<Validation>,
     pub file: FileId,
-    pub span: Span,
+    pub(crate) span: Span,
 }
 
 /// `module "NAME" { source = "./x" ... }`
 #[derive(Debug, Clone)]
-pub struct ModuleCall {
-    pub name: String,
+pub(crate) struct ModuleCall {
+    pub(crate) name: String,
     /// As written (`./modules/net`).
-    pub source: String,
-    pub source_span: Span,
+    pub(crate) source: String,
+    pub(crate) source_span: Span,
     /// `version`: a registry module's version constraints, as written.
-    pub version: Option<String>,
-    pub count: Option<Expression>,
-    pub for_each: Option<Expression>,
+    pub(crate) version: Option<String>,
+    pub(crate) count: Option<Expression>,
+    pub(crate) for_each: Option<Expression>,
     /// `providers = { child = parent }`, in the order written.
-    pub providers: Vec<ProviderPass>,
-    pub depends_on: Vec<DependsOn>,
+    pub(crate) providers: Vec<ProviderPass>,
+    pub(crate) depends_on: Vec<DependsOn>,
     /// Every other argument: an input variable of the child, with the span of its line.
-    pub inputs: BTreeMap<String, (Expression, Span)>,
-    pub file: FileId,
-    pub span: Span,
+    pub(crate) inputs: BTreeMap<String, (Expression, Span)>,
+    pub(crate) file: FileId,
+    pub(crate) span: Span,
 }
 
 /// One entry of a module call's `providers` map: the child's `name.alias` gets the parent's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderPass {
-    pub child: ProviderRef,
-    pub parent: ProviderRef,
+pub(crate) struct ProviderPass {
+    pub(crate) child: ProviderRef,
+    pub(crate) parent: ProviderRef,
 }
 
 /// The span of an hcl-edit node in `file`, or the empty span at 0 when it has none.
-pub fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
+pub(crate) fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
     let r = node.span().unwrap_or(0..0);
     Span {
         file,
@@ -564,17 +560,17 @@ mod check;
 mod decode;
 mod json;
 mod load;
-pub mod module_source;
+pub(crate) mod module_source;
 mod overrides;
 mod parse;
-pub mod spans;
+pub(crate) mod spans;
 mod validate;
-pub use check::{check_references, scoped_reference};
+pub(crate) use check::{check_references, scoped_reference};
 pub use load::{load, load_file, NO_CONFIGURATION_FILES};
-pub use validate::validate;
+pub(crate) use validate::validate;
 
 #[cfg(test)]
 mod tests;
 
 mod vars;
-pub use vars::{input_values, input_values_with, validate_variable, Missing, VarArg};
+pub(crate) use vars::{input_values, input_values_with, Missing, VarArg};

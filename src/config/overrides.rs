@@ -142,11 +142,11 @@ pub(super) type MergedText = (String, Vec<(usize, FileId, usize)>, bool);
 
 /// What `merge` leaves to the loader.
 pub(super) struct Merged {
-    pub text: Option<MergedText>,
+    pub(crate) text: Option<MergedText>,
     /// Problems: span, summary, detail.
-    pub errors: Vec<(Span, &'static str, String)>,
+    pub(crate) errors: Vec<(Span, &'static str, String)>,
     /// Every other structure of the override files (`locals`, `terraform`, …), by file.
-    pub rest: Vec<(FileId, Body)>,
+    pub(crate) rest: Vec<(FileId, Body)>,
 }
 
 /// The identity of a mergeable block: type, labels and (for `provider`) alias.

@@ -13,7 +13,7 @@ use hcl_edit::structure::{Body, Structure};
 /// than the configuration spells out (a value computed by a function, a `dynamic` block), the
 /// deepest part that is written is shown. `None`: the configuration does not write the first
 /// step (the caller shows the block header).
-pub fn span_of_path(body: &Body, file: FileId, path: &[PathStep]) -> Option<Span> {
+pub(crate) fn span_of_path(body: &Body, file: FileId, path: &[PathStep]) -> Option<Span> {
     let (first, rest) = path.split_first()?;
     let name = match first {
         PathStep::Attr(n) => n.as_str(),

@@ -114,11 +114,11 @@ fn outline(m: &Module, out: &mut String) {
             }
         );
     }
-    for o in m.outputs.values() {
+    for (name, o) in &m.outputs {
         let _ = writeln!(
             out,
             "  output {}{}",
-            o.name,
+            name,
             if o.sensitive { " sensitive" } else { "" }
         );
     }

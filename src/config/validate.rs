@@ -20,7 +20,7 @@ use std::path::Path;
 /// Validates a loaded configuration. `schema` gives the schema of a resource (`Managed`) or
 /// data source (`Data`) type, when a provider describes it; a type without one is evaluated
 /// as written.
-pub fn validate<'a>(
+pub(crate) fn validate<'a>(
     config: &Config,
     schema: &dyn Fn(Mode, &str) -> Option<&'a Block>,
 ) -> Diagnostics {

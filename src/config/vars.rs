@@ -59,7 +59,7 @@ struct Given {
 
 /// What a root variable without a value (and without a default) becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Missing {
+pub(crate) enum Missing {
     /// An error, "No value for required variable" (plan, apply, ...).
     Error,
     /// An unknown value of its type (`inspect`: a policy tool has no values to give).
@@ -68,7 +68,7 @@ pub enum Missing {
 
 /// Collects, converts and validates the root module's input variable values. Every declared
 /// variable gets a value in the result unless it had an error.
-pub fn input_values(
+pub(crate) fn input_values(
     config: &mut Config,
     cli_vars: &[VarArg],
     env: &BTreeMap<String, String>,
@@ -78,7 +78,7 @@ pub fn input_values(
 }
 
 /// `input_values`, with what a variable without a value becomes.
-pub fn input_values_with(
+pub(crate) fn input_values_with(
     config: &mut Config,
     cli_vars: &[VarArg],
     env: &BTreeMap<String, String>,
@@ -465,7 +465,7 @@ fn mark(v: Value, sensitive: bool) -> Value {
 /// values (a condition may refer to the variable itself and to the others); `module_dir` and
 /// `root_dir` confine filesystem functions. An unknown condition is not an error: it is
 /// checked again when the value is known.
-pub fn validate_variable(
+pub(crate) fn validate_variable(
     var: &Variable,
     value: &Value,
     vars: &BTreeMap<String, Value>,

@@ -263,7 +263,7 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static
 }
 
 /// The object type a schema block describes (attributes and nested blocks).
-pub fn block_type(b: &SchemaBlock) -> Type {
+pub(crate) fn block_type(b: &SchemaBlock) -> Type {
     let mut attrs: BTreeMap<String, Type> = b
         .attributes
         .iter()

@@ -22,7 +22,7 @@ use std::fmt;
 
 /// One step of the path to the part of a value a conversion failed on.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PathStep {
+pub(crate) enum PathStep {
     /// An object attribute.
     Attr(String),
     /// A list, set or tuple element.
@@ -33,9 +33,9 @@ pub enum PathStep {
 
 /// Why a value could not be converted: where (`path`) and what was wrong (`message`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConvertError {
-    pub path: Vec<PathStep>,
-    pub message: String,
+pub(crate) struct ConvertError {
+    pub(crate) path: Vec<PathStep>,
+    pub(crate) message: String,
 }
 
 impl ConvertError {
@@ -83,12 +83,12 @@ pub(crate) fn quote(s: &str) -> String {
 }
 
 /// Converts `v` to type `ty` by Terraform's rules (see the module docs).
-pub fn convert(v: Value, ty: &Type) -> Result<Value, ConvertError> {
+pub(crate) fn convert(v: Value, ty: &Type) -> Result<Value, ConvertError> {
     conv(v, ty, &mut Vec::new())
 }
 
 /// True when `ty` mentions `any` somewhere.
-pub fn has_dynamic(ty: &Type) -> bool {
+pub(crate) fn has_dynamic(ty: &Type) -> bool {
     match ty {
         Type::Dynamic => true,
         Type::Bool | Type::Number | Type::String => false,
@@ -307,7 +307,7 @@ fn missing_attrs(missing: &[&String]) -> String {
 
 /// Parses a number as cty does for string → number conversion: optional sign, decimal digits
 /// with an optional fraction, optional exponent. No spaces, no hex, no underscores.
-pub fn parse_number(s: &str) -> Option<Number> {
+pub(crate) fn parse_number(s: &str) -> Option<Number> {
     let b = s.as_bytes();
     let mut i = 0;
     if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
@@ -371,7 +371,7 @@ fn fix_mantissa(m: &str) -> String {
 
 /// True when a value of type `from` may convert to `to` (value-dependent conversions such as
 /// string → number count as possible).
-pub fn convertible(from: &Type, to: &Type) -> bool {
+pub(crate) fn convertible(from: &Type, to: &Type) -> bool {
     if from == to || *from == Type::Dynamic || *to == Type::Dynamic {
         return true;
     }
@@ -410,7 +410,7 @@ pub fn convertible(from: &Type, to: &Type) -> bool {
 
 /// A friendly name for a type, as cty's `FriendlyName` (`constraint = false`) or
 /// `FriendlyNameForConstraint` (`true`) spell it.
-pub fn friendly_name(t: &Type, constraint: bool) -> String {
+pub(crate) fn friendly_name(t: &Type, constraint: bool) -> String {
     match t {
         Type::Dynamic => {
             if constraint {
@@ -440,7 +440,7 @@ pub fn friendly_name(t: &Type, constraint: bool) -> String {
 }
 
 /// Why a value of type `got` does not fit `want`, worded as cty's `MismatchMessage`.
-pub fn mismatch(got: &Type, want: &Type) -> String {
+pub(crate) fn mismatch(got: &Type, want: &Type) -> String {
     match (got, want) {
         (Type::Object(gattrs, _), Type::Object(wattrs, opt)) => {
             let missing: Vec<&String> = wattrs
@@ -505,7 +505,7 @@ pub fn mismatch(got: &Type, want: &Type) -> String {
 ///
 /// `any` (the type of an untyped `null` or of a value not known yet) takes whatever type the
 /// others unify to, so `["a", null]` unifies to `string`.
-pub fn unify(types: &[Type]) -> Option<Type> {
+pub(crate) fn unify(types: &[Type]) -> Option<Type> {
     let known: Vec<Type> = types
         .iter()
         .filter(|t| **t != Type::Dynamic)
@@ -625,7 +625,7 @@ pub fn unify(types: &[Type]) -> Option<Type> {
 /// `a == b` with unknowns: unknown when the answer depends on an unknown part; sensitive when
 /// either side has a sensitive part. Nulls are equal to each other whatever their types;
 /// values of different kinds (a list and a tuple, `1` and `"1"`) are not equal.
-pub fn equals(a: &Value, b: &Value) -> Value {
+pub(crate) fn equals(a: &Value, b: &Value) -> Value {
     let (a, ma) = a.clone().deep_unmark();
     let (b, mb) = b.clone().deep_unmark();
     let result = match eq_inner(&a, &b) {

@@ -4,10 +4,9 @@
 //! references the value depends on.
 
 use super::expr::{convert, Evaluator};
-use super::{references, Scope, Subject};
+use super::Scope;
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::value::{Type, Value};
-use cairn_state::Mode;
 use hcl_edit::expr::Expression;
 use hcl_edit::Span as _;
 use std::collections::BTreeMap;
@@ -21,7 +20,10 @@ fn at(expr: &Expression, file: FileId) -> Option<Span> {
 }
 
 /// The number of instances `count = expr` asks for; `None` when it is not known yet.
-pub fn count_value(expr: &Expression, scope: &dyn Scope) -> Result<Option<i64>, Diagnostics> {
+pub(crate) fn count_value(
+    expr: &Expression,
+    scope: &dyn Scope,
+) -> Result<Option<i64>, Diagnostics> {
     let v = Evaluator::new(scope).expr(expr)?;
     let span = at(expr, scope.file());
     let bad = |detail: &str| -> Diagnostics {
@@ -71,7 +73,7 @@ pub fn count_value(expr: &Expression, scope: &dyn Scope) -> Result<Option<i64>, 
 
 /// The instances `for_each = expr` asks for: each key with its `each.value`; `None` when the
 /// set of keys is not known yet.
-pub fn for_each_value(
+pub(crate) fn for_each_value(
     expr: &Expression,
     scope: &dyn Scope,
 ) -> Result<Option<BTreeMap<String, Value>>, Diagnostics> {
@@ -147,49 +149,4 @@ pub fn for_each_value(
             ),
         )),
     }
-}
-
-/// The plan-time error for a `count` or `for_each` (`meta` names which) whose value is not
-/// known: it names the references the expression depends on.
-pub fn unknown_expansion(meta: &str, expr: &Expression, file: FileId) -> Diagnostic {
-    let mut names: Vec<String> = references(expr)
-        .iter()
-        .map(|r| match &r.subject {
-            Subject::Var(n) => format!("var.{n}"),
-            Subject::Local(n) => format!("local.{n}"),
-            Subject::ModuleCall { name, output } => match output {
-                Some(o) => format!("module.{name}.{o}"),
-                None => format!("module.{name}"),
-            },
-            Subject::Resource { mode, type_, name } => match mode {
-                Mode::Managed => format!("{type_}.{name}"),
-                Mode::Data => format!("data.{type_}.{name}"),
-            },
-            Subject::CountIndex => "count.index".into(),
-            Subject::EachKey => "each.key".into(),
-            Subject::EachValue => "each.value".into(),
-            Subject::SelfRef => "self".into(),
-            Subject::Path(p) => format!("path.{p}"),
-            Subject::Terraform(p) => format!("terraform.{p}"),
-        })
-        .collect();
-    names.dedup();
-    let depends = if names.is_empty() {
-        String::new()
-    } else {
-        format!(" (it depends on {})", names.join(", "))
-    };
-    let what = if meta == "count" {
-        "how many instances will be created"
-    } else {
-        "the full set of keys that will identify the instances"
-    };
-    Diagnostic::error(
-        format!("Invalid {meta} argument"),
-        format!(
-            "The \"{meta}\" value{depends} cannot be determined until apply, so Cairn cannot \
-             predict {what}. Apply the resources it depends on first, then plan again."
-        ),
-    )
-    .with_span(at(expr, file))
 }

@@ -141,7 +141,7 @@ fn describe(s: &Subject) -> String {
 
 /// The evaluator's state: the scope and the names bound by `for` expressions, template
 /// `%{for}` directives and `dynamic` iterators (innermost last).
-pub struct Evaluator<'a> {
+pub(crate) struct Evaluator<'a> {
     scope: &'a dyn Scope,
     file: FileId,
     pub(crate) bindings: Vec<(String, Value)>,
@@ -200,7 +200,7 @@ fn type_name(v: &Value) -> String {
 }
 
 impl<'a> Evaluator<'a> {
-    pub fn new(scope: &'a dyn Scope) -> Self {
+    pub(crate) fn new(scope: &'a dyn Scope) -> Self {
         // `templatefile` evaluates through this evaluator; register it once.
         functions::TEMPLATE_EVALUATOR.get_or_init(|| eval_template_string);
         Evaluator {
@@ -239,7 +239,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Evaluates one expression.
-    pub fn expr(&mut self, e: &Expression) -> R {
+    pub(crate) fn expr(&mut self, e: &Expression) -> R {
         match e {
             Expression::Null(_) => Ok(Value::null()),
             Expression::Bool(b) => Ok(Value::Bool(*b.value())),
@@ -1104,7 +1104,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// A template: `"${x}"` alone gives x's value unchanged; anything else is a string.
-    pub fn template(&mut self, t: &Template, span: Option<Range<usize>>) -> R {
+    pub(crate) fn template(&mut self, t: &Template, span: Option<Range<usize>>) -> R {
         self.template_in(t, false, span)
     }
 

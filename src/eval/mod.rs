@@ -14,15 +14,15 @@ use crate::value::Value;
 use cairn_state::Mode;
 use std::path::Path;
 
-pub mod body;
-pub mod convert;
-pub mod expand;
-pub mod expr;
-pub mod functions;
+pub(crate) mod body;
+pub(crate) mod convert;
+pub(crate) mod expand;
+pub(crate) mod expr;
+pub(crate) mod functions;
 mod heredoc;
-pub mod refs;
-pub mod suggest;
-pub mod types;
+pub(crate) mod refs;
+pub(crate) mod suggest;
+pub(crate) mod types;
 
 pub use body::{eval_block_body, eval_body, eval_body_with_sources, eval_config_body, Sources};
 pub use expr::{eval, eval_template_string};
@@ -67,10 +67,10 @@ pub enum Subject {
 /// One reference found in an expression.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reference {
-    pub subject: Subject,
+    pub(crate) subject: Subject,
     /// Byte range of the whole traversal in its file.
-    pub start: usize,
-    pub end: usize,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// What the evaluator needs from its surroundings.
@@ -117,12 +117,12 @@ pub trait ProviderFunctions: Send + Sync {
 /// Why a subject could not be resolved: a diagnostic's summary and detail.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScopeError {
-    pub summary: String,
-    pub detail: String,
+    pub(crate) summary: String,
+    pub(crate) detail: String,
 }
 
 impl ScopeError {
-    pub fn new(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(summary: impl Into<String>, detail: impl Into<String>) -> Self {
         ScopeError {
             summary: summary.into(),
             detail: detail.into(),

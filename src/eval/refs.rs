@@ -14,12 +14,12 @@ use hcl_edit::template::{Directive, Element, Template};
 use hcl_edit::{Decorated, Span as _};
 
 /// Why a traversal does not name a term: a diagnostic's summary and detail.
-pub type SubjectError = (String, String);
+pub(crate) type SubjectError = (String, String);
 
 /// The subject a traversal rooted at `root` names, and how many of `ops` that consumed (the
 /// rest are applied to the subject's value). `module.m` consumes one step even when an output
 /// name follows: the call's value is an object of its outputs.
-pub fn subject_of(
+pub(crate) fn subject_of(
     root: &str,
     ops: &[Decorated<TraversalOperator>],
 ) -> Result<(Subject, usize), SubjectError> {
@@ -198,7 +198,7 @@ pub fn body_references(body: &Body) -> Vec<Reference> {
 
 /// A static traversal as a subject, for `depends_on`, `replace_triggered_by` and the like:
 /// the subject and whether the traversal goes further than the subject (`sim_thing.a.id`).
-pub fn traversal_subject(expr: &Expression) -> Result<(Subject, bool), SubjectError> {
+pub(crate) fn traversal_subject(expr: &Expression) -> Result<(Subject, bool), SubjectError> {
     match expr {
         Expression::Variable(v) => subject_of(v.as_str(), &[]).map(|(s, _)| (s, false)),
         Expression::Traversal(t) => match &t.expr {

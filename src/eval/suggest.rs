@@ -2,7 +2,7 @@
 //! them (only when the distance is small enough to be a likely typo).
 
 /// The candidate closest to `given`, if one is within a distance of 2 (or 3 for long names).
-pub fn did_you_mean<'a>(
+pub(crate) fn did_you_mean<'a>(
     given: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
@@ -17,7 +17,7 @@ pub fn did_you_mean<'a>(
 }
 
 /// " Did you mean \"x\"?" or "", for appending to a detail sentence.
-pub fn suffix<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn suffix<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     match did_you_mean(given, candidates) {
         Some(c) => format!(" Did you mean {}?", cairn_state::quote(&c)),
         None => String::new(),

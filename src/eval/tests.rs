@@ -617,13 +617,13 @@ fn expansion(meta: &str, src: &str) -> String {
     if meta == "count" {
         match super::expand::count_value(&expr, &TestScope) {
             Ok(Some(n)) => n.to_string(),
-            Ok(None) => errs(super::expand::unknown_expansion("count", &expr, FileId(0)).into()),
+            Ok(None) => "unknown".into(),
             Err(d) => errs(d),
         }
     } else {
         match super::expand::for_each_value(&expr, &TestScope) {
             Ok(Some(m)) => format_hcl(&Value::Object(m)).replace('\n', " "),
-            Ok(None) => errs(super::expand::unknown_expansion("for_each", &expr, FileId(0)).into()),
+            Ok(None) => "unknown".into(),
             Err(d) => errs(d),
         }
     }
@@ -640,10 +640,10 @@ fn count_and_for_each() {
         ("count", "\"abc\"", "Error: Incorrect value type: Invalid expression value: a number is required."),
         ("count", "null", "Error: Invalid count argument: The given \"count\" argument value is null. An integer is required."),
         ("count", "var.secret", "Error: Invalid count argument: Sensitive values, or values derived from sensitive values, cannot be used as count arguments."),
-        ("count", "var.unk == \"\" ? 1 : 0", "Error: Invalid count argument: The \"count\" value (it depends on var.unk) cannot be determined until apply, so Cairn cannot predict how many instances will be created. Apply the resources it depends on first, then plan again."),
+        ("count", "var.unk == \"\" ? 1 : 0", "unknown"),
         ("for_each", "{a = 1, b = 2}", "{   \"a\" = 1   \"b\" = 2 }"),
         ("for_each", "[\"a\"]", "Error: Invalid for_each argument: The given \"for_each\" argument value is unsuitable: the \"for_each\" argument must be a map, or set of strings, and you have provided a value of type tuple."),
-        ("for_each", "sim_thing.a.id", "Error: Invalid for_each argument: The \"for_each\" value (it depends on sim_thing.a) cannot be determined until apply, so Cairn cannot predict the full set of keys that will identify the instances. Apply the resources it depends on first, then plan again."),
+        ("for_each", "sim_thing.a.id", "unknown"),
         ("for_each", "var.secret", "Error: Invalid for_each argument: Sensitive values, or values derived from sensitive values, cannot be used as for_each arguments. If used, the sensitive value could be exposed as a resource instance key."),
     ];
     for (meta, src, expected) in cases {

@@ -12,14 +12,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Reads a type constraint. `file` is used for the diagnostic's span.
-pub fn parse_type(expr: &Expression, file: FileId) -> Result<Type, Diagnostic> {
+pub(crate) fn parse_type(expr: &Expression, file: FileId) -> Result<Type, Diagnostic> {
     parse(expr, file, false)
 }
 
 /// Reads a variable's `type`, with Terraform's legacy forms: a bare `list` or `map` keyword
 /// means `list(any)` / `map(any)`, and a quoted constraint (`"string"`, Terraform 0.11's form)
 /// is an error that says to remove the quotes.
-pub fn parse_variable_type(expr: &Expression, file: FileId) -> Result<Type, Diagnostic> {
+pub(crate) fn parse_variable_type(expr: &Expression, file: FileId) -> Result<Type, Diagnostic> {
     match expr {
         Expression::Variable(v) if v.as_str() == "list" => Ok(Type::list(Type::Dynamic)),
         Expression::Variable(v) if v.as_str() == "map" => Ok(Type::map(Type::Dynamic)),
@@ -197,8 +197,8 @@ fn parse(expr: &Expression, file: FileId, in_object: bool) -> Result<Type, Diagn
 }
 
 /// A scope with no names: for values that must be constant (defaults, `source`, `alias`).
-pub struct ConstScope {
-    pub file: FileId,
+pub(crate) struct ConstScope {
+    pub(crate) file: FileId,
 }
 
 impl Scope for ConstScope {
@@ -220,7 +220,7 @@ impl Scope for ConstScope {
 }
 
 /// Evaluates an expression that may not refer to anything. Returns the first error.
-pub fn const_value(expr: &Expression, file: FileId) -> Result<Value, Diagnostic> {
+pub(crate) fn const_value(expr: &Expression, file: FileId) -> Result<Value, Diagnostic> {
     let scope = ConstScope { file };
     Evaluator::new(&scope).expr(expr).map_err(|d| {
         d.into_iter()

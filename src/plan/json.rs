@@ -35,7 +35,7 @@ use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
 
 /// The `terraform show -json` form of a plan.
-pub fn plan_json(plan: &Plan) -> J {
+pub(crate) fn plan_json(plan: &Plan) -> J {
     let mut changes: Vec<&Change> = plan.changes.iter().collect();
     changes.sort_by(|a, b| a.addr.cmp(&b.addr));
 
@@ -149,7 +149,7 @@ pub fn plan_json(plan: &Plan) -> J {
 }
 
 /// The source address Terraform would give a provider package.
-pub fn provider_source(package: &str) -> String {
+pub(crate) fn provider_source(package: &str) -> String {
     if package == "terraform" {
         "terraform.io/builtin/terraform".into()
     } else {
@@ -312,7 +312,7 @@ fn change_json(
 
 /// The value with unknowns left out (`None` when the value itself is unknown); unknown list
 /// elements become `null` so positions still line up with `after_unknown`.
-pub fn omit_unknowns(v: &Value) -> Option<J> {
+pub(crate) fn omit_unknowns(v: &Value) -> Option<J> {
     match v {
         Value::Unknown(_) => None,
         Value::Sensitive(inner) => omit_unknowns(inner),
@@ -331,7 +331,7 @@ pub fn omit_unknowns(v: &Value) -> Option<J> {
 }
 
 /// `true` where the value is unknown, Terraform's way (see the module docs).
-pub fn unknown_as_bool(v: &Value) -> J {
+pub(crate) fn unknown_as_bool(v: &Value) -> J {
     match v {
         Value::Unknown(_) => json!(true),
         Value::Sensitive(inner) => unknown_as_bool(inner),
@@ -350,7 +350,7 @@ pub fn unknown_as_bool(v: &Value) -> J {
 
 /// `true` where the value is sensitive: marked so, or at one of `paths` (the schema's
 /// sensitive attributes).
-pub fn sensitive_as_bool(v: &Value, path: &str, paths: &[String]) -> J {
+pub(crate) fn sensitive_as_bool(v: &Value, path: &str, paths: &[String]) -> J {
     if v.is_sensitive() || (!path.is_empty() && paths.iter().any(|p| p == path)) {
         return json!(true);
     }
@@ -390,7 +390,7 @@ fn join_path(parent: &str, key: &str) -> String {
 
 /// Splits a path written as `a.b[0]["k"]` into Terraform's steps `["a", "b", 0, "k"]`.
 /// Malformed input is kept as far as it reads.
-pub fn path_steps(path: &str) -> J {
+pub(crate) fn path_steps(path: &str) -> J {
     let mut steps = Vec::new();
     let mut chars = path.chars().peekable();
     let mut name = String::new();
@@ -448,7 +448,7 @@ pub fn path_steps(path: &str) -> J {
 }
 
 /// A type in cty's JSON form: `"string"`, `["list","string"]`, `["object",{"a":"number"}]`.
-pub fn type_json(t: &Type) -> J {
+pub(crate) fn type_json(t: &Type) -> J {
     match t {
         Type::Dynamic => json!("dynamic"),
         Type::Bool => json!("bool"),

@@ -13,7 +13,7 @@ use super::{render_change_in, Action, OutputChange, Plan, PlanMode, Reason, Rend
 use cairn_state::{Deferral, PlanRecord, PlannedAction, PlannedChange};
 
 /// The recorded form of an action; `None` for a no-op (not recorded).
-pub fn planned_action(a: Action) -> Option<PlannedAction> {
+pub(crate) fn planned_action(a: Action) -> Option<PlannedAction> {
     Some(match a {
         Action::NoOp => return None,
         Action::Create => PlannedAction::Create,
@@ -27,7 +27,7 @@ pub fn planned_action(a: Action) -> Option<PlannedAction> {
 }
 
 /// Why a read was deferred, from the plan's reason (`None` for other reasons).
-pub fn deferral(reason: &Reason) -> Option<Deferral> {
+pub(crate) fn deferral(reason: &Reason) -> Option<Deferral> {
     match reason {
         Reason::ReadBecauseConfigUnknown { value, chain } => Some(Deferral::ConfigUnknown {
             value: value.clone(),
@@ -49,7 +49,7 @@ pub fn deferral(reason: &Reason) -> Option<Deferral> {
 /// The causal chain of a deferral, from the data source outwards: the terms it reaches the
 /// cause through, then the cause (the managed resource with a pending change, or where the
 /// unknown value comes from).
-pub fn deferral_chain(d: &Deferral) -> Vec<String> {
+pub(crate) fn deferral_chain(d: &Deferral) -> Vec<String> {
     match d {
         Deferral::ConfigUnknown { chain, .. } => chain.clone(),
         Deferral::DependencyPending {
@@ -77,7 +77,7 @@ fn output_action(o: &OutputChange) -> Option<(String, PlannedAction)> {
 
 /// The record of `plan` (`saved`: it came from a plan file; `files_hash`: of the
 /// configuration files it was made from, `engine::run::files_hash`).
-pub fn plan_record(plan: &Plan, saved: bool, files_hash: &str) -> PlanRecord {
+pub(crate) fn plan_record(plan: &Plan, saved: bool, files_hash: &str) -> PlanRecord {
     let opts = RenderOptions {
         color: false,
         width: 0,

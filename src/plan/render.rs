@@ -89,7 +89,7 @@ pub fn render_plan(plan: &Plan, opts: &RenderOptions) -> String {
 
 /// One change drawn as in the plan text (header, reason, attribute diff), for views that show
 /// changes one at a time (`cairn ui`).
-pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
+pub(crate) fn render_change(ch: &Change, opts: &RenderOptions) -> String {
     let r = Renderer {
         c: Colors(opts.color),
         width: opts.width,
@@ -102,7 +102,7 @@ pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
 /// One change of `plan` drawn as the plan text draws it: with the plan's nested-block shapes
 /// and where a `moved` block moved it from (`prev`, from `Plan::moved_from`), for the log's
 /// record of a plan (`record::plan_record`).
-pub fn render_change_in(
+pub(crate) fn render_change_in(
     plan: &Plan,
     ch: &Change,
     prev: Option<&ResourceInstanceAddr>,
@@ -119,7 +119,7 @@ pub fn render_change_in(
 
 /// The current state as `terraform show` prints it: one block per provider instance, resource
 /// instance and data result, then the outputs. Sensitive values read `(sensitive value)`.
-pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
+pub(crate) fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
     let r = Renderer {
         c: Colors(opts.color),
         width: opts.width,
@@ -209,7 +209,7 @@ fn quote_go(s: &str) -> String {
 }
 
 /// The symbol Terraform shows for an action: `+`, `-`, `~`, `-/+`, `+/-`, `<=`.
-pub fn action_symbol(action: Action) -> &'static str {
+pub(crate) fn action_symbol(action: Action) -> &'static str {
     match action {
         Action::NoOp => " ",
         Action::Create => "+",
@@ -1607,7 +1607,7 @@ fn pending_verb(action: Action) -> &'static str {
 /// The words in parentheses under a change's header, where Terraform prints one (and, for
 /// deferred reads, with the chain that Terraform leaves out). `None` for reasons the header
 /// already says.
-pub fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Option<String> {
+pub(crate) fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Option<String> {
     Some(match reason {
         Reason::ReplaceBecauseCannotUpdate
         | Reason::ReplaceBecauseTainted

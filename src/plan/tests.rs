@@ -2,6 +2,8 @@
 //! (colour off, width 80) and its JSON with `fixtures/golden/plan/NAME.txt` / `NAME.json`.
 //! `UPDATE_EXPECT=1 cargo test --lib plan::` rewrites the files.
 
+use super::json::plan_json;
+use super::render::render_plan;
 use super::*;
 use crate::value::{Type, Value};
 use cairn_state::{ProviderAddr, ResourceInstanceAddr};

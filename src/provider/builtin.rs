@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Every built-in provider, configured from the process environment.
-pub fn builtin() -> BTreeMap<String, Arc<dyn Provider>> {
+pub(crate) fn builtin() -> BTreeMap<String, Arc<dyn Provider>> {
     builtin_with(Host::from_process())
 }
 

@@ -45,14 +45,14 @@ const PACKAGE: &str = "external";
 const DATA: &str = "external";
 
 /// The `external` provider package (no configuration).
-pub struct ExternalProvider {
+pub(crate) struct ExternalProvider {
     host: Host,
     schema: ProviderSchema,
     data: TypeSchema,
 }
 
 impl ExternalProvider {
-    pub fn new(host: Host) -> ExternalProvider {
+    pub(crate) fn new(host: Host) -> ExternalProvider {
         let data = TypeSchema::new("Runs a program and reads a JSON object it prints.")
             .required(
                 "program",

@@ -19,7 +19,7 @@ pub struct Host {
 
 impl Host {
     /// The running process's environment and working directory.
-    pub fn from_process() -> Host {
+    pub(crate) fn from_process() -> Host {
         Host {
             env: std::env::vars().collect(),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
@@ -27,7 +27,8 @@ impl Host {
     }
 
     /// A host with the given working directory and no environment.
-    pub fn at(cwd: impl Into<PathBuf>) -> Host {
+    #[cfg(test)]
+    pub(crate) fn at(cwd: impl Into<PathBuf>) -> Host {
         Host {
             env: BTreeMap::new(),
             cwd: cwd.into(),
@@ -35,13 +36,14 @@ impl Host {
     }
 
     /// Adds an environment variable.
-    pub fn with_env(mut self, key: &str, value: &str) -> Host {
+    #[cfg(test)]
+    pub(crate) fn with_env(mut self, key: &str, value: &str) -> Host {
         self.env.insert(key.to_string(), value.to_string());
         self
     }
 
     /// A non-empty environment variable.
-    pub fn var(&self, key: &str) -> Option<&str> {
+    pub(crate) fn var(&self, key: &str) -> Option<&str> {
         self.env
             .get(key)
             .map(String::as_str)
@@ -54,7 +56,7 @@ impl Host {
     /// from that seed and `salt` (the resource type and its planned configuration), so test
     /// fixtures and demos get the same "random" values on every run and at every parallelism,
     /// whatever order the creates happen in.
-    pub fn rng(&self, salt: impl FnOnce() -> String) -> rand::rngs::StdRng {
+    pub(crate) fn rng(&self, salt: impl FnOnce() -> String) -> rand::rngs::StdRng {
         use rand::SeedableRng;
         use sha2::{Digest, Sha256};
         match self.var("CAIRN_RANDOM_SEED") {
@@ -73,7 +75,7 @@ impl Host {
     }
 
     /// `path` resolved against the working directory (absolute paths unchanged).
-    pub fn resolve(&self, path: &str) -> PathBuf {
+    pub(crate) fn resolve(&self, path: &str) -> PathBuf {
         let p = Path::new(path);
         if p.is_absolute() {
             p.to_path_buf()

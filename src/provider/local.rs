@@ -67,7 +67,7 @@ const HASHES: [(&str, &str); 6] = [
 ];
 
 /// The `local` provider package (no configuration).
-pub struct LocalProvider {
+pub(crate) struct LocalProvider {
     host: Host,
     schema: ProviderSchema,
     types: Arc<BTreeMap<(Mode, &'static str), TypeSchema>>,
@@ -132,7 +132,7 @@ fn data_schema(sensitive: bool) -> TypeSchema {
 }
 
 impl LocalProvider {
-    pub fn new(host: Host) -> LocalProvider {
+    pub(crate) fn new(host: Host) -> LocalProvider {
         let types: BTreeMap<(Mode, &'static str), TypeSchema> = [
             ((Mode::Managed, FILE), file_schema(false)),
             ((Mode::Managed, SENSITIVE_FILE), file_schema(true)),

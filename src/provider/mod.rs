@@ -15,24 +15,24 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-pub use cairn_state::ObjectMeta;
+pub(crate) use cairn_state::ObjectMeta;
 
 /// One attribute of a schema block.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Attribute {
-    pub ty: Type,
-    pub required: bool,
-    pub optional: bool,
-    pub computed: bool,
+pub(crate) struct Attribute {
+    pub(crate) ty: Type,
+    pub(crate) required: bool,
+    pub(crate) optional: bool,
+    pub(crate) computed: bool,
     /// A change to this attribute replaces the object.
-    pub force_new: bool,
-    pub sensitive: bool,
-    pub description: String,
+    pub(crate) force_new: bool,
+    pub(crate) sensitive: bool,
+    pub(crate) description: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Nesting {
+pub(crate) enum Nesting {
     Single,
     List,
     Set,
@@ -43,30 +43,30 @@ pub enum Nesting {
 
 /// A nested block type inside a schema block (`dynamic` blocks generate these).
 #[derive(Clone, Debug, PartialEq)]
-pub struct NestedBlock {
-    pub nesting: Nesting,
-    pub block: Block,
-    pub min_items: usize,
-    pub max_items: Option<usize>,
+pub(crate) struct NestedBlock {
+    pub(crate) nesting: Nesting,
+    pub(crate) block: Block,
+    pub(crate) min_items: usize,
+    pub(crate) max_items: Option<usize>,
 }
 
 /// The schema of a configuration block: a provider's, a resource type's or a data source's.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Block {
-    pub attributes: BTreeMap<String, Attribute>,
-    pub blocks: BTreeMap<String, NestedBlock>,
-    pub description: String,
+    pub(crate) attributes: BTreeMap<String, Attribute>,
+    pub(crate) blocks: BTreeMap<String, NestedBlock>,
+    pub(crate) description: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProviderSchema {
-    pub provider: Block,
-    pub resources: BTreeMap<String, Block>,
-    pub data_sources: BTreeMap<String, Block>,
+    pub(crate) provider: Block,
+    pub(crate) resources: BTreeMap<String, Block>,
+    pub(crate) data_sources: BTreeMap<String, Block>,
 }
 
 impl ProviderSchema {
-    pub fn block(&self, mode: Mode, type_: &str) -> Option<&Block> {
+    pub(crate) fn block(&self, mode: Mode, type_: &str) -> Option<&Block> {
         match mode {
             Mode::Managed => self.resources.get(type_),
             Mode::Data => self.data_sources.get(type_),
@@ -92,21 +92,21 @@ pub struct Planned {
     /// change.
     pub planned: Value,
     /// Attribute names whose change forces replacement.
-    pub requires_replace: Vec<String>,
+    pub(crate) requires_replace: Vec<String>,
     /// The provider's private bytes for this plan (plugins: `planned_private`), which the
     /// engine hands back to the apply of this plan.
-    pub private: Vec<u8>,
+    pub(crate) private: Vec<u8>,
     /// Warnings the provider gave with its plan.
-    pub warnings: Vec<ProviderDiag>,
+    pub(crate) warnings: Vec<ProviderDiag>,
 }
 
 /// What `Configured::apply_object` returns: the response, the meta to keep with the new
 /// object, and the provider's warnings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Applied {
-    pub response: ApplyResponse,
-    pub meta: ObjectMeta,
-    pub warnings: Vec<ProviderDiag>,
+    pub(crate) response: ApplyResponse,
+    pub(crate) meta: ObjectMeta,
+    pub(crate) warnings: Vec<ProviderDiag>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +132,7 @@ pub enum ApplyRequest {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApplyResponse {
     /// `None` when the object does not exist (after a delete, or a create that made nothing).
-    pub new_state: Option<Value>,
+    pub(crate) new_state: Option<Value>,
     pub error: Option<ProviderError>,
 }
 
@@ -141,15 +141,15 @@ pub struct ApplyResponse {
 /// point at that attribute in the configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderError {
-    pub message: String,
-    pub diags: Vec<ProviderDiag>,
+    pub(crate) message: String,
+    pub(crate) diags: Vec<ProviderDiag>,
 }
 
 /// A provider error with a message only (the usual constructor; named like the type so that
 /// `ProviderError(msg)` and `.map_err(ProviderError)` read as they did when this was a tuple
 /// struct).
 #[allow(non_snake_case)]
-pub fn ProviderError(message: String) -> ProviderError {
+pub(crate) fn ProviderError(message: String) -> ProviderError {
     ProviderError {
         message,
         diags: Vec::new(),
@@ -181,13 +181,13 @@ impl From<&str> for ProviderError {
 /// it (to be read before it is kept), and the meta to keep with it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Imported {
-    pub type_: String,
-    pub state: Value,
-    pub meta: ObjectMeta,
+    pub(crate) type_: String,
+    pub(crate) state: Value,
+    pub(crate) meta: ObjectMeta,
 }
 
 /// The error of a resource type that cannot be imported, worded as Terraform's SDK words it.
-pub fn import_unsupported(type_: &str) -> ProviderError {
+pub(crate) fn import_unsupported(type_: &str) -> ProviderError {
     let summary = format!("resource {type_} doesn't support import");
     ProviderError {
         message: summary.clone(),
@@ -203,32 +203,32 @@ pub fn import_unsupported(type_: &str) -> ProviderError {
 /// A provider-defined function's signature (`provider::NAME::FUNC`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionSig {
-    pub params: Vec<FunctionParam>,
+    pub(crate) params: Vec<FunctionParam>,
     /// Zero or more further arguments of this parameter's type.
-    pub variadic: Option<FunctionParam>,
-    pub ret: Type,
-    pub summary: String,
+    pub(crate) variadic: Option<FunctionParam>,
+    pub(crate) ret: Type,
+    pub(crate) summary: String,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct FunctionParam {
-    pub name: String,
-    pub ty: Type,
-    pub allow_null: bool,
+pub(crate) struct FunctionParam {
+    pub(crate) name: String,
+    pub(crate) ty: Type,
+    pub(crate) allow_null: bool,
     /// False: an unknown argument makes the result unknown without a call.
-    pub allow_unknown: bool,
+    pub(crate) allow_unknown: bool,
 }
 
 /// A provider-defined function's failure: the provider's text, and the argument it blames.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FunctionFailure {
-    pub arg: Option<usize>,
-    pub message: String,
+    pub(crate) arg: Option<usize>,
+    pub(crate) message: String,
 }
 
 /// One step of an attribute path in a provider diagnostic.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PathStep {
+pub(crate) enum PathStep {
     /// An attribute or nested block type.
     Attr(String),
     /// A map key, or the label of a map block.
@@ -240,15 +240,15 @@ pub enum PathStep {
 /// A provider diagnostic about (optionally) one attribute of a configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderDiag {
-    pub error: bool,
-    pub summary: String,
-    pub detail: String,
+    pub(crate) error: bool,
+    pub(crate) summary: String,
+    pub(crate) detail: String,
     /// Empty: about the whole object.
-    pub path: Vec<PathStep>,
+    pub(crate) path: Vec<PathStep>,
 }
 
 /// A path as Terraform prints it: `rule[0].port`, `tags["k"]`.
-pub fn path_text(path: &[PathStep]) -> String {
+pub(crate) fn path_text(path: &[PathStep]) -> String {
     let mut out = String::new();
     for s in path {
         match s {
@@ -265,7 +265,7 @@ pub fn path_text(path: &[PathStep]) -> String {
     out
 }
 
-pub type ProviderResult<T> = Result<T, ProviderError>;
+pub(crate) type ProviderResult<T> = Result<T, ProviderError>;
 
 /// A provider package, not yet configured.
 #[async_trait]
@@ -419,15 +419,15 @@ pub trait Configured: Send + Sync {
 }
 
 pub mod builtin;
-pub mod external;
-pub mod host;
+pub(crate) mod external;
+pub(crate) mod host;
 pub mod install;
-pub mod local;
-pub mod null;
+pub(crate) mod local;
+pub(crate) mod null;
 pub mod plugin;
-pub mod random;
+pub(crate) mod random;
 pub mod schema_util;
-pub mod sim;
-pub mod terraform;
+pub(crate) mod sim;
+pub(crate) mod terraform;
 #[cfg(test)]
 mod testkit;

@@ -29,7 +29,7 @@ const RESOURCE: &str = "null_resource";
 const DATA: &str = "null_data_source";
 
 /// The `null` provider package (no configuration).
-pub struct NullProvider {
+pub(crate) struct NullProvider {
     host: Host,
     schema: ProviderSchema,
     resource: TypeSchema,
@@ -37,7 +37,7 @@ pub struct NullProvider {
 }
 
 impl NullProvider {
-    pub fn new(host: Host) -> NullProvider {
+    pub(crate) fn new(host: Host) -> NullProvider {
         let resource = TypeSchema::new("A resource that does nothing.")
             .optional(
                 "triggers",

@@ -83,7 +83,7 @@ const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 const SPECIAL: &str = "!@#$%&*()-_=+[]{}<>:?";
 
 /// The `random` provider package (no configuration).
-pub struct RandomProvider {
+pub(crate) struct RandomProvider {
     host: Host,
     schema: ProviderSchema,
     types: Arc<BTreeMap<&'static str, TypeSchema>>,
@@ -159,7 +159,7 @@ fn string_schema(password: bool) -> TypeSchema {
 }
 
 impl RandomProvider {
-    pub fn new(host: Host) -> RandomProvider {
+    pub(crate) fn new(host: Host) -> RandomProvider {
         let id = keepers(TypeSchema::new("Random bytes, in several encodings."))
             .required("byte_length", Type::Number, "Number of random bytes.")
             .force_new()

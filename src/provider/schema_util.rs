@@ -27,18 +27,18 @@ use std::collections::{BTreeMap, BTreeSet};
 /// `Block`: defaults of optional arguments and which computed attributes change with which
 /// arguments.
 #[derive(Clone, Debug, Default)]
-pub struct TypeSchema {
-    pub block: Block,
+pub(crate) struct TypeSchema {
+    pub(crate) block: Block,
     /// Values of optional arguments left unset.
-    pub defaults: BTreeMap<String, Value>,
+    pub(crate) defaults: BTreeMap<String, Value>,
     /// Computed attribute → the arguments whose change makes it unknown on an update.
-    pub changes_with: BTreeMap<String, Vec<String>>,
+    pub(crate) changes_with: BTreeMap<String, Vec<String>>,
     /// The attribute the builder added last; the modifiers apply to it.
     last: Option<String>,
 }
 
 impl TypeSchema {
-    pub fn new(description: &str) -> TypeSchema {
+    pub(crate) fn new(description: &str) -> TypeSchema {
         TypeSchema {
             block: Block {
                 description: description.to_string(),
@@ -67,19 +67,19 @@ impl TypeSchema {
     }
 
     /// A required argument.
-    pub fn required(self, name: &str, ty: Type, description: &str) -> Self {
+    pub(crate) fn required(self, name: &str, ty: Type, description: &str) -> Self {
         self.attr(name, ty, (true, false, false), description)
     }
     /// An optional argument (null when unset, unless it gets a `default`).
-    pub fn optional(self, name: &str, ty: Type, description: &str) -> Self {
+    pub(crate) fn optional(self, name: &str, ty: Type, description: &str) -> Self {
         self.attr(name, ty, (false, true, false), description)
     }
     /// An optional argument the provider computes when it is unset.
-    pub fn optional_computed(self, name: &str, ty: Type, description: &str) -> Self {
+    pub(crate) fn optional_computed(self, name: &str, ty: Type, description: &str) -> Self {
         self.attr(name, ty, (false, true, true), description)
     }
     /// An attribute only the provider sets.
-    pub fn computed(self, name: &str, ty: Type, description: &str) -> Self {
+    pub(crate) fn computed(self, name: &str, ty: Type, description: &str) -> Self {
         self.attr(name, ty, (false, false, true), description)
     }
 
@@ -88,14 +88,14 @@ impl TypeSchema {
         self.block.attributes.get_mut(&name)
     }
     /// The last attribute forces replacement when it changes.
-    pub fn force_new(mut self) -> Self {
+    pub(crate) fn force_new(mut self) -> Self {
         if let Some(a) = self.last_attr() {
             a.force_new = true;
         }
         self
     }
     /// The last attribute is sensitive.
-    pub fn sensitive(mut self) -> Self {
+    pub(crate) fn sensitive(mut self) -> Self {
         if let Some(a) = self.last_attr() {
             a.sensitive = true;
         }
@@ -103,7 +103,7 @@ impl TypeSchema {
     }
     /// The last attribute's value when it is not configured. (Also makes it computed, as
     /// Terraform's SDKs do: the planned value is not the configured null.)
-    pub fn default(mut self, value: Value) -> Self {
+    pub(crate) fn default(mut self, value: Value) -> Self {
         if let Some(name) = self.last.clone() {
             if let Some(a) = self.last_attr() {
                 a.computed = true;
@@ -113,7 +113,7 @@ impl TypeSchema {
         self
     }
     /// The last (computed) attribute becomes unknown on an update that changes one of `inputs`.
-    pub fn changes_with(mut self, inputs: &[&str]) -> Self {
+    pub(crate) fn changes_with(mut self, inputs: &[&str]) -> Self {
         if let Some(name) = self.last.clone() {
             self.changes_with
                 .insert(name, inputs.iter().map(|s| s.to_string()).collect());
@@ -123,7 +123,7 @@ impl TypeSchema {
 
     /// The configuration converted to this schema's types, with every attribute present (unset
     /// ones null) and defaults filled in.
-    pub fn conform(&self, config: &Value) -> ProviderResult<BTreeMap<String, Value>> {
+    pub(crate) fn conform(&self, config: &Value) -> ProviderResult<BTreeMap<String, Value>> {
         let mut out = conform_block(&self.block, config)?;
         for (name, default) in &self.defaults {
             if out.get(name).is_some_and(Value::is_null) {
@@ -134,7 +134,7 @@ impl TypeSchema {
     }
 
     /// The generic plan described in the module docs.
-    pub fn plan(&self, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned> {
+    pub(crate) fn plan(&self, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned> {
         let config = self.conform(config)?;
         let prior = match prior {
             Some(p) if !p.is_null() => Some(conform_block(&self.block, p)?),
@@ -200,14 +200,14 @@ impl TypeSchema {
     }
 
     /// Type errors in a configuration, as diagnostics (for `validate`).
-    pub fn check(&self, config: &Value) -> Diagnostics {
+    pub(crate) fn check(&self, config: &Value) -> Diagnostics {
         check_block(&self.block, config)
     }
 }
 
 /// Type errors in a configuration against a schema block, as diagnostics (what
 /// `Provider::validate` reports by default).
-pub fn check_block(block: &Block, config: &Value) -> Diagnostics {
+pub(crate) fn check_block(block: &Block, config: &Value) -> Diagnostics {
     match conform_block(block, config) {
         Ok(_) => Diagnostics::new(),
         Err(e) => Diagnostic::error("Invalid argument value", e.message).into(),
@@ -216,7 +216,10 @@ pub fn check_block(block: &Block, config: &Value) -> Diagnostics {
 
 /// Converts an object to the block's attribute types. Missing attributes become typed nulls;
 /// attributes the block does not have are dropped (the engine has already reported them).
-pub fn conform_block(block: &Block, value: &Value) -> ProviderResult<BTreeMap<String, Value>> {
+pub(crate) fn conform_block(
+    block: &Block,
+    value: &Value,
+) -> ProviderResult<BTreeMap<String, Value>> {
     let attrs = match value.unmarked() {
         Value::Object(m) | Value::Map(m) => Some(m),
         Value::Null(_) | Value::Unknown(_) => None,
@@ -247,7 +250,7 @@ pub fn conform_block(block: &Block, value: &Value) -> ProviderResult<BTreeMap<St
 /// Converts a value to a type the way Terraform converts arguments: numbers and bools to
 /// strings and back, tuples to lists and sets, objects to maps. Marks, nulls and unknowns are
 /// kept (typed).
-pub fn convert(v: &Value, ty: &Type) -> Result<Value, String> {
+pub(crate) fn convert(v: &Value, ty: &Type) -> Result<Value, String> {
     let what = |t: &Type| match t {
         Type::List(e) => format!("list of {e} required"),
         Type::Set(e) => format!("set of {e} required"),
@@ -327,29 +330,32 @@ pub fn same(a: &Value, b: &Value) -> bool {
 // Reading attributes out of a conformed object.
 
 /// A known string attribute (marks ignored); `None` when null or unknown.
-pub fn get_str<'a>(obj: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a str> {
+pub(crate) fn get_str<'a>(obj: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a str> {
     obj.get(name).and_then(|v| v.as_str())
 }
 
 /// A known integer attribute; `None` when null, unknown or not an integer.
-pub fn get_i64(obj: &BTreeMap<String, Value>, name: &str) -> Option<i64> {
+pub(crate) fn get_i64(obj: &BTreeMap<String, Value>, name: &str) -> Option<i64> {
     obj.get(name)
         .and_then(|v| v.as_number())
         .and_then(|n| n.to_i64())
 }
 
 /// A known bool attribute; `None` when null or unknown.
-pub fn get_bool(obj: &BTreeMap<String, Value>, name: &str) -> Option<bool> {
+pub(crate) fn get_bool(obj: &BTreeMap<String, Value>, name: &str) -> Option<bool> {
     obj.get(name).and_then(|v| v.as_bool())
 }
 
 /// A required string attribute of a wholly known configuration (apply, read_data).
-pub fn need_str<'a>(obj: &'a BTreeMap<String, Value>, name: &str) -> ProviderResult<&'a str> {
+pub(crate) fn need_str<'a>(
+    obj: &'a BTreeMap<String, Value>,
+    name: &str,
+) -> ProviderResult<&'a str> {
     get_str(obj, name).ok_or_else(|| ProviderError(format!("argument \"{name}\" must be set")))
 }
 
 /// True when the attribute is set to a known, non-null value or is unknown (it may be set).
-pub fn is_set_or_unknown(obj: &BTreeMap<String, Value>, name: &str) -> bool {
+pub(crate) fn is_set_or_unknown(obj: &BTreeMap<String, Value>, name: &str) -> bool {
     obj.get(name).is_some_and(|v| !v.is_null())
 }
 
@@ -357,7 +363,7 @@ pub fn is_set_or_unknown(obj: &BTreeMap<String, Value>, name: &str) -> bool {
 // Validation helpers: each returns diagnostics with a summary and a detail saying what to do.
 
 /// Exactly one of `names` must be set. Unknown counts as set.
-pub fn exactly_one_of(obj: &BTreeMap<String, Value>, names: &[&str]) -> Diagnostics {
+pub(crate) fn exactly_one_of(obj: &BTreeMap<String, Value>, names: &[&str]) -> Diagnostics {
     let set: Vec<&str> = names
         .iter()
         .copied()
@@ -383,7 +389,7 @@ pub fn exactly_one_of(obj: &BTreeMap<String, Value>, names: &[&str]) -> Diagnost
 }
 
 /// A known integer attribute must lie in `min..=max` (unset and unknown pass).
-pub fn int_in_range(
+pub(crate) fn int_in_range(
     obj: &BTreeMap<String, Value>,
     name: &str,
     min: i64,
@@ -412,14 +418,14 @@ pub fn int_in_range(
 }
 
 /// An error diagnostic for an unknown type name (the engine normally catches these first).
-pub fn unknown_type(package: &str, kind: &str, type_: &str) -> ProviderError {
+pub(crate) fn unknown_type(package: &str, kind: &str, type_: &str) -> ProviderError {
     ProviderError(format!(
         "{package}: the provider has no {kind} type \"{type_}\""
     ))
 }
 
 /// `validate`'s answer for a type the package does not have.
-pub fn unsupported_type(package: &str, type_: &str) -> Diagnostics {
+pub(crate) fn unsupported_type(package: &str, type_: &str) -> Diagnostics {
     Diagnostic::error(
         "Unsupported type",
         unknown_type(package, "such", type_).message,
@@ -429,7 +435,7 @@ pub fn unsupported_type(package: &str, type_: &str) -> Diagnostics {
 
 /// Fills the computed attributes of a data source's result object: configured arguments kept,
 /// `computed` values from the provider, everything else null.
-pub fn data_result(
+pub(crate) fn data_result(
     schema: &TypeSchema,
     config: &BTreeMap<String, Value>,
     computed: BTreeMap<String, Value>,
@@ -447,7 +453,7 @@ pub fn data_result(
 }
 
 /// Deep-unmarked, wholly-known check for apply/read_data inputs.
-pub fn require_known(v: &Value, what: &str) -> ProviderResult<()> {
+pub(crate) fn require_known(v: &Value, what: &str) -> ProviderResult<()> {
     match v.unknown_paths().first() {
         None => Ok(()),
         Some(p) => Err(ProviderError(format!(

@@ -82,7 +82,7 @@ const DEFAULT_REGION: &str = "local";
 const OPS: [&str; 6] = ["create", "read", "update", "delete", "lookup", "configure"];
 
 /// The `sim` provider package.
-pub struct SimProvider {
+pub(crate) struct SimProvider {
     host: Host,
     schema: ProviderSchema,
     config: TypeSchema,
@@ -91,7 +91,7 @@ pub struct SimProvider {
 }
 
 impl SimProvider {
-    pub fn new(host: Host) -> SimProvider {
+    pub(crate) fn new(host: Host) -> SimProvider {
         let config = TypeSchema::new("The sim provider: a simulated cloud in a directory.")
             .optional(
                 "store",
@@ -320,7 +320,7 @@ impl Provider for SimProvider {
 }
 
 /// A configured `sim` instance: one store, one region.
-pub struct SimInstance {
+pub(crate) struct SimInstance {
     store: Arc<Store>,
     region: String,
     latency: Duration,
@@ -1012,7 +1012,7 @@ fn log_line(
 /// JSON as Python's `json.dumps` writes it by default: `", "` and `": "` separators, keys in
 /// insertion order, every non-ASCII character escaped as `\uXXXX` (surrogate pairs beyond the
 /// BMP), lowercase hex.
-pub fn py_dumps(j: &J) -> String {
+pub(crate) fn py_dumps(j: &J) -> String {
     fn string(s: &str, out: &mut String) {
         out.push('"');
         for c in s.chars() {

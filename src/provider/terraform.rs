@@ -68,7 +68,7 @@ const DATA: &str = "terraform_data";
 const REMOTE_STATE: &str = "terraform_remote_state";
 
 /// The `terraform` provider package (no configuration).
-pub struct TerraformProvider {
+pub(crate) struct TerraformProvider {
     host: Host,
     schema: ProviderSchema,
     data: TypeSchema,
@@ -76,7 +76,7 @@ pub struct TerraformProvider {
 }
 
 impl TerraformProvider {
-    pub fn new(host: Host) -> TerraformProvider {
+    pub(crate) fn new(host: Host) -> TerraformProvider {
         let data = TypeSchema::new("Stores a value and follows the resource lifecycle.")
             .optional(
                 "input",
@@ -144,7 +144,7 @@ struct TerraformInstance {
 
 /// A random UUID-shaped id, as hashicorp/go-uuid's `GenerateUUID` makes (random bytes, no
 /// version bits).
-pub fn random_uuid(rng: &mut impl RngCore) -> String {
+pub(crate) fn random_uuid(rng: &mut impl RngCore) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut b = [0u8; 16];
     rng.fill_bytes(&mut b);
@@ -200,7 +200,7 @@ mod remote {
         }
     }
 
-    pub fn read(
+    pub(crate) fn read(
         host: &Host,
         backend: &str,
         args: &BTreeMap<String, Value>,

@@ -5,31 +5,31 @@ use super::{ApplyRequest, Configured, Planned, Provider};
 use crate::value::Value;
 use std::sync::Arc;
 
-pub fn s(x: &str) -> Value {
+pub(crate) fn s(x: &str) -> Value {
     Value::string(x)
 }
 
-pub fn obj(pairs: &[(&str, Value)]) -> Value {
+pub(crate) fn obj(pairs: &[(&str, Value)]) -> Value {
     Value::object(pairs.iter().map(|(k, v)| (k.to_string(), v.clone())))
 }
 
-pub fn map(pairs: &[(&str, &str)]) -> Value {
+pub(crate) fn map(pairs: &[(&str, &str)]) -> Value {
     Value::Map(pairs.iter().map(|(k, v)| (k.to_string(), s(v))).collect())
 }
 
 /// A string attribute of an object (panics in tests when missing).
-pub fn attr<'a>(v: &'a Value, name: &str) -> &'a str {
+pub(crate) fn attr<'a>(v: &'a Value, name: &str) -> &'a str {
     v.get(name)
         .and_then(Value::as_str)
         .unwrap_or_else(|| panic!("attribute {name} is not a known string in {v:?}"))
 }
 
-pub async fn configure(p: &dyn Provider) -> Arc<dyn Configured> {
+pub(crate) async fn configure(p: &dyn Provider) -> Arc<dyn Configured> {
     p.configure(&obj(&[])).await.expect("configure")
 }
 
 /// Plans a create and applies it; returns the plan and the new state.
-pub async fn create(p: &dyn Configured, type_: &str, config: &Value) -> (Planned, Value) {
+pub(crate) async fn create(p: &dyn Configured, type_: &str, config: &Value) -> (Planned, Value) {
     let planned = p.plan(type_, None, config).expect("plan");
     let r = p
         .apply(ApplyRequest::Create {
@@ -43,7 +43,7 @@ pub async fn create(p: &dyn Configured, type_: &str, config: &Value) -> (Planned
 }
 
 /// Asserts that every value the plan knew is in the new state (the engine's contract check).
-pub fn assert_agrees(planned: &Value, new: &Value) {
+pub(crate) fn assert_agrees(planned: &Value, new: &Value) {
     let (Some(p), Some(n)) = (planned.attributes(), new.attributes()) else {
         panic!("not objects: {planned:?} {new:?}");
     };

@@ -50,16 +50,16 @@ const VISIT_MAX: usize = 20_000;
 
 /// What `cairn ui` serves.
 #[derive(Clone, Debug)]
-pub struct Options {
-    pub state_dir: PathBuf,
+pub(crate) struct Options {
+    pub(crate) state_dir: PathBuf,
     /// The configuration directory (resource locations, the plan graph).
-    pub config_dir: PathBuf,
+    pub(crate) config_dir: PathBuf,
     /// 0: the system chooses.
-    pub port: u16,
+    pub(crate) port: u16,
     /// Saved plans to show.
-    pub plans: Vec<PathBuf>,
+    pub(crate) plans: Vec<PathBuf>,
     /// How often the reader looks at the log directory.
-    pub poll: Duration,
+    pub(crate) poll: Duration,
 }
 
 /// What a reader sees of the log now.
@@ -615,17 +615,17 @@ fn load_config(dir: &Path) -> (Option<crate::config::Config>, Option<String>) {
 }
 
 /// A server ready to run: bound, with its address and token.
-pub struct Server {
+pub(crate) struct Server {
     listener: std::net::TcpListener,
     shared: Arc<Shared>,
     opts: Options,
-    pub url: String,
+    pub(crate) url: String,
 }
 
 impl Server {
     /// Binds 127.0.0.1 and prepares the views (plans are read now: a bad plan file is an
     /// error here, not a broken page).
-    pub fn bind(opts: Options) -> Result<Server, crate::diag::Diagnostic> {
+    pub(crate) fn bind(opts: Options) -> Result<Server, crate::diag::Diagnostic> {
         use crate::diag::Diagnostic;
         let (config, config_error) = load_config(&opts.config_dir);
         let files_hash = config.as_ref().map(crate::engine::run::files_hash);
@@ -681,7 +681,7 @@ impl Server {
     }
 
     /// Serves until `stop` resolves. Reads the log on a thread of its own.
-    pub async fn serve(
+    pub(crate) async fn serve(
         self,
         stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), String> {

@@ -25,12 +25,12 @@ use std::sync::Arc;
 /// One object as it was between two events (the current object of a managed instance, or a
 /// data result).
 #[derive(Debug, PartialEq)]
-pub struct Obj {
-    pub attrs: StoredValue,
-    pub tainted: bool,
+pub(crate) struct Obj {
+    pub(crate) attrs: StoredValue,
+    pub(crate) tainted: bool,
     /// Deposed objects the instance also had.
-    pub deposed: usize,
-    pub provider: ProviderAddr,
+    pub(crate) deposed: usize,
+    pub(crate) provider: ProviderAddr,
 }
 
 #[derive(Debug)]
@@ -162,7 +162,7 @@ pub struct Model {
     /// Where each resource's block is in the configuration (`main.tf:3:1`), when the
     /// configuration could be loaded.
     locations: HashMap<(ModulePath, Mode, String, String), String>,
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Default for Model {
@@ -172,7 +172,7 @@ impl Default for Model {
 }
 
 /// A value as JSON with every sensitive part replaced by `"(sensitive value)"`.
-pub fn masked_json(v: &StoredValue) -> J {
+pub(crate) fn masked_json(v: &StoredValue) -> J {
     match v {
         StoredValue::Sensitive(_) => J::String("(sensitive value)".into()),
         StoredValue::List(x) | StoredValue::Set(x) | StoredValue::Tuple(x) => {
@@ -187,7 +187,7 @@ pub fn masked_json(v: &StoredValue) -> J {
 
 /// An object's attributes as `name = value` lines (values as JSON, sensitive ones masked),
 /// names aligned as in the plan text.
-pub fn attrs_text(v: &StoredValue) -> String {
+pub(crate) fn attrs_text(v: &StoredValue) -> String {
     let StoredValue::Object(m) = v else {
         return masked_json(v).to_string();
     };
@@ -205,7 +205,7 @@ pub fn attrs_text(v: &StoredValue) -> String {
 }
 
 /// The saved plan an `apply` run applied: its one positional argument.
-pub fn plan_file_of(command: &str, args: &[&String]) -> Option<String> {
+pub(crate) fn plan_file_of(command: &str, args: &[&String]) -> Option<String> {
     if command != "apply" {
         return None;
     }
@@ -243,7 +243,7 @@ fn plan_action(a: OpAction) -> Action {
 
 /// A before/after diff drawn as the plan text draws it, without the plan's future-tense
 /// header (the page says what happened).
-pub fn diff_text(
+pub(crate) fn diff_text(
     addr: &ResourceInstanceAddr,
     provider: &ProviderAddr,
     action: Action,
@@ -322,12 +322,12 @@ impl Model {
         self.fold.head
     }
 
-    pub fn run_count(&self) -> usize {
+    pub(crate) fn run_count(&self) -> usize {
         self.fold.runs.len()
     }
 
     /// Remembers where each resource block of the configuration is, for error locations.
-    pub fn set_config(&mut self, config: &crate::config::Config) {
+    pub(crate) fn set_config(&mut self, config: &crate::config::Config) {
         for m in config.modules() {
             for (k, r) in &m.resources {
                 self.locations.insert(
@@ -549,7 +549,7 @@ impl Model {
     }
 
     /// The saved plan file a run applied, if it applied one.
-    pub fn run_plan_file(&self, id: u64) -> Option<String> {
+    pub(crate) fn run_plan_file(&self, id: u64) -> Option<String> {
         let r = self.fold.runs.iter().find(|r| r.id == id)?;
         self.run_json(r)["plan_file"].as_str().map(str::to_string)
     }
@@ -594,7 +594,7 @@ impl Model {
     }
 
     /// A run's recorded diagnostics as JSON (`location`: `file:line:col` when they had one).
-    pub fn diagnostics_json(&self, run: u64) -> Vec<J> {
+    pub(crate) fn diagnostics_json(&self, run: u64) -> Vec<J> {
         self.recorded_diags(run)
             .iter()
             .map(|d| {
@@ -1130,7 +1130,7 @@ impl Model {
     }
 
     /// One instance at a moment: its attributes (masked).
-    pub fn instance(&self, addr: &ResourceInstanceAddr, at: Option<u64>) -> Option<J> {
+    pub(crate) fn instance(&self, addr: &ResourceInstanceAddr, at: Option<u64>) -> Option<J> {
         let at = at.unwrap_or(self.head());
         let life = self.lives.get(addr)?;
         let v = life.at(at)?;
@@ -1147,7 +1147,7 @@ impl Model {
     }
 
     /// Every event that touched one address, across runs.
-    pub fn life(&self, addr: &ResourceInstanceAddr) -> Option<J> {
+    pub(crate) fn life(&self, addr: &ResourceInstanceAddr) -> Option<J> {
         let life = self.lives.get(addr)?;
         let runs: HashMap<u64, &RunRecord> = self.fold.runs.iter().map(|r| (r.id, r)).collect();
         // Follow `state mv` backwards: the object's life under its earlier addresses.
@@ -1210,7 +1210,7 @@ impl Model {
     }
 
     /// Addresses that ever existed containing `q` (for the resource search box).
-    pub fn addresses(&self, q: &str, limit: usize) -> Vec<String> {
+    pub(crate) fn addresses(&self, q: &str, limit: usize) -> Vec<String> {
         self.lives
             .keys()
             .map(|a| a.to_string())

@@ -31,7 +31,7 @@ pub struct PlanView {
 
 impl PlanView {
     /// A saved plan file's view.
-    pub fn of_plan(name: String, plan: &Plan, files_hash: &str) -> PlanView {
+    pub(crate) fn of_plan(name: String, plan: &Plan, files_hash: &str) -> PlanView {
         PlanView {
             name,
             record: plan_record(plan, true, files_hash),
@@ -85,7 +85,7 @@ fn counts(r: &PlanRecord) -> (usize, usize, usize) {
 
 /// Why a planned change was chosen: the plan's reason, and for a deferred read the kind of
 /// cause and the causal chain (from the data source outwards to the cause).
-pub fn deferral_json(c: &PlannedChange) -> J {
+pub(crate) fn deferral_json(c: &PlannedChange) -> J {
     let d = c.deferral.as_ref();
     json!({
         "reason": c.reason,
@@ -98,7 +98,7 @@ pub fn deferral_json(c: &PlannedChange) -> J {
 }
 
 /// One planned change as JSON: action, why, a deferred read's causal chain, the plan text.
-pub fn change_json(ch: &PlannedChange) -> J {
+pub(crate) fn change_json(ch: &PlannedChange) -> J {
     let module = if ch.addr.resource.module.is_root() {
         "(root module)".to_string()
     } else {

@@ -27,7 +27,7 @@ fn significant_digits(d: &BigDecimal) -> u64 {
 
 /// `d` as cty would hold it: unchanged when it has at most 153 significant digits, else the
 /// shortest decimal of its 512-bit rounding.
-pub fn canonical(d: BigDecimal) -> BigDecimal {
+pub(crate) fn canonical(d: BigDecimal) -> BigDecimal {
     // Fast: fewer than 2^508 < 10^153 in the digits is at most 153 significant digits.
     if d.as_bigint_and_exponent().0.bits() <= 508 || significant_digits(&d) <= EXACT_DIGITS {
         return d;
@@ -44,7 +44,7 @@ pub fn canonical(d: BigDecimal) -> BigDecimal {
 
 /// `x / y` as cty computes it: the exact quotient rounded to 512 bits, as its shortest
 /// decimal. `y` is not zero.
-pub fn divide(x: &BigDecimal, y: &BigDecimal) -> BigDecimal {
+pub(crate) fn divide(x: &BigDecimal, y: &BigDecimal) -> BigDecimal {
     let (xd, xs) = x.as_bigint_and_exponent();
     let (yd, ys) = y.as_bigint_and_exponent();
     let neg = (xd.sign() == Sign::Minus) != (yd.sign() == Sign::Minus);

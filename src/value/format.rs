@@ -6,20 +6,20 @@ use super::{Type, Value};
 use std::fmt::Write as _;
 
 /// Renders a value as `terraform console` does.
-pub fn format_hcl(v: &Value) -> String {
+pub(crate) fn format_hcl(v: &Value) -> String {
     let mut out = String::new();
     write_value(&mut out, v, 0);
     out
 }
 
 /// `format_hcl`, appended to `out` (no intermediate string).
-pub fn write_hcl(out: &mut String, v: &Value) {
+pub(crate) fn write_hcl(out: &mut String, v: &Value) {
     write_value(out, v, 0);
 }
 
 /// Appends `s` as an HCL string literal, escaped as `cairn_state::quote` does; runs of plain
 /// characters are copied whole.
-pub fn write_quoted(out: &mut String, s: &str) {
+pub(crate) fn write_quoted(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
     let mut plain = 0;

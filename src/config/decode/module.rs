@@ -65,10 +65,10 @@ impl Loader {
         };
         let nullable = self.const_bool(file, parts.attrs.get("nullable").copied(), true);
         let sensitive = self.const_bool(file, parts.attrs.get("sensitive").copied(), false);
-        let description = match parts.attrs.get("description") {
-            Some(a) => self.const_string(file, a),
-            None => None,
-        };
+        // A description is checked to be a string and otherwise unused.
+        if let Some(a) = parts.attrs.get("description") {
+            self.const_string(file, a);
+        }
         let mut default = None;
         if let Some(a) = parts.attrs.get("default") {
             match const_value(&a.value, file) {
@@ -117,7 +117,6 @@ impl Loader {
                 name,
                 ty,
                 default,
-                description,
                 sensitive,
                 nullable,
                 validations,
@@ -150,7 +149,6 @@ impl Loader {
             m.locals.insert(
                 name.clone(),
                 Local {
-                    name,
                     expr: a.value.clone(),
                     file,
                     span,
@@ -182,10 +180,10 @@ impl Loader {
             .required(file, b, &parts, "value")
             .map(|a| a.value.clone());
         let sensitive = self.const_bool(file, parts.attrs.get("sensitive").copied(), false);
-        let description = match parts.attrs.get("description") {
-            Some(a) => self.const_string(file, a),
-            None => None,
-        };
+        // A description is checked to be a string and otherwise unused.
+        if let Some(a) = parts.attrs.get("description") {
+            self.const_string(file, a);
+        }
         let depends_on = self.depends_on(file, parts.attrs.get("depends_on").copied());
         if let Some(prev) = m.outputs.get(&name) {
             let was = self.range_str(prev.span);
@@ -206,10 +204,8 @@ impl Loader {
         m.outputs.insert(
             name.clone(),
             Output {
-                name,
                 value,
                 sensitive,
-                description,
                 depends_on,
                 preconditions,
                 file,

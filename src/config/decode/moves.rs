@@ -9,7 +9,7 @@ use hcl_edit::structure::{Attribute, Block};
 
 /// The static resource an import block's `to` names (`module.m["k"].t.n[each.key]`): its
 /// module path without keys and its key; the index steps are evaluated later.
-pub fn import_target_static(e: &Expression) -> Result<(ModulePath, ResourceKey), String> {
+pub(crate) fn import_target_static(e: &Expression) -> Result<(ModulePath, ResourceKey), String> {
     let bad = || {
         "The import target must be a resource instance address, like echo5_item.x, \
          echo5_item.x[\"key\"] or module.m.echo5_item.x."

@@ -24,11 +24,11 @@ use std::sync::OnceLock;
 /// the calling module's, so filesystem functions inside the template stay confined to the
 /// same tree and resolve relative paths the same way.
 /// The fourth argument names the template's origin for messages (its path, as given).
-pub type TemplateEvaluator =
+pub(crate) type TemplateEvaluator =
     fn(&str, &BTreeMap<String, Value>, &FunctionContext, &str) -> Result<Value, String>;
 
 /// The template evaluator `templatefile` uses; set once by the expression evaluator.
-pub static TEMPLATE_EVALUATOR: OnceLock<TemplateEvaluator> = OnceLock::new();
+pub(crate) static TEMPLATE_EVALUATOR: OnceLock<TemplateEvaluator> = OnceLock::new();
 
 const PATH: &[super::Param] = &[p("path", P::Str)];
 

@@ -65,7 +65,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
-pub use filesystem::{TemplateEvaluator, TEMPLATE_EVALUATOR};
+pub(crate) use filesystem::TEMPLATE_EVALUATOR;
 
 /// The deepest nesting `jsondecode` and `yamldecode` accept. Terraform's decoders allow more
 /// (Go's stacks grow); 256 levels is deeper than any real document and safe for Cairn's
@@ -75,10 +75,10 @@ pub(crate) const MAX_DEPTH: usize = 256;
 /// What a function may know of its surroundings: the confinement of filesystem functions.
 pub struct FunctionContext<'a> {
     /// The calling module's directory (`path.module`).
-    pub module_dir: &'a Path,
+    pub(crate) module_dir: &'a Path,
     /// The root module's directory: relative paths are resolved against it (Terraform's
     /// working directory), and files outside its tree may not be read.
-    pub root_dir: &'a Path,
+    pub(crate) root_dir: &'a Path,
 }
 
 /// A function call failed: which argument (if one is to blame) and why.
@@ -88,15 +88,15 @@ pub struct FunctionContext<'a> {
 /// `Call to function "join" failed: at least one list is required.` otherwise. `summary()`
 /// gives the matching diagnostic summary.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FunctionError {
+pub(crate) struct FunctionError {
     /// Index of the argument at fault, for the diagnostic's span.
-    pub arg: Option<usize>,
-    pub message: String,
+    pub(crate) arg: Option<usize>,
+    pub(crate) message: String,
 }
 
 impl FunctionError {
     /// The diagnostic summary Terraform uses for this kind of failure.
-    pub fn summary(&self) -> &'static str {
+    pub(crate) fn summary(&self) -> &'static str {
         if self.message.starts_with("Function \"") && self.message.contains("expects only") {
             "Too many function arguments"
         } else if self.message.starts_with("Function \"") && self.message.contains("Missing") {
@@ -111,37 +111,29 @@ impl FunctionError {
 
 /// How many arguments a function takes, with its parameters' names for messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Arity {
+pub(crate) struct Arity {
     /// The fixed parameters, in order.
-    pub params: Vec<&'static str>,
+    pub(crate) params: Vec<&'static str>,
     /// The name of the variadic parameter, if the function takes any number of further
     /// arguments.
-    pub variadic: Option<&'static str>,
+    pub(crate) variadic: Option<&'static str>,
 }
 
 impl Arity {
-    pub fn min(&self) -> usize {
+    pub(crate) fn min(&self) -> usize {
         self.params.len()
     }
     /// `None` for variadic functions.
-    pub fn max(&self) -> Option<usize> {
+    pub(crate) fn max(&self) -> Option<usize> {
         match self.variadic {
             Some(_) => None,
             None => Some(self.params.len()),
         }
     }
-    /// `join(separator, lists...)`
-    pub fn signature(&self, name: &str) -> String {
-        let mut parts: Vec<String> = self.params.iter().map(|p| p.to_string()).collect();
-        if let Some(v) = self.variadic {
-            parts.push(format!("{v}..."));
-        }
-        format!("{name}({})", parts.join(", "))
-    }
     /// When `given` arguments do not fit: the diagnostic summary and detail Terraform gives
     /// ("Not enough function arguments" / "Function \"upper\" expects 1 argument(s). Missing
     /// value for \"str\".").
-    pub fn mismatch(&self, name: &str, given: usize) -> Option<(&'static str, String)> {
+    pub(crate) fn mismatch(&self, name: &str, given: usize) -> Option<(&'static str, String)> {
         if given < self.min() {
             return Some((
                 "Not enough function arguments",
@@ -298,17 +290,17 @@ fn registry() -> &'static BTreeMap<&'static str, &'static Def> {
 }
 
 /// True when `name` is a built-in function.
-pub fn exists(name: &str) -> bool {
+pub(crate) fn exists(name: &str) -> bool {
     registry().contains_key(name)
 }
 
 /// Every built-in function's name, sorted (for "did you mean").
-pub fn names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     registry().keys().copied()
 }
 
 /// The parameters `name` takes, or `None` if there is no such function.
-pub fn arity(name: &str) -> Option<Arity> {
+pub(crate) fn arity(name: &str) -> Option<Arity> {
     registry().get(name).map(|d| Arity {
         params: d.params.iter().map(|p| p.name).collect(),
         variadic: d.variadic.map(|p| p.name),
@@ -316,7 +308,11 @@ pub fn arity(name: &str) -> Option<Arity> {
 }
 
 /// Calls the built-in function `name` (see the module docs for the argument handling).
-pub fn call(name: &str, args: Vec<Value>, ctx: &FunctionContext) -> Result<Value, FunctionError> {
+pub(crate) fn call(
+    name: &str,
+    args: Vec<Value>,
+    ctx: &FunctionContext,
+) -> Result<Value, FunctionError> {
     let def = registry().get(name).ok_or_else(|| FunctionError {
         arg: None,
         message: format!("There is no function named {}.", quote(name)),
@@ -561,7 +557,6 @@ mod tests {
     #[test]
     fn arity_messages() {
         let a = arity("upper").unwrap();
-        assert_eq!(a.signature("upper"), "upper(str)");
         assert_eq!(
             a.mismatch("upper", 0),
             Some((
@@ -576,10 +571,6 @@ mod tests {
         );
         let err = run("upper", vec![s("a"), s("b")]).unwrap_err();
         assert_eq!(err.summary(), "Too many function arguments");
-        assert_eq!(
-            arity("join").unwrap().signature("join"),
-            "join(separator, lists...)"
-        );
         check_err(
             "join",
             vec![],

@@ -13,24 +13,24 @@
 use std::fmt;
 
 /// The default provider registry.
-pub const DEFAULT_HOST: &str = "registry.terraform.io";
+pub(crate) const DEFAULT_HOST: &str = "registry.terraform.io";
 /// The namespace of a provider named without one.
-pub const DEFAULT_NAMESPACE: &str = "hashicorp";
+pub(crate) const DEFAULT_NAMESPACE: &str = "hashicorp";
 /// The hostname of Terraform's built-in providers (`terraform.io/builtin/terraform`).
-pub const BUILTIN_HOST: &str = "terraform.io";
+pub(crate) const BUILTIN_HOST: &str = "terraform.io";
 
 /// A provider's source address, normalized to lower case.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SourceAddr {
-    pub host: String,
-    pub namespace: String,
-    pub type_: String,
+    pub(crate) host: String,
+    pub(crate) namespace: String,
+    pub(crate) type_: String,
 }
 
 impl SourceAddr {
     /// `registry.terraform.io/hashicorp/TYPE` (or the built-in `terraform` provider): what a
     /// provider local name means without a `required_providers` entry.
-    pub fn implied(type_: &str) -> SourceAddr {
+    pub(crate) fn implied(type_: &str) -> SourceAddr {
         if type_ == "terraform" {
             return SourceAddr {
                 host: BUILTIN_HOST.into(),
@@ -84,13 +84,13 @@ impl SourceAddr {
     }
 
     /// Whether this is a built-in provider of Terraform's (`terraform.io/builtin/...`).
-    pub fn is_terraform_builtin(&self) -> bool {
+    pub(crate) fn is_terraform_builtin(&self) -> bool {
         self.host == BUILTIN_HOST && self.namespace == "builtin"
     }
 
     /// The short form: without the hostname when it is the default registry, as Terraform
     /// shows `hashicorp/aws`.
-    pub fn short(&self) -> String {
+    pub(crate) fn short(&self) -> String {
         if self.host == DEFAULT_HOST {
             format!("{}/{}", self.namespace, self.type_)
         } else {
@@ -165,8 +165,8 @@ fn parse_host(s: &str) -> Result<String, String> {
 /// `linux_amd64`, `darwin_arm64`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Platform {
-    pub os: String,
-    pub arch: String,
+    pub(crate) os: String,
+    pub(crate) arch: String,
 }
 
 impl Platform {
@@ -188,7 +188,7 @@ impl Platform {
     }
 
     /// Parses `OS_ARCH`.
-    pub fn parse(s: &str) -> Option<Platform> {
+    pub(crate) fn parse(s: &str) -> Option<Platform> {
         let (os, arch) = s.split_once('_')?;
         if os.is_empty() || arch.is_empty() || arch.contains('_') {
             return None;

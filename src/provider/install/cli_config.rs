@@ -31,14 +31,14 @@ use crate::diag::Diagnostic;
 
 /// One `include` / `exclude` pattern: each part a name or `*`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pattern {
-    pub host: String,
-    pub namespace: String,
-    pub type_: String,
+pub(crate) struct Pattern {
+    pub(crate) host: String,
+    pub(crate) namespace: String,
+    pub(crate) type_: String,
 }
 
 impl Pattern {
-    pub fn parse(s: &str) -> Result<Pattern, String> {
+    pub(crate) fn parse(s: &str) -> Result<Pattern, String> {
         let parts: Vec<&str> = s.split('/').collect();
         let (h, n, t) = match parts.as_slice() {
             [n, t] => (super::addr::DEFAULT_HOST, *n, *t),
@@ -79,14 +79,14 @@ impl Pattern {
         })
     }
 
-    pub fn matches(&self, a: &SourceAddr) -> bool {
+    pub(crate) fn matches(&self, a: &SourceAddr) -> bool {
         let m = |p: &str, v: &str| p == "*" || p == v;
         m(&self.host, &a.host) && m(&self.namespace, &a.namespace) && m(&self.type_, &a.type_)
     }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MethodKind {
+pub(crate) enum MethodKind {
     /// A local directory in the packed (`HOST/NS/TYPE/terraform-provider-TYPE_VER_OS_ARCH.zip`)
     /// or unpacked (`HOST/NS/TYPE/VER/OS_ARCH/`) layout.
     FilesystemMirror(PathBuf),
@@ -98,15 +98,15 @@ pub enum MethodKind {
 
 /// One installation method with the providers it may serve.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Method {
-    pub kind: MethodKind,
-    pub include: Vec<Pattern>,
-    pub exclude: Vec<Pattern>,
+pub(crate) struct Method {
+    pub(crate) kind: MethodKind,
+    pub(crate) include: Vec<Pattern>,
+    pub(crate) exclude: Vec<Pattern>,
 }
 
 impl Method {
     /// Whether this method may serve `a`: included (or no `include`), and not excluded.
-    pub fn serves(&self, a: &SourceAddr) -> bool {
+    pub(crate) fn serves(&self, a: &SourceAddr) -> bool {
         (self.include.is_empty() || self.include.iter().any(|p| p.matches(a)))
             && !self.exclude.iter().any(|p| p.matches(a))
     }
@@ -116,33 +116,33 @@ impl Method {
 #[derive(Clone, Debug, Default)]
 pub struct CliConfig {
     /// The file that was read, if any.
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// `dev_overrides`: a directory holding the provider's executable, used as is (no version,
     /// no lock file check).
-    pub dev_overrides: BTreeMap<SourceAddr, PathBuf>,
+    pub(crate) dev_overrides: BTreeMap<SourceAddr, PathBuf>,
     /// The explicit `provider_installation` methods in order; `None` when the block is absent
     /// (then [`CliConfig::methods`] gives Terraform's implied ones).
-    pub installation: Option<Vec<Method>>,
-    pub plugin_cache_dir: Option<PathBuf>,
+    pub(crate) installation: Option<Vec<Method>>,
+    pub(crate) plugin_cache_dir: Option<PathBuf>,
     /// `host` blocks: service discovery answers given locally.
-    pub hosts: BTreeMap<String, BTreeMap<String, String>>,
+    pub(crate) hosts: BTreeMap<String, BTreeMap<String, String>>,
     /// API tokens per registry host.
-    pub credentials: BTreeMap<String, String>,
+    pub(crate) credentials: BTreeMap<String, String>,
     /// The implied local mirror directories (existing or not), in Terraform's order.
-    pub implied_dirs: Vec<PathBuf>,
+    pub(crate) implied_dirs: Vec<PathBuf>,
     /// `SSL_CERT_FILE`: extra trusted roots (PEM).
-    pub ca_file: Option<PathBuf>,
+    pub(crate) ca_file: Option<PathBuf>,
     /// `TF_DATA_DIR`: the working data directory instead of `.terraform`.
-    pub data_dir: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
     /// Problems that do not stop anything (a named file that does not exist).
-    pub warnings: Vec<Diagnostic>,
+    pub(crate) warnings: Vec<Diagnostic>,
 }
 
 /// The implied local mirror directories on Unix, in Terraform's order: `terraform.d/plugins`
 /// in the working directory, `~/.terraform.d/plugins`, `$XDG_DATA_HOME/terraform/plugins`
 /// (default `~/.local/share`), then `terraform/plugins` under each of `$XDG_DATA_DIRS`
 /// (default `/usr/local/share:/usr/share`).
-pub fn implied_mirror_dirs(env: &BTreeMap<String, String>, cwd: &Path) -> Vec<PathBuf> {
+pub(crate) fn implied_mirror_dirs(env: &BTreeMap<String, String>, cwd: &Path) -> Vec<PathBuf> {
     let mut out = vec![cwd.join("terraform.d").join("plugins")];
     let home = env.get("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     if let Some(h) = &home {
@@ -228,7 +228,7 @@ impl CliConfig {
     }
 
     /// Parses one CLI configuration file. `env` expands `$VAR` in `plugin_cache_dir`.
-    pub fn parse(
+    pub(crate) fn parse(
         path: &Path,
         text: &str,
         env: &BTreeMap<String, String>,
@@ -305,7 +305,7 @@ impl CliConfig {
     /// The installation methods in force: the explicit ones, or Terraform's implied ones
     /// (each existing implied mirror directory serving exactly the providers found in it, then
     /// the registry for every other provider).
-    pub fn methods(&self) -> Vec<Method> {
+    pub(crate) fn methods(&self) -> Vec<Method> {
         if let Some(m) = &self.installation {
             return m.clone();
         }
@@ -588,7 +588,7 @@ impl Parser<'_> {
 }
 
 /// `path:line:col` of a byte offset in `text` (columns count characters).
-pub fn location(path: &Path, text: &str, at: usize) -> String {
+pub(crate) fn location(path: &Path, text: &str, at: usize) -> String {
     let at = at.min(text.len());
     let mut at = at;
     while !text.is_char_boundary(at) {

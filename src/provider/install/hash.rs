@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A hash as written in the lock file: `h1:…` or `zh:…` (other schemes are kept as text).
-pub type HashText = String;
+pub(crate) type HashText = String;
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -35,7 +35,7 @@ fn h1_of_lines(mut lines: Vec<(String, String)>) -> Result<HashText, String> {
 }
 
 /// The hex SHA-256 of a reader's bytes.
-pub fn sha256_hex(mut r: impl Read) -> std::io::Result<String> {
+pub(crate) fn sha256_hex(mut r: impl Read) -> std::io::Result<String> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -102,7 +102,7 @@ pub fn h1_zip(zip: &Path) -> Result<HashText, String> {
 }
 
 /// `zh:` of a zip archive: the SHA-256 of its bytes.
-pub fn zh_zip(zip: &Path) -> Result<HashText, String> {
+pub(crate) fn zh_zip(zip: &Path) -> Result<HashText, String> {
     let f = std::fs::File::open(zip).map_err(|e| format!("{}: {e}", zip.display()))?;
     sha256_hex(f)
         .map(|s| format!("zh:{s}"))

@@ -32,20 +32,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// What `init` must install.
-pub struct Request<'a> {
-    pub config_dir: &'a Path,
-    pub cli: &'a CliConfig,
+pub(crate) struct Request<'a> {
+    pub(crate) config_dir: &'a Path,
+    pub(crate) cli: &'a CliConfig,
     /// Every provider the configuration needs, with its merged constraints.
-    pub requirements: BTreeMap<SourceAddr, Constraints>,
+    pub(crate) requirements: BTreeMap<SourceAddr, Constraints>,
     /// The provider types Cairn has built in.
-    pub builtin_types: BTreeSet<String>,
+    pub(crate) builtin_types: BTreeSet<String>,
     /// `-upgrade`: ignore the lock file's versions (still within the constraints).
-    pub upgrade: bool,
+    pub(crate) upgrade: bool,
 }
 
 /// What runs for one provider after `init`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Selected {
+pub(crate) enum Selected {
     /// The built-in provider of that type (no plugin installed).
     BuiltIn,
     /// A `dev_overrides` directory.
@@ -63,7 +63,7 @@ pub enum Selected {
 
 /// Installs every required provider; returns what runs for each and the problems. The lock
 /// file is written when it changed and nothing failed.
-pub fn install(req: &Request) -> (BTreeMap<SourceAddr, Selected>, Diagnostics) {
+pub(crate) fn install(req: &Request) -> (BTreeMap<SourceAddr, Selected>, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut out = BTreeMap::new();
     let old_lock = match LockFile::read(req.config_dir) {

@@ -44,11 +44,11 @@ pub struct Locked {
 
 impl Locked {
     /// Whether `hash` (an `h1:` or `zh:` text) is among the locked hashes.
-    pub fn has_hash(&self, hash: &str) -> bool {
+    pub(crate) fn has_hash(&self, hash: &str) -> bool {
         self.hashes.iter().any(|h| h == hash)
     }
 
-    pub fn add_hashes(&mut self, more: impl IntoIterator<Item = String>) {
+    pub(crate) fn add_hashes(&mut self, more: impl IntoIterator<Item = String>) {
         self.hashes.extend(more);
         self.hashes.sort();
         self.hashes.dedup();
@@ -75,7 +75,7 @@ impl LockFile {
         }
     }
 
-    pub fn parse(path: &Path, text: &str) -> Result<LockFile, Diagnostic> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<LockFile, Diagnostic> {
         let err = |at: Option<std::ops::Range<usize>>, detail: &str| {
             Diagnostic::error(
                 "Invalid dependency lock file",
@@ -197,7 +197,7 @@ impl LockFile {
     }
 
     /// The text Terraform writes for these providers.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::from(
             "# This file is maintained automatically by \"terraform init\".\n\
              # Manual edits may be lost in future updates.\n",
@@ -225,7 +225,7 @@ impl LockFile {
 
     /// Writes the lock file (atomically: a temporary file renamed over it) unless its text
     /// would not change. Returns whether it wrote.
-    pub fn write(&self, config_dir: &Path) -> Result<bool, Diagnostic> {
+    pub(crate) fn write(&self, config_dir: &Path) -> Result<bool, Diagnostic> {
         let path = config_dir.join(LOCK_FILE);
         let text = self.render();
         if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {

@@ -14,20 +14,20 @@ use std::path::{Path, PathBuf};
 
 /// Where one package is on disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Package {
+pub(crate) enum Package {
     Zip(PathBuf),
     Dir(PathBuf),
 }
 
 impl Package {
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             Package::Zip(p) | Package::Dir(p) => p,
         }
     }
 
     /// Its `h1:` hash.
-    pub fn h1(&self) -> Result<String, String> {
+    pub(crate) fn h1(&self) -> Result<String, String> {
         match self {
             Package::Zip(p) => super::hash::h1_zip(p),
             Package::Dir(p) => super::hash::h1_dir(p),
@@ -48,7 +48,7 @@ fn dir_names(dir: &Path) -> Vec<String> {
 }
 
 /// Every provider that has at least one package below a mirror root.
-pub fn providers_in_dir(root: &Path) -> Vec<SourceAddr> {
+pub(crate) fn providers_in_dir(root: &Path) -> Vec<SourceAddr> {
     let mut out = Vec::new();
     for host in dir_names(root) {
         for ns in dir_names(&root.join(&host)) {
@@ -69,7 +69,7 @@ pub fn providers_in_dir(root: &Path) -> Vec<SourceAddr> {
 
 /// The packages of one provider below a mirror root, by version and platform. Names that do
 /// not fit the layouts are skipped.
-pub fn packages_in_dir(
+pub(crate) fn packages_in_dir(
     root: &Path,
     addr: &SourceAddr,
 ) -> BTreeMap<Version, BTreeMap<Platform, Package>> {
@@ -117,7 +117,7 @@ pub fn packages_in_dir(
 
 /// The provider's executable inside an unpacked package directory: a regular file whose name
 /// starts with `terraform-provider-TYPE` (`terraform-provider-aws_v5.0.0_x5`).
-pub fn executable_in(dir: &Path, type_: &str) -> Option<PathBuf> {
+pub(crate) fn executable_in(dir: &Path, type_: &str) -> Option<PathBuf> {
     let prefix = format!("terraform-provider-{type_}");
     dir_names(dir)
         .into_iter()

@@ -15,20 +15,20 @@
 //! Invariants: nothing here reads the process environment (the CLI hands it over as a map to
 //! [`CliConfig::from_env`]); nothing prints.
 
-pub mod addr;
-pub mod cli_config;
+pub(crate) mod addr;
+pub(crate) mod cli_config;
 pub mod hash;
-pub mod init;
-pub mod lock;
-pub mod mirror;
-pub mod modules;
-pub mod remote;
-pub mod version;
+pub(crate) mod init;
+pub(crate) mod lock;
+pub(crate) mod mirror;
+pub(crate) mod modules;
+pub(crate) mod remote;
+pub(crate) mod version;
 
 pub use addr::{Platform, SourceAddr};
 pub use cli_config::CliConfig;
 pub use lock::{LockFile, Locked, LOCK_FILE};
-pub use version::{Constraints, Version};
+pub(crate) use version::{Constraints, Version};
 
 use crate::diag::Diagnostic;
 use std::fmt;
@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 /// Where a located plugin came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// A `dev_overrides` directory of the CLI configuration.
     DevOverride(PathBuf),
     /// The package directory `cairn init` (or `terraform init`) installed, checked against the
@@ -59,15 +59,15 @@ pub struct Located {
     /// The executable.
     pub path: PathBuf,
     /// `None` for a development override.
-    pub version: Option<Version>,
-    pub origin: Origin,
+    pub(crate) version: Option<Version>,
+    pub(crate) origin: Origin,
     /// The package's `h1:` hash (checked against the lock); `None` for an override.
-    pub hash: Option<String>,
+    pub(crate) hash: Option<String>,
 }
 
 /// The directory where `init` installs providers: `.terraform/providers` (or
 /// `$TF_DATA_DIR/providers`) below the configuration directory.
-pub fn providers_dir(config_dir: &Path, cli: &CliConfig) -> PathBuf {
+pub(crate) fn providers_dir(config_dir: &Path, cli: &CliConfig) -> PathBuf {
     config_dir
         .join(cli.data_dir.as_deref().unwrap_or(Path::new(".terraform")))
         .join("providers")
@@ -84,15 +84,15 @@ pub fn locate(
 }
 
 /// The lock file and install directory of a configuration, read once.
-pub struct Installed<'a> {
-    pub lock: LockFile,
-    pub dir: PathBuf,
-    pub cli: &'a CliConfig,
-    pub platform: Platform,
+pub(crate) struct Installed<'a> {
+    pub(crate) lock: LockFile,
+    pub(crate) dir: PathBuf,
+    pub(crate) cli: &'a CliConfig,
+    pub(crate) platform: Platform,
 }
 
 impl<'a> Installed<'a> {
-    pub fn load(config_dir: &Path, cli: &'a CliConfig) -> Result<Installed<'a>, Diagnostic> {
+    pub(crate) fn load(config_dir: &Path, cli: &'a CliConfig) -> Result<Installed<'a>, Diagnostic> {
         Ok(Installed {
             lock: LockFile::read(config_dir)?,
             dir: providers_dir(config_dir, cli),
@@ -102,7 +102,7 @@ impl<'a> Installed<'a> {
     }
 
     /// See [`locate`].
-    pub fn locate(&self, addr: &SourceAddr) -> Result<Option<Located>, Diagnostic> {
+    pub(crate) fn locate(&self, addr: &SourceAddr) -> Result<Option<Located>, Diagnostic> {
         if addr.is_terraform_builtin() {
             return Ok(None);
         }

@@ -34,9 +34,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Where Terraform keeps downloaded modules, under the root module's directory.
-pub const MODULES_DIR: &str = ".terraform/modules";
+pub(crate) const MODULES_DIR: &str = ".terraform/modules";
 /// The manifest of downloaded modules.
-pub const MANIFEST: &str = ".terraform/modules/modules.json";
+pub(crate) const MANIFEST: &str = ".terraform/modules/modules.json";
 
 #[derive(Serialize, Deserialize, Default)]
 struct Manifest {
@@ -64,13 +64,13 @@ struct Wanted {
 }
 
 /// What `init` prints about modules (Terraform's lines), and the problems.
-pub struct Outcome {
-    pub lines: Vec<String>,
-    pub diags: Diagnostics,
+pub(crate) struct Outcome {
+    pub(crate) lines: Vec<String>,
+    pub(crate) diags: Diagnostics,
 }
 
 /// Installs every remote module the configuration in `root` calls (see the module docs).
-pub fn install(root: &Path, cli: &CliConfig, upgrade: bool) -> Outcome {
+pub(crate) fn install(root: &Path, cli: &CliConfig, upgrade: bool) -> Outcome {
     let mut out = Outcome {
         lines: Vec::new(),
         diags: Diagnostics::new(),

@@ -22,9 +22,9 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Plugin protocol major versions Cairn speaks.
-pub const PROTOCOLS: [u64; 2] = [5, 6];
+pub(crate) const PROTOCOLS: [u64; 2] = [5, 6];
 
-pub struct Http<'a> {
+pub(crate) struct Http<'a> {
     client: reqwest::blocking::Client,
     cli: &'a CliConfig,
     discovered: std::cell::RefCell<BTreeMap<String, Url>>,
@@ -35,7 +35,7 @@ fn status_error(url: &Url, status: reqwest::StatusCode) -> String {
 }
 
 impl<'a> Http<'a> {
-    pub fn new(cli: &'a CliConfig) -> Result<Http<'a>, String> {
+    pub(crate) fn new(cli: &'a CliConfig) -> Result<Http<'a>, String> {
         let mut b = reqwest::blocking::Client::builder()
             .user_agent(concat!("Cairn/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(10))
@@ -111,7 +111,7 @@ impl<'a> Http<'a> {
     }
 
     /// Downloads `url` into the file `dest`.
-    pub fn download(&self, url: &Url, dest: &Path) -> Result<(), String> {
+    pub(crate) fn download(&self, url: &Url, dest: &Path) -> Result<(), String> {
         let mut r = self.get(url)?;
         if !r.status().is_success() {
             return Err(status_error(url, r.status()));
@@ -122,12 +122,12 @@ impl<'a> Http<'a> {
     }
 
     /// The base URL of a host's `providers.v1` service.
-    pub fn providers_service(&self, host: &str) -> Result<Url, String> {
+    pub(crate) fn providers_service(&self, host: &str) -> Result<Url, String> {
         self.service(host, "providers.v1", "a provider registry")
     }
 
     /// The base URL of a host's `modules.v1` service.
-    pub fn modules_service(&self, host: &str) -> Result<Url, String> {
+    pub(crate) fn modules_service(&self, host: &str) -> Result<Url, String> {
         self.service(host, "modules.v1", "a module registry")
     }
 
@@ -189,7 +189,7 @@ struct PlatformEntry {
 }
 
 /// The versions a registry offers for `addr` that have a package for `platform`.
-pub fn registry_versions(
+pub(crate) fn registry_versions(
     http: &Http,
     addr: &SourceAddr,
     platform: &Platform,
@@ -241,23 +241,23 @@ struct SigningKeys {
 
 /// A registry's OpenPGP public key.
 #[derive(Deserialize)]
-pub struct GpgKey {
+pub(crate) struct GpgKey {
     #[serde(default)]
-    pub key_id: String,
-    pub ascii_armor: String,
+    pub(crate) key_id: String,
+    pub(crate) ascii_armor: String,
 }
 
 /// A registry package, downloaded and authenticated.
-pub struct Fetched {
+pub(crate) struct Fetched {
     /// `zh:` hashes of every package `SHA256SUMS` lists.
-    pub zh_hashes: Vec<String>,
+    pub(crate) zh_hashes: Vec<String>,
     /// Who signed the checksums (key id).
-    pub signed_by: String,
+    pub(crate) signed_by: String,
 }
 
 /// Downloads the registry package of `addr` `version` for `platform` into `dest` (a zip
 /// file) and authenticates it (see the module docs).
-pub fn registry_fetch(
+pub(crate) fn registry_fetch(
     http: &Http,
     addr: &SourceAddr,
     version: &Version,
@@ -349,7 +349,7 @@ pub fn registry_fetch(
 
 /// Checks a detached OpenPGP signature of `data` against the registry's keys (primary keys
 /// and their subkeys); returns the key id that made it.
-pub fn verify_signature(data: &[u8], sig: &[u8], keys: &[GpgKey]) -> Result<String, String> {
+pub(crate) fn verify_signature(data: &[u8], sig: &[u8], keys: &[GpgKey]) -> Result<String, String> {
     use pgp::composed::{Deserializable as _, DetachedSignature, SignedPublicKey};
     use pgp::types::KeyDetails as _;
     if keys.is_empty() {
@@ -416,7 +416,11 @@ fn mirror_dir(base: &str, addr: &SourceAddr) -> Result<Url, String> {
 }
 
 /// The versions a network mirror has of `addr`.
-pub fn mirror_versions(http: &Http, base: &str, addr: &SourceAddr) -> Result<Vec<Version>, String> {
+pub(crate) fn mirror_versions(
+    http: &Http,
+    base: &str,
+    addr: &SourceAddr,
+) -> Result<Vec<Version>, String> {
     let url = mirror_dir(base, addr)?
         .join("index.json")
         .map_err(|e| e.to_string())?;
@@ -433,7 +437,7 @@ pub fn mirror_versions(http: &Http, base: &str, addr: &SourceAddr) -> Result<Vec
 /// Downloads `addr` `version` for `platform` from a network mirror into `dest`; returns the
 /// hashes the mirror lists for it, after checking the download against them. `Ok(None)`: the
 /// mirror has no package for this platform.
-pub fn mirror_fetch(
+pub(crate) fn mirror_fetch(
     http: &Http,
     base: &str,
     addr: &SourceAddr,

@@ -16,7 +16,7 @@ use std::path::Path;
 
 /// Every local name the configuration uses, with its source address and the span that named
 /// the source (if a `required_providers` entry did).
-pub fn local_names(config: &Config) -> (BTreeMap<String, SourceAddr>, Diagnostics) {
+pub(crate) fn local_names(config: &Config) -> (BTreeMap<String, SourceAddr>, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut names: BTreeMap<String, SourceAddr> = BTreeMap::new();
     for m in config.modules() {
@@ -61,7 +61,7 @@ pub fn local_names(config: &Config) -> (BTreeMap<String, SourceAddr>, Diagnostic
 /// binary hash. `offline` (`inspect`, `validate`): schemas only, from the cache when it has
 /// this binary's (no process starts); a plugin whose schema is not cached is started for it
 /// only when `start_uncached` (`validate`), else left out (`inspect`).
-pub fn plugins(
+pub(crate) fn plugins(
     config: &Config,
     env: &BTreeMap<String, String>,
     dir: &Path,

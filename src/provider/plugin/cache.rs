@@ -19,7 +19,7 @@ use std::time::UNIX_EPOCH;
 
 /// The cache under one state directory.
 #[derive(Clone, Debug)]
-pub struct SchemaCache {
+pub(crate) struct SchemaCache {
     dir: PathBuf,
 }
 
@@ -31,14 +31,14 @@ struct Seen {
 }
 
 /// A cached schema: the protocol it was answered in and the decoded schemas.
-pub struct Cached {
-    pub protocol: u32,
-    pub schemas: Schemas,
-    pub diags: Vec<Diag>,
+pub(crate) struct Cached {
+    pub(crate) protocol: u32,
+    pub(crate) schemas: Schemas,
+    pub(crate) diags: Vec<Diag>,
 }
 
 impl SchemaCache {
-    pub fn new(state_dir: &Path) -> SchemaCache {
+    pub(crate) fn new(state_dir: &Path) -> SchemaCache {
         // Every workspace of a state directory shares its root's cache.
         let root = cairn_state::workspace::of_dir(state_dir)
             .map(|(root, _)| root)
@@ -61,7 +61,7 @@ impl SchemaCache {
 
     /// The SHA-256 (hex) of the binary at `path`, from the index when its size and
     /// modification time are the ones recorded with it.
-    pub fn hash(&self, path: &Path) -> Result<String, String> {
+    pub(crate) fn hash(&self, path: &Path) -> Result<String, String> {
         let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mtime_ns = meta
             .modified()
@@ -99,7 +99,7 @@ impl SchemaCache {
     }
 
     /// The cached schema of the binary with this hash, if there is a readable one.
-    pub fn get(&self, sha256: &str) -> Option<Cached> {
+    pub(crate) fn get(&self, sha256: &str) -> Option<Cached> {
         for protocol in [6, 5] {
             let Ok(bytes) = std::fs::read(self.file(sha256, protocol)) else {
                 continue;
@@ -121,7 +121,7 @@ impl SchemaCache {
     }
 
     /// Stores a binary's `GetProviderSchema` response (protobuf bytes).
-    pub fn put(&self, sha256: &str, protocol: u32, response: &[u8]) {
+    pub(crate) fn put(&self, sha256: &str, protocol: u32, response: &[u8]) {
         if let Err(e) = self.write(&self.file(sha256, protocol), response) {
             tracing::warn!(target: "plugin", "cannot cache the schema of {sha256}: {e}");
         }
@@ -143,7 +143,7 @@ impl SchemaCache {
 /// which is what the digest covers; only answers without any diagnostic are kept, so warnings
 /// are shown every time. Lines are appended (one `write` each, `O_APPEND`), so concurrent runs
 /// never tear a line; a file past `MAX_BYTES` is started afresh.
-pub struct Validations {
+pub(crate) struct Validations {
     path: PathBuf,
     known: std::sync::Mutex<std::collections::HashSet<[u8; 32]>>,
     /// The file, opened for appending at the first new record.
@@ -162,7 +162,7 @@ impl Validations {
     const MAX_BYTES: u64 = 16 << 20;
 
     /// The validations recorded for the binary with this hash.
-    pub fn open(cache: &SchemaCache, sha256: &str) -> Validations {
+    pub(crate) fn open(cache: &SchemaCache, sha256: &str) -> Validations {
         let path = cache.dir.join(format!("{sha256}.valid"));
         let mut known = std::collections::HashSet::new();
         match std::fs::metadata(&path) {
@@ -195,7 +195,7 @@ impl Validations {
 
     /// The digest of one validation: what is validated (`kind`, the type) and the encoded
     /// configuration.
-    pub fn digest(kind: &str, type_: &str, config: &[u8]) -> [u8; 32] {
+    pub(crate) fn digest(kind: &str, type_: &str, config: &[u8]) -> [u8; 32] {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
         for part in [kind.as_bytes(), type_.as_bytes(), config] {
@@ -206,12 +206,12 @@ impl Validations {
     }
 
     /// Whether this configuration was found valid before.
-    pub fn known(&self, digest: &[u8; 32]) -> bool {
+    pub(crate) fn known(&self, digest: &[u8; 32]) -> bool {
         self.known.lock().expect("validations").contains(digest)
     }
 
     /// Records a validation that found nothing to say.
-    pub fn record(&self, digest: [u8; 32]) {
+    pub(crate) fn record(&self, digest: [u8; 32]) {
         if !self.known.lock().expect("validations").insert(digest) {
             return;
         }

@@ -472,7 +472,7 @@ fn from_json(j: &serde_json::Value, ty: &Type, path: &mut String) -> Result<Valu
 
 /// A cty type from its JSON form (`"string"`, `["list","number"]`, `["object",{…}]`,
 /// `["object",{…},["optional"]]`, `["tuple",[…]]`, `"dynamic"`).
-pub fn type_from_json(j: &serde_json::Value) -> Result<Type, String> {
+pub(crate) fn type_from_json(j: &serde_json::Value) -> Result<Type, String> {
     use serde_json::Value as J;
     let bad = || format!("unsupported type {j}");
     match j {
@@ -520,7 +520,7 @@ pub fn type_from_json(j: &serde_json::Value) -> Result<Type, String> {
 }
 
 /// The JSON form of a type (the inverse of [`type_from_json`]).
-pub fn type_to_json(t: &Type) -> serde_json::Value {
+pub(crate) fn type_to_json(t: &Type) -> serde_json::Value {
     use serde_json::json;
     match t {
         Type::Dynamic => json!("dynamic"),

@@ -32,7 +32,7 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The runtime every plugin process and connection lives on: independent of the engine's, so
 /// a plugin can be used from synchronous code (validation, schemas) and outlives any one phase.
-pub fn runtime() -> &'static tokio::runtime::Runtime {
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -46,7 +46,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 
 /// Runs `fut` on the plugin runtime and waits for it from synchronous code, without stalling
 /// an engine runtime's other tasks.
-pub fn run_sync<T: Send + 'static>(
+pub(crate) fn run_sync<T: Send + 'static>(
     fut: impl std::future::Future<Output = T> + Send + 'static,
 ) -> T {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -63,7 +63,7 @@ pub fn run_sync<T: Send + 'static>(
 }
 
 /// Runs `fut` on the plugin runtime from async code.
-pub async fn run<T: Send + 'static>(
+pub(crate) async fn run<T: Send + 'static>(
     fut: impl std::future::Future<Output = T> + Send + 'static,
 ) -> T {
     runtime()
@@ -76,11 +76,11 @@ pub async fn run<T: Send + 'static>(
 static LIVE: Mutex<Vec<Weak<PluginProcess>>> = Mutex::new(Vec::new());
 
 /// A running plugin process and the gRPC channel to it.
-pub struct PluginProcess {
-    pub path: PathBuf,
+pub(crate) struct PluginProcess {
+    pub(crate) path: PathBuf,
     /// The negotiated protocol: 5 or 6.
-    pub protocol: u32,
-    pub channel: Channel,
+    pub(crate) protocol: u32,
+    pub(crate) channel: Channel,
     child: Mutex<Option<Child>>,
     pid: Option<u32>,
 }
@@ -432,7 +432,7 @@ async fn forward_stderr(name: String, stderr: tokio::process::ChildStderr) {
 impl PluginProcess {
     /// Starts the provider at `path` and connects to it. `env` is the environment Cairn was
     /// started with (the plugin inherits it; `TF_DISABLE_PLUGIN_TLS` is read from it).
-    pub async fn start(
+    pub(crate) async fn start(
         path: &Path,
         env: &BTreeMap<String, String>,
     ) -> Result<Arc<PluginProcess>, String> {
@@ -540,12 +540,6 @@ impl PluginProcess {
         live.retain(|w| w.strong_count() > 0);
         live.push(Arc::downgrade(&process));
         Ok(process)
-    }
-
-    /// Ends the process (see [`end`]). Idempotent.
-    pub async fn shutdown(self: &Arc<Self>) {
-        let this = self.clone();
-        run(async move { this.shutdown_here().await }).await
     }
 
     async fn shutdown_here(&self) {

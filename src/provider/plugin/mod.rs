@@ -9,12 +9,12 @@
 //! - `cache`: schemas cached per binary hash in the state directory.
 //! - `proto/`: the vendored protocol definitions (MPL-2.0), compiled by `build.rs`.
 
-pub mod attach;
-pub mod cache;
+pub(crate) mod attach;
+pub(crate) mod cache;
 pub mod codec;
 pub mod launch;
-pub mod provider;
-pub mod rpc;
+pub(crate) mod provider;
+pub(crate) mod rpc;
 
 pub use launch::shutdown_all;
 pub use provider::PluginProvider;

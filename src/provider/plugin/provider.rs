@@ -39,13 +39,15 @@ use std::sync::{Arc, Mutex};
 
 /// The Terraform version Cairn announces to providers in `ConfigureProvider`: the one whose
 /// protocol behaviour it follows.
-pub const TERRAFORM_VERSION: &str = "1.11.4";
+pub(crate) const TERRAFORM_VERSION: &str = "1.11.4";
 
 /// The schemas of one plugin, in both forms.
 #[derive(Debug)]
 struct Shared {
     package: String,
     path: PathBuf,
+    /// The handshake's protocol version (the client keeps its own; the tests read this one).
+    #[cfg_attr(not(test), allow(dead_code))]
     protocol: u32,
     env: BTreeMap<String, String>,
     wire: Schemas,
@@ -85,7 +87,7 @@ impl Shared {
 
 /// Where `PluginProvider::open` takes the schema from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// The plugin, always (plan and apply: the process runs anyway, and a binary's schema may
     /// depend on its environment); the answer refreshes the cache.
     Live,
@@ -229,7 +231,7 @@ impl PluginProvider {
     /// The plugin at `path`, with its schema as `source` says; a schema the plugin was asked
     /// for is stored in `cache`. `Ok(None)`: `Source::CacheOnly` and the cache has no schema
     /// of this binary.
-    pub async fn open(
+    pub(crate) async fn open(
         package: &str,
         path: &Path,
         env: &BTreeMap<String, String>,
@@ -291,22 +293,15 @@ impl PluginProvider {
     }
 
     /// Schemas only (see `offline`).
-    pub fn offline(mut self, offline: bool) -> Self {
+    pub(crate) fn offline(mut self, offline: bool) -> Self {
         self.offline = offline;
         self
     }
 
-    pub fn path(&self) -> &Path {
-        &self.shared.path
-    }
-
-    pub fn protocol(&self) -> u32 {
+    /// The protocol version the plugin's handshake chose (5 or 6).
+    #[cfg(test)]
+    pub(crate) fn protocol(&self) -> u32 {
         self.shared.protocol
-    }
-
-    /// True once a process runs for this provider.
-    pub fn started(&self) -> bool {
-        self.first.initialized()
     }
 
     /// The first process's client, started now if need be.
@@ -606,7 +601,7 @@ impl PluginProvider {
 }
 
 /// A configured plugin process.
-pub struct PluginInstance {
+pub(crate) struct PluginInstance {
     inner: Arc<Inner>,
 }
 
@@ -653,7 +648,7 @@ fn key(type_: &str, v: &Value) -> (String, String) {
 
 /// Terraform's proposed new state: the configuration, with computed attributes that the
 /// configuration leaves null taking their prior value (null on create), block by block.
-pub fn proposed_new(block: &Block, prior: Option<&Value>, config: &Value) -> Value {
+pub(crate) fn proposed_new(block: &Block, prior: Option<&Value>, config: &Value) -> Value {
     let config_u = config.unmarked();
     if config_u.is_null() || config_u.is_unknown() {
         return config.clone();

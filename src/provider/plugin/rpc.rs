@@ -18,18 +18,18 @@ use tonic::transport::Channel;
 
 /// A provider diagnostic.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Diag {
-    pub error: bool,
-    pub summary: String,
-    pub detail: String,
+pub(crate) struct Diag {
+    pub(crate) error: bool,
+    pub(crate) summary: String,
+    pub(crate) detail: String,
     /// The attribute path (`tags["x"]`, `rule[0].port`), when the provider gave one.
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// The same path, step by step.
-    pub steps: Vec<PathStep>,
+    pub(crate) steps: Vec<PathStep>,
 }
 
 impl Diag {
-    pub fn to_provider_diag(&self) -> ProviderDiag {
+    pub(crate) fn to_provider_diag(&self) -> ProviderDiag {
         ProviderDiag {
             error: self.error,
             summary: self.summary.clone(),
@@ -39,7 +39,7 @@ impl Diag {
     }
 
     /// The diagnostic as one line of text: `summary: detail (at path)`.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         let mut m = self.summary.clone();
         if !self.detail.is_empty() {
             m.push_str(": ");
@@ -54,71 +54,68 @@ impl Diag {
 
 /// A `DynamicValue`: msgpack, or JSON as a fallback.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Dyn {
-    pub msgpack: Vec<u8>,
-    pub json: Vec<u8>,
+pub(crate) struct Dyn {
+    pub(crate) msgpack: Vec<u8>,
+    pub(crate) json: Vec<u8>,
 }
 
 impl Dyn {
-    pub fn msgpack(bytes: Vec<u8>) -> Dyn {
+    pub(crate) fn msgpack(bytes: Vec<u8>) -> Dyn {
         Dyn {
             msgpack: bytes,
             json: Vec::new(),
         }
     }
-    pub fn is_empty(&self) -> bool {
-        self.msgpack.is_empty() && self.json.is_empty()
-    }
 }
 
 /// One resource type's, data source's or the provider's schema.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TypeSchema {
-    pub version: i64,
-    pub block: Block,
+pub(crate) struct TypeSchema {
+    pub(crate) version: i64,
+    pub(crate) block: Block,
     /// The cty type of a value of this block (what the wire encoding follows).
-    pub ty: Type,
+    pub(crate) ty: Type,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Schemas {
-    pub provider: Option<TypeSchema>,
-    pub resources: BTreeMap<String, TypeSchema>,
-    pub data_sources: BTreeMap<String, TypeSchema>,
-    pub plan_destroy: bool,
-    pub functions: BTreeMap<String, FunctionSig>,
+pub(crate) struct Schemas {
+    pub(crate) provider: Option<TypeSchema>,
+    pub(crate) resources: BTreeMap<String, TypeSchema>,
+    pub(crate) data_sources: BTreeMap<String, TypeSchema>,
+    pub(crate) plan_destroy: bool,
+    pub(crate) functions: BTreeMap<String, FunctionSig>,
 }
 
-pub struct PlanOut {
-    pub planned: Dyn,
-    pub requires_replace: Vec<String>,
-    pub private: Vec<u8>,
-    pub legacy_type_system: bool,
-    pub diags: Vec<Diag>,
+pub(crate) struct PlanOut {
+    pub(crate) planned: Dyn,
+    pub(crate) requires_replace: Vec<String>,
+    pub(crate) private: Vec<u8>,
+    pub(crate) legacy_type_system: bool,
+    pub(crate) diags: Vec<Diag>,
 }
 
-pub struct ApplyOut {
-    pub new_state: Dyn,
-    pub private: Vec<u8>,
-    pub legacy_type_system: bool,
-    pub diags: Vec<Diag>,
+pub(crate) struct ApplyOut {
+    pub(crate) new_state: Dyn,
+    pub(crate) private: Vec<u8>,
+    pub(crate) legacy_type_system: bool,
+    pub(crate) diags: Vec<Diag>,
 }
 
-pub struct ReadOut {
-    pub new_state: Dyn,
-    pub private: Vec<u8>,
-    pub diags: Vec<Diag>,
+pub(crate) struct ReadOut {
+    pub(crate) new_state: Dyn,
+    pub(crate) private: Vec<u8>,
+    pub(crate) diags: Vec<Diag>,
 }
 
-pub struct Imported {
-    pub type_name: String,
-    pub state: Dyn,
-    pub private: Vec<u8>,
+pub(crate) struct Imported {
+    pub(crate) type_name: String,
+    pub(crate) state: Dyn,
+    pub(crate) private: Vec<u8>,
 }
 
 /// A connected provider, protocol 5 or 6.
 #[derive(Clone)]
-pub enum Client {
+pub(crate) enum Client {
     V5(p5::provider_client::ProviderClient<Channel>),
     V6(p6::provider_client::ProviderClient<Channel>),
 }
@@ -131,7 +128,7 @@ fn status(e: tonic::Status) -> String {
 const MAX_MESSAGE: usize = 256 << 20;
 
 impl Client {
-    pub fn new(protocol: u32, channel: Channel) -> Client {
+    pub(crate) fn new(protocol: u32, channel: Channel) -> Client {
         if protocol == 5 {
             Client::V5(
                 p5::provider_client::ProviderClient::new(channel)
@@ -196,7 +193,7 @@ macro_rules! conversions {
     ($p:ident) => {
         use super::*;
 
-        pub fn diags(ds: &[$p::Diagnostic]) -> Vec<Diag> {
+        pub(crate) fn diags(ds: &[$p::Diagnostic]) -> Vec<Diag> {
             ds.iter()
                 .map(|d| Diag {
                     error: d.severity != $p::diagnostic::Severity::Warning as i32,
@@ -208,7 +205,7 @@ macro_rules! conversions {
                 .collect()
         }
 
-        pub fn steps(p: &$p::AttributePath) -> Vec<PathStep> {
+        pub(crate) fn steps(p: &$p::AttributePath) -> Vec<PathStep> {
             use $p::attribute_path::step::Selector;
             p.steps
                 .iter()
@@ -221,7 +218,7 @@ macro_rules! conversions {
                 .collect()
         }
 
-        pub fn path(p: &$p::AttributePath) -> String {
+        pub(crate) fn path(p: &$p::AttributePath) -> String {
             use $p::attribute_path::step::Selector;
             let mut out = String::new();
             for s in &p.steps {
@@ -241,7 +238,7 @@ macro_rules! conversions {
         }
 
         /// The first attribute name of a path (what Cairn's `requires_replace` holds).
-        pub fn root_name(p: &$p::AttributePath) -> Option<String> {
+        pub(crate) fn root_name(p: &$p::AttributePath) -> Option<String> {
             use $p::attribute_path::step::Selector;
             p.steps.iter().find_map(|s| match &s.selector {
                 Some(Selector::AttributeName(n)) => Some(n.clone()),
@@ -249,7 +246,7 @@ macro_rules! conversions {
             })
         }
 
-        pub fn attribute(a: &$p::schema::Attribute) -> Result<(Type, Attribute), String> {
+        pub(crate) fn attribute(a: &$p::schema::Attribute) -> Result<(Type, Attribute), String> {
             let (ty, _nested) = match a.nested()? {
                 Some((ty, block)) => (ty, Some(block)),
                 None => {
@@ -275,7 +272,7 @@ macro_rules! conversions {
         }
 
         /// A block's schema for the engine and its cty type for the wire.
-        pub fn block(b: &$p::schema::Block) -> Result<(Type, Block), String> {
+        pub(crate) fn block(b: &$p::schema::Block) -> Result<(Type, Block), String> {
             let mut types = BTreeMap::new();
             let mut out = Block {
                 description: b.description.clone(),
@@ -316,7 +313,7 @@ macro_rules! conversions {
             Ok((Type::object(types), out))
         }
 
-        pub fn schema(s: &$p::Schema, what: &str) -> Result<TypeSchema, String> {
+        pub(crate) fn schema(s: &$p::Schema, what: &str) -> Result<TypeSchema, String> {
             let (ty, block) = match &s.block {
                 Some(b) => block(b).map_err(|e| format!("{what}: {e}"))?,
                 None => (Type::object([]), Block::default()),
@@ -328,7 +325,7 @@ macro_rules! conversions {
             })
         }
 
-        pub fn dv(d: Option<$p::DynamicValue>) -> Dyn {
+        pub(crate) fn dv(d: Option<$p::DynamicValue>) -> Dyn {
             d.map(|d| Dyn {
                 msgpack: d.msgpack,
                 json: d.json,
@@ -339,21 +336,21 @@ macro_rules! conversions {
         /// The `provider_meta` of a resource call: Cairn has no `provider_meta` blocks, so it is
         /// always null, sent as a msgpack nil rather than left out: some servers (the
         /// `tf-provider` framework's) answer a call without it with no state.
-        pub fn no_meta() -> Option<$p::DynamicValue> {
+        pub(crate) fn no_meta() -> Option<$p::DynamicValue> {
             Some($p::DynamicValue {
                 msgpack: vec![0xc0],
                 json: Vec::new(),
             })
         }
 
-        pub fn to_dv(d: &Dyn) -> Option<$p::DynamicValue> {
+        pub(crate) fn to_dv(d: &Dyn) -> Option<$p::DynamicValue> {
             Some($p::DynamicValue {
                 msgpack: d.msgpack.clone(),
                 json: d.json.clone(),
             })
         }
 
-        pub fn schemas(
+        pub(crate) fn schemas(
             r: $p::get_provider_schema::Response,
         ) -> Result<(Schemas, Vec<Diag>), String> {
             let d = diags(&r.diagnostics);
@@ -396,7 +393,7 @@ macro_rules! conversions {
             })
         }
 
-        pub fn function(name: &str, f: &$p::Function) -> Result<FunctionSig, String> {
+        pub(crate) fn function(name: &str, f: &$p::Function) -> Result<FunctionSig, String> {
             Ok(FunctionSig {
                 params: f
                     .parameters
@@ -416,7 +413,7 @@ macro_rules! conversions {
             })
         }
 
-        pub fn caps() -> Option<$p::ClientCapabilities> {
+        pub(crate) fn caps() -> Option<$p::ClientCapabilities> {
             Some($p::ClientCapabilities {
                 deferral_allowed: false,
                 write_only_attributes_allowed: true,
@@ -452,7 +449,7 @@ macro_rules! both {
 }
 
 /// Decodes a `GetProviderSchema` response kept as protobuf bytes (the schema cache).
-pub fn decode_schemas(protocol: u32, bytes: &[u8]) -> Result<(Schemas, Vec<Diag>), String> {
+pub(crate) fn decode_schemas(protocol: u32, bytes: &[u8]) -> Result<(Schemas, Vec<Diag>), String> {
     use prost::Message as _;
     match protocol {
         5 => v5::schemas(
@@ -466,7 +463,7 @@ pub fn decode_schemas(protocol: u32, bytes: &[u8]) -> Result<(Schemas, Vec<Diag>
 }
 
 impl Client {
-    pub fn protocol(&self) -> u32 {
+    pub(crate) fn protocol(&self) -> u32 {
         match self {
             Client::V5(_) => 5,
             Client::V6(_) => 6,
@@ -474,7 +471,7 @@ impl Client {
     }
 
     /// The schema, and the response as protobuf bytes (for the schema cache).
-    pub async fn get_schema(&self) -> Result<(Schemas, Vec<Diag>, Vec<u8>), String> {
+    pub(crate) async fn get_schema(&self) -> Result<(Schemas, Vec<Diag>, Vec<u8>), String> {
         use prost::Message as _;
         match self.clone() {
             Client::V5(mut c) => {
@@ -500,7 +497,7 @@ impl Client {
         }
     }
 
-    pub async fn validate_provider(&self, config: Dyn) -> Result<Vec<Diag>, String> {
+    pub(crate) async fn validate_provider(&self, config: Dyn) -> Result<Vec<Diag>, String> {
         match self.clone() {
             Client::V5(mut c) => {
                 let r = c
@@ -523,7 +520,11 @@ impl Client {
         }
     }
 
-    pub async fn validate_resource(&self, type_: &str, config: Dyn) -> Result<Vec<Diag>, String> {
+    pub(crate) async fn validate_resource(
+        &self,
+        type_: &str,
+        config: Dyn,
+    ) -> Result<Vec<Diag>, String> {
         match self.clone() {
             Client::V5(mut c) => {
                 let r = c
@@ -550,7 +551,11 @@ impl Client {
         }
     }
 
-    pub async fn validate_data(&self, type_: &str, config: Dyn) -> Result<Vec<Diag>, String> {
+    pub(crate) async fn validate_data(
+        &self,
+        type_: &str,
+        config: Dyn,
+    ) -> Result<Vec<Diag>, String> {
         match self.clone() {
             Client::V5(mut c) => {
                 let r = c
@@ -575,7 +580,7 @@ impl Client {
         }
     }
 
-    pub async fn configure(&self, version: &str, config: Dyn) -> Result<Vec<Diag>, String> {
+    pub(crate) async fn configure(&self, version: &str, config: Dyn) -> Result<Vec<Diag>, String> {
         match self.clone() {
             Client::V5(mut c) => {
                 let r = c
@@ -602,7 +607,7 @@ impl Client {
         }
     }
 
-    pub async fn upgrade(
+    pub(crate) async fn upgrade(
         &self,
         type_: &str,
         version: i64,
@@ -625,7 +630,12 @@ impl Client {
         })
     }
 
-    pub async fn read(&self, type_: &str, state: Dyn, private: Vec<u8>) -> Result<ReadOut, String> {
+    pub(crate) async fn read(
+        &self,
+        type_: &str,
+        state: Dyn,
+        private: Vec<u8>,
+    ) -> Result<ReadOut, String> {
         both!(self, |c, m, p| {
             let r = c
                 .read_resource(p::read_resource::Request {
@@ -647,7 +657,7 @@ impl Client {
         })
     }
 
-    pub async fn plan(
+    pub(crate) async fn plan(
         &self,
         type_: &str,
         prior: Dyn,
@@ -684,7 +694,7 @@ impl Client {
         })
     }
 
-    pub async fn apply(
+    pub(crate) async fn apply(
         &self,
         type_: &str,
         prior: Dyn,
@@ -715,7 +725,11 @@ impl Client {
         })
     }
 
-    pub async fn read_data(&self, type_: &str, config: Dyn) -> Result<(Dyn, Vec<Diag>), String> {
+    pub(crate) async fn read_data(
+        &self,
+        type_: &str,
+        config: Dyn,
+    ) -> Result<(Dyn, Vec<Diag>), String> {
         both!(self, |c, m, p| {
             let r = c
                 .read_data_source(p::read_data_source::Request {
@@ -731,7 +745,7 @@ impl Client {
         })
     }
 
-    pub async fn import(
+    pub(crate) async fn import(
         &self,
         type_: &str,
         id: &str,
@@ -763,7 +777,7 @@ impl Client {
 
     /// `StopProvider`: asks in-flight calls to return early. The provider's error, if any.
     /// `CallFunction`: the result, or the provider's error (with the argument it blames).
-    pub async fn call_function(
+    pub(crate) async fn call_function(
         &self,
         name: &str,
         args: Vec<Dyn>,
@@ -787,7 +801,7 @@ impl Client {
         })
     }
 
-    pub async fn stop(&self) -> Result<Option<String>, String> {
+    pub(crate) async fn stop(&self) -> Result<Option<String>, String> {
         match self.clone() {
             Client::V5(mut c) => {
                 let r = c.stop(p5::stop::Request {}).await.map_err(status)?;

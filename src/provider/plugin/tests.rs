@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The oracle's plugin (`/work/shared/oracle/setup.sh` builds it; `.ci/run` runs that).
-pub fn sim_plugin() -> PathBuf {
+pub(crate) fn sim_plugin() -> PathBuf {
     let p = PathBuf::from(
         std::env::var("ORACLE_PLUGINS").unwrap_or_else(|_| "/tmp/oracle-plugins".into()),
     )
