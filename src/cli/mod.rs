@@ -16,6 +16,7 @@ pub mod logging;
 pub mod output;
 pub mod progress;
 pub mod prompt;
+pub mod request;
 pub mod run_cmds;
 pub mod state_cmds;
 pub mod ui_cmd;

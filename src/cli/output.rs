@@ -47,6 +47,19 @@ pub fn process_colors(no_color_flag: bool) -> (bool, bool) {
 }
 
 /// A shareable output stream (the observer writes from many tasks; commands write too).
+/// The width prose is wrapped at: the terminal's, else 80.
+pub fn render_width(is_tty: bool) -> usize {
+    if is_tty {
+        // SAFETY: TIOCGWINSZ fills a winsize struct we own; a failure leaves it zeroed.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+        if ok && ws.ws_col >= 40 {
+            return ws.ws_col as usize;
+        }
+    }
+    80
+}
+
 pub type Sink = Arc<Mutex<Box<dyn Write + Send>>>;
 
 pub fn sink(w: impl Write + Send + 'static) -> Sink {
