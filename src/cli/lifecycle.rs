@@ -83,13 +83,6 @@ pub fn merge_diagnostics(first: Vec<Diagnostic>, then: Diagnostics) -> Diagnosti
     all
 }
 
-/// The `TF_VAR_*` part of the environment.
-pub fn tf_var_env() -> BTreeMap<String, String> {
-    std::env::vars()
-        .filter(|(k, _)| k.starts_with("TF_VAR_"))
-        .collect()
-}
-
 /// How a run prints: the `-json` stream or human text, and `-no-color`.
 pub struct RunUi {
     pub json: Option<JsonUi>,
