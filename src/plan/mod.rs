@@ -6,7 +6,7 @@ pub mod record;
 pub mod render;
 
 pub use json::plan_json;
-pub use render::{render_change, render_plan, RenderOptions};
+pub use render::{render_change, render_change_in, render_plan, RenderOptions};
 
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@
 //! The plan's dependency graph goes with it as the plan has it (`Plan::graph`: static
 //! addresses once each, edges as index pairs), so the UI draws a run's graph as it was planned.
 
-use super::{render_change, Action, OutputChange, Plan, PlanMode, Reason, RenderOptions};
+use super::{render_change_in, Action, OutputChange, Plan, PlanMode, Reason, RenderOptions};
 use cairn_state::{Deferral, PlanRecord, PlannedAction, PlannedChange};
 
 /// The recorded form of an action; `None` for a no-op (not recorded).
@@ -82,6 +82,7 @@ pub fn plan_record(plan: &Plan, saved: bool, files_hash: &str) -> PlanRecord {
         color: false,
         width: 0,
     };
+    let moved_from = plan.moved_from();
     let changes = plan
         .changes
         .iter()
@@ -95,7 +96,7 @@ pub fn plan_record(plan: &Plan, saved: bool, files_hash: &str) -> PlanRecord {
                     .as_ref()
                     .and_then(|r| super::render::reason_text(&ch.addr, r)),
                 deferral: ch.reason.as_ref().and_then(deferral),
-                diff: render_change(ch, &opts),
+                diff: render_change_in(plan, ch, moved_from.get(&ch.addr).copied(), &opts),
             })
         })
         .collect();

@@ -99,6 +99,24 @@ pub fn render_change(ch: &Change, opts: &RenderOptions) -> String {
     r.change_block(ch, None)
 }
 
+/// One change of `plan` drawn as the plan text draws it: with the plan's nested-block shapes
+/// and where a `moved` block moved it from (`prev`, from `Plan::moved_from`), for the log's
+/// record of a plan (`record::plan_record`).
+pub fn render_change_in(
+    plan: &Plan,
+    ch: &Change,
+    prev: Option<&ResourceInstanceAddr>,
+    opts: &RenderOptions,
+) -> String {
+    let r = Renderer {
+        c: Colors(opts.color),
+        width: opts.width,
+        marks: true,
+        shapes: &plan.shapes,
+    };
+    r.change_block(ch, prev)
+}
+
 /// The current state as `terraform show` prints it: one block per provider instance, resource
 /// instance and data result, then the outputs. Sensitive values read `(sensitive value)`.
 pub fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
@@ -714,6 +732,11 @@ impl Renderer<'_> {
             };
             lines.push(format!("{}# ({what} hidden)", Self::pad(indent + 6)));
         }
+        Self::close(lines, indent, changed)
+    }
+
+    /// An object's lines (`{` and its children) closed at `indent`, or `{}` when it has none.
+    fn close(mut lines: Vec<String>, indent: usize, changed: bool) -> (Mark, Lines) {
         if lines.len() == 1 {
             return (Mark::NoOp, Lines::one("{}"));
         }
@@ -912,14 +935,7 @@ impl Renderer<'_> {
                 plural(hidden, "unchanged block", "unchanged blocks")
             ));
         }
-        if lines.len() == 1 {
-            return (Mark::NoOp, Lines::one("{}"));
-        }
-        lines.push(format!("{}}}", Self::pad(indent + 2)));
-        (
-            if changed { Mark::Update } else { Mark::NoOp },
-            Lines(lines),
-        )
+        Self::close(lines, indent, changed)
     }
 
     /// One nested block from `b` to `a` (either may be missing: added or removed).

@@ -876,3 +876,52 @@ mod props {
         }
     }
 }
+
+/// The log's record of a plan draws nested blocks as the plan text does (`Plan::shapes`), and
+/// names where a `moved` block moved an object from.
+#[test]
+fn recorded_changes_draw_nested_blocks_and_moves() {
+    let rule = |port: i64| obj([("port", Value::int(port))]);
+    let item = |ports: &[i64]| {
+        obj([
+            ("id", s("x-1")),
+            ("name", s("x")),
+            ("rule", list_of(ports.iter().map(|p| rule(*p)).collect())),
+        ])
+    };
+    let mut p = plan(
+        PlanMode::Normal,
+        vec![change(
+            "sim_thing.b",
+            Action::Update,
+            Some(item(&[80, 81])),
+            Some(item(&[80, 8081])),
+        )],
+    );
+    p.moves = vec![(addr("sim_thing.a"), addr("sim_thing.b"))];
+    p.shapes.insert(
+        "sim_thing".into(),
+        super::BlockShape {
+            blocks: [(
+                "rule".to_string(),
+                super::NestedShape {
+                    nesting: crate::provider::Nesting::List,
+                    shape: Default::default(),
+                },
+            )]
+            .into(),
+        },
+    );
+    let record = super::record::plan_record(&p, false, "h");
+    let diff = &record.changes[0].diff;
+    assert!(diff.contains("  # (moved from sim_thing.a)"), "{diff}");
+    assert!(
+        diff.contains("      ~ rule {\n          ~ port = 81 -> 8081\n        }"),
+        "{diff}"
+    );
+    assert!(diff.contains("# (1 unchanged block hidden)"), "{diff}");
+}
+
+fn list_of(elems: Vec<Value>) -> Value {
+    Value::List(elems)
+}
