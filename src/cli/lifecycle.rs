@@ -16,7 +16,8 @@
 use super::args::UiArgs;
 use super::output::{Exit, JsonUi};
 use super::progress::{AnyObserver, HumanObserver, HumanOptions, JsonObserver};
-use super::run_cmds::{load_plan, present_plan, run_request, save_plan, RunRequest};
+use super::request::{engine_options, run_request};
+use super::run_cmds::{load_plan, present_plan, save_plan};
 use super::Context;
 use crate::config::{Config, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
@@ -28,7 +29,7 @@ use crate::value::{format_hcl, Value};
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -80,13 +81,6 @@ pub fn merge_diagnostics(first: Vec<Diagnostic>, then: Diagnostics) -> Diagnosti
         }
     }
     all
-}
-
-/// The `TF_VAR_*` part of the environment.
-pub fn tf_var_env() -> BTreeMap<String, String> {
-    std::env::vars()
-        .filter(|(k, _)| k.starts_with("TF_VAR_"))
-        .collect()
 }
 
 /// How a run prints: the `-json` stream or human text, and `-no-color`.
@@ -315,29 +309,6 @@ pub struct Invocation<'a> {
     pub auto_approve: bool,
     /// `refresh -preview`: show, record nothing.
     pub preview: bool,
-}
-
-/// The engine's options from a checked request. The engine reads no environment: it gets
-/// the process's here.
-pub fn engine_options(req: &RunRequest, command: &str) -> engine::Options {
-    let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut o = engine::Options::new(dir.clone());
-    o.state_dir = if req.state_dir.is_absolute() {
-        req.state_dir.clone()
-    } else {
-        dir.join(&req.state_dir)
-    };
-    o.vars = req.vars.clone();
-    o.workspace = req.workspace.clone();
-    o.env = std::env::vars().collect();
-    o.parallelism = req.parallelism;
-    o.refresh = req.refresh;
-    o.targets = req.targets.clone();
-    o.replace = req.replace.clone();
-    o.lock_timeout = req.lock_timeout;
-    o.command = command.to_string();
-    o.args = std::env::args().skip(1).collect();
-    o
 }
 
 /// Runs an engine future on a runtime of its own (an [`EngineRuntime`] for this one call).

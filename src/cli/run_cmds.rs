@@ -11,94 +11,22 @@
 //! - The approval step runs only after the plan is shown, and only when the plan has
 //!   something to do: "No changes." never asks.
 
-use super::args::{PlanFlags, ShowArgs, WalkArgs};
-use super::output::{Exit, JsonUi};
+use super::args::ShowArgs;
+use super::output::{render_width, Exit, JsonUi};
 use super::progress::resource_json;
 use super::prompt::{self, Answer, Question};
+use super::request::RunRequest;
 use super::state_cmds::open_store;
 use super::Context;
 use crate::config::VarArg;
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::Diagnostic;
 use crate::plan::render::{render_plan, render_state, RenderOptions};
 use crate::plan::{Action, Plan, PlanMode};
-use cairn_state::{ResourceInstanceAddr, Snapshot, Target};
+use cairn_state::Snapshot;
 use serde_json::{json, Map, Value as J};
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-
-/// Everything a lifecycle command asks of the engine, checked.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunRequest {
-    pub mode: PlanMode,
-    pub refresh: bool,
-    pub targets: Vec<Target>,
-    pub replace: Vec<ResourceInstanceAddr>,
-    /// `-var` and `-var-file` in command-line order.
-    pub vars: Vec<VarArg>,
-    pub parallelism: usize,
-    pub lock_timeout: Duration,
-    pub state_dir: PathBuf,
-    /// The selected workspace, when one was (`None`: `default`).
-    pub workspace: Option<String>,
-}
-
-/// Builds the request from the shared flags; every bad address is reported.
-pub fn run_request(
-    ctx: &Context,
-    walk: &WalkArgs,
-    plan: Option<&PlanFlags>,
-    mode: PlanMode,
-    vars: Vec<VarArg>,
-) -> Result<RunRequest, Diagnostics> {
-    let mut diags = Diagnostics::new();
-    let mut targets = Vec::new();
-    for t in &walk.target {
-        match t.parse::<Target>() {
-            Ok(t) => targets.push(t),
-            Err(e) => diags.push(Diagnostic::error(
-                "Invalid target address",
-                format!("-target={t}: {e}."),
-            )),
-        }
-    }
-    let mut replace = Vec::new();
-    for r in plan.map(|p| p.replace.as_slice()).unwrap_or_default() {
-        match r.parse::<ResourceInstanceAddr>() {
-            Ok(a) if a.resource.mode == cairn_state::Mode::Managed => replace.push(a),
-            Ok(a) => diags.push(Diagnostic::error(
-                "Invalid replace address",
-                format!(
-                    "-replace={a}: only managed resources can be replaced; {a} is a data resource."
-                ),
-            )),
-            Err(e) => diags.push(Diagnostic::error(
-                "Invalid replace address",
-                format!("-replace={r}: {e}."),
-            )),
-        }
-    }
-    if walk.parallelism == 0 {
-        diags.push(Diagnostic::error(
-            "Invalid -parallelism",
-            "-parallelism must be at least 1.",
-        ));
-    }
-    if diags.has_errors() {
-        return Err(diags);
-    }
-    Ok(RunRequest {
-        mode,
-        refresh: plan.is_none_or(|p| p.refresh),
-        targets,
-        replace,
-        vars,
-        parallelism: walk.parallelism,
-        lock_timeout: walk.lock_timeout,
-        state_dir: ctx.state_dir.clone(),
-        workspace: ctx.selected_workspace(),
-    })
-}
 
 /// The version of the saved plan format this Cairn writes and reads.
 pub const PLAN_FORMAT: u64 = 2;
@@ -154,19 +82,6 @@ pub fn load_plan(path: &Path) -> Result<Plan, Diagnostic> {
     }
     let plan = doc.get("plan").cloned().unwrap_or(J::Null);
     serde_json::from_value(plan).map_err(|e| bad(format!("is damaged: {e}.")))
-}
-
-/// The width prose is wrapped at: the terminal's, else 80.
-pub fn render_width(is_tty: bool) -> usize {
-    if is_tty {
-        // SAFETY: TIOCGWINSZ fills a winsize struct we own; a failure leaves it zeroed.
-        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-        if ok && ws.ws_col >= 40 {
-            return ws.ws_col as usize;
-        }
-    }
-    80
 }
 
 /// Terraform's action names in `planned_change` messages.
@@ -390,7 +305,7 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
         state_dir: ctx.state_dir.clone(),
         workspace: ctx.selected_workspace(),
     };
-    let opts = super::lifecycle::engine_options(&req, "graph");
+    let opts = super::request::engine_options(&req, "graph");
     let report = crate::engine::graph_dot(&opts, kind, plan.as_ref());
     let empty = crate::diag::SourceMap::new();
     let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
@@ -574,9 +489,12 @@ pub fn dot_to_svg(dot: &str, program: &str) -> Result<String, Diagnostic> {
 mod tests {
     use super::*;
     use crate::cli::args::{parse, Command};
+    use crate::cli::args::{PlanFlags, WalkArgs};
     use crate::cli::output::sink;
     use crate::cli::output::testing::Capture;
+    use crate::cli::request::run_request;
     use crate::plan::Change;
+    use std::path::PathBuf;
     use std::sync::Arc;
     use std::time::UNIX_EPOCH;
 

@@ -227,7 +227,7 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
         let (color, _) = ctx.colors(no_color);
         let opts = crate::plan::render::RenderOptions {
             color,
-            width: super::run_cmds::render_width(ctx.stdout_tty),
+            width: super::output::render_width(ctx.stdout_tty),
         };
         let text = crate::plan::render::render_state(&one, &opts);
         ctx.out(&format!("{}\n", text.trim_end()));

@@ -27,31 +27,31 @@
 //! | `providers.rs` | provider packages, configured instances, default providers |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
-pub mod apply;
-pub mod assemble;
-pub mod core;
-pub mod deferral;
-pub mod edit;
-pub mod execute;
-pub mod graph;
-pub mod imports;
-pub mod inspect;
-pub mod journal;
-pub mod moves;
-pub mod plan;
+pub(crate) mod apply;
+pub(crate) mod assemble;
+pub(crate) mod core;
+pub(crate) mod deferral;
+pub(crate) mod edit;
+pub(crate) mod execute;
+pub(crate) mod graph;
+pub(crate) mod imports;
+pub(crate) mod inspect;
+pub(crate) mod journal;
+pub(crate) mod moves;
+pub(crate) mod plan;
 pub mod progress;
-pub mod providers;
-pub mod provision;
-pub mod recover;
-pub mod refresh;
-pub mod run;
-pub mod sabotage;
-pub mod session;
-pub mod source;
-pub mod tfstate;
-pub mod validate;
-pub mod values;
-pub mod walk;
+pub(crate) mod providers;
+pub(crate) mod provision;
+pub(crate) mod recover;
+pub(crate) mod refresh;
+pub(crate) mod run;
+pub(crate) mod sabotage;
+pub(crate) mod session;
+pub(crate) mod source;
+pub(crate) mod tfstate;
+pub(crate) mod validate;
+pub(crate) mod values;
+pub(crate) mod walk;
 
 pub use run::*;
 #[doc(hidden)]

@@ -13,12 +13,11 @@ use super::journal::Journal;
 use super::providers::Registry;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::Value;
-use cairn_state::{EventBody, OpAction, PendingOp, ResourceObject, Snapshot};
+use cairn_state::{EventBody, OpAction, ResourceObject, Snapshot};
 use std::sync::Arc;
 
 /// One pending operation and how it was resolved.
 pub struct Resolution {
-    pub pending: PendingOp,
     pub event: EventBody,
     /// A sentence for the user.
     pub message: String,
@@ -85,7 +84,6 @@ pub async fn resolve(
             OpAction::Update | OpAction::Delete => {
                 let Some(prior) = &pending.prior else {
                     out.push(Resolution {
-                        pending: pending.clone(),
                         event: EventBody::PendingResolved {
                             op: pending.op,
                             object: None,
@@ -156,7 +154,6 @@ pub async fn resolve(
                 object,
                 how: how.to_string(),
             },
-            pending: pending.clone(),
         });
     }
     (out, diags)

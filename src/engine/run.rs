@@ -858,7 +858,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
             ),
         ));
     }
-    let instances = phase.into_sorted();
+    let instances = phase.take_sorted();
     let outputs = ctx
         .values
         .read()

@@ -3,8 +3,11 @@
 //! the operations an earlier run left pending (recording how), hands out the journal the
 //! run's events go through, and finishes the run exactly once with its outcome — recording a
 //! failed run's diagnostics with their configuration locations first
-//! ([`finish_recorded`]). `apply`/`destroy`/`apply -read-only` and `refresh` run in a session;
-//! the state edits (`state rm`/`mv`/`import-tfstate`, …) are [`state_edit`] on the same finish.
+//! ([`finish_recorded`]). `apply`/`destroy`/`apply -read-only`, `refresh` and `import` run in
+//! a session ([`RunSession::begin`]); so do the state edits (`state rm`/`mv`/`import-tfstate`,
+//! `super::edit::state_edit`), which resolve no pending operation: they open
+//! ([`RunSession::open`]), decide their events from the state, and only then begin the run
+//! ([`RunSession::start`]), so an edit refused on a state with no history starts none.
 
 use std::sync::Arc;
 
