@@ -19,7 +19,7 @@ use super::output::Exit;
 use super::state_cmds::{open_store, state_diag};
 use super::Context;
 use crate::config::{Config, Module};
-use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
+use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::provider::install::init::{self as installer, Selected};
 use crate::provider::install::SourceAddr;
 use cairn_state::backend::{self, Backend, PgSettings};
@@ -54,124 +54,14 @@ fn green_bold(s: &str, color: bool) -> String {
     }
 }
 
-/// Resource types no built-in provider has: an unknown type of a known provider (with a "did
-/// you mean"), and an unknown provider package — an error when `absent_is_error` (`init`,
-/// which must have every provider), else one warning naming them all (`validate`: a
-/// configuration is not invalid because Cairn lacks its provider).
-pub fn check_types(
-    config: &Config,
-    providers: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
-    absent_is_error: bool,
-) -> Diagnostics {
-    let mut diags = Diagnostics::new();
-    // Providers Cairn does not have: their resources are checked without a schema (the
-    // expressions still are), and one warning names them all.
-    let mut unchecked: BTreeMap<&str, Span> = BTreeMap::new();
-    for m in config.modules() {
-        for r in m.resources.values() {
-            let package = cairn_state::package_of(&r.type_);
-            let what = match r.mode {
-                cairn_state::Mode::Managed => "resource type",
-                cairn_state::Mode::Data => "data source",
-            };
-            let d = match providers.get(package) {
-                None if absent_is_error => Diagnostic::error(
-                    format!("Unknown provider \"{package}\""),
-                    format!(
-                        "{} \"{}\" belongs to the provider \"{package}\", which is neither built in ({}) nor installed as a plugin. Declare its source in required_providers and run `cairn init` to install it.",
-                        capitalize(what),
-                        r.type_,
-                        providers.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-                    ),
-                ),
-                None => {
-                    unchecked.entry(package).or_insert(r.span);
-                    continue;
-                }
-                Some(p) if p.schema().block(r.mode, &r.type_).is_none() => {
-                    let schema = p.schema();
-                    let names = match r.mode {
-                        cairn_state::Mode::Managed => schema.resources.keys(),
-                        cairn_state::Mode::Data => schema.data_sources.keys(),
-                    };
-                    Diagnostic::error(
-                        format!("Invalid {what}"),
-                        format!(
-                            "The provider \"{package}\" does not support {what} \"{}\".{}",
-                            r.type_,
-                            crate::eval::suggest::suffix(&r.type_, names.map(String::as_str))
-                        ),
-                    )
-                }
-                Some(_) => continue,
-            };
-            diags.push(d.with_span(Some(r.span)));
-        }
-    }
-    if let Some(first) = unchecked.values().min_by_key(|s| (s.file, s.start)) {
-        let names: Vec<String> = unchecked.keys().map(|p| format!("\"{p}\"")).collect();
-        let (these, them) = match names.len() {
-            1 => ("provider", "its"),
-            _ => ("providers", "their"),
-        };
-        diags.push(
-            Diagnostic::warning(
-                format!("Unchecked {these}: {}", names.join(", ")),
-                format!(
-                    "Cairn neither has built in nor has installed the {these} {}, so {them} \
-                     resources and data sources were checked without a schema: their \
-                     expressions were checked, their argument names and types were not.",
-                    names.join(", ")
-                ),
-            )
-            .with_span(Some(*first)),
-        );
-    }
-    diags
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
-}
-
 pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
-    let (config, mut diags) = load_config();
-    if let Some(config) = &config {
-        diags.extend(crate::config::unsupported_blocks(config, false));
-        let mut providers = crate::provider::builtin::builtin();
-        // Installed plugins, with their schemas from the cache in the state directory (a
-        // plugin whose binary is not cached yet is started once, for its schema).
-        let env: BTreeMap<String, String> = std::env::vars().collect();
-        let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-        let (plugins, plugin_diags) = crate::provider::plugin::attach::plugins(
-            config,
-            &env,
-            &cwd,
-            Some(&ctx.state_dir),
-            true,
-            true,
-        );
-        diags.extend(plugin_diags);
-        for p in plugins {
-            providers.insert(
-                crate::provider::Provider::package(&p).to_string(),
-                std::sync::Arc::new(p),
-            );
-        }
-        diags.extend(check_types(config, &providers, false));
-        let schema = |mode, type_: &str| {
-            providers
-                .get(cairn_state::package_of(type_))
-                .and_then(|p| p.schema().block(mode, type_))
-        };
-        diags.extend(crate::config::validate(config, &schema));
-        // Cycles, with the chain plan would print.
-        let (graph, _) = crate::engine::graph::build(config);
-        diags.extend(graph.cycle_diagnostics(&config.sources));
-    }
+    let req = crate::engine::validate::ValidateRequest {
+        dir: std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from(".")),
+        state_dir: ctx.state_dir.clone(),
+        env: std::env::vars().collect(),
+    };
+    let report = crate::engine::validate::validate(&req);
+    let (config, diags) = (report.config, report.diags);
     let empty = SourceMap::new();
     let map = config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
     let valid = !diags.has_errors();
@@ -399,7 +289,7 @@ pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
         .map(|r| (r.span.file.0, r.span.start))
         .collect();
     diags.extend(
-        check_types(&config, &builtin, true)
+        crate::engine::validate::check_types(&config, &builtin, true)
             .into_iter()
             .filter(|d| {
                 d.span

@@ -12,9 +12,9 @@
 //!   errors stop the console there.
 
 use super::args::ConsoleArgs;
-use super::lifecycle::{block_on, engine_options};
+use super::lifecycle::block_on;
 use super::output::Exit;
-use super::run_cmds::RunRequest;
+use super::request::{engine_options, RunRequest};
 use super::Context;
 use crate::diag::Diagnostics;
 use crate::plan::PlanMode;

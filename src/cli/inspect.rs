@@ -32,7 +32,7 @@ pub const FORMAT_VERSION: &str = "1.0";
 
 /// `inspect [DIR | FILE.tf]`.
 pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
-    let req = super::run_cmds::RunRequest {
+    let req = super::request::RunRequest {
         mode: crate::plan::PlanMode::Normal,
         refresh: false,
         targets: Vec::new(),
@@ -43,7 +43,7 @@ pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
         state_dir: ctx.state_dir.clone(),
         workspace: ctx.selected_workspace(),
     };
-    let mut opts = super::lifecycle::engine_options(&req, "inspect");
+    let mut opts = super::request::engine_options(&req, "inspect");
     if let Some(p) = &a.path {
         let p = if p.is_absolute() {
             p.clone()

@@ -16,7 +16,8 @@
 use super::args::UiArgs;
 use super::output::{Exit, JsonUi};
 use super::progress::{AnyObserver, HumanObserver, HumanOptions, JsonObserver};
-use super::run_cmds::{load_plan, present_plan, run_request, save_plan, RunRequest};
+use super::request::{engine_options, run_request};
+use super::run_cmds::{load_plan, present_plan, save_plan};
 use super::Context;
 use crate::config::{Config, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
@@ -28,7 +29,7 @@ use crate::value::{format_hcl, Value};
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -80,13 +81,6 @@ pub fn merge_diagnostics(first: Vec<Diagnostic>, then: Diagnostics) -> Diagnosti
         }
     }
     all
-}
-
-/// The `TF_VAR_*` part of the environment.
-pub fn tf_var_env() -> BTreeMap<String, String> {
-    std::env::vars()
-        .filter(|(k, _)| k.starts_with("TF_VAR_"))
-        .collect()
 }
 
 /// How a run prints: the `-json` stream or human text, and `-no-color`.
@@ -317,92 +311,111 @@ pub struct Invocation<'a> {
     pub preview: bool,
 }
 
-/// The engine's options from a checked request. The engine reads no environment: it gets
-/// the process's here.
-pub fn engine_options(req: &RunRequest, command: &str) -> engine::Options {
-    let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut o = engine::Options::new(dir.clone());
-    o.state_dir = if req.state_dir.is_absolute() {
-        req.state_dir.clone()
-    } else {
-        dir.join(&req.state_dir)
-    };
-    o.vars = req.vars.clone();
-    o.workspace = req.workspace.clone();
-    o.env = std::env::vars().collect();
-    o.parallelism = req.parallelism;
-    o.refresh = req.refresh;
-    o.targets = req.targets.clone();
-    o.replace = req.replace.clone();
-    o.lock_timeout = req.lock_timeout;
-    o.command = command.to_string();
-    o.args = std::env::args().skip(1).collect();
-    o
-}
-
-/// Runs an engine future on a runtime of its own, watching SIGINT (Ctrl-C) and SIGTERM (what
-/// a CI runner sends).
-///
-/// The first signal sets `opts.stop` and notifies `opts.interrupted`: the engine starts no new
-/// step, tells every configured provider to stop, and records the outcome of every step that
-/// was running. A second signal abandons the steps still running: the engine future is dropped
-/// (its tasks cancelled, the store closed and its lock released) and an error says so; the
-/// operations those steps had started were recorded before their provider calls, so they stay
-/// pending and the next run resolves them. The signal watcher never outlives this call.
+/// Runs an engine future on a runtime of its own (an [`EngineRuntime`] for this one call).
 pub fn block_on<F: std::future::Future>(
     ctx: &Context,
     opts: &engine::Options,
     f: F,
 ) -> Result<F::Output, Diagnostic> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Diagnostic::error(
-                "Cannot start the engine",
-                format!("Starting the async runtime failed: {e}."),
-            )
-        })?;
-    let stderr = ctx.stderr.clone();
-    let stop = opts.stop.clone();
-    let interrupted = opts.interrupted.clone();
-    let out = rt.block_on(async move {
+    EngineRuntime::start(ctx, opts)?.run(f)
+}
+
+/// The async runtime a command's engine calls run on, watching SIGINT (Ctrl-C) and SIGTERM
+/// (what a CI runner sends) for as long as it lives — across several calls, so that `apply`
+/// can plan in one, ask for approval on this thread (outside any async code), and execute in
+/// the next, with the same provider processes and the same signal watch.
+///
+/// The first signal sets `opts.stop` and notifies `opts.interrupted`: the engine starts no new
+/// step, tells every configured provider to stop, and records the outcome of every step that
+/// was running (at the approval prompt, it answers "no"). A second signal abandons the steps
+/// still running: the engine future is dropped (its tasks cancelled, the store closed and its
+/// lock released) and an error says so; the operations those steps had started were recorded
+/// before their provider calls, so they stay pending and the next run resolves them. The
+/// signal watcher never outlives the runtime.
+pub struct EngineRuntime {
+    rt: Option<tokio::runtime::Runtime>,
+    watcher: Option<tokio::task::JoinHandle<()>>,
+    /// The name of the second signal, once it came.
+    second: tokio::sync::watch::Receiver<Option<&'static str>>,
+}
+
+impl EngineRuntime {
+    pub fn start(ctx: &Context, opts: &engine::Options) -> Result<Self, Diagnostic> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                Diagnostic::error(
+                    "Cannot start the engine",
+                    format!("Starting the async runtime failed: {e}."),
+                )
+            })?;
+        let stderr = ctx.stderr.clone();
+        let stop = opts.stop.clone();
+        let interrupted = opts.interrupted.clone();
+        let (second_tx, second) = tokio::sync::watch::channel(None);
         // The watcher is a task of its own, so that a signal is seen (the stop flag set, the
-        // message printed) even while this thread waits in the approval prompt.
-        let (second_tx, second_rx) = tokio::sync::oneshot::channel();
-        let mut signals = Signals::new();
-        let watcher = tokio::spawn(async move {
-            let first = signals.next().await;
-            stop.store(true, Ordering::SeqCst);
-            interrupted.notify_one();
-            super::output::write_to(
-                &stderr,
-                &format!(
-                    "\n{} received: no new steps start, providers are told to stop, and steps already running are recorded. Send it again to abandon them.\n",
-                    capitalized(first)
-                ),
-            );
-            let _ = second_tx.send(signals.next().await);
-        });
-        let out = tokio::select! {
-            out = f => Ok(out),
-            Ok(second) = second_rx => Err(second),
+        // message printed) even while the main thread waits in the approval prompt.
+        let watcher = {
+            let _entered = rt.enter();
+            let mut signals = Signals::new();
+            rt.spawn(async move {
+                let first = signals.next().await;
+                stop.store(true, Ordering::SeqCst);
+                interrupted.notify_one();
+                super::output::write_to(
+                    &stderr,
+                    &format!(
+                        "\n{} received: no new steps start, providers are told to stop, and steps already running are recorded. Send it again to abandon them.\n",
+                        capitalized(first)
+                    ),
+                );
+                let _ = second_tx.send(Some(signals.next().await));
+            })
         };
-        watcher.abort();
-        let _ = watcher.await;
-        out
-    });
-    // Every task the engine spawned was joined; blocking work a stopped provider call left
-    // behind (a latency sleep) has no one waiting for it, and the process does not wait either.
-    rt.shutdown_background();
-    match out {
-        Ok(out) => Ok(out),
-        Err(second) => {
-            Err(Diagnostic::error(
+        Ok(EngineRuntime {
+            rt: Some(rt),
+            watcher: Some(watcher),
+            second,
+        })
+    }
+
+    /// Runs one engine future to its end, or until a second signal abandons it.
+    pub fn run<F: std::future::Future>(&self, f: F) -> Result<F::Output, Diagnostic> {
+        let rt = self.rt.as_ref().expect("runtime");
+        let mut second = self.second.clone();
+        let out = rt.block_on(async move {
+            let second = async move {
+                match second.wait_for(Option::is_some).await {
+                    Ok(s) => Ok(s.unwrap_or("signal")),
+                    Err(e) => Err(e),
+                }
+            };
+            tokio::select! {
+                out = f => Ok(out),
+                Ok(second) = second => Err(second),
+            }
+        });
+        out.map_err(|second| {
+            Diagnostic::error(
                 "Run abandoned",
                 format!("A second {second} abandoned the steps still running. The operations they had started are recorded as pending in the state; the next run resolves them."),
-            ))
+            )
+        })
+    }
+}
+
+impl Drop for EngineRuntime {
+    fn drop(&mut self) {
+        let Some(rt) = self.rt.take() else { return };
+        if let Some(watcher) = self.watcher.take() {
+            watcher.abort();
+            let _ = rt.block_on(watcher);
         }
+        // Every task the engine spawned was joined; blocking work a stopped provider call left
+        // behind (a latency sleep) has no one waiting for it, and the process does not wait
+        // either.
+        rt.shutdown_background();
     }
 }
 
@@ -540,9 +553,9 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
                 Err(d) => return ctx.fail(d, no_color),
             };
             observer.finish();
-            if let Some(drift) = &report.result {
-                let plan = refresh_plan(drift.clone());
-                present_plan(ctx, &plan, ui.json.as_ref(), no_color);
+            if let Some(plan) = &report.result {
+                let drift = &plan.drift;
+                present_plan(ctx, plan, ui.json.as_ref(), no_color);
                 if ui.json.is_none() && !inv.preview && !report.diags.has_errors() {
                     ctx.out(&match drift.len() {
                         0 => "\nRefresh complete! No object changed outside Cairn.\n".to_string(),
@@ -595,32 +608,6 @@ fn saved_plan_conflicts(inv: &Invocation<'_>, path: &Path) -> Diagnostics {
         _ => {}
     }
     diags
-}
-
-/// A plan holding only what refresh found, so it renders as the drift section.
-fn refresh_plan(drift: Vec<crate::plan::Drift>) -> Plan {
-    Plan {
-        mode: PlanMode::RefreshOnly,
-        base_seq: 0,
-        workspace: None,
-        check_findings: Vec::new(),
-        config_hash: String::new(),
-        changes: Vec::new(),
-        provider_changes: Vec::new(),
-        outputs: Vec::new(),
-        applyable: !drift.is_empty(),
-        drift,
-        refreshed_meta: Vec::new(),
-        data_reads: Vec::new(),
-        dropped_data: Vec::new(),
-        variables: BTreeMap::new(),
-        request: Default::default(),
-        warnings: Vec::new(),
-        errored: false,
-        graph: None,
-        moves: Vec::new(),
-        shapes: BTreeMap::new(),
-    }
 }
 
 /// `apply [PLANFILE]`, `apply -read-only`, `destroy`: the engine plans; the plan is shown and
@@ -697,27 +684,33 @@ fn apply(
         }
     };
     let dyn_observer: Arc<dyn Observer> = observer.clone();
-    // The engine plans and records; the question is asked here, off the async workers (the
-    // signal watcher keeps running, so Ctrl-C at the prompt cancels like a "no").
-    let applying = async {
-        match engine::apply_start(opts, mode, saved, dyn_observer).await {
-            engine::ApplyStart::Done(report) => report,
-            engine::ApplyStart::Ask(pending) => {
-                let yes = tokio::task::block_in_place(|| {
-                    engine::timed("show the plan and confirm", || confirm(pending.plan()))
-                });
-                if yes {
-                    pending.approve().await
-                } else {
-                    pending.decline()
-                }
+    // The engine plans and records the plan; the question is asked here, on this thread and
+    // outside any async code, while the runtime keeps the providers and the signal watch (so
+    // Ctrl-C at the prompt answers "no"); then the engine executes what was approved.
+    let rt = match EngineRuntime::start(ctx, opts) {
+        Ok(rt) => rt,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let start = match rt.run(engine::apply_start(opts, mode, saved, dyn_observer)) {
+        Ok(s) => s,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let report = match start {
+        engine::ApplyStart::Done(report) => report,
+        engine::ApplyStart::Ask(pending) => {
+            let yes = engine::timed("show the plan and confirm", || confirm(pending.plan()));
+            let finished = match yes {
+                true => rt.run(pending.approve()),
+                // Finished on the runtime: the providers it holds are dropped there.
+                false => rt.run(async move { pending.decline() }),
+            };
+            match finished {
+                Ok(r) => r,
+                Err(d) => return ctx.fail(d, no_color),
             }
         }
     };
-    let report = match block_on(ctx, opts, applying) {
-        Ok(r) => r,
-        Err(d) => return ctx.fail(d, no_color),
-    };
+    drop(rt);
     observer.finish();
     let mut diags = report.diags;
     if let Some(d) = cannot_ask.into_inner().unwrap_or_else(|p| p.into_inner()) {

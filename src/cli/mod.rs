@@ -7,19 +7,20 @@
 //! command returns an `Exit`; problems are `Diagnostic`s printed once, at the end, by
 //! `Context::report`.
 
-pub mod args;
-pub mod config_cmds;
-pub mod console;
-pub mod inspect;
-pub mod lifecycle;
-pub mod logging;
-pub mod output;
-pub mod progress;
-pub mod prompt;
+pub(crate) mod args;
+pub(crate) mod config_cmds;
+pub(crate) mod console;
+pub(crate) mod inspect;
+pub(crate) mod lifecycle;
+pub(crate) mod logging;
+pub(crate) mod output;
+pub(crate) mod progress;
+pub(crate) mod prompt;
+pub(crate) mod request;
 pub mod run_cmds;
-pub mod state_cmds;
-pub mod ui_cmd;
-pub mod workspace_cmds;
+pub(crate) mod state_cmds;
+pub(crate) mod ui_cmd;
+pub(crate) mod workspace_cmds;
 
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::plan::PlanMode;

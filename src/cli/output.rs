@@ -12,7 +12,7 @@
 
 use crate::diag::{Diagnostic, Diagnostics, Severity, SourceMap};
 use serde_json::{json, Map, Value as J};
-use std::io::{self, IsTerminal, Write};
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -37,13 +37,17 @@ pub fn color_enabled(no_color_flag: bool, is_terminal: bool, no_color_env: Optio
     is_terminal && !no_color_flag && no_color_env.is_none_or(str::is_empty)
 }
 
-/// The colour decision for standard output and standard error of this process.
-pub fn process_colors(no_color_flag: bool) -> (bool, bool) {
-    let env = std::env::var("NO_COLOR").ok();
-    (
-        color_enabled(no_color_flag, io::stdout().is_terminal(), env.as_deref()),
-        color_enabled(no_color_flag, io::stderr().is_terminal(), env.as_deref()),
-    )
+/// The width prose is wrapped at: the terminal's, else 80.
+pub fn render_width(is_tty: bool) -> usize {
+    if is_tty {
+        // SAFETY: TIOCGWINSZ fills a winsize struct we own; a failure leaves it zeroed.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+        if ok && ws.ws_col >= 40 {
+            return ws.ws_col as usize;
+        }
+    }
+    80
 }
 
 /// A shareable output stream (the observer writes from many tasks; commands write too).

@@ -11,94 +11,22 @@
 //! - The approval step runs only after the plan is shown, and only when the plan has
 //!   something to do: "No changes." never asks.
 
-use super::args::{PlanFlags, ShowArgs, WalkArgs};
-use super::output::{Exit, JsonUi};
+use super::args::ShowArgs;
+use super::output::{render_width, Exit, JsonUi};
 use super::progress::resource_json;
 use super::prompt::{self, Answer, Question};
+use super::request::RunRequest;
 use super::state_cmds::open_store;
 use super::Context;
 use crate::config::VarArg;
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::Diagnostic;
 use crate::plan::render::{render_plan, render_state, RenderOptions};
 use crate::plan::{Action, Plan, PlanMode};
-use cairn_state::{ResourceInstanceAddr, Snapshot, Target};
+use cairn_state::Snapshot;
 use serde_json::{json, Map, Value as J};
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-
-/// Everything a lifecycle command asks of the engine, checked.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunRequest {
-    pub mode: PlanMode,
-    pub refresh: bool,
-    pub targets: Vec<Target>,
-    pub replace: Vec<ResourceInstanceAddr>,
-    /// `-var` and `-var-file` in command-line order.
-    pub vars: Vec<VarArg>,
-    pub parallelism: usize,
-    pub lock_timeout: Duration,
-    pub state_dir: PathBuf,
-    /// The selected workspace, when one was (`None`: `default`).
-    pub workspace: Option<String>,
-}
-
-/// Builds the request from the shared flags; every bad address is reported.
-pub fn run_request(
-    ctx: &Context,
-    walk: &WalkArgs,
-    plan: Option<&PlanFlags>,
-    mode: PlanMode,
-    vars: Vec<VarArg>,
-) -> Result<RunRequest, Diagnostics> {
-    let mut diags = Diagnostics::new();
-    let mut targets = Vec::new();
-    for t in &walk.target {
-        match t.parse::<Target>() {
-            Ok(t) => targets.push(t),
-            Err(e) => diags.push(Diagnostic::error(
-                "Invalid target address",
-                format!("-target={t}: {e}."),
-            )),
-        }
-    }
-    let mut replace = Vec::new();
-    for r in plan.map(|p| p.replace.as_slice()).unwrap_or_default() {
-        match r.parse::<ResourceInstanceAddr>() {
-            Ok(a) if a.resource.mode == cairn_state::Mode::Managed => replace.push(a),
-            Ok(a) => diags.push(Diagnostic::error(
-                "Invalid replace address",
-                format!(
-                    "-replace={a}: only managed resources can be replaced; {a} is a data resource."
-                ),
-            )),
-            Err(e) => diags.push(Diagnostic::error(
-                "Invalid replace address",
-                format!("-replace={r}: {e}."),
-            )),
-        }
-    }
-    if walk.parallelism == 0 {
-        diags.push(Diagnostic::error(
-            "Invalid -parallelism",
-            "-parallelism must be at least 1.",
-        ));
-    }
-    if diags.has_errors() {
-        return Err(diags);
-    }
-    Ok(RunRequest {
-        mode,
-        refresh: plan.is_none_or(|p| p.refresh),
-        targets,
-        replace,
-        vars,
-        parallelism: walk.parallelism,
-        lock_timeout: walk.lock_timeout,
-        state_dir: ctx.state_dir.clone(),
-        workspace: ctx.selected_workspace(),
-    })
-}
 
 /// The version of the saved plan format this Cairn writes and reads.
 pub const PLAN_FORMAT: u64 = 2;
@@ -154,19 +82,6 @@ pub fn load_plan(path: &Path) -> Result<Plan, Diagnostic> {
     }
     let plan = doc.get("plan").cloned().unwrap_or(J::Null);
     serde_json::from_value(plan).map_err(|e| bad(format!("is damaged: {e}.")))
-}
-
-/// The width prose is wrapped at: the terminal's, else 80.
-pub fn render_width(is_tty: bool) -> usize {
-    if is_tty {
-        // SAFETY: TIOCGWINSZ fills a winsize struct we own; a failure leaves it zeroed.
-        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-        if ok && ws.ws_col >= 40 {
-            return ws.ws_col as usize;
-        }
-    }
-    80
 }
 
 /// Terraform's action names in `planned_change` messages.
@@ -354,78 +269,13 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
         Err(d) => return ctx.fail(d, a.ui.no_color),
     };
     if a.ui.json {
-        let store_json = state_values_json(&snap);
+        let store_json = crate::engine::tfstate::show_json(&snap);
         let text = serde_json::to_string(&store_json).unwrap_or_default();
         ctx.out(&format!("{text}\n"));
     } else {
         ctx.out(&render_state(&snap, &opts));
     }
     Exit::Ok
-}
-
-/// The current state in the shape of `terraform show -json` (no plan): `format_version` and
-/// `values` with `outputs` and the `root_module`'s resources (child modules nested).
-fn state_values_json(snap: &Snapshot) -> J {
-    let doc = cairn_state::export_tfstate(snap, "", snap.head);
-    let mut outputs = Map::new();
-    for (name, o) in &snap.outputs {
-        let v = crate::value::Value::from_stored(&o.value);
-        outputs.insert(
-            name.clone(),
-            json!({"sensitive": o.sensitive, "value": v.to_json(),
-                   "type": crate::plan::json::type_json(&v.type_of())}),
-        );
-    }
-    let mut by_module: std::collections::BTreeMap<String, Vec<J>> = Default::default();
-    for r in doc["resources"].as_array().into_iter().flatten() {
-        let module = r["module"].as_str().unwrap_or("").to_string();
-        for inst in r["instances"].as_array().into_iter().flatten() {
-            let mut addr = String::new();
-            if !module.is_empty() {
-                addr.push_str(&module);
-                addr.push('.');
-            }
-            if r["mode"] == "data" {
-                addr.push_str("data.");
-            }
-            addr.push_str(&format!(
-                "{}.{}",
-                r["type"].as_str().unwrap_or(""),
-                r["name"].as_str().unwrap_or("")
-            ));
-            let mut o = json!({
-                "address": addr,
-                "mode": r["mode"],
-                "type": r["type"],
-                "name": r["name"],
-                "provider_name": r["provider"],
-                "schema_version": 0,
-                "values": inst["attributes"],
-            });
-            if let Some(k) = inst.get("index_key") {
-                o["index"] = k.clone();
-                let key = match k {
-                    J::String(s) => format!("[{}]", cairn_state::quote(s)),
-                    other => format!("[{other}]"),
-                };
-                o["address"] = J::String(format!("{addr}{key}"));
-            }
-            by_module.entry(module.clone()).or_default().push(o);
-        }
-    }
-    let mut root = json!({"resources": by_module.remove("").unwrap_or_default()});
-    if !by_module.is_empty() {
-        root["child_modules"] = J::Array(
-            by_module
-                .into_iter()
-                .map(|(m, rs)| json!({"address": m, "resources": rs}))
-                .collect(),
-        );
-    }
-    json!({
-        "format_version": "1.0",
-        "values": {"outputs": outputs, "root_module": root},
-    })
 }
 
 /// `graph`: the engine's graph as DOT, or as SVG through Graphviz.
@@ -455,7 +305,7 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
         state_dir: ctx.state_dir.clone(),
         workspace: ctx.selected_workspace(),
     };
-    let opts = super::lifecycle::engine_options(&req, "graph");
+    let opts = super::request::engine_options(&req, "graph");
     let report = crate::engine::graph_dot(&opts, kind, plan.as_ref());
     let empty = crate::diag::SourceMap::new();
     let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
@@ -639,9 +489,12 @@ pub fn dot_to_svg(dot: &str, program: &str) -> Result<String, Diagnostic> {
 mod tests {
     use super::*;
     use crate::cli::args::{parse, Command};
+    use crate::cli::args::{PlanFlags, WalkArgs};
     use crate::cli::output::sink;
     use crate::cli::output::testing::Capture;
+    use crate::cli::request::run_request;
     use crate::plan::Change;
+    use std::path::PathBuf;
     use std::sync::Arc;
     use std::time::UNIX_EPOCH;
 

@@ -7,10 +7,10 @@
 //! - A state directory that does not exist yet reads as an empty state: `state list` prints
 //!   nothing and `output` warns that there are no outputs, as Terraform does before the first
 //!   apply.
-//! - Edits (`rm`, `mv`, `import-tfstate`) are runs of their own: `RunStarted`, the events, a
-//!   commit, `RunFinished` — so `history` shows them and nothing is ever rewritten. An edit
-//!   the state refuses is a failed run that records its diagnostics, ended like every
-//!   recorded run (`engine::session::finish_recorded`).
+//! - Edits (`rm`, `mv`, `import-tfstate`) are the engine's `state_edit` (`engine/edit.rs`):
+//!   runs of their own, so `history` shows them and nothing is ever rewritten; this module
+//!   parses their arguments and prints what they did. Terraform state in and out
+//!   (`import-tfstate`, `pull`) is `engine/tfstate.rs`.
 //! - `history -json` and `log -json` write one JSON object per line (streams a tool can read
 //!   incrementally); stored values appear as plain JSON, as in `state pull`.
 
@@ -20,10 +20,11 @@ use super::args::{
 use super::output::{rfc3339_seconds, Exit};
 use super::Context;
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::engine::edit::{EditRequest, StateEdit};
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{
-    Event, EventBody, OpenOptions, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunOutcome,
-    RunSummary, Snapshot, StateError, Store, StoredValue, Target,
+    Event, EventBody, OpenOptions, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunSummary,
+    Snapshot, StateError, Store, StoredValue, Target,
 };
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
@@ -38,21 +39,7 @@ fn capitalized(s: &str) -> String {
     }
 }
 
-/// A state problem as a diagnostic; lock errors get a summary of their own.
-pub fn state_diag(e: &StateError) -> Diagnostic {
-    let summary = match e {
-        StateError::Locked { .. } | StateError::LockedRemote { .. } => {
-            "Error acquiring the state lock"
-        }
-        StateError::Backend { .. } => "Backend configuration",
-        StateError::Corrupt { .. } | StateError::TooNew { .. } => "The state log cannot be read",
-        StateError::TfState { .. } => "Invalid Terraform state file",
-        StateError::OutOfRange { .. } => "Invalid -at position",
-        _ => "State error",
-    };
-    let detail = format!("{}.", capitalized(&e.to_string()));
-    Diagnostic::error(summary, detail.trim_end_matches("..").to_string())
-}
+pub use crate::engine::journal::state_diag;
 
 /// Opens the store for a command, printing the store's warnings (torn tail, bad checkpoint).
 pub fn open_store(
@@ -124,15 +111,6 @@ pub fn warn_pending(ctx: &Context, snap: &Snapshot) {
         &Diagnostics::from(d),
         color,
     ));
-}
-
-/// A diagnostic about `target` names it (`with ADDR`, and the run's record locates it at the
-/// resource's block) when it is one resource or instance; a module is no single place.
-fn about(d: Diagnostic, target: &Target) -> Diagnostic {
-    match target {
-        Target::Module(_) => d,
-        Target::Resource(_) | Target::Instance(_) => d.with_address(target),
-    }
 }
 
 fn parse_target(s: &str) -> Result<Target, Diagnostic> {
@@ -249,7 +227,7 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
         let (color, _) = ctx.colors(no_color);
         let opts = crate::plan::render::RenderOptions {
             color,
-            width: super::run_cmds::render_width(ctx.stdout_tty),
+            width: super::output::render_width(ctx.stdout_tty),
         };
         let text = crate::plan::render::render_state(&one, &opts);
         ctx.out(&format!("{}\n", text.trim_end()));
@@ -269,77 +247,32 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
     ))
 }
 
-/// Opens the store for writing and records the edit as a run of its own: `RunStarted`, the
-/// events `prepare` decides from the current snapshot, a commit, `RunFinished`. A refused
-/// edit (nothing matches, an address taken, a state not empty) is a failed run, finished as
-/// every recorded run is (`engine::session::finish_recorded`: its diagnostics recorded, with the
-/// configuration location of the resource they name), so `history` and `cairn ui` say what
-/// was refused and why. An edit refused before the store is open (an address that does not
-/// parse, a file that cannot be read) leaves no trace, as a configuration that does not load
-/// leaves none for `apply`; nor does one refused on a state with no history yet.
-fn edit_run(
+/// Runs a state edit in the engine (a run of its own: `engine::edit`), printing the store's
+/// warnings as they come.
+fn edit(
     ctx: &Context,
     command: &str,
     args: Vec<String>,
     lock_timeout: Duration,
-    prepare: impl FnOnce(&Snapshot) -> Result<Vec<EventBody>, Diagnostic>,
+    edit: StateEdit,
 ) -> Result<Vec<EventBody>, Diagnostic> {
-    let mut store = open_store(ctx, command, true, lock_timeout)?.ok_or_else(|| {
-        state_diag(&StateError::NotFound {
-            dir: ctx.state_dir.clone(),
-        })
-    })?;
-    let prepared = prepare(store.snapshot());
-    if prepared.is_err() && store.snapshot().head == 0 {
-        // No state yet: a refused edit does not start a history.
-        return prepared;
-    }
-    store
-        .begin_run(command, &args)
-        .map_err(|e| state_diag(&e))?;
-    let result = prepared.and_then(|events| {
-        let record = |store: &mut Store| -> Result<(), StateError> {
-            for e in &events {
-                store.append(e.clone())?;
-            }
-            store.commit()
-        };
-        record(&mut store).map_err(|e| state_diag(&e))?;
-        Ok(events)
-    });
-    let (outcome, diags, config) = match &result {
-        Ok(_) => (RunOutcome::Success, Diagnostics::new(), None),
-        Err(d) => (
-            RunOutcome::Failed,
-            Diagnostics::from(d.clone()),
-            configuration_here(),
-        ),
+    let req = EditRequest {
+        dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        state_dir: ctx.state_dir.clone(),
+        command: command.to_string(),
+        args,
+        lock_timeout,
     };
-    let finished = crate::engine::session::finish_recorded(
-        &mut store,
-        outcome,
-        RunSummary::default(),
-        &diags,
-        config.as_ref(),
-    );
-    let events = result?;
-    finished.map_err(|e| state_diag(&e))?;
-    Ok(events)
-}
-
-/// The configuration in the working directory, if it has one that loads (where a failed
-/// edit's diagnostics are located); `None` when there are no `*.tf` files.
-fn configuration_here() -> Option<crate::config::Config> {
-    let dir = std::env::current_dir().ok()?;
-    let has_config = std::fs::read_dir(&dir).ok()?.flatten().any(|e| {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        name.ends_with(".tf") || name.ends_with(".tf.json")
-    });
-    if !has_config {
-        return None;
+    let report = crate::engine::edit::state_edit(&req, edit);
+    for w in report.notes {
+        let d = Diagnostic::warning("State recovered", w);
+        ctx.report(&SourceMap::new(), &Diagnostics::from(d), false);
     }
-    crate::config::load(&dir).0
+    match (report.result, report.diags.into_iter().next()) {
+        (Some(events), None) => Ok(events),
+        (_, Some(d)) => Err(d),
+        (None, None) => Ok(Vec::new()),
+    }
 }
 
 fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
@@ -348,32 +281,13 @@ fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
         .iter()
         .map(|s| parse_target(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let events = edit_run(
+    let named = a.addrs.join(", ");
+    let events = edit(
         ctx,
         "state rm",
         a.addrs.clone(),
         a.lock.lock_timeout,
-        |snap| {
-            let matched: Vec<EventBody> = all_addrs(snap)
-                .into_iter()
-                .filter(|addr| targets.iter().any(|t| t.contains(addr)))
-                .map(|addr| EventBody::ResourceForgotten { addr: addr.clone() })
-                .collect();
-            if matched.is_empty() {
-                let d = Diagnostic::error(
-                "No matching objects found",
-                format!(
-                    "The state has no resource instance matching {}. `cairn state list` shows the addresses it has.",
-                    a.addrs.join(", ")
-                ),
-            );
-                return Err(match targets.as_slice() {
-                    [one] => about(d, one),
-                    _ => d,
-                });
-            }
-            Ok(matched)
-        },
+        StateEdit::Remove { targets, named },
     )?;
     let removed: Vec<&ResourceInstanceAddr> = events
         .iter()
@@ -395,48 +309,15 @@ fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
     Ok(Exit::Ok)
 }
 
-/// Where each instance matched by `from` goes when moved to `to`: the state's own move rules
-/// (`Snapshot::plan_moves`, which `moved` blocks use too), strict as `state mv` is: nothing
-/// matched and an occupied destination are errors.
-fn plan_moves(
-    snap: &Snapshot,
-    from: &Target,
-    to: &Target,
-) -> Result<Vec<(ResourceInstanceAddr, ResourceInstanceAddr)>, Diagnostic> {
-    let plan = snap
-        .plan_moves(from, to)
-        .map_err(|e| Diagnostic::error("Invalid state move", e.to_string()))?;
-    if plan.is_empty() {
-        return Err(about(Diagnostic::error(
-            "No matching objects found",
-            format!("The state has no resource instance matching {from}. `cairn state list` shows the addresses it has."),
-        ), from));
-    }
-    if let Some((src, dest)) = plan.blocked.first() {
-        return Err(Diagnostic::error(
-            "Invalid state move",
-            format!("Cannot move {src} to {dest}: there is already a resource instance at that address."),
-        )
-        .with_address(dest));
-    }
-    Ok(plan.moves)
-}
-
 fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
     let from = parse_target(&a.from)?;
     let to = parse_target(&a.to)?;
-    let events = edit_run(
+    let events = edit(
         ctx,
         "state mv",
         vec![a.from.clone(), a.to.clone()],
         a.lock.lock_timeout,
-        |snap| {
-            Ok(plan_moves(snap, &from, &to)?
-                .into_iter()
-                .filter(|(src, dest)| src != dest)
-                .map(|(from, to)| EventBody::ResourceMoved { from, to })
-                .collect())
-        },
+        StateEdit::Move { from, to },
     )?;
     let moved: Vec<(&ResourceInstanceAddr, &ResourceInstanceAddr)> = events
         .iter()
@@ -464,8 +345,7 @@ fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
         Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e))?,
         None => store.snapshot().clone(),
     };
-    let mut doc = cairn_state::export_tfstate(&snap, &store.lineage(), snap.head);
-    wrap_dynamic(&crate::provider::builtin::builtin(), &mut doc);
+    let doc = crate::engine::tfstate::export(&snap, &store.lineage());
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     ctx.out(&format!("{text}\n"));
     Ok(Exit::Ok)
@@ -478,171 +358,22 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
             format!("Reading {}: {e}.", a.file.display()),
         )
     })?;
-    // Each conjured provider instance is a *default* provider: configured from the stack
-    // configuration (`cairn.json`, `CAIRN_PROVIDER_*`), exactly as the engine configures a
-    // default provider, so an immediate plan of an unchanged configuration shows no changes.
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let packages = crate::provider::builtin::builtin();
-    let names: Vec<&str> = packages.keys().map(String::as_str).collect();
-    let stack = crate::engine::providers::stack_config(&cwd, &env, &names)?;
-    let default_config = |package: &str| {
-        stack
-            .get(package)
-            .and_then(|v| v.to_stored().ok())
-            .unwrap_or_else(|| StoredValue::Object(BTreeMap::new()))
-    };
-    let mut event =
-        cairn_state::import_tfstate(&text, &default_config).map_err(|e| state_diag(&e))?;
-    if let EventBody::StateImported { resources, .. } = &mut event {
-        for (addr, object) in resources.iter_mut() {
-            unwrap_dynamic(&packages, addr, &mut object.attrs);
-        }
-    }
-    let outputs = tfstate_outputs(&text);
-    let (np, nr) = match &event {
-        EventBody::StateImported {
-            providers,
-            resources,
-            ..
-        } => (providers.len(), resources.len()),
-        _ => (0, 0),
-    };
-    edit_run(
+    let imported = crate::engine::tfstate::read_tfstate(&text, &cwd, &env)?;
+    let (np, nr) = imported.counts();
+    edit(
         ctx,
         "state import-tfstate",
         vec![a.file.display().to_string()],
         a.lock.lock_timeout,
-        |s| {
-            if !s.resources.is_empty() || !s.data.is_empty() {
-                return Err(Diagnostic::error(
-                    "The state is not empty",
-                    format!(
-                        "The state in {} already holds {} resource instance(s). Import a Terraform state into an empty state directory (-state-dir=DIR), so no object is tracked twice.",
-                        ctx.state_dir.display(),
-                        s.resources.len() + s.data.len()
-                    ),
-                ));
-            }
-            let mut events = vec![event];
-            if !outputs.is_empty() {
-                events.push(EventBody::OutputsSet { outputs });
-            }
-            Ok(events)
-        },
+        StateEdit::ImportTfstate(Box::new(imported)),
     )?;
     ctx.out(&format!(
         "Imported {nr} resource instance(s) and {np} provider instance(s) from {}.\n",
         a.file.display()
     ));
     Ok(Exit::Ok)
-}
-
-/// Terraform writes attributes of dynamic type (`terraform_data`'s `input`/`output`) as
-/// `{"value": …, "type": …}`; the schema says which attributes those are, and Cairn stores
-/// the value itself.
-fn unwrap_dynamic(
-    packages: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
-    addr: &ResourceInstanceAddr,
-    attrs: &mut StoredValue,
-) {
-    let r = &addr.resource;
-    let Some(block) = packages
-        .get(r.package())
-        .and_then(|p| p.schema().block(r.mode, &r.type_))
-    else {
-        return;
-    };
-    let StoredValue::Object(m) = attrs else {
-        return;
-    };
-    for (name, a) in &block.attributes {
-        if a.ty != Type::Dynamic {
-            continue;
-        }
-        if let Some(v) = m.get_mut(name) {
-            if let StoredValue::Object(w) = v {
-                if w.len() == 2 && w.contains_key("type") {
-                    if let Some(inner) = w.remove("value") {
-                        *v = inner;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The inverse of `unwrap_dynamic` on an exported Terraform state: attributes of dynamic type
-/// are written as `{"value": …, "type": …}`, as Terraform reads them.
-fn wrap_dynamic(
-    packages: &BTreeMap<String, std::sync::Arc<dyn crate::provider::Provider>>,
-    doc: &mut J,
-) {
-    let Some(resources) = doc.get_mut("resources").and_then(J::as_array_mut) else {
-        return;
-    };
-    for r in resources {
-        let mode = match r.get("mode").and_then(J::as_str) {
-            Some("data") => cairn_state::Mode::Data,
-            _ => cairn_state::Mode::Managed,
-        };
-        let type_ = r.get("type").and_then(J::as_str).unwrap_or("").to_string();
-        let Some(block) = packages
-            .get(cairn_state::package_of(&type_))
-            .and_then(|p| p.schema().block(mode, &type_))
-        else {
-            continue;
-        };
-        let dynamic: Vec<&String> = block
-            .attributes
-            .iter()
-            .filter(|(_, a)| a.ty == Type::Dynamic)
-            .map(|(n, _)| n)
-            .collect();
-        for inst in r
-            .get_mut("instances")
-            .and_then(J::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            let Some(attrs) = inst.get_mut("attributes").and_then(J::as_object_mut) else {
-                continue;
-            };
-            for name in &dynamic {
-                if let Some(v) = attrs.get_mut(name.as_str()) {
-                    if !v.is_null() {
-                        let ty = crate::plan::json::type_json(&Value::from_json(v).type_of());
-                        *v = json!({"value": v.clone(), "type": ty});
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The root outputs of a Terraform state, as an `OutputsSet`'s map.
-fn tfstate_outputs(text: &str) -> BTreeMap<String, cairn_state::OutputValue> {
-    let Ok(doc) = serde_json::from_str::<J>(text) else {
-        return BTreeMap::new();
-    };
-    doc.get("outputs")
-        .and_then(J::as_object)
-        .map(|o| {
-            o.iter()
-                .filter_map(|(name, out)| {
-                    let value = out.get("value")?;
-                    let sensitive = out.get("sensitive").and_then(J::as_bool).unwrap_or(false);
-                    Some((
-                        name.clone(),
-                        cairn_state::OutputValue {
-                            value: StoredValue::from_json(value),
-                            sensitive,
-                        },
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn check(ctx: &Context) -> Result<Exit, Diagnostic> {

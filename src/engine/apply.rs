@@ -1022,7 +1022,6 @@ impl Phase for ApplyPhase {
             package: addr.package.clone(),
             config,
             state: ProviderState::Configured(configured),
-            is_default,
             id: Some(id),
         });
         Ok(())

@@ -52,7 +52,6 @@ pub struct ProviderSlot {
     pub package: String,
     pub config: Value,
     pub state: ProviderState,
-    pub is_default: bool,
     /// The instance id in state (apply: after registering; plan: `None` while it is being
     /// created or replaced, as its id is not known until apply).
     pub id: Option<String>,

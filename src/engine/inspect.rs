@@ -37,7 +37,7 @@ pub struct Inspected {
     pub sources: Vec<(Arc<str>, crate::diag::Span)>,
 }
 
-/// Collects the instances in the order they finish; `into_sorted` orders them by address.
+/// Collects the instances in the order they finish; `take_sorted` orders them by address.
 #[derive(Default)]
 pub struct InspectPhase {
     pub instances: Mutex<Vec<Inspected>>,
@@ -74,7 +74,7 @@ impl InspectPhase {
     }
 
     /// Every instance, in address order.
-    pub fn into_sorted(&self) -> Vec<Inspected> {
+    pub fn take_sorted(&self) -> Vec<Inspected> {
         let mut v = std::mem::take(&mut *self.instances.lock().expect("inspect lock"));
         v.sort_unstable_by(|x, y| x.addr.cmp(&y.addr));
         v
@@ -88,14 +88,13 @@ impl Phase for InspectPhase {
         ctx: &Arc<Ctx>,
         addr: &ProviderAddr,
         config: Value,
-        is_default: bool,
+        _is_default: bool,
     ) -> Result<(), Diagnostics> {
         ctx.set_provider_slot(ProviderSlot {
             addr: addr.clone(),
             package: addr.package.clone(),
             config,
             state: ProviderState::Unavailable,
-            is_default,
             id: None,
         });
         Ok(())

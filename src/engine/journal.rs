@@ -131,8 +131,13 @@ impl Journal {
 
     /// Appends without flushing; returns the event's sequence number.
     pub fn append(&self, body: EventBody) -> Result<u64, Diagnostic> {
+        self.try_append(body).map_err(state_error)
+    }
+
+    /// [`Journal::append`] with the store's own error.
+    pub(crate) fn try_append(&self, body: EventBody) -> Result<u64, cairn_state::StateError> {
         let mut store = self.store.lock().expect("journal lock");
-        let seq = store.append(body).map_err(state_error)?;
+        let seq = store.append(body)?;
         // Under the store's lock, so `appended` only grows.
         let mut st = self.group.state.lock().expect("journal group");
         st.appended = st.appended.max(seq);
@@ -166,8 +171,13 @@ impl Journal {
 
     /// Flushes (and lets the store write a checkpoint when one is due).
     pub fn commit(&self) -> Result<(), Diagnostic> {
+        self.try_commit().map_err(state_error)
+    }
+
+    /// [`Journal::commit`] with the store's own error.
+    pub(crate) fn try_commit(&self) -> Result<(), cairn_state::StateError> {
         let mut store = self.store.lock().expect("journal lock");
-        block(|| store.commit()).map_err(state_error)?;
+        block(|| store.commit())?;
         let head = store.head();
         let mut st = self.group.state.lock().expect("journal group");
         if st.durable < head {
@@ -206,4 +216,29 @@ fn block<T>(f: impl FnOnce() -> T) -> T {
 
 pub fn state_error(e: cairn_state::StateError) -> Diagnostic {
     Diagnostic::error("State storage failed", format!("{e}"))
+}
+
+/// A state problem met by a command that works on the state itself (the state edits, the
+/// read commands), as a diagnostic: lock errors and unreadable logs get summaries of their
+/// own.
+pub fn state_diag(e: &cairn_state::StateError) -> Diagnostic {
+    use cairn_state::StateError;
+    let summary = match e {
+        StateError::Locked { .. } | StateError::LockedRemote { .. } => {
+            "Error acquiring the state lock"
+        }
+        StateError::Backend { .. } => "Backend configuration",
+        StateError::Corrupt { .. } | StateError::TooNew { .. } => "The state log cannot be read",
+        StateError::TfState { .. } => "Invalid Terraform state file",
+        StateError::OutOfRange { .. } => "Invalid -at position",
+        _ => "State error",
+    };
+    let text = e.to_string();
+    let mut c = text.chars();
+    let capitalized: String = match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    };
+    let detail = format!("{capitalized}.");
+    Diagnostic::error(summary, detail.trim_end_matches("..").to_string())
 }

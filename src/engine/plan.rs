@@ -12,7 +12,7 @@ use super::core::{
     carry_marks, contradiction, plan_without_provider, Ctx, Instance, OrphanReason, Phase,
     ProviderSlot, ProviderState,
 };
-use super::deferral::{find_pending, label};
+use super::deferral::find_pending;
 use super::graph::Node;
 use super::progress::Progress;
 use super::sabotage::Sabotage;
@@ -547,7 +547,6 @@ impl Phase for PlanPhase {
             package: addr.package.clone(),
             config: config.clone(),
             state: ProviderState::Unavailable,
-            is_default,
             id: None,
         };
         let action = if !unknown.is_empty() {
@@ -1006,11 +1005,6 @@ pub fn prevent_destroy_error(addr: &ResourceInstanceAddr, span: crate::diag::Spa
     .with_span(Some(span))
     .with_address(addr)
     .into()
-}
-
-/// How a deferred read's chain is named, for messages.
-pub fn chain_label(node: &Node, instance: &cairn_state::ModulePath) -> String {
-    label(node, instance)
 }
 
 /// A `check` block's data source that could not be read: its failure becomes a warning and

@@ -9,15 +9,15 @@
 //! Nothing the cloud holds is ever forgotten. Writing commands record the resolutions as
 //! `PendingResolved` events; `plan` resolves them in memory only.
 
+use super::journal::Journal;
 use super::providers::Registry;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::Value;
-use cairn_state::{EventBody, OpAction, PendingOp, ResourceObject, Snapshot};
+use cairn_state::{EventBody, OpAction, ResourceObject, Snapshot};
 use std::sync::Arc;
 
 /// One pending operation and how it was resolved.
 pub struct Resolution {
-    pub pending: PendingOp,
     pub event: EventBody,
     /// A sentence for the user.
     pub message: String,
@@ -84,7 +84,6 @@ pub async fn resolve(
             OpAction::Update | OpAction::Delete => {
                 let Some(prior) = &pending.prior else {
                     out.push(Resolution {
-                        pending: pending.clone(),
                         event: EventBody::PendingResolved {
                             op: pending.op,
                             object: None,
@@ -155,8 +154,48 @@ pub async fn resolve(
                 object,
                 how: how.to_string(),
             },
-            pending: pending.clone(),
         });
     }
     (out, diags)
+}
+
+/// Resolves pending operations in memory (`record == None`) or recording them.
+pub(crate) async fn recover(
+    snapshot: &mut Snapshot,
+    registry: &Arc<Registry>,
+    journal: Option<&Journal>,
+    notes: &mut Vec<String>,
+    diags: &mut Diagnostics,
+) {
+    if snapshot.pending.is_empty() {
+        return;
+    }
+    let (resolutions, errors) = resolve(snapshot, registry).await;
+    diags.extend(errors);
+    for r in resolutions {
+        notes.push(r.message.clone());
+        match journal {
+            Some(j) => {
+                if let Err(d) = j.record(r.event).await {
+                    diags.push(d);
+                }
+            }
+            None => {
+                // In memory only: the plan's base stays the log's real head.
+                let head = snapshot.head;
+                let event = cairn_state::Event {
+                    seq: head,
+                    version: cairn_state::event::CURRENT_VERSION,
+                    time_ms: 0,
+                    run: 0,
+                    body: r.event,
+                };
+                snapshot.apply_owned(event);
+                snapshot.head = head;
+            }
+        }
+    }
+    if let Some(j) = journal {
+        *snapshot = j.snapshot();
+    }
 }

@@ -3,18 +3,25 @@
 //! the operations an earlier run left pending (recording how), hands out the journal the
 //! run's events go through, and finishes the run exactly once with its outcome — recording a
 //! failed run's diagnostics with their configuration locations first
-//! ([`finish_recorded`]). `apply`/`destroy`/`apply -read-only` and `refresh` run in a session;
-//! the state edits (`state rm`/`mv`/`import-tfstate`, …) are [`state_edit`] on the same finish.
+//! ([`finish_recorded`]). `apply`/`destroy`/`apply -read-only`, `refresh` and `import` run in
+//! a session ([`RunSession::begin`]); so do the state edits (`state rm`/`mv`/`import-tfstate`,
+//! `super::edit::state_edit`), which resolve no pending operation: they open
+//! ([`RunSession::open`]), decide their events from the state, and only then begin the run
+//! ([`RunSession::start`]), so an edit refused on a state with no history starts none.
 
 use std::sync::Arc;
 
-use cairn_state::{EventBody, OpenOptions, RunOutcome, RunSummary, Snapshot, Store};
+use cairn_state::{
+    EventBody, OpenOptions, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot, StateError,
+    Store,
+};
 
 use super::journal::state_error;
 use super::journal::Journal;
 use super::providers::Registry;
-use super::run::{recover, Options};
-use crate::config::Config;
+use super::recover::recover;
+use super::run::Options;
+use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 
 /// One open, recorded run (see the module's documentation).
@@ -25,6 +32,35 @@ pub struct RunSession {
 }
 
 impl RunSession {
+    /// Opens the store for writing, waiting for its lock up to `lock_timeout`; the store's
+    /// warnings (a torn tail repaired, a bad checkpoint skipped) come with it.
+    pub(crate) fn open(
+        state_dir: &std::path::Path,
+        command: &str,
+        lock_timeout: std::time::Duration,
+    ) -> Result<(Store, Vec<String>), StateError> {
+        let o = OpenOptions {
+            command: command.to_string(),
+            lock_timeout,
+            write: true,
+        };
+        Store::open(state_dir, &o)
+    }
+
+    /// Begins the run on an open store (`RunStarted`): from here on the run ends with
+    /// [`RunSession::finish`] (or [`RunSession::close`]), or is found open by the next writer.
+    pub(crate) fn start(
+        mut store: Store,
+        command: &str,
+        args: &[String],
+    ) -> Result<RunSession, StateError> {
+        let run = store.begin_run(command, args)?;
+        Ok(RunSession {
+            journal: Arc::new(Journal::new(store)),
+            run,
+        })
+    }
+
     /// Opens the store, begins the run, and resolves pending operations through `registry`
     /// (notes and errors of the recovery go to `notes` and `diags`). Returns the session and
     /// the state as the run starts, after recovery.
@@ -34,21 +70,21 @@ impl RunSession {
         notes: &mut Vec<String>,
         diags: &mut Diagnostics,
     ) -> Result<(RunSession, Snapshot), Diagnostic> {
-        let o = OpenOptions {
-            command: opts.command.clone(),
-            lock_timeout: opts.lock_timeout,
-            write: true,
-        };
-        let (mut store, warnings) = Store::open(&opts.state_dir, &o).map_err(state_error)?;
+        let (store, warnings) =
+            Self::open(&opts.state_dir, &opts.command, opts.lock_timeout).map_err(state_error)?;
         notes.extend(warnings);
-        let run = store
-            .begin_run(&opts.command, &opts.args)
-            .map_err(state_error)?;
-        let journal = Arc::new(Journal::new(store));
-        let mut snapshot = journal.snapshot();
+        let session = Self::start(store, &opts.command, &opts.args).map_err(state_error)?;
+        let mut snapshot = session.journal.snapshot();
         tracing::debug!("state open, run begun");
-        recover(&mut snapshot, registry, Some(&journal), notes, diags).await;
-        Ok((RunSession { journal, run }, snapshot))
+        recover(
+            &mut snapshot,
+            registry,
+            Some(&session.journal),
+            notes,
+            diags,
+        )
+        .await;
+        Ok((session, snapshot))
     }
 
     /// The journal the run's events go through (shared with the walk's tasks).
@@ -65,13 +101,24 @@ impl RunSession {
         diags: &mut Diagnostics,
         config: Option<&Config>,
     ) {
-        let mut store = match Arc::try_unwrap(self.journal) {
-            Ok(j) => j.into_store(),
-            Err(_) => return,
-        };
-        if let Err(e) = finish_recorded(&mut store, outcome, summary, diags, config) {
+        if let Err(e) = self.close(outcome, summary, diags, config) {
             diags.push(state_error(e));
         }
+    }
+
+    /// [`RunSession::finish`], returning the store's error instead.
+    pub(crate) fn close(
+        self,
+        outcome: RunOutcome,
+        summary: RunSummary,
+        diags: &Diagnostics,
+        config: Option<&Config>,
+    ) -> Result<(), StateError> {
+        let mut store = match Arc::try_unwrap(self.journal) {
+            Ok(j) => j.into_store(),
+            Err(_) => return Ok(()),
+        };
+        finish_recorded(&mut store, outcome, summary, diags, config)
     }
 }
 
@@ -88,8 +135,70 @@ pub fn finish_recorded(
 ) -> Result<(), cairn_state::StateError> {
     if outcome != RunOutcome::Success && !diags.is_empty() && store.snapshot().open_run.is_some() {
         store.append(EventBody::RunDiagnostics {
-            diagnostics: super::run::recorded_diagnostics(diags, config),
+            diagnostics: recorded_diagnostics(diags, config),
         })?;
     }
     store.finish_run(outcome, summary)
+}
+
+/// The most diagnostics a failed run records (a bound on one record's size; the count of
+/// the others is recorded as a last diagnostic).
+const MAX_RECORDED_DIAGNOSTICS: usize = 200;
+
+/// Where a diagnostic is in the configuration (`file:line:col`): its span, else the block of
+/// the resource its address names.
+fn diagnostic_location(d: &Diagnostic, config: Option<&Config>) -> Option<String> {
+    let config = config?;
+    if let Some(span) = d.span {
+        return Some(config.sources.location(span));
+    }
+    let addr: ResourceInstanceAddr = d.address.as_deref()?.parse().ok()?;
+    let r = &addr.resource;
+    let key = ResourceKey {
+        mode: r.mode,
+        type_: r.type_.clone(),
+        name: r.name.clone(),
+    };
+    let block = config
+        .module(&r.module.without_keys())?
+        .resources
+        .get(&key)?;
+    Some(config.sources.location(block.span))
+}
+
+/// Diagnostics as the log records them: each with its configuration location (`file:line:col`
+/// of its span, or of the block of the resource it names, as the configuration is at the time
+/// of the error; none without a configuration) and address.
+pub fn recorded_diagnostics(
+    diags: &Diagnostics,
+    config: Option<&Config>,
+) -> Vec<cairn_state::RecordedDiagnostic> {
+    use cairn_state::event::Severity as S;
+    let mut out: Vec<cairn_state::RecordedDiagnostic> = diags
+        .iter()
+        .take(MAX_RECORDED_DIAGNOSTICS)
+        .map(|d| cairn_state::RecordedDiagnostic {
+            severity: match d.severity {
+                crate::diag::Severity::Error => S::Error,
+                crate::diag::Severity::Warning => S::Warning,
+            },
+            summary: d.summary.clone(),
+            detail: d.detail.clone(),
+            location: diagnostic_location(d, config),
+            address: d.address.clone(),
+        })
+        .collect();
+    if diags.len() > MAX_RECORDED_DIAGNOSTICS {
+        out.push(cairn_state::RecordedDiagnostic {
+            severity: S::Warning,
+            summary: format!(
+                "{} more diagnostic(s) not recorded",
+                diags.len() - MAX_RECORDED_DIAGNOSTICS
+            ),
+            detail: String::new(),
+            location: None,
+            address: None,
+        });
+    }
+    out
 }

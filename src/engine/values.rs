@@ -408,8 +408,3 @@ impl Scope for InstanceScope<'_> {
         }
     }
 }
-
-/// An object type's attribute (for building unknown values from schemas).
-pub fn unknown_of(ty: &Type) -> Value {
-    Value::Unknown(ty.clone())
-}

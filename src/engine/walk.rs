@@ -34,13 +34,6 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn new(parallelism: usize) -> Self {
-        Limits {
-            calls: Arc::new(Semaphore::new(parallelism.max(1))),
-            stop: Arc::new(AtomicBool::new(false)),
-            sabotage: None,
-        }
-    }
     /// True when the property tests broke rule `s` for this run (never otherwise).
     pub fn broken(&self, s: Sabotage) -> bool {
         self.sabotage == Some(s)

@@ -1,0 +1,281 @@
+//! Execution: what an approved plan does to the world and the state — the apply walk (or,
+//! for `destroy`, the deletes alone) with its finishing events ([`execute`]), or, for a
+//! read-only plan, recording what was read ([`record_read_only`]).
+
+use super::apply::{add_destroys, finishing_events, ApplyPhase};
+use super::assemble::in_address_order;
+use super::core::run as walk_phase;
+use super::graph::{Node, TermGraph};
+use super::journal::Journal;
+use super::progress::Observer;
+use super::run::{timed, timed_async, Options};
+use super::source::{new_ctx, term_graph, Loaded};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::plan::{Action, Plan, PlanMode};
+use crate::value::Value;
+use cairn_state::{EventBody, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+/// Records what refresh found and the refactoring, first: the `moved` blocks' moves and the
+/// objects `removed` blocks forget (the rest of the plan, drift included, is at the moved
+/// addresses), then drift and the provider meta of refreshed objects; one commit.
+pub(super) fn record_refreshed(journal: &Journal, plan: &Plan, diags: &mut Diagnostics) {
+    // What refresh found is part of the state now: drift, and the provider meta of objects
+    // (drifted or not).
+    let mut metas: BTreeMap<&ResourceInstanceAddr, &cairn_state::ObjectMeta> =
+        plan.refreshed_meta.iter().map(|(a, m)| (a, m)).collect();
+    // The `moved` blocks' moves and the objects `removed` blocks forget, first: the rest
+    // of the plan (drift included) is at the moved addresses.
+    let mut events: Vec<EventBody> = plan
+        .moves
+        .iter()
+        .map(|(from, to)| EventBody::ResourceMoved {
+            from: from.clone(),
+            to: to.clone(),
+        })
+        .collect();
+    events.extend(
+        plan.changes
+            .iter()
+            .filter(|c| c.action == Action::Forget)
+            .map(|c| EventBody::ResourceForgotten {
+                addr: c.addr.clone(),
+            }),
+    );
+    for d in &plan.drift {
+        let event = match &d.after {
+            Some(v) => match v.to_stored() {
+                Ok(attrs) => EventBody::ResourceRead {
+                    addr: d.addr.clone(),
+                    attrs,
+                    meta: metas.remove(&d.addr).cloned(),
+                },
+                Err(_) => continue,
+            },
+            None => EventBody::ResourceGone {
+                addr: d.addr.clone(),
+            },
+        };
+        events.push(event);
+    }
+    journal.with_snapshot(|s| {
+        for (addr, meta) in metas {
+            if let Some(obj) = s.current(addr) {
+                events.push(EventBody::ResourceRead {
+                    addr: addr.clone(),
+                    attrs: obj.attrs.clone(),
+                    meta: Some(meta.clone()),
+                });
+            }
+        }
+    });
+    for event in events {
+        if let Err(e) = journal.append(event) {
+            diags.push(e);
+        }
+    }
+    if let Err(e) = journal.commit() {
+        diags.push(e);
+    }
+}
+
+/// Records a read-only apply: data results and outputs (the refresh was recorded already).
+pub(super) fn record_read_only(
+    journal: &Journal,
+    plan: &Plan,
+    diags: &mut Diagnostics,
+) -> (RunSummary, BTreeMap<String, (Value, bool)>) {
+    let mut summary = RunSummary::default();
+    // Provider instances the results are read through, registered first.
+    for pc in &plan.provider_changes {
+        let registered = journal.with_snapshot(|s| s.providers.contains_key(&pc.addr));
+        let Some(Ok(config)) = pc.after.as_ref().map(Value::to_stored) else {
+            continue;
+        };
+        if pc.action == Action::Create && !registered {
+            let instance = cairn_state::ProviderInstance {
+                addr: pc.addr.clone(),
+                id: super::providers::new_instance_id(&pc.addr.package),
+                config,
+                is_default: pc.is_default,
+            };
+            if let Err(e) = journal.append(EventBody::ProviderRegistered { instance }) {
+                diags.push(e);
+            }
+        }
+    }
+    for read in &plan.data_reads {
+        let Ok(attrs) = read.result.to_stored() else {
+            continue;
+        };
+        let provider_id = journal
+            .with_snapshot(|s| s.providers.get(&read.provider).map(|p| p.id.clone()))
+            .unwrap_or_default();
+        let object = cairn_state::DataObject {
+            attrs,
+            provider: cairn_state::ProviderRef {
+                addr: read.provider.clone(),
+                id: provider_id,
+            },
+        };
+        if let Err(e) = journal.append(EventBody::DataRead {
+            addr: read.addr.clone(),
+            object,
+        }) {
+            diags.push(e);
+        }
+        summary.read += 1;
+    }
+    // An output whose new value cannot be known without applying changes keeps its old value.
+    let outputs: BTreeMap<String, (Value, bool)> = plan
+        .outputs
+        .iter()
+        .filter_map(|o| {
+            let v = match (&o.after, &o.before) {
+                (Some(a), _) if a.is_wholly_known() => a.clone(),
+                (_, Some(b)) => b.clone(),
+                (Some(a), None) if a.is_wholly_known() => a.clone(),
+                _ => return None,
+            };
+            Some((o.name.clone(), (v, o.sensitive)))
+        })
+        .collect();
+    let configured: BTreeSet<ProviderAddr> =
+        journal.with_snapshot(|s| s.providers.keys().cloned().collect());
+    for e in journal.with_snapshot(|s| finishing_events(s, &outputs, &configured, &[])) {
+        if let Err(e) = journal.append(e) {
+            diags.push(e);
+        }
+    }
+    if let Err(e) = journal.commit() {
+        diags.push(e);
+    }
+    (summary, outputs)
+}
+
+/// Applies a plan: the apply walk (or, for destroy, the deletes alone), then the finishing
+/// events.
+pub(super) async fn execute(
+    loaded: &Loaded,
+    opts: &Options,
+    plan: &Plan,
+    journal: &Arc<Journal>,
+    run: u64,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+) -> (RunSummary, BTreeMap<String, (Value, bool)>) {
+    let prior = journal.snapshot();
+    let mut deposed_keys = BTreeMap::new();
+    let mut graph = if plan.mode == PlanMode::Destroy {
+        TermGraph::empty()
+    } else {
+        let (g, d) = term_graph(&loaded.config);
+        diags.extend(d);
+        g
+    };
+    let destroy = timed("add destroys", || {
+        add_destroys(&mut graph, plan, &prior, &mut deposed_keys, opts.sabotage)
+    });
+    let cycles = graph.cycle_diagnostics(&loaded.config.sources);
+    if cycles.has_errors() {
+        diags.extend(cycles);
+        return (RunSummary::default(), BTreeMap::new());
+    }
+    let ctx = new_ctx(loaded, graph, &prior, opts, observer.clone());
+    let phase = Arc::new(ApplyPhase {
+        changes: plan
+            .changes
+            .iter()
+            .map(|c| (c.addr.clone(), c.clone()))
+            .collect(),
+        data_reads: plan
+            .data_reads
+            .iter()
+            .map(|d| (d.addr.clone(), d.clone()))
+            .collect(),
+        journal: journal.clone(),
+        destroy,
+        deposed_keys,
+        run,
+        outputs: Mutex::new(BTreeMap::new()),
+        summary: Mutex::new(RunSummary::default()),
+    });
+    let outcome = timed_async("apply walk", walk_phase(ctx.clone(), phase.clone())).await;
+    diags.extend(in_address_order(std::mem::take(
+        &mut *ctx.diags.lock().expect("diags"),
+    )));
+    if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
+        // What was not done: resources (and destroys) never started, because of the stop or
+        // because something they depend on did not finish.
+        let not_done: BTreeSet<String> = outcome
+            .not_run
+            .iter()
+            .chain(&outcome.skipped)
+            .filter(|id| {
+                matches!(
+                    ctx.graph.node(**id),
+                    Node::Resource { .. } | Node::Destroy { .. } | Node::Orphan { .. }
+                )
+            })
+            .map(|id| ctx.graph.node(*id).to_string())
+            .collect();
+        let not_done = if not_done.is_empty() {
+            "Every step had started.".to_string()
+        } else {
+            format!(
+                "Not started: {}.",
+                not_done.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        };
+        diags.push(Diagnostic::error(
+            "Apply interrupted",
+            format!("The run was stopped: no new step started, and the providers were told to stop. Every step that had started is recorded with its outcome. {not_done} Run apply again to finish."),
+        ));
+    }
+    let outputs = std::mem::take(&mut *phase.outputs.lock().expect("outputs"));
+    let configured: BTreeSet<ProviderAddr> = ctx
+        .providers
+        .lock()
+        .expect("providers")
+        .keys()
+        .cloned()
+        .collect();
+    let configured = if plan.mode == PlanMode::Destroy {
+        BTreeSet::new()
+    } else {
+        configured
+    };
+    // A whole walk replaces the outputs. A failed or targeted one records the outputs it
+    // evaluated (their dependencies all applied) and keeps the others' old values, as
+    // Terraform does.
+    let whole = outcome.ok() && !diags.has_errors() && opts.targets.is_empty();
+    tracing::debug!("finishing events");
+    let finishing = journal.with_snapshot(|s| {
+        let outs = if whole || plan.mode == PlanMode::Destroy {
+            outputs.clone()
+        } else {
+            let mut outs = state_outputs(s);
+            outs.extend(outputs.clone());
+            outs
+        };
+        finishing_events(s, &outs, &configured, &plan.dropped_data)
+    });
+    for e in finishing {
+        if let Err(e) = journal.append(e) {
+            diags.push(e);
+        }
+    }
+    if let Err(e) = journal.commit() {
+        diags.push(e);
+    }
+    let summary = *phase.summary.lock().expect("summary");
+    (summary, outputs)
+}
+
+pub(super) fn state_outputs(s: &Snapshot) -> BTreeMap<String, (Value, bool)> {
+    s.outputs
+        .iter()
+        .map(|(k, o)| (k.clone(), (Value::from_stored(&o.value), o.sensitive)))
+        .collect()
+}

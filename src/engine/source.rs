@@ -1,0 +1,407 @@
+//! The source of a run: what a command starts from before any step is planned — the
+//! configuration with its input variables and provider registry ([`load`]), the state read
+//! without writing it ([`open_read`]), the term graph, the state's instances grouped by
+//! resource, the `-target` scope, and the walk's context ([`new_ctx`]) made of all of them.
+
+use super::core::Ctx;
+use super::graph::{build, Node, TermGraph};
+use super::journal::state_error;
+use super::progress::Observer;
+use super::providers::{stack_config, Registry};
+use super::run::{timed, Options, Report};
+use super::values::Values;
+use super::walk::Limits;
+use crate::config::{Config, ResourceKey};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::provider::Provider;
+use crate::value::Value;
+use cairn_graph::NodeId;
+use cairn_state::{
+    ModulePath, OpenOptions, ProviderAddr, ResourceInstanceAddr, Snapshot, Store, Target,
+};
+use sha2::Digest;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A loaded configuration with its inputs and providers.
+pub struct Loaded {
+    pub config: Arc<Config>,
+    pub inputs: BTreeMap<String, Value>,
+    /// A hash of the configuration's files (see [`config_hash`]); empty when loaded leniently
+    /// (`inspect` makes no saved plan).
+    pub files_hash: String,
+    pub registry: Arc<Registry>,
+    pub diags: Diagnostics,
+}
+
+/// Loads the configuration, the input variables and the provider registry.
+pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
+    load_with(opts, None, false)
+}
+
+/// [`load`]; with `saved` (the variable values of a saved plan) the inputs are exactly those
+/// values: no `-var`, tfvars file or `TF_VAR_*` is read, as the plan already holds them. When
+/// `lenient` (`inspect`), errors in the configuration or the variables do not stop it (they are
+/// in `Loaded::diags`), and a root variable without a value is unknown.
+pub(super) fn load_with(
+    opts: &Options,
+    saved: Option<&BTreeMap<String, Value>>,
+    lenient: bool,
+) -> Result<Loaded, Report<()>> {
+    let (config, mut diags) = timed("load configuration", || match &opts.only_file {
+        Some(f) => crate::config::load_file(&opts.dir, f),
+        None => crate::config::load(&opts.dir),
+    });
+    let Some(mut config) = config else {
+        return Err(Report::fail(diags, None));
+    };
+    if opts.generate_config {
+        diags.extend(config.generate_import_blocks());
+    }
+    if !lenient {
+        diags.extend(crate::config::unsupported_blocks(&config, true));
+    }
+    if diags.has_errors() && !lenient {
+        return Err(Report::fail(diags, Some(Arc::new(config))));
+    }
+    // Before input values add their files to the source map: the hash is of the configuration.
+    // Only a saved plan needs it; `inspect` (lenient) makes none.
+    let files_hash = match lenient {
+        true => String::new(),
+        false => files_hash(&config),
+    };
+    let missing = match lenient {
+        true => crate::config::Missing::Unknown,
+        false => crate::config::Missing::Error,
+    };
+    let (inputs, var_diags) = match saved {
+        Some(values) => (values.clone(), changed_variables(opts, &mut config, values)),
+        None => timed("input variables", || {
+            crate::config::input_values_with(&mut config, &opts.vars, &opts.env, &opts.dir, missing)
+        }),
+    };
+    let config = Arc::new(config);
+    diags.extend(var_diags);
+    if diags.has_errors() && !lenient {
+        return Err(Report::fail(diags, Some(config)));
+    }
+    let mut packages = opts.packages.clone().unwrap_or_else(|| {
+        crate::provider::builtin::builtin_with(crate::provider::builtin::Host {
+            env: opts.env.clone(),
+            cwd: opts.dir.clone(),
+        })
+    });
+    // Installed plugins answer for their local names instead of the built-ins, with their
+    // schemas from the cache in the state directory when the binary is unchanged. `inspect`
+    // (lenient) never starts a provider process: it uses cached schemas, and evaluates without
+    // the schemas of plugins not cached.
+    if opts.packages.is_none() {
+        let (plugins, plugin_diags) = timed("start provider plugins", || {
+            crate::provider::plugin::attach::plugins(
+                &config,
+                &opts.env,
+                &opts.dir,
+                Some(&opts.state_dir),
+                lenient,
+                false,
+            )
+        });
+        // A lenient load reads past plugins it cannot use (as it did before it used any).
+        if !lenient {
+            diags.extend(plugin_diags);
+        }
+        if diags.has_errors() && !lenient {
+            return Err(Report::fail(diags, Some(config)));
+        }
+        for p in plugins {
+            packages.insert(p.package().to_string(), Arc::new(p));
+        }
+    }
+    let names: Vec<&str> = packages.keys().map(String::as_str).collect();
+    let stack = match stack_config(&opts.dir, &opts.env, &names) {
+        Ok(s) => s,
+        Err(d) => {
+            diags.push(d);
+            return Err(Report::fail(diags, Some(config)));
+        }
+    };
+    let registry = Arc::new(Registry::new(packages, stack));
+    Ok(Loaded {
+        config,
+        inputs,
+        files_hash,
+        registry,
+        diags,
+    })
+}
+
+/// Opens the state to read it; no state yet reads as an empty one. The store is returned so
+/// the caller holds the lock for as long as it works on the snapshot.
+pub(super) fn open_read(
+    opts: &Options,
+) -> Result<(Option<Store>, Snapshot, Vec<String>), Diagnostic> {
+    let o = OpenOptions {
+        command: opts.command.clone(),
+        lock_timeout: opts.lock_timeout,
+        write: false,
+    };
+    match timed("open state", || Store::open(&opts.state_dir, &o)) {
+        Ok((store, warnings)) => {
+            let snapshot = store.snapshot().clone();
+            Ok((Some(store), snapshot, warnings))
+        }
+        Err(cairn_state::StateError::NotFound { .. }) => {
+            Ok((None, Snapshot::default(), Vec::new()))
+        }
+        Err(e) => Err(state_error(e)),
+    }
+}
+
+/// A hash of the configuration's module directories and files (not the variable files: a
+/// saved plan carries the values).
+pub fn files_hash(config: &Config) -> String {
+    let mut h = sha2::Sha256::new();
+    for m in config.modules() {
+        h.update(m.dir.display().to_string().as_bytes());
+    }
+    let mut files: Vec<(String, &str)> = config
+        .sources
+        .files()
+        .map(|(p, t)| (p.display().to_string(), t))
+        .collect();
+    files.sort();
+    for (p, t) in files {
+        h.update(p.as_bytes());
+        h.update([0]);
+        h.update(t.as_bytes());
+        h.update([0]);
+    }
+    format!("{:x}", h.finalize())
+}
+
+/// A hash of the configuration's files and the input values: a saved plan applies only to
+/// the configuration it was made from.
+pub fn config_hash(files_hash: &str, inputs: &BTreeMap<String, Value>) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(files_hash.as_bytes());
+    h.update([0]);
+    h.update(serde_json::to_string(inputs).unwrap_or_default().as_bytes());
+    format!("{:x}", h.finalize())
+}
+
+/// Builds the term graph and reports cycles.
+pub(super) fn term_graph(config: &Config) -> (TermGraph, Diagnostics) {
+    let (g, mut diags) = build(config);
+    diags.extend(g.cycle_diagnostics(&config.sources));
+    (g, diags)
+}
+
+/// Instances in state by static resource.
+pub(super) type StateByResource = BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>;
+
+/// State instances grouped by static resource, and those whose resource the configuration no
+/// longer has at all.
+pub(super) fn classify_state(
+    config: &Config,
+    snapshot: &Snapshot,
+) -> (StateByResource, Vec<(ResourceInstanceAddr, ProviderAddr)>) {
+    let mut by_resource: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>> =
+        BTreeMap::new();
+    let mut orphans = Vec::new();
+    let managed = snapshot
+        .resources
+        .iter()
+        .filter_map(|(a, i)| i.current.as_ref().map(|o| (a, o.provider.addr.clone())));
+    let data = snapshot
+        .data
+        .iter()
+        .map(|(a, d)| (a, d.provider.addr.clone()));
+    for (addr, provider) in managed.chain(data) {
+        let module = addr.resource.module.without_keys();
+        let key = ResourceKey {
+            mode: addr.resource.mode,
+            type_: addr.resource.type_.clone(),
+            name: addr.resource.name.clone(),
+        };
+        let declared = config
+            .module(&module)
+            .is_some_and(|m| m.resources.contains_key(&key));
+        if declared {
+            by_resource
+                .entry((module, key))
+                .or_default()
+                .push(addr.clone());
+        } else {
+            orphans.push((addr.clone(), provider));
+        }
+    }
+    (by_resource, orphans)
+}
+
+/// The nodes a `-target` run walks: the targets and everything they depend on.
+/// The nodes a `-target` walk visits (the targets and what they depend on), and the resources
+/// whose instances it narrows: those a target names that nothing else needs whole.
+pub(super) type Targeted = (
+    Option<BTreeSet<NodeId>>,
+    BTreeMap<NodeId, Vec<cairn_state::Target>>,
+);
+
+pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
+    if targets.is_empty() {
+        return (None, BTreeMap::new());
+    }
+    let mut keep = BTreeSet::new();
+    let mut named: BTreeMap<NodeId, Vec<Target>> = BTreeMap::new();
+    let mut needed = BTreeSet::new();
+    for (node, id) in &g.index {
+        let hit = match node {
+            // A resource (static) is hit when a target names it or a module around it,
+            // whatever instance keys the target has.
+            Node::Resource { module, key } => {
+                let hits: Vec<Target> = targets
+                    .iter()
+                    .filter(|t| match t {
+                        Target::Instance(i) => {
+                            i.resource.module.without_keys() == *module
+                                && i.resource.type_ == key.type_
+                                && i.resource.name == key.name
+                                && i.resource.mode == key.mode
+                        }
+                        Target::Resource(r) => {
+                            r.module.without_keys() == *module
+                                && r.type_ == key.type_
+                                && r.name == key.name
+                                && r.mode == key.mode
+                        }
+                        Target::Module(m) => module.starts_with(&m.without_keys()),
+                    })
+                    .cloned()
+                    .collect();
+                let hit = !hits.is_empty();
+                if hit {
+                    named.insert(*id, hits);
+                }
+                hit
+            }
+            Node::Orphan { addr } | Node::Destroy { addr, .. } => targets.iter().any(|t| t.contains(addr)),
+            Node::Call { module, name } => targets.iter().any(|t| matches!(t, Target::Module(m) if m.without_keys().starts_with(&module.child(name, None)))),
+            _ => false,
+        };
+        if hit {
+            keep.insert(*id);
+            let deps = g.dag.transitive_dependencies(*id);
+            needed.extend(deps.iter().copied());
+            keep.extend(deps);
+        }
+    }
+    // A named resource that another target's node depends on is planned whole.
+    named.retain(|id, _| !needed.contains(id));
+    (Some(keep), named)
+}
+
+pub(super) fn new_ctx(
+    loaded: &Loaded,
+    graph: TermGraph,
+    snapshot: &Snapshot,
+    opts: &Options,
+    observer: Arc<dyn Observer>,
+) -> Arc<Ctx> {
+    let (state_instances, _) = classify_state(&loaded.config, snapshot);
+    let (only, only_instances) = targeted(&graph, &opts.targets);
+    let mut ctx = Ctx {
+        config: loaded.config.clone(),
+        graph: Arc::new(graph),
+        registry: loaded.registry.clone(),
+        values: RwLock::new(Values {
+            functions: Some(super::values::Functions(loaded.registry.clone())),
+            workspace: opts.workspace.clone(),
+            ..Values::new()
+        }),
+        providers: Mutex::new(BTreeMap::new()),
+        inputs: loaded.inputs.clone(),
+        state_providers: snapshot.providers.clone(),
+        state_instances,
+        limits: Limits {
+            calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
+            stop: opts.stop.clone(),
+            sabotage: opts.sabotage,
+        },
+        observer,
+        diags: Mutex::new(Diagnostics::new()),
+        failed_checks: Mutex::new(BTreeSet::new()),
+        check_findings: Mutex::new(Vec::new()),
+        cwd: opts.dir.clone(),
+        only,
+        only_instances,
+        paths_by_module: Default::default(),
+        schemas: Default::default(),
+    };
+    let modules: Vec<ModulePath> = loaded
+        .config
+        .modules()
+        .iter()
+        .map(|m| m.path.clone())
+        .collect();
+    for m in modules {
+        let p = Arc::new(ctx.compute_paths(&m));
+        ctx.paths_by_module.insert(m, p);
+    }
+    Arc::new(ctx)
+}
+
+/// `-var` and `-var-file` beside a saved plan: a variable they set to a value other than the
+/// plan's is an error (the plan applies with its own values), as in Terraform.
+pub(super) fn changed_variables(
+    opts: &Options,
+    config: &mut Config,
+    planned: &BTreeMap<String, Value>,
+) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    if opts.vars.is_empty() {
+        return diags;
+    }
+    let none = BTreeMap::new();
+    let (given, d) = crate::config::input_values(config, &opts.vars, &none, &opts.dir);
+    // A required variable the command line does not set has its value in the plan.
+    let d: Diagnostics = d
+        .into_iter()
+        .filter(|d| {
+            d.summary != "No value for required variable"
+                && d.summary != "Required variable not set"
+        })
+        .collect();
+    if d.has_errors() {
+        return d;
+    }
+    let (baseline, _) = crate::config::input_values(config, &[], &none, &opts.dir);
+    let named: BTreeSet<&str> = opts
+        .vars
+        .iter()
+        .filter_map(|v| match v {
+            crate::config::VarArg::Var(t) => t.split_once('=').map(|(n, _)| n.trim()),
+            crate::config::VarArg::File(_) => None,
+        })
+        .collect();
+    for (name, value) in &given {
+        let set_here = named.contains(name.as_str()) || baseline.get(name) != Some(value);
+        let same = planned
+            .get(name)
+            .is_some_and(|p| super::plan::equal_ignoring_marks(p, value));
+        if set_here && !same {
+            let shown = |v: Option<&Value>| match v {
+                Some(v) if v.contains_sensitive() => "(sensitive value)".to_string(),
+                Some(v) => crate::value::format_hcl(v),
+                None => "no value".to_string(),
+            };
+            diags.push(Diagnostic::error(
+                "Can't change variable when applying a saved plan",
+                format!(
+                    "The variable {name} cannot be set using the -var and -var-file options when applying a saved plan file, because a saved plan includes the variable values that were set when it was created. The saved plan specifies {} as the value whereas during apply the value {} was set by a CLI argument.",
+                    shown(planned.get(name)),
+                    shown(Some(value)),
+                ),
+            ));
+        }
+    }
+    diags
+}
