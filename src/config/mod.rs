@@ -186,7 +186,7 @@ pub(crate) struct RemovedBlock {
 /// `import { to = ADDR  id = EXPR  for_each = EXPR  provider = NAME.ALIAS }`: adopt an
 /// existing object into state at plan (`engine::plan`), as Terraform does.
 #[derive(Debug, Clone)]
-pub struct ImportBlock {
+pub(crate) struct ImportBlock {
     /// The target's static resource: its module path without instance keys, and its key
     /// (always a managed resource).
     pub(crate) module: ModulePath,
@@ -355,7 +355,7 @@ pub(crate) struct Variable {
 /// `precondition`/`postcondition` (in `lifecycle`), an output's `precondition`:
 /// `{ condition = ..., error_message = ... }`. `span` is the condition expression's.
 #[derive(Debug, Clone)]
-pub struct Validation {
+pub(crate) struct Validation {
     pub(crate) condition: Expression,
     pub(crate) error_message: Expression,
     pub(crate) span: Span,
@@ -460,7 +460,7 @@ impl Resource {
 
 /// A static reference to a provider configuration: `sim` or `sim.east`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderRef {
+pub(crate) struct ProviderRef {
     pub(crate) name: String,
     pub(crate) alias: Option<String>,
     pub(crate) span: Span,
@@ -499,7 +499,7 @@ pub(crate) struct Lifecycle {
 
 /// `ignore_changes = all` or `ignore_changes = [a, b.c, tags["x"]]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum IgnoreChanges {
+pub(crate) enum IgnoreChanges {
     #[default]
     None,
     All,
