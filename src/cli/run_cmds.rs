@@ -20,7 +20,7 @@ use super::state_cmds::open_store;
 use super::Context;
 use crate::config::VarArg;
 use crate::diag::Diagnostic;
-use crate::plan::render::{render_plan, render_state, RenderOptions};
+use crate::plan::render::{render_plan, RenderOptions};
 use crate::plan::{Action, Plan, PlanMode};
 use cairn_state::Snapshot;
 use serde_json::{json, Map, Value as J};
@@ -273,9 +273,20 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
         let text = serde_json::to_string(&store_json).unwrap_or_default();
         ctx.out(&format!("{text}\n"));
     } else {
-        ctx.out(&render_state(&snap, &opts));
+        let shapes = crate::engine::validate::state_shapes(&schema_request(ctx), &snap);
+        ctx.out(&crate::plan::render::render_state(&snap, &opts, &shapes));
     }
     Exit::Ok
+}
+
+/// Where the schemas of the configuration in the working directory are (for drawing a state
+/// with its nested blocks).
+pub(crate) fn schema_request(ctx: &Context) -> crate::engine::validate::ValidateRequest {
+    crate::engine::validate::ValidateRequest {
+        dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        state_dir: ctx.state_dir.clone(),
+        env: std::env::vars().collect(),
+    }
 }
 
 /// `graph`: the engine's graph as DOT, or as SVG through Graphviz.

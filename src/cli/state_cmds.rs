@@ -229,7 +229,9 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
             color,
             width: super::output::render_width(ctx.stdout_tty),
         };
-        let text = crate::plan::render::render_state(&one, &opts);
+        let shapes =
+            crate::engine::validate::state_shapes(&super::run_cmds::schema_request(ctx), &one);
+        let text = crate::plan::render::render_state(&one, &opts, &shapes);
         ctx.out(&format!("{}\n", text.trim_end()));
         return Ok(Exit::Ok);
     }

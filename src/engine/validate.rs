@@ -145,3 +145,49 @@ fn capitalize(s: &str) -> String {
         .map(|f| f.to_uppercase().chain(c).collect())
         .unwrap_or_default()
 }
+
+/// The nested-block shapes of the resource types in `state`, for drawing it (`cairn show`,
+/// `state show`) as Terraform draws it: from the built-in providers and the plugins' cached
+/// schemas, starting no process. Types whose schema is not at hand (no configuration here,
+/// a plugin never run) have none and are drawn as attributes.
+pub fn state_shapes(
+    req: &ValidateRequest,
+    state: &cairn_state::Snapshot,
+) -> BTreeMap<String, crate::plan::BlockShape> {
+    let types: std::collections::BTreeSet<(cairn_state::Mode, &str)> = state
+        .resources
+        .keys()
+        .chain(state.data.keys())
+        .map(|a| (a.resource.mode, a.resource.type_.as_str()))
+        .collect();
+    let mut providers = crate::provider::builtin::builtin();
+    if let (Some(config), _) = crate::config::load(&req.dir) {
+        let (plugins, _) = crate::provider::plugin::attach::plugins(
+            &config,
+            &req.env,
+            &req.dir,
+            Some(&req.state_dir),
+            true,
+            false,
+        );
+        for p in plugins {
+            providers.insert(
+                crate::provider::Provider::package(&p).to_string(),
+                Arc::new(p),
+            );
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (mode, type_) in types {
+        let block = providers
+            .get(cairn_state::package_of(type_))
+            .and_then(|p| p.schema().block(mode, type_));
+        if let Some(block) = block {
+            let shape = crate::plan::BlockShape::of(block);
+            if !shape.blocks.is_empty() {
+                out.insert(crate::plan::BlockShape::key(mode, type_), shape);
+            }
+        }
+    }
+    out
+}

@@ -21,7 +21,7 @@
 //!   blank line: `~ rule {`, map blocks with their key (`+ listener "web" {`); list blocks are
 //!   matched by position, set blocks by value, map blocks by key; unchanged blocks are hidden
 //!   and counted (`# (2 unchanged blocks hidden)`). Views without a plan (`render_change`,
-//!   `render_state`) draw nested blocks as attributes.
+//!   `render_state` without the state's shapes) draw nested blocks as attributes.
 //!
 //! Where Terraform prints a heredoc for multi-line strings, Cairn prints one quoted string with
 //! escapes, so one value is always one line.
@@ -119,18 +119,25 @@ pub(crate) fn render_change_in(
 
 /// The current state as `terraform show` prints it: one block per provider instance, resource
 /// instance and data result, then the outputs. Sensitive values read `(sensitive value)`.
-pub(crate) fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
+/// The nested blocks of `shapes` (`engine::validate::state_shapes`) are drawn as blocks, as
+/// `terraform show` draws them.
+pub(crate) fn render_state(
+    state: &Snapshot,
+    opts: &RenderOptions,
+    shapes: &BTreeMap<String, BlockShape>,
+) -> String {
     let r = Renderer {
         c: Colors(opts.color),
         width: opts.width,
         marks: false,
-        shapes: &NO_SHAPES,
+        shapes,
     };
     let mut blocks: Vec<String> = Vec::new();
-    let block = |head: String, comment: String, v: &Value| {
+    let block = |head: String, comment: String, v: &Value, shape: Option<&BlockShape>| {
         let mut lines = vec![r.c.bold(&comment)];
-        let body = match v {
-            Value::Object(m) if m.values().all(Value::is_null) => Lines::one("{\n}"),
+        let body = match (v, shape) {
+            (Value::Object(m), _) if m.values().all(Value::is_null) => Lines::one("{\n}"),
+            (Value::Object(m), Some(shape)) => r.whole_block(m, shape, 0, "", &Ctx::NONE),
             _ => r.whole(v, Mark::NoOp, 0, "", &Ctx::NONE),
         };
         body.write_after(&format!("{head} "), &mut lines);
@@ -150,6 +157,7 @@ pub(crate) fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
             head,
             format!("# {addr}:{note}"),
             &Value::Object(config),
+            None,
         ));
     }
     let mut objects: Vec<(&ResourceInstanceAddr, String, Value)> = Vec::new();
@@ -177,7 +185,8 @@ pub(crate) fn render_state(state: &Snapshot, opts: &RenderOptions) -> String {
             cairn_state::quote(&addr.resource.type_),
             cairn_state::quote(&addr.resource.name)
         );
-        blocks.push(block(head, format!("# {addr}:{note}"), &v));
+        let shape = shapes.get(&BlockShape::key(addr.resource.mode, &addr.resource.type_));
+        blocks.push(block(head, format!("# {addr}:{note}"), &v, shape));
     }
     if blocks.is_empty() && state.outputs.is_empty() {
         return "The state is empty. No resources are represented.\n".into();
@@ -625,6 +634,80 @@ impl Renderer<'_> {
             }
             v => Lines::one(primitive(v)),
         }
+    }
+
+    /// A schema block's value drawn whole (state views): its attributes as `whole` draws an
+    /// object's, then its nested blocks, each group after a blank line (`rule {`,
+    /// `listener "web" {`), as `terraform show` draws them.
+    fn whole_block(
+        &self,
+        m: &BTreeMap<String, Value>,
+        shape: &BlockShape,
+        indent: usize,
+        path: &str,
+        ctx: &Ctx,
+    ) -> Lines {
+        let attrs: Vec<(&String, &Value)> = m
+            .iter()
+            .filter(|(k, e)| !shape.blocks.contains_key(*k) && !e.is_null())
+            .collect();
+        let w = attrs
+            .iter()
+            .map(|(k, _)| key_text(k, false).chars().count())
+            .max()
+            .unwrap_or(0);
+        let mut lines = vec!["{".to_string()];
+        for (k, e) in &attrs {
+            let prefix = format!(
+                "{}{}{:<w$} = ",
+                Self::pad(indent + 4),
+                self.gutter(Mark::NoOp),
+                key_text(k, false)
+            );
+            self.whole(e, Mark::NoOp, indent + 4, &child_path(path, k), ctx)
+                .write_after(&prefix, &mut lines);
+        }
+        for (name, nested) in &shape.blocks {
+            let cp = child_path(path, name);
+            let elems: Vec<(String, &BTreeMap<String, Value>)> =
+                match (nested.nesting, m.get(name).map(Value::unmarked)) {
+                    (Nesting::Single, Some(Value::Object(o))) => vec![(String::new(), o)],
+                    (
+                        Nesting::List | Nesting::Set,
+                        Some(Value::List(l) | Value::Set(l) | Value::Tuple(l)),
+                    ) => l
+                        .iter()
+                        .filter_map(|e| e.unmarked().attributes())
+                        .map(|o| (String::new(), o))
+                        .collect(),
+                    (Nesting::Map, Some(Value::Map(o) | Value::Object(o))) => o
+                        .iter()
+                        .filter_map(|(k, e)| {
+                            e.unmarked()
+                                .attributes()
+                                .map(|a| (format!(" {}", cairn_state::quote(k)), a))
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+            if !elems.is_empty() && !attrs.is_empty() {
+                lines.push(String::new());
+            }
+            for (label, o) in elems {
+                let prefix = format!(
+                    "{}{}{name}{label} ",
+                    Self::pad(indent + 4),
+                    self.gutter(Mark::NoOp)
+                );
+                self.whole_block(o, &nested.shape, indent + 4, &cp, ctx)
+                    .write_after(&prefix, &mut lines);
+            }
+        }
+        if lines.len() == 1 {
+            return Lines::one("{}");
+        }
+        lines.push(format!("{}}}", Self::pad(indent + self.gutter_width())));
+        Lines(lines)
     }
 
     /// The change of one attribute or element from `b` to `a`.

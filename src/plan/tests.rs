@@ -653,6 +653,7 @@ fn check_state(name: &str, state: &cairn_state::Snapshot) {
             color: false,
             width: 80,
         },
+        &Default::default(),
     );
     assert!(!text.contains('\x1b'), "colour off must not emit escapes");
     check_golden(&format!("{name}.txt"), &text);
