@@ -296,11 +296,19 @@ pub trait Provider: Send + Sync {
         }
     }
     /// `validate` with each diagnostic's attribute path, for the engine to point at (plan
-    /// calls this for every instance; built-ins check their rules in `plan` and keep this
-    /// default, which reports nothing).
+    /// calls this for every instance). The default is `validate`'s diagnostics, about the
+    /// whole object: a built-in's own rules (`random_string.length` at least 1, …) are checked
+    /// at plan, as Terraform's providers check theirs in `ValidateResourceConfig`.
     fn validate_config(&self, mode: Mode, type_: &str, config: &Value) -> Vec<ProviderDiag> {
-        let _ = (mode, type_, config);
-        Vec::new()
+        self.validate(mode, type_, config)
+            .into_iter()
+            .map(|d| ProviderDiag {
+                error: d.severity == crate::diag::Severity::Error,
+                summary: d.summary,
+                detail: d.detail,
+                path: Vec::new(),
+            })
+            .collect()
     }
     /// `validate_config` on the runtime: a plugin asks over its RPC without blocking the
     /// walk's thread, so many validations run at once (bounded by `-parallelism`).

@@ -1440,3 +1440,27 @@ fn target_names_instances_and_module_instances() {
         "{out}"
     );
 }
+
+/// A built-in provider's own rules are checked at plan, before anything is applied, as
+/// Terraform's providers check theirs in `ValidateResourceConfig`.
+#[test]
+fn built_in_provider_rules_are_checked_at_plan() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"random_string\" \"s\" {\n  length = 0\n}\nresource \"random_integer\" \"i\" {\n  min = 5\n  max = 1\n}\n",
+    )]);
+    let (code, _, err) = check_cli_in(dir.path(), &["plan", "-no-color"], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Argument \"length\" must be a whole number of at least 1, got: 0."),
+        "{err}"
+    );
+    assert!(
+        err.contains("The minimum (5) must be smaller than or equal to the maximum (1)."),
+        "{err}"
+    );
+    let (code, _, err) = check_cli_in(dir.path(), &["apply", "-auto-approve", "-no-color"], "");
+    assert_eq!(code, 1, "{err}");
+    let (_, out, _) = check_cli_in(dir.path(), &["state", "list"], "");
+    assert!(!out.contains("random_string.s"), "{out}");
+}
