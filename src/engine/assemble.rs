@@ -46,21 +46,13 @@ fn block_shapes(registry: &Registry, plan: &Plan) -> BTreeMap<String, crate::pla
         .chain(plan.data_reads.iter().map(|d| &d.addr))
         .map(|a| (a.resource.mode, a.resource.type_.as_str()))
         .collect();
-    let mut out = BTreeMap::new();
-    for name in registry.package_names() {
-        let Some(package) = registry.package(name) else {
-            continue;
-        };
-        for (mode, type_) in &types {
-            if let Some(block) = package.schema().block(*mode, type_) {
-                let shape = crate::plan::BlockShape::of(block);
-                if !shape.blocks.is_empty() {
-                    out.insert(crate::plan::BlockShape::key(*mode, type_), shape);
-                }
-            }
-        }
-    }
-    out
+    crate::plan::BlockShape::of_types(types, |mode, type_| {
+        let package = registry.package(cairn_state::package_of(type_))?;
+        package
+            .schema()
+            .block(mode, type_)
+            .map(crate::plan::BlockShape::of)
+    })
 }
 
 /// The plan walk over an opened state.

@@ -177,17 +177,11 @@ pub fn state_shapes(
             );
         }
     }
-    let mut out = BTreeMap::new();
-    for (mode, type_) in types {
-        let block = providers
-            .get(cairn_state::package_of(type_))
-            .and_then(|p| p.schema().block(mode, type_));
-        if let Some(block) = block {
-            let shape = crate::plan::BlockShape::of(block);
-            if !shape.blocks.is_empty() {
-                out.insert(crate::plan::BlockShape::key(mode, type_), shape);
-            }
-        }
-    }
-    out
+    crate::plan::BlockShape::of_types(types, |mode, type_| {
+        let package = providers.get(cairn_state::package_of(type_))?;
+        package
+            .schema()
+            .block(mode, type_)
+            .map(crate::plan::BlockShape::of)
+    })
 }

@@ -322,6 +322,21 @@ impl BlockShape {
         }
     }
 
+    /// The shapes of `types` that have nested blocks, by `key`, from `schema` (the schema block
+    /// of a resource type, when it is at hand).
+    pub(crate) fn of_types<'a>(
+        types: impl IntoIterator<Item = (cairn_state::Mode, &'a str)>,
+        schema: impl Fn(cairn_state::Mode, &str) -> Option<BlockShape>,
+    ) -> BTreeMap<String, BlockShape> {
+        types
+            .into_iter()
+            .filter_map(|(mode, type_)| {
+                let shape = schema(mode, type_).filter(|s| !s.blocks.is_empty())?;
+                Some((BlockShape::key(mode, type_), shape))
+            })
+            .collect()
+    }
+
     /// The key of a resource type in `Plan::shapes`: `TYPE`, or `data.TYPE` for a data
     /// source.
     pub(crate) fn key(mode: cairn_state::Mode, type_: &str) -> String {
