@@ -11,7 +11,7 @@
 //! - **No domain types, no I/O, no tokio.** The crate knows nothing of addresses or providers;
 //!   callers give labels through closures (see [`Dag::to_dot`]).
 //! - **Stable ids.** The graph is a petgraph `StableGraph`, so a [`NodeId`] stays valid after
-//!   [`Dag::retain`], [`Dag::subgraph`], [`Dag::reversed`] and [`Dag::map`]: callers can keep
+//!   [`Dag::retain`] and [`Dag::map`]: callers can keep
 //!   side tables keyed by id across those steps. Like `StableGraph`, an id freed by `retain` may
 //!   be handed out again by a later `add_node`.
 //! - **Determinism.** Whenever the crate has to choose between nodes (topological order, ready
@@ -19,10 +19,9 @@
 //!   insertion order, so ties are broken by insertion order (unless `retain` freed ids that
 //!   were later reused).
 //! - **Cycles are data.** [`Dag::topo_order`] fails with [`Cycles`], which lists one path per
-//!   cyclic strongly connected component; [`Dag::nodes_not_on_cycles`] still orders everything
-//!   else so the engine can evaluate every term that is not caught in a cycle and report the
-//!   rest together. A [`Scheduler`] built from a cyclic graph marks the cycles and everything
-//!   depending on them as skipped up front, so a walk always terminates.
+//!   cyclic strongly connected component. A [`Scheduler`] built from a cyclic graph marks the
+//!   cycles and everything depending on them as skipped up front, so a walk always terminates
+//!   and the engine evaluates every term that is not caught in a cycle.
 
 mod dot;
 mod scheduler;
@@ -168,14 +167,6 @@ impl<N> Dag<N> {
     /// If `id` is not in the graph.
     pub fn node(&self, id: NodeId) -> &N {
         &self.g[id.ix()]
-    }
-
-    /// The weight of a node, mutably.
-    ///
-    /// # Panics
-    /// If `id` is not in the graph.
-    pub fn node_mut(&mut self, id: NodeId) -> &mut N {
-        &mut self.g[id.ix()]
     }
 
     /// The weight of a node, or `None` if it is not in the graph.
@@ -370,51 +361,6 @@ impl<N> Dag<N> {
         self.cyclic_components().into_iter().flatten().collect()
     }
 
-    /// Every node that is not on a cycle, dependencies before dependents (cycle nodes ignored,
-    /// ties by smallest id). Nodes that depend on a cycle are included, after everything they
-    /// can reach that is not on a cycle; [`Dag::blocked_by_cycles`] names them. Equal to
-    /// [`Dag::topo_order`] when the graph is acyclic.
-    pub fn nodes_not_on_cycles(&self) -> Vec<NodeId> {
-        let on = self.nodes_on_cycles();
-        if on.is_empty() {
-            return self.kahn();
-        }
-        let mut pruned = self.clone_structure();
-        pruned
-            .g
-            .retain_nodes(|_, ix| !on.contains(&NodeId::from_ix(ix)));
-        pruned.kahn()
-    }
-
-    /// Nodes not on a cycle that depend, directly or not, on a node that is.
-    pub fn blocked_by_cycles(&self) -> BTreeSet<NodeId> {
-        let on = self.nodes_on_cycles();
-        let mut blocked = BTreeSet::new();
-        for &c in &on {
-            blocked.extend(self.transitive_dependents(c));
-        }
-        blocked.retain(|n| !on.contains(n));
-        blocked
-    }
-
-    /// The same ids and edges with unit weights, for algorithms that mutate a copy.
-    fn clone_structure(&self) -> Dag<()> {
-        Dag {
-            g: self.g.map(|_, _| (), |_, _| ()),
-        }
-    }
-
-    /// The same nodes (same ids) with every edge turned around: the destroy order of a graph is
-    /// the topological order of its reverse.
-    pub fn reversed(&self) -> Dag<N>
-    where
-        N: Clone,
-    {
-        let mut g = self.g.clone();
-        g.reverse();
-        Dag { g }
-    }
-
     /// The same shape (same ids and edges) with new weights.
     pub fn map<M>(&self, mut f: impl FnMut(NodeId, &N) -> M) -> Dag<M> {
         Dag {
@@ -422,59 +368,14 @@ impl<N> Dag<N> {
         }
     }
 
-    /// A copy that keeps the nodes for which `keep` says yes (same ids) and the edges between
-    /// them. Edges through removed nodes are dropped, not bridged.
-    pub fn subgraph(&self, keep: impl Fn(NodeId) -> bool) -> Dag<N>
-    where
-        N: Clone,
-    {
-        let mut d = self.clone();
-        d.retain(keep);
-        d
-    }
-
     /// Removes the nodes for which `keep` says no, with their edges; other ids stay valid.
     pub fn retain(&mut self, keep: impl Fn(NodeId) -> bool) {
         self.g.retain_nodes(|_, ix| keep(NodeId::from_ix(ix)));
     }
 
-    /// The same graph without the edges implied by others: `a -> c` goes when `a` reaches `c`
-    /// through another dependency. Reachability, and so every order the graph allows, is
-    /// unchanged; drawings get much smaller (Terraform reduces its graphs the same way before
-    /// walking and drawing them). Fails on a cyclic graph, where "implied" is ambiguous.
-    pub fn transitive_reduction(&self) -> Result<Dag<N>, Cycles>
-    where
-        N: Clone,
-    {
-        let order = self.topo_order()?;
-        // Reachability sets in dependency order, so each node's set is built from finished
-        // sets of its dependencies.
-        let mut reach: Vec<BTreeSet<NodeId>> = vec![BTreeSet::new(); self.id_bound()];
-        let mut out = self.clone();
-        for &a in &order {
-            let deps: Vec<NodeId> = self.dependencies(a).collect();
-            let mut all = BTreeSet::new();
-            for &b in &deps {
-                all.insert(b);
-                all.extend(reach[b.index()].iter().copied());
-            }
-            for &c in &deps {
-                let implied = deps
-                    .iter()
-                    .any(|&b| b != c && reach[b.index()].contains(&c));
-                if implied {
-                    out.remove_edge(a, c);
-                }
-            }
-            reach[a.index()] = all;
-        }
-        Ok(out)
-    }
-
-    /// The graph in Graphviz DOT. `label` describes each node (text, shape, style, colour and an
-    /// optional cluster, e.g. the module it belongs to). Nodes are written in id order inside
-    /// their clusters (clusters sorted by name), then every edge `a -> b` ("a depends on b")
-    /// sorted, so equal graphs give equal text.
+    /// The graph in Graphviz DOT. `label` describes each node (text, shape, style, colour).
+    /// Nodes are written in id order, then every edge `a -> b` ("a depends on b") sorted, so
+    /// equal graphs give equal text.
     pub fn to_dot(&self, label: impl Fn(&N) -> DotNode) -> String {
         dot::render(self, label)
     }

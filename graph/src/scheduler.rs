@@ -195,14 +195,4 @@ impl Scheduler {
             self.total - self.finished - self.running,
         )
     }
-
-    /// Every node in the given state, ascending.
-    pub fn nodes_in(&self, st: NodeState) -> Vec<NodeId> {
-        self.state
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s == Some(st))
-            .map(|(i, _)| NodeId(i as u32))
-            .collect()
-    }
 }
