@@ -240,27 +240,54 @@ impl PluginProvider {
     ) -> Result<Option<PluginProvider>, String> {
         let offline = source == Source::CacheOnly;
         let first = Arc::new(tokio::sync::OnceCell::new());
-        let hash = match cache {
-            Some(c) => Some(c.hash(path)?),
-            None => None,
+        // The binary's hash (the cache's key) is read on a blocking thread: in `Live` mode the
+        // process starts and answers its schema meanwhile (hashing a big provider takes longer
+        // than starting it).
+        let hashing = cache.map(|c| {
+            let (c, path) = (c.clone(), path.to_path_buf());
+            tokio::task::spawn_blocking(move || c.hash(&path))
+        });
+        let hash = async move {
+            match hashing {
+                Some(h) => h
+                    .await
+                    .map_err(|e| format!("hashing the plugin binary failed: {e}"))?
+                    .map(Some),
+                None => Ok(None),
+            }
         };
-        let cached = match (cache, &hash, source) {
-            (_, _, Source::Live) => None,
-            (Some(c), Some(h), _) => c.get(h),
-            _ => None,
+        let live = async {
+            let (process, client) = start_process(path, env).await?;
+            let c = client.clone();
+            let (wire, diags, bytes) = run(async move { c.get_schema().await })
+                .await
+                .map_err(|e| format!("Plugin {}: {e}", path.display()))?;
+            Ok::<_, String>((process, client, wire, diags, bytes))
         };
-        let (protocol, wire, diags) = match cached {
-            Some(c) => {
+        let (hash, cached, fresh) = match source {
+            Source::Live => {
+                let (hash, answer) = tokio::join!(hash, live);
+                (hash?, None, Some(answer?))
+            }
+            Source::CacheFirst | Source::CacheOnly => {
+                let hash = hash.await?;
+                let cached = match (cache, &hash) {
+                    (Some(c), Some(h)) => c.get(h),
+                    _ => None,
+                };
+                let fresh = match (&cached, offline) {
+                    (None, false) => Some(live.await?),
+                    _ => None,
+                };
+                (hash, cached, fresh)
+            }
+        };
+        let (protocol, wire, diags) = match (cached, fresh) {
+            (Some(c), _) => {
                 tracing::debug!(target: "plugin", provider = package, path = %path.display(), "schema from the cache");
                 (c.protocol, c.schemas, c.diags)
             }
-            None if offline => return Ok(None),
-            None => {
-                let (process, client) = start_process(path, env).await?;
-                let c = client.clone();
-                let (wire, diags, bytes) = run(async move { c.get_schema().await })
-                    .await
-                    .map_err(|e| format!("Plugin {}: {e}", path.display()))?;
+            (None, Some((process, client, wire, diags, bytes))) => {
                 if let (Some(cache), Some(h), false) = (cache, &hash, diags.iter().any(|d| d.error))
                 {
                     cache.put(h, client.protocol(), &bytes);
@@ -269,6 +296,7 @@ impl PluginProvider {
                 let _ = first.set((process, client));
                 (protocol, wire, diags)
             }
+            (None, None) => return Ok(None),
         };
         check("schema", package, &diags)
             .map_err(|e| format!("Plugin {}: its schema: {e}", path.display()))?;
