@@ -86,7 +86,7 @@ pub(super) fn load_with(
         return Err(Report::fail(diags, Some(config)));
     }
     let mut packages = opts.packages.clone().unwrap_or_else(|| {
-        crate::provider::builtin::builtin_with(crate::provider::builtin::Host {
+        crate::provider::builtin::builtin_with(crate::provider::host::Host {
             env: opts.env.clone(),
             cwd: opts.dir.clone(),
         })

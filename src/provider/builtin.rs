@@ -1,7 +1,7 @@
 //! The built-in provider packages, keyed by package name. `builtin()` gives them the real
 //! process's [`Host`]; tests pass their own.
 
-pub use super::host::Host;
+use super::host::Host;
 use super::{external, local, null, random, sim, terraform, Provider};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -428,7 +428,7 @@ pub trait Configured: Send + Sync {
 
 pub mod builtin;
 pub(crate) mod external;
-pub(crate) mod host;
+pub mod host;
 pub mod install;
 pub(crate) mod local;
 pub(crate) mod null;

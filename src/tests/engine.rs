@@ -278,7 +278,7 @@ fn crash(
     store.commit().unwrap();
     if delete && !lost {
         let prior = prior.expect("crash -delete needs an object in state");
-        let packages = cairn::provider::builtin::builtin_with(cairn::provider::builtin::Host {
+        let packages = cairn::provider::builtin::builtin_with(cairn::provider::host::Host {
             env: env.clone(),
             cwd: work.to_path_buf(),
         });
@@ -297,7 +297,7 @@ fn crash(
             assert!(r.error.is_none(), "crash delete failed: {:?}", r.error);
         });
     } else if !lost && !delete {
-        let packages = cairn::provider::builtin::builtin_with(cairn::provider::builtin::Host {
+        let packages = cairn::provider::builtin::builtin_with(cairn::provider::host::Host {
             env: env.clone(),
             cwd: work.to_path_buf(),
         });
