@@ -14,28 +14,16 @@
 use super::args::ConsoleArgs;
 use super::lifecycle::block_on;
 use super::output::Exit;
-use super::request::{engine_options, RunRequest};
+use super::request::base_options;
 use super::Context;
 use crate::diag::Diagnostics;
-use crate::plan::PlanMode;
 use crate::value::format_hcl;
 use std::io::BufRead;
-use std::time::Duration;
 
 /// `_a` carries only `-var`/`-var-file`, which arrive in command-line order as `vars`.
 pub fn console(ctx: &Context, _a: &ConsoleArgs, vars: Vec<crate::config::VarArg>) -> Exit {
-    let req = RunRequest {
-        mode: PlanMode::Normal,
-        refresh: false,
-        targets: Vec::new(),
-        replace: Vec::new(),
-        vars,
-        parallelism: 10,
-        lock_timeout: Duration::ZERO,
-        state_dir: ctx.state_dir.clone(),
-        workspace: ctx.selected_workspace(),
-    };
-    let opts = engine_options(&req, "console");
+    let mut opts = base_options(ctx, "console", vars);
+    opts.refresh = false;
     let mut report = match block_on(ctx, &opts, crate::engine::inspect(&opts)) {
         Ok(r) => r,
         Err(d) => return ctx.fail(d, false),

@@ -25,25 +25,14 @@ use crate::value::Value;
 use cairn_state::{Mode, ModulePath};
 use serde_json::{json, Map, Value as J};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// The version of the JSON document; bumped only on an incompatible change.
 pub const FORMAT_VERSION: &str = "1.0";
 
 /// `inspect [DIR | FILE.tf]`.
 pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
-    let req = super::request::RunRequest {
-        mode: crate::plan::PlanMode::Normal,
-        refresh: false,
-        targets: Vec::new(),
-        replace: Vec::new(),
-        vars,
-        parallelism: 10,
-        lock_timeout: Duration::ZERO,
-        state_dir: ctx.state_dir.clone(),
-        workspace: ctx.selected_workspace(),
-    };
-    let mut opts = super::request::engine_options(&req, "inspect");
+    let mut opts = super::request::base_options(ctx, "inspect", vars);
+    opts.refresh = false;
     if let Some(p) = &a.path {
         let p = if p.is_absolute() {
             p.clone()

@@ -1,7 +1,7 @@
 //! The steps `plan`, `apply`, `refresh` and `destroy` take around the engine, in order:
 //! choose the observer (human lines or the `-json` stream), load the configuration and the
 //! input variables (the CLI owns the `SourceMap`, so every diagnostic can be rendered with its
-//! snippet), hand the engine a `RunRequest`, then print what came back — diagnostics, the
+//! snippet), hand the engine its `Options` (`request::engine_options`), then print what came back — diagnostics, the
 //! plan, the apply summary and outputs — and pick the exit code.
 //!
 //! Decisions:
@@ -16,7 +16,7 @@
 use super::args::UiArgs;
 use super::output::{Exit, JsonUi};
 use super::progress::{AnyObserver, HumanObserver, HumanOptions, JsonObserver};
-use super::request::{engine_options, run_request};
+use super::request::engine_options;
 use super::run_cmds::{load_plan, present_plan, save_plan};
 use super::Context;
 use crate::config::{Config, VarArg};
@@ -150,14 +150,13 @@ pub fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarArg>) -> 
         emit(ctx, &empty, &d.into(), json.as_ref(), no_color);
         return Exit::Error;
     }
-    let req = match run_request(ctx, &a.walk, None, PlanMode::Normal, vars) {
-        Ok(r) => r,
+    let mut opts = match engine_options(ctx, "import", vars, &a.walk, None) {
+        Ok(o) => o,
         Err(d) => {
             emit(ctx, &empty, &d, json.as_ref(), no_color);
             return Exit::Error;
         }
     };
-    let mut opts = engine_options(&req, "import");
     if let Some(dir) = &a.config {
         opts.dir = opts.dir.join(dir);
     }
@@ -481,14 +480,14 @@ pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
             return Exit::Error;
         }
     }
-    let req = match run_request(ctx, inv.walk, inv.flags, inv.mode, inv.vars.clone()) {
-        Ok(r) => r,
+    let mut opts = match engine_options(ctx, inv.verb.name(), inv.vars.clone(), inv.walk, inv.flags)
+    {
+        Ok(o) => o,
         Err(d) => {
             emit(ctx, &empty, &d, ui.json.as_ref(), no_color);
             return Exit::Error;
         }
     };
-    let mut opts = engine_options(&req, inv.verb.name());
     if let Some(path) = inv.generate_config_out {
         if path.exists() {
             let d = Diagnostic::error(

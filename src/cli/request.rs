@@ -1,42 +1,44 @@
-//! The one conversion from a lifecycle command's arguments to what the engine is asked:
-//! [`run_request`] checks the flags (addresses parsed, `-parallelism` at least 1) into a
-//! [`RunRequest`], and [`engine_options`] makes the engine's `Options` of it, with the process
-//! environment (the engine reads none of its own).
+//! The one conversion from a command's arguments to what the engine is asked: the engine's
+//! `Options`, with the process environment (the engine reads none of its own).
+//! [`engine_options`] checks a lifecycle command's flags (addresses parsed, `-parallelism` at
+//! least 1) and reports every bad one; [`base_options`] is what every command shares.
 
 use super::args::{PlanFlags, WalkArgs};
 use super::Context;
 use crate::config::VarArg;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine;
-use crate::plan::PlanMode;
 use cairn_state::{ResourceInstanceAddr, Target};
 use std::path::PathBuf;
-use std::time::Duration;
 
-/// Everything a lifecycle command asks of the engine, checked.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunRequest {
-    pub mode: PlanMode,
-    pub refresh: bool,
-    pub targets: Vec<Target>,
-    pub replace: Vec<ResourceInstanceAddr>,
-    /// `-var` and `-var-file` in command-line order.
-    pub vars: Vec<VarArg>,
-    pub parallelism: usize,
-    pub lock_timeout: Duration,
-    pub state_dir: PathBuf,
-    /// The selected workspace, when one was (`None`: `default`).
-    pub workspace: Option<String>,
+/// The options every command starts from: the working directory, the state directory and
+/// workspace, the variables (`-var`, `-var-file` in command-line order), the environment and
+/// the command line.
+pub(crate) fn base_options(ctx: &Context, command: &str, vars: Vec<VarArg>) -> engine::Options {
+    let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut o = engine::Options::new(dir.clone());
+    o.state_dir = if ctx.state_dir.is_absolute() {
+        ctx.state_dir.clone()
+    } else {
+        dir.join(&ctx.state_dir)
+    };
+    o.vars = vars;
+    o.workspace = ctx.selected_workspace();
+    o.env = std::env::vars().collect();
+    o.command = command.to_string();
+    o.args = std::env::args().skip(1).collect();
+    o
 }
 
-/// Builds the request from the shared flags; every bad address is reported.
-pub fn run_request(
+/// A lifecycle command's options from its flags (`plan` is `None` for commands without
+/// `-replace`/`-refresh`); every bad address is reported.
+pub(crate) fn engine_options(
     ctx: &Context,
+    command: &str,
+    vars: Vec<VarArg>,
     walk: &WalkArgs,
     plan: Option<&PlanFlags>,
-    mode: PlanMode,
-    vars: Vec<VarArg>,
-) -> Result<RunRequest, Diagnostics> {
+) -> Result<engine::Options, Diagnostics> {
     let mut diags = Diagnostics::new();
     let mut targets = Vec::new();
     for t in &walk.target {
@@ -73,38 +75,11 @@ pub fn run_request(
     if diags.has_errors() {
         return Err(diags);
     }
-    Ok(RunRequest {
-        mode,
-        refresh: plan.is_none_or(|p| p.refresh),
-        targets,
-        replace,
-        vars,
-        parallelism: walk.parallelism,
-        lock_timeout: walk.lock_timeout,
-        state_dir: ctx.state_dir.clone(),
-        workspace: ctx.selected_workspace(),
-    })
-}
-
-/// The engine's options from a checked request. The engine reads no environment: it gets
-/// the process's here.
-pub fn engine_options(req: &RunRequest, command: &str) -> engine::Options {
-    let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut o = engine::Options::new(dir.clone());
-    o.state_dir = if req.state_dir.is_absolute() {
-        req.state_dir.clone()
-    } else {
-        dir.join(&req.state_dir)
-    };
-    o.vars = req.vars.clone();
-    o.workspace = req.workspace.clone();
-    o.env = std::env::vars().collect();
-    o.parallelism = req.parallelism;
-    o.refresh = req.refresh;
-    o.targets = req.targets.clone();
-    o.replace = req.replace.clone();
-    o.lock_timeout = req.lock_timeout;
-    o.command = command.to_string();
-    o.args = std::env::args().skip(1).collect();
-    o
+    let mut o = base_options(ctx, command, vars);
+    o.refresh = plan.is_none_or(|p| p.refresh);
+    o.targets = targets;
+    o.replace = replace;
+    o.parallelism = walk.parallelism;
+    o.lock_timeout = walk.lock_timeout;
+    Ok(o)
 }

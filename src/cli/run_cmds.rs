@@ -1,5 +1,5 @@
-//! What `plan`, `apply`, `refresh`, `destroy` and `show` share around the engine: turning flags
-//! into a checked `RunRequest`, saved plan files, presenting a plan (human text through
+//! What `plan`, `apply`, `refresh`, `destroy` and `show` share around the engine: saved plan
+//! files, presenting a plan (human text through
 //! `plan::render`, or `-json` UI messages), the approval step, and exit codes.
 //!
 //! Decisions:
@@ -15,7 +15,6 @@ use super::args::ShowArgs;
 use super::output::{render_width, Exit, JsonUi};
 use super::progress::resource_json;
 use super::prompt::{self, Answer, Question};
-use super::request::RunRequest;
 use super::state_cmds::open_store;
 use super::Context;
 use crate::config::VarArg;
@@ -268,13 +267,17 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
         Ok(None) => Snapshot::new(),
         Err(d) => return ctx.fail(d, a.ui.no_color),
     };
+    let view = crate::engine::validate::state_view(&schema_request(ctx), &snap);
     if a.ui.json {
-        let store_json = crate::engine::tfstate::show_json(&snap);
-        let text = serde_json::to_string(&store_json).unwrap_or_default();
+        let j = crate::plan::json::state_json(&snap, &view.sources);
+        let text = serde_json::to_string(&j).unwrap_or_default();
         ctx.out(&format!("{text}\n"));
     } else {
-        let shapes = crate::engine::validate::state_shapes(&schema_request(ctx), &snap);
-        ctx.out(&crate::plan::render::render_state(&snap, &opts, &shapes));
+        ctx.out(&crate::plan::render::render_state(
+            &snap,
+            &opts,
+            &view.shapes,
+        ));
     }
     Exit::Ok
 }
@@ -305,18 +308,9 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
         GraphType::Refresh => GraphKind::Refresh,
         GraphType::Apply => GraphKind::Apply,
     };
-    let req = RunRequest {
-        mode: PlanMode::Normal,
-        refresh: false,
-        targets: Vec::new(),
-        replace: Vec::new(),
-        vars,
-        parallelism: 1,
-        lock_timeout: Duration::ZERO,
-        state_dir: ctx.state_dir.clone(),
-        workspace: ctx.selected_workspace(),
-    };
-    let opts = super::request::engine_options(&req, "graph");
+    let mut opts = super::request::base_options(ctx, "graph", vars);
+    opts.refresh = false;
+    opts.parallelism = 1;
     let report = crate::engine::graph_dot(&opts, kind, plan.as_ref());
     let empty = crate::diag::SourceMap::new();
     let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
@@ -503,7 +497,7 @@ mod tests {
     use crate::cli::args::{PlanFlags, WalkArgs};
     use crate::cli::output::sink;
     use crate::cli::output::testing::Capture;
-    use crate::cli::request::run_request;
+    use crate::cli::request::engine_options;
     use crate::plan::Change;
     use std::path::PathBuf;
     use std::sync::Arc;
@@ -538,14 +532,18 @@ mod tests {
         let (ctx, _, _) = context(false);
         let (walk, flags, vars) =
             plan_args("plan -target=sim_thing.a -target=module.m -replace=sim_thing.b[0] -var=a=1");
-        let r = run_request(&ctx, &walk, Some(&flags), PlanMode::Normal, vars).unwrap();
+        let r = engine_options(&ctx, "plan", vars, &walk, Some(&flags)).unwrap_or_else(|_| {
+            panic!("the flags are valid");
+        });
         assert_eq!(r.targets.len(), 2);
         assert_eq!(r.replace[0].to_string(), "sim_thing.b[0]");
         assert_eq!(r.vars, [VarArg::Var("a=1".into())]);
         assert!(r.refresh);
         let (walk, flags, vars) =
             plan_args("plan -target=!bad -replace=data.sim_lookup.x -parallelism=0");
-        let diags = run_request(&ctx, &walk, Some(&flags), PlanMode::Normal, vars).unwrap_err();
+        let Err(diags) = engine_options(&ctx, "plan", vars, &walk, Some(&flags)) else {
+            panic!("the flags are invalid");
+        };
         let summaries: Vec<&str> = diags.iter().map(|d| d.summary.as_str()).collect();
         assert_eq!(
             summaries,
@@ -595,6 +593,7 @@ mod tests {
             graph: None,
             moves: vec![],
             shapes: std::collections::BTreeMap::new(),
+            sources: std::collections::BTreeMap::new(),
         }
     }
 

@@ -229,9 +229,8 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
             color,
             width: super::output::render_width(ctx.stdout_tty),
         };
-        let shapes =
-            crate::engine::validate::state_shapes(&super::run_cmds::schema_request(ctx), &one);
-        let text = crate::plan::render::render_state(&one, &opts, &shapes);
+        let view = crate::engine::validate::state_view(&super::run_cmds::schema_request(ctx), &one);
+        let text = crate::plan::render::render_state(&one, &opts, &view.shapes);
         ctx.out(&format!("{}\n", text.trim_end()));
         return Ok(Exit::Ok);
     }

@@ -104,6 +104,17 @@ impl Config {
         out
     }
 
+    /// The source address of every provider package a module declares in
+    /// `required_providers` (`example.com/ns/kv6` for package `kv6`), fully qualified.
+    pub(crate) fn package_sources(&self) -> BTreeMap<String, String> {
+        self.modules()
+            .into_iter()
+            .flat_map(|m| m.required_providers.values())
+            .filter(|r| r.source.is_some())
+            .map(|r| (r.addr.type_.clone(), r.addr.to_string()))
+            .collect()
+    }
+
     /// Every module of the tree, parents before children, children in name order.
     pub fn modules(&self) -> Vec<&Module> {
         fn walk<'a>(m: &'a Module, out: &mut Vec<&'a Module>) {

@@ -150,6 +150,7 @@ async fn assemble_plan(
         graph: None,
         moves: refactor.moves.clone(),
         shapes: BTreeMap::new(),
+        sources: loaded.config.package_sources(),
     };
     plan.warnings.extend(refactor_warnings(&refactor));
     if mode == PlanMode::Destroy {
@@ -492,6 +493,7 @@ pub fn drift_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         graph: None,
         moves: Vec::new(),
         shapes: BTreeMap::new(),
+        sources: BTreeMap::new(),
     }
 }
 
@@ -619,6 +621,7 @@ mod tests {
             graph: None,
             moves: Vec::new(),
             shapes: BTreeMap::new(),
+            sources: BTreeMap::new(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Terraform state in and out: `state import-tfstate` (a `terraform.tfstate` read into one
-//! `StateImported` event and its outputs), `state pull` (the state exported as a
-//! `terraform.tfstate`) and `show -json` (the state as `terraform show -json` writes it).
+//! `StateImported` event and its outputs) and `state pull` (the state exported as a
+//! `terraform.tfstate`). `show -json` is `plan::json::state_json`, the shape its plans share.
 //!
 //! The format itself (resources, instances, provider addresses) is the state crate's
 //! (`cairn_state::import_tfstate`/`export_tfstate`); what needs the providers is here: their
@@ -13,7 +13,7 @@ use crate::diag::Diagnostic;
 use crate::provider::Provider;
 use crate::value::{Type, Value};
 use cairn_state::{EventBody, ResourceInstanceAddr, Snapshot, StoredValue};
-use serde_json::{json, Map, Value as J};
+use serde_json::{json, Value as J};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -177,69 +177,4 @@ fn tfstate_outputs(text: &str) -> BTreeMap<String, cairn_state::OutputValue> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// The current state in the shape of `terraform show -json` (no plan): `format_version` and
-/// `values` with `outputs` and the `root_module`'s resources (child modules nested).
-pub fn show_json(snap: &Snapshot) -> J {
-    let doc = cairn_state::export_tfstate(snap, "", snap.head);
-    let mut outputs = Map::new();
-    for (name, o) in &snap.outputs {
-        let v = crate::value::Value::from_stored(&o.value);
-        outputs.insert(
-            name.clone(),
-            json!({"sensitive": o.sensitive, "value": v.to_json(),
-                   "type": crate::plan::json::type_json(&v.type_of())}),
-        );
-    }
-    let mut by_module: std::collections::BTreeMap<String, Vec<J>> = Default::default();
-    for r in doc["resources"].as_array().into_iter().flatten() {
-        let module = r["module"].as_str().unwrap_or("").to_string();
-        for inst in r["instances"].as_array().into_iter().flatten() {
-            let mut addr = String::new();
-            if !module.is_empty() {
-                addr.push_str(&module);
-                addr.push('.');
-            }
-            if r["mode"] == "data" {
-                addr.push_str("data.");
-            }
-            addr.push_str(&format!(
-                "{}.{}",
-                r["type"].as_str().unwrap_or(""),
-                r["name"].as_str().unwrap_or("")
-            ));
-            let mut o = json!({
-                "address": addr,
-                "mode": r["mode"],
-                "type": r["type"],
-                "name": r["name"],
-                "provider_name": r["provider"],
-                "schema_version": 0,
-                "values": inst["attributes"],
-            });
-            if let Some(k) = inst.get("index_key") {
-                o["index"] = k.clone();
-                let key = match k {
-                    J::String(s) => format!("[{}]", cairn_state::quote(s)),
-                    other => format!("[{other}]"),
-                };
-                o["address"] = J::String(format!("{addr}{key}"));
-            }
-            by_module.entry(module.clone()).or_default().push(o);
-        }
-    }
-    let mut root = json!({"resources": by_module.remove("").unwrap_or_default()});
-    if !by_module.is_empty() {
-        root["child_modules"] = J::Array(
-            by_module
-                .into_iter()
-                .map(|(m, rs)| json!({"address": m, "resources": rs}))
-                .collect(),
-        );
-    }
-    json!({
-        "format_version": "1.0",
-        "values": {"outputs": outputs, "root_module": root},
-    })
 }

@@ -146,14 +146,19 @@ fn capitalize(s: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The nested-block shapes of the resource types in `state`, for drawing it (`cairn show`,
-/// `state show`) as Terraform draws it: from the built-in providers and the plugins' cached
-/// schemas, starting no process. Types whose schema is not at hand (no configuration here,
-/// a plugin never run) have none and are drawn as attributes.
-pub fn state_shapes(
-    req: &ValidateRequest,
-    state: &cairn_state::Snapshot,
-) -> BTreeMap<String, crate::plan::BlockShape> {
+/// What drawing a state (`cairn show`, `state show`, `show -json`) needs of the configuration
+/// in the working directory, found without starting a process.
+pub struct StateView {
+    /// The nested-block shapes of the state's resource types, so the state is drawn as
+    /// Terraform draws it: from the built-in providers and the plugins' cached schemas. Types
+    /// whose schema is not at hand (no configuration here, a plugin never run) have none and
+    /// are drawn as attributes.
+    pub shapes: BTreeMap<String, crate::plan::BlockShape>,
+    /// The provider packages' source addresses (`Config::package_sources`).
+    pub sources: BTreeMap<String, String>,
+}
+
+pub fn state_view(req: &ValidateRequest, state: &cairn_state::Snapshot) -> StateView {
     let types: std::collections::BTreeSet<(cairn_state::Mode, &str)> = state
         .resources
         .keys()
@@ -161,7 +166,9 @@ pub fn state_shapes(
         .map(|a| (a.resource.mode, a.resource.type_.as_str()))
         .collect();
     let mut providers = crate::provider::builtin::builtin();
+    let mut sources = BTreeMap::new();
     if let (Some(config), _) = crate::config::load(&req.dir) {
+        sources = config.package_sources();
         let (plugins, _) = crate::provider::plugin::attach::plugins(
             &config,
             &req.env,
@@ -177,11 +184,12 @@ pub fn state_shapes(
             );
         }
     }
-    crate::plan::BlockShape::of_types(types, |mode, type_| {
+    let shapes = crate::plan::BlockShape::of_types(types, |mode, type_| {
         let package = providers.get(cairn_state::package_of(type_))?;
         package
             .schema()
             .block(mode, type_)
             .map(crate::plan::BlockShape::of)
-    })
+    });
+    StateView { shapes, sources }
 }

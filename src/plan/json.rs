@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 /// The `terraform show -json` form of a plan.
 pub(crate) fn plan_json(plan: &Plan) -> J {
     let mut changes: Vec<&Change> = plan.changes.iter().collect();
-    changes.sort_by(|a, b| a.addr.cmp(&b.addr));
+    changes.sort_by_cached_key(|c| listed(&c.addr));
 
     let mut root = Map::new();
     root.insert("format_version".into(), json!("1.2"));
@@ -53,7 +53,7 @@ pub(crate) fn plan_json(plan: &Plan) -> J {
     root.insert("planned_values".into(), planned_values(plan, &changes));
     if !plan.drift.is_empty() {
         let mut drift: Vec<_> = plan.drift.iter().collect();
-        drift.sort_by(|a, b| a.addr.cmp(&b.addr));
+        drift.sort_by_cached_key(|d| listed(&d.addr));
         let drift: Vec<J> = drift
             .iter()
             .map(|d| {
@@ -62,8 +62,8 @@ pub(crate) fn plan_json(plan: &Plan) -> J {
                 } else {
                     Action::Delete
                 };
-                let provider = cairn_state::package_of(&d.addr.resource.type_);
-                let mut o = address_fields(&d.addr, provider);
+                let package = cairn_state::package_of(&d.addr.resource.type_);
+                let mut o = address_fields(&d.addr, &provider_name(&plan.sources, package));
                 o.insert(
                     "change".into(),
                     change_json(action, Some(&d.before), d.after.as_ref(), &[], &[]),
@@ -79,7 +79,7 @@ pub(crate) fn plan_json(plan: &Plan) -> J {
         J::Array(
             changes
                 .iter()
-                .map(|c| resource_change(c, moved.get(&c.addr).copied()))
+                .map(|c| resource_change(plan, c, moved.get(&c.addr).copied()))
                 .collect(),
         ),
     );
@@ -148,9 +148,18 @@ pub(crate) fn plan_json(plan: &Plan) -> J {
     J::Object(root)
 }
 
-/// The source address Terraform would give a provider package.
-pub(crate) fn provider_source(package: &str) -> String {
-    if package == "terraform" {
+/// Terraform's order of resources in its JSON: by module (the root first), then by address
+/// as text (`data.` before managed resources, `[10]` before `[2]`).
+fn listed(addr: &ResourceInstanceAddr) -> (ModulePath, String) {
+    (addr.resource.module.clone(), addr.to_string())
+}
+
+/// A provider package's source address (`provider_name`): the one `required_providers`
+/// declared (`sources`, see `Config::package_sources`), else the one Terraform implies.
+pub(crate) fn provider_name(sources: &BTreeMap<String, String>, package: &str) -> String {
+    if let Some(s) = sources.get(package) {
+        s.clone()
+    } else if package == "terraform" {
         "terraform.io/builtin/terraform".into()
     } else {
         format!("registry.terraform.io/hashicorp/{package}")
@@ -169,13 +178,13 @@ fn opt_json(v: Option<&Value>) -> J {
 /// Terraform's order.
 /// `module_address` is only in `resource_changes` and `resource_drift`; `planned_values` and
 /// `prior_state` say the module by nesting.
-fn address_fields(addr: &ResourceInstanceAddr, package: &str) -> Map<String, J> {
-    address_fields_in(addr, package, true)
+fn address_fields(addr: &ResourceInstanceAddr, provider: &str) -> Map<String, J> {
+    address_fields_in(addr, provider, true)
 }
 
 fn address_fields_in(
     addr: &ResourceInstanceAddr,
-    package: &str,
+    provider: &str,
     module_address: bool,
 ) -> Map<String, J> {
     let mut o = Map::new();
@@ -204,12 +213,12 @@ fn address_fields_in(
         }
         None => {}
     }
-    o.insert("provider_name".into(), json!(provider_source(package)));
+    o.insert("provider_name".into(), json!(provider));
     o
 }
 
-fn resource_change(c: &Change, prev: Option<&ResourceInstanceAddr>) -> J {
-    let mut o = address_fields(&c.addr, &c.provider.package);
+fn resource_change(plan: &Plan, c: &Change, prev: Option<&ResourceInstanceAddr>) -> J {
+    let mut o = address_fields(&c.addr, &provider_name(&plan.sources, &c.provider.package));
     if let Some(prev) = prev {
         // Terraform's order: right after `address`.
         let mut with = Map::new();
@@ -468,22 +477,28 @@ pub(crate) fn type_json(t: &Type) -> J {
     }
 }
 
-/// One resource as `planned_values` and `prior_state` list it.
-fn resource_value(addr: &ResourceInstanceAddr, package: &str, v: &Value, sens: &[String]) -> J {
-    let mut o = address_fields_in(addr, package, false);
-    o.insert("schema_version".into(), json!(0));
+/// One resource as `planned_values`, `prior_state` and `show -json` list it.
+fn resource_value(
+    addr: &ResourceInstanceAddr,
+    provider: &str,
+    schema_version: u64,
+    v: &Value,
+    sens: &[String],
+) -> Map<String, J> {
+    let mut o = address_fields_in(addr, provider, false);
+    o.insert("schema_version".into(), json!(schema_version));
     o.insert("values".into(), omit_unknowns(v).unwrap_or(json!({})));
     let s = sensitive_as_bool(v, "", sens);
     o.insert(
         "sensitive_values".into(),
         if s.is_object() { s } else { json!({}) },
     );
-    J::Object(o)
+    o
 }
 
-/// Nests resources into `root_module` / `child_modules` by module path. Resources are given
-/// sorted by address; every ancestor of a module with resources appears.
-fn module_tree(resources: Vec<(ModulePath, J)>) -> J {
+/// Nests resources into `root_module` / `child_modules` by module path; every ancestor of a
+/// module with resources appears. Each module lists its resources by address, as text.
+fn module_tree(resources: Vec<(ModulePath, Map<String, J>)>) -> J {
     let mut by_module: BTreeMap<ModulePath, Vec<J>> = BTreeMap::new();
     by_module.entry(ModulePath::root()).or_default();
     for (m, r) in resources {
@@ -492,7 +507,11 @@ fn module_tree(resources: Vec<(ModulePath, J)>) -> J {
             p = anc.parent();
             by_module.entry(anc).or_default();
         }
-        by_module.entry(m).or_default().push(r);
+        by_module.entry(m).or_default().push(J::Object(r));
+    }
+    for rs in by_module.values_mut() {
+        // Terraform's order (see `listed`).
+        rs.sort_by(|a, b| a["address"].as_str().cmp(&b["address"].as_str()));
     }
     fn build(path: &ModulePath, by_module: &BTreeMap<ModulePath, Vec<J>>) -> J {
         let mut o = Map::new();
@@ -514,6 +533,77 @@ fn module_tree(resources: Vec<(ModulePath, J)>) -> J {
         J::Object(o)
     }
     build(&ModulePath::root(), &by_module)
+}
+
+/// The current state as `terraform show -json` gives it (no plan file): the root outputs and
+/// every resource instance, deposed objects with their `deposed_key`, each with its
+/// `depends_on`. An empty state is `format_version` alone, as in Terraform.
+pub(crate) fn state_json(state: &cairn_state::Snapshot, sources: &BTreeMap<String, String>) -> J {
+    let mut root = Map::new();
+    root.insert("format_version".into(), json!("1.0"));
+    if state.resources.is_empty() && state.data.is_empty() && state.outputs.is_empty() {
+        return J::Object(root);
+    }
+    root.insert("terraform_version".into(), json!(env!("CARGO_PKG_VERSION")));
+    let mut outputs = Map::new();
+    for (name, o) in &state.outputs {
+        let v = Value::from_stored(&o.value);
+        let mut j = Map::new();
+        j.insert(
+            "sensitive".into(),
+            json!(o.sensitive || v.contains_sensitive()),
+        );
+        j.insert("value".into(), v.to_json());
+        j.insert("type".into(), type_json(&v.type_of()));
+        outputs.insert(name.clone(), J::Object(j));
+    }
+    let mut resources = Vec::new();
+    for (addr, inst) in &state.resources {
+        let objects = inst
+            .current
+            .iter()
+            .map(|o| (None, o))
+            .chain(inst.deposed.iter().map(|(k, o)| (Some(k), o)));
+        for (deposed, o) in objects {
+            let provider = provider_name(sources, &o.provider.addr.package);
+            let v = Value::from_stored(&o.attrs);
+            let mut j = resource_value(addr, &provider, o.meta.schema_version, &v, &[]);
+            let deps: std::collections::BTreeSet<String> = o
+                .deps
+                .iter()
+                .map(|d| {
+                    cairn_state::ResourceAddr {
+                        module: d.resource.module.without_keys(),
+                        ..d.resource.clone()
+                    }
+                    .to_string()
+                })
+                .collect();
+            if !deps.is_empty() {
+                j.insert("depends_on".into(), json!(deps));
+            }
+            if o.tainted {
+                j.insert("tainted".into(), json!(true));
+            }
+            if let Some(k) = deposed {
+                j.insert("deposed_key".into(), json!(k));
+            }
+            resources.push((addr.resource.module.clone(), j));
+        }
+    }
+    for (addr, d) in &state.data {
+        let provider = provider_name(sources, &d.provider.addr.package);
+        let v = Value::from_stored(&d.attrs);
+        let j = resource_value(addr, &provider, 0, &v, &[]);
+        resources.push((addr.resource.module.clone(), j));
+    }
+    let mut values = Map::new();
+    if !outputs.is_empty() {
+        values.insert("outputs".into(), J::Object(outputs));
+    }
+    values.insert("root_module".into(), module_tree(resources));
+    root.insert("values".into(), J::Object(values));
+    J::Object(root)
 }
 
 fn output_value(v: &Value, sensitive: bool) -> J {
@@ -538,13 +628,19 @@ fn planned_values(plan: &Plan, changes: &[&Change]) -> J {
             outputs.insert(o.name.clone(), output_value(a, o.sensitive));
         }
     }
-    let resources: Vec<(ModulePath, J)> = changes
+    let resources: Vec<(ModulePath, Map<String, J>)> = changes
         .iter()
         .filter_map(|c| {
             let after = c.after.as_ref()?;
             Some((
                 c.addr.resource.module.clone(),
-                resource_value(&c.addr, &c.provider.package, after, &c.sensitive_attrs),
+                resource_value(
+                    &c.addr,
+                    &provider_name(&plan.sources, &c.provider.package),
+                    0,
+                    after,
+                    &c.sensitive_attrs,
+                ),
             ))
         })
         .collect();
@@ -565,23 +661,34 @@ fn prior_state(plan: &Plan, changes: &[&Change]) -> J {
             outputs.insert(o.name.clone(), output_value(b, o.sensitive));
         }
     }
-    let mut entries: Vec<(&ResourceInstanceAddr, J)> = changes
+    let mut entries: Vec<(&ResourceInstanceAddr, Map<String, J>)> = changes
         .iter()
         .filter_map(|c| {
             let before = c.before.as_ref()?;
             Some((
                 &c.addr,
-                resource_value(&c.addr, &c.provider.package, before, &c.sensitive_attrs),
+                resource_value(
+                    &c.addr,
+                    &provider_name(&plan.sources, &c.provider.package),
+                    0,
+                    before,
+                    &c.sensitive_attrs,
+                ),
             ))
         })
         .collect();
     for d in &plan.data_reads {
         entries.push((
             &d.addr,
-            resource_value(&d.addr, &d.provider.package, &d.result, &[]),
+            resource_value(
+                &d.addr,
+                &provider_name(&plan.sources, &d.provider.package),
+                0,
+                &d.result,
+                &[],
+            ),
         ));
     }
-    entries.sort_by(|a, b| a.0.cmp(b.0));
     let resources = entries
         .into_iter()
         .map(|(a, j)| (a.resource.module.clone(), j))

@@ -284,6 +284,11 @@ pub struct Plan {
     /// schema has nested blocks are here.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub shapes: BTreeMap<String, BlockShape>,
+    /// The source address of each provider package the configuration declares
+    /// (`required_providers`), for `provider_name` in the JSON view; a package not here is
+    /// Terraform's implied `registry.terraform.io/hashicorp/NAME`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, String>,
 }
 
 /// The nested block types of a schema block, recursively: what the plan text needs of a

@@ -126,6 +126,7 @@ fn plan(mode: PlanMode, changes: Vec<Change>) -> Plan {
         graph: None,
         moves: vec![],
         shapes: BTreeMap::new(),
+        sources: BTreeMap::new(),
     }
 }
 

@@ -781,6 +781,7 @@ fn sample_plan() -> Plan {
         graph: None,
         moves: vec![],
         shapes: BTreeMap::new(),
+        sources: BTreeMap::new(),
     }
 }
 
@@ -810,20 +811,21 @@ fn show_state_and_saved_plans() {
         .iter()
         .map(|c| c["address"].as_str().unwrap())
         .collect();
-    assert_eq!(addrs, ["sim_thing.a", "sim_thing.b", "data.sim_lookup.x"]);
+    assert_eq!(addrs, ["data.sim_lookup.x", "sim_thing.a", "sim_thing.b"]);
     assert_eq!(
-        j["resource_changes"][1]["change"]["actions"],
+        j["resource_changes"][2]["change"]["actions"],
         serde_json::json!(["delete", "create"])
     );
 
     let (code, out, _) = check_cli_in(dir.path(), &["show", "-json"], "");
     assert_eq!(code, 0);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // Terraform's order: by address as text, so data sources first.
     let resources = &j["values"]["root_module"]["resources"];
-    assert_eq!(resources[0]["address"], "sim_thing.a");
-    assert_eq!(resources[1]["address"], "sim_thing.b[0]");
-    assert_eq!(resources[1]["index"], 0);
-    assert_eq!(resources[2]["address"], "data.sim_lookup.x");
+    assert_eq!(resources[0]["address"], "data.sim_lookup.x");
+    assert_eq!(resources[1]["address"], "sim_thing.a");
+    assert_eq!(resources[2]["address"], "sim_thing.b[0]");
+    assert_eq!(resources[2]["index"], 0);
     assert_eq!(j["values"]["outputs"]["token"]["sensitive"], true);
 }
 
