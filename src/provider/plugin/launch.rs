@@ -552,10 +552,21 @@ impl PluginProcess {
 
 /// Ends a plugin process: `GRPCController.Shutdown`, then SIGTERM, then SIGKILL, each after a
 /// short wait for the exit.
+///
+/// As go-plugin does for Terraform, the exit is awaited after `Shutdown` whatever the call
+/// answered: a server that stops at once may cancel the call itself (the Python `tf`
+/// framework does), and is then already on its way out; a SIGTERM would cut its exit short.
+/// Only a server without the controller (`Unimplemented`) or a call that timed out goes
+/// straight to SIGTERM.
 async fn end(channel: Channel, mut child: Child, path: PathBuf) {
     let exited = |c: &mut Child| matches!(c.try_wait(), Ok(Some(_)));
     let mut controller = GrpcControllerClient::new(channel);
-    if let Ok(Ok(_)) = tokio::time::timeout(SHUTDOWN_TIMEOUT, controller.shutdown(Empty {})).await {
+    let wait = match tokio::time::timeout(SHUTDOWN_TIMEOUT, controller.shutdown(Empty {})).await {
+        Ok(Ok(_)) => true,
+        Ok(Err(status)) => status.code() != tonic::Code::Unimplemented,
+        Err(_) => false,
+    };
+    if wait {
         let _ = tokio::time::timeout(SHUTDOWN_TIMEOUT, child.wait()).await;
     }
     if !exited(&mut child) {
