@@ -4,6 +4,10 @@
 //! world, `engine` combines graph, providers and store, `plan` renders, `cli` is the only place
 //! that prints.
 
+// `pub(crate)` by default: a `pub` item the crate does not export is a warning, so the
+// compiler reports dead code (see ARCHITECTURE.md, "Visibility").
+#![warn(unreachable_pub)]
+
 pub mod cli;
 pub mod config;
 pub mod diag;

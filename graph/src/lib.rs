@@ -23,6 +23,8 @@
 //!   cycles and everything depending on them as skipped up front, so a walk always terminates
 //!   and the engine evaluates every term that is not caught in a cycle.
 
+#![warn(unreachable_pub)]
+
 mod dot;
 mod scheduler;
 

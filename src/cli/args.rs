@@ -519,7 +519,7 @@ pub struct Parsed {
 }
 
 /// The clap `Command`, with every boolean flag accepting `=true|false`.
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     with_terraform_bools(Cli::command())
 }
 
@@ -549,7 +549,7 @@ fn with_terraform_bools(cmd: clap::Command) -> clap::Command {
 
 /// Parses a full argument vector (program name first). Terraform spellings are normalized
 /// first; clap errors (including `--help` and `--version`) come back as `Err`.
-pub fn parse<I, T>(args: I) -> Result<Parsed, clap::Error>
+pub(crate) fn parse<I, T>(args: I) -> Result<Parsed, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString>,
@@ -626,7 +626,7 @@ impl FlagTable {
 
 /// Rewrites Terraform's single-dash long flags to clap's `--long` form. See the module docs for
 /// the rules; `args[0]` is the program name and is kept.
-pub fn normalize(root: &clap::Command, args: Vec<OsString>) -> Vec<OsString> {
+pub(crate) fn normalize(root: &clap::Command, args: Vec<OsString>) -> Vec<OsString> {
     let mut out = Vec::with_capacity(args.len());
     let mut iter = args.into_iter();
     if let Some(prog) = iter.next() {
@@ -703,7 +703,7 @@ fn table_for(path: &[&clap::Command]) -> FlagTable {
 }
 
 /// Parses a Go-style duration: `0`, `500ms`, `5s`, `1m30s`, `1.5h`, `2h45m`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if s == "0" {
         return Ok(Duration::ZERO);

@@ -35,14 +35,14 @@ use std::time::Duration;
 /// environment names (`CAIRN_CLI_CONFIG_FILE`, `TF_CLI_CONFIG_FILE`, `~/.terraformrc`): the
 /// environment is read here, in the CLI, and handed to the installer as a map. Code below the
 /// CLI that has `engine::Options::env` calls `CliConfig::from_env(&env, &dir)` instead.
-pub fn cli_config() -> Result<crate::provider::install::CliConfig, Diagnostic> {
+pub(crate) fn cli_config() -> Result<crate::provider::install::CliConfig, Diagnostic> {
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
     crate::provider::install::CliConfig::from_env(&env, &cwd)
 }
 
 /// Loads the configuration of the working directory.
-pub fn load_config() -> (Option<Config>, Diagnostics) {
+pub(crate) fn load_config() -> (Option<Config>, Diagnostics) {
     crate::config::load(Path::new("."))
 }
 
@@ -54,7 +54,7 @@ fn green_bold(s: &str, color: bool) -> String {
     }
 }
 
-pub fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
+pub(crate) fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
     let req = crate::engine::validate::ValidateRequest {
         dir: std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from(".")),
         state_dir: ctx.state_dir.clone(),
@@ -215,7 +215,7 @@ fn resolve(
     }
 }
 
-pub fn init(ctx: &Context, a: &InitArgs) -> Exit {
+pub(crate) fn init(ctx: &Context, a: &InitArgs) -> Exit {
     // Modules first: the configuration is only whole once its remote modules are here.
     let module_lines = match cli_config() {
         Ok(cli) => {
@@ -566,7 +566,7 @@ fn configure_backend(
 }
 
 /// `cairn force-unlock LOCK_ID`.
-pub fn force_unlock(ctx: &Context, a: &ForceUnlockArgs) -> Exit {
+pub(crate) fn force_unlock(ctx: &Context, a: &ForceUnlockArgs) -> Exit {
     let cfg = match cairn_state::store::configured_pg(&ctx.state_dir) {
         Ok(Some(cfg)) => cfg,
         Ok(None) => {

@@ -21,7 +21,7 @@ use crate::value::format_hcl;
 use std::io::BufRead;
 
 /// `_a` carries only `-var`/`-var-file`, which arrive in command-line order as `vars`.
-pub fn console(ctx: &Context, _a: &ConsoleArgs, vars: Vec<crate::config::VarArg>) -> Exit {
+pub(crate) fn console(ctx: &Context, _a: &ConsoleArgs, vars: Vec<crate::config::VarArg>) -> Exit {
     let mut opts = base_options(ctx, "console", vars);
     opts.refresh = false;
     let mut report = match block_on(ctx, &opts, crate::engine::inspect(&opts)) {

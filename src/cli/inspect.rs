@@ -27,10 +27,10 @@ use serde_json::{json, Map, Value as J};
 use std::path::PathBuf;
 
 /// The version of the JSON document; bumped only on an incompatible change.
-pub const FORMAT_VERSION: &str = "1.0";
+pub(crate) const FORMAT_VERSION: &str = "1.0";
 
 /// `inspect [DIR | FILE.tf]`.
-pub fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
+pub(crate) fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
     let mut opts = super::request::base_options(ctx, "inspect", vars);
     opts.refresh = false;
     if let Some(p) = &a.path {

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 
 /// The observer for a run, and the JSON UI when `-json` was given (its `version` message is
 /// already written).
-pub fn make_observer(ctx: &Context, ui: &UiArgs) -> (AnyObserver, Option<JsonUi>) {
+pub(crate) fn make_observer(ctx: &Context, ui: &UiArgs) -> (AnyObserver, Option<JsonUi>) {
     if ui.json {
         let json_ui = JsonUi::new(ctx.stdout.clone(), super::output::system_clock());
         json_ui.version();
@@ -54,7 +54,7 @@ pub fn make_observer(ctx: &Context, ui: &UiArgs) -> (AnyObserver, Option<JsonUi>
 }
 
 /// Prints diagnostics: human form on standard error, or `diagnostic` messages.
-pub fn emit(
+pub(crate) fn emit(
     ctx: &Context,
     map: &SourceMap,
     diags: &Diagnostics,
@@ -73,7 +73,7 @@ pub fn emit(
 }
 
 /// `first` followed by each of `then` not already in it.
-pub fn merge_diagnostics(first: Vec<Diagnostic>, then: Diagnostics) -> Diagnostics {
+pub(crate) fn merge_diagnostics(first: Vec<Diagnostic>, then: Diagnostics) -> Diagnostics {
     let mut all = Diagnostics(first);
     for d in then {
         if !all.0.contains(&d) {
@@ -84,7 +84,7 @@ pub fn merge_diagnostics(first: Vec<Diagnostic>, then: Diagnostics) -> Diagnosti
 }
 
 /// How a run prints: the `-json` stream or human text, and `-no-color`.
-pub struct RunUi {
+pub(crate) struct RunUi {
     pub json: Option<JsonUi>,
     pub no_color: bool,
 }
@@ -129,7 +129,7 @@ fn write_generated(ctx: &Context, plan: &Plan, path: &Path, human: bool) -> Resu
 
 /// `cairn import ADDR ID`, as `terraform import` prints it: the provider's progress lines,
 /// then "Import successful!" (or the errors).
-pub fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarArg>) -> Exit {
+pub(crate) fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarArg>) -> Exit {
     let no_color = a.walk.ui.no_color;
     let (observer, json) = make_observer(ctx, &a.walk.ui);
     let observer = Arc::new(observer);
@@ -190,7 +190,7 @@ pub fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarArg>) -> 
 
 /// What an apply or destroy did, for its closing lines.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ApplySummary {
+pub(crate) struct ApplySummary {
     /// Objects adopted by `import` blocks.
     pub imported: usize,
     pub added: usize,
@@ -201,7 +201,7 @@ pub struct ApplySummary {
 }
 
 /// `Apply complete! Resources: …` (or `Destroy complete!`), then the outputs, in either UI.
-pub fn print_summary(
+pub(crate) fn print_summary(
     ctx: &Context,
     s: &ApplySummary,
     destroy: bool,
@@ -275,7 +275,7 @@ pub fn print_summary(
 
 /// Which lifecycle command is running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verb {
+pub(crate) enum Verb {
     Plan,
     Apply,
     Destroy,
@@ -294,7 +294,7 @@ impl Verb {
 }
 
 /// Everything a lifecycle command was asked, flattened from its flags.
-pub struct Invocation<'a> {
+pub(crate) struct Invocation<'a> {
     pub verb: Verb,
     pub walk: &'a super::args::WalkArgs,
     pub flags: Option<&'a super::args::PlanFlags>,
@@ -311,7 +311,7 @@ pub struct Invocation<'a> {
 }
 
 /// Runs an engine future on a runtime of its own (an [`EngineRuntime`] for this one call).
-pub fn block_on<F: std::future::Future>(
+pub(crate) fn block_on<F: std::future::Future>(
     ctx: &Context,
     opts: &engine::Options,
     f: F,
@@ -331,7 +331,7 @@ pub fn block_on<F: std::future::Future>(
 /// lock released) and an error says so; the operations those steps had started were recorded
 /// before their provider calls, so they stay pending and the next run resolves them. The
 /// signal watcher never outlives the runtime.
-pub struct EngineRuntime {
+pub(crate) struct EngineRuntime {
     rt: Option<tokio::runtime::Runtime>,
     watcher: Option<tokio::task::JoinHandle<()>>,
     /// The name of the second signal, once it came.
@@ -339,7 +339,7 @@ pub struct EngineRuntime {
 }
 
 impl EngineRuntime {
-    pub fn start(ctx: &Context, opts: &engine::Options) -> Result<Self, Diagnostic> {
+    pub(crate) fn start(ctx: &Context, opts: &engine::Options) -> Result<Self, Diagnostic> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -380,7 +380,7 @@ impl EngineRuntime {
     }
 
     /// Runs one engine future to its end, or until a second signal abandons it.
-    pub fn run<F: std::future::Future>(&self, f: F) -> Result<F::Output, Diagnostic> {
+    pub(crate) fn run<F: std::future::Future>(&self, f: F) -> Result<F::Output, Diagnostic> {
         let rt = self.rt.as_ref().expect("runtime");
         let mut second = self.second.clone();
         let out = rt.block_on(async move {
@@ -467,7 +467,7 @@ fn notes(report_notes: &[String]) -> Vec<Diagnostic> {
 }
 
 /// Runs a lifecycle command end to end.
-pub fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
+pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
     let no_color = inv.walk.ui.no_color;
     let (observer, json) = make_observer(ctx, &inv.walk.ui);
     let observer = Arc::new(observer);

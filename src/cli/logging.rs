@@ -9,7 +9,7 @@ use tracing_subscriber::filter::LevelFilter;
 
 /// Installs the global subscriber as the environment asks. Returns a warning to show when the
 /// settings could not be honoured (an unknown level, an unwritable file).
-pub fn init(level: Option<&str>, path: Option<&str>) -> Option<String> {
+pub(crate) fn init(level: Option<&str>, path: Option<&str>) -> Option<String> {
     let level = level.map(str::trim).filter(|l| !l.is_empty())?;
     let filter = match LevelFilter::from_str(level) {
         Ok(f) => f,

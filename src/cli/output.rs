@@ -33,12 +33,16 @@ impl Exit {
 
 /// Whether to colour a stream: it is a terminal, `-no-color` was not given, `NO_COLOR` is not
 /// set to a non-empty value.
-pub fn color_enabled(no_color_flag: bool, is_terminal: bool, no_color_env: Option<&str>) -> bool {
+pub(crate) fn color_enabled(
+    no_color_flag: bool,
+    is_terminal: bool,
+    no_color_env: Option<&str>,
+) -> bool {
     is_terminal && !no_color_flag && no_color_env.is_none_or(str::is_empty)
 }
 
 /// The width prose is wrapped at: the terminal's, else 80.
-pub fn render_width(is_tty: bool) -> usize {
+pub(crate) fn render_width(is_tty: bool) -> usize {
     if is_tty {
         // SAFETY: TIOCGWINSZ fills a winsize struct we own; a failure leaves it zeroed.
         let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
@@ -51,14 +55,14 @@ pub fn render_width(is_tty: bool) -> usize {
 }
 
 /// A shareable output stream (the observer writes from many tasks; commands write too).
-pub type Sink = Arc<Mutex<Box<dyn Write + Send>>>;
+pub(crate) type Sink = Arc<Mutex<Box<dyn Write + Send>>>;
 
-pub fn sink(w: impl Write + Send + 'static) -> Sink {
+pub(crate) fn sink(w: impl Write + Send + 'static) -> Sink {
     Arc::new(Mutex::new(Box::new(w)))
 }
 
 /// Writes to a sink, ignoring a closed pipe (`cairn log | head` must not panic).
-pub fn write_to(s: &Sink, text: &str) {
+pub(crate) fn write_to(s: &Sink, text: &str) {
     let mut w = match s.lock() {
         Ok(w) => w,
         Err(poisoned) => poisoned.into_inner(),
@@ -72,7 +76,7 @@ pub fn write_to(s: &Sink, text: &str) {
 /// One problem is printed once: diagnostics that differ only in the instance they are about
 /// (the same error evaluating one expression for each of 1,200 instances) are one, naming the
 /// first instance and how many more it affects.
-pub fn render_diagnostics(map: &SourceMap, diags: &Diagnostics, color: bool) -> String {
+pub(crate) fn render_diagnostics(map: &SourceMap, diags: &Diagnostics, color: bool) -> String {
     let mut s = String::new();
     for (d, more) in group_diagnostics(diags) {
         if more.is_empty() {
@@ -95,7 +99,7 @@ pub fn render_diagnostics(map: &SourceMap, diags: &Diagnostics, color: bool) -> 
 /// One problem once: diagnostics that differ only in the instance they are about (the same
 /// error evaluating one expression for each of 1,200 instances) are one, with the other
 /// instances it affects. The human form and the `-json` stream both print these.
-pub fn group_diagnostics(diags: &Diagnostics) -> Vec<(&crate::diag::Diagnostic, Vec<&str>)> {
+pub(crate) fn group_diagnostics(diags: &Diagnostics) -> Vec<(&crate::diag::Diagnostic, Vec<&str>)> {
     let mut groups: Vec<(&crate::diag::Diagnostic, Vec<&str>)> = Vec::new();
     for d in diags {
         let same = groups.iter_mut().find(|(g, _)| {
@@ -121,15 +125,15 @@ pub fn group_diagnostics(diags: &Diagnostics) -> Vec<(&crate::diag::Diagnostic, 
 }
 
 /// A clock, so tests can fix time.
-pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+pub(crate) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
-pub fn system_clock() -> Clock {
+pub(crate) fn system_clock() -> Clock {
     Arc::new(SystemTime::now)
 }
 
 /// RFC 3339 in UTC with microseconds, as Terraform writes `@timestamp`:
 /// `2026-11-29T12:48:34.154216Z`.
-pub fn rfc3339(t: SystemTime) -> String {
+pub(crate) fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (y, m, day) = civil_from_days((secs / 86_400) as i64);
@@ -144,7 +148,7 @@ pub fn rfc3339(t: SystemTime) -> String {
 }
 
 /// RFC 3339 without fractions, for human tables: `2026-11-29T12:48:34Z`.
-pub fn rfc3339_seconds(t: SystemTime) -> String {
+pub(crate) fn rfc3339_seconds(t: SystemTime) -> String {
     let full = rfc3339(t);
     format!("{}Z", &full[..19])
 }

@@ -30,10 +30,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How often a "still running" line is printed for a long call.
-pub const STILL_RUNNING_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const STILL_RUNNING_EVERY: Duration = Duration::from_secs(10);
 
 /// Terraform's elapsed-time format: whole seconds, `2s`, `1m5s`, `1h0m3s`.
-pub fn fmt_elapsed(d: Duration) -> String {
+pub(crate) fn fmt_elapsed(d: Duration) -> String {
     let s = d.as_secs();
     if s < 60 {
         format!("{s}s")
@@ -103,13 +103,13 @@ fn hook_action(action: Action) -> &'static str {
 
 /// A thread that calls `tick` every `interval` until it is dropped. Dropping wakes it at once
 /// (the channel disconnects) and joins it.
-pub struct Ticker {
+pub(crate) struct Ticker {
     stop: Option<mpsc::Sender<()>>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl Ticker {
-    pub fn start(interval: Duration, tick: impl Fn() + Send + 'static) -> Ticker {
+    pub(crate) fn start(interval: Duration, tick: impl Fn() + Send + 'static) -> Ticker {
         let (stop, rx) = mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("cairn-progress".into())
@@ -205,7 +205,7 @@ impl Tracker {
 
 /// Settings of the human observer.
 #[derive(Clone, Debug)]
-pub struct HumanOptions {
+pub(crate) struct HumanOptions {
     pub color: bool,
     /// Draw the status line (only on a terminal).
     pub status_line: bool,
@@ -216,7 +216,7 @@ pub struct HumanOptions {
 }
 
 impl HumanOptions {
-    pub fn new(color: bool, status_line: bool) -> Self {
+    pub(crate) fn new(color: bool, status_line: bool) -> Self {
         HumanOptions {
             color,
             status_line,
@@ -436,7 +436,7 @@ fn quote_go(s: &str) -> String {
 }
 
 /// Human progress lines; see the module docs.
-pub struct HumanObserver {
+pub(crate) struct HumanObserver {
     shared: Arc<HumanShared>,
     /// Behind a mutex so `finish` works through a shared reference (the engine holds the
     /// observer in an `Arc`).
@@ -444,7 +444,7 @@ pub struct HumanObserver {
 }
 
 impl HumanObserver {
-    pub fn new(out: Sink, opts: HumanOptions) -> Self {
+    pub(crate) fn new(out: Sink, opts: HumanOptions) -> Self {
         let shared = Arc::new(HumanShared {
             out,
             started: Instant::now(),
@@ -459,13 +459,13 @@ impl HumanObserver {
     }
 
     /// The diagnostics that arrived as events, in order.
-    pub fn take_diagnostics(&self) -> Vec<Diagnostic> {
+    pub(crate) fn take_diagnostics(&self) -> Vec<Diagnostic> {
         std::mem::take(&mut lock(&self.shared.tracker).diagnostics)
     }
 
     /// Clears the status line and keeps it off (while the CLI prints the plan and asks for
     /// approval) until `resume_status`.
-    pub fn clear_status(&self) {
+    pub(crate) fn clear_status(&self) {
         self.shared
             .paused
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -477,14 +477,14 @@ impl HumanObserver {
     }
 
     /// Lets the status line be drawn again.
-    pub fn resume_status(&self) {
+    pub(crate) fn resume_status(&self) {
         self.shared
             .paused
             .store(false, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Stops the ticker and clears the status line; called by `drop` too.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let ticker = lock(&self.ticker).take();
         drop(ticker);
         let mut shown = lock(&self.shared.status_shown);
@@ -508,7 +508,7 @@ impl Observer for HumanObserver {
 }
 
 /// The `resource` object of Terraform's JSON hooks.
-pub fn resource_json(addr: &ResourceInstanceAddr) -> J {
+pub(crate) fn resource_json(addr: &ResourceInstanceAddr) -> J {
     let r = &addr.resource;
     let key = match &addr.key {
         None => J::Null,
@@ -737,18 +737,18 @@ impl JsonShared {
 }
 
 /// The `-json` UI stream; see the module docs.
-pub struct JsonObserver {
+pub(crate) struct JsonObserver {
     shared: Arc<JsonShared>,
     ticker: Mutex<Option<Ticker>>,
 }
 
 impl JsonObserver {
-    pub fn new(ui: JsonUi) -> Self {
+    pub(crate) fn new(ui: JsonUi) -> Self {
         Self::with_timing(ui, Duration::from_secs(1), STILL_RUNNING_EVERY)
     }
 
     /// With a custom ticker interval and "still running" period (tests).
-    pub fn with_timing(ui: JsonUi, tick: Duration, still_every: Duration) -> Self {
+    pub(crate) fn with_timing(ui: JsonUi, tick: Duration, still_every: Duration) -> Self {
         let shared = Arc::new(JsonShared {
             ui,
             still_every,
@@ -759,11 +759,11 @@ impl JsonObserver {
         JsonObserver { shared, ticker }
     }
 
-    pub fn take_diagnostics(&self) -> Vec<Diagnostic> {
+    pub(crate) fn take_diagnostics(&self) -> Vec<Diagnostic> {
         std::mem::take(&mut lock(&self.shared.tracker).diagnostics)
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let ticker = lock(&self.ticker).take();
         drop(ticker);
     }
@@ -782,30 +782,30 @@ impl Observer for JsonObserver {
 }
 
 /// The observer a command uses: human or `-json`.
-pub enum AnyObserver {
+pub(crate) enum AnyObserver {
     Human(HumanObserver),
     Json(JsonObserver),
 }
 
 impl AnyObserver {
-    pub fn take_diagnostics(&self) -> Vec<Diagnostic> {
+    pub(crate) fn take_diagnostics(&self) -> Vec<Diagnostic> {
         match self {
             AnyObserver::Human(o) => o.take_diagnostics(),
             AnyObserver::Json(o) => o.take_diagnostics(),
         }
     }
     /// See `HumanObserver::clear_status`; the JSON stream has no status line.
-    pub fn clear_status(&self) {
+    pub(crate) fn clear_status(&self) {
         if let AnyObserver::Human(o) = self {
             o.clear_status();
         }
     }
-    pub fn resume_status(&self) {
+    pub(crate) fn resume_status(&self) {
         if let AnyObserver::Human(o) = self {
             o.resume_status();
         }
     }
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         match self {
             AnyObserver::Human(o) => o.finish(),
             AnyObserver::Json(o) => o.finish(),

@@ -24,7 +24,7 @@ pub enum Question {
 }
 
 /// The prompt text, ending with `Enter a value: ` (no newline).
-pub fn prompt_text(q: Question, bold: bool) -> String {
+pub(crate) fn prompt_text(q: Question, bold: bool) -> String {
     let (b, r) = if bold {
         ("\x1b[1m", "\x1b[0m")
     } else {
@@ -47,7 +47,7 @@ pub fn prompt_text(q: Question, bold: bool) -> String {
 }
 
 /// Why asking is impossible, as a diagnostic telling what to do.
-pub fn cannot_ask(command: &str, input_disabled: bool) -> Diagnostic {
+pub(crate) fn cannot_ask(command: &str, input_disabled: bool) -> Diagnostic {
     let why = if input_disabled {
         "Input is disabled (-input=false)".to_string()
     } else {
@@ -69,7 +69,7 @@ pub fn cannot_ask(command: &str, input_disabled: bool) -> Diagnostic {
 
 /// The outcome of asking.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     Approved,
     /// Anything but `yes` (the answer as typed).
     Declined(String),
@@ -77,7 +77,7 @@ pub enum Answer {
 
 /// Reads one answer line; only `yes` (surrounding whitespace ignored) approves. End of input
 /// declines.
-pub fn read_answer(input: &mut dyn BufRead) -> Answer {
+pub(crate) fn read_answer(input: &mut dyn BufRead) -> Answer {
     let mut line = String::new();
     match input.read_line(&mut line) {
         Ok(_) if line.trim() == "yes" => Answer::Approved,
@@ -89,7 +89,7 @@ pub fn read_answer(input: &mut dyn BufRead) -> Answer {
 /// interrupt (the run's stop flag set by Ctrl-C or SIGTERM) answers at once as end of input
 /// (a "no"), as Terraform cancels at its prompt. The line is read on a thread of its own,
 /// which reads one line only.
-pub struct InterruptibleStdin {
+pub(crate) struct InterruptibleStdin {
     line: mpsc::Receiver<Vec<u8>>,
     stop: Arc<AtomicBool>,
     buf: Vec<u8>,
@@ -98,7 +98,7 @@ pub struct InterruptibleStdin {
 }
 
 impl InterruptibleStdin {
-    pub fn new(stop: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(stop: Arc<AtomicBool>) -> Self {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut line = String::new();

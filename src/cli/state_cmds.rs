@@ -39,10 +39,10 @@ fn capitalized(s: &str) -> String {
     }
 }
 
-pub use crate::engine::journal::state_diag;
+pub(crate) use crate::engine::journal::state_diag;
 
 /// Opens the store for a command, printing the store's warnings (torn tail, bad checkpoint).
-pub fn open_store(
+pub(crate) fn open_store(
     ctx: &Context,
     command: &str,
     write: bool,
@@ -85,7 +85,7 @@ fn read_snapshot(ctx: &Context, command: &str, at: Option<u64>) -> Result<Snapsh
 
 /// Says which operations a crashed run left without an outcome: the next `plan`, `apply` or
 /// `refresh` resolves them, and until then the state may not show what exists.
-pub fn warn_pending(ctx: &Context, snap: &Snapshot) {
+pub(crate) fn warn_pending(ctx: &Context, snap: &Snapshot) {
     if snap.pending.is_empty() {
         return;
     }
@@ -129,7 +129,7 @@ fn all_addrs(s: &Snapshot) -> Vec<&ResourceInstanceAddr> {
     v
 }
 
-pub fn state(ctx: &Context, cmd: StateCommand) -> Exit {
+pub(crate) fn state(ctx: &Context, cmd: StateCommand) -> Exit {
     let result = match cmd {
         StateCommand::List(a) => list(ctx, &a.addrs, a.at.at),
         StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, a.ui.no_color),
@@ -451,7 +451,7 @@ fn summary_text(s: &RunSummary) -> String {
     t
 }
 
-pub fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
+pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
     let snap = match read_snapshot(ctx, "history", None) {
         Ok(s) => s,
         Err(d) => return ctx.fail(d, a.ui.no_color),
@@ -582,7 +582,7 @@ fn has_keys(m: &Map<String, J>, keys: &[&str]) -> bool {
 }
 
 /// One event as a JSON object: `seq`, `version`, `time`, `run`, `kind`, and the event's fields.
-pub fn event_json(e: &Event) -> J {
+pub(crate) fn event_json(e: &Event) -> J {
     let mut o = Map::new();
     o.insert("seq".into(), json!(e.seq));
     o.insert("version".into(), json!(e.version));
@@ -601,7 +601,7 @@ pub fn event_json(e: &Event) -> J {
 }
 
 /// One event in words.
-pub fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> String {
+pub(crate) fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> String {
     let op_name = |op: &u64| match ops.get(op) {
         Some(a) => format!("{a} (operation {op})"),
         None => format!("operation {op}"),
@@ -771,7 +771,7 @@ pub fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> Strin
     )
 }
 
-pub fn log(ctx: &Context, a: &LogArgs) -> Exit {
+pub(crate) fn log(ctx: &Context, a: &LogArgs) -> Exit {
     let store = match open_store(ctx, "log", false, Duration::ZERO) {
         Ok(Some(s)) => s,
         Ok(None) => {
@@ -813,7 +813,7 @@ pub fn log(ctx: &Context, a: &LogArgs) -> Exit {
     Exit::Ok
 }
 
-pub fn output(ctx: &Context, a: &OutputArgs) -> Exit {
+pub(crate) fn output(ctx: &Context, a: &OutputArgs) -> Exit {
     match output_inner(ctx, a) {
         Ok(e) => e,
         Err(d) => ctx.fail(d, a.no_color),

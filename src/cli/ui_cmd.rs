@@ -7,7 +7,7 @@ use super::Context;
 use crate::diag::Diagnostic;
 use std::time::Duration;
 
-pub fn ui(ctx: &Context, a: &UiServeArgs) -> Exit {
+pub(crate) fn ui(ctx: &Context, a: &UiServeArgs) -> Exit {
     let config_dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let opts = crate::ui::Options {
         state_dir: ctx.state_dir.clone(),

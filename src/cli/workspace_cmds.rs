@@ -13,7 +13,7 @@ use cairn_state::{OpenOptions, StateError, Store};
 /// Checks the selected workspace's name before any command runs, and makes its state
 /// directory when it does not exist yet: as Terraform's local backend does, selecting a
 /// workspace (`TF_WORKSPACE`) that nobody created simply starts an empty state.
-pub fn check_selected(ctx: &Context, make_dir: bool) -> Result<(), Diagnostic> {
+pub(crate) fn check_selected(ctx: &Context, make_dir: bool) -> Result<(), Diagnostic> {
     workspace::check_name(&ctx.workspace).map_err(|m| {
         let from = match ctx.workspace_source {
             Source::Env => "TF_WORKSPACE".to_string(),
@@ -57,7 +57,7 @@ fn doesnt_exist(name: &str) -> Diagnostic {
     )
 }
 
-pub fn workspace(ctx: &Context, c: WorkspaceCommand) -> Exit {
+pub(crate) fn workspace(ctx: &Context, c: WorkspaceCommand) -> Exit {
     let root = &ctx.state_root;
     let result = match c {
         WorkspaceCommand::Show => {

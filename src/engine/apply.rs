@@ -40,12 +40,12 @@ use std::time::{Duration, Instant};
 
 /// How to delete one object: its provider instance as recorded in state.
 #[derive(Clone, Debug)]
-pub struct DestroyInfo {
+pub(crate) struct DestroyInfo {
     pub provider: ProviderRef,
     pub config: Value,
 }
 
-pub struct ApplyPhase {
+pub(crate) struct ApplyPhase {
     pub changes: BTreeMap<ResourceInstanceAddr, Change>,
     pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
     pub journal: Arc<Journal>,
@@ -869,7 +869,7 @@ fn resource_deps(ctx: &Arc<Ctx>, inst: &Instance) -> Vec<ResourceInstanceAddr> {
 }
 
 /// [`resource_deps`] by address (what the plan compares with the dependencies in state).
-pub fn instance_deps(ctx: &Ctx, addr: &ResourceInstanceAddr) -> Vec<ResourceInstanceAddr> {
+pub(crate) fn instance_deps(ctx: &Ctx, addr: &ResourceInstanceAddr) -> Vec<ResourceInstanceAddr> {
     let Some(start) = ctx.graph.id(&Node::Resource {
         module: addr.resource.module.without_keys(),
         key: crate::config::ResourceKey {
@@ -887,7 +887,7 @@ pub fn instance_deps(ctx: &Ctx, addr: &ResourceInstanceAddr) -> Vec<ResourceInst
 }
 
 /// Collects every managed instance reachable from `start` through non-resource terms.
-pub fn collect_deps(
+pub(crate) fn collect_deps(
     graph: &TermGraph,
     values: &Values,
     start: NodeId,
@@ -1072,7 +1072,7 @@ impl Phase for ApplyPhase {
 /// create-before-destroy replacement deletes its deposed object after it and its dependents
 /// are applied; an orphan is deleted after the resources that depended on it are updated; a
 /// replaced provider instance is registered after its old objects are deleted.
-pub fn add_destroys(
+pub(crate) fn add_destroys(
     g: &mut TermGraph,
     plan: &Plan,
     prior: &Snapshot,
@@ -1255,7 +1255,7 @@ pub fn add_destroys(
 }
 
 /// Builds the events that finish an apply: outputs, dropped data, providers no longer used.
-pub fn finishing_events(
+pub(crate) fn finishing_events(
     snapshot: &Snapshot,
     outputs: &BTreeMap<String, (Value, bool)>,
     configured_providers: &BTreeSet<ProviderAddr>,
@@ -1308,7 +1308,7 @@ pub fn finishing_events(
 }
 
 /// True when two dependency lists name the same instances (in any order).
-pub fn same_deps(a: &[ResourceInstanceAddr], b: &[ResourceInstanceAddr]) -> bool {
+pub(crate) fn same_deps(a: &[ResourceInstanceAddr], b: &[ResourceInstanceAddr]) -> bool {
     a.iter().collect::<BTreeSet<_>>() == b.iter().collect::<BTreeSet<_>>()
 }
 

@@ -471,7 +471,7 @@ pub(super) fn destroy_plan(state: &Snapshot, plan: &mut Plan, targets: &[Target]
 
 /// A plan holding only what refresh found (`cairn refresh`), so it renders as the drift
 /// section.
-pub fn drift_plan(drift: Vec<crate::plan::Drift>) -> Plan {
+pub(crate) fn drift_plan(drift: Vec<crate::plan::Drift>) -> Plan {
     Plan {
         mode: PlanMode::RefreshOnly,
         base_seq: 0,

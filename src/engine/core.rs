@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 /// What a provider instance is during this run.
 #[derive(Clone)]
-pub enum ProviderState {
+pub(crate) enum ProviderState {
     /// Configured with a wholly known configuration.
     Configured(Arc<dyn Configured>),
     /// Its configuration holds values not known until apply (paths of the unknowns, and where
@@ -47,7 +47,7 @@ pub enum ProviderState {
 
 /// The engine's view of one provider instance in this run.
 #[derive(Clone)]
-pub struct ProviderSlot {
+pub(crate) struct ProviderSlot {
     pub addr: ProviderAddr,
     pub package: String,
     pub config: Value,
@@ -59,7 +59,7 @@ pub struct ProviderSlot {
 
 /// Phase-specific behaviour. The walk calls these; everything else is shared.
 #[async_trait::async_trait]
-pub trait Phase: Send + Sync + 'static {
+pub(crate) trait Phase: Send + Sync + 'static {
     /// A provider instance's configuration has been evaluated (or synthesized for a default).
     async fn provider(
         &self,
@@ -102,7 +102,7 @@ pub trait Phase: Send + Sync + 'static {
 
 /// Why an instance in state has no configuration now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OrphanReason {
+pub(crate) enum OrphanReason {
     NoResourceConfig,
     CountIndex,
     EachKey,
@@ -110,7 +110,7 @@ pub enum OrphanReason {
 }
 
 /// One resource instance, with its evaluated configuration.
-pub struct Instance {
+pub(crate) struct Instance {
     pub addr: ResourceInstanceAddr,
     pub static_module: ModulePath,
     pub key: ResourceKey,
@@ -132,7 +132,7 @@ pub struct Instance {
 }
 
 /// Everything a walk shares.
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub config: Arc<Config>,
     pub graph: Arc<TermGraph>,
     pub registry: Arc<Registry>,
@@ -167,21 +167,21 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn module(&self, path: &ModulePath) -> &Module {
+    pub(crate) fn module(&self, path: &ModulePath) -> &Module {
         self.config
             .module(path)
             .expect("graph nodes name loaded modules")
     }
 
     /// `path.*` of a static module: computed once per module (see `paths_by_module`).
-    pub fn paths(&self, module: &ModulePath) -> Arc<Paths> {
+    pub(crate) fn paths(&self, module: &ModulePath) -> Arc<Paths> {
         if let Some(p) = self.paths_by_module.get(module) {
             return p.clone();
         }
         Arc::new(self.compute_paths(module))
     }
 
-    pub fn compute_paths(&self, module: &ModulePath) -> Paths {
+    pub(crate) fn compute_paths(&self, module: &ModulePath) -> Paths {
         let m = self.config.module(module);
         let module_dir = m
             .map(|m| m.dir.clone())
@@ -201,7 +201,12 @@ impl Ctx {
 
     /// Whether an expression refers to an open value in a module instance (see
     /// `Values::open`).
-    pub fn refers_to_open(&self, module: &ModulePath, file: FileId, expr: &Expression) -> bool {
+    pub(crate) fn refers_to_open(
+        &self,
+        module: &ModulePath,
+        file: FileId,
+        expr: &Expression,
+    ) -> bool {
         let values = self.values.read().expect("values lock");
         let paths = self.paths(&module.without_keys());
         let scope = InstanceScope {
@@ -226,7 +231,7 @@ impl Ctx {
     }
 
     /// Evaluates one expression in a module instance.
-    pub fn eval_in(
+    pub(crate) fn eval_in(
         &self,
         module: &ModulePath,
         rep: &Repetition,
@@ -245,7 +250,7 @@ impl Ctx {
         eval(expr, &scope)
     }
 
-    pub fn provider_slot(&self, addr: &ProviderAddr) -> Option<ProviderSlot> {
+    pub(crate) fn provider_slot(&self, addr: &ProviderAddr) -> Option<ProviderSlot> {
         self.providers
             .lock()
             .expect("providers lock")
@@ -255,7 +260,7 @@ impl Ctx {
 
     /// Configures the provider instance `addr` with `config` (wholly known) for this run, and
     /// reports it to the observer.
-    pub async fn configure_provider(
+    pub(crate) async fn configure_provider(
         &self,
         addr: &ProviderAddr,
         config: &Value,
@@ -278,7 +283,7 @@ impl Ctx {
         Ok(configured)
     }
 
-    pub fn set_provider_slot(&self, slot: ProviderSlot) {
+    pub(crate) fn set_provider_slot(&self, slot: ProviderSlot) {
         self.providers
             .lock()
             .expect("providers lock")
@@ -288,7 +293,7 @@ impl Ctx {
     /// Reports what a `check` block found (warnings), remembering it as a check's finding.
     /// Not streamed to the observer as it happens: an apply replaces its plan's findings with
     /// its own (see `Plan::check_findings`).
-    pub fn report_check(&self, diags: Diagnostics) {
+    pub(crate) fn report_check(&self, diags: Diagnostics) {
         self.check_findings
             .lock()
             .expect("check findings")
@@ -296,7 +301,7 @@ impl Ctx {
         self.diags.lock().expect("diags lock").extend(diags);
     }
 
-    pub fn report(&self, diags: Diagnostics) {
+    pub(crate) fn report(&self, diags: Diagnostics) {
         for d in diags.iter() {
             if !d.is_error() {
                 self.observer.event(Progress::Diagnostic(d.clone()));
@@ -306,7 +311,7 @@ impl Ctx {
     }
 
     /// `schema_of`, shared: each resource type's schema is copied once per run.
-    pub fn resource_schema(
+    pub(crate) fn resource_schema(
         &self,
         package: &str,
         mode: Mode,
@@ -330,7 +335,7 @@ impl Ctx {
     /// resource is evaluated without one. This is the one place that decides "schema if
     /// available"; a provider whose schema is known (built in, or an installed plugin in
     /// the registry) is always used.
-    pub fn available_schema(
+    pub(crate) fn available_schema(
         &self,
         package: &str,
         mode: Mode,
@@ -345,7 +350,7 @@ impl Ctx {
     }
 
     /// The schema block of a resource type, or a diagnostic naming the type and what exists.
-    pub fn schema_of(
+    pub(crate) fn schema_of(
         &self,
         package: &str,
         mode: Mode,
@@ -390,7 +395,7 @@ impl Ctx {
 
 /// `expansion` for `inspect`: an unknown `count`/`for_each` is `Expansion::Unknown`, and so
 /// is one that fails (its diagnostics returned beside it).
-pub fn expansion_lenient(
+pub(crate) fn expansion_lenient(
     ctx: &Ctx,
     module: &ModulePath,
     file: FileId,
@@ -424,10 +429,10 @@ pub fn expansion_lenient(
 /// The most instances one `count` (in every command) may ask for: a hostile `count = 1e8`
 /// gets a diagnostic instead of exhausting memory. (`for_each` is bounded by the size of the
 /// collection it is given, `value::MAX_ELEMENTS`.)
-pub const MAX_INSTANCES: usize = 100_000;
+pub(crate) const MAX_INSTANCES: usize = 100_000;
 
 /// Evaluates `count` / `for_each` into an expansion. Unknown values are errors that say so.
-pub fn expansion(
+pub(crate) fn expansion(
     ctx: &Ctx,
     module: &ModulePath,
     file: FileId,
@@ -507,7 +512,7 @@ pub fn expansion(
 }
 
 /// Walks the graph with a phase. Returns the walk's outcome; diagnostics are in `ctx.diags`.
-pub async fn run<P: Phase>(ctx: Arc<Ctx>, phase: Arc<P>) -> WalkOutcome {
+pub(crate) async fn run<P: Phase>(ctx: Arc<Ctx>, phase: Arc<P>) -> WalkOutcome {
     let graph = ctx.graph.clone();
     let observer = ctx.observer.clone();
     let limits = ctx.limits.clone();
@@ -938,13 +943,13 @@ async fn visit_provider<P: Phase>(
 
 impl Ctx {
     /// The configuration recorded in state for a provider instance, if any.
-    pub fn state_provider_config(&self, addr: &ProviderAddr) -> Option<Value> {
+    pub(crate) fn state_provider_config(&self, addr: &ProviderAddr) -> Option<Value> {
         self.state_providers
             .get(addr)
             .map(|p| Value::from_stored(&p.config))
     }
     /// True when some configured resource uses this (synthesized default) provider address.
-    pub fn graph_uses_default(&self, addr: &ProviderAddr) -> bool {
+    pub(crate) fn graph_uses_default(&self, addr: &ProviderAddr) -> bool {
         self.graph.provider_of.values().any(|a| a == addr)
     }
 }
@@ -1193,7 +1198,7 @@ fn postconditions(
 /// The value of an instance planned without its provider (inspect, or a provider whose
 /// configuration is unknown): the configuration, with every computed attribute the
 /// configuration leaves null unknown.
-pub fn plan_without_provider(schema: &Block, config: &Value) -> Value {
+pub(crate) fn plan_without_provider(schema: &Block, config: &Value) -> Value {
     let mut attrs = config.attributes().cloned().unwrap_or_default();
     for (name, a) in &schema.attributes {
         let current = attrs.get(name);
@@ -1208,7 +1213,7 @@ pub fn plan_without_provider(schema: &Block, config: &Value) -> Value {
 
 /// The first path at which `planned` knows a value that `actual` contradicts (the contract
 /// check between a plan and what apply produced, or between plan and final plan).
-pub fn contradiction(planned: &Value, actual: &Value) -> Option<String> {
+pub(crate) fn contradiction(planned: &Value, actual: &Value) -> Option<String> {
     fn walk(p: &Value, a: &Value, path: &mut Vec<String>) -> Option<String> {
         let (p, a) = (p.unmarked(), a.unmarked());
         match (p, a) {
@@ -1258,7 +1263,7 @@ pub fn contradiction(planned: &Value, actual: &Value) -> Option<String> {
 }
 
 /// The type of a schema block as an object type (for unknown values of whole instances).
-pub fn block_type(schema: &Block) -> Type {
+pub(crate) fn block_type(schema: &Block) -> Type {
     Type::object(
         schema
             .attributes
@@ -1270,7 +1275,7 @@ pub fn block_type(schema: &Block) -> Type {
 /// Carries the sensitive marks of `from`'s top-level attributes onto `to`'s. Providers see
 /// and return unmarked values; what the configuration marked sensitive (say, from a
 /// sensitive variable) stays marked in the plan, in state and after refresh.
-pub fn carry_marks(from: &Value, to: Value) -> Value {
+pub(crate) fn carry_marks(from: &Value, to: Value) -> Value {
     let (Some(marks), Value::Object(mut attrs)) = (from.attributes(), to.clone()) else {
         return to;
     };
@@ -1286,7 +1291,7 @@ pub fn carry_marks(from: &Value, to: Value) -> Value {
 
 /// What a condition block guards, for its diagnostic's summary.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum ConditionKind {
+pub(crate) enum ConditionKind {
     ResourcePre,
     ResourcePost,
     OutputPre,
@@ -1333,7 +1338,7 @@ impl Ctx {
     /// checked again when its values are known (the apply walk evaluates it again), as in
     /// Terraform. A false one is an error with its `error_message` at the condition.
     #[allow(clippy::too_many_arguments)]
-    pub fn check_conditions(
+    pub(crate) fn check_conditions(
         &self,
         module: &ModulePath,
         rep: &Repetition,

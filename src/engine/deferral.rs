@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A pending dependency found by the search.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
+pub(crate) struct Pending {
     pub dependency: ResourceInstanceAddr,
     pub action: Action,
     /// The terms between the data source and the dependency, nearest first.
@@ -28,7 +28,11 @@ pub struct Pending {
 }
 
 /// The instances of a static module path reachable from module instance `from`.
-pub fn map_instances(values: &Values, from: &ModulePath, target: &ModulePath) -> Vec<ModulePath> {
+pub(crate) fn map_instances(
+    values: &Values,
+    from: &ModulePath,
+    target: &ModulePath,
+) -> Vec<ModulePath> {
     let from_static = from.without_keys();
     if &from_static == target {
         return vec![from.clone()];
@@ -45,7 +49,7 @@ pub fn map_instances(values: &Values, from: &ModulePath, target: &ModulePath) ->
 
 /// How a term in a module instance is named in messages: `local.k`,
 /// `module.net["a"].var.x`.
-pub fn label(node: &Node, instance: &ModulePath) -> String {
+pub(crate) fn label(node: &Node, instance: &ModulePath) -> String {
     let prefix = if instance.is_root() {
         String::new()
     } else {
@@ -81,7 +85,7 @@ fn follows(graph: &TermGraph, from: NodeId, to: NodeId) -> bool {
 
 /// Searches from `start` (a data source node evaluated in module instance `instance`), or from
 /// the given first steps, for the nearest dependency with a pending change.
-pub fn find_pending(
+pub(crate) fn find_pending(
     graph: &TermGraph,
     values: &Values,
     actions: &BTreeMap<ResourceInstanceAddr, Action>,

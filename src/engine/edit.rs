@@ -23,7 +23,7 @@ use std::time::Duration;
 
 /// Where and how a state edit runs. The CLI fills it; the engine reads no environment.
 #[derive(Clone, Debug)]
-pub struct EditRequest {
+pub(crate) struct EditRequest {
     /// The root module's directory: where a refused edit's diagnostics are located.
     pub dir: PathBuf,
     pub state_dir: PathBuf,
@@ -34,7 +34,7 @@ pub struct EditRequest {
 }
 
 /// What to change.
-pub enum StateEdit {
+pub(crate) enum StateEdit {
     /// Forget every instance a target matches (`state rm`); `named` is how the command line
     /// wrote them, for the message when nothing matches.
     Remove { targets: Vec<Target>, named: String },
@@ -48,7 +48,7 @@ pub enum StateEdit {
 /// `state rm`, `state mv`, `state import-tfstate`: records the edit as a run of its own and
 /// returns the events it recorded. The store's warnings are the report's notes; a refused
 /// edit is its one error.
-pub fn state_edit(req: &EditRequest, edit: StateEdit) -> Report<Vec<EventBody>> {
+pub(crate) fn state_edit(req: &EditRequest, edit: StateEdit) -> Report<Vec<EventBody>> {
     let mut report = Report {
         result: None,
         diags: Diagnostics::new(),

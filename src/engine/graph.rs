@@ -19,7 +19,7 @@ use std::fmt;
 
 /// A static term of the configuration (module paths here have no instance keys).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Node {
+pub(crate) enum Node {
     Var {
         module: ModulePath,
         name: String,
@@ -63,7 +63,7 @@ pub enum Node {
 
 impl Node {
     /// The module the node lives in (for a call: the calling module).
-    pub fn module(&self) -> &ModulePath {
+    pub(crate) fn module(&self) -> &ModulePath {
         match self {
             Node::Var { module, .. }
             | Node::Local { module, .. }
@@ -109,7 +109,7 @@ impl fmt::Display for Node {
 
 /// Why an edge exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum EdgeKind {
+pub(crate) enum EdgeKind {
     /// An expression refers to the target.
     Reference,
     /// `depends_on` names the target (or a module containing it).
@@ -127,7 +127,7 @@ pub enum EdgeKind {
 /// The maps hash with rustc's Fx hash rather than SipHash: their keys are our own terms (no
 /// untrusted input chooses them to collide), and a large configuration looks them up hundreds
 /// of thousands of times while the graph is built and walked.
-pub struct TermGraph {
+pub(crate) struct TermGraph {
     pub dag: Dag<Node>,
     pub index: FxHashMap<Node, NodeId>,
     /// (from, to) → kind and the span of the reference that caused it.
@@ -138,7 +138,7 @@ pub struct TermGraph {
 
 impl TermGraph {
     /// A graph with no nodes (destroy runs add only their deletes).
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         TermGraph::new()
     }
 
@@ -151,11 +151,11 @@ impl TermGraph {
         }
     }
 
-    pub fn node(&self, id: NodeId) -> &Node {
+    pub(crate) fn node(&self, id: NodeId) -> &Node {
         self.dag.node(id)
     }
 
-    pub fn id(&self, node: &Node) -> Option<NodeId> {
+    pub(crate) fn id(&self, node: &Node) -> Option<NodeId> {
         self.index.get(node).copied()
     }
 
@@ -182,12 +182,12 @@ impl TermGraph {
     }
 
     /// The kind of the edge `from → to`.
-    pub fn edge_kind(&self, from: NodeId, to: NodeId) -> Option<EdgeKind> {
+    pub(crate) fn edge_kind(&self, from: NodeId, to: NodeId) -> Option<EdgeKind> {
         self.edges.get(&(from, to)).map(|e| e.0)
     }
 
     /// The graph as DOT, with resources, data sources, providers and modules distinct.
-    pub fn to_dot(&self, marked: &BTreeSet<NodeId>) -> String {
+    pub(crate) fn to_dot(&self, marked: &BTreeSet<NodeId>) -> String {
         self.dag.to_dot(|n: &Node| {
             let cluster = if n.module().is_root() {
                 None
@@ -226,7 +226,7 @@ impl TermGraph {
     /// through locals, variables, outputs and module calls (provider instances are not
     /// followed: they are not data flow). Orphans and deletes are not terms of the
     /// configuration and are left out.
-    pub fn resource_graph(&self) -> cairn_state::PlanGraph {
+    pub(crate) fn resource_graph(&self) -> cairn_state::PlanGraph {
         // The resource nodes in address order; each node's index in the record, by node id.
         let mut named: Vec<(String, NodeId)> = self
             .dag
@@ -283,7 +283,7 @@ impl TermGraph {
     }
 
     /// Every cycle, as diagnostics naming each step with its location.
-    pub fn cycle_diagnostics(&self, sources: &SourceMap) -> Diagnostics {
+    pub(crate) fn cycle_diagnostics(&self, sources: &SourceMap) -> Diagnostics {
         let mut diags = Diagnostics::new();
         for cycle in self.dag.cycles() {
             // A local that refers to itself gets Terraform's own words.
@@ -344,7 +344,7 @@ impl TermGraph {
 /// Resolves a resource's (or data source's) provider instance, passing providers down into
 /// modules as Terraform does: the module's own `provider "x"` block without alias if it has
 /// one; else what the call's `providers` map gives; else (no alias) the parent's default.
-pub fn resolve_provider(
+pub(crate) fn resolve_provider(
     config: &Config,
     module: &ModulePath,
     name: &str,
@@ -398,7 +398,7 @@ pub fn resolve_provider(
 
 /// The package of a provider local name in a module: the last segment of its
 /// `required_providers` source, or the name itself.
-pub fn package_of_local(module: &Module, local: &str) -> String {
+pub(crate) fn package_of_local(module: &Module, local: &str) -> String {
     module
         .required_providers
         .get(local)
@@ -472,7 +472,7 @@ type Step<'a> = (&'static str, &'a dyn Fn(&mut TermGraph, &mut Diagnostics));
 
 /// Builds the term graph of a configuration. Unresolvable providers are diagnostics; a cycle
 /// is not an error here (callers ask `cycle_diagnostics`).
-pub fn build(config: &Config) -> (TermGraph, Diagnostics) {
+pub(crate) fn build(config: &Config) -> (TermGraph, Diagnostics) {
     let mut g = TermGraph::new();
     let mut diags = Diagnostics::new();
     let steps: [Step<'_>; 8] = [
@@ -941,7 +941,7 @@ fn add_provider_references(config: &Config, g: &mut TermGraph) {
 /// Adds the orphans: instances in state whose resource the configuration no longer has, each
 /// depending on its provider instance (from state when the configuration has no such
 /// instance). Returns the orphan node ids.
-pub fn add_orphans(
+pub(crate) fn add_orphans(
     g: &mut TermGraph,
     orphans: impl IntoIterator<Item = (ResourceInstanceAddr, ProviderAddr)>,
 ) -> BTreeMap<ResourceInstanceAddr, NodeId> {

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 /// One evaluated import target.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     pub id: String,
     /// Index of its block in the root module's `imports`.
     pub block: usize,
@@ -42,7 +42,7 @@ type Targets = BTreeMap<ResourceInstanceAddr, Target>;
 
 /// The plan's import targets, evaluated once per static resource as the walk reaches it.
 #[derive(Default)]
-pub struct Imports {
+pub(crate) struct Imports {
     by_resource: Mutex<HashMap<(ModulePath, ResourceKey), Arc<Targets>>>,
     /// Instances the walk planned that an import block names (imported, or already in state).
     claimed: Mutex<BTreeSet<ResourceInstanceAddr>>,
@@ -55,7 +55,7 @@ pub struct Imports {
 impl Imports {
     /// The import block for this instance, if any (evaluating the blocks of its resource the
     /// first time one of its instances asks).
-    pub fn target(
+    pub(crate) fn target(
         &self,
         ctx: &Ctx,
         addr: &ResourceInstanceAddr,
@@ -109,7 +109,7 @@ impl Imports {
 
     /// After the walk: every evaluated target that no planned instance claimed has no
     /// configuration (a key its resource's `count`/`for_each` does not make).
-    pub fn unclaimed(&self, config: &Config) -> Diagnostics {
+    pub(crate) fn unclaimed(&self, config: &Config) -> Diagnostics {
         let claimed = self.claimed.lock().expect("imports lock");
         let mut out = Diagnostics::new();
         let cache = self.by_resource.lock().expect("imports lock");
@@ -127,7 +127,7 @@ impl Imports {
 }
 
 /// Terraform's error for an import target with no resource block (or no such instance).
-pub fn no_config(addr: &str, span: Span) -> Diagnostic {
+pub(crate) fn no_config(addr: &str, span: Span) -> Diagnostic {
     Diagnostic::error(
         "Configuration for import target does not exist",
         format!(
@@ -183,7 +183,7 @@ fn evaluate(ctx: &Ctx, module: &ModulePath, key: &ResourceKey) -> Result<Targets
 }
 
 /// One block's targets: `(instance, id)` per element of `for_each` (or one without).
-pub fn evaluate_block(
+pub(crate) fn evaluate_block(
     ctx: &Ctx,
     b: &ImportBlock,
 ) -> Result<Vec<(ResourceInstanceAddr, String)>, Diagnostics> {
@@ -290,7 +290,7 @@ fn target_addr(
 
 /// The import itself: the provider's import of `id`, then a read of what it found. Returns
 /// the object and the meta to keep with it.
-pub async fn import_object(
+pub(crate) async fn import_object(
     ctx: &Ctx,
     slot: &ProviderSlot,
     inst: &Instance,
@@ -364,7 +364,7 @@ pub async fn import_object(
 }
 
 /// Terraform's error for an id whose object the provider's read does not find.
-pub fn non_existent(addr: &ResourceInstanceAddr) -> Diagnostics {
+pub(crate) fn non_existent(addr: &ResourceInstanceAddr) -> Diagnostics {
     Diagnostic::error(
         "Cannot import non-existent remote object",
         format!("While attempting to import an existing object to \"{addr}\", the provider detected that no object exists with the given id. Only pre-existing objects can be imported; check that the id is correct and that it is associated with the provider's configured region or endpoint, or use \"cairn apply\" to create a new remote object for this resource."),
@@ -375,7 +375,7 @@ pub fn non_existent(addr: &ResourceInstanceAddr) -> Diagnostics {
 
 /// A provider's import error as Terraform shows it: each of the provider's diagnostics with
 /// its own summary and detail.
-pub fn import_failure(
+pub(crate) fn import_failure(
     addr: &ResourceInstanceAddr,
     e: &crate::provider::ProviderError,
 ) -> Diagnostics {
@@ -399,7 +399,7 @@ pub fn import_failure(
 
 /// The configuration a generated resource block stands for: the imported object without its
 /// computed-only attributes (which a configuration cannot set), nested blocks likewise.
-pub fn generated_config(schema: &crate::provider::Block, state: &Value) -> Value {
+pub(crate) fn generated_config(schema: &crate::provider::Block, state: &Value) -> Value {
     let attrs = match state.unmarked() {
         Value::Object(m) => m.clone(),
         _ => return state.clone(),
@@ -436,7 +436,7 @@ pub fn generated_config(schema: &crate::provider::Block, state: &Value) -> Value
 /// The HCL of a generated resource block, as Terraform's `-generate-config-out` writes it:
 /// a comment naming the id, the arguments in name order (computed-only ones left out, an unset
 /// one as `null`, a sensitive one as `null # sensitive`), then the nested blocks.
-pub fn generated_hcl(
+pub(crate) fn generated_hcl(
     addr: &ResourceInstanceAddr,
     id: &str,
     provider: Option<&crate::config::ProviderRef>,

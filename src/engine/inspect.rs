@@ -39,7 +39,7 @@ pub struct Inspected {
 
 /// Collects the instances in the order they finish; `take_sorted` orders them by address.
 #[derive(Default)]
-pub struct InspectPhase {
+pub(crate) struct InspectPhase {
     pub instances: Mutex<Vec<Inspected>>,
     /// One copy of each attribute source path (`Inspected::sources`).
     paths: Mutex<HashSet<Arc<str>>>,
@@ -48,7 +48,7 @@ pub struct InspectPhase {
 impl InspectPhase {
     /// A phase expecting about `n` instances (one per resource is the common case), so the
     /// list of them is not grown by doubling far past its size.
-    pub fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         InspectPhase {
             instances: Mutex::new(Vec::with_capacity(n)),
             paths: Mutex::default(),
@@ -74,7 +74,7 @@ impl InspectPhase {
     }
 
     /// Every instance, in address order.
-    pub fn take_sorted(&self) -> Vec<Inspected> {
+    pub(crate) fn take_sorted(&self) -> Vec<Inspected> {
         let mut v = std::mem::take(&mut *self.instances.lock().expect("inspect lock"));
         v.sort_unstable_by(|x, y| x.addr.cmp(&y.addr));
         v
@@ -147,7 +147,7 @@ impl Phase for InspectPhase {
 
 /// The provider packages some resource uses that Cairn does not have (evaluated without a
 /// schema), in name order.
-pub fn unchecked_providers(ctx: &Ctx) -> Vec<String> {
+pub(crate) fn unchecked_providers(ctx: &Ctx) -> Vec<String> {
     let mut out: Vec<String> = ctx
         .graph
         .provider_of
@@ -163,7 +163,7 @@ pub fn unchecked_providers(ctx: &Ctx) -> Vec<String> {
 /// The workspace `inspect` evaluates in: the selected one (`TF_WORKSPACE`, `cairn workspace
 /// select`), else the one Terraform selected in the configuration's directory (the name in
 /// `.terraform/environment`); `None` means `default`.
-pub fn selected_workspace(opts: &super::Options) -> Option<String> {
+pub(crate) fn selected_workspace(opts: &super::Options) -> Option<String> {
     if let Some(w) = &opts.workspace {
         return Some(w.clone());
     }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use tokio::sync::watch;
 
-pub struct Journal {
+pub(crate) struct Journal {
     store: Mutex<Store>,
     group: Arc<Group>,
     /// Joined when the journal is dropped or turned back into its store.
@@ -95,7 +95,7 @@ fn flush_loop(group: Arc<Group>, flusher: Flusher) {
 }
 
 impl Journal {
-    pub fn new(store: Store) -> Self {
+    pub(crate) fn new(store: Store) -> Self {
         let flusher = store.flusher();
         let head = store.head();
         let group = Arc::new(Group {
@@ -123,14 +123,14 @@ impl Journal {
         }
     }
 
-    pub fn into_store(self) -> Store {
+    pub(crate) fn into_store(self) -> Store {
         let Journal { store, thread, .. } = self;
         drop(thread);
         store.into_inner().expect("journal lock")
     }
 
     /// Appends without flushing; returns the event's sequence number.
-    pub fn append(&self, body: EventBody) -> Result<u64, Diagnostic> {
+    pub(crate) fn append(&self, body: EventBody) -> Result<u64, Diagnostic> {
         self.try_append(body).map_err(state_error)
     }
 
@@ -146,7 +146,7 @@ impl Journal {
 
     /// Appends and waits until the event is durable: a commit point. Concurrent writers share
     /// flushes (group commit).
-    pub async fn record(&self, body: EventBody) -> Result<u64, Diagnostic> {
+    pub(crate) async fn record(&self, body: EventBody) -> Result<u64, Diagnostic> {
         let seq = self.append(body)?;
         let mut rx = self.group.durable.subscribe();
         {
@@ -170,7 +170,7 @@ impl Journal {
     }
 
     /// Flushes (and lets the store write a checkpoint when one is due).
-    pub fn commit(&self) -> Result<(), Diagnostic> {
+    pub(crate) fn commit(&self) -> Result<(), Diagnostic> {
         self.try_commit().map_err(state_error)
     }
 
@@ -189,17 +189,17 @@ impl Journal {
 
     /// Why the log cannot be made durable any more, once a flush failed: no provider call
     /// that changes the world may start after that.
-    pub fn failure(&self) -> Option<String> {
+    pub(crate) fn failure(&self) -> Option<String> {
         self.group.durable.borrow().error.clone()
     }
 
     /// A copy of the current state.
-    pub fn snapshot(&self) -> Snapshot {
+    pub(crate) fn snapshot(&self) -> Snapshot {
         self.store.lock().expect("journal lock").snapshot().clone()
     }
 
     /// Reads the current state without copying it.
-    pub fn with_snapshot<T>(&self, f: impl FnOnce(&Snapshot) -> T) -> T {
+    pub(crate) fn with_snapshot<T>(&self, f: impl FnOnce(&Snapshot) -> T) -> T {
         f(self.store.lock().expect("journal lock").snapshot())
     }
 }
@@ -214,14 +214,14 @@ fn block<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-pub fn state_error(e: cairn_state::StateError) -> Diagnostic {
+pub(crate) fn state_error(e: cairn_state::StateError) -> Diagnostic {
     Diagnostic::error("State storage failed", format!("{e}"))
 }
 
 /// A state problem met by a command that works on the state itself (the state edits, the
 /// read commands), as a diagnostic: lock errors and unreadable logs get summaries of their
 /// own.
-pub fn state_diag(e: &cairn_state::StateError) -> Diagnostic {
+pub(crate) fn state_diag(e: &cairn_state::StateError) -> Diagnostic {
     use cairn_state::StateError;
     let summary = match e {
         StateError::Locked { .. } | StateError::LockedRemote { .. } => {

@@ -35,7 +35,7 @@ struct Statement {
 
 /// What the `moved` and `removed` blocks do to the prior state.
 #[derive(Clone, Debug, Default)]
-pub struct Refactor {
+pub(crate) struct Refactor {
     /// `ResourceMoved` events, in the order they apply (a chain is several).
     pub moves: Vec<(ResourceInstanceAddr, ResourceInstanceAddr)>,
     /// Moves that an object already at the destination blocked.
@@ -161,7 +161,7 @@ fn declared(config: &Config, t: &Target) -> Option<Span> {
 }
 
 /// Resolves every `moved` and `removed` block of the configuration against `prior`.
-pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
+pub(crate) fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
     let mut out = Refactor::default();
     let sources = &config.sources;
     // The statements, per module (static, relative ends made absolute in the module's static
@@ -361,7 +361,7 @@ pub fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
 }
 
 /// Applies one event to an in-memory snapshot, leaving its head (the log's real position).
-pub fn apply_event(state: &mut Snapshot, body: cairn_state::EventBody) {
+pub(crate) fn apply_event(state: &mut Snapshot, body: cairn_state::EventBody) {
     let head = state.head;
     state.apply_owned(cairn_state::Event {
         seq: head,
@@ -538,7 +538,7 @@ fn order(stmts: &[Statement], sources: &SourceMap, diags: &mut Diagnostics) -> O
 
 /// After the plan: a move from a resource instance that the configuration still declares
 /// (the plan has it, and not to delete or forget) is Terraform's error.
-pub fn check_instance_sources(
+pub(crate) fn check_instance_sources(
     config: &Config,
     refactor: &Refactor,
     plan: &crate::plan::Plan,

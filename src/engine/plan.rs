@@ -30,7 +30,7 @@ use std::time::Instant;
 
 /// What the plan walk collects.
 #[derive(Default)]
-pub struct PlanOut {
+pub(crate) struct PlanOut {
     pub changes: BTreeMap<ResourceInstanceAddr, Change>,
     pub provider_changes: BTreeMap<ProviderAddr, ProviderChange>,
     pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
@@ -45,7 +45,7 @@ pub struct PlanOut {
     pub warnings: Vec<String>,
 }
 
-pub struct PlanPhase {
+pub(crate) struct PlanPhase {
     pub mode: PlanMode,
     /// The refreshed prior state.
     pub prior: Arc<Snapshot>,
@@ -60,7 +60,7 @@ pub struct PlanPhase {
 }
 
 impl PlanPhase {
-    pub fn new(
+    pub(crate) fn new(
         mode: PlanMode,
         prior: Arc<Snapshot>,
         replace: BTreeSet<ResourceInstanceAddr>,
@@ -659,7 +659,7 @@ async fn update_now(c: &Arc<dyn Configured>, type_: &str, prior: &Value, planned
 /// A provider instance in state whose configuration is not known until apply: once the
 /// values it depends on are applied, its `diff_config` may say replace, and then its
 /// replacement deletes every object still under it (`apply::delete_under`).
-pub fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
+pub(crate) fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
     pc.action.is_replace()
         || (pc.action == Action::Update && pc.after.as_ref().is_some_and(|a| !a.is_wholly_known()))
 }
@@ -682,7 +682,7 @@ pub fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
 ///   itself lives under such an instance is deposed; if the instance turns out replaced, its
 ///   replacement deletes it with the instance's other objects, dependents first, before the
 ///   new instance is registered (`apply::delete_under`), so no object outlives its instance.
-pub fn replacement_order(
+pub(crate) fn replacement_order(
     plan: &mut crate::plan::Plan,
     graph: &super::graph::TermGraph,
     prior: &Snapshot,
@@ -742,7 +742,7 @@ pub fn replacement_order(
     }
 }
 
-pub fn replace_action(create_before_destroy: bool) -> Action {
+pub(crate) fn replace_action(create_before_destroy: bool) -> Action {
     if create_before_destroy {
         Action::CreateThenDelete
     } else {
@@ -766,7 +766,7 @@ fn same_provider_config(ctx: &Ctx, old: &ProviderAddr, slot: &ProviderSlot) -> b
 }
 
 /// `ignore_changes`: the ignored attributes take their prior values before planning.
-pub fn apply_ignore_changes(
+pub(crate) fn apply_ignore_changes(
     config: &Value,
     prior: &Value,
     ignore: &IgnoreChanges,
@@ -846,11 +846,14 @@ fn kept_config_violation(config: &Value, planned: &Value) -> Option<String> {
 }
 
 /// Unchanged, for plan decisions: marks and the types of nulls do not count.
-pub fn equal_ignoring_marks(a: &Value, b: &Value) -> bool {
+pub(crate) fn equal_ignoring_marks(a: &Value, b: &Value) -> bool {
     crate::provider::schema_util::same(a, b)
 }
 
-pub fn missing_provider(provider: &ProviderAddr, addr: &ResourceInstanceAddr) -> Diagnostics {
+pub(crate) fn missing_provider(
+    provider: &ProviderAddr,
+    addr: &ResourceInstanceAddr,
+) -> Diagnostics {
     Diagnostic::error(
         "Provider instance not available",
         format!("{addr} needs {provider}, which could not be configured (see the errors above)."),
@@ -891,7 +894,7 @@ async fn validate_instance(
 }
 
 /// A provider's warnings about an instance, at the attributes they name.
-pub fn report_warnings(
+pub(crate) fn report_warnings(
     ctx: &Ctx,
     addr: &ResourceInstanceAddr,
     warnings: &[crate::provider::ProviderDiag],
@@ -909,7 +912,7 @@ pub fn report_warnings(
 /// A provider's error for a resource instance: each diagnostic the provider gave about an
 /// attribute, at that attribute in the resource's configuration; the others (and a message
 /// with no diagnostics) as one error naming the instance, as the built-in providers' are.
-pub fn provider_failure(
+pub(crate) fn provider_failure(
     ctx: &Ctx,
     addr: &ResourceInstanceAddr,
     what: &str,
@@ -956,7 +959,7 @@ fn resource_config<'a>(
 }
 
 /// One provider diagnostic about a resource instance, at the attribute it names.
-pub fn provider_diag(
+pub(crate) fn provider_diag(
     ctx: &Ctx,
     addr: &ResourceInstanceAddr,
     d: &crate::provider::ProviderDiag,
@@ -982,7 +985,11 @@ pub fn provider_diag(
     out.with_span(span).with_address(addr)
 }
 
-pub fn provider_error(addr: &ResourceInstanceAddr, what: &str, message: &str) -> Diagnostics {
+pub(crate) fn provider_error(
+    addr: &ResourceInstanceAddr,
+    what: &str,
+    message: &str,
+) -> Diagnostics {
     let summary = match what {
         "plan" => "Provider failed to plan",
         "read" => "Error reading data source",
@@ -997,7 +1004,10 @@ pub fn provider_error(addr: &ResourceInstanceAddr, what: &str, message: &str) ->
         .into()
 }
 
-pub fn prevent_destroy_error(addr: &ResourceInstanceAddr, span: crate::diag::Span) -> Diagnostics {
+pub(crate) fn prevent_destroy_error(
+    addr: &ResourceInstanceAddr,
+    span: crate::diag::Span,
+) -> Diagnostics {
     Diagnostic::error(
         "Instance cannot be destroyed",
         format!("Resource {addr} has lifecycle.prevent_destroy set, but the plan calls for this resource to be destroyed. To avoid this error and continue with the plan, either disable lifecycle.prevent_destroy or reduce the scope of the plan using the -target flag."),

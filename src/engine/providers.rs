@@ -98,7 +98,7 @@ impl Registry {
 /// form when wholly known, so a configuration read back from state (whose nulls have lost
 /// their types) and the same configuration evaluated from the files share one configured
 /// instance, and the provider is configured once per command.
-pub fn canonical(v: &Value) -> String {
+pub(crate) fn canonical(v: &Value) -> String {
     match v.to_stored() {
         Ok(stored) => stored.to_json().to_string(),
         Err(_) => serde_json::to_string(v).unwrap_or_default(),
@@ -108,7 +108,7 @@ pub fn canonical(v: &Value) -> String {
 /// Reads the stack configuration of default providers: the `providers` object of
 /// `<root>/cairn.json`, overridden by `CAIRN_PROVIDER_<PACKAGE>_<ARGUMENT>` variables (values
 /// parsed as JSON when they parse, else taken as strings).
-pub fn stack_config(
+pub(crate) fn stack_config(
     root: &Path,
     env: &BTreeMap<String, String>,
     packages: &[&str],
@@ -183,7 +183,7 @@ pub fn stack_config(
 }
 
 /// A new provider instance id: the package and a random suffix, unique per instance created.
-pub fn new_instance_id(package: &str) -> String {
+pub(crate) fn new_instance_id(package: &str) -> String {
     use rand::Rng;
     let n: u64 = rand::thread_rng().gen();
     format!("{package}-{n:016x}")

@@ -51,7 +51,7 @@ fn local_exec_schema() -> &'static TypeSchema {
 
 /// Runs the resource's provisioners of one kind (`destroy`: the destroy-time ones) for the
 /// object `this` of instance `addr`. An error is the first failure that counts.
-pub async fn run(
+pub(crate) async fn run(
     ctx: &Arc<Ctx>,
     addr: &ResourceInstanceAddr,
     rep: &Repetition,

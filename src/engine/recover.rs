@@ -17,14 +17,14 @@ use cairn_state::{EventBody, OpAction, ResourceObject, Snapshot};
 use std::sync::Arc;
 
 /// One pending operation and how it was resolved.
-pub struct Resolution {
+pub(crate) struct Resolution {
     pub event: EventBody,
     /// A sentence for the user.
     pub message: String,
 }
 
 /// Resolves every pending operation in `snapshot` (without recording anything).
-pub async fn resolve(
+pub(crate) async fn resolve(
     snapshot: &Snapshot,
     registry: &Arc<Registry>,
 ) -> (Vec<Resolution>, Vec<Diagnostic>) {

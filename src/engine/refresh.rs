@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// What refresh found.
-pub struct Refreshed {
+pub(crate) struct Refreshed {
     /// The prior state with every successful read applied.
     pub snapshot: Snapshot,
     /// Objects whose state changed outside Cairn, in address order.
@@ -40,7 +40,7 @@ enum RNode {
 }
 
 /// Reads every managed instance in `prior` through its provider instance from state.
-pub async fn refresh(
+pub(crate) async fn refresh(
     prior: &Snapshot,
     registry: &Arc<Registry>,
     limits: &Limits,

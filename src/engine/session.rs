@@ -25,7 +25,7 @@ use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 
 /// One open, recorded run (see the module's documentation).
-pub struct RunSession {
+pub(crate) struct RunSession {
     journal: Arc<Journal>,
     /// The seq of its `RunStarted`.
     pub run: u64,
@@ -64,7 +64,7 @@ impl RunSession {
     /// Opens the store, begins the run, and resolves pending operations through `registry`
     /// (notes and errors of the recovery go to `notes` and `diags`). Returns the session and
     /// the state as the run starts, after recovery.
-    pub async fn begin(
+    pub(crate) async fn begin(
         opts: &Options,
         registry: &Arc<Registry>,
         notes: &mut Vec<String>,
@@ -88,13 +88,13 @@ impl RunSession {
     }
 
     /// The journal the run's events go through (shared with the walk's tasks).
-    pub fn journal(&self) -> &Arc<Journal> {
+    pub(crate) fn journal(&self) -> &Arc<Journal> {
         &self.journal
     }
 
     /// Finishes the run with `outcome` (the last holder of the journal does; the walk's tasks
     /// have all returned by then). A failure to record is added to `diags`.
-    pub fn finish(
+    pub(crate) fn finish(
         self,
         outcome: RunOutcome,
         summary: RunSummary,

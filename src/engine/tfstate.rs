@@ -21,14 +21,14 @@ use std::sync::Arc;
 type Packages = BTreeMap<String, Arc<dyn Provider>>;
 
 /// A Terraform state read for import: its `StateImported` event and its root outputs.
-pub struct TfImport {
+pub(crate) struct TfImport {
     pub event: EventBody,
     pub outputs: BTreeMap<String, cairn_state::OutputValue>,
 }
 
 impl TfImport {
     /// (provider instances, resource instances) the import brings.
-    pub fn counts(&self) -> (usize, usize) {
+    pub(crate) fn counts(&self) -> (usize, usize) {
         match &self.event {
             EventBody::StateImported {
                 providers,
@@ -44,7 +44,7 @@ impl TfImport {
 /// provider: configured from the stack configuration of `dir` and `env`, exactly as the
 /// engine configures a default provider, so an immediate plan of an unchanged configuration
 /// shows no changes.
-pub fn read_tfstate(
+pub(crate) fn read_tfstate(
     text: &str,
     dir: &Path,
     env: &BTreeMap<String, String>,
@@ -73,7 +73,7 @@ pub fn read_tfstate(
 
 /// The state as a `terraform.tfstate` document (`state pull`), attributes of dynamic type
 /// wrapped as Terraform reads them.
-pub fn export(snap: &Snapshot, lineage: &str) -> J {
+pub(crate) fn export(snap: &Snapshot, lineage: &str) -> J {
     let mut doc = cairn_state::export_tfstate(snap, lineage, snap.head);
     wrap_dynamic(&crate::provider::builtin::builtin(), &mut doc);
     doc

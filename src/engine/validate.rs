@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// What `validate` checks, and with what. The CLI fills it; the engine reads no environment.
 #[derive(Clone, Debug)]
-pub struct ValidateRequest {
+pub(crate) struct ValidateRequest {
     /// The root module's directory.
     pub dir: PathBuf,
     /// Where installed plugins' cached schemas are.
@@ -22,7 +22,7 @@ pub struct ValidateRequest {
 
 /// Checks the configuration of `req.dir`: every problem found is in the report's
 /// diagnostics, with the configuration (when it loaded) to render them.
-pub fn validate(req: &ValidateRequest) -> Report<()> {
+pub(crate) fn validate(req: &ValidateRequest) -> Report<()> {
     let (config, mut diags) = crate::config::load(&req.dir);
     if let Some(config) = &config {
         diags.extend(crate::config::unsupported_blocks(config, false));
@@ -67,7 +67,7 @@ pub fn validate(req: &ValidateRequest) -> Report<()> {
 /// you mean"), and an unknown provider package — an error when `absent_is_error` (`init`,
 /// which must have every provider), else one warning naming them all (`validate`: a
 /// configuration is not invalid because Cairn lacks its provider).
-pub fn check_types(
+pub(crate) fn check_types(
     config: &Config,
     providers: &BTreeMap<String, Arc<dyn crate::provider::Provider>>,
     absent_is_error: bool,
@@ -148,7 +148,7 @@ fn capitalize(s: &str) -> String {
 
 /// What drawing a state (`cairn show`, `state show`, `show -json`) needs of the configuration
 /// in the working directory, found without starting a process.
-pub struct StateView {
+pub(crate) struct StateView {
     /// The nested-block shapes of the state's resource types, so the state is drawn as
     /// Terraform draws it: from the built-in providers and the plugins' cached schemas. Types
     /// whose schema is not at hand (no configuration here, a plugin never run) have none and
@@ -158,7 +158,7 @@ pub struct StateView {
     pub sources: BTreeMap<String, String>,
 }
 
-pub fn state_view(req: &ValidateRequest, state: &cairn_state::Snapshot) -> StateView {
+pub(crate) fn state_view(req: &ValidateRequest, state: &cairn_state::Snapshot) -> StateView {
     let types: std::collections::BTreeSet<(cairn_state::Mode, &str)> = state
         .resources
         .keys()

@@ -158,7 +158,7 @@ impl InstanceValues {
 }
 
 /// Key of a resource inside one module instance.
-pub type ResourceKey = (Mode, String, String);
+pub(crate) type ResourceKey = (Mode, String, String);
 
 /// Every evaluated value, by module instance.
 #[derive(Debug, Default)]
@@ -284,7 +284,7 @@ impl Values {
 
 /// Where a module instance's files live, for `path.*` and the filesystem functions.
 #[derive(Clone, Debug)]
-pub struct Paths {
+pub(crate) struct Paths {
     /// `path.module` as Terraform shows it: relative to the working directory (`.` for root).
     pub module_rel: String,
     pub module_dir: PathBuf,
@@ -293,7 +293,7 @@ pub struct Paths {
 }
 
 /// The scope of one evaluation: a module instance, its repetition, and the values so far.
-pub struct InstanceScope<'a> {
+pub(crate) struct InstanceScope<'a> {
     pub values: &'a Values,
     pub module: &'a ModulePath,
     pub repetition: &'a Repetition,

@@ -24,7 +24,7 @@ use tokio::task::JoinSet;
 
 /// What limits the work in flight: the provider-call semaphore and the stop flag.
 #[derive(Clone)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Held only around provider calls; sized by `-parallelism`.
     pub calls: Arc<Semaphore>,
     /// Set by Ctrl-C: start nothing new.
@@ -35,17 +35,17 @@ pub struct Limits {
 
 impl Limits {
     /// True when the property tests broke rule `s` for this run (never otherwise).
-    pub fn broken(&self, s: Sabotage) -> bool {
+    pub(crate) fn broken(&self, s: Sabotage) -> bool {
         self.sabotage == Some(s)
     }
-    pub fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 }
 
 /// How a walk ended, node by node.
 #[derive(Debug, Default)]
-pub struct WalkOutcome {
+pub(crate) struct WalkOutcome {
     pub failed: BTreeSet<NodeId>,
     /// Dependents of failed nodes: never run.
     pub skipped: BTreeSet<NodeId>,
@@ -54,18 +54,18 @@ pub struct WalkOutcome {
 }
 
 impl WalkOutcome {
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.failed.is_empty() && self.skipped.is_empty() && self.not_run.is_empty()
     }
 }
 
-pub type NodeFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
+pub(crate) type NodeFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
 
 /// Walks `dag` in dependency order. `visit(id)` returns a future that does the node's work and
 /// resolves to `true` on success; it is polled once in place and, if it has to wait, spawned
 /// on the runtime, so it owns what it needs.
 /// `on_counts` is told (done, running, left) as the walk moves.
-pub async fn walk<N>(
+pub(crate) async fn walk<N>(
     dag: &Dag<N>,
     limits: &Limits,
     mut visit: impl FnMut(NodeId) -> NodeFuture,

@@ -32,6 +32,8 @@
 //! 8. The snapshot held equals a full replay of the log.
 //! 9. Every checkpoint decodes and equals the replay of the log up to its position.
 
+#![warn(unreachable_pub)]
+
 pub(crate) mod addr;
 pub mod backend;
 pub mod check;
