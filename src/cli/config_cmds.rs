@@ -16,7 +16,7 @@
 
 use super::args::{ForceUnlockArgs, InitArgs, ValidateArgs};
 use super::output::Exit;
-use super::state_cmds::{open_store, state_diag};
+use super::state_cmds::state_diag;
 use super::Context;
 use crate::config::{Config, Module};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
@@ -29,7 +29,6 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
 
 /// The CLI configuration (`provider_installation`, `plugin_cache_dir`, …) that the process
 /// environment names (`CAIRN_CLI_CONFIG_FILE`, `TF_CLI_CONFIG_FILE`, `~/.terraformrc`): the
@@ -641,7 +640,7 @@ fn describe(addr: &SourceAddr, sel: &Selected) -> String {
 
 /// Creates the state directory if needed and says what is there.
 fn state_dir_status(ctx: &Context) -> Result<String, Diagnostic> {
-    if let Some(store) = open_store(ctx, "init", false, Duration::ZERO)? {
+    if let Some(store) = ctx.read_store("init")? {
         let dir = store.location();
         let s = store.snapshot();
         return Ok(format!(

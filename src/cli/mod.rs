@@ -50,6 +50,44 @@ pub struct Context {
 }
 
 impl Context {
+    /// The state store opened for reading (`None`: there is no state yet), the store's
+    /// warnings (torn tail, bad checkpoint) printed.
+    pub(crate) fn read_store(
+        &self,
+        command: &str,
+    ) -> Result<Option<cairn_state::Store>, Diagnostic> {
+        let opts = cairn_state::OpenOptions {
+            command: command.to_string(),
+            lock_timeout: std::time::Duration::ZERO,
+            write: false,
+        };
+        match cairn_state::Store::open(&self.state_dir, &opts) {
+            Ok((store, warnings)) => {
+                for w in warnings {
+                    let d = Diagnostic::warning("State recovered", w);
+                    self.report(&SourceMap::new(), &Diagnostics::from(d), false);
+                }
+                Ok(Some(store))
+            }
+            Err(cairn_state::StateError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(crate::engine::journal::state_diag(&e)),
+        }
+    }
+
+    /// What drawing `state` needs of the configuration in the working directory (nested
+    /// block shapes, provider source addresses), found without starting a provider.
+    pub(crate) fn state_view(
+        &self,
+        state: &cairn_state::Snapshot,
+    ) -> crate::engine::validate::StateView {
+        let req = crate::engine::validate::ValidateRequest {
+            dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+            state_dir: self.state_dir.clone(),
+            env: std::env::vars().collect(),
+        };
+        crate::engine::validate::state_view(&req, state)
+    }
+
     /// Colour for (stdout, stderr) given the command's `-no-color`.
     pub fn colors(&self, no_color: bool) -> (bool, bool) {
         let env = std::env::var("NO_COLOR").ok();

@@ -15,7 +15,6 @@ use super::args::ShowArgs;
 use super::output::{render_width, Exit, JsonUi};
 use super::progress::resource_json;
 use super::prompt::{self, Answer, Question};
-use super::state_cmds::open_store;
 use super::Context;
 use crate::config::VarArg;
 use crate::diag::Diagnostic;
@@ -25,7 +24,6 @@ use cairn_state::Snapshot;
 use serde_json::{json, Map, Value as J};
 use std::io::BufRead;
 use std::path::Path;
-use std::time::Duration;
 
 /// The version of the saved plan format this Cairn writes and reads.
 pub const PLAN_FORMAT: u64 = 2;
@@ -262,12 +260,12 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
         }
         return Exit::Ok;
     }
-    let snap = match open_store(ctx, "show", false, Duration::ZERO) {
+    let snap = match ctx.read_store("show") {
         Ok(Some(store)) => store.snapshot().clone(),
         Ok(None) => Snapshot::new(),
         Err(d) => return ctx.fail(d, a.ui.no_color),
     };
-    let view = crate::engine::validate::state_view(&schema_request(ctx), &snap);
+    let view = ctx.state_view(&snap);
     if a.ui.json {
         let j = crate::plan::json::state_json(&snap, &view.sources);
         let text = serde_json::to_string(&j).unwrap_or_default();
@@ -280,16 +278,6 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
         ));
     }
     Exit::Ok
-}
-
-/// Where the schemas of the configuration in the working directory are (for drawing a state
-/// with its nested blocks).
-pub(crate) fn schema_request(ctx: &Context) -> crate::engine::validate::ValidateRequest {
-    crate::engine::validate::ValidateRequest {
-        dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
-        state_dir: ctx.state_dir.clone(),
-        env: std::env::vars().collect(),
-    }
 }
 
 /// `graph`: the engine's graph as DOT, or as SVG through Graphviz.

@@ -23,8 +23,8 @@ use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::engine::edit::{EditRequest, StateEdit};
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{
-    Event, EventBody, OpenOptions, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunSummary,
-    Snapshot, StateError, Store, StoredValue, Target,
+    Event, EventBody, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot,
+    StateError, StoredValue, Target,
 };
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
@@ -41,34 +41,9 @@ fn capitalized(s: &str) -> String {
 
 pub(crate) use crate::engine::journal::state_diag;
 
-/// Opens the store for a command, printing the store's warnings (torn tail, bad checkpoint).
-pub(crate) fn open_store(
-    ctx: &Context,
-    command: &str,
-    write: bool,
-    lock_timeout: Duration,
-) -> Result<Option<Store>, Diagnostic> {
-    let opts = OpenOptions {
-        command: command.to_string(),
-        lock_timeout,
-        write,
-    };
-    match Store::open(&ctx.state_dir, &opts) {
-        Ok((store, warnings)) => {
-            for w in warnings {
-                let d = Diagnostic::warning("State recovered", w);
-                ctx.report(&SourceMap::new(), &Diagnostics::from(d), false);
-            }
-            Ok(Some(store))
-        }
-        Err(StateError::NotFound { .. }) if !write => Ok(None),
-        Err(e) => Err(state_diag(&e)),
-    }
-}
-
 /// The snapshot to read: now, or after event `at`.
 fn read_snapshot(ctx: &Context, command: &str, at: Option<u64>) -> Result<Snapshot, Diagnostic> {
-    let Some(store) = open_store(ctx, command, false, Duration::ZERO)? else {
+    let Some(store) = ctx.read_store(command)? else {
         return match at {
             Some(seq) if seq > 0 => Err(state_diag(&StateError::OutOfRange { seq, head: 0 })),
             _ => Ok(Snapshot::new()),
@@ -229,7 +204,7 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
             color,
             width: super::output::render_width(ctx.stdout_tty),
         };
-        let view = crate::engine::validate::state_view(&super::run_cmds::schema_request(ctx), &one);
+        let view = ctx.state_view(&one);
         let text = crate::plan::render::render_state(&one, &opts, &view.shapes);
         ctx.out(&format!("{}\n", text.trim_end()));
         return Ok(Exit::Ok);
@@ -337,7 +312,7 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
 }
 
 fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
-    let Some(store) = open_store(ctx, "state pull", false, Duration::ZERO)? else {
+    let Some(store) = ctx.read_store("state pull")? else {
         return Err(state_diag(&StateError::NotFound {
             dir: ctx.state_dir.clone(),
         }));
@@ -378,7 +353,7 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
 }
 
 fn check(ctx: &Context) -> Result<Exit, Diagnostic> {
-    let Some(store) = open_store(ctx, "state check", false, Duration::ZERO)? else {
+    let Some(store) = ctx.read_store("state check")? else {
         ctx.out("No state yet: nothing to check.\n");
         return Ok(Exit::Ok);
     };
@@ -772,7 +747,7 @@ pub(crate) fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -
 }
 
 pub(crate) fn log(ctx: &Context, a: &LogArgs) -> Exit {
-    let store = match open_store(ctx, "log", false, Duration::ZERO) {
+    let store = match ctx.read_store("log") {
         Ok(Some(s)) => s,
         Ok(None) => {
             if !a.ui.json {
