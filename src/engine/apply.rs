@@ -870,14 +870,7 @@ fn resource_deps(ctx: &Arc<Ctx>, inst: &Instance) -> Vec<ResourceInstanceAddr> {
 
 /// [`resource_deps`] by address (what the plan compares with the dependencies in state).
 pub(crate) fn instance_deps(ctx: &Ctx, addr: &ResourceInstanceAddr) -> Vec<ResourceInstanceAddr> {
-    let Some(start) = ctx.graph.id(&Node::Resource {
-        module: addr.resource.module.without_keys(),
-        key: crate::config::ResourceKey {
-            mode: addr.resource.mode,
-            type_: addr.resource.type_.clone(),
-            name: addr.resource.name.clone(),
-        },
-    }) else {
+    let Some(start) = ctx.graph.id(&Node::of_instance(addr)) else {
         return Vec::new();
     };
     let values = ctx.values.read().expect("values lock");
@@ -1090,14 +1083,7 @@ pub(crate) fn add_destroys(
         .filter(|c| matches!(c.action, Action::Delete | Action::DeleteThenCreate))
         .map(|c| &c.addr)
         .collect();
-    let static_node = |addr: &ResourceInstanceAddr| Node::Resource {
-        module: addr.resource.module.without_keys(),
-        key: crate::config::ResourceKey {
-            mode: addr.resource.mode,
-            type_: addr.resource.type_.clone(),
-            name: addr.resource.name.clone(),
-        },
-    };
+    let static_node = Node::of_instance;
     for change in &plan.changes {
         let deposed = match change.action {
             Action::Delete | Action::DeleteThenCreate => None,

@@ -62,6 +62,18 @@ pub(crate) enum Node {
 }
 
 impl Node {
+    /// The resource block node of an instance (module instance keys dropped).
+    pub(crate) fn of_instance(addr: &ResourceInstanceAddr) -> Node {
+        Node::Resource {
+            module: addr.resource.module.without_keys(),
+            key: ResourceKey {
+                mode: addr.resource.mode,
+                type_: addr.resource.type_.clone(),
+                name: addr.resource.name.clone(),
+            },
+        }
+    }
+
     /// The module the node lives in (for a call: the calling module).
     pub(crate) fn module(&self) -> &ModulePath {
         match self {

@@ -728,14 +728,7 @@ pub(crate) fn replacement_order(
         if change.action != Action::DeleteThenCreate {
             continue;
         }
-        let node = Node::Resource {
-            module: change.addr.resource.module.without_keys(),
-            key: crate::config::ResourceKey {
-                mode: change.addr.resource.mode,
-                type_: change.addr.resource.type_.clone(),
-                name: change.addr.resource.name.clone(),
-            },
-        };
+        let node = Node::of_instance(&change.addr);
         if graph.id(&node).is_some_and(|id| upstream.contains(&id)) {
             change.action = Action::CreateThenDelete;
         }

@@ -917,16 +917,7 @@ pub fn graph_dot(opts: &Options, kind: GraphKind, plan: Option<&Plan>) -> Report
                     p.changes
                         .iter()
                         .filter(|c| c.action == Action::Read)
-                        .filter_map(|c| {
-                            graph.id(&Node::Resource {
-                                module: c.addr.resource.module.without_keys(),
-                                key: ResourceKey {
-                                    mode: c.addr.resource.mode,
-                                    type_: c.addr.resource.type_.clone(),
-                                    name: c.addr.resource.name.clone(),
-                                },
-                            })
-                        })
+                        .filter_map(|c| graph.id(&Node::of_instance(&c.addr)))
                         .collect()
                 })
                 .unwrap_or_default();

@@ -571,13 +571,7 @@ pub(crate) fn state_json(state: &cairn_state::Snapshot, sources: &BTreeMap<Strin
             let deps: std::collections::BTreeSet<String> = o
                 .deps
                 .iter()
-                .map(|d| {
-                    cairn_state::ResourceAddr {
-                        module: d.resource.module.without_keys(),
-                        ..d.resource.clone()
-                    }
-                    .to_string()
-                })
+                .map(|d| d.config_resource().to_string())
                 .collect();
             if !deps.is_empty() {
                 j.insert("depends_on".into(), json!(deps));

@@ -175,6 +175,17 @@ pub struct ResourceInstanceAddr {
     pub key: Option<InstanceKey>,
 }
 
+impl ResourceInstanceAddr {
+    /// The resource block this instance comes from, with module instance keys dropped
+    /// (Terraform's "config resource": how a state's `dependencies` name a resource).
+    pub fn config_resource(&self) -> ResourceAddr {
+        ResourceAddr {
+            module: self.resource.module.without_keys(),
+            ..self.resource.clone()
+        }
+    }
+}
+
 impl fmt::Display for ResourceInstanceAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.resource)?;

@@ -164,13 +164,7 @@ fn instance_json(
     o.insert("sensitive_attributes".into(), J::Array(sensitive));
     let deps: BTreeSet<String> = deps
         .iter()
-        .map(|d| {
-            ResourceAddr {
-                module: d.resource.module.without_keys(),
-                ..d.resource.clone()
-            }
-            .to_string()
-        })
+        .map(|d| d.config_resource().to_string())
         .collect();
     if !deps.is_empty() {
         o.insert("dependencies".into(), json!(deps));
