@@ -1188,7 +1188,7 @@ pub(crate) fn add_destroys(
         .filter(|pc| pc.action == Action::Update && may_be_replaced_at_apply(pc))
         .map(|pc| &pc.addr)
         .collect();
-    for inst in prior.resources.values() {
+    for (addr, inst) in &prior.resources {
         let Some(obj) = &inst.current else { continue };
         if !reconfigured.contains(&obj.provider.addr) {
             continue;
@@ -1198,6 +1198,14 @@ pub(crate) fn add_destroys(
         }) else {
             continue;
         };
+        // An object the plan deletes before the instance is registered is gone by then: the
+        // instance cannot delete it, and its own delete already precedes its dependencies'.
+        if ids
+            .get(addr)
+            .is_some_and(|&own| g.dag.transitive_dependencies(p).contains(&own))
+        {
+            continue;
+        }
         for dep in &obj.deps {
             if let (true, Some(&dep_id)) = (current_deletes.contains(dep), ids.get(dep)) {
                 if !g.dag.transitive_dependencies(p).contains(&dep_id) {

@@ -173,12 +173,17 @@ impl PlanPhase {
                 replace_reason = Some(Reason::ReplaceBecauseTainted);
             } else if self.replace.contains(&inst.addr) {
                 replace_reason = Some(Reason::ReplaceByRequest);
-            } else if self.out().replaced_providers.contains(&inst.provider)
-                || (p.provider.addr != inst.provider
-                    && !same_provider_config(ctx, &p.provider.addr, &slot))
+            } else if self.out().replaced_providers.contains(&inst.provider) {
+                replace_reason = Some(Reason::ReplaceBecauseProviderChanged {
+                    provider: inst.provider.clone(),
+                    from: None,
+                });
+            } else if p.provider.addr != inst.provider
+                && !same_provider_config(ctx, &p.provider.addr, &slot)
             {
                 replace_reason = Some(Reason::ReplaceBecauseProviderChanged {
                     provider: inst.provider.clone(),
+                    from: Some(p.provider.addr.clone()),
                 });
             }
         }

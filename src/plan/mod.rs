@@ -74,6 +74,9 @@ pub enum Reason {
     /// resource moved to a provider instance with a different configuration.
     ReplaceBecauseProviderChanged {
         provider: ProviderAddr,
+        /// The instance the object moves from, when it moves (else `provider` is replaced).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<ProviderAddr>,
     },
     DeleteBecauseNoResourceConfig,
     DeleteBecauseCountIndex,

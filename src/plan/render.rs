@@ -1696,9 +1696,14 @@ pub(crate) fn reason_text(addr: &ResourceInstanceAddr, reason: &Reason) -> Optio
         | Reason::ReplaceBecauseTainted
         | Reason::ReplaceByRequest
         | Reason::ReplaceByTriggers => return None,
-        Reason::ReplaceBecauseProviderChanged { provider } => {
-            format!("because its provider instance {provider} is replaced")
-        }
+        Reason::ReplaceBecauseProviderChanged {
+            provider,
+            from: None,
+        } => format!("because its provider instance {provider} is replaced"),
+        Reason::ReplaceBecauseProviderChanged {
+            provider,
+            from: Some(from),
+        } => format!("because it moves from {from} to {provider}, which is configured differently"),
         Reason::DeleteBecauseNoResourceConfig => {
             format!("because {} is not in configuration", addr.resource)
         }

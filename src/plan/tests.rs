@@ -295,6 +295,7 @@ fn replace_in_both_orders_marks_forcing_attributes() {
     );
     moved.reason = Some(Reason::ReplaceBecauseProviderChanged {
         provider: provider("provider[\"sim\"].east"),
+        from: None,
     });
     moved.provider = provider("provider[\"sim\"].east");
     let mut p = plan(PlanMode::Normal, vec![dtc, cbd, tainted, moved]);

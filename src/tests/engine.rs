@@ -589,6 +589,7 @@ scenarios!(
     provider_move_dependent_replaced,
     provider_reads_moved_dependency,
     provider_reads_its_own_object,
+    provider_moved_resources_replaced,
     json_syntax,
     overrides,
 );
