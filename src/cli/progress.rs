@@ -141,6 +141,46 @@ struct Running {
     since: Instant,
     /// How many `STILL_RUNNING_EVERY` intervals have been reported.
     reported: u64,
+    /// The address as the lines show it (with its deposed key) and the object's id.
+    shown: String,
+    id: Option<String>,
+}
+
+/// A call that crossed a new "still running" interval.
+struct Due {
+    addr: ResourceInstanceAddr,
+    shown: String,
+    id: Option<String>,
+    action: Action,
+    elapsed: Duration,
+}
+
+impl Due {
+    /// `sim_thing.a: Still destroying... [id=a-1, 10s elapsed]`, as Terraform prints it.
+    fn line(&self) -> String {
+        format!("{}: {}", self.shown, self.what())
+    }
+
+    /// The line after the address.
+    fn what(&self) -> String {
+        let id = match &self.id {
+            Some(id) => format!("id={id}, "),
+            None => String::new(),
+        };
+        format!(
+            "{}... [{id}{} elapsed]",
+            words(self.action).2,
+            fmt_elapsed(self.elapsed)
+        )
+    }
+}
+
+/// An address as the progress lines show it: a deposed object's with its key, as Terraform.
+fn shown(addr: &ResourceInstanceAddr, deposed: &Option<String>) -> String {
+    match deposed {
+        Some(key) => format!("{addr} (deposed object {key})"),
+        None => addr.to_string(),
+    }
 }
 
 /// What both observers track: calls in flight and the diagnostics seen.
@@ -153,12 +193,24 @@ struct Tracker {
 
 impl Tracker {
     fn start(&mut self, addr: &ResourceInstanceAddr, action: Action) {
+        self.start_shown(addr, action, addr.to_string(), None);
+    }
+
+    fn start_shown(
+        &mut self,
+        addr: &ResourceInstanceAddr,
+        action: Action,
+        shown: String,
+        id: Option<String>,
+    ) {
         self.running.insert(
             addr.clone(),
             Running {
                 action,
                 since: Instant::now(),
                 reported: 0,
+                shown,
+                id,
             },
         );
     }
@@ -171,32 +223,46 @@ impl Tracker {
         action: Action,
         elapsed: Duration,
         every: Duration,
-    ) -> Option<Duration> {
+    ) -> Option<Due> {
         let r = self.running.entry(addr.clone()).or_insert_with(|| Running {
             action,
             since: Instant::now()
                 .checked_sub(elapsed)
                 .unwrap_or_else(Instant::now),
             reported: 0,
+            shown: addr.to_string(),
+            id: None,
         });
         let n = (elapsed.as_nanos() / every.as_nanos().max(1)) as u64;
         if n > r.reported {
             r.reported = n;
-            Some(every * n as u32)
+            Some(Due {
+                addr: addr.clone(),
+                shown: r.shown.clone(),
+                id: r.id.clone(),
+                action,
+                elapsed: every * n as u32,
+            })
         } else {
             None
         }
     }
 
     /// Every call that crossed a new interval since the last tick.
-    fn due(&mut self, every: Duration) -> Vec<(ResourceInstanceAddr, Action, Duration)> {
+    fn due(&mut self, every: Duration) -> Vec<Due> {
         let now = Instant::now();
         let mut due = Vec::new();
         for (addr, r) in &mut self.running {
             let n = (now.duration_since(r.since).as_nanos() / every.as_nanos().max(1)) as u64;
             if n > r.reported {
                 r.reported = n;
-                due.push((addr.clone(), r.action, every * n as u32));
+                due.push(Due {
+                    addr: addr.clone(),
+                    shown: r.shown.clone(),
+                    id: r.id.clone(),
+                    action: r.action,
+                    elapsed: every * n as u32,
+                });
             }
         }
         due
@@ -291,22 +357,14 @@ impl HumanShared {
 
     fn tick(&self) {
         let due = lock(&self.tracker).due(self.opts.still_every);
-        let lines: Vec<String> = due
-            .into_iter()
-            .map(|(addr, action, elapsed)| self.still_line(&addr, action, elapsed))
-            .collect();
+        let lines: Vec<String> = due.iter().map(|d| self.still_line(d)).collect();
         if !lines.is_empty() || self.opts.status_line {
             self.lines(&lines);
         }
     }
 
-    fn still_line(&self, addr: &ResourceInstanceAddr, action: Action, elapsed: Duration) -> String {
-        format!(
-            "{}: {}... [{} elapsed]",
-            self.bold(&addr.to_string()),
-            words(action).2,
-            fmt_elapsed(elapsed)
-        )
+    fn still_line(&self, due: &Due) -> String {
+        format!("{}: {}", self.bold(&due.shown), due.what())
     }
 
     fn event(&self, event: Progress) {
@@ -349,12 +407,19 @@ impl HumanShared {
                 lock(&self.tracker).running.remove(&addr);
                 format!("{}: Read complete after {}", b(&addr), fmt_elapsed(elapsed))
             }
-            Progress::ApplyStart { addr, action } => {
+            Progress::ApplyStart {
+                addr,
+                action,
+                id: i,
+                deposed,
+            } => {
                 if action == Action::NoOp {
                     return;
                 }
-                lock(&self.tracker).start(&addr, action);
-                format!("{}: {}...", b(&addr), words(action).0)
+                let s = shown(&addr, &deposed);
+                let line = format!("{}: {}...{}", self.bold(&s), words(action).0, id(&i));
+                lock(&self.tracker).start_shown(&addr, action, s, i);
+                line
             }
             Progress::ApplyProgress {
                 addr,
@@ -363,7 +428,7 @@ impl HumanShared {
             } => {
                 let every = self.opts.still_every;
                 match lock(&self.tracker).progress(&addr, action, elapsed, every) {
-                    Some(e) => self.still_line(&addr, action, e),
+                    Some(due) => self.still_line(&due),
                     None => return,
                 }
             }
@@ -372,6 +437,7 @@ impl HumanShared {
                 action,
                 id: i,
                 elapsed,
+                deposed,
             } => {
                 lock(&self.tracker).running.remove(&addr);
                 if action == Action::NoOp {
@@ -379,7 +445,7 @@ impl HumanShared {
                 }
                 format!(
                     "{}: {} after {}{}",
-                    b(&addr),
+                    self.bold(&shown(&addr, &deposed)),
                     words(action).1,
                     fmt_elapsed(elapsed),
                     id(&i)
@@ -389,12 +455,13 @@ impl HumanShared {
                 addr,
                 action,
                 elapsed,
+                deposed,
                 ..
             } => {
                 lock(&self.tracker).running.remove(&addr);
                 format!(
                     "{}: {} after {}",
-                    b(&addr),
+                    self.bold(&shown(&addr, &deposed)),
                     words(action).3,
                     fmt_elapsed(elapsed)
                 )
@@ -550,24 +617,20 @@ impl JsonShared {
         self.ui.emit(level, &message, type_, f);
     }
 
-    fn progress(&self, addr: &ResourceInstanceAddr, action: Action, elapsed: Duration) {
+    fn progress(&self, due: &Due) {
         self.hook(
             "info",
-            format!(
-                "{addr}: {}... [{} elapsed]",
-                words(action).2,
-                fmt_elapsed(elapsed)
-            ),
+            due.line(),
             "apply_progress",
-            json!({"resource": resource_json(addr), "action": hook_action(action),
-                   "elapsed_seconds": elapsed.as_secs()}),
+            json!({"resource": resource_json(&due.addr), "action": hook_action(due.action),
+                   "elapsed_seconds": due.elapsed.as_secs()}),
         );
     }
 
     fn tick(&self) {
         let due = lock(&self.tracker).due(self.still_every);
-        for (addr, action, elapsed) in due {
-            self.progress(&addr, action, elapsed);
+        for d in &due {
+            self.progress(d);
         }
     }
 
@@ -638,17 +701,26 @@ impl JsonShared {
                            "elapsed_seconds": elapsed.as_secs()}),
                 );
             }
-            Progress::ApplyStart { addr, action } => {
+            Progress::ApplyStart {
+                addr,
+                action,
+                id,
+                deposed: _,
+            } => {
                 if action == Action::NoOp {
                     return;
                 }
+                // Terraform's JSON messages name no deposed key and their "still" lines no id.
+                let mut message = format!("{addr}: {}...", words(action).0);
+                let mut hook =
+                    json!({"resource": resource_json(&addr), "action": hook_action(action)});
+                if let Some(id) = &id {
+                    message.push_str(&format!(" [id={id}]"));
+                    hook["id_key"] = J::from("id");
+                    hook["id_value"] = J::from(id.as_str());
+                }
                 lock(&self.tracker).start(&addr, action);
-                self.hook(
-                    "info",
-                    format!("{addr}: {}...", words(action).0),
-                    "apply_start",
-                    json!({"resource": resource_json(&addr), "action": hook_action(action)}),
-                );
+                self.hook("info", message, "apply_start", hook);
             }
             Progress::ApplyProgress {
                 addr,
@@ -656,8 +728,8 @@ impl JsonShared {
                 elapsed,
             } => {
                 let due = lock(&self.tracker).progress(&addr, action, elapsed, self.still_every);
-                if let Some(e) = due {
-                    self.progress(&addr, action, e);
+                if let Some(d) = due {
+                    self.progress(&d);
                 }
             }
             Progress::ApplyDone {
@@ -665,6 +737,7 @@ impl JsonShared {
                 action,
                 id,
                 elapsed,
+                deposed: _,
             } => {
                 lock(&self.tracker).running.remove(&addr);
                 if action == Action::NoOp {
@@ -686,6 +759,7 @@ impl JsonShared {
                 addr,
                 action,
                 elapsed,
+                deposed: _,
                 ..
             } => {
                 lock(&self.tracker).running.remove(&addr);
@@ -872,6 +946,8 @@ mod tests {
             Progress::ApplyStart {
                 addr: addr("sim_thing.a"),
                 action: Action::Create,
+                id: None,
+                deposed: None,
             },
             Progress::ApplyProgress {
                 addr: addr("sim_thing.a"),
@@ -888,46 +964,59 @@ mod tests {
                 action: Action::Create,
                 id: Some("a-1".into()),
                 elapsed: secs(12),
+                deposed: None,
             },
             Progress::ApplyStart {
                 addr: addr("module.m[\"k\"].sim_thing.b[0]"),
                 action: Action::Update,
+                id: Some("b-1".into()),
+                deposed: None,
             },
             Progress::ApplyDone {
                 addr: addr("module.m[\"k\"].sim_thing.b[0]"),
                 action: Action::Update,
                 id: Some("b-1".into()),
                 elapsed: secs(75),
+                deposed: None,
             },
             Progress::ApplyStart {
                 addr: addr("sim_thing.old"),
                 action: Action::Delete,
+                id: Some("old-1".into()),
+                deposed: Some("0a1b2c3d".into()),
             },
             Progress::ApplyDone {
                 addr: addr("sim_thing.old"),
                 action: Action::Delete,
                 id: None,
                 elapsed: secs(0),
+                deposed: Some("0a1b2c3d".into()),
             },
             Progress::ApplyStart {
                 addr: addr("sim_thing.c"),
                 action: Action::DeleteThenCreate,
+                id: None,
+                deposed: None,
             },
             Progress::ApplyErrored {
                 addr: addr("sim_thing.c"),
                 action: Action::DeleteThenCreate,
                 elapsed: secs(2),
                 message: "boom".into(),
+                deposed: None,
             },
             Progress::ApplyStart {
                 addr: addr("data.sim_lookup.later"),
                 action: Action::Read,
+                id: None,
+                deposed: None,
             },
             Progress::ApplyDone {
                 addr: addr("data.sim_lookup.later"),
                 action: Action::Read,
                 id: None,
                 elapsed: secs(0),
+                deposed: None,
             },
             Progress::Diagnostic(Diagnostic::warning("Something to know", "Detail.")),
         ]
@@ -992,6 +1081,8 @@ mod tests {
         obs.event(Progress::ApplyStart {
             addr: addr("sim_thing.a"),
             action: Action::Create,
+            id: None,
+            deposed: None,
         });
         drop(obs);
         assert_eq!(
@@ -1036,6 +1127,8 @@ mod tests {
         obs.event(Progress::ApplyStart {
             addr: addr("sim_thing.slow"),
             action: Action::Delete,
+            id: None,
+            deposed: None,
         });
         std::thread::sleep(Duration::from_millis(100));
         obs.event(Progress::ApplyDone {
@@ -1043,6 +1136,7 @@ mod tests {
             action: Action::Delete,
             id: None,
             elapsed: Duration::from_millis(100),
+            deposed: None,
         });
         drop(obs);
         let text = cap.text();

@@ -558,6 +558,7 @@ mod tests {
                 sensitive_attrs: vec![],
                 diff_unavailable: false,
                 importing: None,
+                deposed: None,
             })
             .collect();
         Plan {

@@ -615,7 +615,9 @@ pub(crate) fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -
         | EventBody::DataRead { addr, .. }
         | EventBody::DataDropped { addr }
         | EventBody::ResourceForgotten { addr } => addr.to_string(),
-        EventBody::ObjectDeposed { addr, key } => format!("{addr} (deposed key {key})"),
+        EventBody::ObjectDeposed { addr, key } | EventBody::ObjectRestored { addr, key } => {
+            format!("{addr} (deposed key {key})")
+        }
         EventBody::OperationStarted {
             addr,
             deposed,

@@ -81,6 +81,7 @@ impl ApplyPhase {
         object: Option<ResourceObject>,
         addr: &ResourceInstanceAddr,
         action: Action,
+        deposed: Option<String>,
         started: Instant,
         diags: &Diagnostics,
     ) -> Result<(), Diagnostics> {
@@ -103,6 +104,7 @@ impl ApplyPhase {
             action,
             elapsed: started.elapsed(),
             message: error,
+            deposed,
         });
         Ok(())
     }
@@ -149,14 +151,31 @@ impl ApplyPhase {
         ctx.observer.event(Progress::ApplyStart {
             addr: addr.clone(),
             action: plan_action,
+            id: prior
+                .as_ref()
+                .and_then(|p| p.attrs.get("id"))
+                .and_then(|i| match i {
+                    cairn_state::StoredValue::String(s) => Some(s.clone()),
+                    _ => None,
+                }),
+            deposed: deposed.clone(),
         });
         let started = Instant::now();
         // Destroy-time provisioners run before the delete; a failure keeps the object.
         if let (OpAction::Delete, Some(rep), Some(p)) = (op_action, provision, &prior) {
             let this = Value::from_stored(&p.attrs);
             if let Err(d) = super::provision::run(ctx, addr, rep, &this, true).await {
-                self.record_failure(ctx, op, Some(p.clone()), addr, plan_action, started, &d)
-                    .await?;
+                self.record_failure(
+                    ctx,
+                    op,
+                    Some(p.clone()),
+                    addr,
+                    plan_action,
+                    deposed.clone(),
+                    started,
+                    &d,
+                )
+                .await?;
                 return Err(d);
             }
         }
@@ -222,8 +241,17 @@ impl ApplyPhase {
         {
             if let Err(d) = super::provision::run(ctx, addr, rep, v, false).await {
                 let obj = object(v, true).ok();
-                self.record_failure(ctx, op, obj, addr, plan_action, started, &d)
-                    .await?;
+                self.record_failure(
+                    ctx,
+                    op,
+                    obj,
+                    addr,
+                    plan_action,
+                    deposed.clone(),
+                    started,
+                    &d,
+                )
+                .await?;
                 return Err(d);
             }
         }
@@ -262,6 +290,7 @@ impl ApplyPhase {
                     action: plan_action,
                     id,
                     elapsed,
+                    deposed: deposed.clone(),
                 });
                 if let (Some(planned), Some(actual)) = (planned, &response.new_state) {
                     if let Some(path) = contradiction(planned, actual) {
@@ -303,6 +332,7 @@ impl ApplyPhase {
                     action: plan_action,
                     elapsed,
                     message: err.message.clone(),
+                    deposed: deposed.clone(),
                 });
                 let what = match op_action {
                     OpAction::Create => "create",
@@ -518,6 +548,7 @@ impl ApplyPhase {
             )
             .await?;
         }
+        let mut deposed_key = None;
         if action == Action::CreateThenDelete && current.is_some() {
             let key = self
                 .deposed_keys
@@ -527,10 +558,11 @@ impl ApplyPhase {
             self.journal
                 .record(EventBody::ObjectDeposed {
                     addr: inst.addr.clone(),
-                    key,
+                    key: key.clone(),
                 })
                 .await
                 .map_err(Diagnostics::from)?;
+            deposed_key = Some(key);
         }
         let token = format!("{}-{}-{:08x}", self.run, inst.addr, rand::random::<u32>());
         let request = ApplyRequest::Create {
@@ -538,7 +570,7 @@ impl ApplyPhase {
             planned: planned.planned.clone(),
             token,
         };
-        let new = self
+        let created = self
             .operate(
                 ctx,
                 c,
@@ -551,8 +583,27 @@ impl ApplyPhase {
                 Some((&planned.planned, &planned.private[..])),
                 Some(&inst.rep),
             )
-            .await?;
-        Ok(new.unwrap_or_else(Value::unknown))
+            .await;
+        if let (Err(_), Some(key)) = (&created, deposed_key) {
+            // The replacement failed and left no object: the deposed object is current again,
+            // as Terraform restores it (a partial object stays current, tainted, and the
+            // deposed one is deleted by the next plan).
+            let nothing = self.journal.with_snapshot(|s| {
+                s.resources
+                    .get(&inst.addr)
+                    .is_some_and(|r| r.current.is_none() && r.deposed.contains_key(&key))
+            });
+            if nothing {
+                self.journal
+                    .record(EventBody::ObjectRestored {
+                        addr: inst.addr.clone(),
+                        key,
+                    })
+                    .await
+                    .map_err(Diagnostics::from)?;
+            }
+        }
+        Ok(created?.unwrap_or_else(Value::unknown))
     }
 
     /// An object the plan imported (`import` blocks): recorded into state as the plan found
@@ -1084,17 +1135,29 @@ pub(crate) fn add_destroys(
         .map(|c| &c.addr)
         .collect();
     let static_node = Node::of_instance;
+    // Deletes of deposed objects left by earlier runs, with the objects they depend on.
+    let mut leftovers: Vec<(NodeId, &[ResourceInstanceAddr])> = Vec::new();
     for change in &plan.changes {
-        let deposed = match change.action {
-            Action::Delete | Action::DeleteThenCreate => None,
-            Action::CreateThenDelete => {
+        // A deposed object: the current one, deposed by this apply (create-before-destroy),
+        // or one left by an earlier run.
+        let deposed = match (change.action, &change.deposed) {
+            (Action::Delete, Some(key)) => Some(key.clone()),
+            (Action::Delete | Action::DeleteThenCreate, None) => None,
+            (Action::CreateThenDelete, _) => {
                 let key = format!("{:08x}", rand::random::<u32>());
                 deposed_keys.insert(change.addr.clone(), key.clone());
                 Some(key)
             }
             _ => continue,
         };
-        let Some(obj) = prior.current(&change.addr) else {
+        let obj = match &change.deposed {
+            Some(key) => prior
+                .resources
+                .get(&change.addr)
+                .and_then(|i| i.deposed.get(key)),
+            None => prior.current(&change.addr),
+        };
+        let Some(obj) = obj else {
             continue;
         };
         let config = prior
@@ -1106,7 +1169,11 @@ pub(crate) fn add_destroys(
             addr: change.addr.clone(),
             deposed: deposed.clone(),
         });
-        ids.insert(change.addr.clone(), id);
+        if change.deposed.is_some() {
+            leftovers.push((id, &obj.deps));
+        } else {
+            ids.insert(change.addr.clone(), id);
+        }
         info.insert(
             (change.addr.clone(), deposed.clone()),
             DestroyInfo {
@@ -1114,18 +1181,29 @@ pub(crate) fn add_destroys(
                 config,
             },
         );
+        // A deposed object left by an earlier run is what create-before-destroy deposed: its
+        // delete, too, waits for the current object and what depends on it (they may still
+        // refer to it) — unless its provider instance is replaced at plan, which deletes the
+        // old world's objects before the new one is registered.
+        let provider_replaced = plan
+            .provider_changes
+            .iter()
+            .any(|pc| pc.addr == obj.provider.addr && pc.action.is_replace());
+        let after_current = match change.action {
+            Action::CreateThenDelete => true,
+            Action::Delete => change.deposed.is_some() && !provider_replaced,
+            _ => false,
+        };
         if let Some(res) = g.id(&static_node(&change.addr)) {
-            match change.action {
-                Action::DeleteThenCreate => g.edge(res, id, EdgeKind::DependsOn, None),
-                Action::CreateThenDelete => {
-                    g.edge(id, res, EdgeKind::DependsOn, None);
-                    for dependent in g.dag.transitive_dependents(res) {
-                        if matches!(g.node(dependent), Node::Resource { .. }) {
-                            g.edge(id, dependent, EdgeKind::DependsOn, None);
-                        }
+            if change.action == Action::DeleteThenCreate {
+                g.edge(res, id, EdgeKind::DependsOn, None);
+            } else if after_current {
+                g.edge(id, res, EdgeKind::DependsOn, None);
+                for dependent in g.dag.transitive_dependents(res) {
+                    if matches!(g.node(dependent), Node::Resource { .. }) {
+                        g.edge(id, dependent, EdgeKind::DependsOn, None);
                     }
                 }
-                _ => {}
             }
         }
         // A provider instance that is (or may turn out to be, once its configuration is
@@ -1221,6 +1299,29 @@ pub(crate) fn add_destroys(
         .filter(|c| c.action == Action::Delete)
         .map(|c| &c.addr)
         .collect();
+    // A left-over deposed object: deleted after the deletes of what depends on it and before
+    // the deletes of what it depends on.
+    for (my_id, deps) in leftovers {
+        for dep in deps {
+            if let Some(&dep_id) = ids.get(dep) {
+                g.edge(dep_id, my_id, EdgeKind::DependsOn, None);
+            }
+        }
+        let Node::Destroy { addr: mine, .. } = g.node(my_id).clone() else {
+            continue;
+        };
+        for (addr, inst) in &prior.resources {
+            let depends = inst
+                .current
+                .as_ref()
+                .is_some_and(|o| o.deps.contains(&mine));
+            if let (true, Some(&their)) = (depends, ids.get(addr)) {
+                if !g.dag.transitive_dependencies(their).contains(&my_id) {
+                    g.edge(my_id, their, EdgeKind::DependsOn, None);
+                }
+            }
+        }
+    }
     for (addr, inst) in &prior.resources {
         let Some(obj) = &inst.current else { continue };
         for dep in &obj.deps {

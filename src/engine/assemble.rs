@@ -111,6 +111,7 @@ async fn assemble_plan(
                     sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
                     diff_unavailable: false,
                     importing: None,
+                    deposed: None,
                 });
             }
             super::moves::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
@@ -209,6 +210,10 @@ async fn assemble_plan(
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
     plan.changes.extend(forgotten);
+    if mode == PlanMode::Normal && opts.import.is_none() {
+        plan.changes
+            .extend(deposed_deletes(&refreshed, &opts.targets));
+    }
     if mode == PlanMode::ReadOnly {
         // A read-only plan proposes no changes, but shows the objects it moves, as they are.
         let planned: BTreeSet<ResourceInstanceAddr> =
@@ -228,11 +233,13 @@ async fn assemble_plan(
                     sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
                     diff_unavailable: false,
                     importing: None,
+                    deposed: None,
                 });
             }
         }
     }
-    plan.changes.sort_by(|a, b| a.addr.cmp(&b.addr));
+    plan.changes
+        .sort_by(|a, b| (&a.addr, &a.deposed).cmp(&(&b.addr, &b.deposed)));
     // A move from an instance the configuration still declares: the plan was made from the
     // wrong prior state, so it is not shown (as in Terraform).
     let mut move_diags = Diagnostics::new();
@@ -418,7 +425,12 @@ pub(super) fn in_address_order(diags: Diagnostics) -> Diagnostics {
 /// `prevent_destroy` holds for `destroy` too, while the configuration still says so.
 pub(super) fn prevent_destroy_violations(config: &Config, plan: &Plan) -> Diagnostics {
     let mut diags = Diagnostics::new();
-    for c in plan.changes.iter().filter(|c| c.action == Action::Delete) {
+    // A deposed object is already replaced: its delete finishes that replacement.
+    for c in plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Delete && c.deposed.is_none())
+    {
         let key = ResourceKey {
             mode: c.addr.resource.mode,
             type_: c.addr.resource.type_.clone(),
@@ -434,7 +446,36 @@ pub(super) fn prevent_destroy_violations(config: &Config, plan: &Plan) -> Diagno
     diags
 }
 
+/// Deletes of the deposed objects in `state` — left over from a create-before-destroy whose
+/// create failed part-way, or whose delete failed — planned by every plan that may change
+/// something, as Terraform does (only the targeted instances' when targeted).
+pub(super) fn deposed_deletes(state: &Snapshot, targets: &[Target]) -> Vec<Change> {
+    let targeted = |addr: &ResourceInstanceAddr| {
+        targets.is_empty() || targets.iter().any(|t| t.contains(addr))
+    };
+    let mut out = Vec::new();
+    for (addr, inst) in state.resources.iter().filter(|(a, _)| targeted(a)) {
+        for (key, obj) in &inst.deposed {
+            out.push(Change {
+                addr: addr.clone(),
+                provider: obj.provider.addr.clone(),
+                action: Action::Delete,
+                before: Some(Value::from_stored(&obj.attrs)),
+                after: None,
+                replace_paths: Vec::new(),
+                reason: None,
+                sensitive_attrs: Vec::new(),
+                diff_unavailable: false,
+                importing: None,
+                deposed: Some(key.clone()),
+            });
+        }
+    }
+    out
+}
+
 pub(super) fn destroy_plan(state: &Snapshot, plan: &mut Plan, targets: &[Target]) {
+    plan.changes.extend(deposed_deletes(state, targets));
     for (addr, inst) in &state.resources {
         if !targets.is_empty() && !targets.iter().any(|t| t.contains(addr)) {
             continue;
@@ -451,6 +492,7 @@ pub(super) fn destroy_plan(state: &Snapshot, plan: &mut Plan, targets: &[Target]
                 sensitive_attrs: Vec::new(),
                 diff_unavailable: false,
                 importing: None,
+                deposed: None,
             });
         }
     }
@@ -522,7 +564,7 @@ pub(super) fn deleted_providers(
             let deleted: BTreeSet<&ResourceInstanceAddr> = plan
                 .changes
                 .iter()
-                .filter(|c| c.action == Action::Delete)
+                .filter(|c| c.action == Action::Delete && c.deposed.is_none())
                 .map(|c| &c.addr)
                 .collect();
             let still_used: BTreeSet<ProviderAddr> = plan
@@ -699,6 +741,7 @@ mod tests {
             sensitive_attrs: Vec::new(),
             diff_unavailable: false,
             importing: None,
+            deposed: None,
         }
     }
 

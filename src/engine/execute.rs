@@ -184,9 +184,12 @@ pub(super) async fn execute(
     }
     let ctx = new_ctx(loaded, graph, &prior, opts, observer.clone());
     let phase = Arc::new(ApplyPhase {
+        // The changes of current objects, by address (a deposed object's delete is a
+        // `Destroy` node of its own, see `add_destroys`).
         changes: plan
             .changes
             .iter()
+            .filter(|c| c.deposed.is_none())
             .map(|c| (c.addr.clone(), c.clone()))
             .collect(),
         data_reads: plan

@@ -125,6 +125,7 @@ impl PlanPhase {
                                 generated: false,
                                 generated_config: None,
                             }),
+                            deposed: None,
                         });
                         return Ok(value);
                     }
@@ -207,6 +208,7 @@ impl PlanPhase {
             sensitive_attrs,
             diff_unavailable: false,
             importing,
+            deposed: None,
         };
         match &slot.state {
             ProviderState::Unknown { .. } => {
@@ -466,6 +468,7 @@ impl PlanPhase {
                 .collect(),
             diff_unavailable: false,
             importing: None,
+            deposed: None,
         });
         after
     }
@@ -639,6 +642,7 @@ impl Phase for PlanPhase {
                 sensitive_attrs: Vec::new(),
                 diff_unavailable: false,
                 importing: None,
+                deposed: None,
             });
         }
         Ok(())

@@ -47,10 +47,13 @@ pub enum Progress {
         addr: ResourceInstanceAddr,
         elapsed: Duration,
     },
-    /// A create, update or delete started.
+    /// A create, update or delete started: `id` is the object's before the call (an update or
+    /// a delete), `deposed` the key of the deposed object it acts on.
     ApplyStart {
         addr: ResourceInstanceAddr,
         action: Action,
+        id: Option<String>,
+        deposed: Option<String>,
     },
     /// Still running: emitted every 10 seconds for a long call.
     ApplyProgress {
@@ -63,12 +66,14 @@ pub enum Progress {
         action: Action,
         id: Option<String>,
         elapsed: Duration,
+        deposed: Option<String>,
     },
     ApplyErrored {
         addr: ResourceInstanceAddr,
         action: Action,
         elapsed: Duration,
         message: String,
+        deposed: Option<String>,
     },
     /// A provisioner (`kind`: `local-exec`) started for an object, printed a line of output,
     /// or ended.

@@ -231,6 +231,9 @@ fn resource_change(plan: &Plan, c: &Change, prev: Option<&ResourceInstanceAddr>)
         }
         o = with;
     }
+    if let Some(key) = &c.deposed {
+        o.insert("deposed".into(), json!(key));
+    }
     o.insert(
         "change".into(),
         change_json(
@@ -659,16 +662,17 @@ fn prior_state(plan: &Plan, changes: &[&Change]) -> J {
         .iter()
         .filter_map(|c| {
             let before = c.before.as_ref()?;
-            Some((
+            let mut j = resource_value(
                 &c.addr,
-                resource_value(
-                    &c.addr,
-                    &provider_name(&plan.sources, &c.provider.package),
-                    0,
-                    before,
-                    &c.sensitive_attrs,
-                ),
-            ))
+                &provider_name(&plan.sources, &c.provider.package),
+                0,
+                before,
+                &c.sensitive_attrs,
+            );
+            if let Some(k) = &c.deposed {
+                j.insert("deposed_key".into(), json!(k));
+            }
+            Some((&c.addr, j))
         })
         .collect();
     for d in &plan.data_reads {

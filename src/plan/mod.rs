@@ -147,6 +147,10 @@ pub struct Change {
     /// provider's import and read found, which apply adopts into state before it acts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub importing: Option<Importing>,
+    /// The deposed object this change deletes (left over from a create-before-destroy whose
+    /// create failed part-way); `None`: the current object. Such a change is a `Delete`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deposed: Option<String>,
 }
 
 /// How a planned change imports its object (`import` blocks; Terraform's `importing`).

@@ -91,10 +91,15 @@ pub(crate) fn plan_record(plan: &Plan, saved: bool, files_hash: &str) -> PlanRec
             Some(PlannedChange {
                 addr: ch.addr.clone(),
                 action,
-                reason: ch
-                    .reason
-                    .as_ref()
-                    .and_then(|r| super::render::reason_text(&ch.addr, r)),
+                reason: match &ch.deposed {
+                    Some(key) => Some(format!(
+                        "deposed object {key}, left over from a partially-failed replacement"
+                    )),
+                    None => ch
+                        .reason
+                        .as_ref()
+                        .and_then(|r| super::render::reason_text(&ch.addr, r)),
+                },
                 deferral: ch.reason.as_ref().and_then(deferral),
                 diff: render_change_in(plan, ch, moved_from.get(&ch.addr).copied(), &opts),
             })

@@ -1177,8 +1177,15 @@ impl Renderer<'_> {
     /// The header comment of a change and its reason lines; `prev` is where a `moved` block
     /// moved the object from.
     fn change_header(&self, ch: &Change, prev: Option<&ResourceInstanceAddr>) -> Vec<String> {
-        let addr = &ch.addr;
         let mut lines = Vec::new();
+        let shown;
+        let addr: &dyn std::fmt::Display = match &ch.deposed {
+            Some(key) => {
+                shown = format!("{} (deposed object {key})", ch.addr);
+                &shown
+            }
+            None => &ch.addr,
+        };
         if ch.action == Action::Forget {
             // Terraform's layout, one column left of the others.
             lines.push(format!(
@@ -1224,9 +1231,14 @@ impl Renderer<'_> {
         };
         lines.push(format!("  {}", self.c.bold(&main)));
         if let Some(reason) = &ch.reason {
-            if let Some(text) = reason_text(addr, reason) {
+            if let Some(text) = reason_text(&ch.addr, reason) {
                 lines.push(format!("  # ({text})"));
             }
+        }
+        if ch.deposed.is_some() {
+            lines.push(
+                "  # (left over from a partially-failed replacement of this instance)".into(),
+            );
         }
         if let Some(i) = &ch.importing {
             if ch.action != Action::NoOp {

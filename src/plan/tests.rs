@@ -90,6 +90,7 @@ fn change(a: &str, action: Action, before: Option<Value>, after: Option<Value>) 
         sensitive_attrs: vec![],
         diff_unavailable: false,
         importing: None,
+        deposed: None,
     }
 }
 
@@ -348,7 +349,15 @@ fn delete_says_why() {
         None,
     );
     module.reason = Some(Reason::DeleteBecauseNoModule);
-    let mut p = plan(PlanMode::Normal, vec![gone, idx, key, module]);
+    // A deposed object left by a create-before-destroy whose create failed part-way.
+    let mut deposed = change(
+        "sim_thing.gone",
+        Action::Delete,
+        Some(thing("gone", "gone-0", Some("x"))),
+        None,
+    );
+    deposed.deposed = Some("4444c658".into());
+    let mut p = plan(PlanMode::Normal, vec![gone, deposed, idx, key, module]);
     p.provider_changes = vec![ProviderChange {
         addr: provider("module.old.provider[\"sim\"]"),
         action: Action::Delete,

@@ -713,6 +713,7 @@ fn sample_plan() -> Plan {
         sensitive_attrs: vec![],
         diff_unavailable: false,
         importing: None,
+        deposed: None,
     };
     let mut replace = change(
         "sim_thing.b",

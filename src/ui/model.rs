@@ -261,6 +261,7 @@ pub(crate) fn diff_text(
         sensitive_attrs: Vec::new(),
         diff_unavailable: false,
         importing: None,
+        deposed: None,
     };
     let text = render_change(
         &ch,
@@ -428,6 +429,7 @@ impl Model {
             EventBody::ResourceRead { addr, .. }
             | EventBody::ResourceGone { addr }
             | EventBody::ObjectDeposed { addr, .. }
+            | EventBody::ObjectRestored { addr, .. }
             | EventBody::DataRead { addr, .. }
             | EventBody::DataDropped { addr }
             | EventBody::ResourceForgotten { addr }
@@ -784,6 +786,13 @@ impl Model {
                 j["label"] = json!("deposed");
                 j["text"] = json!(format!(
                     "{addr}: the current object became deposed object {key} (create before destroy)"
+                ));
+            }
+            EventBody::ObjectRestored { addr, key } => {
+                j["addr"] = json!(addr.to_string());
+                j["label"] = json!("restored");
+                j["text"] = json!(format!(
+                    "{addr}: deposed object {key} is current again (its replacement was not created)"
                 ));
             }
             EventBody::OperationStarted {

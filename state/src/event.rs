@@ -353,6 +353,12 @@ pub enum EventBody {
         addr: ResourceInstanceAddr,
         key: String,
     },
+    /// create_before_destroy whose create left no object: `deposed[key]` is current again
+    /// (as Terraform restores it), so the next plan replaces it instead of creating beside it.
+    ObjectRestored {
+        addr: ResourceInstanceAddr,
+        key: String,
+    },
     /// Recorded (and committed) before a provider call that changes the world.
     OperationStarted {
         addr: ResourceInstanceAddr,
@@ -444,6 +450,7 @@ impl EventBody {
             EventBody::ResourceRead { .. } => "ResourceRead",
             EventBody::ResourceGone { .. } => "ResourceGone",
             EventBody::ObjectDeposed { .. } => "ObjectDeposed",
+            EventBody::ObjectRestored { .. } => "ObjectRestored",
             EventBody::OperationStarted { .. } => "OperationStarted",
             EventBody::OperationSucceeded { .. } => "OperationSucceeded",
             EventBody::OperationFailed { .. } => "OperationFailed",

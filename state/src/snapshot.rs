@@ -275,6 +275,13 @@ impl Snapshot {
                     }
                 }
             }
+            EventBody::ObjectRestored { addr, key } => {
+                if let Some(r) = self.resources.get_mut(&addr) {
+                    if r.current.is_none() {
+                        r.current = r.deposed.remove(&key);
+                    }
+                }
+            }
             EventBody::OperationStarted {
                 addr,
                 deposed,
