@@ -17,7 +17,9 @@ use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Change, OutputChange, Plan, PlanMode, PlanRequest, ProviderChange};
 use crate::value::Value;
-use cairn_state::{EventBody, ModulePath, ProviderAddr, ResourceInstanceAddr, Snapshot, Target};
+use cairn_state::{
+    EventBody, ModulePath, ProviderAddr, ResourceInstanceAddr, ResourceObject, Snapshot, Target,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -450,50 +452,42 @@ pub(super) fn prevent_destroy_violations(config: &Config, plan: &Plan) -> Diagno
 /// create failed part-way, or whose delete failed — planned by every plan that may change
 /// something, as Terraform does (only the targeted instances' when targeted).
 pub(super) fn deposed_deletes(state: &Snapshot, targets: &[Target]) -> Vec<Change> {
-    let targeted = |addr: &ResourceInstanceAddr| {
-        targets.is_empty() || targets.iter().any(|t| t.contains(addr))
-    };
     let mut out = Vec::new();
-    for (addr, inst) in state.resources.iter().filter(|(a, _)| targeted(a)) {
+    for (addr, inst) in state.resources.iter().filter(|(a, _)| targeted(targets, a)) {
         for (key, obj) in &inst.deposed {
-            out.push(Change {
-                addr: addr.clone(),
-                provider: obj.provider.addr.clone(),
-                action: Action::Delete,
-                before: Some(Value::from_stored(&obj.attrs)),
-                after: None,
-                replace_paths: Vec::new(),
-                reason: None,
-                sensitive_attrs: Vec::new(),
-                diff_unavailable: false,
-                importing: None,
-                deposed: Some(key.clone()),
-            });
+            out.push(delete_of(addr, obj, Some(key.clone())));
         }
     }
     out
 }
 
+/// Whether `-target` (none: everything) reaches `addr`.
+fn targeted(targets: &[Target], addr: &ResourceInstanceAddr) -> bool {
+    targets.is_empty() || targets.iter().any(|t| t.contains(addr))
+}
+
+/// The plain delete of an object in state (current, or deposed under `deposed`).
+fn delete_of(addr: &ResourceInstanceAddr, obj: &ResourceObject, deposed: Option<String>) -> Change {
+    Change {
+        addr: addr.clone(),
+        provider: obj.provider.addr.clone(),
+        action: Action::Delete,
+        before: Some(Value::from_stored(&obj.attrs)),
+        after: None,
+        replace_paths: Vec::new(),
+        reason: None,
+        sensitive_attrs: Vec::new(),
+        diff_unavailable: false,
+        importing: None,
+        deposed,
+    }
+}
+
 pub(super) fn destroy_plan(state: &Snapshot, plan: &mut Plan, targets: &[Target]) {
     plan.changes.extend(deposed_deletes(state, targets));
-    for (addr, inst) in &state.resources {
-        if !targets.is_empty() && !targets.iter().any(|t| t.contains(addr)) {
-            continue;
-        }
-        for obj in inst.current.iter() {
-            plan.changes.push(Change {
-                addr: addr.clone(),
-                provider: obj.provider.addr.clone(),
-                action: Action::Delete,
-                before: Some(Value::from_stored(&obj.attrs)),
-                after: None,
-                replace_paths: Vec::new(),
-                reason: None,
-                sensitive_attrs: Vec::new(),
-                diff_unavailable: false,
-                importing: None,
-                deposed: None,
-            });
+    for (addr, inst) in state.resources.iter().filter(|(a, _)| targeted(targets, a)) {
+        if let Some(obj) = &inst.current {
+            plan.changes.push(delete_of(addr, obj, None));
         }
     }
     if targets.is_empty() {
