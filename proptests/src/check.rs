@@ -1086,6 +1086,24 @@ pub fn read_only_reads(o: &Outcome) -> Check {
         })
         .map(|(a, _)| a.to_string())
         .collect();
+    // Terraform's implied moves, which read-only applies too: `a` becomes `a[0]` when `count`
+    // is added, and `a[0]` becomes `a` when it is dropped (if the state lacks the target).
+    let in_state: BTreeSet<String> = o
+        .state_before
+        .resources
+        .keys()
+        .map(|a| a.to_string())
+        .collect();
+    let implied: Vec<String> = present
+        .iter()
+        .filter_map(|a| match a.strip_suffix("[0]") {
+            Some(base) => Some(base.to_string()),
+            None if !a.ends_with(']') => Some(format!("{a}[0]")),
+            None => None,
+        })
+        .filter(|to| !in_state.contains(to))
+        .collect();
+    let present: BTreeSet<String> = present.into_iter().chain(implied).collect();
     let prior: BTreeSet<String> = o.state_before.data.keys().map(resource_key).collect();
     // On a state where nothing was applied, read-only has nothing to re-read.
     let never_applied = o.state_before.resources.is_empty()
