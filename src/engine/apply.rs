@@ -1136,7 +1136,7 @@ pub(crate) fn add_destroys(
         .collect();
     let static_node = Node::of_instance;
     // Deletes of deposed objects left by earlier runs, with the objects they depend on.
-    let mut leftovers: Vec<(NodeId, &[ResourceInstanceAddr])> = Vec::new();
+    let mut leftovers: Vec<(NodeId, &ResourceInstanceAddr, &[ResourceInstanceAddr])> = Vec::new();
     for change in &plan.changes {
         // A deposed object: the current one, deposed by this apply (create-before-destroy),
         // or one left by an earlier run.
@@ -1170,7 +1170,7 @@ pub(crate) fn add_destroys(
             deposed: deposed.clone(),
         });
         if change.deposed.is_some() {
-            leftovers.push((id, &obj.deps));
+            leftovers.push((id, &change.addr, &obj.deps));
         } else {
             ids.insert(change.addr.clone(), id);
         }
@@ -1266,6 +1266,9 @@ pub(crate) fn add_destroys(
         .filter(|pc| pc.action == Action::Update && may_be_replaced_at_apply(pc))
         .map(|pc| &pc.addr)
         .collect();
+    // What each such instance depends on, kept until an edge is added: an edge to one instance
+    // never changes what that instance depends on, but may change what another one does.
+    let mut reach: BTreeMap<NodeId, BTreeSet<NodeId>> = BTreeMap::new();
     for (addr, inst) in &prior.resources {
         let Some(obj) = &inst.current else { continue };
         if !reconfigured.contains(&obj.provider.addr) {
@@ -1276,20 +1279,26 @@ pub(crate) fn add_destroys(
         }) else {
             continue;
         };
+        let before_p = reach
+            .entry(p)
+            .or_insert_with(|| g.dag.transitive_dependencies(p));
         // An object the plan deletes before the instance is registered is gone by then: the
         // instance cannot delete it, and its own delete already precedes its dependencies'.
-        if ids
-            .get(addr)
-            .is_some_and(|&own| g.dag.transitive_dependencies(p).contains(&own))
-        {
+        if ids.get(addr).is_some_and(|own| before_p.contains(own)) {
             continue;
         }
-        for dep in &obj.deps {
-            if let (true, Some(&dep_id)) = (current_deletes.contains(dep), ids.get(dep)) {
-                if !g.dag.transitive_dependencies(p).contains(&dep_id) {
-                    g.edge(dep_id, p, EdgeKind::DependsOn, None);
-                }
+        let waits: Vec<NodeId> = obj
+            .deps
+            .iter()
+            .filter(|dep| current_deletes.contains(*dep))
+            .filter_map(|dep| ids.get(dep).copied())
+            .filter(|dep_id| !before_p.contains(dep_id))
+            .collect();
+        if !waits.is_empty() {
+            for dep_id in waits {
+                g.edge(dep_id, p, EdgeKind::DependsOn, None);
             }
+            reach.clear();
         }
     }
     // Reverse dependency order among deletes, and orphans after their dependents' updates.
@@ -1301,20 +1310,14 @@ pub(crate) fn add_destroys(
         .collect();
     // A left-over deposed object: deleted after the deletes of what depends on it and before
     // the deletes of what it depends on.
-    for (my_id, deps) in leftovers {
+    for (my_id, mine, deps) in leftovers {
         for dep in deps {
             if let Some(&dep_id) = ids.get(dep) {
                 g.edge(dep_id, my_id, EdgeKind::DependsOn, None);
             }
         }
-        let Node::Destroy { addr: mine, .. } = g.node(my_id).clone() else {
-            continue;
-        };
         for (addr, inst) in &prior.resources {
-            let depends = inst
-                .current
-                .as_ref()
-                .is_some_and(|o| o.deps.contains(&mine));
+            let depends = inst.current.as_ref().is_some_and(|o| o.deps.contains(mine));
             if let (true, Some(&their)) = (depends, ids.get(addr)) {
                 if !g.dag.transitive_dependencies(their).contains(&my_id) {
                     g.edge(my_id, their, EdgeKind::DependsOn, None);
