@@ -398,9 +398,11 @@ fn check_setup(doc: &Doc, problems: &mut Vec<String>) {
     }
 }
 
-/// Backticked repository paths in ARCHITECTURE.md exist (a `*` matches within one name).
+/// Backticked repository paths in ARCHITECTURE.md exist. A `*` or a `<placeholder>` matches
+/// within one name; a path cut short with `…` (`src/…`) names no file and is not checked.
 fn check_paths(doc: &Doc, problems: &mut Vec<String>) {
-    let path = Regex::new(r"^(src|state|graph|fixtures|proptests)/[^\s]*$").unwrap();
+    let path = Regex::new(r"^(src|state|graph|fixtures|proptests)/[^\s…]*$").unwrap();
+    let placeholder = Regex::new(r"<[^>/]*>").unwrap();
     let span = Regex::new(r"`([^`\n]+)`").unwrap();
     for (i, line) in doc.lines.iter().enumerate() {
         if doc.in_fence[i] {
@@ -408,7 +410,8 @@ fn check_paths(doc: &Doc, problems: &mut Vec<String>) {
         }
         for c in span.captures_iter(line) {
             let p = &c[1];
-            if path.is_match(p) && !glob_exists(&root(), p.trim_end_matches('/')) {
+            let pattern = placeholder.replace_all(p, "*");
+            if path.is_match(p) && !glob_exists(&root(), pattern.trim_end_matches('/')) {
                 problems.push(format!("{}:{}: `{p}` does not exist", doc.name, i + 1));
             }
         }
@@ -581,4 +584,11 @@ fn paths_with_stars_match_one_name() {
     assert!(glob_exists(&root(), "src/tests/docs.rs"));
     assert!(!glob_exists(&root(), "src/no_such_file.rs"));
     assert!(!glob_exists(&root(), "fixtures/*/no_such_file"));
+    let doc = parse_doc(
+        "A.md",
+        "`src/…` `fixtures/engine/<case>/expected.txt` `src/tests/docs.rs` `src/gone.rs`\n",
+    );
+    let mut problems = Vec::new();
+    check_paths(&doc, &mut problems);
+    assert_eq!(problems, ["A.md:1: `src/gone.rs` does not exist"]);
 }
