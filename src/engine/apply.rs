@@ -208,7 +208,7 @@ impl ApplyPhase {
             warnings,
         } = response;
         for w in &warnings {
-            ctx.report(Diagnostics::from(super::plan::provider_diag(ctx, addr, w)));
+            ctx.report(Diagnostics::from(super::provider_diags::provider_diag(ctx, addr, w)));
         }
         // (Only when there is a plan: a delete's failure returns the object it kept.)
         if let Some(p) = planned {
@@ -339,7 +339,7 @@ impl ApplyPhase {
                     OpAction::Update => "update",
                     OpAction::Delete => "delete",
                 };
-                Err(super::plan::provider_failure(ctx, addr, what, &err))
+                Err(super::provider_diags::provider_failure(ctx, addr, what, &err))
             }
         }
     }
@@ -417,7 +417,7 @@ impl ApplyPhase {
         let deps = resource_deps(ctx, &inst);
         let type_ = inst.key.type_.clone();
         let plan_err = |e: crate::provider::ProviderError| {
-            super::plan::provider_failure(ctx, &inst.addr, "plan", &e)
+            super::provider_diags::provider_failure(ctx, &inst.addr, "plan", &e)
         };
 
         let mut action = change.action;
@@ -785,7 +785,7 @@ impl ApplyPhase {
                     let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
                     c.read_data(&inst.key.type_, &inst.config).await
                 }
-                .map_err(|e| super::plan::provider_failure(ctx, &inst.addr, "read", &e));
+                .map_err(|e| super::provider_diags::provider_failure(ctx, &inst.addr, "read", &e));
                 let result = match result {
                     Ok(r) => r,
                     Err(d) if super::plan::check_scoped_failure(ctx, &inst, d.clone()) => {

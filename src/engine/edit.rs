@@ -11,7 +11,7 @@
 //! load leaves none for `apply`; nor does one refused on a state with no history yet.
 
 use super::journal::state_diag;
-use super::run::Report;
+use super::report::Report;
 use super::session::RunSession;
 use super::tfstate::TfImport;
 use crate::diag::{Diagnostic, Diagnostics};
