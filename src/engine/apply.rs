@@ -16,10 +16,10 @@ use super::core::{
 };
 use super::graph::{EdgeKind, Node, TermGraph};
 use super::journal::Journal;
-use super::plan::{
+use super::plan_phase::{
     apply_ignore_changes, equal_ignoring_marks, may_be_replaced_at_apply, missing_provider,
 };
-use super::progress::Progress;
+use super::observer::Progress;
 use super::providers::new_instance_id;
 use super::sabotage::Sabotage;
 use super::values::Repetition;
@@ -788,7 +788,7 @@ impl ApplyPhase {
                 .map_err(|e| super::provider_diags::provider_failure(ctx, &inst.addr, "read", &e));
                 let result = match result {
                     Ok(r) => r,
-                    Err(d) if super::plan::check_scoped_failure(ctx, &inst, d.clone()) => {
+                    Err(d) if super::plan_phase::check_scoped_failure(ctx, &inst, d.clone()) => {
                         return Ok(Value::unknown());
                     }
                     Err(d) => return Err(d),

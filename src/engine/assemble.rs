@@ -5,8 +5,8 @@
 
 use super::core::run as walk_phase;
 use super::graph::{add_orphans, build};
-use super::plan::PlanPhase;
-use super::progress::Observer;
+use super::plan_phase::PlanPhase;
+use super::observer::Observer;
 use super::providers::Registry;
 use super::refresh::refresh as refresh_pass;
 use super::request::Options;
@@ -75,7 +75,7 @@ async fn assemble_plan(
     // `moved` and `removed` blocks first: the plan is made against the moved state, without
     // the objects that are forgotten.
     let mut refactor = timed("moved blocks", || {
-        super::moves::resolve(&loaded.config, prior)
+        super::refactor::resolve(&loaded.config, prior)
     });
     if mode != PlanMode::Normal {
         // As Terraform: a destroy destroys what `removed` blocks would forget, and a
@@ -93,7 +93,7 @@ async fn assemble_plan(
     } else {
         let mut s = prior.clone();
         for (from, to) in &refactor.moves {
-            super::moves::apply_event(
+            super::refactor::apply_event(
                 &mut s,
                 EventBody::ResourceMoved {
                     from: from.clone(),
@@ -117,7 +117,7 @@ async fn assemble_plan(
                     deposed: None,
                 });
             }
-            super::moves::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
+            super::refactor::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
         }
         moved_prior = s;
         &moved_prior
@@ -246,7 +246,7 @@ async fn assemble_plan(
     // A move from an instance the configuration still declares: the plan was made from the
     // wrong prior state, so it is not shown (as in Terraform).
     let mut move_diags = Diagnostics::new();
-    super::moves::check_instance_sources(&loaded.config, &refactor, &plan, &mut move_diags);
+    super::refactor::check_instance_sources(&loaded.config, &refactor, &plan, &mut move_diags);
     if move_diags.has_errors() {
         diags.extend(move_diags);
         return None;
@@ -266,7 +266,7 @@ async fn assemble_plan(
     }
     plan.provider_changes = provider_changes.into_values().collect();
     if mode == PlanMode::Normal {
-        super::plan::replacement_order(&mut plan, &ctx.graph, &refreshed);
+        super::plan_phase::replacement_order(&mut plan, &ctx.graph, &refreshed);
     }
     plan.outputs = output_changes(&refreshed, &out.outputs);
     if mode == PlanMode::ReadOnly {
@@ -323,7 +323,7 @@ pub(super) fn sensitive_attrs(
 
 /// The warnings Terraform gives about `moved` blocks that could not move an object, and
 /// about objects a `removed` block forgets.
-pub(super) fn refactor_warnings(r: &super::moves::Refactor) -> Vec<String> {
+pub(super) fn refactor_warnings(r: &super::refactor::Refactor) -> Vec<String> {
     let mut out = Vec::new();
     if !r.blocked.is_empty() {
         let list: String = r
@@ -389,7 +389,7 @@ pub(super) fn output_changes(
         });
         let action = match &before {
             None => Action::Create,
-            Some(b) if super::plan::equal_ignoring_marks(b, v) && v.is_wholly_known() => {
+            Some(b) if super::plan_phase::equal_ignoring_marks(b, v) && v.is_wholly_known() => {
                 Action::NoOp
             }
             Some(_) => Action::Update,
@@ -443,7 +443,7 @@ pub(super) fn prevent_destroy_violations(config: &Config, plan: &Plan) -> Diagno
             .module(&c.addr.resource.module.without_keys())
             .and_then(|m| m.resources.get(&key));
         if let Some(res) = res.filter(|r| r.lifecycle.prevent_destroy) {
-            diags.extend(super::plan::prevent_destroy_error(&c.addr, res.span));
+            diags.extend(super::plan_phase::prevent_destroy_error(&c.addr, res.span));
         }
     }
     diags
@@ -623,7 +623,7 @@ pub(super) fn applyable(plan: &Plan, recorded_again: &dyn Fn(&Change) -> bool) -
                 || plan.data_reads.iter().any(|d| {
                     !d.before
                         .as_ref()
-                        .is_some_and(|b| super::plan::equal_ignoring_marks(b, &d.result))
+                        .is_some_and(|b| super::plan_phase::equal_ignoring_marks(b, &d.result))
                 })
                 || !plan.dropped_data.is_empty()
                 || plan.changes.iter().any(recorded_again)

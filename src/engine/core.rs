@@ -12,7 +12,7 @@
 //! of results and are likewise never held across an `.await`.
 
 use super::graph::{Node, TermGraph};
-use super::progress::{Observer, Progress};
+use super::observer::{Observer, Progress};
 use super::providers::Registry;
 use super::sabotage::Sabotage;
 pub(crate) use super::values::InstanceScope;

@@ -7,7 +7,7 @@ use super::assemble::in_address_order;
 use super::core::run as walk_phase;
 use super::graph::{Node, TermGraph};
 use super::journal::Journal;
-use super::progress::Observer;
+use super::observer::Observer;
 use super::request::Options;
 use super::timing::{timed, timed_async};
 use super::source::{new_ctx, term_graph, Loaded};

@@ -14,7 +14,7 @@
 //! claimed is "Configuration for import target does not exist".
 
 use super::core::{Ctx, Instance};
-use super::progress::Progress;
+use super::observer::Progress;
 use super::values::Repetition;
 use crate::config::{Config, ImportBlock, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, Span};

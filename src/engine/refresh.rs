@@ -7,7 +7,7 @@
 //! it was created in, and evaluates nothing of the configuration. Data sources are not read.
 //! A read that fails keeps the old state of its object; the other reads still land.
 
-use super::progress::{Observer, Progress};
+use super::observer::{Observer, Progress};
 use super::providers::Registry;
 use super::sabotage::Sabotage;
 use super::walk::{walk, Limits, NodeFuture};

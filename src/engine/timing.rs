@@ -2,7 +2,7 @@
 
 /// Runs one phase of a command and logs how long it took (`CAIRN_LOG=debug`), so a slow run
 /// can be broken down without a profiler.
-pub fn timed<T>(phase: &str, f: impl FnOnce() -> T) -> T {
+pub(crate) fn timed<T>(phase: &str, f: impl FnOnce() -> T) -> T {
     let start = std::time::Instant::now();
     let r = f();
     log_phase(phase, start);

@@ -14,8 +14,9 @@ use super::assemble::{drift_plan, in_address_order, make_plan};
 use super::core::{run as walk_phase, Ctx};
 use super::execute::{execute, record_read_only, record_refreshed};
 use super::graph::Node;
-use super::inspect::{InspectPhase, Inspected};
-use super::progress::{Observer, Progress};
+use super::inspect_phase::InspectPhase;
+pub use super::inspect_phase::Inspected;
+use super::observer::{Observer, Progress};
 pub use super::report::Report;
 pub use super::request::Options;
 use super::providers::{canonical, Registry};
@@ -27,8 +28,7 @@ pub use super::session::{finish_recorded, recorded_diagnostics};
 pub use super::source::{config_hash, files_hash, load, Loaded};
 use super::source::{load_with, new_ctx, open_read, term_graph};
 use super::values::{InstanceScope, Repetition, Values};
-pub use super::timing::timed;
-use super::timing::timed_async;
+use super::timing::{timed, timed_async};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
@@ -723,9 +723,9 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         graph,
         &Snapshot::default(),
         opts,
-        Arc::new(super::progress::Silent),
+        Arc::new(super::observer::Silent),
     );
-    ctx.values.write().expect("values").workspace = super::inspect::selected_workspace(opts);
+    ctx.values.write().expect("values").workspace = super::inspect_phase::selected_workspace(opts);
     let resources = ctx
         .graph
         .dag
@@ -737,7 +737,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
-    let unchecked_providers = super::inspect::unchecked_providers(&ctx);
+    let unchecked_providers = super::inspect_phase::unchecked_providers(&ctx);
     if !unchecked_providers.is_empty() {
         let names: Vec<String> = unchecked_providers
             .iter()

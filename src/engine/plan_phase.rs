@@ -14,7 +14,7 @@ use super::core::{
 };
 use super::deferral::find_pending;
 use super::graph::Node;
-use super::progress::Progress;
+use super::observer::Progress;
 use super::provider_diags::{provider_diag, provider_failure, report_warnings};
 use super::sabotage::Sabotage;
 use crate::config::IgnoreChanges;
