@@ -7,8 +7,8 @@
 //! cloud edits naming real ids, so a failing case prints a reproduction to paste there.
 
 use crate::gen::{Cfg, CloudEdit, Fault, Op, Rep};
-use cairn::engine::observer::Silent;
 use cairn::engine::api::{self, Options};
+use cairn::engine::observer::Silent;
 use cairn::engine::Sabotage;
 use cairn::plan::render::{render_plan, RenderOptions};
 use cairn::plan::{Plan, PlanMode};
@@ -390,9 +390,7 @@ impl World {
                     Op::PlanReadOnly => PlanMode::ReadOnly,
                     _ => PlanMode::Destroy,
                 };
-                let r = self
-                    .rt
-                    .block_on(api::plan(&opts, mode, Arc::new(Silent)));
+                let r = self.rt.block_on(api::plan(&opts, mode, Arc::new(Silent)));
                 (r.ok(), r.diags, r.result)
             }
             Op::Apply | Op::ApplyReadOnly | Op::Destroy => {

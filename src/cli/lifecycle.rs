@@ -543,11 +543,8 @@ pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
             super::run_cmds::plan_exit(&plan, inv.detailed_exitcode)
         }
         Verb::Refresh => {
-            let report = match block_on(
-                ctx,
-                &opts,
-                api::refresh(&opts, inv.preview, dyn_observer),
-            ) {
+            let report = match block_on(ctx, &opts, api::refresh(&opts, inv.preview, dyn_observer))
+            {
                 Ok(r) => r,
                 Err(d) => return ctx.fail(d, no_color),
             };
@@ -697,7 +694,9 @@ fn apply(
     let report = match start {
         api::ApplyStart::Done(report) => report,
         api::ApplyStart::Ask(pending) => {
-            let yes = crate::engine::timing::timed("show the plan and confirm", || confirm(pending.plan()));
+            let yes = crate::engine::timing::timed("show the plan and confirm", || {
+                confirm(pending.plan())
+            });
             let finished = match yes {
                 true => rt.run(pending.approve()),
                 // Finished on the runtime: the providers it holds are dropped there.

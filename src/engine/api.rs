@@ -17,33 +17,29 @@ use super::graph::Node;
 use super::inspect_phase::InspectPhase;
 pub use super::inspect_phase::Inspected;
 use super::observer::{Observer, Progress};
-pub use super::report::Report;
-pub use super::request::Options;
 use super::providers::{canonical, Registry};
 use super::recover::recover;
 use super::refresh::refresh as refresh_pass;
+pub use super::report::Report;
+pub use super::request::Options;
 use super::sabotage::Sabotage;
 use super::session::RunSession;
 pub use super::session::{finish_recorded, recorded_diagnostics};
 pub use super::source::{config_hash, files_hash, load, Loaded};
 use super::source::{load_with, new_ctx, open_read, term_graph};
-use super::values::{InstanceScope, Repetition, Values};
 use super::timing::{timed, timed_async};
+use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
-use crate::config::{Config, ResourceKey};
+use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};
-use crate::provider::Provider;
 use crate::value::Value;
 use cairn_graph::NodeId;
 use cairn_state::{
     EventBody, ModulePath, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot, Target,
 };
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// `cairn plan` (and `plan -destroy`, `plan -read-only`): proposes changes, records nothing.
 pub async fn plan(opts: &Options, mode: PlanMode, observer: Arc<dyn Observer>) -> Report<Plan> {

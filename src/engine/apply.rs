@@ -16,10 +16,10 @@ use super::core::{
 };
 use super::graph::{EdgeKind, Node, TermGraph};
 use super::journal::Journal;
+use super::observer::Progress;
 use super::plan_phase::{
     apply_ignore_changes, equal_ignoring_marks, may_be_replaced_at_apply, missing_provider,
 };
-use super::observer::Progress;
 use super::providers::new_instance_id;
 use super::sabotage::Sabotage;
 use super::values::Repetition;
@@ -208,7 +208,9 @@ impl ApplyPhase {
             warnings,
         } = response;
         for w in &warnings {
-            ctx.report(Diagnostics::from(super::provider_diags::provider_diag(ctx, addr, w)));
+            ctx.report(Diagnostics::from(super::provider_diags::provider_diag(
+                ctx, addr, w,
+            )));
         }
         // (Only when there is a plan: a delete's failure returns the object it kept.)
         if let Some(p) = planned {
@@ -339,7 +341,9 @@ impl ApplyPhase {
                     OpAction::Update => "update",
                     OpAction::Delete => "delete",
                 };
-                Err(super::provider_diags::provider_failure(ctx, addr, what, &err))
+                Err(super::provider_diags::provider_failure(
+                    ctx, addr, what, &err,
+                ))
             }
         }
     }

@@ -22,8 +22,8 @@
 //! - `-ordered` on any command: the transcript also lists the changes it made in the order the
 //!   provider saw them (only where that order is determined by dependencies).
 
-use cairn::engine::observer::Silent;
 use cairn::engine::api::{self, Options};
+use cairn::engine::observer::Silent;
 use cairn::plan::render::{render_plan, RenderOptions};
 use cairn::plan::PlanMode;
 use cairn::provider::ApplyRequest;
