@@ -3,16 +3,16 @@
 //! plan's closing rules, each in one place: which provider instances a plan deletes
 //! ([`deleted_providers`]) and whether it is applyable ([`applyable`]).
 
-use super::core::run as walk_phase;
+use super::core::{run as walk_phase, Ctx};
 use super::graph::{add_orphans, build};
-use super::plan_phase::PlanPhase;
 use super::observer::Observer;
+use super::plan_phase::{PlanOut, PlanPhase};
 use super::providers::Registry;
 use super::refresh::refresh as refresh_pass;
 use super::request::Options;
-use super::timing::{timed, timed_async};
 use super::sabotage::Sabotage;
 use super::source::{classify_state, config_hash, new_ctx, term_graph, Loaded};
+use super::timing::{timed, timed_async};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
@@ -91,35 +91,7 @@ async fn assemble_plan(
     let prior = if refactor.moves.is_empty() && refactor.forget.is_empty() {
         prior
     } else {
-        let mut s = prior.clone();
-        for (from, to) in &refactor.moves {
-            super::refactor::apply_event(
-                &mut s,
-                EventBody::ResourceMoved {
-                    from: from.clone(),
-                    to: to.clone(),
-                },
-            );
-        }
-        for addr in &refactor.forget {
-            if let Some(obj) = s.current(addr) {
-                forgotten.push(Change {
-                    addr: addr.clone(),
-                    provider: obj.provider.addr.clone(),
-                    action: Action::Forget,
-                    before: Some(Value::from_stored(&obj.attrs)),
-                    after: None,
-                    replace_paths: Vec::new(),
-                    reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
-                    sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
-                    diff_unavailable: false,
-                    importing: None,
-                    deposed: None,
-                });
-            }
-            super::refactor::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
-        }
-        moved_prior = s;
+        moved_prior = moved_state(&loaded.registry, prior, &refactor, &mut forgotten);
         &moved_prior
     };
     let (refreshed, drift, refreshed_meta) = if opts.refresh {
@@ -129,88 +101,13 @@ async fn assemble_plan(
     } else {
         (Arc::new(prior.clone()), Vec::new(), Vec::new())
     };
-    let mut plan = Plan {
-        mode,
-        base_seq: prior.head,
-        workspace: opts.workspace.clone().filter(|w| w != "default"),
-        check_findings: Vec::new(),
-        config_hash: config_hash(&loaded.files_hash, &loaded.inputs),
-        changes: Vec::new(),
-        provider_changes: Vec::new(),
-        outputs: Vec::new(),
-        drift,
-        refreshed_meta,
-        data_reads: Vec::new(),
-        dropped_data: Vec::new(),
-        variables: loaded.inputs.clone(),
-        request: PlanRequest {
-            targets: opts.targets.clone(),
-            replace: opts.replace.clone(),
-            refresh: opts.refresh,
-        },
-        warnings: Vec::new(),
-        applyable: false,
-        errored: false,
-        graph: None,
-        moves: refactor.moves.clone(),
-        shapes: BTreeMap::new(),
-        sources: loaded.config.package_sources(),
-    };
-    plan.warnings.extend(refactor_warnings(&refactor));
+    let mut plan = empty_plan(loaded, opts, mode, prior, drift, refreshed_meta, &refactor);
     if mode == PlanMode::Destroy {
-        destroy_plan(&refreshed, &mut plan, &opts.targets);
-        plan.changes.extend(forgotten);
-        if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
-            plan.changes.retain(|c| c.addr.resource.module.is_root());
-        }
-        diags.extend(prevent_destroy_violations(&loaded.config, &plan));
-        plan.errored = diags.has_errors();
-        plan.applyable = applyable(&plan, &|_| false);
-        // The graph the plan was made under, for `cairn ui` (a destroy walks no term graph).
-        plan.graph = Some(timed("plan graph", || {
-            build(&loaded.config).0.resource_graph()
-        }));
+        finish_destroy_plan(loaded, opts, &refreshed, forgotten, &mut plan, diags);
         return Some(plan);
     }
-    let (mut graph, graph_diags) = timed("term graph", || term_graph(&loaded.config));
-    diags.extend(graph_diags);
-    let (_, orphans) = timed("classify state", || {
-        classify_state(&loaded.config, &refreshed)
-    });
-    add_orphans(&mut graph, orphans);
-    if mode == PlanMode::Normal {
-        // As Terraform: an import block without its resource stops the plan before it starts.
-        let errors = import_config_errors(&loaded.config);
-        if errors.has_errors() {
-            diags.extend(errors);
-            return None;
-        }
-    }
-    let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
-    let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
-    let mut phase = PlanPhase::new(mode, refreshed.clone(), replace);
-    phase.imports.cli = opts.import.clone();
-    phase.imports.generated = loaded
-        .config
-        .root
-        .resources
-        .iter()
-        .filter(|(_, r)| r.generated)
-        .map(|(k, _)| (ModulePath::root(), k.clone()))
-        .collect();
-    phase.never_applied =
-        prior.resources.is_empty() && prior.data.is_empty() && prior.outputs.is_empty();
-    let phase = Arc::new(phase);
-    // Nodes that never ran (on a cycle, or after a failure) were reported by the walk.
-    timed_async("plan walk", walk_phase(ctx.clone(), phase.clone())).await;
-    diags.extend(in_address_order(std::mem::take(
-        &mut *ctx.diags.lock().expect("diags"),
-    )));
-    if mode == PlanMode::Normal {
-        diags.extend(phase.imports.unclaimed(&loaded.config));
-    }
+    let (ctx, out) = plan_walk(loaded, opts, mode, prior, &refreshed, observer, diags).await?;
     plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
-    let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
     plan.changes = out.changes.into_values().collect();
     plan.changes.extend(forgotten);
     if mode == PlanMode::Normal && opts.import.is_none() {
@@ -219,27 +116,7 @@ async fn assemble_plan(
     }
     if mode == PlanMode::ReadOnly {
         // A read-only plan proposes no changes, but shows the objects it moves, as they are.
-        let planned: BTreeSet<ResourceInstanceAddr> =
-            plan.changes.iter().map(|c| c.addr.clone()).collect();
-        let ends: BTreeSet<&ResourceInstanceAddr> = plan.moves.iter().map(|(_, to)| to).collect();
-        for addr in ends {
-            if let (false, Some(obj)) = (planned.contains(addr), refreshed.current(addr)) {
-                let v = Value::from_stored(&obj.attrs);
-                plan.changes.push(Change {
-                    addr: addr.clone(),
-                    provider: obj.provider.addr.clone(),
-                    action: Action::NoOp,
-                    before: Some(v.clone()),
-                    after: Some(v),
-                    replace_paths: Vec::new(),
-                    reason: None,
-                    sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
-                    diff_unavailable: false,
-                    importing: None,
-                    deposed: None,
-                });
-            }
-        }
+        show_moved_objects(&loaded.registry, &refreshed, &mut plan);
     }
     plan.changes
         .sort_by(|a, b| (&a.addr, &a.deposed).cmp(&(&b.addr, &b.deposed)));
@@ -268,19 +145,7 @@ async fn assemble_plan(
     if mode == PlanMode::Normal {
         super::plan_phase::replacement_order(&mut plan, &ctx.graph, &refreshed);
     }
-    plan.outputs = output_changes(&refreshed, &out.outputs);
-    if mode == PlanMode::ReadOnly {
-        // Read-only records no output it cannot know without applying changes.
-        for o in &mut plan.outputs {
-            if o.action == Action::Create && !o.after.as_ref().is_some_and(Value::is_wholly_known) {
-                o.action = Action::NoOp;
-            }
-        }
-    }
-    if !opts.targets.is_empty() {
-        // A targeted plan evaluates only the outputs in its scope; the others stay as they are.
-        plan.outputs.retain(|o| o.action != Action::Delete);
-    }
+    plan.outputs = plan_outputs(opts, mode, &refreshed, &out.outputs);
     plan.errored = diags.has_errors();
     // A resource that moves to an equal provider instance, or an unchanged one whose
     // dependencies changed: recorded by apply.
@@ -296,6 +161,214 @@ async fn assemble_plan(
     };
     plan.applyable = applyable(&plan, &recorded_again);
     Some(plan)
+}
+
+/// The prior state with the moves of `moved` blocks made and the objects `removed` blocks
+/// forget gone (in memory); each forgotten object's `Forget` change goes to `forgotten`.
+fn moved_state(
+    registry: &Registry,
+    prior: &Snapshot,
+    refactor: &super::refactor::Refactor,
+    forgotten: &mut Vec<Change>,
+) -> Snapshot {
+    let mut s = prior.clone();
+    for (from, to) in &refactor.moves {
+        super::refactor::apply_event(
+            &mut s,
+            EventBody::ResourceMoved {
+                from: from.clone(),
+                to: to.clone(),
+            },
+        );
+    }
+    for addr in &refactor.forget {
+        if let Some(obj) = s.current(addr) {
+            forgotten.push(Change {
+                addr: addr.clone(),
+                provider: obj.provider.addr.clone(),
+                action: Action::Forget,
+                before: Some(Value::from_stored(&obj.attrs)),
+                after: None,
+                replace_paths: Vec::new(),
+                reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
+                sensitive_attrs: sensitive_attrs(registry, addr, &obj.provider.addr),
+                diff_unavailable: false,
+                importing: None,
+                deposed: None,
+            });
+        }
+        super::refactor::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
+    }
+    s
+}
+
+/// A plan of no changes yet: the request it answers, what refresh found, the moves.
+fn empty_plan(
+    loaded: &Loaded,
+    opts: &Options,
+    mode: PlanMode,
+    prior: &Snapshot,
+    drift: Vec<crate::plan::Drift>,
+    refreshed_meta: Vec<(ResourceInstanceAddr, cairn_state::ObjectMeta)>,
+    refactor: &super::refactor::Refactor,
+) -> Plan {
+    let mut plan = Plan {
+        mode,
+        base_seq: prior.head,
+        workspace: opts.workspace.clone().filter(|w| w != "default"),
+        check_findings: Vec::new(),
+        config_hash: config_hash(&loaded.files_hash, &loaded.inputs),
+        changes: Vec::new(),
+        provider_changes: Vec::new(),
+        outputs: Vec::new(),
+        drift,
+        refreshed_meta,
+        data_reads: Vec::new(),
+        dropped_data: Vec::new(),
+        variables: loaded.inputs.clone(),
+        request: PlanRequest {
+            targets: opts.targets.clone(),
+            replace: opts.replace.clone(),
+            refresh: opts.refresh,
+        },
+        warnings: Vec::new(),
+        applyable: false,
+        errored: false,
+        graph: None,
+        moves: refactor.moves.clone(),
+        shapes: BTreeMap::new(),
+        sources: loaded.config.package_sources(),
+    };
+    plan.warnings.extend(refactor_warnings(refactor));
+    plan
+}
+
+/// A destroy plan: every object in the refreshed state (in the `-target` scope) deleted; no
+/// walk of the configuration.
+fn finish_destroy_plan(
+    loaded: &Loaded,
+    opts: &Options,
+    refreshed: &Snapshot,
+    forgotten: Vec<Change>,
+    plan: &mut Plan,
+    diags: &mut Diagnostics,
+) {
+    destroy_plan(refreshed, plan, &opts.targets);
+    plan.changes.extend(forgotten);
+    if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
+        plan.changes.retain(|c| c.addr.resource.module.is_root());
+    }
+    diags.extend(prevent_destroy_violations(&loaded.config, plan));
+    plan.errored = diags.has_errors();
+    plan.applyable = applyable(plan, &|_| false);
+    // The graph the plan was made under, for `cairn ui` (a destroy walks no term graph).
+    plan.graph = Some(timed("plan graph", || {
+        build(&loaded.config).0.resource_graph()
+    }));
+}
+
+/// The plan walk: the term graph with the state's orphans, walked by the plan phase. Returns
+/// the walk's context and what the phase collected; `None` when an import block has no
+/// resource (the plan stops before it starts, as in Terraform).
+async fn plan_walk(
+    loaded: &Loaded,
+    opts: &Options,
+    mode: PlanMode,
+    prior: &Snapshot,
+    refreshed: &Arc<Snapshot>,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+) -> Option<(Arc<Ctx>, PlanOut)> {
+    let (mut graph, graph_diags) = timed("term graph", || term_graph(&loaded.config));
+    diags.extend(graph_diags);
+    let (_, orphans) = timed("classify state", || {
+        classify_state(&loaded.config, refreshed)
+    });
+    add_orphans(&mut graph, orphans);
+    if mode == PlanMode::Normal {
+        // As Terraform: an import block without its resource stops the plan before it starts.
+        let errors = import_config_errors(&loaded.config);
+        if errors.has_errors() {
+            diags.extend(errors);
+            return None;
+        }
+    }
+    let ctx = new_ctx(loaded, graph, refreshed, opts, observer.clone());
+    let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
+    let mut phase = PlanPhase::new(mode, refreshed.clone(), replace);
+    phase.imports.cli = opts.import.clone();
+    phase.imports.generated = loaded
+        .config
+        .root
+        .resources
+        .iter()
+        .filter(|(_, r)| r.generated)
+        .map(|(k, _)| (ModulePath::root(), k.clone()))
+        .collect();
+    phase.never_applied =
+        prior.resources.is_empty() && prior.data.is_empty() && prior.outputs.is_empty();
+    let phase = Arc::new(phase);
+    // Nodes that never ran (on a cycle, or after a failure) were reported by the walk.
+    timed_async("plan walk", walk_phase(ctx.clone(), phase.clone())).await;
+    diags.extend(in_address_order(std::mem::take(
+        &mut *ctx.diags.lock().expect("diags"),
+    )));
+    if mode == PlanMode::Normal {
+        diags.extend(phase.imports.unclaimed(&loaded.config));
+    }
+    let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
+    Some((ctx, out))
+}
+
+/// A read-only plan's no-op changes for the objects that moved and that it planned nothing
+/// for: shown as they are.
+fn show_moved_objects(registry: &Registry, refreshed: &Snapshot, plan: &mut Plan) {
+    let planned: BTreeSet<ResourceInstanceAddr> =
+        plan.changes.iter().map(|c| c.addr.clone()).collect();
+    let ends: BTreeSet<ResourceInstanceAddr> =
+        plan.moves.iter().map(|(_, to)| to.clone()).collect();
+    for addr in &ends {
+        if let (false, Some(obj)) = (planned.contains(addr), refreshed.current(addr)) {
+            let v = Value::from_stored(&obj.attrs);
+            plan.changes.push(Change {
+                addr: addr.clone(),
+                provider: obj.provider.addr.clone(),
+                action: Action::NoOp,
+                before: Some(v.clone()),
+                after: Some(v),
+                replace_paths: Vec::new(),
+                reason: None,
+                sensitive_attrs: sensitive_attrs(registry, addr, &obj.provider.addr),
+                diff_unavailable: false,
+                importing: None,
+                deposed: None,
+            });
+        }
+    }
+}
+
+/// The plan's output changes: against the state's outputs; a read-only plan records none it
+/// cannot know without applying changes, and a targeted plan deletes none.
+fn plan_outputs(
+    opts: &Options,
+    mode: PlanMode,
+    refreshed: &Snapshot,
+    outputs: &BTreeMap<String, (Value, bool)>,
+) -> Vec<crate::plan::OutputChange> {
+    let mut changes = output_changes(refreshed, outputs);
+    if mode == PlanMode::ReadOnly {
+        // Read-only records no output it cannot know without applying changes.
+        for o in &mut changes {
+            if o.action == Action::Create && !o.after.as_ref().is_some_and(Value::is_wholly_known) {
+                o.action = Action::NoOp;
+            }
+        }
+    }
+    if !opts.targets.is_empty() {
+        // A targeted plan evaluates only the outputs in its scope; the others stay as they are.
+        changes.retain(|o| o.action != Action::Delete);
+    }
+    changes
 }
 
 /// The attributes the schema of an object's resource type marks sensitive (masked in the
