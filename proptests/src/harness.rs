@@ -7,8 +7,9 @@
 //! cloud edits naming real ids, so a failing case prints a reproduction to paste there.
 
 use crate::gen::{Cfg, CloudEdit, Fault, Op, Rep};
-use cairn::engine::progress::Silent;
-use cairn::engine::{self, Options, Sabotage};
+use cairn::engine::api::{self, Options};
+use cairn::engine::observer::Silent;
+use cairn::engine::Sabotage;
 use cairn::plan::render::{render_plan, RenderOptions};
 use cairn::plan::{Plan, PlanMode};
 use cairn::state::{Event, OpenOptions, Snapshot, Store};
@@ -389,9 +390,7 @@ impl World {
                     Op::PlanReadOnly => PlanMode::ReadOnly,
                     _ => PlanMode::Destroy,
                 };
-                let r = self
-                    .rt
-                    .block_on(engine::plan(&opts, mode, Arc::new(Silent)));
+                let r = self.rt.block_on(api::plan(&opts, mode, Arc::new(Silent)));
                 (r.ok(), r.diags, r.result)
             }
             Op::Apply | Op::ApplyReadOnly | Op::Destroy => {
@@ -402,14 +401,14 @@ impl World {
                 };
                 let r = self
                     .rt
-                    .block_on(engine::apply(&opts, mode, None, Arc::new(Silent)));
+                    .block_on(api::apply(&opts, mode, None, Arc::new(Silent)));
                 let ok = r.ok();
                 (ok, r.diags, r.result.and_then(|a| a.plan))
             }
             Op::Refresh => {
                 let r = self
                     .rt
-                    .block_on(engine::refresh(&opts, false, Arc::new(Silent)));
+                    .block_on(api::refresh(&opts, false, Arc::new(Silent)));
                 (r.ok(), r.diags, None)
             }
         };

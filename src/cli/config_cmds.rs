@@ -33,7 +33,7 @@ use std::path::Path;
 /// The CLI configuration (`provider_installation`, `plugin_cache_dir`, …) that the process
 /// environment names (`CAIRN_CLI_CONFIG_FILE`, `TF_CLI_CONFIG_FILE`, `~/.terraformrc`): the
 /// environment is read here, in the CLI, and handed to the installer as a map. Code below the
-/// CLI that has `engine::Options::env` calls `CliConfig::from_env(&env, &dir)` instead.
+/// CLI that has `engine::api::Options::env` calls `CliConfig::from_env(&env, &dir)` instead.
 pub(crate) fn cli_config() -> Result<crate::provider::install::CliConfig, Diagnostic> {
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
@@ -54,12 +54,12 @@ fn green_bold(s: &str, color: bool) -> String {
 }
 
 pub(crate) fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
-    let req = crate::engine::validate::ValidateRequest {
+    let req = crate::engine::schema_checks::ValidateRequest {
         dir: std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from(".")),
         state_dir: ctx.state_dir.clone(),
         env: std::env::vars().collect(),
     };
-    let report = crate::engine::validate::validate(&req);
+    let report = crate::engine::schema_checks::validate(&req);
     let (config, diags) = (report.config, report.diags);
     let empty = SourceMap::new();
     let map = config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
@@ -288,7 +288,7 @@ pub(crate) fn init(ctx: &Context, a: &InitArgs) -> Exit {
         .map(|r| (r.span.file.0, r.span.start))
         .collect();
     diags.extend(
-        crate::engine::validate::check_types(&config, &builtin, true)
+        crate::engine::schema_checks::check_types(&config, &builtin, true)
             .into_iter()
             .filter(|d| {
                 d.span

@@ -1,7 +1,7 @@
 //! `cairn console`: reads expressions from standard input, one per line, and prints each value
 //! in the root module's scope, as `terraform console` does.
 //!
-//! The scope is the engine's `inspect` evaluation (`engine::inspect`, `Inspection::eval`):
+//! The scope is the engine's `inspect` evaluation (`engine::api::inspect`, `Inspection::eval`):
 //! variables, locals, module outputs, and resources as their configuration evaluates, with what
 //! only apply could know shown as `(known after apply)`.
 //!
@@ -24,7 +24,7 @@ use std::io::BufRead;
 pub(crate) fn console(ctx: &Context, _a: &ConsoleArgs, vars: Vec<crate::config::VarArg>) -> Exit {
     let mut opts = base_options(ctx, "console", vars);
     opts.refresh = false;
-    let mut report = match block_on(ctx, &opts, crate::engine::inspect(&opts)) {
+    let mut report = match block_on(ctx, &opts, crate::engine::api::inspect(&opts)) {
         Ok(r) => r,
         Err(d) => return ctx.fail(d, false),
     };

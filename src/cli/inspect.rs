@@ -19,7 +19,7 @@ use super::output::Exit;
 use super::Context;
 use crate::config::{Config, Resource, ResourceKey, VarArg};
 use crate::diag::{SourceMap, Span};
-use crate::engine::inspect::Inspected;
+use crate::engine::api::Inspected;
 use crate::engine::values::{Expansion, Values};
 use crate::value::Value;
 use cairn_state::{Mode, ModulePath};
@@ -46,7 +46,7 @@ pub(crate) fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit
             opts.dir = p;
         }
     }
-    let report = match super::lifecycle::block_on(ctx, &opts, crate::engine::inspect(&opts)) {
+    let report = match super::lifecycle::block_on(ctx, &opts, crate::engine::api::inspect(&opts)) {
         Ok(r) => r,
         Err(d) => return ctx.fail(d, a.ui.no_color),
     };

@@ -21,8 +21,8 @@ use super::run_cmds::{load_plan, present_plan, save_plan};
 use super::Context;
 use crate::config::{Config, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
-use crate::engine;
-use crate::engine::progress::Observer;
+use crate::engine::api;
+use crate::engine::observer::Observer;
 use crate::plan::json::type_json;
 use crate::plan::{Plan, PlanMode};
 use crate::value::{format_hcl, Value};
@@ -162,7 +162,7 @@ pub(crate) fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarAr
     }
     opts.import = Some((addr, a.id.clone()));
     let dyn_observer: Arc<dyn Observer> = observer.clone();
-    let report = match block_on(ctx, &opts, engine::import(&opts, dyn_observer)) {
+    let report = match block_on(ctx, &opts, api::import(&opts, dyn_observer)) {
         Ok(r) => r,
         Err(d) => return ctx.fail(d, no_color),
     };
@@ -313,7 +313,7 @@ pub(crate) struct Invocation<'a> {
 /// Runs an engine future on a runtime of its own (an [`EngineRuntime`] for this one call).
 pub(crate) fn block_on<F: std::future::Future>(
     ctx: &Context,
-    opts: &engine::Options,
+    opts: &api::Options,
     f: F,
 ) -> Result<F::Output, Diagnostic> {
     EngineRuntime::start(ctx, opts)?.run(f)
@@ -339,7 +339,7 @@ pub(crate) struct EngineRuntime {
 }
 
 impl EngineRuntime {
-    pub(crate) fn start(ctx: &Context, opts: &engine::Options) -> Result<Self, Diagnostic> {
+    pub(crate) fn start(ctx: &Context, opts: &api::Options) -> Result<Self, Diagnostic> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -510,7 +510,7 @@ pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
     };
     match inv.verb {
         Verb::Plan => {
-            let report = match block_on(ctx, &opts, engine::plan(&opts, inv.mode, dyn_observer)) {
+            let report = match block_on(ctx, &opts, api::plan(&opts, inv.mode, dyn_observer)) {
                 Ok(r) => r,
                 Err(d) => return ctx.fail(d, no_color),
             };
@@ -543,11 +543,8 @@ pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
             super::run_cmds::plan_exit(&plan, inv.detailed_exitcode)
         }
         Verb::Refresh => {
-            let report = match block_on(
-                ctx,
-                &opts,
-                engine::refresh(&opts, inv.preview, dyn_observer),
-            ) {
+            let report = match block_on(ctx, &opts, api::refresh(&opts, inv.preview, dyn_observer))
+            {
                 Ok(r) => r,
                 Err(d) => return ctx.fail(d, no_color),
             };
@@ -614,7 +611,7 @@ fn saved_plan_conflicts(inv: &Invocation<'_>, path: &Path) -> Diagnostics {
 fn apply(
     ctx: &Context,
     inv: &Invocation<'_>,
-    opts: &engine::Options,
+    opts: &api::Options,
     observer: &Arc<AnyObserver>,
     ui: &RunUi,
     finish: impl Fn(Option<&Arc<Config>>, Diagnostics, &[String]) -> bool,
@@ -690,14 +687,16 @@ fn apply(
         Ok(rt) => rt,
         Err(d) => return ctx.fail(d, no_color),
     };
-    let start = match rt.run(engine::apply_start(opts, mode, saved, dyn_observer)) {
+    let start = match rt.run(api::apply_start(opts, mode, saved, dyn_observer)) {
         Ok(s) => s,
         Err(d) => return ctx.fail(d, no_color),
     };
     let report = match start {
-        engine::ApplyStart::Done(report) => report,
-        engine::ApplyStart::Ask(pending) => {
-            let yes = engine::timed("show the plan and confirm", || confirm(pending.plan()));
+        api::ApplyStart::Done(report) => report,
+        api::ApplyStart::Ask(pending) => {
+            let yes = crate::engine::timing::timed("show the plan and confirm", || {
+                confirm(pending.plan())
+            });
             let finished = match yes {
                 true => rt.run(pending.approve()),
                 // Finished on the runtime: the providers it holds are dropped there.

@@ -79,13 +79,13 @@ impl Context {
     pub(crate) fn state_view(
         &self,
         state: &cairn_state::Snapshot,
-    ) -> crate::engine::validate::StateView {
-        let req = crate::engine::validate::ValidateRequest {
+    ) -> crate::engine::schema_checks::StateView {
+        let req = crate::engine::schema_checks::ValidateRequest {
             dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
             state_dir: self.state_dir.clone(),
             env: std::env::vars().collect(),
         };
-        crate::engine::validate::state_view(&req, state)
+        crate::engine::schema_checks::state_view(&req, state)
     }
 
     /// Colour for (stdout, stderr) given the command's `-no-color`.

@@ -19,7 +19,7 @@
 
 use super::output::{write_to, JsonUi, Sink};
 use crate::diag::Diagnostic;
-use crate::engine::progress::{Observer, Progress};
+use crate::engine::observer::{Observer, Progress};
 use crate::plan::Action;
 use cairn_state::{InstanceKey, ResourceInstanceAddr};
 use serde_json::{json, Map, Value as J};

@@ -7,16 +7,16 @@ use super::args::{PlanFlags, WalkArgs};
 use super::Context;
 use crate::config::VarArg;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::engine;
+use crate::engine::api;
 use cairn_state::{ResourceInstanceAddr, Target};
 use std::path::PathBuf;
 
 /// The options every command starts from: the working directory, the state directory and
 /// workspace, the variables (`-var`, `-var-file` in command-line order), the environment and
 /// the command line.
-pub(crate) fn base_options(ctx: &Context, command: &str, vars: Vec<VarArg>) -> engine::Options {
+pub(crate) fn base_options(ctx: &Context, command: &str, vars: Vec<VarArg>) -> api::Options {
     let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut o = engine::Options::new(dir.clone());
+    let mut o = api::Options::new(dir.clone());
     o.state_dir = if ctx.state_dir.is_absolute() {
         ctx.state_dir.clone()
     } else {
@@ -38,7 +38,7 @@ pub(crate) fn engine_options(
     vars: Vec<VarArg>,
     walk: &WalkArgs,
     plan: Option<&PlanFlags>,
-) -> Result<engine::Options, Diagnostics> {
+) -> Result<api::Options, Diagnostics> {
     let mut diags = Diagnostics::new();
     let mut targets = Vec::new();
     for t in &walk.target {

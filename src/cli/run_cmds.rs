@@ -283,7 +283,7 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
 /// `graph`: the engine's graph as DOT, or as SVG through Graphviz.
 pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Exit {
     use super::args::{GraphFormat, GraphType};
-    use crate::engine::GraphKind;
+    use crate::engine::api::GraphKind;
     let plan = match &a.plan {
         Some(path) => match load_plan(path) {
             Ok(p) => Some(p),
@@ -299,7 +299,7 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
     let mut opts = super::request::base_options(ctx, "graph", vars);
     opts.refresh = false;
     opts.parallelism = 1;
-    let report = crate::engine::graph_dot(&opts, kind, plan.as_ref());
+    let report = crate::engine::api::graph_dot(&opts, kind, plan.as_ref());
     let empty = crate::diag::SourceMap::new();
     let map = report.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
     if ctx.report(map, &report.diags, false) {
@@ -320,7 +320,7 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
 
 /// The human form of `inspect`: each instance as a block. A long list is cut into one run per
 /// core, rendered at once on scoped threads and joined in order (the text is the same).
-pub(super) fn render_instances(instances: &[crate::engine::inspect::Inspected]) -> String {
+pub(super) fn render_instances(instances: &[crate::engine::api::Inspected]) -> String {
     const PER_THREAD_MIN: usize = 2048;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runs = threads.min(instances.len() / PER_THREAD_MIN).max(1);
@@ -350,7 +350,7 @@ pub(super) fn render_instances(instances: &[crate::engine::inspect::Inspected]) 
 }
 
 /// Appends each instance's block to `out`.
-fn render_run(instances: &[crate::engine::inspect::Inspected], out: &mut String) {
+fn render_run(instances: &[crate::engine::api::Inspected], out: &mut String) {
     use crate::value::Value;
     use std::fmt::Write as _;
     let mut text = String::new();
@@ -392,7 +392,7 @@ fn render_run(instances: &[crate::engine::inspect::Inspected], out: &mut String)
 /// An instance's attributes with its address as `id` and its provider as `_provider`, without copying the attributes: borrowed pairs in key order, `id` and
 /// `_provider` replacing any attribute of the same name.
 fn merged_with_ids<'v>(
-    i: &'v crate::engine::inspect::Inspected,
+    i: &'v crate::engine::api::Inspected,
     id: &'v crate::value::Value,
     provider: &'v crate::value::Value,
 ) -> Vec<(&'v str, &'v crate::value::Value)> {

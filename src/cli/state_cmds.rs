@@ -10,7 +10,7 @@
 //! - Edits (`rm`, `mv`, `import-tfstate`) are the engine's `state_edit` (`engine/edit.rs`):
 //!   runs of their own, so `history` shows them and nothing is ever rewritten; this module
 //!   parses their arguments and prints what they did. Terraform state in and out
-//!   (`import-tfstate`, `pull`) is `engine/tfstate.rs`.
+//!   (`import-tfstate`, `pull`) is `engine/terraform_state.rs`.
 //! - `history -json` and `log -json` write one JSON object per line (streams a tool can read
 //!   incrementally); stored values appear as plain JSON, as in `state pull`.
 
@@ -321,7 +321,7 @@ fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
         Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e))?,
         None => store.snapshot().clone(),
     };
-    let doc = crate::engine::tfstate::export(&snap, &store.lineage());
+    let doc = crate::engine::terraform_state::export(&snap, &store.lineage());
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     ctx.out(&format!("{text}\n"));
     Ok(Exit::Ok)
@@ -336,7 +336,7 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
     })?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let imported = crate::engine::tfstate::read_tfstate(&text, &cwd, &env)?;
+    let imported = crate::engine::terraform_state::read_tfstate(&text, &cwd, &env)?;
     let (np, nr) = imported.counts();
     edit(
         ctx,

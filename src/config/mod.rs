@@ -155,7 +155,7 @@ pub struct Module {
     /// against) reads past them; every other command reports them (`unsupported_blocks`).
     pub(crate) state_blocks: Vec<(String, Span)>,
     /// `moved` blocks, in file order: applied to the prior state at the start of a plan
-    /// (`engine::moves`).
+    /// (`engine::refactor`).
     pub(crate) moved: Vec<MovedBlock>,
     /// `removed` blocks, in file order.
     pub(crate) removed: Vec<RemovedBlock>,
@@ -195,7 +195,7 @@ pub(crate) struct RemovedBlock {
 }
 
 /// `import { to = ADDR  id = EXPR  for_each = EXPR  provider = NAME.ALIAS }`: adopt an
-/// existing object into state at plan (`engine::plan`), as Terraform does.
+/// existing object into state at plan (`engine::plan_phase`), as Terraform does.
 #[derive(Debug, Clone)]
 pub(crate) struct ImportBlock {
     /// The target's static resource: its module path without instance keys, and its key

@@ -16,10 +16,10 @@ use super::core::{
 };
 use super::graph::{EdgeKind, Node, TermGraph};
 use super::journal::Journal;
-use super::plan::{
+use super::observer::Progress;
+use super::plan_phase::{
     apply_ignore_changes, equal_ignoring_marks, may_be_replaced_at_apply, missing_provider,
 };
-use super::progress::Progress;
 use super::providers::new_instance_id;
 use super::sabotage::Sabotage;
 use super::values::Repetition;
@@ -208,7 +208,9 @@ impl ApplyPhase {
             warnings,
         } = response;
         for w in &warnings {
-            ctx.report(Diagnostics::from(super::plan::provider_diag(ctx, addr, w)));
+            ctx.report(Diagnostics::from(super::provider_diags::provider_diag(
+                ctx, addr, w,
+            )));
         }
         // (Only when there is a plan: a delete's failure returns the object it kept.)
         if let Some(p) = planned {
@@ -339,7 +341,9 @@ impl ApplyPhase {
                     OpAction::Update => "update",
                     OpAction::Delete => "delete",
                 };
-                Err(super::plan::provider_failure(ctx, addr, what, &err))
+                Err(super::provider_diags::provider_failure(
+                    ctx, addr, what, &err,
+                ))
             }
         }
     }
@@ -417,7 +421,7 @@ impl ApplyPhase {
         let deps = resource_deps(ctx, &inst);
         let type_ = inst.key.type_.clone();
         let plan_err = |e: crate::provider::ProviderError| {
-            super::plan::provider_failure(ctx, &inst.addr, "plan", &e)
+            super::provider_diags::provider_failure(ctx, &inst.addr, "plan", &e)
         };
 
         let mut action = change.action;
@@ -785,10 +789,10 @@ impl ApplyPhase {
                     let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
                     c.read_data(&inst.key.type_, &inst.config).await
                 }
-                .map_err(|e| super::plan::provider_failure(ctx, &inst.addr, "read", &e));
+                .map_err(|e| super::provider_diags::provider_failure(ctx, &inst.addr, "read", &e));
                 let result = match result {
                     Ok(r) => r,
-                    Err(d) if super::plan::check_scoped_failure(ctx, &inst, d.clone()) => {
+                    Err(d) if super::plan_phase::check_scoped_failure(ctx, &inst, d.clone()) => {
                         return Ok(Value::unknown());
                     }
                     Err(d) => return Err(d),

@@ -3,15 +3,16 @@
 //! plan's closing rules, each in one place: which provider instances a plan deletes
 //! ([`deleted_providers`]) and whether it is applyable ([`applyable`]).
 
-use super::core::run as walk_phase;
+use super::core::{run as walk_phase, Ctx};
 use super::graph::{add_orphans, build};
-use super::plan::PlanPhase;
-use super::progress::Observer;
+use super::observer::Observer;
+use super::plan_phase::{PlanOut, PlanPhase};
 use super::providers::Registry;
 use super::refresh::refresh as refresh_pass;
-use super::run::{timed, timed_async, Options};
+use super::request::Options;
 use super::sabotage::Sabotage;
 use super::source::{classify_state, config_hash, new_ctx, term_graph, Loaded};
+use super::timing::{timed, timed_async};
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
@@ -74,7 +75,7 @@ async fn assemble_plan(
     // `moved` and `removed` blocks first: the plan is made against the moved state, without
     // the objects that are forgotten.
     let mut refactor = timed("moved blocks", || {
-        super::moves::resolve(&loaded.config, prior)
+        super::refactor::resolve(&loaded.config, prior)
     });
     if mode != PlanMode::Normal {
         // As Terraform: a destroy destroys what `removed` blocks would forget, and a
@@ -90,35 +91,7 @@ async fn assemble_plan(
     let prior = if refactor.moves.is_empty() && refactor.forget.is_empty() {
         prior
     } else {
-        let mut s = prior.clone();
-        for (from, to) in &refactor.moves {
-            super::moves::apply_event(
-                &mut s,
-                EventBody::ResourceMoved {
-                    from: from.clone(),
-                    to: to.clone(),
-                },
-            );
-        }
-        for addr in &refactor.forget {
-            if let Some(obj) = s.current(addr) {
-                forgotten.push(Change {
-                    addr: addr.clone(),
-                    provider: obj.provider.addr.clone(),
-                    action: Action::Forget,
-                    before: Some(Value::from_stored(&obj.attrs)),
-                    after: None,
-                    replace_paths: Vec::new(),
-                    reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
-                    sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
-                    diff_unavailable: false,
-                    importing: None,
-                    deposed: None,
-                });
-            }
-            super::moves::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
-        }
-        moved_prior = s;
+        moved_prior = moved_state(&loaded.registry, prior, &refactor, &mut forgotten);
         &moved_prior
     };
     let (refreshed, drift, refreshed_meta) = if opts.refresh {
@@ -128,6 +101,117 @@ async fn assemble_plan(
     } else {
         (Arc::new(prior.clone()), Vec::new(), Vec::new())
     };
+    let mut plan = empty_plan(loaded, opts, mode, prior, drift, refreshed_meta, &refactor);
+    if mode == PlanMode::Destroy {
+        finish_destroy_plan(loaded, opts, &refreshed, forgotten, &mut plan, diags);
+        return Some(plan);
+    }
+    let (ctx, out) = plan_walk(loaded, opts, mode, prior, &refreshed, observer, diags).await?;
+    plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
+    plan.changes = out.changes.into_values().collect();
+    plan.changes.extend(forgotten);
+    if mode == PlanMode::Normal && opts.import.is_none() {
+        plan.changes
+            .extend(deposed_deletes(&refreshed, &opts.targets));
+    }
+    if mode == PlanMode::ReadOnly {
+        // A read-only plan proposes no changes, but shows the objects it moves, as they are.
+        show_moved_objects(&loaded.registry, &refreshed, &mut plan);
+    }
+    plan.changes
+        .sort_by(|a, b| (&a.addr, &a.deposed).cmp(&(&b.addr, &b.deposed)));
+    // A move from an instance the configuration still declares: the plan was made from the
+    // wrong prior state, so it is not shown (as in Terraform).
+    let mut move_diags = Diagnostics::new();
+    super::refactor::check_instance_sources(&loaded.config, &refactor, &plan, &mut move_diags);
+    if move_diags.has_errors() {
+        diags.extend(move_diags);
+        return None;
+    }
+    plan.data_reads = out.data_reads.into_values().collect();
+    plan.dropped_data = out.dropped_data.into_iter().collect();
+    plan.warnings.extend(out.warnings);
+    // The dependency graph as it is now, kept with the plan (saved plan files, the run's
+    // `RunPlanned`), so `cairn ui` draws it as planned after the files change.
+    plan.graph = Some(timed("plan graph", || ctx.graph.resource_graph()));
+    // Provider instances: those the walk planned, then those in state nothing uses any more.
+    let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
+    if mode == PlanMode::Normal {
+        for p in deleted_providers(&plan, &refreshed, Some(&loaded.config)) {
+            provider_changes.insert(p.addr.clone(), p);
+        }
+    }
+    plan.provider_changes = provider_changes.into_values().collect();
+    if mode == PlanMode::Normal {
+        super::plan_phase::replacement_order(&mut plan, &ctx.graph, &refreshed);
+    }
+    plan.outputs = plan_outputs(opts, mode, &refreshed, &out.outputs);
+    plan.errored = diags.has_errors();
+    // A resource that moves to an equal provider instance, or an unchanged one whose
+    // dependencies changed: recorded by apply.
+    let recorded_again = |c: &Change| {
+        refreshed.current(&c.addr).is_some_and(|o| {
+            o.provider.addr != c.provider
+                || (c.action == Action::NoOp
+                    && !super::apply::same_deps(
+                        &super::apply::instance_deps(&ctx, &c.addr),
+                        &o.deps,
+                    ))
+        })
+    };
+    plan.applyable = applyable(&plan, &recorded_again);
+    Some(plan)
+}
+
+/// The prior state with the moves of `moved` blocks made and the objects `removed` blocks
+/// forget gone (in memory); each forgotten object's `Forget` change goes to `forgotten`.
+fn moved_state(
+    registry: &Registry,
+    prior: &Snapshot,
+    refactor: &super::refactor::Refactor,
+    forgotten: &mut Vec<Change>,
+) -> Snapshot {
+    let mut s = prior.clone();
+    for (from, to) in &refactor.moves {
+        super::refactor::apply_event(
+            &mut s,
+            EventBody::ResourceMoved {
+                from: from.clone(),
+                to: to.clone(),
+            },
+        );
+    }
+    for addr in &refactor.forget {
+        if let Some(obj) = s.current(addr) {
+            forgotten.push(Change {
+                addr: addr.clone(),
+                provider: obj.provider.addr.clone(),
+                action: Action::Forget,
+                before: Some(Value::from_stored(&obj.attrs)),
+                after: None,
+                replace_paths: Vec::new(),
+                reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
+                sensitive_attrs: sensitive_attrs(registry, addr, &obj.provider.addr),
+                diff_unavailable: false,
+                importing: None,
+                deposed: None,
+            });
+        }
+        super::refactor::apply_event(&mut s, EventBody::ResourceForgotten { addr: addr.clone() });
+    }
+    s
+}
+
+/// A plan of no changes yet: the request it answers, what refresh found, the moves.
+fn empty_plan(
+    loaded: &Loaded,
+    opts: &Options,
+    mode: PlanMode,
+    prior: &Snapshot,
+    drift: Vec<crate::plan::Drift>,
+    refreshed_meta: Vec<(ResourceInstanceAddr, cairn_state::ObjectMeta)>,
+    refactor: &super::refactor::Refactor,
+) -> Plan {
     let mut plan = Plan {
         mode,
         base_seq: prior.head,
@@ -155,26 +239,50 @@ async fn assemble_plan(
         shapes: BTreeMap::new(),
         sources: loaded.config.package_sources(),
     };
-    plan.warnings.extend(refactor_warnings(&refactor));
-    if mode == PlanMode::Destroy {
-        destroy_plan(&refreshed, &mut plan, &opts.targets);
-        plan.changes.extend(forgotten);
-        if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
-            plan.changes.retain(|c| c.addr.resource.module.is_root());
-        }
-        diags.extend(prevent_destroy_violations(&loaded.config, &plan));
-        plan.errored = diags.has_errors();
-        plan.applyable = applyable(&plan, &|_| false);
-        // The graph the plan was made under, for `cairn ui` (a destroy walks no term graph).
-        plan.graph = Some(timed("plan graph", || {
-            build(&loaded.config).0.resource_graph()
-        }));
-        return Some(plan);
+    plan.warnings.extend(refactor_warnings(refactor));
+    plan
+}
+
+/// A destroy plan: every object in the refreshed state (in the `-target` scope) deleted; no
+/// walk of the configuration.
+fn finish_destroy_plan(
+    loaded: &Loaded,
+    opts: &Options,
+    refreshed: &Snapshot,
+    forgotten: Vec<Change>,
+    plan: &mut Plan,
+    diags: &mut Diagnostics,
+) {
+    destroy_plan(refreshed, plan, &opts.targets);
+    plan.changes.extend(forgotten);
+    if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
+        plan.changes.retain(|c| c.addr.resource.module.is_root());
     }
+    diags.extend(prevent_destroy_violations(&loaded.config, plan));
+    plan.errored = diags.has_errors();
+    plan.applyable = applyable(plan, &|_| false);
+    // The graph the plan was made under, for `cairn ui` (a destroy walks no term graph).
+    plan.graph = Some(timed("plan graph", || {
+        build(&loaded.config).0.resource_graph()
+    }));
+}
+
+/// The plan walk: the term graph with the state's orphans, walked by the plan phase. Returns
+/// the walk's context and what the phase collected; `None` when an import block has no
+/// resource (the plan stops before it starts, as in Terraform).
+async fn plan_walk(
+    loaded: &Loaded,
+    opts: &Options,
+    mode: PlanMode,
+    prior: &Snapshot,
+    refreshed: &Arc<Snapshot>,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+) -> Option<(Arc<Ctx>, PlanOut)> {
     let (mut graph, graph_diags) = timed("term graph", || term_graph(&loaded.config));
     diags.extend(graph_diags);
     let (_, orphans) = timed("classify state", || {
-        classify_state(&loaded.config, &refreshed)
+        classify_state(&loaded.config, refreshed)
     });
     add_orphans(&mut graph, orphans);
     if mode == PlanMode::Normal {
@@ -185,7 +293,7 @@ async fn assemble_plan(
             return None;
         }
     }
-    let ctx = new_ctx(loaded, graph, &refreshed, opts, observer.clone());
+    let ctx = new_ctx(loaded, graph, refreshed, opts, observer.clone());
     let replace: BTreeSet<ResourceInstanceAddr> = opts.replace.iter().cloned().collect();
     let mut phase = PlanPhase::new(mode, refreshed.clone(), replace);
     phase.imports.cli = opts.import.clone();
@@ -208,69 +316,49 @@ async fn assemble_plan(
     if mode == PlanMode::Normal {
         diags.extend(phase.imports.unclaimed(&loaded.config));
     }
-    plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
     let out = std::mem::take(&mut *phase.out.lock().expect("plan out"));
-    plan.changes = out.changes.into_values().collect();
-    plan.changes.extend(forgotten);
-    if mode == PlanMode::Normal && opts.import.is_none() {
-        plan.changes
-            .extend(deposed_deletes(&refreshed, &opts.targets));
-    }
-    if mode == PlanMode::ReadOnly {
-        // A read-only plan proposes no changes, but shows the objects it moves, as they are.
-        let planned: BTreeSet<ResourceInstanceAddr> =
-            plan.changes.iter().map(|c| c.addr.clone()).collect();
-        let ends: BTreeSet<&ResourceInstanceAddr> = plan.moves.iter().map(|(_, to)| to).collect();
-        for addr in ends {
-            if let (false, Some(obj)) = (planned.contains(addr), refreshed.current(addr)) {
-                let v = Value::from_stored(&obj.attrs);
-                plan.changes.push(Change {
-                    addr: addr.clone(),
-                    provider: obj.provider.addr.clone(),
-                    action: Action::NoOp,
-                    before: Some(v.clone()),
-                    after: Some(v),
-                    replace_paths: Vec::new(),
-                    reason: None,
-                    sensitive_attrs: sensitive_attrs(&loaded.registry, addr, &obj.provider.addr),
-                    diff_unavailable: false,
-                    importing: None,
-                    deposed: None,
-                });
-            }
+    Some((ctx, out))
+}
+
+/// A read-only plan's no-op changes for the objects that moved and that it planned nothing
+/// for: shown as they are.
+fn show_moved_objects(registry: &Registry, refreshed: &Snapshot, plan: &mut Plan) {
+    let planned: BTreeSet<ResourceInstanceAddr> =
+        plan.changes.iter().map(|c| c.addr.clone()).collect();
+    let ends: BTreeSet<ResourceInstanceAddr> =
+        plan.moves.iter().map(|(_, to)| to.clone()).collect();
+    for addr in &ends {
+        if let (false, Some(obj)) = (planned.contains(addr), refreshed.current(addr)) {
+            let v = Value::from_stored(&obj.attrs);
+            plan.changes.push(Change {
+                addr: addr.clone(),
+                provider: obj.provider.addr.clone(),
+                action: Action::NoOp,
+                before: Some(v.clone()),
+                after: Some(v),
+                replace_paths: Vec::new(),
+                reason: None,
+                sensitive_attrs: sensitive_attrs(registry, addr, &obj.provider.addr),
+                diff_unavailable: false,
+                importing: None,
+                deposed: None,
+            });
         }
     }
-    plan.changes
-        .sort_by(|a, b| (&a.addr, &a.deposed).cmp(&(&b.addr, &b.deposed)));
-    // A move from an instance the configuration still declares: the plan was made from the
-    // wrong prior state, so it is not shown (as in Terraform).
-    let mut move_diags = Diagnostics::new();
-    super::moves::check_instance_sources(&loaded.config, &refactor, &plan, &mut move_diags);
-    if move_diags.has_errors() {
-        diags.extend(move_diags);
-        return None;
-    }
-    plan.data_reads = out.data_reads.into_values().collect();
-    plan.dropped_data = out.dropped_data.into_iter().collect();
-    plan.warnings.extend(out.warnings);
-    // The dependency graph as it is now, kept with the plan (saved plan files, the run's
-    // `RunPlanned`), so `cairn ui` draws it as planned after the files change.
-    plan.graph = Some(timed("plan graph", || ctx.graph.resource_graph()));
-    // Provider instances: those the walk planned, then those in state nothing uses any more.
-    let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
-    if mode == PlanMode::Normal {
-        for p in deleted_providers(&plan, &refreshed, Some(&loaded.config)) {
-            provider_changes.insert(p.addr.clone(), p);
-        }
-    }
-    plan.provider_changes = provider_changes.into_values().collect();
-    if mode == PlanMode::Normal {
-        super::plan::replacement_order(&mut plan, &ctx.graph, &refreshed);
-    }
-    plan.outputs = output_changes(&refreshed, &out.outputs);
+}
+
+/// The plan's output changes: against the state's outputs; a read-only plan records none it
+/// cannot know without applying changes, and a targeted plan deletes none.
+fn plan_outputs(
+    opts: &Options,
+    mode: PlanMode,
+    refreshed: &Snapshot,
+    outputs: &BTreeMap<String, (Value, bool)>,
+) -> Vec<crate::plan::OutputChange> {
+    let mut changes = output_changes(refreshed, outputs);
     if mode == PlanMode::ReadOnly {
         // Read-only records no output it cannot know without applying changes.
-        for o in &mut plan.outputs {
+        for o in &mut changes {
             if o.action == Action::Create && !o.after.as_ref().is_some_and(Value::is_wholly_known) {
                 o.action = Action::NoOp;
             }
@@ -278,23 +366,9 @@ async fn assemble_plan(
     }
     if !opts.targets.is_empty() {
         // A targeted plan evaluates only the outputs in its scope; the others stay as they are.
-        plan.outputs.retain(|o| o.action != Action::Delete);
+        changes.retain(|o| o.action != Action::Delete);
     }
-    plan.errored = diags.has_errors();
-    // A resource that moves to an equal provider instance, or an unchanged one whose
-    // dependencies changed: recorded by apply.
-    let recorded_again = |c: &Change| {
-        refreshed.current(&c.addr).is_some_and(|o| {
-            o.provider.addr != c.provider
-                || (c.action == Action::NoOp
-                    && !super::apply::same_deps(
-                        &super::apply::instance_deps(&ctx, &c.addr),
-                        &o.deps,
-                    ))
-        })
-    };
-    plan.applyable = applyable(&plan, &recorded_again);
-    Some(plan)
+    changes
 }
 
 /// The attributes the schema of an object's resource type marks sensitive (masked in the
@@ -322,7 +396,7 @@ pub(super) fn sensitive_attrs(
 
 /// The warnings Terraform gives about `moved` blocks that could not move an object, and
 /// about objects a `removed` block forgets.
-pub(super) fn refactor_warnings(r: &super::moves::Refactor) -> Vec<String> {
+pub(super) fn refactor_warnings(r: &super::refactor::Refactor) -> Vec<String> {
     let mut out = Vec::new();
     if !r.blocked.is_empty() {
         let list: String = r
@@ -388,7 +462,7 @@ pub(super) fn output_changes(
         });
         let action = match &before {
             None => Action::Create,
-            Some(b) if super::plan::equal_ignoring_marks(b, v) && v.is_wholly_known() => {
+            Some(b) if super::plan_phase::equal_ignoring_marks(b, v) && v.is_wholly_known() => {
                 Action::NoOp
             }
             Some(_) => Action::Update,
@@ -442,7 +516,7 @@ pub(super) fn prevent_destroy_violations(config: &Config, plan: &Plan) -> Diagno
             .module(&c.addr.resource.module.without_keys())
             .and_then(|m| m.resources.get(&key));
         if let Some(res) = res.filter(|r| r.lifecycle.prevent_destroy) {
-            diags.extend(super::plan::prevent_destroy_error(&c.addr, res.span));
+            diags.extend(super::plan_phase::prevent_destroy_error(&c.addr, res.span));
         }
     }
     diags
@@ -622,7 +696,7 @@ pub(super) fn applyable(plan: &Plan, recorded_again: &dyn Fn(&Change) -> bool) -
                 || plan.data_reads.iter().any(|d| {
                     !d.before
                         .as_ref()
-                        .is_some_and(|b| super::plan::equal_ignoring_marks(b, &d.result))
+                        .is_some_and(|b| super::plan_phase::equal_ignoring_marks(b, &d.result))
                 })
                 || !plan.dropped_data.is_empty()
                 || plan.changes.iter().any(recorded_again)

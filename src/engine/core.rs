@@ -12,7 +12,7 @@
 //! of results and are likewise never held across an `.await`.
 
 use super::graph::{Node, TermGraph};
-use super::progress::{Observer, Progress};
+use super::observer::{Observer, Progress};
 use super::providers::Registry;
 use super::sabotage::Sabotage;
 pub(crate) use super::values::InstanceScope;
@@ -617,126 +617,10 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
     let node = ctx.graph.node(id).clone();
     match &node {
         Node::Var { module, name } => visit_var(ctx, module, name, phase.lenient()),
-        Node::Local { module, name } => {
-            let local = &ctx.module(module).locals[name];
-            let instances = ctx.values.read().expect("values lock").instances_of(module);
-            for m in instances {
-                if phase.lenient() && ctx.refers_to_open(&m, local.file, &local.expr) {
-                    ctx.mark_open(&m, format!("local.{name}"));
-                }
-                let v = ctx.eval_in(&m, &Repetition::None, local.file, &local.expr)?;
-                ctx.values
-                    .write()
-                    .expect("values lock")
-                    .set_local(&m, name, v);
-            }
-            Ok(())
-        }
-        Node::Output { module, name } => {
-            let out = &ctx.module(module).outputs[name];
-            let instances = ctx.values.read().expect("values lock").instances_of(module);
-            for m in instances {
-                if phase.lenient() && ctx.refers_to_open(&m, out.file, &out.value) {
-                    if let (Some(parent), Some(step)) = (m.parent(), m.0.last()) {
-                        ctx.mark_open(&parent, format!("module.{}", step.name));
-                    }
-                }
-                if !phase.lenient() {
-                    ctx.check_conditions(
-                        &m,
-                        &Repetition::None,
-                        out.file,
-                        &out.preconditions,
-                        None,
-                        ConditionKind::OutputPre,
-                        None,
-                    )?;
-                }
-                let mut v = ctx.eval_in(&m, &Repetition::None, out.file, &out.value)?;
-                if out.sensitive {
-                    v = v.sensitive();
-                } else if module.is_root() && v.contains_sensitive() {
-                    return Err(Diagnostic::error(
-                        "Output refers to sensitive values",
-                        "To reduce the risk of accidentally exporting sensitive data that was intended to be only internal, Cairn requires that any root module output containing sensitive data be explicitly marked as sensitive, to confirm your intent. Add sensitive = true to this output.",
-                    )
-                    .with_span(Some(out.span))
-                    .into());
-                }
-                if module.is_root() {
-                    phase.output(ctx, name, &v, out.sensitive);
-                }
-                ctx.values
-                    .write()
-                    .expect("values lock")
-                    .set_output(&m, name, v);
-            }
-            Ok(())
-        }
-        Node::Check { module, name } => {
-            if phase.lenient() {
-                return Ok(());
-            }
-            let check = &ctx.module(module).checks[name];
-            // A scoped data source that could not be read leaves its check unevaluated (its
-            // warning says why), as in Terraform.
-            if ctx
-                .failed_checks
-                .lock()
-                .expect("failed checks")
-                .contains(&(module.clone(), name.clone()))
-            {
-                return Ok(());
-            }
-            let instances = ctx.values.read().expect("values lock").instances_of(module);
-            for m in instances {
-                ctx.check_conditions(
-                    &m,
-                    &Repetition::None,
-                    check.file,
-                    &check.asserts,
-                    None,
-                    ConditionKind::CheckAssert {
-                        at_apply: phase.final_values(),
-                    },
-                    None,
-                )?;
-            }
-            Ok(())
-        }
-        Node::Call { module, name } => {
-            let call = &ctx.module(module).calls[name];
-            let instances = ctx.values.read().expect("values lock").instances_of(module);
-            if ctx.config.module(&module.child(name, None)).is_none() {
-                // Its source could not be loaded (reported when loading): outputs unknown.
-                ctx.values
-                    .write()
-                    .expect("values lock")
-                    .unavailable
-                    .insert(module.child(name, None));
-            }
-            let mut diags = Diagnostics::new();
-            for m in instances {
-                let what = format!("module.{name}");
-                let (count, for_each) = (call.count.as_ref(), call.for_each.as_ref());
-                let e = if phase.lenient() {
-                    let (e, d) = expansion_lenient(ctx, &m, call.file, count, for_each, &what);
-                    diags.extend(d);
-                    e
-                } else {
-                    expansion(ctx, &m, call.file, count, for_each, &what)?
-                };
-                ctx.values
-                    .write()
-                    .expect("values lock")
-                    .set_call(&m, name, e);
-            }
-            if diags.is_empty() {
-                Ok(())
-            } else {
-                Err(diags)
-            }
-        }
+        Node::Local { module, name } => visit_local(ctx, module, name, phase.lenient()),
+        Node::Output { module, name } => visit_output(ctx, phase, module, name),
+        Node::Check { module, name } => visit_check(ctx, phase, module, name),
+        Node::Call { module, name } => visit_call(ctx, module, name, phase.lenient()),
         Node::Provider { addr } => visit_provider(ctx, phase, addr).await,
         Node::Resource { module, key } => visit_resource(ctx, phase, module, key).await,
         Node::Orphan { addr } => {
@@ -745,6 +629,155 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
                 .await
         }
         Node::Destroy { .. } => phase.extra(ctx, &node).await,
+    }
+}
+
+/// A `locals` entry, evaluated in every instance of its module.
+fn visit_local(
+    ctx: &Arc<Ctx>,
+    module: &ModulePath,
+    name: &str,
+    lenient: bool,
+) -> Result<(), Diagnostics> {
+    let local = &ctx.module(module).locals[name];
+    let instances = ctx.values.read().expect("values lock").instances_of(module);
+    for m in instances {
+        if lenient && ctx.refers_to_open(&m, local.file, &local.expr) {
+            ctx.mark_open(&m, format!("local.{name}"));
+        }
+        let v = ctx.eval_in(&m, &Repetition::None, local.file, &local.expr)?;
+        ctx.values
+            .write()
+            .expect("values lock")
+            .set_local(&m, name, v);
+    }
+    Ok(())
+}
+
+/// An `output`, evaluated in every instance of its module (a root output also goes to the
+/// phase).
+fn visit_output<P: Phase>(
+    ctx: &Arc<Ctx>,
+    phase: &Arc<P>,
+    module: &ModulePath,
+    name: &str,
+) -> Result<(), Diagnostics> {
+    let out = &ctx.module(module).outputs[name];
+    let instances = ctx.values.read().expect("values lock").instances_of(module);
+    for m in instances {
+        if phase.lenient() && ctx.refers_to_open(&m, out.file, &out.value) {
+            if let (Some(parent), Some(step)) = (m.parent(), m.0.last()) {
+                ctx.mark_open(&parent, format!("module.{}", step.name));
+            }
+        }
+        if !phase.lenient() {
+            ctx.check_conditions(
+                &m,
+                &Repetition::None,
+                out.file,
+                &out.preconditions,
+                None,
+                ConditionKind::OutputPre,
+                None,
+            )?;
+        }
+        let mut v = ctx.eval_in(&m, &Repetition::None, out.file, &out.value)?;
+        if out.sensitive {
+            v = v.sensitive();
+        } else if module.is_root() && v.contains_sensitive() {
+            return Err(Diagnostic::error(
+                "Output refers to sensitive values",
+                "To reduce the risk of accidentally exporting sensitive data that was intended to be only internal, Cairn requires that any root module output containing sensitive data be explicitly marked as sensitive, to confirm your intent. Add sensitive = true to this output.",
+            )
+            .with_span(Some(out.span))
+            .into());
+        }
+        if module.is_root() {
+            phase.output(ctx, name, &v, out.sensitive);
+        }
+        ctx.values
+            .write()
+            .expect("values lock")
+            .set_output(&m, name, v);
+    }
+    Ok(())
+}
+
+/// A `check` block's assertions, in every instance of its module (warnings).
+fn visit_check<P: Phase>(
+    ctx: &Arc<Ctx>,
+    phase: &Arc<P>,
+    module: &ModulePath,
+    name: &str,
+) -> Result<(), Diagnostics> {
+    if phase.lenient() {
+        return Ok(());
+    }
+    let check = &ctx.module(module).checks[name];
+    // A scoped data source that could not be read leaves its check unevaluated (its
+    // warning says why), as in Terraform.
+    if ctx
+        .failed_checks
+        .lock()
+        .expect("failed checks")
+        .contains(&(module.clone(), name.to_string()))
+    {
+        return Ok(());
+    }
+    let instances = ctx.values.read().expect("values lock").instances_of(module);
+    for m in instances {
+        ctx.check_conditions(
+            &m,
+            &Repetition::None,
+            check.file,
+            &check.asserts,
+            None,
+            ConditionKind::CheckAssert {
+                at_apply: phase.final_values(),
+            },
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+/// A module call's expansion (`count`/`for_each`), in every instance of the calling module.
+fn visit_call(
+    ctx: &Arc<Ctx>,
+    module: &ModulePath,
+    name: &str,
+    lenient: bool,
+) -> Result<(), Diagnostics> {
+    let call = &ctx.module(module).calls[name];
+    let instances = ctx.values.read().expect("values lock").instances_of(module);
+    if ctx.config.module(&module.child(name, None)).is_none() {
+        // Its source could not be loaded (reported when loading): outputs unknown.
+        ctx.values
+            .write()
+            .expect("values lock")
+            .unavailable
+            .insert(module.child(name, None));
+    }
+    let mut diags = Diagnostics::new();
+    for m in instances {
+        let what = format!("module.{name}");
+        let (count, for_each) = (call.count.as_ref(), call.for_each.as_ref());
+        let e = if lenient {
+            let (e, d) = expansion_lenient(ctx, &m, call.file, count, for_each, &what);
+            diags.extend(d);
+            e
+        } else {
+            expansion(ctx, &m, call.file, count, for_each, &what)?
+        };
+        ctx.values
+            .write()
+            .expect("values lock")
+            .set_call(&m, name, e);
+    }
+    if diags.is_empty() {
+        Ok(())
+    } else {
+        Err(diags)
     }
 }
 
@@ -960,89 +993,181 @@ async fn visit_resource<P: Phase>(
     module: &ModulePath,
     key: &ResourceKey,
 ) -> Result<(), Diagnostics> {
-    let res: &Resource = &ctx.module(module).resources[key];
-    let Some(provider_addr) = ctx
-        .graph
-        .provider_of
-        .get(&(module.clone(), key.clone()))
-        .cloned()
-    else {
-        // Its provider could not be resolved: that was reported when the graph was built.
-        return Err(Diagnostics::new());
-    };
-    let lenient = phase.lenient();
-    let schema = ctx
-        .available_schema(
-            &provider_addr.package,
-            key.mode,
-            &key.type_,
-            res.span,
-            lenient,
-        )
-        .map_err(Diagnostics::from)?;
-    let schemaless = schema.is_none();
-    let schema = schema.unwrap_or_default();
+    let visit = ResourceVisit::new(ctx, phase.lenient(), module, key)?;
     let instances = ctx.values.read().expect("values lock").instances_of(module);
     let mut diags = Diagnostics::new();
     let mut produced: BTreeSet<ResourceInstanceAddr> = BTreeSet::new();
-    // -target naming some instances only: the others are left as they are.
-    let filter = ctx
-        .graph
-        .id(&Node::Resource {
-            module: module.clone(),
-            key: key.clone(),
-        })
-        .and_then(|id| ctx.only_instances.get(&id));
-    let in_scope =
-        |a: &ResourceInstanceAddr| filter.is_none_or(|ts| ts.iter().any(|t| t.contains(a)));
     for m in &instances {
         let resource_addr = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
-        let (count, for_each) = (res.count.as_deref(), res.for_each.as_deref());
-        let what = resource_addr.to_string();
-        let exp = if lenient {
-            let (e, d) = expansion_lenient(ctx, m, res.file, count, for_each, &what);
-            diags.extend(d);
-            e
-        } else {
-            match expansion(ctx, m, res.file, count, for_each, &what) {
-                Ok(e) => e,
-                Err(d) => {
-                    diags.extend(d);
-                    continue;
-                }
-            }
+        let Some(exp) = visit.expansion(ctx, m, &resource_addr, &mut diags) else {
+            continue;
         };
         // Evaluate every instance's configuration (synchronous), then let the phase handle
         // them concurrently: provider calls inside are bounded by the semaphore.
+        let ready = visit.ready_instances(ctx, m, &exp, &resource_addr, &mut produced, &mut diags);
+        let values = visit
+            .run_instances(ctx, phase, m, &exp, &resource_addr, ready, &mut diags)
+            .await;
+        ctx.values.write().expect("values lock").set_resource(
+            m,
+            (key.mode, key.type_.clone(), key.name.clone()),
+            ResourceValues {
+                expansion: exp,
+                instances: InstanceValues::from_pairs(values),
+                schemaless: visit.schemaless,
+            },
+        );
+    }
+    // Instances in state that this configuration no longer produces.
+    let orphans = visit.orphans(ctx, &instances, &produced, diags.has_errors());
+    if !orphans.is_empty() {
+        if let Err(d) = phase.orphans(ctx, orphans).await {
+            diags.extend(d);
+        }
+    }
+    if diags.has_errors() {
+        Err(diags)
+    } else {
+        ctx.report(diags);
+        Ok(())
+    }
+}
+
+/// One resource block as the walk visits it: what every instance of it shares.
+struct ResourceVisit<'a> {
+    res: &'a Resource,
+    module: &'a ModulePath,
+    key: &'a ResourceKey,
+    provider: ProviderAddr,
+    schema: Arc<Block>,
+    /// No schema is available (see `Instance::schemaless`).
+    schemaless: bool,
+    lenient: bool,
+    /// `-target` naming some instances only: the others are left as they are.
+    filter: Option<&'a Vec<cairn_state::Target>>,
+}
+
+impl<'a> ResourceVisit<'a> {
+    fn new(
+        ctx: &'a Ctx,
+        lenient: bool,
+        module: &'a ModulePath,
+        key: &'a ResourceKey,
+    ) -> Result<Self, Diagnostics> {
+        let res: &Resource = &ctx.module(module).resources[key];
+        let Some(provider) = ctx
+            .graph
+            .provider_of
+            .get(&(module.clone(), key.clone()))
+            .cloned()
+        else {
+            // Its provider could not be resolved: that was reported when the graph was built.
+            return Err(Diagnostics::new());
+        };
+        let schema = ctx
+            .available_schema(&provider.package, key.mode, &key.type_, res.span, lenient)
+            .map_err(Diagnostics::from)?;
+        let filter = ctx
+            .graph
+            .id(&Node::Resource {
+                module: module.clone(),
+                key: key.clone(),
+            })
+            .and_then(|id| ctx.only_instances.get(&id));
+        Ok(ResourceVisit {
+            res,
+            module,
+            key,
+            provider,
+            schemaless: schema.is_none(),
+            schema: schema.unwrap_or_default(),
+            lenient,
+            filter,
+        })
+    }
+
+    fn in_scope(&self, a: &ResourceInstanceAddr) -> bool {
+        self.filter
+            .is_none_or(|ts| ts.iter().any(|t| t.contains(a)))
+    }
+
+    /// The resource's `count`/`for_each` in module instance `m`; `None` when it failed (the
+    /// error is in `diags`; a lenient phase never fails).
+    fn expansion(
+        &self,
+        ctx: &Ctx,
+        m: &ModulePath,
+        resource_addr: &ResourceAddr,
+        diags: &mut Diagnostics,
+    ) -> Option<Expansion> {
+        let res = self.res;
+        let (count, for_each) = (res.count.as_deref(), res.for_each.as_deref());
+        let what = resource_addr.to_string();
+        if self.lenient {
+            let (e, d) = expansion_lenient(ctx, m, res.file, count, for_each, &what);
+            diags.extend(d);
+            return Some(e);
+        }
+        match expansion(ctx, m, res.file, count, for_each, &what) {
+            Ok(e) => Some(e),
+            Err(d) => {
+                diags.extend(d);
+                None
+            }
+        }
+    }
+
+    /// One instance's configuration, evaluated in its scope (and where each argument is
+    /// written, for a lenient phase).
+    fn config(
+        &self,
+        ctx: &Ctx,
+        m: &ModulePath,
+        rep: &Repetition,
+    ) -> Result<(Value, crate::eval::Sources), Diagnostics> {
+        let res = self.res;
+        let values = ctx.values.read().expect("values lock");
+        let paths = ctx.paths(self.module);
+        let scope = InstanceScope {
+            values: &values,
+            module: m,
+            repetition: rep,
+            file: res.file,
+            paths: &paths,
+        };
+        let schema = (!self.schemaless).then_some(&*self.schema);
+        if res.generated {
+            // Filled in from the imported object by the plan (`imports.rs`).
+            Ok((
+                Value::Null(block_type(schema.unwrap_or(&Default::default()))),
+                Vec::new(),
+            ))
+        } else if self.lenient {
+            eval_body_with_sources(&res.body, schema, &scope, res.json)
+        } else {
+            eval_config_body(&res.body, schema, &scope, None, res.json).map(|v| (v, Vec::new()))
+        }
+    }
+
+    /// The instances of module instance `m` that go to the phase: each with its evaluated
+    /// configuration, in scope, and past its preconditions. Every instance the configuration
+    /// produces (whether it goes or not) is added to `produced`.
+    fn ready_instances(
+        &self,
+        ctx: &Ctx,
+        m: &ModulePath,
+        exp: &Expansion,
+        resource_addr: &ResourceAddr,
+        produced: &mut BTreeSet<ResourceInstanceAddr>,
+        diags: &mut Diagnostics,
+    ) -> Vec<Instance> {
+        let res = self.res;
         let mut ready: Vec<Instance> = Vec::new();
         for k in exp.keys() {
             let rep = exp.repetition(&k);
-            let config = {
-                let values = ctx.values.read().expect("values lock");
-                let paths = ctx.paths(module);
-                let scope = InstanceScope {
-                    values: &values,
-                    module: m,
-                    repetition: &rep,
-                    file: res.file,
-                    paths: &paths,
-                };
-                let schema = (!schemaless).then_some(&*schema);
-                if res.generated {
-                    // Filled in from the imported object by the plan (`imports.rs`).
-                    Ok((
-                        Value::Null(block_type(schema.unwrap_or(&Default::default()))),
-                        Vec::new(),
-                    ))
-                } else if lenient {
-                    eval_body_with_sources(&res.body, schema, &scope, res.json)
-                } else {
-                    eval_config_body(&res.body, schema, &scope, None, res.json)
-                        .map(|v| (v, Vec::new()))
-                }
-            };
+            let config = self.config(ctx, m, &rep);
             let addr = resource_addr.instance(k.clone());
-            if !in_scope(&addr) {
+            if !self.in_scope(&addr) {
                 // Not targeted: not planned, and not an orphan either.
                 produced.insert(addr);
                 continue;
@@ -1056,7 +1181,7 @@ async fn visit_resource<P: Phase>(
             };
             // Preconditions, before the provider sees the instance (inspect reports what
             // is written, so it checks none).
-            if !lenient {
+            if !self.lenient {
                 if let Err(d) = ctx.check_conditions(
                     m,
                     &rep,
@@ -1075,17 +1200,34 @@ async fn visit_resource<P: Phase>(
             produced.insert(addr.clone());
             ready.push(Instance {
                 addr,
-                static_module: module.clone(),
-                key: key.clone(),
-                provider: provider_addr.clone(),
+                static_module: self.module.clone(),
+                key: self.key.clone(),
+                provider: self.provider.clone(),
                 config,
-                schema: schema.clone(),
-                schemaless,
-                unknown_expansion: exp == Expansion::Unknown,
+                schema: self.schema.clone(),
+                schemaless: self.schemaless,
+                unknown_expansion: *exp == Expansion::Unknown,
                 sources,
                 rep,
             });
         }
+        ready
+    }
+
+    /// Hands the ready instances to the phase (concurrently when there are several) and
+    /// checks their postconditions; returns each instance's value, in completion order.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_instances<P: Phase>(
+        &self,
+        ctx: &Arc<Ctx>,
+        phase: &Arc<P>,
+        m: &ModulePath,
+        exp: &Expansion,
+        resource_addr: &ResourceAddr,
+        mut ready: Vec<Instance>,
+        diags: &mut Diagnostics,
+    ) -> Vec<(Option<InstanceKey>, Value)> {
+        let (res, lenient) = (self.res, self.lenient);
         let mut values: Vec<(Option<InstanceKey>, Value)> = Vec::new();
         if ready.len() == 1 {
             // One instance (no count/for_each, the common case): nothing to run beside it, so
@@ -1095,57 +1237,64 @@ async fn visit_resource<P: Phase>(
             let addr = inst.addr.clone();
             match phase.instance(ctx, inst).await {
                 Ok(v) => {
-                    if let Err(d) = postconditions(ctx, res, m, &exp, &addr, &v, lenient) {
+                    if let Err(d) = postconditions(ctx, res, m, exp, &addr, &v, lenient) {
                         diags.extend(d);
                     }
                     values.push((k, v));
                 }
                 Err(d) => diags.extend(d),
             }
-        } else {
-            let mut tasks = tokio::task::JoinSet::new();
-            for inst in ready {
-                let ctx = ctx.clone();
-                let phase = phase.clone();
-                tasks.spawn(async move {
-                    let k = inst.addr.key.clone();
-                    (k, phase.instance(&ctx, inst).await)
-                });
-            }
-            while let Some(joined) = tasks.join_next().await {
-                let (k, result) = joined.expect("instance task panicked");
-                let k = match ctx.limits.broken(Sabotage::InstancesInCompletionOrder) {
-                    true => exp.keys().get(values.len()).cloned().unwrap_or(k),
-                    false => k,
-                };
-                match result {
-                    Ok(v) => {
-                        let addr = resource_addr.instance(k.clone());
-                        if let Err(d) = postconditions(ctx, res, m, &exp, &addr, &v, lenient) {
-                            diags.extend(d);
-                        }
-                        values.push((k, v));
+            return values;
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for inst in ready {
+            let ctx = ctx.clone();
+            let phase = phase.clone();
+            tasks.spawn(async move {
+                let k = inst.addr.key.clone();
+                (k, phase.instance(&ctx, inst).await)
+            });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let (k, result) = joined.expect("instance task panicked");
+            let k = match ctx.limits.broken(Sabotage::InstancesInCompletionOrder) {
+                true => exp.keys().get(values.len()).cloned().unwrap_or(k),
+                false => k,
+            };
+            match result {
+                Ok(v) => {
+                    let addr = resource_addr.instance(k.clone());
+                    if let Err(d) = postconditions(ctx, res, m, exp, &addr, &v, lenient) {
+                        diags.extend(d);
                     }
-                    Err(d) => diags.extend(d),
+                    values.push((k, v));
                 }
+                Err(d) => diags.extend(d),
             }
         }
-        ctx.values.write().expect("values lock").set_resource(
-            m,
-            (key.mode, key.type_.clone(), key.name.clone()),
-            ResourceValues {
-                expansion: exp,
-                instances: InstanceValues::from_pairs(values),
-                schemaless,
-            },
-        );
+        values
     }
-    // Instances in state that this configuration no longer produces.
-    if let Some(in_state) = ctx.state_instances.get(&(module.clone(), key.clone())) {
-        let orphans: Vec<(ResourceInstanceAddr, OrphanReason)> = in_state
+
+    /// The instances in state that the configuration no longer produces, with why. After an
+    /// error, only those of module instances that are gone (the others may just have failed
+    /// to evaluate).
+    fn orphans(
+        &self,
+        ctx: &Ctx,
+        instances: &[ModulePath],
+        produced: &BTreeSet<ResourceInstanceAddr>,
+        failed: bool,
+    ) -> Vec<(ResourceInstanceAddr, OrphanReason)> {
+        let Some(in_state) = ctx
+            .state_instances
+            .get(&(self.module.clone(), self.key.clone()))
+        else {
+            return Vec::new();
+        };
+        in_state
             .iter()
-            .filter(|a| !produced.contains(a) && in_scope(a))
-            .filter(|a| !diags.has_errors() || !instances.contains(&a.resource.module))
+            .filter(|a| !produced.contains(a) && self.in_scope(a))
+            .filter(|a| !failed || !instances.contains(&a.resource.module))
             .map(|a| {
                 let reason = if !instances.contains(&a.resource.module) {
                     OrphanReason::NoModule
@@ -1156,18 +1305,7 @@ async fn visit_resource<P: Phase>(
                 };
                 (a.clone(), reason)
             })
-            .collect();
-        if !orphans.is_empty() {
-            if let Err(d) = phase.orphans(ctx, orphans).await {
-                diags.extend(d);
-            }
-        }
-    }
-    if diags.has_errors() {
-        Err(diags)
-    } else {
-        ctx.report(diags);
-        Ok(())
+            .collect()
     }
 }
 

@@ -11,9 +11,9 @@
 //! load leaves none for `apply`; nor does one refused on a state with no history yet.
 
 use super::journal::state_diag;
-use super::run::Report;
+use super::report::Report;
 use super::session::RunSession;
-use super::tfstate::TfImport;
+use super::terraform_state::TfImport;
 use crate::diag::{Diagnostic, Diagnostics};
 use cairn_state::{
     EventBody, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot, StateError, Target,
@@ -41,7 +41,7 @@ pub(crate) enum StateEdit {
     /// Move what `from` matches to `to` (`state mv`).
     Move { from: Target, to: Target },
     /// Adopt a Terraform state into an empty one (`state import-tfstate`, read with
-    /// [`super::tfstate::read_tfstate`]).
+    /// [`super::terraform_state::read_tfstate`]).
     ImportTfstate(Box<TfImport>),
 }
 

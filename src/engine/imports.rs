@@ -13,14 +13,14 @@
 //! `add_imports`), once per static resource; after the walk, a target that no instance
 //! claimed is "Configuration for import target does not exist".
 
-use super::core::{Ctx, Instance, ProviderSlot, ProviderState};
-use super::progress::Progress;
+use super::core::{Ctx, Instance};
+use super::observer::Progress;
 use super::values::Repetition;
 use crate::config::{Config, ImportBlock, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, Span};
-use crate::provider::ObjectMeta;
+use crate::provider::{Configured, ObjectMeta};
 use crate::value::Value;
-use cairn_state::{InstanceKey, ModulePath, ResourceInstanceAddr};
+use cairn_state::{InstanceKey, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use hcl_edit::expr::{Expression, TraversalOperator};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -288,30 +288,29 @@ fn target_addr(
     Ok(b.key.addr(module).instance(key))
 }
 
-/// The import itself: the provider's import of `id`, then a read of what it found. Returns
-/// the object and the meta to keep with it.
+/// An import through a provider instance whose configuration is not known until apply.
+pub(crate) fn unknown_provider(
+    provider: &ProviderAddr,
+    addr: &ResourceInstanceAddr,
+) -> Diagnostics {
+    Diagnostic::error(
+        "Cannot import with an unknown provider configuration",
+        format!("The configuration of {provider} depends on values that cannot be determined until apply, so {addr} cannot be imported during the plan."),
+    )
+    .with_address(addr)
+    .into()
+}
+
+/// The import itself, through the configured provider instance `c`: the provider's import of
+/// `id`, then a read of what it found. Returns the object and the meta to keep with it.
 pub(crate) async fn import_object(
     ctx: &Ctx,
-    slot: &ProviderSlot,
+    c: Arc<dyn Configured>,
     inst: &Instance,
     id: &str,
     cli: bool,
 ) -> Result<(Value, ObjectMeta), Diagnostics> {
     let addr = &inst.addr;
-    let c = match &slot.state {
-        ProviderState::Configured(c) => c.clone(),
-        ProviderState::Unknown { .. } => {
-            return Err(Diagnostic::error(
-                "Cannot import with an unknown provider configuration",
-                format!("The configuration of {} depends on values that cannot be determined until apply, so {addr} cannot be imported during the plan.", slot.addr),
-            )
-            .with_address(addr)
-            .into())
-        }
-        ProviderState::Unavailable => {
-            return Err(super::plan::missing_provider(&slot.addr, addr));
-        }
-    };
     ctx.observer.event(match cli {
         true => Progress::ImportFromId {
             addr: addr.clone(),
@@ -349,7 +348,7 @@ pub(crate) async fn import_object(
         c.read_imported(&inst.key.type_, &obj.state, &obj.meta)
             .await
     }
-    .map_err(|e| super::plan::provider_failure(ctx, addr, "refresh", &e))?;
+    .map_err(|e| super::provider_diags::provider_failure(ctx, addr, "refresh", &e))?;
     let Some((value, meta)) = read else {
         return Err(non_existent(addr));
     };

@@ -2,9 +2,19 @@
 //! pending operations, and the parallel walk. Only the engine combines graph, providers and
 //! store; it never prints (it reports `Progress` to an `Observer`).
 //!
+//! Callers use [`api`]: one entry point per command (`api::plan`, `api::apply`, …) and the
+//! request and report types they take and return. The files form layers: `api.rs` on top;
+//! `source.rs`, `assemble.rs`, `execute.rs`, `session.rs` below it; the phases and the walk
+//! below those; `request.rs`, `report.rs`, `timing.rs`, `observer.rs` at the bottom. No file
+//! imports one above it (no circles).
+//!
 //! | file | job |
 //! | --- | --- |
-//! | `run.rs` | the engine API: one entry point per command |
+//! | `api.rs` | the engine API: one entry point per command |
+//! | `request.rs` | `Options`: what a command is asked to do |
+//! | `report.rs` | `Report`: what a command answers |
+//! | `timing.rs` | how long each phase took, in the debug log |
+//! | `observer.rs` | the `Observer` and the `Progress` events it receives |
 //! | `source.rs` | what a command starts from: configuration, inputs, providers, state |
 //! | `assemble.rs` | plan assembly; which providers a plan deletes, whether it is applyable |
 //! | `execute.rs` | carrying out an approved plan (apply walk, read-only records) |
@@ -13,20 +23,24 @@
 //! | `values.rs` | values per module instance, and the evaluation `Scope` |
 //! | `core.rs` | node evaluation shared by every phase, and the `Phase` trait |
 //! | `refresh.rs` | the flat, state-only refresh |
-//! | `plan.rs` | the plan phase (diffs, plan-time data reads) |
+//! | `plan_phase.rs` | the plan phase (diffs, plan-time data reads) |
+//! | `provider_diags.rs` | a provider's errors and warnings about an instance, as diagnostics |
 //! | `deferral.rs` | the rule that defers a data read to apply |
+//! | `imports.rs` | `import` blocks: targets, and the import of an object at plan |
 //! | `apply.rs` | the apply phase, destroy ordering, operation records |
-//! | `moves.rs` | `moved` and `removed` blocks applied to the prior state before a plan |
+//! | `provision.rs` | `local-exec` provisioners around a create and a delete |
+//! | `refactor.rs` | `moved` and `removed` blocks applied to the prior state before a plan |
 //! | `recover.rs` | pending operations left by a run that died |
-//! | `inspect.rs` | evaluation without providers or state |
+//! | `inspect_phase.rs` | the inspect phase: evaluation without providers or state |
 //! | `journal.rs` | the engine's handle on the event log |
 //! | `session.rs` | the run session: open, lock, begin, recover, journal, finish once |
 //! | `edit.rs` | state edits (`state rm`/`mv`/`import-tfstate`) as runs of their own |
-//! | `validate.rs` | `cairn validate`: types, schemas and cycles, without state |
-//! | `tfstate.rs` | Terraform state in and out (import, `state pull`, `show -json`) |
+//! | `schema_checks.rs` | `cairn validate`: types, schemas and cycles, without state |
+//! | `terraform_state.rs` | Terraform state in and out (import, `state pull`, `show -json`) |
 //! | `providers.rs` | provider packages, configured instances, default providers |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
+pub mod api;
 pub(crate) mod apply;
 pub(crate) mod assemble;
 pub(crate) mod core;
@@ -35,24 +49,26 @@ pub(crate) mod edit;
 pub(crate) mod execute;
 pub(crate) mod graph;
 pub(crate) mod imports;
-pub(crate) mod inspect;
+pub(crate) mod inspect_phase;
 pub(crate) mod journal;
-pub(crate) mod moves;
-pub(crate) mod plan;
-pub mod progress;
+pub mod observer;
+pub(crate) mod plan_phase;
+pub(crate) mod provider_diags;
 pub(crate) mod providers;
 pub(crate) mod provision;
 pub(crate) mod recover;
+pub(crate) mod refactor;
 pub(crate) mod refresh;
-pub(crate) mod run;
+pub(crate) mod report;
+pub(crate) mod request;
 pub(crate) mod sabotage;
+pub(crate) mod schema_checks;
 pub(crate) mod session;
 pub(crate) mod source;
-pub(crate) mod tfstate;
-pub(crate) mod validate;
+pub(crate) mod terraform_state;
+pub(crate) mod timing;
 pub(crate) mod values;
 pub(crate) mod walk;
 
-pub use run::*;
 #[doc(hidden)]
 pub use sabotage::Sabotage;

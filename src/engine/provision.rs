@@ -17,7 +17,7 @@
 //! `apply::ApplyPhase::operate` calls [`run`] around the provider's create and delete.
 
 use super::core::{Ctx, InstanceScope, SelfScope};
-use super::progress::Progress;
+use super::observer::Progress;
 use super::values::Repetition;
 use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};

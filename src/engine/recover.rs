@@ -13,7 +13,7 @@ use super::journal::Journal;
 use super::providers::Registry;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::value::Value;
-use cairn_state::{EventBody, OpAction, ResourceObject, Snapshot};
+use cairn_state::{EventBody, OpAction, PendingOp, ResourceObject, Snapshot};
 use std::sync::Arc;
 
 /// One pending operation and how it was resolved.
@@ -31,132 +31,129 @@ pub(crate) async fn resolve(
     let mut out = Vec::new();
     let mut diags = Vec::new();
     for pending in snapshot.pending.values() {
-        let addr = &pending.addr;
-        let Some(inst) = snapshot.providers.get(&pending.provider.addr) else {
-            diags.push(
-                Diagnostic::error(
-                    "Cannot resolve a pending operation",
-                    format!("The interrupted operation on {addr} used {}, which is not in state. Run `cairn state check`.", pending.provider.addr),
-                )
-                .with_address(addr),
-            );
-            continue;
-        };
-        let configured = match registry
-            .configure(
-                &pending.provider.addr.package,
-                &Value::from_stored(&inst.config),
-            )
-            .await
-        {
-            Ok(c) => c,
-            Err(e) => {
-                diags.push(
-                    Diagnostic::error(
-                        "Cannot resolve a pending operation",
-                        format!("Configuring {} for {addr}: {e}", pending.provider.addr),
-                    )
-                    .with_address(addr),
-                );
-                continue;
-            }
-        };
-        let type_ = &addr.resource.type_;
-        let mut meta = cairn_state::ObjectMeta::default();
-        let (object, how): (Option<Value>, &str) = match pending.action {
-            OpAction::Create => match &pending.token {
-                Some(token) => match configured.find_by_token(type_, token).await {
-                    Ok(Some(v)) => (Some(v), "adopted the object it created"),
-                    Ok(None) => (None, "it created nothing; dropped"),
-                    Err(e) => {
-                        diags.push(
-                            Diagnostic::error(
-                                "Cannot resolve a pending create",
-                                format!("{addr}: {e}"),
-                            )
-                            .with_address(addr),
-                        );
-                        continue;
-                    }
-                },
-                None => (None, "it had no create token; dropped"),
-            },
-            OpAction::Update | OpAction::Delete => {
-                let Some(prior) = &pending.prior else {
-                    out.push(Resolution {
-                        event: EventBody::PendingResolved {
-                            op: pending.op,
-                            object: None,
-                            how: "no prior object".into(),
-                        },
-                        message: format!(
-                            "{addr}: an interrupted {:?} had no prior object; nothing to resolve",
-                            pending.action
-                        ),
-                    });
-                    continue;
-                };
-                match configured
-                    .read_object(type_, &Value::from_stored(&prior.attrs), &prior.meta)
-                    .await
-                {
-                    Ok(Some((v, m))) => {
-                        meta = m;
-                        (Some(v), "refreshed the object")
-                    }
-                    Ok(None) => (None, "the object is gone; removed"),
-                    Err(e) => {
-                        diags.push(
-                            Diagnostic::error(
-                                "Cannot resolve a pending operation",
-                                format!("Refreshing {addr}: {e}"),
-                            )
-                            .with_address(addr),
-                        );
-                        continue;
-                    }
-                }
-            }
-        };
-        let object = match object.map(|v| v.to_stored()) {
-            Some(Ok(attrs)) => Some(ResourceObject {
-                attrs,
-                deps: pending
-                    .prior
-                    .as_ref()
-                    .map(|p| p.deps.clone())
-                    .unwrap_or_default(),
-                provider: pending.provider.clone(),
-                create_token: pending
-                    .token
-                    .clone()
-                    .or(pending.prior.as_ref().and_then(|p| p.create_token.clone())),
-                tainted: false,
-                meta,
-            }),
-            Some(Err(e)) => {
-                diags.push(
-                    Diagnostic::error("Provider returned an unknown value", format!("{addr}: {e}"))
-                        .with_address(addr),
-                );
-                continue;
-            }
-            None => None,
-        };
-        let action = format!("{:?}", pending.action).to_lowercase();
-        out.push(Resolution {
-            message: format!(
-                "{addr}: an interrupted {action} (run {}) was resolved: {how}",
-                pending.run
-            ),
-            event: EventBody::PendingResolved {
-                op: pending.op,
-                object,
-                how: how.to_string(),
-            },
-        });
+        match resolve_one(snapshot, registry, pending).await {
+            Ok(r) => out.push(r),
+            Err(d) => diags.push(d),
+        }
     }
     (out, diags)
+}
+
+/// Resolves one pending operation: configures its provider instance from state, then asks
+/// what became of the object.
+async fn resolve_one(
+    snapshot: &Snapshot,
+    registry: &Arc<Registry>,
+    pending: &PendingOp,
+) -> Result<Resolution, Diagnostic> {
+    let addr = &pending.addr;
+    let Some(inst) = snapshot.providers.get(&pending.provider.addr) else {
+        return Err(Diagnostic::error(
+            "Cannot resolve a pending operation",
+            format!("The interrupted operation on {addr} used {}, which is not in state. Run `cairn state check`.", pending.provider.addr),
+        )
+        .with_address(addr));
+    };
+    let configured = registry
+        .configure(
+            &pending.provider.addr.package,
+            &Value::from_stored(&inst.config),
+        )
+        .await
+        .map_err(|e| {
+            Diagnostic::error(
+                "Cannot resolve a pending operation",
+                format!("Configuring {} for {addr}: {e}", pending.provider.addr),
+            )
+            .with_address(addr)
+        })?;
+    let type_ = &addr.resource.type_;
+    let mut meta = cairn_state::ObjectMeta::default();
+    let (object, how): (Option<Value>, &str) = match pending.action {
+        OpAction::Create => match &pending.token {
+            Some(token) => match configured.find_by_token(type_, token).await {
+                Ok(Some(v)) => (Some(v), "adopted the object it created"),
+                Ok(None) => (None, "it created nothing; dropped"),
+                Err(e) => {
+                    return Err(Diagnostic::error(
+                        "Cannot resolve a pending create",
+                        format!("{addr}: {e}"),
+                    )
+                    .with_address(addr));
+                }
+            },
+            None => (None, "it had no create token; dropped"),
+        },
+        OpAction::Update | OpAction::Delete => {
+            let Some(prior) = &pending.prior else {
+                return Ok(Resolution {
+                    event: EventBody::PendingResolved {
+                        op: pending.op,
+                        object: None,
+                        how: "no prior object".into(),
+                    },
+                    message: format!(
+                        "{addr}: an interrupted {:?} had no prior object; nothing to resolve",
+                        pending.action
+                    ),
+                });
+            };
+            match configured
+                .read_object(type_, &Value::from_stored(&prior.attrs), &prior.meta)
+                .await
+            {
+                Ok(Some((v, m))) => {
+                    meta = m;
+                    (Some(v), "refreshed the object")
+                }
+                Ok(None) => (None, "the object is gone; removed"),
+                Err(e) => {
+                    return Err(Diagnostic::error(
+                        "Cannot resolve a pending operation",
+                        format!("Refreshing {addr}: {e}"),
+                    )
+                    .with_address(addr));
+                }
+            }
+        }
+    };
+    let object = match object.map(|v| v.to_stored()) {
+        Some(Ok(attrs)) => Some(ResourceObject {
+            attrs,
+            deps: pending
+                .prior
+                .as_ref()
+                .map(|p| p.deps.clone())
+                .unwrap_or_default(),
+            provider: pending.provider.clone(),
+            create_token: pending
+                .token
+                .clone()
+                .or(pending.prior.as_ref().and_then(|p| p.create_token.clone())),
+            tainted: false,
+            meta,
+        }),
+        Some(Err(e)) => {
+            return Err(Diagnostic::error(
+                "Provider returned an unknown value",
+                format!("{addr}: {e}"),
+            )
+            .with_address(addr));
+        }
+        None => None,
+    };
+    let action = format!("{:?}", pending.action).to_lowercase();
+    Ok(Resolution {
+        message: format!(
+            "{addr}: an interrupted {action} (run {}) was resolved: {how}",
+            pending.run
+        ),
+        event: EventBody::PendingResolved {
+            op: pending.op,
+            object,
+            how: how.to_string(),
+        },
+    })
 }
 
 /// Resolves pending operations in memory (`record == None`) or recording them.

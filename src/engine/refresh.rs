@@ -7,7 +7,7 @@
 //! it was created in, and evaluates nothing of the configuration. Data sources are not read.
 //! A read that fails keeps the old state of its object; the other reads still land.
 
-use super::progress::{Observer, Progress};
+use super::observer::{Observer, Progress};
 use super::providers::Registry;
 use super::sabotage::Sabotage;
 use super::walk::{walk, Limits, NodeFuture};
@@ -46,6 +46,49 @@ pub(crate) async fn refresh(
     limits: &Limits,
     observer: &Arc<dyn Observer>,
 ) -> Refreshed {
+    let dag = refresh_graph(prior, limits);
+    let pass = Arc::new(Pass {
+        prior: Arc::new(prior.clone()),
+        registry: registry.clone(),
+        configured: Mutex::default(),
+        results: Mutex::default(),
+        diags: Mutex::default(),
+        observer: observer.clone(),
+        limits: limits.clone(),
+    });
+    let nodes: Vec<RNode> = dag.ids().map(|id| dag.node(id).clone()).collect();
+    let index: BTreeMap<_, _> = dag.ids().zip(nodes).collect();
+    walk(
+        &dag,
+        limits,
+        |id| -> NodeFuture {
+            let node = index[&id].clone();
+            let pass = pass.clone();
+            Box::pin(async move {
+                match node {
+                    RNode::Provider(addr) => pass.configure(addr).await,
+                    RNode::Instance(addr) => pass.read(addr).await,
+                }
+            })
+        },
+        |done, running, left| {
+            observer.event(Progress::Counts {
+                done,
+                running,
+                left,
+            })
+        },
+    )
+    .await;
+    let results = std::mem::take(&mut *pass.results.lock().expect("results"));
+    let mut out = fold_results(&pass.prior, results, &pass.diags);
+    out.diags = std::mem::take(&mut *pass.diags.lock().expect("diags"));
+    out
+}
+
+/// The refresh graph: the provider instances of the objects in state, and one node per
+/// managed instance depending on its provider only.
+fn refresh_graph(prior: &Snapshot, limits: &Limits) -> Dag<RNode> {
     let mut dag: Dag<RNode> = Dag::new();
     let mut provider_ids = BTreeMap::new();
     for (addr, inst) in &prior.resources {
@@ -60,81 +103,123 @@ pub(crate) async fn refresh(
     if limits.broken(Sabotage::RefreshFollowsDependencies) {
         follow_dependencies(&mut dag, prior);
     }
-    let prior = Arc::new(prior.clone());
-    let configured: Arc<Mutex<BTreeMap<ProviderAddr, Arc<dyn crate::provider::Configured>>>> =
-        Arc::default();
-    #[allow(clippy::type_complexity)]
-    let results: Arc<
-        Mutex<BTreeMap<ResourceInstanceAddr, Option<(Value, cairn_state::ObjectMeta)>>>,
-    > = Arc::default();
-    let diags: Arc<Mutex<Diagnostics>> = Arc::default();
-    let nodes: Vec<RNode> = dag.ids().map(|id| dag.node(id).clone()).collect();
-    let index: BTreeMap<_, _> = dag.ids().zip(nodes).collect();
-    walk(
-        &dag,
-        limits,
-        |id| -> NodeFuture {
-            let node = index[&id].clone();
-            let (prior, registry, configured, results, diags, observer, limits) =
-                (prior.clone(), registry.clone(), configured.clone(), results.clone(), diags.clone(), observer.clone(), limits.clone());
-            Box::pin(async move {
-                match node {
-                    RNode::Provider(addr) => {
-                        let Some(inst) = prior.providers.get(&addr) else {
-                            diags.lock().expect("diags").push(
-                                Diagnostic::error("Provider instance missing from state", format!("Objects in state refer to {addr}, which the state does not hold. Run `cairn state check`."))
-                                    .with_address(&addr),
-                            );
-                            return false;
-                        };
-                        match registry.configure(&addr.package, &Value::from_stored(&inst.config)).await {
-                            Ok(c) => {
-                                configured.lock().expect("configured").insert(addr, c);
-                                true
-                            }
-                            Err(e) => {
-                                diags.lock().expect("diags").push(
-                                    Diagnostic::error("Failed to configure provider", format!("Configuring {addr} to refresh its objects: {e}")).with_address(&addr),
-                                );
-                                false
-                            }
-                        }
-                    }
-                    RNode::Instance(addr) => {
-                        let obj = prior.current(&addr).expect("graph built from current objects").clone();
-                        let c = configured.lock().expect("configured").get(&obj.provider.addr).cloned().expect("provider node ran first");
-                        observer.event(Progress::RefreshStart { addr: addr.clone() });
-                        let started = Instant::now();
-                        let read = {
-                            let _permit = limits.calls.acquire().await.expect("semaphore open");
-                            c.read_object(&addr.resource.type_, &Value::from_stored(&obj.attrs), &obj.meta).await
-                        };
-                        match read {
-                            Ok(v) => {
-                                let id = v.as_ref().and_then(|(v, _)| v.get("id")).and_then(|i| i.as_str()).map(str::to_string);
-                                observer.event(Progress::RefreshDone { addr: addr.clone(), id, elapsed: started.elapsed() });
-                                results.lock().expect("results").insert(addr, v);
-                                true
-                            }
-                            Err(e) => {
-                                diags.lock().expect("diags").push(
-                                    Diagnostic::error("Error refreshing state", format!("{addr}: {e}. Its previous state is kept.")).with_address(&addr),
-                                );
-                                false
-                            }
-                        }
-                    }
-                }
-            })
-        },
-        |done, running, left| observer.event(Progress::Counts { done, running, left }),
-    )
-    .await;
-    let mut snapshot = (*prior).clone();
+    dag
+}
+
+/// What a read found: the object and its meta, or `None` when it is gone.
+type Found = Option<(Value, cairn_state::ObjectMeta)>;
+
+/// One refresh pass, shared by the walk's nodes.
+struct Pass {
+    prior: Arc<Snapshot>,
+    registry: Arc<Registry>,
+    /// The provider instances configured so far.
+    configured: Mutex<BTreeMap<ProviderAddr, Arc<dyn crate::provider::Configured>>>,
+    /// What each read found.
+    results: Mutex<BTreeMap<ResourceInstanceAddr, Found>>,
+    diags: Mutex<Diagnostics>,
+    observer: Arc<dyn Observer>,
+    limits: Limits,
+}
+
+impl Pass {
+    /// A provider node: configures the instance with the configuration recorded in state.
+    async fn configure(&self, addr: ProviderAddr) -> bool {
+        let Some(inst) = self.prior.providers.get(&addr) else {
+            self.diags.lock().expect("diags").push(
+                Diagnostic::error("Provider instance missing from state", format!("Objects in state refer to {addr}, which the state does not hold. Run `cairn state check`."))
+                    .with_address(&addr),
+            );
+            return false;
+        };
+        match self
+            .registry
+            .configure(&addr.package, &Value::from_stored(&inst.config))
+            .await
+        {
+            Ok(c) => {
+                self.configured.lock().expect("configured").insert(addr, c);
+                true
+            }
+            Err(e) => {
+                self.diags.lock().expect("diags").push(
+                    Diagnostic::error(
+                        "Failed to configure provider",
+                        format!("Configuring {addr} to refresh its objects: {e}"),
+                    )
+                    .with_address(&addr),
+                );
+                false
+            }
+        }
+    }
+
+    /// An instance node: reads the object through its provider instance.
+    async fn read(&self, addr: ResourceInstanceAddr) -> bool {
+        let obj = self
+            .prior
+            .current(&addr)
+            .expect("graph built from current objects")
+            .clone();
+        let c = self
+            .configured
+            .lock()
+            .expect("configured")
+            .get(&obj.provider.addr)
+            .cloned()
+            .expect("provider node ran first");
+        self.observer
+            .event(Progress::RefreshStart { addr: addr.clone() });
+        let started = Instant::now();
+        let read = {
+            let _permit = self.limits.calls.acquire().await.expect("semaphore open");
+            c.read_object(
+                &addr.resource.type_,
+                &Value::from_stored(&obj.attrs),
+                &obj.meta,
+            )
+            .await
+        };
+        match read {
+            Ok(v) => {
+                let id = v
+                    .as_ref()
+                    .and_then(|(v, _)| v.get("id"))
+                    .and_then(|i| i.as_str())
+                    .map(str::to_string);
+                self.observer.event(Progress::RefreshDone {
+                    addr: addr.clone(),
+                    id,
+                    elapsed: started.elapsed(),
+                });
+                self.results.lock().expect("results").insert(addr, v);
+                true
+            }
+            Err(e) => {
+                self.diags.lock().expect("diags").push(
+                    Diagnostic::error(
+                        "Error refreshing state",
+                        format!("{addr}: {e}. Its previous state is kept."),
+                    )
+                    .with_address(&addr),
+                );
+                false
+            }
+        }
+    }
+}
+
+/// Folds what the reads found into the prior state: the new snapshot, the drift, the changed
+/// metas and the events that record them (`diags` gets a value state cannot hold).
+fn fold_results(
+    prior: &Snapshot,
+    results: BTreeMap<ResourceInstanceAddr, Found>,
+    diags: &Mutex<Diagnostics>,
+) -> Refreshed {
+    let mut snapshot = prior.clone();
     let mut drift = Vec::new();
     let mut metas = Vec::new();
     let mut events = Vec::new();
-    let results = std::mem::take(&mut *results.lock().expect("results"));
     for (addr, new) in results {
         let Some(old) = snapshot.current(&addr).cloned() else {
             continue;
@@ -150,7 +235,7 @@ pub(crate) async fn refresh(
                 } else {
                     let v = super::core::carry_marks(&before, v);
                     let Ok(stored) = v.to_stored() else {
-                        snapshot_diag(&diags, &addr);
+                        snapshot_diag(diags, &addr);
                         continue;
                     };
                     if stored != old.attrs {
@@ -195,13 +280,12 @@ pub(crate) async fn refresh(
             }
         }
     }
-    let diags = std::mem::take(&mut *diags.lock().expect("diags"));
     Refreshed {
         snapshot,
         drift,
         metas,
         events,
-        diags,
+        diags: Diagnostics::new(),
     }
 }
 
@@ -228,7 +312,7 @@ fn follow_dependencies(dag: &mut Dag<RNode>, prior: &Snapshot) {
     }
 }
 
-fn snapshot_diag(diags: &Arc<Mutex<Diagnostics>>, addr: &ResourceInstanceAddr) {
+fn snapshot_diag(diags: &Mutex<Diagnostics>, addr: &ResourceInstanceAddr) {
     diags.lock().expect("diags").push(
         Diagnostic::error(
             "Provider returned an unknown value on refresh",

@@ -19,19 +19,20 @@ pub enum Sabotage {
     /// The deferral rule counts only *direct* dependencies, like Terraform: a data source that
     /// reaches a pending managed resource only through a local, a module input or output, or
     /// a module call's `depends_on` is read during the plan (p02), so its result lags one
-    /// apply behind (p01). Site: `plan.rs`, `plan_data`.
+    /// apply behind (p01). Site: `plan_phase.rs`, `plan_data`.
     DeferDirectOnly,
     /// `plan -read-only` applies the normal plan's deferral rule to data sources: one whose
     /// configuration is not known is deferred to an apply instead of keeping its previous
-    /// result (p02, read-only half). Site: `plan.rs`, `plan_data`.
+    /// result (p02, read-only half). Site: `plan_phase.rs`, `plan_data`.
     ReadOnlyDefers,
     /// Refresh follows the dependencies recorded in state instead of being flat: an object
     /// whose dependency's read fails is not read at all (p03). Site: `refresh.rs`.
     RefreshFollowsDependencies,
     /// `apply -read-only` ignores the read-only flag and plans and applies like `apply` (p04).
-    /// Site: `run.rs`, `apply`.
+    /// Site: `api.rs`, `apply_start`.
     ReadOnlyApplies,
-    /// `plan` carries out the in-place updates it plans (p05). Site: `plan.rs`, `plan_managed`.
+    /// `plan` carries out the in-place updates it plans (p05). Site: `plan_phase.rs`,
+    /// `plan_managed`.
     PlanApplies,
     /// Apply also updates instances the plan left unchanged (p06). Site: `apply.rs`,
     /// `apply_managed`.
@@ -54,7 +55,7 @@ pub enum Sabotage {
     /// `x[0]` means depends on completion order (p11). Site: `core.rs`, `visit_resource`.
     InstancesInCompletionOrder,
     /// `destroy` plans deletes only for the root module's resources and leaves those of child
-    /// modules (p12). Site: `run.rs`, `make_plan`.
+    /// modules (p12). Site: `assemble.rs`, `assemble_plan`.
     DestroySkipsChildModules,
     /// Deletes configure the provider with its default configuration instead of the one
     /// recorded in state, so an object made through a configured provider instance is

@@ -20,7 +20,7 @@ use super::journal::state_error;
 use super::journal::Journal;
 use super::providers::Registry;
 use super::recover::recover;
-use super::run::Options;
+use super::request::Options;
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 

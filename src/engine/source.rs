@@ -6,9 +6,11 @@
 use super::core::Ctx;
 use super::graph::{build, Node, TermGraph};
 use super::journal::state_error;
-use super::progress::Observer;
+use super::observer::Observer;
 use super::providers::{stack_config, Registry};
-use super::run::{timed, Options, Report};
+use super::report::Report;
+use super::request::Options;
+use super::timing::timed;
 use super::values::Values;
 use super::walk::Limits;
 use crate::config::{Config, ResourceKey};
@@ -386,7 +388,7 @@ pub(super) fn changed_variables(
         let set_here = named.contains(name.as_str()) || baseline.get(name) != Some(value);
         let same = planned
             .get(name)
-            .is_some_and(|p| super::plan::equal_ignoring_marks(p, value));
+            .is_some_and(|p| super::plan_phase::equal_ignoring_marks(p, value));
         if set_here && !same {
             let shown = |v: Option<&Value>| match v {
                 Some(v) if v.contains_sensitive() => "(sensitive value)".to_string(),

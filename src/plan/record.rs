@@ -76,7 +76,7 @@ fn output_action(o: &OutputChange) -> Option<(String, PlannedAction)> {
 }
 
 /// The record of `plan` (`saved`: it came from a plan file; `files_hash`: of the
-/// configuration files it was made from, `engine::run::files_hash`).
+/// configuration files it was made from, `engine::api::files_hash`).
 pub(crate) fn plan_record(plan: &Plan, saved: bool, files_hash: &str) -> PlanRecord {
     let opts = RenderOptions {
         color: false,

@@ -119,7 +119,7 @@ pub(crate) fn render_change_in(
 
 /// The current state as `terraform show` prints it: one block per provider instance, resource
 /// instance and data result, then the outputs. Sensitive values read `(sensitive value)`.
-/// The nested blocks of `shapes` (`engine::validate::state_view`) are drawn as blocks, as
+/// The nested blocks of `shapes` (`engine::schema_checks::state_view`) are drawn as blocks, as
 /// `terraform show` draws them.
 pub(crate) fn render_state(
     state: &Snapshot,

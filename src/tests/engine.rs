@@ -22,8 +22,8 @@
 //! - `-ordered` on any command: the transcript also lists the changes it made in the order the
 //!   provider saw them (only where that order is determined by dependencies).
 
-use cairn::engine::progress::Silent;
-use cairn::engine::{self, Options};
+use cairn::engine::api::{self, Options};
+use cairn::engine::observer::Silent;
 use cairn::plan::render::{render_plan, RenderOptions};
 use cairn::plan::PlanMode;
 use cairn::provider::ApplyRequest;
@@ -468,7 +468,7 @@ fn run_scenario_with(dir: &Path, parallelism: usize, plugin: bool) -> String {
                 } else {
                     PlanMode::Normal
                 };
-                let r = rt.block_on(engine::plan(&opts, mode, Arc::new(Silent)));
+                let r = rt.block_on(api::plan(&opts, mode, Arc::new(Silent)));
                 out.push_str(&notes_text(&r.notes));
                 out.push_str(&diagnostics_text(&r.diags, r.config.as_ref()));
                 if let Some(p) = &r.result {
@@ -492,7 +492,7 @@ fn run_scenario_with(dir: &Path, parallelism: usize, plugin: bool) -> String {
                     None
                 };
                 let from_file = plan_file.is_some();
-                let r = rt.block_on(engine::apply(&opts, mode, plan_file, Arc::new(Silent)));
+                let r = rt.block_on(api::apply(&opts, mode, plan_file, Arc::new(Silent)));
                 out.push_str(&notes_text(&r.notes));
                 if let Some(p) = r.result.as_ref().and_then(|a| a.plan.as_ref()) {
                     if !from_file {
@@ -503,7 +503,7 @@ fn run_scenario_with(dir: &Path, parallelism: usize, plugin: bool) -> String {
                 let _ = writeln!(out, "--- state\n{}", state_summary(&work.join(".cairn")));
             }
             "refresh" => {
-                let r = rt.block_on(engine::refresh(&opts, false, Arc::new(Silent)));
+                let r = rt.block_on(api::refresh(&opts, false, Arc::new(Silent)));
                 out.push_str(&notes_text(&r.notes));
                 out.push_str(&diagnostics_text(&r.diags, r.config.as_ref()));
                 let _ = writeln!(out, "--- state\n{}", state_summary(&work.join(".cairn")));

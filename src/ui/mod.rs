@@ -77,7 +77,7 @@ struct Shared {
     /// The configuration (for plan graphs) or why there is none.
     config: Result<Arc<crate::config::Config>, String>,
     config_dir: PathBuf,
-    /// The hash of the configuration files now (`engine::run::files_hash`), to tell whether a
+    /// The hash of the configuration files now (`engine::api::files_hash`), to tell whether a
     /// run's recorded plan was made from them.
     files_hash: Option<String>,
     status: Mutex<Status>,
@@ -628,7 +628,7 @@ impl Server {
     pub(crate) fn bind(opts: Options) -> Result<Server, crate::diag::Diagnostic> {
         use crate::diag::Diagnostic;
         let (config, config_error) = load_config(&opts.config_dir);
-        let files_hash = config.as_ref().map(crate::engine::run::files_hash);
+        let files_hash = config.as_ref().map(crate::engine::api::files_hash);
         let mut plans = Vec::new();
         for p in &opts.plans {
             let plan = crate::cli::run_cmds::load_plan(p)?;

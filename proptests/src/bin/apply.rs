@@ -2,8 +2,8 @@
 //! the `SIM_*` variables of the environment — a process the crash property kills at a random
 //! moment (the `cairn` CLI is not needed for it, and this keeps the test independent of it).
 
-use cairn::engine::progress::Silent;
-use cairn::engine::{self, Options};
+use cairn::engine::api::{self, Options};
+use cairn::engine::observer::Silent;
 use cairn::plan::PlanMode;
 use std::sync::Arc;
 
@@ -30,12 +30,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let r = rt.block_on(engine::apply(
-        &opts,
-        PlanMode::Normal,
-        None,
-        Arc::new(Silent),
-    ));
+    let r = rt.block_on(api::apply(&opts, PlanMode::Normal, None, Arc::new(Silent)));
     for d in r.diags.iter() {
         eprintln!("{:?}: {}: {}", d.severity, d.summary, d.detail);
     }

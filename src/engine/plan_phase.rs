@@ -14,7 +14,8 @@ use super::core::{
 };
 use super::deferral::find_pending;
 use super::graph::Node;
-use super::progress::Progress;
+use super::observer::Progress;
+use super::provider_diags::{provider_diag, provider_failure, report_warnings};
 use super::sabotage::Sabotage;
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -23,7 +24,9 @@ use crate::eval::Subject;
 use crate::plan::{Action, Change, DataRead, PlanMode, ProviderChange, Reason};
 use crate::provider::{ApplyRequest, ConfigDiff, Configured};
 use crate::value::Value;
-use cairn_state::{Mode, ProviderAddr, ResourceAddr, ResourceInstanceAddr, Snapshot};
+use cairn_state::{
+    Mode, ObjectMeta, ProviderAddr, ResourceAddr, ResourceInstanceAddr, ResourceObject, Snapshot,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -43,6 +46,17 @@ pub(crate) struct PlanOut {
     /// Provider instances whose `diff_config` said replace.
     pub replaced_providers: BTreeSet<ProviderAddr>,
     pub warnings: Vec<String>,
+}
+
+/// What an `import` block brought into a plan: the object imported and read, planned
+/// against as the prior object.
+struct Imported {
+    value: Value,
+    importing: crate::plan::Importing,
+    /// The configuration generated from the object (`plan -generate-config-out`).
+    generated: Option<Value>,
+    /// `cairn import`: the object is recorded as read, nothing is planned.
+    cli: bool,
 }
 
 pub(crate) struct PlanPhase {
@@ -102,54 +116,17 @@ impl PlanPhase {
         let mut importing = None;
         let mut generated = None;
         if self.mode == PlanMode::Normal {
-            if let Some(target) = self.imports.target(ctx, &inst.addr)? {
-                if prior.is_none() {
-                    let (value, meta) =
-                        super::imports::import_object(ctx, &slot, &inst, &target.id, target.cli)
-                            .await?;
-                    if target.cli {
-                        // `cairn import`: the object as read, nothing planned.
-                        self.record(Change {
-                            addr: inst.addr.clone(),
-                            provider: inst.provider.clone(),
-                            action: Action::NoOp,
-                            before: Some(value.clone()),
-                            after: Some(value.clone()),
-                            replace_paths: Vec::new(),
-                            reason: None,
-                            sensitive_attrs: Vec::new(),
-                            diff_unavailable: false,
-                            importing: Some(crate::plan::Importing {
-                                id: target.id,
-                                meta,
-                                generated: false,
-                                generated_config: None,
-                            }),
-                            deposed: None,
-                        });
-                        return Ok(value);
-                    }
-                    let generated_config = target.generated.then(|| {
-                        super::imports::generated_hcl(
-                            &inst.addr,
-                            &target.id,
-                            res.provider.as_ref(),
-                            &inst.schema,
-                            &value,
-                        )
-                    });
-                    if target.generated {
-                        generated = Some(super::imports::generated_config(&inst.schema, &value));
-                    }
-                    prior_value = Some(value);
-                    prior_meta = meta.clone();
-                    importing = Some(crate::plan::Importing {
-                        id: target.id,
-                        meta,
-                        generated: target.generated,
-                        generated_config,
-                    });
+            if let Some(imported) = self
+                .import_prior(ctx, &slot, &inst, prior.is_some())
+                .await?
+            {
+                if imported.cli {
+                    return Ok(self.record_cli_import(&inst, imported));
                 }
+                prior_value = Some(imported.value);
+                prior_meta = imported.importing.meta.clone();
+                importing = Some(imported.importing);
+                generated = imported.generated;
             }
         }
         let sensitive_attrs: Vec<String> = inst
@@ -167,27 +144,7 @@ impl PlanPhase {
             );
         }
 
-        // A forced replacement, and why.
-        let mut replace_reason: Option<Reason> = None;
-        if let Some(p) = &prior {
-            if p.tainted {
-                replace_reason = Some(Reason::ReplaceBecauseTainted);
-            } else if self.replace.contains(&inst.addr) {
-                replace_reason = Some(Reason::ReplaceByRequest);
-            } else if self.out().replaced_providers.contains(&inst.provider) {
-                replace_reason = Some(Reason::ReplaceBecauseProviderChanged {
-                    provider: inst.provider.clone(),
-                    from: None,
-                });
-            } else if p.provider.addr != inst.provider
-                && !same_provider_config(ctx, &p.provider.addr, &slot)
-            {
-                replace_reason = Some(Reason::ReplaceBecauseProviderChanged {
-                    provider: inst.provider.clone(),
-                    from: Some(p.provider.addr.clone()),
-                });
-            }
-        }
+        let replace_reason = self.forced_replacement(ctx, &inst, prior.as_ref(), &slot);
         let config = match (&prior_value, &res.lifecycle.ignore_changes) {
             _ if generated.is_some() => generated.clone().expect("checked"),
             (Some(pv), ignore) if *ignore != IgnoreChanges::None => {
@@ -201,7 +158,7 @@ impl PlanPhase {
             addr: inst.addr.clone(),
             provider: inst.provider.clone(),
             action: Action::NoOp,
-            before: prior_value.clone(),
+            before: prior_value,
             after: None,
             replace_paths: Vec::new(),
             reason: None,
@@ -212,86 +169,22 @@ impl PlanPhase {
         };
         match &slot.state {
             ProviderState::Unknown { .. } => {
-                let after = plan_without_provider(&inst.schema, &config);
-                change.reason = Some(Reason::ProviderConfigUnknown {
-                    provider: inst.provider.clone(),
-                });
-                if let (Some(_), None) = (&prior, &replace_reason) {
-                    change.action = Action::Update;
-                    change.diff_unavailable = true;
-                    self.out().warnings.push(format!(
-                        "{}: the diff is unavailable until apply, because the configuration of {} depends on values not known until apply",
-                        inst.addr, inst.provider
-                    ));
-                } else if prior.is_some() {
-                    change.action = replace_action(res.lifecycle.create_before_destroy);
-                    change.reason = replace_reason.clone();
-                } else {
-                    change.action = Action::Create;
-                }
-                change.after = Some(after);
+                let create_before_destroy = res.lifecycle.create_before_destroy;
+                let in_state = prior.is_some();
+                self.plan_unknown_provider(
+                    &inst,
+                    &config,
+                    in_state,
+                    replace_reason,
+                    create_before_destroy,
+                    &mut change,
+                )
             }
             ProviderState::Unavailable => return Err(missing_provider(&inst.provider, &inst.addr)),
             ProviderState::Configured(c) => {
-                let mut planned = c
-                    .plan_async(&inst.key.type_, prior_value.as_ref(), &prior_meta, &config)
-                    .await
-                    .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
-                planned.planned = carry_marks(&config, planned.planned);
-                report_warnings(ctx, &inst.addr, &planned.warnings);
-                if let Some(path) = kept_config_violation(&config, &planned.planned) {
-                    return Err(Diagnostic::error(
-                        "Provider produced invalid plan",
-                        format!("Provider {} planned a value for {}.{path} that differs from its configuration. This is a bug in the provider: a plan must keep every configured value.", inst.provider.package, inst.addr),
-                    )
-                    .with_address(&inst.addr)
-                    .into());
-                }
-                match &prior_value {
-                    None => {
-                        change.action = Action::Create;
-                        change.after = Some(planned.planned);
-                    }
-                    Some(pv) => {
-                        let triggered = self.replace_triggered(ctx, &inst)?;
-                        let reason =
-                            replace_reason
-                                .clone()
-                                .or(if !planned.requires_replace.is_empty() {
-                                    Some(Reason::ReplaceBecauseCannotUpdate)
-                                } else if triggered {
-                                    Some(Reason::ReplaceByTriggers)
-                                } else {
-                                    None
-                                });
-                        match reason {
-                            Some(reason) => {
-                                let mut fresh = c
-                                    .plan_async(&inst.key.type_, None, &Default::default(), &config)
-                                    .await
-                                    .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
-                                fresh.planned = carry_marks(&config, fresh.planned);
-                                change.action = replace_action(res.lifecycle.create_before_destroy);
-                                change.replace_paths = planned.requires_replace.clone();
-                                change.reason = Some(reason);
-                                change.after = Some(fresh.planned);
-                            }
-                            None => {
-                                change.action = if equal_ignoring_marks(pv, &planned.planned) {
-                                    Action::NoOp
-                                } else {
-                                    Action::Update
-                                };
-                                if change.action == Action::Update
-                                    && ctx.limits.broken(Sabotage::PlanApplies)
-                                {
-                                    update_now(c, &inst.key.type_, pv, &planned.planned).await;
-                                }
-                                change.after = Some(planned.planned);
-                            }
-                        }
-                    }
-                }
+                change.reason = replace_reason;
+                self.plan_configured(ctx, c, &inst, &config, &prior_meta, &mut change)
+                    .await?;
             }
         }
         if change.action.is_replace() && res.lifecycle.prevent_destroy {
@@ -300,6 +193,221 @@ impl PlanPhase {
         let after = change.after.clone().unwrap_or_else(Value::null);
         self.record(change);
         Ok(after)
+    }
+
+    /// The import an `import` block names for this instance, when the state has no object
+    /// for it (`in_state` false): imported and read now, through the instance's provider.
+    async fn import_prior(
+        &self,
+        ctx: &Arc<Ctx>,
+        slot: &ProviderSlot,
+        inst: &Instance,
+        in_state: bool,
+    ) -> Result<Option<Imported>, Diagnostics> {
+        let Some(target) = self.imports.target(ctx, &inst.addr)? else {
+            return Ok(None);
+        };
+        if in_state {
+            return Ok(None);
+        }
+        let c = match &slot.state {
+            ProviderState::Configured(c) => c.clone(),
+            ProviderState::Unknown { .. } => {
+                return Err(super::imports::unknown_provider(&slot.addr, &inst.addr))
+            }
+            ProviderState::Unavailable => return Err(missing_provider(&slot.addr, &inst.addr)),
+        };
+        let (value, meta) =
+            super::imports::import_object(ctx, c, inst, &target.id, target.cli).await?;
+        if target.cli {
+            let importing = crate::plan::Importing {
+                id: target.id,
+                meta,
+                generated: false,
+                generated_config: None,
+            };
+            return Ok(Some(Imported {
+                value,
+                importing,
+                generated: None,
+                cli: true,
+            }));
+        }
+        let generated_config = target.generated.then(|| {
+            let res = &ctx.module(&inst.static_module).resources[&inst.key];
+            super::imports::generated_hcl(
+                &inst.addr,
+                &target.id,
+                res.provider.as_ref(),
+                &inst.schema,
+                &value,
+            )
+        });
+        let generated = target
+            .generated
+            .then(|| super::imports::generated_config(&inst.schema, &value));
+        let importing = crate::plan::Importing {
+            id: target.id,
+            meta,
+            generated: target.generated,
+            generated_config,
+        };
+        Ok(Some(Imported {
+            value,
+            importing,
+            generated,
+            cli: false,
+        }))
+    }
+
+    /// `cairn import`: the object as read, nothing planned.
+    fn record_cli_import(&self, inst: &Instance, imported: Imported) -> Value {
+        let value = imported.value;
+        self.record(Change {
+            addr: inst.addr.clone(),
+            provider: inst.provider.clone(),
+            action: Action::NoOp,
+            before: Some(value.clone()),
+            after: Some(value.clone()),
+            replace_paths: Vec::new(),
+            reason: None,
+            sensitive_attrs: Vec::new(),
+            diff_unavailable: false,
+            importing: Some(imported.importing),
+            deposed: None,
+        });
+        value
+    }
+
+    /// A replacement forced on an object in state whatever its diff, and why: tainted,
+    /// `-replace`, or its provider instance replaced or changed.
+    fn forced_replacement(
+        &self,
+        ctx: &Ctx,
+        inst: &Instance,
+        prior: Option<&ResourceObject>,
+        slot: &ProviderSlot,
+    ) -> Option<Reason> {
+        let p = prior?;
+        if p.tainted {
+            Some(Reason::ReplaceBecauseTainted)
+        } else if self.replace.contains(&inst.addr) {
+            Some(Reason::ReplaceByRequest)
+        } else if self.out().replaced_providers.contains(&inst.provider) {
+            Some(Reason::ReplaceBecauseProviderChanged {
+                provider: inst.provider.clone(),
+                from: None,
+            })
+        } else if p.provider.addr != inst.provider
+            && !same_provider_config(ctx, &p.provider.addr, slot)
+        {
+            Some(Reason::ReplaceBecauseProviderChanged {
+                provider: inst.provider.clone(),
+                from: Some(p.provider.addr.clone()),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The change of an instance whose provider's configuration is not known until apply:
+    /// planned without the provider (an update's diff is unavailable).
+    fn plan_unknown_provider(
+        &self,
+        inst: &Instance,
+        config: &Value,
+        in_state: bool,
+        replace_reason: Option<Reason>,
+        create_before_destroy: bool,
+        change: &mut Change,
+    ) {
+        let after = plan_without_provider(&inst.schema, config);
+        change.reason = Some(Reason::ProviderConfigUnknown {
+            provider: inst.provider.clone(),
+        });
+        if in_state && replace_reason.is_none() {
+            change.action = Action::Update;
+            change.diff_unavailable = true;
+            self.out().warnings.push(format!(
+                "{}: the diff is unavailable until apply, because the configuration of {} depends on values not known until apply",
+                inst.addr, inst.provider
+            ));
+        } else if in_state {
+            change.action = replace_action(create_before_destroy);
+            change.reason = replace_reason;
+        } else {
+            change.action = Action::Create;
+        }
+        change.after = Some(after);
+    }
+
+    /// The change the configured provider plans for an instance: a create, or against the
+    /// prior object (`change.before`) an update, a replacement (forced: `change.reason` holds
+    /// why when this is called; or the provider's `requires_replace`, or
+    /// `replace_triggered_by`), or no change.
+    async fn plan_configured(
+        &self,
+        ctx: &Arc<Ctx>,
+        c: &Arc<dyn Configured>,
+        inst: &Instance,
+        config: &Value,
+        prior_meta: &ObjectMeta,
+        change: &mut Change,
+    ) -> Result<(), Diagnostics> {
+        let res = &ctx.module(&inst.static_module).resources[&inst.key];
+        let mut planned = c
+            .plan_async(&inst.key.type_, change.before.as_ref(), prior_meta, config)
+            .await
+            .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
+        planned.planned = carry_marks(config, planned.planned);
+        report_warnings(ctx, &inst.addr, &planned.warnings);
+        if let Some(path) = kept_config_violation(config, &planned.planned) {
+            return Err(Diagnostic::error(
+                "Provider produced invalid plan",
+                format!("Provider {} planned a value for {}.{path} that differs from its configuration. This is a bug in the provider: a plan must keep every configured value.", inst.provider.package, inst.addr),
+            )
+            .with_address(&inst.addr)
+            .into());
+        }
+        let forced = change.reason.take();
+        let Some(pv) = change.before.clone() else {
+            change.action = Action::Create;
+            change.after = Some(planned.planned);
+            return Ok(());
+        };
+        let triggered = self.replace_triggered(ctx, inst)?;
+        let reason = forced.or(if !planned.requires_replace.is_empty() {
+            Some(Reason::ReplaceBecauseCannotUpdate)
+        } else if triggered {
+            Some(Reason::ReplaceByTriggers)
+        } else {
+            None
+        });
+        match reason {
+            Some(reason) => {
+                let mut fresh = c
+                    .plan_async(&inst.key.type_, None, &Default::default(), config)
+                    .await
+                    .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
+                fresh.planned = carry_marks(config, fresh.planned);
+                change.action = replace_action(res.lifecycle.create_before_destroy);
+                change.replace_paths = planned.requires_replace.clone();
+                change.reason = Some(reason);
+                change.after = Some(fresh.planned);
+            }
+            None => {
+                change.action = if equal_ignoring_marks(&pv, &planned.planned) {
+                    Action::NoOp
+                } else {
+                    Action::Update
+                };
+                if change.action == Action::Update && ctx.limits.broken(Sabotage::PlanApplies) {
+                    update_now(c, &inst.key.type_, &pv, &planned.planned).await;
+                }
+                change.after = Some(planned.planned);
+            }
+        }
+        Ok(())
     }
 
     /// `replace_triggered_by`: any referenced resource instance with a planned change (or a
@@ -893,117 +1001,6 @@ async fn validate_instance(
     }
     ctx.report(diags);
     Ok(())
-}
-
-/// A provider's warnings about an instance, at the attributes they name.
-pub(crate) fn report_warnings(
-    ctx: &Ctx,
-    addr: &ResourceInstanceAddr,
-    warnings: &[crate::provider::ProviderDiag],
-) {
-    if !warnings.is_empty() {
-        ctx.report(
-            warnings
-                .iter()
-                .map(|d| provider_diag(ctx, addr, d))
-                .collect(),
-        );
-    }
-}
-
-/// A provider's error for a resource instance: each diagnostic the provider gave about an
-/// attribute, at that attribute in the resource's configuration; the others (and a message
-/// with no diagnostics) as one error naming the instance, as the built-in providers' are.
-pub(crate) fn provider_failure(
-    ctx: &Ctx,
-    addr: &ResourceInstanceAddr,
-    what: &str,
-    e: &crate::provider::ProviderError,
-) -> Diagnostics {
-    if !e.diags.iter().any(|d| !d.path.is_empty()) {
-        return provider_error(addr, what, &e.message);
-    }
-    // Those that name an attribute, there; the rest as one error about the instance.
-    let mut out: Diagnostics = e
-        .diags
-        .iter()
-        .filter(|d| !d.path.is_empty())
-        .map(|d| provider_diag(ctx, addr, d))
-        .collect();
-    let rest: Vec<String> = e
-        .diags
-        .iter()
-        .filter(|d| d.path.is_empty() && d.error)
-        .map(|d| match d.detail.as_str() {
-            "" => d.summary.clone(),
-            detail => format!("{}: {detail}", d.summary),
-        })
-        .collect();
-    if !rest.is_empty() {
-        out.extend(provider_error(addr, what, &rest.join("; ")));
-    }
-    out
-}
-
-fn resource_config<'a>(
-    ctx: &'a Ctx,
-    addr: &ResourceInstanceAddr,
-) -> Option<&'a crate::config::Resource> {
-    let module = ctx.config.module(&addr.resource.module.without_keys())?;
-    module
-        .resources
-        .get(&crate::config::ResourceKey {
-            mode: addr.resource.mode,
-            type_: addr.resource.type_.clone(),
-            name: addr.resource.name.clone(),
-        })
-        .map(|r| &**r)
-}
-
-/// One provider diagnostic about a resource instance, at the attribute it names.
-pub(crate) fn provider_diag(
-    ctx: &Ctx,
-    addr: &ResourceInstanceAddr,
-    d: &crate::provider::ProviderDiag,
-) -> Diagnostic {
-    let res = resource_config(ctx, addr);
-    let span =
-        res.map(|r| crate::config::spans::span_of_path(&r.body, r.file, &d.path).unwrap_or(r.span));
-    let mut detail = d.detail.clone();
-    if !d.path.is_empty() && span.is_none_or(|s| res.is_some_and(|r| s == r.span)) {
-        // Not written in the configuration: name the attribute.
-        let at = format!("(at {})", crate::provider::path_text(&d.path));
-        detail = if detail.is_empty() {
-            at
-        } else {
-            format!("{detail} {at}")
-        };
-    }
-    let out = if d.error {
-        Diagnostic::error(d.summary.clone(), detail)
-    } else {
-        Diagnostic::warning(d.summary.clone(), detail)
-    };
-    out.with_span(span).with_address(addr)
-}
-
-pub(crate) fn provider_error(
-    addr: &ResourceInstanceAddr,
-    what: &str,
-    message: &str,
-) -> Diagnostics {
-    let summary = match what {
-        "plan" => "Provider failed to plan",
-        "read" => "Error reading data source",
-        "refresh" => "Error refreshing state",
-        "create" => "Error creating resource",
-        "update" => "Error updating resource",
-        "delete" => "Error deleting resource",
-        _ => "Provider error",
-    };
-    Diagnostic::error(summary, format!("{addr}: {message}"))
-        .with_address(addr)
-        .into()
 }
 
 pub(crate) fn prevent_destroy_error(

@@ -166,6 +166,40 @@ pub(crate) fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
     let sources = &config.sources;
     // The statements, per module (static, relative ends made absolute in the module's static
     // path; instance keys of the module are filled per instance when applied).
+    let mut stmts = explicit_statements(config);
+    check_statements(config, &stmts, &mut out.diags);
+    add_implied_statements(config, prior, &mut stmts);
+    removed_still_declared(config, &mut out.diags);
+    if out.diags.has_errors() {
+        return out;
+    }
+    let Some(order) = order(&stmts, sources, &mut out.diags) else {
+        return out;
+    };
+    // Apply in order to a working copy, so that a chain sees the moves before it (copied
+    // only when there is something to move: most plans have no statement).
+    let mut state = std::borrow::Cow::Borrowed(prior);
+    for i in order {
+        let s = &stmts[i];
+        // Each instance of the block's module that the state has (the root: one).
+        for inst in module_instances(&state, &s.module) {
+            apply_statement(config, &mut state, s, &inst, &mut out);
+        }
+    }
+    for m in config.modules() {
+        for b in m.removed.iter().filter(|b| !b.destroy) {
+            let from = absolute(&m.path, &b.from);
+            out.forget
+                .extend(state.resources.keys().filter(|a| from.contains(a)).cloned());
+        }
+    }
+    out.forget.sort();
+    out.forget.dedup();
+    out
+}
+
+/// The configuration's `moved` blocks as statements.
+fn explicit_statements(config: &Config) -> Vec<Statement> {
     let mut stmts: Vec<Statement> = Vec::new();
     for m in config.modules() {
         for b in &m.moved {
@@ -179,10 +213,14 @@ pub(crate) fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
             });
         }
     }
-    check_statements(config, &stmts, &mut out.diags);
-    // Implied moves, for the resources no explicit statement moves from, and only where the
-    // state has an object to move (found through an index: no scan of the state per
-    // resource).
+    stmts
+}
+
+/// Adds Terraform's implied moves (`a` ↔ `a[0]` when `count` is added or removed) for the
+/// resources no explicit statement moves from, and only where the state has an object to move
+/// (found through an index: no scan of the state per resource) or an explicit statement moves
+/// one there.
+fn add_implied_statements(config: &Config, prior: &Snapshot, stmts: &mut Vec<Statement>) {
     type Static<'a> = (std::borrow::Cow<'a, ModulePath>, Mode, &'a str, &'a str);
     let mut keys_in_state: rustc_hash::FxHashMap<Static, Vec<&Option<cairn_state::InstanceKey>>> =
         Default::default();
@@ -248,6 +286,10 @@ pub(crate) fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
             });
         }
     }
+}
+
+/// A `removed` block whose `from` the configuration still declares: an error.
+fn removed_still_declared(config: &Config, diags: &mut Diagnostics) {
     for m in config.modules() {
         for b in &m.removed {
             let from = absolute(&m.path, &b.from);
@@ -256,7 +298,7 @@ pub(crate) fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
                 _ => ("Removed resource still exists", declared(config, &from)),
             };
             if let Some(span) = noun_span {
-                out.diags.push(
+                diags.push(
                     Diagnostic::error(
                         summary,
                         format!("This statement declares that {from} was removed, but it is still declared in configuration."),
@@ -266,98 +308,92 @@ pub(crate) fn resolve(config: &Config, prior: &Snapshot) -> Refactor {
             }
         }
     }
-    if out.diags.has_errors() {
-        return out;
+}
+
+/// The instances of the static module `module` that the state has objects in (the root:
+/// itself).
+fn module_instances(state: &Snapshot, module: &ModulePath) -> BTreeSet<ModulePath> {
+    let mut instances: BTreeSet<ModulePath> = BTreeSet::new();
+    if module.0.is_empty() {
+        instances.insert(ModulePath::root());
+        return instances;
     }
-    let Some(order) = order(&stmts, sources, &mut out.diags) else {
-        return out;
+    for a in state.resources.keys().chain(state.data.keys()) {
+        let m = &a.resource.module;
+        if m.0.len() >= module.0.len()
+            && ModulePath(m.0[..module.0.len()].to_vec()).without_keys() == *module
+        {
+            instances.insert(ModulePath(m.0[..module.0.len()].to_vec()));
+        }
+    }
+    instances
+}
+
+/// A statement's address in one instance of its module: the module's steps get the
+/// instance's keys.
+fn at_instance(t: &Target, inst: &ModulePath) -> Target {
+    let fill = |m: &ModulePath| {
+        let mut m = m.clone();
+        for (step, k) in m.0.iter_mut().zip(&inst.0) {
+            step.key = k.key.clone();
+        }
+        m
     };
-    // Apply in order to a working copy, so that a chain sees the moves before it (copied
-    // only when there is something to move: most plans have no statement).
-    let mut state = std::borrow::Cow::Borrowed(prior);
-    for i in order {
-        let s = &stmts[i];
-        // Each instance of the block's module that the state has (the root: one).
-        let mut instances: BTreeSet<ModulePath> = BTreeSet::new();
-        if s.module.0.is_empty() {
-            instances.insert(ModulePath::root());
-        } else {
-            for a in state.resources.keys().chain(state.data.keys()) {
-                let m = &a.resource.module;
-                if m.0.len() >= s.module.0.len()
-                    && ModulePath(m.0[..s.module.0.len()].to_vec()).without_keys() == s.module
-                {
-                    instances.insert(ModulePath(m.0[..s.module.0.len()].to_vec()));
-                }
-            }
+    match t {
+        Target::Module(m) => Target::Module(fill(m)),
+        Target::Resource(r) => {
+            let mut r = r.clone();
+            r.module = fill(&r.module);
+            Target::Resource(r)
         }
-        for inst in instances {
-            let at = |t: &Target| -> Target {
-                // Give the module's steps the instance's keys.
-                let fill = |m: &ModulePath| {
-                    let mut m = m.clone();
-                    for (step, k) in m.0.iter_mut().zip(&inst.0) {
-                        step.key = k.key.clone();
-                    }
-                    m
-                };
-                match t {
-                    Target::Module(m) => Target::Module(fill(m)),
-                    Target::Resource(r) => {
-                        let mut r = r.clone();
-                        r.module = fill(&r.module);
-                        Target::Resource(r)
-                    }
-                    Target::Instance(i) => {
-                        let mut i = i.clone();
-                        i.resource.module = fill(&i.resource.module);
-                        Target::Instance(i)
-                    }
-                }
-            };
-            let (from, to) = (at(&s.from), at(&s.to));
-            if let (Target::Instance(f), Target::Instance(t), false) = (&from, &to, s.implied) {
-                out.instance_sources.push((f.clone(), t.clone(), s.span));
-            }
-            let plan = match state.plan_moves(&from, &to).map_err(|e| *e) {
-                Ok(p) => p,
-                Err(cairn_state::MoveError::TypeMismatch { to: dest, .. }) => {
-                    out.diags.push(cross_type(config, &dest, s.span));
-                    continue;
-                }
-                Err(e) => {
-                    out.diags.push(
-                        Diagnostic::error("Invalid \"moved\" addresses", e.to_string())
-                            .with_span(Some(s.span)),
-                    );
-                    continue;
-                }
-            };
-            for (a, b) in &plan.moves {
-                apply_event(
-                    state.to_mut(),
-                    cairn_state::EventBody::ResourceMoved {
-                        from: a.clone(),
-                        to: b.clone(),
-                    },
-                );
-            }
-            out.moves.extend(plan.moves);
-            if !s.implied {
-                out.blocked.extend(plan.blocked);
-            }
+        Target::Instance(i) => {
+            let mut i = i.clone();
+            i.resource.module = fill(&i.resource.module);
+            Target::Instance(i)
         }
     }
-    for m in config.modules() {
-        for b in m.removed.iter().filter(|b| !b.destroy) {
-            let from = absolute(&m.path, &b.from);
-            out.forget
-                .extend(state.resources.keys().filter(|a| from.contains(a)).cloned());
-        }
+}
+
+/// Applies one statement in one instance of its module to the working state, by the
+/// state's rules (`Snapshot::plan_moves`), and records the moves (or why not) in `out`.
+fn apply_statement(
+    config: &Config,
+    state: &mut std::borrow::Cow<'_, Snapshot>,
+    s: &Statement,
+    inst: &ModulePath,
+    out: &mut Refactor,
+) {
+    let (from, to) = (at_instance(&s.from, inst), at_instance(&s.to, inst));
+    if let (Target::Instance(f), Target::Instance(t), false) = (&from, &to, s.implied) {
+        out.instance_sources.push((f.clone(), t.clone(), s.span));
     }
-    out.forget.sort();
-    out.forget.dedup();
-    out
+    let plan = match state.plan_moves(&from, &to).map_err(|e| *e) {
+        Ok(p) => p,
+        Err(cairn_state::MoveError::TypeMismatch { to: dest, .. }) => {
+            out.diags.push(cross_type(config, &dest, s.span));
+            return;
+        }
+        Err(e) => {
+            out.diags.push(
+                Diagnostic::error("Invalid \"moved\" addresses", e.to_string())
+                    .with_span(Some(s.span)),
+            );
+            return;
+        }
+    };
+    for (a, b) in &plan.moves {
+        apply_event(
+            state.to_mut(),
+            cairn_state::EventBody::ResourceMoved {
+                from: a.clone(),
+                to: b.clone(),
+            },
+        );
+    }
+    out.moves.extend(plan.moves);
+    if !s.implied {
+        out.blocked.extend(plan.blocked);
+    }
 }
 
 /// Applies one event to an in-memory snapshot, leaving its head (the log's real position).

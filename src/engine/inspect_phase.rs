@@ -163,7 +163,7 @@ pub(crate) fn unchecked_providers(ctx: &Ctx) -> Vec<String> {
 /// The workspace `inspect` evaluates in: the selected one (`TF_WORKSPACE`, `cairn workspace
 /// select`), else the one Terraform selected in the configuration's directory (the name in
 /// `.terraform/environment`); `None` means `default`.
-pub(crate) fn selected_workspace(opts: &super::Options) -> Option<String> {
+pub(crate) fn selected_workspace(opts: &super::request::Options) -> Option<String> {
     if let Some(w) = &opts.workspace {
         return Some(w.clone());
     }

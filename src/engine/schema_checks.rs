@@ -3,7 +3,7 @@
 //! installed plugins, whose schemas come from the cache in the state directory), arguments
 //! against those schemas, and dependency cycles with the chain `plan` would print.
 
-use super::run::Report;
+use super::report::Report;
 use crate::config::Config;
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use std::collections::BTreeMap;

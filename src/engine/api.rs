@@ -14,142 +14,32 @@ use super::assemble::{drift_plan, in_address_order, make_plan};
 use super::core::{run as walk_phase, Ctx};
 use super::execute::{execute, record_read_only, record_refreshed};
 use super::graph::Node;
-use super::inspect::{InspectPhase, Inspected};
-use super::progress::{Observer, Progress};
+use super::inspect_phase::InspectPhase;
+pub use super::inspect_phase::Inspected;
+use super::observer::{Observer, Progress};
 use super::providers::{canonical, Registry};
 use super::recover::recover;
 use super::refresh::refresh as refresh_pass;
+pub use super::report::Report;
+pub use super::request::Options;
 use super::sabotage::Sabotage;
 use super::session::RunSession;
 pub use super::session::{finish_recorded, recorded_diagnostics};
 pub use super::source::{config_hash, files_hash, load, Loaded};
 use super::source::{load_with, new_ctx, open_read, term_graph};
+use super::timing::{timed, timed_async};
 use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
-use crate::config::{Config, ResourceKey};
+use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};
-use crate::provider::Provider;
 use crate::value::Value;
 use cairn_graph::NodeId;
 use cairn_state::{
     EventBody, ModulePath, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot, Target,
 };
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Everything a lifecycle command needs to know. The CLI fills it; the engine reads no
-/// environment of its own (`env` is the process environment, passed in).
-#[derive(Clone)]
-pub struct Options {
-    /// The root module's directory (the working directory after `-chdir`).
-    pub dir: PathBuf,
-    pub state_dir: PathBuf,
-    pub vars: Vec<crate::config::VarArg>,
-    pub env: BTreeMap<String, String>,
-    pub parallelism: usize,
-    pub refresh: bool,
-    pub targets: Vec<Target>,
-    pub replace: Vec<ResourceInstanceAddr>,
-    pub lock_timeout: Duration,
-    pub command: String,
-    pub args: Vec<String>,
-    /// Set by Ctrl-C (or SIGTERM): no new step starts.
-    pub stop: Arc<AtomicBool>,
-    /// Notified (once, with `notify_one`) by Ctrl-C after `stop` is set: every configured
-    /// provider instance is told to stop, so its calls in flight give up early.
-    pub interrupted: Arc<tokio::sync::Notify>,
-    /// The provider packages; `None` means the built-in ones.
-    pub packages: Option<BTreeMap<String, Arc<dyn Provider>>>,
-    /// A deliberately broken rule, for the property tests only (see `sabotage.rs`); `None`
-    /// unless test code sets it. Not reachable from the CLI or the environment.
-    #[doc(hidden)]
-    pub sabotage: Option<Sabotage>,
-    /// `cairn inspect FILE.tf`: load only this file of `dir` (and the modules it calls).
-    pub only_file: Option<PathBuf>,
-    /// `cairn import ADDR ID`: the instance to import and its id (see [`import`]).
-    pub import: Option<(ResourceInstanceAddr, String)>,
-    /// `plan -generate-config-out`: import blocks without a resource block get a generated
-    /// one (`Config::generate_import_blocks`), filled in from the imported object.
-    pub generate_config: bool,
-    /// The selected workspace (`terraform.workspace`); `None`: `default` (for `inspect`:
-    /// the one `terraform workspace select` recorded in `.terraform/environment`).
-    pub workspace: Option<String>,
-}
-
-impl Options {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        let dir = dir.into();
-        Options {
-            state_dir: dir.join(".cairn"),
-            dir,
-            vars: Vec::new(),
-            env: BTreeMap::new(),
-            parallelism: 10,
-            refresh: true,
-            targets: Vec::new(),
-            replace: Vec::new(),
-            lock_timeout: Duration::ZERO,
-            command: "cairn".into(),
-            args: Vec::new(),
-            stop: Arc::new(AtomicBool::new(false)),
-            interrupted: Arc::new(tokio::sync::Notify::new()),
-            packages: None,
-            sabotage: None,
-            only_file: None,
-            import: None,
-            generate_config: false,
-            workspace: None,
-        }
-    }
-}
-
-/// What a command produced: its result (when it got that far), every diagnostic, notes for
-/// the user, and the configuration (to render diagnostics' source snippets).
-pub struct Report<T> {
-    pub result: Option<T>,
-    pub diags: Diagnostics,
-    pub notes: Vec<String>,
-    pub config: Option<Arc<Config>>,
-}
-
-impl<T> Report<T> {
-    pub(super) fn fail(diags: Diagnostics, config: Option<Arc<Config>>) -> Self {
-        Report {
-            result: None,
-            diags,
-            notes: Vec::new(),
-            config,
-        }
-    }
-    pub fn ok(&self) -> bool {
-        self.result.is_some() && !self.diags.has_errors()
-    }
-}
-
-/// Runs one phase of a command and logs how long it took (`CAIRN_LOG=debug`), so a slow run
-/// can be broken down without a profiler.
-pub fn timed<T>(phase: &str, f: impl FnOnce() -> T) -> T {
-    let start = std::time::Instant::now();
-    let r = f();
-    log_phase(phase, start);
-    r
-}
-
-/// [`timed`] for a phase that awaits.
-pub(super) async fn timed_async<T>(phase: &str, f: impl std::future::Future<Output = T>) -> T {
-    let start = std::time::Instant::now();
-    let r = f.await;
-    log_phase(phase, start);
-    r
-}
-
-fn log_phase(phase: &str, start: std::time::Instant) {
-    tracing::debug!(elapsed_ms = start.elapsed().as_secs_f64() * 1e3, "{phase}");
-}
 
 /// `cairn plan` (and `plan -destroy`, `plan -read-only`): proposes changes, records nothing.
 pub async fn plan(opts: &Options, mode: PlanMode, observer: Arc<dyn Observer>) -> Report<Plan> {
@@ -829,9 +719,9 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
         graph,
         &Snapshot::default(),
         opts,
-        Arc::new(super::progress::Silent),
+        Arc::new(super::observer::Silent),
     );
-    ctx.values.write().expect("values").workspace = super::inspect::selected_workspace(opts);
+    ctx.values.write().expect("values").workspace = super::inspect_phase::selected_workspace(opts);
     let resources = ctx
         .graph
         .dag
@@ -843,7 +733,7 @@ pub async fn inspect(opts: &Options) -> Report<Inspection> {
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
-    let unchecked_providers = super::inspect::unchecked_providers(&ctx);
+    let unchecked_providers = super::inspect_phase::unchecked_providers(&ctx);
     if !unchecked_providers.is_empty() {
         let names: Vec<String> = unchecked_providers
             .iter()
