@@ -32,12 +32,14 @@ struct Destroys<'p> {
     current_deletes: BTreeSet<ResourceInstanceAddr>,
     /// The current objects the plan deletes (alone or before their replacement).
     plan_deletes: BTreeSet<&'p ResourceInstanceAddr>,
+    /// The keys create-before-destroy replacements depose their current objects under.
+    deposed_keys: BTreeMap<ResourceInstanceAddr, String>,
     /// Deletes of deposed objects left by earlier runs, with the objects they depend on.
     leftovers: Vec<(NodeId, &'p ResourceInstanceAddr, &'p [ResourceInstanceAddr])>,
 }
 
 /// One named step of ordering the deletes.
-type Step<'a, 'p> = (&'static str, &'a dyn Fn(&mut TermGraph, &mut Destroys<'p>));
+type OrderStep<'a, 'p> = (&'static str, &'a dyn Fn(&mut TermGraph, &mut Destroys<'p>));
 
 /// Adds the plan's deletes to a term graph as `Destroy` nodes, ordered: dependents are deleted
 /// before their dependencies; a delete-then-create replacement deletes before it creates; a
@@ -71,13 +73,11 @@ pub(crate) fn add_destroys(
         ids: BTreeMap::new(),
         current_deletes: BTreeSet::new(),
         plan_deletes,
+        deposed_keys: BTreeMap::new(),
         leftovers: Vec::new(),
     };
-    let keys = std::cell::RefCell::new(deposed_keys);
-    let steps: [Step<'_, '_>; 4] = [
-        ("add destroy nodes", &|g, d| {
-            add_destroy_nodes(g, d, &mut **keys.borrow_mut())
-        }),
+    let steps: [OrderStep<'_, '_>; 4] = [
+        ("add destroy nodes", &|g, d| add_destroy_nodes(g, d)),
         ("order deletes around reconfigured providers", &|g, d| {
             order_reconfigured_providers(g, d)
         }),
@@ -91,17 +91,14 @@ pub(crate) fn add_destroys(
     for (_name, step) in steps {
         step(g, &mut d);
     }
+    deposed_keys.extend(d.deposed_keys);
     d.info
 }
 
 /// A `Destroy` node for each change that deletes an object, with its replacement's and its
 /// provider instance's edges. One pass in plan order, as the checks that keep an edge from
 /// closing a cycle see the graph as built so far.
-fn add_destroy_nodes(
-    g: &mut TermGraph,
-    d: &mut Destroys<'_>,
-    deposed_keys: &mut BTreeMap<ResourceInstanceAddr, String>,
-) {
+fn add_destroy_nodes(g: &mut TermGraph, d: &mut Destroys<'_>) {
     let (plan, prior) = (d.plan, d.prior);
     for change in &plan.changes {
         // A deposed object: the current one, deposed by this apply (create-before-destroy),
@@ -111,7 +108,7 @@ fn add_destroy_nodes(
             (Kind::Delete | Kind::Replace(Order::DeleteFirst), None) => None,
             (Kind::Replace(Order::CreateFirst), _) => {
                 let key = format!("{:08x}", rand::random::<u32>());
-                deposed_keys.insert(change.addr.clone(), key.clone());
+                d.deposed_keys.insert(change.addr.clone(), key.clone());
                 Some(key)
             }
             _ => continue,
