@@ -9,7 +9,7 @@
 //! generator), `execute.rs` carries an approved plan out; a command that writes does so in
 //! a `session::RunSession`.
 
-use super::apply::add_destroys;
+use super::apply::order::add_destroys;
 use super::assemble::{drift_plan, in_address_order, make_plan};
 use super::core::{run as walk_phase, Ctx};
 use super::execute::{execute, record_read_only, record_refreshed};

@@ -153,8 +153,8 @@ async fn assemble_plan(
         refreshed.current(&c.addr).is_some_and(|o| {
             o.provider.addr != c.provider
                 || (c.action == Action::NoOp
-                    && !super::apply::same_deps(
-                        &super::apply::instance_deps(&ctx, &c.addr),
+                    && !super::rules::same_deps(
+                        &super::rules::instance_deps(&ctx, &c.addr),
                         &o.deps,
                     ))
         })
@@ -462,7 +462,7 @@ pub(super) fn output_changes(
         });
         let action = match &before {
             None => Action::Create,
-            Some(b) if super::plan_phase::equal_ignoring_marks(b, v) && v.is_wholly_known() => {
+            Some(b) if super::rules::equal_ignoring_marks(b, v) && v.is_wholly_known() => {
                 Action::NoOp
             }
             Some(_) => Action::Update,
@@ -696,7 +696,7 @@ pub(super) fn applyable(plan: &Plan, recorded_again: &dyn Fn(&Change) -> bool) -
                 || plan.data_reads.iter().any(|d| {
                     !d.before
                         .as_ref()
-                        .is_some_and(|b| super::plan_phase::equal_ignoring_marks(b, &d.result))
+                        .is_some_and(|b| super::rules::equal_ignoring_marks(b, &d.result))
                 })
                 || !plan.dropped_data.is_empty()
                 || plan.changes.iter().any(recorded_again)

@@ -2,7 +2,10 @@
 //! for `destroy`, the deletes alone) with its finishing events ([`execute`]), or, for a
 //! read-only plan, recording what was read ([`record_read_only`]).
 
-use super::apply::{add_destroys, finishing_events, ApplyPhase};
+use super::apply::operation::Recorder;
+use super::apply::order::add_destroys;
+use super::apply::steps::{DestroyInfo, Executor, Step};
+use super::apply::ApplyPhase;
 use super::assemble::in_address_order;
 use super::core::run as walk_phase;
 use super::graph::{Node, TermGraph};
@@ -11,10 +14,13 @@ use super::observer::Observer;
 use super::request::Options;
 use super::source::{new_ctx, term_graph, Loaded};
 use super::timing::{timed, timed_async};
+use super::walk::WalkOutcome;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};
 use crate::value::Value;
-use cairn_state::{EventBody, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot};
+use cairn_state::{
+    EventBody, OutputValue, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
@@ -31,19 +37,10 @@ pub(super) fn record_refreshed(journal: &Journal, plan: &Plan, diags: &mut Diagn
     let mut events: Vec<EventBody> = plan
         .moves
         .iter()
-        .map(|(from, to)| EventBody::ResourceMoved {
-            from: from.clone(),
-            to: to.clone(),
-        })
+        .map(|(from, to)| Step::for_move(from, to))
+        .chain(plan.changes.iter().filter_map(Step::for_state_change))
+        .filter_map(|step| step.state_event())
         .collect();
-    events.extend(
-        plan.changes
-            .iter()
-            .filter(|c| c.action == Action::Forget)
-            .map(|c| EventBody::ResourceForgotten {
-                addr: c.addr.clone(),
-            }),
-    );
     for d in &plan.drift {
         let event = match &d.after {
             Some(v) => match v.to_stored() {
@@ -184,58 +181,17 @@ pub(super) async fn execute(
         return (RunSummary::default(), BTreeMap::new());
     }
     let ctx = new_ctx(loaded, graph, &prior, opts, observer.clone());
+    let steps = executor(plan, journal, run, destroy, deposed_keys);
     let phase = Arc::new(ApplyPhase {
-        // The changes of current objects, by address (a deposed object's delete is a
-        // `Destroy` node of its own, see `add_destroys`).
-        changes: plan
-            .changes
-            .iter()
-            .filter(|c| c.deposed.is_none())
-            .map(|c| (c.addr.clone(), c.clone()))
-            .collect(),
-        data_reads: plan
-            .data_reads
-            .iter()
-            .map(|d| (d.addr.clone(), d.clone()))
-            .collect(),
-        journal: journal.clone(),
-        destroy,
-        deposed_keys,
-        run,
+        steps,
         outputs: Mutex::new(BTreeMap::new()),
-        summary: Mutex::new(RunSummary::default()),
     });
     let outcome = timed_async("apply walk", walk_phase(ctx.clone(), phase.clone())).await;
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));
     if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
-        // What was not done: resources (and destroys) never started, because of the stop or
-        // because something they depend on did not finish.
-        let not_done: BTreeSet<String> = outcome
-            .not_run
-            .iter()
-            .chain(&outcome.skipped)
-            .filter(|id| {
-                matches!(
-                    ctx.graph.node(**id),
-                    Node::Resource { .. } | Node::Destroy { .. } | Node::Orphan { .. }
-                )
-            })
-            .map(|id| ctx.graph.node(*id).to_string())
-            .collect();
-        let not_done = if not_done.is_empty() {
-            "Every step had started.".to_string()
-        } else {
-            format!(
-                "Not started: {}.",
-                not_done.into_iter().collect::<Vec<_>>().join(", ")
-            )
-        };
-        diags.push(Diagnostic::error(
-            "Apply interrupted",
-            format!("The run was stopped: no new step started, and the providers were told to stop. Every step that had started is recorded with its outcome. {not_done} Run apply again to finish."),
-        ));
+        diags.push(interrupted(&ctx.graph, &outcome));
     }
     let outputs = std::mem::take(&mut *phase.outputs.lock().expect("outputs"));
     let configured: BTreeSet<ProviderAddr> = ctx
@@ -273,8 +229,67 @@ pub(super) async fn execute(
     if let Err(e) = journal.commit() {
         diags.push(e);
     }
-    let summary = *phase.summary.lock().expect("summary");
+    let summary = *phase.steps.rec.summary.lock().expect("summary");
     (summary, outputs)
+}
+
+/// What the apply's steps execute with (`apply::steps::Executor`).
+fn executor(
+    plan: &Plan,
+    journal: &Arc<Journal>,
+    run: u64,
+    destroy: BTreeMap<(ResourceInstanceAddr, Option<String>), DestroyInfo>,
+    deposed_keys: BTreeMap<ResourceInstanceAddr, String>,
+) -> Executor {
+    Executor {
+        rec: Recorder::new(journal.clone()),
+        run,
+        // The changes of current objects, by address (a deposed object's delete is a
+        // `Destroy` node of its own, see `add_destroys`).
+        changes: plan
+            .changes
+            .iter()
+            .filter(|c| c.deposed.is_none())
+            .map(|c| (c.addr.clone(), c.clone()))
+            .collect(),
+        data_reads: plan
+            .data_reads
+            .iter()
+            .map(|d| (d.addr.clone(), d.clone()))
+            .collect(),
+        destroy,
+        deposed_keys,
+    }
+}
+
+/// The error of an apply the user stopped, naming what did not start.
+fn interrupted(graph: &TermGraph, outcome: &WalkOutcome) -> Diagnostic {
+    // What was not done: resources (and destroys) never started, because of the stop or
+    // because something they depend on did not finish.
+    let not_done: BTreeSet<String> = outcome
+        .not_run
+        .iter()
+        .chain(&outcome.skipped)
+        .filter(|id| {
+            matches!(
+                graph.node(**id),
+                Node::Resource { .. } | Node::Destroy { .. } | Node::Orphan { .. }
+            )
+        })
+        .map(|id| graph.node(*id).to_string())
+        .collect();
+    let not_done = if not_done.is_empty() {
+        "Every step had started.".to_string()
+    } else {
+        format!(
+            "Not started: {}.",
+            not_done.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    };
+    Diagnostic::error(
+        "Apply interrupted",
+        format!("The run was stopped: no new step started, and the providers were told to stop. Every step that had started is recorded with its outcome. {not_done} Run apply again to finish."),
+    )
 }
 
 pub(super) fn state_outputs(s: &Snapshot) -> BTreeMap<String, (Value, bool)> {
@@ -282,4 +297,57 @@ pub(super) fn state_outputs(s: &Snapshot) -> BTreeMap<String, (Value, bool)> {
         .iter()
         .map(|(k, o)| (k.clone(), (Value::from_stored(&o.value), o.sensitive)))
         .collect()
+}
+
+/// Builds the events that finish an apply: outputs, dropped data, providers no longer used.
+fn finishing_events(
+    snapshot: &Snapshot,
+    outputs: &BTreeMap<String, (Value, bool)>,
+    configured_providers: &BTreeSet<ProviderAddr>,
+    dropped_data: &[ResourceInstanceAddr],
+) -> Vec<EventBody> {
+    let mut events = Vec::new();
+    for addr in dropped_data {
+        if snapshot.data.contains_key(addr) {
+            events.push(EventBody::DataDropped { addr: addr.clone() });
+        }
+    }
+    // Data sources dropped by this run no longer keep their provider instance.
+    let used: BTreeSet<&ProviderAddr> = snapshot
+        .resources
+        .values()
+        .flat_map(|i| i.current.iter().chain(i.deposed.values()))
+        .map(|o| &o.provider.addr)
+        .chain(
+            snapshot
+                .data
+                .iter()
+                .filter(|(a, _)| !dropped_data.contains(a))
+                .map(|(_, d)| &d.provider.addr),
+        )
+        .collect();
+    for (addr, p) in &snapshot.providers {
+        if !used.contains(addr) && !configured_providers.contains(addr) {
+            events.push(EventBody::ProviderRemoved {
+                addr: addr.clone(),
+                id: p.id.clone(),
+            });
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (name, (v, sensitive)) in outputs {
+        if let Ok(stored) = v.to_stored() {
+            out.insert(
+                name.clone(),
+                OutputValue {
+                    value: stored,
+                    sensitive: *sensitive,
+                },
+            );
+        }
+    }
+    if out != snapshot.outputs {
+        events.push(EventBody::OutputsSet { outputs: out });
+    }
+    events
 }

@@ -2,9 +2,10 @@
 //! locals, variables, outputs, module calls, provider instances) plus, for plan and apply, the
 //! instances in state that the configuration no longer has.
 //!
-//! Built by an ordered list of named steps, as Terraform's transformers are. Edges point from a node to what
-//! it depends on and carry their kind and the span that caused them, so a cycle is reported with
-//! the `file:line:col` of every step.
+//! Built by an ordered list of named steps, as Terraform's transformers are (an apply adds
+//! its `Destroy` nodes and their ordering by the named steps of `apply/order.rs`). Edges point
+//! from a node to what it depends on and carry their kind and the span that caused them, so a
+//! cycle is reported with the `file:line:col` of every step.
 
 use crate::config::{Config, DependsOn, Module, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};

@@ -25,9 +25,13 @@
 //! | `refresh.rs` | the flat, state-only refresh |
 //! | `plan_phase.rs` | the plan phase (diffs, plan-time data reads) |
 //! | `provider_diags.rs` | a provider's errors and warnings about an instance, as diagnostics |
+//! | `rules.rs` | rules plan and apply share: `ignore_changes`, unchanged values, a missing provider, dependencies |
 //! | `deferral.rs` | the rule that defers a data read to apply |
 //! | `imports.rs` | `import` blocks: targets, and the import of an object at plan |
-//! | `apply.rs` | the apply phase, destroy ordering, operation records |
+//! | `apply/mod.rs` | the apply phase: turns each node the walk reaches into a step and runs it |
+//! | `apply/steps.rs` | one step type per kind of change (create, update, replace, delete, import, read, …) |
+//! | `apply/operation.rs` | one provider call between its operation records; the `Recorder` |
+//! | `apply/order.rs` | the graph-building steps that add and order the `Destroy` nodes |
 //! | `provision.rs` | `local-exec` provisioners around a create and a delete |
 //! | `refactor.rs` | `moved` and `removed` blocks applied to the prior state before a plan |
 //! | `recover.rs` | pending operations left by a run that died |
@@ -61,6 +65,7 @@ pub(crate) mod refactor;
 pub(crate) mod refresh;
 pub(crate) mod report;
 pub(crate) mod request;
+pub(crate) mod rules;
 pub(crate) mod sabotage;
 pub(crate) mod schema_checks;
 pub(crate) mod session;

@@ -16,6 +16,10 @@ use super::deferral::find_pending;
 use super::graph::Node;
 use super::observer::Progress;
 use super::provider_diags::{provider_diag, provider_failure, report_warnings};
+use super::rules::{
+    apply_ignore_changes, check_scoped_failure, equal_ignoring_marks, missing_provider,
+    reconfigured_at_apply,
+};
 use super::sabotage::Sabotage;
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -773,14 +777,6 @@ async fn update_now(c: &Arc<dyn Configured>, type_: &str, prior: &Value, planned
     let _ = c.apply(request).await;
 }
 
-/// A provider instance in state whose configuration is not known until apply: once the
-/// values it depends on are applied, its `diff_config` may say replace, and then its
-/// replacement deletes every object still under it (`apply::delete_under`).
-pub(crate) fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
-    pc.action.is_replace()
-        || (pc.action == Action::Update && pc.after.as_ref().is_some_and(|a| !a.is_wholly_known()))
-}
-
 /// The order of replacements that provider instances constrain, decided once the plan's
 /// provider changes are known:
 /// - An object whose provider instance is replaced is deleted before the new instance is
@@ -798,7 +794,8 @@ pub(crate) fn may_be_replaced_at_apply(pc: &ProviderChange) -> bool {
 ///   objects in state count (a replacement deletes nothing otherwise). An old object that
 ///   itself lives under such an instance is deposed; if the instance turns out replaced, its
 ///   replacement deletes it with the instance's other objects, dependents first, before the
-///   new instance is registered (`apply::delete_under`), so no object outlives its instance.
+///   new instance is registered (`apply::steps::delete_under`), so no object outlives its
+///   instance.
 pub(crate) fn replacement_order(
     plan: &mut crate::plan::Plan,
     graph: &super::graph::TermGraph,
@@ -827,10 +824,7 @@ pub(crate) fn replacement_order(
         .collect();
     let mut upstream = BTreeSet::new();
     for pc in &plan.provider_changes {
-        if pc.action == Action::Update
-            && may_be_replaced_at_apply(pc)
-            && with_objects.contains(&pc.addr)
-        {
+        if reconfigured_at_apply(pc) && with_objects.contains(&pc.addr) {
             if let Some(p) = graph.id(&Node::Provider {
                 addr: pc.addr.clone(),
             }) {
@@ -875,75 +869,6 @@ fn same_provider_config(ctx: &Ctx, old: &ProviderAddr, slot: &ProviderSlot) -> b
     p.diff_config(&Value::from_stored(&old_inst.config), &slot.config) == ConfigDiff::NoChange
 }
 
-/// `ignore_changes`: the ignored attributes take their prior values before planning.
-pub(crate) fn apply_ignore_changes(
-    config: &Value,
-    prior: &Value,
-    ignore: &IgnoreChanges,
-    schema: &crate::provider::Block,
-) -> Value {
-    let (Some(cfg), Some(pri)) = (config.attributes(), prior.attributes()) else {
-        return config.clone();
-    };
-    let mut out = cfg.clone();
-    match ignore {
-        IgnoreChanges::None => {}
-        IgnoreChanges::All => {
-            for (k, a) in &schema.attributes {
-                if a.required || a.optional {
-                    if let Some(v) = pri.get(k) {
-                        out.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        IgnoreChanges::Paths(paths) => {
-            for path in paths {
-                if let Some(first) = path.first() {
-                    if path.len() == 1 {
-                        if let Some(v) = pri.get(first) {
-                            out.insert(first.clone(), v.clone());
-                        }
-                    } else if let (Some(c), Some(p)) = (out.get(first).cloned(), pri.get(first)) {
-                        out.insert(first.clone(), set_path(&c, p, &path[1..]));
-                    }
-                }
-            }
-        }
-    }
-    Value::Object(out)
-}
-
-/// `config` with the value at `path` taken from `prior`.
-fn set_path(config: &Value, prior: &Value, path: &[String]) -> Value {
-    let Some((head, rest)) = path.split_first() else {
-        return prior.clone();
-    };
-    match (config.unmarked(), prior.unmarked()) {
-        (Value::Map(c), Value::Map(p)) | (Value::Object(c), Value::Object(p)) => {
-            let mut c2 = c.clone();
-            match p.get(head) {
-                Some(pv) if rest.is_empty() => {
-                    c2.insert(head.clone(), pv.clone());
-                }
-                Some(pv) => {
-                    let inner = c.get(head).cloned().unwrap_or_else(Value::null);
-                    c2.insert(head.clone(), set_path(&inner, pv, rest));
-                }
-                None => {
-                    c2.remove(head);
-                }
-            }
-            if matches!(config.unmarked(), Value::Map(_)) {
-                Value::Map(c2)
-            } else {
-                Value::Object(c2)
-            }
-        }
-        _ => config.clone(),
-    }
-}
-
 /// A plan must keep every known, non-null configured value.
 fn kept_config_violation(config: &Value, planned: &Value) -> Option<String> {
     let cfg = config.attributes()?;
@@ -953,23 +878,6 @@ fn kept_config_violation(config: &Value, planned: &Value) -> Option<String> {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     contradiction(&Value::Object(known), planned)
-}
-
-/// Unchanged, for plan decisions: marks and the types of nulls do not count.
-pub(crate) fn equal_ignoring_marks(a: &Value, b: &Value) -> bool {
-    crate::provider::schema_util::same(a, b)
-}
-
-pub(crate) fn missing_provider(
-    provider: &ProviderAddr,
-    addr: &ResourceInstanceAddr,
-) -> Diagnostics {
-    Diagnostic::error(
-        "Provider instance not available",
-        format!("{addr} needs {provider}, which could not be configured (see the errors above)."),
-    )
-    .with_address(addr)
-    .into()
 }
 
 /// The provider's own checks of an instance's configuration (`ValidateResourceConfig` for
@@ -1014,25 +922,4 @@ pub(crate) fn prevent_destroy_error(
     .with_span(Some(span))
     .with_address(addr)
     .into()
-}
-
-/// A `check` block's data source that could not be read: its failure becomes a warning and
-/// its check is not evaluated in this walk (Terraform's rule). Returns false for any other
-/// data source, whose failure stays an error.
-pub(crate) fn check_scoped_failure(ctx: &Ctx, inst: &Instance, diags: Diagnostics) -> bool {
-    let res = &ctx.module(&inst.static_module).resources[&inst.key];
-    let Some(check) = res.check.clone() else {
-        return false;
-    };
-    ctx.report_check(
-        diags
-            .into_iter()
-            .map(|d| d.into_warning().with_span(Some(res.span)))
-            .collect(),
-    );
-    ctx.failed_checks
-        .lock()
-        .expect("failed checks")
-        .insert((inst.static_module.clone(), check));
-    true
 }

@@ -14,7 +14,7 @@
 //! - A destroy-time provisioner runs only while its resource block is in the configuration
 //!   (Terraform's rule): an object whose block was removed is deleted without it.
 //!
-//! `apply::ApplyPhase::operate` calls [`run`] around the provider's create and delete.
+//! `apply::operation::Operation::run` calls [`run`] around the provider's create and delete.
 
 use super::core::{Ctx, InstanceScope, SelfScope};
 use super::observer::Progress;

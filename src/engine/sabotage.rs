@@ -34,21 +34,22 @@ pub enum Sabotage {
     /// `plan` carries out the in-place updates it plans (p05). Site: `plan_phase.rs`,
     /// `plan_managed`.
     PlanApplies,
-    /// Apply also updates instances the plan left unchanged (p06). Site: `apply.rs`,
-    /// `apply_managed`.
+    /// Apply also updates instances the plan left unchanged (p06). Site: `apply/steps.rs`,
+    /// `Step::for_change`.
     ApplyUpdatesNoOps,
     /// A successful create is recorded without its object: the object exists in the store but
-    /// not in state (p07). Site: `apply.rs`, `operate`.
+    /// not in state (p07). Site: `apply/operation.rs`, `Operation::succeeded`.
     ForgetCreates,
     /// Deletes run in dependency order instead of reverse dependency order: a dependency is
-    /// deleted while its dependents still exist (p08). Site: `apply.rs`, `add_destroys`.
+    /// deleted while its dependents still exist (p08). Site: `apply/order.rs`,
+    /// `order_by_dependencies`.
     DeleteDependenciesFirst,
     /// A failed node does not skip its dependents: the walk treats it as done (p09). Site:
     /// `walk.rs`.
     FailureSkipsNothing,
     /// A successful operation's outcome is recorded twice, so the log settles an operation
-    /// that is already settled and fails the integrity check (p10). Site: `apply.rs`,
-    /// `operate`.
+    /// that is already settled and fails the integrity check (p10). Site:
+    /// `apply/operation.rs`, `Operation::succeeded`.
     SettleTwice,
     /// The values of a resource's instances are stored in the order their provider calls
     /// completed instead of by instance key (last writer wins on the next free key), so what
@@ -59,7 +60,7 @@ pub enum Sabotage {
     DestroySkipsChildModules,
     /// Deletes configure the provider with its default configuration instead of the one
     /// recorded in state, so an object made through a configured provider instance is
-    /// "deleted" in the wrong world (p13; and it stays in the store, p12). Site: `apply.rs`,
-    /// `destroy`.
+    /// "deleted" in the wrong world (p13; and it stays in the store, p12). Site: `apply/steps.rs`,
+    /// `Delete::execute`.
     DeleteWithDefaultProviderConfig,
 }

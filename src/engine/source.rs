@@ -388,7 +388,7 @@ pub(super) fn changed_variables(
         let set_here = named.contains(name.as_str()) || baseline.get(name) != Some(value);
         let same = planned
             .get(name)
-            .is_some_and(|p| super::plan_phase::equal_ignoring_marks(p, value));
+            .is_some_and(|p| super::rules::equal_ignoring_marks(p, value));
         if set_here && !same {
             let shown = |v: Option<&Value>| match v {
                 Some(v) if v.contains_sensitive() => "(sensitive value)".to_string(),
