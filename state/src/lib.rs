@@ -66,10 +66,10 @@ pub use event::{
     ResourceObject, RunOutcome, RunSummary,
 };
 pub use log::{EventLog, Flusher, OpenOptions, Peek};
+pub use moves::{MoveError, MovePlan};
 /// The PostgreSQL store's public functions under their earlier path (`pg::force_unlock`,
 /// `pg::PgReader`).
 pub use pg_store as pg;
-pub use moves::{MoveError, MovePlan};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
 pub use store::{peek_events, LogReader, Store};
 pub use tfstate::{export_tfstate, import_tfstate};

@@ -61,7 +61,7 @@ impl Default for OpenOptions {
 /// Where a clock reading comes from (tests and golden outputs fix it).
 pub(crate) type Clock = Box<dyn Fn() -> u64 + Send>;
 
-/// What a brief visit to the log found (`crate::peek_events`).
+/// What a brief visit to the log found (`store::peek_events`).
 #[derive(Debug)]
 pub enum Peek {
     /// Another process holds the database now: nothing was read; try again later.

@@ -379,7 +379,6 @@ REVOKE UPDATE, DELETE, TRUNCATE ON {s}.cairn_events, {s}.cairn_meta FROM PUBLIC,
     )
 }
 
-
 impl PgLog {
     /// Opens (with `write`, creating the schema and tables unless told not to, and taking the
     /// lock) the log in `cfg`'s schema. `dir` is the local state directory (fault journal).
@@ -670,7 +669,10 @@ impl Storage for PgStorage {
 
     fn scan(&self, from: u64, to: Option<u64>) -> Result<Records<'_, Vec<u8>>, StateError> {
         let s = self.schema.clone();
-        let (from, to) = (from as i64, to.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64));
+        let (from, to) = (
+            from as i64,
+            to.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64),
+        );
         let rows: Vec<(i64, Vec<u8>)> = self.conn().run("cannot read the log", |c| async move {
             c.query(
                 &format!(
@@ -682,7 +684,8 @@ impl Storage for PgStorage {
             .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })?;
         Ok(Box::new(
-            rows.into_iter().map(|(seq, data)| Ok((Ok(seq as u64), data))),
+            rows.into_iter()
+                .map(|(seq, data)| Ok((Ok(seq as u64), data))),
         ))
     }
 
@@ -1033,7 +1036,6 @@ pub fn force_unlock(cfg: &PgConfig, run_id: &str) -> Result<String, StateError> 
         h.who, h.host, h.command
     ))
 }
-
 
 impl Drop for PgStorage {
     fn drop(&mut self) {

@@ -7,10 +7,13 @@
 
 use crate::backend::{read_backend, Backend, PgConfig};
 use crate::error::StateError;
-use crate::log::{EventLog, OpenOptions, Peek};
+use crate::log::{OpenOptions, Peek};
 use crate::pg_store::{PgLog, PgReader};
 use crate::sled_store::{peek_sled, SledLog};
 use std::path::Path;
+
+/// The log as the engine sees it, also under this module's name.
+pub use crate::log::EventLog;
 
 /// An open state, on whichever store its directory names.
 pub struct Store(Box<dyn EventLog>);
