@@ -1,14 +1,18 @@
-//! Cairn's durable vocabulary — addresses, stored values, events — and the sled event log.
+//! Cairn's durable vocabulary — addresses, stored values, events — and the event log.
 //!
-//! Nothing here knows of HCL or the graph. Only `log.rs` talks to sled, only `pg.rs` to PostgreSQL.
+//! Nothing here knows of HCL or the graph. Only `sled_store.rs` talks to sled, only
+//! `pg_store.rs` to PostgreSQL.
 //!
 //! - [`addr`]: addresses, parsed and printed.
 //! - [`value`]: [`StoredValue`], the stored form of values (never unknown).
 //! - [`event`]: the versioned events of the log and how old versions are upgraded on read.
 //! - [`snapshot`]: the current state as a pure fold over events.
-//! - [`store`]: the [`EventLog`] trait and [`Store`], the open log on whichever store.
-//! - [`log`]: [`SledLog`]: the sled log, commits, checkpoints, locking, recovery.
-//! - [`pg`]: the PostgreSQL log (team state), [`backend`]: which store a state directory names.
+//! - [`log`]: the log core, written once: the [`EventLog`] trait and `LogCore`, which assigns
+//!   sequence numbers and runs, encodes, folds into the snapshot and keeps checkpoints over
+//!   any `Storage` (`storage.rs`: the primitive operations a backing store provides).
+//! - `sled_store.rs` (sled, in the state directory) and [`pg_store`] (PostgreSQL, team
+//!   state): the two stores; [`backend`]: which store a state directory names.
+//! - [`store`]: [`Store`], the open log on whichever store; [`workspace`]: workspaces.
 //! - [`check`]: the integrity check.
 //! - [`tfstate`]: Terraform state (format version 4) export and import.
 //!
@@ -43,9 +47,11 @@ pub mod event;
 pub mod log;
 pub mod migrate;
 pub(crate) mod moves;
-pub mod pg;
+pub mod pg_store;
 mod pgtls;
+mod sled_store;
 pub(crate) mod snapshot;
+mod storage;
 pub mod store;
 pub(crate) mod tfstate;
 pub(crate) mod value;
@@ -59,9 +65,12 @@ pub use event::{
     PlanRecord, PlannedAction, PlannedChange, ProviderInstance, ProviderRef, RecordedDiagnostic,
     ResourceObject, RunOutcome, RunSummary,
 };
-pub use log::{OpenOptions, Peek, SledLog};
+pub use log::{EventLog, Flusher, OpenOptions, Peek};
 pub use moves::{MoveError, MovePlan};
+/// The PostgreSQL store's public functions under their earlier path (`pg::force_unlock`,
+/// `pg::PgReader`).
+pub use pg_store as pg;
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
-pub use store::{peek_events, EventLog, LogReader, Store};
+pub use store::{peek_events, LogReader, Store};
 pub use tfstate::{export_tfstate, import_tfstate};
 pub use value::StoredValue;

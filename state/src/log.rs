@@ -1,61 +1,40 @@
-//! The event log on sled: the only file of the crate that talks to the database.
+//! The event log, written once over any [`Storage`]: [`LogCore`] assigns sequence numbers and
+//! runs, encodes events, folds them into the [`Snapshot`], writes and reads checkpoints,
+//! travels in time and checks the numbered invariants; [`EventLog`] is how the engine sees
+//! an open log. The stores (`sled_store.rs`, `pg_store.rs`) only keep bytes.
 //!
-//! Layout of a state directory:
-//!
-//! ```text
-//! <dir>/log/          the sled database (sled 0.34)
-//!   tree "events"         key: big-endian u64 seq (1, 2, 3, … gap-free), value: rmp event
-//!   tree "meta"           "lineage": the state's lineage (for Terraform state export)
-//!   tree "torn"           records set aside from a torn tail, keyed like "events"
-//! <dir>/checkpoints/  <seq>.ckpt: a snapshot and the seq it covers (see `checkpoint.rs`)
-//! <dir>/lock.json     who holds the database open (pid, command, since), for lock errors
-//! ```
-//!
-//! **Commit points.** `append` writes into sled's buffers and applies the event to the
-//! in-memory snapshot; `commit` flushes (fsync). sled recovers a prefix of its writes after a
-//! crash, so a crash loses at most a suffix of the uncommitted events — the property test
-//! checks exactly that.
-//!
-//! **Locking.** sled takes an exclusive `flock` on its database file, so a second opener —
-//! another process or the same one — fails; that failure is translated into
-//! [`StateError::Locked`] using `lock.json`, which every opener writes once it holds the lock
-//! and removes (before releasing the lock) when it closes. Read-only opens take the same lock:
-//! sled has no read-only mode; they simply never write. [`peek_sled`] is the exception for
-//! readers that run beside other commands (`cairn ui`): it holds the database only while it
-//! reads the new records and writes no holder record, so a command that meets the lock then
-//! waits out the grace period for an unidentified holder instead of failing.
+//! **Commit points.** `append` encodes the event, hands the record to the store (which may
+//! buffer it) and applies the event to the in-memory snapshot; `commit` flushes the store.
+//! A crash loses at most a suffix of the uncommitted events.
 //!
 //! **Checkpoints** are a derived cache: deleting them changes nothing but speed. They are
 //! written by `checkpoint()` and automatically on `commit` once enough events have
 //! accumulated (at least [`CHECKPOINT_EVERY`], and at least the number of instances in state,
 //! so their cost stays proportional to the events appended), always after the flush that
-//! makes the events they cover durable. The newest [`KEEP_CHECKPOINTS`] are kept. They are
-//! files beside the database, not in it (`checkpoint.rs` says why and how they are laid out);
-//! one that does not decode is skipped with a warning. A writer removes checkpoints past the
-//! head of the log it opened (a torn tail set aside), since the seqs they name will be reused,
-//! and drops the sled tree `checkpoints` where versions before format 3 kept theirs.
+//! makes the events they cover durable. The newest [`KEEP_CHECKPOINTS`] are kept. One that
+//! does not decode is skipped with a warning.
 //!
-//! **Faults.** An undecodable *last* record is a torn write: the state opens at the record
-//! before it with a warning, and a writer moves the torn bytes to the `torn` tree (so the next
-//! append can take its seq) — nothing is silently dropped. An undecodable record with records
-//! after it, or a gap in the keys, is [`StateError::Corrupt`]: never a silently different state.
+//! **Faults.** An undecodable *last* record of a store whose appends can tear
+//! ([`Storage::tears`]) is a torn write: the state opens at the record before it with a
+//! warning, and a writer sets the torn bytes aside (so the next append can take its seq) and
+//! removes checkpoints past the head — nothing is silently dropped. Any other undecodable
+//! record, or a gap in the seqs, is [`StateError::Corrupt`]: never a silently different state.
 
 use crate::check::{self, Violation};
-use crate::checkpoint::{Checkpoints, Early};
 use crate::error::StateError;
 use crate::event::{self, DecodeError, Event, EventBody, RunOutcome, RunSummary, CURRENT_VERSION};
 use crate::snapshot::Snapshot;
+use crate::storage::{Key, Storage};
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use crate::storage::Flusher;
 
 /// Write an automatic checkpoint once at least this many events follow the last one.
 pub(crate) const CHECKPOINT_EVERY: u64 = 10_000;
 /// How many checkpoints are kept.
 pub(crate) const KEEP_CHECKPOINTS: usize = 3;
-/// The sled tree where checkpoints were kept before they moved to files (format 3).
-const OLD_CHECKPOINT_TREE: &str = "checkpoints";
 
 /// How to open a state directory.
 #[derive(Clone, Debug)]
@@ -82,16 +61,99 @@ impl Default for OpenOptions {
 /// Where a clock reading comes from (tests and golden outputs fix it).
 pub(crate) type Clock = Box<dyn Fn() -> u64 + Send>;
 
-/// An open state on sled: the log and the snapshot it folds to (one [`crate::EventLog`]).
-pub struct SledLog {
+/// What a brief visit to the log found (`store::peek_events`).
+#[derive(Debug)]
+pub enum Peek {
+    /// Another process holds the database now: nothing was read; try again later.
+    Busy,
+    /// The events from the asked position to the end (a torn last record left out, with a
+    /// warning), read while holding the database for as short a time as it takes.
+    Events(Vec<Event>, Vec<String>),
+}
+
+/// An event log and the snapshot it folds to. Appends are buffered; `commit` (or the
+/// [`Flusher`]) makes them durable.
+pub trait EventLog: Send {
+    /// Appends an event (durable at the next commit) and applies it to the snapshot. Events
+    /// belong to the open run (a `RunStarted` to its own).
+    fn append(&mut self, body: EventBody) -> Result<u64, StateError>;
+    /// A commit point: everything appended so far is durable when this returns.
+    fn commit(&mut self) -> Result<(), StateError>;
+    /// A handle that makes everything appended so far durable, usable from another thread.
+    fn flusher(&self) -> Flusher;
+    /// The current state.
+    fn snapshot(&self) -> &Snapshot;
+    /// The local state directory (working files: checkpoints of sled, the fault journal).
+    fn dir(&self) -> &Path;
+    /// Where the log lives, for people (never with a password).
+    fn location(&self) -> String;
+    /// Whether the store was opened for writing.
+    fn is_writable(&self) -> bool;
+    /// The state's lineage: a stable id made when the state was created.
+    fn lineage(&self) -> String;
+    /// Replaces the clock events are stamped with (unix ms).
+    fn set_clock(&mut self, clock: Clock);
+    /// Changes how many events an automatic checkpoint waits for (at least 1).
+    fn set_checkpoint_every(&mut self, n: u64);
+    /// The events from `from` (inclusive) to the head, in order.
+    fn events(&self, from: u64) -> Result<Vec<Event>, StateError>;
+    /// The records `from..=to` as stored (for copying the log to another store).
+    fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError>;
+    /// Appends records copied from another log (the next seqs, in order) and commits.
+    fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError>;
+    /// Replaces the lineage (a migrated log keeps the lineage of its source).
+    fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError>;
+    /// The state as it was right after event `seq` (time travel; 0 is the empty state).
+    fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError>;
+    /// Writes a checkpoint at the head now (and commits).
+    fn checkpoint(&mut self) -> Result<(), StateError>;
+    /// Deletes every checkpoint (a derived cache: changes nothing but speed).
+    fn clear_checkpoints(&mut self) -> Result<(), StateError>;
+    /// Checks the numbered invariants (crate docs). Empty: all hold.
+    fn check(&self) -> Vec<Violation>;
+    /// Messages for the user about work done on open (a fault journal written back).
+    fn notices(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The seq of the last event (0: empty log).
+    fn head(&self) -> u64 {
+        self.snapshot().head
+    }
+
+    /// Starts a run (appends `RunStarted` and commits); returns its id.
+    fn begin_run(&mut self, command: &str, args: &[String]) -> Result<u64, StateError> {
+        let seq = self.append(EventBody::RunStarted {
+            command: command.to_string(),
+            args: args.to_vec(),
+            user: current_user(),
+            pid: std::process::id(),
+        })?;
+        self.commit()?;
+        Ok(seq)
+    }
+
+    /// Finishes the open run (appends `RunFinished` and commits).
+    fn finish_run(&mut self, outcome: RunOutcome, summary: RunSummary) -> Result<(), StateError> {
+        if !self.is_writable() {
+            return Err(StateError::ReadOnly);
+        }
+        if self.snapshot().open_run.is_none() {
+            return Err(StateError::NoOpenRun);
+        }
+        self.append(EventBody::RunFinished { outcome, summary })?;
+        self.commit()
+    }
+}
+
+/// An open log on the store `S`: the one implementation of [`EventLog`].
+pub(crate) struct LogCore<S: Storage> {
+    /// The store; its own open functions reach into it (journal, test hooks).
+    pub(crate) storage: S,
     dir: PathBuf,
-    db: sled::Db,
-    events: sled::Tree,
-    checkpoints: Checkpoints,
-    meta: sled::Tree,
-    torn: sled::Tree,
     snapshot: Snapshot,
     write: bool,
+    lineage: String,
     /// The seq of the newest checkpoint (0: none).
     last_checkpoint: u64,
     checkpoint_every: u64,
@@ -99,194 +161,61 @@ pub struct SledLog {
     /// Reused for encoding each appended event (saves an allocation and its regrowth per
     /// event).
     encode_buf: Vec<u8>,
+    /// Messages for the user about work done on open (see [`EventLog::notices`]).
+    pub(crate) notices: Vec<String>,
 }
 
-/// The holder record in `lock.json`.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Holder {
-    pid: u32,
-    command: String,
-    since_ms: u64,
-    write: bool,
-}
-
-fn key(seq: u64) -> [u8; 8] {
-    seq.to_be_bytes()
-}
-
-fn seq_of(k: &[u8]) -> Option<u64> {
-    Some(u64::from_be_bytes(k.get(..8)?.try_into().ok()?))
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-fn sled_err(context: &str, dir: &Path) -> impl Fn(sled::Error) -> StateError {
-    let context = format!("{context} ({})", dir.display());
-    move |e| StateError::io(context.clone(), e)
-}
-
-pub(crate) fn current_user() -> String {
-    for var in ["USER", "LOGNAME", "USERNAME"] {
-        if let Ok(u) = std::env::var(var) {
-            if !u.is_empty() {
-                return u;
-            }
-        }
-    }
-    // SAFETY: getuid has no preconditions and cannot fail.
-    format!("uid {}", unsafe { libc::getuid() })
-}
-
-fn process_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists and may be signalled.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-impl SledLog {
-    /// Opens (with `write`, creating) the state in `dir`. The warnings say what was repaired
-    /// or skipped (a torn tail, an unreadable checkpoint).
-    pub(crate) fn open(
+impl<S: Storage> LogCore<S> {
+    /// Opens the log in `storage` (opened, and locked when `write`): folds the newest usable
+    /// checkpoint and the records after it up to `upto` (`None`: all), and with `write`
+    /// tidies the store and gives a new state its lineage. `dir` is the local state
+    /// directory. The warnings say what was repaired or skipped.
+    pub(crate) fn over(
+        storage: S,
         dir: &Path,
-        opts: &OpenOptions,
-    ) -> Result<(SledLog, Vec<String>), StateError> {
-        Self::open_inner(dir, opts, None)
-    }
-
-    /// Opens the state read-only (whatever `opts.write` says) as it was after event `upto`,
-    /// ignoring every record after it: the way to recover what precedes a corrupt record.
-    pub(crate) fn open_upto(
-        dir: &Path,
-        opts: &OpenOptions,
-        upto: u64,
-    ) -> Result<(SledLog, Vec<String>), StateError> {
-        let opts = OpenOptions {
-            write: false,
-            ..opts.clone()
-        };
-        Self::open_inner(dir, &opts, Some(upto))
-    }
-
-    fn open_inner(
-        dir: &Path,
-        opts: &OpenOptions,
+        write: bool,
         upto: Option<u64>,
-    ) -> Result<(SledLog, Vec<String>), StateError> {
-        let log_dir = dir.join("log");
-        if opts.write {
-            fs::create_dir_all(dir)
-                .map_err(|e| StateError::io(format!("cannot create {}", dir.display()), e))?;
-        } else if !log_dir.join("db").exists() {
-            return Err(StateError::NotFound {
-                dir: dir.to_path_buf(),
-            });
-        }
-        // Decoding the newest checkpoint does not need the database: it starts now, and
-        // overlaps with sled opening (which replays sled's own log after a writer).
-        let early = upto
-            .is_none()
-            .then(|| Checkpoints::new(dir).read_newest_early());
-        let db = Self::open_locked(dir, &log_dir, opts)?;
-        let holder = Holder {
-            pid: std::process::id(),
-            command: opts.command.clone(),
-            since_ms: now_ms(),
-            write: opts.write,
-        };
-        write_holder(dir, &holder)?;
-        let tree = |name: &str| {
-            db.open_tree(name)
-                .map_err(sled_err("cannot open tree", dir))
-        };
-        let mut store = SledLog {
+    ) -> Result<(LogCore<S>, Vec<String>), StateError> {
+        let mut log = LogCore {
+            storage,
             dir: dir.to_path_buf(),
-            events: tree("events")?,
-            checkpoints: Checkpoints::new(dir),
-            meta: tree("meta")?,
-            torn: tree("torn")?,
-            db,
             snapshot: Snapshot::new(),
-            write: opts.write,
+            write,
+            lineage: String::new(),
             last_checkpoint: 0,
             checkpoint_every: CHECKPOINT_EVERY,
             clock: Box::new(now_ms),
             encode_buf: Vec::new(),
+            notices: Vec::new(),
         };
-        let early = early.and_then(|h| h.join().ok().flatten());
-        let warnings = store.load(upto, early)?;
-        if store.write {
-            store.tidy_checkpoints()?;
+        let warnings = log.load(upto)?;
+        if write {
+            log.tidy()?;
         }
-        if store.write && store.meta.get("lineage").ok().flatten().is_none() {
-            let lineage = new_lineage(dir);
-            store
-                .meta
-                .insert("lineage", lineage.as_bytes())
-                .map_err(sled_err("cannot write the lineage", dir))?;
-            store.commit()?;
-        }
-        Ok((store, warnings))
-    }
-
-    fn open_locked(dir: &Path, log_dir: &Path, opts: &OpenOptions) -> Result<sled::Db, StateError> {
-        let deadline = Instant::now() + opts.lock_timeout;
-        // sled releases its file lock a little after the last handle is dropped (its I/O
-        // threads let go lazily), so a process reopening the state right after closing it can
-        // find it "locked" with no holder record. A holder that has not identified itself is
-        // waited for this long before it is reported, whatever the lock timeout.
-        let grace = Instant::now() + Duration::from_secs(3);
-        loop {
-            let result = sled::Config::new()
-                .path(log_dir)
-                .mode(sled::Mode::HighThroughput)
-                .cache_capacity(256 << 20)
-                .flush_every_ms(None)
-                .open();
-            match result {
-                Ok(db) => return Ok(db),
-                Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
-                    let now = Instant::now();
-                    let unidentified = !dir.join("lock.json").exists();
-                    if now >= deadline && !(unidentified && now < grace) {
-                        return Err(read_holder(dir));
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                Err(e) => return Err(sled_err("cannot open the state database", dir)(e)),
+        log.lineage = match log.storage.read_lineage()? {
+            Some(lineage) => lineage,
+            None if write => {
+                let lineage = new_lineage(dir);
+                log.storage.create_lineage(&lineage)?;
+                lineage
             }
-        }
+            None => new_lineage(dir),
+        };
+        Ok((log, warnings))
     }
 
     /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it.
-    fn load(&mut self, upto: Option<u64>, early: Option<Early>) -> Result<Vec<String>, StateError> {
+    fn load(&mut self, upto: Option<u64>) -> Result<Vec<String>, StateError> {
         let mut warnings = Vec::new();
-        let last = self
-            .events
-            .last()
-            .map_err(sled_err("cannot read the log", &self.dir))?;
-        let Some((last_key, _)) = last else {
+        let last_seq = self.storage.last_seq()?;
+        if last_seq == 0 {
             return Ok(warnings);
-        };
-        let last_seq = seq_of(&last_key).ok_or_else(|| StateError::Corrupt {
-            seq: 0,
-            detail: "a key of the events tree is not a sequence number".into(),
-        })?;
+        }
         let end = upto.map_or(last_seq, |u| u.min(last_seq));
-        let snapshot = match early.and_then(|e| e.take(&self.checkpoints, end)) {
+        let snapshot = match self.storage.early_checkpoint(end) {
             Some(s) => Some(s),
             None => {
-                let (snapshot, ckpt_warnings) = self.newest_checkpoint(end);
+                let (snapshot, ckpt_warnings) = self.newest_checkpoint(end)?;
                 warnings.extend(ckpt_warnings);
                 snapshot
             }
@@ -295,13 +224,15 @@ impl SledLog {
         self.last_checkpoint = self.snapshot.head;
         let from = self.snapshot.head + 1;
         let mut expected = from;
-        for item in self.events.range(key(from)..=key(end)) {
-            let (k, v) = item.map_err(sled_err("cannot read the log", &self.dir))?;
-            let seq = self.check_key(&k, expected)?;
+        let mut torn = None;
+        let tears = self.storage.tears();
+        for item in self.storage.scan(from, Some(end))? {
+            let (k, v) = item?;
+            let seq = check_key(k, expected)?;
             expected += 1;
-            match decode_record(seq, &v) {
+            match decode_record(seq, v.as_ref()) {
                 Ok(event) => self.snapshot.apply_owned(event),
-                Err(StateError::Corrupt { detail, .. }) if seq == last_seq => {
+                Err(StateError::Corrupt { detail, .. }) if tears && seq == last_seq => {
                     warnings.push(format!(
                         "the last state log record ({seq}) is incomplete, probably from a \
                          process killed while writing ({detail}); the state opens at record {}{}",
@@ -313,11 +244,14 @@ impl SledLog {
                         }
                     ));
                     if self.write {
-                        self.set_aside(seq, &v)?;
+                        torn = Some((seq, v.as_ref().to_vec()));
                     }
                 }
                 Err(e) => return Err(e),
             }
+        }
+        if let Some((seq, bytes)) = torn {
+            self.storage.set_aside(seq, &bytes)?;
         }
         if expected <= end {
             return Err(StateError::Corrupt {
@@ -328,74 +262,46 @@ impl SledLog {
         Ok(warnings)
     }
 
-    fn check_key(&self, k: &[u8], expected: u64) -> Result<u64, StateError> {
-        match seq_of(k) {
-            Some(seq) if seq == expected && k.len() == 8 => Ok(seq),
-            Some(seq) if seq > expected && k.len() == 8 => Err(StateError::Corrupt {
-                seq: expected,
-                detail: format!("the record is missing (the next record is {seq})"),
-            }),
-            _ => Err(StateError::Corrupt {
-                seq: expected,
-                detail: format!("unexpected key {k:02x?} in the events tree"),
-            }),
+    /// After a write open: removes checkpoints past the head of a store whose tail can tear
+    /// (their seqs will name other events), then what the store's own tidying removes.
+    fn tidy(&mut self) -> Result<(), StateError> {
+        if self.storage.tears() {
+            for seq in self.storage.checkpoint_seqs()? {
+                if seq > self.snapshot.head {
+                    self.storage.remove_checkpoint(seq)?;
+                }
+            }
         }
+        self.storage.tidy()
     }
 
-    fn set_aside(&mut self, seq: u64, bytes: &[u8]) -> Result<(), StateError> {
-        let mut tk = key(seq).to_vec();
-        tk.extend_from_slice(&now_ms().to_be_bytes());
-        self.torn
-            .insert(tk, bytes)
-            .map_err(sled_err("cannot set the torn record aside", &self.dir))?;
-        self.events
-            .remove(key(seq))
-            .map_err(sled_err("cannot set the torn record aside", &self.dir))?;
-        self.db
-            .flush()
-            .map_err(sled_err("cannot flush the state log", &self.dir))?;
-        Ok(())
-    }
-
-    /// The newest checkpoint covering at most `upto` that decodes.
-    fn newest_checkpoint(&self, upto: u64) -> (Option<Snapshot>, Vec<String>) {
+    /// The newest checkpoint covering at most `upto` that decodes, and a warning for each
+    /// newer one that does not.
+    fn newest_checkpoint(&self, upto: u64) -> Result<(Option<Snapshot>, Vec<String>), StateError> {
         let mut warnings = Vec::new();
-        for seq in self.checkpoints.seqs().into_iter().rev() {
+        for seq in self.storage.checkpoint_seqs()?.into_iter().rev() {
             if seq > upto {
                 continue;
             }
-            match self.checkpoints.read(seq) {
-                Ok(s) => return (Some(s), warnings),
+            match self.read_checkpoint(seq)? {
+                Ok(s) => return Ok((Some(s), warnings)),
                 Err(e) => warnings.push(format!(
                     "checkpoint at {seq} is unreadable ({e}); skipped (it is rebuilt)"
                 )),
             }
         }
-        (None, warnings)
+        Ok((None, warnings))
     }
 
-    /// After a write open: removes checkpoints past the head (their seqs will name other
-    /// events), temporary files a crash left, and the sled tree of old-format checkpoints.
-    fn tidy_checkpoints(&self) -> Result<(), StateError> {
-        let context = format!("cannot tidy {}", self.dir.join("checkpoints").display());
-        let err = |e| StateError::io(context.clone(), e);
-        for seq in self.checkpoints.seqs() {
-            if seq > self.snapshot.head {
-                self.checkpoints.remove(seq).map_err(err)?;
+    /// The checkpoint at `seq`, decoded and holding the state at `seq`.
+    fn read_checkpoint(&self, seq: u64) -> Result<Result<Snapshot, String>, StateError> {
+        Ok(self.storage.read_checkpoint(seq)?.and_then(|snap| {
+            if snap.head == seq {
+                Ok(snap)
+            } else {
+                Err(format!("it holds the state at {}", snap.head))
             }
-        }
-        self.checkpoints.remove_temporaries().map_err(err)?;
-        if self
-            .db
-            .tree_names()
-            .iter()
-            .any(|n| n == OLD_CHECKPOINT_TREE.as_bytes())
-        {
-            self.db
-                .drop_tree(OLD_CHECKPOINT_TREE)
-                .map_err(sled_err("cannot drop the old checkpoints", &self.dir))?;
-        }
-        Ok(())
+        }))
     }
 
     fn write_checkpoint(&mut self) -> Result<(), StateError> {
@@ -403,16 +309,61 @@ impl SledLog {
         if seq == 0 || seq == self.last_checkpoint {
             return Ok(());
         }
-        self.checkpoints
-            .write(&self.snapshot, KEEP_CHECKPOINTS)
-            .map_err(|e| StateError::io("cannot write a checkpoint", e))?;
+        self.storage
+            .write_checkpoint(&self.snapshot, KEEP_CHECKPOINTS)?;
         self.last_checkpoint = seq;
         Ok(())
     }
 
-    /// Appends an event (buffered; durable at the next [`Store::commit`]) and applies it to
-    /// the snapshot. Events belong to the open run (a `RunStarted` to its own).
-    pub(crate) fn append(&mut self, body: EventBody) -> Result<u64, StateError> {
+    /// The records `from..=to`, checked contiguous, each passed to `each` with its seq.
+    fn read_between<T>(
+        &self,
+        from: u64,
+        to: u64,
+        mut each: impl FnMut(u64, &[u8]) -> Result<T, StateError>,
+    ) -> Result<Vec<T>, StateError> {
+        let mut out = Vec::new();
+        if from > to {
+            return Ok(out);
+        }
+        let mut expected = from;
+        for item in self.storage.scan(from, Some(to))? {
+            let (k, v) = item?;
+            let seq = check_key(k, expected)?;
+            expected += 1;
+            out.push(each(seq, v.as_ref())?);
+        }
+        if expected <= to {
+            return Err(StateError::Corrupt {
+                seq: expected,
+                detail: "the record is missing".into(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn events_between(&self, from: u64, to: u64) -> Result<Vec<Event>, StateError> {
+        self.read_between(from, to, decode_record)
+    }
+}
+
+/// The seq of a record read where `expected` should be, or why the log is corrupt there.
+fn check_key(k: Key, expected: u64) -> Result<u64, StateError> {
+    match k {
+        Ok(seq) if seq == expected => Ok(seq),
+        Ok(seq) => Err(StateError::Corrupt {
+            seq: expected,
+            detail: format!("the record is missing (the next record is {seq})"),
+        }),
+        Err(k) => Err(StateError::Corrupt {
+            seq: expected,
+            detail: format!("unexpected key {k} in the events tree"),
+        }),
+    }
+}
+
+impl<S: Storage> EventLog for LogCore<S> {
+    fn append(&mut self, body: EventBody) -> Result<u64, StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
@@ -429,21 +380,16 @@ impl SledLog {
             body,
         };
         event::encode_into(&event, &mut self.encode_buf);
-        self.events
-            .insert(key(seq), &self.encode_buf[..])
-            .map_err(sled_err("cannot append to the state log", &self.dir))?;
+        self.storage.put(seq, &self.encode_buf)?;
         self.snapshot.apply_owned(event);
         Ok(seq)
     }
 
-    /// A commit point: everything appended so far is durable when this returns.
-    pub(crate) fn commit(&mut self) -> Result<(), StateError> {
+    fn commit(&mut self) -> Result<(), StateError> {
         if !self.write {
             return Ok(());
         }
-        self.db
-            .flush()
-            .map_err(sled_err("cannot flush the state log", &self.dir))?;
+        self.storage.flush()?;
         let due = self
             .checkpoint_every
             .max(self.snapshot.resources.len() as u64);
@@ -453,160 +399,78 @@ impl SledLog {
         Ok(())
     }
 
-    /// Starts a run (appends `RunStarted` and commits); returns its id.
-    pub(crate) fn begin_run(&mut self, command: &str, args: &[String]) -> Result<u64, StateError> {
-        let seq = self.append(EventBody::RunStarted {
-            command: command.to_string(),
-            args: args.to_vec(),
-            user: current_user(),
-            pid: std::process::id(),
-        })?;
-        self.commit()?;
-        Ok(seq)
+    fn flusher(&self) -> Flusher {
+        self.storage.flusher()
     }
 
-    /// Finishes the open run (appends `RunFinished` and commits).
-    pub(crate) fn finish_run(
-        &mut self,
-        outcome: RunOutcome,
-        summary: RunSummary,
-    ) -> Result<(), StateError> {
-        if !self.write {
-            return Err(StateError::ReadOnly);
-        }
-        if self.snapshot.open_run.is_none() {
-            return Err(StateError::NoOpenRun);
-        }
-        self.append(EventBody::RunFinished { outcome, summary })?;
-        self.commit()
-    }
-
-    /// The current state.
-    pub(crate) fn snapshot(&self) -> &Snapshot {
+    fn snapshot(&self) -> &Snapshot {
         &self.snapshot
     }
 
-    /// The seq of the last event (0: empty log).
-    pub(crate) fn head(&self) -> u64 {
-        self.snapshot.head
-    }
-
-    /// The directory the state lives in.
-    pub(crate) fn dir(&self) -> &Path {
+    fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// Whether the store was opened for writing.
-    pub(crate) fn is_writable(&self) -> bool {
+    fn location(&self) -> String {
+        self.storage.location()
+    }
+
+    fn is_writable(&self) -> bool {
         self.write
     }
 
-    /// The state's lineage: a stable id made when the state was created (Terraform export).
-    pub(crate) fn lineage(&self) -> String {
-        match self.meta.get("lineage") {
-            Ok(Some(v)) => String::from_utf8_lossy(&v).into_owned(),
-            _ => new_lineage(&self.dir),
-        }
+    fn lineage(&self) -> String {
+        self.lineage.clone()
     }
 
-    /// Replaces the clock events are stamped with (unix ms).
-    pub(crate) fn set_clock(&mut self, clock: Clock) {
+    fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
     }
 
-    /// Changes how many events an automatic checkpoint waits for (at least 1).
-    pub(crate) fn set_checkpoint_every(&mut self, n: u64) {
+    fn set_checkpoint_every(&mut self, n: u64) {
         self.checkpoint_every = n.max(1);
     }
 
-    /// The events from `from` (inclusive) to the head, in order.
-    pub(crate) fn events(&self, from: u64) -> Result<Vec<Event>, StateError> {
+    fn events(&self, from: u64) -> Result<Vec<Event>, StateError> {
         self.events_between(from.max(1), self.snapshot.head)
     }
 
-    fn events_between(&self, from: u64, to: u64) -> Result<Vec<Event>, StateError> {
-        let mut out = Vec::new();
-        if from > to {
-            return Ok(out);
-        }
-        let mut expected = from;
-        for item in self.events.range(key(from)..=key(to)) {
-            let (k, v) = item.map_err(sled_err("cannot read the log", &self.dir))?;
-            let seq = self.check_key(&k, expected)?;
-            expected += 1;
-            out.push(decode_record(seq, &v)?);
-        }
-        if expected <= to {
-            return Err(StateError::Corrupt {
-                seq: expected,
-                detail: "the record is missing".into(),
-            });
-        }
-        Ok(out)
+    fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
+        self.read_between(from, to, |seq, v| Ok((seq, v.to_vec())))
     }
 
-    /// The records from `from` to `to` (inclusive) as stored, for copying the log elsewhere.
-    pub(crate) fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
-        let mut out = Vec::new();
-        if from > to {
-            return Ok(out);
-        }
-        let mut expected = from;
-        for item in self.events.range(key(from)..=key(to)) {
-            let (k, v) = item.map_err(sled_err("cannot read the log", &self.dir))?;
-            let seq = self.check_key(&k, expected)?;
-            expected += 1;
-            out.push((seq, v.to_vec()));
-        }
-        if expected <= to {
-            return Err(StateError::Corrupt {
-                seq: expected,
-                detail: "the record is missing".into(),
-            });
-        }
-        Ok(out)
-    }
-
-    /// Writes records copied from another log after the head (the next seqs, in order), makes
-    /// them durable and folds them into the snapshot.
-    pub(crate) fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
+    fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
-        let mut batch = sled::Batch::default();
         let mut events = Vec::with_capacity(records.len());
         for (i, (seq, bytes)) in records.iter().enumerate() {
-            if *seq != self.snapshot.head + 1 + i as u64 {
+            let want = self.snapshot.head + 1 + i as u64;
+            if *seq != want {
                 return Err(StateError::Corrupt {
                     seq: *seq,
-                    detail: format!("expected record {}", self.snapshot.head + 1 + i as u64),
+                    detail: format!("expected record {want}"),
                 });
             }
             events.push(decode_record(*seq, bytes)?);
-            batch.insert(&key(*seq), bytes.as_slice());
         }
-        self.events
-            .apply_batch(batch)
-            .map_err(sled_err("cannot append to the state log", &self.dir))?;
+        self.storage.put_all(records)?;
         for e in events {
             self.snapshot.apply_owned(e);
         }
         self.commit()
     }
 
-    /// Replaces the lineage (a migrated log keeps its own).
-    pub(crate) fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
+    fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
-        self.meta
-            .insert("lineage", lineage.as_bytes())
-            .map_err(sled_err("cannot write the lineage", &self.dir))?;
-        self.commit()
+        self.storage.replace_lineage(lineage, self.snapshot.head)?;
+        self.lineage = lineage.to_string();
+        Ok(())
     }
 
-    /// The state as it was right after event `seq` (time travel; 0 is the empty state).
-    pub(crate) fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError> {
+    fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError> {
         let head = self.snapshot.head;
         if seq > head {
             return Err(StateError::OutOfRange { seq, head });
@@ -614,15 +478,14 @@ impl SledLog {
         if seq == head {
             return Ok(self.snapshot.clone());
         }
-        let mut s = self.newest_checkpoint(seq).0.unwrap_or_default();
+        let mut s = self.newest_checkpoint(seq)?.0.unwrap_or_default();
         for e in self.events_between(s.head + 1, seq)? {
             s.apply_owned(e);
         }
         Ok(s)
     }
 
-    /// Writes a checkpoint at the head now (and commits).
-    pub(crate) fn checkpoint(&mut self) -> Result<(), StateError> {
+    fn checkpoint(&mut self) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
@@ -630,31 +493,39 @@ impl SledLog {
         self.write_checkpoint()
     }
 
-    /// Deletes every checkpoint (they are a derived cache: this changes nothing but speed).
-    pub(crate) fn clear_checkpoints(&mut self) -> Result<(), StateError> {
+    fn clear_checkpoints(&mut self) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
-        self.checkpoints
-            .clear()
-            .map_err(|e| StateError::io("cannot delete checkpoints", e))?;
+        self.storage.clear_checkpoints()?;
         self.last_checkpoint = 0;
         self.commit()
     }
 
     /// Checks the numbered invariants (see the crate docs) over the whole log, every
-    /// checkpoint and the snapshot held. Empty: all hold.
-    pub(crate) fn check(&self) -> Vec<Violation> {
+    /// checkpoint and the snapshot held.
+    fn check(&self) -> Vec<Violation> {
         let mut checker = check::LogChecker::new();
-        let checkpoints: BTreeMap<u64, Result<Snapshot, String>> = self
-            .checkpoints
-            .seqs()
+        let seqs = self.storage.checkpoint_seqs().unwrap_or_default();
+        let checkpoints: BTreeMap<u64, Result<Snapshot, String>> = seqs
             .into_iter()
-            .map(|s| (s, self.checkpoints.read(s)))
+            .map(|s| {
+                let r = self
+                    .read_checkpoint(s)
+                    .unwrap_or_else(|e| Err(e.to_string()));
+                (s, r)
+            })
             .collect();
         checker.expect_checkpoints(&checkpoints);
+        let records = match self.storage.scan(0, None) {
+            Ok(r) => r,
+            Err(e) => {
+                checker.unreadable(1, &e.to_string());
+                return checker.finish(&self.snapshot);
+            }
+        };
         let mut expected = 1;
-        for item in self.events.iter() {
+        for item in records {
             let (k, v) = match item {
                 Ok(kv) => kv,
                 Err(e) => {
@@ -662,9 +533,12 @@ impl SledLog {
                     break;
                 }
             };
-            let Some(seq) = seq_of(&k).filter(|_| k.len() == 8) else {
-                checker.unreadable(expected, &format!("unexpected key {k:02x?}"));
-                continue;
+            let seq = match k {
+                Ok(seq) => seq,
+                Err(k) => {
+                    checker.unreadable(expected, &format!("unexpected key {k}"));
+                    continue;
+                }
             };
             if seq > self.snapshot.head {
                 checker.beyond_head(seq);
@@ -674,7 +548,7 @@ impl SledLog {
                 checker.gap(expected, seq);
             }
             expected = seq + 1;
-            checker.record(seq, event::decode(&v).map_err(|e| e.to_string()));
+            checker.record(seq, event::decode(v.as_ref()).map_err(|e| e.to_string()));
         }
         if expected <= self.snapshot.head {
             checker.gap(expected, self.snapshot.head + 1);
@@ -682,119 +556,12 @@ impl SledLog {
         checker.finish(&self.snapshot)
     }
 
-    /// Test-only hook: writes raw bytes as record `seq`, bypassing encoding (fault injection).
-    #[cfg(test)]
-    pub(crate) fn put_raw(&mut self, seq: u64, bytes: &[u8]) {
-        self.events
-            .insert(key(seq), bytes)
-            .expect("test hook insert");
-        self.db.flush().expect("test hook flush");
-    }
-
-    /// Test-only hook: removes record `seq`.
-    #[cfg(test)]
-    pub(crate) fn remove_raw(&mut self, seq: u64) {
-        self.events.remove(key(seq)).expect("test hook remove");
-        self.db.flush().expect("test hook flush");
-    }
-
-    /// Test-only hook: the seqs of the checkpoints present.
-    #[cfg(test)]
-    pub(crate) fn checkpoint_positions(&self) -> Vec<u64> {
-        self.checkpoints.seqs()
+    fn notices(&self) -> Vec<String> {
+        self.notices.clone()
     }
 }
 
-/// What a brief visit to the log found ([`crate::peek_events`]).
-#[derive(Debug)]
-pub enum Peek {
-    /// Another process holds the database now: nothing was read; try again later.
-    Busy,
-    /// The events from the asked position to the end (a torn last record left out, with a
-    /// warning), read while holding the database for as short a time as it takes.
-    Events(Vec<Event>, Vec<String>),
-}
-
-/// Reads the events from `from` (inclusive) to the end, at most `max` of them (so no visit
-/// is long; a reader that got `max` visits again for the rest), for a reader that runs beside other
-/// commands (`cairn ui`): it never waits for the lock and never writes — not even
-/// `lock.json`, so an opener that meets the lock during the visit waits out the same grace
-/// period as for sled's lazy release (see `open_locked`) instead of failing. It does not fold
-/// a snapshot, so the visit is as short as reading the new records.
-pub(crate) fn peek_sled(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
-    let log_dir = dir.join("log");
-    if !log_dir.join("db").exists() {
-        return Err(StateError::NotFound {
-            dir: dir.to_path_buf(),
-        });
-    }
-    if dir.join("lock.json").exists() {
-        return Ok(Peek::Busy);
-    }
-    let db = match sled::Config::new()
-        .path(&log_dir)
-        .mode(sled::Mode::HighThroughput)
-        .flush_every_ms(None)
-        .open()
-    {
-        Ok(db) => db,
-        Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
-            return Ok(Peek::Busy)
-        }
-        Err(e) => return Err(sled_err("cannot open the state database", dir)(e)),
-    };
-    let events = db
-        .open_tree("events")
-        .map_err(sled_err("cannot open tree", dir))?;
-    let mut out = Vec::new();
-    let mut warnings = Vec::new();
-    let from = from.max(1);
-    let last_seq = match events
-        .last()
-        .map_err(sled_err("cannot read the log", dir))?
-    {
-        Some((k, _)) => seq_of(&k).unwrap_or(0),
-        None => 0,
-    };
-    for (expected, item) in (from..).zip(events.range(key(from)..).take(max)) {
-        let (k, v) = item.map_err(sled_err("cannot read the log", dir))?;
-        let seq = match seq_of(&k) {
-            Some(seq) if seq == expected && k.len() == 8 => seq,
-            _ => {
-                return Err(StateError::Corrupt {
-                    seq: expected,
-                    detail: format!("unexpected key {k:02x?} in the events tree"),
-                })
-            }
-        };
-        match decode_record(seq, &v) {
-            Ok(e) => out.push(e),
-            Err(StateError::Corrupt { detail, .. }) if seq == last_seq => {
-                warnings.push(format!(
-                    "the last state log record ({seq}) is incomplete ({detail}); left out"
-                ));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    drop(events);
-    drop(db);
-    Ok(Peek::Events(out, warnings))
-}
-
-impl Drop for SledLog {
-    fn drop(&mut self) {
-        // Remove our holder record while we still hold the lock (the sled Db is dropped after
-        // this), so we never delete the record of the next holder.
-        let path = self.dir.join("lock.json");
-        if let Ok(text) = fs::read_to_string(&path) {
-            if serde_json::from_str::<Holder>(&text).is_ok_and(|h| h.pid == std::process::id()) {
-                let _ = fs::remove_file(&path);
-            }
-        }
-    }
-}
-
+/// The event in record `seq`, checked to say it is number `seq`.
 pub(crate) fn decode_record(seq: u64, bytes: &[u8]) -> Result<Event, StateError> {
     match event::decode(bytes) {
         Ok(e) if e.seq == seq => Ok(e),
@@ -807,36 +574,25 @@ pub(crate) fn decode_record(seq: u64, bytes: &[u8]) -> Result<Event, StateError>
     }
 }
 
-fn write_holder(dir: &Path, holder: &Holder) -> Result<(), StateError> {
-    let path = dir.join("lock.json");
-    let tmp = dir.join(format!("lock.json.{}", holder.pid));
-    let text = serde_json::to_string(holder).unwrap_or_default();
-    fs::write(&tmp, text)
-        .and_then(|()| fs::rename(&tmp, &path))
-        .map_err(|e| StateError::io(format!("cannot write {}", path.display()), e))
+/// The time now, in unix milliseconds.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
-/// The lock error for `dir`, from whatever `lock.json` says.
-fn read_holder(dir: &Path) -> StateError {
-    let holder = fs::read_to_string(dir.join("lock.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Holder>(&t).ok());
-    match holder {
-        Some(h) => StateError::Locked {
-            dir: dir.to_path_buf(),
-            stale: !process_alive(h.pid),
-            pid: Some(h.pid),
-            command: Some(h.command),
-            since_ms: Some(h.since_ms),
-        },
-        None => StateError::Locked {
-            dir: dir.to_path_buf(),
-            pid: None,
-            command: None,
-            since_ms: None,
-            stale: false,
-        },
+/// Who runs this process, for run records and lock holders.
+pub(crate) fn current_user() -> String {
+    for var in ["USER", "LOGNAME", "USERNAME"] {
+        if let Ok(u) = std::env::var(var) {
+            if !u.is_empty() {
+                return u;
+            }
+        }
     }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    format!("uid {}", unsafe { libc::getuid() })
 }
 
 /// A fresh lineage: a UUID-shaped name derived from the directory, the time and the pid.
@@ -857,644 +613,4 @@ pub(crate) fn new_lineage(dir: &Path) -> String {
         b >> 48,
         b & 0xffff_ffff_ffff
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SledLog as Store;
-    use super::*;
-    use crate::event::{OpAction, ProviderRef, ResourceObject};
-    use crate::value::StoredValue;
-
-    fn opts(command: &str, write: bool) -> OpenOptions {
-        OpenOptions {
-            command: command.into(),
-            lock_timeout: Duration::ZERO,
-            write,
-        }
-    }
-
-    fn open(dir: &Path) -> (Store, Vec<String>) {
-        Store::open(dir, &opts("apply", true)).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn create(n: u64) -> EventBody {
-        EventBody::OperationStarted {
-            addr: format!("sim_thing.a[{n}]").parse().unwrap(),
-            deposed: None,
-            action: OpAction::Create,
-            token: Some(format!("t{n}")),
-            provider: ProviderRef {
-                addr: "provider[\"sim\"]".parse().unwrap(),
-                id: "p".into(),
-            },
-            prior: None,
-        }
-    }
-
-    fn created(op: u64, n: u64) -> EventBody {
-        EventBody::OperationSucceeded {
-            op,
-            object: Some(ResourceObject {
-                attrs: StoredValue::String(format!("v{n}")),
-                deps: vec![],
-                provider: ProviderRef {
-                    addr: "provider[\"sim\"]".parse().unwrap(),
-                    id: "p".into(),
-                },
-                create_token: Some(format!("t{n}")),
-                tainted: false,
-                meta: Default::default(),
-            }),
-        }
-    }
-
-    /// A log of a run creating `n` instances: 2n + 1 events.
-    fn fill(store: &mut Store, n: u64) {
-        store.begin_run("apply", &[]).unwrap();
-        if store.snapshot().providers.is_empty() {
-            store
-                .append(EventBody::ProviderRegistered {
-                    instance: crate::event::ProviderInstance {
-                        addr: "provider[\"sim\"]".parse().unwrap(),
-                        id: "p".into(),
-                        config: StoredValue::Null,
-                        is_default: true,
-                    },
-                })
-                .unwrap();
-        }
-        for i in 0..n {
-            let op = store.append(create(i)).unwrap();
-            store.append(created(op, i)).unwrap();
-        }
-        store.commit().unwrap();
-    }
-
-    #[test]
-    fn appends_survive_a_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let before = {
-            let (mut s, warnings) = open(dir.path());
-            assert!(warnings.is_empty());
-            fill(&mut s, 3);
-            s.finish_run(RunOutcome::Success, RunSummary::default())
-                .unwrap();
-            assert_eq!(s.head(), 9);
-            s.snapshot().clone()
-        };
-        let (s, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(s.snapshot(), &before);
-        assert_eq!(s.snapshot().resources.len(), 3);
-        let events = s.events(1).unwrap();
-        assert_eq!(events.len(), 9);
-        assert!(events
-            .iter()
-            .enumerate()
-            .all(|(i, e)| e.seq == i as u64 + 1));
-        assert_eq!(Snapshot::replay(&events), before);
-        assert!(s.check().is_empty(), "{:?}", s.check());
-        assert!(!s.lineage().is_empty());
-    }
-
-    #[test]
-    fn peeks_read_new_events_without_the_lock_and_stand_aside_for_holders() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(
-            peek_sled(&dir.path().join("nothing"), 1, 10),
-            Err(StateError::NotFound { .. })
-        ));
-        let (mut s, _) = open(dir.path());
-        fill(&mut s, 3);
-        // A command holds the state: the visit reads nothing and says so.
-        assert!(matches!(peek_sled(dir.path(), 1, 100), Ok(Peek::Busy)));
-        s.finish_run(RunOutcome::Success, RunSummary::default())
-            .unwrap();
-        drop(s);
-        let read = |from, max| match peek_sled(dir.path(), from, max) {
-            Ok(Peek::Events(e, w)) => {
-                assert!(w.is_empty(), "{w:?}");
-                e.iter().map(|e| e.seq).collect::<Vec<_>>()
-            }
-            // sled lets go of its lock lazily after the holder closes.
-            Ok(Peek::Busy) => Vec::new(),
-            Err(e) => panic!("{e}"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut all = read(1, 100);
-        while all.is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-            all = read(1, 100);
-        }
-        assert_eq!(all, (1..=9).collect::<Vec<_>>());
-        assert_eq!(read(4, 100), (4..=9).collect::<Vec<_>>());
-        assert_eq!(read(4, 2), vec![4, 5], "at most `max` per visit");
-        assert_eq!(read(10, 100), Vec::<u64>::new());
-        // The visit left no holder record, and a writer opens right after it.
-        assert!(!dir.path().join("lock.json").exists());
-        let (s, _) = Store::open(
-            dir.path(),
-            &OpenOptions {
-                lock_timeout: Duration::from_secs(5),
-                ..opts("apply", true)
-            },
-        )
-        .unwrap();
-        assert_eq!(s.head(), 9);
-    }
-
-    #[test]
-    fn read_only_stores_refuse_to_change_and_missing_states_are_not_created() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("nothing");
-        let err = Store::open(&missing, &opts("state list", false))
-            .err()
-            .unwrap();
-        assert_eq!(
-            err,
-            StateError::NotFound {
-                dir: missing.clone()
-            }
-        );
-        assert!(!missing.exists());
-        drop(open(dir.path()));
-        let (mut s, _) = Store::open(dir.path(), &opts("state list", false)).unwrap();
-        assert_eq!(s.append(create(0)), Err(StateError::ReadOnly));
-        assert_eq!(s.begin_run("x", &[]), Err(StateError::ReadOnly));
-        assert_eq!(s.checkpoint(), Err(StateError::ReadOnly));
-    }
-
-    #[test]
-    fn finish_run_needs_an_open_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        assert_eq!(
-            s.finish_run(RunOutcome::Success, RunSummary::default()),
-            Err(StateError::NoOpenRun)
-        );
-        let run = s.begin_run("apply", &["-auto-approve".into()]).unwrap();
-        let seq = s.append(create(0)).unwrap();
-        assert_eq!(s.events(seq).unwrap()[0].run, run);
-        s.finish_run(RunOutcome::Failed, RunSummary::default())
-            .unwrap();
-        let r = s.snapshot().run(run).unwrap();
-        assert_eq!((r.outcome, r.last_seq), (Some(RunOutcome::Failed), 3));
-        assert_eq!(r.pid, std::process::id());
-    }
-
-    #[test]
-    fn a_torn_tail_opens_at_the_last_complete_event() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        fill(&mut s, 2);
-        let before = s.snapshot().clone();
-        let bytes = event::encode(&Event {
-            seq: 7,
-            version: CURRENT_VERSION,
-            time_ms: 0,
-            run: 1,
-            body: create(9),
-        });
-        s.put_raw(7, &bytes[..bytes.len() - 3]);
-        drop(s);
-
-        // A reader sees the torn record, warns, and leaves it alone.
-        let (r, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(
-            warnings[0].starts_with(
-                "the last state log record (7) is incomplete, probably from a process killed \
-                 while writing"
-            ),
-            "{}",
-            warnings[0]
-        );
-        assert!(
-            warnings[0].ends_with("the state opens at record 6"),
-            "{}",
-            warnings[0]
-        );
-        assert_eq!(r.snapshot(), &before);
-        assert_eq!(r.check().iter().map(|v| v.number).collect::<Vec<_>>(), [1]);
-        drop(r);
-
-        // A writer sets it aside, and the log goes on from there.
-        let (mut w, warnings) = open(dir.path());
-        assert!(warnings[0].ends_with("and the torn record was set aside"));
-        assert_eq!(w.snapshot(), &before);
-        assert_eq!(w.append(create(7)).unwrap(), 7);
-        w.commit().unwrap();
-        assert!(w.check().is_empty(), "{:?}", w.check());
-        drop(w);
-        let (w, warnings) = open(dir.path());
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(w.head(), 7);
-    }
-
-    fn check_corrupt(damage: impl FnOnce(&mut Store), seq: u64, detail: &str) {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        fill(&mut s, 3);
-        damage(&mut s);
-        drop(s);
-        for write in [false, true] {
-            let err = Store::open(dir.path(), &opts("apply", write))
-                .err()
-                .unwrap();
-            assert_eq!(
-                err,
-                StateError::Corrupt {
-                    seq,
-                    detail: detail.into()
-                }
-            );
-        }
-        let err = Store::open(dir.path(), &opts("apply", false))
-            .err()
-            .unwrap();
-        let msg = err.to_string();
-        assert!(
-            msg.contains(&format!("state log record {seq} is corrupt"))
-                && msg.contains(&format!("cairn state pull -at={}", seq - 1)),
-            "{msg}"
-        );
-        // The intact prefix still opens, for recovery.
-        let (s, _) = Store::open_upto(dir.path(), &opts("state pull", false), seq - 1).unwrap();
-        assert_eq!(s.head(), seq - 1);
-    }
-
-    #[test]
-    fn a_corrupt_record_in_the_middle_is_an_error_naming_it() {
-        check_corrupt(
-            |s| s.put_raw(3, b"\x93garbage"),
-            3,
-            "invalid length 3, expected struct Event with 5 elements",
-        );
-    }
-
-    #[test]
-    fn a_missing_record_is_corruption() {
-        check_corrupt(
-            |s| s.remove_raw(4),
-            4,
-            "the record is missing (the next record is 5)",
-        );
-    }
-
-    #[test]
-    fn a_record_out_of_place_is_corruption() {
-        let bytes = event::encode(&Event {
-            seq: 2,
-            version: CURRENT_VERSION,
-            time_ms: 0,
-            run: 1,
-            body: create(0),
-        });
-        check_corrupt(
-            move |s| s.put_raw(4, &bytes),
-            4,
-            "the record says it is number 2",
-        );
-    }
-
-    #[test]
-    fn checkpoints_give_the_same_state_as_a_full_replay() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        s.set_checkpoint_every(7);
-        for _ in 0..5 {
-            fill(&mut s, 5);
-            s.finish_run(RunOutcome::Success, RunSummary::default())
-                .unwrap();
-        }
-        let positions = s.checkpoint_positions();
-        assert_eq!(positions.len(), KEEP_CHECKPOINTS, "{positions:?}");
-        let full = Snapshot::replay(&s.events(1).unwrap());
-        assert_eq!(s.snapshot(), &full);
-        assert!(s.check().is_empty(), "{:?}", s.check());
-        drop(s);
-        let (mut s, _) = open(dir.path());
-        assert_eq!(s.snapshot(), &full);
-        // Time travel from a checkpoint equals replaying the prefix.
-        let events = s.events(1).unwrap();
-        for at in 0..=s.head() {
-            let expected = Snapshot::replay(&events[..at as usize]);
-            assert_eq!(s.snapshot_at(at).unwrap(), expected, "at {at}");
-        }
-        assert_eq!(
-            s.snapshot_at(s.head() + 1),
-            Err(StateError::OutOfRange {
-                seq: s.head() + 1,
-                head: s.head()
-            })
-        );
-        // Deleting checkpoints changes nothing but speed.
-        s.clear_checkpoints().unwrap();
-        drop(s);
-        let (s, _) = open(dir.path());
-        assert_eq!(s.snapshot(), &full);
-    }
-
-    #[test]
-    fn an_unreadable_checkpoint_is_skipped_with_a_warning() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        fill(&mut s, 4);
-        s.checkpoint().unwrap();
-        let at = s.head();
-        fill(&mut s, 1);
-        let full = s.snapshot().clone();
-        let file = s.checkpoints.file(at);
-        let mut bytes = std::fs::read(&file).unwrap();
-        let middle = bytes.len() / 2;
-        bytes[middle] ^= 1;
-        std::fs::write(&file, bytes).unwrap();
-        assert_eq!(s.check().iter().map(|v| v.number).collect::<Vec<_>>(), [9]);
-        drop(s);
-        let (s, warnings) = open(dir.path());
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(
-            warnings[0].starts_with("checkpoint at 10 is unreadable"),
-            "{warnings:?}"
-        );
-        assert_eq!(s.snapshot(), &full);
-    }
-
-    #[test]
-    fn checkpoints_of_the_old_format_are_ignored_and_dropped() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        fill(&mut s, 3);
-        let full = s.snapshot().clone();
-        // Where format 2 kept them: chunks and a header in a sled tree.
-        let old = s.db.open_tree(OLD_CHECKPOINT_TREE).unwrap();
-        old.insert([0, 0, 0, 0, 0, 0, 0, 7, 255, 255, 255, 255], &[0u8; 24][..])
-            .unwrap();
-        old.insert([0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0], &b"\x93garbage"[..])
-            .unwrap();
-        s.commit().unwrap();
-        drop((old, s));
-        let (s, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(s.snapshot(), &full);
-        drop(s);
-        let (s, warnings) = open(dir.path());
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(s.snapshot(), &full);
-        assert!(!s
-            .db
-            .tree_names()
-            .iter()
-            .any(|n| n == OLD_CHECKPOINT_TREE.as_bytes()));
-        assert!(s.check().is_empty(), "{:?}", s.check());
-    }
-
-    #[test]
-    fn checkpoints_past_the_head_are_never_used() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        fill(&mut s, 3);
-        let before = s.snapshot().clone();
-        fill(&mut s, 2);
-        s.checkpoint().unwrap();
-        let lost = s.head();
-        // The log loses its tail (as if a torn record was set aside): the checkpoint covers
-        // events that are gone, and the next appends take their seqs.
-        for seq in before.head + 1..=lost {
-            s.remove_raw(seq);
-        }
-        drop(s);
-        let (mut s, warnings) = open(dir.path());
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(s.snapshot(), &before);
-        assert!(s.checkpoint_positions().is_empty());
-        while s.head() < lost {
-            s.append(create(s.head() + 100)).unwrap();
-        }
-        s.commit().unwrap();
-        let full = Snapshot::replay(&s.events(1).unwrap());
-        drop(s);
-        let (s, _) = open(dir.path());
-        assert_eq!(s.snapshot(), &full);
-        assert!(s.check().is_empty(), "{:?}", s.check());
-    }
-
-    #[test]
-    fn check_reports_outcomes_of_unknown_operations() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        fill(&mut s, 1);
-        s.append(created(3, 0)).unwrap();
-        s.append(EventBody::OperationFailed {
-            op: 1,
-            object: None,
-            error: "x".into(),
-        })
-        .unwrap();
-        let found: Vec<_> = s.check().into_iter().map(|v| v.to_string()).collect();
-        assert_eq!(
-            found,
-            [
-                "invariant 3: event 5 (OperationSucceeded) settles operation 3, which was \
-                 already settled",
-                "invariant 3: event 6 (OperationFailed) settles operation 1, which was never \
-                 started",
-            ]
-        );
-    }
-
-    // ---- Locking ----
-
-    #[test]
-    fn a_second_opener_is_told_who_holds_the_lock() {
-        let dir = tempfile::tempdir().unwrap();
-        let (s, _) = open(dir.path());
-        for write in [true, false] {
-            let err = Store::open(dir.path(), &opts("plan", write)).err().unwrap();
-            let StateError::Locked {
-                pid,
-                command,
-                since_ms,
-                stale,
-                ..
-            } = &err
-            else {
-                panic!("{err}")
-            };
-            assert_eq!(
-                (*pid, command.as_deref(), *stale),
-                (Some(std::process::id()), Some("apply"), false)
-            );
-            let since = since_ms.unwrap();
-            assert!(now_ms() - since < 60_000);
-            assert_eq!(
-                err.to_string(),
-                format!(
-                    "the state in {} is locked by process {} (cairn apply) since {}; wait for \
-                     it to finish, or retry with -lock-timeout=DURATION",
-                    dir.path().display(),
-                    std::process::id(),
-                    crate::error::format_time_ms(since)
-                )
-            );
-        }
-        drop(s);
-        assert!(!dir.path().join("lock.json").exists());
-        drop(open(dir.path()));
-    }
-
-    #[test]
-    fn lock_timeout_waits_for_the_holder() {
-        let dir = tempfile::tempdir().unwrap();
-        let (s, _) = open(dir.path());
-        let start = Instant::now();
-        let mut o = opts("plan", true);
-        o.lock_timeout = Duration::from_millis(300);
-        assert!(matches!(
-            Store::open(dir.path(), &o),
-            Err(StateError::Locked { .. })
-        ));
-        assert!(start.elapsed() >= Duration::from_millis(300));
-        let release = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            drop(s);
-        });
-        o.lock_timeout = Duration::from_secs(20);
-        let (s2, _) = Store::open(dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
-        release.join().unwrap();
-        assert!(s2.is_writable());
-    }
-
-    #[test]
-    fn a_missing_or_stale_holder_record_says_what_is_known() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_s, _) = open(dir.path());
-        let lock = dir.path().join("lock.json");
-        std::fs::remove_file(&lock).unwrap();
-        let err = Store::open(dir.path(), &opts("plan", true)).err().unwrap();
-        assert!(
-            err.to_string()
-                .contains("by another process that has not identified itself"),
-            "{err}"
-        );
-        // A holder record left by a process that has exited.
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let dead = child.id();
-        child.wait().unwrap();
-        std::fs::write(
-            &lock,
-            format!(r#"{{"pid":{dead},"command":"apply","since_ms":0,"write":true}}"#),
-        )
-        .unwrap();
-        let err = Store::open(dir.path(), &opts("plan", true)).err().unwrap();
-        assert!(
-            matches!(err, StateError::Locked { stale: true, .. }),
-            "{err}"
-        );
-        assert!(
-            err.to_string().contains(&format!(
-                "the last recorded holder, process {dead} running cairn apply, has exited"
-            )),
-            "{err}"
-        );
-    }
-
-    /// The child half of `another_process_is_locked_out`: opens the state named by
-    /// `CAIRN_LOCK_CHILD_DIR` and prints the outcome.
-    #[test]
-    #[ignore = "run by another_process_is_locked_out in a child process"]
-    fn lock_child() {
-        let Ok(dir) = std::env::var("CAIRN_LOCK_CHILD_DIR") else {
-            return;
-        };
-        let write = std::env::var("CAIRN_LOCK_CHILD_WRITE").is_ok();
-        match Store::open(Path::new(&dir), &opts("output", write)) {
-            Ok((s, _)) => println!("CHILD opened at {}", s.head()),
-            Err(e) => println!("CHILD error: {e}"),
-        }
-    }
-
-    fn run_child(dir: &Path, write: bool) -> String {
-        let exe = std::env::current_exe().unwrap();
-        let mut cmd = std::process::Command::new(exe);
-        cmd.args([
-            "--exact",
-            "log::tests::lock_child",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env("CAIRN_LOCK_CHILD_DIR", dir);
-        if write {
-            cmd.env("CAIRN_LOCK_CHILD_WRITE", "1");
-        }
-        let out = cmd.output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        stdout
-            .lines()
-            .find(|l| l.starts_with("CHILD"))
-            .unwrap_or_else(|| panic!("child printed no outcome: {stdout}"))
-            .to_string()
-    }
-
-    #[test]
-    fn another_process_is_locked_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut s, _) = open(dir.path());
-        fill(&mut s, 1);
-        for write in [false, true] {
-            assert_eq!(
-                run_child(dir.path(), write),
-                format!(
-                    "CHILD error: the state in {} is locked by process {} (cairn apply) since \
-                     {}; wait for it to finish, or retry with -lock-timeout=DURATION",
-                    dir.path().display(),
-                    std::process::id(),
-                    crate::error::format_time_ms(
-                        read_holder_since(dir.path()).expect("holder record")
-                    )
-                )
-            );
-        }
-        drop(s);
-        assert_eq!(run_child(dir.path(), false), "CHILD opened at 4");
-    }
-
-    fn read_holder_since(dir: &Path) -> Option<u64> {
-        match read_holder(dir) {
-            StateError::Locked { since_ms, .. } => since_ms,
-            _ => None,
-        }
-    }
-}
-
-/// A handle that flushes the log without borrowing the store, so that many writers can share
-/// one flush (group commit): each appends under the store's lock, then asks for a flush that
-/// covers its event; one flush makes every event appended before it durable.
-#[derive(Clone)]
-pub struct Flusher(std::sync::Arc<dyn Fn() -> Result<(), StateError> + Send + Sync>);
-
-impl Flusher {
-    /// A flusher that calls `f`.
-    pub(crate) fn new(f: impl Fn() -> Result<(), StateError> + Send + Sync + 'static) -> Flusher {
-        Flusher(std::sync::Arc::new(f))
-    }
-
-    /// Makes every event appended so far durable.
-    pub fn flush(&self) -> Result<(), StateError> {
-        (self.0)()
-    }
-}
-
-impl SledLog {
-    /// A flusher for this store's log (see [`Flusher`]).
-    pub(crate) fn flusher(&self) -> Flusher {
-        let db = self.db.clone();
-        let dir = self.dir.clone();
-        Flusher::new(move || {
-            db.flush()
-                .map(|_| ())
-                .map_err(sled_err("cannot flush the state log", &dir))
-        })
-    }
 }

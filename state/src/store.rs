@@ -1,94 +1,19 @@
-//! The event log as the engine sees it: one [`EventLog`] trait, two stores behind it (the
-//! sled [`SledLog`] in the state directory and the PostgreSQL [`PgLog`]), and [`Store`], the
-//! open log whichever it is. Both pass the same conformance suite
-//! (`state/tests/conformance.rs`).
+//! The open log whichever store holds it: [`Store`], an [`EventLog`] (the log core of
+//! `log.rs`) over the sled store in the state directory (`sled_store.rs`) or the PostgreSQL
+//! store (`pg_store.rs`). Both pass the same conformance suite (`state/tests/conformance.rs`).
 //!
 //! [`Store::open`] picks the store from `<dir>/backend.json` (see [`crate::backend`]): no file
 //! is the local sled log. Callers never name a store.
 
 use crate::backend::{read_backend, Backend, PgConfig};
-use crate::check::Violation;
 use crate::error::StateError;
-use crate::event::{Event, EventBody, RunOutcome, RunSummary};
-use crate::log::{current_user, peek_sled, Clock, Flusher, OpenOptions, Peek, SledLog};
-use crate::pg::PgLog;
-use crate::snapshot::Snapshot;
+use crate::log::{OpenOptions, Peek};
+use crate::pg_store::{PgLog, PgReader};
+use crate::sled_store::{peek_sled, SledLog};
 use std::path::Path;
 
-/// An event log and the snapshot it folds to. Appends are buffered; `commit` (or the
-/// [`Flusher`]) makes them durable.
-pub trait EventLog: Send {
-    /// Appends an event (durable at the next commit) and applies it to the snapshot. Events
-    /// belong to the open run (a `RunStarted` to its own).
-    fn append(&mut self, body: EventBody) -> Result<u64, StateError>;
-    /// A commit point: everything appended so far is durable when this returns.
-    fn commit(&mut self) -> Result<(), StateError>;
-    /// A handle that makes everything appended so far durable, usable from another thread.
-    fn flusher(&self) -> Flusher;
-    /// The current state.
-    fn snapshot(&self) -> &Snapshot;
-    /// The local state directory (working files: checkpoints of sled, the fault journal).
-    fn dir(&self) -> &Path;
-    /// Where the log lives, for people (never with a password).
-    fn location(&self) -> String;
-    /// Whether the store was opened for writing.
-    fn is_writable(&self) -> bool;
-    /// The state's lineage: a stable id made when the state was created.
-    fn lineage(&self) -> String;
-    /// Replaces the clock events are stamped with (unix ms).
-    fn set_clock(&mut self, clock: Clock);
-    /// Changes how many events an automatic checkpoint waits for (at least 1).
-    fn set_checkpoint_every(&mut self, n: u64);
-    /// The events from `from` (inclusive) to the head, in order.
-    fn events(&self, from: u64) -> Result<Vec<Event>, StateError>;
-    /// The records `from..=to` as stored (for copying the log to another store).
-    fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError>;
-    /// Appends records copied from another log (the next seqs, in order) and commits.
-    fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError>;
-    /// Replaces the lineage (a migrated log keeps the lineage of its source).
-    fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError>;
-    /// The state as it was right after event `seq` (time travel; 0 is the empty state).
-    fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError>;
-    /// Writes a checkpoint at the head now (and commits).
-    fn checkpoint(&mut self) -> Result<(), StateError>;
-    /// Deletes every checkpoint (a derived cache: changes nothing but speed).
-    fn clear_checkpoints(&mut self) -> Result<(), StateError>;
-    /// Checks the numbered invariants (crate docs). Empty: all hold.
-    fn check(&self) -> Vec<Violation>;
-    /// Messages for the user about work done on open (a fault journal written back).
-    fn notices(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// The seq of the last event (0: empty log).
-    fn head(&self) -> u64 {
-        self.snapshot().head
-    }
-
-    /// Starts a run (appends `RunStarted` and commits); returns its id.
-    fn begin_run(&mut self, command: &str, args: &[String]) -> Result<u64, StateError> {
-        let seq = self.append(EventBody::RunStarted {
-            command: command.to_string(),
-            args: args.to_vec(),
-            user: current_user(),
-            pid: std::process::id(),
-        })?;
-        self.commit()?;
-        Ok(seq)
-    }
-
-    /// Finishes the open run (appends `RunFinished` and commits).
-    fn finish_run(&mut self, outcome: RunOutcome, summary: RunSummary) -> Result<(), StateError> {
-        if !self.is_writable() {
-            return Err(StateError::ReadOnly);
-        }
-        if self.snapshot().open_run.is_none() {
-            return Err(StateError::NoOpenRun);
-        }
-        self.append(EventBody::RunFinished { outcome, summary })?;
-        self.commit()
-    }
-}
+/// The log as the engine sees it, also under this module's name.
+pub use crate::log::EventLog;
 
 /// An open state, on whichever store its directory names.
 pub struct Store(Box<dyn EventLog>);
@@ -150,7 +75,7 @@ pub fn configured_pg(dir: &Path) -> Result<Option<PgConfig>, StateError> {
 pub fn peek_events(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
     match configured_pg(dir)? {
         None => peek_sled(dir, from, max),
-        Some(pg) => crate::pg::peek_events(&pg, from, max),
+        Some(pg) => crate::pg_store::peek_events(&pg, from, max),
     }
 }
 
@@ -161,7 +86,7 @@ pub enum LogReader {
     /// holds it.
     Sled(std::path::PathBuf),
     /// A PostgreSQL log: read over one kept connection (readers take no lock).
-    Pg(Box<crate::pg::PgReader>),
+    Pg(Box<PgReader>),
 }
 
 impl LogReader {
@@ -169,7 +94,7 @@ impl LogReader {
     pub fn open(dir: &Path) -> Result<LogReader, StateError> {
         Ok(match configured_pg(dir)? {
             None => LogReader::Sled(dir.to_path_buf()),
-            Some(pg) => LogReader::Pg(Box::new(crate::pg::PgReader::new(pg))),
+            Some(pg) => LogReader::Pg(Box::new(PgReader::new(pg))),
         })
     }
 }
@@ -210,44 +135,5 @@ impl Store {
         opts: &OpenOptions,
     ) -> Result<(Store, Vec<String>), StateError> {
         PgLog::open(pg, dir, opts).map(|(s, w)| (s.into(), w))
-    }
-}
-
-macro_rules! delegate_sled {
-    (shared { $($name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)* } exclusive { $($mname:ident(&mut self $(, $marg:ident: $mty:ty)*) -> $mret:ty;)* }) => {
-        impl EventLog for SledLog {
-            $(fn $name(&self $(, $arg: $ty)*) -> $ret { SledLog::$name(self $(, $arg)*) })*
-            $(fn $mname(&mut self $(, $marg: $mty)*) -> $mret { SledLog::$mname(self $(, $marg)*) })*
-            fn location(&self) -> String {
-                self.dir().display().to_string()
-            }
-        }
-    };
-}
-
-delegate_sled! {
-    shared {
-    flusher(&self) -> Flusher;
-    snapshot(&self) -> &Snapshot;
-    dir(&self) -> &Path;
-    is_writable(&self) -> bool;
-    lineage(&self) -> String;
-    events(&self, from: u64) -> Result<Vec<Event>, StateError>;
-    raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError>;
-    snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError>;
-    check(&self) -> Vec<Violation>;
-    head(&self) -> u64;
-    }
-    exclusive {
-    append(&mut self, body: EventBody) -> Result<u64, StateError>;
-    commit(&mut self) -> Result<(), StateError>;
-    import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError>;
-    set_lineage(&mut self, lineage: &str) -> Result<(), StateError>;
-    set_clock(&mut self, clock: Clock) -> ();
-    set_checkpoint_every(&mut self, n: u64) -> ();
-    checkpoint(&mut self) -> Result<(), StateError>;
-    clear_checkpoints(&mut self) -> Result<(), StateError>;
-    begin_run(&mut self, command: &str, args: &[String]) -> Result<u64, StateError>;
-    finish_run(&mut self, outcome: RunOutcome, summary: RunSummary) -> Result<(), StateError>;
     }
 }

@@ -160,7 +160,7 @@ fn root_pg(root: &Path) -> Result<Option<crate::backend::PgConfig>, StateError> 
 /// created them).
 pub fn list(root: &Path) -> Result<Vec<String>, StateError> {
     let mut names = match root_pg(root)? {
-        Some(pg) => crate::pg::workspace_schemas(&pg)?,
+        Some(pg) => crate::pg_store::workspace_schemas(&pg)?,
         None => {
             let mut names = Vec::new();
             if let Ok(entries) = fs::read_dir(root.join(WORKSPACES_DIR)) {
@@ -210,7 +210,7 @@ pub fn ensure_dir(root: &Path, name: &str) -> Result<PathBuf, StateError> {
 /// has checked that it is neither `default` nor selected, and that it is empty or forced.
 pub fn delete(root: &Path, name: &str) -> Result<(), StateError> {
     if let Some(pg) = root_pg(root)? {
-        crate::pg::drop_schema(&pg, &pg_schema(&pg.schema, name)?)?;
+        crate::pg_store::drop_schema(&pg, &pg_schema(&pg.schema, name)?)?;
     }
     let d = dir(root, name);
     match fs::remove_dir_all(&d) {

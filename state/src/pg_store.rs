@@ -1,4 +1,7 @@
-//! The event log on PostgreSQL: the state a team shares (`backend "pg"`).
+//! The PostgreSQL store of the event log (a [`Storage`]): the state a team shares
+//! (`backend "pg"`). Sequence numbers, runs, the fold and checkpoints are the log core's
+//! (`log.rs`); this file keeps records, the lineage and checkpoints in tables, the lock, and
+//! the fault journal.
 //!
 //! Schema (in the configured schema, default `terraform_remote_state`):
 //!
@@ -13,7 +16,7 @@
 //! by a trigger, and the creating role revokes those privileges from itself and from PUBLIC.
 //! A least-privilege role needs only `SELECT, INSERT` on them (README, "State for teams").
 //!
-//! **Commits.** `append` buffers the encoded event and folds it into the snapshot; a flush
+//! **Commits.** `put` buffers the encoded record (the log core folds the event); a flush
 //! writes every buffered event in one `INSERT … SELECT unnest(…)` statement (group commit:
 //! one round trip and one WAL flush for all writers waiting). Sequence numbers are assigned
 //! by the lock holder; the primary key refuses a second writer that lost the lock.
@@ -33,16 +36,12 @@
 //! blocking API can be called from any thread, inside or outside the engine's runtime.
 
 use crate::backend::PgConfig;
-use crate::check::{self, Violation};
 use crate::checkpoint;
 use crate::error::{LockHolder, StateError};
-use crate::event::{self, Event, EventBody, RunOutcome, RunSummary, CURRENT_VERSION};
-use crate::log::{
-    current_user, decode_record, new_lineage, now_ms, Clock, Flusher, OpenOptions, Peek,
-};
-use crate::log::{CHECKPOINT_EVERY, KEEP_CHECKPOINTS};
+use crate::event::{EventBody, RunOutcome, RunSummary};
+use crate::log::{current_user, decode_record, now_ms, EventLog, LogCore, OpenOptions, Peek};
 use crate::snapshot::Snapshot;
-use crate::store::EventLog;
+use crate::storage::{Flusher, Records, Storage};
 use sha2::Digest;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -338,21 +337,18 @@ fn read_journal(path: &Path) -> std::io::Result<Vec<(u64, Vec<u8>)>> {
     Ok(out)
 }
 
-/// An open state on PostgreSQL (one [`EventLog`]).
-pub(crate) struct PgLog {
+/// An open state on PostgreSQL: the log core over the PostgreSQL store.
+pub(crate) type PgLog = LogCore<PgStorage>;
+
+/// The tables of one schema, over one connection (one [`Storage`]): a writer holds the lock
+/// until it is dropped.
+pub(crate) struct PgStorage {
     cfg: PgConfig,
-    dir: PathBuf,
+    /// The schema, quoted for SQL.
     schema: String,
     writer: Arc<Writer>,
-    snapshot: Snapshot,
     write: bool,
-    lineage: String,
-    last_checkpoint: u64,
-    checkpoint_every: u64,
-    clock: Clock,
-    encode_buf: Vec<u8>,
     lock: Option<(i64, String)>,
-    notices: Vec<String>,
 }
 
 fn table_sql(s: &str) -> String {
@@ -414,6 +410,94 @@ impl PgLog {
         opts: &OpenOptions,
         upto: Option<u64>,
     ) -> Result<(PgLog, Vec<String>), StateError> {
+        let storage = PgStorage::open(cfg, dir, opts)?;
+        let (mut log, mut warnings) = LogCore::over(storage, dir, opts.write, upto)?;
+        if opts.write {
+            if let Some(n) = recover_journal(&mut log)? {
+                warnings.push(n.clone());
+                log.notices.push(n);
+            }
+        } else if let Ok(records) = read_journal(&dir.join(JOURNAL_FILE)) {
+            if !records.is_empty() {
+                warnings.push(format!(
+                    "{} event(s) of a run that lost its database connection are kept in {} \
+                     and not yet in the database; the next run that writes the state (apply, \
+                     refresh, …) writes them there first",
+                    records.len(),
+                    dir.join(JOURNAL_FILE).display()
+                ));
+            }
+        }
+        Ok((log, warnings))
+    }
+}
+
+/// Writes the events a run before this one kept in the local journal, first thing.
+fn recover_journal(log: &mut PgLog) -> Result<Option<String>, StateError> {
+    let path = log.dir().join(JOURNAL_FILE);
+    let records = match read_journal(&path) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StateError::io(format!("cannot read {}", path.display()), e)),
+    };
+    let total = records.len();
+    let head = log.head();
+    // Records the database already has (a commit whose reply was lost) are skipped.
+    let first = records.first().map_or(head + 1, |r| r.0);
+    let stored: BTreeMap<u64, Vec<u8>> = if first <= head {
+        log.raw_events(first, head)?.into_iter().collect()
+    } else {
+        BTreeMap::new()
+    };
+    let missing: Vec<(u64, Vec<u8>)> = records
+        .into_iter()
+        .filter(|(seq, data)| stored.get(seq) != Some(data))
+        .collect();
+    let written = missing.len();
+    let contiguous = missing
+        .iter()
+        .enumerate()
+        .all(|(i, (seq, _))| *seq == head + 1 + i as u64);
+    if contiguous {
+        // Nobody wrote since: the events go in as they were, in their own run.
+        log.import_raw(&missing)?;
+    } else {
+        // Other runs wrote meanwhile: the outcomes go in as a run of their own.
+        let bodies: Vec<EventBody> = missing
+            .iter()
+            .filter_map(|(seq, data)| decode_record(*seq, data).ok())
+            .map(|e| e.body)
+            .filter(|b| {
+                !matches!(
+                    b,
+                    EventBody::RunStarted { .. } | EventBody::RunFinished { .. }
+                )
+            })
+            .collect();
+        log.begin_run("journal recovery", &[])?;
+        for b in bodies {
+            log.append(b)?;
+        }
+        log.finish_run(RunOutcome::Interrupted, RunSummary::default())?;
+    }
+    std::fs::remove_file(&path)
+        .map_err(|e| StateError::io(format!("cannot remove {}", path.display()), e))?;
+    Ok(Some(format!(
+        "wrote {written} of {total} event(s) kept in {} by a run that lost its database \
+         connection to the database{}",
+        path.display(),
+        if written < total {
+            " (the others were already there)"
+        } else {
+            ""
+        }
+    )))
+}
+
+impl PgStorage {
+    /// Connects to `cfg`'s schema; with `write`, creates the schema and tables (unless told
+    /// not to) and takes the lock. `dir` is the local state directory (fault journal).
+    fn open(cfg: &PgConfig, dir: &Path, opts: &OpenOptions) -> Result<PgStorage, StateError> {
         let conn = Arc::new(Conn::connect(cfg)?);
         let s = quote_ident(&cfg.schema);
         let exists: bool = {
@@ -466,47 +550,17 @@ impl PgLog {
             ),
             journal: dir.join(JOURNAL_FILE),
         });
-        let mut log = PgLog {
+        let mut storage = PgStorage {
             cfg: cfg.clone(),
-            dir: dir.to_path_buf(),
             schema: s,
             writer,
-            snapshot: Snapshot::new(),
             write: opts.write,
-            lineage: String::new(),
-            last_checkpoint: 0,
-            checkpoint_every: CHECKPOINT_EVERY,
-            clock: Box::new(now_ms),
-            encode_buf: Vec::new(),
             lock: None,
-            notices: Vec::new(),
         };
         if opts.write {
-            log.acquire_lock(opts)?;
+            storage.acquire_lock(opts)?;
         }
-        let mut warnings = log.load(upto)?;
-        log.lineage = log.read_lineage()?;
-        if opts.write {
-            if log.lineage.is_empty() {
-                log.lineage = new_lineage(dir);
-                log.insert_lineage()?;
-            }
-            if let Some(n) = log.recover_journal()? {
-                warnings.push(n.clone());
-                log.notices.push(n);
-            }
-        } else if let Ok(records) = read_journal(&dir.join(JOURNAL_FILE)) {
-            if !records.is_empty() {
-                warnings.push(format!(
-                    "{} event(s) of a run that lost its database connection are kept in {} \
-                     and not yet in the database; the next run that writes the state (apply, \
-                     refresh, …) writes them there first",
-                    records.len(),
-                    dir.join(JOURNAL_FILE).display()
-                ));
-            }
-        }
-        Ok((log, warnings))
+        Ok(storage)
     }
 
     fn conn(&self) -> &Conn {
@@ -562,9 +616,45 @@ impl PgLog {
         Ok(())
     }
 
-    /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it.
-    fn load(&mut self, upto: Option<u64>) -> Result<Vec<String>, StateError> {
-        let mut warnings = Vec::new();
+    /// The lineage stored ('lineage:migrated' before 'lineage'), or an empty string.
+    fn stored_lineage(&self) -> Result<String, StateError> {
+        let s = self.schema.clone();
+        self.conn().run("cannot read the lineage", |c| async move {
+            c.query_opt(
+                &format!("SELECT value FROM {s}.cairn_meta WHERE key IN ('lineage', 'lineage:migrated') ORDER BY key DESC LIMIT 1"),
+                &[],
+            )
+            .await
+            .map(|r| r.map(|r| r.get(0)).unwrap_or_default())
+        })
+    }
+
+    /// Inserts the lineage row `key` unless it exists (`cairn_meta` is append-only).
+    fn insert_lineage(&self, key: &'static str, lineage: &str) -> Result<(), StateError> {
+        let s = self.schema.clone();
+        let lineage = lineage.to_string();
+        self.conn().run("cannot write the lineage", |c| async move {
+            c.execute(
+                &format!(
+                    "INSERT INTO {s}.cairn_meta (key, value) VALUES ('{key}', $1) \
+                     ON CONFLICT (key) DO NOTHING"
+                ),
+                &[&lineage],
+            )
+            .await
+            .map(|_| ())
+        })
+    }
+}
+
+impl Storage for PgStorage {
+    type Bytes = Vec<u8>;
+
+    fn location(&self) -> String {
+        self.cfg.describe()
+    }
+
+    fn last_seq(&self) -> Result<u64, StateError> {
         let s = self.schema.clone();
         let last: i64 = self.conn().run("cannot read the log", |c| async move {
             c.query_one(
@@ -574,41 +664,107 @@ impl PgLog {
             .await
             .map(|r| r.get(0))
         })?;
-        let last = last as u64;
-        if last == 0 {
-            return Ok(warnings);
-        }
-        let end = upto.map_or(last, |u| u.min(last));
-        let (snapshot, w) = self.newest_checkpoint(end)?;
-        warnings.extend(w);
-        self.snapshot = snapshot.unwrap_or_default();
-        self.last_checkpoint = self.snapshot.head;
-        for e in self.events_between(self.snapshot.head + 1, end)? {
-            self.snapshot.apply_owned(e);
-        }
-        Ok(warnings)
+        Ok(last as u64)
     }
 
-    fn newest_checkpoint(&self, upto: u64) -> Result<(Option<Snapshot>, Vec<String>), StateError> {
-        let mut warnings = Vec::new();
+    fn scan(&self, from: u64, to: Option<u64>) -> Result<Records<'_, Vec<u8>>, StateError> {
         let s = self.schema.clone();
-        let seqs: Vec<i64> = self.conn().run("cannot read checkpoints", |c| async move {
+        let (from, to) = (
+            from as i64,
+            to.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64),
+        );
+        let rows: Vec<(i64, Vec<u8>)> = self.conn().run("cannot read the log", |c| async move {
             c.query(
-                &format!("SELECT seq FROM {s}.cairn_checkpoints WHERE seq <= $1 ORDER BY seq DESC"),
-                &[&(upto as i64)],
+                &format!(
+                    "SELECT seq, data FROM {s}.cairn_events WHERE seq >= $1 AND seq <= $2 ORDER BY seq"
+                ),
+                &[&from, &to],
             )
             .await
-            .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+            .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })?;
-        for seq in seqs {
-            match self.read_checkpoint(seq as u64)? {
-                Ok(snap) => return Ok((Some(snap), warnings)),
-                Err(e) => warnings.push(format!(
-                    "checkpoint at {seq} is unreadable ({e}); skipped (it is rebuilt)"
-                )),
-            }
+        Ok(Box::new(
+            rows.into_iter()
+                .map(|(seq, data)| Ok((Ok(seq as u64), data))),
+        ))
+    }
+
+    fn put(&mut self, seq: u64, bytes: &[u8]) -> Result<(), StateError> {
+        self.writer
+            .shared
+            .lock()
+            .expect("pg shared")
+            .pending
+            .push((seq, bytes.to_vec()));
+        Ok(())
+    }
+
+    fn put_all(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
+        self.writer.flush()?;
+        // One transaction: all of it or nothing.
+        let sql = self.writer.insert_sql.clone();
+        let chunks: Vec<(Vec<i64>, Vec<Vec<u8>>)> = records
+            .chunks(20_000)
+            .map(|c| {
+                (
+                    c.iter().map(|(s, _)| *s as i64).collect(),
+                    c.iter().map(|(_, d)| d.clone()).collect(),
+                )
+            })
+            .collect();
+        self.conn()
+            .run("cannot copy into the state log", |c| async move {
+                c.batch_execute("BEGIN").await?;
+                for (seqs, datas) in chunks {
+                    if let Err(e) = c.execute(&sql, &[&seqs, &datas]).await {
+                        let _ = c.batch_execute("ROLLBACK").await;
+                        return Err(e);
+                    }
+                }
+                c.batch_execute("COMMIT").await
+            })
+    }
+
+    fn flush(&self) -> Result<(), StateError> {
+        self.writer.flush()
+    }
+
+    fn flusher(&self) -> Flusher {
+        let w = self.writer.clone();
+        Flusher::new(move || w.flush())
+    }
+
+    fn read_lineage(&self) -> Result<Option<String>, StateError> {
+        let lineage = self.stored_lineage()?;
+        Ok((!lineage.is_empty()).then_some(lineage))
+    }
+
+    fn create_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
+        self.insert_lineage("lineage", lineage)
+    }
+
+    fn replace_lineage(&mut self, lineage: &str, head: u64) -> Result<(), StateError> {
+        // An empty log's lineage row was made by its first open; the log is append-only, so
+        // the copied lineage goes in a row of its own that takes precedence.
+        let existing = self.stored_lineage()?;
+        if !existing.is_empty() && existing != lineage && head > 0 {
+            return Err(StateError::Backend {
+                message: "the lineage of a state with events cannot change".into(),
+            });
         }
-        Ok((None, warnings))
+        self.insert_lineage("lineage:migrated", lineage)
+    }
+
+    fn checkpoint_seqs(&self) -> Result<Vec<u64>, StateError> {
+        let s = self.schema.clone();
+        self.conn().run("cannot read checkpoints", |c| async move {
+            c.query(
+                &format!("SELECT seq FROM {s}.cairn_checkpoints ORDER BY seq"),
+                &[],
+            )
+            .await
+            .map(|rows| rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
+        })
     }
 
     fn read_checkpoint(&self, seq: u64) -> Result<Result<Snapshot, String>, StateError> {
@@ -623,158 +779,15 @@ impl PgLog {
                 .await
                 .map(|r| r.get(0))
             })?;
-        Ok(checkpoint::decode(&data).and_then(|snap| {
-            if snap.head == seq {
-                Ok(snap)
-            } else {
-                Err(format!("it holds the state at {}", snap.head))
-            }
-        }))
+        Ok(checkpoint::decode(&data))
     }
 
-    fn events_between(&self, from: u64, to: u64) -> Result<Vec<Event>, StateError> {
-        self.raw_between(from, to)?
-            .into_iter()
-            .map(|(seq, data)| decode_record(seq, &data))
-            .collect()
-    }
-
-    fn raw_between(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
-        if from > to {
-            return Ok(Vec::new());
-        }
-        let s = self.schema.clone();
-        let rows: Vec<(i64, Vec<u8>)> = self.conn().run("cannot read the log", |c| async move {
-            c.query(
-                &format!(
-                    "SELECT seq, data FROM {s}.cairn_events WHERE seq >= $1 AND seq <= $2 ORDER BY seq"
-                ),
-                &[&(from as i64), &(to as i64)],
-            )
-            .await
-            .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-        })?;
-        let mut expected = from;
-        let mut out = Vec::with_capacity(rows.len());
-        for (seq, data) in rows {
-            let seq = seq as u64;
-            if seq != expected {
-                return Err(StateError::Corrupt {
-                    seq: expected,
-                    detail: format!("the record is missing (the next record is {seq})"),
-                });
-            }
-            expected += 1;
-            out.push((seq, data));
-        }
-        if expected <= to {
-            return Err(StateError::Corrupt {
-                seq: expected,
-                detail: "the record is missing".into(),
-            });
-        }
-        Ok(out)
-    }
-
-    fn read_lineage(&self) -> Result<String, StateError> {
-        let s = self.schema.clone();
-        self.conn().run("cannot read the lineage", |c| async move {
-            c.query_opt(
-                &format!("SELECT value FROM {s}.cairn_meta WHERE key IN ('lineage', 'lineage:migrated') ORDER BY key DESC LIMIT 1"),
-                &[],
-            )
-            .await
-            .map(|r| r.map(|r| r.get(0)).unwrap_or_default())
-        })
-    }
-
-    fn insert_lineage(&self) -> Result<(), StateError> {
-        let s = self.schema.clone();
-        let lineage = self.lineage.clone();
-        self.conn().run("cannot write the lineage", |c| async move {
-            c.execute(
-                &format!(
-                    "INSERT INTO {s}.cairn_meta (key, value) VALUES ('lineage', $1) \
-                     ON CONFLICT (key) DO NOTHING"
-                ),
-                &[&lineage],
-            )
-            .await
-            .map(|_| ())
-        })
-    }
-
-    /// Writes the events a run before this one kept in the local journal, first thing.
-    fn recover_journal(&mut self) -> Result<Option<String>, StateError> {
-        let path = self.dir.join(JOURNAL_FILE);
-        let records = match read_journal(&path) {
-            Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StateError::io(format!("cannot read {}", path.display()), e)),
-        };
-        let total = records.len();
-        let head = self.snapshot.head;
-        // Records the database already has (a commit whose reply was lost) are skipped.
-        let first = records.first().map_or(head + 1, |r| r.0);
-        let stored: BTreeMap<u64, Vec<u8>> = if first <= head {
-            self.raw_between(first, head)?.into_iter().collect()
-        } else {
-            BTreeMap::new()
-        };
-        let missing: Vec<(u64, Vec<u8>)> = records
-            .into_iter()
-            .filter(|(seq, data)| stored.get(seq) != Some(data))
-            .collect();
-        let written = missing.len();
-        let contiguous = missing
-            .iter()
-            .enumerate()
-            .all(|(i, (seq, _))| *seq == head + 1 + i as u64);
-        if contiguous {
-            // Nobody wrote since: the events go in as they were, in their own run.
-            self.import_raw(&missing)?;
-        } else {
-            // Other runs wrote meanwhile: the outcomes go in as a run of their own.
-            let bodies: Vec<EventBody> = missing
-                .iter()
-                .filter_map(|(seq, data)| decode_record(*seq, data).ok())
-                .map(|e| e.body)
-                .filter(|b| {
-                    !matches!(
-                        b,
-                        EventBody::RunStarted { .. } | EventBody::RunFinished { .. }
-                    )
-                })
-                .collect();
-            self.begin_run("journal recovery", &[])?;
-            for b in bodies {
-                self.append(b)?;
-            }
-            self.finish_run(RunOutcome::Interrupted, RunSummary::default())?;
-        }
-        std::fs::remove_file(&path)
-            .map_err(|e| StateError::io(format!("cannot remove {}", path.display()), e))?;
-        Ok(Some(format!(
-            "wrote {written} of {total} event(s) kept in {} by a run that lost its database \
-             connection to the database{}",
-            path.display(),
-            if written < total {
-                " (the others were already there)"
-            } else {
-                ""
-            }
-        )))
-    }
-
-    fn write_checkpoint(&mut self) -> Result<(), StateError> {
-        let seq = self.snapshot.head;
-        if seq == 0 || seq == self.last_checkpoint {
-            return Ok(());
-        }
-        let data = checkpoint::encode(&self.snapshot)
+    fn write_checkpoint(&mut self, snapshot: &Snapshot, keep: usize) -> Result<(), StateError> {
+        let seq = snapshot.head;
+        let data = checkpoint::encode(snapshot)
             .map_err(|e| StateError::io("cannot encode a checkpoint", e))?;
         let s = self.schema.clone();
-        let keep = KEEP_CHECKPOINTS as i64;
+        let keep = keep as i64;
         self.conn()
             .run("cannot write a checkpoint", |c| async move {
                 c.execute(
@@ -794,21 +807,30 @@ impl PgLog {
                 )
                 .await
                 .map(|_| ())
-            })?;
-        self.last_checkpoint = seq;
-        Ok(())
+            })
     }
 
-    fn checkpoint_seqs(&self) -> Result<Vec<u64>, StateError> {
+    fn remove_checkpoint(&mut self, seq: u64) -> Result<(), StateError> {
         let s = self.schema.clone();
-        self.conn().run("cannot read checkpoints", |c| async move {
-            c.query(
-                &format!("SELECT seq FROM {s}.cairn_checkpoints ORDER BY seq"),
-                &[],
-            )
-            .await
-            .map(|rows| rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
-        })
+        self.conn()
+            .run("cannot delete a checkpoint", |c| async move {
+                c.execute(
+                    &format!("DELETE FROM {s}.cairn_checkpoints WHERE seq = $1"),
+                    &[&(seq as i64)],
+                )
+                .await
+                .map(|_| ())
+            })
+    }
+
+    fn clear_checkpoints(&mut self) -> Result<(), StateError> {
+        let s = self.schema.clone();
+        self.conn()
+            .run("cannot delete checkpoints", |c| async move {
+                c.execute(&format!("DELETE FROM {s}.cairn_checkpoints"), &[])
+                    .await
+                    .map(|_| ())
+            })
     }
 }
 
@@ -836,7 +858,7 @@ fn read_holder(conn: &Conn, schema: &str, key: i64) -> Result<Option<Box<LockHol
 }
 
 /// The workspaces whose logs live beside `cfg`'s schema: every schema `<schema>:<name>` that
-/// holds a `cairn_events` table (see [`crate::workspace`]).
+/// holds a `cairn_events` table (see `workspace.rs`).
 pub(crate) fn workspace_schemas(cfg: &PgConfig) -> Result<Vec<String>, StateError> {
     let conn = Conn::connect(cfg)?;
     let prefix = format!("{}:", cfg.schema);
@@ -862,7 +884,7 @@ pub(crate) fn drop_schema(cfg: &PgConfig, schema: &str) -> Result<(), StateError
     })
 }
 
-/// Reads the events from `from` on, at most `max` (see [`crate::peek_events`]). A missing
+/// Reads the events from `from` on, at most `max` (see `store::peek_events`). A missing
 /// schema is [`StateError::NotFound`].
 pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
     let conn = Conn::connect(cfg)?;
@@ -948,7 +970,7 @@ impl PgReader {
         r
     }
 
-    /// The events from `from` (inclusive), at most `max` (see [`crate::peek_events`]).
+    /// The events from `from` (inclusive), at most `max` (see `store::peek_events`).
     pub fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError> {
         if !self.found {
             self.with_conn(check_schema)?;
@@ -1015,7 +1037,7 @@ pub fn force_unlock(cfg: &PgConfig, run_id: &str) -> Result<String, StateError> 
     ))
 }
 
-impl Drop for PgLog {
+impl Drop for PgStorage {
     fn drop(&mut self) {
         if self.write {
             let _ = self.writer.flush();
@@ -1034,254 +1056,5 @@ impl Drop for PgLog {
                         .map(|_| ())
                 });
         }
-    }
-}
-
-impl EventLog for PgLog {
-    fn append(&mut self, body: EventBody) -> Result<u64, StateError> {
-        if !self.write {
-            return Err(StateError::ReadOnly);
-        }
-        let seq = self.snapshot.head + 1;
-        let run = match body {
-            EventBody::RunStarted { .. } => seq,
-            _ => self.snapshot.open_run.unwrap_or(0),
-        };
-        let event = Event {
-            seq,
-            version: CURRENT_VERSION,
-            time_ms: (self.clock)(),
-            run,
-            body,
-        };
-        event::encode_into(&event, &mut self.encode_buf);
-        self.writer
-            .shared
-            .lock()
-            .expect("pg shared")
-            .pending
-            .push((seq, self.encode_buf.clone()));
-        self.snapshot.apply_owned(event);
-        Ok(seq)
-    }
-
-    fn commit(&mut self) -> Result<(), StateError> {
-        if !self.write {
-            return Ok(());
-        }
-        self.writer.flush()?;
-        let due = self
-            .checkpoint_every
-            .max(self.snapshot.resources.len() as u64);
-        if self.snapshot.head - self.last_checkpoint >= due {
-            self.write_checkpoint()?;
-        }
-        Ok(())
-    }
-
-    fn flusher(&self) -> Flusher {
-        let w = self.writer.clone();
-        Flusher::new(move || w.flush())
-    }
-
-    fn snapshot(&self) -> &Snapshot {
-        &self.snapshot
-    }
-
-    fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    fn location(&self) -> String {
-        self.cfg.describe()
-    }
-
-    fn is_writable(&self) -> bool {
-        self.write
-    }
-
-    fn lineage(&self) -> String {
-        self.lineage.clone()
-    }
-
-    fn set_clock(&mut self, clock: Clock) {
-        self.clock = clock;
-    }
-
-    fn set_checkpoint_every(&mut self, n: u64) {
-        self.checkpoint_every = n.max(1);
-    }
-
-    fn events(&self, from: u64) -> Result<Vec<Event>, StateError> {
-        self.events_between(from.max(1), self.snapshot.head)
-    }
-
-    fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
-        self.raw_between(from, to)
-    }
-
-    fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
-        if !self.write {
-            return Err(StateError::ReadOnly);
-        }
-        self.writer.flush()?;
-        let mut events = Vec::with_capacity(records.len());
-        for (i, (seq, bytes)) in records.iter().enumerate() {
-            let want = self.snapshot.head + 1 + i as u64;
-            if *seq != want {
-                return Err(StateError::Corrupt {
-                    seq: *seq,
-                    detail: format!("expected record {want}"),
-                });
-            }
-            events.push(decode_record(*seq, bytes)?);
-        }
-        // One transaction: all of it or nothing.
-        let sql = self.writer.insert_sql.clone();
-        let chunks: Vec<(Vec<i64>, Vec<Vec<u8>>)> = records
-            .chunks(20_000)
-            .map(|c| {
-                (
-                    c.iter().map(|(s, _)| *s as i64).collect(),
-                    c.iter().map(|(_, d)| d.clone()).collect(),
-                )
-            })
-            .collect();
-        self.conn()
-            .run("cannot copy into the state log", |c| async move {
-                c.batch_execute("BEGIN").await?;
-                for (seqs, datas) in chunks {
-                    if let Err(e) = c.execute(&sql, &[&seqs, &datas]).await {
-                        let _ = c.batch_execute("ROLLBACK").await;
-                        return Err(e);
-                    }
-                }
-                c.batch_execute("COMMIT").await
-            })?;
-        for e in events {
-            self.snapshot.apply_owned(e);
-        }
-        self.commit()
-    }
-
-    fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
-        if !self.write {
-            return Err(StateError::ReadOnly);
-        }
-        // An empty log's lineage row was made by its first open; the log is append-only, so
-        // the copied lineage goes in a row of its own that takes precedence.
-        let existing = self.read_lineage()?;
-        if !existing.is_empty() && existing != lineage && self.snapshot.head > 0 {
-            return Err(StateError::Backend {
-                message: "the lineage of a state with events cannot change".into(),
-            });
-        }
-        let s = self.schema.clone();
-        let l = lineage.to_string();
-        self.conn()
-            .run("cannot write the lineage", |c| async move {
-                c.execute(
-                    &format!(
-                        "INSERT INTO {s}.cairn_meta (key, value) VALUES ('lineage:migrated', $1) \
-                     ON CONFLICT (key) DO NOTHING"
-                    ),
-                    &[&l],
-                )
-                .await
-                .map(|_| ())
-            })?;
-        self.lineage = lineage.to_string();
-        Ok(())
-    }
-
-    fn snapshot_at(&self, seq: u64) -> Result<Snapshot, StateError> {
-        let head = self.snapshot.head;
-        if seq > head {
-            return Err(StateError::OutOfRange { seq, head });
-        }
-        if seq == head {
-            return Ok(self.snapshot.clone());
-        }
-        let mut s = self.newest_checkpoint(seq)?.0.unwrap_or_default();
-        for e in self.events_between(s.head + 1, seq)? {
-            s.apply_owned(e);
-        }
-        Ok(s)
-    }
-
-    fn checkpoint(&mut self) -> Result<(), StateError> {
-        if !self.write {
-            return Err(StateError::ReadOnly);
-        }
-        self.commit()?;
-        self.write_checkpoint()
-    }
-
-    fn clear_checkpoints(&mut self) -> Result<(), StateError> {
-        if !self.write {
-            return Err(StateError::ReadOnly);
-        }
-        let s = self.schema.clone();
-        self.conn()
-            .run("cannot delete checkpoints", |c| async move {
-                c.execute(&format!("DELETE FROM {s}.cairn_checkpoints"), &[])
-                    .await
-                    .map(|_| ())
-            })?;
-        self.last_checkpoint = 0;
-        self.commit()
-    }
-
-    fn check(&self) -> Vec<Violation> {
-        let mut checker = check::LogChecker::new();
-        let seqs = self.checkpoint_seqs().unwrap_or_default();
-        let checkpoints: BTreeMap<u64, Result<Snapshot, String>> = seqs
-            .into_iter()
-            .map(|s| {
-                let r = self
-                    .read_checkpoint(s)
-                    .unwrap_or_else(|e| Err(e.to_string()));
-                (s, r)
-            })
-            .collect();
-        checker.expect_checkpoints(&checkpoints);
-        let s = self.schema.clone();
-        let rows: Result<Vec<(i64, Vec<u8>)>, StateError> =
-            self.conn().run("cannot read the log", |c| async move {
-                c.query(
-                    &format!("SELECT seq, data FROM {s}.cairn_events ORDER BY seq"),
-                    &[],
-                )
-                .await
-                .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-            });
-        let rows = match rows {
-            Ok(r) => r,
-            Err(e) => {
-                checker.unreadable(1, &e.to_string());
-                return checker.finish(&self.snapshot);
-            }
-        };
-        let mut expected = 1;
-        for (seq, data) in rows {
-            let seq = seq as u64;
-            if seq > self.snapshot.head {
-                checker.beyond_head(seq);
-                continue;
-            }
-            if seq != expected {
-                checker.gap(expected, seq);
-            }
-            expected = seq + 1;
-            checker.record(seq, event::decode(&data).map_err(|e| e.to_string()));
-        }
-        if expected <= self.snapshot.head {
-            checker.gap(expected, self.snapshot.head + 1);
-        }
-        checker.finish(&self.snapshot)
-    }
-
-    fn notices(&self) -> Vec<String> {
-        self.notices.clone()
     }
 }

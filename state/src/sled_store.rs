@@ -1,0 +1,1118 @@
+//! The sled store of the event log (a [`Storage`]): the only file of the crate that talks to
+//! sled. Sequence numbers, runs, the fold and checkpoints are the log core's (`log.rs`).
+//!
+//! Layout of a state directory:
+//!
+//! ```text
+//! <dir>/log/          the sled database (sled 0.34)
+//!   tree "events"         key: big-endian u64 seq (1, 2, 3, … gap-free), value: rmp event
+//!   tree "meta"           "lineage": the state's lineage (for Terraform state export)
+//!   tree "torn"           records set aside from a torn tail, keyed like "events"
+//! <dir>/checkpoints/  <seq>.ckpt: a snapshot and the seq it covers (see `checkpoint.rs`)
+//! <dir>/lock.json     who holds the database open (pid, command, since), for lock errors
+//! ```
+//!
+//! **Commit points.** `put` writes into sled's buffers; `flush` flushes (fsync). sled recovers
+//! a prefix of its writes after a crash, so a crash loses at most a suffix of the uncommitted
+//! events — the property test checks exactly that. A record can therefore tear
+//! ([`Storage::tears`]): a torn one is moved to the `torn` tree.
+//!
+//! **Locking.** sled takes an exclusive `flock` on its database file, so a second opener —
+//! another process or the same one — fails; that failure is translated into
+//! [`StateError::Locked`] using `lock.json`, which every opener writes once it holds the lock
+//! and removes (before releasing the lock) when it closes. Read-only opens take the same lock:
+//! sled has no read-only mode; they simply never write. [`peek_sled`] is the exception for
+//! readers that run beside other commands (`cairn ui`): it holds the database only while it
+//! reads the new records and writes no holder record, so a command that meets the lock then
+//! waits out the grace period for an unidentified holder instead of failing.
+//!
+//! **Checkpoints** are files beside the database, not in it (`checkpoint.rs` says why and how
+//! they are laid out); the newest is decoded on a thread of its own while sled opens. A writer
+//! drops the sled tree `checkpoints` where versions before format 3 kept theirs.
+
+use crate::checkpoint::{Checkpoints, Early};
+use crate::error::StateError;
+use crate::log::{decode_record, now_ms, LogCore, OpenOptions, Peek};
+use crate::snapshot::Snapshot;
+use crate::storage::{Flusher, Key, Records, Storage};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The sled tree where checkpoints were kept before they moved to files (format 3).
+const OLD_CHECKPOINT_TREE: &str = "checkpoints";
+
+/// An open state on sled: the log core over the sled store.
+pub(crate) type SledLog = LogCore<SledStorage>;
+
+/// The sled database of a state directory and its checkpoint files (one [`Storage`]).
+pub(crate) struct SledStorage {
+    dir: PathBuf,
+    db: sled::Db,
+    events: sled::Tree,
+    checkpoints: Checkpoints,
+    meta: sled::Tree,
+    torn: sled::Tree,
+    /// The newest checkpoint, decoded while the database opened.
+    early: Option<Early>,
+}
+
+/// The holder record in `lock.json`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Holder {
+    pid: u32,
+    command: String,
+    since_ms: u64,
+    write: bool,
+}
+
+fn key(seq: u64) -> [u8; 8] {
+    seq.to_be_bytes()
+}
+
+fn seq_of(k: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(k.get(..8)?.try_into().ok()?))
+}
+
+/// A key of the events tree as the log core reads it.
+fn record_key(k: &[u8]) -> Key {
+    match seq_of(k) {
+        Some(seq) if k.len() == 8 => Ok(seq),
+        _ => Err(format!("{k:02x?}")),
+    }
+}
+
+fn sled_err(context: &str, dir: &Path) -> impl Fn(sled::Error) -> StateError {
+    let context = format!("{context} ({})", dir.display());
+    move |e| StateError::io(context.clone(), e)
+}
+
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+impl SledLog {
+    /// Opens (with `write`, creating) the state in `dir`. The warnings say what was repaired
+    /// or skipped (a torn tail, an unreadable checkpoint).
+    pub(crate) fn open(
+        dir: &Path,
+        opts: &OpenOptions,
+    ) -> Result<(SledLog, Vec<String>), StateError> {
+        Self::open_inner(dir, opts, None)
+    }
+
+    /// Opens the state read-only (whatever `opts.write` says) as it was after event `upto`,
+    /// ignoring every record after it: the way to recover what precedes a corrupt record.
+    pub(crate) fn open_upto(
+        dir: &Path,
+        opts: &OpenOptions,
+        upto: u64,
+    ) -> Result<(SledLog, Vec<String>), StateError> {
+        let opts = OpenOptions {
+            write: false,
+            ..opts.clone()
+        };
+        Self::open_inner(dir, &opts, Some(upto))
+    }
+
+    fn open_inner(
+        dir: &Path,
+        opts: &OpenOptions,
+        upto: Option<u64>,
+    ) -> Result<(SledLog, Vec<String>), StateError> {
+        let storage = SledStorage::open(dir, opts, upto.is_none())?;
+        LogCore::over(storage, dir, opts.write, upto)
+    }
+}
+
+impl SledStorage {
+    /// Opens (with `write`, creating) the database in `dir`, holding its lock; with `early`,
+    /// decodes the newest checkpoint meanwhile.
+    fn open(dir: &Path, opts: &OpenOptions, early: bool) -> Result<SledStorage, StateError> {
+        let log_dir = dir.join("log");
+        if opts.write {
+            fs::create_dir_all(dir)
+                .map_err(|e| StateError::io(format!("cannot create {}", dir.display()), e))?;
+        } else if !log_dir.join("db").exists() {
+            return Err(StateError::NotFound {
+                dir: dir.to_path_buf(),
+            });
+        }
+        // Decoding the newest checkpoint does not need the database: it starts now, and
+        // overlaps with sled opening (which replays sled's own log after a writer).
+        let early = early.then(|| Checkpoints::new(dir).read_newest_early());
+        let db = Self::open_locked(dir, &log_dir, opts)?;
+        let holder = Holder {
+            pid: std::process::id(),
+            command: opts.command.clone(),
+            since_ms: now_ms(),
+            write: opts.write,
+        };
+        write_holder(dir, &holder)?;
+        let tree = |name: &str| {
+            db.open_tree(name)
+                .map_err(sled_err("cannot open tree", dir))
+        };
+        Ok(SledStorage {
+            dir: dir.to_path_buf(),
+            events: tree("events")?,
+            checkpoints: Checkpoints::new(dir),
+            meta: tree("meta")?,
+            torn: tree("torn")?,
+            db,
+            early: early.and_then(|h| h.join().ok().flatten()),
+        })
+    }
+
+    fn open_locked(dir: &Path, log_dir: &Path, opts: &OpenOptions) -> Result<sled::Db, StateError> {
+        let deadline = Instant::now() + opts.lock_timeout;
+        // sled releases its file lock a little after the last handle is dropped (its I/O
+        // threads let go lazily), so a process reopening the state right after closing it can
+        // find it "locked" with no holder record. A holder that has not identified itself is
+        // waited for this long before it is reported, whatever the lock timeout.
+        let grace = Instant::now() + Duration::from_secs(3);
+        loop {
+            let result = sled::Config::new()
+                .path(log_dir)
+                .mode(sled::Mode::HighThroughput)
+                .cache_capacity(256 << 20)
+                .flush_every_ms(None)
+                .open();
+            match result {
+                Ok(db) => return Ok(db),
+                Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
+                    let now = Instant::now();
+                    let unidentified = !dir.join("lock.json").exists();
+                    if now >= deadline && !(unidentified && now < grace) {
+                        return Err(read_holder(dir));
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => return Err(sled_err("cannot open the state database", dir)(e)),
+            }
+        }
+    }
+
+    fn write_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
+        self.meta
+            .insert("lineage", lineage.as_bytes())
+            .map_err(sled_err("cannot write the lineage", &self.dir))?;
+        self.flush()
+    }
+}
+
+impl Storage for SledStorage {
+    type Bytes = sled::IVec;
+
+    fn location(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn last_seq(&self) -> Result<u64, StateError> {
+        let last = self
+            .events
+            .last()
+            .map_err(sled_err("cannot read the log", &self.dir))?;
+        let Some((last_key, _)) = last else {
+            return Ok(0);
+        };
+        seq_of(&last_key).ok_or_else(|| StateError::Corrupt {
+            seq: 0,
+            detail: "a key of the events tree is not a sequence number".into(),
+        })
+    }
+
+    fn scan(&self, from: u64, to: Option<u64>) -> Result<Records<'_, sled::IVec>, StateError> {
+        let iter = match (from, to) {
+            (0, None) => self.events.iter(),
+            (from, None) => self.events.range(key(from)..),
+            (from, Some(to)) => self.events.range(key(from)..=key(to)),
+        };
+        let err = sled_err("cannot read the log", &self.dir);
+        Ok(Box::new(iter.map(move |item| {
+            let (k, v) = item.map_err(&err)?;
+            Ok((record_key(&k), v))
+        })))
+    }
+
+    fn put(&mut self, seq: u64, bytes: &[u8]) -> Result<(), StateError> {
+        self.events
+            .insert(key(seq), bytes)
+            .map_err(sled_err("cannot append to the state log", &self.dir))?;
+        Ok(())
+    }
+
+    fn put_all(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
+        let mut batch = sled::Batch::default();
+        for (seq, bytes) in records {
+            batch.insert(&key(*seq), bytes.as_slice());
+        }
+        self.events
+            .apply_batch(batch)
+            .map_err(sled_err("cannot append to the state log", &self.dir))
+    }
+
+    fn flush(&self) -> Result<(), StateError> {
+        self.db
+            .flush()
+            .map_err(sled_err("cannot flush the state log", &self.dir))?;
+        Ok(())
+    }
+
+    fn flusher(&self) -> Flusher {
+        let db = self.db.clone();
+        let dir = self.dir.clone();
+        Flusher::new(move || {
+            db.flush()
+                .map(|_| ())
+                .map_err(sled_err("cannot flush the state log", &dir))
+        })
+    }
+
+    fn tears(&self) -> bool {
+        true
+    }
+
+    fn set_aside(&mut self, seq: u64, bytes: &[u8]) -> Result<(), StateError> {
+        let mut tk = key(seq).to_vec();
+        tk.extend_from_slice(&now_ms().to_be_bytes());
+        self.torn
+            .insert(tk, bytes)
+            .map_err(sled_err("cannot set the torn record aside", &self.dir))?;
+        self.events
+            .remove(key(seq))
+            .map_err(sled_err("cannot set the torn record aside", &self.dir))?;
+        self.flush()
+    }
+
+    fn read_lineage(&self) -> Result<Option<String>, StateError> {
+        let v = self
+            .meta
+            .get("lineage")
+            .map_err(sled_err("cannot read the lineage", &self.dir))?;
+        Ok(v.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    fn create_lineage(&mut self, lineage: &str) -> Result<(), StateError> {
+        self.write_lineage(lineage)
+    }
+
+    fn replace_lineage(&mut self, lineage: &str, _head: u64) -> Result<(), StateError> {
+        self.write_lineage(lineage)
+    }
+
+    fn checkpoint_seqs(&self) -> Result<Vec<u64>, StateError> {
+        Ok(self.checkpoints.seqs())
+    }
+
+    fn read_checkpoint(&self, seq: u64) -> Result<Result<Snapshot, String>, StateError> {
+        Ok(self.checkpoints.read(seq))
+    }
+
+    fn write_checkpoint(&mut self, snapshot: &Snapshot, keep: usize) -> Result<(), StateError> {
+        self.checkpoints
+            .write(snapshot, keep)
+            .map_err(|e| StateError::io("cannot write a checkpoint", e))
+    }
+
+    fn remove_checkpoint(&mut self, seq: u64) -> Result<(), StateError> {
+        self.checkpoints.remove(seq).map_err(|e| {
+            StateError::io(
+                format!("cannot tidy {}", self.dir.join("checkpoints").display()),
+                e,
+            )
+        })
+    }
+
+    fn clear_checkpoints(&mut self) -> Result<(), StateError> {
+        self.checkpoints
+            .clear()
+            .map_err(|e| StateError::io("cannot delete checkpoints", e))
+    }
+
+    fn early_checkpoint(&mut self, upto: u64) -> Option<Snapshot> {
+        self.early.take()?.take(&self.checkpoints, upto)
+    }
+
+    /// Removes temporary checkpoint files a crash left, and the sled tree of old-format
+    /// checkpoints.
+    fn tidy(&mut self) -> Result<(), StateError> {
+        let context = format!("cannot tidy {}", self.dir.join("checkpoints").display());
+        self.checkpoints
+            .remove_temporaries()
+            .map_err(|e| StateError::io(context.clone(), e))?;
+        if self
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| n == OLD_CHECKPOINT_TREE.as_bytes())
+        {
+            self.db
+                .drop_tree(OLD_CHECKPOINT_TREE)
+                .map_err(sled_err("cannot drop the old checkpoints", &self.dir))?;
+        }
+        Ok(())
+    }
+}
+
+impl SledLog {
+    /// Test-only hook: writes raw bytes as record `seq`, bypassing encoding (fault injection).
+    #[cfg(test)]
+    pub(crate) fn put_raw(&mut self, seq: u64, bytes: &[u8]) {
+        self.storage
+            .events
+            .insert(key(seq), bytes)
+            .expect("test hook insert");
+        self.storage.db.flush().expect("test hook flush");
+    }
+
+    /// Test-only hook: removes record `seq`.
+    #[cfg(test)]
+    pub(crate) fn remove_raw(&mut self, seq: u64) {
+        self.storage
+            .events
+            .remove(key(seq))
+            .expect("test hook remove");
+        self.storage.db.flush().expect("test hook flush");
+    }
+
+    /// Test-only hook: the seqs of the checkpoints present.
+    #[cfg(test)]
+    pub(crate) fn checkpoint_positions(&self) -> Vec<u64> {
+        self.storage.checkpoints.seqs()
+    }
+}
+
+/// Reads the events from `from` (inclusive) to the end, at most `max` of them (so no visit
+/// is long; a reader that got `max` visits again for the rest), for a reader that runs beside other
+/// commands (`cairn ui`): it never waits for the lock and never writes — not even
+/// `lock.json`, so an opener that meets the lock during the visit waits out the same grace
+/// period as for sled's lazy release (see `open_locked`) instead of failing. It does not fold
+/// a snapshot, so the visit is as short as reading the new records.
+pub(crate) fn peek_sled(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
+    let log_dir = dir.join("log");
+    if !log_dir.join("db").exists() {
+        return Err(StateError::NotFound {
+            dir: dir.to_path_buf(),
+        });
+    }
+    if dir.join("lock.json").exists() {
+        return Ok(Peek::Busy);
+    }
+    let db = match sled::Config::new()
+        .path(&log_dir)
+        .mode(sled::Mode::HighThroughput)
+        .flush_every_ms(None)
+        .open()
+    {
+        Ok(db) => db,
+        Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
+            return Ok(Peek::Busy)
+        }
+        Err(e) => return Err(sled_err("cannot open the state database", dir)(e)),
+    };
+    let events = db
+        .open_tree("events")
+        .map_err(sled_err("cannot open tree", dir))?;
+    let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    let from = from.max(1);
+    let last_seq = match events
+        .last()
+        .map_err(sled_err("cannot read the log", dir))?
+    {
+        Some((k, _)) => seq_of(&k).unwrap_or(0),
+        None => 0,
+    };
+    for (expected, item) in (from..).zip(events.range(key(from)..).take(max)) {
+        let (k, v) = item.map_err(sled_err("cannot read the log", dir))?;
+        let seq = match seq_of(&k) {
+            Some(seq) if seq == expected && k.len() == 8 => seq,
+            _ => {
+                return Err(StateError::Corrupt {
+                    seq: expected,
+                    detail: format!("unexpected key {k:02x?} in the events tree"),
+                })
+            }
+        };
+        match decode_record(seq, &v) {
+            Ok(e) => out.push(e),
+            Err(StateError::Corrupt { detail, .. }) if seq == last_seq => {
+                warnings.push(format!(
+                    "the last state log record ({seq}) is incomplete ({detail}); left out"
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    drop(events);
+    drop(db);
+    Ok(Peek::Events(out, warnings))
+}
+
+impl Drop for SledStorage {
+    fn drop(&mut self) {
+        // Remove our holder record while we still hold the lock (the sled Db is dropped after
+        // this), so we never delete the record of the next holder.
+        let path = self.dir.join("lock.json");
+        if let Ok(text) = fs::read_to_string(&path) {
+            if serde_json::from_str::<Holder>(&text).is_ok_and(|h| h.pid == std::process::id()) {
+                let _ = fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+fn write_holder(dir: &Path, holder: &Holder) -> Result<(), StateError> {
+    let path = dir.join("lock.json");
+    let tmp = dir.join(format!("lock.json.{}", holder.pid));
+    let text = serde_json::to_string(holder).unwrap_or_default();
+    fs::write(&tmp, text)
+        .and_then(|()| fs::rename(&tmp, &path))
+        .map_err(|e| StateError::io(format!("cannot write {}", path.display()), e))
+}
+
+/// The lock error for `dir`, from whatever `lock.json` says.
+fn read_holder(dir: &Path) -> StateError {
+    let holder = fs::read_to_string(dir.join("lock.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Holder>(&t).ok());
+    match holder {
+        Some(h) => StateError::Locked {
+            dir: dir.to_path_buf(),
+            stale: !process_alive(h.pid),
+            pid: Some(h.pid),
+            command: Some(h.command),
+            since_ms: Some(h.since_ms),
+        },
+        None => StateError::Locked {
+            dir: dir.to_path_buf(),
+            pid: None,
+            command: None,
+            since_ms: None,
+            stale: false,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SledLog as Store;
+    use super::*;
+    use crate::event::{
+        self, Event, EventBody, OpAction, ProviderRef, ResourceObject, RunOutcome, RunSummary,
+        CURRENT_VERSION,
+    };
+    use crate::log::{EventLog, KEEP_CHECKPOINTS};
+    use crate::value::StoredValue;
+
+    fn opts(command: &str, write: bool) -> OpenOptions {
+        OpenOptions {
+            command: command.into(),
+            lock_timeout: Duration::ZERO,
+            write,
+        }
+    }
+
+    fn open(dir: &Path) -> (Store, Vec<String>) {
+        Store::open(dir, &opts("apply", true)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn create(n: u64) -> EventBody {
+        EventBody::OperationStarted {
+            addr: format!("sim_thing.a[{n}]").parse().unwrap(),
+            deposed: None,
+            action: OpAction::Create,
+            token: Some(format!("t{n}")),
+            provider: ProviderRef {
+                addr: "provider[\"sim\"]".parse().unwrap(),
+                id: "p".into(),
+            },
+            prior: None,
+        }
+    }
+
+    fn created(op: u64, n: u64) -> EventBody {
+        EventBody::OperationSucceeded {
+            op,
+            object: Some(ResourceObject {
+                attrs: StoredValue::String(format!("v{n}")),
+                deps: vec![],
+                provider: ProviderRef {
+                    addr: "provider[\"sim\"]".parse().unwrap(),
+                    id: "p".into(),
+                },
+                create_token: Some(format!("t{n}")),
+                tainted: false,
+                meta: Default::default(),
+            }),
+        }
+    }
+
+    /// A log of a run creating `n` instances: 2n + 1 events.
+    fn fill(store: &mut Store, n: u64) {
+        store.begin_run("apply", &[]).unwrap();
+        if store.snapshot().providers.is_empty() {
+            store
+                .append(EventBody::ProviderRegistered {
+                    instance: crate::event::ProviderInstance {
+                        addr: "provider[\"sim\"]".parse().unwrap(),
+                        id: "p".into(),
+                        config: StoredValue::Null,
+                        is_default: true,
+                    },
+                })
+                .unwrap();
+        }
+        for i in 0..n {
+            let op = store.append(create(i)).unwrap();
+            store.append(created(op, i)).unwrap();
+        }
+        store.commit().unwrap();
+    }
+
+    #[test]
+    fn appends_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = {
+            let (mut s, warnings) = open(dir.path());
+            assert!(warnings.is_empty());
+            fill(&mut s, 3);
+            s.finish_run(RunOutcome::Success, RunSummary::default())
+                .unwrap();
+            assert_eq!(s.head(), 9);
+            s.snapshot().clone()
+        };
+        let (s, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &before);
+        assert_eq!(s.snapshot().resources.len(), 3);
+        let events = s.events(1).unwrap();
+        assert_eq!(events.len(), 9);
+        assert!(events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.seq == i as u64 + 1));
+        assert_eq!(Snapshot::replay(&events), before);
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        assert!(!s.lineage().is_empty());
+    }
+
+    #[test]
+    fn peeks_read_new_events_without_the_lock_and_stand_aside_for_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            peek_sled(&dir.path().join("nothing"), 1, 10),
+            Err(StateError::NotFound { .. })
+        ));
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        // A command holds the state: the visit reads nothing and says so.
+        assert!(matches!(peek_sled(dir.path(), 1, 100), Ok(Peek::Busy)));
+        s.finish_run(RunOutcome::Success, RunSummary::default())
+            .unwrap();
+        drop(s);
+        let read = |from, max| match peek_sled(dir.path(), from, max) {
+            Ok(Peek::Events(e, w)) => {
+                assert!(w.is_empty(), "{w:?}");
+                e.iter().map(|e| e.seq).collect::<Vec<_>>()
+            }
+            // sled lets go of its lock lazily after the holder closes.
+            Ok(Peek::Busy) => Vec::new(),
+            Err(e) => panic!("{e}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut all = read(1, 100);
+        while all.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            all = read(1, 100);
+        }
+        assert_eq!(all, (1..=9).collect::<Vec<_>>());
+        assert_eq!(read(4, 100), (4..=9).collect::<Vec<_>>());
+        assert_eq!(read(4, 2), vec![4, 5], "at most `max` per visit");
+        assert_eq!(read(10, 100), Vec::<u64>::new());
+        // The visit left no holder record, and a writer opens right after it.
+        assert!(!dir.path().join("lock.json").exists());
+        let (s, _) = Store::open(
+            dir.path(),
+            &OpenOptions {
+                lock_timeout: Duration::from_secs(5),
+                ..opts("apply", true)
+            },
+        )
+        .unwrap();
+        assert_eq!(s.head(), 9);
+    }
+
+    #[test]
+    fn read_only_stores_refuse_to_change_and_missing_states_are_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nothing");
+        let err = Store::open(&missing, &opts("state list", false))
+            .err()
+            .unwrap();
+        assert_eq!(
+            err,
+            StateError::NotFound {
+                dir: missing.clone()
+            }
+        );
+        assert!(!missing.exists());
+        drop(open(dir.path()));
+        let (mut s, _) = Store::open(dir.path(), &opts("state list", false)).unwrap();
+        assert_eq!(s.append(create(0)), Err(StateError::ReadOnly));
+        assert_eq!(s.begin_run("x", &[]), Err(StateError::ReadOnly));
+        assert_eq!(s.checkpoint(), Err(StateError::ReadOnly));
+    }
+
+    #[test]
+    fn finish_run_needs_an_open_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        assert_eq!(
+            s.finish_run(RunOutcome::Success, RunSummary::default()),
+            Err(StateError::NoOpenRun)
+        );
+        let run = s.begin_run("apply", &["-auto-approve".into()]).unwrap();
+        let seq = s.append(create(0)).unwrap();
+        assert_eq!(s.events(seq).unwrap()[0].run, run);
+        s.finish_run(RunOutcome::Failed, RunSummary::default())
+            .unwrap();
+        let r = s.snapshot().run(run).unwrap();
+        assert_eq!((r.outcome, r.last_seq), (Some(RunOutcome::Failed), 3));
+        assert_eq!(r.pid, std::process::id());
+    }
+
+    #[test]
+    fn a_torn_tail_opens_at_the_last_complete_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 2);
+        let before = s.snapshot().clone();
+        let bytes = event::encode(&Event {
+            seq: 7,
+            version: CURRENT_VERSION,
+            time_ms: 0,
+            run: 1,
+            body: create(9),
+        });
+        s.put_raw(7, &bytes[..bytes.len() - 3]);
+        drop(s);
+
+        // A reader sees the torn record, warns, and leaves it alone.
+        let (r, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "the last state log record (7) is incomplete, probably from a process killed \
+                 while writing"
+            ),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[0].ends_with("the state opens at record 6"),
+            "{}",
+            warnings[0]
+        );
+        assert_eq!(r.snapshot(), &before);
+        assert_eq!(r.check().iter().map(|v| v.number).collect::<Vec<_>>(), [1]);
+        drop(r);
+
+        // A writer sets it aside, and the log goes on from there.
+        let (mut w, warnings) = open(dir.path());
+        assert!(warnings[0].ends_with("and the torn record was set aside"));
+        assert_eq!(w.snapshot(), &before);
+        assert_eq!(w.append(create(7)).unwrap(), 7);
+        w.commit().unwrap();
+        assert!(w.check().is_empty(), "{:?}", w.check());
+        drop(w);
+        let (w, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(w.head(), 7);
+    }
+
+    fn check_corrupt(damage: impl FnOnce(&mut Store), seq: u64, detail: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        damage(&mut s);
+        drop(s);
+        for write in [false, true] {
+            let err = Store::open(dir.path(), &opts("apply", write))
+                .err()
+                .unwrap();
+            assert_eq!(
+                err,
+                StateError::Corrupt {
+                    seq,
+                    detail: detail.into()
+                }
+            );
+        }
+        let err = Store::open(dir.path(), &opts("apply", false))
+            .err()
+            .unwrap();
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("state log record {seq} is corrupt"))
+                && msg.contains(&format!("cairn state pull -at={}", seq - 1)),
+            "{msg}"
+        );
+        // The intact prefix still opens, for recovery.
+        let (s, _) = Store::open_upto(dir.path(), &opts("state pull", false), seq - 1).unwrap();
+        assert_eq!(s.head(), seq - 1);
+    }
+
+    #[test]
+    fn a_corrupt_record_in_the_middle_is_an_error_naming_it() {
+        check_corrupt(
+            |s| s.put_raw(3, b"\x93garbage"),
+            3,
+            "invalid length 3, expected struct Event with 5 elements",
+        );
+    }
+
+    #[test]
+    fn a_missing_record_is_corruption() {
+        check_corrupt(
+            |s| s.remove_raw(4),
+            4,
+            "the record is missing (the next record is 5)",
+        );
+    }
+
+    #[test]
+    fn a_record_out_of_place_is_corruption() {
+        let bytes = event::encode(&Event {
+            seq: 2,
+            version: CURRENT_VERSION,
+            time_ms: 0,
+            run: 1,
+            body: create(0),
+        });
+        check_corrupt(
+            move |s| s.put_raw(4, &bytes),
+            4,
+            "the record says it is number 2",
+        );
+    }
+
+    #[test]
+    fn checkpoints_give_the_same_state_as_a_full_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        s.set_checkpoint_every(7);
+        for _ in 0..5 {
+            fill(&mut s, 5);
+            s.finish_run(RunOutcome::Success, RunSummary::default())
+                .unwrap();
+        }
+        let positions = s.checkpoint_positions();
+        assert_eq!(positions.len(), KEEP_CHECKPOINTS, "{positions:?}");
+        let full = Snapshot::replay(&s.events(1).unwrap());
+        assert_eq!(s.snapshot(), &full);
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        drop(s);
+        let (mut s, _) = open(dir.path());
+        assert_eq!(s.snapshot(), &full);
+        // Time travel from a checkpoint equals replaying the prefix.
+        let events = s.events(1).unwrap();
+        for at in 0..=s.head() {
+            let expected = Snapshot::replay(&events[..at as usize]);
+            assert_eq!(s.snapshot_at(at).unwrap(), expected, "at {at}");
+        }
+        assert_eq!(
+            s.snapshot_at(s.head() + 1),
+            Err(StateError::OutOfRange {
+                seq: s.head() + 1,
+                head: s.head()
+            })
+        );
+        // Deleting checkpoints changes nothing but speed.
+        s.clear_checkpoints().unwrap();
+        drop(s);
+        let (s, _) = open(dir.path());
+        assert_eq!(s.snapshot(), &full);
+    }
+
+    #[test]
+    fn an_unreadable_checkpoint_is_skipped_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 4);
+        s.checkpoint().unwrap();
+        let at = s.head();
+        fill(&mut s, 1);
+        let full = s.snapshot().clone();
+        let file = s.storage.checkpoints.file(at);
+        let mut bytes = std::fs::read(&file).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 1;
+        std::fs::write(&file, bytes).unwrap();
+        assert_eq!(s.check().iter().map(|v| v.number).collect::<Vec<_>>(), [9]);
+        drop(s);
+        let (s, warnings) = open(dir.path());
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("checkpoint at 10 is unreadable"),
+            "{warnings:?}"
+        );
+        assert_eq!(s.snapshot(), &full);
+    }
+
+    #[test]
+    fn checkpoints_of_the_old_format_are_ignored_and_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        let full = s.snapshot().clone();
+        // Where format 2 kept them: chunks and a header in a sled tree.
+        let old = s.storage.db.open_tree(OLD_CHECKPOINT_TREE).unwrap();
+        old.insert([0, 0, 0, 0, 0, 0, 0, 7, 255, 255, 255, 255], &[0u8; 24][..])
+            .unwrap();
+        old.insert([0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0], &b"\x93garbage"[..])
+            .unwrap();
+        s.commit().unwrap();
+        drop((old, s));
+        let (s, warnings) = Store::open(dir.path(), &opts("state list", false)).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &full);
+        drop(s);
+        let (s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &full);
+        assert!(!s
+            .storage
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| n == OLD_CHECKPOINT_TREE.as_bytes()));
+        assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
+    #[test]
+    fn checkpoints_past_the_head_are_never_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        let before = s.snapshot().clone();
+        fill(&mut s, 2);
+        s.checkpoint().unwrap();
+        let lost = s.head();
+        // The log loses its tail (as if a torn record was set aside): the checkpoint covers
+        // events that are gone, and the next appends take their seqs.
+        for seq in before.head + 1..=lost {
+            s.remove_raw(seq);
+        }
+        drop(s);
+        let (mut s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &before);
+        assert!(s.checkpoint_positions().is_empty());
+        while s.head() < lost {
+            s.append(create(s.head() + 100)).unwrap();
+        }
+        s.commit().unwrap();
+        let full = Snapshot::replay(&s.events(1).unwrap());
+        drop(s);
+        let (s, _) = open(dir.path());
+        assert_eq!(s.snapshot(), &full);
+        assert!(s.check().is_empty(), "{:?}", s.check());
+    }
+
+    #[test]
+    fn check_reports_outcomes_of_unknown_operations() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 1);
+        s.append(created(3, 0)).unwrap();
+        s.append(EventBody::OperationFailed {
+            op: 1,
+            object: None,
+            error: "x".into(),
+        })
+        .unwrap();
+        let found: Vec<_> = s.check().into_iter().map(|v| v.to_string()).collect();
+        assert_eq!(
+            found,
+            [
+                "invariant 3: event 5 (OperationSucceeded) settles operation 3, which was \
+                 already settled",
+                "invariant 3: event 6 (OperationFailed) settles operation 1, which was never \
+                 started",
+            ]
+        );
+    }
+
+    // ---- Locking ----
+
+    #[test]
+    fn a_second_opener_is_told_who_holds_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = open(dir.path());
+        for write in [true, false] {
+            let err = Store::open(dir.path(), &opts("plan", write)).err().unwrap();
+            let StateError::Locked {
+                pid,
+                command,
+                since_ms,
+                stale,
+                ..
+            } = &err
+            else {
+                panic!("{err}")
+            };
+            assert_eq!(
+                (*pid, command.as_deref(), *stale),
+                (Some(std::process::id()), Some("apply"), false)
+            );
+            let since = since_ms.unwrap();
+            assert!(now_ms() - since < 60_000);
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "the state in {} is locked by process {} (cairn apply) since {}; wait for \
+                     it to finish, or retry with -lock-timeout=DURATION",
+                    dir.path().display(),
+                    std::process::id(),
+                    crate::error::format_time_ms(since)
+                )
+            );
+        }
+        drop(s);
+        assert!(!dir.path().join("lock.json").exists());
+        drop(open(dir.path()));
+    }
+
+    #[test]
+    fn lock_timeout_waits_for_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = open(dir.path());
+        let start = Instant::now();
+        let mut o = opts("plan", true);
+        o.lock_timeout = Duration::from_millis(300);
+        assert!(matches!(
+            Store::open(dir.path(), &o),
+            Err(StateError::Locked { .. })
+        ));
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(s);
+        });
+        o.lock_timeout = Duration::from_secs(20);
+        let (s2, _) = Store::open(dir.path(), &o).unwrap_or_else(|e| panic!("{e}"));
+        release.join().unwrap();
+        assert!(s2.is_writable());
+    }
+
+    #[test]
+    fn a_missing_or_stale_holder_record_says_what_is_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_s, _) = open(dir.path());
+        let lock = dir.path().join("lock.json");
+        std::fs::remove_file(&lock).unwrap();
+        let err = Store::open(dir.path(), &opts("plan", true)).err().unwrap();
+        assert!(
+            err.to_string()
+                .contains("by another process that has not identified itself"),
+            "{err}"
+        );
+        // A holder record left by a process that has exited.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        std::fs::write(
+            &lock,
+            format!(r#"{{"pid":{dead},"command":"apply","since_ms":0,"write":true}}"#),
+        )
+        .unwrap();
+        let err = Store::open(dir.path(), &opts("plan", true)).err().unwrap();
+        assert!(
+            matches!(err, StateError::Locked { stale: true, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains(&format!(
+                "the last recorded holder, process {dead} running cairn apply, has exited"
+            )),
+            "{err}"
+        );
+    }
+
+    /// The child half of `another_process_is_locked_out`: opens the state named by
+    /// `CAIRN_LOCK_CHILD_DIR` and prints the outcome.
+    #[test]
+    #[ignore = "run by another_process_is_locked_out in a child process"]
+    fn lock_child() {
+        let Ok(dir) = std::env::var("CAIRN_LOCK_CHILD_DIR") else {
+            return;
+        };
+        let write = std::env::var("CAIRN_LOCK_CHILD_WRITE").is_ok();
+        match Store::open(Path::new(&dir), &opts("output", write)) {
+            Ok((s, _)) => println!("CHILD opened at {}", s.head()),
+            Err(e) => println!("CHILD error: {e}"),
+        }
+    }
+
+    fn run_child(dir: &Path, write: bool) -> String {
+        let exe = std::env::current_exe().unwrap();
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args([
+            "--exact",
+            "sled_store::tests::lock_child",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("CAIRN_LOCK_CHILD_DIR", dir);
+        if write {
+            cmd.env("CAIRN_LOCK_CHILD_WRITE", "1");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        stdout
+            .lines()
+            .find(|l| l.starts_with("CHILD"))
+            .unwrap_or_else(|| panic!("child printed no outcome: {stdout}"))
+            .to_string()
+    }
+
+    #[test]
+    fn another_process_is_locked_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 1);
+        for write in [false, true] {
+            assert_eq!(
+                run_child(dir.path(), write),
+                format!(
+                    "CHILD error: the state in {} is locked by process {} (cairn apply) since \
+                     {}; wait for it to finish, or retry with -lock-timeout=DURATION",
+                    dir.path().display(),
+                    std::process::id(),
+                    crate::error::format_time_ms(
+                        read_holder_since(dir.path()).expect("holder record")
+                    )
+                )
+            );
+        }
+        drop(s);
+        assert_eq!(run_child(dir.path(), false), "CHILD opened at 4");
+    }
+
+    fn read_holder_since(dir: &Path) -> Option<u64> {
+        match read_holder(dir) {
+            StateError::Locked { since_ms, .. } => since_ms,
+            _ => None,
+        }
+    }
+}
