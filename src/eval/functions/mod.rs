@@ -227,6 +227,7 @@ pub(crate) fn call(
 pub(crate) mod testing {
     //! The `check` helper every family's tests use.
     use super::*;
+    use crate::value::Type;
     use std::path::PathBuf;
 
     /// Calls `name` with `args` in a context rooted at this crate's `fixtures/` directory.
@@ -296,6 +297,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::*;
     use super::*;
+    use crate::value::Type;
 
     #[test]
     fn library_is_large_enough() {
