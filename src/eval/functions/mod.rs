@@ -37,7 +37,7 @@
 //! - filesystem: abspath basename dirname file filebase64 filebase64sha256 filebase64sha512
 //!   fileexists filemd5 fileset filesha1 filesha256 filesha512 pathexpand templatefile
 //! - network: cidrhost cidrnetmask cidrsubnet cidrsubnets
-//! - types: tobool tolist tomap tonumber toset tostring
+//! - conversion: tobool tolist tomap tonumber toset tostring
 //! - time: formatdate timeadd timecmp
 //! - misc: ephemeralasnull issensitive nonsensitive plantimestamp sensitive timestamp uuid
 //!
@@ -48,6 +48,7 @@
 mod collections;
 #[cfg(test)]
 mod console_tests;
+mod conversion;
 mod definition;
 mod encoding;
 mod filesystem;
@@ -57,7 +58,6 @@ mod network;
 mod numeric;
 mod strings;
 mod time;
-mod types;
 mod yaml;
 
 use crate::eval::convert::{self, quote};
@@ -79,7 +79,7 @@ fn registry() -> &'static BTreeMap<&'static str, &'static Def> {
             hashing::DEFS,
             filesystem::DEFS,
             network::DEFS,
-            types::DEFS,
+            conversion::DEFS,
             misc::DEFS,
             time::DEFS,
         ];
