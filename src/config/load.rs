@@ -460,13 +460,13 @@ impl Loader {
         }
     }
 
-    /// Rewrites a `.tf.json` file as HCL (`super::json`) and adds it to the source map:
+    /// Rewrites a `.tf.json` file as HCL (`super::json_syntax`) and adds it to the source map:
     /// its id and the HCL text, or `None` when it is not JSON (an error, reported).
     fn json_file(&mut self, shown: &Path, text: &str) -> Option<(FileId, String)> {
-        let (t, errors) = super::json::translate(
+        let (t, errors) = super::json_syntax::translate(
             text,
             &shown.display().to_string(),
-            super::json::Kind::Config,
+            super::json_syntax::Kind::Config,
         );
         // The JSON as written (what positions are shown in), and the HCL made from it.
         let plain = self.sources.add(shown, text);

@@ -567,17 +567,17 @@ pub(crate) fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
     }
 }
 
-mod check;
 mod decode;
-mod json;
+mod json_syntax;
 mod load;
 pub(crate) mod module_source;
 mod overrides;
 mod parse;
+mod references;
 pub(crate) mod spans;
 mod validate;
-pub(crate) use check::{check_references, scoped_reference};
 pub use load::{load, load_file, NO_CONFIGURATION_FILES};
+pub(crate) use references::{check_references, scoped_reference};
 pub(crate) use validate::validate;
 
 #[cfg(test)]

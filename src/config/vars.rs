@@ -17,7 +17,7 @@
 use super::{Config, Variable};
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::eval::expr::{convert, Evaluator};
-use crate::eval::types::const_value;
+use crate::eval::type_constraints::const_value;
 use crate::eval::{Scope, ScopeError, Subject};
 use crate::value::{Type, Value};
 use hcl_edit::structure::Structure;
@@ -293,7 +293,8 @@ fn read_var_file(
     // A JSON variables file is rewritten as HCL (strings stay literal), so both syntaxes are
     // read by the code below, with positions into the JSON.
     let (file, text) = if path.extension().is_some_and(|e| e == "json") {
-        let (t, errors) = super::json::translate(&text, &place, super::json::Kind::Vars);
+        let (t, errors) =
+            super::json_syntax::translate(&text, &place, super::json_syntax::Kind::Vars);
         let plain = sources.add(&shown, text.as_str());
         sources.set_json(plain);
         for e in errors {

@@ -77,7 +77,7 @@ pub fn eval_block_body(
 /// `eval_block_body` for a body that may come from a `.tf.json` file (`json`): there, an
 /// argument named like a nested block type of the schema holds that block (a JSON object) or
 /// those blocks (an array of objects), as Terraform decodes JSON bodies with the schema
-/// (`config::json` cannot tell them apart without it).
+/// (`config::json_syntax` cannot tell them apart without it).
 pub fn eval_config_body(
     body: &Body,
     schema: Option<&SchemaBlock>,

@@ -22,7 +22,7 @@ pub(crate) mod functions;
 mod heredoc;
 pub(crate) mod refs;
 pub(crate) mod suggest;
-pub(crate) mod types;
+pub(crate) mod type_constraints;
 
 pub use body::{eval_block_body, eval_body, eval_body_with_sources, eval_config_body, Sources};
 pub use expr::{eval, eval_template_string};

@@ -2,7 +2,7 @@
 //! process's [`Host`]; tests pass their own.
 
 use super::host::Host;
-use super::{external, local, null, random, sim, terraform, Provider};
+use super::{external, local, null, random, sim, terraform_data, Provider};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ pub(crate) fn builtin() -> BTreeMap<String, Arc<dyn Provider>> {
 pub fn builtin_with(host: Host) -> BTreeMap<String, Arc<dyn Provider>> {
     let providers: Vec<Arc<dyn Provider>> = vec![
         Arc::new(sim::SimProvider::new(host.clone())),
-        Arc::new(terraform::TerraformProvider::new(host.clone())),
+        Arc::new(terraform_data::TerraformProvider::new(host.clone())),
         Arc::new(local::LocalProvider::new(host.clone())),
         Arc::new(random::RandomProvider::new(host.clone())),
         Arc::new(null::NullProvider::new(host.clone())),

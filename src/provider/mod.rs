@@ -436,6 +436,6 @@ pub mod plugin;
 pub(crate) mod random;
 pub mod schema_util;
 pub(crate) mod sim;
-pub(crate) mod terraform;
+pub(crate) mod terraform_data;
 #[cfg(test)]
 mod testkit;

@@ -2,26 +2,26 @@
 //! constants) and sorted into its `Module` (`Loader::file_body`). A broken block is reported
 //! and left out; the rest still loads.
 //!
-//! - `terraform.rs`: `terraform` (required providers, backend) and `provider` blocks;
+//! - `terraform_block.rs`: `terraform` (required providers, backend) and `provider` blocks;
 //! - `module.rs`: a module's interface — `variable`, `locals`, `output`, `module` calls;
 //! - `resource.rs`: `resource`, `data` and `check` blocks, `lifecycle`, provisioners;
-//! - `moves.rs`: `moved`, `removed` and `import` blocks (static addresses).
+//! - `refactoring.rs`: `moved`, `removed` and `import` blocks (static addresses).
 
 use super::load::Loader;
 use crate::config::*;
 use crate::diag::FileId;
 use crate::eval::expr::convert;
 use crate::eval::suggest;
-use crate::eval::types::const_value;
+use crate::eval::type_constraints::const_value;
 use cairn_state::{quote, Mode};
 use hcl_edit::expr::{Expression, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Body, Structure};
 use std::collections::BTreeMap;
 
 mod module;
-mod moves;
+mod refactoring;
 mod resource;
-mod terraform;
+mod terraform_block;
 
 pub(super) fn valid_name(s: &str) -> bool {
     let mut chars = s.chars();

@@ -4,7 +4,7 @@ use super::valid_name;
 use crate::config::load::Loader;
 use crate::config::*;
 use crate::diag::{FileId, Span};
-use crate::eval::types::const_value;
+use crate::eval::type_constraints::const_value;
 use cairn_state::quote;
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::Block;
