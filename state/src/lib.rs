@@ -45,6 +45,7 @@ pub mod migrate;
 pub(crate) mod moves;
 pub mod pg;
 mod pgtls;
+mod quote;
 pub(crate) mod snapshot;
 pub mod store;
 pub(crate) mod tfstate;
@@ -61,6 +62,7 @@ pub use event::{
 };
 pub use log::{OpenOptions, Peek, SledLog};
 pub use moves::{MoveError, MovePlan};
+pub use quote::{quote, quote_go, write_quoted, write_quoted_as, Quoting};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
 pub use store::{peek_events, EventLog, LogReader, Store};
 pub use tfstate::{export_tfstate, import_tfstate};
