@@ -599,9 +599,11 @@ mod tests {
                 ("l", num("12345678901234567890123")),
             ]),
         );
+        // A quoted scalar stays a string whatever its tag (go-cty-yaml's `resolveScalar`;
+        // `terraform console` 1.11.4 gives "7").
         ok(
             "a: !!str 123\nb: !!int '7'",
-            obj(vec![("a", s("123")), ("b", n(7))]),
+            obj(vec![("a", s("123")), ("b", s("7"))]),
         );
         ok(
             "url: http://x.y/z#frag",
@@ -645,12 +647,90 @@ mod tests {
             ]),
         );
         ok("a: 1\na: 2", obj(vec![("a", n(2))]));
+        // go-cty-yaml counts lines from zero here (`terraform console` 1.11.4).
         assert_eq!(
             decode("a: 1\n---\nb: 2"),
-            Err("on line 2, column 1: unexpected extra content after value".into())
+            Err("on line 1, column 1: unexpected extra content after value".into())
         );
         assert!(decode("a: [1, 2").is_err());
         assert!(decode("a: .nan").is_err());
         assert!(decode("a: *nope").is_err());
+    }
+
+    /// Each expected text is `terraform console` 1.11.4's for `yamldecode(SRC)`: the value
+    /// as it prints it, or the function's error message.
+    #[test]
+    fn matches_terraform_console() {
+        let cases: &[(&str, Result<&str, &str>)] = &[
+        ("a: 1\n---\nb: 2", Err("on line 1, column 1: unexpected extra content after value")),
+        ("a: [1, 2", Err("on line 1, column 1: did not find expected ',' or ']'")),
+        ("a: *nope", Err("reference to undefined anchor \"nope\"")),
+        ("a: .nan", Err("floating point NaN is not supported")),
+        ("a: &x [*x]", Err("cannot refer to anchor \"x\" from inside its own definition")),
+        ("a:\n  b: 1\n c: 2", Err("on line 2, column 2: did not find expected key")),
+        ("{a: 1", Err("on line 1, column 1: did not find expected ',' or '}'")),
+        ("a: !!foo x", Err("unsupported tag \"tag:yaml.org,2002:foo\"")),
+        ("- a\nb: c", Err("on line 1, column 1: did not find expected '-' indicator")),
+        ("\ta: 1", Err("found character that cannot start any token")),
+        ("a: 1\n...\nb", Err("on line 2, column 1: did not find expected <document start>")),
+        ("? [1]\n: 2", Err("only strings are allowed as mapping keys")),
+        ("a: 'x", Err("found unexpected end of stream")),
+        ("a: !!bool yes2", Err("cannot parse \"yes2\" as tag:yaml.org,2002:bool")),
+        ("[1, 2]\n# c\n", Ok("[\n  1,\n  2,\n]")),
+        ("--- |\n  x\n", Ok("<<EOT\nx\n\nEOT")),
+        ("a: 2001-12-14 21:59:43.10 -5", Ok("{\n  \"a\" = \"2001-12-14 21:59:43.10 -5\"\n}")),
+        ("a: 2001-12-14t21:59:43.10Z", Ok("{\n  \"a\" = \"2001-12-14T21:59:43Z\"\n}")),
+        ("a: 2001-12-14 21:59:43.10", Ok("{\n  \"a\" = \"2001-12-14T21:59:43Z\"\n}")),
+        ("a: 2001-1-2T3:04:05+02:00", Ok("{\n  \"a\" = \"2001-01-02T03:04:05+02:00\"\n}")),
+        ("[1e3, +12, 012, 0o17, 0x, -1.5e-3, 1., .5e1, -.5, -0]", Ok("[\n  1000,\n  12,\n  12,\n  15,\n  \"0x\",\n  -0.0015,\n  1,\n  5,\n  -0.5,\n  -0,\n]")),
+        ("a: !!binary aGVsbG8=", Ok("{\n  \"a\" = \"aGVsbG8=\"\n}")),
+        ("a: !!binary 'aGVsbG8'", Err("cannot parse \"aGVsbG8\" as tag:yaml.org,2002:binary: not valid base64")),
+        ("a: !!timestamp 2001-12-14", Ok("{\n  \"a\" = \"2001-12-14T00:00:00Z\"\n}")),
+        ("x: !!int 0x1FFFFFFFFFFFFFFFF", Err("cannot parse \"0x1FFFFFFFFFFFFFFFF\" as tag:yaml.org,2002:int")),
+        ("key: value\n  bad: 1", Err("on line 2, column 1: mapping values are not allowed in this context")),
+        ("a: b: c", Err("mapping values are not allowed in this context")),
+        ("1: a\ntrue: b\nnull: c", Err("on line 2, column 1: mapping key cannot be null")),
+        ("[a, b]: c", Err("only strings are allowed as mapping keys")),
+        ("a: !!str\nb: !!null x", Ok("{\n  \"a\" = \"\"\n  \"b\" = null\n}")),
+        ("<<: [{a: 1}, {b: 2}]\nc: 3", Err("cannot merge tuple into mapping")),
+        ("<<: 5", Err("cannot merge number into mapping")),
+        ("a: !!map [1]", Err("can't interpret sequence as tag:yaml.org,2002:map")),
+        ("a: &a 1\nb: &a 2\nc: *a", Ok("{\n  \"a\" = 1\n  \"b\" = 2\n  \"c\" = 2\n}")),
+        ("%YAML 1.1\n---\na: 1", Ok("{\n  \"a\" = 1\n}")),
+        ("a: 1\n\n\n  # x\nb: [\n 1,\n 2\n ]", Ok("{\n  \"a\" = 1\n  \"b\" = [\n    1,\n    2,\n  ]\n}")),
+        ("a: |2\n   x\n  y\n", Ok("{\n  \"a\" = <<-EOT\n   x\n  y\n  \n  EOT\n}")),
+        ("a: >-\n  one\n\n   two\n  three\n", Ok("{\n  \"a\" = <<-EOT\n  one\n  \n   two\n  three\n  EOT\n}")),
+        ("!!str 12", Ok("\"12\"")),
+        ("---\n...\n", Ok("null")),
+        ("---", Ok("null")),
+        ("- - - x", Ok("[\n  [\n    [\n      \"x\",\n    ],\n  ],\n]")),
+        ("a:\n- 1\n- 2\nb: 3", Ok("{\n  \"a\" = [\n    1,\n    2,\n  ]\n  \"b\" = 3\n}")),
+        ("a: 1 # c\n#d\n", Ok("{\n  \"a\" = 1\n}")),
+        ("a: 'it''s'\nb: \"multi\n  line\"\nc: plain\n  continued", Ok("{\n  \"a\" = \"it's\"\n  \"b\" = \"multi line\"\n  \"c\" = \"plain continued\"\n}")),
+        (" a: 1\n b: 2", Ok("{\n  \"a\" = 1\n  \"b\" = 2\n}")),
+        ("a: @x", Err("found character that cannot start any token")),
+        ("a: `x", Err("found character that cannot start any token")),
+        ("{a: 1, b}", Ok("{\n  \"a\" = 1\n  \"b\" = null\n}")),
+        ("[a: 1, b]", Ok("[\n  {\n    \"a\" = 1\n  },\n  \"b\",\n]")),
+        ("? a\n: 1", Ok("{\n  \"a\" = 1\n}")),
+        ("0.1", Ok("0.1")),
+        ("1_000", Ok("\"1_000\"")),
+        ("\"a\\qb\"", Err("found unknown escape character")),
+        ];
+        for (src, want) in cases {
+            let got = decode(src).map(|v| crate::value::format_hcl(&v));
+            assert_eq!(got.as_deref().map_err(|e| e.as_str()), *want, "{src:?}");
+        }
+        // Terraform gives "Aé😀\u0085\u00a0" (the console escapes U+0085 and U+00A0, which
+        // `format_hcl` does not yet): the decoded string is the same.
+        assert_eq!(
+            decode(r#"a: "\x41\u00e9\U0001F600\N\_""#),
+            Ok(obj(vec![("a", s("Aé😀\u{85}\u{a0}"))]))
+        );
+        // The one difference kept: Terraform's infinite number, which `Value` cannot hold.
+        assert_eq!(
+            decode("+.inf"),
+            Err("floating point infinity is not supported".into())
+        );
     }
 }
