@@ -51,6 +51,7 @@ mod console_tests;
 mod encoding;
 mod filesystem;
 mod hashing;
+mod json;
 mod misc;
 mod network;
 mod numeric;
