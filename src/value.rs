@@ -17,7 +17,7 @@ use std::str::FromStr;
 
 pub(crate) mod binary512;
 mod format;
-pub(crate) use format::{format_hcl, write_hcl, write_quoted};
+pub(crate) use format::{format_hcl, write_hcl};
 
 /// A type, as a type constraint or as the type of a value. `Dynamic` is Terraform's `any`.
 #[derive(Clone, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ use super::output::{write_to, JsonUi, Sink};
 use crate::diag::Diagnostic;
 use crate::engine::observer::{Observer, Progress};
 use crate::plan::Action;
-use cairn_state::{InstanceKey, ResourceInstanceAddr};
+use cairn_state::{quote_go, InstanceKey, ResourceInstanceAddr};
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -495,11 +495,6 @@ impl HumanShared {
         };
         self.lines(&[line]);
     }
-}
-
-/// A string quoted as Go's `%q` does (Terraform's import lines).
-fn quote_go(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
 /// Human progress lines; see the module docs.

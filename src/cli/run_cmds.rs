@@ -361,9 +361,9 @@ fn render_run(instances: &[crate::engine::api::Inspected], out: &mut String) {
             cairn_state::Mode::Data => "data",
         };
         let _ = write!(out, "# {}\n{kind} ", i.addr);
-        crate::value::write_quoted(out, &r.type_);
+        cairn_state::write_quoted(out, &r.type_);
         out.push(' ');
-        crate::value::write_quoted(out, &r.name);
+        cairn_state::write_quoted(out, &r.name);
         out.push_str(" {\n");
         let (id, provider) = (
             Value::string(i.addr.to_string()),

@@ -63,24 +63,8 @@ impl fmt::Display for ConvertError {
 
 impl std::error::Error for ConvertError {}
 
-/// A Go-style quoted string (`%q`), as cty's messages print names.
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// A string as Go's `%q` quotes it, as cty's and Terraform's messages do.
+pub(crate) use cairn_state::quote_go as quote;
 
 /// Converts `v` to type `ty` by Terraform's rules (see the module docs).
 pub(crate) fn convert(v: Value, ty: &Type) -> Result<Value, ConvertError> {

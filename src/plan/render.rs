@@ -37,7 +37,7 @@ use super::{
 use crate::diag::{Diagnostic, SourceMap};
 use crate::provider::Nesting;
 use crate::value::Value;
-use cairn_state::{Mode, ResourceInstanceAddr, Snapshot};
+use cairn_state::{quote_go, Mode, ResourceInstanceAddr, Snapshot};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -210,11 +210,6 @@ pub(crate) fn render_state(
         }
     }
     out
-}
-
-/// A string quoted as Go's `%q` (Terraform's "imported from" line).
-fn quote_go(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
 /// The symbol Terraform shows for an action: `+`, `-`, `~`, `-/+`, `+/-`, `<=`.

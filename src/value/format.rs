@@ -3,6 +3,7 @@
 //! heredocs for multi-line strings, `(known after apply)` and `(sensitive value)`.
 
 use super::{Type, Value};
+use cairn_state::write_quoted;
 use std::fmt::Write as _;
 
 /// Renders a value as `terraform console` does.
@@ -15,34 +16,6 @@ pub(crate) fn format_hcl(v: &Value) -> String {
 /// `format_hcl`, appended to `out` (no intermediate string).
 pub(crate) fn write_hcl(out: &mut String, v: &Value) {
     write_value(out, v, 0);
-}
-
-/// Appends `s` as an HCL string literal, escaped as `cairn_state::quote` does; runs of plain
-/// characters are copied whole.
-pub(crate) fn write_quoted(out: &mut String, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push('"');
-    let mut plain = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let esc = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            b if b < 0x20 => "",
-            _ => continue,
-        };
-        out.push_str(&s[plain..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{:04x}", b);
-        } else {
-            out.push_str(esc);
-        }
-        plain = i + 1;
-    }
-    out.push_str(&s[plain..]);
-    out.push('"');
 }
 
 fn indent(out: &mut String, level: usize) {
@@ -138,24 +111,4 @@ fn write_map(
         out.push('}');
     }
     out.push_str(close);
-}
-
-#[cfg(test)]
-mod quote_tests {
-    #[test]
-    fn write_quoted_escapes_as_quote_does() {
-        for s in [
-            "",
-            "plain",
-            "say \"hi\"",
-            "back\\slash",
-            "a\nb\r\tc",
-            "\u{1}\u{1f}\u{7f}",
-            "ünïcødé ✓ \"mixed\"\n",
-        ] {
-            let mut out = String::from("prefix:");
-            super::write_quoted(&mut out, s);
-            assert_eq!(out, format!("prefix:{}", cairn_state::quote(s)), "{s:?}");
-        }
-    }
 }

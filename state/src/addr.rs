@@ -10,6 +10,7 @@
 //! Provider addresses name the provider's *package* (the type prefix: `sim_thing` → `sim`) in
 //! quotes, as Terraform names the provider's source address there.
 
+use crate::quote::quote;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -28,25 +29,6 @@ impl fmt::Display for InstanceKey {
             InstanceKey::Str(s) => write!(f, "[{}]", quote(s)),
         }
     }
-}
-
-/// Quotes a string as HCL/JSON does.
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// One step of a module instance path: `module.NAME` with an optional instance key.

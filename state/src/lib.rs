@@ -49,6 +49,7 @@ pub mod migrate;
 pub(crate) mod moves;
 pub mod pg_store;
 mod pgtls;
+mod quote;
 mod sled_store;
 pub(crate) mod snapshot;
 mod storage;
@@ -70,6 +71,7 @@ pub use moves::{MoveError, MovePlan};
 /// The PostgreSQL store's public functions under their earlier path (`pg::force_unlock`,
 /// `pg::PgReader`).
 pub use pg_store as pg;
+pub use quote::{quote, quote_go, write_quoted, write_quoted_as, Quoting};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
 pub use store::{peek_events, LogReader, Store};
 pub use tfstate::{export_tfstate, import_tfstate};

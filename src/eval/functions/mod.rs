@@ -53,6 +53,7 @@ mod definition;
 mod encoding;
 mod filesystem;
 mod hashing;
+mod json;
 mod misc;
 mod network;
 mod numeric;

@@ -1,804 +1,461 @@
-//! `yamldecode`: a YAML reader for the documents configurations actually decode.
+//! `yamldecode`: YAML read by libyaml's parser (the `libyaml-safer` port, the same C
+//! library go-yaml v2 ports) and turned into values as Terraform's YAML library,
+//! go-cty-yaml v1.1.0 (Terraform 1.11), turns them: this file is a port of its `decode.go`
+//! and `resolve.go` over the parser's events.
 //!
-//! Supported: one document (an optional `---` start and `...` end), block mappings and
-//! sequences (compact forms like `- a: 1` included), flow collections (`[1, 2]`, `{a: 1}`,
-//! spanning lines), plain, single- and double-quoted scalars (multi-line, folded), literal and
-//! folded block scalars (`|`, `>`, with chomping and indentation indicators), comments, anchors
-//! and aliases, and the standard `!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, `!!binary`
-//! and `!!timestamp` tags. Not supported (an error saying so): complex `? ` keys and merge
-//! keys. Several documents in one string are an error, as in Terraform.
+//! One document (several are an error, as in Terraform). Mappings become objects (a
+//! repeated key: the last one wins; `<<` merges a mapping in) and sequences tuples. Scalars
+//! resolve YAML 1.1 flavoured: `yes`/`no`/`on`/`off`/`y`/`n` and `true`/`false` are
+//! booleans, `~`, `null` and empty are null, integers match the YAML 1.2 patterns (`0x`/`0o`
+//! prefixes, no underscores), timestamps become RFC 3339 strings, and the tags `!!str`,
+//! `!!int`, `!!float`, `!!bool`, `!!null`, `!!binary`, `!!timestamp` are understood.
+//! Positions in errors are go-cty-yaml's: its line is libyaml's zero-based line, and an
+//! error on the first line has none.
 //!
-//! Scalars resolve as Terraform's YAML library resolves them (YAML 1.1 flavoured): `yes`/`no`/
-//! `on`/`off`/`y`/`n` and `true`/`false` are booleans, `~`, `null` and empty are null, numbers
-//! may use `0x`/`0o`/`0b` prefixes, timestamps become RFC 3339 strings. Mappings become objects
-//! (a repeated key: the last one wins) and sequences tuples, as in Terraform.
+//! Differences kept on purpose: `.inf` is an error (Terraform gives an infinite number,
+//! which `Value` cannot hold), and nesting deeper than `MAX_DEPTH` is an error rather than
+//! a stack overflow.
 
-use crate::eval::convert::{parse_number, quote};
+use crate::eval::convert::{convert, friendly_name, parse_number, quote};
 use crate::value::{Number, Type, Value};
-use bigdecimal::num_bigint::BigInt;
-use bigdecimal::BigDecimal;
+use libyaml_safer::{Error, ErrorKind, Event, EventData, Mark, Parser, ScalarStyle};
 use std::collections::BTreeMap;
 
-/// Decodes one YAML document; errors are `on line N, column M: message`.
+const LONG_TAG: &str = "tag:yaml.org,2002:";
+
+/// Decodes one YAML document; errors are `on line N, column M: message` as go-cty-yaml
+/// words them.
 pub(crate) fn decode(src: &str) -> Result<Value, String> {
-    let mut p = Parser {
-        lines: src
-            .split('\n')
-            .map(|l| {
-                let l = l.strip_suffix('\r').unwrap_or(l);
-                let indent = l.len() - l.trim_start_matches(' ').len();
-                (indent, l[indent..].to_string())
-            })
-            .collect(),
-        pos: 0,
+    // go-cty-yaml reads an empty string as one line break.
+    let mut input = if src.is_empty() {
+        &b"\n"[..]
+    } else {
+        src.as_bytes()
+    };
+    let mut parser = Parser::new();
+    parser.set_input_string(&mut input);
+    let mut d = Decoder {
+        parser,
         anchors: BTreeMap::new(),
+        pending: BTreeMap::new(),
         depth: 0,
     };
-    if src.ends_with('\n') {
-        p.lines.pop();
+    let evt = d.next()?;
+    if !matches!(evt.data, EventData::StreamStart { .. }) {
+        return Err(at(&evt, "missing stream start token"));
     }
-    p.skip_blank();
-    // Directives and the document start marker.
-    while p.pos < p.lines.len() && p.lines[p.pos].1.starts_with('%') {
-        p.pos += 1;
-        p.skip_blank();
+    let evt = d.next()?;
+    if !matches!(evt.data, EventData::DocumentStart { .. }) {
+        return Err(at(&evt, "missing start of document"));
     }
-    if p.pos < p.lines.len() && is_marker(&p.lines[p.pos].1, "---") {
-        let rest = p.lines[p.pos].1[3..].trim_start().to_string();
-        if strip_comment(&rest).is_empty() {
-            p.pos += 1;
-        } else {
-            p.lines[p.pos] = (p.lines[p.pos].0 + 4, rest);
+    let value = d.value()?;
+    let evt = d.next()?;
+    match evt.data {
+        EventData::DocumentEnd { .. } => {}
+        EventData::DocumentStart { .. } => {
+            return Err(at(&evt, "only a single document is allowed"))
         }
-        p.skip_blank();
-    }
-    let started = p.pos > 0 && p.lines[..p.pos].iter().any(|(_, l)| is_marker(l, "---"));
-    let value = if p.pos >= p.lines.len() || is_marker(&p.lines[p.pos].1, "...") {
-        if !started {
-            return Err("on line 1, column 1: missing start of document".into());
+        _ => {
+            let name = event_name(&evt.data);
+            return Err(at(
+                &evt,
+                &format!("unexpected extra content ({name}) after value"),
+            ));
         }
-        Value::Null(Type::Dynamic)
-    } else {
-        p.node(None)?
-    };
-    p.skip_blank();
-    if p.pos < p.lines.len() && is_marker(&p.lines[p.pos].1, "...") {
-        p.pos += 1;
-        p.skip_blank();
     }
-    if p.pos < p.lines.len() {
-        return Err(p.err("unexpected extra content after value"));
+    let evt = d.next()?;
+    if !matches!(evt.data, EventData::StreamEnd) {
+        return Err(at(&evt, "unexpected extra content after value"));
     }
     Ok(value)
 }
 
-fn is_marker(text: &str, m: &str) -> bool {
-    text.starts_with(m) && (text.len() == 3 || text[3..].starts_with([' ', '\t']))
+/// An error at an event, placed as go-cty-yaml places it (`parseEventErrorWrap`).
+fn at(evt: &Event, msg: &str) -> String {
+    at_mark(evt.start_mark, msg)
 }
 
-/// The text without a trailing comment (a `#` after white space, outside quotes).
-fn strip_comment(text: &str) -> &str {
-    let b = text.as_bytes();
-    let mut quote: Option<u8> = None;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        match quote {
-            Some(b'"') if c == b'\\' => i += 1,
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None => {
-                if (c == b'"' || c == b'\'')
-                    && (i == 0 || matches!(b[i - 1], b' ' | b'[' | b'{' | b',' | b':'))
-                {
-                    quote = Some(c);
-                } else if c == b'#' && (i == 0 || b[i - 1] == b' ' || b[i - 1] == b'\t') {
-                    return text[..i].trim_end();
-                }
+fn at_mark(mark: Mark, msg: &str) -> String {
+    if mark.line == 0 {
+        msg.to_string()
+    } else {
+        format!("on line {}, column {}: {msg}", mark.line, mark.column + 1)
+    }
+}
+
+/// A parser error, placed as go-cty-yaml's `parserErrorWrap` places it.
+fn parser_error(e: Error) -> String {
+    let cause = match e.problem() {
+        "" => "invalid YAML syntax",
+        p => p,
+    };
+    match (e.problem_mark(), e.context_mark()) {
+        (Some(m), _) if m.line != 0 => {
+            // Scanner errors are reported at the start of the next line.
+            if e.kind() == ErrorKind::Scanner {
+                format!("on line {}, column 1: {cause}", m.line + 1)
+            } else {
+                format!("on line {}, column {}: {cause}", m.line, m.column + 1)
             }
         }
-        i += 1;
+        (_, Some(m)) if m.line != 0 => at_mark(m, cause),
+        _ => cause.to_string(),
     }
-    text.trim_end()
 }
 
-/// Where the `:` of a mapping entry is (outside quotes and brackets, followed by a space or
-/// the end), if this line is one.
-fn map_colon(text: &str) -> Option<usize> {
-    let b = text.as_bytes();
-    let mut i = 0;
-    if b.first() == Some(&b'"') || b.first() == Some(&b'\'') {
-        let q = b[0];
-        i = 1;
-        while i < b.len() {
-            if q == b'"' && b[i] == b'\\' {
-                i += 2;
-                continue;
-            }
-            if b[i] == q {
-                if q == b'\'' && b.get(i + 1) == Some(&b'\'') {
-                    i += 2;
-                    continue;
-                }
-                break;
-            }
-            i += 1;
-        }
-        i += 1;
-        let rest = text.get(i..)?.trim_start();
-        let off = text.len() - rest.len();
-        return (rest.starts_with(':') && (rest.len() == 1 || rest[1..].starts_with([' ', '\t'])))
-            .then_some(off);
+/// go-yaml's name of an event type.
+fn event_name(e: &EventData) -> &'static str {
+    match e {
+        EventData::StreamStart { .. } => "stream start",
+        EventData::StreamEnd => "stream end",
+        EventData::DocumentStart { .. } => "document start",
+        EventData::DocumentEnd { .. } => "document end",
+        EventData::Alias { .. } => "alias",
+        EventData::Scalar { .. } => "scalar",
+        EventData::SequenceStart { .. } => "sequence start",
+        EventData::SequenceEnd => "sequence end",
+        EventData::MappingStart { .. } => "mapping start",
+        EventData::MappingEnd => "mapping end",
     }
-    if b.first()
-        .is_some_and(|c| matches!(c, b'[' | b'{' | b'#' | b'|' | b'>' | b'*'))
-    {
-        return None;
-    }
-    while i < b.len() {
-        if b[i] == b':' && (i + 1 == b.len() || b[i + 1] == b' ' || b[i + 1] == b'\t') {
-            return Some(i);
-        }
-        if b[i] == b'#' && i > 0 && b[i - 1] == b' ' {
-            return None;
-        }
-        i += 1;
-    }
-    None
 }
 
-fn is_seq_item(text: &str) -> bool {
-    text == "-" || text.starts_with("- ") || text.starts_with("-\t")
-}
-
-struct Parser {
-    /// (indent, text after the indent) per line; rewritten in place for compact forms.
-    lines: Vec<(usize, String)>,
-    pos: usize,
+struct Decoder<'r, 'b> {
+    parser: Parser<&'b mut &'r [u8]>,
+    /// Values of the anchors defined so far.
     anchors: BTreeMap<String, Value>,
+    /// Anchors whose node is still being read (an alias to one is an error: values are
+    /// finite).
+    pending: BTreeMap<String, usize>,
     depth: usize,
 }
 
-impl Parser {
-    /// An error at the current line, worded as Terraform's YAML library words positions.
-    fn err(&self, msg: impl std::fmt::Display) -> String {
-        let line = self.pos.min(self.lines.len().saturating_sub(1));
-        let column = self.lines.get(line).map(|l| l.0).unwrap_or(0) + 1;
-        format!("on line {}, column {column}: {msg}", line + 1)
+impl Decoder<'_, '_> {
+    fn next(&mut self) -> Result<Event, String> {
+        self.parser.parse().map_err(parser_error)
     }
 
-    fn blank(&self, i: usize) -> bool {
-        let t = &self.lines[i].1;
-        strip_comment(t).is_empty() && !t.starts_with('\t')
-            || t.trim().is_empty()
-            || t.trim_start().starts_with('#')
+    fn value(&mut self) -> Result<Value, String> {
+        let evt = self.next()?;
+        self.node(evt)
     }
 
-    fn skip_blank(&mut self) {
-        while self.pos < self.lines.len() && self.blank(self.pos) {
-            self.pos += 1;
-        }
-    }
-
-    /// A node starting at the current (non-blank) line; `parent` is the indent of the
-    /// enclosing block (None at the top).
-    fn node(&mut self, parent: Option<usize>) -> Result<Value, String> {
+    /// The value of the node that starts with `evt`.
+    fn node(&mut self, evt: Event) -> Result<Value, String> {
         self.depth += 1;
         if self.depth > super::MAX_DEPTH {
-            return Err(self.err("exceeded max depth"));
+            let line = evt.start_mark.line + 1;
+            return Err(format!("on line {line}, column 1: exceeded max depth"));
         }
-        let v = self.node_inner(parent);
+        let v = self.node_inner(evt);
         self.depth -= 1;
         v
     }
 
-    fn node_inner(&mut self, parent: Option<usize>) -> Result<Value, String> {
-        let (indent, text) = self.lines[self.pos].clone();
-        if let Some(p) = parent {
-            if indent <= p && !(is_seq_item(&text) && indent == p) {
-                return Ok(Value::Null(Type::Dynamic));
+    fn node_inner(&mut self, evt: Event) -> Result<Value, String> {
+        match evt.data {
+            EventData::Scalar {
+                ref anchor,
+                ref tag,
+                ref value,
+                style,
+                ..
+            } => {
+                let tag = tag.as_deref().unwrap_or("");
+                let v = resolve(tag, value, style).map_err(|e| at(&evt, &e))?;
+                if let Some(a) = anchor {
+                    self.anchors.insert(a.clone(), v.clone());
+                }
+                Ok(v)
+            }
+            EventData::Alias { ref anchor } => {
+                if self.pending.contains_key(anchor) {
+                    let msg = format!(
+                        "cannot refer to anchor {} from inside its own definition",
+                        quote(anchor)
+                    );
+                    return Err(at(&evt, &msg));
+                }
+                self.anchors.get(anchor).cloned().ok_or_else(|| {
+                    at(
+                        &evt,
+                        &format!("reference to undefined anchor {}", quote(anchor)),
+                    )
+                })
+            }
+            EventData::MappingStart {
+                ref anchor,
+                ref tag,
+                ..
+            } => {
+                check_tag(&evt, tag, "map", "mapping")?;
+                self.collection(anchor.clone(), |d| d.mapping())
+            }
+            EventData::SequenceStart {
+                ref anchor,
+                ref tag,
+                ..
+            } => {
+                check_tag(&evt, tag, "seq", "sequence")?;
+                self.collection(anchor.clone(), |d| d.sequence())
+            }
+            EventData::DocumentStart { .. } => Err(at(&evt, "only a single document is allowed")),
+            EventData::StreamEnd => Err(at(&evt, "expecting value but found end of stream")),
+            ref other => {
+                let msg = format!("unexpected parser event {}", event_name(other));
+                Err(at(&evt, &msg))
             }
         }
-        if text.starts_with('\t') {
-            return Err(self.err("found a tab character where an indentation space is expected"));
-        }
-        if text.starts_with("? ") {
-            return Err(self.err("complex mapping keys (\"? \") are not supported"));
-        }
-        if is_seq_item(&text) {
-            return self.seq(indent);
-        }
-        if map_colon(&text).is_some() {
-            return self.map(indent);
-        }
-        self.pos += 1;
-        self.inline(&text, indent, parent)
     }
 
-    fn seq(&mut self, indent: usize) -> Result<Value, String> {
-        let mut items = Vec::new();
-        loop {
-            self.skip_blank();
-            if self.pos >= self.lines.len() {
-                break;
-            }
-            let (ind, text) = self.lines[self.pos].clone();
-            if ind == 0 && (is_marker(&text, "---") || is_marker(&text, "...")) {
-                break;
-            }
-            if ind != indent || !is_seq_item(&text) {
-                if ind > indent {
-                    return Err(self.err("bad indentation of a sequence entry"));
-                }
-                break;
-            }
-            let rest = text[1..].trim_start().to_string();
-            let col = indent + (text.len() - rest.len());
-            if strip_comment(&rest).is_empty() {
-                self.pos += 1;
-                self.skip_blank();
-                if self.pos < self.lines.len() && self.lines[self.pos].0 > indent {
-                    items.push(self.node(Some(indent))?);
-                } else {
-                    items.push(Value::Null(Type::Dynamic));
-                }
-            } else if is_seq_item(&rest) || map_colon(&rest).is_some() {
-                self.lines[self.pos] = (col, rest);
-                items.push(self.node(Some(indent))?);
-            } else {
-                self.pos += 1;
-                items.push(self.inline(&rest, col, Some(indent))?);
-            }
-        }
-        Ok(Value::Tuple(items))
-    }
-
-    fn map(&mut self, indent: usize) -> Result<Value, String> {
-        let mut m = BTreeMap::new();
-        loop {
-            self.skip_blank();
-            if self.pos >= self.lines.len() {
-                break;
-            }
-            let (ind, text) = self.lines[self.pos].clone();
-            if ind == 0 && (is_marker(&text, "---") || is_marker(&text, "...")) {
-                break;
-            }
-            if ind != indent {
-                if ind > indent {
-                    return Err(self.err("bad indentation of a mapping entry"));
-                }
-                break;
-            }
-            if is_seq_item(&text) {
-                break;
-            }
-            let Some(colon) = map_colon(&text) else {
-                return Err(self.err("could not find expected ':'"));
-            };
-            let key_text = text[..colon].trim_end();
-            if key_text == "<<" {
-                return Err(self.err("merge keys (\"<<\") are not supported"));
-            }
-            let key = match self.flow_scalar_text(key_text)? {
-                Value::String(s) => s,
-                Value::Null(_) => "null".into(),
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) => n.to_string(),
-                _ => return Err(self.err("mapping keys must be scalars")),
-            };
-            let rest = text[colon + 1..].trim_start().to_string();
-            let col = indent + (text.len() - rest.len());
-            let (props, body) = split_props(strip_comment(&rest));
-            let value = if body.is_empty() {
-                self.pos += 1;
-                self.skip_blank();
-                let v = if self.pos < self.lines.len()
-                    && (self.lines[self.pos].0 > indent
-                        || (self.lines[self.pos].0 == indent
-                            && is_seq_item(&self.lines[self.pos].1)))
-                {
-                    self.node(Some(indent))?
-                } else {
-                    Value::Null(Type::Dynamic)
-                };
-                self.apply_props(&props, v, None)?
-            } else {
-                self.pos += 1;
-                self.inline(&rest, col, Some(indent))?
-            };
-            m.insert(key, value);
-        }
-        Ok(Value::Object(m))
-    }
-
-    /// Applies `&anchor` and `!!tag` properties to a value (re-resolving a plain scalar under
-    /// a tag).
-    fn apply_props(
+    /// Reads a mapping's or sequence's contents, defining its anchor around them.
+    fn collection(
         &mut self,
-        props: &[String],
-        v: Value,
-        plain: Option<&str>,
+        anchor: Option<String>,
+        read: impl FnOnce(&mut Self) -> Result<Value, String>,
     ) -> Result<Value, String> {
-        let mut v = v;
-        for p in props {
-            if let Some(tag) = p.strip_prefix('!') {
-                if let Some(raw) = plain {
-                    v = resolve_tagged(tag, raw).map_err(|m| self.err(m))?;
-                } else if !matches!(tag, "!map" | "!seq" | "!omap") {
-                    if let Value::String(s) = &v {
-                        v = resolve_tagged(tag, s).map_err(|m| self.err(m))?;
-                    }
+        if let Some(a) = &anchor {
+            *self.pending.entry(a.clone()).or_default() += 1;
+        }
+        let v = read(self)?;
+        if let Some(a) = anchor {
+            if let Some(n) = self.pending.get_mut(&a) {
+                *n -= 1;
+                if *n == 0 {
+                    self.pending.remove(&a);
                 }
             }
-        }
-        for p in props {
-            if let Some(name) = p.strip_prefix('&') {
-                self.anchors.insert(name.to_string(), v.clone());
-            }
+            self.anchors.insert(a, v.clone());
         }
         Ok(v)
     }
 
-    /// A value written after `key: ` or `- ` (the line is already consumed); `col` is its
-    /// column and `parent` the indent of the enclosing block.
-    fn inline(&mut self, text: &str, col: usize, parent: Option<usize>) -> Result<Value, String> {
-        let parent_indent = parent.unwrap_or(0);
-        let stripped = strip_comment(text);
-        let (props, body) = split_props(stripped);
-        let body = body.to_string();
-        if let Some(name) = body.strip_prefix('*') {
-            return self
-                .anchors
-                .get(name.trim())
-                .cloned()
-                .ok_or_else(|| self.err(format!("unknown anchor {} referenced", quote(name))));
-        }
-        if body.starts_with('|') || body.starts_with('>') {
-            let v = self.block_scalar(&body, parent, col)?;
-            return self.apply_props(&props, Value::String(v), None);
-        }
-        if body.starts_with('[') || body.starts_with('{') {
-            let mut all = body.clone();
-            while !flow_balanced(&all) {
-                if self.pos >= self.lines.len() {
-                    return Err(self.err("did not find the end of a flow collection"));
-                }
-                all.push(' ');
-                all.push_str(strip_comment(self.lines[self.pos].1.trim()));
-                self.pos += 1;
-            }
-            let mut f = Flow {
-                depth: 0,
-                s: all.chars().collect(),
-                i: 0,
-            };
-            let v = f.value(self).map_err(|m| self.err(m))?;
-            f.ws();
-            if f.i < f.s.len() {
-                return Err(self.err("unexpected content after a flow collection"));
-            }
-            return self.apply_props(&props, v, None);
-        }
-        if body.starts_with('"') || body.starts_with('\'') {
-            // Quoted scalars may continue on later lines.
-            let mut all =
-                text[text.find(body.chars().next().unwrap_or('"')).unwrap_or(0)..].to_string();
-            while !quoted_closed(&all) {
-                if self.pos >= self.lines.len() {
-                    return Err(
-                        self.err("found unexpected end of stream while scanning a quoted scalar")
-                    );
-                }
-                all.push('\n');
-                all.push_str(self.lines[self.pos].1.trim());
-                self.pos += 1;
-            }
-            let (s, used) = unquote(&all).map_err(|m| self.err(m))?;
-            if !strip_comment(all[used..].trim()).is_empty() {
-                return Err(self.err("unexpected content after a quoted scalar"));
-            }
-            return self.apply_props(&props, Value::String(s), None);
-        }
-        // A plain scalar, possibly continued on more-indented lines.
-        let mut words = body.clone();
+    fn mapping(&mut self) -> Result<Value, String> {
+        let mut vals = BTreeMap::new();
         loop {
-            let save = self.pos;
-            self.skip_blank();
-            if self.pos < self.lines.len()
-                && self.lines[self.pos].0 > parent_indent
-                && !is_seq_item(&self.lines[self.pos].1)
-                && map_colon(&self.lines[self.pos].1).is_none()
-                && !words.is_empty()
-            {
-                let blanks = self.pos - save;
-                words.push_str(if blanks > 0 { "\n" } else { " " });
-                words.push_str(strip_comment(&self.lines[self.pos].1));
-                self.pos += 1;
-            } else {
-                self.pos = save;
-                break;
-            }
-        }
-        let v = if props.iter().any(|p| p.starts_with('!')) {
-            Value::String(words.clone())
-        } else {
-            resolve_plain(&words).map_err(|m| self.err(m))?
-        };
-        self.apply_props(&props, v, Some(&words))
-    }
-
-    /// `|` or `>` block scalars: the following lines indented more than the parent.
-    fn block_scalar(
-        &mut self,
-        header: &str,
-        parent: Option<usize>,
-        _col: usize,
-    ) -> Result<String, String> {
-        let literal = header.starts_with('|');
-        let mut chomp = ' ';
-        let mut explicit: Option<usize> = None;
-        for c in header[1..].chars() {
-            match c {
-                '-' | '+' => chomp = c,
-                '1'..='9' => explicit = Some(c as usize - '0' as usize),
-                ' ' | '\t' => break,
-                _ => return Err(self.err("invalid block scalar header")),
-            }
-        }
-        let parent_indent = parent.map(|p| p as i64).unwrap_or(-1);
-        let mut raw: Vec<String> = Vec::new();
-        let mut content_indent: Option<usize> =
-            explicit.map(|e| (parent_indent + e as i64) as usize);
-        while self.pos < self.lines.len() {
-            let (ind, text) = &self.lines[self.pos];
-            if text.is_empty() {
-                raw.push(String::new());
-                self.pos += 1;
+            let evt = self.next()?;
+            let EventData::Scalar {
+                ref tag,
+                ref value,
+                style,
+                ..
+            } = evt.data
+            else {
+                if matches!(evt.data, EventData::MappingEnd) {
+                    return Ok(Value::Object(vals));
+                }
+                return Err(at(&evt, "only strings are allowed as mapping keys"));
+            };
+            let tag = tag.as_deref().unwrap_or("");
+            let key = resolve(tag, value, style)?;
+            if tag.is_empty() && value == "<<" {
+                // A merge key: the value, a mapping, is merged into this one.
+                match self.value()? {
+                    Value::Object(m) | Value::Map(m) => vals.extend(m),
+                    other => {
+                        let ty = friendly_name(&other.type_of(), false);
+                        return Err(at(&evt, &format!("cannot merge {ty} into mapping")));
+                    }
+                }
                 continue;
             }
-            let ci = *content_indent.get_or_insert(*ind);
-            if (*ind as i64) <= parent_indent || *ind < ci {
-                break;
+            let key = match convert(key, &Type::String) {
+                Ok(Value::String(k)) => k,
+                Ok(_) => return Err(at(&evt, "mapping key cannot be null")),
+                Err(_) => return Err(at(&evt, "only strings are allowed as mapping keys")),
+            };
+            let v = self.value()?;
+            vals.insert(key, v);
+        }
+    }
+
+    fn sequence(&mut self) -> Result<Value, String> {
+        let mut vals = Vec::new();
+        loop {
+            let evt = self.next()?;
+            if matches!(evt.data, EventData::SequenceEnd) {
+                return Ok(Value::Tuple(vals));
             }
-            raw.push(format!("{}{}", " ".repeat(ind - ci), text));
-            self.pos += 1;
+            vals.push(self.node(evt)?);
         }
-        // Trailing blank lines belong to the chomping, not the content.
-        let mut trailing = 0;
-        while raw.last().is_some_and(String::is_empty) {
-            raw.pop();
-            trailing += 1;
+    }
+}
+
+/// A mapping or sequence may carry only its own standard tag.
+fn check_tag(evt: &Event, tag: &Option<String>, own: &str, what: &str) -> Result<(), String> {
+    match tag.as_deref() {
+        Some(t) if !t.is_empty() && t.strip_prefix(LONG_TAG) != Some(own) => {
+            Err(at(evt, &format!("can't interpret {what} as {t}")))
         }
-        let body = if literal {
-            raw.join("\n")
-        } else {
-            let mut out = String::new();
-            let mut prev_more = false;
-            for (i, line) in raw.iter().enumerate() {
-                let more = line.starts_with(' ');
-                if i > 0 {
-                    if line.is_empty() {
-                        out.push('\n');
-                        continue;
-                    }
-                    let prev_empty = raw[i - 1].is_empty();
-                    if more || prev_more {
-                        out.push('\n');
-                    } else if !prev_empty {
-                        out.push(' ');
+        _ => Ok(()),
+    }
+}
+
+/// The YAML 1.2 integer pattern go-cty-yaml uses: `[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+`.
+fn is_integer(s: &str) -> bool {
+    let all = |b: &str, f: fn(&u8) -> bool| !b.is_empty() && b.as_bytes().iter().all(f);
+    if let Some(b) = s.strip_prefix("0o") {
+        return all(b, |c| (b'0'..=b'7').contains(c));
+    }
+    if let Some(b) = s.strip_prefix("0x") {
+        return all(b, u8::is_ascii_hexdigit);
+    }
+    all(s.strip_prefix(['-', '+']).unwrap_or(s), u8::is_ascii_digit)
+}
+
+/// The float pattern: `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
+fn is_float(s: &str) -> bool {
+    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let digits = |d: &str| d.bytes().all(|c| c.is_ascii_digit());
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some(("", frac)) => !frac.is_empty() && digits(frac),
+        Some((int, frac)) => digits(int) && digits(frac),
+        None => !mantissa.is_empty() && digits(mantissa),
+    };
+    let exp_ok = exp.is_none_or(|e| {
+        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
+        !e.is_empty() && digits(e)
+    });
+    mantissa_ok && exp_ok
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)`, then `ParseUint`: prefixed (`0x`, `0o`, `0b`, `0`)
+/// or decimal integers that fit 64 bits.
+fn go_parse_int(s: &str) -> Option<Number> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let (radix, digits) = if let Some(b) = body.strip_prefix("0x").or(body.strip_prefix("0X")) {
+        (16, b)
+    } else if let Some(b) = body.strip_prefix("0o").or(body.strip_prefix("0O")) {
+        (8, b)
+    } else if let Some(b) = body.strip_prefix("0b").or(body.strip_prefix("0B")) {
+        (2, b)
+    } else if body.len() > 1 && body.starts_with('0') {
+        (8, &body[1..])
+    } else {
+        (10, body)
+    };
+    if digits.is_empty() || digits.starts_with(['+', '-']) {
+        return None;
+    }
+    let magnitude = u64::from_str_radix(digits, radix).ok()?;
+    let text = if neg {
+        if magnitude > i64::MAX as u64 + 1 {
+            return None;
+        }
+        format!("-{magnitude}")
+    } else {
+        magnitude.to_string()
+    };
+    parse_number(&text)
+}
+
+/// The first-character hint of go-yaml's resolve table: 'S' sign, 'D' digit, 'M' a
+/// character some map entry starts with, '.' a possible float, 0 nothing to resolve.
+fn hint(s: &str) -> u8 {
+    match s.as_bytes().first() {
+        None => b'N',
+        Some(b'+' | b'-') => b'S',
+        Some(b'0'..=b'9') => b'D',
+        Some(b'y' | b'Y' | b'n' | b'N' | b't' | b'T' | b'f' | b'F' | b'o' | b'O' | b'~') => b'M',
+        Some(b'.') => b'.',
+        Some(_) => 0,
+    }
+}
+
+/// The values go-yaml's resolve map gives words.
+fn resolve_word(s: &str) -> Option<Result<Value, String>> {
+    Some(Ok(match s {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            Value::Bool(true)
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            Value::Bool(false)
+        }
+        "" | "~" | "null" | "Null" | "NULL" => Value::Null(Type::Dynamic),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF" => {
+            return Some(Err("floating point infinity is not supported".into()))
+        }
+        _ => return None,
+    }))
+}
+
+/// go-cty-yaml's `resolveScalar`: a scalar's value from its tag (long form, or empty),
+/// text and style.
+fn resolve(tag: &str, src: &str, style: ScalarStyle) -> Result<Value, String> {
+    let short = tag.strip_prefix(LONG_TAG);
+    if !tag.is_empty()
+        && !matches!(
+            short,
+            Some("str" | "bool" | "int" | "float" | "null" | "timestamp" | "binary")
+        )
+    {
+        return Err(format!("unsupported tag {}", quote(tag)));
+    }
+    let mut short = short.unwrap_or("");
+    let h = hint(src);
+    if h != 0 && short != "str" && short != "binary" {
+        if matches!(style, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted) {
+            return Ok(Value::String(src.to_string()));
+        }
+        if let Some(v) = resolve_word(src) {
+            return v;
+        }
+        if short.is_empty() && matches!(src, ".nan" | ".NaN" | ".NAN") {
+            return Err("floating point NaN is not supported".into());
+        }
+        match h {
+            b'.' => {
+                if let Some(n) = parse_number(src) {
+                    return Ok(Value::Number(n));
+                }
+            }
+            b'D' | b'S' => {
+                if short.is_empty() || short == "timestamp" {
+                    if let Some(t) = timestamp(src) {
+                        return Ok(Value::String(t));
                     }
                 }
-                out.push_str(line);
-                prev_more = more;
+                if is_integer(src) {
+                    short = "int";
+                } else if is_float(src) {
+                    short = "float";
+                }
             }
-            out
-        };
-        Ok(match chomp {
-            '-' => body,
-            '+' => format!("{body}\n{}", "\n".repeat(trailing)),
-            _ if body.is_empty() => body,
-            _ => format!("{body}\n"),
-        })
-    }
-
-    fn flow_scalar_text(&self, text: &str) -> Result<Value, String> {
-        if text.starts_with('"') || text.starts_with('\'') {
-            let (s, _) = unquote(text).map_err(|m| self.err(m))?;
-            return Ok(Value::String(s));
-        }
-        Ok(Value::String(text.to_string()))
-    }
-}
-
-/// Splits leading `&anchor` and `!tag` properties from a value's text.
-fn split_props(text: &str) -> (Vec<String>, &str) {
-    let mut props = Vec::new();
-    let mut rest = text;
-    while rest.starts_with('&') || rest.starts_with('!') {
-        let end = rest.find([' ', '\t']).unwrap_or(rest.len());
-        props.push(rest[..end].to_string());
-        rest = rest[end..].trim_start();
-    }
-    (props, rest)
-}
-
-fn flow_balanced(s: &str) -> bool {
-    let mut depth = 0i32;
-    let mut quote: Option<char> = None;
-    let mut esc = false;
-    for c in s.chars() {
-        if let Some(q) = quote {
-            if esc {
-                esc = false;
-            } else if q == '"' && c == '\\' {
-                esc = true;
-            } else if c == q {
-                quote = None;
-            }
-            continue;
-        }
-        match c {
-            '"' | '\'' => quote = Some(c),
-            '[' | '{' => depth += 1,
-            ']' | '}' => depth -= 1,
             _ => {}
         }
     }
-    depth <= 0 && quote.is_none()
-}
-
-fn quoted_closed(s: &str) -> bool {
-    unquote(s).is_ok()
-}
-
-/// Reads a quoted scalar at the start of `s`: its value and the bytes it used. Line breaks
-/// inside fold to spaces (an empty line to a newline).
-fn unquote(s: &str) -> Result<(String, usize), String> {
-    let q = s.chars().next().ok_or("expected a quoted scalar")?;
-    let chars: Vec<(usize, char)> = s.char_indices().collect();
-    let mut out = String::new();
-    let mut i = 1;
-    while i < chars.len() {
-        let c = chars[i].1;
-        if c == q {
-            if q == '\'' && chars.get(i + 1).map(|x| x.1) == Some('\'') {
-                out.push('\'');
-                i += 2;
-                continue;
-            }
-            let used = chars.get(i + 1).map(|x| x.0).unwrap_or(s.len());
-            return Ok((out, used));
+    // An implied tag is named in its long form too, as go-cty-yaml names it.
+    let cannot = || format!("cannot parse {} as {LONG_TAG}{short}", quote(src));
+    match short {
+        "str" | "" => Ok(Value::String(src.to_string())),
+        "binary" => {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD
+                // Go's decoder skips line breaks.
+                .decode(src.replace(['\r', '\n'], ""))
+                .map(|_| Value::String(src.to_string()))
+                .map_err(|_| format!("{}: not valid base64", cannot()))
         }
-        if c == '\n' {
-            // Folding: trailing spaces before and leading spaces after are dropped.
-            while out.ends_with(' ') {
-                out.pop();
-            }
-            let mut breaks = 0;
-            while i < chars.len() && (chars[i].1 == '\n' || chars[i].1 == ' ') {
-                if chars[i].1 == '\n' {
-                    breaks += 1;
-                }
-                i += 1;
-            }
-            if breaks == 1 {
-                out.push(' ');
-            } else {
-                out.push_str(&"\n".repeat(breaks - 1));
-            }
-            continue;
+        "bool" => match resolve_word(src) {
+            Some(Ok(v @ Value::Bool(_))) => Ok(v),
+            _ => Err(cannot()),
+        },
+        "int" | "float" => {
+            let plain = src.replace('_', "");
+            parse_number(&plain)
+                .or_else(|| go_parse_int(&plain))
+                .map(Value::Number)
+                .ok_or_else(cannot)
         }
-        if q == '"' && c == '\\' {
-            let e = chars.get(i + 1).map(|x| x.1).ok_or("unterminated escape")?;
-            i += 2;
-            let hex = |n: usize, i: &mut usize| -> Result<char, String> {
-                let h: String = chars.iter().skip(*i).take(n).map(|x| x.1).collect();
-                *i += n;
-                u32::from_str_radix(&h, 16)
-                    .ok()
-                    .and_then(char::from_u32)
-                    .ok_or_else(|| format!("invalid escape \\{e}{h}"))
-            };
-            match e {
-                '0' => out.push('\0'),
-                'a' => out.push('\u{7}'),
-                'b' => out.push('\u{8}'),
-                't' | '\t' => out.push('\t'),
-                'n' => out.push('\n'),
-                'v' => out.push('\u{b}'),
-                'f' => out.push('\u{c}'),
-                'r' => out.push('\r'),
-                'e' => out.push('\u{1b}'),
-                ' ' => out.push(' '),
-                '"' => out.push('"'),
-                '/' => out.push('/'),
-                '\\' => out.push('\\'),
-                'N' => out.push('\u{85}'),
-                '_' => out.push('\u{a0}'),
-                'L' => out.push('\u{2028}'),
-                'P' => out.push('\u{2029}'),
-                'x' => out.push(hex(2, &mut i)?),
-                'u' => out.push(hex(4, &mut i)?),
-                'U' => out.push(hex(8, &mut i)?),
-                '\n' => {
-                    while i < chars.len() && chars[i].1 == ' ' {
-                        i += 1;
-                    }
-                }
-                other => return Err(format!("found unknown escape character {other:?}")),
-            }
-            continue;
-        }
-        out.push(c);
-        i += 1;
+        "timestamp" => timestamp(src).map(Value::String).ok_or_else(cannot),
+        _ => Ok(Value::Null(Type::Dynamic)),
     }
-    Err("found unexpected end of stream while scanning a quoted scalar".into())
-}
-
-/// A flow collection reader.
-struct Flow {
-    s: Vec<char>,
-    i: usize,
-    depth: usize,
-}
-
-impl Flow {
-    fn ws(&mut self) {
-        while self.i < self.s.len() && (self.s[self.i] == ' ' || self.s[self.i] == '\t') {
-            self.i += 1;
-        }
-    }
-    fn value(&mut self, p: &mut Parser) -> Result<Value, String> {
-        self.depth += 1;
-        if self.depth > super::MAX_DEPTH {
-            return Err("exceeded max depth".into());
-        }
-        let v = self.value_inner(p);
-        self.depth -= 1;
-        v
-    }
-
-    fn value_inner(&mut self, p: &mut Parser) -> Result<Value, String> {
-        self.ws();
-        // `&anchor` and `!tag` properties before a flow value.
-        if let Some(&c @ ('&' | '!')) = self.s.get(self.i) {
-            let start = self.i + 1;
-            while self.i < self.s.len() && !matches!(self.s[self.i], ' ' | ',' | ']' | '}') {
-                self.i += 1;
-            }
-            let name: String = self.s[start..self.i].iter().collect();
-            let v = self.value(p)?;
-            if c == '&' {
-                p.anchors.insert(name, v.clone());
-                return Ok(v);
-            }
-            return match v {
-                Value::String(raw) => {
-                    resolve_tagged(&format!("!{}", name.trim_start_matches('!')), &raw)
-                }
-                Value::Number(n) => resolve_tagged(
-                    &format!("!{}", name.trim_start_matches('!')),
-                    &n.to_string(),
-                ),
-                other => Ok(other),
-            };
-        }
-        match self.s.get(self.i) {
-            Some('[') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                loop {
-                    self.ws();
-                    if self.s.get(self.i) == Some(&']') {
-                        self.i += 1;
-                        return Ok(Value::Tuple(items));
-                    }
-                    items.push(self.value(p)?);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(',') => self.i += 1,
-                        Some(']') => {}
-                        _ => return Err("did not find expected ',' or ']'".into()),
-                    }
-                }
-            }
-            Some('{') => {
-                self.i += 1;
-                let mut m = BTreeMap::new();
-                loop {
-                    self.ws();
-                    if self.s.get(self.i) == Some(&'}') {
-                        self.i += 1;
-                        return Ok(Value::Object(m));
-                    }
-                    let key = match self.scalar(true)? {
-                        (Value::String(s), _) => s,
-                        (Value::Null(_), _) => "null".into(),
-                        (Value::Bool(b), _) => b.to_string(),
-                        (Value::Number(n), _) => n.to_string(),
-                        _ => return Err("mapping keys must be scalars".into()),
-                    };
-                    self.ws();
-                    let v = if self.s.get(self.i) == Some(&':') {
-                        self.i += 1;
-                        self.value(p)?
-                    } else {
-                        Value::Null(Type::Dynamic)
-                    };
-                    m.insert(key, v);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(',') => self.i += 1,
-                        Some('}') => {}
-                        _ => return Err("did not find expected ',' or '}'".into()),
-                    }
-                }
-            }
-            Some('*') => {
-                self.i += 1;
-                let start = self.i;
-                while self.i < self.s.len() && !matches!(self.s[self.i], ',' | ']' | '}' | ' ') {
-                    self.i += 1;
-                }
-                let name: String = self.s[start..self.i].iter().collect();
-                p.anchors
-                    .get(&name)
-                    .cloned()
-                    .ok_or_else(|| format!("unknown anchor {} referenced", quote(&name)))
-            }
-            _ => Ok(self.scalar(false)?.0),
-        }
-    }
-    /// A scalar inside a flow collection; keys stop at `:`.
-    fn scalar(&mut self, key: bool) -> Result<(Value, bool), String> {
-        self.ws();
-        if let Some(&q) = self.s.get(self.i).filter(|c| **c == '"' || **c == '\'') {
-            let rest: String = self.s[self.i..].iter().collect();
-            let (v, used) = unquote(&rest)?;
-            self.i += rest[..used].chars().count();
-            let _ = q;
-            return Ok((Value::String(v), true));
-        }
-        let start = self.i;
-        while self.i < self.s.len() {
-            let c = self.s[self.i];
-            if matches!(c, ',' | ']' | '}' | '[' | '{') {
-                break;
-            }
-            if c == ':'
-                && (key
-                    || self
-                        .s
-                        .get(self.i + 1)
-                        .is_none_or(|n| *n == ' ' || *n == ','))
-            {
-                break;
-            }
-            self.i += 1;
-        }
-        let text: String = self.s[start..self.i].iter().collect();
-        let text = text.trim();
-        Ok((resolve_plain(text)?, false))
-    }
-}
-
-fn int_with_prefix(plain: &str) -> Option<BigInt> {
-    let (neg, digits) = match plain.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, plain.strip_prefix('+').unwrap_or(plain)),
-    };
-    let (radix, body) = if let Some(b) = digits.strip_prefix("0x") {
-        (16, b)
-    } else if let Some(b) = digits.strip_prefix("0o") {
-        (8, b)
-    } else if let Some(b) = digits.strip_prefix("0b") {
-        (2, b)
-    } else {
-        return None;
-    };
-    let v = BigInt::parse_bytes(body.as_bytes(), radix)?;
-    Some(if neg { -v } else { v })
 }
 
 /// YAML timestamps (`2001-12-14`, `2001-12-14t21:59:43.10Z`, `2001-12-14 21:59:43`) as
@@ -862,76 +519,6 @@ fn timestamp(s: &str) -> Option<String> {
         _ => return None,
     };
     Some(format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{se:02}{zone}"))
-}
-
-/// Resolves a plain (unquoted, untagged) scalar.
-fn resolve_plain(s: &str) -> Result<Value, String> {
-    match s {
-        "" | "~" | "null" | "Null" | "NULL" => return Ok(Value::Null(Type::Dynamic)),
-        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
-            return Ok(Value::Bool(true))
-        }
-        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
-            return Ok(Value::Bool(false))
-        }
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF" => {
-            return Err("floating point infinity is not supported".into())
-        }
-        ".nan" | ".NaN" | ".NAN" => return Err("floating point NaN is not supported".into()),
-        _ => {}
-    }
-    let first = s.as_bytes()[0];
-    if first.is_ascii_digit() || first == b'+' || first == b'-' || first == b'.' {
-        if let Some(t) = timestamp(s) {
-            return Ok(Value::String(t));
-        }
-        if let Some(n) = parse_number(s) {
-            return Ok(Value::Number(n));
-        }
-        if let Some(i) = int_with_prefix(s) {
-            return Ok(Value::Number(Number::new(BigDecimal::from(i))));
-        }
-    }
-    Ok(Value::String(s.to_string()))
-}
-
-/// Resolves a scalar under an explicit tag (`!!int`, `!!str`...).
-fn resolve_tagged(tag: &str, raw: &str) -> Result<Value, String> {
-    let long = |t: &str| format!("tag:yaml.org,2002:{t}");
-    match tag {
-        "!str" => Ok(Value::String(raw.to_string())),
-        "!binary" => {
-            use base64::Engine as _;
-            base64::engine::general_purpose::STANDARD
-                .decode(raw.split_whitespace().collect::<String>())
-                .map(|_| Value::String(raw.to_string()))
-                .map_err(|_| {
-                    format!(
-                        "cannot parse {} as {}: not valid base64",
-                        quote(raw),
-                        long("binary")
-                    )
-                })
-        }
-        "!bool" => match resolve_plain(raw) {
-            Ok(v @ Value::Bool(_)) => Ok(v),
-            _ => Err(format!("cannot parse {} as {}", quote(raw), long("bool"))),
-        },
-        "!int" | "!float" => {
-            let plain = raw.replace('_', "");
-            parse_number(&plain)
-                .map(Value::Number)
-                .or_else(|| {
-                    int_with_prefix(&plain).map(|i| Value::Number(Number::new(BigDecimal::from(i))))
-                })
-                .ok_or_else(|| format!("cannot parse {} as {}", quote(raw), long(&tag[1..])))
-        }
-        "!null" => Ok(Value::Null(Type::Dynamic)),
-        "!timestamp" => timestamp(raw)
-            .map(Value::String)
-            .ok_or_else(|| format!("cannot parse {} as {}", quote(raw), long("timestamp"))),
-        other => Err(format!("unsupported tag {}", quote(&format!("!{other}")))),
-    }
 }
 
 #[cfg(test)]
@@ -1012,9 +599,11 @@ mod tests {
                 ("l", num("12345678901234567890123")),
             ]),
         );
+        // A quoted scalar stays a string whatever its tag (go-cty-yaml's `resolveScalar`;
+        // `terraform console` 1.11.4 gives "7").
         ok(
             "a: !!str 123\nb: !!int '7'",
-            obj(vec![("a", s("123")), ("b", n(7))]),
+            obj(vec![("a", s("123")), ("b", s("7"))]),
         );
         ok(
             "url: http://x.y/z#frag",
@@ -1058,12 +647,90 @@ mod tests {
             ]),
         );
         ok("a: 1\na: 2", obj(vec![("a", n(2))]));
+        // go-cty-yaml counts lines from zero here (`terraform console` 1.11.4).
         assert_eq!(
             decode("a: 1\n---\nb: 2"),
-            Err("on line 2, column 1: unexpected extra content after value".into())
+            Err("on line 1, column 1: unexpected extra content after value".into())
         );
         assert!(decode("a: [1, 2").is_err());
         assert!(decode("a: .nan").is_err());
         assert!(decode("a: *nope").is_err());
+    }
+
+    /// Each expected text is `terraform console` 1.11.4's for `yamldecode(SRC)`: the value
+    /// as it prints it, or the function's error message.
+    #[test]
+    fn matches_terraform_console() {
+        let cases: &[(&str, Result<&str, &str>)] = &[
+        ("a: 1\n---\nb: 2", Err("on line 1, column 1: unexpected extra content after value")),
+        ("a: [1, 2", Err("on line 1, column 1: did not find expected ',' or ']'")),
+        ("a: *nope", Err("reference to undefined anchor \"nope\"")),
+        ("a: .nan", Err("floating point NaN is not supported")),
+        ("a: &x [*x]", Err("cannot refer to anchor \"x\" from inside its own definition")),
+        ("a:\n  b: 1\n c: 2", Err("on line 2, column 2: did not find expected key")),
+        ("{a: 1", Err("on line 1, column 1: did not find expected ',' or '}'")),
+        ("a: !!foo x", Err("unsupported tag \"tag:yaml.org,2002:foo\"")),
+        ("- a\nb: c", Err("on line 1, column 1: did not find expected '-' indicator")),
+        ("\ta: 1", Err("found character that cannot start any token")),
+        ("a: 1\n...\nb", Err("on line 2, column 1: did not find expected <document start>")),
+        ("? [1]\n: 2", Err("only strings are allowed as mapping keys")),
+        ("a: 'x", Err("found unexpected end of stream")),
+        ("a: !!bool yes2", Err("cannot parse \"yes2\" as tag:yaml.org,2002:bool")),
+        ("[1, 2]\n# c\n", Ok("[\n  1,\n  2,\n]")),
+        ("--- |\n  x\n", Ok("<<EOT\nx\n\nEOT")),
+        ("a: 2001-12-14 21:59:43.10 -5", Ok("{\n  \"a\" = \"2001-12-14 21:59:43.10 -5\"\n}")),
+        ("a: 2001-12-14t21:59:43.10Z", Ok("{\n  \"a\" = \"2001-12-14T21:59:43Z\"\n}")),
+        ("a: 2001-12-14 21:59:43.10", Ok("{\n  \"a\" = \"2001-12-14T21:59:43Z\"\n}")),
+        ("a: 2001-1-2T3:04:05+02:00", Ok("{\n  \"a\" = \"2001-01-02T03:04:05+02:00\"\n}")),
+        ("[1e3, +12, 012, 0o17, 0x, -1.5e-3, 1., .5e1, -.5, -0]", Ok("[\n  1000,\n  12,\n  12,\n  15,\n  \"0x\",\n  -0.0015,\n  1,\n  5,\n  -0.5,\n  -0,\n]")),
+        ("a: !!binary aGVsbG8=", Ok("{\n  \"a\" = \"aGVsbG8=\"\n}")),
+        ("a: !!binary 'aGVsbG8'", Err("cannot parse \"aGVsbG8\" as tag:yaml.org,2002:binary: not valid base64")),
+        ("a: !!timestamp 2001-12-14", Ok("{\n  \"a\" = \"2001-12-14T00:00:00Z\"\n}")),
+        ("x: !!int 0x1FFFFFFFFFFFFFFFF", Err("cannot parse \"0x1FFFFFFFFFFFFFFFF\" as tag:yaml.org,2002:int")),
+        ("key: value\n  bad: 1", Err("on line 2, column 1: mapping values are not allowed in this context")),
+        ("a: b: c", Err("mapping values are not allowed in this context")),
+        ("1: a\ntrue: b\nnull: c", Err("on line 2, column 1: mapping key cannot be null")),
+        ("[a, b]: c", Err("only strings are allowed as mapping keys")),
+        ("a: !!str\nb: !!null x", Ok("{\n  \"a\" = \"\"\n  \"b\" = null\n}")),
+        ("<<: [{a: 1}, {b: 2}]\nc: 3", Err("cannot merge tuple into mapping")),
+        ("<<: 5", Err("cannot merge number into mapping")),
+        ("a: !!map [1]", Err("can't interpret sequence as tag:yaml.org,2002:map")),
+        ("a: &a 1\nb: &a 2\nc: *a", Ok("{\n  \"a\" = 1\n  \"b\" = 2\n  \"c\" = 2\n}")),
+        ("%YAML 1.1\n---\na: 1", Ok("{\n  \"a\" = 1\n}")),
+        ("a: 1\n\n\n  # x\nb: [\n 1,\n 2\n ]", Ok("{\n  \"a\" = 1\n  \"b\" = [\n    1,\n    2,\n  ]\n}")),
+        ("a: |2\n   x\n  y\n", Ok("{\n  \"a\" = <<-EOT\n   x\n  y\n  \n  EOT\n}")),
+        ("a: >-\n  one\n\n   two\n  three\n", Ok("{\n  \"a\" = <<-EOT\n  one\n  \n   two\n  three\n  EOT\n}")),
+        ("!!str 12", Ok("\"12\"")),
+        ("---\n...\n", Ok("null")),
+        ("---", Ok("null")),
+        ("- - - x", Ok("[\n  [\n    [\n      \"x\",\n    ],\n  ],\n]")),
+        ("a:\n- 1\n- 2\nb: 3", Ok("{\n  \"a\" = [\n    1,\n    2,\n  ]\n  \"b\" = 3\n}")),
+        ("a: 1 # c\n#d\n", Ok("{\n  \"a\" = 1\n}")),
+        ("a: 'it''s'\nb: \"multi\n  line\"\nc: plain\n  continued", Ok("{\n  \"a\" = \"it's\"\n  \"b\" = \"multi line\"\n  \"c\" = \"plain continued\"\n}")),
+        (" a: 1\n b: 2", Ok("{\n  \"a\" = 1\n  \"b\" = 2\n}")),
+        ("a: @x", Err("found character that cannot start any token")),
+        ("a: `x", Err("found character that cannot start any token")),
+        ("{a: 1, b}", Ok("{\n  \"a\" = 1\n  \"b\" = null\n}")),
+        ("[a: 1, b]", Ok("[\n  {\n    \"a\" = 1\n  },\n  \"b\",\n]")),
+        ("? a\n: 1", Ok("{\n  \"a\" = 1\n}")),
+        ("0.1", Ok("0.1")),
+        ("1_000", Ok("\"1_000\"")),
+        ("\"a\\qb\"", Err("found unknown escape character")),
+        ];
+        for (src, want) in cases {
+            let got = decode(src).map(|v| crate::value::format_hcl(&v));
+            assert_eq!(got.as_deref().map_err(|e| e.as_str()), *want, "{src:?}");
+        }
+        // Terraform gives "Aé😀\u0085\u00a0" (the console escapes U+0085 and U+00A0, which
+        // `format_hcl` does not yet): the decoded string is the same.
+        assert_eq!(
+            decode(r#"a: "\x41\u00e9\U0001F600\N\_""#),
+            Ok(obj(vec![("a", s("Aé😀\u{85}\u{a0}"))]))
+        );
+        // The one difference kept: Terraform's infinite number, which `Value` cannot hold.
+        assert_eq!(
+            decode("+.inf"),
+            Err("floating point infinity is not supported".into())
+        );
     }
 }

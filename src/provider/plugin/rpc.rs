@@ -429,22 +429,33 @@ mod v6 {
     conversions!(p6);
 }
 
-/// The same call on either protocol: `$c` is bound to the client, `$m` to its conversions
-/// module and `$p` to its message module.
-macro_rules! both {
-    ($self:expr, |$c:ident, $m:ident, $p:ident| $body:expr) => {
+/// One RPC on either protocol, written once. The method and its message module may be
+/// named differently in the two (`configure(configure::Request)` in protocol 5,
+/// `configure_provider(configure_provider::Request)` in 6); the same name once when they
+/// are not. In `$request` and `$out`, `$m` is bound to the protocol's conversions module,
+/// `$p` to its message module and `$q` to the call's message module; in `$out`, `$r` is the
+/// response.
+macro_rules! rpc {
+    ($self:expr, $f5:ident($q5:ident) | $f6:ident($q6:ident),
+     |$m:ident, $p:ident, $q:ident| $request:expr, |$r:ident| $out:expr) => {
         match $self.clone() {
-            Client::V5(mut $c) => {
+            Client::V5(mut c) => {
                 #[allow(unused_imports)]
-                use {p5 as $p, v5 as $m};
-                $body
+                use {p5 as $p, p5::$q5 as $q, v5 as $m};
+                let $r = c.$f5($request).await.map_err(status)?.into_inner();
+                $out
             }
-            Client::V6(mut $c) => {
+            Client::V6(mut c) => {
                 #[allow(unused_imports)]
-                use {p6 as $p, v6 as $m};
-                $body
+                use {p6 as $p, p6::$q6 as $q, v6 as $m};
+                let $r = c.$f6($request).await.map_err(status)?.into_inner();
+                $out
             }
         }
+    };
+    ($self:expr, $f:ident($q:ident), |$m:ident, $p:ident, $qm:ident| $request:expr,
+     |$r:ident| $out:expr) => {
+        rpc!($self, $f($q) | $f($q), |$m, $p, $qm| $request, |$r| $out)
     };
 }
 
@@ -473,51 +484,28 @@ impl Client {
     /// The schema, and the response as protobuf bytes (for the schema cache).
     pub(crate) async fn get_schema(&self) -> Result<(Schemas, Vec<Diag>, Vec<u8>), String> {
         use prost::Message as _;
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .get_schema(p5::get_provider_schema::Request {})
-                    .await
-                    .map_err(status)?
-                    .into_inner();
+        rpc!(
+            self,
+            get_schema(get_provider_schema) | get_provider_schema(get_provider_schema),
+            |m, p, q| q::Request {},
+            |r| {
                 let bytes = r.encode_to_vec();
-                let (s, d) = v5::schemas(r)?;
+                let (s, d) = m::schemas(r)?;
                 Ok((s, d, bytes))
             }
-            Client::V6(mut c) => {
-                let r = c
-                    .get_provider_schema(p6::get_provider_schema::Request {})
-                    .await
-                    .map_err(status)?
-                    .into_inner();
-                let bytes = r.encode_to_vec();
-                let (s, d) = v6::schemas(r)?;
-                Ok((s, d, bytes))
-            }
-        }
+        )
     }
 
     pub(crate) async fn validate_provider(&self, config: Dyn) -> Result<Vec<Diag>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .prepare_provider_config(p5::prepare_provider_config::Request {
-                        config: v5::to_dv(&config),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v5::diags(&r.into_inner().diagnostics))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .validate_provider_config(p6::validate_provider_config::Request {
-                        config: v6::to_dv(&config),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v6::diags(&r.into_inner().diagnostics))
-            }
-        }
+        rpc!(
+            self,
+            prepare_provider_config(prepare_provider_config)
+                | validate_provider_config(validate_provider_config),
+            |m, p, q| q::Request {
+                config: m::to_dv(&config),
+            },
+            |r| Ok(m::diags(&r.diagnostics))
+        )
     }
 
     pub(crate) async fn validate_resource(
@@ -525,30 +513,17 @@ impl Client {
         type_: &str,
         config: Dyn,
     ) -> Result<Vec<Diag>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .validate_resource_type_config(p5::validate_resource_type_config::Request {
-                        type_name: type_.to_string(),
-                        config: v5::to_dv(&config),
-                        client_capabilities: v5::caps(),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v5::diags(&r.into_inner().diagnostics))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .validate_resource_config(p6::validate_resource_config::Request {
-                        type_name: type_.to_string(),
-                        config: v6::to_dv(&config),
-                        client_capabilities: v6::caps(),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v6::diags(&r.into_inner().diagnostics))
-            }
-        }
+        rpc!(
+            self,
+            validate_resource_type_config(validate_resource_type_config)
+                | validate_resource_config(validate_resource_config),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                config: m::to_dv(&config),
+                client_capabilities: m::caps(),
+            },
+            |r| Ok(m::diags(&r.diagnostics))
+        )
     }
 
     pub(crate) async fn validate_data(
@@ -556,55 +531,29 @@ impl Client {
         type_: &str,
         config: Dyn,
     ) -> Result<Vec<Diag>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .validate_data_source_config(p5::validate_data_source_config::Request {
-                        type_name: type_.to_string(),
-                        config: v5::to_dv(&config),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v5::diags(&r.into_inner().diagnostics))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .validate_data_resource_config(p6::validate_data_resource_config::Request {
-                        type_name: type_.to_string(),
-                        config: v6::to_dv(&config),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v6::diags(&r.into_inner().diagnostics))
-            }
-        }
+        rpc!(
+            self,
+            validate_data_source_config(validate_data_source_config)
+                | validate_data_resource_config(validate_data_resource_config),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                config: m::to_dv(&config),
+            },
+            |r| Ok(m::diags(&r.diagnostics))
+        )
     }
 
     pub(crate) async fn configure(&self, version: &str, config: Dyn) -> Result<Vec<Diag>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c
-                    .configure(p5::configure::Request {
-                        terraform_version: version.to_string(),
-                        config: v5::to_dv(&config),
-                        client_capabilities: v5::caps(),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v5::diags(&r.into_inner().diagnostics))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .configure_provider(p6::configure_provider::Request {
-                        terraform_version: version.to_string(),
-                        config: v6::to_dv(&config),
-                        client_capabilities: v6::caps(),
-                    })
-                    .await
-                    .map_err(status)?;
-                Ok(v6::diags(&r.into_inner().diagnostics))
-            }
-        }
+        rpc!(
+            self,
+            configure(configure) | configure_provider(configure_provider),
+            |m, p, q| q::Request {
+                terraform_version: version.to_string(),
+                config: m::to_dv(&config),
+                client_capabilities: m::caps(),
+            },
+            |r| Ok(m::diags(&r.diagnostics))
+        )
     }
 
     pub(crate) async fn upgrade(
@@ -613,21 +562,19 @@ impl Client {
         version: i64,
         raw_json: Vec<u8>,
     ) -> Result<(Dyn, Vec<Diag>), String> {
-        both!(self, |c, m, p| {
-            let r = c
-                .upgrade_resource_state(p::upgrade_resource_state::Request {
-                    type_name: type_.to_string(),
-                    version,
-                    raw_state: Some(p::RawState {
-                        json: raw_json,
-                        flatmap: Default::default(),
-                    }),
-                })
-                .await
-                .map_err(status)?
-                .into_inner();
-            Ok((m::dv(r.upgraded_state), m::diags(&r.diagnostics)))
-        })
+        rpc!(
+            self,
+            upgrade_resource_state(upgrade_resource_state),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                version,
+                raw_state: Some(p::RawState {
+                    json: raw_json,
+                    flatmap: Default::default(),
+                }),
+            },
+            |r| Ok((m::dv(r.upgraded_state), m::diags(&r.diagnostics)))
+        )
     }
 
     pub(crate) async fn read(
@@ -636,25 +583,23 @@ impl Client {
         state: Dyn,
         private: Vec<u8>,
     ) -> Result<ReadOut, String> {
-        both!(self, |c, m, p| {
-            let r = c
-                .read_resource(p::read_resource::Request {
-                    type_name: type_.to_string(),
-                    current_state: m::to_dv(&state),
-                    private,
-                    provider_meta: m::no_meta(),
-                    client_capabilities: m::caps(),
-                    current_identity: None,
-                })
-                .await
-                .map_err(status)?
-                .into_inner();
-            Ok(ReadOut {
+        rpc!(
+            self,
+            read_resource(read_resource),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                current_state: m::to_dv(&state),
+                private,
+                provider_meta: m::no_meta(),
+                client_capabilities: m::caps(),
+                current_identity: None,
+            },
+            |r| Ok(ReadOut {
                 new_state: m::dv(r.new_state),
                 private: r.private,
                 diags: m::diags(&r.diagnostics),
             })
-        })
+        )
     }
 
     pub(crate) async fn plan(
@@ -665,33 +610,33 @@ impl Client {
         config: Dyn,
         prior_private: Vec<u8>,
     ) -> Result<PlanOut, String> {
-        both!(self, |c, m, p| {
-            let r = c
-                .plan_resource_change(p::plan_resource_change::Request {
-                    type_name: type_.to_string(),
-                    prior_state: m::to_dv(&prior),
-                    proposed_new_state: m::to_dv(&proposed),
-                    config: m::to_dv(&config),
-                    prior_private,
-                    provider_meta: m::no_meta(),
-                    client_capabilities: m::caps(),
-                    prior_identity: None,
+        rpc!(
+            self,
+            plan_resource_change(plan_resource_change),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                prior_state: m::to_dv(&prior),
+                proposed_new_state: m::to_dv(&proposed),
+                config: m::to_dv(&config),
+                prior_private,
+                provider_meta: m::no_meta(),
+                client_capabilities: m::caps(),
+                prior_identity: None,
+            },
+            |r| {
+                let mut requires_replace: Vec<String> =
+                    r.requires_replace.iter().filter_map(m::root_name).collect();
+                requires_replace.sort();
+                requires_replace.dedup();
+                Ok(PlanOut {
+                    planned: m::dv(r.planned_state),
+                    requires_replace,
+                    private: r.planned_private,
+                    legacy_type_system: r.legacy_type_system,
+                    diags: m::diags(&r.diagnostics),
                 })
-                .await
-                .map_err(status)?
-                .into_inner();
-            let mut requires_replace: Vec<String> =
-                r.requires_replace.iter().filter_map(m::root_name).collect();
-            requires_replace.sort();
-            requires_replace.dedup();
-            Ok(PlanOut {
-                planned: m::dv(r.planned_state),
-                requires_replace,
-                private: r.planned_private,
-                legacy_type_system: r.legacy_type_system,
-                diags: m::diags(&r.diagnostics),
-            })
-        })
+            }
+        )
     }
 
     pub(crate) async fn apply(
@@ -702,27 +647,25 @@ impl Client {
         config: Dyn,
         planned_private: Vec<u8>,
     ) -> Result<ApplyOut, String> {
-        both!(self, |c, m, p| {
-            let r = c
-                .apply_resource_change(p::apply_resource_change::Request {
-                    type_name: type_.to_string(),
-                    prior_state: m::to_dv(&prior),
-                    planned_state: m::to_dv(&planned),
-                    config: m::to_dv(&config),
-                    planned_private,
-                    provider_meta: m::no_meta(),
-                    planned_identity: None,
-                })
-                .await
-                .map_err(status)?
-                .into_inner();
-            Ok(ApplyOut {
+        rpc!(
+            self,
+            apply_resource_change(apply_resource_change),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                prior_state: m::to_dv(&prior),
+                planned_state: m::to_dv(&planned),
+                config: m::to_dv(&config),
+                planned_private,
+                provider_meta: m::no_meta(),
+                planned_identity: None,
+            },
+            |r| Ok(ApplyOut {
                 new_state: m::dv(r.new_state),
                 private: r.private,
                 legacy_type_system: r.legacy_type_system,
                 diags: m::diags(&r.diagnostics),
             })
-        })
+        )
     }
 
     pub(crate) async fn read_data(
@@ -730,19 +673,17 @@ impl Client {
         type_: &str,
         config: Dyn,
     ) -> Result<(Dyn, Vec<Diag>), String> {
-        both!(self, |c, m, p| {
-            let r = c
-                .read_data_source(p::read_data_source::Request {
-                    type_name: type_.to_string(),
-                    config: m::to_dv(&config),
-                    provider_meta: m::no_meta(),
-                    client_capabilities: m::caps(),
-                })
-                .await
-                .map_err(status)?
-                .into_inner();
-            Ok((m::dv(r.state), m::diags(&r.diagnostics)))
-        })
+        rpc!(
+            self,
+            read_data_source(read_data_source),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                config: m::to_dv(&config),
+                provider_meta: m::no_meta(),
+                client_capabilities: m::caps(),
+            },
+            |r| Ok((m::dv(r.state), m::diags(&r.diagnostics)))
+        )
     }
 
     pub(crate) async fn import(
@@ -750,71 +691,57 @@ impl Client {
         type_: &str,
         id: &str,
     ) -> Result<(Vec<Imported>, Vec<Diag>), String> {
-        both!(self, |c, m, p| {
-            let r = c
-                .import_resource_state(p::import_resource_state::Request {
-                    type_name: type_.to_string(),
-                    id: id.to_string(),
-                    client_capabilities: m::caps(),
-                    identity: None,
-                })
-                .await
-                .map_err(status)?
-                .into_inner();
-            Ok((
-                r.imported_resources
-                    .into_iter()
-                    .map(|i| Imported {
-                        type_name: i.type_name,
-                        state: m::dv(i.state),
-                        private: i.private,
-                    })
-                    .collect(),
-                m::diags(&r.diagnostics),
-            ))
-        })
+        rpc!(
+            self,
+            import_resource_state(import_resource_state),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                id: id.to_string(),
+                client_capabilities: m::caps(),
+                identity: None,
+            },
+            |r| {
+                let imported = r.imported_resources.into_iter().map(|i| Imported {
+                    type_name: i.type_name,
+                    state: m::dv(i.state),
+                    private: i.private,
+                });
+                Ok((imported.collect(), m::diags(&r.diagnostics)))
+            }
+        )
     }
 
-    /// `StopProvider`: asks in-flight calls to return early. The provider's error, if any.
     /// `CallFunction`: the result, or the provider's error (with the argument it blames).
     pub(crate) async fn call_function(
         &self,
         name: &str,
         args: Vec<Dyn>,
     ) -> Result<Result<Dyn, FunctionFailure>, String> {
-        both!(self, |c, m, p| {
-            let r = c
-                .call_function(p::call_function::Request {
-                    name: name.to_string(),
-                    arguments: args.iter().filter_map(m::to_dv).collect(),
-                })
-                .await
-                .map_err(status)?
-                .into_inner();
-            Ok(match r.error {
+        rpc!(
+            self,
+            call_function(call_function),
+            |m, p, q| q::Request {
+                name: name.to_string(),
+                arguments: args.iter().filter_map(m::to_dv).collect(),
+            },
+            |r| Ok(match r.error {
                 Some(e) => Err(FunctionFailure {
                     arg: e.function_argument.and_then(|i| usize::try_from(i).ok()),
                     message: e.text,
                 }),
                 None => Ok(m::dv(r.result)),
             })
-        })
+        )
     }
 
+    /// `StopProvider`: asks in-flight calls to return early. The provider's error, if any.
     pub(crate) async fn stop(&self) -> Result<Option<String>, String> {
-        match self.clone() {
-            Client::V5(mut c) => {
-                let r = c.stop(p5::stop::Request {}).await.map_err(status)?;
-                Ok(Some(r.into_inner().error).filter(|e| !e.is_empty()))
-            }
-            Client::V6(mut c) => {
-                let r = c
-                    .stop_provider(p6::stop_provider::Request {})
-                    .await
-                    .map_err(status)?;
-                Ok(Some(r.into_inner().error).filter(|e| !e.is_empty()))
-            }
-        }
+        rpc!(
+            self,
+            stop(stop) | stop_provider(stop_provider),
+            |m, p, q| q::Request {},
+            |r| Ok(Some(r.error).filter(|e| !e.is_empty()))
+        )
     }
 }
 
