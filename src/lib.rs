@@ -15,6 +15,7 @@ pub mod engine;
 pub mod eval;
 pub mod plan;
 pub mod provider;
+pub mod schema;
 pub mod ui;
 pub mod value;
 

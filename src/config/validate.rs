@@ -10,7 +10,7 @@ use crate::diag::{Diagnostic, Diagnostics, FileId};
 use crate::eval::expand::{count_value, for_each_value};
 use crate::eval::expr::convert;
 use crate::eval::{eval, eval_block_body, eval_config_body, Scope, ScopeError, Subject};
-use crate::provider::Block;
+use crate::schema::Block;
 use crate::value::{Type, Value};
 use cairn_state::Mode;
 use std::cell::RefCell;

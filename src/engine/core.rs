@@ -22,7 +22,8 @@ use crate::config::{Config, Module, Resource, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::convert::convert;
 use crate::eval::{eval, eval_body, eval_body_with_sources, eval_config_body};
-use crate::provider::{Block, Configured};
+use crate::provider::Configured;
+use crate::schema::Block;
 use crate::value::{Type, Value};
 use cairn_graph::NodeId;
 use cairn_state::{

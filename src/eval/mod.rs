@@ -103,15 +103,14 @@ pub trait Scope {
 pub trait ProviderFunctions: Send + Sync {
     /// The signature of `provider::PROVIDER::NAME`, or the detail of an "unknown function"
     /// error.
-    fn signature(&self, provider: &str, name: &str)
-        -> Result<crate::provider::FunctionSig, String>;
+    fn signature(&self, provider: &str, name: &str) -> Result<crate::schema::FunctionSig, String>;
     /// Calls it with arguments converted to its parameter types.
     fn call(
         &self,
         provider: &str,
         name: &str,
         args: Vec<Value>,
-    ) -> Result<Value, crate::provider::FunctionFailure>;
+    ) -> Result<Value, crate::schema::FunctionFailure>;
 }
 
 /// Why a subject could not be resolved: a diagnostic's summary and detail.

@@ -309,13 +309,13 @@ pub struct BlockShape {
 /// One nested block type: how its blocks nest, and their own nested blocks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct NestedShape {
-    pub(crate) nesting: crate::provider::Nesting,
+    pub(crate) nesting: crate::schema::Nesting,
     #[serde(default)]
     pub(crate) shape: BlockShape,
 }
 
 impl BlockShape {
-    pub(crate) fn of(block: &crate::provider::Block) -> BlockShape {
+    pub(crate) fn of(block: &crate::schema::Block) -> BlockShape {
         BlockShape {
             blocks: block
                 .blocks

@@ -35,7 +35,7 @@ use super::{
     ProviderChange, Reason,
 };
 use crate::diag::{Diagnostic, SourceMap};
-use crate::provider::Nesting;
+use crate::schema::Nesting;
 use crate::value::Value;
 use cairn_state::{Mode, ResourceInstanceAddr, Snapshot};
 use std::collections::BTreeMap;

@@ -919,7 +919,7 @@ fn recorded_changes_draw_nested_blocks_and_moves() {
             blocks: [(
                 "rule".to_string(),
                 super::NestedShape {
-                    nesting: crate::provider::Nesting::List,
+                    nesting: crate::schema::Nesting::List,
                     shape: Default::default(),
                 },
             )]

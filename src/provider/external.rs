@@ -29,9 +29,9 @@ use super::host::Host;
 use super::schema_util::{self, get_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
-    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::schema::ProviderSchema;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use cairn_state::Mode;

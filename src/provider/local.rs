@@ -38,9 +38,9 @@ use super::host::Host;
 use super::schema_util::{self, exactly_one_of, get_str, need_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
-    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::schema::ProviderSchema;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use base64::Engine as _;

@@ -52,9 +52,9 @@ use super::host::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
-    ProviderSchema,
 };
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::schema::ProviderSchema;
 use crate::value::{Number, Type, Value};
 use async_trait::async_trait;
 use base64::Engine as _;

@@ -25,10 +25,10 @@ use super::rpc::{Client, Diag, Dyn, Schemas, TypeSchema};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::schema_util::same;
 use crate::provider::{
-    Applied, ApplyRequest, ApplyResponse, Block, ConfigDiff, Configured, FunctionFailure,
-    FunctionSig, Imported, Nesting, ObjectMeta, Planned, Provider, ProviderDiag, ProviderError,
-    ProviderResult, ProviderSchema,
+    Applied, ApplyRequest, ApplyResponse, ConfigDiff, Configured, Imported, ObjectMeta, Planned,
+    Provider, ProviderDiag, ProviderError, ProviderResult,
 };
+use crate::schema::{Block, FunctionFailure, FunctionSig, Nesting, ProviderSchema};
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use cairn_state::Mode;
