@@ -11,9 +11,7 @@
 //! the provider reports (a partial create is kept, tainted), fails its node so its dependents
 //! are skipped, and lets everything independent finish.
 
-use super::core::{
-    carry_marks, contradiction, Ctx, Instance, OrphanReason, Phase, ProviderSlot, ProviderState,
-};
+use super::core::{contradiction, Ctx, Instance, OrphanReason, Phase, ProviderSlot, ProviderState};
 use super::graph::{EdgeKind, Node, TermGraph};
 use super::journal::Journal;
 use super::observer::Progress;
@@ -28,7 +26,7 @@ use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Change, DataRead, Plan};
 use crate::provider::{ApplyRequest, ConfigDiff};
-use crate::value::Value;
+use crate::value::{carry_marks, Value};
 use cairn_graph::NodeId;
 use cairn_state::{
     DataObject, EventBody, Mode, ModulePath, OpAction, OutputValue, ProviderAddr, ProviderInstance,

@@ -1411,23 +1411,6 @@ pub(crate) fn block_type(schema: &Block) -> Type {
     )
 }
 
-/// Carries the sensitive marks of `from`'s top-level attributes onto `to`'s. Providers see
-/// and return unmarked values; what the configuration marked sensitive (say, from a
-/// sensitive variable) stays marked in the plan, in state and after refresh.
-pub(crate) fn carry_marks(from: &Value, to: Value) -> Value {
-    let (Some(marks), Value::Object(mut attrs)) = (from.attributes(), to.clone()) else {
-        return to;
-    };
-    for (k, v) in marks {
-        if v.contains_sensitive() {
-            if let Some(t) = attrs.remove(k) {
-                attrs.insert(k.clone(), t.deep_unmark().0.sensitive());
-            }
-        }
-    }
-    Value::Object(attrs)
-}
-
 /// What a condition block guards, for its diagnostic's summary.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ConditionKind {

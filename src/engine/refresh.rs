@@ -233,7 +233,7 @@ fn fold_results(
                 let stored = if crate::provider::schema_util::same(&before, &v) {
                     old.attrs.clone()
                 } else {
-                    let v = super::core::carry_marks(&before, v);
+                    let v = crate::value::carry_marks(&before, v);
                     let Ok(stored) = v.to_stored() else {
                         snapshot_diag(diags, &addr);
                         continue;

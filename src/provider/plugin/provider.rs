@@ -825,7 +825,7 @@ impl Inner {
             Ok(state)
         } else {
             let upgraded = self.upgrade(type_, meta.schema_version, &state).await?;
-            Ok(crate::engine::core::carry_marks(&state, upgraded))
+            Ok(crate::value::carry_marks(&state, upgraded))
         }
     }
 
