@@ -20,3 +20,6 @@ pub mod ui;
 pub mod value;
 
 pub use cairn_state as state;
+/// Every kind of address (resources, instances, modules, provider configurations, provider and
+/// module sources, version constraints): one module, in the state crate.
+pub use cairn_state::addr;

@@ -12,9 +12,10 @@
 //! - The tree is static: `Module::path` has no instance keys; `count`/`for_each` on module
 //!   calls are expanded by the engine.
 
+use crate::addr::provider_source::SourceAddr;
+use crate::addr::version::Constraints;
 use crate::diag::{FileId, SourceMap, Span};
 use crate::eval::Subject;
-use crate::provider::install::{Constraints, SourceAddr};
 use crate::value::{Type, Value};
 use cairn_state::{Mode, ModulePath, ResourceAddr};
 use hcl_edit::expr::Expression;
@@ -571,7 +572,6 @@ mod check;
 mod decode;
 mod json;
 mod load;
-pub(crate) mod module_source;
 mod overrides;
 mod parse;
 pub(crate) mod spans;
