@@ -11,8 +11,8 @@
 //!   (`provider::NAME::FUNC`).
 //! - `PathStep`, `path_text`: an attribute path inside a block, as Terraform prints it.
 
+use crate::addr::Mode;
 use crate::value::Type;
-use cairn_state::Mode;
 use std::collections::BTreeMap;
 
 /// One attribute of a schema block.

@@ -552,7 +552,7 @@ impl Value {
                             path.push('.');
                             path.push_str(k);
                         } else {
-                            path.push_str(&format!("[{}]", cairn_state::quote(k)));
+                            path.push_str(&format!("[{}]", crate::addr::quote(k)));
                         }
                         walk(e, path, out);
                         path.truncate(len);

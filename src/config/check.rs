@@ -4,10 +4,10 @@
 //! This is what `validate` adds to loading, without evaluating anything.
 
 use super::{Config, Module, ResourceKey};
+use crate::addr::{quote, Mode};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::suggest;
 use crate::eval::{body_references, references, Reference, Subject};
-use cairn_state::{quote, Mode};
 use hcl_edit::expr::Expression;
 
 /// Where an expression sits: which per-instance names it may use.

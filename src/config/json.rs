@@ -164,13 +164,13 @@ fn syntax_message(
             let hint = ["true", "false", "null"]
                 .into_iter()
                 .find(|k| k.starts_with(&word[..word.len().min(1)]))
-                .map(|k| format!(" Did you mean {}?", cairn_state::quote(k)))
+                .map(|k| format!(" Did you mean {}?", crate::addr::quote(k)))
                 .unwrap_or_default();
             return (
                 "Invalid JSON keyword",
                 format!(
                     "{} is not a valid JSON keyword.{hint}",
-                    cairn_state::quote(&word)
+                    crate::addr::quote(&word)
                 ),
             );
         }
@@ -445,7 +445,7 @@ impl Writer<'_> {
                     summary: "Duplicate attribute definition",
                     detail: format!(
                         "The argument {} was already set at {was}.",
-                        cairn_state::quote(name),
+                        crate::addr::quote(name),
                     ),
                 });
                 continue;
@@ -518,7 +518,7 @@ impl Writer<'_> {
                     format!(
                         "A JSON object is required here, whose keys are the labels of {} \
                          blocks ({} more label{} expected).",
-                        cairn_state::quote(name),
+                        crate::addr::quote(name),
                         labels - got.len(),
                         if labels - got.len() == 1 { "" } else { "s" }
                     )
@@ -526,7 +526,7 @@ impl Writer<'_> {
                     format!(
                         "Either a JSON object or a JSON array is required, representing the \
                          contents of one or more {} blocks.",
-                        cairn_state::quote(name)
+                        crate::addr::quote(name)
                     )
                 };
                 self.error(other.range(), "Incorrect JSON value type", &detail);

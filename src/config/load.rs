@@ -11,10 +11,10 @@
 //! The blocks of each file are decoded by `super::decode`; files are parsed by `super::parse`.
 
 use super::parse::{parse_file, SyntaxError};
+use crate::addr::{quote, ModulePath};
 use crate::config::*;
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::eval::suggest;
-use cairn_state::{quote, ModulePath};
 use hcl_edit::structure::{Block, Body, Structure};
 use hcl_edit::Span as _;
 use std::collections::BTreeMap;

@@ -254,7 +254,7 @@ fn missing_summary(kind: &str) -> &'static str {
 }
 
 fn missing_detail((kind, labels, alias): &(String, Vec<String>, Option<String>)) -> String {
-    let q = cairn_state::quote;
+    let q = crate::addr::quote;
     let label = |i: usize| labels.get(i).cloned().unwrap_or_default();
     match kind.as_str() {
         "resource" => format!(

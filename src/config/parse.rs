@@ -2,7 +2,7 @@
 //! top-level blocks end (`parse_file`), and syntax errors recovered from and worded as
 //! Terraform words them, so one mistake does not hide the rest of the file.
 
-use cairn_state::quote;
+use crate::addr::quote;
 use hcl_edit::structure::{Body, Structure};
 use hcl_edit::{Decorate as _, Span as _};
 

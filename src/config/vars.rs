@@ -138,7 +138,7 @@ pub(crate) fn input_values_with(
                             "The given -var option {} is not correctly specified. Must be a \
                              variable name and value separated by an equals sign, like \
                              -var=\"key=value\".",
-                            cairn_state::quote(text)
+                            crate::addr::quote(text)
                         ),
                     ));
                     continue;
@@ -151,7 +151,7 @@ pub(crate) fn input_values_with(
                             "A variable named {} was assigned on the command line, but the root \
                              module does not declare a variable of that name. To use this value, \
                              add a \"variable\" block to the configuration.",
-                            cairn_state::quote(name)
+                            crate::addr::quote(name)
                         ),
                     ));
                     continue;
@@ -194,8 +194,8 @@ pub(crate) fn input_values_with(
                         "The root module does not declare a variable named {} but a value was \
                          found in file {}. If you meant to use this value, add a \"variable\" \
                          block to the configuration.",
-                        cairn_state::quote(name),
-                        cairn_state::quote(&g.place)
+                        crate::addr::quote(name),
+                        crate::addr::quote(&g.place)
                     ),
                 )
                 .with_span(g.span),
@@ -384,7 +384,7 @@ fn resolve_one(
                     "The root module input variable {} is not set, and has no default value. Use \
                      a -var or -var-file command line argument to provide a value for this \
                      variable.",
-                    cairn_state::quote(&var.name)
+                    crate::addr::quote(&var.name)
                 ),
             )
             .with_span(Some(var.span))
@@ -535,7 +535,7 @@ impl Scope for VarScope<'_> {
                     "Reference to undeclared input variable",
                     format!(
                         "An input variable with the name {} has not been declared.{}",
-                        cairn_state::quote(n),
+                        crate::addr::quote(n),
                         crate::eval::suggest::suffix(n, self.vars.keys().map(String::as_str))
                     ),
                 )

@@ -18,6 +18,9 @@ use super::sabotage::Sabotage;
 pub(crate) use super::values::InstanceScope;
 use super::values::{Expansion, InstanceValues, Paths, Repetition, ResourceValues, Values};
 use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
+use crate::addr::{
+    InstanceKey, Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr,
+};
 use crate::config::{Config, Module, Resource, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::convert::convert;
@@ -26,9 +29,6 @@ use crate::provider::Configured;
 use crate::schema::Block;
 use crate::value::{Type, Value};
 use cairn_graph::NodeId;
-use cairn_state::{
-    InstanceKey, Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr,
-};
 use hcl_edit::expr::Expression;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -159,7 +159,7 @@ pub(crate) struct Ctx {
     /// `-target`: the resources a target names (and nothing else needs whole), with the
     /// targets that name them: only their instances those targets cover are planned (and only
     /// those may become orphans), as Terraform's `-target=a[0]` and `-target=module.m["b"]`.
-    pub only_instances: BTreeMap<NodeId, Vec<cairn_state::Target>>,
+    pub only_instances: BTreeMap<NodeId, Vec<crate::addr::Target>>,
     /// `path.*` per static module, computed once.
     pub paths_by_module: std::collections::HashMap<ModulePath, Arc<Paths>>,
     /// Resource schemas by (package, mode, type), copied out of the provider once per type
@@ -1045,7 +1045,7 @@ struct ResourceVisit<'a> {
     schemaless: bool,
     lenient: bool,
     /// `-target` naming some instances only: the others are left as they are.
-    filter: Option<&'a Vec<cairn_state::Target>>,
+    filter: Option<&'a Vec<crate::addr::Target>>,
 }
 
 impl<'a> ResourceVisit<'a> {

@@ -11,10 +11,11 @@ use super::observer::Observer;
 use super::request::Options;
 use super::source::{new_ctx, term_graph, Loaded};
 use super::timing::{timed, timed_async};
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};
 use crate::value::Value;
-use cairn_state::{EventBody, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot};
+use cairn_state::{EventBody, RunSummary, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 

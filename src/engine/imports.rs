@@ -16,11 +16,11 @@
 use super::core::{Ctx, Instance};
 use super::observer::Progress;
 use super::values::Repetition;
+use crate::addr::{InstanceKey, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use crate::config::{Config, ImportBlock, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::provider::{Configured, ObjectMeta};
 use crate::value::Value;
-use cairn_state::{InstanceKey, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use hcl_edit::expr::{Expression, TraversalOperator};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -445,8 +445,8 @@ pub(crate) fn generated_hcl(
     let mut out = format!(
         "# __generated__ by Cairn from {}\nresource {} {} {{\n",
         serde_json::to_string(id).unwrap_or_default(),
-        cairn_state::quote(&addr.resource.type_),
-        cairn_state::quote(&addr.resource.name)
+        crate::addr::quote(&addr.resource.type_),
+        crate::addr::quote(&addr.resource.name)
     );
     let provider = provider.map(|p| ("provider".to_string(), p.to_string()));
     block_body_with(schema, state, 1, provider, &mut out);
@@ -488,7 +488,7 @@ fn block_body_with(
         let Some(val) = v.get(name) else { continue };
         let mut write = |label: Option<&str>, e: &Value| {
             match label {
-                Some(l) => out.push_str(&format!("{pad}{name} {} {{\n", cairn_state::quote(l))),
+                Some(l) => out.push_str(&format!("{pad}{name} {} {{\n", crate::addr::quote(l))),
                 None => out.push_str(&format!("{pad}{name} {{\n")),
             }
             block_body(&nb.block, e, depth + 1, out);

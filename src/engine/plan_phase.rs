@@ -17,6 +17,7 @@ use super::graph::Node;
 use super::observer::Progress;
 use super::provider_diags::{provider_diag, provider_failure, report_warnings};
 use super::sabotage::Sabotage;
+use crate::addr::{Mode, ProviderAddr, ResourceAddr, ResourceInstanceAddr};
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::eval::refs::references;
@@ -24,9 +25,7 @@ use crate::eval::Subject;
 use crate::plan::{Action, Change, DataRead, PlanMode, ProviderChange, Reason};
 use crate::provider::{ApplyRequest, ConfigDiff, Configured};
 use crate::value::{carry_marks, Value};
-use cairn_state::{
-    Mode, ObjectMeta, ProviderAddr, ResourceAddr, ResourceInstanceAddr, ResourceObject, Snapshot,
-};
+use cairn_state::{ObjectMeta, ResourceObject, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

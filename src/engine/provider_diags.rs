@@ -3,8 +3,8 @@
 //! instance. Shared by the plan, import and apply of an instance.
 
 use super::core::Ctx;
+use crate::addr::ResourceInstanceAddr;
 use crate::diag::{Diagnostic, Diagnostics};
-use cairn_state::ResourceInstanceAddr;
 
 /// A provider's warnings about an instance, at the attributes they name.
 pub(crate) fn report_warnings(

@@ -10,10 +10,10 @@
 use super::expr::Evaluator;
 use super::suggest;
 use super::Scope;
+use crate::addr::quote;
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::schema::{Block as SchemaBlock, Nesting};
 use crate::value::{Type, Value};
-use cairn_state::quote;
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Block, Body, Structure};
 use hcl_edit::Span as _;

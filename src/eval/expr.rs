@@ -127,8 +127,8 @@ fn describe(s: &Subject) -> String {
         Subject::Local(n) => format!("local.{n}"),
         Subject::ModuleCall { name, .. } => format!("module.{name}"),
         Subject::Resource { mode, type_, name } => match mode {
-            cairn_state::Mode::Managed => format!("{type_}.{name}"),
-            cairn_state::Mode::Data => format!("data.{type_}.{name}"),
+            crate::addr::Mode::Managed => format!("{type_}.{name}"),
+            crate::addr::Mode::Data => format!("data.{type_}.{name}"),
         },
         Subject::CountIndex => "count.index".into(),
         Subject::EachKey => "each.key".into(),
@@ -649,7 +649,7 @@ impl<'a> Evaluator<'a> {
                     TEMPLATE_VARS,
                     format!(
                         "vars map does not contain key {}, referenced at {origin}:{line},{col}-{end_col}",
-                        cairn_state::quote(name)
+                        crate::addr::quote(name)
                     ),
                 )));
             }
@@ -738,7 +738,7 @@ impl<'a> Evaluator<'a> {
                         "Unsupported attribute",
                         format!(
                             "This object does not have an attribute named {}.{}",
-                            cairn_state::quote(name),
+                            crate::addr::quote(name),
                             suggest::suffix(name, attrs.keys().map(String::as_str))
                         ),
                     ))
@@ -752,7 +752,7 @@ impl<'a> Evaluator<'a> {
                         "Can't access attributes on a list of objects. Did you mean to access \
                          attribute {} for a specific element of the list, or across all \
                          elements of the list?",
-                        cairn_state::quote(name)
+                        crate::addr::quote(name)
                     ),
                 ))
             }
@@ -783,7 +783,7 @@ impl<'a> Evaluator<'a> {
                         "Unsupported attribute",
                         format!(
                             "This object does not have an attribute named {}.{}",
-                            cairn_state::quote(name),
+                            crate::addr::quote(name),
                             suggest::suffix(name, m.keys().map(String::as_str))
                         ),
                     ))
@@ -798,7 +798,7 @@ impl<'a> Evaluator<'a> {
                         "Missing map element",
                         format!(
                             "This map does not have an element with the key {}.",
-                            cairn_state::quote(name)
+                            crate::addr::quote(name)
                         ),
                     ))
                 }
@@ -811,7 +811,7 @@ impl<'a> Evaluator<'a> {
                         "Can't access attributes on a list of objects. Did you mean to access \
                          attribute {} for a specific element of the list, or across all \
                          elements of the list?",
-                        cairn_state::quote(name)
+                        crate::addr::quote(name)
                     ),
                 ))
             }
@@ -1094,7 +1094,7 @@ impl<'a> Evaluator<'a> {
                             "Two different items produced the key {} in this 'for' expression. \
                              If duplicates are expected, use the ellipsis (...) after the value \
                              expression to enable grouping by key.",
-                            cairn_state::quote(&key)
+                            crate::addr::quote(&key)
                         ),
                     ));
                 }
@@ -1322,7 +1322,7 @@ impl<'a> Evaluator<'a> {
                 format!(
                     "The function namespace {} is not valid. Provider function calls must use \
                      the \"provider::\" namespace prefix.",
-                    cairn_state::quote(namespace[0])
+                    crate::addr::quote(namespace[0])
                 ),
             ));
         }
@@ -1332,7 +1332,7 @@ impl<'a> Evaluator<'a> {
                 "Call to unknown function",
                 format!(
                     "There is no function named {}.{}",
-                    cairn_state::quote(&full_name),
+                    crate::addr::quote(&full_name),
                     suggest::suffix(name, functions::names())
                 ),
             ));
@@ -1476,8 +1476,8 @@ impl<'a> Evaluator<'a> {
                 "Not enough function arguments",
                 format!(
                     "Function {} expects {min} argument(s). Missing value for {}.",
-                    cairn_state::quote(&full),
-                    cairn_state::quote(&sig.params[values.len()].name)
+                    crate::addr::quote(&full),
+                    crate::addr::quote(&sig.params[values.len()].name)
                 ),
             ));
         }
@@ -1487,7 +1487,7 @@ impl<'a> Evaluator<'a> {
                 "Too many function arguments",
                 format!(
                     "Function {} expects only {min} argument(s).",
-                    cairn_state::quote(&full)
+                    crate::addr::quote(&full)
                 ),
             ));
         }
@@ -1509,7 +1509,7 @@ impl<'a> Evaluator<'a> {
                     "Invalid function argument",
                     format!(
                         "Invalid value for {} parameter: argument must not be null.",
-                        cairn_state::quote(&param.name)
+                        crate::addr::quote(&param.name)
                     ),
                 ));
             }
@@ -1524,7 +1524,7 @@ impl<'a> Evaluator<'a> {
                         "Invalid function argument",
                         format!(
                             "Invalid value for {} parameter: {e}.",
-                            cairn_state::quote(&param.name)
+                            crate::addr::quote(&param.name)
                         ),
                     ))
                 }
@@ -1549,7 +1549,7 @@ impl<'a> Evaluator<'a> {
                             "Invalid function argument",
                             format!(
                                 "Invalid value for {} parameter: {message}.",
-                                cairn_state::quote(&pname)
+                                crate::addr::quote(&pname)
                             ),
                         )
                     }
@@ -1558,7 +1558,7 @@ impl<'a> Evaluator<'a> {
                         "Error in function call",
                         format!(
                             "Call to function {} failed: {message}.",
-                            cairn_state::quote(&full)
+                            crate::addr::quote(&full)
                         ),
                     ),
                 })

@@ -9,9 +9,9 @@
 //! - `Scope`: how the evaluator asks for the value of a subject; the engine implements it;
 //! - `functions::call`: the built-in function library.
 
+use crate::addr::Mode;
 use crate::diag::FileId;
 use crate::value::Value;
-use cairn_state::Mode;
 use std::path::Path;
 
 pub(crate) mod body;

@@ -7,7 +7,7 @@
 //! evaluation can never disagree.
 
 use super::{Reference, Subject};
-use cairn_state::Mode;
+use crate::addr::Mode;
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::{Block, Body, Structure};
 use hcl_edit::template::{Directive, Element, Template};
@@ -114,7 +114,7 @@ pub(crate) fn subject_of(
                     "The \"count\" object does not have an attribute named {}. The only \
                      supported attribute is count.index, which is the index of each instance \
                      of a resource block that has the \"count\" argument set.",
-                    cairn_state::quote(other.unwrap_or(""))
+                    crate::addr::quote(other.unwrap_or(""))
                 ),
             ),
         },
@@ -127,7 +127,7 @@ pub(crate) fn subject_of(
                     "The \"each\" object does not have an attribute named {}. The supported \
                      attributes are each.key and each.value, the current key and value pair of \
                      the \"for_each\" attribute set.",
-                    cairn_state::quote(other.unwrap_or(""))
+                    crate::addr::quote(other.unwrap_or(""))
                 ),
             ),
         },
@@ -138,7 +138,7 @@ pub(crate) fn subject_of(
                 format!(
                     "The \"path\" object does not have an attribute named {}. The supported \
                      attributes are path.module, path.root and path.cwd.",
-                    cairn_state::quote(other.unwrap_or(""))
+                    crate::addr::quote(other.unwrap_or(""))
                 ),
             ),
         },
@@ -150,7 +150,7 @@ pub(crate) fn subject_of(
                     "The \"terraform\" object does not have an attribute named {}. The only \
                      supported attribute is terraform.workspace, the name of the currently \
                      selected workspace.",
-                    cairn_state::quote(other.unwrap_or(""))
+                    crate::addr::quote(other.unwrap_or(""))
                 ),
             ),
         },

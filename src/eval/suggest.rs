@@ -19,7 +19,7 @@ pub(crate) fn did_you_mean<'a>(
 /// " Did you mean \"x\"?" or "", for appending to a detail sentence.
 pub(crate) fn suffix<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     match did_you_mean(given, candidates) {
-        Some(c) => format!(" Did you mean {}?", cairn_state::quote(&c)),
+        Some(c) => format!(" Did you mean {}?", crate::addr::quote(&c)),
         None => String::new(),
     }
 }

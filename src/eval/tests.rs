@@ -33,7 +33,7 @@ impl Scope for TestScope {
                         "Reference to undeclared input variable",
                         format!(
                             "An input variable with the name {} has not been declared.{}",
-                            cairn_state::quote(other),
+                            crate::addr::quote(other),
                             super::suggest::suffix(other, ["s", "n", "list", "obj"])
                         ),
                     ))

@@ -31,7 +31,7 @@ pub(crate) fn parse_variable_type(expr: &Expression, file: FileId) -> Result<Typ
                     "Terraform 0.11 and earlier required type constraints to be given in \
                      quotes, but that form is now deprecated and will be removed in a future \
                      version of Terraform. Remove the quotes around {}.",
-                    cairn_state::quote(s.value())
+                    crate::addr::quote(s.value())
                 ),
             )
             .with_span(Some(Span {
@@ -74,7 +74,7 @@ fn parse(expr: &Expression, file: FileId, in_object: bool) -> Result<Type, Diagn
                 file,
                 format!(
                     "The keyword {} is not a valid type specification.",
-                    cairn_state::quote(other)
+                    crate::addr::quote(other)
                 ),
             )),
         },
@@ -182,7 +182,7 @@ fn parse(expr: &Expression, file: FileId, in_object: bool) -> Result<Type, Diagn
                     file,
                     format!(
                         "Keyword {} is not a valid type constructor.",
-                        cairn_state::quote(other)
+                        crate::addr::quote(other)
                     ),
                 )),
             }

@@ -34,10 +34,11 @@ use super::{
     Action, BlockShape, Change, DataRead, Drift, NestedShape, OutputChange, Plan, PlanMode,
     ProviderChange, Reason,
 };
+use crate::addr::{Mode, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, SourceMap};
 use crate::schema::Nesting;
 use crate::value::Value;
-use cairn_state::{Mode, ResourceInstanceAddr, Snapshot};
+use cairn_state::Snapshot;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -151,7 +152,7 @@ pub(crate) fn render_state(
         if let Some(alias) = &p.addr.alias {
             config.insert("alias".into(), Value::string(alias.clone()));
         }
-        let head = format!("provider {}", cairn_state::quote(&p.addr.package));
+        let head = format!("provider {}", crate::addr::quote(&p.addr.package));
         let note = if p.is_default { " (default)" } else { "" };
         blocks.push(block(
             head,
@@ -182,8 +183,8 @@ pub(crate) fn render_state(
         };
         let head = format!(
             "{kind} {} {}",
-            cairn_state::quote(&addr.resource.type_),
-            cairn_state::quote(&addr.resource.name)
+            crate::addr::quote(&addr.resource.type_),
+            crate::addr::quote(&addr.resource.name)
         );
         let shape = shapes.get(&BlockShape::key(addr.resource.mode, &addr.resource.type_));
         blocks.push(block(head, format!("# {addr}:{note}"), &v, shape));
@@ -416,14 +417,14 @@ fn child_path(parent: &str, key: &str) -> String {
     } else if is_ident(key) {
         format!("{parent}.{key}")
     } else {
-        format!("{parent}[{}]", cairn_state::quote(key))
+        format!("{parent}[{}]", crate::addr::quote(key))
     }
 }
 
 /// How a key is written: map keys quoted, object attributes bare when they can be.
 fn key_text(key: &str, is_map: bool) -> String {
     if is_map || !is_ident(key) {
-        cairn_state::quote(key)
+        crate::addr::quote(key)
     } else {
         key.to_string()
     }
@@ -446,7 +447,7 @@ fn primitive(v: &Value) -> String {
         Value::Unknown(_) => "(known after apply)".into(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
-        Value::String(s) => cairn_state::quote(s),
+        Value::String(s) => crate::addr::quote(s),
         Value::Sensitive(_) => "(sensitive value)".into(),
         Value::List(_) | Value::Set(_) | Value::Tuple(_) => "[]".into(),
         Value::Map(_) | Value::Object(_) => "{}".into(),
@@ -685,7 +686,7 @@ impl Renderer<'_> {
                         .filter_map(|(k, e)| {
                             e.unmarked()
                                 .attributes()
-                                .map(|a| (format!(" {}", cairn_state::quote(k)), a))
+                                .map(|a| (format!(" {}", crate::addr::quote(k)), a))
                         })
                         .collect(),
                     _ => Vec::new(),
@@ -986,7 +987,7 @@ impl Renderer<'_> {
                             ctx,
                             show_all,
                         );
-                        group.push((format!(" {}", cairn_state::quote(k)), m, l));
+                        group.push((format!(" {}", crate::addr::quote(k)), m, l));
                     }
                 }
             }
@@ -1147,8 +1148,8 @@ impl Renderer<'_> {
         let head = format!(
             "{} {kind} {} {} ",
             self.c.symbol(action, 3),
-            cairn_state::quote(&addr.resource.type_),
-            cairn_state::quote(&addr.resource.name)
+            crate::addr::quote(&addr.resource.type_),
+            crate::addr::quote(&addr.resource.name)
         );
         let empty = BTreeMap::new();
         let attrs = |v: Option<&Value>| -> BTreeMap<String, Value> {
@@ -1321,7 +1322,7 @@ impl Renderer<'_> {
             let head = format!(
                 "{} provider {}",
                 self.c.symbol(p.action, 3),
-                cairn_state::quote(&p.addr.package)
+                crate::addr::quote(&p.addr.package)
             );
             body.write_after(&format!("{head} "), &mut lines);
         }

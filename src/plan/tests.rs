@@ -5,8 +5,8 @@
 use super::json::plan_json;
 use super::render::render_plan;
 use super::*;
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::value::{Type, Value};
-use cairn_state::{ProviderAddr, ResourceInstanceAddr};
 use std::path::PathBuf;
 
 /// Renders `plan` both ways and compares with the golden files.

@@ -30,11 +30,11 @@ use super::schema_util::{self, get_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
 };
+use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::schema::ProviderSchema;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
-use cairn_state::Mode;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;

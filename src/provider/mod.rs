@@ -7,11 +7,11 @@
 //!
 //! Invariant: the engine never sees a provider's internals; it only speaks this interface.
 
+use crate::addr::Mode;
 use crate::diag::Diagnostics;
 use crate::schema::{FunctionFailure, FunctionSig, PathStep, ProviderSchema};
 use crate::value::Value;
 use async_trait::async_trait;
-use cairn_state::Mode;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;

@@ -17,7 +17,7 @@ pub(crate) fn write_hcl(out: &mut String, v: &Value) {
     write_value(out, v, 0);
 }
 
-/// Appends `s` as an HCL string literal, escaped as `cairn_state::quote` does; runs of plain
+/// Appends `s` as an HCL string literal, escaped as `crate::addr::quote` does; runs of plain
 /// characters are copied whole.
 pub(crate) fn write_quoted(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
@@ -155,7 +155,7 @@ mod quote_tests {
         ] {
             let mut out = String::from("prefix:");
             super::write_quoted(&mut out, s);
-            assert_eq!(out, format!("prefix:{}", cairn_state::quote(s)), "{s:?}");
+            assert_eq!(out, format!("prefix:{}", crate::addr::quote(s)), "{s:?}");
         }
     }
 }

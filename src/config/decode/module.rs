@@ -1,11 +1,11 @@
 //! A module's interface: `variable`, `locals` and `output` blocks, and `module` calls.
 
+use crate::addr::quote;
 use crate::config::load::Loader;
 use crate::config::*;
 use crate::diag::FileId;
 use crate::eval::expr::convert;
 use crate::eval::types::{const_value, parse_variable_type};
-use cairn_state::quote;
 use hcl_edit::expr::{Expression, ObjectKey};
 use hcl_edit::structure::Block;
 

@@ -2,11 +2,11 @@
 //! `ignore_changes`), provisioners.
 
 use super::static_path;
+use crate::addr::{quote, Mode};
 use crate::config::load::Loader;
 use crate::config::*;
 use crate::diag::{FileId, Span};
 use crate::eval::refs::traversal_subject;
-use cairn_state::{quote, Mode};
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Attribute, Block};
 

@@ -1,11 +1,11 @@
 //! `terraform` blocks (required providers, backend) and `provider` blocks.
 
 use super::valid_name;
+use crate::addr::quote;
 use crate::config::load::Loader;
 use crate::config::*;
 use crate::diag::{FileId, Span};
 use crate::eval::types::const_value;
-use cairn_state::quote;
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::Block;
 use std::collections::BTreeMap;

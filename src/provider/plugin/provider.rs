@@ -22,6 +22,7 @@ use super::cache::{SchemaCache, Validations};
 use super::codec;
 use super::launch::{run, run_sync, PluginProcess};
 use super::rpc::{Client, Diag, Dyn, Schemas, TypeSchema};
+use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::schema_util::same;
 use crate::provider::{
@@ -31,7 +32,6 @@ use crate::provider::{
 use crate::schema::{Block, FunctionFailure, FunctionSig, Nesting, ProviderSchema};
 use crate::value::{Type, Value};
 use async_trait::async_trait;
-use cairn_state::Mode;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
