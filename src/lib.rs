@@ -15,7 +15,11 @@ pub mod engine;
 pub mod eval;
 pub mod plan;
 pub mod provider;
+pub mod schema;
 pub mod ui;
 pub mod value;
 
 pub use cairn_state as state;
+/// Every kind of address (resources, instances, modules, provider configurations, provider and
+/// module sources, version constraints): one module, in the state crate.
+pub use cairn_state::addr;

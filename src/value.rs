@@ -751,6 +751,23 @@ impl Value {
     }
 }
 
+/// Carries the sensitive marks of `from`'s top-level attributes onto `to`'s. Providers see
+/// and return unmarked values; what the configuration marked sensitive (say, from a
+/// sensitive variable) stays marked in the plan, in state and after refresh.
+pub(crate) fn carry_marks(from: &Value, to: Value) -> Value {
+    let (Some(marks), Value::Object(mut attrs)) = (from.attributes(), to.clone()) else {
+        return to;
+    };
+    for (k, v) in marks {
+        if v.contains_sensitive() {
+            if let Some(t) = attrs.remove(k) {
+                attrs.insert(k.clone(), t.deep_unmark().0.sensitive());
+            }
+        }
+    }
+    Value::Object(attrs)
+}
+
 /// The canonical order of values in a set: by kind, then by content.
 pub(crate) fn canonical_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
     fn rank(v: &Value) -> u8 {

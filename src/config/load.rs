@@ -11,10 +11,11 @@
 //! The blocks of each file are decoded by `super::decode`; files are parsed by `super::parse`.
 
 use super::parse::{parse_file, SyntaxError};
+use crate::addr::ModulePath;
 use crate::config::*;
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::eval::suggest;
-use cairn_state::{quote, ModulePath};
+use cairn_state::quote;
 use hcl_edit::structure::{Block, Body, Structure};
 use hcl_edit::Span as _;
 use std::collections::BTreeMap;
@@ -237,7 +238,7 @@ fn read_installed(root: &Path) -> Option<BTreeMap<String, Installed>> {
 /// version its constraints allow. A source the installer cannot read (a manifest Terraform
 /// wrote for a getter Cairn does not know) is trusted as it is.
 fn installed_matches(i: &Installed, call: &ModuleCall) -> bool {
-    let Ok(remote) = super::module_source::parse_source(&call.source) else {
+    let Ok(remote) = crate::addr::module_source::parse_source(&call.source) else {
         return true;
     };
     if remote.recorded() != i.source {
@@ -245,7 +246,7 @@ fn installed_matches(i: &Installed, call: &ModuleCall) -> bool {
     }
     match (&call.version, &i.version) {
         (Some(c), Some(v)) => {
-            use crate::provider::install::version::{parse_version, Constraints};
+            use crate::addr::version::{parse_version, Constraints};
             match (Constraints::parse(c), parse_version(v)) {
                 (Ok(c), Ok(v)) => c.allows(&v),
                 _ => true,
@@ -569,7 +570,7 @@ impl Loader {
                 let installed = self.installed.get_or_insert_with(|| read_installed(&root));
                 match installed.as_ref().and_then(|i| i.get(&key)) {
                     Some(i) if !installed_matches(i, &call) => {
-                        let (summary, what) = match super::module_source::parse_source(src) {
+                        let (summary, what) = match crate::addr::module_source::parse_source(src) {
                             Ok(r) if r.recorded() != i.source => (
                                 "Module source has changed",
                                 "The source address was changed since this module was installed.",

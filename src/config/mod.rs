@@ -12,11 +12,12 @@
 //! - The tree is static: `Module::path` has no instance keys; `count`/`for_each` on module
 //!   calls are expanded by the engine.
 
+use crate::addr::provider_source::SourceAddr;
+use crate::addr::version::Constraints;
+use crate::addr::{Mode, ModulePath, ResourceAddr};
 use crate::diag::{FileId, SourceMap, Span};
 use crate::eval::Subject;
-use crate::provider::install::{Constraints, SourceAddr};
 use crate::value::{Type, Value};
-use cairn_state::{Mode, ModulePath, ResourceAddr};
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::Body;
 use std::collections::BTreeMap;
@@ -178,8 +179,8 @@ pub(crate) struct BackendBlock {
 /// (calls or instances) or both are resources or resource instances (checked at load).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct MovedBlock {
-    pub(crate) from: cairn_state::Target,
-    pub(crate) to: cairn_state::Target,
+    pub(crate) from: crate::addr::Target,
+    pub(crate) to: crate::addr::Target,
     /// The block's header (`moved`): where its diagnostics point, as Terraform's do.
     pub(crate) span: Span,
 }
@@ -188,7 +189,7 @@ pub(crate) struct MovedBlock {
 /// instance), relative to the block's module.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RemovedBlock {
-    pub(crate) from: cairn_state::Target,
+    pub(crate) from: crate::addr::Target,
     /// `lifecycle { destroy }`; `true` when absent (Terraform's default).
     pub(crate) destroy: bool,
     pub(crate) span: Span,
@@ -464,7 +465,7 @@ impl Resource {
     pub(crate) fn provider_name(&self) -> &str {
         match &self.provider {
             Some(p) => &p.name,
-            None => cairn_state::package_of(&self.type_),
+            None => crate::addr::package_of(&self.type_),
         }
     }
 }
@@ -570,7 +571,6 @@ pub(crate) fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 mod decode;
 mod json_syntax;
 mod load;
-pub(crate) mod module_source;
 mod overrides;
 mod parse;
 mod references;

@@ -4,10 +4,11 @@
 //! This is what `validate` adds to loading, without evaluating anything.
 
 use super::{Config, Module, ResourceKey};
+use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::suggest;
 use crate::eval::{body_references, references, Reference, Subject};
-use cairn_state::{quote, Mode};
+use cairn_state::quote;
 use hcl_edit::expr::Expression;
 
 /// Where an expression sits: which per-instance names it may use.

@@ -3,7 +3,7 @@
 
 use super::span_in;
 use crate::diag::{FileId, Span};
-use crate::provider::PathStep;
+use crate::schema::PathStep;
 use hcl_edit::expr::{Expression, ObjectKey};
 use hcl_edit::structure::{Body, Structure};
 

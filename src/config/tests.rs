@@ -102,7 +102,7 @@ fn outline(m: &Module, out: &mut String) {
                 l.replace_triggered_by.len()
             ));
         }
-        let addr = r.key().addr(cairn_state::ModulePath::root());
+        let addr = r.key().addr(crate::addr::ModulePath::root());
         let _ = writeln!(
             out,
             "  {addr} ({} body items){}",

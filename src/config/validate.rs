@@ -6,13 +6,13 @@
 //! are checked against their schemas (unknown arguments, missing required ones, wrong types).
 
 use super::{check_references, span_in, Config, Module};
+use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics, FileId};
 use crate::eval::expand::{count_value, for_each_value};
 use crate::eval::expr::convert;
 use crate::eval::{eval, eval_block_body, eval_config_body, Scope, ScopeError, Subject};
-use crate::provider::Block;
+use crate::schema::Block;
 use crate::value::{Type, Value};
-use cairn_state::Mode;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -30,14 +30,13 @@ use super::source::{load_with, new_ctx, open_read, term_graph};
 use super::timing::{timed, timed_async};
 use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
+use crate::addr::{ModulePath, ResourceInstanceAddr, Target};
 use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};
 use crate::value::Value;
 use cairn_graph::NodeId;
-use cairn_state::{
-    EventBody, ModulePath, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot, Target,
-};
+use cairn_state::{EventBody, RunOutcome, RunSummary, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -104,7 +103,7 @@ pub async fn import(opts: &Options, observer: Arc<dyn Observer>) -> Report<()> {
                 name: addr.resource.name.clone(),
             })
         });
-    if !exists || addr.resource.mode != cairn_state::Mode::Managed {
+    if !exists || addr.resource.mode != crate::addr::Mode::Managed {
         let module = if addr.resource.module.is_root() {
             "the root module".to_string()
         } else {

@@ -14,13 +14,12 @@ use super::sabotage::Sabotage;
 use super::source::{classify_state, config_hash, new_ctx, term_graph, Loaded};
 use super::timing::{timed, timed_async};
 use super::walk::Limits;
+use crate::addr::{ModulePath, ProviderAddr, ResourceInstanceAddr, Target};
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Change, OutputChange, Plan, PlanMode, PlanRequest, ProviderChange};
 use crate::value::Value;
-use cairn_state::{
-    EventBody, ModulePath, ProviderAddr, ResourceInstanceAddr, ResourceObject, Snapshot, Target,
-};
+use cairn_state::{EventBody, ResourceObject, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -41,7 +40,7 @@ pub(super) async fn make_plan(
 /// The nested-block shapes of the resource types a plan shows (changes, drift, data reads),
 /// from their providers' schemas.
 fn block_shapes(registry: &Registry, plan: &Plan) -> BTreeMap<String, crate::plan::BlockShape> {
-    let types: BTreeSet<(cairn_state::Mode, &str)> = plan
+    let types: BTreeSet<(crate::addr::Mode, &str)> = plan
         .changes
         .iter()
         .map(|c| &c.addr)
@@ -50,7 +49,7 @@ fn block_shapes(registry: &Registry, plan: &Plan) -> BTreeMap<String, crate::pla
         .map(|a| (a.resource.mode, a.resource.type_.as_str()))
         .collect();
     crate::plan::BlockShape::of_types(types, |mode, type_| {
-        let package = registry.package(cairn_state::package_of(type_))?;
+        let package = registry.package(crate::addr::package_of(type_))?;
         package
             .schema()
             .block(mode, type_)

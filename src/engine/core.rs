@@ -18,16 +18,17 @@ use super::sabotage::Sabotage;
 pub(crate) use super::values::InstanceScope;
 use super::values::{Expansion, InstanceValues, Paths, Repetition, ResourceValues, Values};
 use super::walk::{walk, Limits, NodeFuture, WalkOutcome};
+use crate::addr::{
+    InstanceKey, Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr,
+};
 use crate::config::{Config, Module, Resource, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::convert::convert;
 use crate::eval::{eval, eval_body, eval_body_with_sources, eval_config_body};
-use crate::provider::{Block, Configured};
+use crate::provider::Configured;
+use crate::schema::Block;
 use crate::value::{Type, Value};
 use cairn_graph::NodeId;
-use cairn_state::{
-    InstanceKey, Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr,
-};
 use hcl_edit::expr::Expression;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -158,7 +159,7 @@ pub(crate) struct Ctx {
     /// `-target`: the resources a target names (and nothing else needs whole), with the
     /// targets that name them: only their instances those targets cover are planned (and only
     /// those may become orphans), as Terraform's `-target=a[0]` and `-target=module.m["b"]`.
-    pub only_instances: BTreeMap<NodeId, Vec<cairn_state::Target>>,
+    pub only_instances: BTreeMap<NodeId, Vec<crate::addr::Target>>,
     /// `path.*` per static module, computed once.
     pub paths_by_module: std::collections::HashMap<ModulePath, Arc<Paths>>,
     /// Resource schemas by (package, mode, type), copied out of the provider once per type
@@ -1044,7 +1045,7 @@ struct ResourceVisit<'a> {
     schemaless: bool,
     lenient: bool,
     /// `-target` naming some instances only: the others are left as they are.
-    filter: Option<&'a Vec<cairn_state::Target>>,
+    filter: Option<&'a Vec<crate::addr::Target>>,
 }
 
 impl<'a> ResourceVisit<'a> {
@@ -1408,23 +1409,6 @@ pub(crate) fn block_type(schema: &Block) -> Type {
             .iter()
             .map(|(k, a)| (k.clone(), a.ty.clone())),
     )
-}
-
-/// Carries the sensitive marks of `from`'s top-level attributes onto `to`'s. Providers see
-/// and return unmarked values; what the configuration marked sensitive (say, from a
-/// sensitive variable) stays marked in the plan, in state and after refresh.
-pub(crate) fn carry_marks(from: &Value, to: Value) -> Value {
-    let (Some(marks), Value::Object(mut attrs)) = (from.attributes(), to.clone()) else {
-        return to;
-    };
-    for (k, v) in marks {
-        if v.contains_sensitive() {
-            if let Some(t) = attrs.remove(k) {
-                attrs.insert(k.clone(), t.deep_unmark().0.sensitive());
-            }
-        }
-    }
-    Value::Object(attrs)
 }
 
 /// What a condition block guards, for its diagnostic's summary.

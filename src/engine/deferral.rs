@@ -13,9 +13,9 @@
 
 use super::graph::{EdgeKind, Node, TermGraph};
 use super::values::Values;
+use crate::addr::{Mode, ModulePath, ResourceAddr, ResourceInstanceAddr};
 use crate::plan::Action;
 use cairn_graph::NodeId;
-use cairn_state::{Mode, ModulePath, ResourceAddr, ResourceInstanceAddr};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A pending dependency found by the search.

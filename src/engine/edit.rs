@@ -14,10 +14,9 @@ use super::journal::state_diag;
 use super::report::Report;
 use super::session::RunSession;
 use super::terraform_state::TfImport;
+use crate::addr::{ResourceInstanceAddr, Target};
 use crate::diag::{Diagnostic, Diagnostics};
-use cairn_state::{
-    EventBody, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot, StateError, Target,
-};
+use cairn_state::{EventBody, RunOutcome, RunSummary, Snapshot, StateError};
 use std::path::PathBuf;
 use std::time::Duration;
 

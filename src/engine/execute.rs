@@ -15,12 +15,11 @@ use super::request::Options;
 use super::source::{new_ctx, term_graph, Loaded};
 use super::timing::{timed, timed_async};
 use super::walk::WalkOutcome;
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};
 use crate::value::Value;
-use cairn_state::{
-    EventBody, OutputValue, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot,
-};
+use cairn_state::{EventBody, OutputValue, RunSummary, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 

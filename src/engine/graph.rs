@@ -7,12 +7,12 @@
 //! from a node to what it depends on and carry their kind and the span that caused them, so a
 //! cycle is reported with the `file:line:col` of every step.
 
+use crate::addr::{Mode, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use crate::config::{Config, DependsOn, Module, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
 use crate::eval::refs::{body_references, references};
 use crate::eval::{Reference, Subject};
 use cairn_graph::{Dag, DotNode, NodeId};
-use cairn_state::{Mode, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use hcl_edit::expr::Expression;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};

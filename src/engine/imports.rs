@@ -16,11 +16,11 @@
 use super::core::{Ctx, Instance};
 use super::observer::Progress;
 use super::values::Repetition;
+use crate::addr::{InstanceKey, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use crate::config::{Config, ImportBlock, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::provider::{Configured, ObjectMeta};
 use crate::value::Value;
-use cairn_state::{InstanceKey, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use hcl_edit::expr::{Expression, TraversalOperator};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -398,7 +398,7 @@ pub(crate) fn import_failure(
 
 /// The configuration a generated resource block stands for: the imported object without its
 /// computed-only attributes (which a configuration cannot set), nested blocks likewise.
-pub(crate) fn generated_config(schema: &crate::provider::Block, state: &Value) -> Value {
+pub(crate) fn generated_config(schema: &crate::schema::Block, state: &Value) -> Value {
     let attrs = match state.unmarked() {
         Value::Object(m) => m.clone(),
         _ => return state.clone(),
@@ -439,7 +439,7 @@ pub(crate) fn generated_hcl(
     addr: &ResourceInstanceAddr,
     id: &str,
     provider: Option<&crate::config::ProviderRef>,
-    schema: &crate::provider::Block,
+    schema: &crate::schema::Block,
     state: &Value,
 ) -> String {
     let mut out = format!(
@@ -454,13 +454,13 @@ pub(crate) fn generated_hcl(
     out
 }
 
-fn block_body(schema: &crate::provider::Block, v: &Value, depth: usize, out: &mut String) {
+fn block_body(schema: &crate::schema::Block, v: &Value, depth: usize, out: &mut String) {
     block_body_with(schema, v, depth, None, out)
 }
 
 /// `block_body` with a meta-argument first (`provider = …`), aligned with the arguments.
 fn block_body_with(
-    schema: &crate::provider::Block,
+    schema: &crate::schema::Block,
     v: &Value,
     depth: usize,
     first: Option<(String, String)>,
@@ -500,7 +500,7 @@ fn block_body_with(
                     write(None, e);
                 }
             }
-            Value::Map(m) | Value::Object(m) if nb.nesting == crate::provider::Nesting::Map => {
+            Value::Map(m) | Value::Object(m) if nb.nesting == crate::schema::Nesting::Map => {
                 for (k, e) in m {
                     write(Some(k), e);
                 }

@@ -12,9 +12,9 @@
 use super::core::{
     plan_without_provider, Ctx, Instance, OrphanReason, Phase, ProviderSlot, ProviderState,
 };
+use crate::addr::{Mode, ProviderAddr, ResourceInstanceAddr};
 use crate::diag::Diagnostics;
 use crate::value::Value;
-use cairn_state::{Mode, ProviderAddr, ResourceInstanceAddr};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 

@@ -1,9 +1,9 @@
 //! Progress events: what the engine reports while it works. The CLI turns them into text lines,
 //! a status line, or `-json` UI events; the engine never prints.
 
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::diag::Diagnostic;
 use crate::plan::Action;
-use cairn_state::{ProviderAddr, ResourceInstanceAddr};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]

@@ -9,8 +9,8 @@
 //! source whose configuration is known is read, nothing else is proposed.
 
 use super::core::{
-    carry_marks, contradiction, plan_without_provider, Ctx, Instance, OrphanReason, Phase,
-    ProviderSlot, ProviderState,
+    contradiction, plan_without_provider, Ctx, Instance, OrphanReason, Phase, ProviderSlot,
+    ProviderState,
 };
 use super::deferral::find_pending;
 use super::graph::Node;
@@ -21,16 +21,15 @@ use super::rules::{
     reconfigured_at_apply,
 };
 use super::sabotage::Sabotage;
+use crate::addr::{Mode, ProviderAddr, ResourceAddr, ResourceInstanceAddr};
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::eval::refs::references;
 use crate::eval::Subject;
 use crate::plan::{Action, Change, DataRead, PlanMode, ProviderChange, Reason};
 use crate::provider::{ApplyRequest, ConfigDiff, Configured};
-use crate::value::Value;
-use cairn_state::{
-    Mode, ObjectMeta, ProviderAddr, ResourceAddr, ResourceInstanceAddr, ResourceObject, Snapshot,
-};
+use crate::value::{carry_marks, Value};
+use cairn_state::{ObjectMeta, ResourceObject, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

@@ -3,8 +3,8 @@
 //! instance. Shared by the plan, import and apply of an instance.
 
 use super::core::Ctx;
+use crate::addr::ResourceInstanceAddr;
 use crate::diag::{Diagnostic, Diagnostics};
-use cairn_state::ResourceInstanceAddr;
 
 /// A provider's warnings about an instance, at the attributes they name.
 pub(crate) fn report_warnings(
@@ -83,7 +83,7 @@ pub(crate) fn provider_diag(
     let mut detail = d.detail.clone();
     if !d.path.is_empty() && span.is_none_or(|s| res.is_some_and(|r| s == r.span)) {
         // Not written in the configuration: name the attribute.
-        let at = format!("(at {})", crate::provider::path_text(&d.path));
+        let at = format!("(at {})", crate::schema::path_text(&d.path));
         detail = if detail.is_empty() {
             at
         } else {

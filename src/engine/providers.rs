@@ -192,11 +192,7 @@ pub(crate) fn new_instance_id(package: &str) -> String {
 /// `provider::NAME::FUNC(...)`: NAME is the provider's local name (the name its package
 /// answers for).
 impl crate::eval::ProviderFunctions for Registry {
-    fn signature(
-        &self,
-        provider: &str,
-        name: &str,
-    ) -> Result<crate::provider::FunctionSig, String> {
+    fn signature(&self, provider: &str, name: &str) -> Result<crate::schema::FunctionSig, String> {
         let full = format!("provider::{provider}::{name}");
         let Some(p) = self.packages.get(provider) else {
             return Err(format!(
@@ -217,10 +213,10 @@ impl crate::eval::ProviderFunctions for Registry {
         provider: &str,
         name: &str,
         args: Vec<Value>,
-    ) -> Result<Value, crate::provider::FunctionFailure> {
+    ) -> Result<Value, crate::schema::FunctionFailure> {
         match self.packages.get(provider) {
             Some(p) => p.call_function(name, args),
-            None => Err(crate::provider::FunctionFailure {
+            None => Err(crate::schema::FunctionFailure {
                 arg: None,
                 message: format!("there is no provider {provider:?}"),
             }),

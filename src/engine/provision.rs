@@ -19,12 +19,12 @@
 use super::core::{Ctx, InstanceScope, SelfScope};
 use super::observer::Progress;
 use super::values::Repetition;
+use crate::addr::ResourceInstanceAddr;
 use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::eval::eval_config_body;
 use crate::provider::schema_util::TypeSchema;
 use crate::value::{Type, Value};
-use cairn_state::ResourceInstanceAddr;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 

@@ -15,9 +15,10 @@
 //! `from` (`Action::Forget`, recorded as `ResourceForgotten` at apply, no provider call);
 //! without it the objects are destroyed as any object without configuration is.
 
+use crate::addr::{Mode, ModulePath, ResourceInstanceAddr, Target};
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap, Span};
-use cairn_state::{Mode, ModulePath, ResourceInstanceAddr, Snapshot, Target};
+use cairn_state::Snapshot;
 use std::collections::BTreeSet;
 
 /// One `moved` block, with its addresses made absolute for one module instance.
@@ -99,7 +100,7 @@ fn overlaps(a: &Target, b: &Target) -> bool {
         t: &Target,
     ) -> (
         ModulePath,
-        Option<(cairn_state::ResourceAddr, Option<&ResourceInstanceAddr>)>,
+        Option<(crate::addr::ResourceAddr, Option<&ResourceInstanceAddr>)>,
     ) {
         match t {
             Target::Module(m) => (m.clone(), None),
@@ -222,7 +223,7 @@ fn explicit_statements(config: &Config) -> Vec<Statement> {
 /// one there.
 fn add_implied_statements(config: &Config, prior: &Snapshot, stmts: &mut Vec<Statement>) {
     type Static<'a> = (std::borrow::Cow<'a, ModulePath>, Mode, &'a str, &'a str);
-    let mut keys_in_state: rustc_hash::FxHashMap<Static, Vec<&Option<cairn_state::InstanceKey>>> =
+    let mut keys_in_state: rustc_hash::FxHashMap<Static, Vec<&Option<crate::addr::InstanceKey>>> =
         Default::default();
     for a in prior.resources.keys() {
         let r = &a.resource;
@@ -244,7 +245,7 @@ fn add_implied_statements(config: &Config, prior: &Snapshot, stmts: &mut Vec<Sta
         {
             let from_key = match r.count {
                 Some(_) => None,
-                None => Some(cairn_state::InstanceKey::Int(0)),
+                None => Some(crate::addr::InstanceKey::Int(0)),
             };
             let key: Static = (
                 std::borrow::Cow::Borrowed(&m.path),
@@ -262,10 +263,10 @@ fn add_implied_statements(config: &Config, prior: &Snapshot, stmts: &mut Vec<Sta
             let (from, to) = match r.count {
                 Some(_) => (
                     addr.instance(None),
-                    addr.instance(Some(cairn_state::InstanceKey::Int(0))),
+                    addr.instance(Some(crate::addr::InstanceKey::Int(0))),
                 ),
                 None => (
-                    addr.instance(Some(cairn_state::InstanceKey::Int(0))),
+                    addr.instance(Some(crate::addr::InstanceKey::Int(0))),
                     addr.instance(None),
                 ),
             };
@@ -411,7 +412,7 @@ pub(crate) fn apply_event(state: &mut Snapshot, body: cairn_state::EventBody) {
 
 /// Terraform's error for a move between resource types: no provider Cairn runs supports
 /// moving state across types.
-fn cross_type(config: &Config, to: &cairn_state::ResourceAddr, span: Span) -> Diagnostic {
+fn cross_type(config: &Config, to: &crate::addr::ResourceAddr, span: Span) -> Diagnostic {
     let provider = config
         .module(&to.module.without_keys())
         .map(|m| {

@@ -11,11 +11,12 @@ use super::observer::{Observer, Progress};
 use super::providers::Registry;
 use super::sabotage::Sabotage;
 use super::walk::{walk, Limits, NodeFuture};
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::Drift;
 use crate::value::Value;
 use cairn_graph::Dag;
-use cairn_state::{EventBody, ProviderAddr, ResourceInstanceAddr, Snapshot};
+use cairn_state::{EventBody, Snapshot};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -233,7 +234,7 @@ fn fold_results(
                 let stored = if crate::provider::schema_util::same(&before, &v) {
                     old.attrs.clone()
                 } else {
-                    let v = super::core::carry_marks(&before, v);
+                    let v = crate::value::carry_marks(&before, v);
                     let Ok(stored) = v.to_stored() else {
                         snapshot_diag(diags, &addr);
                         continue;

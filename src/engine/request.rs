@@ -2,8 +2,8 @@
 //! point takes (the CLI fills it; the engine reads no environment of its own).
 
 use super::sabotage::Sabotage;
+use crate::addr::{ResourceInstanceAddr, Target};
 use crate::provider::Provider;
-use cairn_state::{ResourceInstanceAddr, Target};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -26,7 +26,7 @@ pub(crate) fn apply_ignore_changes(
     config: &Value,
     prior: &Value,
     ignore: &IgnoreChanges,
-    schema: &crate::provider::Block,
+    schema: &crate::schema::Block,
 ) -> Value {
     let (Some(cfg), Some(pri)) = (config.attributes(), prior.attributes()) else {
         return config.clone();

@@ -47,7 +47,7 @@ pub(crate) fn validate(req: &ValidateRequest) -> Report<()> {
         diags.extend(check_types(config, &providers, false));
         let schema = |mode, type_: &str| {
             providers
-                .get(cairn_state::package_of(type_))
+                .get(crate::addr::package_of(type_))
                 .and_then(|p| p.schema().block(mode, type_))
         };
         diags.extend(crate::config::validate(config, &schema));
@@ -78,10 +78,10 @@ pub(crate) fn check_types(
     let mut unchecked: BTreeMap<&str, Span> = BTreeMap::new();
     for m in config.modules() {
         for r in m.resources.values() {
-            let package = cairn_state::package_of(&r.type_);
+            let package = crate::addr::package_of(&r.type_);
             let what = match r.mode {
-                cairn_state::Mode::Managed => "resource type",
-                cairn_state::Mode::Data => "data source",
+                crate::addr::Mode::Managed => "resource type",
+                crate::addr::Mode::Data => "data source",
             };
             let d = match providers.get(package) {
                 None if absent_is_error => Diagnostic::error(
@@ -100,8 +100,8 @@ pub(crate) fn check_types(
                 Some(p) if p.schema().block(r.mode, &r.type_).is_none() => {
                     let schema = p.schema();
                     let names = match r.mode {
-                        cairn_state::Mode::Managed => schema.resources.keys(),
-                        cairn_state::Mode::Data => schema.data_sources.keys(),
+                        crate::addr::Mode::Managed => schema.resources.keys(),
+                        crate::addr::Mode::Data => schema.data_sources.keys(),
                     };
                     Diagnostic::error(
                         format!("Invalid {what}"),
@@ -159,7 +159,7 @@ pub(crate) struct StateView {
 }
 
 pub(crate) fn state_view(req: &ValidateRequest, state: &cairn_state::Snapshot) -> StateView {
-    let types: std::collections::BTreeSet<(cairn_state::Mode, &str)> = state
+    let types: std::collections::BTreeSet<(crate::addr::Mode, &str)> = state
         .resources
         .keys()
         .chain(state.data.keys())
@@ -185,7 +185,7 @@ pub(crate) fn state_view(req: &ValidateRequest, state: &cairn_state::Snapshot) -
         }
     }
     let shapes = crate::plan::BlockShape::of_types(types, |mode, type_| {
-        let package = providers.get(cairn_state::package_of(type_))?;
+        let package = providers.get(crate::addr::package_of(type_))?;
         package
             .schema()
             .block(mode, type_)

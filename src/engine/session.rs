@@ -11,10 +11,8 @@
 
 use std::sync::Arc;
 
-use cairn_state::{
-    EventBody, OpenOptions, ResourceInstanceAddr, RunOutcome, RunSummary, Snapshot, StateError,
-    Store,
-};
+use crate::addr::ResourceInstanceAddr;
+use cairn_state::{EventBody, OpenOptions, RunOutcome, RunSummary, Snapshot, StateError, Store};
 
 use super::journal::state_error;
 use super::journal::Journal;

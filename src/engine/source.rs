@@ -13,14 +13,13 @@ use super::request::Options;
 use super::timing::timed;
 use super::values::Values;
 use super::walk::Limits;
+use crate::addr::{ModulePath, ProviderAddr, ResourceInstanceAddr, Target};
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::Provider;
 use crate::value::Value;
 use cairn_graph::NodeId;
-use cairn_state::{
-    ModulePath, OpenOptions, ProviderAddr, ResourceInstanceAddr, Snapshot, Store, Target,
-};
+use cairn_state::{OpenOptions, Snapshot, Store};
 use sha2::Digest;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
@@ -245,7 +244,7 @@ pub(super) fn classify_state(
 /// whose instances it narrows: those a target names that nothing else needs whole.
 pub(super) type Targeted = (
     Option<BTreeSet<NodeId>>,
-    BTreeMap<NodeId, Vec<cairn_state::Target>>,
+    BTreeMap<NodeId, Vec<crate::addr::Target>>,
 );
 
 pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {

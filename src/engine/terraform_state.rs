@@ -9,10 +9,11 @@
 //! `CAIRN_PROVIDER_*`) configures the default provider instances an import conjures.
 
 use super::providers::stack_config;
+use crate::addr::ResourceInstanceAddr;
 use crate::diag::Diagnostic;
 use crate::provider::Provider;
 use crate::value::{Type, Value};
-use cairn_state::{EventBody, ResourceInstanceAddr, Snapshot, StoredValue};
+use cairn_state::{EventBody, Snapshot, StoredValue};
 use serde_json::{json, Value as J};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -117,12 +118,12 @@ fn wrap_dynamic(packages: &Packages, doc: &mut J) {
     };
     for r in resources {
         let mode = match r.get("mode").and_then(J::as_str) {
-            Some("data") => cairn_state::Mode::Data,
-            _ => cairn_state::Mode::Managed,
+            Some("data") => crate::addr::Mode::Data,
+            _ => crate::addr::Mode::Managed,
         };
         let type_ = r.get("type").and_then(J::as_str).unwrap_or("").to_string();
         let Some(block) = packages
-            .get(cairn_state::package_of(&type_))
+            .get(crate::addr::package_of(&type_))
             .and_then(|p| p.schema().block(mode, &type_))
         else {
             continue;

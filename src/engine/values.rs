@@ -6,10 +6,10 @@
 //! holds the results so that later nodes can refer to them. It is shared by the walk's tasks
 //! behind a `RwLock`: readers build a scope and evaluate, writers store one term's result.
 
+use crate::addr::{InstanceKey, Mode, ModulePath};
 use crate::diag::FileId;
 use crate::eval::{Scope, ScopeError, Subject};
 use crate::value::{Type, Value};
-use cairn_state::{InstanceKey, Mode, ModulePath};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 

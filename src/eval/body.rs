@@ -11,7 +11,7 @@ use super::expr::Evaluator;
 use super::suggest;
 use super::Scope;
 use crate::diag::{Diagnostic, Diagnostics, Span};
-use crate::provider::{Block as SchemaBlock, Nesting};
+use crate::schema::{Block as SchemaBlock, Nesting};
 use crate::value::{Type, Value};
 use cairn_state::quote;
 use hcl_edit::expr::Expression;
@@ -114,7 +114,7 @@ pub fn eval_config_body(
 fn json_blocks(
     name: &str,
     v: Value,
-    nb: &crate::provider::NestedBlock,
+    nb: &crate::schema::NestedBlock,
 ) -> Result<Option<Vec<Value>>, (&'static str, String)> {
     let (v, sensitive) = match v {
         Value::Sensitive(inner) => (*inner, true),

@@ -127,8 +127,8 @@ fn describe(s: &Subject) -> String {
         Subject::Local(n) => format!("local.{n}"),
         Subject::ModuleCall { name, .. } => format!("module.{name}"),
         Subject::Resource { mode, type_, name } => match mode {
-            cairn_state::Mode::Managed => format!("{type_}.{name}"),
-            cairn_state::Mode::Data => format!("data.{type_}.{name}"),
+            crate::addr::Mode::Managed => format!("{type_}.{name}"),
+            crate::addr::Mode::Data => format!("data.{type_}.{name}"),
         },
         Subject::CountIndex => "count.index".into(),
         Subject::EachKey => "each.key".into(),

@@ -9,9 +9,9 @@
 //! - `Scope`: how the evaluator asks for the value of a subject; the engine implements it;
 //! - `functions::call`: the built-in function library.
 
+use crate::addr::Mode;
 use crate::diag::FileId;
 use crate::value::Value;
-use cairn_state::Mode;
 use std::path::Path;
 
 pub(crate) mod body;
@@ -103,15 +103,14 @@ pub trait Scope {
 pub trait ProviderFunctions: Send + Sync {
     /// The signature of `provider::PROVIDER::NAME`, or the detail of an "unknown function"
     /// error.
-    fn signature(&self, provider: &str, name: &str)
-        -> Result<crate::provider::FunctionSig, String>;
+    fn signature(&self, provider: &str, name: &str) -> Result<crate::schema::FunctionSig, String>;
     /// Calls it with arguments converted to its parameter types.
     fn call(
         &self,
         provider: &str,
         name: &str,
         args: Vec<Value>,
-    ) -> Result<Value, crate::provider::FunctionFailure>;
+    ) -> Result<Value, crate::schema::FunctionFailure>;
 }
 
 /// Why a subject could not be resolved: a diagnostic's summary and detail.

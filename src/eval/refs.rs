@@ -7,7 +7,7 @@
 //! evaluation can never disagree.
 
 use super::{Reference, Subject};
-use cairn_state::Mode;
+use crate::addr::Mode;
 use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::{Block, Body, Structure};
 use hcl_edit::template::{Directive, Element, Template};

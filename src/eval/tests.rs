@@ -345,8 +345,8 @@ fn references_skip_bound_names() {
     );
 }
 
-fn schema() -> crate::provider::Block {
-    use crate::provider::{Attribute, Block, NestedBlock, Nesting};
+fn schema() -> crate::schema::Block {
+    use crate::schema::{Attribute, Block, NestedBlock, Nesting};
     let attr = |ty: Type, required: bool, computed: bool| Attribute {
         ty,
         required,
@@ -689,7 +689,7 @@ fn strings_print_as_terraform_console_does() {
 /// elements at their content's arguments, a set of blocks in the set's order.
 #[test]
 fn body_sources_by_path() {
-    use crate::provider::{Attribute, Block, NestedBlock, Nesting};
+    use crate::schema::{Attribute, Block, NestedBlock, Nesting};
     let attr = |ty: Type| Attribute {
         ty,
         required: false,

@@ -29,8 +29,8 @@
 //! a plan does not carry) and `timestamp` (so equal plans give equal JSON).
 
 use super::{Action, Change, Plan, PlanMode, Reason};
+use crate::addr::{InstanceKey, Mode, ModulePath, ResourceInstanceAddr};
 use crate::value::{Type, Value};
-use cairn_state::{InstanceKey, Mode, ModulePath, ResourceInstanceAddr};
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
 
@@ -62,7 +62,7 @@ pub(crate) fn plan_json(plan: &Plan) -> J {
                 } else {
                     Action::Delete
                 };
-                let package = cairn_state::package_of(&d.addr.resource.type_);
+                let package = crate::addr::package_of(&d.addr.resource.type_);
                 let mut o = address_fields(&d.addr, &provider_name(&plan.sources, package));
                 o.insert(
                     "change".into(),

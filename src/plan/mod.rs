@@ -10,8 +10,8 @@ pub(crate) use render::{render_change, render_change_in, RenderOptions};
 #[cfg(test)]
 mod tests;
 
+use crate::addr::{ProviderAddr, ResourceInstanceAddr, Target};
 use crate::value::Value;
-use cairn_state::{ProviderAddr, ResourceInstanceAddr, Target};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -309,13 +309,13 @@ pub struct BlockShape {
 /// One nested block type: how its blocks nest, and their own nested blocks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct NestedShape {
-    pub(crate) nesting: crate::provider::Nesting,
+    pub(crate) nesting: crate::schema::Nesting,
     #[serde(default)]
     pub(crate) shape: BlockShape,
 }
 
 impl BlockShape {
-    pub(crate) fn of(block: &crate::provider::Block) -> BlockShape {
+    pub(crate) fn of(block: &crate::schema::Block) -> BlockShape {
         BlockShape {
             blocks: block
                 .blocks
@@ -337,8 +337,8 @@ impl BlockShape {
     /// The shapes of `types` that have nested blocks, by `key`, from `schema` (the schema block
     /// of a resource type, when it is at hand).
     pub(crate) fn of_types<'a>(
-        types: impl IntoIterator<Item = (cairn_state::Mode, &'a str)>,
-        schema: impl Fn(cairn_state::Mode, &str) -> Option<BlockShape>,
+        types: impl IntoIterator<Item = (crate::addr::Mode, &'a str)>,
+        schema: impl Fn(crate::addr::Mode, &str) -> Option<BlockShape>,
     ) -> BTreeMap<String, BlockShape> {
         types
             .into_iter()
@@ -351,10 +351,10 @@ impl BlockShape {
 
     /// The key of a resource type in `Plan::shapes`: `TYPE`, or `data.TYPE` for a data
     /// source.
-    pub(crate) fn key(mode: cairn_state::Mode, type_: &str) -> String {
+    pub(crate) fn key(mode: crate::addr::Mode, type_: &str) -> String {
         match mode {
-            cairn_state::Mode::Managed => type_.to_string(),
-            cairn_state::Mode::Data => format!("data.{type_}"),
+            crate::addr::Mode::Managed => type_.to_string(),
+            crate::addr::Mode::Data => format!("data.{type_}"),
         }
     }
 }

@@ -34,10 +34,11 @@ use super::{
     Action, BlockShape, Change, DataRead, Drift, NestedShape, OutputChange, Plan, PlanMode,
     ProviderChange, Reason,
 };
+use crate::addr::{Mode, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, SourceMap};
-use crate::provider::Nesting;
+use crate::schema::Nesting;
 use crate::value::Value;
-use cairn_state::{quote_go, Mode, ResourceInstanceAddr, Snapshot};
+use cairn_state::{quote_go, Snapshot};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -5,8 +5,8 @@
 use super::json::plan_json;
 use super::render::render_plan;
 use super::*;
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::value::{Type, Value};
-use cairn_state::{ProviderAddr, ResourceInstanceAddr};
 use std::path::PathBuf;
 
 /// Renders `plan` both ways and compares with the golden files.
@@ -919,7 +919,7 @@ fn recorded_changes_draw_nested_blocks_and_moves() {
             blocks: [(
                 "rule".to_string(),
                 super::NestedShape {
-                    nesting: crate::provider::Nesting::List,
+                    nesting: crate::schema::Nesting::List,
                     shape: Default::default(),
                 },
             )]

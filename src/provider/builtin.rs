@@ -55,8 +55,8 @@ mod tests {
     /// of the wrong type is an "Invalid argument value".
     #[test]
     fn every_package_validates_types_and_values_against_its_schema() {
+        use crate::addr::Mode;
         use crate::value::Value;
-        use cairn_state::Mode;
         for (package, p) in builtin_with(Host::at("/")) {
             for mode in [Mode::Managed, Mode::Data] {
                 let d = p.validate(

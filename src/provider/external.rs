@@ -29,12 +29,12 @@ use super::host::Host;
 use super::schema_util::{self, get_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
-    ProviderSchema,
 };
+use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::schema::ProviderSchema;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
-use cairn_state::Mode;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;

@@ -38,13 +38,13 @@ use super::host::Host;
 use super::schema_util::{self, exactly_one_of, get_str, need_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
-    ProviderSchema,
 };
+use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::schema::ProviderSchema;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use base64::Engine as _;
-use cairn_state::Mode;
 use md5::Md5;
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha512};

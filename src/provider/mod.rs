@@ -7,72 +7,16 @@
 //!
 //! Invariant: the engine never sees a provider's internals; it only speaks this interface.
 
+use crate::addr::Mode;
 use crate::diag::Diagnostics;
-use crate::value::{Type, Value};
+use crate::schema::{FunctionFailure, FunctionSig, PathStep, ProviderSchema};
+use crate::value::Value;
 use async_trait::async_trait;
-use cairn_state::Mode;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 pub(crate) use cairn_state::ObjectMeta;
-
-/// One attribute of a schema block.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Attribute {
-    pub(crate) ty: Type,
-    pub(crate) required: bool,
-    pub(crate) optional: bool,
-    pub(crate) computed: bool,
-    /// A change to this attribute replaces the object.
-    pub(crate) force_new: bool,
-    pub(crate) sensitive: bool,
-    pub(crate) description: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Nesting {
-    Single,
-    List,
-    Set,
-    /// Labelled blocks (`rule "web" { … }`): a map from each block's one label to its object
-    /// (plugin schemas' `MAP` nesting).
-    Map,
-}
-
-/// A nested block type inside a schema block (`dynamic` blocks generate these).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct NestedBlock {
-    pub(crate) nesting: Nesting,
-    pub(crate) block: Block,
-    pub(crate) min_items: usize,
-    pub(crate) max_items: Option<usize>,
-}
-
-/// The schema of a configuration block: a provider's, a resource type's or a data source's.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Block {
-    pub(crate) attributes: BTreeMap<String, Attribute>,
-    pub(crate) blocks: BTreeMap<String, NestedBlock>,
-    pub(crate) description: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ProviderSchema {
-    pub(crate) provider: Block,
-    pub(crate) resources: BTreeMap<String, Block>,
-    pub(crate) data_sources: BTreeMap<String, Block>,
-}
-
-impl ProviderSchema {
-    pub(crate) fn block(&self, mode: Mode, type_: &str) -> Option<&Block> {
-        match mode {
-            Mode::Managed => self.resources.get(type_),
-            Mode::Data => self.data_sources.get(type_),
-        }
-    }
-}
 
 /// What a change of a provider instance's configuration means.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -200,43 +144,6 @@ pub(crate) fn import_unsupported(type_: &str) -> ProviderError {
     }
 }
 
-/// A provider-defined function's signature (`provider::NAME::FUNC`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct FunctionSig {
-    pub(crate) params: Vec<FunctionParam>,
-    /// Zero or more further arguments of this parameter's type.
-    pub(crate) variadic: Option<FunctionParam>,
-    pub(crate) ret: Type,
-    pub(crate) summary: String,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct FunctionParam {
-    pub(crate) name: String,
-    pub(crate) ty: Type,
-    pub(crate) allow_null: bool,
-    /// False: an unknown argument makes the result unknown without a call.
-    pub(crate) allow_unknown: bool,
-}
-
-/// A provider-defined function's failure: the provider's text, and the argument it blames.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FunctionFailure {
-    pub(crate) arg: Option<usize>,
-    pub(crate) message: String,
-}
-
-/// One step of an attribute path in a provider diagnostic.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum PathStep {
-    /// An attribute or nested block type.
-    Attr(String),
-    /// A map key, or the label of a map block.
-    Key(String),
-    /// A list index.
-    Index(i64),
-}
-
 /// A provider diagnostic about (optionally) one attribute of a configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderDiag {
@@ -245,24 +152,6 @@ pub struct ProviderDiag {
     pub(crate) detail: String,
     /// Empty: about the whole object.
     pub(crate) path: Vec<PathStep>,
-}
-
-/// A path as Terraform prints it: `rule[0].port`, `tags["k"]`.
-pub(crate) fn path_text(path: &[PathStep]) -> String {
-    let mut out = String::new();
-    for s in path {
-        match s {
-            PathStep::Attr(n) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(n);
-            }
-            PathStep::Key(k) => out.push_str(&format!("[{k:?}]")),
-            PathStep::Index(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    out
 }
 
 pub(crate) type ProviderResult<T> = Result<T, ProviderError>;

@@ -16,9 +16,8 @@
 
 use super::host::Host;
 use super::schema_util::{self, TypeSchema};
-use super::{
-    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderResult, ProviderSchema,
-};
+use super::{ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderResult};
+use crate::schema::ProviderSchema;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use rand::Rng;

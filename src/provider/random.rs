@@ -52,13 +52,13 @@ use super::host::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
-    ProviderSchema,
 };
+use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::schema::ProviderSchema;
 use crate::value::{Number, Type, Value};
 use async_trait::async_trait;
 use base64::Engine as _;
-use cairn_state::Mode;
 use rand::seq::SliceRandom;
 use rand::{Rng, RngCore, SeedableRng};
 use sha2::{Digest, Sha256};

@@ -18,8 +18,9 @@
 //! Equality ignores sensitive marks and the types of nulls; an unknown is never equal to
 //! anything (it may turn out to differ).
 
-use super::{Attribute, Block, Planned, ProviderError, ProviderResult};
+use super::{Planned, ProviderError, ProviderResult};
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::schema::{Attribute, Block};
 use crate::value::{Type, Value};
 use std::collections::{BTreeMap, BTreeSet};
 

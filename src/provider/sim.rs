@@ -61,9 +61,10 @@ use super::host::Host;
 use super::schema_util::{self, get_str, need_str, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, ConfigDiff, Configured, Planned, Provider, ProviderError,
-    ProviderResult, ProviderSchema,
+    ProviderResult,
 };
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::schema::ProviderSchema;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use serde_json::Value as J;

@@ -55,8 +55,8 @@ use super::host::Host;
 use super::schema_util::{self, TypeSchema};
 use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
-    ProviderSchema,
 };
+use crate::schema::ProviderSchema;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use rand::RngCore;

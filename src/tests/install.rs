@@ -5,7 +5,8 @@
 //! `SSL_CERT_FILE`; `HOME` is a temporary directory, so no user configuration or implied
 //! mirror directory interferes.
 
-use cairn::provider::install::{LockFile, Platform, SourceAddr};
+use cairn::addr::provider_source::SourceAddr;
+use cairn::provider::install::{platform::Platform, LockFile};
 use cairn_test_registry::{
     mirror_routes, provider_zip, registry_routes, Published, Server, Signer, Tls,
 };

@@ -3,7 +3,10 @@
 //! Nothing here knows of HCL or the graph. Only `sled_store.rs` talks to sled, only
 //! `pg_store.rs` to PostgreSQL.
 //!
-//! - [`addr`]: addresses, parsed and printed.
+//! - [`addr`]: every kind of address, parsed and printed: resources, instances, module paths,
+//!   provider configurations (here, and re-exported at the crate root), provider source
+//!   addresses ([`addr::provider_source`]), module sources ([`addr::module_source`]) and version
+//!   constraints ([`addr::version`]).
 //! - [`value`]: [`StoredValue`], the stored form of values (never unknown).
 //! - [`event`]: the versioned events of the log and how old versions are upgraded on read.
 //! - [`snapshot`]: the current state as a pure fold over events.
@@ -38,7 +41,7 @@
 
 #![warn(unreachable_pub)]
 
-pub(crate) mod addr;
+pub mod addr;
 pub mod backend;
 pub mod check;
 mod checkpoint;
@@ -58,7 +61,10 @@ pub(crate) mod tfstate;
 pub(crate) mod value;
 pub mod workspace;
 
-pub use addr::*;
+pub use addr::{
+    package_of, AddrError, InstanceKey, Mode, ModulePath, ModuleStep, ProviderAddr, ResourceAddr,
+    ResourceInstanceAddr, Target,
+};
 
 pub use error::StateError;
 pub use event::{

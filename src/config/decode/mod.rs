@@ -8,12 +8,13 @@
 //! - `refactoring.rs`: `moved`, `removed` and `import` blocks (static addresses).
 
 use super::load::Loader;
+use crate::addr::Mode;
 use crate::config::*;
 use crate::diag::FileId;
 use crate::eval::expr::convert;
 use crate::eval::suggest;
 use crate::eval::type_constraints::const_value;
-use cairn_state::{quote, Mode};
+use cairn_state::quote;
 use hcl_edit::expr::{Expression, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Body, Structure};
 use std::collections::BTreeMap;

@@ -1,9 +1,9 @@
 //! `moved`, `removed` and `import` blocks: static addresses relative to their module.
 
+use crate::addr::{Mode, ModulePath};
 use crate::config::load::Loader;
 use crate::config::*;
 use crate::diag::{FileId, Span};
-use cairn_state::{Mode, ModulePath};
 use hcl_edit::expr::{Expression, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block};
 
@@ -164,7 +164,7 @@ impl Loader {
 
     /// A static address in a `moved` or `removed` block (`from`, `to`): a traversal with
     /// constant keys only, parsed as a state address.
-    fn move_address(&mut self, file: FileId, a: &Attribute) -> Option<cairn_state::Target> {
+    fn move_address(&mut self, file: FileId, a: &Attribute) -> Option<crate::addr::Target> {
         let sp = self.span(file, &a.value);
         let Some(text) = static_address_text(&a.value) else {
             self.err(
@@ -176,7 +176,7 @@ impl Loader {
             );
             return None;
         };
-        match text.parse::<cairn_state::Target>() {
+        match text.parse::<crate::addr::Target>() {
             Ok(t) => Some(t),
             Err(e) => {
                 self.err(
@@ -205,7 +205,7 @@ impl Loader {
             return;
         };
         let span = self.header(file, b);
-        let is_module = |t: &cairn_state::Target| matches!(t, cairn_state::Target::Module(_));
+        let is_module = |t: &crate::addr::Target| matches!(t, crate::addr::Target::Module(_));
         if is_module(&from) != is_module(&to) {
             self.err(
                 span,
@@ -263,26 +263,26 @@ impl Loader {
             return;
         };
         match &from {
-            cairn_state::Target::Instance(_) => self.err(
+            crate::addr::Target::Instance(_) => self.err(
                 from_span,
                 "Resource instance keys not allowed",
                 "Resource address must be a resource (e.g. \"test_instance.foo\"), not a \
                  resource instance (e.g. \"test_instance.foo[1]\").",
             ),
-            cairn_state::Target::Module(p) if p.0.iter().any(|s| s.key.is_some()) => self.err(
+            crate::addr::Target::Module(p) if p.0.iter().any(|s| s.key.is_some()) => self.err(
                 from_span,
                 "Module instance keys not allowed",
                 "Module address must be a module (e.g. \"module.foo\"), not a module instance \
                  (e.g. \"module.foo[1]\").",
             ),
-            cairn_state::Target::Resource(r) if r.mode == Mode::Data => self.err(
+            crate::addr::Target::Resource(r) if r.mode == Mode::Data => self.err(
                 from_span,
                 "Data source address not allowed",
                 "Data sources are never destroyed, so they are not valid targets of removed \
                  blocks. To remove the data source from state, remove the data source block \
                  from configuration.",
             ),
-            cairn_state::Target::Resource(r) if r.module.0.iter().any(|s| s.key.is_some()) => self
+            crate::addr::Target::Resource(r) if r.module.0.iter().any(|s| s.key.is_some()) => self
                 .err(
                     from_span,
                     "Module instance keys not allowed",

@@ -2,11 +2,12 @@
 //! `ignore_changes`), provisioners.
 
 use super::static_path;
+use crate::addr::Mode;
 use crate::config::load::Loader;
 use crate::config::*;
 use crate::diag::{FileId, Span};
 use crate::eval::refs::traversal_subject;
-use cairn_state::{quote, Mode};
+use cairn_state::quote;
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Attribute, Block};
 

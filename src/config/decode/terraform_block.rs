@@ -185,23 +185,21 @@ impl Loader {
                 },
             }
             let addr = match &source {
-                None => crate::provider::install::SourceAddr::implied(&name),
-                Some(s) => match crate::provider::install::SourceAddr::parse(s) {
+                None => crate::addr::provider_source::SourceAddr::implied(&name),
+                Some(s) => match crate::addr::provider_source::SourceAddr::parse(s) {
                     Ok(a) => a,
                     Err(detail) => {
                         self.err(source_span, "Invalid provider source address", detail);
-                        crate::provider::install::SourceAddr::implied(&name)
+                        crate::addr::provider_source::SourceAddr::implied(&name)
                     }
                 },
             };
             let constraints = match version.as_deref() {
                 None => Default::default(),
-                Some(v) => {
-                    crate::provider::install::Constraints::parse(v).unwrap_or_else(|detail| {
-                        self.err(version_span, "Invalid version constraint", detail);
-                        Default::default()
-                    })
-                }
+                Some(v) => crate::addr::version::Constraints::parse(v).unwrap_or_else(|detail| {
+                    self.err(version_span, "Invalid version constraint", detail);
+                    Default::default()
+                }),
             };
             m.required_providers.insert(
                 name.clone(),

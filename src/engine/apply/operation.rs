@@ -9,7 +9,7 @@
 //! Every step writes through a [`Recorder`]: the journal and the run's summary.
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::engine::core::{carry_marks, contradiction, Ctx};
+use crate::engine::core::{contradiction, Ctx};
 use crate::engine::journal::Journal;
 use crate::engine::observer::Progress;
 use crate::engine::provider_diags::{provider_diag, provider_failure};
@@ -17,6 +17,7 @@ use crate::engine::sabotage::Sabotage;
 use crate::engine::values::Repetition;
 use crate::plan::Action;
 use crate::provider::{Applied, ApplyRequest, Configured, ProviderError};
+use crate::value::carry_marks;
 use crate::value::Value;
 use cairn_state::{
     EventBody, ObjectMeta, OpAction, ProviderRef, ResourceInstanceAddr, ResourceObject, RunSummary,

@@ -22,7 +22,7 @@
 use super::operation::{Operation, Recorder};
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::engine::core::{carry_marks, contradiction, Ctx, Instance, ProviderSlot, ProviderState};
+use crate::engine::core::{contradiction, Ctx, Instance, ProviderSlot, ProviderState};
 use crate::engine::observer::Progress;
 use crate::engine::provider_diags::provider_failure;
 use crate::engine::providers::new_instance_id;
@@ -34,6 +34,7 @@ use crate::engine::sabotage::Sabotage;
 use crate::engine::values::Repetition;
 use crate::plan::{Action, Change, DataRead, Importing};
 use crate::provider::{ApplyRequest, ConfigDiff, Configured, ProviderError};
+use crate::value::carry_marks;
 use crate::value::Value;
 use cairn_state::{
     DataObject, EventBody, Mode, ProviderAddr, ProviderInstance, ProviderRef, ResourceInstanceAddr,

@@ -20,7 +20,7 @@
 //!
 //! Errors name `file:line:col`.
 
-use super::addr::SourceAddr;
+use crate::addr::provider_source::{SourceAddr, DEFAULT_HOST};
 use hcl_edit::expr::{Expression, ObjectKey};
 use hcl_edit::structure::{Body, Structure};
 use hcl_edit::Span as _;
@@ -41,7 +41,7 @@ impl Pattern {
     pub(crate) fn parse(s: &str) -> Result<Pattern, String> {
         let parts: Vec<&str> = s.split('/').collect();
         let (h, n, t) = match parts.as_slice() {
-            [n, t] => (super::addr::DEFAULT_HOST, *n, *t),
+            [n, t] => (DEFAULT_HOST, *n, *t),
             [h, n, t] => (*h, *n, *t),
             _ => {
                 return Err(format!(

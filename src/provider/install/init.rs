@@ -21,12 +21,13 @@
 //! was installed plus the `zh:` hashes a registry signed. Entries of providers the
 //! configuration no longer needs are dropped.
 
-use super::addr::{Platform, SourceAddr};
 use super::cli_config::{CliConfig, MethodKind};
 use super::lock::{LockFile, Locked, LOCK_FILE};
 use super::mirror::{self, Package};
+use super::platform::Platform;
 use super::remote::{self, Http};
-use super::version::{Constraints, Version};
+use crate::addr::provider_source::SourceAddr;
+use crate::addr::version::{Constraints, Version};
 use crate::diag::{Diagnostic, Diagnostics};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

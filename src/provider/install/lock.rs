@@ -19,9 +19,9 @@
 //! keeps files whose content does not change byte for byte). Reading accepts what Terraform
 //! accepts and reports problems with `file:line:col`.
 
-use super::addr::SourceAddr;
 use super::cli_config::location;
-use super::version::{parse_version, Constraints, Version};
+use crate::addr::provider_source::SourceAddr;
+use crate::addr::version::{parse_version, Constraints, Version};
 use crate::diag::Diagnostic;
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::Structure;

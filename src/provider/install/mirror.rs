@@ -7,8 +7,9 @@
 //!
 //! The plugin cache and `.terraform/providers` use the unpacked layout.
 
-use super::addr::{Platform, SourceAddr};
-use super::version::{parse_version, Version};
+use super::platform::Platform;
+use crate::addr::provider_source::SourceAddr;
+use crate::addr::version::{parse_version, Version};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

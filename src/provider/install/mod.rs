@@ -2,8 +2,9 @@
 //! `cairn init`'s resolving and installing of providers the way Terraform does it.
 //!
 //! Parts:
-//! - `addr`: source addresses (`hashicorp/aws`) and platforms; `version`: versions and
-//!   Terraform's constraints; `cli_config`: the CLI configuration (`provider_installation`,
+//! - `platform`: platforms (`linux_amd64`); source addresses (`hashicorp/aws`) and versions
+//!   with Terraform's constraints are addresses (`crate::addr::provider_source`,
+//!   `crate::addr::version`); `cli_config`: the CLI configuration (`provider_installation`,
 //!   `plugin_cache_dir`, …); `lock`: `.terraform.lock.hcl`; `hash`: `h1:` / `zh:` hashes;
 //!   `mirror`: local directory layouts.
 //! - [`locate`]: what plan and apply use. `dev_overrides` first (no lock check, a warning is
@@ -15,22 +16,22 @@
 //! Invariants: nothing here reads the process environment (the CLI hands it over as a map to
 //! [`CliConfig::from_env`]); nothing prints.
 
-pub(crate) mod addr;
 pub(crate) mod cli_config;
 pub mod hash;
 pub(crate) mod init;
 pub(crate) mod lock;
 pub(crate) mod mirror;
 pub(crate) mod modules;
+pub mod platform;
 pub(crate) mod remote;
-pub(crate) mod version;
 
-pub use addr::{Platform, SourceAddr};
 pub use cli_config::CliConfig;
 pub use lock::{LockFile, Locked, LOCK_FILE};
-pub(crate) use version::{Constraints, Version};
 
+use crate::addr::provider_source::SourceAddr;
+use crate::addr::version::Version;
 use crate::diag::Diagnostic;
+use platform::Platform;
 use std::fmt;
 use std::path::{Path, PathBuf};
 

@@ -25,8 +25,8 @@
 
 use super::cli_config::CliConfig;
 use super::remote::Http;
-use super::version::{parse_version, Constraints, Version};
-use crate::config::module_source::{is_local, parse_source, split_sub, Remote};
+use crate::addr::module_source::{is_local, parse_source, split_sub, Remote};
+use crate::addr::version::{parse_version, Constraints, Version};
 use crate::diag::{Diagnostic, Diagnostics};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};

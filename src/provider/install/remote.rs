@@ -12,9 +12,10 @@
 //! - A network mirror's archive is accepted only when its `h1:` (or `zh:`) hash is among the
 //!   hashes the mirror lists for it (when it lists any).
 
-use super::addr::{Platform, SourceAddr};
 use super::cli_config::CliConfig;
-use super::version::{parse_version, Version};
+use super::platform::Platform;
+use crate::addr::provider_source::SourceAddr;
+use crate::addr::version::{parse_version, Version};
 use reqwest::Url;
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -1,6 +1,7 @@
 //! Tests of `locate` over real directories.
 
 use super::*;
+use crate::addr::version;
 use std::collections::BTreeMap;
 
 fn exe(path: &Path, body: &[u8]) {

@@ -8,9 +8,10 @@
 
 use super::provider::Source;
 use super::{cache::SchemaCache, launch::run_sync, PluginProvider};
+use crate::addr::provider_source::SourceAddr;
 use crate::config::Config;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::provider::install::{CliConfig, Installed, SourceAddr};
+use crate::provider::install::{CliConfig, Installed};
 use std::collections::BTreeMap;
 use std::path::Path;
 

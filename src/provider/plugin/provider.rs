@@ -22,16 +22,16 @@ use super::cache::{SchemaCache, Validations};
 use super::codec;
 use super::launch::{run, run_sync, PluginProcess};
 use super::rpc::{Client, Diag, Dyn, Schemas, TypeSchema};
+use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::schema_util::same;
 use crate::provider::{
-    Applied, ApplyRequest, ApplyResponse, Block, ConfigDiff, Configured, FunctionFailure,
-    FunctionSig, Imported, Nesting, ObjectMeta, Planned, Provider, ProviderDiag, ProviderError,
-    ProviderResult, ProviderSchema,
+    Applied, ApplyRequest, ApplyResponse, ConfigDiff, Configured, Imported, ObjectMeta, Planned,
+    Provider, ProviderDiag, ProviderError, ProviderResult,
 };
+use crate::schema::{Block, FunctionFailure, FunctionSig, Nesting, ProviderSchema};
 use crate::value::{Type, Value};
 use async_trait::async_trait;
-use cairn_state::Mode;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -825,7 +825,7 @@ impl Inner {
             Ok(state)
         } else {
             let upgraded = self.upgrade(type_, meta.schema_version, &state).await?;
-            Ok(crate::engine::core::carry_marks(&state, upgraded))
+            Ok(crate::value::carry_marks(&state, upgraded))
         }
     }
 

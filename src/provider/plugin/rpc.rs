@@ -8,9 +8,9 @@
 //! for each generated module.
 
 use super::proto::{tfplugin5 as p5, tfplugin6 as p6};
-use crate::provider::{
+use crate::provider::ProviderDiag;
+use crate::schema::{
     Attribute, Block, FunctionFailure, FunctionParam, FunctionSig, NestedBlock, Nesting, PathStep,
-    ProviderDiag,
 };
 use crate::value::Type;
 use std::collections::BTreeMap;

@@ -2,9 +2,9 @@
 //! third-party framework), with automatic mutual TLS and in plaintext.
 
 use super::PluginProvider;
+use crate::addr::Mode;
 use crate::provider::{ApplyRequest, Provider};
 use crate::value::Value;
-use cairn_state::Mode;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

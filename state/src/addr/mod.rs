@@ -9,6 +9,15 @@
 //!
 //! Provider addresses name the provider's *package* (the type prefix: `sim_thing` → `sim`) in
 //! quotes, as Terraform names the provider's source address there.
+//!
+//! The other kinds of address live beside these: `provider_source` (`hashicorp/aws`: which
+//! provider a local name means), `module_source` (where a module call's code comes from) and
+//! `version` (versions and Terraform's version constraints). Config, engine, state and the
+//! installer all take them from here.
+
+pub mod module_source;
+pub mod provider_source;
+pub mod version;
 
 use crate::quote::quote;
 use serde::{Deserialize, Serialize};

@@ -1,15 +1,15 @@
 //! Module source addresses, as Terraform reads them: local paths, registry addresses
 //! (`[HOST/]NAMESPACE/NAME/SYSTEM`), and go-getter addresses (`git::…`, `github.com/…`,
 //! `git@HOST:PATH`, https archives), each with an optional `//sub/dir`. The installer
-//! (`provider::install::modules`) downloads them; the loader compares a call's source with the
-//! one the manifest recorded, so a changed source asks for `cairn init`.
+//! (the cairn crate's `provider::install::modules`) downloads them; the loader compares a
+//! call's source with the one the manifest recorded, so a changed source asks for `cairn init`.
 
-/// The public registry, for sources that name no host.
-pub(crate) const DEFAULT_HOST: &str = "registry.terraform.io";
+// The public registry, for sources that name no host (the providers' default too).
+use super::provider_source::DEFAULT_HOST;
 
 /// A remote module source, parsed.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Remote {
+pub enum Remote {
     Registry {
         host: String,
         namespace: String,
@@ -26,7 +26,7 @@ pub(crate) enum Remote {
 
 impl Remote {
     /// The source as the manifest records it (Terraform's normalized form).
-    pub(crate) fn recorded(&self) -> String {
+    pub fn recorded(&self) -> String {
         match self {
             Remote::Registry {
                 host,
@@ -47,7 +47,7 @@ impl Remote {
 }
 
 /// `address` with `//sub` put back before its query string.
-pub(crate) fn join_sub(address: &str, sub: Option<&str>) -> String {
+fn join_sub(address: &str, sub: Option<&str>) -> String {
     let Some(sub) = sub else {
         return address.to_string();
     };
@@ -58,13 +58,13 @@ pub(crate) fn join_sub(address: &str, sub: Option<&str>) -> String {
 }
 
 /// Whether a module source is a local path (loaded where it is, never installed).
-pub(crate) fn is_local(source: &str) -> bool {
+pub fn is_local(source: &str) -> bool {
     source.starts_with("./") || source.starts_with("../") || source == "." || source == ".."
 }
 
 /// Splits go-getter's `//sub` off an address (`git::https://h/r.git//modules/x?ref=v1` →
 /// (`git::https://h/r.git?ref=v1`, `modules/x`)).
-pub(crate) fn split_sub(src: &str) -> (String, Option<String>) {
+pub fn split_sub(src: &str) -> (String, Option<String>) {
     let (body, query) = match src.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (src, None),
@@ -92,7 +92,7 @@ fn registry_part(s: &str) -> bool {
 }
 
 /// Parses a non-local module source address.
-pub(crate) fn parse_source(src: &str) -> Result<Remote, String> {
+pub fn parse_source(src: &str) -> Result<Remote, String> {
     let (address, sub) = split_sub(src);
     for forced in ["s3::", "gcs::", "hg::"] {
         if address.starts_with(forced) {

@@ -14,10 +14,10 @@
 
 use std::fmt;
 
-pub(crate) use semver::Version;
+pub use semver::Version;
 
 /// Parses a provider version (`1.2.3`, `2.0.0-beta1`; a leading `v` is accepted).
-pub(crate) fn parse_version(s: &str) -> Result<Version, String> {
+pub fn parse_version(s: &str) -> Result<Version, String> {
     let t = s.trim();
     let t = t.strip_prefix('v').unwrap_or(t);
     Version::parse(t).map_err(|e| format!("\"{s}\" is not a valid version: {e}."))
@@ -50,12 +50,12 @@ impl Op {
 
 /// One constraint: an operator and a possibly partial version.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct Constraint {
-    pub(crate) op: Op,
-    pub(crate) major: u64,
-    pub(crate) minor: Option<u64>,
-    pub(crate) patch: Option<u64>,
-    pub(crate) pre: String,
+pub struct Constraint {
+    op: Op,
+    major: u64,
+    minor: Option<u64>,
+    patch: Option<u64>,
+    pre: String,
 }
 
 impl Constraint {
@@ -67,7 +67,7 @@ impl Constraint {
         v
     }
 
-    pub(crate) fn allows(&self, v: &Version) -> bool {
+    pub fn allows(&self, v: &Version) -> bool {
         let bound = self.lower();
         match self.op {
             Op::Eq => *v == bound,
@@ -115,11 +115,11 @@ impl fmt::Display for Constraint {
 
 /// A set of constraints that must all hold; empty allows every release.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct Constraints(pub(crate) Vec<Constraint>);
+pub struct Constraints(pub Vec<Constraint>);
 
 impl Constraints {
     /// Parses `"~> 5.0"`, `">= 1.2, < 2"`. The error is a sentence.
-    pub(crate) fn parse(s: &str) -> Result<Constraints, String> {
+    pub fn parse(s: &str) -> Result<Constraints, String> {
         let mut out = Vec::new();
         if s.trim().is_empty() {
             return Ok(Constraints(out));
@@ -139,12 +139,12 @@ impl Constraints {
         Ok(Constraints(out))
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Adds another module's constraints (duplicates are kept once).
-    pub(crate) fn merge(&mut self, other: &Constraints) {
+    pub fn merge(&mut self, other: &Constraints) {
         for c in &other.0 {
             if !self.0.contains(c) {
                 self.0.push(c.clone());
@@ -152,7 +152,7 @@ impl Constraints {
         }
     }
 
-    pub(crate) fn allows(&self, v: &Version) -> bool {
+    pub fn allows(&self, v: &Version) -> bool {
         if !v.pre.is_empty() {
             // A pre-release must be asked for by name.
             let named = self
@@ -167,7 +167,7 @@ impl Constraints {
     }
 
     /// The newest version in `versions` that the constraints allow.
-    pub(crate) fn newest<'a>(
+    pub fn newest<'a>(
         &self,
         versions: impl IntoIterator<Item = &'a Version>,
     ) -> Option<&'a Version> {

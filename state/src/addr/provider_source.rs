@@ -1,4 +1,4 @@
-//! Provider source addresses (`[HOSTNAME/]NAMESPACE/TYPE`) and platforms (`linux_amd64`).
+//! Provider source addresses (`[HOSTNAME/]NAMESPACE/TYPE`).
 //!
 //! Decisions (Terraform's rules, from its provider requirements documentation):
 //! - The hostname defaults to `registry.terraform.io`; a source with only a type (`aws`) means
@@ -13,24 +13,24 @@
 use std::fmt;
 
 /// The default provider registry.
-pub(crate) const DEFAULT_HOST: &str = "registry.terraform.io";
+pub const DEFAULT_HOST: &str = "registry.terraform.io";
 /// The namespace of a provider named without one.
-pub(crate) const DEFAULT_NAMESPACE: &str = "hashicorp";
+const DEFAULT_NAMESPACE: &str = "hashicorp";
 /// The hostname of Terraform's built-in providers (`terraform.io/builtin/terraform`).
-pub(crate) const BUILTIN_HOST: &str = "terraform.io";
+const BUILTIN_HOST: &str = "terraform.io";
 
 /// A provider's source address, normalized to lower case.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SourceAddr {
-    pub(crate) host: String,
-    pub(crate) namespace: String,
-    pub(crate) type_: String,
+    pub host: String,
+    pub namespace: String,
+    pub type_: String,
 }
 
 impl SourceAddr {
     /// `registry.terraform.io/hashicorp/TYPE` (or the built-in `terraform` provider): what a
     /// provider local name means without a `required_providers` entry.
-    pub(crate) fn implied(type_: &str) -> SourceAddr {
+    pub fn implied(type_: &str) -> SourceAddr {
         if type_ == "terraform" {
             return SourceAddr {
                 host: BUILTIN_HOST.into(),
@@ -84,13 +84,13 @@ impl SourceAddr {
     }
 
     /// Whether this is a built-in provider of Terraform's (`terraform.io/builtin/...`).
-    pub(crate) fn is_terraform_builtin(&self) -> bool {
+    pub fn is_terraform_builtin(&self) -> bool {
         self.host == BUILTIN_HOST && self.namespace == "builtin"
     }
 
     /// The short form: without the hostname when it is the default registry, as Terraform
     /// shows `hashicorp/aws`.
-    pub(crate) fn short(&self) -> String {
+    pub fn short(&self) -> String {
         if self.host == DEFAULT_HOST {
             format!("{}/{}", self.namespace, self.type_)
         } else {
@@ -161,51 +161,6 @@ fn parse_host(s: &str) -> Result<String, String> {
     })
 }
 
-/// An operating system and architecture in Go's names, as provider packages are built for:
-/// `linux_amd64`, `darwin_arm64`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Platform {
-    pub(crate) os: String,
-    pub(crate) arch: String,
-}
-
-impl Platform {
-    /// The platform Cairn runs on.
-    pub fn current() -> Platform {
-        let arch = match std::env::consts::ARCH {
-            "x86_64" => "amd64",
-            "x86" => "386",
-            "aarch64" => "arm64",
-            "arm" => "arm",
-            "powerpc64" => "ppc64le",
-            "s390x" => "s390x",
-            other => other,
-        };
-        Platform {
-            os: std::env::consts::OS.into(),
-            arch: arch.into(),
-        }
-    }
-
-    /// Parses `OS_ARCH`.
-    pub(crate) fn parse(s: &str) -> Option<Platform> {
-        let (os, arch) = s.split_once('_')?;
-        if os.is_empty() || arch.is_empty() || arch.contains('_') {
-            return None;
-        }
-        Some(Platform {
-            os: os.into(),
-            arch: arch.into(),
-        })
-    }
-}
-
-impl fmt::Display for Platform {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}_{}", self.os, self.arch)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,13 +203,5 @@ mod tests {
         ] {
             assert!(SourceAddr::parse(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn platforms() {
-        let p = Platform::parse("linux_amd64").unwrap();
-        assert_eq!(p.to_string(), "linux_amd64");
-        assert!(Platform::parse("linux").is_none());
-        assert!(!Platform::current().os.is_empty());
     }
 }
