@@ -20,11 +20,12 @@ use super::args::{
 use super::output::{rfc3339_seconds, Exit};
 use super::Context;
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::engine::api::state_read;
 use crate::engine::edit::{EditRequest, StateEdit};
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{
     Event, EventBody, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot,
-    StateError, StoredValue, Target,
+    StoredValue, Target,
 };
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
@@ -39,18 +40,16 @@ fn capitalized(s: &str) -> String {
     }
 }
 
-pub(crate) use crate::engine::journal::state_diag;
-
 /// The snapshot to read: now, or after event `at`.
 fn read_snapshot(ctx: &Context, command: &str, at: Option<u64>) -> Result<Snapshot, Diagnostic> {
     let Some(store) = ctx.read_store(command)? else {
         return match at {
-            Some(seq) if seq > 0 => Err(state_diag(&StateError::OutOfRange { seq, head: 0 })),
+            Some(seq) if seq > 0 => Err(state_read::out_of_range(seq, 0)),
             _ => Ok(Snapshot::new()),
         };
     };
     match at {
-        Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e)),
+        Some(seq) => store.snapshot_at(seq),
         None => {
             warn_pending(ctx, store.snapshot());
             Ok(store.snapshot().clone())
@@ -313,12 +312,10 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
 
 fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
     let Some(store) = ctx.read_store("state pull")? else {
-        return Err(state_diag(&StateError::NotFound {
-            dir: ctx.state_dir.clone(),
-        }));
+        return Err(state_read::not_found(&ctx.state_dir));
     };
     let snap = match at {
-        Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e))?,
+        Some(seq) => store.snapshot_at(seq)?,
         None => store.snapshot().clone(),
     };
     let doc = crate::engine::terraform_state::export(&snap, &store.lineage());
@@ -761,15 +758,12 @@ pub(crate) fn log(ctx: &Context, a: &LogArgs) -> Exit {
     };
     let head = store.head();
     if a.from > head.max(1) {
-        return ctx.fail(
-            state_diag(&StateError::OutOfRange { seq: a.from, head }),
-            a.ui.no_color,
-        );
+        return ctx.fail(state_read::out_of_range(a.from, head), a.ui.no_color);
     }
     // Operation names need the `OperationStarted` events, which may precede `-from`.
     let events = match store.events(1) {
         Ok(e) => e,
-        Err(e) => return ctx.fail(state_diag(&e), a.ui.no_color),
+        Err(d) => return ctx.fail(d, a.ui.no_color),
     };
     let mut ops = BTreeMap::new();
     let mut out = String::new();

@@ -3,6 +3,9 @@
 //! [`Report`]: `plan` (`PlanMode::Normal`, `Destroy`, `ReadOnly`), `apply_start` →
 //! [`PendingApply::approve`]/[`PendingApply::decline`] (and `apply`, approved in advance),
 //! `refresh`, `import`, `inspect`, `graph_dot`; the state edits are `edit::state_edit`.
+//! Beside them, what commands that work on the state itself call: [`StateRead`] (the state
+//! read without writing), [`backend`] (`init`'s backend and migration, `force-unlock`) and
+//! [`workspaces`].
 //!
 //! A command runs along source → steps → execution: `source.rs` loads what it starts from
 //! (configuration, inputs, providers, state), `assemble.rs` makes the plan (the step
@@ -27,9 +30,11 @@ use super::session::RunSession;
 pub use super::session::{finish_recorded, recorded_diagnostics};
 pub use super::source::{config_hash, files_hash, load, Loaded};
 use super::source::{load_with, new_ctx, open_read, term_graph};
+pub use super::state_read::StateRead;
 use super::timing::{timed, timed_async};
 use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
+pub use super::{backend, state_read, workspaces};
 use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};

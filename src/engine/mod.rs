@@ -38,11 +38,15 @@
 //! | `schema_checks.rs` | `cairn validate`: types, schemas and cycles, without state |
 //! | `terraform_state.rs` | Terraform state in and out (import, `state pull`, `show -json`) |
 //! | `providers.rs` | provider packages, configured instances, default providers |
+//! | `state_read.rs` | the state opened for reading by the commands that only look |
+//! | `backend.rs` | `init`'s backend and its migration, the state `init` makes, `force-unlock` |
+//! | `workspaces.rs` | workspaces: selection, create, list, select, delete |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
 pub mod api;
 pub(crate) mod apply;
 pub(crate) mod assemble;
+pub mod backend;
 pub(crate) mod core;
 pub(crate) mod deferral;
 pub(crate) mod edit;
@@ -65,10 +69,12 @@ pub(crate) mod sabotage;
 pub(crate) mod schema_checks;
 pub(crate) mod session;
 pub(crate) mod source;
+pub mod state_read;
 pub(crate) mod terraform_state;
 pub(crate) mod timing;
 pub(crate) mod values;
 pub(crate) mod walk;
+pub mod workspaces;
 
 #[doc(hidden)]
 pub use sabotage::Sabotage;

@@ -531,7 +531,7 @@ async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Re
         ));
     };
     let path = s.config_dir.join(&file);
-    let plan = match crate::cli::run_cmds::load_plan(&path) {
+    let plan = match crate::plan::saved::load_plan(&path) {
         Ok(p) => p,
         Err(d) => return not_found(format!("{}: {}", d.summary, d.detail)),
     };
@@ -631,7 +631,7 @@ impl Server {
         let files_hash = config.as_ref().map(crate::engine::api::files_hash);
         let mut plans = Vec::new();
         for p in &opts.plans {
-            let plan = crate::cli::run_cmds::load_plan(p)?;
+            let plan = crate::plan::saved::load_plan(p)?;
             let view = plan::PlanView::of_plan(
                 p.display().to_string(),
                 &plan,
