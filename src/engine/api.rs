@@ -4,8 +4,8 @@
 //! [`PendingApply::approve`]/[`PendingApply::decline`] (and `apply`, approved in advance),
 //! `refresh`, `import`, `inspect`, `graph_dot`; the state edits are `edit::state_edit`.
 //! Beside them, what commands that work on the state itself call: [`StateRead`] (the state
-//! read without writing), [`backend`] (`init`'s backend and migration, `force-unlock`) and
-//! [`workspaces`].
+//! read without writing), [`backend`] (`init`'s backend and migration, `force-unlock`),
+//! [`workspaces`] and [`watch`] (the log followed beside other commands, for `cairn ui`).
 //!
 //! A command runs along source → steps → execution: `source.rs` loads what it starts from
 //! (configuration, inputs, providers, state), `assemble.rs` makes the plan (the step
@@ -34,7 +34,7 @@ pub use super::state_read::StateRead;
 use super::timing::{timed, timed_async};
 use super::values::{InstanceScope, Repetition, Values};
 use super::walk::Limits;
-pub use super::{backend, state_read, workspaces};
+pub use super::{backend, state_read, watch, workspaces};
 use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};

@@ -41,6 +41,7 @@
 //! | `state_read.rs` | the state opened for reading by the commands that only look |
 //! | `backend.rs` | `init`'s backend and its migration, the state `init` makes, `force-unlock` |
 //! | `workspaces.rs` | workspaces: selection, create, list, select, delete |
+//! | `watch.rs` | following the log beside other commands (`cairn ui`), on either store |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
 pub mod api;
@@ -74,6 +75,7 @@ pub(crate) mod terraform_state;
 pub(crate) mod timing;
 pub(crate) mod values;
 pub(crate) mod walk;
+pub mod watch;
 pub mod workspaces;
 
 #[doc(hidden)]
