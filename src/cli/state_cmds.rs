@@ -7,7 +7,8 @@
 //! - A state directory that does not exist yet reads as an empty state: `state list` prints
 //!   nothing and `output` warns that there are no outputs, as Terraform does before the first
 //!   apply.
-//! - Edits (`rm`, `mv`, `import-tfstate`) are the engine's `state_edit` (`engine/edit.rs`):
+//! - Reads open the state through `engine::api::StateRead`; edits (`rm`, `mv`,
+//!   `import-tfstate`) are the engine's `api::state_edit` (`engine/edit.rs`):
 //!   runs of their own, so `history` shows them and nothing is ever rewritten; this module
 //!   parses their arguments and prints what they did. Terraform state in and out
 //!   (`import-tfstate`, `pull`) is `engine/terraform_state.rs`.
@@ -21,7 +22,7 @@ use super::output::{rfc3339_seconds, Exit};
 use super::Context;
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::engine::api::state_read;
-use crate::engine::edit::{EditRequest, StateEdit};
+use crate::engine::api::{EditRequest, StateEdit};
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{
     Event, EventBody, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot,
@@ -238,7 +239,7 @@ fn edit(
         args,
         lock_timeout,
     };
-    let report = crate::engine::edit::state_edit(&req, edit);
+    let report = crate::engine::api::state_edit(&req, edit);
     for w in report.notes {
         let d = Diagnostic::warning("State recovered", w);
         ctx.report(&SourceMap::new(), &Diagnostics::from(d), false);
@@ -318,7 +319,7 @@ fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
         Some(seq) => store.snapshot_at(seq)?,
         None => store.snapshot().clone(),
     };
-    let doc = crate::engine::terraform_state::export(&snap, &store.lineage());
+    let doc = crate::engine::api::export_tfstate(&snap, &store.lineage());
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     ctx.out(&format!("{text}\n"));
     Ok(Exit::Ok)
@@ -333,7 +334,7 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
     })?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let imported = crate::engine::terraform_state::read_tfstate(&text, &cwd, &env)?;
+    let imported = crate::engine::api::read_tfstate(&text, &cwd, &env)?;
     let (np, nr) = imported.counts();
     edit(
         ctx,
