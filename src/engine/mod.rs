@@ -41,6 +41,7 @@
 //! | `state_read.rs` | the state opened for reading by the commands that only look |
 //! | `backend.rs` | `init`'s backend and its migration, the state `init` makes, `force-unlock` |
 //! | `workspaces.rs` | workspaces: selection, create, list, select, delete |
+//! | `history.rs` | one description of each event and run (`history`, `log`, `cairn ui`) |
 //! | `watch.rs` | following the log beside other commands (`cairn ui`), on either store |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
@@ -53,6 +54,7 @@ pub(crate) mod deferral;
 pub(crate) mod edit;
 pub(crate) mod execute;
 pub(crate) mod graph;
+pub mod history;
 pub(crate) mod imports;
 pub(crate) mod inspect_phase;
 pub(crate) mod journal;
