@@ -16,15 +16,13 @@
 
 use super::args::{ForceUnlockArgs, InitArgs, ValidateArgs};
 use super::output::Exit;
-use super::state_cmds::state_diag;
 use super::Context;
 use crate::addr::provider_source::SourceAddr;
 use crate::config::{Config, Module};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::engine::api::backend::{self, BackendRequest, StateStatus};
 use crate::provider::install::init::{self as installer, Selected};
-use cairn_state::backend::{self, Backend, PgSettings};
-use cairn_state::workspace;
-use cairn_state::{OpenOptions, ProviderAddr, StateError, Store};
+use cairn_state::ProviderAddr;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -412,177 +410,53 @@ pub(crate) fn init(ctx: &Context, a: &InitArgs) -> Exit {
     Exit::Ok
 }
 
-fn unix_ms() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0)
-}
-
-/// The environment, as the backend reads it.
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
-/// Opens workspace `name`'s state in `backend` (whatever the state directory names).
-fn open_backend(
-    ctx: &Context,
-    name: &str,
-    backend: &Backend,
-    opts: &OpenOptions,
-) -> Result<Option<Store>, Diagnostic> {
-    let dir = workspace::dir(&ctx.state_root, name);
-    let opened = match backend {
-        Backend::Local => Store::open_local(&dir, opts),
-        Backend::Pg(s) => {
-            let mut cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
-            cfg.schema = workspace::pg_schema(&cfg.schema, name).map_err(|e| state_diag(&e))?;
-            Store::open_pg(&cfg, &dir, opts)
-        }
-    };
-    match opened {
-        Ok((store, _)) => Ok(Some(store)),
-        Err(StateError::NotFound { .. }) if !opts.write => Ok(None),
-        Err(e) => Err(state_diag(&e)),
-    }
-}
-
-/// Resolves the backend the configuration and `-backend-config` name and records it in the
-/// state directory; with `-migrate-state`, first copies the previous backend's state into it.
+/// Resolves and records the backend (`engine::api::backend`), and says what moved.
 fn configure_backend(
     ctx: &Context,
     config: &Config,
     a: &InitArgs,
 ) -> Result<Vec<String>, Diagnostic> {
-    let pairs = backend::parse_backend_config(&a.backend_config, Path::new("."))
-        .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
-    let wanted = match &config.root.backend {
-        Some(b) if b.kind == "pg" => {
-            let mut settings = PgSettings::default();
-            for (k, v) in &b.args {
-                settings.set(k, v).map_err(|m| {
-                    Diagnostic::error("Invalid backend configuration", m).with_span(Some(b.span))
-                })?;
-            }
-            for (k, v) in &pairs {
-                settings
-                    .set(k, v)
-                    .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
-            }
-            Backend::Pg(settings)
-        }
-        _ if !pairs.is_empty() => {
-            return Err(Diagnostic::error(
-                "Invalid -backend-config",
-                "-backend-config sets arguments of a backend block, and the configuration has                  none: add terraform { backend \"pg\" {} }",
-            ))
-        }
-        _ => Backend::Local,
-    };
-    let root = &ctx.state_root;
-    let current = backend::read_backend(root).map_err(|e| state_diag(&e))?;
-    if current == wanted {
-        return Ok(Vec::new());
-    }
-    let mut lines = Vec::new();
-    let opts = |write| OpenOptions {
-        command: "init".into(),
+    let req = BackendRequest {
+        state_root: &ctx.state_root,
+        backend_config: &a.backend_config,
+        migrate_state: a.migrate_state,
+        reconfigure: a.reconfigure,
         lock_timeout: a.lock_timeout,
-        write,
     };
-    // Every workspace moves with the backend (Terraform migrates them all too).
-    let names = workspace::list(root).map_err(|e| state_diag(&e))?;
-    let mut with_events = Vec::new();
-    for name in &names {
-        let previous = open_backend(ctx, name, &current, &opts(false))?;
-        let events = previous.as_ref().map_or(0, |s| s.head());
-        if events > 0 {
-            let location = previous.as_ref().map(|s| s.location()).unwrap_or_default();
-            with_events.push((name.clone(), events, location));
-        }
-    }
-    if let Some((_, events, location)) = with_events
-        .first()
-        .filter(|_| !a.migrate_state && !a.reconfigure)
-    {
-        return Err(Diagnostic::error(
-            "Backend configuration changed",
-            format!(
-                "The state in {location} has {events} event(s) and the configuration now names                  another backend. Run `cairn init -migrate-state` to copy the whole log there,                  or `cairn init -reconfigure` to use the new backend and leave that state                  where it is."
-            ),
+    let Some(change) = backend::configure_backend(config, &req)? else {
+        return Ok(Vec::new());
+    };
+    let mut lines = Vec::new();
+    for m in &change.migrations {
+        let which = if change.workspaces > 1 {
+            format!(" (workspace {:?})", m.workspace)
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "- State{which}: copied {} event(s) from {} to {}; verified (event count and \
+             checksum chain {}).",
+            m.events,
+            m.from,
+            m.to,
+            &m.checksum[..16]
         ));
-    }
-    if a.migrate_state {
-        let stamp = unix_ms();
-        for (name, _, _) in &with_events {
-            workspace::ensure_dir(root, name).map_err(|e| state_diag(&e))?;
-            // Both locks are held for the whole copy.
-            let source =
-                open_backend(ctx, name, &current, &opts(true))?.expect("a write open creates");
-            let mut target =
-                open_backend(ctx, name, &wanted, &opts(true))?.expect("a write open creates");
-            let m =
-                cairn_state::migrate::copy_log(&source, &mut target).map_err(|e| state_diag(&e))?;
-            let which = if names.len() > 1 {
-                format!(" (workspace {name:?})")
-            } else {
-                String::new()
-            };
+        if let Some(backup) = &m.backup {
             lines.push(format!(
-                "- State{which}: copied {} event(s) from {} to {}; verified (event count and \
-                 checksum chain {}).",
-                m.events,
-                source.location(),
-                target.location(),
-                &m.checksum[..16]
+                "- The local log{which} was moved to {} (a backup; delete it when you no \
+                 longer need it).",
+                backup.display()
             ));
-            drop((source, target));
-            if current == Backend::Local {
-                // The local log is kept as a backup, out of the way of a later migration back.
-                let dir = workspace::dir(root, name);
-                let backup = dir.join(format!("migrated-{stamp}"));
-                std::fs::create_dir_all(&backup).map_err(|e| {
-                    state_diag(&StateError::io_error("cannot keep the local log", e))
-                })?;
-                for part in ["log", "checkpoints"] {
-                    let from = dir.join(part);
-                    if from.exists() {
-                        std::fs::rename(&from, backup.join(part)).map_err(|e| {
-                            state_diag(&StateError::io_error("cannot keep the local log", e))
-                        })?;
-                    }
-                }
-                lines.push(format!(
-                    "- The local log{which} was moved to {} (a backup; delete it when you no \
-                     longer need it).",
-                    backup.display()
-                ));
-            }
         }
     }
-    backend::write_backend(root, &wanted).map_err(|e| state_diag(&e))?;
     Ok(lines)
 }
 
 /// `cairn force-unlock LOCK_ID`.
 pub(crate) fn force_unlock(ctx: &Context, a: &ForceUnlockArgs) -> Exit {
-    let cfg = match cairn_state::store::configured_pg(&ctx.state_dir) {
-        Ok(Some(cfg)) => cfg,
-        Ok(None) => {
-            return ctx.fail(
-                Diagnostic::error(
-                    "Nothing to unlock",
-                    format!(
-                        "The state in {} is local: its lock belongs to a running cairn process \
-                         and is released when that process exits, so there is no lock to \
-                         force.",
-                        ctx.state_dir.display()
-                    ),
-                ),
-                false,
-            )
-        }
-        Err(e) => return ctx.fail(state_diag(&e), false),
+    let lock = match backend::shared_lock(&ctx.state_dir) {
+        Ok(lock) => lock,
+        Err(d) => return ctx.fail(d, false),
     };
     if !a.force {
         if !ctx.stdin_tty {
@@ -609,12 +483,12 @@ pub(crate) fn force_unlock(ctx: &Context, a: &ForceUnlockArgs) -> Exit {
             return Exit::Error;
         }
     }
-    match cairn_state::pg::force_unlock(&cfg, &a.lock_id) {
+    match lock.force_unlock(&a.lock_id) {
         Ok(msg) => {
             ctx.out(&format!("{msg}\n"));
             Exit::Ok
         }
-        Err(e) => ctx.fail(state_diag(&e), false),
+        Err(d) => ctx.fail(d, false),
     }
 }
 
@@ -640,25 +514,18 @@ fn describe(addr: &SourceAddr, sel: &Selected) -> String {
 
 /// Creates the state directory if needed and says what is there.
 fn state_dir_status(ctx: &Context) -> Result<String, Diagnostic> {
-    if let Some(store) = ctx.read_store("init")? {
-        let dir = store.location();
-        let s = store.snapshot();
-        return Ok(format!(
-            "found {dir} ({} event{}, {} resource instance{}).",
-            s.head,
-            if s.head == 1 { "" } else { "s" },
-            s.resources.len(),
-            if s.resources.len() == 1 { "" } else { "s" }
-        ));
-    }
-    let opts = OpenOptions {
-        command: "init".into(),
-        write: true,
-        ..Default::default()
-    };
-    match Store::open(&ctx.state_dir, &opts) {
-        Ok((store, _)) => Ok(format!("created {}.", store.location())),
-        Err(e @ StateError::Locked { .. }) => Err(state_diag(&e)),
-        Err(e) => Err(state_diag(&e)),
-    }
+    let (status, warnings) = backend::ensure_state(&ctx.state_dir, "init")?;
+    ctx.recovered(warnings);
+    Ok(match status {
+        StateStatus::Found {
+            location,
+            events,
+            instances,
+        } => format!(
+            "found {location} ({events} event{}, {instances} resource instance{}).",
+            if events == 1 { "" } else { "s" },
+            if instances == 1 { "" } else { "s" }
+        ),
+        StateStatus::Created { location } => format!("created {location}."),
+    })
 }

@@ -20,7 +20,7 @@ use super::Context;
 use crate::config::{Config, Resource, ResourceKey, VarArg};
 use crate::diag::{SourceMap, Span};
 use crate::engine::api::Inspected;
-use crate::engine::values::{Expansion, Values};
+use crate::engine::api::{Expansion, Values};
 use crate::value::Value;
 use cairn_state::{Mode, ModulePath};
 use serde_json::{json, Map, Value as J};

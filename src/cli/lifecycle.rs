@@ -17,13 +17,14 @@ use super::args::UiArgs;
 use super::output::{Exit, JsonUi};
 use super::progress::{AnyObserver, HumanObserver, HumanOptions, JsonObserver};
 use super::request::engine_options;
-use super::run_cmds::{load_plan, present_plan, save_plan};
+use super::run_cmds::present_plan;
 use super::Context;
 use crate::config::{Config, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::engine::api;
 use crate::engine::observer::Observer;
 use crate::plan::json::type_json;
+use crate::plan::saved::{load_plan, save_plan};
 use crate::plan::{Plan, PlanMode};
 use crate::value::{format_hcl, Value};
 use serde_json::{json, Map, Value as J};
@@ -790,7 +791,7 @@ mod tests {
             state_dir: PathBuf::from(".cairn"),
             state_root: PathBuf::from(".cairn"),
             workspace: "default".into(),
-            workspace_source: cairn_state::workspace::Source::Default,
+            workspace_source: crate::engine::api::workspaces::WorkspaceSource::Default,
             stdout: sink(out.clone()),
             stderr: sink(err.clone()),
             stdout_tty: false,

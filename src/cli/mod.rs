@@ -41,7 +41,7 @@ pub struct Context {
     /// The selected workspace (`terraform.workspace`).
     pub workspace: String,
     /// Where `workspace` came from.
-    pub workspace_source: cairn_state::workspace::Source,
+    pub workspace_source: crate::engine::api::workspaces::WorkspaceSource,
     pub stdout: Sink,
     pub stderr: Sink,
     pub stdout_tty: bool,
@@ -50,27 +50,26 @@ pub struct Context {
 }
 
 impl Context {
-    /// The state store opened for reading (`None`: there is no state yet), the store's
-    /// warnings (torn tail, bad checkpoint) printed.
+    /// The state opened for reading (`None`: there is no state yet), the store's warnings
+    /// (torn tail, bad checkpoint) printed.
     pub(crate) fn read_store(
         &self,
         command: &str,
-    ) -> Result<Option<cairn_state::Store>, Diagnostic> {
-        let opts = cairn_state::OpenOptions {
-            command: command.to_string(),
-            lock_timeout: std::time::Duration::ZERO,
-            write: false,
+    ) -> Result<Option<crate::engine::api::StateRead>, Diagnostic> {
+        let Some((state, warnings)) =
+            crate::engine::api::StateRead::open(&self.state_dir, command)?
+        else {
+            return Ok(None);
         };
-        match cairn_state::Store::open(&self.state_dir, &opts) {
-            Ok((store, warnings)) => {
-                for w in warnings {
-                    let d = Diagnostic::warning("State recovered", w);
-                    self.report(&SourceMap::new(), &Diagnostics::from(d), false);
-                }
-                Ok(Some(store))
-            }
-            Err(cairn_state::StateError::NotFound { .. }) => Ok(None),
-            Err(e) => Err(crate::engine::journal::state_diag(&e)),
+        self.recovered(warnings);
+        Ok(Some(state))
+    }
+
+    /// Prints the store's recovery warnings.
+    pub(crate) fn recovered(&self, warnings: Vec<String>) {
+        for w in warnings {
+            let d = Diagnostic::warning("State recovered", w);
+            self.report(&SourceMap::new(), &Diagnostics::from(d), false);
         }
     }
 
@@ -99,7 +98,7 @@ impl Context {
 
     /// The selected workspace when one was selected (`None`: `default` by default).
     pub fn selected_workspace(&self) -> Option<String> {
-        (self.workspace_source != cairn_state::workspace::Source::Default)
+        (self.workspace_source != crate::engine::api::workspaces::WorkspaceSource::Default)
             .then(|| self.workspace.clone())
     }
 
@@ -142,8 +141,8 @@ pub fn main() -> i32 {
     let ctx = Context {
         state_dir: PathBuf::new(),
         state_root: PathBuf::new(),
-        workspace: cairn_state::workspace::DEFAULT.to_string(),
-        workspace_source: cairn_state::workspace::Source::Default,
+        workspace: crate::engine::api::workspaces::DEFAULT_WORKSPACE.to_string(),
+        workspace_source: crate::engine::api::workspaces::WorkspaceSource::Default,
         stdout: sink(std::io::stdout()),
         stderr: sink(std::io::stderr()),
         stdout_tty: std::io::stdout().is_terminal(),
@@ -177,13 +176,12 @@ pub fn main() -> i32 {
         })
         .unwrap_or_else(|| PathBuf::from(".cairn"));
     let tf_workspace = std::env::var("TF_WORKSPACE").ok();
-    let (workspace, workspace_source) =
-        cairn_state::workspace::selected(&state_dir, tf_workspace.as_deref());
+    let selection = crate::engine::api::workspaces::selected(&state_dir, tf_workspace.as_deref());
     let ctx = Context {
-        state_dir: cairn_state::workspace::dir(&state_dir, &workspace),
+        state_dir: selection.state_dir,
         state_root: state_dir,
-        workspace,
-        workspace_source,
+        workspace: selection.name,
+        workspace_source: selection.source,
         ..ctx
     };
     tracing::debug!(state_dir = %ctx.state_dir.display(), workspace = %ctx.workspace, "starting");

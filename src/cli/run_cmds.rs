@@ -1,13 +1,10 @@
-//! What `plan`, `apply`, `refresh`, `destroy` and `show` share around the engine: saved plan
-//! files, presenting a plan (human text through
+//! What `plan`, `apply`, `refresh`, `destroy` and `show` share around the engine: presenting a plan (human text through
 //! `plan::render`, or `-json` UI messages), the approval step, and exit codes.
 //!
 //! Decisions:
 //! - Addresses given to `-target` and `-replace` are parsed here, all of them, and reported
 //!   together before anything runs.
-//! - A saved plan is JSON: `{"cairn_plan_format": 2, "cairn_version", "plan"}` with the `Plan`
-//!   serialized by serde (unknowns included). JSON keeps it inspectable with ordinary tools;
-//!   `cairn show -json FILE` gives the Terraform-shaped view.
+//! - Saved plan files are `plan::saved` (their format belongs to the plan, not to the CLI).
 //! - The approval step runs only after the plan is shown, and only when the plan has
 //!   something to do: "No changes." never asks.
 
@@ -19,67 +16,11 @@ use super::Context;
 use crate::config::VarArg;
 use crate::diag::Diagnostic;
 use crate::plan::render::{render_plan, RenderOptions};
+use crate::plan::saved::load_plan;
 use crate::plan::{Action, Plan, PlanMode};
 use cairn_state::Snapshot;
 use serde_json::{json, Map, Value as J};
 use std::io::BufRead;
-use std::path::Path;
-
-/// The version of the saved plan format this Cairn writes and reads.
-pub const PLAN_FORMAT: u64 = 2;
-
-/// Writes a plan for `apply FILE`.
-pub fn save_plan(path: &Path, plan: &Plan) -> Result<(), Diagnostic> {
-    let doc = json!({
-        "cairn_plan_format": PLAN_FORMAT,
-        "cairn_version": env!("CARGO_PKG_VERSION"),
-        "plan": plan,
-    });
-    let text = serde_json::to_string(&doc).map_err(|e| {
-        Diagnostic::error(
-            "Failed to write plan file",
-            format!("Encoding the plan: {e}."),
-        )
-    })?;
-    std::fs::write(path, text).map_err(|e| {
-        Diagnostic::error(
-            "Failed to write plan file",
-            format!("Writing {}: {e}.", path.display()),
-        )
-    })
-}
-
-/// Reads a plan saved by `plan -out=FILE`.
-pub fn load_plan(path: &Path) -> Result<Plan, Diagnostic> {
-    let bad = |why: String| {
-        Diagnostic::error(
-            "Failed to read plan file",
-            format!("{} {why}", path.display()),
-        )
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}.")))?;
-    let doc: J = serde_json::from_str(&text).map_err(|_| {
-        bad(
-            "is not a Cairn plan file (it is not JSON). Save a plan with `cairn plan -out=FILE`."
-                .into(),
-        )
-    })?;
-    match doc.get("cairn_plan_format").and_then(J::as_u64) {
-        Some(PLAN_FORMAT) => {}
-        Some(v) => {
-            return Err(bad(format!(
-                "has plan format {v}; this Cairn reads format {PLAN_FORMAT}. Make the plan again with this Cairn."
-            )))
-        }
-        None => {
-            return Err(bad(
-                "is not a Cairn plan file. Save a plan with `cairn plan -out=FILE`.".into(),
-            ))
-        }
-    }
-    let plan = doc.get("plan").cloned().unwrap_or(J::Null);
-    serde_json::from_value(plan).map_err(|e| bad(format!("is damaged: {e}.")))
-}
 
 /// Terraform's action names in `planned_change` messages.
 fn change_action(a: Action) -> &'static str {
@@ -497,7 +438,7 @@ mod tests {
             state_dir: PathBuf::from(".cairn"),
             state_root: PathBuf::from(".cairn"),
             workspace: "default".into(),
-            workspace_source: cairn_state::workspace::Source::Default,
+            workspace_source: crate::engine::api::workspaces::WorkspaceSource::Default,
             stdout: sink(out.clone()),
             stderr: sink(err.clone()),
             stdout_tty: false,
@@ -732,21 +673,5 @@ mod tests {
         assert_eq!(svg, "<svg -Tsvg>\ndigraph { a -> b }</svg>\n");
         let d = dot_to_svg("digraph {", bad.to_str().unwrap()).unwrap_err();
         assert!(d.detail.contains("syntax error in line 1"), "{}", d.detail);
-    }
-
-    #[test]
-    fn saved_plans_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p");
-        let mut plan = plan_with(&[Action::Create]);
-        plan.changes[0].after = Some(crate::value::Value::object([
-            ("id", crate::value::Value::unknown()),
-            ("n", crate::value::Value::int(3)),
-        ]));
-        save_plan(&path, &plan).unwrap();
-        assert_eq!(load_plan(&path).unwrap(), plan);
-        std::fs::write(&path, r#"{"cairn_plan_format": 99}"#).unwrap();
-        let d = load_plan(&path).unwrap_err();
-        assert!(d.detail.contains("has plan format 99"), "{}", d.detail);
     }
 }

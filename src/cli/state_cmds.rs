@@ -7,7 +7,8 @@
 //! - A state directory that does not exist yet reads as an empty state: `state list` prints
 //!   nothing and `output` warns that there are no outputs, as Terraform does before the first
 //!   apply.
-//! - Edits (`rm`, `mv`, `import-tfstate`) are the engine's `state_edit` (`engine/edit.rs`):
+//! - Reads open the state through `engine::api::StateRead`; edits (`rm`, `mv`,
+//!   `import-tfstate`) are the engine's `api::state_edit` (`engine/edit.rs`):
 //!   runs of their own, so `history` shows them and nothing is ever rewritten; this module
 //!   parses their arguments and prints what they did. Terraform state in and out
 //!   (`import-tfstate`, `pull`) is `engine/terraform_state.rs`.
@@ -20,11 +21,12 @@ use super::args::{
 use super::output::{rfc3339_seconds, Exit};
 use super::Context;
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
-use crate::engine::edit::{EditRequest, StateEdit};
+use crate::engine::api::history::{self, EventContext, OpRef};
+use crate::engine::api::state_read;
+use crate::engine::api::{EditRequest, StateEdit};
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{
-    Event, EventBody, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunSummary, Snapshot,
-    StateError, StoredValue, Target,
+    Event, EventBody, OpAction, ProviderAddr, ResourceInstanceAddr, Snapshot, Target,
 };
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
@@ -39,18 +41,16 @@ fn capitalized(s: &str) -> String {
     }
 }
 
-pub(crate) use crate::engine::journal::state_diag;
-
 /// The snapshot to read: now, or after event `at`.
 fn read_snapshot(ctx: &Context, command: &str, at: Option<u64>) -> Result<Snapshot, Diagnostic> {
     let Some(store) = ctx.read_store(command)? else {
         return match at {
-            Some(seq) if seq > 0 => Err(state_diag(&StateError::OutOfRange { seq, head: 0 })),
+            Some(seq) if seq > 0 => Err(state_read::out_of_range(seq, 0)),
             _ => Ok(Snapshot::new()),
         };
     };
     match at {
-        Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e)),
+        Some(seq) => store.snapshot_at(seq),
         None => {
             warn_pending(ctx, store.snapshot());
             Ok(store.snapshot().clone())
@@ -239,7 +239,7 @@ fn edit(
         args,
         lock_timeout,
     };
-    let report = crate::engine::edit::state_edit(&req, edit);
+    let report = crate::engine::api::state_edit(&req, edit);
     for w in report.notes {
         let d = Diagnostic::warning("State recovered", w);
         ctx.report(&SourceMap::new(), &Diagnostics::from(d), false);
@@ -313,15 +313,13 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
 
 fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
     let Some(store) = ctx.read_store("state pull")? else {
-        return Err(state_diag(&StateError::NotFound {
-            dir: ctx.state_dir.clone(),
-        }));
+        return Err(state_read::not_found(&ctx.state_dir));
     };
     let snap = match at {
-        Some(seq) => store.snapshot_at(seq).map_err(|e| state_diag(&e))?,
+        Some(seq) => store.snapshot_at(seq)?,
         None => store.snapshot().clone(),
     };
-    let doc = crate::engine::terraform_state::export(&snap, &store.lineage());
+    let doc = crate::engine::api::export_tfstate(&snap, &store.lineage());
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     ctx.out(&format!("{text}\n"));
     Ok(Exit::Ok)
@@ -336,7 +334,7 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
     })?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let imported = crate::engine::terraform_state::read_tfstate(&text, &cwd, &env)?;
+    let imported = crate::engine::api::read_tfstate(&text, &cwd, &env)?;
     let (np, nr) = imported.counts();
     edit(
         ctx,
@@ -395,46 +393,12 @@ fn fmt_run_duration(ms: u64) -> String {
     }
 }
 
-/// A run's changes in `history`: its summary, and the objects it moved or forgot.
-fn run_changes(r: &cairn_state::RunRecord) -> String {
-    let mut t = summary_text(&r.summary);
-    if r.moved > 0 {
-        let _ = write!(t, ", {} moved", r.moved);
-    }
-    if r.forgotten > 0 {
-        let _ = write!(t, ", {} forgotten", r.forgotten);
-    }
-    t
-}
-
-fn summary_text(s: &RunSummary) -> String {
-    let mut t = match s.imported {
-        0 => String::new(),
-        n => format!("{n} imported, "),
-    };
-    let _ = write!(
-        t,
-        "{} added, {} changed, {} destroyed",
-        s.added, s.changed, s.destroyed
-    );
-    if s.read > 0 {
-        let _ = write!(t, ", {} read", s.read);
-    }
-    if s.errors > 0 {
-        let _ = write!(t, ", {} error(s)", s.errors);
-    }
-    t
-}
-
 pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
     let snap = match read_snapshot(ctx, "history", None) {
         Ok(s) => s,
         Err(d) => return ctx.fail(d, a.ui.no_color),
     };
-    let outcome = |r: &cairn_state::RunRecord| match r.outcome {
-        Some(o) => o.to_string(),
-        None => "unfinished".to_string(),
-    };
+    let outcome = history::run_outcome;
     if a.ui.json {
         let mut out = String::new();
         for r in &snap.runs {
@@ -475,7 +439,7 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                     .unwrap_or_else(|| "-".into()),
                 outcome(r),
                 r.command.clone(),
-                run_changes(r),
+                history::run_changes(r),
             ]
         })
         .collect();
@@ -516,229 +480,24 @@ fn table<const N: usize>(head: [&str; N], rows: &[[String; N]]) -> String {
     out
 }
 
-/// Makes an event's serde JSON readable: stored values (`attrs`, `config`, `value`) become
-/// plain JSON, and addresses become their strings (`sim_thing.a[0]`, `provider["sim"]`).
-fn plain_values(j: J) -> J {
-    match j {
-        J::Object(m) if has_keys(&m, &["key", "resource"]) => {
-            match serde_json::from_value::<ResourceInstanceAddr>(J::Object(m.clone())) {
-                Ok(a) => J::String(a.to_string()),
-                Err(_) => J::Object(m),
-            }
-        }
-        J::Object(m) if has_keys(&m, &["alias", "module", "package"]) => {
-            match serde_json::from_value::<cairn_state::ProviderAddr>(J::Object(m.clone())) {
-                Ok(a) => J::String(a.to_string()),
-                Err(_) => J::Object(m),
-            }
-        }
-        J::Object(m) => J::Object(
-            m.into_iter()
-                .map(|(k, v)| {
-                    let v = if matches!(k.as_str(), "attrs" | "config" | "value") {
-                        match serde_json::from_value::<StoredValue>(v.clone()) {
-                            Ok(s) => s.to_json(),
-                            Err(_) => plain_values(v),
-                        }
-                    } else {
-                        plain_values(v)
-                    };
-                    (k, v)
-                })
-                .collect(),
-        ),
-        J::Array(a) => J::Array(a.into_iter().map(plain_values).collect()),
-        other => other,
-    }
-}
+/// The operations `log` has read so far (for the outcome events that name them).
+#[derive(Default)]
+struct Ops(BTreeMap<u64, (ResourceInstanceAddr, OpAction, u64)>);
 
-fn has_keys(m: &Map<String, J>, keys: &[&str]) -> bool {
-    m.len() == keys.len() && keys.iter().all(|k| m.contains_key(*k))
-}
-
-/// One event as a JSON object: `seq`, `version`, `time`, `run`, `kind`, and the event's fields.
-pub(crate) fn event_json(e: &Event) -> J {
-    let mut o = Map::new();
-    o.insert("seq".into(), json!(e.seq));
-    o.insert("version".into(), json!(e.version));
-    o.insert("time".into(), json!(time_of(e.time_ms)));
-    o.insert("run".into(), json!(e.run));
-    o.insert("kind".into(), json!(e.body.kind()));
-    if let Ok(J::Object(body)) = serde_json::to_value(&e.body) {
-        // Externally tagged: {"Kind": {fields}}; unit-like variants have no fields.
-        for (_, fields) in body {
-            if let J::Object(f) = plain_values(fields) {
-                o.extend(f);
-            }
-        }
-    }
-    J::Object(o)
-}
-
-/// One event in words.
-pub(crate) fn event_text(e: &Event, ops: &BTreeMap<u64, ResourceInstanceAddr>) -> String {
-    let op_name = |op: &u64| match ops.get(op) {
-        Some(a) => format!("{a} (operation {op})"),
-        None => format!("operation {op}"),
-    };
-    let what = match &e.body {
-        EventBody::RunStarted {
-            command,
-            args,
-            user,
-            pid,
-        } => {
-            let mut c = format!("cairn {command}");
-            for a in args {
-                c.push(' ');
-                c.push_str(a);
-            }
-            format!("{c} by {user} (pid {pid})")
-        }
-        EventBody::RunFinished { outcome, summary } => {
-            format!("{outcome}: {}", summary_text(summary))
-        }
-        EventBody::ProviderRegistered { instance } => format!(
-            "{} [id={}]{}",
-            instance.addr,
-            instance.id,
-            if instance.is_default {
-                " (default)"
-            } else {
-                ""
-            }
-        ),
-        EventBody::ProviderUpdated { addr, id, .. } => format!("{addr} [id={id}]"),
-        EventBody::ProviderRemoved { addr, id } => format!("{addr} [id={id}]"),
-        EventBody::ResourceRead { addr, .. }
-        | EventBody::ResourceGone { addr }
-        | EventBody::DataRead { addr, .. }
-        | EventBody::DataDropped { addr }
-        | EventBody::ResourceForgotten { addr } => addr.to_string(),
-        EventBody::ObjectDeposed { addr, key } | EventBody::ObjectRestored { addr, key } => {
-            format!("{addr} (deposed key {key})")
-        }
-        EventBody::OperationStarted {
+impl EventContext for Ops {
+    fn op(&self, op: u64) -> Option<OpRef<'_>> {
+        self.0.get(&op).map(|(addr, action, run)| OpRef {
             addr,
-            deposed,
-            action,
-            token,
-            ..
-        } => {
-            let mut s = format!("{action} {addr}");
-            if let Some(d) = deposed {
-                let _ = write!(s, " (deposed {d})");
-            }
-            if let Some(t) = token {
-                let _ = write!(s, " [token={t}]");
-            }
-            s
-        }
-        EventBody::OperationSucceeded { op, object } => format!(
-            "{}: {}",
-            op_name(op),
-            if object.is_some() {
-                "object written"
-            } else {
-                "object removed"
-            }
-        ),
-        EventBody::OperationFailed { op, object, error } => format!(
-            "{}: {error}{}",
-            op_name(op),
-            if object.is_some() {
-                " (partial object kept)"
-            } else {
-                ""
-            }
-        ),
-        EventBody::OutputsSet { outputs } => {
-            let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
-            if names.is_empty() {
-                "no outputs".to_string()
-            } else {
-                names.join(", ")
-            }
-        }
-        EventBody::ResourceMoved { from, to } => format!("{from} -> {to}"),
-        EventBody::ResourceRehomed { addr, provider } => {
-            format!("{addr} now via {} ({})", provider.addr, provider.id)
-        }
-        EventBody::DependenciesUpdated { addr, deps } => format!(
-            "{addr} depends on [{}]",
-            deps.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        EventBody::PendingResolved { op, how, object } => format!(
-            "{}: {how}{}",
-            op_name(op),
-            if object.is_some() {
-                " (object kept)"
-            } else {
-                ""
-            }
-        ),
-        EventBody::StateImported {
-            source,
-            providers,
-            resources,
-        } => format!(
-            "from {source}: {} provider instance(s), {} resource instance(s)",
-            providers.len(),
-            resources.len()
-        ),
-        EventBody::RunPlanned { plan } => {
-            let count = |a: &[PlannedAction]| {
-                plan.changes
-                    .iter()
-                    .filter(|c| a.contains(&c.action))
-                    .count()
-            };
-            format!(
-                "{}{}: {} to add, {} to change, {} to destroy, {} read(s) deferred to apply",
-                plan.mode,
-                if plan.saved { " (saved plan)" } else { "" },
-                count(&[
-                    PlannedAction::Create,
-                    PlannedAction::DeleteThenCreate,
-                    PlannedAction::CreateThenDelete
-                ]),
-                count(&[PlannedAction::Update]),
-                count(&[
-                    PlannedAction::Delete,
-                    PlannedAction::DeleteThenCreate,
-                    PlannedAction::CreateThenDelete
-                ]),
-                count(&[PlannedAction::Read]),
-            )
-        }
-        EventBody::RunDiagnostics { diagnostics } => {
-            let errors = diagnostics
-                .iter()
-                .filter(|d| d.severity == cairn_state::event::Severity::Error)
-                .count();
-            let first = diagnostics
-                .first()
-                .map(|d| {
-                    format!(
-                        ": {}{}",
-                        d.summary,
-                        d.location
-                            .as_ref()
-                            .or(d.address.as_ref())
-                            .map(|l| format!(" ({l})"))
-                            .unwrap_or_default()
-                    )
-                })
-                .unwrap_or_default();
-            format!(
-                "{errors} error(s), {} warning(s){first}",
-                diagnostics.len() - errors
-            )
-        }
-    };
+            action: *action,
+            run: *run,
+        })
+    }
+}
+
+/// One event in a line of `cairn log`: seq, time, run, kind and its words
+/// (`engine::api::history`).
+fn event_text(e: &Event, ops: &Ops) -> String {
+    let what = history::describe(e, ops).words;
     format!(
         "{:>5}  {}  run {:<4} {:<18} {what}",
         e.seq,
@@ -761,27 +520,28 @@ pub(crate) fn log(ctx: &Context, a: &LogArgs) -> Exit {
     };
     let head = store.head();
     if a.from > head.max(1) {
-        return ctx.fail(
-            state_diag(&StateError::OutOfRange { seq: a.from, head }),
-            a.ui.no_color,
-        );
+        return ctx.fail(state_read::out_of_range(a.from, head), a.ui.no_color);
     }
     // Operation names need the `OperationStarted` events, which may precede `-from`.
     let events = match store.events(1) {
         Ok(e) => e,
-        Err(e) => return ctx.fail(state_diag(&e), a.ui.no_color),
+        Err(d) => return ctx.fail(d, a.ui.no_color),
     };
-    let mut ops = BTreeMap::new();
+    let mut ops = Ops::default();
     let mut out = String::new();
     for e in &events {
-        if let EventBody::OperationStarted { addr, .. } = &e.body {
-            ops.insert(e.seq, addr.clone());
+        if let EventBody::OperationStarted { addr, action, .. } = &e.body {
+            ops.0.insert(e.seq, (addr.clone(), *action, e.run));
         }
         if e.seq < a.from {
             continue;
         }
         if a.ui.json {
-            let _ = writeln!(out, "{}", event_json(e));
+            let _ = writeln!(
+                out,
+                "{}",
+                history::event_record_json(e, &time_of(e.time_ms))
+            );
         } else {
             let _ = writeln!(out, "{}", event_text(e, &ops));
         }

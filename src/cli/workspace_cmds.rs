@@ -1,14 +1,15 @@
 //! `cairn workspace new|select|list|show|delete`: several states of one configuration, with
-//! Terraform's commands, messages and `TF_WORKSPACE`. Where a workspace's state lives is the
-//! state crate's business (`cairn_state::workspace`); this module only checks names, asks
-//! the store whether a workspace is empty, and prints.
+//! Terraform's commands, messages and `TF_WORKSPACE`. Where a workspace's state lives and
+//! what opening it takes is the engine's business (`engine::api::workspaces`); this module
+//! only checks names, decides by Terraform's rules, and prints.
 
 use super::args::{WorkspaceCommand, WorkspaceNameArgs};
 use super::output::Exit;
 use super::Context;
 use crate::diag::Diagnostic;
-use cairn_state::workspace::{self, Source, DEFAULT};
-use cairn_state::{OpenOptions, StateError, Store};
+use crate::engine::api::workspaces::{
+    self as workspace, WorkspaceSource as Source, DEFAULT_WORKSPACE as DEFAULT,
+};
 
 /// Checks the selected workspace's name before any command runs, and makes its state
 /// directory when it does not exist yet: as Terraform's local backend does, selecting a
@@ -17,9 +18,7 @@ pub(crate) fn check_selected(ctx: &Context, make_dir: bool) -> Result<(), Diagno
     workspace::check_name(&ctx.workspace).map_err(|m| {
         let from = match ctx.workspace_source {
             Source::Env => "TF_WORKSPACE".to_string(),
-            _ => ctx
-                .state_root
-                .join(workspace::ENVIRONMENT_FILE)
+            _ => workspace::environment_file(&ctx.state_root)
                 .display()
                 .to_string(),
         };
@@ -29,13 +28,9 @@ pub(crate) fn check_selected(ctx: &Context, make_dir: bool) -> Result<(), Diagno
         )
     })?;
     if make_dir && ctx.workspace != DEFAULT {
-        workspace::ensure_dir(&ctx.state_root, &ctx.workspace).map_err(|e| state_err(&e))?;
+        workspace::ensure_dir(&ctx.state_root, &ctx.workspace)?;
     }
     Ok(())
-}
-
-fn state_err(e: &StateError) -> Diagnostic {
-    super::state_cmds::state_diag(e)
 }
 
 /// Terraform's refusal to change the selection while `TF_WORKSPACE` overrides it.
@@ -64,27 +59,25 @@ pub(crate) fn workspace(ctx: &Context, c: WorkspaceCommand) -> Exit {
             ctx.out(&format!("{}\n", ctx.workspace));
             return Exit::Ok;
         }
-        WorkspaceCommand::List => workspace::list(root)
-            .map_err(|e| state_err(&e))
-            .map(|names| {
-                let mut out = String::new();
-                let mut names = names;
-                if !names.contains(&ctx.workspace) {
-                    // TF_WORKSPACE names one that has no state yet.
-                    names.push(ctx.workspace.clone());
-                }
-                for n in names {
-                    let mark = if n == ctx.workspace { '*' } else { ' ' };
-                    out.push_str(&format!("{mark} {n}\n"));
-                }
-                ctx.out(&format!("{out}\n"));
-                if ctx.workspace_source == Source::Env {
-                    ctx.err(
-                        "The active workspace is being overridden using the TF_WORKSPACE \
+        WorkspaceCommand::List => workspace::list(root).map(|names| {
+            let mut out = String::new();
+            let mut names = names;
+            if !names.contains(&ctx.workspace) {
+                // TF_WORKSPACE names one that has no state yet.
+                names.push(ctx.workspace.clone());
+            }
+            for n in names {
+                let mark = if n == ctx.workspace { '*' } else { ' ' };
+                out.push_str(&format!("{mark} {n}\n"));
+            }
+            ctx.out(&format!("{out}\n"));
+            if ctx.workspace_source == Source::Env {
+                ctx.err(
+                    "The active workspace is being overridden using the TF_WORKSPACE \
                          environment variable.\n",
-                    );
-                }
-            }),
+                );
+            }
+        }),
         WorkspaceCommand::New(a) => new(ctx, &a),
         WorkspaceCommand::Select { name, or_create } => select(ctx, &name, or_create),
         WorkspaceCommand::Delete { name, force } => delete(ctx, &name, force),
@@ -99,18 +92,9 @@ fn checked_name(a: &WorkspaceNameArgs) -> Result<(), Diagnostic> {
     workspace::check_name(&a.name).map_err(|m| Diagnostic::error("Invalid workspace name", m))
 }
 
-/// Creates the workspace's state (opening it for writing creates the log, or the
-/// PostgreSQL schema, so other machines see the workspace at once).
+/// Creates the workspace's state (so other machines see it at once on PostgreSQL).
 fn create(ctx: &Context, a: &WorkspaceNameArgs) -> Result<(), Diagnostic> {
-    let dir = workspace::ensure_dir(&ctx.state_root, &a.name).map_err(|e| state_err(&e))?;
-    let opts = OpenOptions {
-        command: "workspace new".into(),
-        lock_timeout: a.lock_timeout,
-        write: true,
-    };
-    Store::open(&dir, &opts)
-        .map(drop)
-        .map_err(|e| state_err(&e))
+    workspace::create(&ctx.state_root, &a.name, a.lock_timeout)
 }
 
 fn new(ctx: &Context, a: &WorkspaceNameArgs) -> Result<(), Diagnostic> {
@@ -122,14 +106,14 @@ fn new(ctx: &Context, a: &WorkspaceNameArgs) -> Result<(), Diagnostic> {
              workspace name you are trying to create, and then run this command again.",
         ));
     }
-    if workspace::exists(&ctx.state_root, &a.name).map_err(|e| state_err(&e))? {
+    if workspace::exists(&ctx.state_root, &a.name)? {
         return Err(Diagnostic::error(
             format!("Workspace {:?} already exists", a.name),
             "Select it with `cairn workspace select NAME`.",
         ));
     }
     create(ctx, a)?;
-    workspace::select(&ctx.state_root, &a.name).map_err(|e| state_err(&e))?;
+    workspace::select(&ctx.state_root, &a.name)?;
     ctx.out(&format!(
         "Created and switched to workspace {:?}!\n\nYou're now on a new, empty workspace. \
          Workspaces isolate their state,\nso if you run \"cairn plan\" Cairn will not see any \
@@ -147,12 +131,12 @@ fn select(ctx: &Context, a: &WorkspaceNameArgs, or_create: bool) -> Result<(), D
              and then run this command again.",
         ));
     }
-    if !workspace::exists(&ctx.state_root, &a.name).map_err(|e| state_err(&e))? {
+    if !workspace::exists(&ctx.state_root, &a.name)? {
         if !or_create {
             return Err(doesnt_exist(&a.name));
         }
         create(ctx, a)?;
-        workspace::select(&ctx.state_root, &a.name).map_err(|e| state_err(&e))?;
+        workspace::select(&ctx.state_root, &a.name)?;
         ctx.out(&format!(
             "Created and switched to workspace {:?}!\n\nYou're now on a new, empty \
              workspace. Workspaces isolate their state,\nso if you run \"cairn plan\" Cairn \
@@ -162,8 +146,8 @@ fn select(ctx: &Context, a: &WorkspaceNameArgs, or_create: bool) -> Result<(), D
         return Ok(());
     }
     // A workspace another machine created (PostgreSQL) gets its local directory here.
-    workspace::ensure_dir(&ctx.state_root, &a.name).map_err(|e| state_err(&e))?;
-    workspace::select(&ctx.state_root, &a.name).map_err(|e| state_err(&e))?;
+    workspace::ensure_dir(&ctx.state_root, &a.name)?;
+    workspace::select(&ctx.state_root, &a.name)?;
     ctx.out(&format!("Switched to workspace {:?}.\n", a.name));
     Ok(())
 }
@@ -184,24 +168,11 @@ fn delete(ctx: &Context, a: &WorkspaceNameArgs, force: bool) -> Result<(), Diagn
              itself.",
         ));
     }
-    if !workspace::exists(&ctx.state_root, &a.name).map_err(|e| state_err(&e))? {
+    if !workspace::exists(&ctx.state_root, &a.name)? {
         return Err(doesnt_exist(&a.name));
     }
-    let dir = workspace::ensure_dir(&ctx.state_root, &a.name).map_err(|e| state_err(&e))?;
-    // The lock is taken to read: no run may be writing the workspace being deleted.
-    let opts = OpenOptions {
-        command: "workspace delete".into(),
-        lock_timeout: a.lock_timeout,
-        write: true,
-    };
-    let tracked: Vec<String> = {
-        let (store, _) = Store::open(&dir, &opts).map_err(|e| state_err(&e))?;
-        store
-            .snapshot()
-            .managed_addrs()
-            .map(|a| a.to_string())
-            .collect()
-    };
+    // Read under the lock: no run may be writing the workspace being deleted.
+    let tracked = workspace::tracked(&ctx.state_root, &a.name, a.lock_timeout)?;
     if !tracked.is_empty() && !force {
         return Err(Diagnostic::error(
             "Workspace is not empty",
@@ -222,7 +193,7 @@ fn delete(ctx: &Context, a: &WorkspaceNameArgs, force: bool) -> Result<(), Diagn
             ),
         ));
     }
-    workspace::delete(&ctx.state_root, &a.name).map_err(|e| state_err(&e))?;
+    workspace::delete(&ctx.state_root, &a.name)?;
     ctx.out(&format!("Deleted workspace {:?}!\n", a.name));
     if !tracked.is_empty() {
         ctx.out(&format!(

@@ -3,6 +3,10 @@
 //! [`Report`]: `plan` (`PlanMode::Normal`, `Destroy`, `ReadOnly`), `apply_start` →
 //! [`PendingApply::approve`]/[`PendingApply::decline`] (and `apply`, approved in advance),
 //! `refresh`, `import`, `inspect`, `graph_dot`; the state edits are `edit::state_edit`.
+//! Beside them, what commands that work on the state itself call: [`StateRead`] (the state
+//! read without writing), [`backend`] (`init`'s backend and migration, `force-unlock`),
+//! [`workspaces`], [`watch`] (the log followed beside other commands, for `cairn ui`) and
+//! [`history`] (one description of each event and run, which every command renders).
 //!
 //! A command runs along source → steps → execution: `source.rs` loads what it starts from
 //! (configuration, inputs, providers, state), `assemble.rs` makes the plan (the step
@@ -12,6 +16,7 @@
 use super::apply::order::add_destroys;
 use super::assemble::{drift_plan, in_address_order, make_plan};
 use super::core::{run as walk_phase, Ctx};
+pub(crate) use super::edit::{state_edit, EditRequest, StateEdit};
 use super::execute::{execute, record_read_only, record_refreshed};
 use super::graph::Node;
 use super::inspect_phase::InspectPhase;
@@ -27,9 +32,13 @@ use super::session::RunSession;
 pub use super::session::{finish_recorded, recorded_diagnostics};
 pub use super::source::{config_hash, files_hash, load, Loaded};
 use super::source::{load_with, new_ctx, open_read, term_graph};
+pub use super::state_read::StateRead;
+pub(crate) use super::terraform_state::{export as export_tfstate, read_tfstate};
 use super::timing::{timed, timed_async};
-use super::values::{InstanceScope, Repetition, Values};
+pub use super::values::{Expansion, Values};
+use super::values::{InstanceScope, Repetition};
 use super::walk::Limits;
+pub use super::{backend, history, state_read, watch, workspaces};
 use crate::addr::{ModulePath, ResourceInstanceAddr, Target};
 use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};

@@ -42,16 +42,23 @@
 //! | `schema_checks.rs` | `cairn validate`: types, schemas and cycles, without state |
 //! | `terraform_state.rs` | Terraform state in and out (import, `state pull`, `show -json`) |
 //! | `providers.rs` | provider packages, configured instances, default providers |
+//! | `state_read.rs` | the state opened for reading by the commands that only look |
+//! | `backend.rs` | `init`'s backend and its migration, the state `init` makes, `force-unlock` |
+//! | `workspaces.rs` | workspaces: selection, create, list, select, delete |
+//! | `history.rs` | one description of each event and run (`history`, `log`, `cairn ui`) |
+//! | `watch.rs` | following the log beside other commands (`cairn ui`), on either store |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 
 pub mod api;
 pub(crate) mod apply;
 pub(crate) mod assemble;
+pub mod backend;
 pub(crate) mod core;
 pub(crate) mod deferral;
 pub(crate) mod edit;
 pub(crate) mod execute;
 pub(crate) mod graph;
+pub mod history;
 pub(crate) mod imports;
 pub(crate) mod inspect_phase;
 pub(crate) mod journal;
@@ -70,10 +77,13 @@ pub(crate) mod sabotage;
 pub(crate) mod schema_checks;
 pub(crate) mod session;
 pub(crate) mod source;
+pub mod state_read;
 pub(crate) mod terraform_state;
 pub(crate) mod timing;
 pub(crate) mod values;
 pub(crate) mod walk;
+pub mod watch;
+pub mod workspaces;
 
 #[doc(hidden)]
 pub use sabotage::Sabotage;

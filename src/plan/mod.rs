@@ -1,9 +1,11 @@
 //! `Plan`, `Change`, `Action`: what a plan proposes, and the reasons. `render` is the only way a
-//! plan becomes human text; `json` gives the `terraform show -json` view.
+//! plan becomes human text; `json` gives the `terraform show -json` view; `saved` is the saved
+//! plan file (`plan -out=FILE`).
 
 pub(crate) mod json;
 pub(crate) mod record;
 pub mod render;
+pub mod saved;
 
 pub(crate) use render::{render_change, render_change_in, RenderOptions};
 

@@ -6,16 +6,11 @@
 //! - this file: reading the log beside other commands, the HTTP server (axum) and its
 //!   security checks.
 //!
-//! **Reading beside other commands.** sled allows one opener at a time, and every Cairn
-//! command holds the database for its whole run. The UI never holds it: a reader thread
-//! watches the log directory's files and `lock.json`; when the files changed and no command
-//! holds the state, it makes a brief visit ([`cairn_state::peek_events`]) that reads only the
-//! new events and lets go. A command that starts during a visit waits for it (the lock's grace
-//! period), so the UI never makes a command fail. While a command runs, the pages say which
-//! one, and its run appears when it finishes. On PostgreSQL (`backend.json`) readers take no
-//! lock: the reader keeps one connection ([`cairn_state::pg::PgReader`]), polls for events
-//! after the last one it has (one indexed query), and shows runs as they are written, with
-//! the writer from the lock's holder record.
+//! **Reading beside other commands.** The UI never holds the state's lock: a reader thread
+//! follows the log with the engine's watcher (`engine::api::watch::LogWatch`: brief visits to
+//! a sled log when its files changed and no command holds it, one polling connection to a
+//! PostgreSQL log), so the UI never makes a command fail. While a command runs, the pages say
+//! which one; its run appears when it finishes (on PostgreSQL, as it is written).
 //!
 //! **Security.** The server binds 127.0.0.1 only. Every request must carry the random token
 //! printed with the URL (as `?token=`, the `X-Cairn-Token` header, or the cookie the first
@@ -26,27 +21,24 @@
 pub mod model;
 pub mod plan;
 
+use crate::engine::api::watch::{Holder, LogWatch};
 use axum::extract::{Path as UrlPath, Query, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use cairn_state::{LogReader, Peek, ResourceInstanceAddr};
+use cairn_state::ResourceInstanceAddr;
 use model::{Model, StateQuery, TimelineQuery};
 use serde_json::{json, Value as J};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const DAGRE_JS: &str = include_str!("assets/dagre.min.js");
-
-/// The most events one visit to the log reads: a visit stays short (well under the grace
-/// period a command starting meanwhile waits), and a reader catches up over several.
-const VISIT_MAX: usize = 20_000;
 
 /// What `cairn ui` serves.
 #[derive(Clone, Debug)]
@@ -58,7 +50,7 @@ pub(crate) struct Options {
     pub(crate) port: u16,
     /// Saved plans to show.
     pub(crate) plans: Vec<PathBuf>,
-    /// How often the reader looks at the log directory.
+    /// How often the reader looks at the log.
     pub(crate) poll: Duration,
 }
 
@@ -96,185 +88,72 @@ fn new_token() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// The log directory's files (name, size, mtime): changes when anything is written.
-fn signature(state_dir: &Path) -> Vec<(String, u64, u128)> {
-    let mut out = Vec::new();
-    let mut dirs = vec![state_dir.join("log")];
-    while let Some(d) = dirs.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let Ok(md) = e.metadata() else { continue };
-            if md.is_dir() {
-                dirs.push(e.path());
-                continue;
-            }
-            let mtime = md
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            out.push((e.path().display().to_string(), md.len(), mtime));
-        }
+/// The holder of the state as the pages show it.
+fn holder_json(h: &Holder) -> J {
+    match h {
+        Holder::Unknown => json!({"command": "another process"}),
+        Holder::Local {
+            pid,
+            command,
+            since_ms,
+        } => json!({"pid": pid, "command": command, "since_ms": since_ms}),
+        Holder::Remote {
+            pid,
+            command,
+            since_ms,
+            who,
+            host,
+        } => json!({
+            "pid": pid,
+            "command": command,
+            "since_ms": since_ms,
+            "who": who,
+            "host": host,
+        }),
     }
-    out.sort();
-    out
 }
 
-fn holder(state_dir: &Path) -> Option<J> {
-    let text = std::fs::read_to_string(state_dir.join("lock.json")).ok()?;
-    let j: J = serde_json::from_str(&text).ok()?;
-    Some(json!({
-        "pid": j.get("pid"),
-        "command": j.get("command"),
-        "since_ms": j.get("since_ms"),
-    }))
-}
-
-/// One look at the log: reads new events if the files changed and nobody holds them.
-/// Returns the signature to compare with next time.
-fn refresh(
-    shared: &Shared,
-    state_dir: &Path,
-    last: Option<&Vec<(String, u64, u128)>>,
-) -> Option<Vec<(String, u64, u128)>> {
-    if let Some(h) = holder(state_dir) {
-        shared.status.lock().map(|mut s| s.busy = Some(h)).ok();
-        return last.cloned();
-    }
-    let before = signature(state_dir);
-    if last == Some(&before) {
-        shared.status.lock().map(|mut s| s.busy = None).ok();
-        return last.cloned();
-    }
-    let from = shared.model.read().map(|m| m.head() + 1).unwrap_or(1);
-    let peek = cairn_state::peek_events(state_dir, from, VISIT_MAX);
-    let mut status = Status::default();
-    let next = match peek {
-        Ok(Peek::Busy) => {
-            status.busy = holder(state_dir).or(Some(json!({"command": "another process"})));
-            last.cloned()
-        }
-        Ok(Peek::Events(events, warnings)) => {
-            let more = events.len() >= VISIT_MAX;
-            if let Ok(mut m) = shared.model.write() {
-                m.extend(events);
-                m.warnings.extend(warnings);
-            }
-            if more {
-                // Visit again soon for the rest (the files have not changed since: forget
-                // the signature so the next look reads).
-                None
-            } else {
-                // sled may touch its files as it closes: compare against what it left.
-                Some(signature(state_dir))
-            }
-        }
-        Err(cairn_state::StateError::NotFound { .. }) => {
-            status.missing = true;
-            last.cloned()
-        }
-        Err(e) => {
-            status.error = Some(e.to_string());
-            Some(before)
-        }
-    };
-    if let Ok(mut s) = shared.status.lock() {
-        *s = status;
-    }
-    next
-}
-
-/// One look at a PostgreSQL log: who is writing, and every new event (readers take no lock
-/// there, so runs appear as they are written, not only when they finish).
-fn refresh_pg(shared: &Shared, r: &mut cairn_state::pg::PgReader) {
-    let mut status = Status::default();
+/// Follows the log (`engine::api::watch`) into the model until the server is gone.
+fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
+    let mut watch = LogWatch::new(&state_dir);
     loop {
         let from = shared.model.read().map(|m| m.head() + 1).unwrap_or(1);
-        match r.read(from, VISIT_MAX) {
-            Ok(Peek::Events(events, warnings)) => {
-                let more = events.len() >= VISIT_MAX;
-                if let Ok(mut m) = shared.model.write() {
-                    m.extend(events);
-                    m.warnings.extend(warnings);
-                }
-                if more {
-                    continue;
-                }
-            }
-            Ok(Peek::Busy) => {}
-            Err(cairn_state::StateError::NotFound { .. }) => status.missing = true,
-            Err(e) => status.error = Some(e.to_string()),
+        let look = watch.look(from);
+        if let Ok(mut m) = shared.store.lock() {
+            *m = watch.store();
         }
-        break;
-    }
-    if !status.missing && status.error.is_none() {
-        match r.holder() {
-            Ok(h) => {
-                status.busy = h.map(|h| {
-                    json!({
-                        "pid": h.pid,
-                        "command": h.command,
-                        "since_ms": h.since_ms,
-                        "who": h.who,
-                        "host": h.host,
-                    })
-                })
-            }
-            Err(e) => status.error = Some(e.to_string()),
-        }
-    }
-    if let Ok(mut s) = shared.status.lock() {
-        *s = status;
-    }
-}
-
-fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
-    let mut last: Option<Vec<(String, u64, u128)>> = None;
-    let mut source: Option<LogReader> = None;
-    loop {
-        // Which store: read again when `cairn init` names another one meanwhile.
-        let backend = state_dir.join("backend.json").exists();
-        let stale = match &source {
-            None => true,
-            Some(LogReader::Sled(_)) => backend,
-            Some(LogReader::Pg(_)) => !backend,
-        };
-        if stale {
-            match LogReader::open(&state_dir) {
-                Ok(r) => {
-                    let store = match &r {
-                        LogReader::Sled(_) => "sled",
-                        LogReader::Pg(_) => "postgres",
-                    };
-                    if let Ok(mut m) = shared.store.lock() {
-                        *m = store;
-                    }
-                    if source.is_some() {
-                        // Another store: its log is read from the start.
-                        let mut fresh = Model::new();
-                        if let Ok(c) = &shared.config {
-                            fresh.set_config(c);
-                        }
-                        if let Ok(mut m) = shared.model.write() {
-                            *m = fresh;
-                        }
-                    }
-                    source = Some(r);
-                    last = None;
-                }
-                Err(e) => {
-                    if let Ok(mut s) = shared.status.lock() {
-                        s.error = Some(e.to_string());
-                    }
-                }
+        if let Some(e) = &look.open_error {
+            if let Ok(mut s) = shared.status.lock() {
+                s.error = Some(e.clone());
             }
         }
-        match &mut source {
-            Some(LogReader::Sled(_)) => last = refresh(&shared, &state_dir, last.as_ref()),
-            Some(LogReader::Pg(r)) => refresh_pg(&shared, r),
-            None => {}
+        if look.restarted {
+            // Another store: its log is read from the start.
+            let mut fresh = Model::new();
+            if let Ok(c) = &shared.config {
+                fresh.set_config(c);
+            }
+            if let Ok(mut m) = shared.model.write() {
+                *m = fresh;
+            }
+        }
+        if !look.events.is_empty() || !look.warnings.is_empty() {
+            if let Ok(mut m) = shared.model.write() {
+                m.extend(look.events);
+                m.warnings.extend(look.warnings);
+            }
+        }
+        if let Ok(mut s) = shared.status.lock() {
+            let busy = look.busy.as_ref().map(holder_json);
+            if look.keep_status {
+                s.busy = busy;
+            } else {
+                *s = Status {
+                    busy,
+                    missing: look.missing,
+                    error: look.error,
+                };
+            }
         }
         if Arc::strong_count(&shared) == 1 {
             return;
@@ -531,7 +410,7 @@ async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Re
         ));
     };
     let path = s.config_dir.join(&file);
-    let plan = match crate::cli::run_cmds::load_plan(&path) {
+    let plan = match crate::plan::saved::load_plan(&path) {
         Ok(p) => p,
         Err(d) => return not_found(format!("{}: {}", d.summary, d.detail)),
     };
@@ -631,7 +510,7 @@ impl Server {
         let files_hash = config.as_ref().map(crate::engine::api::files_hash);
         let mut plans = Vec::new();
         for p in &opts.plans {
-            let plan = crate::cli::run_cmds::load_plan(p)?;
+            let plan = crate::plan::saved::load_plan(p)?;
             let view = plan::PlanView::of_plan(
                 p.display().to_string(),
                 &plan,

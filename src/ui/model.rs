@@ -11,6 +11,7 @@
 //! values read `(sensitive value)` everywhere.
 
 use super::plan::deferral_json;
+use crate::engine::api::history;
 use crate::plan::{render_change, Action, Change, RenderOptions};
 use crate::value::Value;
 use cairn_state::{
@@ -699,6 +700,9 @@ impl Model {
         })
     }
 
+    /// One event as the pages show it: the description every command shares
+    /// (`engine::api::history`), and what only the pages add (diffs, deferral chains,
+    /// failure locations, how an operation was settled, outputs, diagnostics).
     fn event_json(&self, e: &Event) -> J {
         let mut j = json!({
             "seq": e.seq,
@@ -706,67 +710,44 @@ impl Model {
             "run": e.run,
             "kind": e.body.kind(),
         });
+        let d = history::describe(e, self);
+        let started = |op: &u64| match self.events.get((*op as usize).wrapping_sub(1)) {
+            Some(Event {
+                body:
+                    EventBody::OperationStarted {
+                        prior, provider, ..
+                    },
+                ..
+            }) => Some((prior, provider)),
+            _ => None,
+        };
+        // An outcome whose start is not in the model is shown without words, as before.
+        let described = match &e.body {
+            EventBody::OperationSucceeded { op, .. } => started(op).is_some(),
+            _ => true,
+        };
+        if described {
+            if let Some(addr) = &d.addr {
+                j["addr"] = json!(addr);
+            }
+            if let Some(from) = &d.from {
+                j["from"] = json!(from);
+            }
+            if let Some(label) = d.label {
+                j["label"] = json!(label);
+            }
+            if let Some(text) = &d.text {
+                j["text"] = json!(text);
+            }
+        }
         let prior_version = |addr: &ResourceInstanceAddr| {
             self.lives
                 .get(addr)
                 .and_then(|l| l.obj_at(e.seq - 1).cloned())
         };
         match &e.body {
-            EventBody::RunStarted {
-                command,
-                args,
-                user,
-                pid,
-            } => {
-                let words = command.split_whitespace().count();
-                let skip = if args
-                    .iter()
-                    .take(words)
-                    .map(String::as_str)
-                    .eq(command.split_whitespace())
-                {
-                    words
-                } else {
-                    0
-                };
-                j["text"] = json!(format!(
-                    "{user} started `cairn {command}{}` (pid {pid})",
-                    args.iter()
-                        .skip(skip)
-                        .map(|a| format!(" {a}"))
-                        .collect::<String>()
-                ));
-            }
-            EventBody::RunFinished { outcome, summary } => {
-                let imported = match summary.imported {
-                    0 => String::new(),
-                    n => format!("{n} imported, "),
-                };
-                j["text"] = json!(format!(
-                    "finished: {outcome} ({imported}{} added, {} changed, {} destroyed, {} read, {} errors)",
-                    summary.added, summary.changed, summary.destroyed, summary.read, summary.errors
-                ));
-            }
-            EventBody::ProviderRegistered { instance } => {
-                j["text"] = json!(format!("provider instance {} registered", instance.addr));
-            }
-            EventBody::ProviderUpdated { addr, .. } => {
-                j["text"] = json!(format!("provider instance {addr} reconfigured"));
-            }
-            EventBody::ProviderRemoved { addr, .. } => {
-                j["text"] = json!(format!("provider instance {addr} removed"));
-            }
             EventBody::ResourceRead { addr, attrs, .. } => {
-                j["addr"] = json!(addr.to_string());
-                let before = prior_version(addr);
-                let changed = before.as_ref().is_some_and(|b| &b.attrs != attrs);
-                j["label"] = json!(if changed { "drifted" } else { "refreshed" });
-                j["text"] = json!(if changed {
-                    format!("{addr} changed outside Cairn (refresh)")
-                } else {
-                    format!("{addr} refreshed, unchanged")
-                });
-                if let (true, Some(b)) = (changed, before) {
+                if let (Some("drifted"), Some(b)) = (d.label, prior_version(addr)) {
                     j["diff"] = json!(diff_text(
                         addr,
                         &b.provider,
@@ -776,38 +757,7 @@ impl Model {
                     ));
                 }
             }
-            EventBody::ResourceGone { addr } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("gone");
-                j["text"] = json!(format!("{addr} was deleted outside Cairn (refresh)"));
-            }
-            EventBody::ObjectDeposed { addr, key } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("deposed");
-                j["text"] = json!(format!(
-                    "{addr}: the current object became deposed object {key} (create before destroy)"
-                ));
-            }
-            EventBody::ObjectRestored { addr, key } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("restored");
-                j["text"] = json!(format!(
-                    "{addr}: deposed object {key} is current again (its replacement was not created)"
-                ));
-            }
-            EventBody::OperationStarted {
-                addr,
-                action,
-                deposed,
-                ..
-            } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("started");
-                let what = deposed
-                    .as_ref()
-                    .map(|d| format!(" (deposed object {d})"))
-                    .unwrap_or_default();
-                j["text"] = json!(format!("{action} of {addr}{what} started"));
+            EventBody::OperationStarted { .. } => {
                 if let Some(o) = self.ops.get(&e.seq) {
                     if let Some(s) = &o.settled {
                         j["settled"] =
@@ -816,29 +766,9 @@ impl Model {
                 }
             }
             EventBody::OperationSucceeded { op, object } => {
-                let started = self.events.get((*op as usize).wrapping_sub(1));
-                if let (
-                    Some(o),
-                    Some(Event {
-                        body:
-                            EventBody::OperationStarted {
-                                prior, provider, ..
-                            },
-                        ..
-                    }),
-                ) = (self.ops.get(op), started)
-                {
-                    let addr = &o.addr;
-                    j["addr"] = json!(addr.to_string());
-                    let label = match o.action {
-                        OpAction::Create => "created",
-                        OpAction::Update => "updated",
-                        OpAction::Delete => "deleted",
-                    };
-                    j["label"] = json!(label);
-                    j["text"] = json!(format!("{addr} {label}"));
+                if let (Some(o), Some((prior, provider))) = (self.ops.get(op), started(op)) {
                     j["diff"] = json!(diff_text(
-                        addr,
+                        &o.addr,
                         &provider.addr,
                         plan_action(o.action),
                         prior.as_ref().map(|p: &ResourceObject| &p.attrs),
@@ -848,9 +778,6 @@ impl Model {
             }
             EventBody::OperationFailed { op, error, .. } => {
                 if let Some(o) = self.ops.get(op) {
-                    j["addr"] = json!(o.addr.to_string());
-                    j["label"] = json!("failed");
-                    j["text"] = json!(format!("{} of {} failed", o.action, o.addr));
                     j["error"] = json!(error);
                     let (location, recorded) = self.failure_location(e.run, &o.addr);
                     if let Some(loc) = location {
@@ -859,29 +786,9 @@ impl Model {
                     }
                 }
             }
-            EventBody::PendingResolved { op, how, object } => {
-                if let Some(o) = self.ops.get(op) {
-                    j["addr"] = json!(o.addr.to_string());
-                    j["label"] = json!("resolved");
-                    j["text"] = json!(format!(
-                        "pending {} of {} (operation {op}, run {}) resolved: {how}{}",
-                        o.action,
-                        o.addr,
-                        o.run,
-                        if object.is_some() { "" } else { " (no object)" }
-                    ));
-                }
-            }
             EventBody::DataRead { addr, object } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("read");
-                match self.deferral_of(e.run, addr) {
-                    Some(c) => {
-                        j["text"] =
-                            json!(format!("{addr} read during apply (deferred by the plan)"));
-                        j["deferral"] = deferral_json(c);
-                    }
-                    None => j["text"] = json!(format!("{addr} read")),
+                if let Some(c) = self.deferral_of(e.run, addr) {
+                    j["deferral"] = deferral_json(c);
                 }
                 let before = prior_version(addr);
                 j["diff"] = json!(diff_text(
@@ -896,13 +803,7 @@ impl Model {
                     Some(&object.attrs),
                 ));
             }
-            EventBody::DataDropped { addr } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("dropped");
-                j["text"] = json!(format!("{addr} dropped from state"));
-            }
             EventBody::OutputsSet { outputs } => {
-                j["text"] = json!(format!("{} root output(s) set", outputs.len()));
                 j["outputs"] = J::Object(
                     outputs
                         .iter()
@@ -917,69 +818,11 @@ impl Model {
                         .collect(),
                 );
             }
-            EventBody::ResourceForgotten { addr } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("forgotten");
-                j["text"] = json!(format!("{addr} removed from state (state rm)"));
-            }
-            EventBody::ResourceMoved { from, to } => {
-                j["addr"] = json!(to.to_string());
-                j["from"] = json!(from.to_string());
-                j["label"] = json!("moved");
-                j["text"] = json!(format!("{from} moved to {to}"));
-            }
-            EventBody::ResourceRehomed { addr, provider } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("rehomed");
-                j["text"] = json!(format!("{addr} now managed through {}", provider.addr));
-            }
-            EventBody::DependenciesUpdated { addr, deps } => {
-                j["addr"] = json!(addr.to_string());
-                j["label"] = json!("dependencies");
-                j["text"] = json!(format!("{addr} now depends on {}", deps_text(deps)));
-            }
-            EventBody::StateImported {
-                source, resources, ..
-            } => {
-                j["text"] = json!(format!(
-                    "{} instance(s) imported from {source}",
-                    resources.len()
-                ));
-            }
-            EventBody::RunPlanned { plan } => {
-                let n = |a: &[PlannedAction]| {
-                    plan.changes
-                        .iter()
-                        .filter(|c| a.contains(&c.action))
-                        .count()
-                };
-                let replace = [
-                    PlannedAction::DeleteThenCreate,
-                    PlannedAction::CreateThenDelete,
-                ];
-                j["label"] = json!("planned");
-                j["text"] = json!(format!(
-                    "planned{}: {} to add, {} to change, {} to destroy, {} read(s) deferred to apply",
-                    if plan.saved { " (a saved plan)" } else { "" },
-                    n(&[PlannedAction::Create]) + n(&replace),
-                    n(&[PlannedAction::Update]),
-                    n(&[PlannedAction::Delete]) + n(&replace),
-                    n(&[PlannedAction::Read]),
-                ));
-                j["plan_of_run"] = json!(e.run);
-            }
-            EventBody::RunDiagnostics { diagnostics } => {
-                let errors = diagnostics
-                    .iter()
-                    .filter(|d| d.severity == cairn_state::event::Severity::Error)
-                    .count();
-                j["label"] = json!("diagnostics");
-                j["text"] = json!(format!(
-                    "the run recorded {errors} error(s) and {} warning(s)",
-                    diagnostics.len() - errors
-                ));
+            EventBody::RunPlanned { .. } => j["plan_of_run"] = json!(e.run),
+            EventBody::RunDiagnostics { .. } => {
                 j["diagnostics"] = J::Array(self.diagnostics_json(e.run));
             }
+            _ => {}
         }
         j
     }
@@ -1229,15 +1072,24 @@ impl Model {
     }
 }
 
-/// A list of dependencies as the run and resource pages show it.
-fn deps_text(deps: &[ResourceInstanceAddr]) -> String {
-    if deps.is_empty() {
-        "nothing".to_string()
-    } else {
-        deps.iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
+/// What describing an event needs, answered from the model.
+impl history::EventContext for Model {
+    fn op(&self, op: u64) -> Option<history::OpRef<'_>> {
+        self.ops.get(&op).map(|o| history::OpRef {
+            addr: &o.addr,
+            action: o.action,
+            run: o.run,
+        })
+    }
+    fn drifted(&self, seq: u64, addr: &ResourceInstanceAddr, attrs: &StoredValue) -> bool {
+        let before = self
+            .lives
+            .get(addr)
+            .and_then(|l| l.obj_at(seq - 1).cloned());
+        before.as_ref().is_some_and(|b| &b.attrs != attrs)
+    }
+    fn deferred(&self, run: u64, addr: &ResourceInstanceAddr) -> bool {
+        self.deferral_of(run, addr).is_some()
     }
 }
 

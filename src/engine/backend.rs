@@ -1,0 +1,282 @@
+//! Where the state lives: `cairn init`'s backend configuration (`backend "pg"`,
+//! `-backend-config`) and its migration of every workspace's log between stores
+//! (`-migrate-state`), the state directory `init` creates, and `cairn force-unlock`. The CLI
+//! asks and prints; the stores are opened here.
+
+use super::journal::state_diag;
+use crate::config::Config;
+use crate::diag::Diagnostic;
+use cairn_state::backend::{self, Backend, PgConfig, PgSettings};
+use cairn_state::workspace;
+use cairn_state::{OpenOptions, StateError, Store};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What `cairn init` asks of the backend.
+#[derive(Clone, Debug)]
+pub struct BackendRequest<'a> {
+    /// The state directory as configured (every workspace lives under it).
+    pub state_root: &'a Path,
+    /// The `-backend-config` arguments, in order (`KEY=VALUE` or a file).
+    pub backend_config: &'a [String],
+    /// `-migrate-state`: copy every workspace's log into the new backend.
+    pub migrate_state: bool,
+    /// `-reconfigure`: use the new backend and leave the old state where it is.
+    pub reconfigure: bool,
+    pub lock_timeout: Duration,
+}
+
+/// One workspace's log copied to the new backend.
+#[derive(Clone, Debug)]
+pub struct Migration {
+    pub workspace: String,
+    pub events: u64,
+    /// Where the log was and is now, for people.
+    pub from: String,
+    pub to: String,
+    /// The checksum chain's last link, hex.
+    pub checksum: String,
+    /// Where the local log was kept as a backup (a migration away from sled).
+    pub backup: Option<PathBuf>,
+}
+
+/// What configuring the backend did: nothing (`None`: it is the recorded one), or recorded a
+/// new one after copying these logs.
+#[derive(Clone, Debug, Default)]
+pub struct BackendChange {
+    /// How many workspaces the state has.
+    pub workspaces: usize,
+    pub migrations: Vec<Migration>,
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+/// The environment, as the backend reads it.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Opens workspace `name`'s state in `backend` (whatever the state directory names).
+fn open_backend(
+    root: &Path,
+    name: &str,
+    backend: &Backend,
+    opts: &OpenOptions,
+) -> Result<Option<Store>, Diagnostic> {
+    let dir = workspace::dir(root, name);
+    let opened = match backend {
+        Backend::Local => Store::open_local(&dir, opts),
+        Backend::Pg(s) => {
+            let mut cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
+            cfg.schema = workspace::pg_schema(&cfg.schema, name).map_err(|e| state_diag(&e))?;
+            Store::open_pg(&cfg, &dir, opts)
+        }
+    };
+    match opened {
+        Ok((store, _)) => Ok(Some(store)),
+        Err(StateError::NotFound { .. }) if !opts.write => Ok(None),
+        Err(e) => Err(state_diag(&e)),
+    }
+}
+
+/// The backend the configuration's `backend` block and `-backend-config` name.
+fn wanted_backend(
+    config: &Config,
+    pairs: &BTreeMap<String, String>,
+) -> Result<Backend, Diagnostic> {
+    match &config.root.backend {
+        Some(b) if b.kind == "pg" => {
+            let mut settings = PgSettings::default();
+            for (k, v) in &b.args {
+                settings.set(k, v).map_err(|m| {
+                    Diagnostic::error("Invalid backend configuration", m).with_span(Some(b.span))
+                })?;
+            }
+            for (k, v) in pairs {
+                settings
+                    .set(k, v)
+                    .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
+            }
+            Ok(Backend::Pg(settings))
+        }
+        _ if !pairs.is_empty() => Err(Diagnostic::error(
+            "Invalid -backend-config",
+            "-backend-config sets arguments of a backend block, and the configuration has                  none: add terraform { backend \"pg\" {} }",
+        )),
+        _ => Ok(Backend::Local),
+    }
+}
+
+/// Resolves the backend the configuration and `-backend-config` name and records it in the
+/// state directory; with `-migrate-state`, first copies every workspace's state from the
+/// previous backend into it (Terraform migrates them all too). `None`: the backend is the
+/// one already recorded.
+pub fn configure_backend(
+    config: &Config,
+    req: &BackendRequest,
+) -> Result<Option<BackendChange>, Diagnostic> {
+    let pairs = backend::parse_backend_config(req.backend_config, Path::new("."))
+        .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
+    let wanted = wanted_backend(config, &pairs)?;
+    let root = req.state_root;
+    let current = backend::read_backend(root).map_err(|e| state_diag(&e))?;
+    if current == wanted {
+        return Ok(None);
+    }
+    let opts = |write| OpenOptions {
+        command: "init".into(),
+        lock_timeout: req.lock_timeout,
+        write,
+    };
+    let names = workspace::list(root).map_err(|e| state_diag(&e))?;
+    let mut with_events = Vec::new();
+    for name in &names {
+        let previous = open_backend(root, name, &current, &opts(false))?;
+        let events = previous.as_ref().map_or(0, |s| s.head());
+        if events > 0 {
+            let location = previous.as_ref().map(|s| s.location()).unwrap_or_default();
+            with_events.push((name.clone(), events, location));
+        }
+    }
+    if let Some((_, events, location)) = with_events
+        .first()
+        .filter(|_| !req.migrate_state && !req.reconfigure)
+    {
+        return Err(Diagnostic::error(
+            "Backend configuration changed",
+            format!(
+                "The state in {location} has {events} event(s) and the configuration now names                  another backend. Run `cairn init -migrate-state` to copy the whole log there,                  or `cairn init -reconfigure` to use the new backend and leave that state                  where it is."
+            ),
+        ));
+    }
+    let mut change = BackendChange {
+        workspaces: names.len(),
+        migrations: Vec::new(),
+    };
+    if req.migrate_state {
+        let stamp = unix_ms();
+        for (name, _, _) in &with_events {
+            let m = migrate(root, name, (&current, &wanted), stamp, &opts)?;
+            change.migrations.push(m);
+        }
+    }
+    backend::write_backend(root, &wanted).map_err(|e| state_diag(&e))?;
+    Ok(Some(change))
+}
+
+/// Copies workspace `name`'s log from one backend to the other, holding both locks for the
+/// whole copy; a local log moved away is kept as a backup, out of the way of a later
+/// migration back.
+fn migrate(
+    root: &Path,
+    name: &str,
+    (current, wanted): (&Backend, &Backend),
+    stamp: u128,
+    opts: &dyn Fn(bool) -> OpenOptions,
+) -> Result<Migration, Diagnostic> {
+    workspace::ensure_dir(root, name).map_err(|e| state_diag(&e))?;
+    let source = open_backend(root, name, current, &opts(true))?.expect("a write open creates");
+    let mut target = open_backend(root, name, wanted, &opts(true))?.expect("a write open creates");
+    let m = cairn_state::migrate::copy_log(&source, &mut target).map_err(|e| state_diag(&e))?;
+    let mut migration = Migration {
+        workspace: name.to_string(),
+        events: m.events,
+        from: source.location(),
+        to: target.location(),
+        checksum: m.checksum,
+        backup: None,
+    };
+    drop((source, target));
+    if *current == Backend::Local {
+        let dir = workspace::dir(root, name);
+        let backup = dir.join(format!("migrated-{stamp}"));
+        let kept = |e| state_diag(&StateError::io_error("cannot keep the local log", e));
+        std::fs::create_dir_all(&backup).map_err(kept)?;
+        for part in ["log", "checkpoints"] {
+            let from = dir.join(part);
+            if from.exists() {
+                std::fs::rename(&from, backup.join(part)).map_err(kept)?;
+            }
+        }
+        migration.backup = Some(backup);
+    }
+    Ok(migration)
+}
+
+/// What `init` found or made at the selected workspace's state directory.
+#[derive(Clone, Debug)]
+pub enum StateStatus {
+    Found {
+        location: String,
+        events: u64,
+        instances: usize,
+    },
+    Created {
+        location: String,
+    },
+}
+
+/// Creates the state (directory, log or schema) if it does not exist yet and says what is
+/// there; the store's recovery warnings are returned for the caller to show.
+pub fn ensure_state(
+    state_dir: &Path,
+    command: &str,
+) -> Result<(StateStatus, Vec<String>), Diagnostic> {
+    if let Some((state, warnings)) = super::state_read::StateRead::open(state_dir, command)? {
+        let s = state.snapshot();
+        let status = StateStatus::Found {
+            location: state.location(),
+            events: s.head,
+            instances: s.resources.len(),
+        };
+        return Ok((status, warnings));
+    }
+    let opts = OpenOptions {
+        command: command.into(),
+        write: true,
+        ..Default::default()
+    };
+    match Store::open(state_dir, &opts) {
+        Ok((store, _)) => Ok((
+            StateStatus::Created {
+                location: store.location(),
+            },
+            Vec::new(),
+        )),
+        Err(e) => Err(state_diag(&e)),
+    }
+}
+
+/// The shared (PostgreSQL) state whose lock `force-unlock` may break.
+pub struct SharedLock(PgConfig);
+
+/// The lock of the state in `state_dir`, when it is shared: a local state's lock belongs to a
+/// running process and is released when it exits, so there is none to force.
+pub fn shared_lock(state_dir: &Path) -> Result<SharedLock, Diagnostic> {
+    match cairn_state::store::configured_pg(state_dir) {
+        Ok(Some(cfg)) => Ok(SharedLock(cfg)),
+        Ok(None) => Err(Diagnostic::error(
+            "Nothing to unlock",
+            format!(
+                "The state in {} is local: its lock belongs to a running cairn process \
+                 and is released when that process exits, so there is no lock to \
+                 force.",
+                state_dir.display()
+            ),
+        )),
+        Err(e) => Err(state_diag(&e)),
+    }
+}
+
+impl SharedLock {
+    /// Ends the database session of the run holding lock `lock_id`; says what it did.
+    pub fn force_unlock(&self, lock_id: &str) -> Result<String, Diagnostic> {
+        cairn_state::pg::force_unlock(&self.0, lock_id).map_err(|e| state_diag(&e))
+    }
+}

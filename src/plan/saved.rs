@@ -1,0 +1,127 @@
+//! Saved plan files (`plan -out=FILE`, `apply FILE`, `show FILE`, `cairn ui -plan FILE`).
+//!
+//! A saved plan is JSON: `{"cairn_plan_format": 2, "cairn_version", "plan"}` with the `Plan`
+//! serialized by serde (unknowns included). JSON keeps it inspectable with ordinary tools;
+//! `cairn show -json FILE` gives the Terraform-shaped view.
+
+use super::Plan;
+use crate::diag::Diagnostic;
+use serde_json::{json, Value as J};
+use std::path::Path;
+
+/// The version of the saved plan format this Cairn writes and reads.
+pub const PLAN_FORMAT: u64 = 2;
+
+/// Writes a plan for `apply FILE`.
+pub fn save_plan(path: &Path, plan: &Plan) -> Result<(), Diagnostic> {
+    let doc = json!({
+        "cairn_plan_format": PLAN_FORMAT,
+        "cairn_version": env!("CARGO_PKG_VERSION"),
+        "plan": plan,
+    });
+    let text = serde_json::to_string(&doc).map_err(|e| {
+        Diagnostic::error(
+            "Failed to write plan file",
+            format!("Encoding the plan: {e}."),
+        )
+    })?;
+    std::fs::write(path, text).map_err(|e| {
+        Diagnostic::error(
+            "Failed to write plan file",
+            format!("Writing {}: {e}.", path.display()),
+        )
+    })
+}
+
+/// Reads a plan saved by `plan -out=FILE`.
+pub fn load_plan(path: &Path) -> Result<Plan, Diagnostic> {
+    let bad = |why: String| {
+        Diagnostic::error(
+            "Failed to read plan file",
+            format!("{} {why}", path.display()),
+        )
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}.")))?;
+    let doc: J = serde_json::from_str(&text).map_err(|_| {
+        bad(
+            "is not a Cairn plan file (it is not JSON). Save a plan with `cairn plan -out=FILE`."
+                .into(),
+        )
+    })?;
+    match doc.get("cairn_plan_format").and_then(J::as_u64) {
+        Some(PLAN_FORMAT) => {}
+        Some(v) => {
+            return Err(bad(format!(
+                "has plan format {v}; this Cairn reads format {PLAN_FORMAT}. Make the plan again with this Cairn."
+            )))
+        }
+        None => {
+            return Err(bad(
+                "is not a Cairn plan file. Save a plan with `cairn plan -out=FILE`.".into(),
+            ))
+        }
+    }
+    let plan = doc.get("plan").cloned().unwrap_or(J::Null);
+    serde_json::from_value(plan).map_err(|e| bad(format!("is damaged: {e}.")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Action, Change, PlanMode};
+
+    /// A plan of one create (the fields a saved plan must keep).
+    fn plan_with_one_create() -> Plan {
+        Plan {
+            mode: PlanMode::Normal,
+            base_seq: 0,
+            workspace: None,
+            check_findings: Vec::new(),
+            config_hash: String::new(),
+            changes: vec![Change {
+                addr: "sim_thing.t0".parse().unwrap(),
+                provider: "provider[\"sim\"]".parse().unwrap(),
+                action: Action::Create,
+                before: None,
+                after: None,
+                replace_paths: vec![],
+                reason: None,
+                sensitive_attrs: vec![],
+                diff_unavailable: false,
+                importing: None,
+                deposed: None,
+            }],
+            provider_changes: vec![],
+            outputs: vec![],
+            drift: vec![],
+            refreshed_meta: Vec::new(),
+            data_reads: vec![],
+            dropped_data: vec![],
+            variables: Default::default(),
+            request: Default::default(),
+            warnings: vec![],
+            applyable: true,
+            errored: false,
+            graph: None,
+            moves: vec![],
+            shapes: std::collections::BTreeMap::new(),
+            sources: std::collections::BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn saved_plans_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p");
+        let mut plan = plan_with_one_create();
+        plan.changes[0].after = Some(crate::value::Value::object([
+            ("id", crate::value::Value::unknown()),
+            ("n", crate::value::Value::int(3)),
+        ]));
+        save_plan(&path, &plan).unwrap();
+        assert_eq!(load_plan(&path).unwrap(), plan);
+        std::fs::write(&path, r#"{"cairn_plan_format": 99}"#).unwrap();
+        let d = load_plan(&path).unwrap_err();
+        assert!(d.detail.contains("has plan format 99"), "{}", d.detail);
+    }
+}
