@@ -19,7 +19,6 @@ pub(crate) use cairn_state::ObjectMeta;
 
 pub use messages::*;
 
-
 /// A provider package, not yet configured.
 #[async_trait]
 pub trait Provider: Send + Sync {
@@ -183,8 +182,8 @@ pub mod builtin;
 pub(crate) mod external;
 pub mod host;
 pub mod install;
-mod messages;
 pub(crate) mod local;
+mod messages;
 pub(crate) mod null;
 pub mod plugin;
 pub(crate) mod random;
