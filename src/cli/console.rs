@@ -12,9 +12,9 @@
 //!   errors stop the console there.
 
 use super::args::ConsoleArgs;
+use super::engine_options::base_options;
 use super::lifecycle::block_on;
 use super::output::Exit;
-use super::request::base_options;
 use super::Context;
 use crate::diag::Diagnostics;
 use crate::value::format_hcl;

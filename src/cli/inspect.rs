@@ -31,7 +31,7 @@ pub(crate) const FORMAT_VERSION: &str = "1.0";
 
 /// `inspect [DIR | FILE.tf]`.
 pub(crate) fn inspect(ctx: &Context, a: &InspectArgs, vars: Vec<VarArg>) -> Exit {
-    let mut opts = super::request::base_options(ctx, "inspect", vars);
+    let mut opts = super::engine_options::base_options(ctx, "inspect", vars);
     opts.refresh = false;
     if let Some(p) = &a.path {
         let p = if p.is_absolute() {

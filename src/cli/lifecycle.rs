@@ -1,7 +1,7 @@
 //! The steps `plan`, `apply`, `refresh` and `destroy` take around the engine, in order:
 //! choose the observer (human lines or the `-json` stream), load the configuration and the
 //! input variables (the CLI owns the `SourceMap`, so every diagnostic can be rendered with its
-//! snippet), hand the engine its `Options` (`request::engine_options`), then print what came back — diagnostics, the
+//! snippet), hand the engine its `Options` (`engine_options::engine_options`), then print what came back — diagnostics, the
 //! plan, the apply summary and outputs — and pick the exit code.
 //!
 //! Decisions:
@@ -14,9 +14,9 @@
 //!   Terraform's machine-readable UI does; nothing else is printed.
 
 use super::args::UiArgs;
+use super::engine_options::engine_options;
 use super::output::{Exit, JsonUi};
 use super::progress::{AnyObserver, HumanObserver, HumanOptions, JsonObserver};
-use super::request::engine_options;
 use super::run_cmds::present_plan;
 use super::Context;
 use crate::config::{Config, VarArg};

@@ -237,7 +237,7 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
         GraphType::Refresh => GraphKind::Refresh,
         GraphType::Apply => GraphKind::Apply,
     };
-    let mut opts = super::request::base_options(ctx, "graph", vars);
+    let mut opts = super::engine_options::base_options(ctx, "graph", vars);
     opts.refresh = false;
     opts.parallelism = 1;
     let report = crate::engine::api::graph_dot(&opts, kind, plan.as_ref());
@@ -424,9 +424,9 @@ mod tests {
     use super::*;
     use crate::cli::args::{parse, Command};
     use crate::cli::args::{PlanFlags, WalkArgs};
+    use crate::cli::engine_options::engine_options;
     use crate::cli::output::sink;
     use crate::cli::output::testing::Capture;
-    use crate::cli::request::engine_options;
     use crate::plan::Change;
     use std::path::PathBuf;
     use std::sync::Arc;

@@ -6,7 +6,7 @@
 use super::journal::state_diag;
 use crate::config::Config;
 use crate::diag::Diagnostic;
-use cairn_state::backend::{self, Backend, PgConfig, PgSettings};
+use cairn_state::backend_config::{self, Backend, PgConfig, PgSettings};
 use cairn_state::workspace;
 use cairn_state::{OpenOptions, StateError, Store};
 use std::collections::BTreeMap;
@@ -121,11 +121,11 @@ pub fn configure_backend(
     config: &Config,
     req: &BackendRequest,
 ) -> Result<Option<BackendChange>, Diagnostic> {
-    let pairs = backend::parse_backend_config(req.backend_config, Path::new("."))
+    let pairs = backend_config::parse_backend_config(req.backend_config, Path::new("."))
         .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
     let wanted = wanted_backend(config, &pairs)?;
     let root = req.state_root;
-    let current = backend::read_backend(root).map_err(|e| state_diag(&e))?;
+    let current = backend_config::read_backend(root).map_err(|e| state_diag(&e))?;
     if current == wanted {
         return Ok(None);
     }
@@ -166,7 +166,7 @@ pub fn configure_backend(
             change.migrations.push(m);
         }
     }
-    backend::write_backend(root, &wanted).map_err(|e| state_diag(&e))?;
+    backend_config::write_backend(root, &wanted).map_err(|e| state_diag(&e))?;
     Ok(Some(change))
 }
 

@@ -164,7 +164,7 @@ mod remote {
     use super::super::ProviderError;
     use super::Host;
     use crate::value::Value;
-    use cairn_state::backend::{PgConfig, PgSettings};
+    use cairn_state::backend_config::{PgConfig, PgSettings};
     use cairn_state::store::Store;
     use cairn_state::{OpenOptions, StateError};
     use std::collections::BTreeMap;

@@ -13,7 +13,7 @@
 #[path = "../tests/support/pgserver.rs"]
 mod pgserver;
 
-use cairn_state::backend::{write_backend, Backend, PgSettings};
+use cairn_state::backend_config::{write_backend, Backend, PgSettings};
 use cairn_state::{
     EventBody, OpAction, OpenOptions, ProviderInstance, ProviderRef, ResourceObject, Store,
     StoredValue,

@@ -326,7 +326,7 @@ mod tests {
     use crate::addr::ProviderAddr;
     use crate::event::{ProviderRef, ResourceObject};
     use crate::snapshot::{PendingOp, ResourceInstance, RunRecord};
-    use crate::value::StoredValue;
+    use crate::stored_value::StoredValue;
     use crate::OpAction;
 
     fn obj(deps: &[&str]) -> ResourceObject {

@@ -48,7 +48,7 @@ use crate::addr::{
 };
 use crate::event::{ObjectMeta, ProviderRef, ResourceObject};
 use crate::snapshot::{ResourceInstance, Snapshot};
-use crate::value::StoredValue;
+use crate::stored_value::StoredValue;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs;

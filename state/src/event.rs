@@ -23,7 +23,7 @@
 //!   configuration it has), and a Cairn that predates it skips the field.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
-use crate::value::StoredValue;
+use crate::stored_value::StoredValue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;

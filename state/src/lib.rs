@@ -42,7 +42,7 @@
 #![warn(unreachable_pub)]
 
 pub mod addr;
-pub mod backend;
+pub mod backend_config;
 pub mod check;
 mod checkpoint;
 pub(crate) mod error;
@@ -57,8 +57,8 @@ mod sled_store;
 pub(crate) mod snapshot;
 mod storage;
 pub mod store;
+pub(crate) mod stored_value;
 pub(crate) mod tfstate;
-pub(crate) mod value;
 pub mod workspace;
 
 pub use addr::{
@@ -80,5 +80,5 @@ pub use pg_store as pg;
 pub use quote::{quote, quote_go, write_quoted, write_quoted_as, Quoting};
 pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
 pub use store::{peek_events, LogReader, Store};
+pub use stored_value::StoredValue;
 pub use tfstate::{export_tfstate, import_tfstate};
-pub use value::StoredValue;

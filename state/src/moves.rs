@@ -184,7 +184,7 @@ mod tests {
                 id: "p".into(),
             };
             let object = crate::event::DataObject {
-                attrs: crate::value::StoredValue::Null,
+                attrs: crate::stored_value::StoredValue::Null,
                 provider,
             };
             s.data.insert(a.parse().unwrap(), object);

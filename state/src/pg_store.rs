@@ -35,7 +35,7 @@
 //! All database work runs on a small tokio runtime owned by the store, so the store's
 //! blocking API can be called from any thread, inside or outside the engine's runtime.
 
-use crate::backend::PgConfig;
+use crate::backend_config::PgConfig;
 use crate::checkpoint;
 use crate::error::{LockHolder, StateError};
 use crate::event::{EventBody, RunOutcome, RunSummary};

@@ -512,7 +512,7 @@ mod tests {
         CURRENT_VERSION,
     };
     use crate::log::{EventLog, KEEP_CHECKPOINTS};
-    use crate::value::StoredValue;
+    use crate::stored_value::StoredValue;
 
     fn opts(command: &str, write: bool) -> OpenOptions {
         OpenOptions {

@@ -504,7 +504,7 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::StoredValue;
+    use crate::stored_value::StoredValue;
 
     /// The snapshot as compact text: one line per thing in state.
     fn render(s: &Snapshot) -> String {

@@ -2,10 +2,10 @@
 //! `log.rs`) over the sled store in the state directory (`sled_store.rs`) or the PostgreSQL
 //! store (`pg_store.rs`). Both pass the same conformance suite (`state/tests/conformance.rs`).
 //!
-//! [`Store::open`] picks the store from `<dir>/backend.json` (see [`crate::backend`]): no file
+//! [`Store::open`] picks the store from `<dir>/backend.json` (see [`crate::backend_config`]): no file
 //! is the local sled log. Callers never name a store.
 
-use crate::backend::{read_backend, Backend, PgConfig};
+use crate::backend_config::{read_backend, Backend, PgConfig};
 use crate::error::StateError;
 use crate::log::{OpenOptions, Peek};
 use crate::pg_store::{PgLog, PgReader};

@@ -24,7 +24,7 @@ use crate::addr::{
 use crate::error::StateError;
 use crate::event::{EventBody, ObjectMeta, ProviderInstance, ResourceObject};
 use crate::snapshot::Snapshot;
-use crate::value::StoredValue;
+use crate::stored_value::StoredValue;
 use base64::Engine as _;
 use serde_json::{json, Map, Value as J};
 use std::collections::{BTreeMap, BTreeSet};

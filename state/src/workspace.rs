@@ -12,7 +12,7 @@
 //! Only this module knows the layout; the store resolves a workspace's backend through
 //! [`of_dir`] and [`pg_schema`].
 
-use crate::backend::{read_backend, Backend};
+use crate::backend_config::{read_backend, Backend};
 use crate::error::StateError;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -148,7 +148,7 @@ pub fn select(root: &Path, name: &str) -> Result<(), StateError> {
 }
 
 /// The root's backend, resolved against the process environment (`None`: sled).
-fn root_pg(root: &Path) -> Result<Option<crate::backend::PgConfig>, StateError> {
+fn root_pg(root: &Path) -> Result<Option<crate::backend_config::PgConfig>, StateError> {
     match read_backend(root)? {
         Backend::Local => Ok(None),
         Backend::Pg(s) => s.resolve(&|n| std::env::var(n).ok()).map(Some),

@@ -8,7 +8,7 @@ mod support {
     pub mod pgserver;
 }
 
-use cairn_state::backend::{write_backend, Backend, PgSettings};
+use cairn_state::backend_config::{write_backend, Backend, PgSettings};
 use cairn_state::{
     EventBody, OpAction, OpenOptions, ProviderInstance, ProviderRef, ResourceObject, RunOutcome,
     RunSummary, Snapshot, StateError, Store, StoredValue,

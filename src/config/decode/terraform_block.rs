@@ -53,7 +53,7 @@ impl Loader {
         };
         let kind = labels[0].clone();
         let allowed: Vec<&str> = if kind == "pg" {
-            cairn_state::backend::PG_ARGUMENTS
+            cairn_state::backend_config::PG_ARGUMENTS
                 .iter()
                 .map(|(k, _)| *k)
                 .collect()

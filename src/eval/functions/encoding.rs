@@ -4,7 +4,7 @@
 //!
 //! JSON is written as Go's `encoding/json` writes it (Terraform's output is byte-for-byte the
 //! same): `<`, `>`, `&`, U+2028 and U+2029 are escaped, object keys are sorted, numbers are
-//! written in plain decimal. JSON is read by `json.rs`, YAML by `yaml.rs`. YAML is written in the
+//! written in plain decimal. JSON is read by `jsondecode.rs`, YAML by `yaml.rs`. YAML is written in the
 //! style of Terraform's `yamlencode`: every string double-quoted except multi-line ones, which
 //! use literal blocks.
 
@@ -160,9 +160,9 @@ fn write_json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// `jsondecode(str)`: see `json.rs`. Unknown → unknown (of unknown type).
+/// `jsondecode(str)`: see `jsondecode.rs`. Unknown → unknown (of unknown type).
 fn jsondecode(a: Vec<Value>, _: &FunctionContext) -> Res {
-    super::json::decode(str_of(&a[0])).map_err(call_err)
+    super::jsondecode::decode(str_of(&a[0])).map_err(call_err)
 }
 
 /// `yamlencode(value)`: unknown anywhere inside → unknown string.

@@ -53,7 +53,7 @@ mod definition;
 mod encoding;
 mod filesystem;
 mod hashing;
-mod json;
+mod jsondecode;
 mod misc;
 mod network;
 mod numeric;
