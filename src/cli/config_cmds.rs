@@ -18,11 +18,11 @@ use super::args::{ForceUnlockArgs, InitArgs, ValidateArgs};
 use super::output::Exit;
 use super::Context;
 use crate::addr::provider_source::SourceAddr;
+use crate::addr::ProviderAddr;
 use crate::config::{Config, Module};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::engine::api::backend::{self, BackendRequest, StateStatus};
 use crate::provider::install::init::{self as installer, Selected};
-use cairn_state::ProviderAddr;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -148,7 +148,7 @@ fn resolve(
             Some(o) => o.clone(),
             None if alias.is_none() => {
                 let addr = ProviderAddr::default_for(
-                    cairn_state::ModulePath::root(),
+                    crate::addr::ModulePath::root(),
                     &package_of_name(m, &name),
                 );
                 Origin {
@@ -197,7 +197,7 @@ fn resolve(
                 let key = (pass.parent.name.clone(), pass.parent.alias.clone());
                 let o = here.get(&key).cloned().unwrap_or_else(|| Origin {
                     addr: ProviderAddr::default_for(
-                        cairn_state::ModulePath::root(),
+                        crate::addr::ModulePath::root(),
                         &package_of_name(m, &pass.parent.name),
                     ),
                     how: "a default instance (no provider block: configured from stack \
@@ -282,7 +282,7 @@ pub(crate) fn init(ctx: &Context, a: &InitArgs) -> Exit {
         .modules()
         .iter()
         .flat_map(|m| m.resources.values())
-        .filter(|r| not_builtin.contains(cairn_state::package_of(&r.type_)))
+        .filter(|r| not_builtin.contains(crate::addr::package_of(&r.type_)))
         .map(|r| (r.span.file.0, r.span.start))
         .collect();
     diags.extend(
@@ -294,7 +294,7 @@ pub(crate) fn init(ctx: &Context, a: &InitArgs) -> Exit {
             }),
     );
     let schema = |mode, type_: &str| {
-        let package = cairn_state::package_of(type_);
+        let package = crate::addr::package_of(type_);
         if not_builtin.contains(package) {
             return None;
         }

@@ -5,10 +5,10 @@
 
 use super::args::{PlanFlags, WalkArgs};
 use super::Context;
+use crate::addr::{ResourceInstanceAddr, Target};
 use crate::config::VarArg;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::api;
-use cairn_state::{ResourceInstanceAddr, Target};
 use std::path::PathBuf;
 
 /// The options every command starts from: the working directory, the state directory and
@@ -53,7 +53,7 @@ pub(crate) fn engine_options(
     let mut replace = Vec::new();
     for r in plan.map(|p| p.replace.as_slice()).unwrap_or_default() {
         match r.parse::<ResourceInstanceAddr>() {
-            Ok(a) if a.resource.mode == cairn_state::Mode::Managed => replace.push(a),
+            Ok(a) if a.resource.mode == crate::addr::Mode::Managed => replace.push(a),
             Ok(a) => diags.push(Diagnostic::error(
                 "Invalid replace address",
                 format!(

@@ -17,12 +17,12 @@
 use super::args::InspectArgs;
 use super::output::Exit;
 use super::Context;
+use crate::addr::{Mode, ModulePath};
 use crate::config::{Config, Resource, ResourceKey, VarArg};
 use crate::diag::{SourceMap, Span};
 use crate::engine::api::Inspected;
 use crate::engine::api::{Expansion, Values};
 use crate::value::Value;
-use cairn_state::{Mode, ModulePath};
 use serde_json::{json, Map, Value as J};
 use std::path::PathBuf;
 

@@ -135,7 +135,7 @@ pub(crate) fn import(ctx: &Context, a: &super::args::ImportArgs, vars: Vec<VarAr
     let (observer, json) = make_observer(ctx, &a.walk.ui);
     let observer = Arc::new(observer);
     let empty = SourceMap::new();
-    let addr = match a.addr.parse::<cairn_state::ResourceInstanceAddr>() {
+    let addr = match a.addr.parse::<crate::addr::ResourceInstanceAddr>() {
         Ok(addr) => addr,
         Err(e) => {
             let d = Diagnostic::error(

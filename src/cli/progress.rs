@@ -18,10 +18,11 @@
 //!   the read finishes and the id is known (it is one line either way).
 
 use super::output::{write_to, JsonUi, Sink};
+use crate::addr::{InstanceKey, ResourceInstanceAddr};
 use crate::diag::Diagnostic;
 use crate::engine::observer::{Observer, Progress};
 use crate::plan::Action;
-use cairn_state::{quote_go, InstanceKey, ResourceInstanceAddr};
+use cairn_state::quote_go;
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -578,7 +579,7 @@ pub(crate) fn resource_json(addr: &ResourceInstanceAddr) -> J {
         Some(InstanceKey::Str(s)) => J::from(s.as_str()),
     };
     let resource = {
-        let mut s = if r.mode == cairn_state::Mode::Data {
+        let mut s = if r.mode == crate::addr::Mode::Data {
             format!("data.{}.{}", r.type_, r.name)
         } else {
             format!("{}.{}", r.type_, r.name)

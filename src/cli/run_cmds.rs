@@ -298,8 +298,8 @@ fn render_run(instances: &[crate::engine::api::Inspected], out: &mut String) {
     for i in instances {
         let r = &i.addr.resource;
         let kind = match r.mode {
-            cairn_state::Mode::Managed => "resource",
-            cairn_state::Mode::Data => "data",
+            crate::addr::Mode::Managed => "resource",
+            crate::addr::Mode::Data => "data",
         };
         let _ = write!(out, "# {}\n{kind} ", i.addr);
         cairn_state::write_quoted(out, &r.type_);

@@ -20,14 +20,13 @@ use super::args::{
 };
 use super::output::{rfc3339_seconds, Exit};
 use super::Context;
+use crate::addr::{ProviderAddr, ResourceInstanceAddr, Target};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::engine::api::history::{self, EventContext, OpRef};
 use crate::engine::api::state_read;
 use crate::engine::api::{EditRequest, StateEdit};
 use crate::value::{format_hcl, Type, Value};
-use cairn_state::{
-    Event, EventBody, OpAction, ProviderAddr, ResourceInstanceAddr, Snapshot, Target,
-};
+use cairn_state::{Event, EventBody, OpAction, Snapshot};
 use serde_json::{json, Map, Value as J};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -173,7 +172,7 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
     let provider = addr.parse::<ProviderAddr>().ok();
     let target: Option<ResourceInstanceAddr> = match &provider {
         Some(_) => None,
-        None => Some(addr.parse().map_err(|e: cairn_state::AddrError| {
+        None => Some(addr.parse().map_err(|e: crate::addr::AddrError| {
             Diagnostic::error(
                 "Invalid address",
                 format!(

@@ -8,10 +8,8 @@
 //! whether a read drifted, whether a read was deferred) comes through [`EventContext`], which
 //! each caller answers from what it has read.
 
-use cairn_state::{
-    Event, EventBody, OpAction, PlannedAction, ProviderAddr, ResourceInstanceAddr, RunRecord,
-    RunSummary, StoredValue,
-};
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
+use cairn_state::{Event, EventBody, OpAction, PlannedAction, RunRecord, RunSummary, StoredValue};
 use serde_json::{json, Map, Value as J};
 use std::fmt::Write as _;
 

@@ -13,12 +13,12 @@
 use super::core::{Ctx, Instance};
 use super::graph::{EdgeKind, Node, TermGraph};
 use super::values::Values;
+use crate::addr::{Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr};
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, ProviderChange};
 use crate::value::Value;
 use cairn_graph::NodeId;
-use cairn_state::{Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr};
 use std::collections::{BTreeSet, VecDeque};
 
 /// `ignore_changes`: the ignored attributes take their prior values before planning.

@@ -21,6 +21,7 @@
 pub mod model;
 pub mod plan;
 
+use crate::addr::ResourceInstanceAddr;
 use crate::engine::api::watch::{Holder, LogWatch};
 use axum::extract::{Path as UrlPath, Query, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -28,7 +29,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use cairn_state::ResourceInstanceAddr;
 use model::{Model, StateQuery, TimelineQuery};
 use serde_json::{json, Value as J};
 use std::path::{Path, PathBuf};

@@ -11,13 +11,13 @@
 //! values read `(sensitive value)` everywhere.
 
 use super::plan::deferral_json;
+use crate::addr::{Mode, ModulePath, ProviderAddr, ResourceInstanceAddr};
 use crate::engine::api::history;
 use crate::plan::{render_change, Action, Change, RenderOptions};
 use crate::value::Value;
 use cairn_state::{
-    Event, EventBody, Mode, ModulePath, OpAction, OutputValue, PlanRecord, PlannedAction,
-    PlannedChange, ProviderAddr, RecordedDiagnostic, ResourceInstanceAddr, ResourceObject,
-    RunRecord, Snapshot, StoredValue,
+    Event, EventBody, OpAction, OutputValue, PlanRecord, PlannedAction, PlannedChange,
+    RecordedDiagnostic, ResourceObject, RunRecord, Snapshot, StoredValue,
 };
 use serde_json::{json, Value as J};
 use std::collections::{BTreeMap, HashMap};

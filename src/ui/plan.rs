@@ -43,21 +43,21 @@ impl PlanView {
 }
 
 /// The static resource key (`module.m.sim_thing.a`, no instance keys) of an instance.
-fn resource_key(addr: &cairn_state::ResourceInstanceAddr) -> String {
+fn resource_key(addr: &crate::addr::ResourceInstanceAddr) -> String {
     let r = &addr.resource;
-    cairn_state::ResourceAddr::new(r.module.without_keys(), r.mode, &r.type_, &r.name).to_string()
+    crate::addr::ResourceAddr::new(r.module.without_keys(), r.mode, &r.type_, &r.name).to_string()
 }
 
 /// A graph node: its static address, module and whether it is a data source.
 fn node_json(k: &str) -> J {
-    let (module, data) = match k.parse::<cairn_state::ResourceAddr>() {
+    let (module, data) = match k.parse::<crate::addr::ResourceAddr>() {
         Ok(a) => (
             if a.module.is_root() {
                 "(root module)".to_string()
             } else {
                 a.module.to_string()
             },
-            a.mode == cairn_state::Mode::Data,
+            a.mode == crate::addr::Mode::Data,
         ),
         // Not an address (a damaged record): shown as it is, in the root.
         Err(_) => ("(root module)".to_string(), false),

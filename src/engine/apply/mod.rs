@@ -23,9 +23,10 @@ pub(crate) mod steps;
 
 use super::core::{Ctx, Instance, OrphanReason, Phase};
 use super::graph::Node;
+use crate::addr::{Mode, ProviderAddr, ResourceInstanceAddr};
 use crate::diag::Diagnostics;
 use crate::value::Value;
-use cairn_state::{EventBody, Mode, ProviderAddr, ResourceInstanceAddr};
+use cairn_state::EventBody;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use steps::{Executor, ProviderStep, Step};

@@ -8,6 +8,7 @@
 //!
 //! Every step writes through a [`Recorder`]: the journal and the run's summary.
 
+use crate::addr::ResourceInstanceAddr;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::core::{contradiction, Ctx};
 use crate::engine::journal::Journal;
@@ -19,9 +20,7 @@ use crate::plan::Action;
 use crate::provider::{Applied, ApplyRequest, Configured, ProviderError};
 use crate::value::carry_marks;
 use crate::value::Value;
-use cairn_state::{
-    EventBody, ObjectMeta, OpAction, ProviderRef, ResourceInstanceAddr, ResourceObject, RunSummary,
-};
+use cairn_state::{EventBody, ObjectMeta, OpAction, ProviderRef, ResourceObject, RunSummary};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

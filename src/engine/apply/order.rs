@@ -11,13 +11,14 @@
 //! The steps read the plan's changes through `steps::Kind`, as the steps that execute them do.
 
 use super::steps::{DestroyInfo, Kind, Order};
+use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::engine::graph::{EdgeKind, Node, TermGraph};
 use crate::engine::rules::{may_be_replaced_at_apply, reconfigured_at_apply};
 use crate::engine::sabotage::Sabotage;
 use crate::plan::{Change, Plan};
 use crate::value::Value;
 use cairn_graph::NodeId;
-use cairn_state::{ProviderAddr, ResourceInstanceAddr, ResourceObject, Snapshot};
+use cairn_state::{ResourceObject, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the steps share: the plan, the prior state, and the `Destroy` nodes added so far.

@@ -20,6 +20,7 @@
 //! a replacement deletes the objects still under the old instance first.
 
 use super::operation::{Operation, Recorder};
+use crate::addr::{Mode, ProviderAddr, ResourceInstanceAddr};
 use crate::config::IgnoreChanges;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::core::{contradiction, Ctx, Instance, ProviderSlot, ProviderState};
@@ -36,10 +37,7 @@ use crate::plan::{Action, Change, DataRead, Importing};
 use crate::provider::{ApplyRequest, ConfigDiff, Configured, ProviderError};
 use crate::value::carry_marks;
 use crate::value::Value;
-use cairn_state::{
-    DataObject, EventBody, Mode, ProviderAddr, ProviderInstance, ProviderRef, ResourceInstanceAddr,
-    ResourceObject,
-};
+use cairn_state::{DataObject, EventBody, ProviderInstance, ProviderRef, ResourceObject};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -1084,8 +1082,8 @@ fn gone_before_update(addr: &ResourceInstanceAddr) -> Diagnostics {
 /// known when only the address is: destroy-time provisioners may not use it).
 fn rep_of(addr: &ResourceInstanceAddr) -> Repetition {
     match &addr.key {
-        Some(cairn_state::InstanceKey::Int(i)) => Repetition::Count(*i),
-        Some(cairn_state::InstanceKey::Str(k)) => Repetition::Each(k.clone(), Value::unknown()),
+        Some(crate::addr::InstanceKey::Int(i)) => Repetition::Count(*i),
+        Some(crate::addr::InstanceKey::Str(k)) => Repetition::Each(k.clone(), Value::unknown()),
         None => Repetition::None,
     }
 }
