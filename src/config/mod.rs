@@ -569,6 +569,7 @@ pub(crate) fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 }
 
 mod decode;
+pub(crate) mod format;
 mod json_syntax;
 mod load;
 mod overrides;

@@ -239,6 +239,13 @@ fn parse_piece(text: &str, start: usize, end: usize) -> Option<Body> {
 /// A syntax problem: byte range, summary and detail.
 pub(super) type SyntaxError = (usize, usize, &'static str, String);
 
+/// Parses one file for `cairn fmt`: its body, or the first syntax error worded as Terraform's.
+pub(super) fn parse_for_format(text: &str) -> Result<Body, SyntaxError> {
+    parse_body(text).map_err(|(offset, message)| {
+        describe_syntax_error(text, offset.min(text.len()), &message)
+    })
+}
+
 /// Parses a file body. hcl-edit stops at the first error; one kind is recovered from: an
 /// argument set twice is reported, blanked out (to the end of its line) and the file parsed
 /// again, so the rest of the file is still checked.
