@@ -91,6 +91,9 @@ pub enum Command {
     /// Create, select, list, show and delete workspaces (several states of one configuration).
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
+    /// Reformat your configuration in the standard style (Terraform's canonical format).
+    #[command(long_about = FMT_HELP)]
+    Fmt(FmtArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -502,6 +505,48 @@ pub enum Shell {
     Bash,
     Zsh,
     Fish,
+}
+
+const FMT_HELP: &str = "Rewrites all configuration files to Terraform's canonical format. All \
+configuration files (.tf), variables files (.tfvars), and testing files (.tftest.hcl, \
+.tfmock.hcl) are updated. JSON files (.tf.json, .tfvars.json, or .tftest.json) are not \
+modified.
+
+By default, fmt scans the current directory for configuration files. If you provide a \
+directory for the target argument, then fmt will scan that directory instead. If you provide \
+a file, then fmt will process just that file. If you provide a single dash (\"-\"), then fmt \
+will read from standard input (STDIN).
+
+The content must be in the Terraform language native syntax; JSON is not supported.";
+
+#[derive(Debug, Args)]
+pub struct FmtArgs {
+    /// Don't list files whose formatting differs with -list=false (always disabled if using
+    /// STDIN).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub list: bool,
+    /// Don't write to source files with -write=false (always disabled if using STDIN or
+    /// -check).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub write: bool,
+    /// Display diffs of formatting changes.
+    #[arg(long)]
+    pub diff: bool,
+    /// Check if the input is formatted. Exit status will be 0 if all input is properly
+    /// formatted, 3 if not.
+    #[arg(long)]
+    pub check: bool,
+    /// If specified, output won't contain any color.
+    #[arg(long)]
+    pub no_color: bool,
+    /// Also process files in subdirectories. By default, only the given directory (or current
+    /// directory) is processed.
+    #[arg(long)]
+    pub recursive: bool,
+    /// Files or directories to format (default: the current directory); `-` reads standard
+    /// input.
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@ pub(crate) mod config_cmds;
 pub(crate) mod console;
 mod context;
 pub(crate) mod engine_options;
+mod fmt_cmd;
 pub(crate) mod inspect;
 pub(crate) mod lifecycle;
 pub(crate) mod logging;
@@ -96,7 +97,7 @@ pub fn main() -> i32 {
     tracing::debug!(state_dir = %ctx.state_dir.display(), workspace = %ctx.workspace, "starting");
     if !matches!(
         parsed.cli.command,
-        Command::Workspace(_) | Command::Version(_) | Command::Completions(_)
+        Command::Workspace(_) | Command::Version(_) | Command::Completions(_) | Command::Fmt(_)
     ) {
         // Commands that never touch the state make no workspace directory.
         let reads_state = !matches!(
@@ -224,6 +225,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Inspect(a) => inspect::inspect(ctx, &a, parsed.var_order),
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
         Command::Workspace(c) => workspace_cmds::workspace(ctx, c),
+        Command::Fmt(a) => fmt_cmd::fmt(ctx, &a),
     }
 }
 
@@ -264,6 +266,7 @@ pub fn command_name(c: &Command) -> &'static str {
         Command::Version(_) => "version",
         Command::Completions(_) => "completions",
         Command::Ui(_) => "ui",
+        Command::Fmt(_) => "fmt",
         Command::Workspace(w) => match w {
             args::WorkspaceCommand::New(_) => "workspace new",
             args::WorkspaceCommand::Select { .. } => "workspace select",

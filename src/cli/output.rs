@@ -21,8 +21,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub enum Exit {
     Ok = 0,
     Error = 1,
-    /// `-detailed-exitcode` and the plan has changes.
+    /// `-detailed-exitcode` and the plan has changes (also `fmt`'s exit on a syntax error,
+    /// which is 2 in Terraform).
     Changes = 2,
+    /// `fmt -check`: some input is not in the canonical format.
+    Unformatted = 3,
 }
 
 impl Exit {

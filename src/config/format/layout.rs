@@ -227,9 +227,7 @@ fn space_after(toks: &[WTok<'_>], subject: usize, before: Option<usize>, after: 
     if is_in_keyword(sub) && b == Some(Tok::Ident) {
         return true;
     }
-    if a == Tok::OBrack
-        && (s == Tok::Ident || s == Tok::NumberLit || bracket_change(s) < 0)
-    {
+    if a == Tok::OBrack && (s == Tok::Ident || s == Tok::NumberLit || bracket_change(s) < 0) {
         return false;
     }
     if s == Tok::Bang {

@@ -75,7 +75,10 @@ pub(crate) struct Token {
 enum Mode {
     Main,
     Quoted,
-    Heredoc { marker: (usize, usize), start_of_line: bool },
+    Heredoc {
+        marker: (usize, usize),
+        start_of_line: bool,
+    },
 }
 
 /// Scans `src` (after a UTF-8 byte order mark, which is skipped) into tokens, ending with `Eof`.
@@ -320,9 +323,7 @@ impl Lexer<'_> {
     }
 
     fn line_comment(&mut self, p: usize) {
-        let e = self.src[p..]
-            .find('\n')
-            .map_or(self.b.len(), |i| p + i + 1);
+        let e = self.src[p..].find('\n').map_or(self.b.len(), |i| p + i + 1);
         self.emit(Tok::Comment, p, e);
     }
 

@@ -6,7 +6,7 @@
 
 use super::layout::WTok;
 use super::lexer::{Tok, Token};
-use hcl_edit::structure::{Body, BlockLabel, Structure};
+use hcl_edit::structure::{BlockLabel, Body, Structure};
 use hcl_edit::Span as _;
 use std::borrow::Cow;
 
