@@ -183,3 +183,27 @@ fn a_syntax_error_is_its_diagnostic_and_exit_2() {
     assert_eq!(code, 2);
     assert!(err.contains("<stdin>:1:5"), "{err}");
 }
+
+/// Every file of `fixtures/fmt/errors/` is refused as Terraform refuses it: exit 2, its first
+/// error on the line Terraform names, and the file untouched.
+#[test]
+fn syntax_errors_are_found_where_terraform_finds_them() {
+    let expected = std::fs::read_to_string(fixtures().join("errors.txt")).unwrap();
+    let dir = fixtures().join("errors");
+    let mut failures = Vec::new();
+    for line in expected.lines() {
+        let mut w = line.split(' ');
+        let (name, want_line) = (w.next().unwrap(), w.nth(3).unwrap());
+        let before = std::fs::read(dir.join(name)).unwrap();
+        // -write=false: a bug must not rewrite the fixture.
+        let (code, out, err) = cairn_fmt(&dir, &["-write=false", name], b"");
+        let at = format!("on {name}:{want_line}:");
+        if code != 2 || !err.contains(&at) || !out.is_empty() {
+            failures.push(format!(
+                "{name}: exit {code}, want 2 and `{at}`:\n{err}{out}"
+            ));
+        }
+        assert_eq!(std::fs::read(dir.join(name)).unwrap(), before);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -81,8 +81,10 @@ enum Mode {
     },
 }
 
-/// Scans `src` (after a UTF-8 byte order mark, which is skipped) into tokens, ending with `Eof`.
-pub(crate) fn lex(src: &str) -> Vec<Token> {
+/// Scans `src` (after a UTF-8 byte order mark, which is skipped) into tokens, ending with `Eof`,
+/// and says whether a heredoc was still open at the end (its closing marker missing, or not
+/// followed by a newline: an error in Terraform that hcl-edit lets pass).
+pub(crate) fn lex(src: &str) -> (Vec<Token>, bool) {
     let mut lx = Lexer {
         b: src.as_bytes(),
         src,
@@ -93,13 +95,14 @@ pub(crate) fn lex(src: &str) -> Vec<Token> {
         ret_braces: Vec::new(),
     };
     lx.run();
+    let open_heredoc = lx.modes.iter().any(|m| matches!(m, Mode::Heredoc { .. }));
     let n = lx.b.len();
     lx.out.push(Token {
         ty: Tok::Eof,
         start: n,
         end: n,
     });
-    lx.out
+    (lx.out, open_heredoc)
 }
 
 struct Lexer<'a> {

@@ -21,7 +21,19 @@ pub(crate) fn format_source(src: &str) -> Result<String, SyntaxError> {
     let bom = if src.starts_with('\u{feff}') { 3 } else { 0 };
     let body = parse_for_format(&src[bom..])
         .map_err(|(s, e, summary, detail)| (s + bom, e + bom, summary, detail))?;
-    let tokens = lexer::lex(src);
+    let (tokens, open_heredoc) = lexer::lex(src);
+    if open_heredoc {
+        // Where Terraform points: the heredoc's last line.
+        let last = tokens.len().saturating_sub(2);
+        let (start, end) = tokens.get(last).map_or((0, 0), |t| (t.start, t.end));
+        let end = src[start..end].trim_end().len() + start;
+        return Err((
+            start,
+            end.max(start),
+            "Unterminated template string",
+            "No closing marker was found for the string.".into(),
+        ));
+    }
     let edits = rewrite::edits(src, bom, &tokens, &body);
 
     // The writer's tokens: the source's, with the edited ranges replaced. Spaces are those

@@ -30,3 +30,10 @@ fn keeps_trailing_blanks_and_bom_is_dropped() {
 fn a_syntax_error_is_returned() {
     assert!(format_source("a = \n").is_err());
 }
+
+#[test]
+fn a_heredoc_closed_without_a_newline_is_an_error_as_in_terraform() {
+    let e = format_source("a = <<EOT\nhello\nEOT").unwrap_err();
+    assert_eq!((e.0, e.2), (16, "Unterminated template string"));
+    assert!(format_source("a = <<EOT\nhello\nEOT\n").is_ok());
+}
