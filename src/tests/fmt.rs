@@ -101,6 +101,21 @@ fn published_modules_are_canonical_as_terraform_says() {
     assert_eq!(format!("exit {code}\nstdout:\n{out}"), expected, "{err}");
 }
 
+/// Terraform's format is idempotent except where its unwrapping of `"${x}"` uncovers another
+/// (`"${"${x}"}"` is `"${x}"` after one run, `x` after two): `fixtures/fmt/twice/` holds such
+/// a file, and `cairn fmt` takes the same two steps.
+#[test]
+fn nested_unwrapping_takes_two_runs_as_in_terraform() {
+    let src = std::fs::read(fixtures().join("twice/nested-unwrap.tf")).unwrap();
+    let (_, once, _) = cairn_fmt(&fixtures(), &["-"], &src);
+    assert_eq!(
+        once,
+        "a = \"${x}${y}\"\nb = \"${x}\"\nc = \"${x}\\n\"\nd = \"${x}%{if y}z%{endif}\"\n"
+    );
+    let (_, twice, _) = cairn_fmt(&fixtures(), &["-"], once.as_bytes());
+    assert!(twice.contains("b = x\n"), "{twice}");
+}
+
 #[test]
 fn formatting_is_idempotent() {
     let (code, out, err) = cairn_fmt(&fixtures().join("golden"), &["-check", "-recursive"], b"");
