@@ -262,11 +262,18 @@ pub(super) fn parse_for_format(text: &str) -> Result<Body, SyntaxError> {
             ok
         };
         if !renamed {
-            return Err(describe_syntax_error(
-                text,
-                offset.min(text.len()),
-                &message,
-            ));
+            let offset = offset.min(text.len());
+            if message.contains("expected `=` or `:`") {
+                // An object key whose `=` is not on its line: Terraform points after the key.
+                let key_end = text[..offset].trim_end().len();
+                return Err((
+                    key_end,
+                    offset.max(key_end),
+                    "Missing attribute value",
+                    "Expected an attribute value, introduced by an equals sign (\"=\").".into(),
+                ));
+            }
+            return Err(describe_syntax_error(text, offset, &message));
         }
         attempt += 1;
     }

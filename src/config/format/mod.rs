@@ -19,20 +19,20 @@ pub(crate) const EXTENSIONS: &[&str] = &[".tf", ".tfvars", ".tftest.hcl", ".tfmo
 /// and the file is left as it is.
 pub(crate) fn format_source(src: &str) -> Result<String, SyntaxError> {
     let bom = if src.starts_with('\u{feff}') { 3 } else { 0 };
-    let body = parse_for_format(&src[bom..])
-        .map_err(|(s, e, summary, detail)| (s + bom, e + bom, summary, detail))?;
     let (tokens, open_heredoc) = lexer::lex(src);
-    if open_heredoc {
-        // Where Terraform points: the heredoc's last line.
-        let last = tokens.len().saturating_sub(2);
-        let (start, end) = tokens.get(last).map_or((0, 0), |t| (t.start, t.end));
-        let end = src[start..end].trim_end().len() + start;
-        return Err((
-            start,
-            end.max(start),
-            "Unterminated template string",
-            "No closing marker was found for the string.".into(),
-        ));
+    let token_error = token_error(src, &tokens, open_heredoc);
+    let body = match parse_for_format(&src[bom..]) {
+        Ok(body) => body,
+        // Terraform reports the first error in the file: whichever of the two comes first.
+        Err((s, e, summary, detail)) => {
+            return Err(match token_error {
+                Some(t) if t.0 <= s + bom => t,
+                _ => (s + bom, e + bom, summary, detail),
+            })
+        }
+    };
+    if let Some(e) = token_error {
+        return Err(e);
     }
     let edits = rewrite::edits(src, bom, &tokens, &body);
 
@@ -69,6 +69,71 @@ pub(crate) fn format_source(src: &str) -> Result<String, SyntaxError> {
         text.push_str(&t.text);
     }
     Ok(text)
+}
+
+/// The syntax errors hclsyntax finds that hcl-edit lets pass, seen in the tokens: a heredoc
+/// still open at the end, a quoted string broken over lines, a `.` with the line ending after
+/// it where newlines count (outside parentheses, brackets and interpolations).
+fn token_error(src: &str, tokens: &[lexer::Token], open_heredoc: bool) -> Option<SyntaxError> {
+    use lexer::Tok;
+    let mut open: Vec<Tok> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        match t.ty {
+            Tok::OParen
+            | Tok::OBrack
+            | Tok::OBrace
+            | Tok::TemplateInterp
+            | Tok::TemplateControl => open.push(t.ty),
+            Tok::CParen | Tok::CBrack | Tok::CBrace | Tok::TemplateSeqEnd => {
+                open.pop();
+            }
+            Tok::QuotedNewline => {
+                // Where Terraform points: the literal the newline breaks.
+                let at = match i.checked_sub(1).map(|j| tokens[j]) {
+                    Some(p) if matches!(p.ty, Tok::QuotedLit | Tok::OQuote) => p.start,
+                    _ => t.start,
+                };
+                return Some((
+                    at,
+                    t.start.max(at + 1),
+                    "Invalid multi-line string",
+                    "Quoted strings may not be split over multiple lines. To produce a multi-line \
+                     string, either use the \\n escape to represent a newline character or use \
+                     the \"heredoc\" multi-line template syntax."
+                        .into(),
+                ));
+            }
+            Tok::Dot => {
+                let newline_next = tokens.get(i + 1).is_some_and(|n| {
+                    n.ty == Tok::Newline
+                        || (n.ty == Tok::Comment && src[n.start..n.end].ends_with('\n'))
+                });
+                let newlines_count = matches!(open.last(), None | Some(Tok::OBrace));
+                if newline_next && newlines_count {
+                    return Some((
+                        t.start,
+                        t.end,
+                        "Invalid attribute name",
+                        "An attribute name is required after a dot.".into(),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    if open_heredoc {
+        // Where Terraform points: the heredoc's last line.
+        let last = tokens.len().saturating_sub(2);
+        let (start, end) = tokens.get(last).map_or((0, 0), |t| (t.start, t.end));
+        let end = src[start..end].trim_end().len() + start;
+        return Some((
+            start,
+            end.max(start),
+            "Unterminated template string",
+            "No closing marker was found for the string.".into(),
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

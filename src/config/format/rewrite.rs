@@ -26,6 +26,8 @@ pub(super) fn edits<'a>(src: &'a str, bom: usize, toks: &[Token], body: &Body) -
         edits: Vec::new(),
     };
     w.body(body, &mut Vec::new());
+    // Each edit replaces at least one token (a span that covers none is left alone).
+    w.edits.retain(|e| e.to > e.from);
     w.edits.sort_by_key(|e| e.from);
     w.edits
 }
