@@ -91,6 +91,52 @@ pub enum Command {
     /// Create, select, list, show and delete workspaces (several states of one configuration).
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
+    /// Mark a resource instance as not fully functional: the next plan replaces it.
+    #[command(long_about = TAINT_HELP)]
+    Taint(TaintArgs),
+    /// Remove the 'tainted' state from a resource instance.
+    #[command(long_about = UNTAINT_HELP)]
+    Untaint(TaintArgs),
+}
+
+const TAINT_HELP: &str = "Mark a resource instance as not fully functional.
+
+Cairn uses the term \"tainted\" to describe a resource instance which may not be fully \
+functional, either because its creation partially failed or because you've manually marked \
+it as such using this command.
+
+This will not modify your infrastructure directly, but subsequent plans will include actions \
+to destroy the remote object and create a new object to replace it. The taint is recorded in \
+the state's log (`cairn history`, `cairn log`).
+
+You can remove the \"taint\" state from a resource instance using the \"cairn untaint\" \
+command.
+
+The address is in the usual resource address syntax, such as: aws_instance.foo, \
+aws_instance.bar[1], module.foo.module.bar.aws_instance.baz";
+
+const UNTAINT_HELP: &str = "Remove the 'tainted' state from a resource instance.
+
+Cairn uses the term \"tainted\" to describe a resource instance which may not be fully \
+functional, either because its creation partially failed or because you've manually marked \
+it as such using the \"cairn taint\" command.
+
+This command removes that state from a resource instance, causing Cairn to see it as \
+fully-functional and not in need of replacement.
+
+This will not modify your infrastructure directly. It only avoids Cairn planning to replace \
+a tainted instance in a future operation.";
+
+#[derive(Debug, Args)]
+pub struct TaintArgs {
+    /// The resource instance, e.g. `aws_instance.foo` or `module.m.aws_instance.bar[1]`.
+    #[arg(value_name = "ADDRESS")]
+    pub addr: String,
+    /// If specified, the command will succeed (exit code 0) even if the resource is missing.
+    #[arg(long)]
+    pub allow_missing: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -397,9 +443,13 @@ pub struct AtArgs {
     pub at: Option<u64>,
 }
 
-/// The lock switch for commands that write the state.
+/// The lock switches for commands that write the state.
 #[derive(Debug, Args, Clone)]
 pub struct LockArgs {
+    /// Hold a state lock during the operation (-lock=false: don't; dangerous if others might
+    /// run commands against the same state at the same time).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub lock: bool,
     /// How long to wait for the state lock, e.g. 5s, 1m30s.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub lock_timeout: Duration,
@@ -430,6 +480,9 @@ pub struct StateRmArgs {
     pub addrs: Vec<String>,
     #[command(flatten)]
     pub lock: LockArgs,
+    /// Print which instances would be removed, and record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -440,6 +493,9 @@ pub struct StateMvArgs {
     pub to: String,
     #[command(flatten)]
     pub lock: LockArgs,
+    /// Print what would be moved, and record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

@@ -20,6 +20,7 @@ pub(crate) mod progress;
 pub(crate) mod prompt;
 pub mod run_cmds;
 pub(crate) mod state_cmds;
+pub(crate) mod taint_cmds;
 pub(crate) mod ui_cmd;
 pub(crate) mod workspace_cmds;
 
@@ -224,6 +225,8 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Inspect(a) => inspect::inspect(ctx, &a, parsed.var_order),
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
         Command::Workspace(c) => workspace_cmds::workspace(ctx, c),
+        Command::Taint(a) => taint_cmds::taint(ctx, &a, true),
+        Command::Untaint(a) => taint_cmds::taint(ctx, &a, false),
     }
 }
 
@@ -271,6 +274,8 @@ pub fn command_name(c: &Command) -> &'static str {
             args::WorkspaceCommand::Show => "workspace show",
             args::WorkspaceCommand::Delete { .. } => "workspace delete",
         },
+        Command::Taint(_) => "taint",
+        Command::Untaint(_) => "untaint",
     }
 }
 

@@ -16,7 +16,8 @@
 //!   incrementally); stored values appear as plain JSON, as in `state pull`.
 
 use super::args::{
-    HistoryArgs, LogArgs, OutputArgs, StateCommand, StateImportArgs, StateMvArgs, StateRmArgs,
+    HistoryArgs, LockArgs, LogArgs, OutputArgs, StateCommand, StateImportArgs, StateMvArgs,
+    StateRmArgs,
 };
 use super::output::{rfc3339_seconds, Exit};
 use super::Context;
@@ -224,11 +225,12 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
 
 /// Runs a state edit in the engine (a run of its own: `engine::edit`), printing the store's
 /// warnings as they come.
-fn edit(
+pub(crate) fn edit(
     ctx: &Context,
     command: &str,
     args: Vec<String>,
-    lock_timeout: Duration,
+    lock: &LockArgs,
+    dry_run: bool,
     edit: StateEdit,
 ) -> Result<Vec<EventBody>, Diagnostic> {
     let req = EditRequest {
@@ -236,7 +238,9 @@ fn edit(
         state_dir: ctx.state_dir.clone(),
         command: command.to_string(),
         args,
-        lock_timeout,
+        lock_timeout: lock.lock_timeout,
+        lock: lock.lock,
+        dry_run,
     };
     let report = crate::engine::api::state_edit(&req, edit);
     for w in report.notes {
@@ -261,7 +265,8 @@ fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
         ctx,
         "state rm",
         a.addrs.clone(),
-        a.lock.lock_timeout,
+        &a.lock,
+        a.dry_run,
         StateEdit::Remove { targets, named },
     )?;
     let removed: Vec<&ResourceInstanceAddr> = events
@@ -272,6 +277,17 @@ fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
         })
         .collect();
     let mut out = String::new();
+    if a.dry_run {
+        // Terraform's words for what would happen; nothing was recorded.
+        for addr in &removed {
+            let _ = writeln!(out, "Would remove {addr}");
+        }
+        if removed.is_empty() {
+            out.push_str("Would have removed nothing.\n");
+        }
+        ctx.out(&out);
+        return Ok(Exit::Ok);
+    }
     for addr in &removed {
         let _ = writeln!(out, "Removed {addr}");
     }
@@ -291,7 +307,8 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
         ctx,
         "state mv",
         vec![a.from.clone(), a.to.clone()],
-        a.lock.lock_timeout,
+        &a.lock,
+        a.dry_run,
         StateEdit::Move { from, to },
     )?;
     let moved: Vec<(&ResourceInstanceAddr, &ResourceInstanceAddr)> = events
@@ -302,10 +319,13 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
         })
         .collect();
     let mut out = String::new();
+    let verb = if a.dry_run { "Would move" } else { "Move" };
     for (s, d) in &moved {
-        let _ = writeln!(out, "Move \"{s}\" to \"{d}\"");
+        let _ = writeln!(out, "{verb} \"{s}\" to \"{d}\"");
     }
-    let _ = writeln!(out, "Successfully moved {} object(s).", moved.len());
+    if !a.dry_run {
+        let _ = writeln!(out, "Successfully moved {} object(s).", moved.len());
+    }
     ctx.out(&out);
     Ok(Exit::Ok)
 }
@@ -339,7 +359,8 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
         ctx,
         "state import-tfstate",
         vec![a.file.display().to_string()],
-        a.lock.lock_timeout,
+        &a.lock,
+        false,
         StateEdit::ImportTfstate(Box::new(imported)),
     )?;
     ctx.out(&format!(

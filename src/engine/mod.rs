@@ -39,6 +39,7 @@
 //! | `journal.rs` | the engine's handle on the event log |
 //! | `session.rs` | the run session: open, lock, begin, recover, journal, finish once |
 //! | `edit.rs` | state edits (`state rm`/`mv`/`import-tfstate`) as runs of their own |
+//! | `taint.rs` | `taint`/`untaint` as state edits: what they record, Terraform's refusals |
 //! | `schema_checks.rs` | `cairn validate`: types, schemas and cycles, without state |
 //! | `terraform_state.rs` | Terraform state in and out (import, `state pull`, `show -json`) |
 //! | `providers.rs` | provider packages, configured instances, default providers |
@@ -78,6 +79,7 @@ pub(crate) mod schema_checks;
 pub(crate) mod session;
 pub(crate) mod source;
 pub mod state_read;
+pub(crate) mod taint;
 pub(crate) mod terraform_state;
 pub(crate) mod timing;
 pub(crate) mod values;

@@ -145,6 +145,7 @@ pub(super) fn open_read(
         command: opts.command.clone(),
         lock_timeout: opts.lock_timeout,
         write: false,
+        skip_lock: false,
     };
     match timed("open state", || Store::open(&opts.state_dir, &o)) {
         Ok((store, warnings)) => {

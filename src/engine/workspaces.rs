@@ -75,6 +75,7 @@ pub fn create(root: &Path, name: &str, lock_timeout: Duration) -> Result<(), Dia
         command: "workspace new".into(),
         lock_timeout,
         write: true,
+        skip_lock: false,
     };
     Store::open(&dir, &opts)
         .map(drop)
@@ -89,6 +90,7 @@ pub fn tracked(root: &Path, name: &str, lock_timeout: Duration) -> Result<Vec<St
         command: "workspace delete".into(),
         lock_timeout,
         write: true,
+        skip_lock: false,
     };
     let (store, _) = Store::open(&dir, &opts).map_err(|e| state_diag(&e))?;
     let tracked = store

@@ -249,6 +249,7 @@ fn open_writer(dir: &Path) -> Store {
     let opts = OpenOptions {
         command: "test".into(),
         write: true,
+        skip_lock: false,
         lock_timeout: std::time::Duration::from_secs(10),
     };
     let (mut store, _) = Store::open(&dir.join(".cairn"), &opts).unwrap();
