@@ -220,6 +220,17 @@ pub struct WalkArgs {
     /// Limit to ADDR and what it depends on (repeatable).
     #[arg(long, value_name = "ADDR")]
     pub target: Vec<String>,
+    /// Leave out ADDR and everything that depends on it (repeatable; OpenTofu's inverse of
+    /// -target, not with it).
+    #[arg(long, value_name = "ADDR")]
+    pub exclude: Vec<String>,
+    /// Hold a state lock during the operation (-lock=false: don't; dangerous if others might
+    /// run commands against the same state at the same time).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub lock: bool,
+    /// Show warnings in a compact form that includes only the summary messages.
+    #[arg(long)]
+    pub compact_warnings: bool,
     /// How many provider calls may run at once.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub parallelism: usize,
@@ -433,6 +444,49 @@ pub enum StateCommand {
     ImportTfstate(StateImportArgs),
     /// Check the state's invariants.
     Check(StateCheckArgs),
+    /// Replace the state with a Terraform state file (version 4), as a run in the log; refused
+    /// over another lineage or a newer serial unless -force.
+    #[command(long_about = PUSH_HELP)]
+    Push(StatePushArgs),
+    /// Replace the provider of the resources in the state.
+    #[command(name = "replace-provider")]
+    ReplaceProvider(StateReplaceProviderArgs),
+}
+
+const PUSH_HELP: &str = "Update the state from a Terraform state file at PATH.
+
+This command \"pushes\" a local Terraform state (format version 4) and replaces the current \
+state with it, as one run in the state's log (the state before it stays reachable with \
+-at). The command will protect you against writing an older serial or a different state \
+lineage (`cairn state pull` prints both) unless you specify the \"-force\" flag.
+
+If PATH is \"-\", then this command will read the state to push from stdin.";
+
+#[derive(Debug, Args)]
+pub struct StatePushArgs {
+    /// The Terraform state file, or `-` for standard input.
+    #[arg(value_name = "PATH")]
+    pub path: String,
+    /// Write the state even if lineages don't match or the current serial is higher.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StateReplaceProviderArgs {
+    /// The provider the state names now, e.g. `hashicorp/aws` or `registry.terraform.io/hashicorp/aws`.
+    #[arg(value_name = "FROM_PROVIDER_FQN")]
+    pub from: String,
+    /// The provider it should name, e.g. `registry.acme.corp/acme/aws`.
+    #[arg(value_name = "TO_PROVIDER_FQN")]
+    pub to: String,
+    /// Skip interactive approval.
+    #[arg(long)]
+    pub auto_approve: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 /// The time-travel position for read commands.

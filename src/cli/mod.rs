@@ -8,6 +8,7 @@
 //! `Context::report`.
 
 pub(crate) mod args;
+pub(crate) mod compact_warnings;
 pub(crate) mod config_cmds;
 pub(crate) mod console;
 mod context;
@@ -20,6 +21,7 @@ pub(crate) mod progress;
 pub(crate) mod prompt;
 pub mod run_cmds;
 pub(crate) mod state_cmds;
+pub(crate) mod state_replace_cmds;
 pub(crate) mod taint_cmds;
 pub(crate) mod ui_cmd;
 pub(crate) mod workspace_cmds;
@@ -260,6 +262,8 @@ pub fn command_name(c: &Command) -> &'static str {
             args::StateCommand::Pull(_) => "state pull",
             args::StateCommand::ImportTfstate(_) => "state import-tfstate",
             args::StateCommand::Check(_) => "state check",
+            args::StateCommand::Push(_) => "state push",
+            args::StateCommand::ReplaceProvider(_) => "state replace-provider",
         },
         Command::History(_) => "history",
         Command::Log(_) => "log",

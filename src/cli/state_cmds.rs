@@ -107,12 +107,16 @@ fn all_addrs(s: &Snapshot) -> Vec<&ResourceInstanceAddr> {
 pub(crate) fn state(ctx: &Context, cmd: StateCommand) -> Exit {
     let result = match cmd {
         StateCommand::List(a) => list(ctx, &a.addrs, a.at.at),
-        StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, a.ui.no_color),
+        StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, &a.ui),
         StateCommand::Rm(a) => rm(ctx, &a),
         StateCommand::Mv(a) => mv(ctx, &a),
         StateCommand::Pull(a) => pull(ctx, a.at.at),
         StateCommand::ImportTfstate(a) => import(ctx, &a),
         StateCommand::Check(_) => check(ctx),
+        StateCommand::Push(a) => Ok(super::state_replace_cmds::push(ctx, &a)),
+        StateCommand::ReplaceProvider(a) => {
+            Ok(super::state_replace_cmds::replace_provider(ctx, &a))
+        }
     };
     result.unwrap_or_else(|d| ctx.fail(d, false))
 }
@@ -169,7 +173,13 @@ fn list(ctx: &Context, filters: &[String], at: Option<u64>) -> Result<Exit, Diag
 
 /// `state show ADDR`: one resource or data instance, or one provider instance with the
 /// configuration it was last applied with.
-fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Exit, Diagnostic> {
+fn show(
+    ctx: &Context,
+    addr: &str,
+    at: Option<u64>,
+    ui: &super::args::UiArgs,
+) -> Result<Exit, Diagnostic> {
+    let no_color = ui.no_color;
     let provider = addr.parse::<ProviderAddr>().ok();
     let target: Option<ResourceInstanceAddr> = match &provider {
         Some(_) => None,
@@ -198,6 +208,28 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
             one.data.insert(target.clone(), d.clone());
         }
     }
+    if ui.json && (!one.resources.is_empty() || !one.data.is_empty()) {
+        let view = ctx.state_view(&one);
+        let text = serde_json::to_string(&instance_json(&one, &view.sources)).unwrap_or_default();
+        ctx.out(&format!("{text}\n"));
+        return Ok(Exit::Ok);
+    }
+    if ui.json {
+        if let Some(p) = one.providers.values().next() {
+            // A provider instance is Cairn's own: its address, id and configuration.
+            let j = json!({
+                "address": p.addr.to_string(),
+                "id": p.id,
+                "is_default": p.is_default,
+                "config": p.config.to_json(),
+            });
+            ctx.out(&format!(
+                "{}\n",
+                serde_json::to_string(&j).unwrap_or_default()
+            ));
+            return Ok(Exit::Ok);
+        }
+    }
     if !one.resources.is_empty() || !one.data.is_empty() || !one.providers.is_empty() {
         let (color, _) = ctx.colors(no_color);
         let opts = crate::plan::render::RenderOptions {
@@ -221,6 +253,23 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
             at.map(|s| format!(" after event {s}")).unwrap_or_default()
         ),
     ))
+}
+
+/// `state show -json`: the one instance of `one` as `show -json` lists it among the state's
+/// values (`address`, `mode`, `type`, `name`, `provider_name`, `values`, …); Terraform's
+/// `state show` has no `-json`, and this is the object its `show -json` would give.
+fn instance_json(one: &Snapshot, sources: &BTreeMap<String, String>) -> J {
+    fn first_resource(module: &J) -> Option<J> {
+        if let Some(r) = module["resources"].as_array().and_then(|rs| rs.first()) {
+            return Some(r.clone());
+        }
+        module["child_modules"]
+            .as_array()?
+            .iter()
+            .find_map(first_resource)
+    }
+    let state = crate::plan::json::state_json(one, sources);
+    first_resource(&state["values"]["root_module"]).unwrap_or(J::Null)
 }
 
 /// Runs a state edit in the engine (a run of its own: `engine::edit`), printing the store's

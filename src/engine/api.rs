@@ -23,6 +23,7 @@ use super::inspect_phase::InspectPhase;
 pub use super::inspect_phase::Inspected;
 use super::observer::{Observer, Progress};
 use super::providers::{canonical, Registry};
+pub(crate) use super::push::{replaced_resources, Push};
 use super::recover::recover;
 use super::refresh::refresh as refresh_pass;
 pub use super::report::Report;
@@ -304,6 +305,7 @@ pub async fn apply_start(
     let opts = match &saved {
         Some(p) => Options {
             targets: p.request.targets.clone(),
+            excludes: p.request.excludes.clone(),
             replace: p.request.replace.clone(),
             refresh: p.request.refresh,
             ..opts.clone()

@@ -54,6 +54,15 @@ pub(crate) enum StateEdit {
         taint: bool,
         allow_missing: bool,
     },
+    /// Replace the whole state with a Terraform state (`state push`; see `push.rs`).
+    Push(Box<super::push::Push>),
+    /// Move what is under provider package `from` to package `to` (`state replace-provider`;
+    /// `source` is `FROM -> TO` as typed). Nothing under `from` is nothing to do.
+    ReplaceProvider {
+        from: String,
+        to: String,
+        source: String,
+    },
 }
 
 /// `state rm`, `state mv`, `state import-tfstate`: records the edit as a run of its own and
@@ -83,8 +92,12 @@ fn edit_run(
             .map_err(|e| state_diag(&e))?;
     notes.extend(warnings);
     // An edit that may turn out to be nothing to do (`taint -allow-missing`) records no run.
-    let may_be_nothing = matches!(edit, StateEdit::Taint { .. });
-    let prepared = prepare(req, edit, store.snapshot());
+    let may_be_nothing = matches!(
+        edit,
+        StateEdit::Taint { .. } | StateEdit::ReplaceProvider { .. }
+    );
+    let lineage = store.lineage();
+    let prepared = prepare(req, edit, store.snapshot(), &lineage);
     if prepared.is_err() && store.snapshot().head == 0 {
         // No state yet: a refused edit does not start a history.
         return prepared;
@@ -123,8 +136,13 @@ fn prepare(
     req: &EditRequest,
     edit: StateEdit,
     snap: &Snapshot,
+    lineage: &str,
 ) -> Result<Vec<EventBody>, Diagnostic> {
     match edit {
+        StateEdit::Push(push) => super::push::prepare_push(snap, lineage, *push),
+        StateEdit::ReplaceProvider { from, to, source } => {
+            Ok(super::push::prepare_replace(snap, &from, &to, &source))
+        }
         StateEdit::Remove { targets, named } => {
             let matched: Vec<EventBody> = all_addrs(snap)
                 .into_iter()
