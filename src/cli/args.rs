@@ -173,6 +173,10 @@ pub struct WorkspaceNameArgs {
     /// How long to wait for the state's lock (Go duration: 30s, 1m30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub lock_timeout: Duration,
+    /// Hold a state lock during the operation (-lock=false: don't; dangerous if others might
+    /// run commands against the same state at the same time).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub lock: bool,
     /// No colours.
     #[arg(long)]
     pub no_color: bool,

@@ -21,6 +21,7 @@ pub(crate) mod progress;
 pub(crate) mod prompt;
 pub mod run_cmds;
 pub(crate) mod state_cmds;
+pub(crate) mod state_edit;
 pub(crate) mod state_replace_cmds;
 pub(crate) mod taint_cmds;
 pub(crate) mod ui_cmd;

@@ -16,16 +16,16 @@
 //!   incrementally); stored values appear as plain JSON, as in `state pull`.
 
 use super::args::{
-    HistoryArgs, LockArgs, LogArgs, OutputArgs, StateCommand, StateImportArgs, StateMvArgs,
-    StateRmArgs,
+    HistoryArgs, LogArgs, OutputArgs, StateCommand, StateImportArgs, StateMvArgs, StateRmArgs,
 };
 use super::output::{rfc3339_seconds, Exit};
+use super::state_edit::edit;
 use super::Context;
 use crate::addr::{ProviderAddr, ResourceInstanceAddr, Target};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::engine::api::history::{self, EventContext, OpRef};
 use crate::engine::api::state_read;
-use crate::engine::api::{EditRequest, StateEdit};
+use crate::engine::api::StateEdit;
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{Event, EventBody, OpAction, Snapshot};
 use serde_json::{json, Map, Value as J};
@@ -270,37 +270,6 @@ fn instance_json(one: &Snapshot, sources: &BTreeMap<String, String>) -> J {
     }
     let state = crate::plan::json::state_json(one, sources);
     first_resource(&state["values"]["root_module"]).unwrap_or(J::Null)
-}
-
-/// Runs a state edit in the engine (a run of its own: `engine::edit`), printing the store's
-/// warnings as they come.
-pub(crate) fn edit(
-    ctx: &Context,
-    command: &str,
-    args: Vec<String>,
-    lock: &LockArgs,
-    dry_run: bool,
-    edit: StateEdit,
-) -> Result<Vec<EventBody>, Diagnostic> {
-    let req = EditRequest {
-        dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
-        state_dir: ctx.state_dir.clone(),
-        command: command.to_string(),
-        args,
-        lock_timeout: lock.lock_timeout,
-        lock: lock.lock,
-        dry_run,
-    };
-    let report = crate::engine::api::state_edit(&req, edit);
-    for w in report.notes {
-        let d = Diagnostic::warning("State recovered", w);
-        ctx.report(&SourceMap::new(), &Diagnostics::from(d), false);
-    }
-    match (report.result, report.diags.into_iter().next()) {
-        (Some(events), None) => Ok(events),
-        (_, Some(d)) => Err(d),
-        (None, None) => Ok(Vec::new()),
-    }
 }
 
 fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {

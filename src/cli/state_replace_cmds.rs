@@ -4,7 +4,7 @@
 
 use super::args::{StatePushArgs, StateReplaceProviderArgs};
 use super::output::Exit;
-use super::state_cmds::edit;
+use super::state_edit::edit;
 use super::Context;
 use crate::diag::Diagnostic;
 use crate::engine::api::{Push, StateEdit};
@@ -93,8 +93,22 @@ pub(crate) fn replace_provider(ctx: &Context, a: &StateReplaceProviderArgs) -> E
         Ok(None) => cairn_state::Snapshot::new(),
         Err(d) => return ctx.fail(d, false),
     };
-    // The state names a provider by its type: what is under FROM's type is what changes.
-    let resources = crate::engine::api::replaced_resources(&snap, &from.type_);
+    // The state names a provider by its type; its source address is the configuration's
+    // (`required_providers`, else Terraform's implied `hashicorp/TYPE`). What is under FROM's
+    // type changes when the configuration names FROM there, or already TO.
+    let sources = ctx.state_view(&snap).sources;
+    let source_of = |package: &str| {
+        sources
+            .get(package)
+            .and_then(|s| SourceAddr::parse(s).ok())
+            .unwrap_or_else(|| SourceAddr::implied(package))
+    };
+    let named = source_of(&from.type_);
+    let resources = if named == from || named == to {
+        crate::engine::api::replaced_resources(&snap, &from.type_)
+    } else {
+        Vec::new()
+    };
     if resources.is_empty() {
         ctx.out("No matching resources found.\n");
         return Exit::Ok;

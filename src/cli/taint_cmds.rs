@@ -9,7 +9,7 @@
 
 use super::args::TaintArgs;
 use super::output::Exit;
-use super::state_cmds::edit;
+use super::state_edit::edit;
 use super::Context;
 use crate::addr::{Mode, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};

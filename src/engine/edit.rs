@@ -96,9 +96,12 @@ fn edit_run(
         edit,
         StateEdit::Taint { .. } | StateEdit::ReplaceProvider { .. }
     );
+    // A refused push leaves no trace: the serial it was checked against (the log's head) must
+    // not move under the user's next try.
+    let refusal_unrecorded = matches!(edit, StateEdit::Push(_));
     let lineage = store.lineage();
     let prepared = prepare(req, edit, store.snapshot(), &lineage);
-    if prepared.is_err() && store.snapshot().head == 0 {
+    if prepared.is_err() && (store.snapshot().head == 0 || refusal_unrecorded) {
         // No state yet: a refused edit does not start a history.
         return prepared;
     }

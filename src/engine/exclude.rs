@@ -165,6 +165,43 @@ pub(super) fn destroy_keeps(
     keep
 }
 
+/// The state `refresh -exclude` reads: without the objects an exclusion covers and those that
+/// depend on them, transitively, by the dependencies state recorded with each object (the
+/// refresh is flat: it walks the state, not the configuration). `None`: no exclusion.
+pub(crate) fn refresh_scope(state: &Snapshot, excludes: &[Target]) -> Option<Snapshot> {
+    if excludes.is_empty() {
+        return None;
+    }
+    let mut out: BTreeSet<ResourceInstanceAddr> = state
+        .resources
+        .keys()
+        .chain(state.data.keys())
+        .filter(|a| !not_excluded(excludes, a))
+        .cloned()
+        .collect();
+    loop {
+        let more: Vec<ResourceInstanceAddr> = state
+            .resources
+            .iter()
+            .filter(|(a, inst)| {
+                !out.contains(*a)
+                    && inst
+                        .objects()
+                        .any(|o| o.deps.iter().any(|d| out.contains(d)))
+            })
+            .map(|(a, _)| a.clone())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        out.extend(more);
+    }
+    let mut scoped = state.clone();
+    scoped.resources.retain(|a, _| !out.contains(a));
+    scoped.data.retain(|a, _| !out.contains(a));
+    Some(scoped)
+}
+
 /// OpenTofu's warnings, worded for Cairn: the plan's ("Resource targeting is in effect") and
 /// the apply's ("Applied changes may be incomplete").
 pub(crate) fn plan_warning() -> crate::diag::Diagnostic {

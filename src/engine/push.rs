@@ -65,7 +65,7 @@ fn check_valid_import(snap: &Snapshot, lineage: &str, push: &Push) -> Result<(),
     let refuse = |why: String| {
         Diagnostic::error(
             "Failed to write state",
-            format!("{why}. Use -force to write it anyway."),
+            format!("{why}. Use -force to write it anyway (`cairn state pull` prints the state's lineage and serial)."),
         )
     };
     let Some(new_lineage) = push.lineage.as_deref().filter(|l| !l.is_empty()) else {

@@ -46,7 +46,7 @@ pub(super) fn prepare(
         } else {
             format!("Resource instance {addr} is currently part-way through a create_before_destroy replacement action. Run \"cairn apply\" to complete its replacement before tainting it.")
         };
-        return Err(Diagnostic::error("No such resource instance", detail).with_address(addr));
+        return Err(Diagnostic::error("No such resource instance", detail));
     };
     if taint {
         // Tainting a tainted object again is no error (Terraform writes it again); the log
@@ -59,8 +59,7 @@ pub(super) fn prepare(
             format!(
                 "Resource instance {addr} is not currently tainted, and so it cannot be untainted."
             ),
-        )
-        .with_address(addr));
+        ));
     }
     Ok(vec![EventBody::ResourceUntainted { addr: addr.clone() }])
 }

@@ -873,6 +873,57 @@ sim_thing.b: {"id":"b"} deps=[] by provider["sim"]/p1 token=t-b
         );
     }
 
+    /// `taint`/`untaint` mark the current object; `state replace-provider` moves provider
+    /// instances and objects to the new package.
+    #[test]
+    fn taints_and_provider_replacements() {
+        check_fold(
+            vec![
+                provider(),
+                EventBody::StateImported {
+                    source: "test".into(),
+                    providers: vec![],
+                    resources: vec![(a("sim_thing.a"), obj("a", &[]))],
+                },
+                EventBody::ResourceTainted {
+                    addr: a("sim_thing.a"),
+                },
+                EventBody::ResourceTainted {
+                    addr: a("sim_thing.gone"),
+                },
+                EventBody::ProviderReplaced {
+                    from: "sim".into(),
+                    to: "other".into(),
+                    source: "hashicorp/sim -> acme/other".into(),
+                },
+            ],
+            r#"
+head 5 open_run None
+provider["other"] p1 null
+sim_thing.a: {"id":"a"} deps=[] by provider["other"]/p1 token=t-a tainted
+"#,
+        );
+        check_fold(
+            vec![
+                EventBody::StateImported {
+                    source: "test".into(),
+                    providers: vec![],
+                    resources: vec![(a("sim_thing.a"), obj("a", &[]))],
+                },
+                EventBody::ResourceTainted {
+                    addr: a("sim_thing.a"),
+                },
+                EventBody::ResourceUntainted {
+                    addr: a("sim_thing.a"),
+                },
+            ],
+            r#"
+head 3 open_run None
+sim_thing.a: {"id":"a"} deps=[] by provider["sim"]/p1 token=t-a
+"#,
+        );
+    }
+
     #[test]
     fn pending_ops_resolve() {
         check_fold(
