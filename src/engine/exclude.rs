@@ -109,11 +109,11 @@ pub(super) fn excluded(
                     out.insert(*id);
                 }
             }
-            Node::Orphan { addr } | Node::Destroy { addr, .. } => {
-                if excludes.iter().any(|t| t.contains(addr)) {
-                    hit.push(*id);
-                    out.insert(*id);
-                }
+            Node::Orphan { addr } | Node::Destroy { addr, .. }
+                if excludes.iter().any(|t| t.contains(addr)) =>
+            {
+                hit.push(*id);
+                out.insert(*id);
             }
             _ => {}
         }
