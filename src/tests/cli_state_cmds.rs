@@ -371,3 +371,57 @@ fn push_and_replace_provider_as_terraform() {
     // does not move).
     assert_eq!(pushes, 3, "{history}");
 }
+
+/// A saved plan carries its exclusions (and refuses new ones beside it); `refresh -exclude`
+/// reads neither the excluded object nor what depends on it; `-lock=false` runs.
+#[test]
+fn exclude_in_saved_plans_and_refresh() {
+    let dir = applied();
+    let d = dir.path();
+    let main = std::fs::read_to_string(d.join("main.tf")).unwrap();
+    std::fs::write(
+        d.join("main.tf"),
+        main.replace("value = \"1\"", "value = \"2\""),
+    )
+    .unwrap();
+    // b depends on a: excluding a leaves both as they are; nothing else changes.
+    let (code, out, err) = check_cli_in(
+        d,
+        &["plan", "-exclude=sim_thing.a", "-out=p.bin", "-lock=false"],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("No changes."), "{out}");
+    assert!(err.contains("Resource targeting is in effect"), "{err}");
+    // Excluding b: a is updated, b (which reads a) is left out.
+    let (code, out, err) = check_cli_in(d, &["plan", "-exclude=sim_thing.b", "-out=p.bin"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("# sim_thing.a will be updated in-place"),
+        "{out}"
+    );
+    assert!(!out.contains("sim_thing.b will"), "{out}");
+    let (code, _, err) = check_cli_in(d, &["apply", "-exclude=sim_thing.a", "p.bin"], "");
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Can't use -exclude when applying a saved plan"),
+        "{err}"
+    );
+    let (code, out, err) = check_cli_in(d, &["apply", "p.bin"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("0 added, 1 changed, 0 destroyed"), "{out}");
+    assert!(err.contains("Applied changes may be incomplete"), "{err}");
+    // b still holds a's old `out`: the next full plan updates it.
+    let (code, out, _) = check_cli_in(d, &["plan", "-detailed-exitcode"], "");
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("# sim_thing.b will be updated in-place"),
+        "{out}"
+    );
+    // refresh -exclude=sim_thing.c[1]: d depends on it, so neither is read.
+    let (code, out, err) = check_cli_in(d, &["refresh", "-exclude=sim_thing.c[1]"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("sim_thing.c[0]: Refreshing state..."), "{out}");
+    assert!(!out.contains("sim_thing.c[1]: Refreshing"), "{out}");
+    assert!(!out.contains("sim_thing.d: Refreshing"), "{out}");
+}
