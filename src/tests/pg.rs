@@ -479,7 +479,8 @@ fn lock_false_writes_beside_the_lock_holder() {
     // A holds the lock while its provider takes its time creating a third object.
     std::fs::write(a.dir.path().join("main.tf"), config(Some(&schema), 3)).unwrap();
     a.env.push(("SIM_LATENCY_MS".into(), "5000".into()));
-    let mut holder = a.spawn(&["apply", "-auto-approve"]);
+    // (It waits for the lock B takes while it looks for the holder.)
+    let mut holder = a.spawn(&["apply", "-auto-approve", "-lock-timeout=60s"]);
     wait_for(
         "the holder to take the lock",
         Duration::from_secs(60),
