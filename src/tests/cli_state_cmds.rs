@@ -139,6 +139,26 @@ fn taint_untaint_and_dry_runs_as_terraform() {
     // The dry runs changed nothing.
     let (_, list, _) = check_cli_in(dir.path(), &["state", "list"], "");
     assert!(list.contains("sim_thing.a\n") && list.contains("sim_thing.b\n"));
+    // `state show -json ADDR` is the instance as Terraform's `show -json` listed it after the
+    // same steps (c[1] still tainted); Terraform's `state show` has no `-json`.
+    let shown: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("terraform-show.json")).unwrap(),
+    )
+    .unwrap();
+    for mut theirs in shown["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .cloned()
+    {
+        let addr = theirs["address"].as_str().unwrap().to_string();
+        // Cairn's configuration uses the built-in `sim` (implied `hashicorp/sim`).
+        theirs["provider_name"] = "registry.terraform.io/hashicorp/sim".into();
+        let (code, out, err) = check_cli_in(dir.path(), &["state", "show", "-json", &addr], "");
+        assert_eq!(code, 0, "{err}");
+        let ours: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(ours, theirs, "{addr}");
+    }
 }
 
 #[test]
