@@ -445,3 +445,33 @@ fn exclude_in_saved_plans_and_refresh() {
     assert!(!out.contains("sim_thing.c[1]: Refreshing"), "{out}");
     assert!(!out.contains("sim_thing.d: Refreshing"), "{out}");
 }
+
+/// `state replace-provider` asks as Terraform does: anything but `yes` cancels (exit 0,
+/// nothing recorded); `yes` records one `ProviderReplaced`, and a replacement to another type
+/// moves the provider instance and the objects to it.
+#[test]
+fn replace_provider_asks_and_records() {
+    let dir = applied();
+    let d = dir.path();
+    let args = ["state", "replace-provider", "hashicorp/sim", "acme/other"];
+    let (code, out, err) = check_cli_in(d, &args, "no\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Changing 4 resources:"), "{out}");
+    assert!(out.ends_with("Cancelled replacing providers.\n"), "{out}");
+    let (code, out, err) = check_cli_in(d, &args, "yes\n");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.ends_with("Successfully replaced provider for 4 resources.\n"),
+        "{out}"
+    );
+    let (_, list, _) = check_cli_in(d, &["state", "list"], "");
+    assert!(list.starts_with("provider[\"other\"]\n"), "{list}");
+    let (_, log, _) = check_cli_in(d, &["log"], "");
+    assert_eq!(log.matches("ProviderReplaced").count(), 1, "{log}");
+    let (code, out, _) = check_cli_in(d, &["state", "check"], "");
+    assert_eq!(code, 0, "{out}");
+    // Nothing is under `sim` any more.
+    let (code, out, _) = check_cli_in(d, &args, "");
+    assert_eq!(code, 0);
+    assert_eq!(out, "No matching resources found.\n");
+}
