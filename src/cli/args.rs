@@ -94,6 +94,52 @@ pub enum Command {
     /// Reformat your configuration in the standard style (Terraform's canonical format).
     #[command(long_about = FMT_HELP)]
     Fmt(FmtArgs),
+    /// Mark a resource instance as not fully functional: the next plan replaces it.
+    #[command(long_about = TAINT_HELP)]
+    Taint(TaintArgs),
+    /// Remove the 'tainted' state from a resource instance.
+    #[command(long_about = UNTAINT_HELP)]
+    Untaint(TaintArgs),
+}
+
+const TAINT_HELP: &str = "Mark a resource instance as not fully functional.
+
+Cairn uses the term \"tainted\" to describe a resource instance which may not be fully \
+functional, either because its creation partially failed or because you've manually marked \
+it as such using this command.
+
+This will not modify your infrastructure directly, but subsequent plans will include actions \
+to destroy the remote object and create a new object to replace it. The taint is recorded in \
+the state's log (`cairn history`, `cairn log`).
+
+You can remove the \"taint\" state from a resource instance using the \"cairn untaint\" \
+command.
+
+The address is in the usual resource address syntax, such as: aws_instance.foo, \
+aws_instance.bar[1], module.foo.module.bar.aws_instance.baz";
+
+const UNTAINT_HELP: &str = "Remove the 'tainted' state from a resource instance.
+
+Cairn uses the term \"tainted\" to describe a resource instance which may not be fully \
+functional, either because its creation partially failed or because you've manually marked \
+it as such using the \"cairn taint\" command.
+
+This command removes that state from a resource instance, causing Cairn to see it as \
+fully-functional and not in need of replacement.
+
+This will not modify your infrastructure directly. It only avoids Cairn planning to replace \
+a tainted instance in a future operation.";
+
+#[derive(Debug, Args)]
+pub struct TaintArgs {
+    /// The resource instance, e.g. `aws_instance.foo` or `module.m.aws_instance.bar[1]`.
+    #[arg(value_name = "ADDRESS")]
+    pub addr: String,
+    /// If specified, the command will succeed (exit code 0) even if the resource is missing.
+    #[arg(long)]
+    pub allow_missing: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,6 +176,10 @@ pub struct WorkspaceNameArgs {
     /// How long to wait for the state's lock (Go duration: 30s, 1m30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub lock_timeout: Duration,
+    /// Hold a state lock during the operation (-lock=false: don't; dangerous if others might
+    /// run commands against the same state at the same time).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub lock: bool,
     /// No colours.
     #[arg(long)]
     pub no_color: bool,
@@ -177,6 +227,17 @@ pub struct WalkArgs {
     /// Limit to ADDR and what it depends on (repeatable).
     #[arg(long, value_name = "ADDR")]
     pub target: Vec<String>,
+    /// Leave out ADDR and everything that depends on it (repeatable; OpenTofu's inverse of
+    /// -target, not with it).
+    #[arg(long, value_name = "ADDR")]
+    pub exclude: Vec<String>,
+    /// Hold a state lock during the operation (-lock=false: don't; dangerous if others might
+    /// run commands against the same state at the same time).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub lock: bool,
+    /// Show warnings in a compact form that includes only the summary messages.
+    #[arg(long)]
+    pub compact_warnings: bool,
     /// How many provider calls may run at once.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub parallelism: usize,
@@ -390,6 +451,49 @@ pub enum StateCommand {
     ImportTfstate(StateImportArgs),
     /// Check the state's invariants.
     Check(StateCheckArgs),
+    /// Replace the state with a Terraform state file (version 4), as a run in the log; refused
+    /// over another lineage or a newer serial unless -force.
+    #[command(long_about = PUSH_HELP)]
+    Push(StatePushArgs),
+    /// Replace the provider of the resources in the state.
+    #[command(name = "replace-provider")]
+    ReplaceProvider(StateReplaceProviderArgs),
+}
+
+const PUSH_HELP: &str = "Update the state from a Terraform state file at PATH.
+
+This command \"pushes\" a local Terraform state (format version 4) and replaces the current \
+state with it, as one run in the state's log (the state before it stays reachable with \
+-at). The command will protect you against writing an older serial or a different state \
+lineage (`cairn state pull` prints both) unless you specify the \"-force\" flag.
+
+If PATH is \"-\", then this command will read the state to push from stdin.";
+
+#[derive(Debug, Args)]
+pub struct StatePushArgs {
+    /// The Terraform state file, or `-` for standard input.
+    #[arg(value_name = "PATH")]
+    pub path: String,
+    /// Write the state even if lineages don't match or the current serial is higher.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StateReplaceProviderArgs {
+    /// The provider the state names now, e.g. `hashicorp/aws` or `registry.terraform.io/hashicorp/aws`.
+    #[arg(value_name = "FROM_PROVIDER_FQN")]
+    pub from: String,
+    /// The provider it should name, e.g. `registry.acme.corp/acme/aws`.
+    #[arg(value_name = "TO_PROVIDER_FQN")]
+    pub to: String,
+    /// Skip interactive approval.
+    #[arg(long)]
+    pub auto_approve: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 /// The time-travel position for read commands.
@@ -400,9 +504,13 @@ pub struct AtArgs {
     pub at: Option<u64>,
 }
 
-/// The lock switch for commands that write the state.
+/// The lock switches for commands that write the state.
 #[derive(Debug, Args, Clone)]
 pub struct LockArgs {
+    /// Hold a state lock during the operation (-lock=false: don't; dangerous if others might
+    /// run commands against the same state at the same time).
+    #[arg(long, default_value_t = true, value_name = "BOOL")]
+    pub lock: bool,
     /// How long to wait for the state lock, e.g. 5s, 1m30s.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub lock_timeout: Duration,
@@ -433,6 +541,9 @@ pub struct StateRmArgs {
     pub addrs: Vec<String>,
     #[command(flatten)]
     pub lock: LockArgs,
+    /// Print which instances would be removed, and record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -443,6 +554,9 @@ pub struct StateMvArgs {
     pub to: String,
     #[command(flatten)]
     pub lock: LockArgs,
+    /// Print what would be moved, and record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

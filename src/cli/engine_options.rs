@@ -50,6 +50,23 @@ pub(crate) fn engine_options(
             )),
         }
     }
+    let mut excludes = Vec::new();
+    for t in &walk.exclude {
+        match t.parse::<Target>() {
+            Ok(t) => excludes.push(t),
+            Err(e) => diags.push(Diagnostic::error(
+                "Invalid exclude address",
+                format!("-exclude={t}: {e}."),
+            )),
+        }
+    }
+    if !walk.target.is_empty() && !walk.exclude.is_empty() {
+        // OpenTofu's words.
+        diags.push(Diagnostic::error(
+            "Invalid combination of arguments",
+            "-target and -exclude flags cannot be used together. Please remove one of the flags",
+        ));
+    }
     let mut replace = Vec::new();
     for r in plan.map(|p| p.replace.as_slice()).unwrap_or_default() {
         match r.parse::<ResourceInstanceAddr>() {
@@ -78,6 +95,8 @@ pub(crate) fn engine_options(
     let mut o = base_options(ctx, command, vars);
     o.refresh = plan.is_none_or(|p| p.refresh);
     o.targets = targets;
+    o.excludes = excludes;
+    o.lock = walk.lock;
     o.replace = replace;
     o.parallelism = walk.parallelism;
     o.lock_timeout = walk.lock_timeout;

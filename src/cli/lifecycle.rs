@@ -507,6 +507,13 @@ pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
         seen.extend(observer.take_diagnostics());
         let all = merge_diagnostics(seen, diags);
         let map = config.map(|c| &c.sources).unwrap_or(&empty);
+        if inv.walk.compact_warnings && ui.json.is_none() {
+            let (_, color) = ctx.colors(no_color);
+            if let Some(text) = super::compact_warnings::compact(map, &all, color) {
+                ctx.err(&text);
+                return false;
+            }
+        }
         emit(ctx, map, &all, ui.json.as_ref(), no_color)
     };
     match inv.verb {
@@ -590,6 +597,9 @@ fn saved_plan_conflicts(inv: &Invocation<'_>, path: &Path) -> Diagnostics {
     };
     if !inv.walk.target.is_empty() {
         refuse("-target");
+    }
+    if !inv.walk.exclude.is_empty() {
+        refuse("-exclude");
     }
     if let Some(f) = inv.flags {
         if !f.replace.is_empty() {

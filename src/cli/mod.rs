@@ -8,6 +8,7 @@
 //! `Context::report`.
 
 pub(crate) mod args;
+pub(crate) mod compact_warnings;
 pub(crate) mod config_cmds;
 pub(crate) mod console;
 mod context;
@@ -21,6 +22,9 @@ pub(crate) mod progress;
 pub(crate) mod prompt;
 pub mod run_cmds;
 pub(crate) mod state_cmds;
+pub(crate) mod state_edit;
+pub(crate) mod state_replace_cmds;
+pub(crate) mod taint_cmds;
 pub(crate) mod ui_cmd;
 pub(crate) mod workspace_cmds;
 
@@ -226,6 +230,8 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
         Command::Workspace(c) => workspace_cmds::workspace(ctx, c),
         Command::Fmt(a) => fmt_cmd::fmt(ctx, &a),
+        Command::Taint(a) => taint_cmds::taint(ctx, &a, true),
+        Command::Untaint(a) => taint_cmds::taint(ctx, &a, false),
     }
 }
 
@@ -259,6 +265,8 @@ pub fn command_name(c: &Command) -> &'static str {
             args::StateCommand::Pull(_) => "state pull",
             args::StateCommand::ImportTfstate(_) => "state import-tfstate",
             args::StateCommand::Check(_) => "state check",
+            args::StateCommand::Push(_) => "state push",
+            args::StateCommand::ReplaceProvider(_) => "state replace-provider",
         },
         Command::History(_) => "history",
         Command::Log(_) => "log",
@@ -274,6 +282,8 @@ pub fn command_name(c: &Command) -> &'static str {
             args::WorkspaceCommand::Show => "workspace show",
             args::WorkspaceCommand::Delete { .. } => "workspace delete",
         },
+        Command::Taint(_) => "taint",
+        Command::Untaint(_) => "untaint",
     }
 }
 

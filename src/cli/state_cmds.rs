@@ -19,12 +19,13 @@ use super::args::{
     HistoryArgs, LogArgs, OutputArgs, StateCommand, StateImportArgs, StateMvArgs, StateRmArgs,
 };
 use super::output::{rfc3339_seconds, Exit};
+use super::state_edit::edit;
 use super::Context;
 use crate::addr::{ProviderAddr, ResourceInstanceAddr, Target};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::engine::api::history::{self, EventContext, OpRef};
 use crate::engine::api::state_read;
-use crate::engine::api::{EditRequest, StateEdit};
+use crate::engine::api::StateEdit;
 use crate::value::{format_hcl, Type, Value};
 use cairn_state::{Event, EventBody, OpAction, Snapshot};
 use serde_json::{json, Map, Value as J};
@@ -106,12 +107,16 @@ fn all_addrs(s: &Snapshot) -> Vec<&ResourceInstanceAddr> {
 pub(crate) fn state(ctx: &Context, cmd: StateCommand) -> Exit {
     let result = match cmd {
         StateCommand::List(a) => list(ctx, &a.addrs, a.at.at),
-        StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, a.ui.no_color),
+        StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, &a.ui),
         StateCommand::Rm(a) => rm(ctx, &a),
         StateCommand::Mv(a) => mv(ctx, &a),
         StateCommand::Pull(a) => pull(ctx, a.at.at),
         StateCommand::ImportTfstate(a) => import(ctx, &a),
         StateCommand::Check(_) => check(ctx),
+        StateCommand::Push(a) => Ok(super::state_replace_cmds::push(ctx, &a)),
+        StateCommand::ReplaceProvider(a) => {
+            Ok(super::state_replace_cmds::replace_provider(ctx, &a))
+        }
     };
     result.unwrap_or_else(|d| ctx.fail(d, false))
 }
@@ -168,7 +173,13 @@ fn list(ctx: &Context, filters: &[String], at: Option<u64>) -> Result<Exit, Diag
 
 /// `state show ADDR`: one resource or data instance, or one provider instance with the
 /// configuration it was last applied with.
-fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Exit, Diagnostic> {
+fn show(
+    ctx: &Context,
+    addr: &str,
+    at: Option<u64>,
+    ui: &super::args::UiArgs,
+) -> Result<Exit, Diagnostic> {
+    let no_color = ui.no_color;
     let provider = addr.parse::<ProviderAddr>().ok();
     let target: Option<ResourceInstanceAddr> = match &provider {
         Some(_) => None,
@@ -197,6 +208,28 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
             one.data.insert(target.clone(), d.clone());
         }
     }
+    if ui.json && (!one.resources.is_empty() || !one.data.is_empty()) {
+        let view = ctx.state_view(&one);
+        let text = serde_json::to_string(&instance_json(&one, &view.sources)).unwrap_or_default();
+        ctx.out(&format!("{text}\n"));
+        return Ok(Exit::Ok);
+    }
+    if ui.json {
+        if let Some(p) = one.providers.values().next() {
+            // A provider instance is Cairn's own: its address, id and configuration.
+            let j = json!({
+                "address": p.addr.to_string(),
+                "id": p.id,
+                "is_default": p.is_default,
+                "config": p.config.to_json(),
+            });
+            ctx.out(&format!(
+                "{}\n",
+                serde_json::to_string(&j).unwrap_or_default()
+            ));
+            return Ok(Exit::Ok);
+        }
+    }
     if !one.resources.is_empty() || !one.data.is_empty() || !one.providers.is_empty() {
         let (color, _) = ctx.colors(no_color);
         let opts = crate::plan::render::RenderOptions {
@@ -222,32 +255,21 @@ fn show(ctx: &Context, addr: &str, at: Option<u64>, no_color: bool) -> Result<Ex
     ))
 }
 
-/// Runs a state edit in the engine (a run of its own: `engine::edit`), printing the store's
-/// warnings as they come.
-fn edit(
-    ctx: &Context,
-    command: &str,
-    args: Vec<String>,
-    lock_timeout: Duration,
-    edit: StateEdit,
-) -> Result<Vec<EventBody>, Diagnostic> {
-    let req = EditRequest {
-        dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
-        state_dir: ctx.state_dir.clone(),
-        command: command.to_string(),
-        args,
-        lock_timeout,
-    };
-    let report = crate::engine::api::state_edit(&req, edit);
-    for w in report.notes {
-        let d = Diagnostic::warning("State recovered", w);
-        ctx.report(&SourceMap::new(), &Diagnostics::from(d), false);
+/// `state show -json`: the one instance of `one` as `show -json` lists it among the state's
+/// values (`address`, `mode`, `type`, `name`, `provider_name`, `values`, …); Terraform's
+/// `state show` has no `-json`, and this is the object its `show -json` would give.
+fn instance_json(one: &Snapshot, sources: &BTreeMap<String, String>) -> J {
+    fn first_resource(module: &J) -> Option<J> {
+        if let Some(r) = module["resources"].as_array().and_then(|rs| rs.first()) {
+            return Some(r.clone());
+        }
+        module["child_modules"]
+            .as_array()?
+            .iter()
+            .find_map(first_resource)
     }
-    match (report.result, report.diags.into_iter().next()) {
-        (Some(events), None) => Ok(events),
-        (_, Some(d)) => Err(d),
-        (None, None) => Ok(Vec::new()),
-    }
+    let state = crate::plan::json::state_json(one, sources);
+    first_resource(&state["values"]["root_module"]).unwrap_or(J::Null)
 }
 
 fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
@@ -261,7 +283,8 @@ fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
         ctx,
         "state rm",
         a.addrs.clone(),
-        a.lock.lock_timeout,
+        &a.lock,
+        a.dry_run,
         StateEdit::Remove { targets, named },
     )?;
     let removed: Vec<&ResourceInstanceAddr> = events
@@ -272,6 +295,17 @@ fn rm(ctx: &Context, a: &StateRmArgs) -> Result<Exit, Diagnostic> {
         })
         .collect();
     let mut out = String::new();
+    if a.dry_run {
+        // Terraform's words for what would happen; nothing was recorded.
+        for addr in &removed {
+            let _ = writeln!(out, "Would remove {addr}");
+        }
+        if removed.is_empty() {
+            out.push_str("Would have removed nothing.\n");
+        }
+        ctx.out(&out);
+        return Ok(Exit::Ok);
+    }
     for addr in &removed {
         let _ = writeln!(out, "Removed {addr}");
     }
@@ -291,7 +325,8 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
         ctx,
         "state mv",
         vec![a.from.clone(), a.to.clone()],
-        a.lock.lock_timeout,
+        &a.lock,
+        a.dry_run,
         StateEdit::Move { from, to },
     )?;
     let moved: Vec<(&ResourceInstanceAddr, &ResourceInstanceAddr)> = events
@@ -302,10 +337,13 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
         })
         .collect();
     let mut out = String::new();
+    let verb = if a.dry_run { "Would move" } else { "Move" };
     for (s, d) in &moved {
-        let _ = writeln!(out, "Move \"{s}\" to \"{d}\"");
+        let _ = writeln!(out, "{verb} \"{s}\" to \"{d}\"");
     }
-    let _ = writeln!(out, "Successfully moved {} object(s).", moved.len());
+    if !a.dry_run {
+        let _ = writeln!(out, "Successfully moved {} object(s).", moved.len());
+    }
     ctx.out(&out);
     Ok(Exit::Ok)
 }
@@ -339,7 +377,8 @@ fn import(ctx: &Context, a: &StateImportArgs) -> Result<Exit, Diagnostic> {
         ctx,
         "state import-tfstate",
         vec![a.file.display().to_string()],
-        a.lock.lock_timeout,
+        &a.lock,
+        false,
         StateEdit::ImportTfstate(Box::new(imported)),
     )?;
     ctx.out(&format!(

@@ -94,7 +94,7 @@ fn checked_name(a: &WorkspaceNameArgs) -> Result<(), Diagnostic> {
 
 /// Creates the workspace's state (so other machines see it at once on PostgreSQL).
 fn create(ctx: &Context, a: &WorkspaceNameArgs) -> Result<(), Diagnostic> {
-    workspace::create(&ctx.state_root, &a.name, a.lock_timeout)
+    workspace::create(&ctx.state_root, &a.name, a.lock_timeout, a.lock)
 }
 
 fn new(ctx: &Context, a: &WorkspaceNameArgs) -> Result<(), Diagnostic> {
@@ -172,7 +172,7 @@ fn delete(ctx: &Context, a: &WorkspaceNameArgs, force: bool) -> Result<(), Diagn
         return Err(doesnt_exist(&a.name));
     }
     // Read under the lock: no run may be writing the workspace being deleted.
-    let tracked = workspace::tracked(&ctx.state_root, &a.name, a.lock_timeout)?;
+    let tracked = workspace::tracked(&ctx.state_root, &a.name, a.lock_timeout, a.lock)?;
     if !tracked.is_empty() && !force {
         return Err(Diagnostic::error(
             "Workspace is not empty",

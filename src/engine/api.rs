@@ -23,6 +23,7 @@ use super::inspect_phase::InspectPhase;
 pub use super::inspect_phase::Inspected;
 use super::observer::{Observer, Progress};
 use super::providers::{canonical, Registry};
+pub(crate) use super::push::{replaced_resources, Push};
 use super::recover::recover;
 use super::refresh::refresh as refresh_pass;
 pub use super::report::Report;
@@ -304,6 +305,7 @@ pub async fn apply_start(
     let opts = match &saved {
         Some(p) => Options {
             targets: p.request.targets.clone(),
+            excludes: p.request.excludes.clone(),
             replace: p.request.replace.clone(),
             refresh: p.request.refresh,
             ..opts.clone()
@@ -586,6 +588,9 @@ async fn refresh_loaded(
     loaded: Loaded,
 ) -> Report<Plan> {
     let mut diags = loaded.diags.clone();
+    if !opts.excludes.is_empty() {
+        diags.push(super::exclude::plan_warning());
+    }
     let mut notes = Vec::new();
     let limits = Limits {
         calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
@@ -606,7 +611,14 @@ async fn refresh_loaded(
             &mut diags,
         )
         .await;
-        let r = refresh_pass(&snapshot, &loaded.registry, &limits, &observer).await;
+        let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes);
+        let r = refresh_pass(
+            scoped.as_ref().unwrap_or(&snapshot),
+            &loaded.registry,
+            &limits,
+            &observer,
+        )
+        .await;
         diags.extend(r.diags);
         return Report {
             result: Some(drift_plan(r.drift)),
@@ -620,7 +632,14 @@ async fn refresh_loaded(
             Ok(s) => s,
             Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
         };
-    let pass = refresh_pass(&snapshot, &loaded.registry, &limits, &observer);
+    // `-exclude`: the excluded objects and their dependents are not read.
+    let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes);
+    let pass = refresh_pass(
+        scoped.as_ref().unwrap_or(&snapshot),
+        &loaded.registry,
+        &limits,
+        &observer,
+    );
     let r = timed_async("refresh pass", pass).await;
     diags.extend(r.diags);
     // All refresh results arrive together: one commit for the group.

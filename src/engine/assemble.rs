@@ -93,6 +93,9 @@ async fn assemble_plan(
         moved_prior = moved_state(&loaded.registry, prior, &refactor, &mut forgotten);
         &moved_prior
     };
+    if !opts.excludes.is_empty() {
+        diags.push(super::exclude::plan_warning());
+    }
     let (refreshed, drift, refreshed_meta) = if opts.refresh {
         let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
         diags.extend(r.diags);
@@ -111,7 +114,7 @@ async fn assemble_plan(
     plan.changes.extend(forgotten);
     if mode == PlanMode::Normal && opts.import.is_none() {
         plan.changes
-            .extend(deposed_deletes(&refreshed, &opts.targets));
+            .extend(deposed_deletes(&refreshed, &opts.targets, &opts.excludes));
     }
     if mode == PlanMode::ReadOnly {
         // A read-only plan proposes no changes, but shows the objects it moves, as they are.
@@ -227,6 +230,7 @@ fn empty_plan(
         variables: loaded.inputs.clone(),
         request: PlanRequest {
             targets: opts.targets.clone(),
+            excludes: opts.excludes.clone(),
             replace: opts.replace.clone(),
             refresh: opts.refresh,
         },
@@ -252,7 +256,7 @@ fn finish_destroy_plan(
     plan: &mut Plan,
     diags: &mut Diagnostics,
 ) {
-    destroy_plan(refreshed, plan, &opts.targets);
+    destroy_plan(refreshed, plan, &opts.targets, &opts.excludes);
     plan.changes.extend(forgotten);
     if opts.sabotage == Some(Sabotage::DestroySkipsChildModules) {
         plan.changes.retain(|c| c.addr.resource.module.is_root());
@@ -363,7 +367,7 @@ fn plan_outputs(
             }
         }
     }
-    if !opts.targets.is_empty() {
+    if !opts.targets.is_empty() || !opts.excludes.is_empty() {
         // A targeted plan evaluates only the outputs in its scope; the others stay as they are.
         changes.retain(|o| o.action != Action::Delete);
     }
@@ -524,9 +528,16 @@ pub(super) fn prevent_destroy_violations(config: &Config, plan: &Plan) -> Diagno
 /// Deletes of the deposed objects in `state` — left over from a create-before-destroy whose
 /// create failed part-way, or whose delete failed — planned by every plan that may change
 /// something, as Terraform does (only the targeted instances' when targeted).
-pub(super) fn deposed_deletes(state: &Snapshot, targets: &[Target]) -> Vec<Change> {
+pub(super) fn deposed_deletes(
+    state: &Snapshot,
+    targets: &[Target],
+    excludes: &[Target],
+) -> Vec<Change> {
     let mut out = Vec::new();
-    for (addr, inst) in state.resources.iter().filter(|(a, _)| targeted(targets, a)) {
+    let in_scope = |a: &ResourceInstanceAddr| {
+        targeted(targets, a) && super::exclude::not_excluded(excludes, a)
+    };
+    for (addr, inst) in state.resources.iter().filter(|(a, _)| in_scope(a)) {
         for (key, obj) in &inst.deposed {
             out.push(delete_of(addr, obj, Some(key.clone())));
         }
@@ -556,14 +567,26 @@ fn delete_of(addr: &ResourceInstanceAddr, obj: &ResourceObject, deposed: Option<
     }
 }
 
-pub(super) fn destroy_plan(state: &Snapshot, plan: &mut Plan, targets: &[Target]) {
-    plan.changes.extend(deposed_deletes(state, targets));
-    for (addr, inst) in state.resources.iter().filter(|(a, _)| targeted(targets, a)) {
+pub(super) fn destroy_plan(
+    state: &Snapshot,
+    plan: &mut Plan,
+    targets: &[Target],
+    excludes: &[Target],
+) {
+    // `-exclude`: what an exclusion names stays, and so does everything it depends on.
+    let keeps = super::exclude::destroy_keeps(state, excludes);
+    plan.changes
+        .extend(deposed_deletes(state, targets, excludes));
+    for (addr, inst) in state
+        .resources
+        .iter()
+        .filter(|(a, _)| targeted(targets, a) && !keeps.contains(*a))
+    {
         if let Some(obj) = &inst.current {
             plan.changes.push(delete_of(addr, obj, None));
         }
     }
-    if targets.is_empty() {
+    if targets.is_empty() && excludes.is_empty() {
         plan.dropped_data = state.data.keys().cloned().collect();
         plan.provider_changes = deleted_providers(plan, state, None);
         for (name, o) in &state.outputs {
@@ -624,7 +647,9 @@ pub(super) fn deleted_providers(
         is_default: inst.is_default,
     };
     match (plan.mode, config) {
-        (PlanMode::Destroy, _) if plan.request.targets.is_empty() => {
+        (PlanMode::Destroy, _)
+            if plan.request.targets.is_empty() && plan.request.excludes.is_empty() =>
+        {
             state.providers.iter().map(|(a, i)| delete(a, i)).collect()
         }
         (PlanMode::Normal, Some(config)) => {

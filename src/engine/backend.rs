@@ -133,6 +133,7 @@ pub fn configure_backend(
         command: "init".into(),
         lock_timeout: req.lock_timeout,
         write,
+        skip_lock: false,
     };
     let names = workspace::list(root).map_err(|e| state_diag(&e))?;
     let mut with_events = Vec::new();

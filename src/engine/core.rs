@@ -159,7 +159,8 @@ pub(crate) struct Ctx {
     /// `-target`: the resources a target names (and nothing else needs whole), with the
     /// targets that name them: only their instances those targets cover are planned (and only
     /// those may become orphans), as Terraform's `-target=a[0]` and `-target=module.m["b"]`.
-    pub only_instances: BTreeMap<NodeId, Vec<crate::addr::Target>>,
+    /// `-exclude` naming some instances puts the others here (`InstanceScope::Except`).
+    pub only_instances: BTreeMap<NodeId, super::exclude::InstanceScope>,
     /// `path.*` per static module, computed once.
     pub paths_by_module: std::collections::HashMap<ModulePath, Arc<Paths>>,
     /// Resource schemas by (package, mode, type), copied out of the provider once per type
@@ -1045,7 +1046,7 @@ struct ResourceVisit<'a> {
     schemaless: bool,
     lenient: bool,
     /// `-target` naming some instances only: the others are left as they are.
-    filter: Option<&'a Vec<crate::addr::Target>>,
+    filter: Option<&'a super::exclude::InstanceScope>,
 }
 
 impl<'a> ResourceVisit<'a> {
@@ -1088,8 +1089,7 @@ impl<'a> ResourceVisit<'a> {
     }
 
     fn in_scope(&self, a: &ResourceInstanceAddr) -> bool {
-        self.filter
-            .is_none_or(|ts| ts.iter().any(|t| t.contains(a)))
+        self.filter.is_none_or(|s| s.covers(a))
     }
 
     /// The resource's `count`/`for_each` in module instance `m`; `None` when it failed (the

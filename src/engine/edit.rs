@@ -1,4 +1,5 @@
-//! State edits — `state rm`, `state mv`, `state import-tfstate` — as the engine records them:
+//! State edits — `state rm`, `state mv`, `state import-tfstate`, `taint`, `untaint` — as the
+//! engine records them:
 //! each is a run of its own in a [`RunSession`] (`RunStarted`, the events the edit decides
 //! from the current state, a commit, `RunFinished`), so `history` shows them and nothing is
 //! ever rewritten.
@@ -30,6 +31,10 @@ pub(crate) struct EditRequest {
     pub command: String,
     pub args: Vec<String>,
     pub lock_timeout: Duration,
+    /// `-lock=false` skips the store's lock where it has one to skip (PostgreSQL).
+    pub lock: bool,
+    /// `-dry-run`: decide the edit and return its events, recording nothing.
+    pub dry_run: bool,
 }
 
 /// What to change.
@@ -42,6 +47,22 @@ pub(crate) enum StateEdit {
     /// Adopt a Terraform state into an empty one (`state import-tfstate`, read with
     /// [`super::terraform_state::read_tfstate`]).
     ImportTfstate(Box<TfImport>),
+    /// Mark (`taint: true`) or unmark the current object of `addr` tainted (`taint`,
+    /// `untaint`; see `taint.rs`); with `allow_missing`, a missing instance is nothing to do.
+    Taint {
+        addr: ResourceInstanceAddr,
+        taint: bool,
+        allow_missing: bool,
+    },
+    /// Replace the whole state with a Terraform state (`state push`; see `push.rs`).
+    Push(Box<super::push::Push>),
+    /// Move what is under provider package `from` to package `to` (`state replace-provider`;
+    /// `source` is `FROM -> TO` as typed). Nothing under `from` is nothing to do.
+    ReplaceProvider {
+        from: String,
+        to: String,
+        source: String,
+    },
 }
 
 /// `state rm`, `state mv`, `state import-tfstate`: records the edit as a run of its own and
@@ -66,12 +87,26 @@ fn edit_run(
     edit: StateEdit,
     notes: &mut Vec<String>,
 ) -> Result<Vec<EventBody>, Diagnostic> {
-    let (store, warnings) = RunSession::open(&req.state_dir, &req.command, req.lock_timeout)
-        .map_err(|e| state_diag(&e))?;
+    let (store, warnings) =
+        RunSession::open(&req.state_dir, &req.command, req.lock_timeout, req.lock)
+            .map_err(|e| state_diag(&e))?;
     notes.extend(warnings);
-    let prepared = prepare(req, edit, store.snapshot());
-    if prepared.is_err() && store.snapshot().head == 0 {
+    // An edit that may turn out to be nothing to do (`taint -allow-missing`) records no run.
+    let may_be_nothing = matches!(
+        edit,
+        StateEdit::Taint { .. } | StateEdit::ReplaceProvider { .. }
+    );
+    // A refused push leaves no trace: the serial it was checked against (the log's head) must
+    // not move under the user's next try.
+    let refusal_unrecorded = matches!(edit, StateEdit::Push(_));
+    let lineage = store.lineage();
+    let prepared = prepare(req, edit, store.snapshot(), &lineage);
+    if prepared.is_err() && (store.snapshot().head == 0 || refusal_unrecorded) {
         // No state yet: a refused edit does not start a history.
+        return prepared;
+    }
+    if req.dry_run || (may_be_nothing && prepared.as_ref().is_ok_and(Vec::is_empty)) {
+        // `-dry-run` records nothing, not even a refusal.
         return prepared;
     }
     let session = RunSession::start(store, &req.command, &req.args).map_err(|e| state_diag(&e))?;
@@ -104,15 +139,20 @@ fn prepare(
     req: &EditRequest,
     edit: StateEdit,
     snap: &Snapshot,
+    lineage: &str,
 ) -> Result<Vec<EventBody>, Diagnostic> {
     match edit {
+        StateEdit::Push(push) => super::push::prepare_push(snap, lineage, *push),
+        StateEdit::ReplaceProvider { from, to, source } => {
+            Ok(super::push::prepare_replace(snap, &from, &to, &source))
+        }
         StateEdit::Remove { targets, named } => {
             let matched: Vec<EventBody> = all_addrs(snap)
                 .into_iter()
                 .filter(|addr| targets.iter().any(|t| t.contains(addr)))
                 .map(|addr| EventBody::ResourceForgotten { addr: addr.clone() })
                 .collect();
-            if matched.is_empty() {
+            if matched.is_empty() && !req.dry_run {
                 let d = Diagnostic::error(
                     "No matching objects found",
                     format!(
@@ -131,6 +171,11 @@ fn prepare(
             .filter(|(src, dest)| src != dest)
             .map(|(from, to)| EventBody::ResourceMoved { from, to })
             .collect()),
+        StateEdit::Taint {
+            addr,
+            taint,
+            allow_missing,
+        } => super::taint::prepare(snap, &addr, taint, allow_missing),
         StateEdit::ImportTfstate(import) => {
             let import = *import;
             if !snap.resources.is_empty() || !snap.data.is_empty() {

@@ -208,7 +208,11 @@ pub(super) async fn execute(
     // A whole walk replaces the outputs. A failed or targeted one records the outputs it
     // evaluated (their dependencies all applied) and keeps the others' old values, as
     // Terraform does.
-    let whole = outcome.ok() && !diags.has_errors() && opts.targets.is_empty();
+    let whole =
+        outcome.ok() && !diags.has_errors() && opts.targets.is_empty() && opts.excludes.is_empty();
+    if !opts.excludes.is_empty() {
+        diags.push(super::exclude::apply_warning());
+    }
     tracing::debug!("finishing events");
     let finishing = journal.with_snapshot(|s| {
         let outs = if whole || plan.mode == PlanMode::Destroy {

@@ -415,6 +415,22 @@ pub fn describe(e: &Event, ctx: &dyn EventContext) -> Description {
                     .join(", ")
             ),
         ),
+        EventBody::ResourceTainted { addr } => about(
+            addr,
+            "tainted",
+            format!("{addr} marked tainted (taint): the next plan replaces it"),
+            addr.to_string(),
+        ),
+        EventBody::ResourceUntainted { addr } => about(
+            addr,
+            "untainted",
+            format!("{addr} no longer tainted (untaint)"),
+            addr.to_string(),
+        ),
+        EventBody::ProviderReplaced { from, to, source } => record(
+            format!("provider {from} replaced by {to} (state replace-provider {source})"),
+            format!("{from} -> {to} ({source})"),
+        ),
         EventBody::StateImported {
             source,
             providers,

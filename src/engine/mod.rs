@@ -39,6 +39,9 @@
 //! | `journal.rs` | the engine's handle on the event log |
 //! | `session.rs` | the run session: open, lock, begin, recover, journal, finish once |
 //! | `edit.rs` | state edits (`state rm`/`mv`/`import-tfstate`) as runs of their own |
+//! | `exclude.rs` | OpenTofu's `-exclude`: what a walk leaves out; the per-resource instance filter |
+//! | `push.rs` | `state push` (Terraform's lineage and serial checks) and `state replace-provider` as state edits |
+//! | `taint.rs` | `taint`/`untaint` as state edits: what they record, Terraform's refusals |
 //! | `schema_checks.rs` | `cairn validate`: types, schemas and cycles, without state |
 //! | `terraform_state.rs` | Terraform state in and out (import, `state pull`, `show -json`) |
 //! | `providers.rs` | provider packages, configured instances, default providers |
@@ -56,6 +59,7 @@ pub mod backend;
 pub(crate) mod core;
 pub(crate) mod deferral;
 pub(crate) mod edit;
+pub(crate) mod exclude;
 pub(crate) mod execute;
 pub(crate) mod graph;
 pub mod history;
@@ -67,6 +71,7 @@ pub(crate) mod plan_phase;
 pub(crate) mod provider_diags;
 pub(crate) mod providers;
 pub(crate) mod provision;
+pub(crate) mod push;
 pub(crate) mod recover;
 pub(crate) mod refactor;
 pub(crate) mod refresh;
@@ -78,6 +83,7 @@ pub(crate) mod schema_checks;
 pub(crate) mod session;
 pub(crate) mod source;
 pub mod state_read;
+pub(crate) mod taint;
 pub(crate) mod terraform_state;
 pub(crate) mod timing;
 pub(crate) mod values;

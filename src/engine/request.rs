@@ -24,6 +24,12 @@ pub struct Options {
     pub targets: Vec<Target>,
     pub replace: Vec<ResourceInstanceAddr>,
     pub lock_timeout: Duration,
+    /// `-lock=false`: take no state lock where the store has one to skip (PostgreSQL's
+    /// advisory lock); sled's exclusive hold of its files stays.
+    pub lock: bool,
+    /// `-exclude`: leave these objects, and everything that depends on them, out (OpenTofu's
+    /// inverse of `-target`; see `exclude.rs`).
+    pub excludes: Vec<Target>,
     pub command: String,
     pub args: Vec<String>,
     /// Set by Ctrl-C (or SIGTERM): no new step starts.
@@ -62,6 +68,8 @@ impl Options {
             targets: Vec::new(),
             replace: Vec::new(),
             lock_timeout: Duration::ZERO,
+            lock: true,
+            excludes: Vec::new(),
             command: "cairn".into(),
             args: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),

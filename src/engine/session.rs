@@ -30,17 +30,20 @@ pub(crate) struct RunSession {
 }
 
 impl RunSession {
-    /// Opens the store for writing, waiting for its lock up to `lock_timeout`; the store's
+    /// Opens the store for writing, waiting for its lock up to `lock_timeout` (with `lock`
+    /// false, `-lock=false`, taking none where the store has one to skip); the store's
     /// warnings (a torn tail repaired, a bad checkpoint skipped) come with it.
     pub(crate) fn open(
         state_dir: &std::path::Path,
         command: &str,
         lock_timeout: std::time::Duration,
+        lock: bool,
     ) -> Result<(Store, Vec<String>), StateError> {
         let o = OpenOptions {
             command: command.to_string(),
             lock_timeout,
             write: true,
+            skip_lock: !lock,
         };
         Store::open(state_dir, &o)
     }
@@ -69,7 +72,8 @@ impl RunSession {
         diags: &mut Diagnostics,
     ) -> Result<(RunSession, Snapshot), Diagnostic> {
         let (store, warnings) =
-            Self::open(&opts.state_dir, &opts.command, opts.lock_timeout).map_err(state_error)?;
+            Self::open(&opts.state_dir, &opts.command, opts.lock_timeout, opts.lock)
+                .map_err(state_error)?;
         notes.extend(warnings);
         let session = Self::start(store, &opts.command, &opts.args).map_err(state_error)?;
         let mut snapshot = session.journal.snapshot();

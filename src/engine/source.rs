@@ -145,6 +145,7 @@ pub(super) fn open_read(
         command: opts.command.clone(),
         lock_timeout: opts.lock_timeout,
         write: false,
+        skip_lock: false,
     };
     match timed("open state", || Store::open(&opts.state_dir, &o)) {
         Ok((store, warnings)) => {
@@ -244,7 +245,7 @@ pub(super) fn classify_state(
 /// whose instances it narrows: those a target names that nothing else needs whole.
 pub(super) type Targeted = (
     Option<BTreeSet<NodeId>>,
-    BTreeMap<NodeId, Vec<crate::addr::Target>>,
+    BTreeMap<NodeId, super::exclude::InstanceScope>,
 );
 
 pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
@@ -252,7 +253,7 @@ pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
         return (None, BTreeMap::new());
     }
     let mut keep = BTreeSet::new();
-    let mut named: BTreeMap<NodeId, Vec<Target>> = BTreeMap::new();
+    let mut named: BTreeMap<NodeId, super::exclude::InstanceScope> = BTreeMap::new();
     let mut needed = BTreeSet::new();
     for (node, id) in &g.index {
         let hit = match node {
@@ -280,7 +281,7 @@ pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
                     .collect();
                 let hit = !hits.is_empty();
                 if hit {
-                    named.insert(*id, hits);
+                    named.insert(*id, super::exclude::InstanceScope::Only(hits));
                 }
                 hit
             }
@@ -308,7 +309,11 @@ pub(super) fn new_ctx(
     observer: Arc<dyn Observer>,
 ) -> Arc<Ctx> {
     let (state_instances, _) = classify_state(&loaded.config, snapshot);
-    let (only, only_instances) = targeted(&graph, &opts.targets);
+    let (only, only_instances) = if opts.excludes.is_empty() {
+        targeted(&graph, &opts.targets)
+    } else {
+        super::exclude::excluded(&graph, &opts.excludes)
+    };
     let mut ctx = Ctx {
         config: loaded.config.clone(),
         graph: Arc::new(graph),

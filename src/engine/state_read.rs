@@ -22,6 +22,7 @@ impl StateRead {
             command: command.to_string(),
             lock_timeout: std::time::Duration::ZERO,
             write: false,
+            skip_lock: false,
         };
         match Store::open(state_dir, &opts) {
             Ok((store, warnings)) => Ok(Some((StateRead(store), warnings))),

@@ -69,12 +69,19 @@ pub fn select(root: &Path, name: &str) -> Result<(), Diagnostic> {
 
 /// Creates workspace `name`'s state (opening it for writing creates the log, or the
 /// PostgreSQL schema, so other machines see the workspace at once).
-pub fn create(root: &Path, name: &str, lock_timeout: Duration) -> Result<(), Diagnostic> {
+/// `lock` false (`-lock=false`) takes no lock where the store has one to skip.
+pub fn create(
+    root: &Path,
+    name: &str,
+    lock_timeout: Duration,
+    lock: bool,
+) -> Result<(), Diagnostic> {
     let dir = ensure_dir(root, name)?;
     let opts = OpenOptions {
         command: "workspace new".into(),
         lock_timeout,
         write: true,
+        skip_lock: !lock,
     };
     Store::open(&dir, &opts)
         .map(drop)
@@ -83,12 +90,18 @@ pub fn create(root: &Path, name: &str, lock_timeout: Duration) -> Result<(), Dia
 
 /// The managed instances workspace `name` tracks, read under its lock (no run may be
 /// writing a workspace being deleted).
-pub fn tracked(root: &Path, name: &str, lock_timeout: Duration) -> Result<Vec<String>, Diagnostic> {
+pub fn tracked(
+    root: &Path,
+    name: &str,
+    lock_timeout: Duration,
+    lock: bool,
+) -> Result<Vec<String>, Diagnostic> {
     let dir = ensure_dir(root, name)?;
     let opts = OpenOptions {
         command: "workspace delete".into(),
         lock_timeout,
         write: true,
+        skip_lock: !lock,
     };
     let (store, _) = Store::open(&dir, &opts).map_err(|e| state_diag(&e))?;
     let tracked = store

@@ -225,6 +225,9 @@ pub enum PlanMode {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanRequest {
     pub(crate) targets: Vec<Target>,
+    /// `-exclude` (OpenTofu's): absent in plan files from before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) excludes: Vec<Target>,
     pub(crate) replace: Vec<ResourceInstanceAddr>,
     pub(crate) refresh: bool,
 }
@@ -233,6 +236,7 @@ impl Default for PlanRequest {
     fn default() -> Self {
         PlanRequest {
             targets: Vec::new(),
+            excludes: Vec::new(),
             replace: Vec::new(),
             refresh: true,
         }

@@ -269,6 +269,7 @@ mod remote {
             command: "terraform_remote_state".into(),
             lock_timeout: Duration::from_secs(30),
             write: false,
+            skip_lock: false,
         };
         let opened = match pg {
             None => Store::open(dir, &opts),

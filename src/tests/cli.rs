@@ -18,6 +18,10 @@ mod lifecycle;
 #[path = "cli_moves.rs"]
 mod moves;
 
+/// Issue 27's state commands: taint/untaint, dry runs, -exclude, -lock=false.
+#[path = "cli_state_cmds.rs"]
+mod state_cmds;
+
 /// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
 /// colours off by environment, and returns (exit code, stdout, stderr).
 fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
@@ -249,6 +253,7 @@ fn open_writer(dir: &Path) -> Store {
     let opts = OpenOptions {
         command: "test".into(),
         write: true,
+        skip_lock: false,
         lock_timeout: std::time::Duration::from_secs(10),
     };
     let (mut store, _) = Store::open(&dir.join(".cairn"), &opts).unwrap();

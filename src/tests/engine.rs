@@ -121,6 +121,7 @@ fn state_summary(state_dir: &Path) -> String {
         command: "test".into(),
         lock_timeout: std::time::Duration::from_secs(10),
         write: false,
+        skip_lock: false,
     };
     let Ok((store, _)) = Store::open(state_dir, &o) else {
         return "(no state)".into();
@@ -238,6 +239,7 @@ fn crash(
         command: "apply".into(),
         lock_timeout: std::time::Duration::from_secs(10),
         write: true,
+        skip_lock: false,
     };
     let (mut store, _) = Store::open(state_dir, &o).unwrap();
     store.begin_run("apply", &[]).unwrap();
@@ -328,6 +330,7 @@ fn state_check(state_dir: &Path) -> String {
         command: "test".into(),
         lock_timeout: std::time::Duration::from_secs(10),
         write: false,
+        skip_lock: false,
     };
     let Ok((store, _)) = Store::open(state_dir, &o) else {
         return "(no state)".into();

@@ -459,3 +459,50 @@ fn workspaces_are_shared_by_every_copy_and_migrate_together() {
     assert_eq!(a.ok(&["workspace", "list"]), "  default\n* staging\n\n");
     assert_eq!(things(sim.path()), 2);
 }
+
+/// `-lock=false` (issue 27): a writer takes no advisory lock, so it runs beside a holder that
+/// a locked writer must wait for; the holder, killed, is recovered as any dead runner is.
+#[test]
+fn lock_false_writes_beside_the_lock_holder() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("nolock");
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(sim.path(), &config(Some(&schema), 2));
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    let mut b = Copy::new(sim.path(), &config(Some(&schema), 2));
+    b.env = a.env.clone();
+    a.ok(&["init"]);
+    b.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    // A holds the lock while its provider takes its time creating a third object.
+    std::fs::write(a.dir.path().join("main.tf"), config(Some(&schema), 3)).unwrap();
+    a.env.push(("SIM_LATENCY_MS".into(), "5000".into()));
+    // (It waits for the lock B takes while it looks for the holder.)
+    let mut holder = a.spawn(&["apply", "-auto-approve", "-lock-timeout=60s"]);
+    wait_for(
+        "the holder to take the lock",
+        Duration::from_secs(60),
+        || {
+            let (code, _, err) = b.run(&["taint", "sim_thing.t0"]);
+            assert!(code == 1 || code == 0, "{err}");
+            code == 1 && err.contains("is locked by")
+        },
+    );
+    let out = b.ok(&["taint", "-lock=false", "sim_thing.t0"]);
+    assert!(
+        out.contains("Resource instance sim_thing.t0 has been marked as tainted."),
+        "{out}"
+    );
+    // Killed mid-create (before it could append after B's event), as a runner may die.
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let out = b.ok(&["plan"]);
+    assert!(
+        out.contains("# sim_thing.t0 is tainted, so must be replaced"),
+        "{out}"
+    );
+    let out = b.ok(&["state", "check"]);
+    assert!(!out.contains("invariant"), "{out}");
+}

@@ -435,7 +435,9 @@ impl Model {
             | EventBody::DataDropped { addr }
             | EventBody::ResourceForgotten { addr }
             | EventBody::ResourceRehomed { addr, .. }
-            | EventBody::DependenciesUpdated { addr, .. } => out.push(addr.clone()),
+            | EventBody::DependenciesUpdated { addr, .. }
+            | EventBody::ResourceTainted { addr }
+            | EventBody::ResourceUntainted { addr } => out.push(addr.clone()),
             EventBody::OperationStarted { addr, action, .. } => {
                 self.ops.insert(
                     e.seq,
@@ -481,7 +483,8 @@ impl Model {
             | EventBody::ProviderRemoved { .. }
             | EventBody::OutputsSet { .. }
             | EventBody::RunPlanned { .. }
-            | EventBody::RunDiagnostics { .. } => {}
+            | EventBody::RunDiagnostics { .. }
+            | EventBody::ProviderReplaced { .. } => {}
         }
     }
 

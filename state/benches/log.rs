@@ -35,6 +35,7 @@ fn opts() -> OpenOptions {
         command: "bench".into(),
         lock_timeout: Duration::ZERO,
         write: true,
+        skip_lock: false,
     }
 }
 

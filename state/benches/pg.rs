@@ -50,6 +50,7 @@ fn opts(write: bool) -> OpenOptions {
         command: "bench".into(),
         lock_timeout: Duration::from_secs(30),
         write,
+        skip_lock: false,
     }
 }
 

@@ -21,6 +21,9 @@
 //!   record is a v3 record as it stands. Later, still v3: `PlanRecord::graph` (the plan's dependency graph), an optional field: a
 //!   `RunPlanned` written before it reads with no graph (a reader falls back to the
 //!   configuration it has), and a Cairn that predates it skips the field.
+//! - **v4** — v3 plus `ResourceTainted` / `ResourceUntainted` (`cairn taint` / `untaint`) and
+//!   `ProviderReplaced` (`cairn state replace-provider`). Every v3 record is a v4 record as it
+//!   stands; a Cairn that reads only v3 refuses v4 records as too new.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::stored_value::StoredValue;
@@ -29,7 +32,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const CURRENT_VERSION: u32 = 3;
+pub const CURRENT_VERSION: u32 = 4;
 
 /// One record of the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -436,6 +439,22 @@ pub enum EventBody {
     RunDiagnostics {
         diagnostics: Vec<RecordedDiagnostic>,
     },
+    /// `taint`: the current object is marked tainted, so the next plan replaces it.
+    ResourceTainted {
+        addr: ResourceInstanceAddr,
+    },
+    /// `untaint`: the current object is no longer tainted.
+    ResourceUntainted {
+        addr: ResourceInstanceAddr,
+    },
+    /// `state replace-provider`: every provider instance of package `from` (and every object
+    /// managed through one) now belongs to package `to`; `source` is the provider source
+    /// address the command named, for history.
+    ProviderReplaced {
+        from: String,
+        to: String,
+        source: String,
+    },
 }
 
 impl EventBody {
@@ -465,6 +484,9 @@ impl EventBody {
             EventBody::StateImported { .. } => "StateImported",
             EventBody::RunPlanned { .. } => "RunPlanned",
             EventBody::RunDiagnostics { .. } => "RunDiagnostics",
+            EventBody::ResourceTainted { .. } => "ResourceTainted",
+            EventBody::ResourceUntainted { .. } => "ResourceUntainted",
+            EventBody::ProviderReplaced { .. } => "ProviderReplaced",
         }
     }
 
@@ -523,7 +545,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     // The common case first: a current record decodes in one pass.
     let first = rmp_serde::from_slice::<Event>(bytes);
     if let Ok(e) = &first {
-        // v1 and v2 records are v3 records as they stand (each version only added kinds of
+        // v1, v2 and v3 records are v4 records as they stand (each version only added kinds of
         // record).
         if (1..=CURRENT_VERSION).contains(&e.version) {
             return first

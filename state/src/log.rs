@@ -46,6 +46,10 @@ pub struct OpenOptions {
     /// Whether events may be appended. A read-only open of a missing directory is
     /// [`StateError::NotFound`]; a write open creates it.
     pub write: bool,
+    /// `-lock=false`: a PostgreSQL writer takes no advisory lock and writes no holder record
+    /// (its appends still fail on a sequence another writer took: nothing is overwritten).
+    /// sled's exclusive hold of its database files is no lock a writer can skip.
+    pub skip_lock: bool,
 }
 
 impl Default for OpenOptions {
@@ -54,6 +58,7 @@ impl Default for OpenOptions {
             command: String::new(),
             lock_timeout: Duration::ZERO,
             write: false,
+            skip_lock: false,
         }
     }
 }

@@ -557,7 +557,7 @@ impl PgStorage {
             write: opts.write,
             lock: None,
         };
-        if opts.write {
+        if opts.write && !opts.skip_lock {
             storage.acquire_lock(opts)?;
         }
         Ok(storage)

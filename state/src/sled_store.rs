@@ -519,6 +519,7 @@ mod tests {
             command: command.into(),
             lock_timeout: Duration::ZERO,
             write,
+            skip_lock: false,
         }
     }
 

@@ -391,6 +391,49 @@ impl Snapshot {
             }
             // Records of what a run planned and why it failed: nothing in the state changes.
             EventBody::RunPlanned { .. } | EventBody::RunDiagnostics { .. } => {}
+            EventBody::ResourceTainted { addr } => self.set_tainted(&addr, true),
+            EventBody::ResourceUntainted { addr } => self.set_tainted(&addr, false),
+            EventBody::ProviderReplaced { from, to, .. } => self.replace_package(&from, &to),
+        }
+    }
+
+    /// Marks (or unmarks) the current object of `addr` tainted; nothing when there is none.
+    fn set_tainted(&mut self, addr: &ResourceInstanceAddr, tainted: bool) {
+        if let Some(o) = self
+            .resources
+            .get_mut(addr)
+            .and_then(|i| i.current.as_mut())
+        {
+            o.tainted = tainted;
+        }
+    }
+
+    /// Every provider instance of package `from`, and every object managed through one, now
+    /// of package `to` (`state replace-provider`).
+    fn replace_package(&mut self, from: &str, to: &str) {
+        let moved: Vec<ProviderAddr> = self
+            .providers
+            .keys()
+            .filter(|a| a.package == from)
+            .cloned()
+            .collect();
+        for old in moved {
+            if let Some(mut inst) = self.providers.remove(&old) {
+                inst.addr.package = to.to_string();
+                self.providers.insert(inst.addr.clone(), inst);
+            }
+        }
+        for r in self.resources.values_mut() {
+            for obj in r.current.iter_mut().chain(r.deposed.values_mut()) {
+                if obj.provider.addr.package == from {
+                    obj.provider.addr.package = to.to_string();
+                }
+            }
+        }
+        for d in self.data.values_mut() {
+            if d.provider.addr.package == from {
+                d.provider.addr.package = to.to_string();
+            }
         }
     }
 
@@ -826,6 +869,57 @@ pending 6: delete sim_thing.a deposed 00000001 run 0
             r#"
 head 3 open_run None
 sim_thing.b: {"id":"b"} deps=[] by provider["sim"]/p1 token=t-b
+"#,
+        );
+    }
+
+    /// `taint`/`untaint` mark the current object; `state replace-provider` moves provider
+    /// instances and objects to the new package.
+    #[test]
+    fn taints_and_provider_replacements() {
+        check_fold(
+            vec![
+                provider(),
+                EventBody::StateImported {
+                    source: "test".into(),
+                    providers: vec![],
+                    resources: vec![(a("sim_thing.a"), obj("a", &[]))],
+                },
+                EventBody::ResourceTainted {
+                    addr: a("sim_thing.a"),
+                },
+                EventBody::ResourceTainted {
+                    addr: a("sim_thing.gone"),
+                },
+                EventBody::ProviderReplaced {
+                    from: "sim".into(),
+                    to: "other".into(),
+                    source: "hashicorp/sim -> acme/other".into(),
+                },
+            ],
+            r#"
+head 5 open_run None
+provider["other"] p1 null
+sim_thing.a: {"id":"a"} deps=[] by provider["other"]/p1 token=t-a tainted
+"#,
+        );
+        check_fold(
+            vec![
+                EventBody::StateImported {
+                    source: "test".into(),
+                    providers: vec![],
+                    resources: vec![(a("sim_thing.a"), obj("a", &[]))],
+                },
+                EventBody::ResourceTainted {
+                    addr: a("sim_thing.a"),
+                },
+                EventBody::ResourceUntainted {
+                    addr: a("sim_thing.a"),
+                },
+            ],
+            r#"
+head 3 open_run None
+sim_thing.a: {"id":"a"} deps=[] by provider["sim"]/p1 token=t-a
 "#,
         );
     }

@@ -74,6 +74,7 @@ fn opts(command: &str, write: bool) -> OpenOptions {
         command: command.into(),
         lock_timeout: Duration::ZERO,
         write,
+        skip_lock: false,
     }
 }
 

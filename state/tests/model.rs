@@ -167,6 +167,7 @@ fn opts() -> OpenOptions {
         command: "test".into(),
         lock_timeout: Duration::from_secs(10),
         write: true,
+        skip_lock: false,
     }
 }
 
