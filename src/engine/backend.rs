@@ -280,3 +280,25 @@ impl SharedLock {
         cairn_state::pg::force_unlock(&self.0, lock_id).map_err(|e| state_diag(&e))
     }
 }
+
+/// The error for a backend block Cairn has no store for in the root module of `dir`, if it
+/// has one, with its `file:line:col` in the text: a command that reads the state without
+/// loading the configuration (`state list`, `output`, …) and finds none asks this, so that it
+/// never shows an empty state in place of the team's.
+pub fn unsupported_backend(dir: &Path) -> Option<Diagnostic> {
+    let (config, diags) = crate::config::load(dir);
+    let d = diags.iter().find(|d| {
+        d.summary.starts_with("Unsupported backend") || d.summary.starts_with("Unsupported HCP")
+    })?;
+    let at = match (&config, d.span) {
+        (Some(c), Some(span)) => format!(
+            "The configuration names it at {}. ",
+            c.sources.location(span)
+        ),
+        _ => String::new(),
+    };
+    Some(Diagnostic::error(
+        d.summary.clone(),
+        format!("{at}{}", d.detail),
+    ))
+}

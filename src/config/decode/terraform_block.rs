@@ -10,6 +10,9 @@ use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::Block;
 use std::collections::BTreeMap;
 
+/// The backends Cairn keeps state in (`local`: the state directory).
+const SUPPORTED_BACKENDS: &[&str] = &["local", "pg"];
+
 impl Loader {
     pub(in crate::config) fn terraform_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
         if self.labels(file, b, &[]).is_none() {
@@ -28,21 +31,48 @@ impl Loader {
                     if inner
                         .labels
                         .first()
-                        .is_some_and(|l| matches!(l.as_str(), "pg" | "local")) =>
+                        .is_some_and(|l| SUPPORTED_BACKENDS.contains(&l.as_str())) =>
                 {
                     self.backend_block(file, inner, m)
                 }
-                kind @ ("backend" | "cloud") => {
-                    let sp = self.header(file, inner);
-                    self.warn(
-                        sp,
-                        &format!("Ignored {kind} configuration"),
-                        "Cairn keeps state in its own store; this block has no effect.",
-                    );
-                }
+                kind @ ("backend" | "cloud") => self.unsupported_backend(file, inner, kind, m),
                 _ => {}
             }
         }
+    }
+
+    /// A `backend` Cairn has no store for (`gcs`, `azurerm`, `remote`, …) or a `cloud` block:
+    /// an error in the root module, since running on as if there were none would start an
+    /// empty local state and the next apply would create every object a second time; in a
+    /// child module the block is ignored with a warning, as Terraform does.
+    fn unsupported_backend(&mut self, file: FileId, b: &Block, kind: &str, m: &Module) {
+        let sp = self.header(file, b);
+        if !m.path.is_root() {
+            self.warn(
+                sp,
+                "Backend configuration ignored",
+                "Any selected backend applies to the entire configuration, so Cairn expects \
+                 backend configurations only in the root module. This block has no effect.",
+            );
+            return;
+        }
+        let name = match (kind, b.labels.first()) {
+            ("backend", Some(label)) => format!("backend {}", quote(label.as_str())),
+            ("backend", None) => "backend".to_string(),
+            _ => "HCP Terraform (cloud block)".to_string(),
+        };
+        self.err(
+            sp,
+            &format!("Unsupported {name}"),
+            format!(
+                "Cairn keeps state locally or in the backend \"pg\"; it cannot read \
+                 or write state in the {name}, and it will not start an empty state in its \
+                 place (the next apply would create every object a second time). To bring the \
+                 state over: run `terraform state pull > x.tfstate` where this block is \
+                 configured, replace the block with one of Cairn's backends (or remove it for \
+                 a local state), run `cairn init`, then `cairn state import-tfstate x.tfstate`."
+            ),
+        );
     }
 
     /// `backend "pg" { conn_str = "…" schema_name = "…" … }` (or `backend "local" {}`):
