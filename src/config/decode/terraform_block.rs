@@ -11,7 +11,7 @@ use hcl_edit::structure::Block;
 use std::collections::BTreeMap;
 
 /// The backends Cairn keeps state in (`local`: the state directory).
-const SUPPORTED_BACKENDS: &[&str] = &["local", "pg"];
+const SUPPORTED_BACKENDS: &[&str] = &["local", "pg", "s3"];
 
 impl Loader {
     pub(in crate::config) fn terraform_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
@@ -65,7 +65,7 @@ impl Loader {
             sp,
             &format!("Unsupported {name}"),
             format!(
-                "Cairn keeps state locally or in the backend \"pg\"; it cannot read \
+                "Cairn keeps state locally or in the backends \"pg\" and \"s3\"; it cannot read \
                  or write state in the {name}, and it will not start an empty state in its \
                  place (the next apply would create every object a second time). To bring the \
                  state over: run `terraform state pull > x.tfstate` where this block is \
@@ -82,19 +82,52 @@ impl Loader {
             return;
         };
         let kind = labels[0].clone();
-        let allowed: Vec<&str> = if kind == "pg" {
-            cairn_state::backend_config::PG_ARGUMENTS
+        let allowed: Vec<&str> = match kind.as_str() {
+            "pg" => cairn_state::backend_config::PG_ARGUMENTS
                 .iter()
                 .map(|(k, _)| *k)
-                .collect()
-        } else {
-            Vec::new()
+                .collect(),
+            // `dynamodb_table` reaches the backend, which says why Cairn does without it.
+            "s3" => cairn_state::backend_config::S3_ARGUMENTS
+                .iter()
+                .copied()
+                .filter(|k| !k.contains('.'))
+                .chain(["dynamodb_table"])
+                .collect(),
+            _ => Vec::new(),
         };
-        let parts = self.parts(file, &b.body, Some(allowed.as_slice()), Some(&[]));
+        let blocks: &[&str] = if kind == "s3" { &["endpoints"] } else { &[] };
+        let parts = self.parts(file, &b.body, Some(allowed.as_slice()), Some(blocks));
         let mut args = BTreeMap::new();
         for (name, a) in parts.attrs {
-            if let Some(v) = self.const_string(file, a) {
+            if name.starts_with("shared_") && name.ends_with("_files") {
+                // A list of paths, kept as JSON for the backend.
+                let ty = crate::value::Type::List(Box::new(crate::value::Type::String));
+                if let Some(v) = self.const_of(file, a, &ty) {
+                    let paths: Vec<&str> = v
+                        .elements()
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|e| e.as_str())
+                        .collect();
+                    args.insert(name, serde_json::to_string(&paths).unwrap_or_default());
+                }
+            } else if let Some(v) = self.const_string(file, a) {
                 args.insert(name, v);
+            }
+        }
+        for inner in parts.blocks {
+            // `endpoints { s3 = "…" }`: the S3 endpoint (other services' are not used).
+            let ep = self.parts(
+                file,
+                &inner.body,
+                Some(&["s3", "sts", "iam", "sso", "dynamodb"]),
+                Some(&[]),
+            );
+            if let Some(a) = ep.attrs.get("s3") {
+                if let Some(v) = self.const_string(file, a) {
+                    args.insert("endpoints.s3".to_string(), v);
+                }
             }
         }
         let span = self.header(file, b);
