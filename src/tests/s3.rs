@@ -1,6 +1,7 @@
 //! Where state lives, end to end on the real `cairn` binary: a backend Cairn has no store for
 //! is an error naming it, never an empty local state in its place.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -124,4 +125,372 @@ fn unsupported_backends_are_errors_that_say_how_to_bring_the_state_over() {
         "{all}"
     );
     assert!(all.contains("child/main.tf:2:3"), "{all}");
+}
+
+#[path = "../../state/tests/support/s3server.rs"]
+mod s3server;
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+const KEY: &str = "team/terraform.tfstate";
+
+/// A Cairn working copy on the S3 server's bucket, sharing the sim store `sim`.
+struct Copy {
+    dir: tempfile::TempDir,
+    sim: std::path::PathBuf,
+    env: Vec<(String, String)>,
+}
+
+fn backend_block(bucket: &str) -> String {
+    format!(
+        "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key    = \"{KEY}\"\n    \
+         region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n    \
+         encrypt = true\n    skip_credentials_validation = true\n    skip_requesting_account_id = true\n    \
+         skip_region_validation = true\n  }}\n}}\n"
+    )
+}
+
+fn things(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("resource \"sim_thing\" \"t{i}\" {{\n  name = \"t{i}\"\n}}\n"))
+        .collect()
+}
+
+impl Copy {
+    fn new(sim: &Path, tf: &str, env: &[(&str, String)]) -> Copy {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.tf"), tf).unwrap();
+        Copy {
+            dir,
+            sim: sim.to_path_buf(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env("SIM_STORE", &self.sim)
+            .env_remove("CAIRN_STATE_DIR")
+            .env_remove("TF_WORKSPACE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for k in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_PROFILE",
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT_URL_S3",
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "AWS_CONFIG_FILE",
+            "AWS_REGION",
+            "AWS_DEFAULT_REGION",
+        ] {
+            c.env_remove(k);
+        }
+        c.env("HOME", self.dir.path());
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(args).output().expect("cairn runs");
+        let r = (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(
+            !r.1.contains(s3server::SECRET_KEY) && !r.2.contains(s3server::SECRET_KEY),
+            "cairn {args:?} printed the secret key:\n{}\n{}",
+            r.1,
+            r.2
+        );
+        r
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.run(args);
+        assert_eq!(code, 0, "cairn {args:?}:\n{out}\n{err}");
+        out
+    }
+}
+
+fn env_creds(endpoint: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY.to_string()),
+        ("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY.to_string()),
+        ("AWS_ENDPOINT_URL_S3", endpoint.to_string()),
+    ]
+}
+
+fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn finish(child: Child) -> (i32, String, String) {
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// init, apply, state list, history, `-at`, `state check` and workspaces on S3, from two
+/// working copies (one with keys in the environment, one with a profile in a shared
+/// credentials file): the second sees the first's state; objects are where Terraform's
+/// layout puts them; no lock is left; the secret key is never printed.
+#[test]
+fn two_working_copies_share_one_state_on_s3() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("share");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let tf = format!("{}{}", backend_block(&bucket), things(3));
+    let a = Copy::new(sim.path(), &tf, &env_creds(&server.endpoint()));
+    let out = a.ok(&["init"]);
+    assert!(out.contains("s3://"), "{out}");
+    a.ok(&["apply", "-auto-approve"]);
+    let listed = a.ok(&["state", "list"]);
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("sim_thing."))
+            .count(),
+        3,
+        "{listed}"
+    );
+
+    // The second copy: a profile in a shared credentials file, the endpoint as an argument.
+    let b = Copy::new(sim.path(), &tf, &[]);
+    let creds = b.dir.path().join("creds");
+    std::fs::write(
+        &creds,
+        format!(
+            "[team]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            s3server::ACCESS_KEY,
+            s3server::SECRET_KEY
+        ),
+    )
+    .unwrap();
+    let b = Copy {
+        env: vec![
+            (
+                "AWS_SHARED_CREDENTIALS_FILE".into(),
+                creds.display().to_string(),
+            ),
+            ("AWS_PROFILE".into(), "team".into()),
+        ],
+        ..b
+    };
+    b.ok(&[
+        "init",
+        &format!("-backend-config=endpoint={}", server.endpoint()),
+    ]);
+    assert_eq!(b.ok(&["state", "list"]), listed);
+    let plan = b.ok(&["plan"]);
+    assert!(plan.contains("No changes"), "{plan}");
+    let history = b.ok(&["history"]);
+    assert!(history.contains("apply"), "{history}");
+    let first = b.ok(&["state", "list", "-at=1"]);
+    assert!(!first.contains("sim_thing."), "{first}");
+    b.ok(&["state", "check"]);
+    for dir in [a.dir.path(), b.dir.path()] {
+        let record = std::fs::read_to_string(dir.join(".cairn/backend.json")).unwrap();
+        assert!(!record.contains(s3server::SECRET_KEY), "{record}");
+    }
+
+    let keys = server.keys(&bucket);
+    assert!(
+        keys.iter().any(|k| k == &format!("{KEY}.cairn/lineage")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with(&format!("{KEY}.cairn/events/"))),
+        "{keys:?}"
+    );
+    assert!(
+        !keys.iter().any(|k| k.ends_with(".tflock")),
+        "a lock was left: {keys:?}"
+    );
+
+    // A workspace lives under workspace_key_prefix, as Terraform's.
+    b.ok(&["workspace", "new", "dev"]);
+    b.ok(&["apply", "-auto-approve"]);
+    let keys = server.keys(&bucket);
+    assert!(
+        keys.iter()
+            .any(|k| k == &format!("env:/dev/{KEY}.cairn/lineage")),
+        "{keys:?}"
+    );
+    let ws = a.ok(&["workspace", "list"]);
+    assert!(ws.contains("dev"), "{ws}");
+}
+
+/// A lock object left by a run that is gone (in Terraform's layout): Cairn refuses, naming
+/// the holder and its lock ID, and `force-unlock` with that ID releases it.
+#[test]
+fn a_held_lock_is_named_and_force_unlock_releases_it() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("lock");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(1)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    let lock = format!(
+        r#"{{"ID":"5f0e7c1a-0000-4000-8000-00000000abcd","Operation":"OperationTypeApply","Info":"","Who":"ann@build-7","Version":"1.11.4","Created":"2026-01-02T03:04:05.123456789Z","Path":"{bucket}/{KEY}"}}"#
+    );
+    let (status, _) = server
+        .request("PUT", &format!("/{bucket}/{KEY}.tflock"), lock.as_bytes())
+        .unwrap();
+    assert_eq!(status, 200);
+    let (code, out, err) = a.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("is locked by ann on build-7"), "{err}");
+    assert!(
+        err.contains("5f0e7c1a-0000-4000-8000-00000000abcd"),
+        "{err}"
+    );
+    let (code, _, err) = a.run(&["force-unlock", "-force", "wrong-id"]);
+    assert_eq!(code, 1, "{err}");
+    let out = a.ok(&[
+        "force-unlock",
+        "-force",
+        "5f0e7c1a-0000-4000-8000-00000000abcd",
+    ]);
+    assert!(out.contains("released"), "{out}");
+    a.ok(&["apply", "-auto-approve"]);
+}
+
+/// Terraform 1.11 (its own s3 backend with use_lockfile) and Cairn on one bucket key: while
+/// Terraform holds the lock (an apply waiting at its prompt) Cairn refuses, naming it; while
+/// Cairn holds it, Terraform cannot take it.
+#[test]
+fn terraform_and_cairn_share_the_lock_object() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    if Command::new("terraform").arg("version").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "CI needs terraform");
+        eprintln!("skipped: no terraform");
+        return;
+    }
+    let bucket = s3server::bucket_name("tf");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let creds = env_creds(&server.endpoint());
+    let cairn_copy = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(1)),
+        &creds,
+    );
+    cairn_copy.ok(&["init"]);
+
+    let tf_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tf_dir.path().join("main.tf"),
+        format!(
+            "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key = \"{KEY}\"\n    \
+             region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n    \
+             skip_credentials_validation = true\n    skip_requesting_account_id = true\n    \
+             skip_metadata_api_check = true\n    skip_region_validation = true\n    \
+             endpoints = {{\n      s3 = \"{}\"\n    }}\n  }}\n}}\nresource \"terraform_data\" \"x\" {{}}\n",
+            server.endpoint()
+        ),
+    )
+    .unwrap();
+    let terraform = |args: &[&str]| {
+        let mut c = Command::new("terraform");
+        c.args(args)
+            .current_dir(tf_dir.path())
+            .env("TF_IN_AUTOMATION", "1")
+            .env("NO_COLOR", "1")
+            .env("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("TF_CLI_CONFIG_FILE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let out = terraform(&["init", "-input=false", "-no-color"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "terraform init:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Terraform holds the lock while its apply waits for "yes".
+    let mut tf = terraform(&["apply", "-no-color"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lock_key = format!("{KEY}.tflock");
+    wait_for("terraform's lock", Duration::from_secs(60), || {
+        server.object(&bucket, &lock_key).is_some()
+    });
+    let (code, out, err) = cairn_copy.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("terraform, OperationTypeApply"), "{err}");
+    tf.stdin.take().unwrap().write_all(b"no\n").unwrap();
+    let _ = finish(tf);
+    wait_for(
+        "terraform to release its lock",
+        Duration::from_secs(30),
+        || server.object(&bucket, &lock_key).is_none(),
+    );
+    cairn_copy.ok(&["apply", "-auto-approve"]);
+
+    // Cairn holds the lock while its apply waits for "yes".
+    std::fs::write(
+        cairn_copy.dir.path().join("main.tf"),
+        format!("{}{}", backend_block(&bucket), things(2)),
+    )
+    .unwrap();
+    let mut cairn = cairn_copy.command(&["apply"]);
+    let mut cairn = cairn.stdin(Stdio::piped()).spawn().unwrap();
+    wait_for("cairn's lock", Duration::from_secs(60), || {
+        server.object(&bucket, &lock_key).is_some()
+    });
+    let out = terraform(&["plan", "-input=false", "-no-color", "-lock-timeout=1s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "terraform planned under cairn's lock"
+    );
+    assert!(err.contains("Error acquiring the state lock"), "{err}");
+    assert!(err.contains("cairn pid="), "{err}");
+    cairn.stdin.take().unwrap().write_all(b"no\n").unwrap();
+    let _ = finish(cairn);
+    wait_for("cairn to release its lock", Duration::from_secs(30), || {
+        server.object(&bucket, &lock_key).is_none()
+    });
 }

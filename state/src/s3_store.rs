@@ -959,7 +959,8 @@ pub struct S3Reader {
 }
 
 impl S3Reader {
-    pub(crate) fn new(cfg: &S3Config) -> Result<S3Reader, StateError> {
+    /// A reader of `cfg`'s log.
+    pub fn new(cfg: &S3Config) -> Result<S3Reader, StateError> {
         Ok(S3Reader {
             client: Client::new(cfg)?,
             keys: Keys::of(cfg),
