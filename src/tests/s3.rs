@@ -467,14 +467,15 @@ fn terraform_and_cairn_share_the_lock_object() {
     );
     cairn_copy.ok(&["apply", "-auto-approve"]);
 
-    // Cairn holds the lock while its apply waits for "yes".
+    // Cairn holds the lock for the whole of a slow apply.
     std::fs::write(
         cairn_copy.dir.path().join("main.tf"),
-        format!("{}{}", backend_block(&bucket), things(2)),
+        format!("{}{}", backend_block(&bucket), things(3)),
     )
     .unwrap();
-    let mut cairn = cairn_copy.command(&["apply"]);
-    let mut cairn = cairn.stdin(Stdio::piped()).spawn().unwrap();
+    let mut slow = cairn_copy.command(&["apply", "-auto-approve"]);
+    slow.env("SIM_LATENCY_MS", "4000");
+    let cairn = slow.spawn().unwrap();
     wait_for("cairn's lock", Duration::from_secs(60), || {
         server.object(&bucket, &lock_key).is_some()
     });
@@ -482,14 +483,11 @@ fn terraform_and_cairn_share_the_lock_object() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "terraform planned under cairn's lock"
-    );
+    assert!(!out.status.success(), "terraform planned under cairn's lock");
     assert!(err.contains("Error acquiring the state lock"), "{err}");
     assert!(err.contains("cairn pid="), "{err}");
-    cairn.stdin.take().unwrap().write_all(b"no\n").unwrap();
-    let _ = finish(cairn);
+    let (code, out, err) = finish(cairn);
+    assert_eq!(code, 0, "{out}\n{err}");
     wait_for("cairn to release its lock", Duration::from_secs(30), || {
         server.object(&bucket, &lock_key).is_none()
     });
