@@ -492,3 +492,93 @@ fn terraform_and_cairn_share_the_lock_object() {
         server.object(&bucket, &lock_key).is_none()
     });
 }
+
+fn s3_config(server: &s3server::S3Server, bucket: &str) -> cairn_state::backend_config::S3Config {
+    let mut s = cairn_state::backend_config::S3Settings::default();
+    for (k, v) in [
+        ("bucket", bucket.to_string()),
+        ("key", KEY.to_string()),
+        ("region", "us-east-1".to_string()),
+        ("endpoint", server.endpoint()),
+        ("use_path_style", "true".to_string()),
+        ("access_key", s3server::ACCESS_KEY.to_string()),
+        ("secret_key", s3server::SECRET_KEY.to_string()),
+    ] {
+        s.set(k, &v).unwrap();
+    }
+    s.resolve(&|_| None).unwrap()
+}
+
+/// Two writers on one key whose lock was broken under the first: the second writes event N
+/// first, and the first's conditional put of event N fails cleanly (412), naming it; it
+/// never overwrites, and every later commit of the first fails too. The log stays intact.
+#[test]
+fn a_writer_that_loses_the_conditional_put_race_fails_cleanly() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("race");
+    server.bucket(&bucket);
+    let cfg = s3_config(server, &bucket);
+    let opts = cairn_state::OpenOptions {
+        command: "apply".into(),
+        write: true,
+        ..Default::default()
+    };
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut a, _) = cairn_state::Store::open_s3(&cfg, da.path(), &opts).unwrap();
+    // The lock is broken under A (as a mistaken force-unlock would).
+    let holder = cairn_state::s3_store::S3Reader::new(&cfg)
+        .unwrap()
+        .holder()
+        .unwrap()
+        .expect("A holds the lock");
+    cairn_state::s3_store::force_unlock(&cfg, &holder.run_id).unwrap();
+    let (mut b, _) = cairn_state::Store::open_s3(&cfg, db.path(), &opts).unwrap();
+    b.begin_run("apply", &[]).unwrap();
+    let e = a.begin_run("apply", &[]).unwrap_err().to_string();
+    assert!(e.contains("another writer already wrote event 1"), "{e}");
+    assert!(e.contains("lost the race"), "{e}");
+    assert!(a.commit().is_err(), "a failed store accepts no later commit");
+    b.finish_run(cairn_state::RunOutcome::Success, Default::default())
+        .unwrap();
+    drop((a, b));
+    let ro = cairn_state::OpenOptions::default();
+    let (r, _) = cairn_state::Store::open_s3(&cfg, db.path(), &ro).unwrap();
+    assert_eq!(r.head(), 2);
+    assert!(r.check().is_empty(), "{:?}", r.check());
+    let events = r.events(1).unwrap();
+    assert_eq!(events[0].run, 1);
+}
+
+/// The server stops answering in the middle of an apply and comes back: the requests
+/// waiting on it go through, nothing is lost, and the next plan has nothing to do.
+#[test]
+fn the_server_paused_mid_apply_loses_nothing() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("pause");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(3)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    let mut slow = a.command(&["apply", "-auto-approve", "-parallelism=1"]);
+    slow.env("SIM_LATENCY_MS", "700");
+    let child = slow.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    server.pause(true);
+    std::thread::sleep(Duration::from_secs(3));
+    server.pause(false);
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let listed = a.ok(&["state", "list"]);
+    assert_eq!(listed.lines().filter(|l| l.starts_with("sim_thing.")).count(), 3, "{listed}");
+    let plan = a.ok(&["plan"]);
+    assert!(plan.contains("No changes"), "{plan}");
+    a.ok(&["state", "check"]);
+}
