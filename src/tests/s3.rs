@@ -582,3 +582,60 @@ fn the_server_paused_mid_apply_loses_nothing() {
     assert!(plan.contains("No changes"), "{plan}");
     a.ok(&["state", "check"]);
 }
+
+#[path = "../../state/tests/support/pgserver.rs"]
+mod pgserver;
+
+/// `history -json` without the timing fields (identical across stores).
+fn history(c: &Copy) -> Vec<String> {
+    c.ok(&["history", "-json"])
+        .lines()
+        .map(|l| {
+            let j: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{} {} {} {}", j["id"], j["command"], j["outcome"], j["started"])
+        })
+        .collect()
+}
+
+/// `init -migrate-state` local → s3 → pg → s3 → local (pg when a PostgreSQL server can
+/// start), the whole history each time: every run, `-at` and the state itself.
+#[test]
+fn migrate_state_between_local_pg_and_s3_keeps_the_whole_history() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("migrate");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let mut env = env_creds(&server.endpoint());
+    let pg = pgserver::shared();
+    if let Some(pg) = pg {
+        env.push(("PG_CONN_STR", pg.conn_str()));
+    }
+    let c = Copy::new(sim.path(), &things(2), &env);
+    c.ok(&["init"]);
+    c.ok(&["apply", "-auto-approve"]);
+    std::fs::write(c.dir.path().join("main.tf"), things(3)).unwrap();
+    c.ok(&["apply", "-auto-approve"]);
+    let runs = history(&c);
+    let listed = c.ok(&["state", "list"]);
+    let at = c.ok(&["state", "list", "-at=3"]);
+    let mut steps = vec![backend_block(&bucket)];
+    if pg.is_some() {
+        let schema = pgserver::schema("s3mig");
+        steps.push(format!(
+            "terraform {{\n  backend \"pg\" {{\n    schema_name = \"{schema}\"\n  }}\n}}\n"
+        ));
+        steps.push(backend_block(&bucket).replace(KEY, "team/second.tfstate"));
+    }
+    steps.push(String::new());
+    for backend in steps {
+        std::fs::write(c.dir.path().join("main.tf"), format!("{backend}{}", things(3))).unwrap();
+        let out = c.ok(&["init", "-migrate-state"]);
+        assert!(out.contains("event"), "{out}");
+        assert_eq!(history(&c), runs, "after migrating to {backend}");
+        assert_eq!(c.ok(&["state", "list"]), listed);
+        assert_eq!(c.ok(&["state", "list", "-at=3"]), at);
+        c.ok(&["state", "check"]);
+    }
+}
