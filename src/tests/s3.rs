@@ -483,7 +483,10 @@ fn terraform_and_cairn_share_the_lock_object() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "terraform planned under cairn's lock");
+    assert!(
+        !out.status.success(),
+        "terraform planned under cairn's lock"
+    );
     assert!(err.contains("Error acquiring the state lock"), "{err}");
     assert!(err.contains("cairn pid="), "{err}");
     let (code, out, err) = finish(cairn);
@@ -539,7 +542,10 @@ fn a_writer_that_loses_the_conditional_put_race_fails_cleanly() {
     let e = a.begin_run("apply", &[]).unwrap_err().to_string();
     assert!(e.contains("another writer already wrote event 1"), "{e}");
     assert!(e.contains("lost the race"), "{e}");
-    assert!(a.commit().is_err(), "a failed store accepts no later commit");
+    assert!(
+        a.commit().is_err(),
+        "a failed store accepts no later commit"
+    );
     b.finish_run(cairn_state::RunOutcome::Success, Default::default())
         .unwrap();
     drop((a, b));
@@ -577,7 +583,14 @@ fn the_server_paused_mid_apply_loses_nothing() {
     let (code, out, err) = finish(child);
     assert_eq!(code, 0, "{out}\n{err}");
     let listed = a.ok(&["state", "list"]);
-    assert_eq!(listed.lines().filter(|l| l.starts_with("sim_thing.")).count(), 3, "{listed}");
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("sim_thing."))
+            .count(),
+        3,
+        "{listed}"
+    );
     let plan = a.ok(&["plan"]);
     assert!(plan.contains("No changes"), "{plan}");
     a.ok(&["state", "check"]);
@@ -592,7 +605,10 @@ fn history(c: &Copy) -> Vec<String> {
         .lines()
         .map(|l| {
             let j: serde_json::Value = serde_json::from_str(l).unwrap();
-            format!("{} {} {} {}", j["id"], j["command"], j["outcome"], j["started"])
+            format!(
+                "{} {} {} {}",
+                j["id"], j["command"], j["outcome"], j["started"]
+            )
         })
         .collect()
 }
@@ -630,7 +646,11 @@ fn migrate_state_between_local_pg_and_s3_keeps_the_whole_history() {
     }
     steps.push(String::new());
     for backend in steps {
-        std::fs::write(c.dir.path().join("main.tf"), format!("{backend}{}", things(3))).unwrap();
+        std::fs::write(
+            c.dir.path().join("main.tf"),
+            format!("{backend}{}", things(3)),
+        )
+        .unwrap();
         let out = c.ok(&["init", "-migrate-state"]);
         assert!(out.contains("event"), "{out}");
         assert_eq!(history(&c), runs, "after migrating to {backend}");
@@ -638,4 +658,83 @@ fn migrate_state_between_local_pg_and_s3_keeps_the_whole_history() {
         assert_eq!(c.ok(&["state", "list", "-at=3"]), at);
         c.ok(&["state", "check"]);
     }
+}
+
+/// `terraform_remote_state` with `backend = "s3"` reads Terraform's `terraform.tfstate`
+/// object (written by Terraform 1.11's own s3 backend) and Cairn's log alike.
+#[test]
+fn remote_state_on_s3_reads_terraforms_objects_and_cairns_logs() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    if Command::new("terraform").arg("version").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "CI needs terraform");
+        return;
+    }
+    let bucket = s3server::bucket_name("remote");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let creds = env_creds(&server.endpoint());
+    let producer = Copy::new(
+        sim.path(),
+        &format!(
+            "{}output \"from_cairn\" {{\n  value = \"c1\"\n}}\n",
+            backend_block(&bucket)
+        ),
+        &creds,
+    );
+    producer.ok(&["init"]);
+    producer.ok(&["apply", "-auto-approve"]);
+
+    let tf_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tf_dir.path().join("main.tf"),
+        format!(
+            "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key = \"tf/terraform.tfstate\"\n    \
+             region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n    \
+             skip_credentials_validation = true\n    skip_requesting_account_id = true\n    \
+             skip_metadata_api_check = true\n    skip_region_validation = true\n    \
+             endpoints = {{\n      s3 = \"{}\"\n    }}\n  }}\n}}\noutput \"from_terraform\" {{\n  value = [\"t1\", \"t2\"]\n}}\n",
+            server.endpoint()
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["init", "-input=false"][..],
+        &["apply", "-auto-approve", "-input=false"],
+    ] {
+        let out = Command::new("terraform")
+            .args(args)
+            .current_dir(tf_dir.path())
+            .env("NO_COLOR", "1")
+            .env("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("TF_CLI_CONFIG_FILE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "terraform {args:?}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(server.object(&bucket, "tf/terraform.tfstate").is_some());
+
+    let consumer = Copy::new(
+        sim.path(),
+        &format!(
+            "data \"terraform_remote_state\" \"c\" {{\n  backend = \"s3\"\n  config = {{\n    bucket = \"{bucket}\"\n    \
+             key = \"{KEY}\"\n    region = \"us-east-1\"\n    use_path_style = true\n  }}\n}}\n\
+             data \"terraform_remote_state\" \"t\" {{\n  backend = \"s3\"\n  config = {{\n    bucket = \"{bucket}\"\n    \
+             key = \"tf/terraform.tfstate\"\n    region = \"us-east-1\"\n    endpoints = {{ s3 = \"{}\" }}\n  }}\n}}\n\
+             output \"both\" {{\n  value = [data.terraform_remote_state.c.outputs.from_cairn, data.terraform_remote_state.t.outputs.from_terraform[1]]\n}}\n",
+            server.endpoint()
+        ),
+        &creds,
+    );
+    consumer.ok(&["init"]);
+    consumer.ok(&["apply", "-auto-approve"]);
+    let out = consumer.ok(&["output", "-json", "both"]);
+    assert_eq!(out.trim(), r#"["c1","t2"]"#);
 }
