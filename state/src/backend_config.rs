@@ -1,4 +1,4 @@
-//! Where a state lives: the local sled log (the default) or a PostgreSQL schema.
+//! Where a state lives: the local sled log (the default), a PostgreSQL schema or an S3 key.
 //!
 //! `cairn init` resolves the `terraform { backend "pg" { … } }` block, `-backend-config`
 //! values and the environment into a [`Backend`] and records it in `<state dir>/backend.json`
@@ -689,5 +689,106 @@ impl S3Settings {
             workspace_key_prefix: arg("workspace_key_prefix").unwrap_or_else(|| "env:".into()),
             workspace: "default".into(),
         })
+    }
+}
+
+#[cfg(test)]
+mod s3_tests {
+    use super::*;
+
+    fn settings(pairs: &[(&str, &str)]) -> S3Settings {
+        let mut s = S3Settings::default();
+        for (k, v) in pairs {
+            s.set(k, v).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn s3_credentials_come_from_arguments_then_environment_then_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let creds = dir.path().join("credentials");
+        fs::write(
+            &creds,
+            "[default]\naws_access_key_id = DEF\naws_secret_access_key = defsecret\n\
+             [ops]\naws_access_key_id = OPS\naws_secret_access_key = opssecret\n\
+             aws_session_token = opstoken\n",
+        )
+        .unwrap();
+        let config = dir.path().join("config");
+        fs::write(&config, "[profile ops]\nregion = eu-west-3\n").unwrap();
+        let base = [("bucket", "b"), ("key", "k/terraform.tfstate")];
+        let files = |var: &str| match var {
+            "AWS_SHARED_CREDENTIALS_FILE" => Some(creds.display().to_string()),
+            "AWS_CONFIG_FILE" => Some(config.display().to_string()),
+            _ => None,
+        };
+        // The profile: region from the config file, keys and token from the credentials.
+        let c = settings(&[base[0], base[1], ("profile", "ops")])
+            .resolve(&files)
+            .unwrap();
+        assert_eq!(
+            (c.access_key.as_str(), c.region.as_str()),
+            ("OPS", "eu-west-3")
+        );
+        assert_eq!(c.token.as_deref(), Some("opstoken"));
+        assert_eq!(c.endpoint, "https://s3.eu-west-3.amazonaws.com");
+        // The environment before the profile.
+        let env = |var: &str| match var {
+            "AWS_ACCESS_KEY_ID" => Some("ENV".to_string()),
+            "AWS_SECRET_ACCESS_KEY" => Some("envsecret".to_string()),
+            "AWS_REGION" => Some("us-west-2".to_string()),
+            "AWS_ENDPOINT_URL_S3" => Some("http://127.0.0.1:9000/".to_string()),
+            other => files(other),
+        };
+        let c = settings(&base).resolve(&env).unwrap();
+        assert_eq!(
+            (c.access_key.as_str(), c.region.as_str()),
+            ("ENV", "us-west-2")
+        );
+        assert_eq!(c.endpoint, "http://127.0.0.1:9000");
+        // Arguments before everything.
+        let c = settings(&[
+            base[0],
+            base[1],
+            ("access_key", "ARG"),
+            ("secret_key", "argsecret"),
+            ("region", "ap-south-1"),
+        ])
+        .resolve(&env)
+        .unwrap();
+        assert_eq!(c.access_key, "ARG");
+        // Never a credential in what people see.
+        let shown = format!("{c:?} {:?}", settings(&[("secret_key", "argsecret")]));
+        assert!(
+            !shown.contains("argsecret") && !shown.contains("ARG"),
+            "{shown}"
+        );
+        assert_eq!(
+            c.describe(),
+            "s3://b/k/terraform.tfstate (http://127.0.0.1:9000)"
+        );
+        assert_eq!(
+            c.in_workspace("dev").state_key(),
+            "env:/dev/k/terraform.tfstate"
+        );
+    }
+
+    #[test]
+    fn s3_settings_refuse_what_they_cannot_honour() {
+        let mut s = S3Settings::default();
+        assert!(s
+            .set("dynamodb_table", "locks")
+            .unwrap_err()
+            .contains("use_lockfile"));
+        assert!(s.set("bucket_typo", "x").is_err());
+        assert!(s.set("key", "/abs").is_err());
+        assert!(s.set("encrypt", "maybe").is_err());
+        let e = settings(&[("bucket", "b")]).resolve(&|_| None).unwrap_err();
+        assert!(e.to_string().contains("needs key"), "{e}");
+        let e = settings(&[("bucket", "b"), ("key", "k"), ("region", "r")])
+            .resolve(&|_| None)
+            .unwrap_err();
+        assert!(e.to_string().contains("found no credentials"), "{e}");
     }
 }

@@ -358,10 +358,18 @@ fn encode_batch(records: &[(u64, Vec<u8>)]) -> Vec<u8> {
     for (seq, data) in records {
         buf.extend_from_slice(&seq.to_be_bytes());
         buf.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        buf.extend_from_slice(&crc32fast::hash(data).to_be_bytes());
+        buf.extend_from_slice(&record_crc(&buf[buf.len() - 12..], data).to_be_bytes());
         buf.extend_from_slice(data);
     }
     buf
+}
+
+/// The checksum of a record: its seq and length (`head`) and its bytes.
+fn record_crc(head: &[u8], data: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(head);
+    h.update(data);
+    h.finalize()
 }
 
 /// Decodes a batch object: its records, or what is wrong with it.
@@ -381,7 +389,7 @@ fn decode_batch(bytes: &[u8]) -> Result<Vec<(u64, Vec<u8>)>, String> {
         let data = rest
             .get(at + 16..at + 16 + len)
             .ok_or("it ends inside a record")?;
-        if crc32fast::hash(data) != crc {
+        if record_crc(&head[..12], data) != crc {
             return Err(format!("record {seq} fails its checksum"));
         }
         out.push((seq, data.to_vec()));
