@@ -52,6 +52,10 @@ const BATCH_MAGIC: &[u8; 8] = b"CAIRNEV1";
 
 /// What one request brought back: status and body.
 type Reply = (u16, Vec<u8>);
+/// A record: its seq and bytes.
+type Record = (u64, Vec<u8>);
+/// A batch object read: its first seq and its records.
+type Batch = (u64, Vec<Record>);
 
 /// A bucket, signed requests to it, and the runtime they run on.
 pub(crate) struct Client {
@@ -414,14 +418,10 @@ fn batch_index(client: &Client, keys: &Keys) -> Result<(Vec<u64>, Vec<String>), 
 }
 
 /// Reads the batches starting at `firsts`, several at a time, in order.
-fn read_batches(
-    client: &Client,
-    keys: &Keys,
-    firsts: &[u64],
-) -> Result<Vec<(u64, Vec<(u64, Vec<u8>)>)>, StateError> {
+fn read_batches(client: &Client, keys: &Keys, firsts: &[u64]) -> Result<Vec<Batch>, StateError> {
     let mut out = Vec::with_capacity(firsts.len());
     for chunk in firsts.chunks(16) {
-        let got: Vec<Result<(u64, Vec<(u64, Vec<u8>)>), StateError>> = std::thread::scope(|s| {
+        let got: Vec<Result<Batch, StateError>> = std::thread::scope(|s| {
             let handles: Vec<_> = chunk
                 .iter()
                 .map(|&first| {
@@ -458,7 +458,7 @@ fn read_range(
     keys: &Keys,
     from: u64,
     to: Option<u64>,
-) -> Result<Vec<(Result<u64, String>, Vec<u8>)>, StateError> {
+) -> Result<Vec<(crate::storage::Key, Vec<u8>)>, StateError> {
     let (firsts, strays) = batch_index(client, keys)?;
     let to = to.unwrap_or(u64::MAX);
     // The batch holding `from` starts at or before it: the last first seq <= from.
@@ -545,13 +545,12 @@ impl LockInfo {
 
 fn read_lock(client: &Client, keys: &Keys) -> Result<Option<LockInfo>, StateError> {
     let key = keys.lock();
-    Ok(match client.get(&key)? {
-        None => None,
-        Some(bytes) => Some(serde_json::from_slice(&bytes).unwrap_or_else(|_| LockInfo {
+    Ok(client.get(&key)?.map(|bytes| {
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| LockInfo {
             id: "(unreadable lock object)".into(),
             ..Default::default()
-        })),
-    })
+        })
+    }))
 }
 
 fn random_id() -> String {
@@ -592,7 +591,7 @@ struct Writer {
     client: Arc<Client>,
     keys: Keys,
     /// Appended, not yet written; and why the bucket cannot be written any more.
-    shared: Mutex<(Vec<(u64, Vec<u8>)>, Option<String>)>,
+    shared: Mutex<(Vec<Record>, Option<String>)>,
     /// Held for a whole flush, so that batches are written in order.
     flushing: Mutex<()>,
 }
