@@ -780,3 +780,56 @@ fn an_apply_of_1000_resources_on_s3_is_within_twice_sled() {
         took[0]
     );
 }
+
+/// How many successful creates the sim provider made.
+fn creates(sim: &Path) -> usize {
+    std::fs::read_to_string(sim.join("calls.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"op\": \"create\"") && l.contains("\"ok\": true"))
+        .count()
+}
+
+/// A runner killed with SIGKILL mid-apply leaves its lock object behind (S3 has no session
+/// to end it): the other working copy is refused with the holder's lock ID, releases it with
+/// `force-unlock`, and its apply converges: every object exactly once, nothing to do after.
+#[test]
+fn a_runner_killed_mid_apply_leaves_a_lock_that_force_unlock_releases() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("kill");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let tf = format!("{}{}", backend_block(&bucket), things(4));
+    let a = Copy::new(sim.path(), &tf, &env_creds(&server.endpoint()));
+    let b = Copy::new(sim.path(), &tf, &env_creds(&server.endpoint()));
+    a.ok(&["init"]);
+    b.ok(&["init"]);
+    let mut slow = a.command(&["apply", "-auto-approve", "-parallelism=2"]);
+    slow.env("SIM_LATENCY_MS", "1500");
+    let mut runner = slow.spawn().unwrap();
+    wait_for("the first creates", Duration::from_secs(60), || {
+        creates(sim.path()) >= 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    runner.kill().unwrap(); // SIGKILL
+    runner.wait().unwrap();
+    let (code, out, err) = b.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let id = err
+        .split("lock ID ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("no lock ID in:\n{err}"))
+        .to_string();
+    b.ok(&["force-unlock", "-force", &id]);
+    b.ok(&["apply", "-auto-approve"]);
+    let objects = std::fs::read_dir(sim.path().join("things/local"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(objects, 4, "every object exactly once");
+    let out = b.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    b.ok(&["state", "check"]);
+}
