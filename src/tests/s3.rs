@@ -833,3 +833,52 @@ fn a_runner_killed_mid_apply_leaves_a_lock_that_force_unlock_releases() {
     assert!(out.contains("No changes."), "{out}");
     b.ok(&["state", "check"]);
 }
+
+/// The server stops answering for longer than a request may take, in the middle of an
+/// apply (a request hangs; operations already started finish meanwhile): the run stops and
+/// keeps the events not yet in the bucket (the outcomes of the calls that finished) in
+/// `.cairn/s3-journal`; the server comes back and
+/// the next run writes them first, then converges: every object exactly once.
+#[test]
+fn an_outage_longer_than_a_request_keeps_outcomes_in_the_local_journal() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("outage");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(4)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    let mut slow = a.command(&["apply", "-auto-approve", "-parallelism=1"]);
+    slow.env("SIM_LATENCY_MS", "1500");
+    let runner = slow.spawn().unwrap();
+    wait_for("the first create", Duration::from_secs(60), || {
+        creates(sim.path()) >= 1
+    });
+    server.pause(true);
+    let journal = a.dir.path().join(".cairn/s3-journal");
+    let waited = std::panic::catch_unwind(|| {
+        wait_for("the journal", Duration::from_secs(90), || journal.exists())
+    });
+    server.pause(false);
+    waited.unwrap();
+    let (code, out, err) = finish(runner);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("No new operation starts"), "{err}");
+    assert!(err.contains("s3-journal"), "{err}");
+    let (code, out, err) = a.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(format!("{out}{err}").contains("kept in"), "{out}\n{err}");
+    assert!(!journal.exists());
+    let objects = std::fs::read_dir(sim.path().join("things/local"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(objects, 4, "every object exactly once");
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    a.ok(&["state", "check"]);
+}

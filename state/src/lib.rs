@@ -47,6 +47,7 @@ pub mod check;
 mod checkpoint;
 pub(crate) mod error;
 pub mod event;
+mod journal;
 pub mod log;
 pub mod migrate;
 pub(crate) mod moves;

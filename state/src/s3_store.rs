@@ -25,9 +25,12 @@
 //! write. The lock is deleted when the store is dropped; a lock left by a killed run is
 //! removed with `cairn force-unlock ID` (or Terraform's).
 //!
-//! **Faults.** Requests are retried (connection errors, 5xx, 409) for about ten seconds; a
-//! retried conditional put that finds its own bytes already there succeeded. A flush that
-//! still fails poisons the store: every later flush fails, so no new operation starts.
+//! **Faults.** Requests are retried (connection errors, 5xx, 409) for about ten seconds (one
+//! request may take 30); a retried conditional put that finds its own bytes already there
+//! succeeded. A flush that still fails poisons the store: every later flush fails, so no new
+//! operation starts, and the events not known durable — among them the outcomes of provider
+//! calls that finished — go to the local journal `<state dir>/s3-journal` (`journal.rs`, as
+//! PostgreSQL's), which the next writer's open writes to the bucket before anything else.
 //!
 //! All I/O runs on a one-thread runtime the store owns, callable from any thread.
 
@@ -39,7 +42,7 @@ use crate::snapshot::Snapshot;
 use crate::storage::{Flusher, Records, Storage};
 use md5::Digest;
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -47,6 +50,8 @@ use std::time::{Duration, Instant};
 const SIGNED_FOR: Duration = Duration::from_secs(900);
 /// How long requests are retried after connection errors and server faults.
 const RETRY_FOR: Duration = Duration::from_secs(10);
+/// How long one request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The first bytes of an event batch object.
 const BATCH_MAGIC: &[u8; 8] = b"CAIRNEV1";
 
@@ -117,7 +122,7 @@ impl Client {
             .build()
             .map_err(|e| fail(e.to_string()))?;
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
+            .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| fail(e.to_string()))?;
@@ -586,37 +591,75 @@ fn host_name() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+/// The local journal of events a writer could not make durable in the bucket.
+pub(crate) const JOURNAL_FILE: &str = "s3-journal";
+
 /// What the store and its flushers share.
 struct Writer {
     client: Arc<Client>,
     keys: Keys,
-    /// Appended, not yet written; and why the bucket cannot be written any more.
-    shared: Mutex<(Vec<Record>, Option<String>)>,
+    /// Appended, not yet written; why the bucket cannot be written any more; how many
+    /// events went to the local journal instead.
+    shared: Mutex<(Vec<Record>, Option<String>, u64)>,
     /// Held for a whole flush, so that batches are written in order.
     flushing: Mutex<()>,
+    journal: PathBuf,
 }
 
 impl Writer {
     fn flush(&self) -> Result<(), StateError> {
         let _order = self.flushing.lock().expect("s3 flush order");
-        let batch = {
+        let (batch, failed) = {
             let mut sh = self.shared.lock().expect("s3 shared");
-            if let Some(why) = &sh.1 {
-                return Err(StateError::Io {
-                    context: "the state bucket failed".into(),
-                    message: format!("{why}; no new operation starts"),
-                });
-            }
-            std::mem::take(&mut sh.0)
+            (std::mem::take(&mut sh.0), sh.1.clone())
         };
+        if let Some(why) = failed {
+            self.keep_in_journal(&batch)?;
+            return Err(self.failure(&why));
+        }
         let Some(first) = batch.first().map(|r| r.0) else {
             return Ok(());
         };
-        let r = self.write_batch(first, &batch);
-        if let Err(e) = &r {
-            self.shared.lock().expect("s3 shared").1 = Some(e.to_string());
+        match self.write_batch(first, &batch) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let why = e.to_string();
+                self.shared.lock().expect("s3 shared").1 = Some(why.clone());
+                self.keep_in_journal(&batch)?;
+                Err(self.failure(&why))
+            }
         }
-        r
+    }
+
+    fn failure(&self, why: &str) -> StateError {
+        let n = self.shared.lock().expect("s3 shared").2;
+        StateError::Io {
+            context: "the state bucket failed".into(),
+            message: format!(
+                "{why}. No new operation starts. The {n} event(s) not yet in the bucket (among \
+                 them the outcomes of provider calls that finished) are kept in {}; the next \
+                 run that writes the state writes them there before anything else",
+                self.journal.display()
+            ),
+        }
+    }
+
+    /// Appends records to the local journal and makes them durable.
+    fn keep_in_journal(&self, batch: &[Record]) -> Result<(), StateError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        crate::journal::append(&self.journal, batch).map_err(|e| {
+            StateError::io(
+                format!(
+                    "the state bucket failed and the local journal {} cannot be written",
+                    self.journal.display()
+                ),
+                e,
+            )
+        })?;
+        self.shared.lock().expect("s3 shared").2 += batch.len() as u64;
+        Ok(())
     }
 
     /// Writes `batch` (starting at `first`) as a new object, never over another.
@@ -656,8 +699,25 @@ impl S3Log {
         dir: &Path,
         opts: &OpenOptions,
     ) -> Result<(S3Log, Vec<String>), StateError> {
-        let storage = S3Storage::open(cfg, opts)?;
-        LogCore::over(storage, dir, opts.write, None)
+        let storage = S3Storage::open(cfg, dir, opts)?;
+        let (mut log, mut warnings) = LogCore::over(storage, dir, opts.write, None)?;
+        if opts.write {
+            if let Some(n) = crate::journal::recover(&mut log, JOURNAL_FILE, "connection")? {
+                warnings.push(n.clone());
+                log.notices.push(n);
+            }
+        } else if let Ok(records) = crate::journal::read(&dir.join(JOURNAL_FILE)) {
+            if !records.is_empty() {
+                warnings.push(format!(
+                    "{} event(s) of a run that lost its connection to the bucket are kept in \
+                     {} and not yet in the bucket; the next run that writes the state (apply, \
+                     refresh, …) writes them there first",
+                    records.len(),
+                    dir.join(JOURNAL_FILE).display()
+                ));
+            }
+        }
+        Ok((log, warnings))
     }
 
     /// Opens read-only as the log was after event `upto`.
@@ -671,13 +731,13 @@ impl S3Log {
             write: false,
             ..opts.clone()
         };
-        let storage = S3Storage::open(cfg, &opts)?;
+        let storage = S3Storage::open(cfg, dir, &opts)?;
         LogCore::over(storage, dir, false, Some(upto))
     }
 }
 
 impl S3Storage {
-    fn open(cfg: &S3Config, opts: &OpenOptions) -> Result<S3Storage, StateError> {
+    fn open(cfg: &S3Config, dir: &Path, opts: &OpenOptions) -> Result<S3Storage, StateError> {
         let client = Arc::new(Client::new(cfg)?);
         let keys = Keys::of(cfg);
         if !opts.write && client.get(&keys.lineage())?.is_none() {
@@ -688,8 +748,9 @@ impl S3Storage {
         let writer = Arc::new(Writer {
             client,
             keys,
-            shared: Mutex::new((Vec::new(), None)),
+            shared: Mutex::new((Vec::new(), None, 0)),
             flushing: Mutex::new(()),
+            journal: dir.join(JOURNAL_FILE),
         });
         let mut storage = S3Storage {
             cfg: cfg.clone(),
