@@ -561,9 +561,12 @@ fn a_writer_that_loses_the_conditional_put_race_fails_cleanly() {
 /// waiting on it go through, nothing is lost, and the next plan has nothing to do.
 #[test]
 fn the_server_paused_mid_apply_loses_nothing() {
-    let Some(server) = s3server::shared() else {
+    // A server of its own: the others' tests must not see it stop.
+    if s3server::shared().is_none() {
         return;
-    };
+    }
+    let own = s3server::S3Server::start().expect("a second moto server starts");
+    let server = &own;
     let bucket = s3server::bucket_name("pause");
     server.bucket(&bucket);
     let sim = tempfile::tempdir().unwrap();
@@ -841,9 +844,12 @@ fn a_runner_killed_mid_apply_leaves_a_lock_that_force_unlock_releases() {
 /// the next run writes them first, then converges: every object exactly once.
 #[test]
 fn an_outage_longer_than_a_request_keeps_outcomes_in_the_local_journal() {
-    let Some(server) = s3server::shared() else {
+    // A server of its own: the others' tests must not see it stop.
+    if s3server::shared().is_none() {
         return;
-    };
+    }
+    let own = s3server::S3Server::start().expect("a second moto server starts");
+    let server = &own;
     let bucket = s3server::bucket_name("outage");
     server.bucket(&bucket);
     let sim = tempfile::tempdir().unwrap();
