@@ -82,7 +82,8 @@ pub enum Command {
     Output(OutputArgs),
     /// Print the version.
     Version(VersionArgs),
-    /// Release a shared state's lock held by a run that is gone (ends its database session).
+    /// Release a shared state's lock held by a run that is gone (PostgreSQL: ends its database
+    /// session; S3: deletes the lock object).
     ForceUnlock(ForceUnlockArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),

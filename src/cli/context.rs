@@ -35,6 +35,12 @@ impl Context {
         let Some((state, warnings)) =
             crate::engine::api::StateRead::open(&self.state_dir, command)?
         else {
+            // No state here: if the configuration keeps it in a backend Cairn has no store
+            // for, say so rather than show an empty state.
+            let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+            if let Some(d) = crate::engine::api::backend::unsupported_backend(&cwd) {
+                return Err(d);
+            }
             return Ok(None);
         };
         self.recovered(warnings);

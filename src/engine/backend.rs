@@ -6,7 +6,8 @@
 use super::journal::state_diag;
 use crate::config::Config;
 use crate::diag::Diagnostic;
-use cairn_state::backend_config::{self, Backend, PgConfig, PgSettings};
+use cairn_state::backend_config::{self, Backend, PgSettings, S3Settings};
+use cairn_state::store::Remote;
 use cairn_state::workspace;
 use cairn_state::{OpenOptions, StateError, Store};
 use std::collections::BTreeMap;
@@ -77,6 +78,10 @@ fn open_backend(
             cfg.schema = workspace::pg_schema(&cfg.schema, name).map_err(|e| state_diag(&e))?;
             Store::open_pg(&cfg, &dir, opts)
         }
+        Backend::S3(s) => {
+            let cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
+            Store::open_s3(&cfg.in_workspace(name), &dir, opts)
+        }
     };
     match opened {
         Ok((store, _)) => Ok(Some(store)),
@@ -105,9 +110,29 @@ fn wanted_backend(
             }
             Ok(Backend::Pg(settings))
         }
+        Some(b) if b.kind == "s3" => {
+            let mut settings = S3Settings::default();
+            for (k, v) in &b.args {
+                settings.set(k, v).map_err(|m| {
+                    Diagnostic::error("Invalid backend configuration", m).with_span(Some(b.span))
+                })?;
+            }
+            for (k, v) in pairs {
+                settings
+                    .set(k, v)
+                    .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
+            }
+            // Resolved once now, so that a missing bucket, region or credential is init's
+            // error, not the first command's.
+            settings.resolve(&env_var).map_err(|e| {
+                Diagnostic::error("Invalid backend configuration", e.to_string())
+                    .with_span(Some(b.span))
+            })?;
+            Ok(Backend::S3(settings))
+        }
         _ if !pairs.is_empty() => Err(Diagnostic::error(
             "Invalid -backend-config",
-            "-backend-config sets arguments of a backend block, and the configuration has                  none: add terraform { backend \"pg\" {} }",
+            "-backend-config sets arguments of a backend block, and the configuration has                  none: add terraform { backend \"pg\" {} } or backend \"s3\" {}",
         )),
         _ => Ok(Backend::Local),
     }
@@ -254,14 +279,14 @@ pub fn ensure_state(
     }
 }
 
-/// The shared (PostgreSQL) state whose lock `force-unlock` may break.
-pub struct SharedLock(PgConfig);
+/// The shared (PostgreSQL or S3) state whose lock `force-unlock` may break.
+pub struct SharedLock(Remote);
 
 /// The lock of the state in `state_dir`, when it is shared: a local state's lock belongs to a
 /// running process and is released when it exits, so there is none to force.
 pub fn shared_lock(state_dir: &Path) -> Result<SharedLock, Diagnostic> {
-    match cairn_state::store::configured_pg(state_dir) {
-        Ok(Some(cfg)) => Ok(SharedLock(cfg)),
+    match cairn_state::store::configured(state_dir) {
+        Ok(Some(remote)) => Ok(SharedLock(remote)),
         Ok(None) => Err(Diagnostic::error(
             "Nothing to unlock",
             format!(
@@ -276,8 +301,35 @@ pub fn shared_lock(state_dir: &Path) -> Result<SharedLock, Diagnostic> {
 }
 
 impl SharedLock {
-    /// Ends the database session of the run holding lock `lock_id`; says what it did.
+    /// Releases lock `lock_id` (PostgreSQL: ends the holder's database session; S3: deletes
+    /// the lock object, Terraform's too); says what it did.
     pub fn force_unlock(&self, lock_id: &str) -> Result<String, Diagnostic> {
-        cairn_state::pg::force_unlock(&self.0, lock_id).map_err(|e| state_diag(&e))
+        match &self.0 {
+            Remote::Pg(cfg) => cairn_state::pg::force_unlock(cfg, lock_id),
+            Remote::S3(cfg) => cairn_state::s3_store::force_unlock(cfg, lock_id),
+        }
+        .map_err(|e| state_diag(&e))
     }
+}
+
+/// The error for a backend block Cairn has no store for in the root module of `dir`, if it
+/// has one, with its `file:line:col` in the text: a command that reads the state without
+/// loading the configuration (`state list`, `output`, …) and finds none asks this, so that it
+/// never shows an empty state in place of the team's.
+pub fn unsupported_backend(dir: &Path) -> Option<Diagnostic> {
+    let (config, diags) = crate::config::load(dir);
+    let d = diags.iter().find(|d| {
+        d.summary.starts_with("Unsupported backend") || d.summary.starts_with("Unsupported HCP")
+    })?;
+    let at = match (&config, d.span) {
+        (Some(c), Some(span)) => format!(
+            "The configuration names it at {}. ",
+            c.sources.location(span)
+        ),
+        _ => String::new(),
+    };
+    Some(Diagnostic::error(
+        d.summary.clone(),
+        format!("{at}{}", d.detail),
+    ))
 }

@@ -120,6 +120,7 @@ impl LogWatch {
     pub fn store(&self) -> &'static str {
         match &self.source {
             Some(LogReader::Pg(_)) => "postgres",
+            Some(LogReader::S3(_)) => "s3",
             _ => "sled",
         }
     }
@@ -133,7 +134,7 @@ impl LogWatch {
         let stale = match &self.source {
             None => true,
             Some(LogReader::Sled(_)) => backend,
-            Some(LogReader::Pg(_)) => !backend,
+            Some(LogReader::Pg(_)) | Some(LogReader::S3(_)) => !backend,
         };
         let mut from = from;
         if stale {
@@ -156,8 +157,12 @@ impl LogWatch {
                 self.source = Some(LogReader::Sled(r));
             }
             Some(LogReader::Pg(mut r)) => {
-                look_pg(&mut r, from, &mut look);
+                look_remote(&mut *r, from, &mut look);
                 self.source = Some(LogReader::Pg(r));
+            }
+            Some(LogReader::S3(mut r)) => {
+                look_remote(&mut *r, from, &mut look);
+                self.source = Some(LogReader::S3(r));
             }
             None => {}
         }
@@ -202,9 +207,33 @@ impl LogWatch {
     }
 }
 
-/// One look at a PostgreSQL log: who is writing, and every new event (readers take no lock
-/// there, so runs appear as they are written, not only when they finish).
-fn look_pg(r: &mut cairn_state::pg::PgReader, from: u64, look: &mut Look) {
+/// A shared store's reader: PostgreSQL's or S3's.
+trait RemoteReader {
+    fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError>;
+    fn holder(&mut self) -> Result<Option<Box<cairn_state::LockHolder>>, StateError>;
+}
+
+impl RemoteReader for cairn_state::pg::PgReader {
+    fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError> {
+        cairn_state::pg::PgReader::read(self, from, max)
+    }
+    fn holder(&mut self) -> Result<Option<Box<cairn_state::LockHolder>>, StateError> {
+        cairn_state::pg::PgReader::holder(self)
+    }
+}
+
+impl RemoteReader for cairn_state::s3_store::S3Reader {
+    fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError> {
+        cairn_state::s3_store::S3Reader::read(self, from, max)
+    }
+    fn holder(&mut self) -> Result<Option<Box<cairn_state::LockHolder>>, StateError> {
+        cairn_state::s3_store::S3Reader::holder(self)
+    }
+}
+
+/// One look at a shared (PostgreSQL or S3) log: who is writing, and every new event (readers
+/// take no lock there, so runs appear as they are written, not only when they finish).
+fn look_remote(r: &mut dyn RemoteReader, from: u64, look: &mut Look) {
     let mut from = from;
     loop {
         match r.read(from, VISIT_MAX) {

@@ -26,7 +26,7 @@
 //!
 //! ```hcl
 //! data "terraform_remote_state" "net" {
-//!   backend  = "local"                        # or "pg"
+//!   backend  = "local"                        # or "pg", "s3"
 //!   config   = { path = "../network/.cairn" } # a Cairn state directory, a configuration
 //!                                             #   directory holding one, or a terraform.tfstate
 //!   defaults = { vpc_id = "none" }            # used where the state has no such output
@@ -43,7 +43,10 @@
 //! - A state that does not exist is an error, "Unable to find remote state", as in Terraform.
 //!   Outputs marked sensitive in the other state are not sensitive here (Terraform 1.11 drops
 //!   the mark too); `defaults` fill in outputs the state lacks.
-//! - Other backends (s3, gcs, remote, …) are refused with the list of what Cairn reads.
+//! - `backend = "s3"`: `config` takes the `s3` backend's arguments (`endpoints = { s3 = … }`
+//!   too) and the `AWS_*` environment; Cairn's log at the key when there is one, else the
+//!   `terraform.tfstate` object Terraform keeps there.
+//! - Other backends (gcs, remote, …) are refused with the list of what Cairn reads.
 //! - `workspace` selects another workspace of that state: a Cairn state directory's
 //!   `workspaces/NAME` (or its PostgreSQL schema `<schema>:NAME`), and for a tfstate file
 //!   Terraform's `terraform.tfstate.d/NAME/terraform.tfstate` (`workspace_dir` in `config`).
@@ -93,7 +96,11 @@ impl TerraformProvider {
             .changes_with(&["input"])
             .computed("id", Type::String, "A random UUID made at create.");
         let remote = TypeSchema::new("The root outputs of another configuration's state.")
-            .required("backend", Type::String, "Where the state is: local or pg.")
+            .required(
+                "backend",
+                Type::String,
+                "Where the state is: local, pg or s3.",
+            )
             .optional("config", Type::Dynamic, "The backend's arguments.")
             .optional(
                 "defaults",
@@ -164,7 +171,7 @@ mod remote {
     use super::super::ProviderError;
     use super::Host;
     use crate::value::Value;
-    use cairn_state::backend_config::{PgConfig, PgSettings};
+    use cairn_state::backend_config::{PgConfig, PgSettings, S3Settings};
     use cairn_state::store::Store;
     use cairn_state::{OpenOptions, StateError};
     use std::collections::BTreeMap;
@@ -255,12 +262,57 @@ mod remote {
                 // writes one, so any existing directory does.
                 from_store(&host.cwd, Some(cfg))
             }
+            "s3" => from_s3(host, args, workspace),
             other => Err(err(format!(
                 "Cairn reads the states of the \"local\" backend (a terraform.tfstate file or a \
-                 Cairn state directory) and of the \"pg\" backend, not \"{other}\"; export \
+                 Cairn state directory) and of the \"pg\" and \"s3\" backends, not \"{other}\"; export \
                  that state to a file (terraform state pull > FILE) and read it with \
                  backend = \"local\""
             ))),
+        }
+    }
+
+    /// `backend = "s3"`: Cairn's log at the key if there is one, else the state object
+    /// Terraform keeps there.
+    fn from_s3(
+        host: &Host,
+        args: &BTreeMap<String, Value>,
+        workspace: &str,
+    ) -> Result<Outputs, ProviderError> {
+        let mut settings = S3Settings::default();
+        for key in args.keys() {
+            if key == "endpoints" {
+                // `endpoints = { s3 = "…" }`
+                if let Some(Value::Object(m) | Value::Map(m)) = args.get(key).map(Value::unmarked) {
+                    if let Some(Value::String(s3)) = m.get("s3").map(Value::unmarked) {
+                        settings.set("endpoints.s3", s3).map_err(err)?;
+                    }
+                }
+                continue;
+            }
+            if let Some(v) = arg_str(args, key)? {
+                settings.set(key, v).map_err(err)?;
+            }
+        }
+        let cfg = settings
+            .resolve(&|k: &str| host.var(k).map(str::to_string))
+            .map_err(err)?
+            .in_workspace(workspace);
+        let opts = OpenOptions {
+            command: "terraform_remote_state".into(),
+            ..Default::default()
+        };
+        match Store::open_s3(&cfg, &host.cwd, &opts) {
+            Ok((store, _)) => outputs_of(&store),
+            Err(StateError::NotFound { .. }) => {
+                match cairn_state::s3_store::read_terraform_state(&cfg).map_err(err)? {
+                    Some(bytes) => {
+                        from_tfstate_text(&String::from_utf8_lossy(&bytes), &cfg.describe())
+                    }
+                    None => Err(not_found()),
+                }
+            }
+            Err(e) => Err(err(e)),
         }
     }
 
@@ -280,6 +332,10 @@ mod remote {
             Err(StateError::NotFound { .. }) => return Err(not_found()),
             Err(e) => return Err(err(e)),
         };
+        outputs_of(&store)
+    }
+
+    fn outputs_of(store: &Store) -> Result<Outputs, ProviderError> {
         let snapshot = store.snapshot();
         if snapshot.head == 0 {
             return Err(not_found());
@@ -298,12 +354,13 @@ mod remote {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
             Err(e) => return Err(err(format!("cannot read {}: {e}", path.display()))),
         };
-        let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            err(format!(
-                "{} is not a Terraform state (JSON): {e}",
-                path.display()
-            ))
-        })?;
+        from_tfstate_text(&text, &path.display().to_string())
+    }
+
+    /// The outputs of a Terraform state's text read from `path` (for messages).
+    fn from_tfstate_text(text: &str, path: &str) -> Result<Outputs, ProviderError> {
+        let doc: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| err(format!("{path} is not a Terraform state (JSON): {e}")))?;
         let mut out = BTreeMap::new();
         let Some(outputs) = doc.get("outputs").and_then(serde_json::Value::as_object) else {
             return Ok(out);
@@ -314,7 +371,7 @@ mod remote {
             let value = match o.get("type") {
                 Some(t) => {
                     let ty = crate::provider::plugin::codec::type_from_json(t)
-                        .map_err(|e| err(format!("output {name} of {}: {e}", path.display())))?;
+                        .map_err(|e| err(format!("output {name} of {path}: {e}")))?;
                     crate::eval::convert::convert(value.clone(), &ty).unwrap_or(value)
                 }
                 None => value,

@@ -123,8 +123,8 @@ data "terraform_remote_state" "missing" {
   backend = "local"
   config  = { path = "../nowhere/terraform.tfstate" }
 }
-data "terraform_remote_state" "s3" {
-  backend = "s3"
+data "terraform_remote_state" "gcs" {
+  backend = "gcs"
   config  = { bucket = "b" }
 }
 "#,
@@ -138,7 +138,7 @@ data "terraform_remote_state" "s3" {
     );
     assert!(
         err.contains("Cairn reads the states of the \"local\" backend")
-            && err.contains("not \"s3\""),
+            && err.contains("\"pg\" and \"s3\" backends, not \"gcs\""),
         "{err}"
     );
 }

@@ -1,4 +1,4 @@
-//! Where a state lives: the local sled log (the default) or a PostgreSQL schema.
+//! Where a state lives: the local sled log (the default), a PostgreSQL schema or an S3 key.
 //!
 //! `cairn init` resolves the `terraform { backend "pg" { … } }` block, `-backend-config`
 //! values and the environment into a [`Backend`] and records it in `<state dir>/backend.json`
@@ -40,6 +40,8 @@ pub enum Backend {
     Local,
     /// A PostgreSQL schema.
     Pg(PgSettings),
+    /// An S3 bucket key (`s3_store.rs`).
+    S3(S3Settings),
 }
 
 /// The `pg` backend's arguments as written in configuration, `-backend-config` or
@@ -393,5 +395,400 @@ mod tests {
         );
         write_backend(dir.path(), &Backend::Local).unwrap();
         assert_eq!(read_backend(dir.path()).unwrap(), Backend::Local);
+    }
+}
+
+/// Terraform's `s3` backend arguments Cairn takes (`endpoints.s3` is the `s3` attribute of the
+/// `endpoints` block). The environment has its say in [`S3Settings::resolve`].
+pub const S3_ARGUMENTS: &[&str] = &[
+    "bucket",
+    "key",
+    "region",
+    "workspace_key_prefix",
+    "endpoint",
+    "endpoints.s3",
+    "use_path_style",
+    "force_path_style",
+    "skip_credentials_validation",
+    "skip_region_validation",
+    "skip_requesting_account_id",
+    "skip_metadata_api_check",
+    "skip_s3_checksum",
+    "access_key",
+    "secret_key",
+    "token",
+    "profile",
+    "shared_credentials_files",
+    "shared_config_files",
+    "use_lockfile",
+    "encrypt",
+    "kms_key_id",
+];
+
+/// The `s3` backend's arguments as written in configuration, `-backend-config` or
+/// `backend.json` (mode 0600, as Terraform's `.terraform/terraform.tfstate`: it may hold keys
+/// given with `-backend-config`); any of them may be left to the environment.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct S3Settings {
+    /// Every argument set, by its name in [`S3_ARGUMENTS`]; lists as JSON arrays.
+    pub args: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for S3Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown: BTreeMap<&str, &str> = self
+            .args
+            .iter()
+            .map(|(k, v)| {
+                let secret = matches!(k.as_str(), "access_key" | "secret_key" | "token");
+                (k.as_str(), if secret { "****" } else { v.as_str() })
+            })
+            .collect();
+        write!(f, "S3Settings {shown:?}")
+    }
+}
+
+/// An `s3` backend resolved against the environment and the shared credentials files: what a
+/// connection needs. `Debug` and [`S3Config::describe`] never show a credential.
+#[derive(Clone, PartialEq, Eq)]
+pub struct S3Config {
+    pub bucket: String,
+    /// The state object's key of the `default` workspace (`key`).
+    pub key: String,
+    pub region: String,
+    /// The endpoint URL (AWS's regional one unless set).
+    pub endpoint: String,
+    pub path_style: bool,
+    pub(crate) access_key: String,
+    pub(crate) secret_key: String,
+    pub(crate) token: Option<String>,
+    /// `encrypt`: `x-amz-server-side-encryption` on every object written.
+    pub(crate) encrypt: bool,
+    pub(crate) kms_key_id: Option<String>,
+    pub workspace_key_prefix: String,
+    /// The workspace whose state this is (`default`: `key`).
+    pub workspace: String,
+}
+
+impl std::fmt::Debug for S3Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl S3Config {
+    /// The location for people: bucket, key and endpoint, never a credential.
+    pub fn describe(&self) -> String {
+        format!(
+            "s3://{}/{} ({})",
+            self.bucket,
+            self.state_key(),
+            self.endpoint
+        )
+    }
+
+    /// The key of this workspace's state object as Terraform names it: `key` for `default`,
+    /// else `<workspace_key_prefix>/<workspace>/<key>`.
+    pub fn state_key(&self) -> String {
+        if self.workspace == "default" {
+            self.key.clone()
+        } else {
+            format!(
+                "{}/{}/{}",
+                self.workspace_key_prefix, self.workspace, self.key
+            )
+        }
+    }
+
+    /// The same bucket and key in workspace `name`.
+    pub fn in_workspace(&self, name: &str) -> S3Config {
+        S3Config {
+            workspace: name.to_string(),
+            ..self.clone()
+        }
+    }
+}
+
+/// A list argument (`["a", "b"]`, as JSON or HCL writes it) or a single value.
+fn list_arg(v: &str) -> Vec<String> {
+    serde_json::from_str::<Vec<String>>(v).unwrap_or_else(|_| vec![v.to_string()])
+}
+
+fn home_file(rel: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    env("HOME").map(|h| Path::new(&h).join(rel))
+}
+
+/// `(access key, secret key, session token, region)` of `profile` in the shared credentials
+/// and config files (AWS's INI files; `[profile NAME]` in the config file).
+fn profile_values(
+    profile: &str,
+    cred_files: &[PathBuf],
+    config_files: &[PathBuf],
+) -> Result<BTreeMap<String, String>, StateError> {
+    let mut out = BTreeMap::new();
+    let sections = [
+        (config_files, format!("profile {profile}")),
+        (config_files, profile.to_string()),
+        (cred_files, profile.to_string()),
+    ];
+    for (files, section) in sections {
+        for f in files {
+            let text = match fs::read_to_string(f) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(StateError::io(format!("cannot read {}", f.display()), e)),
+            };
+            let ini = ini::Ini::load_from_str(&text).map_err(|e| StateError::Backend {
+                message: format!(
+                    "{} is not an AWS credentials or config file: {e}",
+                    f.display()
+                ),
+            })?;
+            if let Some(props) = ini.section(Some(section.as_str())) {
+                for (k, v) in props.iter() {
+                    out.insert(k.trim().to_string(), v.trim().to_string());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl S3Settings {
+    /// Sets one argument (from a `-backend-config=KEY=VALUE`, a file or the block).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let key = match key {
+            "force_path_style" => "use_path_style",
+            "endpoints.s3" | "endpoint" => "endpoint",
+            k => k,
+        };
+        if key == "dynamodb_table" {
+            return Err(
+                "Cairn locks S3 state with a lock object beside the state (Terraform's \
+                 use_lockfile = true), not with a DynamoDB table: remove dynamodb_table, and \
+                 set use_lockfile = true in Terraform's configuration too so both see one lock"
+                    .into(),
+            );
+        }
+        if !S3_ARGUMENTS.contains(&key) {
+            return Err(format!(
+                "the s3 backend has no argument {key:?} Cairn takes (it takes {})",
+                S3_ARGUMENTS.join(", ")
+            ));
+        }
+        if matches!(
+            key,
+            "use_path_style"
+                | "skip_credentials_validation"
+                | "skip_region_validation"
+                | "skip_requesting_account_id"
+                | "skip_metadata_api_check"
+                | "skip_s3_checksum"
+                | "use_lockfile"
+                | "encrypt"
+        ) {
+            parse_bool(key, value)?;
+        }
+        if key == "key" && (value.starts_with('/') || value.ends_with('/') || value.is_empty()) {
+            return Err(format!(
+                "key must not start or end with '/' and must not be empty, not {value:?}"
+            ));
+        }
+        self.args.insert(key.to_string(), value.to_string());
+        Ok(())
+    }
+
+    /// Resolves the arguments against the environment (`env` looks a variable up: `AWS_*`,
+    /// `HOME`) and the shared credentials and config files, as Terraform does: arguments
+    /// first, then `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`, then the
+    /// profile (`profile`, `AWS_PROFILE`, `default`) in `shared_credentials_files`
+    /// (`AWS_SHARED_CREDENTIALS_FILE`, `~/.aws/credentials`) and `shared_config_files`
+    /// (`AWS_CONFIG_FILE`, `~/.aws/config`). Cairn never asks an instance metadata service
+    /// or STS, so the `skip_*` arguments change nothing.
+    pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<S3Config, StateError> {
+        let env = |n: &str| env(n).filter(|v| !v.is_empty());
+        let arg = |k: &str| self.args.get(k).cloned().filter(|v| !v.is_empty());
+        let missing = |what: &str, how: &str| StateError::Backend {
+            message: format!("the s3 backend needs {what} ({how})"),
+        };
+        let bucket = arg("bucket")
+            .ok_or_else(|| missing("bucket", "in the backend block or -backend-config=bucket=…"))?;
+        let key = arg("key")
+            .ok_or_else(|| missing("key", "in the backend block or -backend-config=key=…"))?;
+        let files = |argname: &str, var: &str, default: &str| -> Vec<PathBuf> {
+            match arg(argname) {
+                Some(v) => list_arg(&v).into_iter().map(PathBuf::from).collect(),
+                None => env(var)
+                    .map(PathBuf::from)
+                    .or_else(|| home_file(default, &env))
+                    .into_iter()
+                    .collect(),
+            }
+        };
+        let cred_files = files(
+            "shared_credentials_files",
+            "AWS_SHARED_CREDENTIALS_FILE",
+            ".aws/credentials",
+        );
+        let config_files = files("shared_config_files", "AWS_CONFIG_FILE", ".aws/config");
+        let profile = arg("profile")
+            .or_else(|| env("AWS_PROFILE"))
+            .unwrap_or_else(|| "default".into());
+        let from_profile = profile_values(&profile, &cred_files, &config_files)?;
+        let prof = |k: &str| from_profile.get(k).cloned().filter(|v| !v.is_empty());
+        let region = arg("region")
+            .or_else(|| env("AWS_REGION"))
+            .or_else(|| env("AWS_DEFAULT_REGION"))
+            .or_else(|| prof("region"))
+            .ok_or_else(|| {
+                missing(
+                    "region",
+                    "in the backend block, -backend-config=region=…, AWS_REGION or the profile",
+                )
+            })?;
+        let (access_key, secret_key, token) = match (arg("access_key"), arg("secret_key")) {
+            (Some(a), Some(s)) => (a, s, arg("token")),
+            _ => match (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
+                (Some(a), Some(s)) => (a, s, env("AWS_SESSION_TOKEN")),
+                _ => match (prof("aws_access_key_id"), prof("aws_secret_access_key")) {
+                    (Some(a), Some(s)) => (a, s, prof("aws_session_token")),
+                    _ => {
+                        return Err(StateError::Backend {
+                            message: format!(
+                                "the s3 backend found no credentials: set access_key and \
+                                     secret_key, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+                                     or keys of the profile {profile:?} in {}",
+                                cred_files
+                                    .iter()
+                                    .chain(&config_files)
+                                    .map(|p| p.display().to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(" or ")
+                            ),
+                        })
+                    }
+                },
+            },
+        };
+        let endpoint = arg("endpoint")
+            .or_else(|| env("AWS_ENDPOINT_URL_S3"))
+            .or_else(|| env("AWS_ENDPOINT_URL"))
+            .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
+        let flag = |k: &str| arg(k).is_some_and(|v| parse_bool(k, &v).unwrap_or(false));
+        Ok(S3Config {
+            bucket,
+            key,
+            region,
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            path_style: flag("use_path_style"),
+            access_key,
+            secret_key,
+            token,
+            encrypt: flag("encrypt"),
+            kms_key_id: arg("kms_key_id"),
+            workspace_key_prefix: arg("workspace_key_prefix").unwrap_or_else(|| "env:".into()),
+            workspace: "default".into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod s3_tests {
+    use super::*;
+
+    fn settings(pairs: &[(&str, &str)]) -> S3Settings {
+        let mut s = S3Settings::default();
+        for (k, v) in pairs {
+            s.set(k, v).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn s3_credentials_come_from_arguments_then_environment_then_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let creds = dir.path().join("credentials");
+        fs::write(
+            &creds,
+            "[default]\naws_access_key_id = DEF\naws_secret_access_key = defsecret\n\
+             [ops]\naws_access_key_id = OPS\naws_secret_access_key = opssecret\n\
+             aws_session_token = opstoken\n",
+        )
+        .unwrap();
+        let config = dir.path().join("config");
+        fs::write(&config, "[profile ops]\nregion = eu-west-3\n").unwrap();
+        let base = [("bucket", "b"), ("key", "k/terraform.tfstate")];
+        let files = |var: &str| match var {
+            "AWS_SHARED_CREDENTIALS_FILE" => Some(creds.display().to_string()),
+            "AWS_CONFIG_FILE" => Some(config.display().to_string()),
+            _ => None,
+        };
+        // The profile: region from the config file, keys and token from the credentials.
+        let c = settings(&[base[0], base[1], ("profile", "ops")])
+            .resolve(&files)
+            .unwrap();
+        assert_eq!(
+            (c.access_key.as_str(), c.region.as_str()),
+            ("OPS", "eu-west-3")
+        );
+        assert_eq!(c.token.as_deref(), Some("opstoken"));
+        assert_eq!(c.endpoint, "https://s3.eu-west-3.amazonaws.com");
+        // The environment before the profile.
+        let env = |var: &str| match var {
+            "AWS_ACCESS_KEY_ID" => Some("ENV".to_string()),
+            "AWS_SECRET_ACCESS_KEY" => Some("envsecret".to_string()),
+            "AWS_REGION" => Some("us-west-2".to_string()),
+            "AWS_ENDPOINT_URL_S3" => Some("http://127.0.0.1:9000/".to_string()),
+            other => files(other),
+        };
+        let c = settings(&base).resolve(&env).unwrap();
+        assert_eq!(
+            (c.access_key.as_str(), c.region.as_str()),
+            ("ENV", "us-west-2")
+        );
+        assert_eq!(c.endpoint, "http://127.0.0.1:9000");
+        // Arguments before everything.
+        let c = settings(&[
+            base[0],
+            base[1],
+            ("access_key", "ARG"),
+            ("secret_key", "argsecret"),
+            ("region", "ap-south-1"),
+        ])
+        .resolve(&env)
+        .unwrap();
+        assert_eq!(c.access_key, "ARG");
+        // Never a credential in what people see.
+        let shown = format!("{c:?} {:?}", settings(&[("secret_key", "argsecret")]));
+        assert!(
+            !shown.contains("argsecret") && !shown.contains("ARG"),
+            "{shown}"
+        );
+        assert_eq!(
+            c.describe(),
+            "s3://b/k/terraform.tfstate (http://127.0.0.1:9000)"
+        );
+        assert_eq!(
+            c.in_workspace("dev").state_key(),
+            "env:/dev/k/terraform.tfstate"
+        );
+    }
+
+    #[test]
+    fn s3_settings_refuse_what_they_cannot_honour() {
+        let mut s = S3Settings::default();
+        assert!(s
+            .set("dynamodb_table", "locks")
+            .unwrap_err()
+            .contains("use_lockfile"));
+        assert!(s.set("bucket_typo", "x").is_err());
+        assert!(s.set("key", "/abs").is_err());
+        assert!(s.set("encrypt", "maybe").is_err());
+        let e = settings(&[("bucket", "b")]).resolve(&|_| None).unwrap_err();
+        assert!(e.to_string().contains("needs key"), "{e}");
+        let e = settings(&[("bucket", "b"), ("key", "k"), ("region", "r")])
+            .resolve(&|_| None)
+            .unwrap_err();
+        assert!(e.to_string().contains("found no credentials"), "{e}");
     }
 }

@@ -47,12 +47,14 @@ pub mod check;
 mod checkpoint;
 pub(crate) mod error;
 pub mod event;
+mod journal;
 pub mod log;
 pub mod migrate;
 pub(crate) mod moves;
 pub mod pg_store;
 mod pgtls;
 mod quote;
+pub mod s3_store;
 mod sled_store;
 pub(crate) mod snapshot;
 mod storage;
@@ -66,7 +68,7 @@ pub use addr::{
     ResourceInstanceAddr, Target,
 };
 
-pub use error::StateError;
+pub use error::{LockHolder, StateError};
 pub use event::{
     DataObject, Deferral, Event, EventBody, ObjectMeta, OpAction, OutputValue, PlanGraph,
     PlanRecord, PlannedAction, PlannedChange, ProviderInstance, ProviderRef, RecordedDiagnostic,

@@ -38,14 +38,12 @@
 use crate::backend_config::PgConfig;
 use crate::checkpoint;
 use crate::error::{LockHolder, StateError};
-use crate::event::{EventBody, RunOutcome, RunSummary};
-use crate::log::{current_user, decode_record, now_ms, EventLog, LogCore, OpenOptions, Peek};
+use crate::log::{current_user, decode_record, now_ms, LogCore, OpenOptions, Peek};
 use crate::snapshot::Snapshot;
 use crate::storage::{Flusher, Records, Storage};
 use sha2::Digest;
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -287,22 +285,7 @@ impl Writer {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut buf = Vec::new();
-        for (seq, data) in batch {
-            buf.extend_from_slice(&seq.to_be_bytes());
-            buf.extend_from_slice(&(data.len() as u32).to_be_bytes());
-            buf.extend_from_slice(&crc32fast::hash(data).to_be_bytes());
-            buf.extend_from_slice(data);
-        }
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.journal)?;
-            f.write_all(&buf)?;
-            f.sync_all()
-        };
-        write().map_err(|e| {
+        crate::journal::append(&self.journal, batch).map_err(|e| {
             StateError::io(
                 format!(
                     "the state database failed and the local journal {} cannot be written",
@@ -314,27 +297,6 @@ impl Writer {
         self.shared.lock().expect("pg shared").journaled += batch.len() as u64;
         Ok(())
     }
-}
-
-/// Reads a local journal: its intact records (a torn last record is ignored).
-fn read_journal(path: &Path) -> std::io::Result<Vec<(u64, Vec<u8>)>> {
-    let bytes = std::fs::read(path)?;
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at + 16 <= bytes.len() {
-        let seq = u64::from_be_bytes(bytes[at..at + 8].try_into().expect("8"));
-        let len = u32::from_be_bytes(bytes[at + 8..at + 12].try_into().expect("4")) as usize;
-        let crc = u32::from_be_bytes(bytes[at + 12..at + 16].try_into().expect("4"));
-        let Some(data) = bytes.get(at + 16..at + 16 + len) else {
-            break;
-        };
-        if crc32fast::hash(data) != crc {
-            break;
-        }
-        out.push((seq, data.to_vec()));
-        at += 16 + len;
-    }
-    Ok(out)
 }
 
 /// An open state on PostgreSQL: the log core over the PostgreSQL store.
@@ -413,11 +375,12 @@ impl PgLog {
         let storage = PgStorage::open(cfg, dir, opts)?;
         let (mut log, mut warnings) = LogCore::over(storage, dir, opts.write, upto)?;
         if opts.write {
-            if let Some(n) = recover_journal(&mut log)? {
+            if let Some(n) = crate::journal::recover(&mut log, JOURNAL_FILE, "database connection")?
+            {
                 warnings.push(n.clone());
                 log.notices.push(n);
             }
-        } else if let Ok(records) = read_journal(&dir.join(JOURNAL_FILE)) {
+        } else if let Ok(records) = crate::journal::read(&dir.join(JOURNAL_FILE)) {
             if !records.is_empty() {
                 warnings.push(format!(
                     "{} event(s) of a run that lost its database connection are kept in {} \
@@ -430,68 +393,6 @@ impl PgLog {
         }
         Ok((log, warnings))
     }
-}
-
-/// Writes the events a run before this one kept in the local journal, first thing.
-fn recover_journal(log: &mut PgLog) -> Result<Option<String>, StateError> {
-    let path = log.dir().join(JOURNAL_FILE);
-    let records = match read_journal(&path) {
-        Ok(r) => r,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(StateError::io(format!("cannot read {}", path.display()), e)),
-    };
-    let total = records.len();
-    let head = log.head();
-    // Records the database already has (a commit whose reply was lost) are skipped.
-    let first = records.first().map_or(head + 1, |r| r.0);
-    let stored: BTreeMap<u64, Vec<u8>> = if first <= head {
-        log.raw_events(first, head)?.into_iter().collect()
-    } else {
-        BTreeMap::new()
-    };
-    let missing: Vec<(u64, Vec<u8>)> = records
-        .into_iter()
-        .filter(|(seq, data)| stored.get(seq) != Some(data))
-        .collect();
-    let written = missing.len();
-    let contiguous = missing
-        .iter()
-        .enumerate()
-        .all(|(i, (seq, _))| *seq == head + 1 + i as u64);
-    if contiguous {
-        // Nobody wrote since: the events go in as they were, in their own run.
-        log.import_raw(&missing)?;
-    } else {
-        // Other runs wrote meanwhile: the outcomes go in as a run of their own.
-        let bodies: Vec<EventBody> = missing
-            .iter()
-            .filter_map(|(seq, data)| decode_record(*seq, data).ok())
-            .map(|e| e.body)
-            .filter(|b| {
-                !matches!(
-                    b,
-                    EventBody::RunStarted { .. } | EventBody::RunFinished { .. }
-                )
-            })
-            .collect();
-        log.begin_run("journal recovery", &[])?;
-        for b in bodies {
-            log.append(b)?;
-        }
-        log.finish_run(RunOutcome::Interrupted, RunSummary::default())?;
-    }
-    std::fs::remove_file(&path)
-        .map_err(|e| StateError::io(format!("cannot remove {}", path.display()), e))?;
-    Ok(Some(format!(
-        "wrote {written} of {total} event(s) kept in {} by a run that lost its database \
-         connection to the database{}",
-        path.display(),
-        if written < total {
-            " (the others were already there)"
-        } else {
-            ""
-        }
-    )))
 }
 
 impl PgStorage {

@@ -5,10 +5,11 @@
 //! [`Store::open`] picks the store from `<dir>/backend.json` (see [`crate::backend_config`]): no file
 //! is the local sled log. Callers never name a store.
 
-use crate::backend_config::{read_backend, Backend, PgConfig};
+use crate::backend_config::{read_backend, Backend, PgConfig, S3Config};
 use crate::error::StateError;
 use crate::log::{OpenOptions, Peek};
 use crate::pg_store::{PgLog, PgReader};
+use crate::s3_store::{S3Log, S3Reader};
 use crate::sled_store::{peek_sled, SledLog};
 use std::path::Path;
 
@@ -43,6 +44,39 @@ impl From<PgLog> for Store {
     }
 }
 
+impl From<S3Log> for Store {
+    fn from(s: S3Log) -> Store {
+        Store(Box::new(s))
+    }
+}
+
+/// The shared store a state directory names, resolved against the environment.
+#[derive(Clone, Debug)]
+pub enum Remote {
+    Pg(PgConfig),
+    S3(S3Config),
+}
+
+/// The shared store `dir` names (`None`: the sled log in `dir`), its environment resolved.
+/// A workspace's directory takes its root's backend: on PostgreSQL its own schema, on S3 its
+/// own key (`<workspace_key_prefix>/<name>/<key>`, as Terraform's).
+pub fn configured(dir: &Path) -> Result<Option<Remote>, StateError> {
+    let (root, workspace) = match crate::workspace::of_dir(dir) {
+        Some((root, name)) => (root, Some(name)),
+        None => (dir.to_path_buf(), None),
+    };
+    match read_backend(&root)? {
+        Backend::S3(settings) => {
+            let cfg = settings.resolve(&process_env)?;
+            Ok(Some(Remote::S3(match workspace {
+                Some(name) => cfg.in_workspace(&name),
+                None => cfg,
+            })))
+        }
+        _ => Ok(configured_pg(dir)?.map(Remote::Pg)),
+    }
+}
+
 /// The environment as the backend reads it (`PG_CONN_STR`, …).
 fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
@@ -58,7 +92,7 @@ pub fn configured_pg(dir: &Path) -> Result<Option<PgConfig>, StateError> {
         None => (dir.to_path_buf(), None),
     };
     match read_backend(&root)? {
-        Backend::Local => Ok(None),
+        Backend::Local | Backend::S3(_) => Ok(None),
         Backend::Pg(settings) => {
             let mut cfg = settings.resolve(&process_env)?;
             if let Some(name) = workspace {
@@ -73,9 +107,10 @@ pub fn configured_pg(dir: &Path) -> Result<Option<PgConfig>, StateError> {
 /// other commands (`cairn ui`): never waits for a lock and never writes. On sled it visits
 /// the database briefly ([`peek_sled`]); on PostgreSQL it simply reads (readers take no lock).
 pub fn peek_events(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
-    match configured_pg(dir)? {
+    match configured(dir)? {
         None => peek_sled(dir, from, max),
-        Some(pg) => crate::pg_store::peek_events(&pg, from, max),
+        Some(Remote::Pg(pg)) => crate::pg_store::peek_events(&pg, from, max),
+        Some(Remote::S3(s3)) => crate::s3_store::peek_events(&s3, from, max),
     }
 }
 
@@ -87,14 +122,17 @@ pub enum LogReader {
     Sled(std::path::PathBuf),
     /// A PostgreSQL log: read over one kept connection (readers take no lock).
     Pg(Box<PgReader>),
+    /// An S3 log: read over one kept client (readers take no lock).
+    S3(Box<S3Reader>),
 }
 
 impl LogReader {
     /// The reader for the store `dir`'s `backend.json` names (none: the sled log in `dir`).
     pub fn open(dir: &Path) -> Result<LogReader, StateError> {
-        Ok(match configured_pg(dir)? {
+        Ok(match configured(dir)? {
             None => LogReader::Sled(dir.to_path_buf()),
-            Some(pg) => LogReader::Pg(Box::new(PgReader::new(pg))),
+            Some(Remote::Pg(pg)) => LogReader::Pg(Box::new(PgReader::new(pg))),
+            Some(Remote::S3(s3)) => LogReader::S3(Box::new(S3Reader::new(&s3)?)),
         })
     }
 }
@@ -104,9 +142,10 @@ impl Store {
     /// `backend.json` names, or the sled log in it. The warnings say what was repaired or
     /// skipped (a torn tail, an unreadable checkpoint, a fault journal written back).
     pub fn open(dir: &Path, opts: &OpenOptions) -> Result<(Store, Vec<String>), StateError> {
-        match configured_pg(dir)? {
+        match configured(dir)? {
             None => SledLog::open(dir, opts).map(|(s, w)| (s.into(), w)),
-            Some(pg) => PgLog::open(&pg, dir, opts).map(|(s, w)| (s.into(), w)),
+            Some(Remote::Pg(pg)) => PgLog::open(&pg, dir, opts).map(|(s, w)| (s.into(), w)),
+            Some(Remote::S3(s3)) => S3Log::open(&s3, dir, opts).map(|(s, w)| (s.into(), w)),
         }
     }
 
@@ -117,9 +156,14 @@ impl Store {
         opts: &OpenOptions,
         upto: u64,
     ) -> Result<(Store, Vec<String>), StateError> {
-        match configured_pg(dir)? {
+        match configured(dir)? {
             None => SledLog::open_upto(dir, opts, upto).map(|(s, w)| (s.into(), w)),
-            Some(pg) => PgLog::open_upto(&pg, dir, opts, upto).map(|(s, w)| (s.into(), w)),
+            Some(Remote::Pg(pg)) => {
+                PgLog::open_upto(&pg, dir, opts, upto).map(|(s, w)| (s.into(), w))
+            }
+            Some(Remote::S3(s3)) => {
+                S3Log::open_upto(&s3, dir, opts, upto).map(|(s, w)| (s.into(), w))
+            }
         }
     }
 
@@ -135,5 +179,14 @@ impl Store {
         opts: &OpenOptions,
     ) -> Result<(Store, Vec<String>), StateError> {
         PgLog::open(pg, dir, opts).map(|(s, w)| (s.into(), w))
+    }
+
+    /// Opens an S3 log (migration; tests).
+    pub fn open_s3(
+        s3: &S3Config,
+        dir: &Path,
+        opts: &OpenOptions,
+    ) -> Result<(Store, Vec<String>), StateError> {
+        S3Log::open(s3, dir, opts).map(|(s, w)| (s.into(), w))
     }
 }

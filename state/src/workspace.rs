@@ -150,8 +150,16 @@ pub fn select(root: &Path, name: &str) -> Result<(), StateError> {
 /// The root's backend, resolved against the process environment (`None`: sled).
 fn root_pg(root: &Path) -> Result<Option<crate::backend_config::PgConfig>, StateError> {
     match read_backend(root)? {
-        Backend::Local => Ok(None),
+        Backend::Local | Backend::S3(_) => Ok(None),
         Backend::Pg(s) => s.resolve(&|n| std::env::var(n).ok()).map(Some),
+    }
+}
+
+/// The root's S3 backend, resolved against the process environment.
+fn root_s3(root: &Path) -> Result<Option<crate::backend_config::S3Config>, StateError> {
+    match read_backend(root)? {
+        Backend::S3(s) => s.resolve(&|n| std::env::var(n).ok()).map(Some),
+        _ => Ok(None),
     }
 }
 
@@ -161,6 +169,10 @@ fn root_pg(root: &Path) -> Result<Option<crate::backend_config::PgConfig>, State
 pub fn list(root: &Path) -> Result<Vec<String>, StateError> {
     let mut names = match root_pg(root)? {
         Some(pg) => crate::pg_store::workspace_schemas(&pg)?,
+        None if root_s3(root)?.is_some() => {
+            let s3 = root_s3(root)?.expect("checked");
+            crate::s3_store::workspaces(&s3)?
+        }
         None => {
             let mut names = Vec::new();
             if let Ok(entries) = fs::read_dir(root.join(WORKSPACES_DIR)) {
@@ -211,6 +223,9 @@ pub fn ensure_dir(root: &Path, name: &str) -> Result<PathBuf, StateError> {
 pub fn delete(root: &Path, name: &str) -> Result<(), StateError> {
     if let Some(pg) = root_pg(root)? {
         crate::pg_store::drop_schema(&pg, &pg_schema(&pg.schema, name)?)?;
+    }
+    if let Some(s3) = root_s3(root)? {
+        crate::s3_store::delete_workspace(&s3.in_workspace(name))?;
     }
     let d = dir(root, name);
     match fs::remove_dir_all(&d) {

@@ -1,27 +1,29 @@
-//! The conformance suite of [`EventLog`]: every test runs on the sled log and on PostgreSQL
-//! (a real server, `support/pgserver.rs`), through `Store::open` of a state directory, so it
+//! The conformance suite of [`EventLog`]: every test runs on the sled log, on PostgreSQL
+//! (a real server, `support/pgserver.rs`) and on S3 (moto's server, `support/s3server.rs`),
+//! through `Store::open` of a state directory, so it
 //! also checks that the directory's `backend.json` picks the store. Then tests of what only
 //! the PostgreSQL store has: append-only enforcement, the least-privilege role, locking
 //! across sessions, `force-unlock`, the fault journal, secrets kept out of errors.
 
 mod support {
     pub mod pgserver;
+    pub mod s3server;
 }
 
-use cairn_state::backend_config::{write_backend, Backend, PgSettings};
+use cairn_state::backend_config::{write_backend, Backend, PgSettings, S3Settings};
 use cairn_state::{
     EventBody, OpAction, OpenOptions, ProviderInstance, ProviderRef, ResourceObject, RunOutcome,
     RunSummary, Snapshot, StateError, Store, StoredValue,
 };
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::pgserver;
+use support::{pgserver, s3server};
 
 /// A state directory for one test on one store.
 struct Env {
     dir: tempfile::TempDir,
     name: &'static str,
-    pg: Option<(String, String)>,
+    backend: Option<Backend>,
 }
 
 impl Env {
@@ -29,8 +31,34 @@ impl Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
             name: "sled",
-            pg: None,
+            backend: None,
         }
+    }
+
+    /// A fresh bucket on the S3 server (moto's).
+    fn s3(tag: &str) -> Option<Env> {
+        let server = s3server::shared()?;
+        let bucket = s3server::bucket_name(tag);
+        server.bucket(&bucket);
+        let mut settings = S3Settings::default();
+        for (k, v) in [
+            ("bucket", bucket),
+            ("key", "conformance/terraform.tfstate".to_string()),
+            ("region", s3server::REGION.to_string()),
+            ("endpoint", server.endpoint()),
+            ("use_path_style", "true".to_string()),
+            ("access_key", s3server::ACCESS_KEY.to_string()),
+            ("secret_key", s3server::SECRET_KEY.to_string()),
+        ] {
+            settings.set(k, &v).unwrap();
+        }
+        let env = Env {
+            dir: tempfile::tempdir().unwrap(),
+            name: "s3",
+            backend: Some(Backend::S3(settings)),
+        };
+        env.configure(env.dir.path());
+        Some(env)
     }
 
     fn pg(tag: &str) -> Option<Env> {
@@ -38,24 +66,28 @@ impl Env {
         let env = Env {
             dir: tempfile::tempdir().unwrap(),
             name: "pg",
-            pg: Some((server.conn_str(), pgserver::schema(tag))),
+            backend: Some(Backend::Pg(PgSettings {
+                conn_str: Some(server.conn_str()),
+                schema_name: Some(pgserver::schema(tag)),
+                ..Default::default()
+            })),
         };
         env.configure(env.dir.path());
         Some(env)
     }
 
-    /// Makes `dir` name the same PostgreSQL schema (a second working copy).
+    /// The PostgreSQL schema of a `pg` environment.
+    fn pg_schema(&self) -> String {
+        match &self.backend {
+            Some(Backend::Pg(p)) => p.schema_name.clone().expect("a schema"),
+            _ => panic!("not a pg environment"),
+        }
+    }
+
+    /// Makes `dir` name the same PostgreSQL schema or S3 key (a second working copy).
     fn configure(&self, dir: &Path) {
-        if let Some((conn, schema)) = &self.pg {
-            write_backend(
-                dir,
-                &Backend::Pg(PgSettings {
-                    conn_str: Some(conn.clone()),
-                    schema_name: Some(schema.clone()),
-                    ..Default::default()
-                }),
-            )
-            .unwrap();
+        if let Some(b) = &self.backend {
+            write_backend(dir, b).unwrap();
         }
     }
 
@@ -78,10 +110,13 @@ fn opts(command: &str, write: bool) -> OpenOptions {
     }
 }
 
-/// Runs `test` on both stores.
+/// Runs `test` on every store: sled, PostgreSQL and S3.
 fn both(tag: &str, test: impl Fn(&Env)) {
     test(&Env::sled());
     if let Some(env) = Env::pg(tag) {
+        test(&env);
+    }
+    if let Some(env) = Env::s3(tag) {
         test(&env);
     }
 }
@@ -344,7 +379,7 @@ fn the_database_refuses_to_rewrite_history() {
     s.commit().unwrap();
     drop(s);
     let server = pgserver::shared().unwrap();
-    let schema = &env.pg.as_ref().unwrap().1;
+    let schema = &env.pg_schema();
     for sql in [
         format!("UPDATE {schema}.cairn_events SET data = '\\x00' WHERE seq = 1"),
         format!("DELETE FROM {schema}.cairn_events WHERE seq = 1"),
@@ -432,7 +467,7 @@ fn a_lost_connection_keeps_outcomes_in_the_local_journal_for_the_next_run() {
     s.commit().unwrap();
     let durable = s.head();
     // The database ends the session (as a failover or a cut network would).
-    let schema = &env.pg.as_ref().unwrap().1;
+    let schema = &env.pg_schema();
     let app = server
         .psql(&format!(
             "SELECT pg_terminate_backend(backend_pid) FROM {schema}.cairn_lock"

@@ -247,7 +247,12 @@ impl Loader {
         a
     }
 
-    fn const_of(&mut self, file: FileId, a: &Attribute, ty: &Type) -> Option<Value> {
+    pub(in crate::config) fn const_of(
+        &mut self,
+        file: FileId,
+        a: &Attribute,
+        ty: &Type,
+    ) -> Option<Value> {
         let v = match const_value(&a.value, file) {
             Ok(v) => v,
             Err(d) => {

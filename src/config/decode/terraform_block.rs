@@ -10,6 +10,9 @@ use hcl_edit::expr::{Expression, ObjectKey, TraversalOperator};
 use hcl_edit::structure::Block;
 use std::collections::BTreeMap;
 
+/// The backends Cairn keeps state in (`local`: the state directory).
+const SUPPORTED_BACKENDS: &[&str] = &["local", "pg", "s3"];
+
 impl Loader {
     pub(in crate::config) fn terraform_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
         if self.labels(file, b, &[]).is_none() {
@@ -28,21 +31,48 @@ impl Loader {
                     if inner
                         .labels
                         .first()
-                        .is_some_and(|l| matches!(l.as_str(), "pg" | "local")) =>
+                        .is_some_and(|l| SUPPORTED_BACKENDS.contains(&l.as_str())) =>
                 {
                     self.backend_block(file, inner, m)
                 }
-                kind @ ("backend" | "cloud") => {
-                    let sp = self.header(file, inner);
-                    self.warn(
-                        sp,
-                        &format!("Ignored {kind} configuration"),
-                        "Cairn keeps state in its own store; this block has no effect.",
-                    );
-                }
+                kind @ ("backend" | "cloud") => self.unsupported_backend(file, inner, kind, m),
                 _ => {}
             }
         }
+    }
+
+    /// A `backend` Cairn has no store for (`gcs`, `azurerm`, `remote`, …) or a `cloud` block:
+    /// an error in the root module, since running on as if there were none would start an
+    /// empty local state and the next apply would create every object a second time; in a
+    /// child module the block is ignored with a warning, as Terraform does.
+    fn unsupported_backend(&mut self, file: FileId, b: &Block, kind: &str, m: &Module) {
+        let sp = self.header(file, b);
+        if !m.path.is_root() {
+            self.warn(
+                sp,
+                "Backend configuration ignored",
+                "Any selected backend applies to the entire configuration, so Cairn expects \
+                 backend configurations only in the root module. This block has no effect.",
+            );
+            return;
+        }
+        let name = match (kind, b.labels.first()) {
+            ("backend", Some(label)) => format!("backend {}", quote(label.as_str())),
+            ("backend", None) => "backend".to_string(),
+            _ => "HCP Terraform (cloud block)".to_string(),
+        };
+        self.err(
+            sp,
+            &format!("Unsupported {name}"),
+            format!(
+                "Cairn keeps state locally or in the backends \"pg\" and \"s3\"; it cannot read \
+                 or write state in the {name}, and it will not start an empty state in its \
+                 place (the next apply would create every object a second time). To bring the \
+                 state over: run `terraform state pull > x.tfstate` where this block is \
+                 configured, replace the block with one of Cairn's backends (or remove it for \
+                 a local state), run `cairn init`, then `cairn state import-tfstate x.tfstate`."
+            ),
+        );
     }
 
     /// `backend "pg" { conn_str = "…" schema_name = "…" … }` (or `backend "local" {}`):
@@ -52,19 +82,52 @@ impl Loader {
             return;
         };
         let kind = labels[0].clone();
-        let allowed: Vec<&str> = if kind == "pg" {
-            cairn_state::backend_config::PG_ARGUMENTS
+        let allowed: Vec<&str> = match kind.as_str() {
+            "pg" => cairn_state::backend_config::PG_ARGUMENTS
                 .iter()
                 .map(|(k, _)| *k)
-                .collect()
-        } else {
-            Vec::new()
+                .collect(),
+            // `dynamodb_table` reaches the backend, which says why Cairn does without it.
+            "s3" => cairn_state::backend_config::S3_ARGUMENTS
+                .iter()
+                .copied()
+                .filter(|k| !k.contains('.'))
+                .chain(["dynamodb_table"])
+                .collect(),
+            _ => Vec::new(),
         };
-        let parts = self.parts(file, &b.body, Some(allowed.as_slice()), Some(&[]));
+        let blocks: &[&str] = if kind == "s3" { &["endpoints"] } else { &[] };
+        let parts = self.parts(file, &b.body, Some(allowed.as_slice()), Some(blocks));
         let mut args = BTreeMap::new();
         for (name, a) in parts.attrs {
-            if let Some(v) = self.const_string(file, a) {
+            if name.starts_with("shared_") && name.ends_with("_files") {
+                // A list of paths, kept as JSON for the backend.
+                let ty = crate::value::Type::List(Box::new(crate::value::Type::String));
+                if let Some(v) = self.const_of(file, a, &ty) {
+                    let paths: Vec<&str> = v
+                        .elements()
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|e| e.as_str())
+                        .collect();
+                    args.insert(name, serde_json::to_string(&paths).unwrap_or_default());
+                }
+            } else if let Some(v) = self.const_string(file, a) {
                 args.insert(name, v);
+            }
+        }
+        for inner in parts.blocks {
+            // `endpoints { s3 = "…" }`: the S3 endpoint (other services' are not used).
+            let ep = self.parts(
+                file,
+                &inner.body,
+                Some(&["s3", "sts", "iam", "sso", "dynamodb"]),
+                Some(&[]),
+            );
+            if let Some(a) = ep.attrs.get("s3") {
+                if let Some(v) = self.const_string(file, a) {
+                    args.insert("endpoints.s3".to_string(), v);
+                }
             }
         }
         let span = self.header(file, b);

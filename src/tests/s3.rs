@@ -1,0 +1,890 @@
+//! Where state lives, end to end on the real `cairn` binary: a backend Cairn has no store for
+//! is an error naming it, never an empty local state in its place.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn cairn(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CAIRN_STATE_DIR")
+        .env_remove("TF_WORKSPACE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("cairn runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Every backend Cairn does not keep state in — and a `cloud` block — stops `init` and every
+/// other command with an error at the block that names it and says how to bring the state
+/// over; nothing is created. In a child module the block is ignored with a warning, as
+/// Terraform does.
+#[test]
+fn unsupported_backends_are_errors_that_say_how_to_bring_the_state_over() {
+    let cases = [
+        (
+            "gcs",
+            "terraform {\n  backend \"gcs\" {\n    bucket = \"b\"\n  }\n}\n",
+            "backend \"gcs\"",
+            "main.tf:2:3",
+        ),
+        (
+            "azurerm",
+            "terraform {\n  backend \"azurerm\" {}\n}\n",
+            "backend \"azurerm\"",
+            "main.tf:2:3",
+        ),
+        (
+            "remote",
+            "terraform {\n  backend \"remote\" {}\n}\n",
+            "backend \"remote\"",
+            "main.tf:2:3",
+        ),
+        (
+            "http",
+            "terraform {\n  backend \"http\" {}\n}\n",
+            "backend \"http\"",
+            "main.tf:2:3",
+        ),
+        (
+            "consul",
+            "terraform {\n  backend \"consul\" {}\n}\n",
+            "backend \"consul\"",
+            "main.tf:2:3",
+        ),
+        (
+            "kubernetes",
+            "\nterraform {\n  backend \"kubernetes\" {}\n}\n",
+            "backend \"kubernetes\"",
+            "main.tf:3:3",
+        ),
+        (
+            "cloud",
+            "terraform {\n  cloud {\n    organization = \"o\"\n  }\n}\n",
+            "HCP Terraform (cloud block)",
+            "main.tf:2:3",
+        ),
+    ];
+    for (name, tf, what, at) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.tf"), tf).unwrap();
+        for cmd in [
+            &["init"][..],
+            &["plan"],
+            &["apply", "-auto-approve"],
+            &["state", "list"],
+        ] {
+            let (code, out, err) = cairn(dir.path(), cmd);
+            assert_eq!(code, 1, "{name} {cmd:?}:\n{out}\n{err}");
+            assert!(
+                err.contains(&format!("Error: Unsupported {what}")),
+                "{name} {cmd:?}:\n{err}"
+            );
+            assert!(
+                err.contains(&format!("on {at}:")) || err.contains(&format!("at {at}.")),
+                "{name} {cmd:?}:\n{err}"
+            );
+            assert!(
+                err.contains("`terraform state pull > x.tfstate`")
+                    && err.contains("`cairn state import-tfstate x.tfstate`"),
+                "{name} {cmd:?}:\n{err}"
+            );
+            assert!(!err.contains("Warning"), "{name}: {err}");
+        }
+        assert!(
+            !dir.path().join(".cairn").exists(),
+            "{name}: no state may be created"
+        );
+    }
+
+    // In a child module: a warning, and the root's (local) state works.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("child")).unwrap();
+    std::fs::write(
+        dir.path().join("child/main.tf"),
+        "terraform {\n  backend \"gcs\" {}\n}\noutput \"x\" {\n  value = 1\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("main.tf"),
+        "module \"c\" {\n  source = \"./child\"\n}\noutput \"x\" {\n  value = module.c.x\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = cairn(dir.path(), &["init"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("Warning: Backend configuration ignored"),
+        "{all}"
+    );
+    assert!(all.contains("child/main.tf:2:3"), "{all}");
+}
+
+#[path = "../../state/tests/support/s3server.rs"]
+mod s3server;
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+const KEY: &str = "team/terraform.tfstate";
+
+/// A Cairn working copy on the S3 server's bucket, sharing the sim store `sim`.
+struct Copy {
+    dir: tempfile::TempDir,
+    sim: std::path::PathBuf,
+    env: Vec<(String, String)>,
+}
+
+fn backend_block(bucket: &str) -> String {
+    format!(
+        "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key    = \"{KEY}\"\n    \
+         region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n    \
+         encrypt = true\n    skip_credentials_validation = true\n    skip_requesting_account_id = true\n    \
+         skip_region_validation = true\n  }}\n}}\n"
+    )
+}
+
+fn things(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("resource \"sim_thing\" \"t{i}\" {{\n  name = \"t{i}\"\n}}\n"))
+        .collect()
+}
+
+impl Copy {
+    fn new(sim: &Path, tf: &str, env: &[(&str, String)]) -> Copy {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.tf"), tf).unwrap();
+        Copy {
+            dir,
+            sim: sim.to_path_buf(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env("SIM_STORE", &self.sim)
+            .env_remove("CAIRN_STATE_DIR")
+            .env_remove("TF_WORKSPACE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for k in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_PROFILE",
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT_URL_S3",
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "AWS_CONFIG_FILE",
+            "AWS_REGION",
+            "AWS_DEFAULT_REGION",
+        ] {
+            c.env_remove(k);
+        }
+        c.env("HOME", self.dir.path());
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(args).output().expect("cairn runs");
+        let r = (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(
+            !r.1.contains(s3server::SECRET_KEY) && !r.2.contains(s3server::SECRET_KEY),
+            "cairn {args:?} printed the secret key:\n{}\n{}",
+            r.1,
+            r.2
+        );
+        r
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.run(args);
+        assert_eq!(code, 0, "cairn {args:?}:\n{out}\n{err}");
+        out
+    }
+}
+
+fn env_creds(endpoint: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY.to_string()),
+        ("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY.to_string()),
+        ("AWS_ENDPOINT_URL_S3", endpoint.to_string()),
+    ]
+}
+
+fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn finish(child: Child) -> (i32, String, String) {
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// init, apply, state list, history, `-at`, `state check` and workspaces on S3, from two
+/// working copies (one with keys in the environment, one with a profile in a shared
+/// credentials file): the second sees the first's state; objects are where Terraform's
+/// layout puts them; no lock is left; the secret key is never printed.
+#[test]
+fn two_working_copies_share_one_state_on_s3() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("share");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let tf = format!("{}{}", backend_block(&bucket), things(3));
+    let a = Copy::new(sim.path(), &tf, &env_creds(&server.endpoint()));
+    let out = a.ok(&["init"]);
+    assert!(out.contains("s3://"), "{out}");
+    a.ok(&["apply", "-auto-approve"]);
+    let listed = a.ok(&["state", "list"]);
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("sim_thing."))
+            .count(),
+        3,
+        "{listed}"
+    );
+
+    // The second copy: a profile in a shared credentials file, the endpoint as an argument.
+    let b = Copy::new(sim.path(), &tf, &[]);
+    let creds = b.dir.path().join("creds");
+    std::fs::write(
+        &creds,
+        format!(
+            "[team]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            s3server::ACCESS_KEY,
+            s3server::SECRET_KEY
+        ),
+    )
+    .unwrap();
+    let b = Copy {
+        env: vec![
+            (
+                "AWS_SHARED_CREDENTIALS_FILE".into(),
+                creds.display().to_string(),
+            ),
+            ("AWS_PROFILE".into(), "team".into()),
+        ],
+        ..b
+    };
+    b.ok(&[
+        "init",
+        &format!("-backend-config=endpoint={}", server.endpoint()),
+    ]);
+    assert_eq!(b.ok(&["state", "list"]), listed);
+    let plan = b.ok(&["plan"]);
+    assert!(plan.contains("No changes"), "{plan}");
+    let history = b.ok(&["history"]);
+    assert!(history.contains("apply"), "{history}");
+    let first = b.ok(&["state", "list", "-at=1"]);
+    assert!(!first.contains("sim_thing."), "{first}");
+    b.ok(&["state", "check"]);
+    for dir in [a.dir.path(), b.dir.path()] {
+        let record = std::fs::read_to_string(dir.join(".cairn/backend.json")).unwrap();
+        assert!(!record.contains(s3server::SECRET_KEY), "{record}");
+    }
+
+    let keys = server.keys(&bucket);
+    assert!(
+        keys.iter().any(|k| k == &format!("{KEY}.cairn/lineage")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with(&format!("{KEY}.cairn/events/"))),
+        "{keys:?}"
+    );
+    assert!(
+        !keys.iter().any(|k| k.ends_with(".tflock")),
+        "a lock was left: {keys:?}"
+    );
+
+    // A workspace lives under workspace_key_prefix, as Terraform's.
+    b.ok(&["workspace", "new", "dev"]);
+    b.ok(&["apply", "-auto-approve"]);
+    let keys = server.keys(&bucket);
+    assert!(
+        keys.iter()
+            .any(|k| k == &format!("env:/dev/{KEY}.cairn/lineage")),
+        "{keys:?}"
+    );
+    let ws = a.ok(&["workspace", "list"]);
+    assert!(ws.contains("dev"), "{ws}");
+}
+
+/// A lock object left by a run that is gone (in Terraform's layout): Cairn refuses, naming
+/// the holder and its lock ID, and `force-unlock` with that ID releases it.
+#[test]
+fn a_held_lock_is_named_and_force_unlock_releases_it() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("lock");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(1)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    let lock = format!(
+        r#"{{"ID":"5f0e7c1a-0000-4000-8000-00000000abcd","Operation":"OperationTypeApply","Info":"","Who":"ann@build-7","Version":"1.11.4","Created":"2026-01-02T03:04:05.123456789Z","Path":"{bucket}/{KEY}"}}"#
+    );
+    let (status, _) = server
+        .request("PUT", &format!("/{bucket}/{KEY}.tflock"), lock.as_bytes())
+        .unwrap();
+    assert_eq!(status, 200);
+    let (code, out, err) = a.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("is locked by ann on build-7"), "{err}");
+    assert!(
+        err.contains("5f0e7c1a-0000-4000-8000-00000000abcd"),
+        "{err}"
+    );
+    let (code, _, err) = a.run(&["force-unlock", "-force", "wrong-id"]);
+    assert_eq!(code, 1, "{err}");
+    let out = a.ok(&[
+        "force-unlock",
+        "-force",
+        "5f0e7c1a-0000-4000-8000-00000000abcd",
+    ]);
+    assert!(out.contains("released"), "{out}");
+    a.ok(&["apply", "-auto-approve"]);
+}
+
+/// Terraform 1.11 (its own s3 backend with use_lockfile) and Cairn on one bucket key: while
+/// Terraform holds the lock (an apply waiting at its prompt) Cairn refuses, naming it; while
+/// Cairn holds it, Terraform cannot take it.
+#[test]
+fn terraform_and_cairn_share_the_lock_object() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    if Command::new("terraform").arg("version").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "CI needs terraform");
+        eprintln!("skipped: no terraform");
+        return;
+    }
+    let bucket = s3server::bucket_name("tf");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let creds = env_creds(&server.endpoint());
+    let cairn_copy = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(1)),
+        &creds,
+    );
+    cairn_copy.ok(&["init"]);
+
+    let tf_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tf_dir.path().join("main.tf"),
+        format!(
+            "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key = \"{KEY}\"\n    \
+             region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n    \
+             skip_credentials_validation = true\n    skip_requesting_account_id = true\n    \
+             skip_metadata_api_check = true\n    skip_region_validation = true\n    \
+             endpoints = {{\n      s3 = \"{}\"\n    }}\n  }}\n}}\nresource \"terraform_data\" \"x\" {{}}\n",
+            server.endpoint()
+        ),
+    )
+    .unwrap();
+    let terraform = |args: &[&str]| {
+        let mut c = Command::new("terraform");
+        c.args(args)
+            .current_dir(tf_dir.path())
+            .env("TF_IN_AUTOMATION", "1")
+            .env("NO_COLOR", "1")
+            .env("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("TF_CLI_CONFIG_FILE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let out = terraform(&["init", "-input=false", "-no-color"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "terraform init:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Terraform holds the lock while its apply waits for "yes".
+    let mut tf = terraform(&["apply", "-no-color"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lock_key = format!("{KEY}.tflock");
+    wait_for("terraform's lock", Duration::from_secs(60), || {
+        server.object(&bucket, &lock_key).is_some()
+    });
+    let (code, out, err) = cairn_copy.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("terraform, OperationTypeApply"), "{err}");
+    tf.stdin.take().unwrap().write_all(b"no\n").unwrap();
+    let _ = finish(tf);
+    wait_for(
+        "terraform to release its lock",
+        Duration::from_secs(30),
+        || server.object(&bucket, &lock_key).is_none(),
+    );
+    cairn_copy.ok(&["apply", "-auto-approve"]);
+
+    // Cairn holds the lock for the whole of a slow apply.
+    std::fs::write(
+        cairn_copy.dir.path().join("main.tf"),
+        format!("{}{}", backend_block(&bucket), things(3)),
+    )
+    .unwrap();
+    let mut slow = cairn_copy.command(&["apply", "-auto-approve"]);
+    slow.env("SIM_LATENCY_MS", "4000");
+    let cairn = slow.spawn().unwrap();
+    wait_for("cairn's lock", Duration::from_secs(60), || {
+        server.object(&bucket, &lock_key).is_some()
+    });
+    let out = terraform(&["plan", "-input=false", "-no-color", "-lock-timeout=1s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "terraform planned under cairn's lock"
+    );
+    assert!(err.contains("Error acquiring the state lock"), "{err}");
+    assert!(err.contains("cairn pid="), "{err}");
+    let (code, out, err) = finish(cairn);
+    assert_eq!(code, 0, "{out}\n{err}");
+    wait_for("cairn to release its lock", Duration::from_secs(30), || {
+        server.object(&bucket, &lock_key).is_none()
+    });
+}
+
+fn s3_config(server: &s3server::S3Server, bucket: &str) -> cairn_state::backend_config::S3Config {
+    let mut s = cairn_state::backend_config::S3Settings::default();
+    for (k, v) in [
+        ("bucket", bucket.to_string()),
+        ("key", KEY.to_string()),
+        ("region", "us-east-1".to_string()),
+        ("endpoint", server.endpoint()),
+        ("use_path_style", "true".to_string()),
+        ("access_key", s3server::ACCESS_KEY.to_string()),
+        ("secret_key", s3server::SECRET_KEY.to_string()),
+    ] {
+        s.set(k, &v).unwrap();
+    }
+    s.resolve(&|_| None).unwrap()
+}
+
+/// Two writers on one key whose lock was broken under the first: the second writes event N
+/// first, and the first's conditional put of event N fails cleanly (412), naming it; it
+/// never overwrites, and every later commit of the first fails too. The log stays intact.
+#[test]
+fn a_writer_that_loses_the_conditional_put_race_fails_cleanly() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("race");
+    server.bucket(&bucket);
+    let cfg = s3_config(server, &bucket);
+    let opts = cairn_state::OpenOptions {
+        command: "apply".into(),
+        write: true,
+        ..Default::default()
+    };
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut a, _) = cairn_state::Store::open_s3(&cfg, da.path(), &opts).unwrap();
+    // The lock is broken under A (as a mistaken force-unlock would).
+    let holder = cairn_state::s3_store::S3Reader::new(&cfg)
+        .unwrap()
+        .holder()
+        .unwrap()
+        .expect("A holds the lock");
+    cairn_state::s3_store::force_unlock(&cfg, &holder.run_id).unwrap();
+    let (mut b, _) = cairn_state::Store::open_s3(&cfg, db.path(), &opts).unwrap();
+    b.begin_run("apply", &[]).unwrap();
+    let e = a.begin_run("apply", &[]).unwrap_err().to_string();
+    assert!(e.contains("another writer already wrote event 1"), "{e}");
+    assert!(e.contains("lost the race"), "{e}");
+    assert!(
+        a.commit().is_err(),
+        "a failed store accepts no later commit"
+    );
+    b.finish_run(cairn_state::RunOutcome::Success, Default::default())
+        .unwrap();
+    drop((a, b));
+    let ro = cairn_state::OpenOptions::default();
+    let (r, _) = cairn_state::Store::open_s3(&cfg, db.path(), &ro).unwrap();
+    assert_eq!(r.head(), 2);
+    assert!(r.check().is_empty(), "{:?}", r.check());
+    let events = r.events(1).unwrap();
+    assert_eq!(events[0].run, 1);
+}
+
+/// The server stops answering in the middle of an apply and comes back: the requests
+/// waiting on it go through, nothing is lost, and the next plan has nothing to do.
+#[test]
+fn the_server_paused_mid_apply_loses_nothing() {
+    // A server of its own: the others' tests must not see it stop.
+    if s3server::shared().is_none() {
+        return;
+    }
+    let own = s3server::S3Server::start().expect("a second moto server starts");
+    let server = &own;
+    let bucket = s3server::bucket_name("pause");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(3)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    let mut slow = a.command(&["apply", "-auto-approve", "-parallelism=1"]);
+    slow.env("SIM_LATENCY_MS", "700");
+    let child = slow.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    server.pause(true);
+    std::thread::sleep(Duration::from_secs(3));
+    server.pause(false);
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let listed = a.ok(&["state", "list"]);
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("sim_thing."))
+            .count(),
+        3,
+        "{listed}"
+    );
+    let plan = a.ok(&["plan"]);
+    assert!(plan.contains("No changes"), "{plan}");
+    a.ok(&["state", "check"]);
+}
+
+#[path = "../../state/tests/support/pgserver.rs"]
+mod pgserver;
+
+/// `history -json` without the timing fields (identical across stores).
+fn history(c: &Copy) -> Vec<String> {
+    c.ok(&["history", "-json"])
+        .lines()
+        .map(|l| {
+            let j: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{} {} {} {}",
+                j["id"], j["command"], j["outcome"], j["started"]
+            )
+        })
+        .collect()
+}
+
+/// `init -migrate-state` local → s3 → pg → s3 → local (pg when a PostgreSQL server can
+/// start), the whole history each time: every run, `-at` and the state itself.
+#[test]
+fn migrate_state_between_local_pg_and_s3_keeps_the_whole_history() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("migrate");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let mut env = env_creds(&server.endpoint());
+    let pg = pgserver::shared();
+    if let Some(pg) = pg {
+        env.push(("PG_CONN_STR", pg.conn_str()));
+    }
+    let c = Copy::new(sim.path(), &things(2), &env);
+    c.ok(&["init"]);
+    c.ok(&["apply", "-auto-approve"]);
+    std::fs::write(c.dir.path().join("main.tf"), things(3)).unwrap();
+    c.ok(&["apply", "-auto-approve"]);
+    let runs = history(&c);
+    let listed = c.ok(&["state", "list"]);
+    let at = c.ok(&["state", "list", "-at=3"]);
+    let mut steps = vec![backend_block(&bucket)];
+    if pg.is_some() {
+        let schema = pgserver::schema("s3mig");
+        steps.push(format!(
+            "terraform {{\n  backend \"pg\" {{\n    schema_name = \"{schema}\"\n  }}\n}}\n"
+        ));
+        steps.push(backend_block(&bucket).replace(KEY, "team/second.tfstate"));
+    }
+    steps.push(String::new());
+    for backend in steps {
+        std::fs::write(
+            c.dir.path().join("main.tf"),
+            format!("{backend}{}", things(3)),
+        )
+        .unwrap();
+        let out = c.ok(&["init", "-migrate-state"]);
+        assert!(out.contains("event"), "{out}");
+        assert_eq!(history(&c), runs, "after migrating to {backend}");
+        assert_eq!(c.ok(&["state", "list"]), listed);
+        assert_eq!(c.ok(&["state", "list", "-at=3"]), at);
+        c.ok(&["state", "check"]);
+    }
+}
+
+/// `terraform_remote_state` with `backend = "s3"` reads Terraform's `terraform.tfstate`
+/// object (written by Terraform 1.11's own s3 backend) and Cairn's log alike.
+#[test]
+fn remote_state_on_s3_reads_terraforms_objects_and_cairns_logs() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    if Command::new("terraform").arg("version").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "CI needs terraform");
+        return;
+    }
+    let bucket = s3server::bucket_name("remote");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let creds = env_creds(&server.endpoint());
+    let producer = Copy::new(
+        sim.path(),
+        &format!(
+            "{}output \"from_cairn\" {{\n  value = \"c1\"\n}}\n",
+            backend_block(&bucket)
+        ),
+        &creds,
+    );
+    producer.ok(&["init"]);
+    producer.ok(&["apply", "-auto-approve"]);
+
+    let tf_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tf_dir.path().join("main.tf"),
+        format!(
+            "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key = \"tf/terraform.tfstate\"\n    \
+             region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n    \
+             skip_credentials_validation = true\n    skip_requesting_account_id = true\n    \
+             skip_metadata_api_check = true\n    skip_region_validation = true\n    \
+             endpoints = {{\n      s3 = \"{}\"\n    }}\n  }}\n}}\noutput \"from_terraform\" {{\n  value = [\"t1\", \"t2\"]\n}}\n",
+            server.endpoint()
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["init", "-input=false"][..],
+        &["apply", "-auto-approve", "-input=false"],
+    ] {
+        let out = Command::new("terraform")
+            .args(args)
+            .current_dir(tf_dir.path())
+            .env("NO_COLOR", "1")
+            .env("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("TF_CLI_CONFIG_FILE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "terraform {args:?}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(server.object(&bucket, "tf/terraform.tfstate").is_some());
+
+    let consumer = Copy::new(
+        sim.path(),
+        &format!(
+            "data \"terraform_remote_state\" \"c\" {{\n  backend = \"s3\"\n  config = {{\n    bucket = \"{bucket}\"\n    \
+             key = \"{KEY}\"\n    region = \"us-east-1\"\n    use_path_style = true\n  }}\n}}\n\
+             data \"terraform_remote_state\" \"t\" {{\n  backend = \"s3\"\n  config = {{\n    bucket = \"{bucket}\"\n    \
+             key = \"tf/terraform.tfstate\"\n    region = \"us-east-1\"\n    endpoints = {{ s3 = \"{}\" }}\n  }}\n}}\n\
+             output \"both\" {{\n  value = [data.terraform_remote_state.c.outputs.from_cairn, data.terraform_remote_state.t.outputs.from_terraform[1]]\n}}\n",
+            server.endpoint()
+        ),
+        &creds,
+    );
+    consumer.ok(&["init"]);
+    consumer.ok(&["apply", "-auto-approve"]);
+    let out = consumer.ok(&["output", "-json", "both"]);
+    assert_eq!(out.trim(), r#"["c1","t2"]"#);
+}
+
+/// An apply of 1,000 resources on the loopback S3 server takes at most twice as long as the
+/// same apply on sled (both printed): durable commits are grouped into batch objects.
+#[test]
+fn an_apply_of_1000_resources_on_s3_is_within_twice_sled() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("speed");
+    server.bucket(&bucket);
+    let mut took = Vec::new();
+    for backend in [String::new(), backend_block(&bucket)] {
+        let sim = tempfile::tempdir().unwrap();
+        let c = Copy::new(
+            sim.path(),
+            &format!("{backend}{}", things(1000)),
+            &env_creds(&server.endpoint()),
+        );
+        c.ok(&["init"]);
+        let start = Instant::now();
+        let out = c.ok(&["apply", "-auto-approve"]);
+        took.push(start.elapsed());
+        assert!(out.contains("1000 added"), "{out}");
+    }
+    let batches = server
+        .keys(&bucket)
+        .iter()
+        .filter(|k| k.contains(".cairn/events/"))
+        .count();
+    println!(
+        "apply of 1,000 resources: sled {:.2} s, s3 {:.2} s ({:.2}×), {batches} event batch objects",
+        took[0].as_secs_f64(),
+        took[1].as_secs_f64(),
+        took[1].as_secs_f64() / took[0].as_secs_f64()
+    );
+    assert!(
+        took[1] <= took[0] * 2,
+        "s3 {:?} vs sled {:?}",
+        took[1],
+        took[0]
+    );
+}
+
+/// How many successful creates the sim provider made.
+fn creates(sim: &Path) -> usize {
+    std::fs::read_to_string(sim.join("calls.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"op\": \"create\"") && l.contains("\"ok\": true"))
+        .count()
+}
+
+/// A runner killed with SIGKILL mid-apply leaves its lock object behind (S3 has no session
+/// to end it): the other working copy is refused with the holder's lock ID, releases it with
+/// `force-unlock`, and its apply converges: every object exactly once, nothing to do after.
+#[test]
+fn a_runner_killed_mid_apply_leaves_a_lock_that_force_unlock_releases() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("kill");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let tf = format!("{}{}", backend_block(&bucket), things(4));
+    let a = Copy::new(sim.path(), &tf, &env_creds(&server.endpoint()));
+    let b = Copy::new(sim.path(), &tf, &env_creds(&server.endpoint()));
+    a.ok(&["init"]);
+    b.ok(&["init"]);
+    let mut slow = a.command(&["apply", "-auto-approve", "-parallelism=2"]);
+    slow.env("SIM_LATENCY_MS", "1500");
+    let mut runner = slow.spawn().unwrap();
+    wait_for("the first creates", Duration::from_secs(60), || {
+        creates(sim.path()) >= 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    runner.kill().unwrap(); // SIGKILL
+    runner.wait().unwrap();
+    let (code, out, err) = b.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let id = err
+        .split("lock ID ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("no lock ID in:\n{err}"))
+        .to_string();
+    b.ok(&["force-unlock", "-force", &id]);
+    b.ok(&["apply", "-auto-approve"]);
+    let objects = std::fs::read_dir(sim.path().join("things/local"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(objects, 4, "every object exactly once");
+    let out = b.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    b.ok(&["state", "check"]);
+}
+
+/// The server stops answering for longer than a request may take, in the middle of an
+/// apply (a request hangs; operations already started finish meanwhile): the run stops and
+/// keeps the events not yet in the bucket (the outcomes of the calls that finished) in
+/// `.cairn/s3-journal`; the server comes back and
+/// the next run writes them first, then converges: every object exactly once.
+#[test]
+fn an_outage_longer_than_a_request_keeps_outcomes_in_the_local_journal() {
+    // A server of its own: the others' tests must not see it stop.
+    if s3server::shared().is_none() {
+        return;
+    }
+    let own = s3server::S3Server::start().expect("a second moto server starts");
+    let server = &own;
+    let bucket = s3server::bucket_name("outage");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(4)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    let mut slow = a.command(&["apply", "-auto-approve", "-parallelism=1"]);
+    slow.env("SIM_LATENCY_MS", "1500");
+    let runner = slow.spawn().unwrap();
+    wait_for("the first create", Duration::from_secs(60), || {
+        creates(sim.path()) >= 1
+    });
+    server.pause(true);
+    let journal = a.dir.path().join(".cairn/s3-journal");
+    let waited = std::panic::catch_unwind(|| {
+        wait_for("the journal", Duration::from_secs(90), || journal.exists())
+    });
+    server.pause(false);
+    waited.unwrap();
+    let (code, out, err) = finish(runner);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("No new operation starts"), "{err}");
+    assert!(err.contains("s3-journal"), "{err}");
+    let (code, out, err) = a.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(format!("{out}{err}").contains("kept in"), "{out}\n{err}");
+    assert!(!journal.exists());
+    let objects = std::fs::read_dir(sim.path().join("things/local"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(objects, 4, "every object exactly once");
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    a.ok(&["state", "check"]);
+}
