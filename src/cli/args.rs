@@ -91,6 +91,80 @@ pub enum Command {
     /// Create, select, list, show and delete workspaces (several states of one configuration).
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
+    /// Show the providers required for this configuration, by module, and those the state
+    /// requires; `providers schema|lock|mirror` below.
+    Providers(ProvidersArgs),
+    /// Install or upgrade the remote modules of the configuration (modules only: no
+    /// providers, no backend).
+    Get(GetArgs),
+    /// Show all declared modules in the working directory, with their resolved versions.
+    Modules(ModulesArgs),
+    /// Metadata about Cairn itself (`metadata functions -json`).
+    #[command(subcommand)]
+    Metadata(MetadataCommand),
+    /// Save an API token for a host (default: app.terraform.io) in
+    /// ~/.terraform.d/credentials.tfrc.json, read from standard input.
+    Login(LoginArgs),
+    /// Remove the saved API token for a host (default: app.terraform.io) from
+    /// credentials.tfrc.json.
+    Logout(LoginArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ProvidersArgs {
+    #[command(subcommand)]
+    pub command: Option<ProvidersCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// Print the schemas of the providers the configuration uses (requires -json).
+    Schema(ProvidersSchemaArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersSchemaArgs {
+    /// Print the schemas as a JSON document (required).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Check already-downloaded modules for newer versions and install the newest allowed.
+    #[arg(long)]
+    pub update: bool,
+    /// No colours.
+    #[arg(long)]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ModulesArgs {
+    /// Print the modules as a JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MetadataCommand {
+    /// Print the signatures and descriptions of every built-in function (requires -json).
+    Functions(MetadataFunctionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MetadataFunctionsArgs {
+    /// Print the signatures as a JSON document (required).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The host (default: app.terraform.io).
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

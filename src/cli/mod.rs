@@ -15,9 +15,12 @@ pub(crate) mod engine_options;
 pub(crate) mod inspect;
 pub(crate) mod lifecycle;
 pub(crate) mod logging;
+pub(crate) mod login;
+pub(crate) mod metadata;
 pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod prompt;
+pub(crate) mod providers_cmds;
 pub mod run_cmds;
 pub(crate) mod state_cmds;
 pub(crate) mod ui_cmd;
@@ -101,7 +104,14 @@ pub fn main() -> i32 {
         // Commands that never touch the state make no workspace directory.
         let reads_state = !matches!(
             parsed.cli.command,
-            Command::Inspect(_) | Command::Validate(_) | Command::Console(_)
+            Command::Inspect(_)
+                | Command::Validate(_)
+                | Command::Console(_)
+                | Command::Get(_)
+                | Command::Modules(_)
+                | Command::Metadata(_)
+                | Command::Login(_)
+                | Command::Logout(_)
         );
         if let Err(d) = workspace_cmds::check_selected(&ctx, reads_state) {
             return ctx.fail(d, false).code();
@@ -224,6 +234,12 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Inspect(a) => inspect::inspect(ctx, &a, parsed.var_order),
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
         Command::Workspace(c) => workspace_cmds::workspace(ctx, c),
+        Command::Providers(a) => providers_cmds::providers(ctx, a),
+        Command::Get(a) => providers_cmds::get(ctx, &a),
+        Command::Modules(a) => providers_cmds::modules(ctx, &a),
+        Command::Metadata(args::MetadataCommand::Functions(a)) => metadata::functions(ctx, &a),
+        Command::Login(a) => login::login(ctx, &a),
+        Command::Logout(a) => login::logout(ctx, &a),
     }
 }
 
@@ -271,6 +287,15 @@ pub fn command_name(c: &Command) -> &'static str {
             args::WorkspaceCommand::Show => "workspace show",
             args::WorkspaceCommand::Delete { .. } => "workspace delete",
         },
+        Command::Providers(p) => match p.command {
+            None => "providers",
+            Some(args::ProvidersCommand::Schema(_)) => "providers schema",
+        },
+        Command::Get(_) => "get",
+        Command::Modules(_) => "modules",
+        Command::Metadata(_) => "metadata functions",
+        Command::Login(_) => "login",
+        Command::Logout(_) => "logout",
     }
 }
 

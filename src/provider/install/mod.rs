@@ -17,6 +17,7 @@
 //! [`CliConfig::from_env`]); nothing prints.
 
 pub(crate) mod cli_config;
+pub(crate) mod credentials;
 pub mod hash;
 pub(crate) mod init;
 pub(crate) mod lock;

@@ -1,0 +1,369 @@
+//! `providers`, `providers schema -json`, `metadata functions -json`, `get`, `modules`,
+//! `login` and `logout`, end to end on the real binary, against what Terraform 1.11 printed
+//! for the same configurations (`fixtures/golden/providers_cmds/`: each case's `terraform*`
+//! files are Terraform's output, made with the oracle's `sim` plugin where one is needed).
+
+use super::check_cli_in;
+use cairn_test_registry::{provider_zip, registry_routes, Published, Server, Signer, Tls};
+use serde_json::Value as J;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn case(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/golden/providers_cmds")
+        .join(name)
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A copy of a case's configuration (its `.tf` files and directories) in a new directory.
+fn copy_case(name: &str) -> tempfile::TempDir {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if p.is_dir() {
+                copy(&p, &to.join(e.file_name()));
+            } else if p.extension().is_some_and(|x| x == "tf") {
+                std::fs::copy(&p, to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy(&case(name), dir.path());
+    dir
+}
+
+/// A tree drawn by treeprint, made independent of sibling order: each item with its
+/// ancestors, sorted. (Terraform draws siblings in Go's random map order.)
+fn canonical_tree(text: &str) -> Vec<String> {
+    let mut path: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(i) = line.find("── ") else {
+            out.push(line.to_string());
+            continue;
+        };
+        let depth = line[..i].chars().count() / 4;
+        let item = line[i + "── ".len()..].to_string();
+        path.truncate(depth);
+        path.push(item);
+        out.push(path.join(" > "));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn providers_prints_the_requirement_tree_as_terraform_does() {
+    let dir = copy_case("tree");
+    let (code, out, err) = check_cli_in(dir.path(), &["providers"], "");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err, "");
+    let terraform = read(&case("tree/terraform.txt"));
+    assert_eq!(canonical_tree(&out), canonical_tree(&terraform), "{out}");
+    // Cairn's own order is stable: providers by address, then modules by name.
+    expect_test::expect_file![case("tree/cairn.txt")].assert_eq(&out);
+    // No state directory is made.
+    assert!(!dir.path().join(".cairn").exists());
+}
+
+#[test]
+fn providers_lists_what_the_state_requires() {
+    let dir = copy_case("state");
+    let store = dir.path().join("sim-store");
+    let applied = "terraform {\n  required_providers {\n    sim = { source = \"example.com/sim/sim\" }\n  }\n}\n\nresource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\n\nresource \"terraform_data\" \"d\" {}\n";
+    std::fs::write(dir.path().join("main.tf"), applied).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["apply", "-auto-approve"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("SIM_STORE", &store)
+        .env_remove("TF_CLI_CONFIG_FILE")
+        .env_remove("CAIRN_STATE_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The resource leaves the configuration; its provider is still required by the state.
+    std::fs::copy(case("state/main.tf"), dir.path().join("main.tf")).unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["providers"], "");
+    assert_eq!(code, 0, "{err}");
+    let terraform = read(&case("state/terraform.txt"));
+    assert_eq!(canonical_tree(&out), canonical_tree(&terraform), "{out}");
+    assert!(
+        out.ends_with(
+            "Providers required by state:\n\n    provider[example.com/sim/sim]\n\n    \
+             provider[terraform.io/builtin/terraform]\n\n"
+        ),
+        "{out}"
+    );
+}
+
+/// The oracle's CLI configuration (`dev_overrides` for `example.com/sim/sim`).
+fn oracle_cli_config() -> PathBuf {
+    let p = PathBuf::from(std::env::var("ORACLE_BIN").unwrap_or_else(|_| "/tmp/oracle-bin".into()))
+        .join("terraformrc");
+    assert!(
+        p.is_file(),
+        "{} is missing: run ../shared/oracle/setup.sh (as .ci/run does)",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn providers_schema_json_of_a_plugin_is_terraforms_byte_for_byte() {
+    let dir = copy_case("schema");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["providers", "schema", "-json"])
+        .current_dir(dir.path())
+        .env("TF_CLI_CONFIG_FILE", oracle_cli_config())
+        .env_remove("CAIRN_CLI_CONFIG_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        read(&case("schema/terraform.json"))
+    );
+}
+
+/// Removes what Cairn's built-in providers word differently: descriptions and their kinds,
+/// and the built-in `terraform` provider's functions (which Cairn does not have).
+fn without_descriptions(v: &mut J) {
+    match v {
+        J::Object(m) => {
+            m.remove("description");
+            m.remove("description_kind");
+            if m.contains_key("resource_schemas") {
+                m.remove("functions");
+            }
+            for v in m.values_mut() {
+                without_descriptions(v);
+            }
+        }
+        J::Array(a) => a.iter_mut().for_each(without_descriptions),
+        _ => {}
+    }
+}
+
+#[test]
+fn providers_schema_json_of_a_builtin_has_terraforms_shape() {
+    let dir = copy_case("schema_builtin");
+    let (code, out, err) = check_cli_in(dir.path(), &["providers", "schema", "-json"], "");
+    assert_eq!(code, 0, "{err}");
+    let mut ours: J = serde_json::from_str(&out).unwrap();
+    let mut theirs: J =
+        serde_json::from_str(&read(&case("schema_builtin/terraform.json"))).unwrap();
+    assert_eq!(ours["format_version"], "1.0");
+    without_descriptions(&mut ours);
+    without_descriptions(&mut theirs);
+    assert_eq!(ours, theirs);
+    // Without -json: Terraform's refusal.
+    let (code, _, err) = check_cli_in(dir.path(), &["providers", "schema"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("requires the `-json` flag"), "{err}");
+}
+
+#[test]
+fn metadata_functions_json_matches_terraform() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = check_cli_in(dir.path(), &["metadata", "functions", "-json"], "");
+    assert_eq!(code, 0, "{err}");
+    let ours: J = serde_json::from_str(&out).unwrap();
+    let theirs: J = serde_json::from_str(&read(&case("functions.json"))).unwrap();
+    assert_eq!(ours["format_version"], theirs["format_version"]);
+    let (ours, theirs) = (
+        ours["function_signatures"].as_object().unwrap(),
+        theirs["function_signatures"].as_object().unwrap(),
+    );
+    let names = |m: &serde_json::Map<String, J>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(ours), names(theirs), "the same functions");
+    // Descriptions Cairn words itself (README, "Where the command line differs").
+    let own_words = [
+        "ephemeralasnull",
+        "issensitive",
+        "sensitive",
+        "templatestring",
+    ];
+    let mut same = 0;
+    for (name, sig) in theirs {
+        let mut a = ours[name].clone();
+        let mut b = sig.clone();
+        if own_words.contains(&name.trim_start_matches("core::")) {
+            without_descriptions(&mut a);
+            without_descriptions(&mut b);
+        } else {
+            same += 1;
+        }
+        assert_eq!(a, b, "{name}");
+    }
+    assert_eq!(same, theirs.len() - 2 * own_words.len());
+    let (code, _, err) = check_cli_in(dir.path(), &["metadata", "functions"], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("requires the `-json` flag"), "{err}");
+}
+
+#[test]
+fn get_and_modules_match_terraform() {
+    let dir = copy_case("tree");
+    let (code, out, err) = check_cli_in(dir.path(), &["get"], "");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, read(&case("tree/terraform-get.txt")));
+    let (code, out, err) = check_cli_in(dir.path(), &["modules", "-json"], "");
+    assert_eq!(code, 0, "{err}");
+    let sorted = |text: &str| {
+        let mut j: J = serde_json::from_str(text).unwrap();
+        if let Some(list) = j["modules"].as_array_mut() {
+            list.sort_by_key(|m| m.to_string());
+        }
+        j
+    };
+    assert_eq!(
+        sorted(&out),
+        sorted(&read(&case("tree/terraform-modules.json")))
+    );
+    let (code, out, err) = check_cli_in(dir.path(), &["modules"], "");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, read(&case("tree/terraform-modules.txt")));
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(empty.path().join("main.tf"), "").unwrap();
+    let (code, out, _) = check_cli_in(empty.path(), &["modules"], "");
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "No modules found in configuration.\n")
+    );
+    let (_, out, _) = check_cli_in(empty.path(), &["modules", "-json"], "");
+    assert_eq!(out, "{\"format_version\":\"1.0\",\"modules\":null}\n");
+}
+
+/// Runs cairn with `HOME` (and nothing of the user's configuration) and `stdin`.
+fn cairn_home(home: &Path, dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
+    use std::io::Write as _;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    c.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("HOME", home)
+        .env("SSL_CERT_FILE", home.join("ca.pem"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for v in [
+        "CAIRN_STATE_DIR",
+        "CAIRN_CLI_CONFIG_FILE",
+        "TF_CLI_CONFIG_FILE",
+        "TF_PLUGIN_CACHE_DIR",
+        "TF_DATA_DIR",
+        "XDG_DATA_HOME",
+    ] {
+        c.env_remove(v);
+    }
+    for (k, _) in std::env::vars() {
+        if k.starts_with("TF_TOKEN_") {
+            c.env_remove(k);
+        }
+    }
+    let mut child = c.spawn().unwrap();
+    if let Some(mut i) = child.stdin.take() {
+        let _ = i.write_all(stdin.as_bytes());
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn login_saves_a_token_that_installation_sends_and_logout_removes_it() {
+    let tls = Tls::new();
+    let server = Server::start(&tls);
+    let signer = Signer::new();
+    let platform = cairn::provider::install::platform::Platform::current().to_string();
+    let pkg = Published {
+        namespace: "testns".into(),
+        type_: "thing".into(),
+        version: "1.0.0".into(),
+        platform: platform.clone(),
+        zip: provider_zip(&[("terraform-provider-thing_v1.0.0", b"#!/bin/sh\n")]),
+        protocols: vec!["5.0".into()],
+    };
+    server.set_routes(registry_routes(&server.base(), &[pkg], &signer, false));
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("ca.pem"), &tls.ca_pem).unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let host = server.host();
+    std::fs::write(
+        proj.path().join("main.tf"),
+        format!(
+            "terraform {{\n  required_providers {{\n    thing = {{ source = \"{host}/testns/thing\" }}\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let token = "s3cret.atlasv1.token";
+    let (code, out, err) = cairn_home(
+        home.path(),
+        proj.path(),
+        &["login", &host.to_uppercase()],
+        &format!("{token}\n"),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains(token) && !err.contains(token), "{out}{err}");
+    let file = home.path().join(".terraform.d/credentials.tfrc.json");
+    assert_eq!(
+        read(&file),
+        format!("{{\n  \"credentials\": {{\n    \"{host}\": {{\n      \"token\": \"{token}\"\n    }}\n  }}\n}}")
+    );
+    assert!(
+        out.contains("Success! Cairn has obtained and saved an API token."),
+        "{out}"
+    );
+
+    let (code, out, err) = cairn_home(home.path(), proj.path(), &["init"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    let auth = server.take_authorized();
+    assert!(!auth.is_empty(), "no request carried the token");
+    assert!(
+        auth.iter().all(|(_, a)| *a == format!("Bearer {token}")),
+        "{auth:?}"
+    );
+
+    let (code, out, err) = cairn_home(home.path(), proj.path(), &["logout", &host], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "Success! Cairn has removed the stored API token for {host}."
+        )),
+        "{out}"
+    );
+    assert_eq!(read(&file), "{\n  \"credentials\": {}\n}");
+    let (_, out, _) = cairn_home(home.path(), proj.path(), &["logout", &host], "");
+    assert_eq!(out, format!("No credentials for {host} are stored.\n\n"));
+    std::fs::remove_dir_all(proj.path().join(".terraform")).unwrap();
+    std::fs::remove_file(proj.path().join(".terraform.lock.hcl")).unwrap();
+    server.take_authorized();
+    let (code, out, err) = cairn_home(home.path(), proj.path(), &["init"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(server.take_authorized(), Vec::<(String, String)>::new());
+
+    // Nothing on standard input: an error, and no file change.
+    let (code, _, err) = cairn_home(home.path(), proj.path(), &["login", &host], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("No token given"), "{err}");
+    let (code, _, err) = cairn_home(home.path(), proj.path(), &["login", "not a host"], "x\n");
+    assert_eq!(code, 1);
+    assert!(err.contains("Invalid hostname"), "{err}");
+}
