@@ -121,6 +121,12 @@ pub struct ProvidersArgs {
 pub enum ProvidersCommand {
     /// Print the schemas of the providers the configuration uses (requires -json).
     Schema(ProvidersSchemaArgs),
+    /// Write the hashes of the selected provider versions for each platform into
+    /// .terraform.lock.hcl.
+    Lock(ProvidersLockArgs),
+    /// Save the providers the configuration requires into DIR, a filesystem mirror (packed
+    /// layout, with network mirror indexes) other machines can install from.
+    Mirror(ProvidersMirrorArgs),
 }
 
 #[derive(Debug, Args)]
@@ -128,6 +134,35 @@ pub struct ProvidersSchemaArgs {
     /// Print the schemas as a JSON document (required).
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersLockArgs {
+    /// A target platform OS_ARCH (repeatable; default: this machine's).
+    #[arg(long, value_name = "OS_ARCH")]
+    pub platform: Vec<String>,
+    /// Take the packages from this filesystem mirror directory instead of their origin
+    /// registries.
+    #[arg(long, value_name = "DIR")]
+    pub fs_mirror: Option<PathBuf>,
+    /// Take the packages from this network mirror (https URL) instead of their origin
+    /// registries.
+    #[arg(long, value_name = "URL")]
+    pub net_mirror: Option<String>,
+    /// Only these providers (source addresses; default: every provider the configuration
+    /// requires).
+    #[arg(value_name = "PROVIDER")]
+    pub providers: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersMirrorArgs {
+    /// A target platform OS_ARCH (repeatable; default: this machine's).
+    #[arg(long, value_name = "OS_ARCH")]
+    pub platform: Vec<String>,
+    /// The mirror directory (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -290,6 +290,8 @@ pub fn command_name(c: &Command) -> &'static str {
         Command::Providers(p) => match p.command {
             None => "providers",
             Some(args::ProvidersCommand::Schema(_)) => "providers schema",
+            Some(args::ProvidersCommand::Lock(_)) => "providers lock",
+            Some(args::ProvidersCommand::Mirror(_)) => "providers mirror",
         },
         Command::Get(_) => "get",
         Command::Modules(_) => "modules",

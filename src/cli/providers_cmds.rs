@@ -14,7 +14,10 @@
 //!   each answered by its plugin (`GetProviderSchema`, asked live) or, without one, by the
 //!   built-in provider of its type (`provider::schema_json`).
 
-use super::args::{GetArgs, ModulesArgs, ProvidersArgs, ProvidersCommand, ProvidersSchemaArgs};
+use super::args::{
+    GetArgs, ModulesArgs, ProvidersArgs, ProvidersCommand, ProvidersLockArgs, ProvidersMirrorArgs,
+    ProvidersSchemaArgs,
+};
 use super::config_cmds::{cli_config, load_config};
 use super::output::Exit;
 use super::Context;
@@ -22,7 +25,10 @@ use crate::addr::module_source::{is_local, parse_source, Remote};
 use crate::addr::provider_source::SourceAddr;
 use crate::addr::version::Constraints;
 use crate::config::{Config, Module};
-use crate::diag::SourceMap;
+use crate::diag::{Diagnostic, SourceMap};
+use crate::provider::install::cli_config::MethodKind;
+use crate::provider::install::locking::{self, LockRequest};
+use crate::provider::install::CliConfig;
 use crate::provider::schema_json;
 use serde_json::{json, Map, Value as J};
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,7 +38,192 @@ pub(crate) fn providers(ctx: &Context, a: ProvidersArgs) -> Exit {
     match a.command {
         None => tree(ctx),
         Some(ProvidersCommand::Schema(s)) => schema(ctx, &s),
+        Some(ProvidersCommand::Lock(l)) => lock(ctx, &l),
+        Some(ProvidersCommand::Mirror(m)) => mirror(ctx, &m),
     }
+}
+
+/// What `providers lock` and `providers mirror` share: the configuration's requirements
+/// (only the named ones, if any), the platforms, the source.
+fn lock_request(
+    ctx: &Context,
+    platforms: &[String],
+    only: Option<MethodKind>,
+    named: &[String],
+) -> Result<(Config, CliConfig, LockRequestParts), Exit> {
+    let Some(config) = loaded(ctx) else {
+        return Err(Exit::Error);
+    };
+    let platforms = match locking::platforms(platforms) {
+        Ok(p) => p,
+        Err(d) => {
+            ctx.report(&SourceMap::new(), &d, false);
+            return Err(Exit::Error);
+        }
+    };
+    let cli = match cli_config() {
+        Ok(c) => c,
+        Err(d) => return Err(ctx.fail(d, false)),
+    };
+    let mut requirements: BTreeMap<SourceAddr, Constraints> = config
+        .provider_requirements()
+        .into_iter()
+        .map(|(a, r)| (a, r.constraints))
+        .collect();
+    if !named.is_empty() {
+        let mut keep = BTreeSet::new();
+        let mut diags = crate::diag::Diagnostics::new();
+        for raw in named {
+            match SourceAddr::parse(raw) {
+                Ok(a) if requirements.contains_key(&a) => {
+                    keep.insert(a);
+                }
+                Ok(a) => diags.push(Diagnostic::error(
+                    "Invalid provider argument",
+                    format!("The provider {a} is not required by the current configuration."),
+                )),
+                Err(e) => diags.push(Diagnostic::error("Invalid provider source address", e)),
+            }
+        }
+        if ctx.report(&SourceMap::new(), &diags, false) {
+            return Err(Exit::Error);
+        }
+        requirements.retain(|a, _| keep.contains(a));
+    }
+    Ok((
+        config,
+        cli,
+        LockRequestParts {
+            requirements,
+            platforms,
+            only,
+        },
+    ))
+}
+
+struct LockRequestParts {
+    requirements: BTreeMap<SourceAddr, Constraints>,
+    platforms: Vec<crate::provider::install::platform::Platform>,
+    only: Option<MethodKind>,
+}
+
+/// `cairn providers lock`: see `provider::install::locking`.
+fn lock(ctx: &Context, a: &ProvidersLockArgs) -> Exit {
+    let only = match (&a.fs_mirror, &a.net_mirror) {
+        (Some(_), Some(_)) => {
+            return ctx.fail(
+                Diagnostic::error(
+                    "Invalid installation method options",
+                    "The -fs-mirror and -net-mirror command line options are mutually-exclusive.",
+                ),
+                false,
+            )
+        }
+        (Some(d), None) => Some(MethodKind::FilesystemMirror(d.clone())),
+        (None, Some(u)) => {
+            if !u.starts_with("https://") {
+                return ctx.fail(
+                    Diagnostic::error(
+                        "Invalid network mirror URL",
+                        "The -net-mirror option requires a valid https: URL as the mirror base URL.",
+                    ),
+                    false,
+                );
+            }
+            let base = if u.ends_with('/') {
+                u.clone()
+            } else {
+                format!("{u}/")
+            };
+            Some(MethodKind::NetworkMirror(base))
+        }
+        (None, None) => None,
+    };
+    let (_config, cli, parts) = match lock_request(ctx, &a.platform, only, &a.providers) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let req = LockRequest {
+        config_dir: Path::new("."),
+        cli: &cli,
+        requirements: parts.requirements,
+        builtin_types: crate::provider::builtin::builtin()
+            .keys()
+            .cloned()
+            .collect(),
+        platforms: parts.platforms,
+        only: parts.only,
+    };
+    let (lines, changed, diags) = locking::lock(&req);
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    ctx.out(&out);
+    if ctx.report(&SourceMap::new(), &diags, false) {
+        return Exit::Error;
+    }
+    let (color, _) = ctx.colors(false);
+    let bold = |s: &str| {
+        if color {
+            format!("\x1b[1m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    };
+    let green = |s: &str| {
+        if color {
+            format!("\x1b[1m\x1b[32m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    };
+    if changed {
+        ctx.out(&format!(
+            "\n{} {}\n\nReview the changes in .terraform.lock.hcl and then commit to your\n\
+             version control system to retain the new checksums.\n\n",
+            green("Success!"),
+            bold("Cairn has updated the lock file.")
+        ));
+    } else {
+        ctx.out(&format!(
+            "\n{} {}\n",
+            green("Success!"),
+            bold("Cairn has validated the lock file and found no need for changes.")
+        ));
+    }
+    Exit::Ok
+}
+
+/// `cairn providers mirror DIR`: see `provider::install::locking::mirror`.
+fn mirror(ctx: &Context, a: &ProvidersMirrorArgs) -> Exit {
+    let (_config, cli, parts) = match lock_request(ctx, &a.platform, None, &[]) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let req = LockRequest {
+        config_dir: Path::new("."),
+        cli: &cli,
+        requirements: parts.requirements,
+        builtin_types: crate::provider::builtin::builtin()
+            .keys()
+            .cloned()
+            .collect(),
+        platforms: parts.platforms,
+        only: parts.only,
+    };
+    let (lines, diags) = locking::mirror(&req, &a.dir);
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    ctx.out(&out);
+    if ctx.report(&SourceMap::new(), &diags, false) {
+        return Exit::Error;
+    }
+    Exit::Ok
 }
 
 /// One level of treeprint's drawing: `├── ` / `└── ` before each item, `│   ` / `    ` before

@@ -367,3 +367,183 @@ fn login_saves_a_token_that_installation_sends_and_logout_removes_it() {
     assert_eq!(code, 1);
     assert!(err.contains("Invalid hostname"), "{err}");
 }
+
+/// Runs cairn in `dir` with a CLI configuration file of `rc` (and `HOME` in `home`).
+fn cairn_rc(home: &Path, dir: &Path, rc: &str, args: &[&str]) -> (i32, String, String) {
+    let file = home.join("cairn.rc");
+    std::fs::write(&file, rc).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("HOME", home)
+        .env("CAIRN_CLI_CONFIG_FILE", &file)
+        .env_remove("TF_CLI_CONFIG_FILE")
+        .env_remove("TF_PLUGIN_CACHE_DIR")
+        .env_remove("TF_DATA_DIR")
+        .env_remove("CAIRN_STATE_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Terraform's lines with Cairn's name, in any order (Terraform prints the "Obtained" lines
+/// in Go's map order).
+fn lines_as_set(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .replace("Terraform", "Cairn")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn providers_lock_records_other_platforms_as_terraform_does() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = copy_case("lock");
+    let mirror = case("lock/mirror");
+    let fs = format!("-fs-mirror={}", mirror.display());
+    let run = |platforms: &[&str]| {
+        let mut args = vec!["providers", "lock", fs.as_str()];
+        args.extend(platforms);
+        cairn_rc(home.path(), dir.path(), "", &args)
+    };
+    let (code, out, err) = run(&["-platform=linux_amd64", "-platform=darwin_arm64"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out,
+        read(&case("lock/terraform.txt")).replace("Terraform", "Cairn")
+    );
+    assert_eq!(
+        read(&dir.path().join(".terraform.lock.hcl")),
+        read(&case("lock/terraform.lock.hcl"))
+    );
+    // Another platform: its hash is added, the others stay.
+    let (code, out, err) = run(&["-platform=linux_amd64", "-platform=windows_amd64"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        lines_as_set(&out),
+        lines_as_set(&read(&case("lock/terraform-again.txt")))
+    );
+    assert_eq!(
+        read(&dir.path().join(".terraform.lock.hcl")),
+        read(&case("lock/terraform-again.lock.hcl"))
+    );
+    let (code, out, _) = run(&["-platform=windows_amd64"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        read(&case("lock/terraform-unchanged.txt")).replace("Terraform", "Cairn")
+    );
+    // Bad input: a platform that is not OS_ARCH, both mirrors, a provider not required.
+    let (code, _, err) = run(&["-platform=linux"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Invalid target platform"), "{err}");
+    let (code, _, err) = cairn_rc(
+        home.path(),
+        dir.path(),
+        "",
+        &["providers", "lock", &fs, "-net-mirror=https://m.example/"],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("mutually-exclusive"), "{err}");
+    let (code, _, err) = cairn_rc(
+        home.path(),
+        dir.path(),
+        "",
+        &["providers", "lock", &fs, "example.com/ns/other"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("is not required by the current configuration"),
+        "{err}"
+    );
+}
+
+#[test]
+fn providers_mirror_makes_a_mirror_that_init_installs_from() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = copy_case("lock");
+    let source = case("lock/mirror");
+    let rc_from = |p: &Path| {
+        format!(
+            "provider_installation {{\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n}}\n",
+            p.display()
+        )
+    };
+    let out_dir = home.path().join("new-mirror");
+    let (code, out, err) = cairn_rc(
+        home.path(),
+        dir.path(),
+        &rc_from(&source),
+        &[
+            "providers",
+            "mirror",
+            "-platform=linux_amd64",
+            "-platform=darwin_arm64",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out,
+        "- Mirroring example.com/ns/thing...\n  - Selected v1.1.0 to meet constraints ~> 1.0\n  \
+         - Downloading package for linux_amd64...\n  - Package from the filesystem mirror \
+         PATH\n  - Downloading package for darwin_arm64...\n  - Package from the filesystem \
+         mirror PATH\n"
+            .replace("PATH", &source.display().to_string())
+    );
+    let at = out_dir.join("example.com/ns/thing");
+    let mut files: Vec<String> = std::fs::read_dir(&at)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "1.1.0.json",
+            "index.json",
+            "terraform-provider-thing_1.1.0_darwin_arm64.zip",
+            "terraform-provider-thing_1.1.0_linux_amd64.zip",
+        ]
+    );
+    // The archives themselves, byte for byte.
+    for f in &files[2..] {
+        assert_eq!(
+            std::fs::read(at.join(f)).unwrap(),
+            std::fs::read(source.join("example.com/ns/thing").join(f)).unwrap()
+        );
+    }
+    // The network mirror protocol's indexes, as Terraform writes them.
+    assert_eq!(
+        read(&at.join("index.json")),
+        "{\n  \"versions\": {\n    \"1.1.0\": {}\n  }\n}"
+    );
+    let lock = read(&case("lock/terraform.lock.hcl"));
+    let v: J = serde_json::from_str(&read(&at.join("1.1.0.json"))).unwrap();
+    for p in ["linux_amd64", "darwin_arm64"] {
+        let a = &v["archives"][p];
+        assert_eq!(a["url"], format!("terraform-provider-thing_1.1.0_{p}.zip"));
+        let h = a["hashes"][0].as_str().unwrap();
+        assert!(lock.contains(h), "{h} is not in Terraform's lock");
+    }
+    // Another machine: init from the new mirror alone.
+    let proj = tempfile::tempdir().unwrap();
+    std::fs::copy(case("lock/main.tf"), proj.path().join("main.tf")).unwrap();
+    let (code, out, err) = cairn_rc(home.path(), proj.path(), &rc_from(&out_dir), &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("example.com/ns/thing 1.1.0: plugin from the filesystem mirror"),
+        "{out}"
+    );
+    let locked = read(&proj.path().join(".terraform.lock.hcl"));
+    assert!(locked.contains("version     = \"1.1.0\""), "{locked}");
+}

@@ -21,6 +21,7 @@ pub(crate) mod credentials;
 pub mod hash;
 pub(crate) mod init;
 pub(crate) mod lock;
+pub(crate) mod locking;
 pub(crate) mod mirror;
 pub(crate) mod modules;
 pub mod platform;
