@@ -547,3 +547,93 @@ fn providers_mirror_makes_a_mirror_that_init_installs_from() {
     let locked = read(&proj.path().join(".terraform.lock.hcl"));
     assert!(locked.contains("version     = \"1.1.0\""), "{locked}");
 }
+
+#[test]
+fn a_mirror_served_over_https_is_a_network_mirror_for_init_and_lock() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = copy_case("lock");
+    let source = case("lock/mirror");
+    let out_dir = home.path().join("published");
+    let rc = format!(
+        "provider_installation {{\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n}}\n",
+        source.display()
+    );
+    let (code, out, err) = cairn_rc(
+        home.path(),
+        dir.path(),
+        &rc,
+        &[
+            "providers",
+            "mirror",
+            "-platform=linux_amd64",
+            "-platform=darwin_arm64",
+            "-platform=windows_amd64",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    // Publish the directory as it is.
+    let tls = Tls::new();
+    let server = Server::start(&tls);
+    let mut routes = std::collections::BTreeMap::new();
+    let at = out_dir.join("example.com/ns/thing");
+    for e in std::fs::read_dir(&at).unwrap() {
+        let e = e.unwrap();
+        routes.insert(
+            format!(
+                "/m/example.com/ns/thing/{}",
+                e.file_name().to_string_lossy()
+            ),
+            std::fs::read(e.path()).unwrap(),
+        );
+    }
+    server.set_routes(routes);
+    std::fs::write(home.path().join("ca.pem"), &tls.ca_pem).unwrap();
+    let url = format!("{}/m/", server.base());
+    // `providers lock -net-mirror`: the same lock as Terraform's from the filesystem mirror
+    // (h1: hashes of the same packages).
+    let (code, out, err) = cairn_home(
+        home.path(),
+        dir.path(),
+        &[
+            "providers",
+            "lock",
+            &format!("-net-mirror={url}"),
+            "-platform=linux_amd64",
+            "-platform=darwin_arm64",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        read(&dir.path().join(".terraform.lock.hcl")),
+        read(&case("lock/terraform.lock.hcl"))
+    );
+    // `init` with that lock file, from the network mirror alone.
+    let rc =
+        format!("provider_installation {{\n  network_mirror {{\n    url = \"{url}\"\n  }}\n}}\n");
+    std::fs::write(home.path().join("net.rc"), &rc).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("init")
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("HOME", home.path())
+        .env("CAIRN_CLI_CONFIG_FILE", home.path().join("net.rc"))
+        .env("SSL_CERT_FILE", home.path().join("ca.pem"))
+        .env_remove("TF_CLI_CONFIG_FILE")
+        .env_remove("TF_PLUGIN_CACHE_DIR")
+        .env_remove("CAIRN_STATE_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("example.com/ns/thing 1.1.0: plugin from the network mirror"),
+        "{text}"
+    );
+}
