@@ -637,3 +637,63 @@ fn a_mirror_served_over_https_is_a_network_mirror_for_init_and_lock() {
         "{text}"
     );
 }
+
+#[test]
+fn providers_lock_from_a_registry_adds_each_platforms_h1_and_the_signed_zh_hashes() {
+    let tls = Tls::new();
+    let server = Server::start(&tls);
+    let signer = Signer::new();
+    let published = |platform: &str| Published {
+        namespace: "testns".into(),
+        type_: "thing".into(),
+        version: "1.0.0".into(),
+        platform: platform.into(),
+        zip: provider_zip(&[(
+            "terraform-provider-thing_v1.0.0",
+            format!("#!/bin/sh\necho {platform}\n").as_bytes(),
+        )]),
+        protocols: vec!["5.0".into()],
+    };
+    let platforms = ["linux_amd64", "darwin_arm64", "windows_amd64"];
+    let pkgs: Vec<Published> = platforms.iter().map(|p| published(p)).collect();
+    server.set_routes(registry_routes(&server.base(), &pkgs, &signer, false));
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("ca.pem"), &tls.ca_pem).unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    let host = server.host();
+    std::fs::write(
+        proj.path().join("main.tf"),
+        format!(
+            "terraform {{\n  required_providers {{\n    thing = {{ source = \"{host}/testns/thing\" }}\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = cairn_home(
+        home.path(),
+        proj.path(),
+        &[
+            "providers",
+            "lock",
+            "-platform=linux_amd64",
+            "-platform=darwin_arm64",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "- Retrieved {host}/testns/thing 1.0.0 for darwin_arm64 (self-signed, key ID "
+        )),
+        "{out}"
+    );
+    let lock = cairn::provider::install::LockFile::read(proj.path()).unwrap();
+    let addr =
+        cairn::addr::provider_source::SourceAddr::parse(&format!("{host}/testns/thing")).unwrap();
+    let hashes = &lock.providers[&addr].hashes;
+    let count = |prefix: &str| hashes.iter().filter(|h| h.starts_with(prefix)).count();
+    // An h1: per platform fetched, a zh: per platform the registry signed.
+    assert_eq!((count("h1:"), count("zh:")), (2, 3), "{hashes:?}");
+    // An install on either platform's package is vouched for: this machine's h1: is there.
+    let (code, out, err) = cairn_home(home.path(), proj.path(), &["init"], "");
+    assert_eq!(code, 0, "{out}{err}");
+}
