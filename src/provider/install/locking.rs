@@ -209,6 +209,23 @@ pub(crate) fn lock(req: &LockRequest) -> (Vec<String>, bool, Diagnostics) {
     if diags.has_errors() {
         return (lines, false, diags);
     }
+    let (new, changed_any) = merge(req, &old, &by_platform, &mut lines);
+    if new != old {
+        if let Err(d) = new.write(req.config_dir) {
+            diags.push(d);
+        }
+    }
+    (lines, changed_any, diags)
+}
+
+/// The new lock file: each provider's entry with the hashes every platform's package gave
+/// added (Terraform's merge), and the "Obtained" lines; whether any hash was new.
+fn merge(
+    req: &LockRequest,
+    old: &LockFile,
+    by_platform: &BTreeMap<Platform, BTreeMap<SourceAddr, Fetched>>,
+    lines: &mut Vec<String>,
+) -> (LockFile, bool) {
     let mut new = old.clone();
     let mut changed_any = false;
     for addr in req.requirements.keys() {
@@ -248,12 +265,7 @@ pub(crate) fn lock(req: &LockRequest) -> (Vec<String>, bool, Diagnostics) {
             new.providers.insert(addr.clone(), e);
         }
     }
-    if new != old {
-        if let Err(d) = new.write(req.config_dir) {
-            diags.push(d);
-        }
-    }
-    (lines, changed_any, diags)
+    (new, changed_any)
 }
 
 /// Runs `providers mirror DIR`: every required provider, for every platform, into `dir` in
