@@ -101,6 +101,23 @@ pub enum Command {
     /// Remove the 'tainted' state from a resource instance.
     #[command(long_about = UNTAINT_HELP)]
     Untaint(TaintArgs),
+    /// Show the providers required for this configuration, by module, and those the state
+    /// requires; `providers schema|lock|mirror` below.
+    Providers(ProvidersArgs),
+    /// Install or upgrade the remote modules of the configuration (modules only: no
+    /// providers, no backend).
+    Get(GetArgs),
+    /// Show all declared modules in the working directory, with their resolved versions.
+    Modules(ModulesArgs),
+    /// Metadata about Cairn itself (`metadata functions -json`).
+    #[command(subcommand)]
+    Metadata(MetadataCommand),
+    /// Save an API token for a host (default: app.terraform.io) in
+    /// ~/.terraform.d/credentials.tfrc.json, read from standard input.
+    Login(LoginArgs),
+    /// Remove the saved API token for a host (default: app.terraform.io) from
+    /// credentials.tfrc.json.
+    Logout(LoginArgs),
 }
 
 const TAINT_HELP: &str = "Mark a resource instance as not fully functional.
@@ -141,6 +158,98 @@ pub struct TaintArgs {
     pub allow_missing: bool,
     #[command(flatten)]
     pub lock: LockArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ProvidersArgs {
+    #[command(subcommand)]
+    pub command: Option<ProvidersCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// Print the schemas of the providers the configuration uses (requires -json).
+    Schema(ProvidersSchemaArgs),
+    /// Write the hashes of the selected provider versions for each platform into
+    /// .terraform.lock.hcl.
+    Lock(ProvidersLockArgs),
+    /// Save the providers the configuration requires into DIR, a filesystem mirror (packed
+    /// layout, with network mirror indexes) other machines can install from.
+    Mirror(ProvidersMirrorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersSchemaArgs {
+    /// Print the schemas as a JSON document (required).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersLockArgs {
+    /// A target platform OS_ARCH (repeatable; default: this machine's).
+    #[arg(long, value_name = "OS_ARCH")]
+    pub platform: Vec<String>,
+    /// Take the packages from this filesystem mirror directory instead of their origin
+    /// registries.
+    #[arg(long, value_name = "DIR")]
+    pub fs_mirror: Option<PathBuf>,
+    /// Take the packages from this network mirror (https URL) instead of their origin
+    /// registries.
+    #[arg(long, value_name = "URL")]
+    pub net_mirror: Option<String>,
+    /// Only these providers (source addresses; default: every provider the configuration
+    /// requires).
+    #[arg(value_name = "PROVIDER")]
+    pub providers: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersMirrorArgs {
+    /// A target platform OS_ARCH (repeatable; default: this machine's).
+    #[arg(long, value_name = "OS_ARCH")]
+    pub platform: Vec<String>,
+    /// The mirror directory (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Check already-downloaded modules for newer versions and install the newest allowed.
+    #[arg(long)]
+    pub update: bool,
+    /// No colours.
+    #[arg(long)]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ModulesArgs {
+    /// Print the modules as a JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MetadataCommand {
+    /// Print the signatures and descriptions of every built-in function (requires -json).
+    Functions(MetadataFunctionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MetadataFunctionsArgs {
+    /// Print the signatures as a JSON document (required).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The host (default: app.terraform.io).
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

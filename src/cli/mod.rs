@@ -17,9 +17,12 @@ mod fmt_cmd;
 pub(crate) mod inspect;
 pub(crate) mod lifecycle;
 pub(crate) mod logging;
+pub(crate) mod login;
+pub(crate) mod metadata;
 pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod prompt;
+pub(crate) mod providers_cmds;
 pub mod run_cmds;
 pub(crate) mod state_cmds;
 pub(crate) mod state_edit;
@@ -106,7 +109,14 @@ pub fn main() -> i32 {
         // Commands that never touch the state make no workspace directory.
         let reads_state = !matches!(
             parsed.cli.command,
-            Command::Inspect(_) | Command::Validate(_) | Command::Console(_)
+            Command::Inspect(_)
+                | Command::Validate(_)
+                | Command::Console(_)
+                | Command::Get(_)
+                | Command::Modules(_)
+                | Command::Metadata(_)
+                | Command::Login(_)
+                | Command::Logout(_)
         );
         if let Err(d) = workspace_cmds::check_selected(&ctx, reads_state) {
             return ctx.fail(d, false).code();
@@ -232,6 +242,12 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Fmt(a) => fmt_cmd::fmt(ctx, &a),
         Command::Taint(a) => taint_cmds::taint(ctx, &a, true),
         Command::Untaint(a) => taint_cmds::taint(ctx, &a, false),
+        Command::Providers(a) => providers_cmds::providers(ctx, a),
+        Command::Get(a) => providers_cmds::get(ctx, &a),
+        Command::Modules(a) => providers_cmds::modules(ctx, &a),
+        Command::Metadata(args::MetadataCommand::Functions(a)) => metadata::functions(ctx, &a),
+        Command::Login(a) => login::login(ctx, &a),
+        Command::Logout(a) => login::logout(ctx, &a),
     }
 }
 
@@ -284,6 +300,17 @@ pub fn command_name(c: &Command) -> &'static str {
         },
         Command::Taint(_) => "taint",
         Command::Untaint(_) => "untaint",
+        Command::Providers(p) => match p.command {
+            None => "providers",
+            Some(args::ProvidersCommand::Schema(_)) => "providers schema",
+            Some(args::ProvidersCommand::Lock(_)) => "providers lock",
+            Some(args::ProvidersCommand::Mirror(_)) => "providers mirror",
+        },
+        Command::Get(_) => "get",
+        Command::Modules(_) => "modules",
+        Command::Metadata(_) => "metadata functions",
+        Command::Login(_) => "login",
+        Command::Logout(_) => "logout",
     }
 }
 

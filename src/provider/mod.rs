@@ -187,6 +187,7 @@ mod messages;
 pub(crate) mod null;
 pub mod plugin;
 pub(crate) mod random;
+pub(crate) mod schema_json;
 pub mod schema_util;
 pub(crate) mod sim;
 pub(crate) mod terraform_data;

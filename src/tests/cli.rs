@@ -14,6 +14,10 @@ use std::process::{Command, Stdio};
 #[path = "cli_lifecycle.rs"]
 mod lifecycle;
 
+/// `providers`, `providers schema`, `metadata functions`, `get`, `modules`, `login`, `logout`.
+#[path = "cli_providers.rs"]
+mod providers;
+
 /// Issue 14's `moved` and `removed` blocks, end to end.
 #[path = "cli_moves.rs"]
 mod moves;

@@ -808,6 +808,38 @@ fn init_installs_modules_from_a_registry_git_and_archives() {
         serde_json::json!({"Key": "", "Source": "", "Dir": "."})
     );
 
+    // `modules -json`: each call with its source as Terraform prints it and the registry
+    // module's installed version.
+    let (code, out, err) = sb.cairn(dir.path(), &["modules", "-json"]);
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let m = |key: &str, source: String, version: &str| serde_json::json!({"key": key, "source": source, "version": version});
+    assert_eq!(
+        doc,
+        serde_json::json!({"format_version": "1.0", "modules": [
+            m("direct", format!("git::{net}?ref=v1.0.0"), ""),
+            m("inner", format!("git::{inner}?ref=v1"), ""),
+            m("sub", "./modules/sub".into(), ""),
+            m("net", format!("{host}/acme/net/aws"), "1.1.0"),
+            m("inner", format!("git::{inner}?ref=v1"), ""),
+            m("sub", "./modules/sub".into(), ""),
+            m("tgz", format!("https://{host}/archives/tools.tar.gz//sub"), ""),
+            m("tools", format!("https://{host}/archives/tools.zip"), ""),
+        ]})
+    );
+    // `get`: modules only, every call where it is, remote and local ones.
+    let (code, out, err) = sb.cairn(dir.path(), &["get"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "- direct in .terraform/modules/direct\n\
+         - direct.inner in .terraform/modules/direct.inner\n\
+         - direct.sub in .terraform/modules/direct/modules/sub\n- net in .terraform/modules/net\n\
+         - net.inner in .terraform/modules/net.inner\n\
+         - net.sub in .terraform/modules/net/modules/sub\n- tgz in .terraform/modules/tgz/sub\n\
+         - tools in .terraform/modules/tools\n"
+    );
+
     let (code, out, err) = sb.cairn(dir.path(), &["apply", "-auto-approve"]);
     assert_eq!(code, 0, "{out}\n{err}");
     for v in [

@@ -22,7 +22,7 @@ const ANY: P = P::Any;
 pub(super) const DEFS: &[Def] = &[
     Def {
         name: "length",
-        params: &[p("value", ANY).unknown().marked()],
+        params: &[p("value", ANY).unknown().marked().dynamic_type()],
         variadic: None,
         ret: Ret::Fixed(P::Num),
         imp: length,

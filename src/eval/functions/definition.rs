@@ -141,6 +141,10 @@ pub(crate) struct Param {
     /// Only the argument's own mark is removed (and put on the result); marks on its parts
     /// reach the function, which keeps them where they belong (`element`, `concat`, ...).
     pub(super) inner: bool,
+    /// cty's `AllowDynamicType`: an argument whose type is not yet known still gives the
+    /// function's own result type. Without it, Terraform's `metadata functions` reports the
+    /// return type `dynamic` when such a parameter takes any type.
+    pub(super) dynamic: bool,
 }
 
 pub(crate) const fn p(name: &'static str, ty: P) -> Param {
@@ -151,6 +155,7 @@ pub(crate) const fn p(name: &'static str, ty: P) -> Param {
         unknown: false,
         marked: false,
         inner: false,
+        dynamic: false,
     }
 }
 
@@ -169,6 +174,10 @@ impl Param {
     }
     pub(crate) const fn inner_marks(mut self) -> Self {
         self.inner = true;
+        self
+    }
+    pub(crate) const fn dynamic_type(mut self) -> Self {
+        self.dynamic = true;
         self
     }
 }

@@ -15,7 +15,7 @@ use base64::Engine as _;
 pub(super) const DEFS: &[Def] = &[
     Def {
         name: "jsonencode",
-        params: &[p("val", P::Any).null().unknown()],
+        params: &[p("val", P::Any).null().unknown().dynamic_type()],
         variadic: None,
         ret: Ret::Fixed(P::Str),
         imp: jsonencode,
@@ -29,7 +29,7 @@ pub(super) const DEFS: &[Def] = &[
     },
     Def {
         name: "yamlencode",
-        params: &[p("value", P::Any).null().unknown()],
+        params: &[p("value", P::Any).null().unknown().dynamic_type()],
         variadic: None,
         ret: Ret::Fixed(P::Str),
         imp: yamlencode,

@@ -27,7 +27,7 @@ pub(super) const DEFS: &[Def] = &[
     },
     Def {
         name: "issensitive",
-        params: &[p("value", P::Any).null().unknown().marked()],
+        params: &[p("value", P::Any).null().unknown().marked().dynamic_type()],
         variadic: None,
         ret: Ret::Fixed(P::Bool),
         imp: issensitive,

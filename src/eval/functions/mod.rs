@@ -50,6 +50,7 @@ mod collections;
 mod console_tests;
 mod conversion;
 mod definition;
+mod descriptions;
 mod encoding;
 mod filesystem;
 mod hashing;
@@ -108,6 +109,133 @@ pub(crate) fn arity(name: &str) -> Option<Arity> {
         params: d.params.iter().map(|p| p.name).collect(),
         variadic: d.variadic.map(|p| p.name),
     })
+}
+
+/// One parameter of a function's signature, for `metadata functions -json`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SigParam {
+    pub(crate) name: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) ty: crate::value::Type,
+    pub(crate) nullable: bool,
+}
+
+/// A built-in function's signature, as `terraform metadata functions -json` describes one.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Signature {
+    pub(crate) name: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) params: Vec<SigParam>,
+    pub(crate) variadic: Option<SigParam>,
+    /// What the function returns given arguments of its parameters' types (unknown), as
+    /// Terraform computes `return_type`: `dynamic` where it depends on the arguments.
+    pub(crate) ret: crate::value::Type,
+}
+
+/// Every function's signature, by name: the library's, and the evaluator's special forms
+/// `try`, `can` and `templatestring` (with Terraform's shapes for them).
+pub(crate) fn signatures() -> BTreeMap<&'static str, Signature> {
+    use crate::value::Type;
+    let texts: BTreeMap<&str, (&'static str, &'static [&'static str])> = descriptions::DESCRIPTIONS
+        .iter()
+        .map(|(n, d, p)| (*n, (*d, *p)))
+        .collect();
+    let text = |name: &str| texts.get(name).copied().unwrap_or(("", &[]));
+    let param = |p: &Param, desc: Option<&&'static str>| SigParam {
+        name: p.name,
+        description: desc.copied().unwrap_or(""),
+        ty: p.ty.ty(),
+        nullable: p.null,
+    };
+    let mut out: BTreeMap<&'static str, Signature> = registry()
+        .values()
+        .map(|d| {
+            let (description, pdesc) = text(d.name);
+            let params: Vec<SigParam> = d
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| param(p, pdesc.get(i)))
+                .collect();
+            let variadic = d.variadic.map(|v| param(&v, pdesc.get(d.params.len())));
+            // cty's `ReturnType` with each parameter's own type as the argument type: an
+            // argument of unknown type where the parameter does not allow one gives `dynamic`.
+            let untyped = d
+                .params
+                .iter()
+                .chain(d.variadic.iter())
+                .any(|p| matches!(p.ty, P::Any) && !p.dynamic);
+            let ret = match d.ret {
+                _ if untyped => Type::Dynamic,
+                Ret::Fixed(p) => p.ty(),
+                Ret::From(f) => {
+                    let args: Vec<Value> = params
+                        .iter()
+                        .chain(variadic.iter())
+                        .map(|p| Value::Unknown(p.ty.clone()))
+                        .collect();
+                    f(&args)
+                }
+            };
+            let sig = Signature {
+                name: d.name,
+                description,
+                params,
+                variadic,
+                ret,
+            };
+            (d.name, sig)
+        })
+        .collect();
+    let special = |name: &'static str, params: Vec<(&'static str, Type)>, variadic: bool, ret| {
+        let (description, pdesc) = text(name);
+        let mut ps: Vec<SigParam> = params
+            .into_iter()
+            .enumerate()
+            .map(|(i, (n, ty))| SigParam {
+                name: n,
+                description: pdesc.get(i).copied().unwrap_or(""),
+                ty,
+                nullable: false,
+            })
+            .collect();
+        let v = if variadic { ps.pop() } else { None };
+        Signature {
+            name,
+            description,
+            params: ps,
+            variadic: v,
+            ret,
+        }
+    };
+    out.insert(
+        "try",
+        special(
+            "try",
+            vec![("expressions", Type::Dynamic)],
+            true,
+            Type::Dynamic,
+        ),
+    );
+    out.insert(
+        "can",
+        special(
+            "can",
+            vec![("expression", Type::Dynamic)],
+            false,
+            Type::Bool,
+        ),
+    );
+    out.insert(
+        "templatestring",
+        special(
+            "templatestring",
+            vec![("template", Type::String), ("vars", Type::Dynamic)],
+            false,
+            Type::String,
+        ),
+    );
+    out
 }
 
 /// Calls the built-in function `name` (see the module docs for the argument handling).

@@ -13,7 +13,9 @@
 //! - `plugin_cache_dir` (`TF_PLUGIN_CACHE_DIR` wins; `$VAR` references are expanded, as
 //!   Terraform does).
 //! - `host "NAME" { services = {…} }` (replaces service discovery for that host) and
-//!   `credentials "NAME" { token = "…" }` (`TF_TOKEN_<host>` variables too).
+//!   `credentials "NAME" { token = "…" }`, the tokens `cairn login` saved in
+//!   `~/.terraform.d/credentials.tfrc.json` (`credentials.rs`), and `TF_TOKEN_<host>`
+//!   variables, later ones winning.
 //! - `SSL_CERT_FILE`: extra trusted root certificates (PEM) for registries and network
 //!   mirrors, the variable Go programs such as Terraform honour on Linux.
 //! - `TF_DATA_DIR`: where `.terraform` is.
@@ -210,6 +212,11 @@ impl CliConfig {
         };
         if let Some(d) = var("TF_PLUGIN_CACHE_DIR") {
             cfg.plugin_cache_dir = Some(PathBuf::from(d));
+        }
+        // `cairn login`'s tokens (Terraform's `credentials.tfrc.json`), which Terraform merges
+        // after the main file; `TF_TOKEN_*` variables come last.
+        if let Some(path) = super::credentials::file(env) {
+            cfg.credentials.extend(super::credentials::read(&path)?);
         }
         for (k, v) in env {
             if let Some(host) = k.strip_prefix("TF_TOKEN_") {

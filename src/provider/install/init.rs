@@ -75,12 +75,11 @@ pub(crate) fn install(req: &Request) -> (BTreeMap<SourceAddr, Selected>, Diagnos
         }
     };
     let mut lock = LockFile::default();
-    let mut inst = Installer {
+    let mut inst = Installer::new(
         req,
-        platform: Platform::current(),
-        dir: super::providers_dir(req.config_dir, req.cli),
-        http: None,
-    };
+        Platform::current(),
+        super::providers_dir(req.config_dir, req.cli),
+    );
     for (addr, constraints) in &req.requirements {
         if addr.is_terraform_builtin() {
             out.insert(addr.clone(), Selected::BuiltIn);
@@ -117,11 +116,19 @@ pub(crate) fn install(req: &Request) -> (BTreeMap<SourceAddr, Selected>, Diagnos
     (out, diags)
 }
 
-struct Installer<'a> {
+pub(super) struct Installer<'a> {
     req: &'a Request<'a>,
     platform: Platform,
     dir: PathBuf,
     http: Option<Result<Http<'a>, String>>,
+    /// `providers mirror`: each fetched package is also kept here in the packed layout
+    /// (`HOST/NS/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip`, the source's archive
+    /// itself, or an unpacked source's files zipped).
+    archives: Option<PathBuf>,
+    /// `providers lock` and `providers mirror` (Terraform's `InstallNewProvidersForce`): a
+    /// package whose hash the lock does not have yet is taken (it is another platform's),
+    /// not refused.
+    force: bool,
 }
 
 /// A package fetched to a temporary place, before it is installed.
@@ -134,6 +141,31 @@ struct Staged {
 }
 
 impl<'a> Installer<'a> {
+    /// An installer for `platform` whose packages go under `dir` (a providers directory's
+    /// layout), for `providers lock` and `providers mirror`.
+    pub(super) fn new(req: &'a Request<'a>, platform: Platform, dir: PathBuf) -> Installer<'a> {
+        Installer {
+            req,
+            platform,
+            dir,
+            http: None,
+            archives: None,
+            force: false,
+        }
+    }
+
+    /// Keeps every fetched package in `dir`, packed (see `archives`).
+    pub(super) fn keep_archives(mut self, dir: &Path) -> Self {
+        self.archives = Some(dir.to_path_buf());
+        self
+    }
+
+    /// Takes packages whose hashes the lock does not list (see `force`).
+    pub(super) fn force(mut self) -> Self {
+        self.force = true;
+        self
+    }
+
     fn http(&mut self) -> Result<&Http<'a>, String> {
         let cli = self.req.cli;
         self.http
@@ -149,7 +181,7 @@ impl<'a> Installer<'a> {
             .join(self.platform.to_string())
     }
 
-    fn one(
+    pub(super) fn one(
         &mut self,
         addr: &SourceAddr,
         constraints: &Constraints,
@@ -317,7 +349,7 @@ impl<'a> Installer<'a> {
             let zh_locked = matches!(staged.pkg, Package::Zip(_))
                 && super::hash::zh_zip(staged.pkg.path()).is_ok_and(|z| l.has_hash(&z));
             let matches = l.has_hash(&h1) || zh_locked;
-            if !l.hashes.is_empty() && !matches {
+            if !l.hashes.is_empty() && !matches && !self.force {
                 return Err(format!(
                     "The package of {} {version} from {} has the checksum {h1}, which is not \
                      among the checksums {LOCK_FILE} records for it. It may have been tampered \
@@ -327,6 +359,14 @@ impl<'a> Installer<'a> {
                     staged.from
                 ));
             }
+        }
+        if let Some(root) = &self.archives {
+            let name = format!(
+                "terraform-provider-{}_{version}_{}.zip",
+                addr.type_, self.platform
+            );
+            let path = root.join(addr.rel_path()).join(name);
+            keep_archive(&staged.pkg, &path)?;
         }
         let t = self.target(addr, &version);
         match &self.req.cli.plugin_cache_dir {
@@ -437,6 +477,58 @@ fn unpack(pkg: &Package, dest: &Path) -> Result<(), String> {
     remove_any(dest)?;
     let staged = tmp.keep();
     std::fs::rename(&staged, dest).map_err(io(dest))?;
+    Ok(())
+}
+
+/// Puts the package at `path` as a zip archive: an archive copied as it is (its bytes, so its
+/// `zh:` hash stays the source's), a directory zipped with its files' modes.
+fn keep_archive(pkg: &Package, path: &Path) -> Result<(), String> {
+    let parent = path.parent().ok_or("no parent directory")?;
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let staging = parent.join(format!(
+        ".{}",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    match pkg {
+        Package::Zip(z) => {
+            std::fs::copy(z, &staging).map_err(io(z))?;
+        }
+        Package::Dir(d) => {
+            let f = std::fs::File::create(&staging).map_err(io(&staging))?;
+            let mut w = zip::ZipWriter::new(f);
+            zip_dir(&mut w, d, "")?;
+            w.finish()
+                .map_err(|e| format!("{}: {e}", staging.display()))?;
+        }
+    }
+    std::fs::rename(&staging, path).map_err(io(path))
+}
+
+fn zip_dir(w: &mut zip::ZipWriter<std::fs::File>, dir: &Path, prefix: &str) -> Result<(), String> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .filter_map(Result::ok)
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+        if p.is_dir() {
+            zip_dir(w, &p, &format!("{name}/"))?;
+            continue;
+        }
+        let mut opts = zip::write::SimpleFileOptions::default();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&p).map_err(io(&p))?.permissions().mode();
+            opts = opts.unix_permissions(mode & 0o777);
+        }
+        w.start_file(name, opts)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        let bytes = std::fs::read(&p).map_err(io(&p))?;
+        std::io::Write::write_all(w, &bytes).map_err(io(&p))?;
+    }
     Ok(())
 }
 

@@ -17,9 +17,11 @@
 //! [`CliConfig::from_env`]); nothing prints.
 
 pub(crate) mod cli_config;
+pub(crate) mod credentials;
 pub mod hash;
 pub(crate) mod init;
 pub(crate) mod lock;
+pub(crate) mod locking;
 pub(crate) mod mirror;
 pub(crate) mod modules;
 pub mod platform;

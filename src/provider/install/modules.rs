@@ -66,6 +66,10 @@ struct Wanted {
 /// What `init` prints about modules (Terraform's lines), and the problems.
 pub(crate) struct Outcome {
     pub(crate) lines: Vec<String>,
+    /// Every module call by its key (`vpc`, `vpc.subnets`) with its lines, local calls
+    /// included (`- net in modules/net`), for `cairn get`, which shows both as Terraform's
+    /// `get` does.
+    pub(crate) keyed: Vec<(String, Vec<String>)>,
     pub(crate) diags: Diagnostics,
 }
 
@@ -73,6 +77,7 @@ pub(crate) struct Outcome {
 pub(crate) fn install(root: &Path, cli: &CliConfig, upgrade: bool) -> Outcome {
     let mut out = Outcome {
         lines: Vec::new(),
+        keyed: Vec::new(),
         diags: Diagnostics::new(),
     };
     let mut manifest = read_manifest(root);
@@ -101,7 +106,11 @@ pub(crate) fn install(root: &Path, cli: &CliConfig, upgrade: bool) -> Outcome {
                     .join(".");
                 if is_local(&call.source) {
                     // A directory of its parent (or of the parent's download).
-                    done.insert(key);
+                    if done.insert(key.clone()) {
+                        let dir = local_dir(root, &m.dir, &call.source);
+                        let line = format!("- {key} in {dir}");
+                        out.keyed.push((key, vec![line]));
+                    }
                     continue;
                 }
                 if done.contains(&key) {
@@ -121,6 +130,7 @@ pub(crate) fn install(root: &Path, cli: &CliConfig, upgrade: bool) -> Outcome {
             done.insert(w.key.clone());
             match install_one(root, &http, &manifest, &w, upgrade) {
                 Ok((entry, lines)) => {
+                    out.keyed.push((w.key.clone(), lines.clone()));
                     out.lines.extend(lines);
                     manifest.retain(|e| e.key != entry.key);
                     manifest.push(entry);
@@ -138,6 +148,41 @@ pub(crate) fn install(root: &Path, cli: &CliConfig, upgrade: bool) -> Outcome {
         }
     }
     out
+}
+
+/// A local module's directory relative to the root, cleaned as Terraform shows it (`mod`,
+/// `.terraform/modules/vpc/sub`).
+fn local_dir(root: &Path, parent: &Path, source: &str) -> String {
+    let joined = parent.join(source);
+    let rel = joined.strip_prefix(root).unwrap_or(&joined);
+    let mut parts: Vec<String> = Vec::new();
+    for c in rel.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if parts.last().is_some_and(|p| p != "..") {
+                    parts.pop();
+                } else {
+                    parts.push("..".into());
+                }
+            }
+            c => parts.push(c.as_os_str().to_string_lossy().into_owned()),
+        }
+    }
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// The version each installed module call got, by key (`vpc`, `vpc.subnets`): what
+/// `.terraform/modules/modules.json` records (registry modules only have one).
+pub(crate) fn installed_versions(root: &Path) -> BTreeMap<String, String> {
+    read_manifest(root)
+        .into_iter()
+        .filter_map(|e| Some((e.key, e.version?)))
+        .collect()
 }
 
 fn read_manifest(root: &Path) -> Vec<Entry> {

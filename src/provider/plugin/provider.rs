@@ -195,6 +195,21 @@ async fn start_process(
     .await
 }
 
+/// Starts the plugin at `path` and returns its `GetProviderSchema` answer as it came over
+/// the wire (protocol version, protobuf bytes), for `providers schema -json`, which renders
+/// every field of it as Terraform does.
+pub(crate) async fn raw_schema(
+    path: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<(u32, Vec<u8>), String> {
+    let (_process, client) = start_process(path, env).await?;
+    let c = client.clone();
+    let (_, _, bytes) = run(async move { c.get_schema().await })
+        .await
+        .map_err(|e| format!("Plugin {}: {e}", path.display()))?;
+    Ok((client.protocol(), bytes))
+}
+
 fn provider_schema(wire: &Schemas) -> ProviderSchema {
     ProviderSchema {
         provider: wire
