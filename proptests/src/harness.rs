@@ -96,6 +96,7 @@ fn state_opts() -> OpenOptions {
         command: "proptest".into(),
         lock_timeout: crate::harness::LOCK_TIMEOUT,
         write: false,
+        skip_lock: false,
     }
 }
 
@@ -477,6 +478,7 @@ impl World {
             command: "proptest".into(),
             lock_timeout: crate::harness::LOCK_TIMEOUT,
             write: true,
+            skip_lock: false,
         };
         let (mut store, _) = Store::open(&dir, &o).map_err(|e| e.to_string())?;
         for e in events {
@@ -549,6 +551,7 @@ impl World {
             command: "proptest".into(),
             lock_timeout: crate::harness::LOCK_TIMEOUT,
             write: true,
+            skip_lock: false,
         };
         if let Ok((mut store, _)) = Store::open(&self.state_dir(), &o) {
             let _ = store.checkpoint();
