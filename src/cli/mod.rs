@@ -20,6 +20,7 @@ pub(crate) mod progress;
 pub(crate) mod prompt;
 pub mod run_cmds;
 pub(crate) mod state_cmds;
+pub(crate) mod test_cmd;
 pub(crate) mod ui_cmd;
 pub(crate) mod workspace_cmds;
 
@@ -101,7 +102,7 @@ pub fn main() -> i32 {
         // Commands that never touch the state make no workspace directory.
         let reads_state = !matches!(
             parsed.cli.command,
-            Command::Inspect(_) | Command::Validate(_) | Command::Console(_)
+            Command::Inspect(_) | Command::Validate(_) | Command::Console(_) | Command::Test(_)
         );
         if let Err(d) = workspace_cmds::check_selected(&ctx, reads_state) {
             return ctx.fail(d, false).code();
@@ -220,6 +221,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         ),
         Command::Import(a) => lifecycle::import(ctx, &a, parsed.var_order),
         Command::Console(a) => console::console(ctx, &a, parsed.var_order),
+        Command::Test(a) => test_cmd::test(ctx, &a, parsed.var_order),
         Command::Graph(a) => run_cmds::graph(ctx, &a, parsed.var_order),
         Command::Inspect(a) => inspect::inspect(ctx, &a, parsed.var_order),
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
@@ -242,6 +244,7 @@ pub fn command_name(c: &Command) -> &'static str {
         Command::Validate(_) => "validate",
         Command::Inspect(_) => "inspect",
         Command::Console(_) => "console",
+        Command::Test(_) => "test",
         Command::Plan(_) => "plan",
         Command::Apply(_) => "apply",
         Command::Refresh(_) => "refresh",

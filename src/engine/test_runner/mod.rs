@@ -1,0 +1,635 @@
+//! `cairn test`: runs the `run` blocks of `*.tftest.hcl` files through the engine's own plan
+//! and apply, and checks their assertions against what the walk evaluated.
+//!
+//! Each file runs on its own: every module under test (the configuration, or a `run`'s
+//! `module { source }`, or a `state_key`) gets a state of its own in a temporary directory —
+//! never the working directory's state — carried from run to run and destroyed at the end of
+//! the file in reverse order of creation. A run's assertions are evaluated in the root module
+//! scope of the walk that made it (`make_plan_keeping` / `execute_keeping`), with `output.NAME`
+//! and `run.NAME.OUTPUT` added (`scope.rs`). Mock providers are `mock.rs`. The runner never
+//! prints: it reports [`TestEvent`]s to a [`TestObserver`].
+
+mod scope;
+
+use super::api::{self, Options};
+use super::assemble::make_plan_keeping;
+use super::core::Ctx;
+use super::execute::{execute_keeping, record_refreshed};
+use super::observer::Observer;
+use super::session::RunSession;
+use super::source::{load_with, open_read, Loaded};
+use crate::addr::{ModulePath, ResourceInstanceAddr, Target};
+use crate::config::test_file::{RunBlock, RunCommand, TestFile};
+use crate::config::{Config, VarArg};
+use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::plan::{Plan, PlanMode};
+use crate::value::Value;
+use cairn_state::{RunOutcome, RunSummary, Snapshot};
+use scope::{PlainScope, RunScope};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What `cairn test` asks for.
+pub struct TestRequest {
+    /// The command's options: the configuration's directory, `-var`/`-var-file`, the
+    /// environment. Its state directory is never used.
+    pub base: Options,
+    pub test_directory: String,
+    pub filter: Vec<String>,
+    pub verbose: bool,
+}
+
+/// A run's or a file's outcome, as Terraform names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TestStatus {
+    Pending,
+    Skip,
+    Pass,
+    Fail,
+    Error,
+}
+
+impl TestStatus {
+    pub fn word(self) -> &'static str {
+        match self {
+            TestStatus::Pending => "pending",
+            TestStatus::Skip => "skip",
+            TestStatus::Pass => "pass",
+            TestStatus::Fail => "fail",
+            TestStatus::Error => "error",
+        }
+    }
+}
+
+/// What `-verbose` shows after a run: its plan, or the state and outputs it left.
+pub enum Shown<'a> {
+    Plan(&'a Plan),
+    State(&'a Snapshot),
+}
+
+/// Diagnostics with the source map that renders them: the test file's, or the
+/// configuration's.
+pub struct Found<'a> {
+    pub diags: &'a Diagnostics,
+    pub sources: &'a SourceMap,
+}
+
+/// What the runner reports, in order.
+pub enum TestEvent<'a> {
+    /// Every file found, with its run blocks' names.
+    Abstract(&'a [(String, Vec<String>)]),
+    FileStart(&'a str),
+    RunStart {
+        file: &'a str,
+        run: &'a str,
+    },
+    RunDone {
+        file: &'a str,
+        run: &'a str,
+        status: TestStatus,
+        shown: Option<Shown<'a>>,
+        found: Vec<Found<'a>>,
+    },
+    Teardown(&'a str),
+    /// A state destroyed at the end of a file (named by the last run that used it).
+    TeardownRun {
+        file: &'a str,
+        run: &'a str,
+        found: Vec<Found<'a>>,
+    },
+    FileDone {
+        file: &'a str,
+        status: TestStatus,
+        found: Vec<Found<'a>>,
+    },
+}
+
+pub trait TestObserver: Send + Sync {
+    fn event(&self, e: TestEvent<'_>);
+}
+
+/// The counts of the closing line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TestSummary {
+    pub passed: usize,
+    pub failed: usize,
+    pub errored: usize,
+    pub skipped: usize,
+    pub status: Option<TestStatus>,
+}
+
+/// One state of a file: the module it holds and where it lives.
+struct TestState {
+    key: String,
+    dir: PathBuf,
+    module_dir: PathBuf,
+    /// The options of the last run that used it (its variables): what destroys it.
+    opts: Option<Options>,
+    last_run: String,
+}
+
+/// Runs every test file; `Err` is a problem before any file ran (no files, a bad file).
+pub async fn run_tests(
+    req: &TestRequest,
+    observer: &dyn TestObserver,
+) -> Result<TestSummary, (Diagnostics, SourceMap)> {
+    let root = req.base.dir.clone();
+    let paths = crate::config::test_file::test_files(&root, &req.test_directory, &req.filter);
+    let mut files = Vec::new();
+    let mut bad = Diagnostics::new();
+    let mut bad_sources = SourceMap::new();
+    for p in &paths {
+        let name = p
+            .strip_prefix(&root)
+            .unwrap_or(p)
+            .display()
+            .to_string();
+        let (tf, d) = crate::config::test_file::load_test_file(p, &name);
+        if d.has_errors() {
+            if let Some(tf) = tf {
+                bad_sources = tf.sources;
+            }
+            bad.extend(d);
+            break;
+        }
+        files.extend(tf);
+    }
+    if bad.has_errors() {
+        return Err((bad, bad_sources));
+    }
+    let listing: Vec<(String, Vec<String>)> = files
+        .iter()
+        .map(|f| (f.name.clone(), f.runs.iter().map(|r| r.name.clone()).collect()))
+        .collect();
+    observer.event(TestEvent::Abstract(&listing));
+    let mut summary = TestSummary::default();
+    let mut status = TestStatus::Pending;
+    for f in &files {
+        let s = run_file(req, f, observer, &mut summary).await;
+        status = status.max(s);
+    }
+    summary.status = Some(status);
+    Ok(summary)
+}
+
+/// The values a file's runs have produced so far: `run.NAME` → an object of its outputs.
+type RunOutputs = BTreeMap<String, Value>;
+
+async fn run_file(
+    req: &TestRequest,
+    f: &TestFile,
+    observer: &dyn TestObserver,
+    summary: &mut TestSummary,
+) -> TestStatus {
+    observer.event(TestEvent::FileStart(&f.name));
+    let tmp = match tempfile::Builder::new().prefix("cairn-test-").tempdir() {
+        Ok(t) => t,
+        Err(e) => {
+            let d = Diagnostics::from(Diagnostic::error(
+                "Cannot run tests",
+                format!("Creating a temporary directory failed: {e}."),
+            ));
+            observer.event(TestEvent::FileDone {
+                file: &f.name,
+                status: TestStatus::Error,
+                found: vec![Found {
+                    diags: &d,
+                    sources: &f.sources,
+                }],
+            });
+            summary.errored += f.runs.len();
+            return TestStatus::Error;
+        }
+    };
+    let mut states: Vec<TestState> = Vec::new();
+    let mut outputs = RunOutputs::new();
+    let mut file_status = TestStatus::Pending;
+    for run in &f.runs {
+        if file_status == TestStatus::Error {
+            observer.event(TestEvent::RunDone {
+                file: &f.name,
+                run: &run.name,
+                status: TestStatus::Skip,
+                shown: None,
+                found: Vec::new(),
+            });
+            summary.skipped += 1;
+            continue;
+        }
+        observer.event(TestEvent::RunStart {
+            file: &f.name,
+            run: &run.name,
+        });
+        let status = run_one(req, f, run, tmp.path(), &mut states, &mut outputs, observer).await;
+        match status {
+            TestStatus::Pass => summary.passed += 1,
+            TestStatus::Fail => summary.failed += 1,
+            TestStatus::Error => summary.errored += 1,
+            _ => summary.skipped += 1,
+        }
+        file_status = file_status.max(status);
+    }
+    observer.event(TestEvent::Teardown(&f.name));
+    let mut teardown_diags = Diagnostics::new();
+    for st in states.iter().rev() {
+        let Some(opts) = &st.opts else { continue };
+        let d = destroy(opts, f, &st.last_run).await;
+        if d.has_errors() {
+            file_status = TestStatus::Error;
+        }
+        let found = match d.is_empty() {
+            true => Vec::new(),
+            false => vec![Found {
+                diags: &d,
+                sources: &f.sources,
+            }],
+        };
+        observer.event(TestEvent::TeardownRun {
+            file: &f.name,
+            run: &st.last_run,
+            found,
+        });
+        teardown_diags.extend(d);
+    }
+    let status = if file_status == TestStatus::Pending {
+        TestStatus::Pass
+    } else {
+        file_status
+    };
+    observer.event(TestEvent::FileDone {
+        file: &f.name,
+        status,
+        found: Vec::new(),
+    });
+    status
+}
+
+/// Destroys one state; what is left in it afterwards is an error naming each address.
+async fn destroy(opts: &Options, f: &TestFile, run: &str) -> Diagnostics {
+    let report = api::apply(opts, PlanMode::Destroy, None, Arc::new(super::observer::Silent)).await;
+    let mut diags = Diagnostics::new();
+    // The configuration's diagnostics cannot be rendered with the test file's sources:
+    // keep their words.
+    let left: Vec<String> = match open_read(opts) {
+        Ok((_, s, _)) => s
+            .resources
+            .iter()
+            .filter(|(_, i)| i.current.is_some() || !i.deposed.is_empty())
+            .map(|(a, _)| a.to_string())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    if !report.diags.has_errors() && left.is_empty() {
+        return diags;
+    }
+    for d in report.diags.iter().filter(|d| d.is_error()) {
+        diags.push(Diagnostic::error(d.summary.clone(), d.detail.clone()));
+    }
+    if !left.is_empty() {
+        let list: Vec<String> = left.iter().map(|a| format!("  - {a}")).collect();
+        diags.push(Diagnostic::error(
+            "Failed to clean up after tests",
+            format!(
+                "Cairn left the following resources in state after executing {}/{run}, and they need to be cleaned up manually:\n{}",
+                f.name,
+                list.join("\n")
+            ),
+        ));
+    }
+    diags
+}
+
+/// The state a run uses: found by its key, or made.
+fn state_for<'s>(
+    states: &'s mut Vec<TestState>,
+    key: String,
+    module_dir: PathBuf,
+    tmp: &Path,
+) -> &'s mut TestState {
+    if let Some(i) = states.iter().position(|s| s.key == key) {
+        return &mut states[i];
+    }
+    let dir = tmp.join(format!("state-{}", states.len()));
+    states.push(TestState {
+        key,
+        dir,
+        module_dir,
+        opts: None,
+        last_run: String::new(),
+    });
+    states.last_mut().expect("just pushed")
+}
+
+/// What one run produced, for its assertions.
+struct Outcome {
+    loaded: Option<Loaded>,
+    plan: Option<Plan>,
+    ctx: Option<Arc<Ctx>>,
+    snapshot: Option<Snapshot>,
+    diags: Diagnostics,
+}
+
+// The steps of one run, in order: variables, options, the walk, expected failures, asserts.
+async fn run_one(
+    req: &TestRequest,
+    f: &TestFile,
+    run: &RunBlock,
+    tmp: &Path,
+    states: &mut Vec<TestState>,
+    outputs: &mut RunOutputs,
+    observer: &dyn TestObserver,
+) -> TestStatus {
+    let root = &req.base.dir;
+    let module_dir = match &run.module {
+        Some(src) => root.join(src),
+        None => root.clone(),
+    };
+    let mut test_diags = Diagnostics::new();
+    let done = |status: TestStatus, test_diags: &Diagnostics, config: Option<(&Diagnostics, &SourceMap)>, shown: Option<Shown<'_>>| {
+        let mut found = Vec::new();
+        if let Some((d, s)) = config {
+            if !d.is_empty() {
+                found.push(Found { diags: d, sources: s });
+            }
+        }
+        if !test_diags.is_empty() {
+            found.push(Found {
+                diags: test_diags,
+                sources: &f.sources,
+            });
+        }
+        observer.event(TestEvent::RunDone {
+            file: &f.name,
+            run: &run.name,
+            status,
+            shown,
+            found,
+        });
+        status
+    };
+    // The run's variables: the file's, then its own, each evaluated with `run.*` and the
+    // variables before it.
+    let mut vars: BTreeMap<String, Value> = BTreeMap::new();
+    let cli_vars = cli_values(&req.base);
+    for (name, expr) in f.variables.iter().chain(&run.variables) {
+        let mut visible = cli_vars.clone();
+        visible.extend(vars.clone());
+        let scope = PlainScope::new(&visible, outputs, f.file, root);
+        match crate::eval::eval(expr, &scope) {
+            Ok(v) => {
+                vars.insert(name.clone(), v);
+            }
+            Err(d) => test_diags.extend(d),
+        }
+    }
+    if test_diags.has_errors() {
+        return done(TestStatus::Error, &test_diags, None, None);
+    }
+    let key = run
+        .state_key
+        .clone()
+        .or_else(|| run.module.clone())
+        .unwrap_or_default();
+    let state = state_for(states, key, module_dir.clone(), tmp);
+    let declared = declared_variables(&state.module_dir);
+    let vars_file = tmp.join(format!("{}.{}.tfvars", states_len_hint(&state.dir), run.name));
+    let mut text = String::new();
+    for (name, v) in &vars {
+        if declared.contains(name) {
+            let (v, _) = v.clone().deep_unmark();
+            text.push_str(&format!("{name} = {}\n", crate::value::format_hcl(&v)));
+        }
+    }
+    if let Err(e) = std::fs::write(&vars_file, text) {
+        test_diags.push(Diagnostic::error(
+            "Cannot run tests",
+            format!("Writing {} failed: {e}.", vars_file.display()),
+        ));
+        return done(TestStatus::Error, &test_diags, None, None);
+    }
+    let mut opts = req.base.clone();
+    opts.dir = state.module_dir.clone();
+    opts.state_dir = state.dir.clone();
+    opts.vars.push(VarArg::File(vars_file));
+    opts.command = "test".into();
+    opts.refresh = run.refresh;
+    for (t, sp) in &run.target {
+        match t.parse::<Target>() {
+            Ok(t) => opts.targets.push(t),
+            Err(e) => test_diags.push(
+                Diagnostic::error("Invalid target address", format!("{t}: {e}."))
+                    .with_span(Some(*sp)),
+            ),
+        }
+    }
+    for (t, sp) in &run.replace {
+        match t.parse::<ResourceInstanceAddr>() {
+            Ok(a) => opts.replace.push(a),
+            Err(e) => test_diags.push(
+                Diagnostic::error("Invalid replace address", format!("{t}: {e}.")).with_span(Some(*sp)),
+            ),
+        }
+    }
+    if test_diags.has_errors() {
+        return done(TestStatus::Error, &test_diags, None, None);
+    }
+    let mode = if run.refresh_only {
+        PlanMode::RefreshOnly
+    } else {
+        PlanMode::Normal
+    };
+    let apply = run.command == RunCommand::Apply && !run.refresh_only;
+    let out = walk(&opts, mode, apply, !run.expect_failures.is_empty()).await;
+    if out.loaded.is_some() || out.plan.is_some() {
+        state.opts = Some(opts.clone());
+        state.last_run = run.name.clone();
+    }
+    let config = out.loaded.as_ref().map(|l| l.config.clone());
+    let empty = SourceMap::new();
+    let sources = config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+    let (mut config_diags, expected_seen) = expected_failures(run, out.diags, config.as_deref());
+    for (t, sp) in &run.expect_failures {
+        if !expected_seen.contains(t) {
+            test_diags.push(
+                Diagnostic::error(
+                    "Missing expected failure",
+                    format!("The checkable object, {t}, was expected to report an error but did not."),
+                )
+                .with_span(Some(*sp)),
+            );
+        }
+    }
+    let shown = match (req.verbose, &out.plan, &out.snapshot) {
+        (true, _, Some(s)) if apply => Some(Shown::State(s)),
+        (true, Some(p), _) => Some(Shown::Plan(p)),
+        _ => None,
+    };
+    if config_diags.has_errors() {
+        config_diags.0.sort_by_key(|d| !d.is_error());
+        return done(TestStatus::Error, &test_diags, Some((&config_diags, sources)), shown);
+    }
+    let Some(ctx) = out.ctx else {
+        // Expected failures stopped the walk before it evaluated anything: nothing to assert.
+        let status = if test_diags.has_errors() { TestStatus::Fail } else { TestStatus::Pass };
+        return done(status, &test_diags, Some((&config_diags, sources)), shown);
+    };
+    // The run's outputs, for `run.NAME.OUTPUT` in later runs.
+    let values = ctx.values.read().expect("values");
+    let root_outputs = values
+        .outputs
+        .get(&ModulePath::root())
+        .cloned()
+        .unwrap_or_default();
+    outputs.insert(run.name.clone(), Value::Object(root_outputs.clone()));
+    let mut failed = false;
+    if !expected_seen.is_empty() || run.expect_failures.is_empty() {
+        let paths = ctx.paths(&ModulePath::root());
+        let scope = RunScope::new(&values, &paths, f.file, &root_outputs, outputs, &vars);
+        for a in &run.asserts {
+            match scope::check_assert(a, &scope, run.command == RunCommand::Plan) {
+                Ok(()) => {}
+                Err(d) => {
+                    failed |= d.has_errors();
+                    test_diags.extend(d)
+                }
+            }
+        }
+    }
+    let status = if failed || test_diags.has_errors() {
+        TestStatus::Fail
+    } else {
+        TestStatus::Pass
+    };
+    drop(values);
+    done(status, &test_diags, Some((&config_diags, sources)), shown)
+}
+
+fn states_len_hint(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The `-var` values of the command line, as test files see them in `var.NAME`.
+fn cli_values(base: &Options) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for v in &base.vars {
+        if let VarArg::Var(t) = v {
+            if let Some((k, val)) = t.split_once('=') {
+                out.insert(k.trim().to_string(), Value::string(val));
+            }
+        }
+    }
+    out
+}
+
+/// The names of the root variables the module in `dir` declares.
+fn declared_variables(dir: &Path) -> std::collections::BTreeSet<String> {
+    let (config, _) = crate::config::load(dir);
+    config
+        .and_then(|c| c.module(&ModulePath::root()).map(|m| m.variables.keys().cloned().collect()))
+        .unwrap_or_default()
+}
+
+/// Plans (and applies, for `command = apply`) in the run's state, keeping the walk's values.
+/// With expected failures, the apply is skipped when the plan has errors (as Terraform).
+async fn walk(opts: &Options, mode: PlanMode, apply: bool, expecting: bool) -> Outcome {
+    let observer: Arc<dyn Observer> = Arc::new(super::observer::Silent);
+    let mut out = Outcome {
+        loaded: None,
+        plan: None,
+        ctx: None,
+        snapshot: None,
+        diags: Diagnostics::new(),
+    };
+    let loaded = match load_with(opts, None, false) {
+        Ok(l) => l,
+        Err(r) => {
+            out.diags = r.diags;
+            out.loaded = r.config.map(|config| Loaded {
+                config,
+                inputs: BTreeMap::new(),
+                files_hash: String::new(),
+                registry: Arc::new(super::providers::Registry::new(BTreeMap::new(), Default::default())),
+                diags: Diagnostics::new(),
+            });
+            return out;
+        }
+    };
+    let mut diags = loaded.diags.clone();
+    let mut notes = Vec::new();
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => {
+                diags.push(d);
+                out.diags = diags;
+                out.loaded = Some(loaded);
+                return out;
+            }
+        };
+    let mut ctx = None;
+    let plan = make_plan_keeping(&loaded, opts, mode, &snapshot, &observer, &mut diags, &mut ctx).await;
+    let mut summary = RunSummary::default();
+    if let (Some(p), true) = (&plan, apply) {
+        if !diags.has_errors() || !expecting {
+            if !diags.has_errors() {
+                let journal = session.journal();
+                record_refreshed(journal, p, &mut diags);
+                let mut applied_ctx = None;
+                let (s, _) = execute_keeping(
+                    &loaded,
+                    opts,
+                    p,
+                    journal,
+                    session.run,
+                    &observer,
+                    &mut diags,
+                    &mut applied_ctx,
+                )
+                .await;
+                summary = s;
+                if applied_ctx.is_some() {
+                    ctx = applied_ctx;
+                }
+                out.snapshot = Some(journal.snapshot());
+            }
+        }
+    }
+    let outcome = if diags.has_errors() {
+        RunOutcome::Failed
+    } else {
+        RunOutcome::Success
+    };
+    session.finish(outcome, summary, &mut diags, Some(&loaded.config));
+    out.plan = plan;
+    out.ctx = ctx;
+    out.diags = diags;
+    out.loaded = Some(loaded);
+    out
+}
+
+/// Splits a run's diagnostics into those `expect_failures` expects (dropped) and the rest;
+/// also says which expected objects failed.
+fn expected_failures(
+    run: &RunBlock,
+    diags: Diagnostics,
+    config: Option<&Config>,
+) -> (Diagnostics, std::collections::BTreeSet<String>) {
+    let mut seen = std::collections::BTreeSet::new();
+    if run.expect_failures.is_empty() {
+        return (diags, seen);
+    }
+    let mut rest = Diagnostics::new();
+    for d in diags {
+        let object = config.and_then(|c| scope::checkable_object(&d, c));
+        match object.and_then(|o| run.expect_failures.iter().find(|(t, _)| scope::names(t, &o))) {
+            Some((t, _)) => {
+                seen.insert(t.clone());
+            }
+            None => rest.push(d),
+        }
+    }
+    (rest, seen)
+}
