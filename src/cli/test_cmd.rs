@@ -30,10 +30,9 @@ pub(crate) fn test(ctx: &Context, a: &TestArgs, vars: Vec<crate::config::VarArg>
         verbose: a.verbose,
     };
     let (color, err_color) = ctx.colors(a.ui.no_color);
-    let json_ui = a
-        .ui
-        .json
-        .then(|| JsonUi::new(ctx.stdout.clone(), super::output::system_clock()));
+    let json_ui =
+        a.ui.json
+            .then(|| JsonUi::new(ctx.stdout.clone(), super::output::system_clock()));
     if let Some(ui) = &json_ui {
         ui.version();
     }
@@ -103,7 +102,12 @@ impl Printer<'_> {
                         } else {
                             ("warn", "Warning")
                         };
-                        ui.emit(level, &format!("{word}: {}", d.summary), "diagnostic", fields);
+                        ui.emit(
+                            level,
+                            &format!("{word}: {}", d.summary),
+                            "diagnostic",
+                            fields,
+                        );
                     }
                 }
                 None => self.ctx.err(&super::output::render_diagnostics(
@@ -177,7 +181,11 @@ impl Printer<'_> {
             }
             None => {
                 let head = if self.color {
-                    let (c, w) = if ok { ("32", "Success!") } else { ("31", "Failure!") };
+                    let (c, w) = if ok {
+                        ("32", "Success!")
+                    } else {
+                        ("31", "Failure!")
+                    };
                     text.replacen(w, &format!("\x1b[{c}m{w}\x1b[0m"), 1)
                 } else {
                     text
@@ -203,7 +211,14 @@ impl Printer<'_> {
         }
     }
 
-    fn run_msg(&self, file: &str, run: &str, progress: &str, status: Option<TestStatus>, word: &str) {
+    fn run_msg(
+        &self,
+        file: &str,
+        run: &str,
+        progress: &str,
+        status: Option<TestStatus>,
+        word: &str,
+    ) {
         let ui = self.json.expect("json");
         let mut tr = json!({"path": file, "run": run, "progress": progress});
         if let Some(s) = status {

@@ -172,7 +172,10 @@ pub fn load_test_file(path: &Path, name: &str) -> (Option<TestFile>, Diagnostics
             Structure::Attribute(a) => d.err(
                 &a.key,
                 "Unsupported argument",
-                format!("An argument named {:?} is not expected here.", a.key.as_str()),
+                format!(
+                    "An argument named {:?} is not expected here.",
+                    a.key.as_str()
+                ),
             ),
             Structure::Block(b) => match b.ident.as_str() {
                 "variables" => tf.variables.extend(d.variables(&b)),
@@ -270,7 +273,11 @@ impl Decoder {
                     })
                     .collect();
                 if lits.is_none() {
-                    self.err(e, "Invalid value", "A static string is required here.".into());
+                    self.err(
+                        e,
+                        "Invalid value",
+                        "A static string is required here.".into(),
+                    );
                 }
                 lits
             }
@@ -301,7 +308,11 @@ impl Decoder {
                 .filter_map(|x| Some((self.traversal(x)?, self.span(x))))
                 .collect(),
             _ => {
-                self.err(e, "Invalid value", "A list of references is required here.".into());
+                self.err(
+                    e,
+                    "Invalid value",
+                    "A list of references is required here.".into(),
+                );
                 Vec::new()
             }
         }
@@ -323,7 +334,10 @@ impl Decoder {
                 Structure::Attribute(a) if mock => self.err(
                     &a.key,
                     "Unsupported argument",
-                    format!("An argument named {:?} is not expected here.", a.key.as_str()),
+                    format!(
+                        "An argument named {:?} is not expected here.",
+                        a.key.as_str()
+                    ),
                 ),
                 Structure::Block(nb) if mock => match nb.ident.as_str() {
                     "mock_resource" | "mock_data" => {
@@ -367,12 +381,18 @@ impl Decoder {
                 Structure::Attribute(a) => self.err(
                     &a.key,
                     "Unsupported argument",
-                    format!("An argument named {:?} is not expected here.", a.key.as_str()),
+                    format!(
+                        "An argument named {:?} is not expected here.",
+                        a.key.as_str()
+                    ),
                 ),
                 Structure::Block(nb) => self.err(
                     &nb.ident,
                     "Unsupported block type",
-                    format!("Blocks of type {:?} are not expected here.", nb.ident.as_str()),
+                    format!(
+                        "Blocks of type {:?} are not expected here.",
+                        nb.ident.as_str()
+                    ),
                 ),
             }
         }
@@ -400,12 +420,18 @@ impl Decoder {
                 Structure::Attribute(a) => self.err(
                     &a.key,
                     "Unsupported argument",
-                    format!("An argument named {:?} is not expected here.", a.key.as_str()),
+                    format!(
+                        "An argument named {:?} is not expected here.",
+                        a.key.as_str()
+                    ),
                 ),
                 Structure::Block(nb) => self.err(
                     &nb.ident,
                     "Unsupported block type",
-                    format!("Blocks of type {:?} are not expected here.", nb.ident.as_str()),
+                    format!(
+                        "Blocks of type {:?} are not expected here.",
+                        nb.ident.as_str()
+                    ),
                 ),
             }
         }
@@ -558,12 +584,18 @@ impl Decoder {
                 Structure::Attribute(a) => self.err(
                     &a.key,
                     "Unsupported argument",
-                    format!("An argument named {:?} is not expected here.", a.key.as_str()),
+                    format!(
+                        "An argument named {:?} is not expected here.",
+                        a.key.as_str()
+                    ),
                 ),
                 Structure::Block(x) => self.err(
                     &x.ident,
                     "Unsupported block type",
-                    format!("Blocks of type {:?} are not expected here.", x.ident.as_str()),
+                    format!(
+                        "Blocks of type {:?} are not expected here.",
+                        x.ident.as_str()
+                    ),
                 ),
             }
         }
@@ -571,7 +603,10 @@ impl Decoder {
             self.err(
                 &b.ident,
                 "Missing required argument",
-                format!("The argument {:?} is required, but no definition was found.", allowed[0]),
+                format!(
+                    "The argument {:?} is required, but no definition was found.",
+                    allowed[0]
+                ),
             );
         }
         out

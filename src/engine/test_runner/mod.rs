@@ -140,11 +140,7 @@ pub async fn run_tests(
     let mut bad = Diagnostics::new();
     let mut bad_sources = SourceMap::new();
     for p in &paths {
-        let name = p
-            .strip_prefix(&root)
-            .unwrap_or(p)
-            .display()
-            .to_string();
+        let name = p.strip_prefix(&root).unwrap_or(p).display().to_string();
         let (tf, d) = crate::config::test_file::load_test_file(p, &name);
         if d.has_errors() {
             if let Some(tf) = tf {
@@ -160,7 +156,12 @@ pub async fn run_tests(
     }
     let listing: Vec<(String, Vec<String>)> = files
         .iter()
-        .map(|f| (f.name.clone(), f.runs.iter().map(|r| r.name.clone()).collect()))
+        .map(|f| {
+            (
+                f.name.clone(),
+                f.runs.iter().map(|r| r.name.clone()).collect(),
+            )
+        })
         .collect();
     observer.event(TestEvent::Abstract(&listing));
     let mut summary = TestSummary::default();
@@ -205,8 +206,9 @@ async fn run_file(
     let mut states: Vec<TestState> = Vec::new();
     let mut outputs = RunOutputs::new();
     let mut file_status = TestStatus::Pending;
+    let mut stopped = false;
     for run in &f.runs {
-        if file_status == TestStatus::Error {
+        if stopped {
             observer.event(TestEvent::RunDone {
                 file: &f.name,
                 run: &run.name,
@@ -221,7 +223,9 @@ async fn run_file(
             file: &f.name,
             run: &run.name,
         });
-        let status = run_one(req, f, run, tmp.path(), &mut states, &mut outputs, observer).await;
+        let (status, stop) =
+            run_one(req, f, run, tmp.path(), &mut states, &mut outputs, observer).await;
+        stopped |= stop;
         match status {
             TestStatus::Pass => summary.passed += 1,
             TestStatus::Fail => summary.failed += 1,
@@ -267,7 +271,13 @@ async fn run_file(
 
 /// Destroys one state; what is left in it afterwards is an error naming each address.
 async fn destroy(opts: &Options, f: &TestFile, run: &str) -> Diagnostics {
-    let report = api::apply(opts, PlanMode::Destroy, None, Arc::new(super::observer::Silent)).await;
+    let report = api::apply(
+        opts,
+        PlanMode::Destroy,
+        None,
+        Arc::new(super::observer::Silent),
+    )
+    .await;
     let mut diags = Diagnostics::new();
     // The configuration's diagnostics cannot be rendered with the test file's sources:
     // keep their words.
@@ -339,18 +349,24 @@ async fn run_one(
     states: &mut Vec<TestState>,
     outputs: &mut RunOutputs,
     observer: &dyn TestObserver,
-) -> TestStatus {
+) -> (TestStatus, bool) {
     let root = &req.base.dir;
     let module_dir = match &run.module {
         Some(src) => root.join(src),
         None => root.clone(),
     };
     let mut test_diags = Diagnostics::new();
-    let done = |status: TestStatus, test_diags: &Diagnostics, config: Option<(&Diagnostics, &SourceMap)>, shown: Option<Shown<'_>>| {
+    let done = |status: TestStatus,
+                test_diags: &Diagnostics,
+                config: Option<(&Diagnostics, &SourceMap)>,
+                shown: Option<Shown<'_>>| {
         let mut found = Vec::new();
         if let Some((d, s)) = config {
             if !d.is_empty() {
-                found.push(Found { diags: d, sources: s });
+                found.push(Found {
+                    diags: d,
+                    sources: s,
+                });
             }
         }
         if !test_diags.is_empty() {
@@ -359,6 +375,12 @@ async fn run_one(
                 sources: &f.sources,
             });
         }
+        // An error other than a failed assertion stops the file: its later runs are skipped.
+        let stop = found.iter().any(|fd| {
+            fd.diags
+                .iter()
+                .any(|d| d.is_error() && d.summary != "Test assertion failed")
+        });
         observer.event(TestEvent::RunDone {
             file: &f.name,
             run: &run.name,
@@ -366,7 +388,7 @@ async fn run_one(
             shown,
             found,
         });
-        status
+        (status, stop)
     };
     // The run's variables: the file's, then its own, each evaluated with `run.*` and the
     // variables before it.
@@ -393,7 +415,11 @@ async fn run_one(
         .unwrap_or_default();
     let state = state_for(states, key, module_dir.clone(), tmp);
     let declared = declared_variables(&state.module_dir);
-    let vars_file = tmp.join(format!("{}.{}.tfvars", states_len_hint(&state.dir), run.name));
+    let vars_file = tmp.join(format!(
+        "{}.{}.tfvars",
+        states_len_hint(&state.dir),
+        run.name
+    ));
     let mut text = String::new();
     for (name, v) in &vars {
         if declared.contains(name) {
@@ -427,7 +453,8 @@ async fn run_one(
         match t.parse::<ResourceInstanceAddr>() {
             Ok(a) => opts.replace.push(a),
             Err(e) => test_diags.push(
-                Diagnostic::error("Invalid replace address", format!("{t}: {e}.")).with_span(Some(*sp)),
+                Diagnostic::error("Invalid replace address", format!("{t}: {e}."))
+                    .with_span(Some(*sp)),
             ),
         }
     }
@@ -441,20 +468,42 @@ async fn run_one(
     };
     let apply = run.command == RunCommand::Apply && !run.refresh_only;
     let out = walk(&opts, mode, apply, !run.expect_failures.is_empty()).await;
-    if out.loaded.is_some() || out.plan.is_some() {
+    // The state is destroyed with the variables of the last run that applied to it.
+    if out.snapshot.is_some() {
         state.opts = Some(opts.clone());
         state.last_run = run.name.clone();
     }
     let config = out.loaded.as_ref().map(|l| l.config.clone());
     let empty = SourceMap::new();
     let sources = config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+    let out_diags_again = out.diags.clone();
     let (mut config_diags, expected_seen) = expected_failures(run, out.diags, config.as_deref());
+    // An apply whose plan failed as expected could not apply: the run fails, with the
+    // original diagnostics.
+    if apply && out.snapshot.is_none() && !expected_seen.is_empty() {
+        for (t, sp) in run
+            .expect_failures
+            .iter()
+            .filter(|(t, _)| expected_seen.contains(t))
+        {
+            test_diags.push(
+                Diagnostic::warning(
+                    "Expected failure while planning",
+                    format!("A custom condition within {t} failed during the planning stage and prevented the requested apply operation. While this was an expected failure, the apply operation could not be executed and so the overall test case will be marked as a failure and the original diagnostic included in the test report."),
+                )
+                .with_span(Some(*sp)),
+            );
+        }
+        config_diags = out_diags_again;
+    }
     for (t, sp) in &run.expect_failures {
         if !expected_seen.contains(t) {
             test_diags.push(
                 Diagnostic::error(
                     "Missing expected failure",
-                    format!("The checkable object, {t}, was expected to report an error but did not."),
+                    format!(
+                        "The checkable object, {t}, was expected to report an error but did not."
+                    ),
                 )
                 .with_span(Some(*sp)),
             );
@@ -467,11 +516,20 @@ async fn run_one(
     };
     if config_diags.has_errors() {
         config_diags.0.sort_by_key(|d| !d.is_error());
-        return done(TestStatus::Error, &test_diags, Some((&config_diags, sources)), shown);
+        return done(
+            TestStatus::Error,
+            &test_diags,
+            Some((&config_diags, sources)),
+            shown,
+        );
     }
     let Some(ctx) = out.ctx else {
         // Expected failures stopped the walk before it evaluated anything: nothing to assert.
-        let status = if test_diags.has_errors() { TestStatus::Fail } else { TestStatus::Pass };
+        let status = if test_diags.has_errors() {
+            TestStatus::Fail
+        } else {
+            TestStatus::Pass
+        };
         return done(status, &test_diags, Some((&config_diags, sources)), shown);
     };
     // The run's outputs, for `run.NAME.OUTPUT` in later runs.
@@ -528,7 +586,10 @@ fn cli_values(base: &Options) -> BTreeMap<String, Value> {
 fn declared_variables(dir: &Path) -> std::collections::BTreeSet<String> {
     let (config, _) = crate::config::load(dir);
     config
-        .and_then(|c| c.module(&ModulePath::root()).map(|m| m.variables.keys().cloned().collect()))
+        .and_then(|c| {
+            c.module(&ModulePath::root())
+                .map(|m| m.variables.keys().cloned().collect())
+        })
         .unwrap_or_default()
 }
 
@@ -551,7 +612,10 @@ async fn walk(opts: &Options, mode: PlanMode, apply: bool, expecting: bool) -> O
                 config,
                 inputs: BTreeMap::new(),
                 files_hash: String::new(),
-                registry: Arc::new(super::providers::Registry::new(BTreeMap::new(), Default::default())),
+                registry: Arc::new(super::providers::Registry::new(
+                    BTreeMap::new(),
+                    Default::default(),
+                )),
                 diags: Diagnostics::new(),
             });
             return out;
@@ -570,7 +634,10 @@ async fn walk(opts: &Options, mode: PlanMode, apply: bool, expecting: bool) -> O
             }
         };
     let mut ctx = None;
-    let plan = make_plan_keeping(&loaded, opts, mode, &snapshot, &observer, &mut diags, &mut ctx).await;
+    let plan = make_plan_keeping(
+        &loaded, opts, mode, &snapshot, &observer, &mut diags, &mut ctx,
+    )
+    .await;
     let mut summary = RunSummary::default();
     if let (Some(p), true) = (&plan, apply) {
         if !diags.has_errors() || !expecting {
@@ -624,7 +691,11 @@ fn expected_failures(
     let mut rest = Diagnostics::new();
     for d in diags {
         let object = config.and_then(|c| scope::checkable_object(&d, c));
-        match object.and_then(|o| run.expect_failures.iter().find(|(t, _)| scope::names(t, &o))) {
+        match object.and_then(|o| {
+            run.expect_failures
+                .iter()
+                .find(|(t, _)| scope::names(t, &o))
+        }) {
             Some((t, _)) => {
                 seen.insert(t.clone());
             }

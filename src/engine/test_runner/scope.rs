@@ -29,7 +29,9 @@ fn run_value(runs: &BTreeMap<String, Value>, name: &str) -> Result<Value, ScopeE
     runs.get(name).cloned().ok_or_else(|| {
         ScopeError::new(
             "Reference to unknown run block",
-            format!("The run block {name:?} does not exist within this test file, or has not run yet."),
+            format!(
+                "The run block {name:?} does not exist within this test file, or has not run yet."
+            ),
         )
     })
 }
@@ -167,14 +169,18 @@ fn span_of(e: &hcl_edit::expr::Expression, file: FileId) -> Span {
 
 /// Evaluates one `assert`: a false condition is "Test assertion failed" with the error
 /// message; an unknown one (a plan's computed values) is an error saying so.
-pub(super) fn check_assert(a: &Assert, scope: &dyn Scope, planned: bool) -> Result<(), Diagnostics> {
+pub(super) fn check_assert(
+    a: &Assert,
+    scope: &dyn Scope,
+    planned: bool,
+) -> Result<(), Diagnostics> {
     let span = span_of(&a.condition, scope.file());
     let v = crate::eval::eval(&a.condition, scope)?;
     if !v.is_wholly_known() {
         let detail = if planned {
-            "The condition could not be evaluated at this time, a result will be known when this plan is applied."
+            "Condition expression could not be evaluated at this time. This means you have executed a `run` block with `command = plan` and one of the values your condition depended on is not known until after the plan has been applied. Either remove this value from your condition, or execute an `apply` command from this `run` block. Alternatively, if there is an override for this value, you can make it available during the plan phase by setting `override_during = plan` in the `override_` block."
         } else {
-            "The condition could not be evaluated at this time."
+            "Condition expression could not be evaluated at this time."
         };
         return Err(Diagnostic::error("Unknown condition value", detail)
             .with_span(Some(span))
@@ -222,8 +228,9 @@ pub(super) fn check_assert(a: &Assert, scope: &dyn Scope, planned: bool) -> Resu
 pub(super) fn checkable_object(d: &Diagnostic, config: &Config) -> Option<String> {
     let root = config.module(&ModulePath::root())?;
     let inside = |s: Span| {
-        d.span
-            .is_some_and(|ds| ds.file == s.file && ds.start >= s.start && ds.end <= s.end.max(s.start))
+        d.span.is_some_and(|ds| {
+            ds.file == s.file && ds.start >= s.start && ds.end <= s.end.max(s.start)
+        })
     };
     if let Some(a) = &d.address {
         if let Ok(addr) = a.parse::<crate::addr::ResourceInstanceAddr>() {
@@ -234,9 +241,17 @@ pub(super) fn checkable_object(d: &Diagnostic, config: &Config) -> Option<String
             }
         }
     }
-    let span = d.span?;
+    d.span?;
     for (name, v) in &root.variables {
-        if v.validations.iter().any(|val| inside(val.span)) || (d.summary == "Invalid value for variable" && v.span.file == span.file && span.start >= v.span.start && span.start <= v.span.end) {
+        // A root variable's failed validation is reported at its value, and names the rule.
+        let by_rule = d.summary == "Invalid value for variable"
+            && v.validations.iter().any(|val| {
+                d.detail.contains(&format!(
+                    "validation rule at {}.",
+                    config.sources.location(val.span)
+                ))
+            });
+        if by_rule || v.validations.iter().any(|val| inside(val.span)) {
             return Some(format!("var.{name}"));
         }
     }
