@@ -47,6 +47,8 @@ pub struct Options {
     /// The selected workspace (`terraform.workspace`); `None`: `default` (for `inspect`:
     /// the one `terraform workspace select` recorded in `.terraform/environment`).
     pub workspace: Option<String>,
+    /// `cairn test`'s mock providers, by local name: they answer instead of the real ones.
+    pub mocks: BTreeMap<String, crate::provider::mock::MockSpec>,
 }
 
 impl Options {
@@ -72,6 +74,7 @@ impl Options {
             import: None,
             generate_config: false,
             workspace: None,
+            mocks: BTreeMap::new(),
         }
     }
 }

@@ -118,6 +118,17 @@ pub(super) fn load_with(
             packages.insert(p.package().to_string(), Arc::new(p));
         }
     }
+    // `cairn test`'s mock providers answer instead of the real ones (whose schema they use
+    // when there is one).
+    for (name, spec) in &opts.mocks {
+        let mock = crate::provider::mock::MockProvider::new(
+            name,
+            packages.get(name),
+            &config,
+            spec.clone(),
+        );
+        packages.insert(name.clone(), Arc::new(mock));
+    }
     let names: Vec<&str> = packages.keys().map(String::as_str).collect();
     let stack = match stack_config(&opts.dir, &opts.env, &names) {
         Ok(s) => s,

@@ -159,3 +159,8 @@ fn expect_failures() {
 fn sim_modules() {
     run_case("sim_modules");
 }
+
+#[test]
+fn mock_providers() {
+    run_case("mocks");
+}

@@ -6,7 +6,7 @@
 //! never the working directory's state — carried from run to run and destroyed at the end of
 //! the file in reverse order of creation. A run's assertions are evaluated in the root module
 //! scope of the walk that made it (`make_plan_keeping` / `execute_keeping`), with `output.NAME`
-//! and `run.NAME.OUTPUT` added (`scope.rs`). Mock providers are `mock.rs`. The runner never
+//! and `run.NAME.OUTPUT` added (`scope.rs`). Mock providers are `provider::mock`. The runner never
 //! prints: it reports [`TestEvent`]s to a [`TestObserver`].
 
 mod scope;
@@ -458,6 +458,7 @@ async fn run_one(
             ),
         }
     }
+    mock_providers(f, run, &vars, outputs, root, &mut opts, &mut test_diags);
     if test_diags.has_errors() {
         return done(TestStatus::Error, &test_diags, None, None);
     }
@@ -703,4 +704,50 @@ fn expected_failures(
         }
     }
     (rest, seen)
+}
+
+/// The file's `mock_provider` blocks as the run sees them: those without an alias, and those
+/// the run's `providers` names (`aws = aws.fake`), each with its defaults evaluated.
+fn mock_providers(
+    f: &TestFile,
+    run: &RunBlock,
+    vars: &BTreeMap<String, Value>,
+    outputs: &RunOutputs,
+    root: &Path,
+    opts: &mut Options,
+    diags: &mut Diagnostics,
+) {
+    for p in &f.providers {
+        let Some(mock) = &p.mock else { continue };
+        let local = match &p.alias {
+            None => Some(p.name.clone()),
+            Some(alias) => run
+                .providers
+                .iter()
+                .find(|(_, to)| *to == format!("{}.{alias}", p.name))
+                .map(|(local, _)| local.clone()),
+        };
+        let Some(local) = local else { continue };
+        let scope = PlainScope::new(vars, outputs, f.file, root);
+        let mut spec = crate::provider::mock::MockSpec::default();
+        for (list, into) in [
+            (&mock.resources, &mut spec.resources),
+            (&mock.data, &mut spec.data),
+        ] {
+            for (type_, defaults) in list {
+                let v = match defaults {
+                    Some(e) => match crate::eval::eval(e, &scope) {
+                        Ok(v) => v,
+                        Err(d) => {
+                            diags.extend(d);
+                            continue;
+                        }
+                    },
+                    None => Value::Object(BTreeMap::new()),
+                };
+                into.insert(type_.clone(), v);
+            }
+        }
+        opts.mocks.insert(local, spec);
+    }
 }
