@@ -49,6 +49,8 @@ pub struct Options {
     pub workspace: Option<String>,
     /// `cairn test`'s mock providers, by local name: they answer instead of the real ones.
     pub mocks: BTreeMap<String, crate::provider::mock::MockSpec>,
+    /// `cairn test`'s `override_resource` / `override_data` blocks.
+    pub overrides: Vec<crate::provider::mock::OverrideSpec>,
 }
 
 impl Options {
@@ -75,6 +77,7 @@ impl Options {
             generate_config: false,
             workspace: None,
             mocks: BTreeMap::new(),
+            overrides: Vec::new(),
         }
     }
 }

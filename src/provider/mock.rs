@@ -27,6 +27,15 @@ pub struct MockSpec {
     pub data: BTreeMap<String, Value>,
 }
 
+/// An `override_resource` / `override_data` block: the resource (every instance of it) whose
+/// computed values are `values`; no provider is asked about it.
+#[derive(Clone, Debug)]
+pub struct OverrideSpec {
+    pub module: crate::addr::ModulePath,
+    pub key: crate::config::ResourceKey,
+    pub values: Value,
+}
+
 pub(crate) struct MockProvider {
     package: String,
     schema: ProviderSchema,
@@ -50,6 +59,14 @@ impl MockProvider {
             schema,
             spec: Arc::new(spec),
         }
+    }
+}
+
+impl MockProvider {
+    /// The mock for overridden resources: configured by nothing (no provider block names it).
+    pub(crate) fn without_provider_config(mut self) -> Self {
+        self.schema.provider = Block::default();
+        self
     }
 }
 

@@ -201,3 +201,8 @@ fn real_user_assigned_identity() {
 fn real_route_table() {
     real_module("real_azurerm_route_table");
 }
+
+#[test]
+fn overrides() {
+    run_case("overrides");
+}

@@ -468,7 +468,7 @@ async fn run_one(
         PlanMode::Normal
     };
     let apply = run.command == RunCommand::Apply && !run.refresh_only;
-    let out = walk(&opts, mode, apply, !run.expect_failures.is_empty()).await;
+    let out = walk(&opts, mode, apply).await;
     // The state is destroyed with the variables of the last run that applied to it.
     if out.snapshot.is_some() {
         state.opts = Some(opts.clone());
@@ -595,8 +595,8 @@ fn declared_variables(dir: &Path) -> std::collections::BTreeSet<String> {
 }
 
 /// Plans (and applies, for `command = apply`) in the run's state, keeping the walk's values.
-/// With expected failures, the apply is skipped when the plan has errors (as Terraform).
-async fn walk(opts: &Options, mode: PlanMode, apply: bool, expecting: bool) -> Outcome {
+/// A plan with errors is not applied.
+async fn walk(opts: &Options, mode: PlanMode, apply: bool) -> Outcome {
     let observer: Arc<dyn Observer> = Arc::new(super::observer::Silent);
     let mut out = Outcome {
         loaded: None,
@@ -641,7 +641,7 @@ async fn walk(opts: &Options, mode: PlanMode, apply: bool, expecting: bool) -> O
     .await;
     let mut summary = RunSummary::default();
     if let (Some(p), true) = (&plan, apply) {
-        if !diags.has_errors() || !expecting {
+        {
             if !diags.has_errors() {
                 let journal = session.journal();
                 record_refreshed(journal, p, &mut diags);
@@ -749,5 +749,56 @@ fn mock_providers(
             }
         }
         opts.mocks.insert(local, spec);
+        overrides(&mock.overrides, &scope, opts, diags);
+    }
+    let scope = PlainScope::new(vars, outputs, f.file, root);
+    overrides(&f.overrides, &scope, opts, diags);
+    overrides(&run.overrides, &scope, opts, diags);
+}
+
+/// `override_resource` and `override_data` blocks, their values evaluated; a later one for
+/// the same resource replaces an earlier one (a run's win over the file's).
+fn overrides(
+    list: &[crate::config::test_file::Override],
+    scope: &PlainScope<'_>,
+    opts: &mut Options,
+    diags: &mut Diagnostics,
+) {
+    use crate::config::test_file::OverrideKind;
+    for o in list.iter().filter(|o| o.kind != OverrideKind::Module) {
+        let addr = match o.target.parse::<ResourceInstanceAddr>() {
+            Ok(a) => a,
+            Err(e) => {
+                diags.push(
+                    Diagnostic::error("Invalid override target", format!("{}: {e}.", o.target))
+                        .with_span(Some(o.target_span)),
+                );
+                continue;
+            }
+        };
+        let values = match &o.values {
+            Some(e) => match crate::eval::eval(e, scope) {
+                Ok(v) => v,
+                Err(d) => {
+                    diags.extend(d);
+                    continue;
+                }
+            },
+            None => Value::Object(BTreeMap::new()),
+        };
+        let r = &addr.resource;
+        let key = crate::config::ResourceKey {
+            mode: r.mode,
+            type_: r.type_.clone(),
+            name: r.name.clone(),
+        };
+        let module = r.module.without_keys();
+        opts.overrides
+            .retain(|x| !(x.module == module && x.key == key));
+        opts.overrides.push(crate::provider::mock::OverrideSpec {
+            module,
+            key,
+            values,
+        });
     }
 }
