@@ -51,6 +51,9 @@ pub struct Options {
     pub mocks: BTreeMap<String, crate::provider::mock::MockSpec>,
     /// `cairn test`'s `override_resource` / `override_data` blocks.
     pub overrides: Vec<crate::provider::mock::OverrideSpec>,
+    /// `cairn test`'s `provider` blocks, as (name, alias, body text with constant values):
+    /// each replaces the root module's block of that name and alias.
+    pub test_providers: Vec<(String, Option<String>, String)>,
 }
 
 impl Options {
@@ -78,6 +81,7 @@ impl Options {
             workspace: None,
             mocks: BTreeMap::new(),
             overrides: Vec::new(),
+            test_providers: Vec::new(),
         }
     }
 }

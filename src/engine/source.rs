@@ -60,6 +60,7 @@ pub(super) fn load_with(
         diags.extend(config.generate_import_blocks());
     }
     let rerouted = reroute_overrides(&mut config, &opts.overrides, &mut diags);
+    replace_providers(&mut config, &opts.test_providers, &mut diags);
     if !lenient {
         diags.extend(crate::config::unsupported_blocks(&config, true));
     }
@@ -489,4 +490,46 @@ fn reroute_overrides(
         out.push((name, original, spec));
     }
     out
+}
+
+/// `cairn test`'s `provider` blocks replace the root module's blocks of the same name and
+/// alias; their text (constants, evaluated by the runner) is added to the sources as a file of
+/// its own.
+fn replace_providers(
+    config: &mut Config,
+    providers: &[(String, Option<String>, String)],
+    diags: &mut Diagnostics,
+) {
+    for (name, alias, text) in providers {
+        let label = match alias {
+            Some(a) => format!("provider \"{name}\" (alias {a}) of the test file"),
+            None => format!("provider \"{name}\" of the test file"),
+        };
+        let file = config.sources.add(&label, text.clone());
+        let body: hcl_edit::structure::Body = match text.parse() {
+            Ok(b) => b,
+            Err(e) => {
+                diags.push(Diagnostic::error(
+                    "Invalid provider block",
+                    format!("The test file's provider block for {name:?} could not be used: {e}"),
+                ));
+                continue;
+            }
+        };
+        let root = &mut config.root;
+        root.providers
+            .retain(|p| !(p.name == *name && p.alias == *alias));
+        root.providers.push(crate::config::ProviderBlock {
+            name: name.clone(),
+            alias: alias.clone(),
+            body,
+            file,
+            json: false,
+            span: crate::diag::Span {
+                file,
+                start: 0,
+                end: 0,
+            },
+        });
+    }
 }

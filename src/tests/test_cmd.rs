@@ -44,7 +44,7 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// The create/update/delete calls of the sim store, one `op name id` a line.
+/// The create/update/delete calls of the sim store, one `op name id region` a line.
 fn calls(work: &Path) -> Option<String> {
     let text = std::fs::read_to_string(work.join("sim-store/calls.jsonl")).ok()?;
     let mut out = String::new();
@@ -56,7 +56,11 @@ fn calls(work: &Path) -> Option<String> {
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or("None".into());
-            out.push_str(&format!("{op} {} {id}\n", j["name"].as_str().unwrap()));
+            let region = j["region"].as_str().unwrap();
+            out.push_str(&format!(
+                "{op} {} {id} {region}\n",
+                j["name"].as_str().unwrap()
+            ));
         }
     }
     Some(out)
@@ -205,4 +209,9 @@ fn real_route_table() {
 #[test]
 fn overrides() {
     run_case("overrides");
+}
+
+#[test]
+fn provider_blocks() {
+    run_case("providers");
 }

@@ -717,6 +717,15 @@ fn mock_providers(
     opts: &mut Options,
     diags: &mut Diagnostics,
 ) {
+    for p in f.providers.iter().filter(|p| p.mock.is_none()) {
+        let scope = PlainScope::new(vars, outputs, f.file, root);
+        match scope::body_text(&p.body, &scope) {
+            Ok(text) => opts
+                .test_providers
+                .push((p.name.clone(), p.alias.clone(), text)),
+            Err(d) => diags.extend(d),
+        }
+    }
     for p in &f.providers {
         let Some(mock) = &p.mock else { continue };
         let local = match &p.alias {

@@ -274,3 +274,49 @@ pub(super) fn names(t: &str, object: &str) -> bool {
     let base = t.split('[').next().unwrap_or(t);
     base == object
 }
+
+/// A body's text with each argument's expression replaced by its value (nested blocks kept as
+/// blocks), for a test file's `provider` block.
+pub(super) fn body_text(
+    body: &hcl_edit::structure::Body,
+    scope: &dyn Scope,
+) -> Result<String, Diagnostics> {
+    use hcl_edit::structure::Structure;
+    let mut out = String::new();
+    let mut diags = Diagnostics::new();
+    for s in body.iter() {
+        match s {
+            Structure::Attribute(a) => match crate::eval::eval(&a.value, scope) {
+                Ok(v) => {
+                    let (v, _) = v.deep_unmark();
+                    out.push_str(&format!(
+                        "{} = {}\n",
+                        a.key.as_str(),
+                        crate::value::format_hcl(&v)
+                    ));
+                }
+                Err(d) => diags.extend(d),
+            },
+            Structure::Block(b) => {
+                let labels: Vec<String> = b
+                    .labels
+                    .iter()
+                    .map(|l| format!("{:?}", l.as_str()))
+                    .collect();
+                match body_text(&b.body, scope) {
+                    Ok(inner) => out.push_str(&format!(
+                        "{} {}{{\n{inner}}}\n",
+                        b.ident.as_str(),
+                        labels.iter().map(|l| format!("{l} ")).collect::<String>()
+                    )),
+                    Err(d) => diags.extend(d),
+                }
+            }
+        }
+    }
+    if diags.has_errors() {
+        Err(diags)
+    } else {
+        Ok(out)
+    }
+}
