@@ -151,6 +151,35 @@ impl Printer<'_> {
         self.ctx.out("\n");
     }
 
+    /// What a teardown left in its state: Terraform's `test_cleanup` message.
+    fn cleanup(&self, file: &str, run: &str, left: &[String]) {
+        if left.is_empty() {
+            return;
+        }
+        match self.json {
+            Some(ui) => {
+                let mut f = Map::new();
+                f.insert("@testfile".into(), J::from(file));
+                f.insert("@testrun".into(), J::from(run));
+                let failed: Vec<J> = left.iter().map(|a| json!({"instance": a})).collect();
+                f.insert("test_cleanup".into(), json!({"failed_resources": failed}));
+                ui.emit(
+                    "error",
+                    &format!("Cairn left some resources in state after executing {file}/{run}, they need to be cleaned up manually."),
+                    "test_cleanup",
+                    f,
+                );
+            }
+            None => {
+                let list: Vec<String> = left.iter().map(|a| format!("  - {a}\n")).collect();
+                self.ctx.err(&format!(
+                    "\nCairn left the following resources in state after executing {file}/{run}, and they need to be cleaned up manually:\n{}",
+                    list.concat()
+                ));
+            }
+        }
+    }
+
     fn summary(&self, s: &TestSummary) {
         let failed = s.failed + s.errored;
         let ok = failed == 0;
@@ -281,10 +310,13 @@ impl TestObserver for Printer<'_> {
                 found,
             } => {
                 match self.json {
-                    Some(_) => self.run_msg(file, run, "complete", Some(status), status.word()),
-                    None => self
-                        .ctx
-                        .out(&format!("  run {run:?}... {}\n", self.paint(status.word()))),
+                    Some(_) => {
+                        self.run_msg(file, run, "complete", Some(status), shown_word(status))
+                    }
+                    None => self.ctx.out(&format!(
+                        "  run {run:?}... {}\n",
+                        self.paint(shown_word(status))
+                    )),
                 }
                 if let (Some(s), None) = (&shown, self.json) {
                     self.shown(s);
@@ -292,11 +324,27 @@ impl TestObserver for Printer<'_> {
                 self.found(&found, file, Some(run));
             }
             TestEvent::Teardown(file) => self.file_msg(file, "teardown", None, "tearing down"),
-            TestEvent::TeardownRun { file, run, found } => {
+            TestEvent::TeardownRun {
+                file,
+                run,
+                found,
+                left,
+            } => {
                 if self.json.is_some() {
                     self.run_msg(file, run, "teardown", None, "tearing down");
+                } else if !found.is_empty() {
+                    self.ctx.err(&format!("Cairn encountered an error destroying resources created while executing {file}/{run}.\n"));
                 }
-                self.found(&found, file, Some(run));
+                match self.json {
+                    Some(_) => {
+                        self.cleanup(file, run, left);
+                        self.found(&found, file, Some(run));
+                    }
+                    None => {
+                        self.found(&found, file, Some(run));
+                        self.cleanup(file, run, left);
+                    }
+                }
             }
             TestEvent::FileDone {
                 file,
@@ -304,8 +352,17 @@ impl TestObserver for Printer<'_> {
                 found,
             } => {
                 self.found(&found, file, None);
-                self.file_msg(file, "complete", Some(status), status.word());
+                self.file_msg(file, "complete", Some(status), shown_word(status));
             }
         }
+    }
+}
+
+/// The word a status is printed as: an errored run or file reads "fail", as in Terraform
+/// (its `-json` status field still says `error`).
+fn shown_word(status: TestStatus) -> &'static str {
+    match status {
+        TestStatus::Error => "fail",
+        s => s.word(),
     }
 }

@@ -4,8 +4,9 @@
 //! code and the sim provider's create/update/delete calls for each line in `expected/`.
 //! Cairn's standard output must equal Terraform's (for `-verbose`, the lines about files and
 //! runs: the plan and state in between are each tool's own renderers; for `-json`, every
-//! message but the version, with timestamps, `@module` and elapsed times left out, and
-//! diagnostics by severity, summary and detail), its exit code and calls too. Cairn's standard
+//! message but the version, with timestamps, `@module` and elapsed times left out, the
+//! tool's name as Cairn, and diagnostics of the test file by severity, summary and detail,
+//! those of the configuration by severity), its exit code and calls too. Cairn's standard
 //! error (its diagnostics, rendered its way) is its own golden, `N.cairn.stderr`.
 
 use std::path::{Path, PathBuf};
@@ -84,6 +85,8 @@ fn json_messages(s: &str) -> Vec<serde_json::Value> {
     s.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|j| j["type"] != "version")
+        // Terraform's "still running" messages come every two seconds of a run.
+        .filter(|j| j["test_run"]["progress"] != "running")
         .map(|mut j| {
             let o = j.as_object_mut().unwrap();
             o.remove("@timestamp");
@@ -91,16 +94,39 @@ fn json_messages(s: &str) -> Vec<serde_json::Value> {
             if let Some(r) = o.get_mut("test_run").and_then(|r| r.as_object_mut()) {
                 r.remove("elapsed");
             }
+            // A diagnostic about the test file is compared whole (but its snippet); one about
+            // the configuration is each engine's own words: only its severity.
             if let Some(d) = o.get_mut("diagnostic") {
-                *d = serde_json::json!({
-                    "severity": d["severity"],
-                    "summary": d["summary"],
-                    "detail": d["detail"],
-                });
+                let in_test = d["range"]["filename"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with(".tftest.hcl"));
+                *d = match in_test {
+                    true => serde_json::json!({
+                        "severity": d["severity"],
+                        "summary": d["summary"],
+                        "detail": d["detail"],
+                    }),
+                    false => serde_json::json!({ "severity": d["severity"] }),
+                };
+                if !in_test {
+                    o.remove("@message");
+                }
+            }
+            if let Some(m) = o.get_mut("@message") {
+                *m = serde_json::Value::from(
+                    m.as_str().unwrap_or("").replace("Terraform ", "Cairn "),
+                );
             }
             j
         })
-        .collect()
+        .fold(Vec::new(), |mut out: Vec<serde_json::Value>, j| {
+            // So do its "tearing down" messages while a teardown lasts: one is kept.
+            let repeated = j["test_run"]["progress"] == "teardown" && out.last() == Some(&j);
+            if !repeated {
+                out.push(j);
+            }
+            out
+        })
 }
 
 fn run_case(case: &str) {
@@ -214,4 +240,9 @@ fn overrides() {
 #[test]
 fn provider_blocks() {
     run_case("providers");
+}
+
+#[test]
+fn failures_and_teardown() {
+    run_case("failures");
 }

@@ -92,11 +92,13 @@ pub enum TestEvent<'a> {
         found: Vec<Found<'a>>,
     },
     Teardown(&'a str),
-    /// A state destroyed at the end of a file (named by the last run that used it).
+    /// A state destroyed at the end of a file (named by the last run that applied to it):
+    /// the destroy's errors, and the addresses it left in the state.
     TeardownRun {
         file: &'a str,
         run: &'a str,
         found: Vec<Found<'a>>,
+        left: &'a [String],
     },
     FileDone {
         file: &'a str,
@@ -235,26 +237,26 @@ async fn run_file(
         file_status = file_status.max(status);
     }
     observer.event(TestEvent::Teardown(&f.name));
-    let mut teardown_diags = Diagnostics::new();
     for st in states.iter().rev() {
         let Some(opts) = &st.opts else { continue };
-        let d = destroy(opts, f, &st.last_run).await;
-        if d.has_errors() {
+        let (d, config, left) = destroy(opts).await;
+        if d.has_errors() || !left.is_empty() {
             file_status = TestStatus::Error;
         }
+        let empty = SourceMap::new();
         let found = match d.is_empty() {
             true => Vec::new(),
             false => vec![Found {
                 diags: &d,
-                sources: &f.sources,
+                sources: config.as_ref().map(|c| &c.sources).unwrap_or(&empty),
             }],
         };
         observer.event(TestEvent::TeardownRun {
             file: &f.name,
             run: &st.last_run,
             found,
+            left: &left,
         });
-        teardown_diags.extend(d);
     }
     let status = if file_status == TestStatus::Pending {
         TestStatus::Pass
@@ -269,8 +271,9 @@ async fn run_file(
     status
 }
 
-/// Destroys one state; what is left in it afterwards is an error naming each address.
-async fn destroy(opts: &Options, f: &TestFile, run: &str) -> Diagnostics {
+/// Destroys one state: the destroy's diagnostics (with the configuration that renders them)
+/// and the addresses still in the state afterwards.
+async fn destroy(opts: &Options) -> (Diagnostics, Option<Arc<Config>>, Vec<String>) {
     let report = api::apply(
         opts,
         PlanMode::Destroy,
@@ -278,10 +281,12 @@ async fn destroy(opts: &Options, f: &TestFile, run: &str) -> Diagnostics {
         Arc::new(super::observer::Silent),
     )
     .await;
-    let mut diags = Diagnostics::new();
-    // The configuration's diagnostics cannot be rendered with the test file's sources:
-    // keep their words.
-    let left: Vec<String> = match open_read(opts) {
+    // The destroy's store may still be closing: wait for it rather than read nothing.
+    let read = Options {
+        lock_timeout: std::time::Duration::from_secs(10),
+        ..opts.clone()
+    };
+    let left: Vec<String> = match open_read(&read) {
         Ok((_, s, _)) => s
             .resources
             .iter()
@@ -290,24 +295,8 @@ async fn destroy(opts: &Options, f: &TestFile, run: &str) -> Diagnostics {
             .collect(),
         Err(_) => Vec::new(),
     };
-    if !report.diags.has_errors() && left.is_empty() {
-        return diags;
-    }
-    for d in report.diags.iter().filter(|d| d.is_error()) {
-        diags.push(Diagnostic::error(d.summary.clone(), d.detail.clone()));
-    }
-    if !left.is_empty() {
-        let list: Vec<String> = left.iter().map(|a| format!("  - {a}")).collect();
-        diags.push(Diagnostic::error(
-            "Failed to clean up after tests",
-            format!(
-                "Cairn left the following resources in state after executing {}/{run}, and they need to be cleaned up manually:\n{}",
-                f.name,
-                list.join("\n")
-            ),
-        ));
-    }
-    diags
+    let diags: Diagnostics = report.diags.into_iter().filter(|d| d.is_error()).collect();
+    (diags, report.config, left)
 }
 
 /// The state a run uses: found by its key, or made.
