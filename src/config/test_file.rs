@@ -5,6 +5,18 @@
 //! [`SourceMap`]; the engine's test runner evaluates them.
 
 use super::span_in;
+use crate::eval::suggest;
+
+/// The blocks a test file may hold.
+const TOP: &[&str] = &[
+    "run",
+    "variables",
+    "provider",
+    "mock_provider",
+    "override_resource",
+    "override_data",
+    "override_module",
+];
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use hcl_edit::expr::{Expression, TraversalOperator};
 use hcl_edit::structure::{Block, Body, Structure};
@@ -204,7 +216,10 @@ pub fn load_test_file(path: &Path, name: &str) -> (Option<TestFile>, Diagnostics
                 other => d.err(
                     &b.ident,
                     "Unsupported block type",
-                    format!("Blocks of type {other:?} are not expected here."),
+                    format!(
+                        "Blocks of type {other:?} are not expected here.{}",
+                        suggest::suffix(other, TOP.iter().copied())
+                    ),
                 ),
             },
         }
@@ -508,7 +523,13 @@ impl Decoder {
                     other => self.err(
                         &a.key,
                         "Unsupported argument",
-                        format!("An argument named {other:?} is not expected here."),
+                        format!(
+                            "An argument named {other:?} is not expected here.{}",
+                            suggest::suffix(
+                                other,
+                                ["command", "expect_failures", "state_key", "parallel", "providers"]
+                            )
+                        ),
                     ),
                 },
                 Structure::Block(nb) => match nb.ident.as_str() {
@@ -539,6 +560,13 @@ impl Decoder {
                                     format!("Blocks of type {:?} are not expected here.", x.ident.as_str()),
                                 ),
                             }
+                        }
+                        if let Some(c) = cond.as_ref().filter(|c| crate::eval::references(c).is_empty()) {
+                            self.err(
+                                c,
+                                "Invalid assert expression",
+                                "The condition expression must refer to at least one object from elsewhere in the configuration, or else its result would not be checking anything.".into(),
+                            );
                         }
                         match (cond, msg) {
                             (Some(condition), Some(error_message)) => r.asserts.push(Assert {

@@ -246,3 +246,8 @@ fn provider_blocks() {
 fn failures_and_teardown() {
     run_case("failures");
 }
+
+#[test]
+fn bad_test_file() {
+    run_case("bad_file");
+}
