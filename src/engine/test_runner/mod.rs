@@ -426,7 +426,7 @@ async fn run_one(
     let mut opts = req.base.clone();
     opts.dir = state.module_dir.clone();
     opts.state_dir = state.dir.clone();
-    opts.vars.push(VarArg::File(vars_file));
+    opts.vars.push(VarArg::File(vars_file.clone()));
     opts.command = "test".into();
     opts.refresh = run.refresh;
     for (t, sp) in &run.target {
@@ -486,6 +486,8 @@ async fn run_one(
         }
         config_diags = out_diags_again;
     }
+    let moved = at_test_variables(&mut config_diags, config.as_deref(), &vars_file, f, run);
+    test_diags.extend(moved);
     for (t, sp) in &run.expect_failures {
         if !expected_seen.contains(t) {
             test_diags.push(
@@ -799,4 +801,49 @@ fn overrides(
             values,
         });
     }
+}
+
+/// Diagnostics about a value in the run's generated variables file (a failed validation) are
+/// about the test file's expression for that variable: they move there, out of `diags`.
+fn at_test_variables(
+    diags: &mut Diagnostics,
+    config: Option<&Config>,
+    vars_file: &Path,
+    f: &TestFile,
+    run: &RunBlock,
+) -> Diagnostics {
+    let mut moved = Diagnostics::new();
+    let Some(config) = config else {
+        return moved;
+    };
+    let mut kept = Diagnostics::new();
+    for mut d in std::mem::take(diags) {
+        let target = d.span.and_then(|sp| {
+            // (The source map may hold the path relative to the working directory.)
+            if config.sources.path(sp.file).file_name() != vars_file.file_name() {
+                return None;
+            }
+            // The generated file has one `name = value` line per variable.
+            let text = config.sources.text(sp.file);
+            let line_start = text[..sp.start.min(text.len())]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
+            let name = text[line_start..].split(" = ").next()?.to_string();
+            run.variables
+                .iter()
+                .rev()
+                .chain(f.variables.iter().rev())
+                .find(|(n, _)| *n == name)
+                .map(|(_, e)| crate::config::span_in(f.file, e))
+        });
+        match target {
+            Some(sp) => {
+                d.span = Some(sp);
+                moved.push(d);
+            }
+            None => kept.push(d),
+        }
+    }
+    *diags = kept;
+    moved
 }
