@@ -330,6 +330,8 @@ struct Outcome {
 }
 
 // The steps of one run, in order: variables, options, the walk, expected failures, asserts.
+// Long (about 220 lines), but one straight sequence whose steps share the run's diagnostics
+// and its `done` report; cutting it would pass most of its locals along.
 async fn run_one(
     req: &TestRequest,
     f: &TestFile,
