@@ -251,3 +251,8 @@ fn failures_and_teardown() {
 fn bad_test_file() {
     run_case("bad_file");
 }
+
+#[test]
+fn test_directory_tfvars() {
+    run_case("tfvars");
+}

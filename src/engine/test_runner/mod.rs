@@ -428,6 +428,11 @@ async fn run_one(
     let mut opts = req.base.clone();
     opts.dir = state.module_dir.clone();
     opts.state_dir = state.dir.clone();
+    // A test file in the test directory also reads that directory's `terraform.tfvars` and
+    // `*.auto.tfvars`, before the command line's values (as Terraform).
+    let mut vars_args = test_dir_tfvars(root, &req.test_directory, &f.name);
+    vars_args.append(&mut opts.vars);
+    opts.vars = vars_args;
     opts.vars.push(VarArg::File(vars_file.clone()));
     opts.command = "test".into();
     opts.refresh = run.refresh;
@@ -848,4 +853,33 @@ fn at_test_variables(
     }
     *diags = kept;
     moved
+}
+
+/// The variable files of the test directory, for a test file in it (`tests/x.tftest.hcl`).
+fn test_dir_tfvars(root: &Path, test_dir: &str, file: &str) -> Vec<VarArg> {
+    let dir = root.join(test_dir);
+    if !Path::new(file).starts_with(test_dir) {
+        return Vec::new();
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    let n = p
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    n.ends_with(".auto.tfvars") || n.ends_with(".auto.tfvars.json")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    for first in ["terraform.tfvars.json", "terraform.tfvars"] {
+        let p = dir.join(first);
+        if p.is_file() {
+            files.insert(0, p);
+        }
+    }
+    files.into_iter().map(VarArg::File).collect()
 }
