@@ -67,6 +67,9 @@ pub enum Command {
     Import(ImportArgs),
     /// Destroy every managed object.
     Destroy(DestroyArgs),
+    /// Run the configuration's tests: the run blocks of its `*.tftest.hcl` files (in the
+    /// configuration's directory and in `tests/`), each file in states of its own.
+    Test(TestArgs),
     /// Show a saved plan, or the current state.
     Show(ShowArgs),
     /// Print a graph as Graphviz DOT (or SVG).
@@ -416,6 +419,24 @@ pub struct InspectArgs {
     pub path: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub vars: VarArgs,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Run only the test file FILE, a path relative to the configuration's directory
+    /// (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub filter: Vec<String>,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// Print the plan or the state of each run block as it completes.
+    #[arg(long)]
+    pub verbose: bool,
+    /// The directory of test files besides the configuration's own.
+    #[arg(long, value_name = "DIR", default_value = "tests")]
+    pub test_directory: String,
     #[command(flatten)]
     pub ui: UiArgs,
 }

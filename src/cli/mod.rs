@@ -28,6 +28,7 @@ pub(crate) mod state_cmds;
 pub(crate) mod state_edit;
 pub(crate) mod state_replace_cmds;
 pub(crate) mod taint_cmds;
+pub(crate) mod test_cmd;
 pub(crate) mod ui_cmd;
 pub(crate) mod workspace_cmds;
 
@@ -117,6 +118,7 @@ pub fn main() -> i32 {
                 | Command::Metadata(_)
                 | Command::Login(_)
                 | Command::Logout(_)
+                | Command::Test(_)
         );
         if let Err(d) = workspace_cmds::check_selected(&ctx, reads_state) {
             return ctx.fail(d, false).code();
@@ -235,6 +237,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         ),
         Command::Import(a) => lifecycle::import(ctx, &a, parsed.var_order),
         Command::Console(a) => console::console(ctx, &a, parsed.var_order),
+        Command::Test(a) => test_cmd::test(ctx, &a, parsed.var_order),
         Command::Graph(a) => run_cmds::graph(ctx, &a, parsed.var_order),
         Command::Inspect(a) => inspect::inspect(ctx, &a, parsed.var_order),
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
@@ -266,6 +269,7 @@ pub fn command_name(c: &Command) -> &'static str {
         Command::Validate(_) => "validate",
         Command::Inspect(_) => "inspect",
         Command::Console(_) => "console",
+        Command::Test(_) => "test",
         Command::Plan(_) => "plan",
         Command::Apply(_) => "apply",
         Command::Refresh(_) => "refresh",

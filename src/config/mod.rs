@@ -576,6 +576,7 @@ mod overrides;
 mod parse;
 mod references;
 pub(crate) mod spans;
+pub mod test_file;
 mod validate;
 pub use load::{load, load_file, NO_CONFIGURATION_FILES};
 pub(crate) use references::{check_references, scoped_reference};

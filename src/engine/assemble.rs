@@ -32,7 +32,21 @@ pub(super) async fn make_plan(
     observer: &Arc<dyn Observer>,
     diags: &mut Diagnostics,
 ) -> Option<Plan> {
-    let mut plan = assemble_plan(loaded, opts, mode, prior, observer, diags).await?;
+    make_plan_keeping(loaded, opts, mode, prior, observer, diags, &mut None).await
+}
+
+/// [`make_plan`], keeping the plan walk's context in `walked` (its evaluated values: what
+/// `cairn test`'s assertions read).
+pub(super) async fn make_plan_keeping(
+    loaded: &Loaded,
+    opts: &Options,
+    mode: PlanMode,
+    prior: &Snapshot,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+    walked: &mut Option<Arc<Ctx>>,
+) -> Option<Plan> {
+    let mut plan = assemble_plan(loaded, opts, mode, prior, observer, diags, walked).await?;
     plan.shapes = block_shapes(&loaded.registry, &plan);
     Some(plan)
 }
@@ -65,6 +79,7 @@ async fn assemble_plan(
     prior: &Snapshot,
     observer: &Arc<dyn Observer>,
     diags: &mut Diagnostics,
+    walked: &mut Option<Arc<Ctx>>,
 ) -> Option<Plan> {
     let limits = Limits {
         calls: Arc::new(tokio::sync::Semaphore::new(opts.parallelism.max(1))),
@@ -109,6 +124,7 @@ async fn assemble_plan(
         return Some(plan);
     }
     let (ctx, out) = plan_walk(loaded, opts, mode, prior, &refreshed, observer, diags).await?;
+    *walked = Some(ctx.clone());
     plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
     plan.changes = out.changes.into_values().collect();
     plan.changes.extend(forgotten);

@@ -7,7 +7,7 @@ use super::apply::order::add_destroys;
 use super::apply::steps::{DestroyInfo, Executor, Step};
 use super::apply::ApplyPhase;
 use super::assemble::in_address_order;
-use super::core::run as walk_phase;
+use super::core::{run as walk_phase, Ctx};
 use super::graph::{Node, TermGraph};
 use super::journal::Journal;
 use super::observer::Observer;
@@ -162,6 +162,22 @@ pub(super) async fn execute(
     observer: &Arc<dyn Observer>,
     diags: &mut Diagnostics,
 ) -> (RunSummary, BTreeMap<String, (Value, bool)>) {
+    execute_keeping(loaded, opts, plan, journal, run, observer, diags, &mut None).await
+}
+
+/// [`execute`], keeping the apply walk's context in `walked` (its evaluated values, for
+/// `cairn test`'s assertions).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn execute_keeping(
+    loaded: &Loaded,
+    opts: &Options,
+    plan: &Plan,
+    journal: &Arc<Journal>,
+    run: u64,
+    observer: &Arc<dyn Observer>,
+    diags: &mut Diagnostics,
+    walked: &mut Option<Arc<Ctx>>,
+) -> (RunSummary, BTreeMap<String, (Value, bool)>) {
     let prior = journal.snapshot();
     let mut deposed_keys = BTreeMap::new();
     let mut graph = if plan.mode == PlanMode::Destroy {
@@ -186,6 +202,7 @@ pub(super) async fn execute(
         outputs: Mutex::new(BTreeMap::new()),
     });
     let outcome = timed_async("apply walk", walk_phase(ctx.clone(), phase.clone())).await;
+    *walked = Some(ctx.clone());
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));

@@ -51,6 +51,7 @@
 //! | `history.rs` | one description of each event and run (`history`, `log`, `cairn ui`) |
 //! | `watch.rs` | following the log beside other commands (`cairn ui`), on either store |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
+//! | `test_runner/` | `cairn test`: run blocks of `*.tftest.hcl` files through plan and apply, assertions, teardown, mock providers |
 
 pub mod api;
 pub(crate) mod apply;
@@ -85,6 +86,7 @@ pub(crate) mod source;
 pub mod state_read;
 pub(crate) mod taint;
 pub(crate) mod terraform_state;
+pub mod test_runner;
 pub(crate) mod timing;
 pub(crate) mod values;
 pub(crate) mod walk;

@@ -53,6 +53,13 @@ pub struct Options {
     /// The selected workspace (`terraform.workspace`); `None`: `default` (for `inspect`:
     /// the one `terraform workspace select` recorded in `.terraform/environment`).
     pub workspace: Option<String>,
+    /// `cairn test`'s mock providers, by local name: they answer instead of the real ones.
+    pub mocks: BTreeMap<String, crate::provider::mock::MockSpec>,
+    /// `cairn test`'s `override_resource` / `override_data` blocks.
+    pub overrides: Vec<crate::provider::mock::OverrideSpec>,
+    /// `cairn test`'s `provider` blocks, as (name, alias, body text with constant values):
+    /// each replaces the root module's block of that name and alias.
+    pub test_providers: Vec<(String, Option<String>, String)>,
 }
 
 impl Options {
@@ -80,6 +87,9 @@ impl Options {
             import: None,
             generate_config: false,
             workspace: None,
+            mocks: BTreeMap::new(),
+            overrides: Vec::new(),
+            test_providers: Vec::new(),
         }
     }
 }

@@ -59,6 +59,8 @@ pub(super) fn load_with(
     if opts.generate_config {
         diags.extend(config.generate_import_blocks());
     }
+    let rerouted = reroute_overrides(&mut config, &opts.overrides, &mut diags);
+    replace_providers(&mut config, &opts.test_providers, &mut diags);
     if !lenient {
         diags.extend(crate::config::unsupported_blocks(&config, true));
     }
@@ -117,6 +119,22 @@ pub(super) fn load_with(
         for p in plugins {
             packages.insert(p.package().to_string(), Arc::new(p));
         }
+    }
+    // `cairn test`'s mock providers answer instead of the real ones (whose schema they use
+    // when there is one).
+    for (name, spec) in &opts.mocks {
+        let mock = crate::provider::mock::MockProvider::new(
+            name,
+            packages.get(name),
+            &config,
+            spec.clone(),
+        );
+        packages.insert(name.clone(), Arc::new(mock));
+    }
+    for (name, original, spec) in rerouted {
+        let real = packages.get(&original);
+        let mock = crate::provider::mock::MockProvider::new(&name, real, &config, spec);
+        packages.insert(name, Arc::new(mock.without_provider_config()));
     }
     let names: Vec<&str> = packages.keys().map(String::as_str).collect();
     let stack = match stack_config(&opts.dir, &opts.env, &names) {
@@ -410,4 +428,113 @@ pub(super) fn changed_variables(
         }
     }
     diags
+}
+
+/// `cairn test`'s overridden resources: each is moved to a provider of its own (a mock whose
+/// defaults are the override's values), so no real provider is asked about it. Returns each
+/// such provider's name, the package the resource had, and the mock's defaults.
+fn reroute_overrides(
+    config: &mut Config,
+    overrides: &[crate::provider::mock::OverrideSpec],
+    diags: &mut Diagnostics,
+) -> Vec<(String, String, crate::provider::mock::MockSpec)> {
+    let mut out = Vec::new();
+    for o in overrides {
+        // The package the resource has now, then the resource itself, to move it.
+        let original = config.module(&o.module).and_then(|m| {
+            let r = m.resources.get(&o.key)?;
+            let local = match &r.provider {
+                Some(p) => p.name.clone(),
+                None => crate::addr::package_of(&r.type_).to_string(),
+            };
+            Some(super::graph::package_of_local(m, &local))
+        });
+        let resource = original.as_ref().and_then(|_| {
+            let mut m = &mut config.root;
+            for step in &o.module.0 {
+                m = m.children.get_mut(&step.name)?;
+            }
+            m.resources.get_mut(&o.key)
+        });
+        let (Some(original), Some(r)) = (original, resource) else {
+            diags.push(Diagnostic::warning(
+                "Override target not found",
+                format!(
+                    "The override of {}{}.{} names no resource of the configuration: it is ignored.",
+                    if o.module.is_root() { String::new() } else { format!("{}.", o.module) },
+                    o.key.type_,
+                    o.key.name
+                ),
+            ));
+            continue;
+        };
+        // Named by the resource, so that its provider stays the same from run to run.
+        let module: Vec<&str> = o.module.0.iter().map(|s| s.name.as_str()).collect();
+        let mode = if o.key.mode == crate::addr::Mode::Data {
+            "data"
+        } else {
+            "managed"
+        };
+        let name = format!(
+            "cairnoverride_{}_{mode}_{}_{}",
+            module.join("_"),
+            o.key.type_,
+            o.key.name
+        );
+        r.provider = Some(crate::config::ProviderRef {
+            name: name.clone(),
+            alias: None,
+            span: r.span,
+        });
+        let mut spec = crate::provider::mock::MockSpec::default();
+        let into = match o.key.mode {
+            crate::addr::Mode::Managed => &mut spec.resources,
+            crate::addr::Mode::Data => &mut spec.data,
+        };
+        into.insert(o.key.type_.clone(), o.values.clone());
+        out.push((name, original, spec));
+    }
+    out
+}
+
+/// `cairn test`'s `provider` blocks replace the root module's blocks of the same name and
+/// alias; their text (constants, evaluated by the runner) is added to the sources as a file of
+/// its own.
+fn replace_providers(
+    config: &mut Config,
+    providers: &[(String, Option<String>, String)],
+    diags: &mut Diagnostics,
+) {
+    for (name, alias, text) in providers {
+        let label = match alias {
+            Some(a) => format!("provider \"{name}\" (alias {a}) of the test file"),
+            None => format!("provider \"{name}\" of the test file"),
+        };
+        let file = config.sources.add(&label, text.clone());
+        let body: hcl_edit::structure::Body = match text.parse() {
+            Ok(b) => b,
+            Err(e) => {
+                diags.push(Diagnostic::error(
+                    "Invalid provider block",
+                    format!("The test file's provider block for {name:?} could not be used: {e}"),
+                ));
+                continue;
+            }
+        };
+        let root = &mut config.root;
+        root.providers
+            .retain(|p| !(p.name == *name && p.alias == *alias));
+        root.providers.push(crate::config::ProviderBlock {
+            name: name.clone(),
+            alias: alias.clone(),
+            body,
+            file,
+            json: false,
+            span: crate::diag::Span {
+                file,
+                start: 0,
+                end: 0,
+            },
+        });
+    }
 }

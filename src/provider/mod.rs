@@ -184,6 +184,7 @@ pub mod host;
 pub mod install;
 pub(crate) mod local;
 mod messages;
+pub mod mock;
 pub(crate) mod null;
 pub mod plugin;
 pub(crate) mod random;

@@ -363,6 +363,9 @@ impl Operation<'_> {
             (Some(v), _) => self
                 .object(v, s.op_action == OpAction::Create, &meta, s)
                 .ok(),
+            // A plugin whose delete failed may answer with no object at all: as Terraform
+            // does, the object stays as it was (it was not deleted).
+            (None, Some(p)) if s.op_action == OpAction::Delete => Some(p.clone()),
             (None, _) => None,
         };
         rec.record(EventBody::OperationFailed {
