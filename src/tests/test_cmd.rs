@@ -237,6 +237,13 @@ fn overrides() {
     run_case("overrides");
 }
 
+/// `override_module` at file and run level: the call is not run, its outputs are the values
+/// given (null for the others), at plan as at apply.
+#[test]
+fn override_module() {
+    run_case("override_module");
+}
+
 #[test]
 fn provider_blocks() {
     run_case("providers");
