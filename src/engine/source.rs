@@ -536,7 +536,10 @@ fn reroute_overrides(
             alias: None,
             span: r.span,
         });
-        let mut spec = crate::provider::mock::MockSpec::default();
+        let mut spec = crate::provider::mock::MockSpec {
+            at_plan: o.at_plan,
+            ..Default::default()
+        };
         let into = match o.key.mode {
             crate::addr::Mode::Managed => &mut spec.resources,
             crate::addr::Mode::Data => &mut spec.data,

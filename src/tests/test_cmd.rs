@@ -244,6 +244,13 @@ fn override_module() {
     run_case("override_module");
 }
 
+/// `override_during = plan`: the override's values are known when planning; without it (a
+/// run's override replacing the file's) they are not.
+#[test]
+fn override_during() {
+    run_case("override_during");
+}
+
 #[test]
 fn provider_blocks() {
     run_case("providers");

@@ -834,6 +834,7 @@ fn overrides(
             module,
             key,
             values,
+            at_plan: o.at_plan,
         });
     }
 }
