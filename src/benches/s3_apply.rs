@@ -96,7 +96,9 @@ fn main() {
         .count();
     let (sb, sm) = stats(sled);
     let (pb, pm) = stats(s3);
-    println!("cairn apply {n} terraform_data on sled: best {sb:.2} s, median {sm:.2} s ({runs} runs)");
+    println!(
+        "cairn apply {n} terraform_data on sled: best {sb:.2} s, median {sm:.2} s ({runs} runs)"
+    );
     println!("cairn apply {n} terraform_data on S3:   best {pb:.2} s, median {pm:.2} s ({runs} runs; {batches} event batch objects in one apply)");
     println!("S3 / sled (medians): {:.2} (goal: at most 2)", pm / sm);
 }

@@ -77,6 +77,8 @@ pub struct Override {
     pub target: String,
     pub target_span: Span,
     pub values: Option<Expression>,
+    /// `override_during = plan`: the values are used when planning too (else only at apply).
+    pub at_plan: bool,
 }
 
 /// A `run` block.
@@ -422,6 +424,7 @@ impl Decoder {
         };
         let mut target = None;
         let mut values = None;
+        let mut at_plan = false;
         for s in b.body.iter() {
             match s {
                 Structure::Attribute(a) if a.key.as_str() == "target" => {
@@ -431,7 +434,17 @@ impl Decoder {
                 Structure::Attribute(a) if a.key.as_str() == values_name => {
                     values = Some(a.value.clone())
                 }
-                Structure::Attribute(a) if a.key.as_str() == "override_during" => {}
+                Structure::Attribute(a) if a.key.as_str() == "override_during" => {
+                    match self.traversal(&a.value).as_deref() {
+                        Some("plan") => at_plan = true,
+                        Some("apply") | None => {}
+                        Some(_) => self.err(
+                            &a.value,
+                            "Invalid override_during value",
+                            "override_during is plan or apply.".into(),
+                        ),
+                    }
+                }
                 Structure::Attribute(a) => self.err(
                     &a.key,
                     "Unsupported argument",
@@ -463,6 +476,7 @@ impl Decoder {
             target,
             target_span,
             values,
+            at_plan,
         })
     }
 

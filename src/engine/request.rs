@@ -57,6 +57,9 @@ pub struct Options {
     pub mocks: BTreeMap<String, crate::provider::mock::MockSpec>,
     /// `cairn test`'s `override_resource` / `override_data` blocks.
     pub overrides: Vec<crate::provider::mock::OverrideSpec>,
+    /// `cairn test`'s `override_module` blocks: the module call (by the names of the calls
+    /// from the root) that is not run, and its outputs (an object; those it lacks are null).
+    pub module_overrides: Vec<(Vec<String>, crate::value::Value)>,
     /// `cairn test`'s `provider` blocks, as (name, alias, body text with constant values):
     /// each replaces the root module's block of that name and alias.
     pub test_providers: Vec<(String, Option<String>, String)>,
@@ -89,6 +92,7 @@ impl Options {
             workspace: None,
             mocks: BTreeMap::new(),
             overrides: Vec::new(),
+            module_overrides: Vec::new(),
             test_providers: Vec::new(),
         }
     }

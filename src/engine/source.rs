@@ -59,6 +59,7 @@ pub(super) fn load_with(
     if opts.generate_config {
         diags.extend(config.generate_import_blocks());
     }
+    override_modules(&mut config, &opts.module_overrides, &mut diags);
     let rerouted = reroute_overrides(&mut config, &opts.overrides, &mut diags);
     replace_providers(&mut config, &opts.test_providers, &mut diags);
     if !lenient {
@@ -433,6 +434,60 @@ pub(super) fn changed_variables(
 /// `cairn test`'s overridden resources: each is moved to a provider of its own (a mock whose
 /// defaults are the override's values), so no real provider is asked about it. Returns each
 /// such provider's name, the package the resource had, and the mock's defaults.
+/// `cairn test`'s `override_module` blocks: the called module is emptied (no resources,
+/// calls, locals or checks are left to run) and each of its outputs becomes the value given
+/// for it, or null, as `terraform test` does.
+fn override_modules(config: &mut Config, list: &[(Vec<String>, Value)], diags: &mut Diagnostics) {
+    for (path, outputs) in list {
+        let mut m = Some(&mut config.root);
+        for name in path {
+            m = m.and_then(|m| m.children.get_mut(name));
+        }
+        let Some(m) = m else {
+            diags.push(Diagnostic::warning(
+                "Override target not found",
+                format!(
+                    "The override of module.{} names no module call of the configuration: it is ignored.",
+                    path.join(".module.")
+                ),
+            ));
+            continue;
+        };
+        m.resources.clear();
+        m.locals.clear();
+        m.checks.clear();
+        m.calls.clear();
+        m.children.clear();
+        m.providers.clear();
+        m.moved.clear();
+        m.removed.clear();
+        m.imports.clear();
+        m.state_blocks.clear();
+        let given = match outputs.unmarked() {
+            Value::Object(o) => o.clone(),
+            _ => BTreeMap::new(),
+        };
+        for (name, out) in m.outputs.iter_mut() {
+            let text = match given.get(name) {
+                Some(v) => crate::value::format_hcl(v),
+                None => "null".to_string(),
+            };
+            match text.parse::<hcl_edit::expr::Expression>() {
+                Ok(e) => out.value = e,
+                Err(e) => diags.push(Diagnostic::error(
+                    "Invalid override value",
+                    format!(
+                        "The override of output {name} of module.{} could not be used: {e}.",
+                        path.join(".module.")
+                    ),
+                )),
+            }
+            out.depends_on.clear();
+            out.preconditions.clear();
+        }
+    }
+}
+
 fn reroute_overrides(
     config: &mut Config,
     overrides: &[crate::provider::mock::OverrideSpec],
@@ -486,7 +541,10 @@ fn reroute_overrides(
             alias: None,
             span: r.span,
         });
-        let mut spec = crate::provider::mock::MockSpec::default();
+        let mut spec = crate::provider::mock::MockSpec {
+            at_plan: o.at_plan,
+            ..Default::default()
+        };
         let into = match o.key.mode {
             crate::addr::Mode::Managed => &mut spec.resources,
             crate::addr::Mode::Data => &mut spec.data,

@@ -25,6 +25,8 @@ use std::sync::Arc;
 pub struct MockSpec {
     pub resources: BTreeMap<String, Value>,
     pub data: BTreeMap<String, Value>,
+    /// An override's `override_during = plan`: plans fill what is unknown from the defaults.
+    pub at_plan: bool,
 }
 
 /// An `override_resource` / `override_data` block: the resource (every instance of it) whose
@@ -34,6 +36,8 @@ pub struct OverrideSpec {
     pub module: crate::addr::ModulePath,
     pub key: crate::config::ResourceKey,
     pub values: Value,
+    /// `override_during = plan`.
+    pub at_plan: bool,
 }
 
 pub(crate) struct MockProvider {
@@ -181,6 +185,12 @@ fn generated(ty: &Type) -> Value {
 impl Configured for MockConfigured {
     fn plan(&self, type_: &str, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned> {
         let planned = match self.schema.block(Mode::Managed, type_) {
+            Some(b) if self.spec.at_plan => fill(
+                b,
+                &plan_block(b, config, prior),
+                self.spec.resources.get(type_),
+                false,
+            ),
             Some(b) => plan_block(b, config, prior),
             None => config.clone(),
         };

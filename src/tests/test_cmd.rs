@@ -237,6 +237,20 @@ fn overrides() {
     run_case("overrides");
 }
 
+/// `override_module` at file and run level: the call is not run, its outputs are the values
+/// given (null for the others), at plan as at apply.
+#[test]
+fn override_module() {
+    run_case("override_module");
+}
+
+/// `override_during = plan`: the override's values are known when planning; without it (a
+/// run's override replacing the file's) they are not.
+#[test]
+fn override_during() {
+    run_case("override_during");
+}
+
 #[test]
 fn provider_blocks() {
     run_case("providers");

@@ -772,6 +772,34 @@ fn overrides(
     diags: &mut Diagnostics,
 ) {
     use crate::config::test_file::OverrideKind;
+    for o in list.iter().filter(|o| o.kind == OverrideKind::Module) {
+        let path = module_path(&o.target);
+        let Some(path) = path else {
+            diags.push(
+                Diagnostic::error(
+                    "Invalid override target",
+                    format!(
+                        "{}: an override_module's target is a module call, as module.NAME.",
+                        o.target
+                    ),
+                )
+                .with_span(Some(o.target_span)),
+            );
+            continue;
+        };
+        let outputs = match &o.values {
+            Some(e) => match crate::eval::eval(e, scope) {
+                Ok(v) => v,
+                Err(d) => {
+                    diags.extend(d);
+                    continue;
+                }
+            },
+            None => Value::Object(BTreeMap::new()),
+        };
+        opts.module_overrides.retain(|(p, _)| *p != path);
+        opts.module_overrides.push((path, outputs));
+    }
     for o in list.iter().filter(|o| o.kind != OverrideKind::Module) {
         let addr = match o.target.parse::<ResourceInstanceAddr>() {
             Ok(a) => a,
@@ -806,8 +834,28 @@ fn overrides(
             module,
             key,
             values,
+            at_plan: o.at_plan,
         });
     }
+}
+
+/// `module.a.module.b` → `["a", "b"]`; `None` for anything else (an instance key included).
+fn module_path(target: &str) -> Option<Vec<String>> {
+    let parts: Vec<&str> = target.split('.').collect();
+    if !parts.len().is_multiple_of(2) || parts.is_empty() {
+        return None;
+    }
+    parts
+        .chunks(2)
+        .map(|c| {
+            let ok = c[0] == "module"
+                && !c[1].is_empty()
+                && c[1]
+                    .chars()
+                    .all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '-');
+            ok.then(|| c[1].to_string())
+        })
+        .collect()
 }
 
 /// Diagnostics about a value in the run's generated variables file (a failed validation) are
