@@ -9,7 +9,9 @@
 //! each caller answers from what it has read.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
-use cairn_state::{Event, EventBody, OpAction, PlannedAction, RunRecord, RunSummary, StoredValue};
+use cairn_state::{
+    Event, EventBody, OpAction, PlannedAction, RunOutcome, RunRecord, RunSummary, StoredValue,
+};
 use serde_json::{json, Map, Value as J};
 use std::fmt::Write as _;
 
@@ -72,8 +74,32 @@ pub fn summary_text(s: &RunSummary) -> String {
     t
 }
 
-/// A run's changes in `history`: its summary, and the objects it moved or forgot.
+/// A run's changes in `history`: its summary, and the objects it moved or forgot. A taint,
+/// an untaint or a provider replacement that succeeded says what it marked (who did it is the
+/// run's user, in `history -json` and `log`).
 pub fn run_changes(r: &RunRecord) -> String {
+    let marked = match r.command.as_str() {
+        "taint" => Some("tainted"),
+        "untaint" => Some("untainted"),
+        "state replace-provider" => Some("provider replaced:"),
+        _ => None,
+    };
+    if let (Some(word), Some(RunOutcome::Success)) = (marked, r.outcome) {
+        // The operands: every argument but the flags (`-lock-timeout` is the one that may
+        // take its value as the next argument).
+        let mut operands = Vec::new();
+        let mut args = r.args.iter().map(String::as_str);
+        while let Some(a) = args.next() {
+            if a.trim_start_matches('-') == "lock-timeout" {
+                args.next();
+            } else if !a.starts_with('-') {
+                operands.push(a);
+            }
+        }
+        if !operands.is_empty() {
+            return format!("{word} {}", operands.join(" → "));
+        }
+    }
     let mut t = summary_text(&r.summary);
     if r.moved > 0 {
         let _ = write!(t, ", {} moved", r.moved);

@@ -136,6 +136,9 @@ fn taint_untaint_and_dry_runs_as_terraform() {
         ["taint", "taint", "taint", "taint", "untaint", "untaint", "untaint"],
         "{history}"
     );
+    // What each taint marked is in its line (refused ones keep their summary and error).
+    assert!(history.contains("tainted sim_thing.c[1]"), "{history}");
+    assert!(history.contains("untainted sim_thing.a"), "{history}");
     // The dry runs changed nothing.
     let (_, list, _) = check_cli_in(dir.path(), &["state", "list"], "");
     assert!(list.contains("sim_thing.a\n") && list.contains("sim_thing.b\n"));
