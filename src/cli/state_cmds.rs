@@ -439,11 +439,12 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
     let outcome = history::run_outcome;
     if a.ui.json {
         let mut out = String::new();
+        let sensitive = sensitive_vars_here();
         for r in &snap.runs {
             let j = json!({
                 "id": r.id,
                 "command": r.command,
-                "args": r.args,
+                "args": crate::config::mask_var_args(&r.args, &sensitive),
                 "user": r.user,
                 "pid": r.pid,
                 "started": time_of(r.started_ms),
@@ -518,6 +519,32 @@ fn table<const N: usize>(head: [&str; N], rows: &[[String; N]]) -> String {
     out
 }
 
+/// The sensitive variables of the configuration in the working directory (none when it does
+/// not load): runs recorded before Cairn masked their values at write time show them masked.
+fn sensitive_vars_here() -> std::collections::BTreeSet<String> {
+    match super::config_cmds::load_config() {
+        (Some(c), _) => c.sensitive_variables(),
+        (None, _) => Default::default(),
+    }
+}
+
+/// `e` with a recorded command line's sensitive `-var` values masked.
+fn mask_run_started<'a>(
+    e: &'a Event,
+    sensitive: &std::collections::BTreeSet<String>,
+) -> std::borrow::Cow<'a, Event> {
+    match &e.body {
+        EventBody::RunStarted { args, .. } if !sensitive.is_empty() => {
+            let mut e = e.clone();
+            if let EventBody::RunStarted { args: a, .. } = &mut e.body {
+                *a = crate::config::mask_var_args(args, sensitive);
+            }
+            std::borrow::Cow::Owned(e)
+        }
+        _ => std::borrow::Cow::Borrowed(e),
+    }
+}
+
 /// The operations `log` has read so far (for the outcome events that name them).
 #[derive(Default)]
 struct Ops(BTreeMap<u64, (ResourceInstanceAddr, OpAction, u64)>);
@@ -567,7 +594,9 @@ pub(crate) fn log(ctx: &Context, a: &LogArgs) -> Exit {
     };
     let mut ops = Ops::default();
     let mut out = String::new();
+    let sensitive = sensitive_vars_here();
     for e in &events {
+        let e = &mask_run_started(e, &sensitive);
         if let EventBody::OperationStarted { addr, action, .. } = &e.body {
             ops.0.insert(e.seq, (addr.clone(), *action, e.run));
         }

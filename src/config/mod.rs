@@ -586,4 +586,4 @@ pub(crate) use validate::validate;
 mod tests;
 
 mod vars;
-pub(crate) use vars::{input_values, input_values_with, Missing, VarArg};
+pub(crate) use vars::{input_values, input_values_with, mask_var_args, Missing, VarArg};
