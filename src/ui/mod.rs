@@ -174,8 +174,14 @@ fn token_of(req: &Request) -> Option<String> {
             }
         }
     }
-    if let Some(v) = req.headers().get("x-cairn-token") {
-        return v.to_str().ok().map(str::to_string);
+    // An empty header is no token: the cookie below still counts.
+    if let Some(t) = req
+        .headers()
+        .get("x-cairn-token")
+        .and_then(|v| v.to_str().ok())
+        .filter(|t| !t.is_empty())
+    {
+        return Some(t.to_string());
     }
     for v in req.headers().get_all(header::COOKIE) {
         let Ok(v) = v.to_str() else { continue };
