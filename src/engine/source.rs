@@ -539,6 +539,7 @@ fn reroute_overrides(
         r.provider = Some(crate::config::ProviderRef {
             name: name.clone(),
             alias: None,
+            key: None,
             span: r.span,
         });
         let mut spec = crate::provider::mock::MockSpec {
@@ -585,6 +586,7 @@ fn replace_providers(
         root.providers.push(crate::config::ProviderBlock {
             name: name.clone(),
             alias: alias.clone(),
+            for_each: None,
             body,
             file,
             json: false,
