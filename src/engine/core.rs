@@ -455,6 +455,12 @@ pub(crate) fn expansion(
             ));
         }
         let (v, _) = v.deep_unmark();
+        // As Terraform: the value is converted to a number first, so `"1"` (a string, as
+        // `.tf.json` writes every scalar it templates) counts one.
+        let v = match convert(v.clone(), &Type::Number) {
+            Ok(n) if !n.is_null() => n,
+            _ => v,
+        };
         return match v.as_number().and_then(|n| n.to_i64()) {
             Some(n) if n > MAX_INSTANCES as i64 => Err(err(
                 "Invalid count argument",

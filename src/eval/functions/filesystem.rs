@@ -544,6 +544,7 @@ mod tests {
         let ctx = FunctionContext {
             module_dir: module,
             root_dir: root,
+            settle_impure: false,
         };
         call(name, args, &ctx).map_err(|e| e.message)
     }
