@@ -1358,9 +1358,60 @@ impl<'a> ResourceVisit<'a> {
             ))
         } else if self.lenient {
             eval_body_with_sources(&res.body, schema, &scope, res.json)
+                .or_else(|d| self.lenient_partial(ctx, &scope, schema, d))
         } else {
             eval_config_body(&res.body, schema, &scope, None, res.json).map(|v| (v, Vec::new()))
         }
+    }
+
+    /// Inspect: a body that failed to evaluate, again without the arguments that fail on
+    /// their own (a conditional whose results differ in type, say): those become unknown,
+    /// their diagnostics are reported, and the resource stays. When the rest still fails
+    /// (a nested block, a required argument), the first failure stands.
+    fn lenient_partial(
+        &self,
+        ctx: &Ctx,
+        scope: &InstanceScope<'_>,
+        schema: Option<&Block>,
+        failure: Diagnostics,
+    ) -> Result<(Value, crate::eval::Sources), Diagnostics> {
+        let res = self.res;
+        let failed: Vec<String> = res
+            .body
+            .attributes()
+            .filter(|a| eval(&a.value, scope).is_err())
+            .map(|a| a.key.as_str().to_string())
+            .collect();
+        if failed.is_empty() {
+            return Err(failure);
+        }
+        let mut body = res.body.clone();
+        for k in &failed {
+            body.remove_attribute(k);
+        }
+        let Ok((mut value, mut sources)) = eval_body_with_sources(&body, schema, scope, res.json)
+        else {
+            return Err(failure);
+        };
+        for a in res.body.attributes() {
+            if failed.iter().any(|k| k == a.key.as_str()) {
+                sources.push((
+                    a.key.as_str().to_string(),
+                    crate::config::span_in(res.file, a),
+                ));
+            }
+        }
+        if let Value::Object(m) = &mut value {
+            for k in failed {
+                let ty = schema
+                    .and_then(|s| s.attributes.get(&k))
+                    .map(|a| a.ty.clone())
+                    .unwrap_or(Type::Dynamic);
+                m.insert(k, Value::Unknown(ty));
+            }
+        }
+        ctx.report(failure);
+        Ok((value, sources))
     }
 
     /// The instances of module instance `m` that go to the phase: each with its evaluated
