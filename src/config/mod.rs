@@ -585,7 +585,7 @@ mod references;
 pub(crate) mod spans;
 pub mod test_file;
 mod validate;
-pub use load::{load, load_file, NO_CONFIGURATION_FILES};
+pub use load::{load, load_file, load_lenient, NO_CONFIGURATION_FILES};
 pub(crate) use references::{check_references, scoped_reference};
 pub(crate) use validate::validate;
 

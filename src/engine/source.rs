@@ -50,6 +50,7 @@ pub(super) fn load_with(
     lenient: bool,
 ) -> Result<Loaded, Report<()>> {
     let (config, mut diags) = timed("load configuration", || match &opts.only_file {
+        _ if lenient => crate::config::load_lenient(&opts.dir, opts.only_file.as_deref()),
         Some(f) => crate::config::load_file(&opts.dir, f),
         None => crate::config::load(&opts.dir),
     });
