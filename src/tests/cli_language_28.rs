@@ -266,3 +266,213 @@ provider "sim" {
     assert!(err.contains("Invalid provider for_each"), "{err}");
     assert!(err.contains("refers to sim_thing.src.id"), "{err}");
 }
+
+/// Runs `cairn console` in `dir` with `input` on standard input; its stdout.
+fn console(dir: &Path, input: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("console")
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn depends_on_an_instance_or_the_block_itself() {
+    // `terraform validate` (1.11) says "Success! The configuration is valid." here, and
+    // `terraform plan` plans the three objects.
+    let d = project(&[
+        (
+            "main.tf",
+            r#"
+resource "terraform_data" "pools" {
+  input      = 1
+  depends_on = [terraform_data.pools]
+}
+resource "terraform_data" "b" {
+  depends_on = [terraform_data.c["x"], terraform_data.d[0], module.m["k"]]
+}
+resource "terraform_data" "c" {
+  for_each = toset(["x"])
+}
+resource "terraform_data" "d" {
+  count = 1
+}
+module "m" {
+  source   = "./m"
+  for_each = toset(["k"])
+}
+"#,
+        ),
+        ("m/main.tf", "output \"o\" { value = 1 }\n"),
+    ]);
+    let out = run(d.path(), &["validate"], 0);
+    assert!(
+        out.contains("Success! The configuration is valid."),
+        "{out}"
+    );
+    let out = run(d.path(), &["plan"], 0);
+    assert!(out.contains("Plan: 4 to add"), "{out}");
+    // An attribute of an instance is still no whole object, as in Terraform.
+    let d = project(&[(
+        "main.tf",
+        r#"
+resource "terraform_data" "d" {
+  count = 1
+}
+resource "terraform_data" "b" {
+  depends_on = [terraform_data.d[0].id]
+}
+"#,
+    )]);
+    let out = run(d.path(), &["validate"], 1);
+    assert!(out.contains("Invalid depends_on reference"), "{out}");
+}
+
+#[test]
+fn json_count_string_counts_as_terraform_converts_it() {
+    // `terraform plan`: "# terraform_data.a[0] will be created", "Plan: 1 to add".
+    let d = project(&[(
+        "main.tf.json",
+        r#"{"resource": {"terraform_data": {"a": {"count": "1", "input": "x"}}}}"#,
+    )]);
+    let out = run(d.path(), &["plan"], 0);
+    assert!(
+        out.contains("# terraform_data.a[0] will be created"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Plan: 1 to add, 0 to change, 0 to destroy."),
+        "{out}"
+    );
+}
+
+#[test]
+fn file_functions_in_a_module_above_the_root() {
+    // An example directory calling the module two levels up, which hashes its own file, as
+    // terraform-aws-modules' examples do (`terraform validate` succeeds).
+    let d = project(&[
+        ("package.py", "print(1)\n"),
+        (
+            "main.tf",
+            r#"
+resource "terraform_data" "a" {
+  input = filesha256("${path.module}/package.py")
+}
+"#,
+        ),
+        (
+            "examples/basic/main.tf",
+            "module \"up\" {\n  source = \"../../\"\n}\n",
+        ),
+    ]);
+    let dir = d.path().join("examples/basic");
+    run(&dir, &["validate"], 0);
+    let out = run(&dir, &["plan"], 0);
+    assert!(
+        out.contains("\"cc42155088fca5730758db72b2a5bca33112a941dfaa2d43098ec422ce4ea213\""),
+        "{out}"
+    );
+    // Outside both trees is still refused.
+    let d = project(&[
+        ("secret.txt", "x"),
+        (
+            "root/main.tf",
+            "output \"o\" { value = file(\"../secret.txt\") }\n",
+        ),
+    ]);
+    let out = run(&d.path().join("root"), &["validate"], 1);
+    assert!(
+        out.contains("is outside the configuration directory"),
+        "{out}"
+    );
+}
+
+#[test]
+fn inspect_keeps_a_resource_whose_argument_fails() {
+    let d = project(&[(
+        "main.tf",
+        r#"
+variable "on" {
+  default = true
+}
+resource "aws_thing" "a" {
+  name = "a"
+  tags = var.on ? { a = 1 } : ["x"]
+}
+"#,
+    )]);
+    let (_, out, _) = cairn(d.path(), &["inspect", "-json"]);
+    let doc: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let r = &doc["resources"][0];
+    assert_eq!(r["id"], "aws_thing.a", "{doc}");
+    assert_eq!(r["name"], "a");
+    assert_eq!(r["_unknown"], serde_json::json!(["tags"]));
+    assert_eq!(r["_attribute_sources"]["tags"]["line"], 7);
+    assert_eq!(
+        doc["diagnostics"][0]["summary"],
+        "Inconsistent conditional result types"
+    );
+}
+
+#[test]
+fn inspect_uses_a_module_installed_from_another_source() {
+    let d = project(&[
+        (
+            ".terraform/modules/modules.json",
+            r#"{"Modules":[{"Key":"","Source":"","Dir":"."},{"Key":"vpc","Source":"registry.terraform.io/acme/vpc/aws","Version":"1.0.0","Dir":".terraform/modules/vpc"}]}"#,
+        ),
+        (
+            ".terraform/modules/vpc/main.tf",
+            "resource \"aws_vpc\" \"this\" {\n  cidr_block = \"10.0.0.0/16\"\n}\n",
+        ),
+        (
+            "main.tf",
+            "module \"vpc\" {\n  source  = \"acme/network/aws\"\n  version = \"1.0.0\"\n}\n",
+        ),
+    ]);
+    let (c, out, err) = cairn(d.path(), &["inspect"]);
+    assert_eq!(c, 0, "{out}{err}");
+    assert!(out.contains("# module.vpc.aws_vpc.this"), "{out}");
+    assert!(err.contains("Warning: Module source has changed"), "{err}");
+    let out = run(d.path(), &["validate"], 1);
+    assert!(out.contains("Error: Module source has changed"), "{out}");
+}
+
+#[test]
+fn console_gives_impure_functions_values() {
+    // `terraform console` prints a fresh uuid and the current time for these.
+    let d = project(&[("main.tf", "locals {\n  a = 1\n}\n")]);
+    let out = console(
+        d.path(),
+        "uuid()\ntimestamp()\nplantimestamp()\nlength(uuid())\n",
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    let uuid = lines[0].trim_matches('"');
+    assert_eq!(uuid.len(), 36, "{out}");
+    assert_eq!(
+        uuid.split('-').map(str::len).collect::<Vec<_>>(),
+        [8, 4, 4, 4, 12]
+    );
+    for t in &lines[1..3] {
+        assert!(
+            t.starts_with("\"20") && t.ends_with("Z\"") && t.len() == 22,
+            "{out}"
+        );
+    }
+    assert_eq!(lines[3], "36");
+}
