@@ -129,6 +129,7 @@ fn resolve(
             module: m.path.clone(),
             package: package_of_name(m, &p.name),
             alias: p.alias.clone(),
+            key: None,
         };
         let how = format!("the provider block at {}", map.location(p.span));
         let source = m.provider_source(&p.name);

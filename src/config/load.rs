@@ -24,21 +24,29 @@ use std::path::{Component, Path, PathBuf};
 /// Loads the module tree rooted at `dir`. `None` only when `dir` itself cannot be read; the
 /// configuration is returned even when it has errors, so callers can report them all.
 pub fn load(dir: &Path) -> (Option<Config>, Diagnostics) {
-    load_only(dir, None)
+    load_only(dir, None, false)
 }
 
 /// `load`, with the root module made of the single file `file` of `dir` (`cairn inspect
 /// FILE.tf`: policy tools load the files that changed). Modules it calls load as usual.
 pub fn load_file(dir: &Path, file: &Path) -> (Option<Config>, Diagnostics) {
-    load_only(dir, Some(file))
+    load_only(dir, Some(file), false)
+}
+
+/// `load` (or `load_file` with `only`) for `inspect`, which reads what it can: a module whose
+/// installed source or version no longer matches its call is used as installed, with a
+/// warning, instead of being an error and no child.
+pub fn load_lenient(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
+    load_only(dir, only, true)
 }
 
 /// The summary of the error for a directory with no configuration files (`console` works
 /// without any, as Terraform's does).
 pub const NO_CONFIGURATION_FILES: &str = "No configuration files";
 
-fn load_only(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
+fn load_only(dir: &Path, only: Option<&Path>, lenient: bool) -> (Option<Config>, Diagnostics) {
     let mut l = Loader {
+        lenient,
         sources: SourceMap::new(),
         diags: Diagnostics::new(),
         root_dir: dir.to_path_buf(),
@@ -133,6 +141,8 @@ pub(super) struct Loader {
     /// `.tf` files of sibling modules read and parsed ahead on all cores (`prefetch`): path →
     /// text and parse, taken by `load_module` in place of reading and parsing the file.
     parsed: std::collections::HashMap<PathBuf, Parsed>,
+    /// `inspect`: an installed module that no longer matches its call is used, with a warning.
+    lenient: bool,
 }
 
 /// A file's text and its parse (`parse_file`).
@@ -580,12 +590,22 @@ impl Loader {
                                 "The version requirements have changed since this module was installed and the installed version is no longer acceptable.",
                             ),
                         };
-                        self.err(
-                            call.source_span,
-                            summary,
-                            format!("{what} Run `cairn init` to install all modules required by this configuration."),
-                        );
-                        continue;
+                        if self.lenient {
+                            let (dir, was) = (i.dir.clone(), i.source.clone());
+                            self.warn(
+                                call.source_span,
+                                summary,
+                                format!("{what} Cairn inspected the module as it was installed, from {}; run `cairn init` to install the one this configuration asks for.", quote(&was)),
+                            );
+                            dir
+                        } else {
+                            self.err(
+                                call.source_span,
+                                summary,
+                                format!("{what} Run `cairn init` to install all modules required by this configuration."),
+                            );
+                            continue;
+                        }
                     }
                     Some(i) => i.dir.clone(),
                     None => {

@@ -339,7 +339,11 @@ pub(crate) struct ProviderBlock {
     /// The local name (the provider package unless `required_providers` maps it).
     pub(crate) name: String,
     pub(crate) alias: Option<String>,
-    /// The arguments and blocks, without `alias`.
+    /// OpenTofu's provider iteration: one provider instance per element, each configured
+    /// with its own `each.key` / `each.value` (only with `alias`; known without providers or
+    /// state: variables, locals and constants).
+    pub(crate) for_each: Option<Expression>,
+    /// The arguments and blocks, without `alias` and `for_each`.
     pub(crate) body: Body,
     pub(crate) file: FileId,
     /// Written in JSON (`.tf.json`): nested blocks may be arguments (`eval_config_body`).
@@ -470,11 +474,14 @@ impl Resource {
     }
 }
 
-/// A static reference to a provider configuration: `sim` or `sim.east`.
+/// A reference to a provider configuration: `sim` or `sim.east`, or an instance of an
+/// aliased block with `for_each`: `sim.by_region[each.key]` (the key an expression evaluated
+/// where the reference is written).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ProviderRef {
     pub(crate) name: String,
     pub(crate) alias: Option<String>,
+    pub(crate) key: Option<Expression>,
     pub(crate) span: Span,
 }
 
@@ -578,7 +585,7 @@ mod references;
 pub(crate) mod spans;
 pub mod test_file;
 mod validate;
-pub use load::{load, load_file, NO_CONFIGURATION_FILES};
+pub use load::{load, load_file, load_lenient, NO_CONFIGURATION_FILES};
 pub(crate) use references::{check_references, scoped_reference};
 pub(crate) use validate::validate;
 

@@ -55,7 +55,14 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
     };
     let expr_refs = |e: &Expression| references(e);
     for p in &m.providers {
-        check(body_references(&p.body), p.file, PLAIN);
+        let ctx = Ctx {
+            for_each: p.for_each.is_some(),
+            ..PLAIN
+        };
+        check(body_references(&p.body), p.file, ctx);
+        if let Some(fe) = &p.for_each {
+            check(expr_refs(fe), p.file, PLAIN);
+        }
     }
     for v in m.variables.values() {
         for rule in &v.validations {
@@ -116,6 +123,8 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
         for p in &r.provisioners {
             check(body_references(&p.body), r.file, post);
         }
+        // A block naming itself in its depends_on is accepted, as Terraform's validate
+        // does: the dependency on itself orders nothing.
         for d in &r.depends_on {
             check(
                 vec![Reference {
@@ -124,7 +133,7 @@ fn check_module(m: &Module, diags: &mut Diagnostics) {
                     end: d.span.end,
                 }],
                 r.file,
-                meta,
+                Ctx { this: None, ..meta },
             );
         }
     }

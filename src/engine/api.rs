@@ -723,7 +723,35 @@ impl Inspection {
             file,
             paths: &paths,
         };
-        crate::eval::expr::eval(&expr, &scope).map_err(|d| (d, sources))
+        crate::eval::expr::eval(&expr, &ConsoleScope(&scope)).map_err(|d| (d, sources))
+    }
+}
+
+/// The console's scope: the root module's, where `timestamp()` and `uuid()` give values, as
+/// in `terraform console`.
+struct ConsoleScope<'a, 'b>(&'a InstanceScope<'b>);
+
+impl crate::eval::Scope for ConsoleScope<'_, '_> {
+    fn resolve(&self, s: &crate::eval::Subject) -> Result<Value, crate::eval::ScopeError> {
+        self.0.resolve(s)
+    }
+    fn file(&self) -> crate::diag::FileId {
+        self.0.file()
+    }
+    fn module_dir(&self) -> &std::path::Path {
+        self.0.module_dir()
+    }
+    fn root_dir(&self) -> &std::path::Path {
+        self.0.root_dir()
+    }
+    fn is_open(&self, s: &crate::eval::Subject) -> bool {
+        self.0.is_open(s)
+    }
+    fn provider_functions(&self) -> Option<&dyn crate::eval::ProviderFunctions> {
+        self.0.provider_functions()
+    }
+    fn settles_impure(&self) -> bool {
+        true
     }
 }
 

@@ -156,7 +156,8 @@ async fn assemble_plan(
     let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
     if mode == PlanMode::Normal {
         for p in deleted_providers(&plan, &refreshed, Some(&loaded.config)) {
-            provider_changes.insert(p.addr.clone(), p);
+            // What the walk configured stays (an instance of a block with `for_each`).
+            provider_changes.entry(p.addr.clone()).or_insert(p);
         }
     }
     plan.provider_changes = provider_changes.into_values().collect();
@@ -692,12 +693,16 @@ pub(super) fn deleted_providers(
                 .providers
                 .iter()
                 .filter(|(addr, _)| {
-                    let in_config = config.module(&addr.module).is_some_and(|m| {
-                        m.providers.iter().any(|p| {
-                            super::graph::package_of_local(m, &p.name) == addr.package
-                                && p.alias == addr.alias
-                        })
-                    });
+                    // An instance of a block with `for_each` is in the configuration when
+                    // the walk configured it (its key is still an element), which the
+                    // caller keeps.
+                    let in_config = addr.key.is_none()
+                        && config.module(&addr.module).is_some_and(|m| {
+                            m.providers.iter().any(|p| {
+                                super::graph::package_of_local(m, &p.name) == addr.package
+                                    && p.alias == addr.alias
+                            })
+                        });
                     !still_used.contains(*addr) && !in_config
                 })
                 .map(|(a, i)| delete(a, i))

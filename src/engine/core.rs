@@ -455,6 +455,12 @@ pub(crate) fn expansion(
             ));
         }
         let (v, _) = v.deep_unmark();
+        // As Terraform: the value is converted to a number first, so `"1"` (a string, as
+        // `.tf.json` writes every scalar it templates) counts one.
+        let v = match convert(v.clone(), &Type::Number) {
+            Ok(n) if !n.is_null() => n,
+            _ => v,
+        };
         return match v.as_number().and_then(|n| n.to_i64()) {
             Some(n) if n > MAX_INSTANCES as i64 => Err(err(
                 "Invalid count argument",
@@ -886,7 +892,9 @@ async fn visit_provider<P: Phase>(
     addr: &ProviderAddr,
 ) -> Result<(), Diagnostics> {
     let module = ctx.config.module(&addr.module);
-    let block = module.and_then(|m| {
+    // An instance of a block with `for_each` has a node of its own only when the
+    // configuration no longer has it (or in a destroy): configured as recorded in state.
+    let block = module.filter(|_| addr.key.is_none()).and_then(|m| {
         m.providers.iter().find(|p| {
             super::graph::package_of_local(m, &p.name) == addr.package && p.alias == addr.alias
         })
@@ -923,6 +931,9 @@ async fn visit_provider<P: Phase>(
         .with_span(block.map(|b| b.span))
         .into());
     };
+    if let Some(b) = block.filter(|b| b.for_each.is_some()) {
+        return visit_provider_each(ctx, phase, addr, b, &provider).await;
+    }
     let (config, is_default) = match block {
         Some(b) => {
             let instances = ctx
@@ -974,6 +985,134 @@ async fn visit_provider<P: Phase>(
     }
     ctx.report(diags);
     phase.provider(ctx, addr, config, is_default).await
+}
+
+/// An aliased provider block with `for_each` (OpenTofu's provider iteration): one provider
+/// instance per element, `addr` with its key, each configured with its own `each.key` and
+/// `each.value`. The collection must be known before any provider or resource is: only
+/// variables, locals and constants may make it (OpenTofu's static evaluation).
+async fn visit_provider_each<P: Phase>(
+    ctx: &Arc<Ctx>,
+    phase: &Arc<P>,
+    addr: &ProviderAddr,
+    b: &crate::config::ProviderBlock,
+    provider: &Arc<dyn crate::provider::Provider>,
+) -> Result<(), Diagnostics> {
+    let fe = b.for_each.as_ref().expect("checked by the caller");
+    let mut diags = Diagnostics::new();
+    for r in crate::eval::references(fe) {
+        use crate::eval::Subject;
+        let ok = matches!(r.subject, Subject::Var(_) | Subject::Local(_));
+        if !ok {
+            diags.push(
+                Diagnostic::error(
+                    "Invalid provider for_each",
+                    format!(
+                        "The for_each of {addr} refers to {}: a provider's instances must be \
+                         known before any provider or resource is, so its for_each may refer \
+                         only to input variables and local values (and what they are made of \
+                         must be known without providers or state).",
+                        ctx.config
+                            .sources
+                            .text(b.file)
+                            .get(r.start..r.end)
+                            .unwrap_or("a term")
+                    ),
+                )
+                .with_span(Some(Span {
+                    file: b.file,
+                    start: r.start,
+                    end: r.end,
+                })),
+            );
+        }
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    let each = {
+        let values = ctx.values.read().expect("values lock");
+        let paths = ctx.paths(&addr.module);
+        let scope = InstanceScope {
+            values: &values,
+            module: &addr.module,
+            repetition: &Repetition::None,
+            file: b.file,
+            paths: &paths,
+        };
+        crate::eval::expand::for_each_value(fe, &scope)?
+    };
+    let Some(each) = each else {
+        if phase.lenient() {
+            // Inspect: the instances are not known; the block's configuration as written.
+            return phase
+                .provider(ctx, addr, Value::Object(BTreeMap::new()), false)
+                .await;
+        }
+        return Err(Diagnostic::error(
+            "Invalid provider for_each",
+            format!(
+                "The for_each of {addr} is not known until apply: a provider's instances must \
+                 be known before any provider or resource is. Use input variables and local \
+                 values known without providers or state."
+            ),
+        )
+        .with_span(Some(at_expr(b.file, fe)))
+        .into());
+    };
+    for (k, v) in each {
+        let inst = addr.instance(Some(InstanceKey::Str(k.clone())));
+        let rep = Repetition::Each(k, v);
+        let config = {
+            let values = ctx.values.read().expect("values lock");
+            let paths = ctx.paths(&addr.module);
+            let scope = InstanceScope {
+                values: &values,
+                module: &addr.module,
+                repetition: &rep,
+                file: b.file,
+                paths: &paths,
+            };
+            eval_config_body(
+                &b.body,
+                Some(&provider.schema().provider),
+                &scope,
+                None,
+                b.json,
+            )
+        };
+        let config = match config {
+            Ok(c) => c,
+            Err(d) => {
+                diags.extend(d.into_iter().map(|x| x.with_address(&inst)));
+                continue;
+            }
+        };
+        let checked = provider.check_config(&config);
+        if checked.has_errors() {
+            diags.extend(
+                checked
+                    .into_iter()
+                    .map(|d| d.with_span(Some(b.span)).with_address(&inst)),
+            );
+            continue;
+        }
+        ctx.report(checked);
+        if let Err(d) = phase.provider(ctx, &inst, config, false).await {
+            diags.extend(d);
+        }
+    }
+    if diags.has_errors() {
+        Err(diags)
+    } else {
+        ctx.report(diags);
+        Ok(())
+    }
+}
+
+/// The span of an expression in `file`.
+fn at_expr(file: FileId, e: &Expression) -> Span {
+    crate::config::span_in(file, e)
 }
 
 impl Ctx {
@@ -1041,6 +1180,9 @@ struct ResourceVisit<'a> {
     module: &'a ModulePath,
     key: &'a ResourceKey,
     provider: ProviderAddr,
+    /// Where the instance key of its provider comes from, when its provider block has
+    /// `for_each`.
+    provider_key: Option<&'a super::graph::ProviderKeyAt>,
     schema: Arc<Block>,
     /// No schema is available (see `Instance::schemaless`).
     schemaless: bool,
@@ -1076,11 +1218,13 @@ impl<'a> ResourceVisit<'a> {
                 key: key.clone(),
             })
             .and_then(|id| ctx.only_instances.get(&id));
+        let provider_key = ctx.graph.provider_key.get(&(module.clone(), key.clone()));
         Ok(ResourceVisit {
             res,
             module,
             key,
             provider,
+            provider_key,
             schemaless: schema.is_none(),
             schema: schema.unwrap_or_default(),
             lenient,
@@ -1090,6 +1234,75 @@ impl<'a> ResourceVisit<'a> {
 
     fn in_scope(&self, a: &ResourceInstanceAddr) -> bool {
         self.filter.is_none_or(|s| s.covers(a))
+    }
+
+    /// The provider instance of one resource instance: the block's, or for a block with
+    /// `for_each` the instance its key expression chooses (evaluated in the resource
+    /// instance, or in the module call whose `providers` map chooses it).
+    fn provider_instance(
+        &self,
+        ctx: &Ctx,
+        m: &ModulePath,
+        rep: &Repetition,
+        addr: &ResourceInstanceAddr,
+    ) -> Result<ProviderAddr, Diagnostics> {
+        let Some(at) = self.provider_key else {
+            return Ok(self.provider.clone());
+        };
+        let (module, rep) = if at.levels_up == 0 {
+            (m.clone(), rep.clone())
+        } else {
+            let n = m.0.len().saturating_sub(at.levels_up);
+            let caller = ModulePath(m.0[..n].to_vec());
+            let step = &m.0[n];
+            let rep = ctx
+                .values
+                .read()
+                .expect("values lock")
+                .calls
+                .get(&(caller.clone(), step.name.clone()))
+                .map(|e| e.repetition(&step.key))
+                .unwrap_or(Repetition::None);
+            (caller, rep)
+        };
+        let v = ctx.eval_in(&module, &rep, at.span.file, &at.expr)?;
+        let bad = |detail: String| -> Diagnostics {
+            Diagnostic::error("Invalid provider instance key", detail)
+                .with_span(Some(at.span))
+                .with_address(addr)
+                .into()
+        };
+        let key = match &v {
+            _ if !v.is_wholly_known() => {
+                if self.lenient {
+                    return Ok(self.provider.clone());
+                }
+                return Err(bad(format!(
+                    "The instance key of {}'s provider is not known until apply: a provider \
+                     instance must be chosen with values known at plan (each.key, \
+                     count.index, variables, locals).",
+                    addr
+                )));
+            }
+            Value::String(s) => s.to_string(),
+            Value::Number(n) => n.to_string(),
+            _ => {
+                return Err(bad(format!(
+                    "A provider instance key is a string (a key of the provider's for_each), \
+                     not {}.",
+                    crate::eval::convert::friendly_name(&v.type_of(), false)
+                )))
+            }
+        };
+        let inst = self.provider.instance(Some(InstanceKey::Str(key)));
+        if !self.lenient && ctx.provider_slot(&inst).is_none() {
+            return Err(bad(format!(
+                "{addr} uses the provider instance {inst}, which the for_each of \
+                 {} does not have.",
+                self.provider
+            )));
+        }
+        Ok(inst)
     }
 
     /// The resource's `count`/`for_each` in module instance `m`; `None` when it failed (the
@@ -1145,9 +1358,60 @@ impl<'a> ResourceVisit<'a> {
             ))
         } else if self.lenient {
             eval_body_with_sources(&res.body, schema, &scope, res.json)
+                .or_else(|d| self.lenient_partial(ctx, &scope, schema, d))
         } else {
             eval_config_body(&res.body, schema, &scope, None, res.json).map(|v| (v, Vec::new()))
         }
+    }
+
+    /// Inspect: a body that failed to evaluate, again without the arguments that fail on
+    /// their own (a conditional whose results differ in type, say): those become unknown,
+    /// their diagnostics are reported, and the resource stays. When the rest still fails
+    /// (a nested block, a required argument), the first failure stands.
+    fn lenient_partial(
+        &self,
+        ctx: &Ctx,
+        scope: &InstanceScope<'_>,
+        schema: Option<&Block>,
+        failure: Diagnostics,
+    ) -> Result<(Value, crate::eval::Sources), Diagnostics> {
+        let res = self.res;
+        let failed: Vec<String> = res
+            .body
+            .attributes()
+            .filter(|a| eval(&a.value, scope).is_err())
+            .map(|a| a.key.as_str().to_string())
+            .collect();
+        if failed.is_empty() {
+            return Err(failure);
+        }
+        let mut body = res.body.clone();
+        for k in &failed {
+            body.remove_attribute(k);
+        }
+        let Ok((mut value, mut sources)) = eval_body_with_sources(&body, schema, scope, res.json)
+        else {
+            return Err(failure);
+        };
+        for a in res.body.attributes() {
+            if failed.iter().any(|k| k == a.key.as_str()) {
+                sources.push((
+                    a.key.as_str().to_string(),
+                    crate::config::span_in(res.file, a),
+                ));
+            }
+        }
+        if let Value::Object(m) = &mut value {
+            for k in failed {
+                let ty = schema
+                    .and_then(|s| s.attributes.get(&k))
+                    .map(|a| a.ty.clone())
+                    .unwrap_or(Type::Dynamic);
+                m.insert(k, Value::Unknown(ty));
+            }
+        }
+        ctx.report(failure);
+        Ok((value, sources))
     }
 
     /// The instances of module instance `m` that go to the phase: each with its evaluated
@@ -1180,6 +1444,14 @@ impl<'a> ResourceVisit<'a> {
                     continue;
                 }
             };
+            let provider = match self.provider_instance(ctx, m, &rep, &addr) {
+                Ok(p) => p,
+                Err(d) => {
+                    produced.insert(addr);
+                    diags.extend(d);
+                    continue;
+                }
+            };
             // Preconditions, before the provider sees the instance (inspect reports what
             // is written, so it checks none).
             if !self.lenient {
@@ -1203,7 +1475,7 @@ impl<'a> ResourceVisit<'a> {
                 addr,
                 static_module: self.module.clone(),
                 key: self.key.clone(),
-                provider: self.provider.clone(),
+                provider,
                 config,
                 schema: self.schema.clone(),
                 schemaless: self.schemaless,

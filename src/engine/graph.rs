@@ -145,8 +145,24 @@ pub(crate) struct TermGraph {
     pub index: FxHashMap<Node, NodeId>,
     /// (from, to) → kind and the span of the reference that caused it.
     pub edges: FxHashMap<(NodeId, NodeId), (EdgeKind, Option<Span>)>,
-    /// The provider instance each resource (static) uses.
+    /// The provider instance each resource (static) uses; for an aliased block with
+    /// `for_each`, the block (no key): `provider_key` says where its instance key comes from.
     pub provider_of: FxHashMap<(ModulePath, ResourceKey), ProviderAddr>,
+    /// The instance key expression of a resource's provider, when its provider block has
+    /// `for_each` (OpenTofu's provider iteration).
+    pub provider_key: FxHashMap<(ModulePath, ResourceKey), ProviderKeyAt>,
+}
+
+/// Where the instance key of a provider reference is written and evaluated:
+/// `provider = sim.by_region[each.key]` in the resource itself (`levels_up` 0: evaluated in the
+/// resource instance, with its `count.index`/`each`), or in the `providers` map of a module
+/// call `levels_up` levels above the resource's module (evaluated in the calling module
+/// instance, with the `each`/`count.index` of the call instance the resource is inside).
+#[derive(Clone, Debug)]
+pub(crate) struct ProviderKeyAt {
+    pub expr: Expression,
+    pub levels_up: usize,
+    pub span: Span,
 }
 
 impl TermGraph {
@@ -161,6 +177,7 @@ impl TermGraph {
             index: FxHashMap::default(),
             edges: FxHashMap::default(),
             provider_of: FxHashMap::default(),
+            provider_key: FxHashMap::default(),
         }
     }
 
@@ -170,6 +187,17 @@ impl TermGraph {
 
     pub(crate) fn id(&self, node: &Node) -> Option<NodeId> {
         self.index.get(node).copied()
+    }
+
+    /// The node of a provider instance: its own, or its block's when the block has
+    /// `for_each` (one node configures every instance of it).
+    pub(crate) fn provider_node(&self, addr: &ProviderAddr) -> Option<NodeId> {
+        self.id(&Node::Provider { addr: addr.clone() }).or_else(|| {
+            addr.key.as_ref()?;
+            self.id(&Node::Provider {
+                addr: addr.config_addr(),
+            })
+        })
     }
 
     pub(crate) fn add(&mut self, node: Node) -> NodeId {
@@ -357,26 +385,82 @@ impl TermGraph {
 /// Resolves a resource's (or data source's) provider instance, passing providers down into
 /// modules as Terraform does: the module's own `provider "x"` block without alias if it has
 /// one; else what the call's `providers` map gives; else (no alias) the parent's default.
+/// `key` is the instance key expression of the reference (`sim.by_region[each.key]`), which
+/// a block with `for_each` needs and any other block refuses; the answer says where it is
+/// evaluated.
 pub(crate) fn resolve_provider(
     config: &Config,
     module: &ModulePath,
     name: &str,
     alias: Option<&str>,
     package: &str,
-) -> Result<ProviderAddr, String> {
+    key: Option<(&Expression, Span)>,
+) -> Result<(ProviderAddr, Option<ProviderKeyAt>), String> {
+    resolve_provider_at(config, module, name, alias, package, key, 0)
+}
+
+fn resolve_provider_at(
+    config: &Config,
+    module: &ModulePath,
+    name: &str,
+    alias: Option<&str>,
+    package: &str,
+    key: Option<(&Expression, Span)>,
+    levels_up: usize,
+) -> Result<(ProviderAddr, Option<ProviderKeyAt>), String> {
     let m = config
         .module(module)
         .ok_or_else(|| format!("module {module} is not loaded"))?;
-    if m.provider(name, alias).is_some() {
-        return Ok(ProviderAddr {
-            module: module.without_keys(),
-            package: package.to_string(),
-            alias: alias.map(str::to_string),
-        });
+    let reference = match alias {
+        Some(a) => format!("{name}.{a}"),
+        None => name.to_string(),
+    };
+    if let Some(block) = m.provider(name, alias) {
+        let key = match (&block.for_each, key) {
+            (Some(_), Some((expr, span))) => Some(ProviderKeyAt {
+                expr: expr.clone(),
+                levels_up,
+                span,
+            }),
+            (Some(_), None) => {
+                return Err(format!(
+                    "The provider configuration {reference} has for_each: it is a set of \
+                     instances, and a resource or module call chooses one of them by key, as in \
+                     provider = {reference}[each.key]."
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "The provider configuration {reference} has no for_each, so it has no \
+                     instance keys: refer to it as {reference}, without an index."
+                ))
+            }
+            (None, None) => None,
+        };
+        return Ok((
+            ProviderAddr {
+                module: module.without_keys(),
+                package: package.to_string(),
+                alias: alias.map(str::to_string),
+                key: None,
+            },
+            key,
+        ));
+    }
+    if key.is_some() {
+        return Err(format!(
+            "There is no provider block for {reference} with for_each in {}: an instance key \
+             chooses an instance of a provider block with for_each declared in the same module.",
+            if module.is_root() {
+                "the root module".to_string()
+            } else {
+                module.to_string()
+            }
+        ));
     }
     let Some(parent) = module.parent() else {
         return match alias {
-            None => Ok(ProviderAddr::default_for(ModulePath::root(), package)),
+            None => Ok((ProviderAddr::default_for(ModulePath::root(), package), None)),
             Some(a) => Err(format!(
                 "There is no provider block for {name}.{a} in the root module. Add provider \"{name}\" {{ alias = \"{a}\" }}."
             )),
@@ -392,17 +476,19 @@ pub(crate) fn resolve_provider(
             .iter()
             .find(|p| p.child.name == name && p.child.alias.as_deref() == alias)
         {
-            return resolve_provider(
+            return resolve_provider_at(
                 config,
                 &parent,
                 &pass.parent.name,
                 pass.parent.alias.as_deref(),
                 package,
+                pass.parent.key.as_ref().map(|k| (k, pass.parent.span)),
+                levels_up + 1,
             );
         }
     }
     match alias {
-        None => resolve_provider(config, &parent, name, None, package),
+        None => resolve_provider_at(config, &parent, name, None, package, None, levels_up + 1),
         Some(a) => Err(format!(
             "Module {module} uses provider {name}.{a}, but its call does not pass one. Add providers = {{ {name}.{a} = ... }} to module \"{call_name}\"."
         )),
@@ -571,6 +657,7 @@ fn add_providers(config: &Config, g: &mut TermGraph, diags: &mut Diagnostics) {
                     module: m.path.clone(),
                     package,
                     alias: p.alias.clone(),
+                    key: None,
                 },
             });
         }
@@ -580,8 +667,15 @@ fn add_providers(config: &Config, g: &mut TermGraph, diags: &mut Diagnostics) {
             let local = r.provider_name();
             let package = package_of_local(m, local);
             let alias = r.provider.as_ref().and_then(|p| p.alias.as_deref());
-            match resolve_provider(config, &m.path, local, alias, &package) {
-                Ok(addr) => {
+            let key_expr = r
+                .provider
+                .as_ref()
+                .and_then(|p| p.key.as_ref().map(|k| (k, p.span)));
+            match resolve_provider(config, &m.path, local, alias, &package, key_expr) {
+                Ok((addr, key_at)) => {
+                    if let Some(k) = key_at {
+                        g.provider_key.insert((m.path.clone(), key.clone()), k);
+                    }
                     let p = g.add(Node::Provider { addr: addr.clone() });
                     let r_id = g.add(Node::Resource {
                         module: m.path.clone(),
@@ -594,6 +688,12 @@ fn add_providers(config: &Config, g: &mut TermGraph, diags: &mut Diagnostics) {
                         r.provider.as_ref().map(|p| p.span),
                     );
                     g.provider_of.insert((m.path.clone(), key.clone()), addr);
+                    if let Some(p) = r.provider.as_ref() {
+                        if let Some(k) = &p.key {
+                            let refs = expr_refs(k, p.span.file);
+                            reference_edges(config, g, r_id, &m.path, refs);
+                        }
+                    }
                 }
                 Err(detail) => diags.push(
                     Diagnostic::error("Provider configuration not present", detail)
@@ -922,6 +1022,21 @@ fn add_depends_on(config: &Config, g: &mut TermGraph) {
 }
 
 fn add_provider_references(config: &Config, g: &mut TermGraph) {
+    // The instance keys a call's `providers` map chooses are evaluated with the call.
+    for m in config.modules() {
+        for (name, call) in &m.calls {
+            for pass in &call.providers {
+                if let Some(k) = &pass.parent.key {
+                    let from = g.add(Node::Call {
+                        module: m.path.clone(),
+                        name: name.clone(),
+                    });
+                    let refs = expr_refs(k, pass.parent.span.file);
+                    reference_edges(config, g, from, &m.path, refs);
+                }
+            }
+        }
+    }
     for m in config.modules() {
         for p in &m.providers {
             let package = package_of_local(m, &p.name);
@@ -930,13 +1045,17 @@ fn add_provider_references(config: &Config, g: &mut TermGraph) {
                     module: m.path.clone(),
                     package,
                     alias: p.alias.clone(),
+                    key: None,
                 },
             };
             let from = g.add(node);
-            let refs = body_references(&p.body)
+            let mut refs: Vec<_> = body_references(&p.body)
                 .into_iter()
                 .map(|r| (r, p.file))
                 .collect();
+            if let Some(fe) = &p.for_each {
+                refs.extend(expr_refs(fe, p.file));
+            }
             reference_edges(config, g, from, &m.path, refs);
             if let Some(parent) = m.path.parent() {
                 let call = m.path.0.last().map(|s| s.name.clone()).unwrap_or_default();
@@ -961,7 +1080,11 @@ pub(crate) fn add_orphans(
     let mut out = BTreeMap::new();
     for (addr, provider) in orphans {
         let id = g.add(Node::Orphan { addr: addr.clone() });
-        let p = g.add(Node::Provider { addr: provider });
+        // An instance of a block with `for_each` is configured by the block's node.
+        let p = match g.provider_node(&provider) {
+            Some(p) => p,
+            None => g.add(Node::Provider { addr: provider }),
+        };
         g.edge(id, p, EdgeKind::Provider, None);
         out.insert(addr, id);
     }

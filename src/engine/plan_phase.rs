@@ -724,7 +724,7 @@ impl Phase for PlanPhase {
         ctx: &Arc<Ctx>,
         orphans: Vec<(ResourceInstanceAddr, OrphanReason)>,
     ) -> Result<(), Diagnostics> {
-        let _ = ctx;
+        let mut diags = Diagnostics::new();
         for (addr, why) in orphans {
             if addr.resource.mode == Mode::Data {
                 self.out().dropped_data.insert(addr);
@@ -736,6 +736,10 @@ impl Phase for PlanPhase {
             let Some(prior) = self.prior.current(&addr) else {
                 continue;
             };
+            if let Some(d) = removed_provider_instance(ctx, &prior.provider.addr, &addr) {
+                diags.push(d);
+                continue;
+            }
             let reason = match why {
                 OrphanReason::NoResourceConfig => Reason::DeleteBecauseNoResourceConfig,
                 OrphanReason::CountIndex => Reason::DeleteBecauseCountIndex,
@@ -756,7 +760,11 @@ impl Phase for PlanPhase {
                 deposed: None,
             });
         }
-        Ok(())
+        if diags.has_errors() {
+            Err(diags)
+        } else {
+            Ok(())
+        }
     }
 
     fn output(&self, _ctx: &Arc<Ctx>, name: &str, value: &Value, sensitive: bool) {
@@ -764,6 +772,45 @@ impl Phase for PlanPhase {
             .outputs
             .insert(name.to_string(), (value.clone(), sensitive));
     }
+}
+
+/// OpenTofu's error for an object whose provider instance is an element its block's
+/// `for_each` no longer has: the instance is needed to delete the object, so the element must
+/// stay until the object is gone.
+fn removed_provider_instance(
+    ctx: &Ctx,
+    provider: &ProviderAddr,
+    addr: &ResourceInstanceAddr,
+) -> Option<crate::diag::Diagnostic> {
+    provider.key.as_ref()?;
+    if ctx.provider_slot(provider).is_some() {
+        return None;
+    }
+    let m = ctx.config.module(&provider.module)?;
+    m.providers.iter().find(|p| {
+        super::graph::package_of_local(m, &p.name) == provider.package
+            && p.alias == provider.alias
+            && p.for_each.is_some()
+    })?;
+    Some(
+        crate::diag::Diagnostic::error(
+            "Provider instance not present",
+            format!(
+                "To work with {addr} its original provider instance at {provider} is required, \
+                 but it has been removed. This occurs when an element is removed from the \
+                 provider configuration's for_each collection while objects created by that \
+                 the associated provider instance still exist in the state. Re-add the \
+                 for_each element to destroy {addr}, after which you can remove the provider \
+                 configuration again.\n\nThis is commonly caused by using the same for_each \
+                 collection both for a resource (or its containing module) and its associated \
+                 provider configuration. To successfully remove an instance of a resource it \
+                 must be possible to remove the corresponding element from the resource's \
+                 for_each collection while retaining the corresponding element in the \
+                 provider's for_each collection."
+            ),
+        )
+        .with_address(addr),
+    )
 }
 
 /// Only with `Sabotage::PlanApplies`: carries out a planned update during the plan.
@@ -824,9 +871,7 @@ pub(crate) fn replacement_order(
     let mut upstream = BTreeSet::new();
     for pc in &plan.provider_changes {
         if reconfigured_at_apply(pc) && with_objects.contains(&pc.addr) {
-            if let Some(p) = graph.id(&Node::Provider {
-                addr: pc.addr.clone(),
-            }) {
+            if let Some(p) = graph.provider_node(&pc.addr) {
                 upstream.extend(graph.dag.transitive_dependencies(p));
             }
         }

@@ -50,6 +50,7 @@ pub(super) fn load_with(
     lenient: bool,
 ) -> Result<Loaded, Report<()>> {
     let (config, mut diags) = timed("load configuration", || match &opts.only_file {
+        _ if lenient => crate::config::load_lenient(&opts.dir, opts.only_file.as_deref()),
         Some(f) => crate::config::load_file(&opts.dir, f),
         None => crate::config::load(&opts.dir),
     });
@@ -539,6 +540,7 @@ fn reroute_overrides(
         r.provider = Some(crate::config::ProviderRef {
             name: name.clone(),
             alias: None,
+            key: None,
             span: r.span,
         });
         let mut spec = crate::provider::mock::MockSpec {
@@ -585,6 +587,7 @@ fn replace_providers(
         root.providers.push(crate::config::ProviderBlock {
             name: name.clone(),
             alias: alias.clone(),
+            for_each: None,
             body,
             file,
             json: false,

@@ -1405,6 +1405,7 @@ impl<'a> Evaluator<'a> {
         let ctx = FunctionContext {
             module_dir: self.scope.module_dir(),
             root_dir: self.scope.root_dir(),
+            settle_impure: self.scope.settles_impure(),
         };
         functions::call(name, values, &ctx)
             .map(Value::nfc)
@@ -1629,6 +1630,7 @@ impl<'a> Evaluator<'a> {
         let ctx = FunctionContext {
             module_dir: self.scope.module_dir(),
             root_dir: self.scope.root_dir(),
+            settle_impure: self.scope.settles_impure(),
         };
         match eval_template_string(&template, &vars, &ctx, "<templatestring argument>") {
             Ok(v) => Ok(mark(v, marked)),

@@ -97,6 +97,11 @@ pub trait Scope {
     fn provider_functions(&self) -> Option<&dyn ProviderFunctions> {
         None
     }
+    /// True where `timestamp()` and `uuid()` give values at once (`console`); elsewhere they
+    /// are unknown until apply.
+    fn settles_impure(&self) -> bool {
+        false
+    }
 }
 
 /// Provider-defined functions, as a scope offers them to the evaluator.

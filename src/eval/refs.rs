@@ -219,6 +219,35 @@ pub(crate) fn traversal_subject(expr: &Expression) -> Result<(Subject, bool), Su
     }
 }
 
+/// `depends_on`'s reading of one entry: as `traversal_subject`, except that one instance of a
+/// resource or module call (`x.pools[0]`, `module.m["a"]`) names its whole object, as
+/// Terraform's `depends_on` accepts it (dependencies are between blocks).
+pub(crate) fn depends_on_subject(expr: &Expression) -> Result<(Subject, bool), SubjectError> {
+    let (subject, partial) = traversal_subject(expr)?;
+    if !partial {
+        return Ok((subject, false));
+    }
+    let (Expression::Traversal(t), true) = (
+        expr,
+        matches!(
+            subject,
+            Subject::Resource { .. } | Subject::ModuleCall { output: None, .. }
+        ),
+    ) else {
+        return Ok((subject, true));
+    };
+    let Expression::Variable(v) = &t.expr else {
+        return Ok((subject, true));
+    };
+    let (_, n) = subject_of(v.as_str(), &t.operators)?;
+    let instance = matches!(
+        t.operators.get(n..).map(|rest| rest.iter().map(|o| o.value()).collect::<Vec<_>>()),
+        Some(rest) if rest.len() == 1
+            && matches!(rest[0], TraversalOperator::Index(_) | TraversalOperator::LegacyIndex(_))
+    );
+    Ok((subject, !instance))
+}
+
 fn invalid_static() -> SubjectError {
     (
         "Invalid expression".into(),

@@ -11,8 +11,9 @@
 //! sled compacts), and a file reads in one call. The sled log keeps its own checksums; a file
 //! carries a CRC-32 so that a damaged checkpoint is refused, never read as a different state.
 //!
-//! # Layout (format 5; 5 added the runs' counts of moved and forgotten objects, which a
-//! format 4 checkpoint cannot know)
+//! # Layout (format 6; 5 added the runs' counts of moved and forgotten objects, which a
+//! format 4 checkpoint cannot know; 6 the instance key of a provider instance, OpenTofu's
+//! provider `for_each`)
 //!
 //! ```text
 //! "CAIRNCKP" | format u32 | seq u64 | part count u32
@@ -56,7 +57,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// The format this version writes and reads.
-pub(crate) const FORMAT: u32 = 5;
+pub(crate) const FORMAT: u32 = 6;
 const MAGIC: &[u8; 8] = b"CAIRNCKP";
 /// Deepest nesting of values decoded (a damaged file cannot exhaust the stack).
 const MAX_DEPTH: u32 = 1024;
@@ -851,12 +852,14 @@ impl Code for ProviderRef {
                     module,
                     package,
                     alias,
+                    key,
                 },
             id,
         } = self;
         module.put(out);
         put_str(out, package);
         alias.put(out);
+        key.put(out);
         put_str(out, id);
     }
     fn read(r: &mut Reader<'_>) -> Result<Self, String> {
@@ -865,6 +868,7 @@ impl Code for ProviderRef {
                 module: ModulePath::read(r)?,
                 package: String::read(r)?,
                 alias: Option::read(r)?,
+                key: Option::read(r)?,
             },
             id: String::read(r)?,
         })
@@ -1026,7 +1030,7 @@ mod tests {
                 &damaged(FIXED + 1, bytes[FIXED + 1] ^ 1),
                 "the checksum of its header does not match".into(),
             ),
-            (&damaged(8, 9), "format 9; this Cairn reads format 5".into()),
+            (&damaged(8, 9), "format 9; this Cairn reads format 6".into()),
             (
                 b"garbage, garbage and more garbage",
                 "not a Cairn checkpoint".into(),

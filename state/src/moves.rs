@@ -180,6 +180,7 @@ mod tests {
                     module: ModulePath::root(),
                     package: "x".into(),
                     alias: None,
+                    key: None,
                 },
                 id: "p".into(),
             };

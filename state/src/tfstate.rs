@@ -47,6 +47,7 @@ fn provider_string(addr: &ProviderAddr) -> String {
         module: addr.module.clone(),
         package: source_address(&addr.package),
         alias: addr.alias.clone(),
+        key: None,
     }
     .to_string()
 }

@@ -265,9 +265,24 @@ impl Loader {
                             ObjectKey::Ident(i) => Some(ProviderRef {
                                 name: i.as_str().to_string(),
                                 alias: None,
+                                key: None,
                                 span: self.span(file, i),
                             }),
                             ObjectKey::Expression(e) => self.provider_ref(file, e),
+                        };
+                        let child = match child {
+                            Some(c) if c.key.is_some() => {
+                                self.err(
+                                    c.span,
+                                    "Invalid providers argument",
+                                    "A key of the providers map names a provider configuration \
+                                     of the child module (sim or sim.NAME), never an instance: \
+                                     the instance key belongs on the right, as in \
+                                     { sim = sim.by_region[each.key] }.",
+                                );
+                                None
+                            }
+                            c => c,
                         };
                         let parent = self.provider_ref(file, v.expr());
                         if let (Some(child), Some(parent)) = (child, parent) {

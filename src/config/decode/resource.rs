@@ -6,7 +6,7 @@ use crate::addr::Mode;
 use crate::config::load::Loader;
 use crate::config::*;
 use crate::diag::{FileId, Span};
-use crate::eval::refs::traversal_subject;
+use crate::eval::refs::{depends_on_subject, traversal_subject};
 use cairn_state::quote;
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Attribute, Block};
@@ -35,7 +35,7 @@ impl Loader {
             let span = self.span(file, e);
             // As in Terraform, any whole object may be named (`var.x`, `local.y`, ...): it
             // orders like a reference, and is checked like one (`check_references`).
-            match traversal_subject(e) {
+            match depends_on_subject(e) {
                 Ok((subject, false)) => out.push(DependsOn { subject, span }),
                 Ok((_, true)) => self.err(
                     span,

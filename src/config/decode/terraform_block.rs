@@ -283,12 +283,30 @@ impl Loader {
             Some(x) => x,
             None => return,
         };
-        // The body without `alias`, moved (it keeps the body's span: its braces).
+        // The body without `alias` and `for_each`, moved (it keeps the body's span: its
+        // braces).
         let mut body = b.body;
         body.remove_attribute("alias");
+        let for_each = body.remove_attribute("for_each").map(|a| a.value);
+        if let (Some(fe), None) = (&for_each, &alias) {
+            let sp = self.span(file, fe);
+            self.err(
+                sp,
+                "Invalid provider configuration",
+                format!(
+                    "A provider configuration with for_each must have an alias: a default \
+                     configuration is one instance. Add alias = \"NAME\" to provider {} and \
+                     choose an instance with provider = {}.NAME[each.key].",
+                    quote(&name),
+                    name
+                ),
+            );
+            return;
+        }
         m.providers.push(ProviderBlock {
             name,
             alias,
+            for_each,
             body,
             file,
             json: self.sources.is_json(file),
@@ -354,12 +372,21 @@ impl Loader {
     ) -> Option<ProviderRef> {
         let span = self.span(file, e);
         let r = match e {
-            Expression::Variable(v) => Some((v.as_str().to_string(), None)),
+            Expression::Variable(v) => Some((v.as_str().to_string(), None, None)),
             Expression::Traversal(t) => match (&t.expr, t.operators.as_slice()) {
                 (Expression::Variable(v), [op]) => match op.value() {
                     TraversalOperator::GetAttr(a) => {
-                        Some((v.as_str().to_string(), Some(a.as_str().to_string())))
+                        Some((v.as_str().to_string(), Some(a.as_str().to_string()), None))
                     }
+                    _ => None,
+                },
+                // `sim.by_region[each.key]`: an instance of a block with `for_each`.
+                (Expression::Variable(v), [op, idx]) => match (op.value(), idx.value()) {
+                    (TraversalOperator::GetAttr(a), TraversalOperator::Index(k)) => Some((
+                        v.as_str().to_string(),
+                        Some(a.as_str().to_string()),
+                        Some(k.clone()),
+                    )),
                     _ => None,
                 },
                 _ => None,
@@ -367,7 +394,12 @@ impl Loader {
             _ => None,
         };
         match r {
-            Some((name, alias)) => Some(ProviderRef { name, alias, span }),
+            Some((name, alias, key)) => Some(ProviderRef {
+                name,
+                alias,
+                key,
+                span,
+            }),
             None => {
                 self.err(
                     span,

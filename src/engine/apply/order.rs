@@ -205,9 +205,7 @@ fn order_under_provider(
     id: NodeId,
 ) {
     let (plan, prior) = (d.plan, d.prior);
-    let Some(p) = g.id(&Node::Provider {
-        addr: obj.provider.addr.clone(),
-    }) else {
+    let Some(p) = g.provider_node(&obj.provider.addr) else {
         return;
     };
     let replaced = plan.provider_changes.iter().any(|pc| {
@@ -263,9 +261,7 @@ fn order_reconfigured_providers(g: &mut TermGraph, d: &mut Destroys<'_>) {
         if !reconfigured.contains(&obj.provider.addr) {
             continue;
         }
-        let Some(p) = g.id(&Node::Provider {
-            addr: obj.provider.addr.clone(),
-        }) else {
+        let Some(p) = g.provider_node(&obj.provider.addr) else {
             continue;
         };
         let before_p = reach

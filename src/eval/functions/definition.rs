@@ -20,6 +20,9 @@ pub struct FunctionContext<'a> {
     /// The root module's directory: relative paths are resolved against it (Terraform's
     /// working directory), and files outside its tree may not be read.
     pub(crate) root_dir: &'a Path,
+    /// `timestamp()` and `uuid()` give their values now (`console`, as `terraform console`
+    /// does) instead of being unknown until apply.
+    pub(crate) settle_impure: bool,
 }
 
 /// A function call failed: which argument (if one is to blame) and why.

@@ -1031,6 +1031,7 @@ mod gzip_tests {
         let ctx = FunctionContext {
             module_dir: root,
             root_dir: root,
+            settle_impure: false,
         };
         for s in ["", "test", &"hello world ✓ ".repeat(500)] {
             let Ok(Value::String(b64)) = base64gzip(vec![Value::String(s.to_string())], &ctx)

@@ -172,12 +172,20 @@ fn confined(ctx: &FunctionContext, path: &str) -> Result<PathBuf, Fail> {
             Ok(dir) => normalize(&dir.join(path)),
             Err(_) => normalize(&joined),
         });
-    if !resolved.starts_with(&root) {
+    // The configuration's tree is every module directory it loads, not only the root's: a
+    // module above the root (`source = "../../"`, as the examples of public modules call
+    // them) reads its own files.
+    let module = ctx
+        .module_dir
+        .canonicalize()
+        .unwrap_or_else(|_| normalize(ctx.module_dir));
+    if !resolved.starts_with(&root) && !resolved.starts_with(&module) {
         return Err(arg_err(
             0,
             format!(
                 "{} is outside the configuration directory {}; file functions may only read \
-                 files within the configuration's directory tree",
+                 files within the configuration's directory tree (the root module's directory \
+                 and the calling module's)",
                 crate::eval::convert::quote(path),
                 crate::eval::convert::quote(&root.display().to_string())
             ),
@@ -544,6 +552,7 @@ mod tests {
         let ctx = FunctionContext {
             module_dir: module,
             root_dir: root,
+            settle_impure: false,
         };
         call(name, args, &ctx).map_err(|e| e.message)
     }

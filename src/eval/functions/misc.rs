@@ -89,13 +89,25 @@ fn ephemeralasnull(a: Vec<Value>, _: &FunctionContext) -> Res {
     Ok(a.into_iter().next().unwrap_or(Value::null()))
 }
 
-/// `timestamp()`: unknown until apply (see the module docs).
-fn timestamp(_: Vec<Value>, _: &FunctionContext) -> Res {
+/// `timestamp()`: unknown until apply (see the module docs); now where the scope settles
+/// impure functions (`console`).
+fn timestamp(_: Vec<Value>, ctx: &FunctionContext) -> Res {
+    if ctx.settle_impure {
+        return plantimestamp(Vec::new(), ctx);
+    }
     Ok(Value::Unknown(Type::String))
 }
 
-/// `uuid()`: unknown until apply (see the module docs).
-fn uuid(_: Vec<Value>, _: &FunctionContext) -> Res {
+/// `uuid()`: unknown until apply (see the module docs); where the scope settles impure
+/// functions (`console`), 16 random bytes written as go-uuid writes them (8-4-4-4-12 hex
+/// digits, no version bits).
+fn uuid(_: Vec<Value>, ctx: &FunctionContext) -> Res {
+    if ctx.settle_impure {
+        let bytes: [u8; 16] = rand::random();
+        return Ok(Value::String(
+            ::uuid::Uuid::from_bytes(bytes).hyphenated().to_string(),
+        ));
+    }
     Ok(Value::Unknown(Type::String))
 }
 

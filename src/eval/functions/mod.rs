@@ -365,6 +365,7 @@ pub(crate) mod testing {
         let ctx = FunctionContext {
             module_dir: &root,
             root_dir: &root,
+            settle_impure: false,
         };
         call(name, args, &ctx)
     }

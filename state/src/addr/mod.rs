@@ -187,7 +187,9 @@ impl fmt::Display for ResourceInstanceAddr {
     }
 }
 
-/// A provider instance: `provider["sim"]`, `provider["sim"].east`, `module.m.provider["sim"]`.
+/// A provider instance: `provider["sim"]`, `provider["sim"].east`, `module.m.provider["sim"]`,
+/// and one instance of a block with `for_each` (OpenTofu's provider iteration):
+/// `provider["sim"].by_region["us"]`.
 /// Provider blocks cannot live inside modules with `count`/`for_each`, so the module path here
 /// is a static one (no keys).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -195,6 +197,10 @@ pub struct ProviderAddr {
     pub module: ModulePath,
     pub package: String,
     pub alias: Option<String>,
+    /// The instance key of an aliased block with `for_each` (absent in records written
+    /// before provider iteration: `None`).
+    #[serde(default)]
+    pub key: Option<InstanceKey>,
 }
 
 impl ProviderAddr {
@@ -203,6 +209,23 @@ impl ProviderAddr {
             module,
             package: package.to_string(),
             alias: None,
+            key: None,
+        }
+    }
+
+    /// The provider block this instance comes from (its key dropped).
+    pub fn config_addr(&self) -> ProviderAddr {
+        ProviderAddr {
+            key: None,
+            ..self.clone()
+        }
+    }
+
+    /// The instance `key` of this block.
+    pub fn instance(&self, key: Option<InstanceKey>) -> ProviderAddr {
+        ProviderAddr {
+            key,
+            ..self.clone()
         }
     }
 }
@@ -215,6 +238,9 @@ impl fmt::Display for ProviderAddr {
         write!(f, "provider[{}]", quote(&self.package))?;
         if let Some(a) = &self.alias {
             write!(f, ".{a}")?;
+        }
+        if let Some(k) = &self.key {
+            write!(f, "{k}")?;
         }
         Ok(())
     }
@@ -480,11 +506,13 @@ impl FromStr for ProviderAddr {
         } else {
             None
         };
+        let key = if alias.is_some() { c.key()? } else { None };
         c.finish()?;
         Ok(ProviderAddr {
             module: module.without_keys(),
             package,
             alias,
+            key,
         })
     }
 }
@@ -577,6 +605,7 @@ mod tests {
         for s in [
             "provider[\"sim\"]",
             "provider[\"sim\"].east",
+            "provider[\"sim\"].by_region[\"us\"]",
             "module.m.provider[\"sim\"]",
         ] {
             round_trip::<ProviderAddr>(s);
