@@ -74,6 +74,8 @@ pub(crate) struct PlanPhase {
     /// `import` blocks' targets (see `imports.rs`).
     pub imports: super::imports::Imports,
     pub out: Mutex<PlanOut>,
+    /// The ephemeral resources this walk opened, closed after it.
+    pub ephemerals: super::ephemeral::Ephemerals,
 }
 
 impl PlanPhase {
@@ -89,6 +91,7 @@ impl PlanPhase {
             never_applied: false,
             imports: Default::default(),
             out: Mutex::new(PlanOut::default()),
+            ephemerals: Default::default(),
         }
     }
 
@@ -661,6 +664,8 @@ impl Phase for PlanPhase {
         let in_state = ctx.state_providers.get(addr);
         let old = in_state.map(|p| Value::from_stored(&p.config));
         let unknown = config.unknown_paths();
+        // What the plan and state may keep: no ephemeral argument.
+        let recorded = ctx.recordable_provider_config(addr, &config);
         let mut slot = ProviderSlot {
             addr: addr.clone(),
             package: addr.package.clone(),
@@ -681,7 +686,7 @@ impl Phase for PlanPhase {
             slot.state = ProviderState::Configured(configured);
             match &old {
                 None => Action::Create,
-                Some(old) => match package.diff_config(old, &config) {
+                Some(old) => match package.diff_config(old, &recorded) {
                     ConfigDiff::NoChange => Action::NoOp,
                     ConfigDiff::Update => Action::Update,
                     ConfigDiff::Replace(_) => {
@@ -704,7 +709,7 @@ impl Phase for PlanPhase {
                     addr: addr.clone(),
                     action,
                     before: old,
-                    after: Some(config),
+                    after: Some(recorded),
                     is_default,
                 },
             );
@@ -716,6 +721,7 @@ impl Phase for PlanPhase {
         match inst.key.mode {
             Mode::Managed => self.plan_managed(ctx, inst).await,
             Mode::Data => self.plan_data(ctx, inst).await,
+            Mode::Ephemeral => self.ephemerals.open(ctx, inst).await,
         }
     }
 
