@@ -367,7 +367,7 @@ impl PlanPhase {
             .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
         planned.planned = carry_marks(config, planned.planned);
         report_warnings(ctx, &inst.addr, &planned.warnings);
-        if let Some(path) = kept_config_violation(config, &planned.planned) {
+        if let Some(path) = kept_config_violation(config, &planned.planned, &inst.schema) {
             return Err(Diagnostic::error(
                 "Provider produced invalid plan",
                 format!("Provider {} planned a value for {}.{path} that differs from its configuration. This is a bug in the provider: a plan must keep every configured value.", inst.provider.package, inst.addr),
@@ -874,12 +874,18 @@ fn same_provider_config(ctx: &Ctx, old: &ProviderAddr, slot: &ProviderSlot) -> b
     p.diff_config(&Value::from_stored(&old_inst.config), &slot.config) == ConfigDiff::NoChange
 }
 
-/// A plan must keep every known, non-null configured value.
-fn kept_config_violation(config: &Value, planned: &Value) -> Option<String> {
+/// A plan must keep every known, non-null configured value (but a write-only one, which is
+/// never planned).
+fn kept_config_violation(
+    config: &Value,
+    planned: &Value,
+    schema: &crate::schema::Block,
+) -> Option<String> {
     let cfg = config.attributes()?;
+    let write_only = |k: &str| schema.attributes.get(k).is_some_and(|a| a.write_only);
     let known: BTreeMap<String, Value> = cfg
         .iter()
-        .filter(|(_, v)| !v.is_null())
+        .filter(|(k, v)| !v.is_null() && !write_only(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     contradiction(&Value::Object(known), planned)

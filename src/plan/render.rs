@@ -799,6 +799,10 @@ impl Renderer<'_> {
         let mut changed = false;
         for k in keys {
             if let Some((_, mark)) = write_only.filter(|_| is_wo(k)) {
+                if mark == Mark::NoOp && !show_all {
+                    hidden += 1;
+                    continue;
+                }
                 changed |= mark != Mark::NoOp;
                 lines.push(format!(
                     "{}{} {:<w$} = (write-only attribute)",
@@ -1178,12 +1182,14 @@ impl Renderer<'_> {
             }
         };
         let key = BlockShape::key(addr.resource.mode, &addr.resource.type_);
-        // Write-only attributes are drawn for an object being made or changed, with its mark.
+        // Write-only attributes are drawn for an object being made (`+ x = (write-only
+        // attribute)`); in an update they count among the unchanged attributes, as in
+        // Terraform's plans.
         let wo_mark = match action {
             Action::Create | Action::CreateThenDelete | Action::DeleteThenCreate => {
                 Some(Mark::Create)
             }
-            Action::Update => Some(Mark::Update),
+            Action::Update => Some(Mark::NoOp),
             _ => None,
         };
         let with_wo;
