@@ -649,10 +649,16 @@ impl Renderer<'_> {
         path: &str,
         ctx: &Ctx,
     ) -> Lines {
-        let attrs: Vec<(&String, &Value)> = m
+        // Write-only attributes are drawn without a value, as `terraform show` draws them.
+        const NULL: Value = Value::Null(crate::value::Type::Dynamic);
+        let mut attrs: Vec<(&String, &Value)> = m
             .iter()
-            .filter(|(k, e)| !shape.blocks.contains_key(*k) && !e.is_null())
+            .filter(|(k, e)| {
+                !shape.blocks.contains_key(*k) && !e.is_null() && !shape.write_only.contains(*k)
+            })
+            .chain(shape.write_only.iter().map(|k| (k, &NULL)))
             .collect();
+        attrs.sort_by(|a, b| a.0.cmp(b.0));
         let w = attrs
             .iter()
             .map(|(k, _)| key_text(k, false).chars().count())
@@ -666,6 +672,10 @@ impl Renderer<'_> {
                 self.gutter(Mark::NoOp),
                 key_text(k, false)
             );
+            if shape.write_only.contains(*k) {
+                lines.push(format!("{prefix}(write-only attribute)"));
+                continue;
+            }
             self.whole(e, Mark::NoOp, indent + 4, &child_path(path, k), ctx)
                 .write_after(&prefix, &mut lines);
         }
@@ -805,10 +815,11 @@ impl Renderer<'_> {
                 }
                 changed |= mark != Mark::NoOp;
                 lines.push(format!(
-                    "{}{} {:<w$} = (write-only attribute)",
+                    "{}{} {:<w$} = (write-only attribute){}",
                     Self::pad(indent + 4),
                     self.c.mark(mark),
-                    key_text(k, is_map)
+                    key_text(k, is_map),
+                    if mark == Mark::Delete { " -> null" } else { "" }
                 ));
                 continue;
             }
@@ -1183,13 +1194,14 @@ impl Renderer<'_> {
         };
         let key = BlockShape::key(addr.resource.mode, &addr.resource.type_);
         // Write-only attributes are drawn for an object being made (`+ x = (write-only
-        // attribute)`); in an update they count among the unchanged attributes, as in
-        // Terraform's plans.
+        // attribute)`) or deleted (`- x = (write-only attribute) -> null`); in an update or
+        // a replacement they count among the unchanged attributes, as in Terraform's plans.
         let wo_mark = match action {
-            Action::Create | Action::CreateThenDelete | Action::DeleteThenCreate => {
-                Some(Mark::Create)
+            Action::Create => Some(Mark::Create),
+            Action::Update | Action::CreateThenDelete | Action::DeleteThenCreate => {
+                Some(Mark::NoOp)
             }
-            Action::Update => Some(Mark::NoOp),
+            Action::Delete => Some(Mark::Delete),
             _ => None,
         };
         let with_wo;

@@ -26,6 +26,10 @@ mod moves;
 #[path = "cli_state_cmds.rs"]
 mod state_cmds;
 
+/// Issue 28's ephemeral values: misplaced ones, the built-in ephemeral random_password.
+#[path = "cli_ephemeral.rs"]
+mod ephemeral;
+
 /// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
 /// colours off by environment, and returns (exit code, stdout, stderr).
 fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
