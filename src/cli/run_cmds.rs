@@ -300,6 +300,7 @@ fn render_run(instances: &[crate::engine::api::Inspected], out: &mut String) {
         let kind = match r.mode {
             crate::addr::Mode::Managed => "resource",
             crate::addr::Mode::Data => "data",
+            crate::addr::Mode::Ephemeral => "ephemeral",
         };
         let _ = write!(out, "# {}\n{kind} ", i.addr);
         cairn_state::write_quoted(out, &r.type_);

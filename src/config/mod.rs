@@ -361,6 +361,9 @@ pub(crate) struct Variable {
     /// The default, already converted to `ty` (with `optional()` defaults applied).
     pub(crate) default: Option<Value>,
     pub(crate) sensitive: bool,
+    /// `ephemeral = true`: its value may come from ephemeral values, is never stored (not
+    /// in a saved plan either) and makes what derives from it ephemeral.
+    pub(crate) ephemeral: bool,
     pub(crate) nullable: bool,
     pub(crate) validations: Vec<Validation>,
     pub(crate) file: FileId,
@@ -531,6 +534,8 @@ pub(crate) enum IgnoreChanges {
 pub struct Output {
     pub value: Expression,
     pub(crate) sensitive: bool,
+    /// `ephemeral = true` (child modules only): the value may derive from ephemeral values.
+    pub(crate) ephemeral: bool,
     pub(crate) depends_on: Vec<DependsOn>,
     /// Checked before the value is evaluated.
     pub(crate) preconditions: Vec<Validation>,
@@ -576,6 +581,7 @@ pub(crate) fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 }
 
 mod decode;
+mod ephemeral;
 pub(crate) mod format;
 mod json_syntax;
 mod load;
@@ -585,6 +591,7 @@ mod references;
 pub(crate) mod spans;
 pub mod test_file;
 mod validate;
+pub(crate) use ephemeral::{check as check_ephemeral, ephemeral_arguments, ephemeral_terms};
 pub use load::{load, load_file, load_lenient, NO_CONFIGURATION_FILES};
 pub(crate) use references::{check_references, scoped_reference};
 pub(crate) use validate::validate;

@@ -29,6 +29,9 @@ mod state_cmds;
 /// Issue 28's language additions: provider for_each, what real modules write.
 #[path = "cli_language_28.rs"]
 mod language_28;
+/// Issue 28's ephemeral values: misplaced ones, the built-in ephemeral random_password.
+#[path = "cli_ephemeral.rs"]
+mod ephemeral;
 
 /// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
 /// colours off by environment, and returns (exit code, stdout, stderr).

@@ -417,6 +417,7 @@ impl Model {
                     provider: cur.provider.addr.clone(),
                 })
             }
+            Mode::Ephemeral => None,
             Mode::Data => {
                 let d = self.fold.data.get(addr)?;
                 Some(Obj {

@@ -820,6 +820,8 @@ impl Code for ResourceInstanceAddr {
         out.push(match mode {
             Mode::Managed => 0,
             Mode::Data => 1,
+            // Never in state; encoded only so that the match is whole.
+            Mode::Ephemeral => 2,
         });
         put_str(out, type_);
         put_str(out, name);
@@ -830,6 +832,7 @@ impl Code for ResourceInstanceAddr {
         let mode = match r.byte()? {
             0 => Mode::Managed,
             1 => Mode::Data,
+            2 => Mode::Ephemeral,
             _ => return r.fail("invalid mode"),
         };
         Ok(ResourceInstanceAddr {
