@@ -165,6 +165,7 @@ pub(super) fn open_read(
         lock_timeout: opts.lock_timeout,
         write: false,
         skip_lock: false,
+        encryption: None,
     };
     match timed("open state", || Store::open(&opts.state_dir, &o)) {
         Ok((store, warnings)) => {

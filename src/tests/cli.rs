@@ -259,6 +259,7 @@ fn open_writer(dir: &Path) -> Store {
         write: true,
         skip_lock: false,
         lock_timeout: std::time::Duration::from_secs(10),
+        encryption: None,
     };
     let (mut store, _) = Store::open(&dir.join(".cairn"), &opts).unwrap();
     store.set_clock(test_clock());
