@@ -82,7 +82,7 @@ pub fn create(
         lock_timeout,
         write: true,
         skip_lock: !lock,
-        encryption: None,
+        encryption: crate::engine::encryption::state(),
     };
     Store::open(&dir, &opts)
         .map(drop)
@@ -103,7 +103,7 @@ pub fn tracked(
         lock_timeout,
         write: true,
         skip_lock: !lock,
-        encryption: None,
+        encryption: crate::engine::encryption::state(),
     };
     let (store, _) = Store::open(&dir, &opts).map_err(|e| state_diag(&e))?;
     let tracked = store

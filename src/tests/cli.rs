@@ -805,7 +805,7 @@ fn show_state_and_saved_plans() {
         (0, "The state is empty. No resources are represented.\n")
     );
     populate(dir.path());
-    cairn::plan::saved::save_plan(&dir.path().join("p.plan"), &sample_plan()).unwrap();
+    cairn::plan::saved::save_plan(&dir.path().join("p.plan"), &sample_plan(), None).unwrap();
     std::fs::write(dir.path().join("junk.plan"), "junk").unwrap();
     let t = transcript(
         dir.path(),
