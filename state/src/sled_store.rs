@@ -1126,4 +1126,71 @@ mod tests {
             _ => None,
         }
     }
+
+    /// With encryption, the records and the checkpoint files hold no attribute value in the
+    /// clear; the checkpoint opens with the key (and reopening folds it), and without the key
+    /// the log is an error naming it.
+    #[test]
+    fn encrypted_records_and_checkpoints_hold_no_value_in_the_clear() {
+        use crate::crypt::{Encryption, Hash, Method, Pbkdf2};
+        let enc = std::sync::Arc::new(
+            Encryption::new(
+                "state",
+                Method::AesGcm {
+                    address: "method.aes_gcm.m".into(),
+                    keys: Pbkdf2 {
+                        address: "key_provider.pbkdf2.k".into(),
+                        passphrase: "a passphrase of some length".into(),
+                        key_length: 32,
+                        iterations: 1000,
+                        salt_length: 32,
+                        hash: Hash::Sha512,
+                    },
+                    aad: Vec::new(),
+                },
+                vec![],
+                true,
+            )
+            .unwrap(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let o = OpenOptions {
+            encryption: Some(enc.clone()),
+            ..opts("apply", true)
+        };
+        let (mut s, _) = Store::open(dir.path(), &o).unwrap();
+        fill(&mut s, 20);
+        s.checkpoint().unwrap();
+        fill(&mut s, 3);
+        let want = s.snapshot().clone();
+        drop(s);
+        let ckpts = Checkpoints::new(dir.path(), None).seqs();
+        assert_eq!(ckpts.len(), 1);
+        let mut stack = vec![dir.path().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                if e.path().is_dir() {
+                    stack.push(e.path());
+                    continue;
+                }
+                let bytes = fs::read(e.path()).unwrap();
+                // Attribute values are "v<n>"; create tokens "t<n>".
+                for needle in [&b"v13"[..], b"t13", b"sim_thing"] {
+                    assert!(
+                        !bytes.windows(needle.len()).any(|w| w == needle),
+                        "{} holds {:?}",
+                        e.path().display(),
+                        String::from_utf8_lossy(needle)
+                    );
+                }
+            }
+        }
+        let (s, warnings) = Store::open(dir.path(), &o).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &want);
+        assert!(s.check().is_empty());
+        drop(s);
+        let err = Store::open(dir.path(), &opts("list", false)).err().unwrap();
+        assert!(err.to_string().contains("key_provider.pbkdf2.k"), "{err}");
+    }
 }
