@@ -110,7 +110,7 @@ pub(crate) fn state(ctx: &Context, cmd: StateCommand) -> Exit {
         StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, &a.ui),
         StateCommand::Rm(a) => rm(ctx, &a),
         StateCommand::Mv(a) => mv(ctx, &a),
-        StateCommand::Pull(a) => pull(ctx, a.at.at),
+        StateCommand::Pull(a) => pull(ctx, a.at.at, a.decrypt),
         StateCommand::ImportTfstate(a) => import(ctx, &a),
         StateCommand::Check(_) => check(ctx),
         StateCommand::Push(a) => Ok(super::state_replace_cmds::push(ctx, &a)),
@@ -348,7 +348,10 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
     Ok(Exit::Ok)
 }
 
-fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
+/// With state encryption (and no `-decrypt`), the Terraform state is written sealed with
+/// the state's primary method, in a JSON envelope that keeps only the lineage and serial
+/// readable, as OpenTofu's encrypted state keeps them.
+fn pull(ctx: &Context, at: Option<u64>, decrypt: bool) -> Result<Exit, Diagnostic> {
     let Some(store) = ctx.read_store("state pull")? else {
         return Err(state_read::not_found(&ctx.state_dir));
     };
@@ -358,6 +361,23 @@ fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
     };
     let doc = crate::engine::api::export_tfstate(&snap, &store.lineage());
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    let enc = crate::engine::api::encryption::state();
+    let text = match enc {
+        Some(e) if !decrypt && !e.writes_plaintext() => {
+            use base64::Engine as _;
+            let sealed = e.seal(text.as_bytes()).map_err(|m| {
+                Diagnostic::error("State encryption", format!("Encrypting the state: {m}."))
+            })?;
+            let env = serde_json::json!({
+                "lineage": store.lineage(),
+                "serial": snap.head,
+                "encrypted_data": base64::engine::general_purpose::STANDARD.encode(sealed),
+                "encryption_version": "cairn-1",
+            });
+            serde_json::to_string_pretty(&env).unwrap_or_default()
+        }
+        _ => text,
+    };
     ctx.out(&format!("{text}\n"));
     Ok(Exit::Ok)
 }

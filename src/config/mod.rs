@@ -165,6 +165,17 @@ pub struct Module {
     /// `terraform { backend "pg" { … } }`: where the state lives (root module only; `None`:
     /// the local state directory).
     pub(crate) backend: Option<BackendBlock>,
+    /// `terraform { encryption { … } }` (OpenTofu's state and plan encryption; root module
+    /// only), kept as written: the engine evaluates it early (variables and locals only).
+    pub(crate) encryption: Option<EncryptionBlock>,
+}
+
+/// An `encryption` block: its body as written, in its file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EncryptionBlock {
+    pub(crate) file: FileId,
+    pub(crate) body: hcl_edit::structure::Body,
+    pub(crate) span: Span,
 }
 
 /// A `backend` block Cairn uses: its type and its arguments (constant strings).
@@ -272,6 +283,7 @@ impl Module {
             removed: Vec::new(),
             imports: Vec::new(),
             backend: None,
+            encryption: None,
         }
     }
 

@@ -44,6 +44,7 @@ impl RunSession {
             lock_timeout,
             write: true,
             skip_lock: !lock,
+            encryption: crate::engine::encryption::state(),
         };
         Store::open(state_dir, &o)
     }

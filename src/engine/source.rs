@@ -184,6 +184,7 @@ pub(super) fn open_read(
         lock_timeout: opts.lock_timeout,
         write: false,
         skip_lock: false,
+        encryption: crate::engine::encryption::state(),
     };
     match timed("open state", || Store::open(&opts.state_dir, &o)) {
         Ok((store, warnings)) => {

@@ -266,6 +266,7 @@ fn open_writer(dir: &Path) -> Store {
         write: true,
         skip_lock: false,
         lock_timeout: std::time::Duration::from_secs(10),
+        encryption: None,
     };
     let (mut store, _) = Store::open(&dir.join(".cairn"), &opts).unwrap();
     store.set_clock(test_clock());
@@ -811,7 +812,7 @@ fn show_state_and_saved_plans() {
         (0, "The state is empty. No resources are represented.\n")
     );
     populate(dir.path());
-    cairn::plan::saved::save_plan(&dir.path().join("p.plan"), &sample_plan()).unwrap();
+    cairn::plan::saved::save_plan(&dir.path().join("p.plan"), &sample_plan(), None).unwrap();
     std::fs::write(dir.path().join("junk.plan"), "junk").unwrap();
     let t = transcript(
         dir.path(),
