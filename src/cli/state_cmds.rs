@@ -452,8 +452,9 @@ fn recover(ctx: &Context, a: &super::args::StateRecoverArgs) -> Result<Exit, Dia
     if r.objects.is_empty() {
         let _ = writeln!(
             out,
-            "No object's history is known to be lost; compare `cairn state list` with your \
-             infrastructure and import what is missing."
+            "Which objects' history was lost cannot be read from the damaged store: compare \
+             `cairn state list` with your infrastructure and import what is missing \
+             (`cairn import`)."
         );
     } else {
         let _ = writeln!(out, "Objects whose history was lost (import them again):");

@@ -156,6 +156,7 @@ impl Operation<'_> {
             ApplyRequest::Update { .. } => OpAction::Update,
             ApplyRequest::Delete { .. } => OpAction::Delete,
         };
+        let own = format!("{}: ", self.addr);
         let result = self.started(request, rec, ctx, c).await;
         if !ctx.limits.stopped() {
             if result.is_ok() {
@@ -182,11 +183,13 @@ impl Operation<'_> {
                     .iter()
                     .filter(|d| d.is_error())
                     .map(|d| {
-                        if d.detail.is_empty() {
-                            d.summary.clone()
+                        // The provider's words, without the address the list names already.
+                        let text = if d.detail.is_empty() {
+                            &d.summary
                         } else {
-                            format!("{}: {}", d.summary, d.detail)
-                        }
+                            &d.detail
+                        };
+                        text.strip_prefix(&own).unwrap_or(text).to_string()
                     })
                     .collect();
                 format!("{who} ({verb} failed: {})", why.join("; "))
