@@ -166,6 +166,8 @@ fn a_read_only_state_directory_is_a_clear_error() {
             .uid(uid)
             .gid(gid)
             .env("HOME", d)
+            .env_remove("TF_CLI_CONFIG_FILE")
+            .env_remove("CAIRN_CLI_CONFIG_FILE")
             .output()
             .unwrap();
         (
