@@ -345,3 +345,50 @@ fn state_verify_checks_the_whole_chain() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("nothing to recover"), "{err}");
 }
+
+/// Issue 30's small things users see: `validate` finds an attribute the resource type does
+/// not have (as Terraform's validate does), a wrong-typed argument is wrong-typed and not
+/// also missing, and `history`/`log` show the system's user name and the command once.
+#[test]
+fn validate_types_references_and_history_names_the_user_and_the_command_once() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\nresource \"sim_thing\" \"b\" {\n  name  = \"b\"\n  value = sim_thing.a.nope\n}\nresource \"sim_thing\" \"c\" {\n  name = [\"x\"]\n}\n",
+    )]);
+    let d = dir.path();
+    for args in [&["validate"][..], &["plan"]] {
+        let (code, _, err) = cairn(d, args);
+        assert_eq!(code, 1, "{args:?}\n{err}");
+        assert!(err.contains("Unsupported attribute"), "{args:?}\n{err}");
+        assert!(err.contains("\"nope\""), "{args:?}\n{err}");
+        assert!(err.contains("Incorrect attribute value type"), "{err}");
+        assert!(
+            !err.contains("Missing required argument"),
+            "{args:?}\n{err}"
+        );
+    }
+    std::fs::write(d.join("main.tf"), ten_things()).unwrap();
+    ok(d, &["apply", "-auto-approve"]);
+    let history = ok(d, &["history", "-json"]);
+    assert!(!history.contains("\"uid "), "{history}");
+    let log = ok(d, &["log"]);
+    assert!(log.contains("cairn apply -auto-approve"), "{log}");
+    assert!(!log.contains("cairn apply apply"), "{log}");
+    // The user is the system's name for this process's uid (as `id -un` says).
+    let me = Command::new("id").arg("-un").output().unwrap();
+    let me = String::from_utf8_lossy(&me.stdout).trim().to_string();
+    let without_env = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["apply", "-auto-approve"])
+        .current_dir(d)
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env_remove("USERNAME")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(without_env.status.success());
+    let history = ok(d, &["history", "-json"]);
+    let last = history.lines().last().unwrap();
+    assert!(last.contains(&format!("\"user\":\"{me}\"")), "{last}");
+}
