@@ -582,6 +582,12 @@ pub enum StateCommand {
     ImportTfstate(StateImportArgs),
     /// Check the state's invariants.
     Check(StateCheckArgs),
+    /// Check the whole log against its hash chain and its head: damage (lost, changed or
+    /// reordered events) is reported with where it starts and what that history held.
+    Verify(StateCheckArgs),
+    /// Go on from the last good event of a damaged state (sled): keeps a copy of the damaged
+    /// store, records the recovery, and lists the objects whose history was lost.
+    Recover(StateRecoverArgs),
     /// Replace the state with a Terraform state file (version 4), as a run in the log; refused
     /// over another lineage or a newer serial unless -force.
     #[command(long_about = PUSH_HELP)]
@@ -710,6 +716,13 @@ pub struct StateImportArgs {
 
 #[derive(Debug, Args)]
 pub struct StateCheckArgs {}
+
+#[derive(Debug, Args)]
+pub struct StateRecoverArgs {
+    /// How long to wait for the state's lock (Go duration: 30s, 1m30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub lock_timeout: Duration,
+}
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {

@@ -318,6 +318,8 @@ pub fn command_name(c: &Command) -> &'static str {
             args::StateCommand::Pull(_) => "state pull",
             args::StateCommand::ImportTfstate(_) => "state import-tfstate",
             args::StateCommand::Check(_) => "state check",
+            args::StateCommand::Verify(_) => "state verify",
+            args::StateCommand::Recover(_) => "state recover",
             args::StateCommand::Push(_) => "state push",
             args::StateCommand::ReplaceProvider(_) => "state replace-provider",
         },

@@ -113,6 +113,8 @@ pub(crate) fn state(ctx: &Context, cmd: StateCommand) -> Exit {
         StateCommand::Pull(a) => pull(ctx, a.at.at, a.decrypt),
         StateCommand::ImportTfstate(a) => import(ctx, &a),
         StateCommand::Check(_) => check(ctx),
+        StateCommand::Verify(_) => verify(ctx),
+        StateCommand::Recover(a) => recover(ctx, &a),
         StateCommand::Push(a) => Ok(super::state_replace_cmds::push(ctx, &a)),
         StateCommand::ReplaceProvider(a) => {
             Ok(super::state_replace_cmds::replace_provider(ctx, &a))
@@ -436,6 +438,52 @@ fn check(ctx: &Context) -> Result<Exit, Diagnostic> {
         format!("The state breaks {} invariant(s)", violations.len()),
         detail,
     ))
+}
+
+fn verify(ctx: &Context) -> Result<Exit, Diagnostic> {
+    let Some(store) = ctx.read_store("state verify")? else {
+        ctx.out("No state yet: nothing to verify.\n");
+        return Ok(Exit::Ok);
+    };
+    let v = store.verify()?;
+    let head = match v.head {
+        Some(h) => format!("the head kept beside it says {h}"),
+        None => "no head kept yet (written at the next commit)".into(),
+    };
+    ctx.out(&format!(
+        "The state log is intact: {} events checked ({} of them chained, last chain hash {}), \
+         {head}.\n",
+        v.events, v.chained, v.hash
+    ));
+    Ok(Exit::Ok)
+}
+
+fn recover(ctx: &Context, a: &super::args::StateRecoverArgs) -> Result<Exit, Diagnostic> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let r = crate::engine::api::state_read::recover(&ctx.state_dir, a.lock_timeout, &args)?;
+    let mut out = format!(
+        "Recovered the state: {}.\nThe log goes on from event {} (of {}); a copy of the \
+         damaged store is in {}.\n",
+        r.damage, r.good, r.last, r.backup
+    );
+    if !r.runs.is_empty() {
+        let _ = writeln!(out, "Runs whose history was lost: {}.", r.runs.join(", "));
+    }
+    if r.objects.is_empty() {
+        let _ = writeln!(
+            out,
+            "Which objects' history was lost cannot be read from the damaged store: compare \
+             `cairn state list` with your infrastructure and import what is missing \
+             (`cairn import`)."
+        );
+    } else {
+        let _ = writeln!(out, "Objects whose history was lost (import them again):");
+        for o in &r.objects {
+            let _ = writeln!(out, "  {o}");
+        }
+    }
+    ctx.out(&out);
+    Ok(Exit::Ok)
 }
 
 fn time_of(ms: u64) -> String {

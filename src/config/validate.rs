@@ -55,6 +55,7 @@ fn validate_module<'a>(
         file,
         root_dir: &config.root_dir,
         locals: &locals,
+        schema,
     };
     let mut run = |r: Result<Value, Diagnostics>| {
         if let Err(d) = r {
@@ -156,16 +157,19 @@ fn validate_module<'a>(
 }
 
 /// Every term is unknown; variables are unknown of their declared type.
-struct Unknowns<'a> {
+struct Unknowns<'a, 's> {
     module: &'a Module,
     file: FileId,
     root_dir: &'a Path,
     /// Local values evaluated so far (shared by every scope of the module); `None` while one
     /// is being evaluated, so a cycle resolves to unknown instead of recursing.
     locals: &'a RefCell<BTreeMap<String, Option<Value>>>,
+    /// The resource types' schemas: a reference to a resource is an unknown of its type, so an
+    /// attribute the type does not have is found (as Terraform's validate finds it).
+    schema: &'a dyn Fn(Mode, &str) -> Option<&'s Block>,
 }
 
-impl Unknowns<'_> {
+impl Unknowns<'_, '_> {
     /// A local's value, evaluated on first use. Its own errors are reported where the local
     /// is checked; here a failing local is simply unknown.
     fn local(&self, name: &str) -> Value {
@@ -188,7 +192,7 @@ impl Unknowns<'_> {
     }
 }
 
-impl Scope for Unknowns<'_> {
+impl Scope for Unknowns<'_, '_> {
     fn resolve(&self, s: &Subject) -> Result<Value, ScopeError> {
         Ok(match s {
             Subject::Var(n) => match self.module.variables.get(n) {
@@ -211,6 +215,26 @@ impl Scope for Unknowns<'_> {
             }),
             Subject::Terraform(_) => Value::string("default"),
             Subject::Local(n) => self.local(n),
+            Subject::Resource { mode, type_, name } => {
+                let declared = self.module.resources.get(&super::ResourceKey {
+                    mode: *mode,
+                    type_: type_.clone(),
+                    name: name.clone(),
+                });
+                match (declared, (self.schema)(*mode, type_)) {
+                    (Some(r), Some(b)) => {
+                        let t = crate::eval::body::block_type(b);
+                        Value::Unknown(if r.count.is_some() {
+                            Type::List(Box::new(t))
+                        } else if r.for_each.is_some() {
+                            Type::Map(Box::new(t))
+                        } else {
+                            t
+                        })
+                    }
+                    _ => Value::unknown(),
+                }
+            }
             _ => Value::unknown(),
         })
     }

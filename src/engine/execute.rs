@@ -2,7 +2,7 @@
 //! for `destroy`, the deletes alone) with its finishing events ([`execute`]), or, for a
 //! read-only plan, recording what was read ([`record_read_only`]).
 
-use super::apply::operation::Recorder;
+use super::apply::operation::{Interruption, Recorder};
 use super::apply::order::add_destroys;
 use super::apply::steps::{DestroyInfo, Executor, Step};
 use super::apply::ApplyPhase;
@@ -209,7 +209,9 @@ pub(super) async fn execute_keeping(
         &mut *ctx.diags.lock().expect("diags"),
     )));
     if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
-        diags.push(interrupted(&ctx.graph, &outcome));
+        let interruption =
+            std::mem::take(&mut *phase.steps.rec.interruption.lock().expect("interruption"));
+        diags.push(interrupted(&ctx.graph, &outcome, interruption));
     }
     let outputs = std::mem::take(&mut *phase.outputs.lock().expect("outputs"));
     let configured: BTreeSet<ProviderAddr> = ctx
@@ -284,34 +286,68 @@ fn executor(
     }
 }
 
-/// The error of an apply the user stopped, naming what did not start.
-fn interrupted(graph: &TermGraph, outcome: &WalkOutcome) -> Diagnostic {
-    // What was not done: resources (and destroys) never started, because of the stop or
-    // because something they depend on did not finish.
-    let not_done: BTreeSet<String> = outcome
-        .not_run
-        .iter()
-        .chain(&outcome.skipped)
-        .filter(|id| {
-            matches!(
-                graph.node(**id),
-                Node::Resource { .. } | Node::Destroy { .. } | Node::Orphan { .. }
-            )
-        })
-        .map(|id| graph.node(*id).to_string())
-        .collect();
-    let not_done = if not_done.is_empty() {
-        "Every step had started.".to_string()
+/// The one error of an apply the user stopped, as Terraform reports an interrupt: that the
+/// run was interrupted, what finished before, what was running and how it ended, and how many
+/// steps never started (no error of their own: they did nothing).
+fn interrupted(graph: &TermGraph, outcome: &WalkOutcome, mut i: Interruption) -> Diagnostic {
+    // Never started: operations that waited for their turn, and resources (and destroys) the
+    // walk did not reach, because of the stop or because something they depend on did not
+    // finish.
+    let mut never: BTreeSet<String> = i.never_started.drain(..).collect();
+    never.extend(
+        outcome
+            .not_run
+            .iter()
+            .chain(&outcome.skipped)
+            .filter(|id| {
+                matches!(
+                    graph.node(**id),
+                    Node::Resource { .. } | Node::Destroy { .. } | Node::Orphan { .. }
+                )
+            })
+            .map(|id| graph.node(*id).to_string()),
+    );
+    let list = |items: Vec<String>| {
+        const SHOWN: usize = 20;
+        let n = items.len();
+        let mut shown: Vec<String> = items.into_iter().take(SHOWN).collect();
+        if n > SHOWN {
+            shown.push(format!("and {} more", n - SHOWN));
+        }
+        shown.join(", ")
+    };
+    let mut parts = vec![
+        "The run was interrupted: no new step started, and the providers were told to stop."
+            .to_string(),
+    ];
+    parts.push(if i.finished.is_empty() {
+        "Finished before the interrupt: nothing.".to_string()
     } else {
         format!(
-            "Not started: {}.",
-            not_done.into_iter().collect::<Vec<_>>().join(", ")
+            "Finished before the interrupt: {}.",
+            list(std::mem::take(&mut i.finished))
         )
-    };
-    Diagnostic::error(
-        "Apply interrupted",
-        format!("The run was stopped: no new step started, and the providers were told to stop. Every step that had started is recorded with its outcome. {not_done} Run apply again to finish."),
-    )
+    });
+    parts.push(if i.running.is_empty() {
+        "Running when interrupted: nothing.".to_string()
+    } else {
+        format!(
+            "Running when interrupted, and how it ended: {}.",
+            list(std::mem::take(&mut i.running))
+        )
+    });
+    parts.push(match never.len() {
+        0 => "Every step had started.".to_string(),
+        n => format!(
+            "Never started: {n} step{} ({}).",
+            if n == 1 { "" } else { "s" },
+            list(never.into_iter().collect())
+        ),
+    });
+    parts.push(
+        "Every step that started is recorded with its outcome. Run apply again to finish.".into(),
+    );
+    Diagnostic::error("Apply interrupted", parts.join("\n"))
 }
 
 pub(super) fn state_outputs(s: &Snapshot) -> BTreeMap<String, (Value, bool)> {

@@ -135,9 +135,9 @@ fn deps_text(deps: &[ResourceInstanceAddr]) -> String {
     }
 }
 
-/// The command line of a `RunStarted`, as the UI shows it: the command's own words once, even
-/// when its arguments repeat them.
-fn started_text(command: &str, args: &[String], user: &str, pid: u32) -> String {
+/// The command line of a `RunStarted`: `cairn`, the command's own words once (the recorded
+/// arguments start with them), then its arguments.
+fn command_line(command: &str, args: &[String]) -> String {
     let words = command.split_whitespace().count();
     let skip = if args
         .iter()
@@ -150,11 +150,20 @@ fn started_text(command: &str, args: &[String], user: &str, pid: u32) -> String 
         0
     };
     format!(
-        "{user} started `cairn {command}{}` (pid {pid})",
+        "cairn {command}{}",
         args.iter()
             .skip(skip)
             .map(|a| format!(" {a}"))
             .collect::<String>()
+    )
+}
+
+/// The command line of a `RunStarted`, as the UI shows it: the command's own words once, even
+/// when its arguments repeat them.
+fn started_text(command: &str, args: &[String], user: &str, pid: u32) -> String {
+    format!(
+        "{user} started `{}` (pid {pid})",
+        command_line(command, args)
     )
 }
 
@@ -219,11 +228,7 @@ pub fn describe(e: &Event, ctx: &dyn EventContext) -> Description {
                 }
                 None => args,
             };
-            let mut c = format!("cairn {command}");
-            for a in args {
-                c.push(' ');
-                c.push_str(a);
-            }
+            let c = command_line(command, args);
             record(
                 started_text(command, args, user, *pid),
                 format!("{c} by {user} (pid {pid})"),

@@ -5,7 +5,7 @@
 
 use super::journal::state_diag;
 use crate::diag::Diagnostic;
-use cairn_state::{Event, OpenOptions, Snapshot, StateError, Store};
+use cairn_state::{Event, OpenOptions, Recovery, Snapshot, StateError, Store, Verified};
 use std::path::Path;
 
 /// An open state, for reading.
@@ -57,6 +57,11 @@ impl StateRead {
         self.0.check().iter().map(ToString::to_string).collect()
     }
 
+    /// Checks the whole hash chain of the log and the log against its head (`state verify`).
+    pub fn verify(&self) -> Result<Verified, Diagnostic> {
+        self.0.verify().map_err(|e| state_diag(&e))
+    }
+
     /// The state's lineage.
     pub fn lineage(&self) -> String {
         self.0.lineage()
@@ -78,4 +83,23 @@ pub fn not_found(state_dir: &Path) -> Diagnostic {
     state_diag(&StateError::NotFound {
         dir: state_dir.to_path_buf(),
     })
+}
+
+/// `cairn state recover`: goes on from the last good event of the damaged state in
+/// `state_dir`, keeping a copy of the damaged store and recording the recovery as a run.
+pub fn recover(
+    state_dir: &Path,
+    lock_timeout: std::time::Duration,
+    args: &[String],
+) -> Result<Recovery, Diagnostic> {
+    let opts = OpenOptions {
+        command: "state recover".into(),
+        lock_timeout,
+        write: true,
+        skip_lock: false,
+        encryption: crate::engine::encryption::state(),
+    };
+    Store::recover(state_dir, &opts, args)
+        .map(|(_, r)| r)
+        .map_err(|e| state_diag(&e))
 }

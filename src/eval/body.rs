@@ -439,6 +439,8 @@ impl BodyEval<'_, '_> {
                                 "Incorrect attribute value type",
                                 format!("Inappropriate value for attribute {}: {m}.", quote(name)),
                             );
+                            // It is defined, with the wrong type: not also "missing".
+                            out.insert(name.to_string(), Value::Unknown(attr.ty.clone()));
                         }
                     }
                 }

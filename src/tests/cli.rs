@@ -33,6 +33,14 @@ mod language_28;
 #[path = "cli_ephemeral.rs"]
 mod ephemeral;
 
+/// Issue 30: damage to the state log is always detected; `state verify`, `state recover`.
+#[path = "cli_damage.rs"]
+mod damage;
+
+/// Issue 30: the fault-injection matrix (signals at each phase, read-only state, plugins).
+#[path = "cli_faults.rs"]
+mod faults;
+
 /// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
 /// colours off by environment, and returns (exit code, stdout, stderr).
 fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {

@@ -996,7 +996,15 @@ fn interrupt_stops_providers_and_records_every_step() {
         "stop reached the provider\n{err}"
     );
     assert!(err.contains("Apply interrupted"), "{err}");
-    assert!(err.contains("Not started: sim_thing.c."), "{err}");
+    // Two creates were running (parallelism 2) and ended at the stop; the third waited for
+    // its turn and never started, and `c` waits on `a`: one message, no error of their own.
+    assert!(err.contains("Never started: 2 steps ("), "{err}");
+    assert!(err.contains("sim_thing.c"), "{err}");
+    assert!(
+        err.contains("Running when interrupted, and how it ended:"),
+        "{err}"
+    );
+    assert_eq!(err.matches("Error: ").count(), 1, "one error box\n{err}");
     assert!(
         out.contains("Apply interrupted. Before the errors above: 0 added, 0 changed, 0 destroyed"),
         "{out}"
@@ -1012,6 +1020,93 @@ fn interrupt_stops_providers_and_records_every_step() {
     assert_eq!(started, settled, "{log}");
     assert!(log.contains("RunFinished        interrupted"), "{log}");
     converges_after_interrupt(d);
+}
+
+/// Issue 30: Ctrl-C during a 30-resource apply is one message, as Terraform reports an
+/// interrupt — what finished, what was running and how it ended, how many steps never started
+/// — with no error box for a step that never ran, and a summary that counts them right.
+#[test]
+fn interrupt_is_one_message_naming_what_never_started() {
+    let mut tf = String::new();
+    for i in 0..30 {
+        tf.push_str(&format!(
+            "resource \"sim_thing\" \"r{i:02}\" {{\n  name = \"r{i:02}\"\n}}\n"
+        ));
+    }
+    let dir = project(&[("main.tf", &tf)]);
+    let d = dir.path();
+    let run = Running::start_with(
+        d,
+        &["apply", "-auto-approve", "-parallelism=4"],
+        &[("SIM_LATENCY_MS", "700")],
+        Stdio::null(),
+    );
+    // Let some creates finish, then stop while others run.
+    run.wait_for("Creation complete");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run.signal(libc::SIGINT);
+    let (code, out, err) = run.finish();
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.matches("Error: ").count(), 1, "one error box\n{err}");
+    assert!(err.contains("Apply interrupted"), "{err}");
+    assert!(
+        !err.contains("Every step had started"),
+        "most steps had not started\n{err}"
+    );
+    let created = out.matches("Creation complete").count();
+    let finished = err
+        .split("Finished before the interrupt: ")
+        .nth(1)
+        .and_then(|r| r.split(".\n").next())
+        .unwrap_or("");
+    let never: usize = err
+        .split("Never started: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a count of steps never started\n{err}"));
+    let running = err
+        .split("Running when interrupted, and how it ended: ")
+        .nth(1)
+        .and_then(|r| r.split(".\n").next())
+        .map(|r| r.matches(" (create ").count())
+        .unwrap_or(0);
+    let finished_n = finished.matches("sim_thing.").count();
+    assert!(finished_n >= 1, "{err}");
+    assert!(running <= 4, "at most -parallelism were running\n{err}");
+    assert_eq!(
+        finished_n + running + never,
+        30,
+        "every step accounted for once\n{err}"
+    );
+    assert!(never >= 10, "{err}");
+    // The summary counts what was made; the state holds exactly what the cloud holds.
+    let objects = std::fs::read_dir(d.join("sim-store/things/local"))
+        .unwrap()
+        .count();
+    assert!(created <= objects, "{out}");
+    assert!(
+        out.contains(&format!(
+            "Apply interrupted. Before the errors above: {objects} added"
+        )),
+        "{out}\n{err}"
+    );
+    let listed = ok(d, &["state", "list"], 0);
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("sim_thing."))
+            .count(),
+        objects,
+        "{listed}"
+    );
+    ok(d, &["state", "check"], 0);
+    ok(d, &["apply", "-auto-approve", "-lock-timeout=0s"], 0);
+    let objects = std::fs::read_dir(d.join("sim-store/things/local"))
+        .unwrap()
+        .count();
+    assert_eq!(objects, 30);
 }
 
 /// A pseudo-terminal: (master, slave). A child with the slave as standard input sees a

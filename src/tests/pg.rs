@@ -506,3 +506,162 @@ fn lock_false_writes_beside_the_lock_holder() {
     let out = b.ok(&["state", "check"]);
     assert!(!out.contains("invariant"), "{out}");
 }
+
+/// Issue 30: a refused password or a stopped server at the start of `plan`, `apply` or a
+/// state command is a clear error and exit 1 — never a panic (the store's runtime used to be
+/// dropped on the engine's runtime: "Cannot drop a runtime in a context where blocking is not
+/// allowed", exit 101).
+#[test]
+fn a_refused_password_or_a_stopped_server_at_the_start_is_a_clear_error() {
+    let Some(mut server) = pgserver::start_or_skip(true) else {
+        return;
+    };
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(sim.path(), &config(Some("refused"), 2));
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    let check = |a: &Copy, args: &[&str], want: &str| {
+        let (code, out, err) = a.run(args);
+        assert_eq!(code, 1, "{args:?}:\n{out}\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert!(!err.contains("RUST_BACKTRACE"), "{args:?}:\n{err}");
+        assert!(
+            err.to_lowercase().contains("cannot connect to"),
+            "{args:?}:\n{err}"
+        );
+        assert!(err.contains(want), "{args:?}: wants {want:?}\n{err}");
+        assert!(!err.contains("Wrong-Pw-77") && !out.contains("Wrong-Pw-77"));
+    };
+    let wrong = Copy {
+        dir: tempfile::tempdir().unwrap(),
+        sim: sim.path().to_path_buf(),
+        env: vec![(
+            "PG_CONN_STR".into(),
+            server.conn_str_as("postgres", "Wrong-Pw-77"),
+        )],
+    };
+    // The working copy was initialized with the right password; only the secret changed.
+    copy_dir(a.dir.path(), wrong.dir.path());
+    for args in [
+        &["plan"][..],
+        &["apply", "-auto-approve"],
+        &["destroy", "-auto-approve"],
+        &["state", "list"],
+        &["history"],
+    ] {
+        check(&wrong, args, "password authentication failed");
+    }
+    server.pg_ctl_stop("fast");
+    for args in [
+        &["plan"][..],
+        &["apply", "-auto-approve"],
+        &["state", "list"],
+    ] {
+        check(&a, args, "127.0.0.1");
+    }
+    // Nothing was lost: the server back, the state is as the first apply left it.
+    server.launch().unwrap();
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(things(sim.path()), 2);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Issue 30: rows deleted, reordered, duplicated or cut from the end of `cairn_events` behind
+/// the triggers' back (as a DBA's repair or a point-in-time restore does) are an error on
+/// every command — never a shorter or different state — naming the first damaged event;
+/// `state verify` says the same, and the log reads again once the rows are put back.
+#[test]
+fn deleted_reordered_or_duplicated_rows_are_damage_never_a_shorter_state() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("damage");
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(sim.path(), &config(Some(&schema), 3));
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    std::fs::write(a.dir.path().join("main.tf"), config(Some(&schema), 4)).unwrap();
+    a.ok(&["apply", "-auto-approve"]);
+    let listed = a.ok(&["state", "list"]);
+    let verified = a.ok(&["state", "verify"]);
+    assert!(verified.contains("The state log is intact"), "{verified}");
+    let last: u64 = server
+        .psql(&format!("SELECT max(seq) FROM {schema}.cairn_events"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let t = format!("{schema}.cairn_events");
+    let bypass = |sql: &str| {
+        server
+            .psql(&format!(
+                "ALTER TABLE {t} DISABLE TRIGGER USER; {sql}; ALTER TABLE {t} ENABLE TRIGGER USER;"
+            ))
+            .unwrap();
+    };
+    bypass(&format!("CREATE TABLE {schema}.saved AS SELECT * FROM {t}"));
+    let restore = || {
+        bypass(&format!(
+            "DELETE FROM {t}; INSERT INTO {t} SELECT * FROM {schema}.saved"
+        ))
+    };
+    let damaged = |what: &str, from: u64| {
+        for args in [&["state", "list"][..], &["plan"], &["state", "verify"]] {
+            let (code, out, err) = a.run(args);
+            assert_eq!(code, 1, "{what}: {args:?}\n{out}\n{err}");
+            assert!(!err.contains("panicked"), "{what}\n{err}");
+            assert!(
+                err.contains(&format!("is damaged from event {from} on")),
+                "{what}: {args:?}\n{err}"
+            );
+            assert!(!out.contains("will be created"), "{what}\n{out}");
+        }
+        // Nothing is written to it.
+        let (code, _, err) = a.run(&["apply", "-auto-approve"]);
+        assert_eq!(code, 1, "{what}\n{err}");
+        assert_eq!(things(sim.path()), 4, "{what}: nothing was created");
+    };
+    // A row deleted in the middle.
+    bypass(&format!("DELETE FROM {t} WHERE seq = 5"));
+    damaged("a deleted row", 5);
+    restore();
+    assert_eq!(a.ok(&["state", "list"]), listed);
+    // Two rows swapped (reordered).
+    bypass(&format!(
+        "UPDATE {t} SET data = (SELECT data FROM {schema}.saved WHERE seq = 7) WHERE seq = 6; \
+         UPDATE {t} SET data = (SELECT data FROM {schema}.saved WHERE seq = 6) WHERE seq = 7"
+    ));
+    damaged("two rows swapped", 6);
+    restore();
+    // A row duplicated in place of another.
+    bypass(&format!(
+        "UPDATE {t} SET data = (SELECT data FROM {schema}.saved WHERE seq = 3) WHERE seq = 4"
+    ));
+    damaged("a duplicated row", 4);
+    restore();
+    // The newest rows cut off (an older backup restored): shorter than the head.
+    bypass(&format!("DELETE FROM {t} WHERE seq > {}", last - 4));
+    damaged("the newest rows cut off", last - 3);
+    let (_, _, err) = a.run(&["state", "list"]);
+    assert!(err.contains("are lost"), "{err}");
+    restore();
+    assert_eq!(a.ok(&["state", "list"]), listed);
+    a.ok(&["state", "verify"]);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+}

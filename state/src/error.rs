@@ -24,6 +24,14 @@ pub enum StateError {
     NoOpenRun,
     /// A record in the middle of the log cannot be read, or the log has a gap.
     Corrupt { seq: u64, detail: String },
+    /// Committed history is lost or changed: the log reads shorter than its head, or its
+    /// hash chain breaks at `from` (see `chain.rs`). `detail` says what and what that history
+    /// held. Such a state is never written to.
+    Damaged {
+        location: String,
+        from: u64,
+        detail: String,
+    },
     /// A record written by a newer Cairn.
     TooNew { seq: u64, version: u32 },
     /// `snapshot_at` / `events` past the head of the log.
@@ -149,6 +157,27 @@ impl fmt::Display for StateError {
                 seq.saturating_sub(1),
                 seq.saturating_sub(1)
             ),
+            StateError::Damaged {
+                location,
+                from,
+                detail,
+            } => {
+                match from {
+                    0 => write!(f, "the state log in {location} is damaged: {detail}.")?,
+                    from => write!(
+                        f,
+                        "the state log in {location} is damaged from event {from} on: {detail}."
+                    )?,
+                }
+                write!(
+                    f,
+                    " Nothing was written to it. `cairn state verify` checks the whole log. To \
+                     go on from the last good event, run `cairn state recover`: it keeps a copy \
+                     of the damaged store, records the recovery, and lists the objects whose \
+                     history was lost so that you can import them again (`cairn import`). Or \
+                     restore the state directory from a backup"
+                )
+            }
             StateError::TooNew { seq, version } => write!(
                 f,
                 "state log record {seq} has schema version {version}, newer than this Cairn \

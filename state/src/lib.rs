@@ -43,6 +43,7 @@
 
 pub mod addr;
 pub mod backend_config;
+pub mod chain;
 pub mod check;
 mod checkpoint;
 pub mod crypt;
@@ -75,7 +76,7 @@ pub use event::{
     PlanRecord, PlannedAction, PlannedChange, ProviderInstance, ProviderRef, RecordedDiagnostic,
     ResourceObject, RunOutcome, RunSummary,
 };
-pub use log::{EventLog, Flusher, OpenOptions, Peek};
+pub use log::{EventLog, Flusher, OpenOptions, Peek, Recovery, Verified};
 pub use moves::{MoveError, MovePlan};
 /// The PostgreSQL store's public functions under their earlier path (`pg::force_unlock`,
 /// `pg::PgReader`).

@@ -20,6 +20,7 @@
 //! removes checkpoints past the head — nothing is silently dropped. Any other undecodable
 //! record, or a gap in the seqs, is [`StateError::Corrupt`]: never a silently different state.
 
+use crate::chain::{self, Hash, Head};
 use crate::check::{self, Violation};
 use crate::error::StateError;
 use crate::event::{self, DecodeError, Event, EventBody, RunOutcome, RunSummary, CURRENT_VERSION};
@@ -123,6 +124,9 @@ pub trait EventLog: Send {
     fn clear_checkpoints(&mut self) -> Result<(), StateError>;
     /// Checks the numbered invariants (crate docs). Empty: all hold.
     fn check(&self) -> Vec<Violation>;
+    /// Checks the whole hash chain, from the first event, and the log against its head
+    /// (`chain.rs`): what was checked, or [`StateError::Damaged`] naming where it breaks.
+    fn verify(&self) -> Result<Verified, StateError>;
     /// Messages for the user about work done on open (a fault journal written back).
     fn notices(&self) -> Vec<String> {
         Vec::new()
@@ -158,6 +162,36 @@ pub trait EventLog: Send {
     }
 }
 
+/// What [`EventLog::verify`] checked.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    /// Events read and checked.
+    pub events: u64,
+    /// Of them, those that carry their chain hash (written since the chain).
+    pub chained: u64,
+    /// The head the store keeps (`None`: none yet, as before the first commit since the chain).
+    pub head: Option<u64>,
+    /// The chain hash of the last event, short.
+    pub hash: String,
+}
+
+/// What [`recover`] did.
+#[derive(Clone, Debug)]
+pub struct Recovery {
+    /// The last good event: the log goes on from it.
+    pub good: u64,
+    /// The last event the damaged log held (or its head said was committed).
+    pub last: u64,
+    /// Where the copy of the damaged store is.
+    pub backup: String,
+    /// The damage found.
+    pub damage: String,
+    /// The runs whose history was lost (as far as it could be read).
+    pub runs: Vec<String>,
+    /// The resources whose history was lost (import them again).
+    pub objects: Vec<String>,
+}
+
 /// An open log on the store `S`: the one implementation of [`EventLog`].
 pub(crate) struct LogCore<S: Storage> {
     /// The store; its own open functions reach into it (journal, test hooks).
@@ -179,6 +213,10 @@ pub(crate) struct LogCore<S: Storage> {
     pub(crate) crypt: Option<std::sync::Arc<crate::crypt::Encryption>>,
     /// Messages for the user about work done on open (see [`EventLog::notices`]).
     pub(crate) notices: Vec<String>,
+    /// The chain hash of the record at the head (`chain.rs`).
+    chain: Hash,
+    /// Reused for the stored form of each appended event (its chain hash and payload).
+    record_buf: Vec<u8>,
 }
 
 impl<S: Storage> LogCore<S> {
@@ -206,6 +244,8 @@ impl<S: Storage> LogCore<S> {
             seal_buf: Vec::new(),
             crypt,
             notices: Vec::new(),
+            chain: chain::ZERO,
+            record_buf: Vec::new(),
         };
         let warnings = log.load(upto)?;
         if write {
@@ -223,12 +263,25 @@ impl<S: Storage> LogCore<S> {
         Ok((log, warnings))
     }
 
-    /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it.
+    /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it, each
+    /// checked against the hash chain; a whole open also checks the log against its head.
     fn load(&mut self, upto: Option<u64>) -> Result<Vec<String>, StateError> {
         let mut warnings = Vec::new();
         let last_seq = self.storage.last_seq()?;
+        // The head the store made durable: the log must reach it with the same hash. (An open
+        // up to a position reads a prefix on purpose: no head.)
+        let head = match upto {
+            None => self
+                .storage
+                .read_head()
+                .map_err(|e| self.damaged(1, e.to_string()))?,
+            Some(_) => None,
+        };
         if last_seq == 0 {
-            return Ok(warnings);
+            return match head {
+                Some(h) if h.seq > 0 => Err(self.lost(0, h, &Snapshot::new())),
+                _ => Ok(warnings),
+            };
         }
         let end = upto.map_or(last_seq, |u| u.min(last_seq));
         let snapshot = match self.storage.early_checkpoint(end) {
@@ -242,16 +295,38 @@ impl<S: Storage> LogCore<S> {
         self.snapshot = snapshot.unwrap_or_default();
         self.last_checkpoint = self.snapshot.head;
         let from = self.snapshot.head + 1;
+        let mut prev = match from {
+            1 => chain::ZERO,
+            _ => self.hash_at(from - 1)?,
+        };
         let mut expected = from;
         let mut torn = None;
+        let mut damage = None;
         let tears = self.storage.tears();
+        let committed = |seq: u64| head.is_some_and(|h| seq <= h.seq);
         for item in self.storage.scan(from, Some(end))? {
             let (k, v) = item?;
-            let seq = check_key(k, expected)?;
+            let seq = match check_key(k, expected) {
+                Ok(seq) => seq,
+                Err(StateError::Corrupt { seq, detail }) => {
+                    damage = Some((seq, detail));
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
             expected += 1;
-            match decode_record(self.crypt.as_deref(), seq, v.as_ref()) {
-                Ok(event) => self.snapshot.apply_owned(event),
-                Err(StateError::Corrupt { detail, .. }) if tears && seq == last_seq => {
+            let bytes = v.as_ref();
+            let read = chain::verify(&prev, seq, bytes)
+                .map_err(|detail| StateError::Corrupt { seq, detail })
+                .and_then(|h| decode_record(self.crypt.as_deref(), seq, bytes).map(|e| (h, e)));
+            match read {
+                Ok((h, event)) => {
+                    prev = h;
+                    self.snapshot.apply_owned(event);
+                }
+                Err(StateError::Corrupt { detail, .. })
+                    if tears && seq == last_seq && !committed(seq) =>
+                {
                     warnings.push(format!(
                         "the last state log record ({seq}) is incomplete, probably from a \
                          process killed while writing ({detail}); the state opens at record {}{}",
@@ -266,19 +341,134 @@ impl<S: Storage> LogCore<S> {
                         torn = Some((seq, v.as_ref().to_vec()));
                     }
                 }
+                Err(StateError::Corrupt { seq, detail }) => {
+                    damage = Some((seq, detail));
+                    break;
+                }
                 Err(e) => return Err(e),
             }
+        }
+        if damage.is_none() && expected <= end && torn.is_none() {
+            damage = Some((expected, "the record is missing".into()));
+        }
+        if let Some((seq, detail)) = damage {
+            let what = format!("record {seq} {detail}");
+            return Err(self.damaged_at(seq, what));
+        }
+        if let Some(h) = head {
+            if self.snapshot.head < h.seq {
+                return Err(self.lost(self.snapshot.head, h, &self.snapshot));
+            }
+            let at = if h.seq == self.snapshot.head {
+                prev
+            } else {
+                self.hash_at(h.seq)?
+            };
+            if at != h.hash {
+                return Err(self.damaged_at(
+                    1,
+                    format!(
+                        "event {} is not the one committed (its chain hash is {}, the head \
+                         recorded {}): the history up to it was changed or replaced",
+                        h.seq,
+                        chain::short(&at),
+                        chain::short(&h.hash)
+                    ),
+                ));
+            }
+        } else if upto.is_none() && self.storage.keeps_head() && self.hash_is_stored(last_seq)? {
+            return Err(self.damaged(
+                last_seq + 1,
+                "the log's head (its last committed event, kept beside the log) is missing, \
+                 so whether events were lost cannot be told"
+                    .into(),
+            ));
         }
         if let Some((seq, bytes)) = torn {
             self.storage.set_aside(seq, &bytes)?;
         }
-        if expected <= end {
-            return Err(StateError::Corrupt {
-                seq: expected,
-                detail: "the record is missing".into(),
-            });
-        }
+        self.chain = prev;
         Ok(warnings)
+    }
+
+    /// The chain hash of record `seq` (read from the store).
+    fn hash_at(&self, seq: u64) -> Result<Hash, StateError> {
+        for item in self.storage.scan(seq, Some(seq))? {
+            let (k, v) = item?;
+            if k == Ok(seq) {
+                return Ok(chain::hash_of(seq, v.as_ref()));
+            }
+        }
+        Err(self.damaged(seq, format!("record {seq} is missing")))
+    }
+
+    /// Whether record `seq` carries its chain hash (written since the chain).
+    fn hash_is_stored(&self, seq: u64) -> Result<bool, StateError> {
+        last_is_chained(&self.storage, seq)
+    }
+
+    fn damaged(&self, from: u64, detail: String) -> StateError {
+        StateError::Damaged {
+            location: self.storage.location(),
+            from,
+            detail,
+        }
+    }
+
+    /// The error for damage found at record `from` while folding: what the log from there
+    /// holds, as far as it can be read.
+    fn damaged_at(&self, from: u64, what: String) -> StateError {
+        let prefix = &self.snapshot;
+        let mut after = prefix.clone();
+        let mut read = 0;
+        if let Ok(records) = self.storage.scan(from.max(1), None) {
+            for (k, v) in records.flatten() {
+                if let (Ok(seq), Ok(e)) = (k, open_any(self.crypt.as_deref(), v.as_ref())) {
+                    if seq >= from && e.seq == seq && seq > after.head {
+                        after.apply_owned(e);
+                        read += 1;
+                    }
+                }
+            }
+        }
+        let newer = self.checkpoint_after(after.head.max(from));
+        let after = newer.unwrap_or(after);
+        let held = if after.head >= from {
+            held_by(prefix, &after, from)
+        } else {
+            "what the log held from there on cannot be read".into()
+        };
+        let _ = read;
+        self.damaged(from, format!("{what}; {held}"))
+    }
+
+    /// The error for a log that reads shorter than its head `h`: events after `last` lost.
+    fn lost(&self, last: u64, h: Head, prefix: &Snapshot) -> StateError {
+        let held = match self.checkpoint_after(last) {
+            Some(after) => held_by(prefix, &after, last + 1),
+            None => "no checkpoint covers them, so which runs and resources they held cannot \
+                     be read; compare `cairn state list` with your infrastructure"
+                .into(),
+        };
+        self.damaged(
+            last + 1,
+            format!(
+                "the log ends at event {last}, but {} events were committed (its head, kept \
+                 beside the log, says so): events {}..{} are lost; {held}",
+                h.seq,
+                last + 1,
+                h.seq
+            ),
+        )
+    }
+
+    /// The newest checkpoint past `seq` that decodes.
+    fn checkpoint_after(&self, seq: u64) -> Option<Snapshot> {
+        let seqs = self.storage.checkpoint_seqs().ok()?;
+        seqs.into_iter()
+            .rev()
+            .filter(|s| *s > seq)
+            .find_map(|s| self.read_checkpoint(s).ok().and_then(Result::ok))
     }
 
     /// After a write open: removes checkpoints past the head of a store whose tail can tear
@@ -400,14 +590,20 @@ impl<S: Storage> EventLog for LogCore<S> {
             body,
         };
         event::encode_into(&event, &mut self.encode_buf);
-        match &self.crypt {
+        let mut record = std::mem::take(&mut self.record_buf);
+        let payload = match &self.crypt {
             Some(c) => {
                 c.seal_into(&self.encode_buf, &mut self.seal_buf)
                     .map_err(|message| StateError::Encryption { message })?;
-                self.storage.put(seq, &self.seal_buf)?;
+                &self.seal_buf
             }
-            None => self.storage.put(seq, &self.encode_buf)?,
-        }
+            None => &self.encode_buf,
+        };
+        let hash = chain::seal(&self.chain, seq, payload, &mut record);
+        let put = self.storage.put(seq, &record);
+        self.record_buf = record;
+        put?;
+        self.chain = hash;
         self.snapshot.apply_owned(event);
         Ok(seq)
     }
@@ -465,7 +661,8 @@ impl<S: Storage> EventLog for LogCore<S> {
     fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
         let crypt = self.crypt.as_deref();
         self.read_between(from, to, |seq, v| {
-            let plain = crate::crypt::open_with(crypt, &format!("state log record {seq}"), v)
+            let plain =
+                crate::crypt::open_with(crypt, &format!("state log record {seq}"), chain::payload(v))
                 .map_err(|message| StateError::Encryption { message })?;
             Ok((seq, plain.into_owned()))
         })
@@ -486,17 +683,22 @@ impl<S: Storage> EventLog for LogCore<S> {
             }
             events.push(decode_record(None, *seq, bytes)?);
         }
-        match &self.crypt {
-            Some(c) => {
-                let sealed = records
-                    .iter()
-                    .map(|(seq, b)| c.seal(b).map(|s| (*seq, s)))
-                    .collect::<Result<Vec<_>, String>>()
-                    .map_err(|message| StateError::Encryption { message })?;
-                self.storage.put_all(&sealed)?;
-            }
-            None => self.storage.put_all(records)?,
+        // Stored as this log stores its own: sealed with its encryption, chained to its head.
+        let mut chain = self.chain;
+        let mut stored = Vec::with_capacity(records.len());
+        for (seq, plain) in records {
+            let payload = match &self.crypt {
+                Some(c) => c
+                    .seal(plain)
+                    .map_err(|message| StateError::Encryption { message })?,
+                None => plain.clone(),
+            };
+            let mut record = Vec::new();
+            chain = chain::seal(&chain, *seq, &payload, &mut record);
+            stored.push((*seq, record));
         }
+        self.storage.put_all(&stored)?;
+        self.chain = chain;
         for e in events {
             self.snapshot.apply_owned(e);
         }
@@ -593,7 +795,7 @@ impl<S: Storage> EventLog for LogCore<S> {
             let decoded = crate::crypt::open_with(
                 self.crypt.as_deref(),
                 &format!("state log record {seq}"),
-                v.as_ref(),
+                chain::payload(v.as_ref()),
             )
             .and_then(|b| event::decode(&b).map_err(|e| e.to_string()));
             checker.record(seq, decoded);
@@ -604,19 +806,266 @@ impl<S: Storage> EventLog for LogCore<S> {
         checker.finish(&self.snapshot)
     }
 
+    fn verify(&self) -> Result<Verified, StateError> {
+        let head = self.storage.read_head()?;
+        let mut prev = chain::ZERO;
+        let mut expected = 1;
+        let mut chained = 0;
+        for item in self.storage.scan(1, None)? {
+            let (k, v) = item?;
+            let seq = check_key(k, expected).map_err(|e| match e {
+                StateError::Corrupt { seq, detail } => {
+                    self.damaged_at(seq, format!("record {seq} {detail}"))
+                }
+                e => e,
+            })?;
+            expected += 1;
+            let bytes = v.as_ref();
+            let h = chain::verify(&prev, seq, bytes)
+                .map_err(|d| self.damaged_at(seq, format!("record {seq}: {d}")))?;
+            decode_record(self.crypt.as_deref(), seq, bytes).map_err(|e| self.damaged_at(seq, e.to_string()))?;
+            if chain::split(bytes).0.is_some() {
+                chained += 1;
+            }
+            if head.is_some_and(|hd| hd.seq == seq && hd.hash != h) {
+                return Err(self.damaged_at(
+                    1,
+                    format!("event {seq} is not the one committed (its chain hash differs from the head's)"),
+                ));
+            }
+            prev = h;
+        }
+        let events = expected - 1;
+        if let Some(h) = head {
+            if events < h.seq {
+                return Err(self.lost(events, h, &self.snapshot));
+            }
+        }
+        if events < self.snapshot.head {
+            return Err(self.damaged(
+                events + 1,
+                format!(
+                    "the log ends at event {events} but the state was read to {}",
+                    self.snapshot.head
+                ),
+            ));
+        }
+        Ok(Verified {
+            events,
+            chained,
+            head: head.map(|h| h.seq),
+            hash: chain::short(&prev),
+        })
+    }
+
     fn notices(&self) -> Vec<String> {
         self.notices.clone()
     }
 }
 
-/// The event in record `seq` (opened with the state's encryption), checked to say it is
-/// number `seq`.
+/// Recovers a damaged log in `storage` (opened for writing, holding the lock): finds the
+/// last good event (the chain intact and decodable up to it, and no further), has `backup`
+/// keep a copy of the damaged store, moves the records after the last good one aside, drops
+/// checkpoints past it, sets the head to it, opens the log and records the recovery as a run
+/// (`state recover`, with a warning naming the damage and the objects whose history was
+/// lost). An undamaged log is an error: there is nothing to recover.
+pub(crate) fn recover<S: Storage>(
+    mut storage: S,
+    dir: &Path,
+    args: &[String],
+    crypt: Option<std::sync::Arc<crate::crypt::Encryption>>,
+    backup: impl FnOnce(&S) -> Result<String, StateError>,
+) -> Result<(LogCore<S>, Recovery), StateError> {
+    let head = storage.read_head().unwrap_or(None);
+    let head_damaged = storage.read_head().is_err();
+    let last = storage.last_seq()?;
+    // The intact prefix, folded.
+    let mut prefix = Snapshot::new();
+    let mut prev = chain::ZERO;
+    let mut good = 0;
+    let mut damage = None;
+    let mut later = Snapshot::new();
+    {
+        let mut expected = 1;
+        for item in storage.scan(1, None)? {
+            let Ok((k, v)) = item else {
+                damage.get_or_insert_with(|| format!("record {expected} cannot be read"));
+                break;
+            };
+            let bytes = v.as_ref();
+            match (damage.is_none(), k) {
+                (true, Ok(seq)) if seq == expected => {
+                    match chain::verify(&prev, seq, bytes).and_then(|h| {
+                        decode_record(crypt.as_deref(), seq, bytes)
+                            .map(|e| (h, e))
+                            .map_err(|e| e.to_string())
+                    }) {
+                        Ok((h, e)) => {
+                            prev = h;
+                            good = seq;
+                            prefix.apply_owned(e);
+                        }
+                        Err(d) => {
+                            damage = Some(format!("record {seq}: {d}"));
+                            later = prefix.clone();
+                        }
+                    }
+                }
+                (true, Ok(seq)) => {
+                    damage = Some(format!("record {expected} is missing (the next is {seq})"));
+                    later = prefix.clone();
+                }
+                (true, Err(k)) => {
+                    damage = Some(format!(
+                        "unexpected key {k} where record {expected} should be"
+                    ));
+                    later = prefix.clone();
+                }
+                (false, Ok(seq)) => {
+                    // Past the damage: what can still be read says what the lost history held.
+                    if let Ok(e) = open_any(crypt.as_deref(), bytes) {
+                        if e.seq == seq && seq > later.head {
+                            later.apply_owned(e);
+                        }
+                    }
+                }
+                (false, Err(_)) => {}
+            }
+            expected += 1;
+        }
+    }
+    if damage.is_none() {
+        match head {
+            Some(h) if h.seq > good => {
+                damage = Some(format!(
+                    "the log ends at event {good}, but its head says {} events were committed",
+                    h.seq
+                ));
+            }
+            Some(h) if h.hash != hash_of_record(&storage, h.seq)? => {
+                damage = Some(format!("event {} is not the one committed", h.seq));
+                // The whole history is suspect; what is intact reads the same.
+            }
+            None if head_damaged => damage = Some("the log head is damaged".into()),
+            None if storage.keeps_head() && good > 0 && last_is_chained(&storage, good)? => {
+                damage = Some("the log head is missing".into());
+            }
+            _ => {}
+        }
+    }
+    let Some(damage) = damage else {
+        return Err(StateError::Backend {
+            message: format!(
+                "the state log in {} is not damaged (every event checks against the chain and \
+                 the head): there is nothing to recover",
+                storage.location()
+            ),
+        });
+    };
+    // What the lost history held: the best later state known (a checkpoint past the good
+    // prefix, or what could still be read of the records past the damage).
+    let newest = storage
+        .checkpoint_seqs()?
+        .into_iter()
+        .rev()
+        .filter(|s| *s > good)
+        .find_map(|s| storage.read_checkpoint(s).ok().and_then(Result::ok));
+    let after = match newest {
+        Some(c) if c.head > later.head => c,
+        _ => later,
+    };
+    let (runs, objects) = if after.head > good {
+        lost_history(&prefix, &after, good + 1)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let backup = backup(&storage)?;
+    if good < last {
+        storage.set_aside_from(good + 1)?;
+    }
+    for seq in storage.checkpoint_seqs()? {
+        if seq > good {
+            storage.remove_checkpoint(seq)?;
+        }
+    }
+    let new_head = if good == 0 {
+        None
+    } else {
+        Some(Head {
+            seq: good,
+            hash: hash_of_record(&storage, good)?,
+        })
+    };
+    storage.reset_head(new_head)?;
+    let (mut log, _) = LogCore::over(storage, dir, true, None, crypt)?;
+    let recovery = Recovery {
+        good,
+        last: head.map_or(last, |h| h.seq.max(last)),
+        backup,
+        damage,
+        runs,
+        objects,
+    };
+    log.begin_run("state recover", args)?;
+    let mut detail = format!(
+        "{}. The log goes on from event {good}; the damaged store was copied to {}.",
+        recovery.damage, recovery.backup
+    );
+    if !recovery.runs.is_empty() {
+        detail.push_str(&format!(" Runs lost: {}.", recovery.runs.join(", ")));
+    }
+    if !recovery.objects.is_empty() {
+        detail.push_str(&format!(
+            " History lost for: {} (import them again).",
+            recovery.objects.join(", ")
+        ));
+    }
+    log.append(EventBody::RunDiagnostics {
+        diagnostics: vec![event::RecordedDiagnostic {
+            severity: event::Severity::Warning,
+            summary: "State recovered from damage".into(),
+            detail,
+            location: None,
+            address: None,
+        }],
+    })?;
+    log.finish_run(RunOutcome::Success, RunSummary::default())?;
+    Ok((log, recovery))
+}
+
+/// The event in a stored record, whatever number it says it is (reading past damage).
+fn open_any(crypt: Option<&crate::crypt::Encryption>, bytes: &[u8]) -> Result<Event, String> {
+    let plain = crate::crypt::open_with(crypt, "a state log record", chain::payload(bytes))?;
+    event::decode(&plain).map_err(|e| e.to_string())
+}
+
+/// The chain hash of record `seq` in `storage`.
+fn hash_of_record<S: Storage>(storage: &S, seq: u64) -> Result<Hash, StateError> {
+    for item in storage.scan(seq, Some(seq))? {
+        let (k, v) = item?;
+        if k == Ok(seq) {
+            return Ok(chain::hash_of(seq, v.as_ref()));
+        }
+    }
+    Ok(chain::ZERO)
+}
+
+/// Whether record `seq` in `storage` carries its chain hash.
+fn last_is_chained<S: Storage>(storage: &S, seq: u64) -> Result<bool, StateError> {
+    match storage.scan(seq, Some(seq))?.next() {
+        Some(item) => Ok(chain::split(item?.1.as_ref()).0.is_some()),
+        None => Ok(false),
+    }
+}
+
+/// The event in record `seq` (its chain hash set aside, opened with the state's encryption),
+/// checked to say it is number `seq`.
 pub(crate) fn decode_record(
     crypt: Option<&crate::crypt::Encryption>,
     seq: u64,
     bytes: &[u8],
 ) -> Result<Event, StateError> {
-    let bytes = crate::crypt::open_with(crypt, &format!("state log record {seq}"), bytes)
+    let bytes = crate::crypt::open_with(crypt, &format!("state log record {seq}"), chain::payload(bytes))
         .map_err(|message| StateError::Encryption { message })?;
     match event::decode(&bytes) {
         Ok(e) if e.seq == seq => Ok(e),
@@ -627,6 +1076,53 @@ pub(crate) fn decode_record(
         Err(DecodeError::TooNew(version)) => Err(StateError::TooNew { seq, version }),
         Err(DecodeError::Malformed(m)) => Err(StateError::Corrupt { seq, detail: m }),
     }
+}
+
+/// What the history from `from` held, comparing the state before it (`prefix`) with a later
+/// one (`after`): its runs, and the resources whose history it holds.
+pub(crate) fn lost_history(
+    prefix: &Snapshot,
+    after: &Snapshot,
+    from: u64,
+) -> (Vec<String>, Vec<String>) {
+    let runs: Vec<String> = after
+        .runs
+        .iter()
+        .filter(|r| r.id >= from || r.last_seq >= from)
+        .map(|r| format!("run {} (cairn {} by {})", r.id, r.command, r.user))
+        .collect();
+    let mut changed: Vec<String> = after
+        .resources
+        .iter()
+        .filter(|(a, i)| prefix.resources.get(*a) != Some(*i))
+        .map(|(a, _)| a.to_string())
+        .collect();
+    changed.extend(
+        prefix
+            .resources
+            .keys()
+            .filter(|a| !after.resources.contains_key(*a))
+            .map(|a| a.to_string()),
+    );
+    (runs, changed)
+}
+
+fn held_by(prefix: &Snapshot, after: &Snapshot, from: u64) -> String {
+    let (runs, changed) = lost_history(prefix, after, from);
+    format!(
+        "that history (to event {}) holds {} and changed {}",
+        after.head,
+        if runs.is_empty() {
+            "no whole run".to_string()
+        } else {
+            runs.join(", ")
+        },
+        if changed.is_empty() {
+            "no resource".to_string()
+        } else {
+            changed.join(", ")
+        }
+    )
 }
 
 /// The time now, in unix milliseconds.
@@ -647,7 +1143,26 @@ pub(crate) fn current_user() -> String {
         }
     }
     // SAFETY: getuid has no preconditions and cannot fail.
-    format!("uid {}", unsafe { libc::getuid() })
+    let uid = unsafe { libc::getuid() };
+    user_name(uid).unwrap_or_else(|| format!("uid {uid}"))
+}
+
+/// The name of user `uid` in the system's user database (`getpwuid_r`), as `whoami` says.
+fn user_name(uid: libc::uid_t) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 4096];
+    // SAFETY: a zeroed passwd is a valid value to be overwritten.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call: `pwd` and `result` are ours, `buf` is valid
+    // for its length; on success `result` points to `pwd`, whose strings live in `buf`.
+    let r = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
+    if r != 0 || result.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name is a NUL-terminated string inside `buf`, which is still alive.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    let name = name.to_string_lossy().into_owned();
+    (!name.is_empty()).then_some(name)
 }
 
 /// A fresh lineage: a UUID-shaped name derived from the directory, the time and the pid.

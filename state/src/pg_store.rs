@@ -10,7 +10,13 @@
 //! cairn_meta         (key text primary key, value text)    "lineage"
 //! cairn_checkpoints  (seq bigint primary key, data bytea)  a derived cache (checkpoint.rs format)
 //! cairn_lock         (lock_key, run_id, who, host, pid, command, since_ms, backend_pid)
+//! cairn_head         (id int primary key = 1, head bytea)   the log's head (chain.rs)
 //! ```
+//!
+//! **Head.** Each flush writes the head (the last record's seq and chain hash) in the same
+//! statement as the records, into its own table: rows deleted from, or reordered in,
+//! `cairn_events` by hand (the triggers bypassed) break the chain or fall short of the head —
+//! an error, never a shorter state.
 //!
 //! **Append-only.** `cairn_events` and `cairn_meta` refuse `UPDATE`, `DELETE` and `TRUNCATE`
 //! by a trigger, and the creating role revokes those privileges from itself and from PUBLIC.
@@ -36,6 +42,7 @@
 //! blocking API can be called from any thread, inside or outside the engine's runtime.
 
 use crate::backend_config::PgConfig;
+use crate::chain::Head;
 use crate::checkpoint;
 use crate::error::{LockHolder, StateError};
 use crate::log::{current_user, decode_record, now_ms, LogCore, OpenOptions, Peek};
@@ -120,10 +127,19 @@ impl Conn {
                 .map_err(|e: tokio_postgres::Error| pg_message(&e));
             let _ = tx.send(r);
         });
-        let client = rx
-            .recv()
-            .map_err(|_| fail("the connection task stopped".into()))?
-            .map_err(fail)?;
+        let client = match rx.recv() {
+            Ok(Ok(client)) => client,
+            failed => {
+                // Dropping a runtime blocks on its workers, which panics when the caller is
+                // itself on a runtime (the engine's, at the start of plan or apply): let it
+                // shut down in the background instead.
+                rt.shutdown_background();
+                return Err(match failed {
+                    Ok(Err(m)) => fail(m),
+                    _ => fail("the connection task stopped".into()),
+                });
+            }
+        };
         Ok(Conn {
             rt: Some(rt),
             client: Arc::new(client),
@@ -232,6 +248,10 @@ impl Writer {
             return Ok(());
         }
         // The records move into the statement and come back with its outcome (no copy).
+        let head = batch
+            .last()
+            .map(|(seq, d)| Head::of(*seq, d).encode().to_vec())
+            .expect("a batch");
         let (seqs, datas): (Vec<i64>, Vec<Vec<u8>>) =
             batch.into_iter().map(|(s, d)| (s as i64, d)).unzip();
         let sql = self.insert_sql.clone();
@@ -242,7 +262,7 @@ impl Writer {
             .as_ref()
             .expect("runtime until drop")
             .spawn(async move {
-                let r = client.execute(&sql, &[&seqs, &datas]).await;
+                let r = client.execute(&sql, &[&seqs, &datas, &head]).await;
                 let _ = tx.send((r.map(|_| ()).map_err(|e| pg_message(&e)), seqs, datas));
             });
         let (result, seqs, datas) = match rx.recv() {
@@ -321,6 +341,7 @@ fn table_sql(s: &str) -> String {
 CREATE TABLE IF NOT EXISTS {s}.cairn_events (seq bigint PRIMARY KEY CHECK (seq > 0), data bytea NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.cairn_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.cairn_checkpoints (seq bigint PRIMARY KEY, data bytea NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.cairn_head (id integer PRIMARY KEY CHECK (id = 1), head bytea NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.cairn_lock (
     lock_key bigint PRIMARY KEY, run_id text NOT NULL, who text NOT NULL, host text NOT NULL,
     pid integer NOT NULL, command text NOT NULL, since_ms bigint NOT NULL,
@@ -449,8 +470,12 @@ impl PgStorage {
                 journaled: 0,
             }),
             flushing: Mutex::new(()),
+            // The records and the head in one statement (one round trip, one transaction).
             insert_sql: format!(
-                "INSERT INTO {s}.cairn_events (seq, data) SELECT * FROM unnest($1::bigint[], $2::bytea[])"
+                "WITH records AS (INSERT INTO {s}.cairn_events (seq, data) \
+                 SELECT * FROM unnest($1::bigint[], $2::bytea[])) \
+                 INSERT INTO {s}.cairn_head (id, head) VALUES (1, $3) \
+                 ON CONFLICT (id) DO UPDATE SET head = EXCLUDED.head"
             ),
             journal: dir.join(JOURNAL_FILE),
         });
@@ -608,20 +633,22 @@ impl Storage for PgStorage {
         self.writer.flush()?;
         // One transaction: all of it or nothing.
         let sql = self.writer.insert_sql.clone();
-        let chunks: Vec<(Vec<i64>, Vec<Vec<u8>>)> = records
+        let chunks: Vec<(Vec<i64>, Vec<Vec<u8>>, Vec<u8>)> = records
             .chunks(20_000)
             .map(|c| {
+                let (seq, last) = c.last().expect("a chunk");
                 (
                     c.iter().map(|(s, _)| *s as i64).collect(),
                     c.iter().map(|(_, d)| d.clone()).collect(),
+                    Head::of(*seq, last).encode().to_vec(),
                 )
             })
             .collect();
         self.conn()
             .run("cannot copy into the state log", |c| async move {
                 c.batch_execute("BEGIN").await?;
-                for (seqs, datas) in chunks {
-                    if let Err(e) = c.execute(&sql, &[&seqs, &datas]).await {
+                for (seqs, datas, head) in chunks {
+                    if let Err(e) = c.execute(&sql, &[&seqs, &datas, &head]).await {
                         let _ = c.batch_execute("ROLLBACK").await;
                         return Err(e);
                     }
@@ -637,6 +664,55 @@ impl Storage for PgStorage {
     fn flusher(&self) -> Flusher {
         let w = self.writer.clone();
         Flusher::new(move || w.flush())
+    }
+
+    fn keeps_head(&self) -> bool {
+        true
+    }
+
+    fn read_head(&self) -> Result<Option<Head>, StateError> {
+        let s = self.schema.clone();
+        let row: Option<Vec<u8>> = self
+            .conn()
+            .run("cannot read the log head", |c| async move {
+                // A schema made before the head (and not upgraded by a writer yet) has no table.
+                let table = format!("{s}.cairn_head");
+                let exists: bool = c
+                    .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+                    .await?
+                    .get(0);
+                if !exists {
+                    return Ok(None);
+                }
+                c.query_opt(&format!("SELECT head FROM {table} WHERE id = 1"), &[])
+                    .await
+                    .map(|r| r.map(|r| r.get(0)))
+            })?;
+        match row {
+            None => Ok(None),
+            Some(b) => Head::decode(&b)
+                .map(Some)
+                .ok_or_else(|| StateError::Corrupt {
+                    seq: 0,
+                    detail: "the log head (table cairn_head) is damaged".into(),
+                }),
+        }
+    }
+
+    fn reset_head(&mut self, head: Option<Head>) -> Result<(), StateError> {
+        let s = self.schema.clone();
+        let sql = match head {
+            Some(h) => format!(
+                "INSERT INTO {s}.cairn_head (id, head) VALUES (1, '\\x{}'::bytea) \
+                 ON CONFLICT (id) DO UPDATE SET head = EXCLUDED.head",
+                h.encode()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            ),
+            None => format!("DELETE FROM {s}.cairn_head"),
+        };
+        self.conn().execute("cannot reset the log head", sql)
     }
 
     fn read_lineage(&self) -> Result<Option<String>, StateError> {

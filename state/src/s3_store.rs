@@ -11,6 +11,8 @@
 //! K.cairn/lineage                 the state's lineage
 //! K.cairn/events/<first seq:020>  one batch of records per durable commit (append-only)
 //! K.cairn/checkpoints/<seq:020>   a derived cache (checkpoint.rs format)
+//! K.cairn/head                    the log's head (chain.rs), rewritten after each batch: a
+//!                                 batch object removed or replaced by hand is an error
 //! ```
 //!
 //! **Append-only, one writer per event.** A flush writes the records appended since the last
@@ -121,11 +123,18 @@ impl Client {
             .enable_all()
             .build()
             .map_err(|e| fail(e.to_string()))?;
-        let http = reqwest::Client::builder()
+        let http = match reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
             .build()
-            .map_err(|e| fail(e.to_string()))?;
+        {
+            Ok(h) => h,
+            Err(e) => {
+                // Never drop a runtime in place: the caller may be on one (see pg_store.rs).
+                rt.shutdown_background();
+                return Err(fail(e.to_string()));
+            }
+        };
         Ok(Client {
             rt: Some(rt),
             http,
@@ -357,6 +366,9 @@ impl Keys {
     }
     fn checkpoint(&self, seq: u64) -> String {
         format!("{}{seq:020}", self.checkpoints())
+    }
+    fn head(&self) -> String {
+        format!("{}head", self.prefix())
     }
 }
 
@@ -666,6 +678,15 @@ impl Writer {
     fn write_batch(&self, first: u64, batch: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
         let key = self.keys.event(first);
         if self.client.put(&key, encode_batch(batch), true)? {
+            // The head after the batch. The batch is durable already: a head that cannot be
+            // written stays at the one before, which is still true (only a log shorter than
+            // its head is an error), so this write failing fails nothing.
+            if let Some((seq, last)) = batch.last() {
+                let head = crate::chain::Head::of(*seq, last);
+                let _ = self
+                    .client
+                    .put(&self.keys.head(), head.encode().to_vec(), false);
+            }
             return Ok(());
         }
         Err(StateError::Io {
@@ -871,6 +892,34 @@ impl Storage for S3Storage {
     fn flusher(&self) -> Flusher {
         let w = self.writer.clone();
         Flusher::new(move || w.flush())
+    }
+
+    fn keeps_head(&self) -> bool {
+        true
+    }
+
+    fn read_head(&self) -> Result<Option<crate::chain::Head>, StateError> {
+        match self.client().get(&self.keys().head())? {
+            None => Ok(None),
+            Some(b) => {
+                crate::chain::Head::decode(&b)
+                    .map(Some)
+                    .ok_or_else(|| StateError::Corrupt {
+                        seq: 0,
+                        detail: format!("the log head {} is damaged", self.keys().head()),
+                    })
+            }
+        }
+    }
+
+    fn reset_head(&mut self, head: Option<crate::chain::Head>) -> Result<(), StateError> {
+        match head {
+            Some(h) => self
+                .client()
+                .put(&self.keys().head(), h.encode().to_vec(), false)
+                .map(|_| ()),
+            None => self.client().delete(&self.keys().head()),
+        }
     }
 
     fn read_lineage(&self) -> Result<Option<String>, StateError> {

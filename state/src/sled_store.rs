@@ -10,7 +10,15 @@
 //!   tree "torn"           records set aside from a torn tail, keyed like "events"
 //! <dir>/checkpoints/  <seq>.ckpt: a snapshot and the seq it covers (see `checkpoint.rs`)
 //! <dir>/lock.json     who holds the database open (pid, command, since), for lock errors
+//! <dir>/log-head      the log's head (`chain.rs`): two checksummed slots written in turn,
+//!                     fsynced with each flush, outside sled's own recovery
+//! <dir>/damaged-*/    what `cairn state recover` moved aside (a copy of the damaged store)
 //! ```
+//!
+//! **Damage.** sled recovers from a damaged file by dropping what it cannot read, which can
+//! silently shorten the log; the head file, written after each flush from the last record the
+//! flush covers, makes that an error (see `log.rs`). sled's own corruption errors are turned
+//! into [`StateError::Damaged`] with advice.
 //!
 //! **Commit points.** `put` writes into sled's buffers; `flush` flushes (fsync). sled recovers
 //! a prefix of its writes after a crash, so a crash loses at most a suffix of the uncommitted
@@ -30,13 +38,16 @@
 //! they are laid out); the newest is decoded on a thread of its own while sled opens. A writer
 //! drops the sled tree `checkpoints` where versions before format 3 kept theirs.
 
+use crate::chain::{Head, HEAD_LEN};
 use crate::checkpoint::{Checkpoints, Early};
 use crate::error::StateError;
 use crate::log::{decode_record, now_ms, LogCore, OpenOptions, Peek};
 use crate::snapshot::Snapshot;
 use crate::storage::{Flusher, Key, Records, Storage};
 use std::fs;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The sled tree where checkpoints were kept before they moved to files (format 3).
@@ -55,6 +66,111 @@ pub(crate) struct SledStorage {
     torn: sled::Tree,
     /// The newest checkpoint, decoded while the database opened.
     early: Option<Early>,
+    /// The log's head beside the database.
+    head: Arc<HeadFile>,
+}
+
+/// The file of the log's head (`log-head`): two slots of a [`Head`] each, written in turn and
+/// fsynced, so a write torn by a crash leaves the other slot (an older, still true head).
+pub(crate) struct HeadFile {
+    path: PathBuf,
+    /// The open file, the seq last written and the slot to write next.
+    state: Mutex<(Option<fs::File>, u64, u64)>,
+}
+
+impl HeadFile {
+    fn new(dir: &Path) -> HeadFile {
+        HeadFile {
+            path: dir.join("log-head"),
+            state: Mutex::new((None, 0, 0)),
+        }
+    }
+
+    /// The newest intact slot; `Err` when the file is there but neither slot is intact.
+    fn read(&self) -> Result<Option<Head>, StateError> {
+        let bytes = match fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(StateError::io(
+                    format!("cannot read {}", self.path.display()),
+                    e,
+                ))
+            }
+        };
+        let best = bytes
+            .chunks(HEAD_LEN)
+            .take(2)
+            .filter_map(Head::decode)
+            .max_by_key(|h| h.seq);
+        match best {
+            Some(h) => Ok(Some(h)),
+            None => Err(StateError::Corrupt {
+                seq: 0,
+                detail: format!("the log head {} is damaged", self.path.display()),
+            }),
+        }
+    }
+
+    /// Writes `head` (durably) unless a newer one is written already; `force`: whatever.
+    fn write(&self, head: Head, force: bool) -> Result<(), StateError> {
+        let mut st = self.state.lock().expect("log head");
+        if !force && head.seq <= st.1 && st.0.is_some() {
+            return Ok(());
+        }
+        let fail =
+            |e: std::io::Error| StateError::io(format!("cannot write {}", self.path.display()), e);
+        if st.0.is_none() {
+            let created = !self.path.exists();
+            let f = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&self.path)
+                .map_err(fail)?;
+            if created {
+                if let Some(parent) = self.path.parent() {
+                    fs::File::open(parent)
+                        .and_then(|d| d.sync_all())
+                        .map_err(fail)?;
+                }
+            }
+            st.0 = Some(f);
+        }
+        let bytes = head.encode();
+        let slots: &[u64] = if force { &[0, 1] } else { &[st.2] };
+        let file = st.0.as_ref().expect("opened");
+        for slot in slots {
+            file.write_at(&bytes, slot * HEAD_LEN as u64)
+                .map_err(fail)?;
+        }
+        file.sync_data().map_err(fail)?;
+        st.1 = head.seq;
+        st.2 = 1 - st.2;
+        Ok(())
+    }
+}
+
+/// Flushes the database and then records the head: the last record as it was before the
+/// flush, which the flush made durable.
+fn flush_with_head(
+    db: &sled::Db,
+    events: &sled::Tree,
+    head: &HeadFile,
+    dir: &Path,
+) -> Result<(), StateError> {
+    let last = events
+        .last()
+        .map_err(sled_err("cannot read the log", dir))?;
+    db.flush()
+        .map_err(sled_err("cannot flush the state log", dir))?;
+    if let Some((k, v)) = last {
+        if let Some(seq) = seq_of(&k) {
+            head.write(Head::of(seq, &v), false)?;
+        }
+    }
+    Ok(())
 }
 
 /// The holder record in `lock.json`.
@@ -84,7 +200,21 @@ fn record_key(k: &[u8]) -> Key {
 
 fn sled_err(context: &str, dir: &Path) -> impl Fn(sled::Error) -> StateError {
     let context = format!("{context} ({})", dir.display());
-    move |e| StateError::io(context.clone(), e)
+    let location = dir.display().to_string();
+    move |e| match e {
+        // sled's own words ("Read corrupted data at file offset None backtrace ()") say
+        // nothing a user can act on: say what is damaged and what to do.
+        sled::Error::Corruption { .. } => StateError::Damaged {
+            location: location.clone(),
+            from: 0,
+            detail: format!(
+                "the database file under {}/log fails its own checksums ({context}), as after \
+                 a failing disk, a bad copy or a truncated backup",
+                location
+            ),
+        },
+        e => StateError::io(context.clone(), e),
+    }
 }
 
 fn process_alive(pid: u32) -> bool {
@@ -133,7 +263,167 @@ impl SledLog {
     }
 }
 
+impl SledLog {
+    /// `cairn state recover` on the sled log in `dir` (see [`crate::log::recover`]): the copy
+    /// of the damaged store is `<dir>/damaged-<unix ms>/` (the database, its head and the
+    /// checkpoints, as they were).
+    pub(crate) fn recover(
+        dir: &Path,
+        opts: &OpenOptions,
+        args: &[String],
+    ) -> Result<(SledLog, crate::log::Recovery), StateError> {
+        if !dir.join("log").join("db").exists() {
+            return Err(StateError::NotFound {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let opts = OpenOptions {
+            write: true,
+            ..opts.clone()
+        };
+        match SledStorage::open(dir, &opts, false) {
+            Ok(storage) => {
+                crate::log::recover(storage, dir, args, opts.encryption.clone(), |s| s.backup())
+            }
+            // sled itself cannot open its files: the database is moved aside whole and the
+            // state goes on from the newest checkpoint that reads.
+            Err(StateError::Damaged { detail, .. }) => {
+                Self::recover_unreadable(dir, &opts, args, detail)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`SledLog::recover`] when sled cannot open the database: the database (and its head
+    /// and checkpoints) move to `<dir>/damaged-<unix ms>/`, a new log starts, and its first
+    /// run (`state recover`) imports the objects of the newest checkpoint that reads, with a
+    /// warning saying what was lost (the runs, and what changed after that checkpoint).
+    fn recover_unreadable(
+        dir: &Path,
+        opts: &OpenOptions,
+        args: &[String],
+        damage: String,
+    ) -> Result<(SledLog, crate::log::Recovery), StateError> {
+        use crate::event::{EventBody, RecordedDiagnostic, RunOutcome, RunSummary, Severity};
+        use crate::log::EventLog;
+        let checkpoints = Checkpoints::new(dir, opts.encryption.clone());
+        let saved = checkpoints
+            .seqs()
+            .into_iter()
+            .rev()
+            .find_map(|seq| checkpoints.read(seq).ok());
+        let to = dir.join(format!("damaged-{}", now_ms()));
+        let fail = |e: std::io::Error| {
+            StateError::io(
+                format!("cannot move the damaged state to {}", to.display()),
+                e,
+            )
+        };
+        fs::create_dir_all(&to).map_err(fail)?;
+        fs::rename(dir.join("log"), to.join("log")).map_err(fail)?;
+        if dir.join("log-head").exists() {
+            fs::rename(dir.join("log-head"), to.join("log-head")).map_err(fail)?;
+        }
+        if dir.join("checkpoints").exists() {
+            copy_tree(&dir.join("checkpoints"), &to.join("checkpoints")).map_err(fail)?;
+            checkpoints.clear().map_err(fail)?;
+        }
+        let (mut log, _) = SledLog::open(dir, opts)?;
+        let good = saved.as_ref().map_or(0, |s| s.head);
+        log.begin_run("state recover", args)?;
+        if let Some(s) = &saved {
+            log.append(EventBody::StateImported {
+                source: format!("the checkpoint at event {} of the damaged log", s.head),
+                providers: s.providers.values().cloned().collect(),
+                resources: s
+                    .resources
+                    .iter()
+                    .filter_map(|(a, i)| i.current.clone().map(|o| (a.clone(), o)))
+                    .collect(),
+            })?;
+        }
+        let backup = to.display().to_string();
+        let detail = match &saved {
+            Some(s) => format!(
+                "{damage}. sled cannot read the database: it was moved to {backup}, and a new \
+                 log starts from the checkpoint at event {} ({} resource instance(s)); the \
+                 runs before it and anything changed after it are not in the new log.",
+                s.head,
+                s.resources.len()
+            ),
+            None => format!(
+                "{damage}. sled cannot read the database: it was moved to {backup}; no \
+                 checkpoint could be read, so the new log starts empty: import the objects \
+                 you manage again."
+            ),
+        };
+        log.append(EventBody::RunDiagnostics {
+            diagnostics: vec![RecordedDiagnostic {
+                severity: Severity::Warning,
+                summary: "State recovered from damage".into(),
+                detail,
+                location: None,
+                address: None,
+            }],
+        })?;
+        log.finish_run(RunOutcome::Success, RunSummary::default())?;
+        let recovery = crate::log::Recovery {
+            good,
+            last: good,
+            backup,
+            damage: format!(
+                "{damage}; sled cannot read the database, so the state goes on from {}",
+                match &saved {
+                    Some(s) => format!("its newest readable checkpoint (event {})", s.head),
+                    None => "nothing (no checkpoint reads)".into(),
+                }
+            ),
+            runs: Vec::new(),
+            // What changed after the checkpoint cannot be read: the CLI says to compare.
+            objects: Vec::new(),
+        };
+        Ok((log, recovery))
+    }
+}
+
+/// Copies the directory `from` to `to` (files and subdirectories).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &target)?;
+        } else {
+            fs::copy(e.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 impl SledStorage {
+    /// A copy of the database, its head and its checkpoints as they are now, in
+    /// `<dir>/damaged-<unix ms>/`; returns where.
+    fn backup(&self) -> Result<String, StateError> {
+        let _ = self.db.flush();
+        let to = self.dir.join(format!("damaged-{}", now_ms()));
+        let fail = |e: std::io::Error| {
+            StateError::io(
+                format!("cannot copy the damaged state to {}", to.display()),
+                e,
+            )
+        };
+        copy_tree(&self.dir.join("log"), &to.join("log")).map_err(fail)?;
+        let ckpts = self.dir.join("checkpoints");
+        if ckpts.exists() {
+            copy_tree(&ckpts, &to.join("checkpoints")).map_err(fail)?;
+        }
+        if self.head.path.exists() {
+            fs::copy(&self.head.path, to.join("log-head")).map_err(fail)?;
+        }
+        Ok(to.display().to_string())
+    }
+
     /// Opens (with `write`, creating) the database in `dir`, holding its lock; with `early`,
     /// decodes the newest checkpoint meanwhile.
     fn open(dir: &Path, opts: &OpenOptions, early: bool) -> Result<SledStorage, StateError> {
@@ -170,6 +460,7 @@ impl SledStorage {
             torn: tree("torn")?,
             db,
             early: early.and_then(|h| h.join().ok().flatten()),
+            head: Arc::new(HeadFile::new(dir)),
         })
     }
 
@@ -262,20 +553,58 @@ impl Storage for SledStorage {
     }
 
     fn flush(&self) -> Result<(), StateError> {
-        self.db
-            .flush()
-            .map_err(sled_err("cannot flush the state log", &self.dir))?;
-        Ok(())
+        flush_with_head(&self.db, &self.events, &self.head, &self.dir)
     }
 
     fn flusher(&self) -> Flusher {
         let db = self.db.clone();
+        let events = self.events.clone();
+        let head = self.head.clone();
         let dir = self.dir.clone();
-        Flusher::new(move || {
-            db.flush()
-                .map(|_| ())
-                .map_err(sled_err("cannot flush the state log", &dir))
-        })
+        Flusher::new(move || flush_with_head(&db, &events, &head, &dir))
+    }
+
+    fn keeps_head(&self) -> bool {
+        true
+    }
+
+    fn read_head(&self) -> Result<Option<Head>, StateError> {
+        self.head.read()
+    }
+
+    fn reset_head(&mut self, head: Option<Head>) -> Result<(), StateError> {
+        self.db
+            .flush()
+            .map_err(sled_err("cannot flush the state log", &self.dir))?;
+        match head {
+            Some(h) => self.head.write(h, true),
+            None => match fs::remove_file(&self.head.path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(StateError::io("cannot reset the log head", e)),
+            },
+        }
+    }
+
+    fn set_aside_from(&mut self, from: u64) -> Result<(), StateError> {
+        let err = sled_err("cannot set damaged records aside", &self.dir);
+        let keys: Vec<sled::IVec> = self
+            .events
+            .range(key(from)..)
+            .keys()
+            .filter_map(Result::ok)
+            .collect();
+        let stamp = now_ms().to_be_bytes();
+        for k in keys {
+            if let Some(v) = self.events.get(&k).map_err(&err)? {
+                let mut tk = k.to_vec();
+                tk.extend_from_slice(&stamp);
+                self.torn.insert(tk, v).map_err(&err)?;
+            }
+            self.events.remove(&k).map_err(&err)?;
+        }
+        self.db.flush().map_err(&err)?;
+        Ok(())
     }
 
     fn tears(&self) -> bool {
@@ -383,6 +712,20 @@ impl SledLog {
             .remove(key(seq))
             .expect("test hook remove");
         self.storage.db.flush().expect("test hook flush");
+    }
+
+    /// Test-only hook: sets the head to record `seq` as stored.
+    #[cfg(test)]
+    pub(crate) fn set_head_raw(&mut self, seq: u64) {
+        let bytes = self
+            .storage
+            .events
+            .get(key(seq))
+            .expect("test hook read")
+            .expect("the record");
+        self.storage
+            .reset_head(Some(Head::of(seq, &bytes)))
+            .expect("test hook head");
     }
 
     /// Test-only hook: the seqs of the checkpoints present.
@@ -761,21 +1104,23 @@ mod tests {
             let err = Store::open(dir.path(), &opts("apply", write))
                 .err()
                 .unwrap();
-            assert_eq!(
-                err,
-                StateError::Corrupt {
-                    seq,
-                    detail: detail.into()
+            match &err {
+                StateError::Damaged {
+                    from, detail: d, ..
+                } => {
+                    assert_eq!(*from, seq, "{err}");
+                    assert!(d.contains(detail), "{err}");
                 }
-            );
+                e => panic!("not damage: {e:?}"),
+            }
         }
         let err = Store::open(dir.path(), &opts("apply", false))
             .err()
             .unwrap();
         let msg = err.to_string();
         assert!(
-            msg.contains(&format!("state log record {seq} is corrupt"))
-                && msg.contains(&format!("cairn state pull -at={}", seq - 1)),
+            msg.contains(&format!("is damaged from event {seq} on"))
+                && msg.contains("cairn state recover"),
             "{msg}"
         );
         // The intact prefix still opens, for recovery.
@@ -924,6 +1269,19 @@ mod tests {
         for seq in before.head + 1..=lost {
             s.remove_raw(seq);
         }
+        drop(s);
+        // Those events were committed: their loss is damage, never a shorter state.
+        let err = Store::open(dir.path(), &opts("apply", false))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&err, StateError::Damaged { from, .. } if *from == before.head + 1),
+            "{err}"
+        );
+        assert!(err.to_string().contains("are lost"), "{err}");
+        // As if they had never been committed (a torn tail): the head says so.
+        let (mut s, _) = Store::open_upto(dir.path(), &opts("apply", false), before.head).unwrap();
+        s.set_head_raw(before.head);
         drop(s);
         let (mut s, warnings) = open(dir.path());
         assert!(warnings.is_empty(), "{warnings:?}");

@@ -11,6 +11,7 @@
 //! writing (sled: the database's file lock; PostgreSQL: an advisory lock), and dropping the
 //! store releases it. The log core only ever holds an opened store.
 
+use crate::chain::Head;
 use crate::error::StateError;
 use crate::snapshot::Snapshot;
 
@@ -73,6 +74,31 @@ pub(crate) trait Storage: Send {
         Err(StateError::Corrupt {
             seq,
             detail: format!("{} cannot set a record aside", self.location()),
+        })
+    }
+
+    // ---- Head (chain.rs) ----
+
+    /// Whether the store keeps the log's head outside its own recovery (written with each
+    /// flush, from the last record flushed). A store that does refuses a chained log without
+    /// a head.
+    fn keeps_head(&self) -> bool {
+        false
+    }
+    /// The head the store last made durable, if any. `Err`: it cannot be read or is damaged.
+    fn read_head(&self) -> Result<Option<Head>, StateError> {
+        Ok(None)
+    }
+    /// Sets the head to `head` (durably), even below the one stored: after a recovery that
+    /// moved the damaged records out of the log.
+    fn reset_head(&mut self, _head: Option<Head>) -> Result<(), StateError> {
+        Ok(())
+    }
+    /// Moves records `from..` out of the log into a store-kept backup (a recovery), durably.
+    fn set_aside_from(&mut self, from: u64) -> Result<(), StateError> {
+        Err(StateError::Corrupt {
+            seq: from,
+            detail: format!("{} cannot set records aside", self.location()),
         })
     }
 

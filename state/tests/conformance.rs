@@ -397,6 +397,7 @@ fn the_database_refuses_to_rewrite_history() {
             "CREATE ROLE {schema}_runner LOGIN PASSWORD 'runner-pw';
              GRANT USAGE ON SCHEMA {schema} TO {schema}_runner;
              GRANT SELECT, INSERT ON {schema}.cairn_events, {schema}.cairn_meta TO {schema}_runner;
+             GRANT SELECT, INSERT, UPDATE ON {schema}.cairn_head TO {schema}_runner;
              GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.cairn_checkpoints, {schema}.cairn_lock
                  TO {schema}_runner;"
         ))

@@ -368,13 +368,18 @@ fn run_actions(actions: Vec<Action>) -> Result<(), TestCaseError> {
             Action::Crash => {
                 generation += 1;
                 let copy = tmp.path().join(format!("g{generation}"));
-                // What a crash leaves on disk: the database as written so far, and the
-                // checkpoint files (each written after the flush of what it covers).
+                // What a crash leaves on disk: the database as written so far, the
+                // checkpoint files (each written after the flush of what it covers) and the
+                // log's head (written after each flush).
                 for part in ["log", "checkpoints"] {
                     if dir.join(part).exists() {
                         copy_dir(&dir.join(part), &copy.join(part))
                             .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     }
+                }
+                if dir.join("log-head").exists() {
+                    std::fs::copy(dir.join("log-head"), copy.join("log-head"))
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 }
                 drop(store.take());
                 dir = copy;

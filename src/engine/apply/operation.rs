@@ -29,6 +29,21 @@ use std::time::{Duration, Instant};
 pub(crate) struct Recorder {
     pub journal: Arc<Journal>,
     pub summary: Mutex<RunSummary>,
+    /// What the operations did around a stop (Ctrl-C), for the one interrupt message.
+    pub interruption: Mutex<Interruption>,
+}
+
+/// The operations of an apply as an interrupt sees them: those finished before it, those
+/// running when it came (and how each ended), and those that were waiting for their turn
+/// and never started (they call no provider and report no error of their own).
+#[derive(Default)]
+pub(crate) struct Interruption {
+    /// Finished before the stop: "sim_thing.a created".
+    pub finished: Vec<String>,
+    /// Running when the stop came, and how each ended: "sim_thing.b (create failed: …)".
+    pub running: Vec<String>,
+    /// Waiting for their turn when the stop came: never started.
+    pub never_started: Vec<String>,
 }
 
 impl Recorder {
@@ -36,6 +51,7 @@ impl Recorder {
         Recorder {
             journal,
             summary: Mutex::new(RunSummary::default()),
+            interruption: Mutex::new(Interruption::default()),
         }
     }
 
@@ -49,6 +65,10 @@ impl Recorder {
             OpAction::Update => s.changed += 1,
             OpAction::Delete => s.destroyed += 1,
         });
+    }
+
+    pub(crate) fn interrupted(&self, f: impl FnOnce(&mut Interruption)) {
+        f(&mut self.interruption.lock().expect("interruption lock"));
     }
 
     pub(crate) fn error(&self) {
@@ -113,6 +133,80 @@ impl Operation<'_> {
     /// Runs the operation through `c`: its records, provisioners and the provider's call.
     /// Returns the object's new value (`None`: it is gone).
     pub(crate) async fn run(
+        self,
+        request: ApplyRequest,
+        rec: &Recorder,
+        ctx: &Arc<Ctx>,
+        c: &Arc<dyn Configured>,
+    ) -> Result<Option<Value>, Diagnostics> {
+        // The turn is taken before anything is recorded: an operation still waiting for it
+        // when the run is stopped never starts — no record, no provider call, no error of its
+        // own (the interrupt message counts it).
+        let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
+        let who = match &self.deposed {
+            Some(k) => format!("{} (deposed object {k})", self.addr),
+            None => self.addr.to_string(),
+        };
+        if ctx.limits.stopped() {
+            rec.interrupted(|i| i.never_started.push(who));
+            return Err(Diagnostics::new());
+        }
+        let action = match &request {
+            ApplyRequest::Create { .. } => OpAction::Create,
+            ApplyRequest::Update { .. } => OpAction::Update,
+            ApplyRequest::Delete { .. } => OpAction::Delete,
+        };
+        let own = format!("{}: ", self.addr);
+        let result = self.started(request, rec, ctx, c).await;
+        if !ctx.limits.stopped() {
+            if result.is_ok() {
+                let done = match action {
+                    OpAction::Create => "created",
+                    OpAction::Update => "updated",
+                    OpAction::Delete => "destroyed",
+                };
+                rec.interrupted(|i| i.finished.push(format!("{who} {done}")));
+            }
+            return result;
+        }
+        // Running when the stop came: how it ended goes into the one interrupt message,
+        // errors included (they are the provider's answer to the stop, most often).
+        let verb = match action {
+            OpAction::Create => "create",
+            OpAction::Update => "update",
+            OpAction::Delete => "delete",
+        };
+        let ended = match &result {
+            Ok(_) => format!("{who} ({verb} finished)"),
+            Err(d) => {
+                let why: Vec<String> = d
+                    .iter()
+                    .filter(|d| d.is_error())
+                    .map(|d| {
+                        // The provider's words, without the address the list names already.
+                        let text = if d.detail.is_empty() {
+                            &d.summary
+                        } else {
+                            &d.detail
+                        };
+                        text.strip_prefix(&own).unwrap_or(text).to_string()
+                    })
+                    .collect();
+                format!("{who} ({verb} failed: {})", why.join("; "))
+            }
+        };
+        rec.interrupted(|i| i.running.push(ended));
+        match result {
+            Ok(v) => Ok(v),
+            // Warnings still reach the user; the errors are in the interrupt message.
+            Err(d) => Err(Diagnostics::from_iter(
+                d.iter().filter(|d| !d.is_error()).cloned(),
+            )),
+        }
+    }
+
+    /// [`Operation::run`] once the operation has its turn.
+    async fn started(
         self,
         request: ApplyRequest,
         rec: &Recorder,
@@ -228,7 +322,6 @@ impl Operation<'_> {
             .map(|p| p.meta.clone())
             .unwrap_or_default();
         let planned_private = self.planned.map(|(_, p)| p).unwrap_or(&[][..]);
-        let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
         // The state storage failed while this call waited its turn: it does not start (its
         // start is in the log, so the next run resolves it as pending).
         if let Some(e) = rec.journal.failure() {

@@ -1,0 +1,394 @@
+//! Issue 30: damage to the state is always detected. A damage campaign on the sled store of
+//! the real binary's state — bit flips, zeroed blocks, runs of random bytes, truncation,
+//! removed files — after which no command may show a shorter state without an error, `plan`
+//! never proposes to create what exists, and `state recover` goes on from the last good
+//! event with a copy of the damaged store.
+
+use super::project;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn cairn(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CAIRN_STATE_DIR")
+        .env_remove("CAIRN_LOG")
+        .env_remove("CAIRN_LOG_PATH")
+        .env_remove("TF_WORKSPACE")
+        .env_remove("SIM_FAIL")
+        .env_remove("SIM_LATENCY_MS")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the cairn binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let (code, out, err) = cairn(dir, args);
+    assert_eq!(code, 0, "cairn {args:?}\n{out}\n{err}");
+    out
+}
+
+/// The resource instances `state list` shows (it lists provider instances too).
+fn instances(listed: &str) -> usize {
+    listed
+        .lines()
+        .filter(|l| l.starts_with("sim_thing."))
+        .count()
+}
+
+fn ten_things() -> String {
+    (0..10)
+        .map(|i| format!("resource \"sim_thing\" \"t{i}\" {{\n  name = \"t{i}\"\n}}\n"))
+        .collect()
+}
+
+/// A small deterministic generator (xorshift), so a failing trial can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The files of sled's database (`db`, `snap.*`, `conf`), largest first.
+fn sled_files(state: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(state.join("log"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+        .map(|e| (e.metadata().unwrap().len(), e.path()))
+        .collect();
+    files.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    files.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Damages the state directory `state` as trial `kind` says; returns what was done.
+fn damage(state: &Path, kind: u64, rng: &mut Rng) -> String {
+    let files = sled_files(state);
+    let db = state.join("log/db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    // sled preallocates its segments: the damage goes where the data is (up to the last byte
+    // that is not zero), as a failing disk's would matter.
+    let len = bytes.iter().rposition(|b| *b != 0).map_or(1, |i| i + 1) as u64;
+    let what = match kind % 6 {
+        0 => {
+            let n = 1 + rng.below(4);
+            let mut at = Vec::new();
+            for _ in 0..n {
+                let i = rng.below(len) as usize;
+                bytes[i] ^= 1 << rng.below(8);
+                at.push(i);
+            }
+            std::fs::write(&db, &bytes).unwrap();
+            format!("{n} bit flip(s) in log/db at {at:?}")
+        }
+        1 => {
+            let block = rng.below(len.div_ceil(4096)) as usize * 4096;
+            let end = (block + 4096).min(len as usize);
+            bytes[block..end].fill(0);
+            std::fs::write(&db, &bytes).unwrap();
+            format!("zeroed block at {block} of log/db")
+        }
+        2 => {
+            let at = rng.below(len.saturating_sub(64)) as usize;
+            for b in &mut bytes[at..at + 64] {
+                *b = rng.next() as u8;
+            }
+            std::fs::write(&db, &bytes).unwrap();
+            format!("64 random bytes at {at} of log/db")
+        }
+        3 => {
+            let to = rng.below(len);
+            std::fs::write(&db, &bytes[..to as usize]).unwrap();
+            format!("log/db truncated to {to} of {len} bytes")
+        }
+        4 => {
+            let snaps: Vec<&PathBuf> = files
+                .iter()
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("snap."))
+                })
+                .collect();
+            match snaps.first() {
+                Some(s) => {
+                    std::fs::remove_file(s).unwrap();
+                    format!("removed {}", s.display())
+                }
+                None => {
+                    std::fs::remove_file(&db).unwrap();
+                    "removed log/db".into()
+                }
+            }
+        }
+        _ => {
+            // The damage at the end of the file, where the newest writes are.
+            let tail = len.min(4096);
+            let at = (len - tail + rng.below(tail)) as usize;
+            bytes[at] ^= 0x40;
+            std::fs::write(&db, &bytes).unwrap();
+            format!("a bit flip near the end of log/db (at {at})")
+        }
+    };
+    what
+}
+
+/// The campaign: every trial either reads the whole state (the damage hit nothing in use:
+/// `state list` as before, `plan` says "No changes.") or fails with a clear error (no panic)
+/// — never a shorter state. `state recover` then goes on, or says clearly why it cannot.
+#[test]
+fn a_damage_campaign_on_sled_never_yields_a_shorter_state_without_an_error() {
+    let dir = project(&[("main.tf", &ten_things())]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"]);
+    // A second run, so the log holds more than one.
+    std::fs::write(
+        d.join("main.tf"),
+        ten_things().replace("name = \"t3\"", "name = \"t3\"\n  value = \"v\""),
+    )
+    .unwrap();
+    ok(d, &["apply", "-auto-approve"]);
+    let listed = ok(d, &["state", "list"]);
+    assert_eq!(instances(&listed), 10, "{listed}");
+    let verified = ok(d, &["state", "verify"]);
+    assert!(verified.contains("The state log is intact"), "{verified}");
+    let pristine = tempfile::tempdir().unwrap();
+    copy_tree(&d.join(".cairn"), pristine.path());
+    let trials = 48;
+    let (mut detected, mut harmless, mut recovered) = (0, 0, 0);
+    let mut silent = Vec::new();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for trial in 0..trials {
+        std::fs::remove_dir_all(d.join(".cairn")).unwrap();
+        copy_tree(pristine.path(), &d.join(".cairn"));
+        let what = damage(&d.join(".cairn"), trial, &mut rng);
+        let (code, out, err) = cairn(d, &["state", "list"]);
+        eprintln!(
+            "trial {trial}: {what}: exit {code}, {} instance(s) {}",
+            instances(&out),
+            err.lines().find(|l| l.contains("damaged")).unwrap_or("")
+        );
+        assert_ne!(code, 101, "trial {trial} ({what}): a panic\n{err}");
+        assert!(!err.contains("panicked"), "trial {trial} ({what}):\n{err}");
+        if code == 0 {
+            if out != listed {
+                silent.push(format!(
+                    "trial {trial} ({what}): state list shows {} of 10 with exit 0",
+                    instances(&out)
+                ));
+                continue;
+            }
+            let (code, out, err) = cairn(d, &["plan", "-detailed-exitcode"]);
+            if code != 0 {
+                assert_ne!(code, 101, "trial {trial} ({what}): a panic\n{err}");
+                assert!(
+                    code == 1 && !out.contains("will be created"),
+                    "trial {trial} ({what}): plan with exit {code}\n{out}\n{err}"
+                );
+                detected += 1;
+            } else {
+                harmless += 1;
+            }
+            continue;
+        }
+        assert_eq!(code, 1, "trial {trial} ({what})\n{err}");
+        // The error says what is wrong and what to do, in Cairn's words, not sled's.
+        assert!(
+            !err.contains("backtrace"),
+            "trial {trial} ({what}): sled's raw text\n{err}"
+        );
+        assert!(
+            err.contains("damaged") || err.contains("corrupt"),
+            "trial {trial} ({what}): {err}"
+        );
+        detected += 1;
+        // Nothing is written to a damaged state.
+        let (code, out, err) = cairn(d, &["apply", "-auto-approve"]);
+        assert_eq!(
+            code, 1,
+            "trial {trial} ({what}): apply on a damaged state\n{out}\n{err}"
+        );
+        assert!(
+            !out.contains("Creation complete"),
+            "trial {trial} ({what}):\n{out}"
+        );
+        let (code, out, err) = cairn(d, &["state", "recover"]);
+        assert_ne!(code, 101, "trial {trial} ({what}): recover panicked\n{err}");
+        if code == 0 {
+            assert!(out.contains("Recovered the state"), "{out}");
+            let backup = std::fs::read_dir(d.join(".cairn"))
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().starts_with("damaged-"));
+            assert!(
+                backup,
+                "trial {trial} ({what}): no copy of the damaged store"
+            );
+            ok(d, &["state", "verify"]);
+            let history = ok(d, &["history"]);
+            assert!(history.contains("state recover"), "{history}");
+            recovered += 1;
+        } else {
+            assert_eq!(code, 1, "trial {trial} ({what}): recover\n{out}\n{err}");
+        }
+    }
+    eprintln!(
+        "damage campaign: {trials} trials, {detected} detected, {harmless} harmless, \
+         {recovered} recovered, {} silent",
+        silent.len()
+    );
+    assert!(
+        silent.is_empty(),
+        "history lost without a word:\n{}",
+        silent.join("\n")
+    );
+}
+
+/// A log that reads shorter than its head (the newest records gone, as sled's recovery drops
+/// them) is an error naming the events lost, the runs and the resources they held; `state
+/// recover` keeps a copy, records the recovery as a run and lists the objects to import.
+#[test]
+fn a_log_shorter_than_its_head_is_an_error_and_recover_goes_on() {
+    let dir = project(&[("main.tf", &ten_things())]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"]);
+    let head_after_first = std::fs::read(d.join(".cairn/log-head")).unwrap();
+    let first = tempfile::tempdir().unwrap();
+    copy_tree(&d.join(".cairn/log"), first.path());
+    std::fs::write(
+        d.join("main.tf"),
+        format!(
+            "{}resource \"sim_thing\" \"extra\" {{\n  name = \"extra\"\n}}\n",
+            ten_things()
+        ),
+    )
+    .unwrap();
+    ok(d, &["apply", "-auto-approve"]);
+    // The database as after the first apply, the head as after the second: the second run's
+    // events are lost.
+    let head = std::fs::read(d.join(".cairn/log-head")).unwrap();
+    assert_ne!(head, head_after_first);
+    std::fs::remove_dir_all(d.join(".cairn/log")).unwrap();
+    copy_tree(first.path(), &d.join(".cairn/log"));
+    std::fs::remove_dir_all(d.join(".cairn/checkpoints")).ok();
+    for args in [&["state", "list"][..], &["plan"], &["state", "verify"]] {
+        let (code, out, err) = cairn(d, args);
+        assert_eq!(code, 1, "{args:?}\n{out}\n{err}");
+        assert!(err.contains("is damaged from event"), "{err}");
+        assert!(err.contains("are lost"), "{err}");
+        assert!(err.contains("cairn state recover"), "{err}");
+        assert!(!out.contains("will be created"), "{out}");
+    }
+    let out = ok(d, &["state", "recover"]);
+    assert!(out.contains("Recovered the state"), "{out}");
+    assert!(out.contains("damaged-"), "{out}");
+    ok(d, &["state", "verify"]);
+    let listed = ok(d, &["state", "list"]);
+    assert_eq!(instances(&listed), 10, "{listed}");
+    let log = ok(d, &["history", "-json"]);
+    assert!(log.contains("\"state recover\""), "{log}");
+    // The recovery is a run of its own, with what it found, in the log.
+    let events = ok(d, &["log"]);
+    assert!(events.contains("State recovered from damage"), "{events}");
+}
+
+/// A changed record (its bytes rewritten in place, as a bad copy does) breaks the chain: the
+/// error names the record, whatever the encoding still decodes to.
+#[test]
+fn state_verify_checks_the_whole_chain() {
+    let dir = project(&[("main.tf", &ten_things())]);
+    let d = dir.path();
+    ok(d, &["apply", "-auto-approve"]);
+    ok(d, &["apply", "-auto-approve"]);
+    let out = ok(d, &["state", "verify"]);
+    assert!(out.contains("events checked"), "{out}");
+    // No state: nothing to verify.
+    let empty = tempfile::tempdir().unwrap();
+    let out = ok(empty.path(), &["state", "verify"]);
+    assert!(out.contains("nothing to verify"), "{out}");
+    // An undamaged state has nothing to recover.
+    let (code, _, err) = cairn(d, &["state", "recover"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nothing to recover"), "{err}");
+}
+
+/// Issue 30's small things users see: `validate` finds an attribute the resource type does
+/// not have (as Terraform's validate does), a wrong-typed argument is wrong-typed and not
+/// also missing, and `history`/`log` show the system's user name and the command once.
+#[test]
+fn validate_types_references_and_history_names_the_user_and_the_command_once() {
+    let dir = project(&[(
+        "main.tf",
+        "resource \"sim_thing\" \"a\" {\n  name = \"a\"\n}\nresource \"sim_thing\" \"b\" {\n  name  = \"b\"\n  value = sim_thing.a.nope\n}\nresource \"sim_thing\" \"c\" {\n  name = [\"x\"]\n}\n",
+    )]);
+    let d = dir.path();
+    for args in [&["validate"][..], &["plan"]] {
+        let (code, _, err) = cairn(d, args);
+        assert_eq!(code, 1, "{args:?}\n{err}");
+        assert!(err.contains("Unsupported attribute"), "{args:?}\n{err}");
+        assert!(err.contains("\"nope\""), "{args:?}\n{err}");
+        assert!(err.contains("Incorrect attribute value type"), "{err}");
+        assert!(
+            !err.contains("Missing required argument"),
+            "{args:?}\n{err}"
+        );
+    }
+    std::fs::write(d.join("main.tf"), ten_things()).unwrap();
+    ok(d, &["apply", "-auto-approve"]);
+    let history = ok(d, &["history", "-json"]);
+    assert!(!history.contains("\"uid "), "{history}");
+    let log = ok(d, &["log"]);
+    assert!(log.contains("cairn apply -auto-approve"), "{log}");
+    assert!(!log.contains("cairn apply apply"), "{log}");
+    // The user is the system's name for this process's uid (as `id -un` says).
+    let me = Command::new("id").arg("-un").output().unwrap();
+    let me = String::from_utf8_lossy(&me.stdout).trim().to_string();
+    let without_env = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["apply", "-auto-approve"])
+        .current_dir(d)
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env_remove("USERNAME")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(without_env.status.success());
+    let history = ok(d, &["history", "-json"]);
+    let last = history.lines().last().unwrap();
+    assert!(last.contains(&format!("\"user\":\"{me}\"")), "{last}");
+}
