@@ -531,7 +531,7 @@ fn a_writer_that_loses_the_conditional_put_race_fails_cleanly() {
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (mut a, _) = cairn_state::Store::open_s3(&cfg, da.path(), &opts).unwrap();
     // The lock is broken under A (as a mistaken force-unlock would).
-    let holder = cairn_state::s3_store::S3Reader::new(&cfg)
+    let holder = cairn_state::s3_store::S3Reader::new(&cfg, None)
         .unwrap()
         .holder()
         .unwrap()
