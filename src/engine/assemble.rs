@@ -785,6 +785,7 @@ mod tests {
             module: ModulePath::root(),
             package: package.into(),
             alias: alias.map(String::from),
+            key: None,
         }
     }
 
