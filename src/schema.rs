@@ -25,6 +25,10 @@ pub(crate) struct Attribute {
     /// A change to this attribute replaces the object.
     pub(crate) force_new: bool,
     pub(crate) sensitive: bool,
+    /// Terraform 1.11's write-only attribute: given in the configuration (an ephemeral value
+    /// may go there), sent to the provider at plan and apply, never stored (null in state
+    /// and plan).
+    pub(crate) write_only: bool,
     pub(crate) description: String,
 }
 
@@ -61,6 +65,8 @@ pub struct ProviderSchema {
     pub(crate) provider: Block,
     pub(crate) resources: BTreeMap<String, Block>,
     pub(crate) data_sources: BTreeMap<String, Block>,
+    /// `ephemeral "TYPE" "NAME"` blocks: opened each run, never stored.
+    pub(crate) ephemeral_resources: BTreeMap<String, Block>,
 }
 
 impl ProviderSchema {
@@ -68,6 +74,7 @@ impl ProviderSchema {
         match mode {
             Mode::Managed => self.resources.get(type_),
             Mode::Data => self.data_sources.get(type_),
+            Mode::Ephemeral => self.ephemeral_resources.get(type_),
         }
     }
 }

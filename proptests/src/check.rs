@@ -979,6 +979,7 @@ pub fn replay_equivalent(state_dir: &std::path::Path) -> Check {
         lock_timeout: crate::harness::LOCK_TIMEOUT,
         write: false,
         skip_lock: false,
+        encryption: None,
     };
     let store = match cairn::state::Store::open(state_dir, &o) {
         Ok((store, _)) => store,

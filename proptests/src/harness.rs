@@ -97,6 +97,7 @@ fn state_opts() -> OpenOptions {
         lock_timeout: crate::harness::LOCK_TIMEOUT,
         write: false,
         skip_lock: false,
+        encryption: None,
     }
 }
 
@@ -479,6 +480,7 @@ impl World {
             lock_timeout: crate::harness::LOCK_TIMEOUT,
             write: true,
             skip_lock: false,
+            encryption: None,
         };
         let (mut store, _) = Store::open(&dir, &o).map_err(|e| e.to_string())?;
         for e in events {
@@ -552,6 +554,7 @@ impl World {
             lock_timeout: crate::harness::LOCK_TIMEOUT,
             write: true,
             skip_lock: false,
+            encryption: None,
         };
         if let Ok((mut store, _)) = Store::open(&self.state_dir(), &o) {
             let _ = store.checkpoint();

@@ -204,11 +204,12 @@ fn main() {
     let mut longest = Duration::ZERO;
     loop {
         let t = Instant::now();
-        let batch =
-            match cairn_state::peek_events(&dir, events.len() as u64 + 1, 20_000).expect("peek") {
-                cairn_state::Peek::Events(e, _) => e,
-                cairn_state::Peek::Busy => panic!("the log is held by another process"),
-            };
+        let batch = match cairn_state::peek_events(&dir, events.len() as u64 + 1, 20_000, None)
+            .expect("peek")
+        {
+            cairn_state::Peek::Events(e, _) => e,
+            cairn_state::Peek::Busy => panic!("the log is held by another process"),
+        };
         longest = longest.max(t.elapsed());
         visits += 1;
         let done = batch.len() < 20_000;

@@ -694,6 +694,10 @@ pub struct StateMvArgs {
 pub struct StatePullArgs {
     #[command(flatten)]
     pub at: AtArgs,
+    /// With state encryption configured: write the state in the clear (by default it is
+    /// written encrypted with the state's primary method).
+    #[arg(long)]
+    pub decrypt: bool,
 }
 
 #[derive(Debug, Args)]

@@ -291,6 +291,7 @@ impl<'c> JsonOut<'c> {
         self.str(match r.mode {
             Mode::Managed => "managed",
             Mode::Data => "data",
+            Mode::Ephemeral => "ephemeral",
         });
         self.key(&mut first, "_module");
         self.str(&r.module.to_string());

@@ -537,7 +537,11 @@ pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
                 return Exit::Error;
             };
             if let Some(path) = inv.out_file {
-                if let Err(d) = save_plan(path, &plan) {
+                if let Err(d) = save_plan(
+                    path,
+                    &plan,
+                    crate::engine::api::encryption::plan().as_deref(),
+                ) {
                     emit(ctx, &empty, &d.into(), ui.json.as_ref(), no_color);
                     return Exit::Error;
                 }
@@ -631,7 +635,7 @@ fn apply(
     use super::run_cmds::{approve, objects_to_destroy};
     let no_color = ui.no_color;
     let saved = match inv.plan_file {
-        Some(path) => match load_plan(path) {
+        Some(path) => match load_plan(path, crate::engine::api::encryption::plan().as_deref()) {
             Ok(p) => Some(p),
             Err(d) => {
                 observer.finish();

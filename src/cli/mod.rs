@@ -124,10 +124,43 @@ pub fn main() -> i32 {
             return ctx.fail(d, false).code();
         }
     }
+    if touches_state_or_plans(&parsed.cli.command) {
+        // OpenTofu's `encryption` block (and TF_ENCRYPTION): resolved once, before any
+        // command opens the state or a saved plan.
+        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        if let Err((diags, map)) = crate::engine::api::encryption::prepare(
+            std::path::Path::new("."),
+            &parsed.var_order,
+            &env,
+        ) {
+            ctx.report(&map, &diags, false);
+            return Exit::Error.code();
+        }
+    }
     let code = run(&ctx, parsed).code();
     // No plugin process outlives the command (also after errors).
     crate::provider::plugin::shutdown_all();
     code
+}
+
+/// Whether a command may open the state or a saved plan (and so needs its encryption).
+fn touches_state_or_plans(c: &Command) -> bool {
+    !matches!(
+        c,
+        Command::Workspace(_)
+            | Command::Version(_)
+            | Command::Completions(_)
+            | Command::Fmt(_)
+            | Command::Inspect(_)
+            | Command::Validate(_)
+            | Command::Console(_)
+            | Command::Get(_)
+            | Command::Modules(_)
+            | Command::Metadata(_)
+            | Command::Login(_)
+            | Command::Logout(_)
+            | Command::Test(_)
+    )
 }
 
 /// Runs one parsed command.

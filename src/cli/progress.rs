@@ -20,7 +20,7 @@
 use super::output::{write_to, JsonUi, Sink};
 use crate::addr::{InstanceKey, ResourceInstanceAddr};
 use crate::diag::Diagnostic;
-use crate::engine::observer::{Observer, Progress};
+use crate::engine::observer::{EphemeralStep, Observer, Progress};
 use crate::plan::Action;
 use cairn_state::quote_go;
 use serde_json::{json, Map, Value as J};
@@ -400,6 +400,17 @@ impl HumanShared {
             Progress::ImportComplete { addr, id } => {
                 format!("{}: Import complete [id={id}]", b(&addr))
             }
+            Progress::Ephemeral { addr, step } => match step {
+                EphemeralStep::Opening => format!("{}: Opening...", b(&addr)),
+                EphemeralStep::Opened(t) => {
+                    format!("{}: Opening complete after {}", b(&addr), fmt_elapsed(t))
+                }
+                EphemeralStep::Renewing => format!("{}: Renewing...", b(&addr)),
+                EphemeralStep::Closing => format!("{}: Closing...", b(&addr)),
+                EphemeralStep::Closed(t) => {
+                    format!("{}: Closing complete after {}", b(&addr), fmt_elapsed(t))
+                }
+            },
             Progress::ReadStart { addr } => {
                 lock(&self.tracker).start(&addr, Action::Read);
                 format!("{}: Reading...", b(&addr))
@@ -678,6 +689,35 @@ impl JsonShared {
                 "apply_complete",
                 json!({"resource": resource_json(&addr), "action": "import", "id": id}),
             ),
+            Progress::Ephemeral { addr, step } => {
+                let (message, kind, action, elapsed) = match step {
+                    EphemeralStep::Opening => ("Opening...".to_string(), "start", "open", None),
+                    EphemeralStep::Opened(t) => (
+                        format!("Opening complete after {}", fmt_elapsed(t)),
+                        "complete",
+                        "open",
+                        Some(t),
+                    ),
+                    EphemeralStep::Renewing => ("Renewing...".to_string(), "start", "renew", None),
+                    EphemeralStep::Closing => ("Closing...".to_string(), "start", "close", None),
+                    EphemeralStep::Closed(t) => (
+                        format!("Closing complete after {}", fmt_elapsed(t)),
+                        "complete",
+                        "close",
+                        Some(t),
+                    ),
+                };
+                let mut hook = json!({"resource": resource_json(&addr), "action": action});
+                if let Some(t) = elapsed {
+                    hook["elapsed_seconds"] = json!(t.as_secs());
+                }
+                self.hook(
+                    "info",
+                    format!("{addr}: {message}"),
+                    &format!("ephemeral_op_{kind}"),
+                    hook,
+                );
+            }
             Progress::ReadStart { addr } => {
                 lock(&self.tracker).start(&addr, Action::Read);
                 self.hook(

@@ -188,7 +188,7 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
         width: render_width(ctx.stdout_tty),
     };
     if let Some(path) = &a.plan_file {
-        let plan = match load_plan(path) {
+        let plan = match load_plan(path, crate::engine::api::encryption::plan().as_deref()) {
             Ok(p) => p,
             Err(d) => return ctx.fail(d, a.ui.no_color),
         };
@@ -226,7 +226,7 @@ pub fn graph(ctx: &Context, a: &super::args::GraphArgs, vars: Vec<VarArg>) -> Ex
     use super::args::{GraphFormat, GraphType};
     use crate::engine::api::GraphKind;
     let plan = match &a.plan {
-        Some(path) => match load_plan(path) {
+        Some(path) => match load_plan(path, crate::engine::api::encryption::plan().as_deref()) {
             Ok(p) => Some(p),
             Err(d) => return ctx.fail(d, false),
         },
@@ -300,6 +300,7 @@ fn render_run(instances: &[crate::engine::api::Inspected], out: &mut String) {
         let kind = match r.mode {
             crate::addr::Mode::Managed => "resource",
             crate::addr::Mode::Data => "data",
+            crate::addr::Mode::Ephemeral => "ephemeral",
         };
         let _ = write!(out, "# {}\n{kind} ", i.addr);
         cairn_state::write_quoted(out, &r.type_);

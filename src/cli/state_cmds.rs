@@ -110,7 +110,7 @@ pub(crate) fn state(ctx: &Context, cmd: StateCommand) -> Exit {
         StateCommand::Show(a) => show(ctx, &a.addr, a.at.at, &a.ui),
         StateCommand::Rm(a) => rm(ctx, &a),
         StateCommand::Mv(a) => mv(ctx, &a),
-        StateCommand::Pull(a) => pull(ctx, a.at.at),
+        StateCommand::Pull(a) => pull(ctx, a.at.at, a.decrypt),
         StateCommand::ImportTfstate(a) => import(ctx, &a),
         StateCommand::Check(_) => check(ctx),
         StateCommand::Push(a) => Ok(super::state_replace_cmds::push(ctx, &a)),
@@ -348,7 +348,10 @@ fn mv(ctx: &Context, a: &StateMvArgs) -> Result<Exit, Diagnostic> {
     Ok(Exit::Ok)
 }
 
-fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
+/// With state encryption (and no `-decrypt`), the Terraform state is written sealed with
+/// the state's primary method, in a JSON envelope that keeps only the lineage and serial
+/// readable, as OpenTofu's encrypted state keeps them.
+fn pull(ctx: &Context, at: Option<u64>, decrypt: bool) -> Result<Exit, Diagnostic> {
     let Some(store) = ctx.read_store("state pull")? else {
         return Err(state_read::not_found(&ctx.state_dir));
     };
@@ -358,6 +361,23 @@ fn pull(ctx: &Context, at: Option<u64>) -> Result<Exit, Diagnostic> {
     };
     let doc = crate::engine::api::export_tfstate(&snap, &store.lineage());
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    let enc = crate::engine::api::encryption::state();
+    let text = match enc {
+        Some(e) if !decrypt && !e.writes_plaintext() => {
+            use base64::Engine as _;
+            let sealed = e.seal(text.as_bytes()).map_err(|m| {
+                Diagnostic::error("State encryption", format!("Encrypting the state: {m}."))
+            })?;
+            let env = serde_json::json!({
+                "lineage": store.lineage(),
+                "serial": snap.head,
+                "encrypted_data": base64::engine::general_purpose::STANDARD.encode(sealed),
+                "encryption_version": "cairn-1",
+            });
+            serde_json::to_string_pretty(&env).unwrap_or_default()
+        }
+        _ => text,
+    };
     ctx.out(&format!("{text}\n"));
     Ok(Exit::Ok)
 }
@@ -439,11 +459,12 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
     let outcome = history::run_outcome;
     if a.ui.json {
         let mut out = String::new();
+        let sensitive = sensitive_vars_here();
         for r in &snap.runs {
             let j = json!({
                 "id": r.id,
                 "command": r.command,
-                "args": r.args,
+                "args": crate::config::mask_var_args(&r.args, &sensitive),
                 "user": r.user,
                 "pid": r.pid,
                 "started": time_of(r.started_ms),
@@ -518,6 +539,32 @@ fn table<const N: usize>(head: [&str; N], rows: &[[String; N]]) -> String {
     out
 }
 
+/// The sensitive variables of the configuration in the working directory (none when it does
+/// not load): runs recorded before Cairn masked their values at write time show them masked.
+fn sensitive_vars_here() -> std::collections::BTreeSet<String> {
+    match super::config_cmds::load_config() {
+        (Some(c), _) => c.sensitive_variables(),
+        (None, _) => Default::default(),
+    }
+}
+
+/// `e` with a recorded command line's sensitive `-var` values masked.
+fn mask_run_started<'a>(
+    e: &'a Event,
+    sensitive: &std::collections::BTreeSet<String>,
+) -> std::borrow::Cow<'a, Event> {
+    match &e.body {
+        EventBody::RunStarted { args, .. } if !sensitive.is_empty() => {
+            let mut e = e.clone();
+            if let EventBody::RunStarted { args: a, .. } = &mut e.body {
+                *a = crate::config::mask_var_args(args, sensitive);
+            }
+            std::borrow::Cow::Owned(e)
+        }
+        _ => std::borrow::Cow::Borrowed(e),
+    }
+}
+
 /// The operations `log` has read so far (for the outcome events that name them).
 #[derive(Default)]
 struct Ops(BTreeMap<u64, (ResourceInstanceAddr, OpAction, u64)>);
@@ -567,7 +614,9 @@ pub(crate) fn log(ctx: &Context, a: &LogArgs) -> Exit {
     };
     let mut ops = Ops::default();
     let mut out = String::new();
+    let sensitive = sensitive_vars_here();
     for e in &events {
+        let e = &mask_run_started(e, &sensitive);
         if let EventBody::OperationStarted { addr, action, .. } = &e.body {
             ops.0.insert(e.seq, (addr.clone(), *action, e.run));
         }

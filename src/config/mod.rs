@@ -165,6 +165,17 @@ pub struct Module {
     /// `terraform { backend "pg" { … } }`: where the state lives (root module only; `None`:
     /// the local state directory).
     pub(crate) backend: Option<BackendBlock>,
+    /// `terraform { encryption { … } }` (OpenTofu's state and plan encryption; root module
+    /// only), kept as written: the engine evaluates it early (variables and locals only).
+    pub(crate) encryption: Option<EncryptionBlock>,
+}
+
+/// An `encryption` block: its body as written, in its file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EncryptionBlock {
+    pub(crate) file: FileId,
+    pub(crate) body: hcl_edit::structure::Body,
+    pub(crate) span: Span,
 }
 
 /// A `backend` block Cairn uses: its type and its arguments (constant strings).
@@ -272,6 +283,7 @@ impl Module {
             removed: Vec::new(),
             imports: Vec::new(),
             backend: None,
+            encryption: None,
         }
     }
 
@@ -361,6 +373,9 @@ pub(crate) struct Variable {
     /// The default, already converted to `ty` (with `optional()` defaults applied).
     pub(crate) default: Option<Value>,
     pub(crate) sensitive: bool,
+    /// `ephemeral = true`: its value may come from ephemeral values, is never stored (not
+    /// in a saved plan either) and makes what derives from it ephemeral.
+    pub(crate) ephemeral: bool,
     pub(crate) nullable: bool,
     pub(crate) validations: Vec<Validation>,
     pub(crate) file: FileId,
@@ -531,6 +546,8 @@ pub(crate) enum IgnoreChanges {
 pub struct Output {
     pub value: Expression,
     pub(crate) sensitive: bool,
+    /// `ephemeral = true` (child modules only): the value may derive from ephemeral values.
+    pub(crate) ephemeral: bool,
     pub(crate) depends_on: Vec<DependsOn>,
     /// Checked before the value is evaluated.
     pub(crate) preconditions: Vec<Validation>,
@@ -576,6 +593,7 @@ pub(crate) fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 }
 
 mod decode;
+mod ephemeral;
 pub(crate) mod format;
 mod json_syntax;
 mod load;
@@ -585,6 +603,7 @@ mod references;
 pub(crate) mod spans;
 pub mod test_file;
 mod validate;
+pub(crate) use ephemeral::{check as check_ephemeral, ephemeral_arguments, ephemeral_terms};
 pub use load::{load, load_file, load_lenient, NO_CONFIGURATION_FILES};
 pub(crate) use references::{check_references, scoped_reference};
 pub(crate) use validate::validate;
@@ -593,4 +612,4 @@ pub(crate) use validate::validate;
 mod tests;
 
 mod vars;
-pub(crate) use vars::{input_values, input_values_with, Missing, VarArg};
+pub(crate) use vars::{input_values, input_values_with, mask_var_args, Missing, VarArg};

@@ -213,6 +213,7 @@ fn check_one(m: &Module, r: &Reference, ctx: Ctx) -> Option<Diagnostic> {
                 let addr = match mode {
                     Mode::Managed => format!("{type_}.{name}"),
                     Mode::Data => format!("data.{type_}.{name}"),
+                    Mode::Ephemeral => format!("ephemeral.{type_}.{name}"),
                 };
                 return Some(Diagnostic::error(
                     "Self-referential block",
@@ -236,6 +237,7 @@ fn check_one(m: &Module, r: &Reference, ctx: Ctx) -> Option<Diagnostic> {
             let what = match mode {
                 Mode::Managed => "managed resource",
                 Mode::Data => "data resource",
+                Mode::Ephemeral => "ephemeral resource",
             };
             Some(Diagnostic::error(
                 "Reference to undeclared resource",

@@ -25,6 +25,7 @@ pub(crate) fn validate<'a>(
     schema: &dyn Fn(Mode, &str) -> Option<&'a Block>,
 ) -> Diagnostics {
     let mut diags = check_references(config);
+    diags.extend(super::check_ephemeral(config, schema));
     for m in config.modules() {
         validate_module(config, m, schema, &mut diags);
     }

@@ -563,3 +563,104 @@ impl Scope for VarScope<'_> {
         self.root_dir
     }
 }
+
+/// What a sensitive variable's value is replaced with where a command line is recorded or
+/// shown (the event log's run records, `history`, `cairn ui`).
+pub(crate) const MASKED_VALUE: &str = "(sensitive value)";
+
+impl Config {
+    /// The names of the root module's variables declared `sensitive = true`.
+    pub(crate) fn sensitive_variables(&self) -> std::collections::BTreeSet<String> {
+        self.root
+            .variables
+            .values()
+            .filter(|v| v.sensitive)
+            .map(|v| v.name.clone())
+            .collect()
+    }
+}
+
+/// `args` with the value of every `-var NAME=VALUE` (`-var=NAME=VALUE`, `--var …`) whose
+/// variable is in `sensitive` replaced by [`MASKED_VALUE`]: a command line is recorded in the
+/// event log and shown by `history` and `cairn ui`, so a secret given on it must not be.
+/// Applied again on what an older log recorded before the mask existed, it is idempotent.
+pub(crate) fn mask_var_args(
+    args: &[String],
+    sensitive: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let mask = |assignment: &str| -> Option<String> {
+        let (name, _) = assignment.split_once('=')?;
+        sensitive
+            .contains(name.trim())
+            .then(|| format!("{name}={MASKED_VALUE}"))
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut next_is_var = false;
+    for a in args {
+        if next_is_var {
+            next_is_var = false;
+            out.push(mask(a).unwrap_or_else(|| a.clone()));
+            continue;
+        }
+        let flag = a.strip_prefix("--").or_else(|| a.strip_prefix('-'));
+        match flag {
+            Some("var") => {
+                next_is_var = true;
+                out.push(a.clone());
+            }
+            Some(f) if f.starts_with("var=") => {
+                let dashes = &a[..a.len() - f.len()];
+                match mask(&f["var=".len()..]) {
+                    Some(m) => out.push(format!("{dashes}var={m}")),
+                    None => out.push(a.clone()),
+                }
+            }
+            _ => out.push(a.clone()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod mask_tests {
+    use super::*;
+
+    #[test]
+    fn sensitive_var_values_are_masked_in_every_spelling() {
+        let sensitive = ["pw".to_string()].into_iter().collect();
+        let args: Vec<String> = [
+            "apply",
+            "-var",
+            "pw=SuperSecret123",
+            "-var=pw=Other=1",
+            "--var",
+            "pw=x",
+            "-var",
+            "region=eu",
+            "-var=name=pw=1",
+            "-var-file=pw.tfvars",
+            "pw=literal",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let masked = mask_var_args(&args, &sensitive);
+        assert_eq!(
+            masked,
+            [
+                "apply",
+                "-var",
+                "pw=(sensitive value)",
+                "-var=pw=(sensitive value)",
+                "--var",
+                "pw=(sensitive value)",
+                "-var",
+                "region=eu",
+                "-var=name=pw=1",
+                "-var-file=pw.tfvars",
+                "pw=literal",
+            ]
+        );
+        assert_eq!(mask_var_args(&masked, &sensitive), masked, "idempotent");
+    }
+}

@@ -39,7 +39,7 @@ use super::timing::{timed, timed_async};
 pub use super::values::{Expansion, Values};
 use super::values::{InstanceScope, Repetition};
 use super::walk::Limits;
-pub use super::{backend, history, state_read, watch, workspaces};
+pub use super::{backend, encryption, history, state_read, watch, workspaces};
 use crate::addr::{ModulePath, ResourceInstanceAddr, Target};
 use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -145,11 +145,10 @@ async fn import_loaded(
 ) -> Report<()> {
     let mut diags = loaded.diags.clone();
     let mut notes = Vec::new();
-    let (session, snapshot) =
-        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
-            Ok(s) => s,
-            Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
-        };
+    let (session, snapshot) = match RunSession::begin(opts, &loaded, &mut notes, &mut diags).await {
+        Ok(s) => s,
+        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+    };
     let mut summary = RunSummary::default();
     if snapshot.current(addr).is_some() {
         diags.push(
@@ -371,13 +370,10 @@ async fn start_loaded(
     let mut diags = loaded.diags.clone();
 
     let mut notes = Vec::new();
-    let (session, snapshot) =
-        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
-            Ok(s) => s,
-            Err(d) => {
-                return ApplyStart::Done(Report::fail(Diagnostics::from(d), Some(loaded.config)))
-            }
-        };
+    let (session, snapshot) = match RunSession::begin(opts, &loaded, &mut notes, &mut diags).await {
+        Ok(s) => s,
+        Err(d) => return ApplyStart::Done(Report::fail(Diagnostics::from(d), Some(loaded.config))),
+    };
     let run = session.run;
 
     let saved_plan = saved.is_some();
@@ -627,11 +623,10 @@ async fn refresh_loaded(
             config: Some(loaded.config),
         };
     }
-    let (session, snapshot) =
-        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
-            Ok(s) => s,
-            Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
-        };
+    let (session, snapshot) = match RunSession::begin(opts, &loaded, &mut notes, &mut diags).await {
+        Ok(s) => s,
+        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+    };
     // `-exclude`: the excluded objects and their dependents are not read.
     let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes);
     let pass = refresh_pass(

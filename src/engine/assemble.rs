@@ -235,12 +235,26 @@ fn empty_plan(
     refreshed_meta: Vec<(ResourceInstanceAddr, cairn_state::ObjectMeta)>,
     refactor: &super::refactor::Refactor,
 ) -> Plan {
+    // Ephemeral variables are never written down: applying the plan asks for them again.
+    let variables: BTreeMap<String, Value> = loaded
+        .inputs
+        .iter()
+        .filter(|(k, _)| {
+            !loaded
+                .config
+                .root
+                .variables
+                .get(*k)
+                .is_some_and(|v| v.ephemeral)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let mut plan = Plan {
         mode,
         base_seq: prior.head,
         workspace: opts.workspace.clone().filter(|w| w != "default"),
         check_findings: Vec::new(),
-        config_hash: config_hash(&loaded.files_hash, &loaded.inputs),
+        config_hash: config_hash(&loaded.files_hash, &variables),
         changes: Vec::new(),
         provider_changes: Vec::new(),
         outputs: Vec::new(),
@@ -248,7 +262,7 @@ fn empty_plan(
         refreshed_meta,
         data_reads: Vec::new(),
         dropped_data: Vec::new(),
-        variables: loaded.inputs.clone(),
+        variables: variables.clone(),
         request: PlanRequest {
             targets: opts.targets.clone(),
             excludes: opts.excludes.clone(),
@@ -334,6 +348,7 @@ async fn plan_walk(
     let phase = Arc::new(phase);
     // Nodes that never ran (on a cycle, or after a failure) were reported by the walk.
     timed_async("plan walk", walk_phase(ctx.clone(), phase.clone())).await;
+    phase.ephemerals.close_all(&ctx).await;
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),
     )));

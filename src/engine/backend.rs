@@ -159,6 +159,7 @@ pub fn configure_backend(
         lock_timeout: req.lock_timeout,
         write,
         skip_lock: false,
+        encryption: crate::engine::encryption::state(),
     };
     let names = workspace::list(root).map_err(|e| state_diag(&e))?;
     let mut with_events = Vec::new();

@@ -1116,6 +1116,33 @@ fn at_expr(file: FileId, e: &Expression) -> Span {
 }
 
 impl Ctx {
+    /// A provider instance's configuration as it may be written down (state, plan): the
+    /// arguments its block sets from ephemeral values null. The provider itself is
+    /// configured with them.
+    pub(crate) fn recordable_provider_config(&self, addr: &ProviderAddr, config: &Value) -> Value {
+        let Some(m) = self.config.module(&addr.module) else {
+            return config.clone();
+        };
+        let Some(b) = m.providers.iter().find(|p| {
+            super::graph::package_of_local(m, &p.name) == addr.package && p.alias == addr.alias
+        }) else {
+            return config.clone();
+        };
+        let names = crate::config::ephemeral_arguments(m, &b.body);
+        match config {
+            Value::Object(attrs) if !names.is_empty() => Value::Object(
+                attrs
+                    .iter()
+                    .map(|(k, v)| match names.contains(k) {
+                        true => (k.clone(), Value::Null(v.type_of())),
+                        false => (k.clone(), v.clone()),
+                    })
+                    .collect(),
+            ),
+            v => v.clone(),
+        }
+    }
+
     /// The configuration recorded in state for a provider instance, if any.
     pub(crate) fn state_provider_config(&self, addr: &ProviderAddr) -> Option<Value> {
         self.state_providers
@@ -1615,7 +1642,10 @@ pub(crate) fn plan_without_provider(schema: &Block, config: &Value) -> Value {
     let mut attrs = config.attributes().cloned().unwrap_or_default();
     for (name, a) in &schema.attributes {
         let current = attrs.get(name);
-        if a.computed && current.is_none_or(Value::is_null) {
+        if a.write_only {
+            // Never planned: its value goes to the provider only.
+            attrs.insert(name.clone(), Value::Null(a.ty.clone()));
+        } else if a.computed && current.is_none_or(Value::is_null) {
             attrs.insert(name.clone(), Value::Unknown(a.ty.clone()));
         } else if current.is_none() {
             attrs.insert(name.clone(), Value::Null(a.ty.clone()));

@@ -200,8 +200,10 @@ pub(super) async fn execute_keeping(
     let phase = Arc::new(ApplyPhase {
         steps,
         outputs: Mutex::new(BTreeMap::new()),
+        ephemerals: Default::default(),
     });
     let outcome = timed_async("apply walk", walk_phase(ctx.clone(), phase.clone())).await;
+    phase.ephemerals.close_all(&ctx).await;
     *walked = Some(ctx.clone());
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),

@@ -36,6 +36,11 @@ pub trait EventContext {
     fn deferred(&self, _run: u64, _addr: &ResourceInstanceAddr) -> bool {
         false
     }
+    /// The root module's sensitive variables, whose `-var` values a recorded command line
+    /// shows masked (runs recorded before Cairn masked them at write time).
+    fn sensitive_vars(&self) -> Option<&std::collections::BTreeSet<String>> {
+        None
+    }
 }
 
 /// One event described.
@@ -206,6 +211,14 @@ pub fn describe(e: &Event, ctx: &dyn EventContext) -> Description {
             user,
             pid,
         } => {
+            let masked;
+            let args = match ctx.sensitive_vars() {
+                Some(s) => {
+                    masked = crate::config::mask_var_args(args, s);
+                    &masked
+                }
+                None => args,
+            };
             let mut c = format!("cairn {command}");
             for a in args {
                 c.push(' ');

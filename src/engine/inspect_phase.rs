@@ -109,7 +109,7 @@ impl Phase for InspectPhase {
             // Only what the configuration wrote is known; the rest is open (`Scope::is_open`).
             _ if inst.schemaless => std::mem::replace(&mut inst.config, Value::null()),
             Mode::Managed => plan_without_provider(&inst.schema, &inst.config),
-            Mode::Data => {
+            Mode::Data | Mode::Ephemeral => {
                 let mut v = plan_without_provider(&inst.schema, &inst.config);
                 // A data source's computed results are only known once it is read.
                 if let (Value::Object(m), Some(_)) = (&mut v, Some(())) {

@@ -228,6 +228,7 @@ pub(crate) fn state_diag(e: &cairn_state::StateError) -> Diagnostic {
             "Error acquiring the state lock"
         }
         StateError::Backend { .. } => "Backend configuration",
+        StateError::Encryption { .. } => "State encryption",
         StateError::Corrupt { .. } | StateError::TooNew { .. } => "The state log cannot be read",
         StateError::TfState { .. } => "Invalid Terraform state file",
         StateError::OutOfRange { .. } => "Invalid -at position",

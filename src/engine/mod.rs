@@ -60,6 +60,8 @@ pub mod backend;
 pub(crate) mod core;
 pub(crate) mod deferral;
 pub(crate) mod edit;
+pub mod encryption;
+pub(crate) mod ephemeral;
 pub(crate) mod exclude;
 pub(crate) mod execute;
 pub(crate) mod graph;

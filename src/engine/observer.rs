@@ -41,6 +41,11 @@ pub enum Progress {
         addr: ResourceInstanceAddr,
         id: String,
     },
+    /// An ephemeral resource instance is opened, renewed or closed (at plan or apply).
+    Ephemeral {
+        addr: ResourceInstanceAddr,
+        step: EphemeralStep,
+    },
     /// A data source read started / finished (at plan or apply).
     ReadStart { addr: ResourceInstanceAddr },
     ReadDone {
@@ -113,4 +118,15 @@ pub struct Silent;
 
 impl Observer for Silent {
     fn event(&self, _: Progress) {}
+}
+
+/// What happens to an ephemeral resource instance (`Progress::Ephemeral`): Terraform's
+/// "Opening...", "Opening complete after 0s", "Renewing...", "Closing...", "Closing complete".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EphemeralStep {
+    Opening,
+    Opened(Duration),
+    Renewing,
+    Closing,
+    Closed(Duration),
 }

@@ -74,6 +74,8 @@ pub(crate) struct PlanPhase {
     /// `import` blocks' targets (see `imports.rs`).
     pub imports: super::imports::Imports,
     pub out: Mutex<PlanOut>,
+    /// The ephemeral resources this walk opened, closed after it.
+    pub ephemerals: super::ephemeral::Ephemerals,
 }
 
 impl PlanPhase {
@@ -89,6 +91,7 @@ impl PlanPhase {
             never_applied: false,
             imports: Default::default(),
             out: Mutex::new(PlanOut::default()),
+            ephemerals: Default::default(),
         }
     }
 
@@ -364,7 +367,7 @@ impl PlanPhase {
             .map_err(|e| provider_failure(ctx, &inst.addr, "plan", &e))?;
         planned.planned = carry_marks(config, planned.planned);
         report_warnings(ctx, &inst.addr, &planned.warnings);
-        if let Some(path) = kept_config_violation(config, &planned.planned) {
+        if let Some(path) = kept_config_violation(config, &planned.planned, &inst.schema) {
             return Err(Diagnostic::error(
                 "Provider produced invalid plan",
                 format!("Provider {} planned a value for {}.{path} that differs from its configuration. This is a bug in the provider: a plan must keep every configured value.", inst.provider.package, inst.addr),
@@ -661,6 +664,8 @@ impl Phase for PlanPhase {
         let in_state = ctx.state_providers.get(addr);
         let old = in_state.map(|p| Value::from_stored(&p.config));
         let unknown = config.unknown_paths();
+        // What the plan and state may keep: no ephemeral argument.
+        let recorded = ctx.recordable_provider_config(addr, &config);
         let mut slot = ProviderSlot {
             addr: addr.clone(),
             package: addr.package.clone(),
@@ -681,7 +686,7 @@ impl Phase for PlanPhase {
             slot.state = ProviderState::Configured(configured);
             match &old {
                 None => Action::Create,
-                Some(old) => match package.diff_config(old, &config) {
+                Some(old) => match package.diff_config(old, &recorded) {
                     ConfigDiff::NoChange => Action::NoOp,
                     ConfigDiff::Update => Action::Update,
                     ConfigDiff::Replace(_) => {
@@ -704,7 +709,7 @@ impl Phase for PlanPhase {
                     addr: addr.clone(),
                     action,
                     before: old,
-                    after: Some(config),
+                    after: Some(recorded),
                     is_default,
                 },
             );
@@ -716,6 +721,7 @@ impl Phase for PlanPhase {
         match inst.key.mode {
             Mode::Managed => self.plan_managed(ctx, inst).await,
             Mode::Data => self.plan_data(ctx, inst).await,
+            Mode::Ephemeral => self.ephemerals.open(ctx, inst).await,
         }
     }
 
@@ -913,12 +919,18 @@ fn same_provider_config(ctx: &Ctx, old: &ProviderAddr, slot: &ProviderSlot) -> b
     p.diff_config(&Value::from_stored(&old_inst.config), &slot.config) == ConfigDiff::NoChange
 }
 
-/// A plan must keep every known, non-null configured value.
-fn kept_config_violation(config: &Value, planned: &Value) -> Option<String> {
+/// A plan must keep every known, non-null configured value (but a write-only one, which is
+/// never planned).
+fn kept_config_violation(
+    config: &Value,
+    planned: &Value,
+    schema: &crate::schema::Block,
+) -> Option<String> {
     let cfg = config.attributes()?;
+    let write_only = |k: &str| schema.attributes.get(k).is_some_and(|a| a.write_only);
     let known: BTreeMap<String, Value> = cfg
         .iter()
-        .filter(|(_, v)| !v.is_null())
+        .filter(|(k, v)| !v.is_null() && !write_only(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     contradiction(&Value::Object(known), planned)

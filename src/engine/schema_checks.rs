@@ -82,6 +82,7 @@ pub(crate) fn check_types(
             let what = match r.mode {
                 crate::addr::Mode::Managed => "resource type",
                 crate::addr::Mode::Data => "data source",
+                crate::addr::Mode::Ephemeral => "ephemeral resource type",
             };
             let d = match providers.get(package) {
                 None if absent_is_error => Diagnostic::error(
@@ -102,6 +103,7 @@ pub(crate) fn check_types(
                     let names = match r.mode {
                         crate::addr::Mode::Managed => schema.resources.keys(),
                         crate::addr::Mode::Data => schema.data_sources.keys(),
+                        crate::addr::Mode::Ephemeral => schema.ephemeral_resources.keys(),
                     };
                     Diagnostic::error(
                         format!("Invalid {what}"),

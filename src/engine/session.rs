@@ -16,10 +16,10 @@ use cairn_state::{EventBody, OpenOptions, RunOutcome, RunSummary, Snapshot, Stat
 
 use super::journal::state_error;
 use super::journal::Journal;
-use super::providers::Registry;
 use super::recover::recover;
 use super::request::Options;
-use crate::config::{Config, ResourceKey};
+use super::source::Loaded;
+use crate::config::{mask_var_args, Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 
 /// One open, recorded run (see the module's documentation).
@@ -44,6 +44,7 @@ impl RunSession {
             lock_timeout,
             write: true,
             skip_lock: !lock,
+            encryption: crate::engine::encryption::state(),
         };
         Store::open(state_dir, &o)
     }
@@ -65,17 +66,20 @@ impl RunSession {
     /// Opens the store, begins the run, and resolves pending operations through `registry`
     /// (notes and errors of the recovery go to `notes` and `diags`). Returns the session and
     /// the state as the run starts, after recovery.
+    /// The command line is recorded with the values of sensitive `-var`s masked.
     pub(crate) async fn begin(
         opts: &Options,
-        registry: &Arc<Registry>,
+        loaded: &Loaded,
         notes: &mut Vec<String>,
         diags: &mut Diagnostics,
     ) -> Result<(RunSession, Snapshot), Diagnostic> {
+        let registry = &loaded.registry;
         let (store, warnings) =
             Self::open(&opts.state_dir, &opts.command, opts.lock_timeout, opts.lock)
                 .map_err(state_error)?;
         notes.extend(warnings);
-        let session = Self::start(store, &opts.command, &opts.args).map_err(state_error)?;
+        let args = mask_var_args(&opts.args, &loaded.config.sensitive_variables());
+        let session = Self::start(store, &opts.command, &args).map_err(state_error)?;
         let mut snapshot = session.journal.snapshot();
         tracing::debug!("state open, run begun");
         recover(

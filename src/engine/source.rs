@@ -80,7 +80,12 @@ pub(super) fn load_with(
         false => crate::config::Missing::Error,
     };
     let (inputs, var_diags) = match saved {
-        Some(values) => (values.clone(), changed_variables(opts, &mut config, values)),
+        Some(values) => {
+            let mut diags = changed_variables(opts, &mut config, values);
+            let mut values = values.clone();
+            diags.extend(ephemeral_inputs(opts, &mut config, &mut values));
+            (values, diags)
+        }
         None => timed("input variables", || {
             crate::config::input_values_with(&mut config, &opts.vars, &opts.env, &opts.dir, missing)
         }),
@@ -138,6 +143,19 @@ pub(super) fn load_with(
         let mock = crate::provider::mock::MockProvider::new(&name, real, &config, spec);
         packages.insert(name, Arc::new(mock.without_provider_config()));
     }
+    // Ephemeral values where they may not go (a stored argument, a root output), before
+    // anything is opened or planned.
+    if !lenient {
+        let schema = |mode, type_: &str| {
+            packages
+                .get(crate::addr::package_of(type_))
+                .and_then(|p| p.schema().block(mode, type_))
+        };
+        diags.extend(crate::config::check_ephemeral(&config, &schema));
+        if diags.has_errors() {
+            return Err(Report::fail(diags, Some(config)));
+        }
+    }
     let names: Vec<&str> = packages.keys().map(String::as_str).collect();
     let stack = match stack_config(&opts.dir, &opts.env, &names) {
         Ok(s) => s,
@@ -166,6 +184,7 @@ pub(super) fn open_read(
         lock_timeout: opts.lock_timeout,
         write: false,
         skip_lock: false,
+        encryption: crate::engine::encryption::state(),
     };
     match timed("open state", || Store::open(&opts.state_dir, &o)) {
         Ok((store, warnings)) => {
@@ -341,6 +360,7 @@ pub(super) fn new_ctx(
         values: RwLock::new(Values {
             functions: Some(super::values::Functions(loaded.registry.clone())),
             workspace: opts.workspace.clone(),
+            ephemeral: crate::config::ephemeral_terms(&loaded.config),
             ..Values::new()
         }),
         providers: Mutex::new(BTreeMap::new()),
@@ -377,6 +397,41 @@ pub(super) fn new_ctx(
 
 /// `-var` and `-var-file` beside a saved plan: a variable they set to a value other than the
 /// plan's is an error (the plan applies with its own values), as in Terraform.
+/// A saved plan holds no ephemeral variable (`ephemeral = true`): their values come again
+/// from `-var`, `-var-file`, `TF_VAR_*` or their defaults when it is applied, as Terraform
+/// asks for them again.
+fn ephemeral_inputs(
+    opts: &Options,
+    config: &mut Config,
+    values: &mut BTreeMap<String, Value>,
+) -> Diagnostics {
+    let names: BTreeSet<String> = config
+        .root
+        .variables
+        .values()
+        .filter(|v| v.ephemeral)
+        .map(|v| v.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Diagnostics::new();
+    }
+    let (given, diags) = crate::config::input_values(config, &opts.vars, &opts.env, &opts.dir);
+    let diags: Diagnostics = diags
+        .into_iter()
+        .filter(|d| {
+            // Only the ephemeral variables' own problems: the others come from the plan.
+            d.severity != crate::diag::Severity::Error
+                || names.iter().any(|n| d.detail.contains(&format!("\"{n}\"")))
+        })
+        .collect();
+    for n in &names {
+        if let Some(v) = given.get(n) {
+            values.insert(n.clone(), v.clone());
+        }
+    }
+    diags
+}
+
 pub(super) fn changed_variables(
     opts: &Options,
     config: &mut Config,
@@ -549,7 +604,7 @@ fn reroute_overrides(
         };
         let into = match o.key.mode {
             crate::addr::Mode::Managed => &mut spec.resources,
-            crate::addr::Mode::Data => &mut spec.data,
+            crate::addr::Mode::Data | crate::addr::Mode::Ephemeral => &mut spec.data,
         };
         into.insert(o.key.type_.clone(), o.values.clone());
         out.push((name, original, spec));

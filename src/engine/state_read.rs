@@ -23,6 +23,7 @@ impl StateRead {
             lock_timeout: std::time::Duration::ZERO,
             write: false,
             skip_lock: false,
+            encryption: crate::engine::encryption::state(),
         };
         match Store::open(state_dir, &opts) {
             Ok((store, warnings)) => Ok(Some((StateRead(store), warnings))),

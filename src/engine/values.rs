@@ -183,6 +183,9 @@ pub struct Values {
     pub workspace: Option<String>,
     /// The providers' functions (`provider::NAME::FUNC`): the run's registry.
     pub functions: Option<Functions>,
+    /// Ephemeral terms by static module: `var.NAME`, `local.NAME`, `module.CALL.OUTPUT`
+    /// (`config::ephemeral_terms`); with ephemeral resources, what `ephemeralasnull` nulls.
+    pub ephemeral: std::collections::HashSet<(ModulePath, String)>,
 }
 
 /// The providers' functions, as `Values` holds them.
@@ -389,6 +392,31 @@ impl Scope for InstanceScope<'_> {
     }
     fn root_dir(&self) -> &Path {
         &self.paths.root_dir
+    }
+    fn is_ephemeral(&self, subject: &Subject) -> bool {
+        let term = match subject {
+            Subject::Resource { mode, .. } => return *mode == crate::addr::Mode::Ephemeral,
+            _ if self.values.ephemeral.is_empty() => return false,
+            Subject::Var(n) => format!("var.{n}"),
+            Subject::Local(n) => format!("local.{n}"),
+            Subject::ModuleCall {
+                name,
+                output: Some(o),
+            } => format!("module.{name}.{o}"),
+            Subject::ModuleCall { name, output: None } => {
+                let prefix = format!("module.{name}.");
+                let m = self.module.without_keys();
+                return self
+                    .values
+                    .ephemeral
+                    .iter()
+                    .any(|(p, t)| *p == m && t.starts_with(&prefix));
+            }
+            _ => return false,
+        };
+        self.values
+            .ephemeral
+            .contains(&(self.module.without_keys(), term))
     }
     fn is_open(&self, subject: &Subject) -> bool {
         // Most configurations have no open terms at all: then no key is built.

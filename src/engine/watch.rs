@@ -70,6 +70,7 @@ pub struct LogWatch {
     state_dir: PathBuf,
     source: Option<LogReader>,
     last: Option<Signature>,
+    crypt: Option<std::sync::Arc<cairn_state::crypt::Encryption>>,
 }
 
 fn signature(state_dir: &Path) -> Signature {
@@ -113,7 +114,17 @@ impl LogWatch {
             state_dir: state_dir.to_path_buf(),
             source: None,
             last: None,
+            crypt: None,
         }
+    }
+
+    /// Reads records with the state's encryption (`terraform { encryption }`).
+    pub fn with_encryption(
+        mut self,
+        crypt: Option<std::sync::Arc<cairn_state::crypt::Encryption>>,
+    ) -> LogWatch {
+        self.crypt = crypt;
+        self
     }
 
     /// The store this watcher reads now: `sled` or `postgres`.
@@ -138,7 +149,7 @@ impl LogWatch {
         };
         let mut from = from;
         if stale {
-            match LogReader::open(&self.state_dir) {
+            match LogReader::open(&self.state_dir, self.crypt.clone()) {
                 Ok(r) => {
                     if self.source.is_some() {
                         // Another store: its log is read from the start.
@@ -181,7 +192,7 @@ impl LogWatch {
             look.keep_status = true;
             return;
         }
-        match cairn_state::peek_events(&self.state_dir, from, VISIT_MAX) {
+        match cairn_state::peek_events(&self.state_dir, from, VISIT_MAX, self.crypt.as_deref()) {
             Ok(Peek::Busy) => {
                 look.busy = holder(&self.state_dir).or(Some(Holder::Unknown));
             }

@@ -82,6 +82,7 @@ pub fn create(
         lock_timeout,
         write: true,
         skip_lock: !lock,
+        encryption: crate::engine::encryption::state(),
     };
     Store::open(&dir, &opts)
         .map(drop)
@@ -102,6 +103,7 @@ pub fn tracked(
         lock_timeout,
         write: true,
         skip_lock: !lock,
+        encryption: crate::engine::encryption::state(),
     };
     let (store, _) = Store::open(&dir, &opts).map_err(|e| state_diag(&e))?;
     let tracked = store

@@ -129,6 +129,7 @@ fn describe(s: &Subject) -> String {
         Subject::Resource { mode, type_, name } => match mode {
             crate::addr::Mode::Managed => format!("{type_}.{name}"),
             crate::addr::Mode::Data => format!("data.{type_}.{name}"),
+            crate::addr::Mode::Ephemeral => format!("ephemeral.{type_}.{name}"),
         },
         Subject::CountIndex => "count.index".into(),
         Subject::EachKey => "each.key".into(),
@@ -1284,6 +1285,50 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// `ephemeralasnull(e)`: see `call`.
+    fn ephemeral_as_null(&mut self, e: &Expression) -> R {
+        let ephemeral = |ev: &Self, e: &Expression| {
+            super::refs::value_references(e)
+                .iter()
+                .any(|r| ev.scope.is_ephemeral(&r.subject))
+        };
+        if !ephemeral(self, e) {
+            return self.expr(e);
+        }
+        match e {
+            Expression::Parenthesis(p) => self.ephemeral_as_null(p.inner()),
+            Expression::Object(o) => {
+                let mut out = BTreeMap::new();
+                for (k, v) in o.iter() {
+                    let key = match k {
+                        ObjectKey::Ident(i) => Some(i.as_str().to_string()),
+                        ObjectKey::Expression(k) => self.object_key(k)?,
+                    };
+                    let v = self.ephemeral_as_null(v.expr())?;
+                    match key {
+                        Some(key) => {
+                            out.insert(key, v);
+                        }
+                        // An unknown key: the whole object is unknown.
+                        None => return Ok(Value::unknown()),
+                    }
+                }
+                Ok(Value::Object(out))
+            }
+            Expression::Array(a) => {
+                let mut out = Vec::new();
+                for x in a.iter() {
+                    out.push(self.ephemeral_as_null(x)?);
+                }
+                Ok(Value::Tuple(out))
+            }
+            _ => {
+                let v = self.expr(e)?;
+                Ok(Value::Null(v.type_of()))
+            }
+        }
+    }
+
     fn call(&mut self, f: &FuncCall, span: Option<Range<usize>>) -> R {
         let name = f.name.name.as_str();
         let full_name = f
@@ -1307,6 +1352,12 @@ impl<'a> Evaluator<'a> {
         }
         if builtin && name == "templatestring" {
             return self.templatestring(&args, span);
+        }
+        if builtin && name == "ephemeralasnull" && args.len() == 1 {
+            // Ephemerality is decided from references (`Scope::is_ephemeral`): a value that
+            // refers to an ephemeral term is null of its type; object and tuple
+            // constructors keep their other parts, as Terraform nulls only ephemeral parts.
+            return self.ephemeral_as_null(args[0]);
         }
         // Terraform words an unknown `core::` function (and any other namespace but
         // `provider::`) as a bad namespace.

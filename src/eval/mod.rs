@@ -92,6 +92,12 @@ pub trait Scope {
         let _ = subject;
         false
     }
+    /// True when the subject's value is ephemeral (an ephemeral resource, an ephemeral
+    /// variable or child output, a local derived from one): `ephemeralasnull` nulls it.
+    fn is_ephemeral(&self, subject: &Subject) -> bool {
+        let _ = subject;
+        false
+    }
     /// The providers' functions (`provider::NAME::FUNC`), when this scope has providers;
     /// without them such a call evaluates its arguments and is unknown.
     fn provider_functions(&self) -> Option<&dyn ProviderFunctions> {

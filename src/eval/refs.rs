@@ -106,6 +106,22 @@ pub(crate) fn subject_of(
                     .into(),
             ),
         },
+        "ephemeral" => match (attr(0), attr(1)) {
+            (Some(t), Some(n)) => Ok((
+                Subject::Resource {
+                    mode: Mode::Ephemeral,
+                    type_: t.to_string(),
+                    name: n.to_string(),
+                },
+                2,
+            )),
+            _ => err(
+                "Invalid reference",
+                "A reference to an ephemeral resource must be followed by at least one \
+                 attribute access, specifying the resource name."
+                    .into(),
+            ),
+        },
         "count" => match attr(0) {
             Some("index") => Ok((Subject::CountIndex, 1)),
             other => err(
@@ -180,6 +196,19 @@ pub fn references(expr: &Expression) -> Vec<Reference> {
     let mut w = Walker {
         bound: Vec::new(),
         out: Vec::new(),
+        past_ephemeralasnull: false,
+    };
+    w.expr(expr);
+    w.out
+}
+
+/// The references whose values may reach the result of `expr`: all but those inside
+/// `ephemeralasnull(…)`, whose result is never ephemeral (for the ephemeral-value checks).
+pub(crate) fn value_references(expr: &Expression) -> Vec<Reference> {
+    let mut w = Walker {
+        bound: Vec::new(),
+        out: Vec::new(),
+        past_ephemeralasnull: true,
     };
     w.expr(expr);
     w.out
@@ -191,6 +220,7 @@ pub fn body_references(body: &Body) -> Vec<Reference> {
     let mut w = Walker {
         bound: Vec::new(),
         out: Vec::new(),
+        past_ephemeralasnull: false,
     };
     w.body(body);
     w.out
@@ -262,6 +292,8 @@ struct Walker {
     /// Names bound by enclosing `for` expressions and iterators, innermost last.
     bound: Vec<String>,
     out: Vec<Reference>,
+    /// Leave out what is inside `ephemeralasnull(…)` (`value_references`).
+    past_ephemeralasnull: bool,
 }
 
 impl Walker {
@@ -321,6 +353,9 @@ impl Walker {
                 self.expr(&c.false_expr);
             }
             Expression::FuncCall(f) => {
+                if self.past_ephemeralasnull && f.name.name.as_str() == "ephemeralasnull" {
+                    return;
+                }
                 for a in f.args.iter() {
                     self.expr(a);
                 }

@@ -354,6 +354,7 @@ fn schema() -> crate::schema::Block {
         computed,
         force_new: false,
         sensitive: false,
+        write_only: false,
         description: String::new(),
     };
     let rule = Block {
@@ -697,6 +698,7 @@ fn body_sources_by_path() {
         computed: false,
         force_new: false,
         sensitive: false,
+        write_only: false,
         description: String::new(),
     };
     let rule = Block {

@@ -200,6 +200,7 @@ fn address_fields_in(
         json!(match addr.resource.mode {
             Mode::Managed => "managed",
             Mode::Data => "data",
+            Mode::Ephemeral => "ephemeral",
         }),
     );
     o.insert("type".into(), json!(addr.resource.type_));

@@ -310,6 +310,10 @@ pub struct Plan {
 pub struct BlockShape {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) blocks: BTreeMap<String, NestedShape>,
+    /// The write-only attributes (Terraform 1.11): drawn as `(write-only attribute)`, their
+    /// values being never planned nor stored.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub(crate) write_only: std::collections::BTreeSet<String>,
 }
 
 /// One nested block type: how its blocks nest, and their own nested blocks.
@@ -337,6 +341,12 @@ impl BlockShape {
                     )
                 })
                 .collect(),
+            write_only: block
+                .attributes
+                .iter()
+                .filter(|(_, a)| a.write_only)
+                .map(|(k, _)| k.clone())
+                .collect(),
         }
     }
 
@@ -349,7 +359,8 @@ impl BlockShape {
         types
             .into_iter()
             .filter_map(|(mode, type_)| {
-                let shape = schema(mode, type_).filter(|s| !s.blocks.is_empty())?;
+                let shape = schema(mode, type_)
+                    .filter(|s| !s.blocks.is_empty() || !s.write_only.is_empty())?;
                 Some((BlockShape::key(mode, type_), shape))
             })
             .collect()
@@ -361,6 +372,7 @@ impl BlockShape {
         match mode {
             crate::addr::Mode::Managed => type_.to_string(),
             crate::addr::Mode::Data => format!("data.{type_}"),
+            crate::addr::Mode::Ephemeral => format!("ephemeral.{type_}"),
         }
     }
 }

@@ -180,6 +180,7 @@ pub(crate) fn render_state(
         let kind = match addr.resource.mode {
             Mode::Managed => "resource",
             Mode::Data => "data",
+            Mode::Ephemeral => "ephemeral",
         };
         let head = format!(
             "{kind} {} {}",
@@ -337,15 +338,20 @@ impl Lines {
 }
 
 /// Per-block facts the diff needs: which paths force replacement and which are sensitive.
+#[derive(Clone, Copy)]
 struct Ctx<'a> {
     replace_paths: &'a [String],
     sensitive_paths: &'a [String],
+    /// The resource's write-only attributes and the mark they are drawn with, as
+    /// `(write-only attribute)` (their values are never planned).
+    write_only: Option<(&'a std::collections::BTreeSet<String>, Mark)>,
 }
 
 impl Ctx<'_> {
     const NONE: Ctx<'static> = Ctx {
         replace_paths: &[],
         sensitive_paths: &[],
+        write_only: None,
     };
 }
 
@@ -643,10 +649,16 @@ impl Renderer<'_> {
         path: &str,
         ctx: &Ctx,
     ) -> Lines {
-        let attrs: Vec<(&String, &Value)> = m
+        // Write-only attributes are drawn without a value, as `terraform show` draws them.
+        const NULL: Value = Value::Null(crate::value::Type::Dynamic);
+        let mut attrs: Vec<(&String, &Value)> = m
             .iter()
-            .filter(|(k, e)| !shape.blocks.contains_key(*k) && !e.is_null())
+            .filter(|(k, e)| {
+                !shape.blocks.contains_key(*k) && !e.is_null() && !shape.write_only.contains(*k)
+            })
+            .chain(shape.write_only.iter().map(|k| (k, &NULL)))
             .collect();
+        attrs.sort_by(|a, b| a.0.cmp(b.0));
         let w = attrs
             .iter()
             .map(|(k, _)| key_text(k, false).chars().count())
@@ -660,6 +672,10 @@ impl Renderer<'_> {
                 self.gutter(Mark::NoOp),
                 key_text(k, false)
             );
+            if shape.write_only.contains(*k) {
+                lines.push(format!("{prefix}(write-only attribute)"));
+                continue;
+            }
             self.whole(e, Mark::NoOp, indent + 4, &child_path(path, k), ctx)
                 .write_after(&prefix, &mut lines);
         }
@@ -772,10 +788,17 @@ impl Renderer<'_> {
         ctx: &Ctx,
         show_all: bool,
     ) -> (Mark, Lines) {
-        let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
+        // A resource's own write-only attributes (not those of its nested blocks).
+        let write_only = ctx.write_only.filter(|_| path.is_empty() && !is_map);
+        let is_wo = |k: &str| write_only.is_some_and(|(names, _)| names.contains(k));
+        let mut keys: Vec<&String> = b
+            .keys()
+            .chain(a.keys())
+            .chain(write_only.into_iter().flat_map(|(names, _)| names.iter()))
+            .collect();
         keys.sort();
         keys.dedup();
-        keys.retain(|k| !(nullish(b.get(*k)) && nullish(a.get(*k))));
+        keys.retain(|k| is_wo(k) || !(nullish(b.get(*k)) && nullish(a.get(*k))));
         let w = keys
             .iter()
             .map(|k| key_text(k, is_map).chars().count())
@@ -785,6 +808,21 @@ impl Renderer<'_> {
         let mut hidden = 0;
         let mut changed = false;
         for k in keys {
+            if let Some((_, mark)) = write_only.filter(|_| is_wo(k)) {
+                if mark == Mark::NoOp && !show_all {
+                    hidden += 1;
+                    continue;
+                }
+                changed |= mark != Mark::NoOp;
+                lines.push(format!(
+                    "{}{} {:<w$} = (write-only attribute){}",
+                    Self::pad(indent + 4),
+                    self.c.mark(mark),
+                    key_text(k, is_map),
+                    if mark == Mark::Delete { " -> null" } else { "" }
+                ));
+                continue;
+            }
             let cp = child_path(path, k);
             let ident = !is_map && identifying(k);
             let (mark, body) =
@@ -1139,6 +1177,7 @@ impl Renderer<'_> {
         let kind = match addr.resource.mode {
             Mode::Managed => "resource",
             Mode::Data => "data",
+            Mode::Ephemeral => "ephemeral",
         };
         let head = format!(
             "{} {kind} {} {} ",
@@ -1154,6 +1193,28 @@ impl Renderer<'_> {
             }
         };
         let key = BlockShape::key(addr.resource.mode, &addr.resource.type_);
+        // Write-only attributes are drawn for an object being made (`+ x = (write-only
+        // attribute)`) or deleted (`- x = (write-only attribute) -> null`); in an update or
+        // a replacement they count among the unchanged attributes, as in Terraform's plans.
+        let wo_mark = match action {
+            Action::Create => Some(Mark::Create),
+            Action::Update | Action::CreateThenDelete | Action::DeleteThenCreate => {
+                Some(Mark::NoOp)
+            }
+            Action::Delete => Some(Mark::Delete),
+            _ => None,
+        };
+        let with_wo;
+        let ctx = match (self.shapes.get(&key), wo_mark) {
+            (Some(shape), Some(mark)) if !shape.write_only.is_empty() => {
+                with_wo = Ctx {
+                    write_only: Some((&shape.write_only, mark)),
+                    ..*ctx
+                };
+                &with_wo
+            }
+            _ => ctx,
+        };
         let (_, body) = match self.shapes.get(&key) {
             Some(shape) => {
                 self.block_diff(&attrs(before), &attrs(after), shape, 2, "", ctx, show_all)
@@ -1260,6 +1321,7 @@ impl Renderer<'_> {
         let ctx = Ctx {
             replace_paths: &ch.replace_paths,
             sensitive_paths: &ch.sensitive_attrs,
+            write_only: None,
         };
         let mut lines = self.change_header(ch, prev);
         // A forgotten object is drawn as it is, unchanged.
@@ -1380,6 +1442,7 @@ impl Renderer<'_> {
             let ctx = Ctx {
                 replace_paths: &[],
                 sensitive_paths: &sens,
+                write_only: None,
             };
             let (mark, body) = self.diff(o.before.as_ref(), o.after.as_ref(), 2, "", &ctx, false);
             let mark = match o.action {
@@ -1426,6 +1489,7 @@ impl Renderer<'_> {
             let ctx = Ctx {
                 replace_paths: &[],
                 sensitive_paths: sens,
+                write_only: None,
             };
             let _ = write!(out, "\n{}", self.drift_block(d, &ctx));
         }

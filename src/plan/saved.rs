@@ -3,9 +3,14 @@
 //! A saved plan is JSON: `{"cairn_plan_format": 2, "cairn_version", "plan"}` with the `Plan`
 //! serialized by serde (unknowns included). JSON keeps it inspectable with ordinary tools;
 //! `cairn show -json FILE` gives the Terraform-shaped view.
+//!
+//! With plan encryption (`terraform { encryption { plan { … } } }`), the file is that JSON
+//! sealed with the plan's primary method (see `cairn_state::crypt`): nothing in it is
+//! readable without the key, and a plan file is read only with one of the plan's methods.
 
 use super::Plan;
 use crate::diag::Diagnostic;
+use cairn_state::crypt::Encryption;
 use serde_json::{json, Value as J};
 use std::path::Path;
 
@@ -13,7 +18,8 @@ use std::path::Path;
 pub const PLAN_FORMAT: u64 = 2;
 
 /// Writes a plan for `apply FILE`.
-pub fn save_plan(path: &Path, plan: &Plan) -> Result<(), Diagnostic> {
+/// With `enc`, the file is sealed with its primary method.
+pub fn save_plan(path: &Path, plan: &Plan, enc: Option<&Encryption>) -> Result<(), Diagnostic> {
     let doc = json!({
         "cairn_plan_format": PLAN_FORMAT,
         "cairn_version": env!("CARGO_PKG_VERSION"),
@@ -25,7 +31,16 @@ pub fn save_plan(path: &Path, plan: &Plan) -> Result<(), Diagnostic> {
             format!("Encoding the plan: {e}."),
         )
     })?;
-    std::fs::write(path, text).map_err(|e| {
+    let bytes = match enc {
+        Some(e) => e.seal(text.as_bytes()).map_err(|m| {
+            Diagnostic::error(
+                "Failed to write plan file",
+                format!("Encrypting the plan: {m}."),
+            )
+        })?,
+        None => text.into_bytes(),
+    };
+    std::fs::write(path, bytes).map_err(|e| {
         Diagnostic::error(
             "Failed to write plan file",
             format!("Writing {}: {e}.", path.display()),
@@ -34,15 +49,20 @@ pub fn save_plan(path: &Path, plan: &Plan) -> Result<(), Diagnostic> {
 }
 
 /// Reads a plan saved by `plan -out=FILE`.
-pub fn load_plan(path: &Path) -> Result<Plan, Diagnostic> {
+/// With `enc`, a sealed file is opened with its methods (an unencrypted one is read only
+/// when they include `unencrypted`); without, a sealed file is an error naming its key.
+pub fn load_plan(path: &Path, enc: Option<&Encryption>) -> Result<Plan, Diagnostic> {
     let bad = |why: String| {
         Diagnostic::error(
             "Failed to read plan file",
             format!("{} {why}", path.display()),
         )
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot be read: {e}.")))?;
-    let doc: J = serde_json::from_str(&text).map_err(|_| {
+    let bytes = std::fs::read(path).map_err(|e| bad(format!("cannot be read: {e}.")))?;
+    let what = format!("the plan file {}", path.display());
+    let opened = cairn_state::crypt::open_with(enc, &what, &bytes)
+        .map_err(|m| Diagnostic::error("Failed to decrypt plan file", format!("{m}.")))?;
+    let doc: J = serde_json::from_slice(&opened).map_err(|_| {
         bad(
             "is not a Cairn plan file (it is not JSON). Save a plan with `cairn plan -out=FILE`."
                 .into(),
@@ -118,10 +138,10 @@ mod tests {
             ("id", crate::value::Value::unknown()),
             ("n", crate::value::Value::int(3)),
         ]));
-        save_plan(&path, &plan).unwrap();
-        assert_eq!(load_plan(&path).unwrap(), plan);
+        save_plan(&path, &plan, None).unwrap();
+        assert_eq!(load_plan(&path, None).unwrap(), plan);
         std::fs::write(&path, r#"{"cairn_plan_format": 99}"#).unwrap();
-        let d = load_plan(&path).unwrap_err();
+        let d = load_plan(&path, None).unwrap_err();
         assert!(d.detail.contains("has plan format 99"), "{}", d.detail);
     }
 }

@@ -924,6 +924,7 @@ fn recorded_changes_draw_nested_blocks_and_moves() {
                 },
             )]
             .into(),
+            write_only: Default::default(),
         },
     );
     let record = super::record::plan_record(&p, false, "h");

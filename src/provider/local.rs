@@ -151,6 +151,7 @@ impl LocalProvider {
             provider: Default::default(),
             resources: pick(Mode::Managed),
             data_sources: pick(Mode::Data),
+            ephemeral_resources: Default::default(),
         };
         LocalProvider {
             host,

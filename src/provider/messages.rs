@@ -43,6 +43,24 @@ pub struct Applied {
     pub(crate) warnings: Vec<ProviderDiag>,
 }
 
+/// An ephemeral resource the provider opened (`Configured::open_ephemeral`): its result,
+/// which is never stored, when to renew it, and what the provider keeps for its renewal and
+/// its closing (private bytes, which Cairn never stores either).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Opened {
+    pub(crate) result: Value,
+    pub(crate) renew_at: Option<std::time::SystemTime>,
+    pub(crate) private: Option<Vec<u8>>,
+    pub(crate) warnings: Vec<ProviderDiag>,
+}
+
+/// What a renewal answered: the next renewal time and the new private bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Renewed {
+    pub(crate) renew_at: Option<std::time::SystemTime>,
+    pub(crate) private: Option<Vec<u8>>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum ApplyRequest {
     Create {

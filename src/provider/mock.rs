@@ -252,6 +252,7 @@ pub(crate) fn schema_from_config(
             let blocks = match r.mode {
                 Mode::Managed => &mut schema.resources,
                 Mode::Data => &mut schema.data_sources,
+                Mode::Ephemeral => &mut schema.ephemeral_resources,
             };
             let b = blocks.entry(r.type_.clone()).or_default();
             merge_body(b, &r.body);
@@ -286,6 +287,7 @@ fn any_attr(computed: bool) -> Attribute {
         computed,
         force_new: false,
         sensitive: false,
+        write_only: false,
         description: String::new(),
     }
 }

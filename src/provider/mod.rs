@@ -159,6 +159,33 @@ pub trait Configured: Send + Sync {
             "the provider has no data source type \"{type_}\""
         )))
     }
+    /// Opens an ephemeral resource with a wholly known configuration (plan and apply, each
+    /// run). The default is for a provider without ephemeral resources.
+    async fn open_ephemeral(&self, type_: &str, config: &Value) -> ProviderResult<Opened> {
+        let _ = config;
+        Err(ProviderError(format!(
+            "the provider has no ephemeral resource type \"{type_}\""
+        )))
+    }
+    /// Renews an opened ephemeral resource when its `renew_at` has come. The default (a
+    /// resource that needs no renewal) asks for none again.
+    async fn renew_ephemeral(
+        &self,
+        type_: &str,
+        private: Option<Vec<u8>>,
+    ) -> ProviderResult<Renewed> {
+        let _ = (type_, private);
+        Ok(Renewed {
+            renew_at: None,
+            private: None,
+        })
+    }
+    /// Closes an opened ephemeral resource at the end of the run. The default has nothing
+    /// to release.
+    async fn close_ephemeral(&self, type_: &str, private: Option<Vec<u8>>) -> ProviderResult<()> {
+        let _ = (type_, private);
+        Ok(())
+    }
     /// The object a create made under `token`, if the provider can tell. The default is for
     /// objects that exist only in state (an interrupted create left nothing to adopt).
     async fn find_by_token(&self, type_: &str, token: &str) -> ProviderResult<Option<Value>> {

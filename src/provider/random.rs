@@ -51,7 +51,8 @@
 use super::host::Host;
 use super::schema_util::{self, get_bool, get_i64, get_str, int_in_range, TypeSchema};
 use super::{
-    ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
+    ApplyRequest, ApplyResponse, Configured, Opened, Planned, Provider, ProviderError,
+    ProviderResult,
 };
 use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -87,6 +88,70 @@ pub(crate) struct RandomProvider {
     host: Host,
     schema: ProviderSchema,
     types: Arc<BTreeMap<&'static str, TypeSchema>>,
+    /// `ephemeral "random_password"` (hashicorp/random 3.7).
+    ephemeral: Arc<TypeSchema>,
+}
+
+/// The schema of `ephemeral "random_password"`, as hashicorp/random 3.7's: the managed
+/// resource's character arguments without `keepers`, `number` or `id`.
+fn ephemeral_password_schema() -> TypeSchema {
+    let mut s = TypeSchema::new("A random password, generated each run and never stored.")
+        .required("length", Type::Number, "Number of characters.");
+    for (name, desc) in [
+        ("special", "Include special characters."),
+        ("upper", "Include uppercase letters."),
+        ("lower", "Include lowercase letters."),
+        ("numeric", "Include digits."),
+    ] {
+        s = s
+            .optional_computed(name, Type::Bool, desc)
+            .default(Value::Bool(true));
+    }
+    for (name, desc) in [
+        ("min_special", "Minimum number of special characters."),
+        ("min_upper", "Minimum number of uppercase letters."),
+        ("min_lower", "Minimum number of lowercase letters."),
+        ("min_numeric", "Minimum number of digits."),
+    ] {
+        s = s
+            .optional_computed(name, Type::Number, desc)
+            .default(Value::int(0));
+    }
+    s.optional(
+        "override_special",
+        Type::String,
+        "The special characters to use instead of the default ones.",
+    )
+    .computed("result", Type::String, "The generated password.")
+    .sensitive()
+    .computed(
+        "bcrypt_hash",
+        Type::String,
+        "The bcrypt hash of the result (cost 10).",
+    )
+    .sensitive()
+}
+
+/// `length` and the minimums of `random_string`, `random_password` and the ephemeral
+/// `random_password`.
+fn check_lengths(c: &BTreeMap<String, Value>, diags: &mut Diagnostics) {
+    diags.extend(int_in_range(c, "length", 1, None));
+    let mins = ["min_upper", "min_lower", "min_numeric", "min_special"];
+    for m in mins {
+        diags.extend(int_in_range(c, m, 0, None));
+    }
+    let sum: Option<i64> = mins.iter().map(|m| get_i64(c, m)).sum();
+    if let (Some(len), Some(sum)) = (get_i64(c, "length"), sum) {
+        if len < sum {
+            diags.push(Diagnostic::error(
+                "Invalid attribute value",
+                format!(
+                    "Argument \"length\" ({len}) must be at least min_upper + \
+                     min_lower + min_numeric + min_special ({sum})."
+                ),
+            ));
+        }
+    }
 }
 
 fn keepers(s: TypeSchema) -> TypeSchema {
@@ -241,17 +306,20 @@ impl RandomProvider {
             (BYTES, bytes),
         ]
         .into();
+        let ephemeral = ephemeral_password_schema();
         let schema = ProviderSchema {
             resources: types
                 .iter()
                 .map(|(t, s)| (t.to_string(), s.block.clone()))
                 .collect(),
+            ephemeral_resources: [(PASSWORD.to_string(), ephemeral.block.clone())].into(),
             ..ProviderSchema::default()
         };
         RandomProvider {
             host,
             schema,
             types: Arc::new(types),
+            ephemeral: Arc::new(ephemeral),
         }
     }
 }
@@ -265,6 +333,13 @@ impl Provider for RandomProvider {
         &self.schema
     }
     fn validate(&self, mode: Mode, type_: &str, config: &Value) -> Diagnostics {
+        if mode == Mode::Ephemeral && type_ == PASSWORD {
+            let mut diags = self.ephemeral.check(config);
+            if let Ok(c) = self.ephemeral.conform(config) {
+                check_lengths(&c, &mut diags);
+            }
+            return diags;
+        }
         let Some(schema) = self.types.get(type_).filter(|_| mode == Mode::Managed) else {
             return schema_util::unsupported_type(PACKAGE, type_);
         };
@@ -293,25 +368,7 @@ impl Provider for RandomProvider {
                     }
                 }
             }
-            _ => {
-                diags.extend(int_in_range(&c, "length", 1, None));
-                let mins = ["min_upper", "min_lower", "min_numeric", "min_special"];
-                for m in mins {
-                    diags.extend(int_in_range(&c, m, 0, None));
-                }
-                let sum: Option<i64> = mins.iter().map(|m| get_i64(&c, m)).sum();
-                if let (Some(len), Some(sum)) = (get_i64(&c, "length"), sum) {
-                    if len < sum {
-                        diags.push(Diagnostic::error(
-                            "Invalid attribute value",
-                            format!(
-                                "Argument \"length\" ({len}) must be at least min_upper + \
-                                 min_lower + min_numeric + min_special ({sum})."
-                            ),
-                        ));
-                    }
-                }
-            }
+            _ => check_lengths(&c, &mut diags),
         }
         diags
     }
@@ -319,6 +376,7 @@ impl Provider for RandomProvider {
         Ok(Arc::new(RandomInstance {
             host: self.host.clone(),
             types: self.types.clone(),
+            ephemeral: self.ephemeral.clone(),
         }))
     }
 }
@@ -326,6 +384,17 @@ impl Provider for RandomProvider {
 struct RandomInstance {
     host: Host,
     types: Arc<BTreeMap<&'static str, TypeSchema>>,
+    ephemeral: Arc<TypeSchema>,
+}
+
+/// `random_password`'s bcrypt hash: cost 10, bcrypt.DefaultCost, as hashicorp/random; the
+/// salt comes from the same generator, so CAIRN_RANDOM_SEED makes the hash reproducible.
+fn bcrypt_hash(rng: &mut impl Rng, s: &str) -> ProviderResult<String> {
+    let mut salt = [0u8; 16];
+    rng.fill_bytes(&mut salt);
+    Ok(bcrypt::hash_with_salt(s, 10, salt)
+        .map_err(|e| ProviderError(format!("random_password: bcrypt: {e}")))?
+        .to_string())
 }
 
 /// Big-endian unsigned bytes as a decimal number.
@@ -546,14 +615,7 @@ impl RandomInstance {
             _ => {
                 let s = random_string(&mut rng, &cc)?;
                 let id = if type_ == PASSWORD {
-                    // Cost 10, bcrypt.DefaultCost, as hashicorp/random; the salt comes from
-                    // the same generator, so CAIRN_RANDOM_SEED makes the hash reproducible.
-                    let mut salt = [0u8; 16];
-                    rng.fill_bytes(&mut salt);
-                    let hash = bcrypt::hash_with_salt(&s, 10, salt)
-                        .map_err(|e| ProviderError(format!("random_password: bcrypt: {e}")))?
-                        .to_string();
-                    set("bcrypt_hash", Value::string(hash));
+                    set("bcrypt_hash", Value::string(bcrypt_hash(&mut rng, &s)?));
                     "none".to_string()
                 } else {
                     s.clone()
@@ -698,6 +760,33 @@ impl RandomInstance {
 
 #[async_trait]
 impl Configured for RandomInstance {
+    /// `ephemeral "random_password"`: a new password each time it is opened (plan and apply
+    /// each open it), never stored; nothing to renew or close.
+    async fn open_ephemeral(&self, type_: &str, config: &Value) -> ProviderResult<Opened> {
+        if type_ != PASSWORD {
+            return Err(schema_util::unknown_type(
+                PACKAGE,
+                "ephemeral resource",
+                type_,
+            ));
+        }
+        let mut c = self.ephemeral.conform(config)?;
+        let mut rng = self
+            .host
+            .rng(|| format!("ephemeral {type_} {}", config.to_json()));
+        let s = random_string(&mut rng, &c)?;
+        c.insert(
+            "bcrypt_hash".into(),
+            Value::string(bcrypt_hash(&mut rng, &s)?),
+        );
+        c.insert("result".into(), Value::string(s));
+        Ok(Opened {
+            result: Value::Object(c),
+            renew_at: None,
+            private: None,
+            warnings: Vec::new(),
+        })
+    }
     fn plan(&self, type_: &str, prior: Option<&Value>, config: &Value) -> ProviderResult<Planned> {
         self.types
             .get(type_)

@@ -60,6 +60,7 @@ impl TypeSchema {
                 computed,
                 force_new: false,
                 sensitive: false,
+                write_only: false,
                 description: description.to_string(),
             },
         );

@@ -128,6 +128,7 @@ impl SimProvider {
             provider: config.block.clone(),
             resources: [(THING.to_string(), thing.block.clone())].into(),
             data_sources: [(LOOKUP.to_string(), lookup.block.clone())].into(),
+            ephemeral_resources: Default::default(),
         };
         SimProvider {
             host,

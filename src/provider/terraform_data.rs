@@ -322,6 +322,7 @@ mod remote {
             lock_timeout: Duration::from_secs(30),
             write: false,
             skip_lock: false,
+            encryption: None,
         };
         let opened = match pg {
             None => Store::open(dir, &opts),

@@ -29,6 +29,9 @@ mod state_cmds;
 /// Issue 28's language additions: provider for_each, what real modules write.
 #[path = "cli_language_28.rs"]
 mod language_28;
+/// Issue 28's ephemeral values: misplaced ones, the built-in ephemeral random_password.
+#[path = "cli_ephemeral.rs"]
+mod ephemeral;
 
 /// Runs `cairn ARGS` in `dir` with `stdin` piped in (so standard input is never a terminal),
 /// colours off by environment, and returns (exit code, stdout, stderr).
@@ -263,6 +266,7 @@ fn open_writer(dir: &Path) -> Store {
         write: true,
         skip_lock: false,
         lock_timeout: std::time::Duration::from_secs(10),
+        encryption: None,
     };
     let (mut store, _) = Store::open(&dir.join(".cairn"), &opts).unwrap();
     store.set_clock(test_clock());
@@ -808,7 +812,7 @@ fn show_state_and_saved_plans() {
         (0, "The state is empty. No resources are represented.\n")
     );
     populate(dir.path());
-    cairn::plan::saved::save_plan(&dir.path().join("p.plan"), &sample_plan()).unwrap();
+    cairn::plan::saved::save_plan(&dir.path().join("p.plan"), &sample_plan(), None).unwrap();
     std::fs::write(dir.path().join("junk.plan"), "junk").unwrap();
     let t = transcript(
         dir.path(),

@@ -122,6 +122,7 @@ fn state_summary(state_dir: &Path) -> String {
         lock_timeout: std::time::Duration::from_secs(10),
         write: false,
         skip_lock: false,
+        encryption: None,
     };
     let Ok((store, _)) = Store::open(state_dir, &o) else {
         return "(no state)".into();
@@ -240,6 +241,7 @@ fn crash(
         lock_timeout: std::time::Duration::from_secs(10),
         write: true,
         skip_lock: false,
+        encryption: None,
     };
     let (mut store, _) = Store::open(state_dir, &o).unwrap();
     store.begin_run("apply", &[]).unwrap();
@@ -331,6 +333,7 @@ fn state_check(state_dir: &Path) -> String {
         lock_timeout: std::time::Duration::from_secs(10),
         write: false,
         skip_lock: false,
+        encryption: None,
     };
     let Ok((store, _)) = Store::open(state_dir, &o) else {
         return "(no state)".into();

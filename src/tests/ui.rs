@@ -886,3 +886,105 @@ fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
         );
     }
 }
+
+/// Every file under `dir` (recursively) that holds `needle`.
+fn files_holding(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            found.extend(files_holding(&p, needle));
+        } else if std::fs::read(&p)
+            .unwrap()
+            .windows(needle.len())
+            .any(|w| w == needle)
+        {
+            found.push(p);
+        }
+    }
+    found
+}
+
+/// Issue 32: `apply -var pw=…` with `pw` sensitive records the command line with the value
+/// masked — no byte of the state directory holds it, nor `history -json`, `log`, `log -json`
+/// or any API response of `cairn ui`; a run recorded before the variable was marked sensitive
+/// (as older logs hold) is shown masked too.
+#[test]
+fn a_sensitive_var_given_on_the_command_line_is_never_recorded_or_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    let declare = |sensitive: bool| {
+        std::fs::write(
+            dir.join("pw.tf"),
+            format!("variable \"pw\" {{\n  default   = \"\"\n  sensitive = {sensitive}\n}}\n"),
+        )
+        .unwrap();
+    };
+    declare(true);
+    let secret = "SuperSecret123";
+    let (code, out) = cairn(
+        dir,
+        &["apply", "-auto-approve", "-var", &format!("pw={secret}")],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains(secret), "{out}");
+    let stored = files_holding(&dir.join(".cairn"), secret.as_bytes());
+    assert!(stored.is_empty(), "the secret reached {stored:?}");
+
+    // A second run whose value was recorded in clear (the variable not yet sensitive), then
+    // the variable marked sensitive: everything that shows history masks it.
+    declare(false);
+    let old = "OlderSecret456";
+    let (code, out) = cairn(
+        dir,
+        &["apply", "-auto-approve", &format!("-var=pw={old}")],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(!files_holding(&dir.join(".cairn"), old.as_bytes()).is_empty());
+    declare(true);
+
+    for args in [
+        &["history", "-json"][..],
+        &["history"],
+        &["log"],
+        &["log", "-json"],
+    ] {
+        let (code, out) = cairn(dir, args, &[]);
+        assert_eq!(code, 0, "cairn {args:?}: {out}");
+        assert!(
+            !out.contains(secret) && !out.contains(old),
+            "cairn {args:?} shows a sensitive value:\n{out}"
+        );
+    }
+    let (_, h) = cairn(dir, &["history", "-json"], &[]);
+    assert_eq!(
+        h.matches("pw=(sensitive value)").count(),
+        2,
+        "both runs' -var shown masked: {h}"
+    );
+
+    let ui = start_ui_with(dir, &["ui"], &[]);
+    let timeline = ui.wait_finished(2);
+    let mut pages = vec![
+        "/api/head".to_string(),
+        "/api/timeline".to_string(),
+        "/api/state".to_string(),
+    ];
+    for run in timeline["runs"].as_array().unwrap() {
+        pages.push(format!("/api/run/{}", run["id"]));
+    }
+    let mut masked = 0;
+    for page in &pages {
+        let (status, body) = ui.get(page);
+        assert_eq!(status, 200, "{page}: {body}");
+        assert!(
+            !body.contains(secret) && !body.contains(old),
+            "{page} shows a sensitive value: {body}"
+        );
+        masked += body.matches("pw=(sensitive value)").count();
+    }
+    assert!(masked >= 4, "the runs' command lines are shown, masked");
+}

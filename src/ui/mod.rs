@@ -115,7 +115,8 @@ fn holder_json(h: &Holder) -> J {
 
 /// Follows the log (`engine::api::watch`) into the model until the server is gone.
 fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
-    let mut watch = LogWatch::new(&state_dir);
+    let mut watch =
+        LogWatch::new(&state_dir).with_encryption(crate::engine::api::encryption::state());
     loop {
         let from = shared.model.read().map(|m| m.head() + 1).unwrap_or(1);
         let look = watch.look(from);
@@ -174,8 +175,14 @@ fn token_of(req: &Request) -> Option<String> {
             }
         }
     }
-    if let Some(v) = req.headers().get("x-cairn-token") {
-        return v.to_str().ok().map(str::to_string);
+    // An empty header is no token: the cookie below still counts.
+    if let Some(t) = req
+        .headers()
+        .get("x-cairn-token")
+        .and_then(|v| v.to_str().ok())
+        .filter(|t| !t.is_empty())
+    {
+        return Some(t.to_string());
     }
     for v in req.headers().get_all(header::COOKIE) {
         let Ok(v) = v.to_str() else { continue };
@@ -410,7 +417,10 @@ async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Re
         ));
     };
     let path = s.config_dir.join(&file);
-    let plan = match crate::plan::saved::load_plan(&path) {
+    let plan = match crate::plan::saved::load_plan(
+        &path,
+        crate::engine::api::encryption::plan().as_deref(),
+    ) {
         Ok(p) => p,
         Err(d) => return not_found(format!("{}: {}", d.summary, d.detail)),
     };
@@ -510,7 +520,10 @@ impl Server {
         let files_hash = config.as_ref().map(crate::engine::api::files_hash);
         let mut plans = Vec::new();
         for p in &opts.plans {
-            let plan = crate::plan::saved::load_plan(p)?;
+            let plan = crate::plan::saved::load_plan(
+                p,
+                crate::engine::api::encryption::plan().as_deref(),
+            )?;
             let view = plan::PlanView::of_plan(
                 p.display().to_string(),
                 &plan,

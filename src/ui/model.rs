@@ -163,6 +163,9 @@ pub struct Model {
     /// Where each resource's block is in the configuration (`main.tf:3:1`), when the
     /// configuration could be loaded.
     locations: HashMap<(ModulePath, Mode, String, String), String>,
+    /// The root module's sensitive variables: their `-var` values in a recorded command line
+    /// are masked when shown (runs recorded before Cairn masked them at write time included).
+    sensitive_vars: std::collections::BTreeSet<String>,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -315,6 +318,7 @@ impl Model {
             run_diags: HashMap::new(),
             deferred: HashMap::new(),
             locations: HashMap::new(),
+            sensitive_vars: Default::default(),
             warnings: Vec::new(),
         }
     }
@@ -330,6 +334,7 @@ impl Model {
 
     /// Remembers where each resource block of the configuration is, for error locations.
     pub(crate) fn set_config(&mut self, config: &crate::config::Config) {
+        self.sensitive_vars = config.sensitive_variables();
         for m in config.modules() {
             for (k, r) in &m.resources {
                 self.locations.insert(
@@ -412,6 +417,7 @@ impl Model {
                     provider: cur.provider.addr.clone(),
                 })
             }
+            Mode::Ephemeral => None,
             Mode::Data => {
                 let d = self.fold.data.get(addr)?;
                 Some(Obj {
@@ -492,16 +498,16 @@ impl Model {
         let s = &r.summary;
         // The recorded arguments start with the command's own words (`apply`, `state rm`).
         let words = r.command.split_whitespace().count();
-        let args: Vec<&String> = if r
-            .args
+        let masked = crate::config::mask_var_args(&r.args, &self.sensitive_vars);
+        let args: Vec<&String> = if masked
             .iter()
             .take(words)
             .map(String::as_str)
             .eq(r.command.split_whitespace())
         {
-            r.args.iter().skip(words).collect()
+            masked.iter().skip(words).collect()
         } else {
-            r.args.iter().collect()
+            masked.iter().collect()
         };
         json!({
             "id": r.id,
@@ -1093,6 +1099,9 @@ impl history::EventContext for Model {
     }
     fn deferred(&self, run: u64, addr: &ResourceInstanceAddr) -> bool {
         self.deferral_of(run, addr).is_some()
+    }
+    fn sensitive_vars(&self) -> Option<&std::collections::BTreeSet<String>> {
+        Some(&self.sensitive_vars)
     }
 }
 

@@ -36,6 +36,7 @@ fn opts() -> OpenOptions {
         lock_timeout: Duration::ZERO,
         write: true,
         skip_lock: false,
+        encryption: None,
     }
 }
 

@@ -51,6 +51,7 @@ fn opts(write: bool) -> OpenOptions {
         lock_timeout: Duration::from_secs(30),
         write,
         skip_lock: false,
+        encryption: None,
     }
 }
 

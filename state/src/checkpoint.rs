@@ -67,12 +67,17 @@ const SMALL_MAP: usize = 8;
 /// The checkpoint files of one state directory.
 pub(crate) struct Checkpoints {
     dir: PathBuf,
+    crypt: Crypt,
 }
 
+/// The state's encryption, if any: every part of a checkpoint is sealed with it.
+pub(crate) type Crypt = Option<std::sync::Arc<crate::crypt::Encryption>>;
+
 impl Checkpoints {
-    pub(crate) fn new(state_dir: &Path) -> Checkpoints {
+    pub(crate) fn new(state_dir: &Path, crypt: Crypt) -> Checkpoints {
         Checkpoints {
             dir: state_dir.join("checkpoints"),
+            crypt,
         }
     }
 
@@ -100,7 +105,7 @@ impl Checkpoints {
     /// Reads and decodes the checkpoint at `seq`.
     pub(crate) fn read(&self, seq: u64) -> Result<Snapshot, String> {
         let file = fs::File::open(self.path(seq)).map_err(|e| e.to_string())?;
-        let snapshot = decode_from(&file)?;
+        let snapshot = decode_from(&file, self.crypt.as_deref())?;
         if snapshot.head != seq {
             return Err(format!("it holds the state at {}", snapshot.head));
         }
@@ -120,8 +125,9 @@ impl Checkpoints {
     /// [`Early::take`] finds it still the right one once the lock is held.
     pub(crate) fn read_newest_early(&self) -> std::thread::JoinHandle<Option<Early>> {
         let dir = self.dir.clone();
+        let crypt = self.crypt.clone();
         std::thread::spawn(move || {
-            let c = Checkpoints { dir };
+            let c = Checkpoints { dir, crypt };
             let seq = *c.seqs().last()?;
             let identity = c.identity(seq)?;
             let snapshot = c.read(seq).ok()?;
@@ -136,7 +142,7 @@ impl Checkpoints {
     /// Writes a checkpoint of `snapshot` (durably: synced, then renamed into place), then
     /// removes all but the newest `keep`.
     pub(crate) fn write(&self, snapshot: &Snapshot, keep: usize) -> io::Result<()> {
-        let encoded = encode_parts(snapshot).map_err(io::Error::other)?;
+        let encoded = encode_parts(snapshot, self.crypt.as_deref()).map_err(io::Error::other)?;
         fs::create_dir_all(&self.dir)?;
         let path = self.path(snapshot.head);
         let tmp = path.with_extension("ckpt.tmp");
@@ -258,35 +264,47 @@ impl Encoded {
 }
 
 /// Encodes a snapshot as checkpoint bytes (PostgreSQL keeps them in a table).
-pub(crate) fn encode(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
-    let e = encode_parts(snapshot)?;
+pub(crate) fn encode(
+    snapshot: &Snapshot,
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Vec<u8>, String> {
+    let e = encode_parts(snapshot, crypt)?;
     let mut out = Vec::new();
     e.write_to(&mut out).map_err(|e| e.to_string())?;
     Ok(out)
 }
 
 /// Encodes a snapshot: the slices of instances on threads of their own.
-pub(crate) fn encode_parts(snapshot: &Snapshot) -> Result<Encoded, String> {
+/// With `crypt`, each part is sealed (the header and its table stay readable: sequence
+/// number, sizes and counts).
+pub(crate) fn encode_parts(
+    snapshot: &Snapshot,
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Encoded, String> {
     let head = snapshot.clone_without_resources();
     let entries: Vec<(&ResourceInstanceAddr, &ResourceInstance)> =
         snapshot.resources.iter().collect();
     let per = entries.len().div_ceil(slices_for(entries.len())).max(1);
-    let mut parts = vec![rmp_serde::to_vec(&head).map_err(|e| e.to_string())?];
+    let seal = |b: Vec<u8>| match crypt {
+        Some(c) => c.seal(&b),
+        None => Ok(b),
+    };
+    let mut parts = vec![seal(rmp_serde::to_vec(&head).map_err(|e| e.to_string())?)?];
     let mut table = vec![(crc32fast::hash(&parts[0]), 0usize)];
     std::thread::scope(|scope| {
         let handles: Vec<_> = entries
             .chunks(per)
             .map(|slice| {
                 scope.spawn(move || {
-                    let bytes = encode_slice(slice);
-                    (crc32fast::hash(&bytes), slice.len(), bytes)
+                    let bytes = seal(encode_slice(slice))?;
+                    Ok::<_, String>((crc32fast::hash(&bytes), slice.len(), bytes))
                 })
             })
             .collect();
         for h in handles {
             let (crc, count, bytes) = h
                 .join()
-                .map_err(|_| "a checkpoint encoder panicked".to_string())?;
+                .map_err(|_| "a checkpoint encoder panicked".to_string())??;
             table.push((crc, count));
             parts.push(bytes);
         }
@@ -371,8 +389,11 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
 }
 
 /// Decodes checkpoint bytes.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot, String> {
-    decode_from(bytes)
+pub(crate) fn decode(
+    bytes: &[u8],
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Snapshot, String> {
+    decode_from(bytes, crypt)
 }
 
 /// Reads the header and its table, checked against each other and the size.
@@ -427,11 +448,12 @@ fn read_table(src: &(impl Source + ?Sized)) -> Result<(u64, Vec<Part>), String> 
     Ok((seq, parts))
 }
 
-/// Reads a part and checks its CRC.
+/// Reads a part, checks its CRC and opens it with the state's encryption.
 fn read_part<'a>(
     src: &'a (impl Source + ?Sized),
     i: usize,
     p: &Part,
+    crypt: Option<&crate::crypt::Encryption>,
 ) -> Result<Cow<'a, [u8]>, String> {
     let bytes = src.read_at(p.offset, p.len).map_err(|e| e.to_string())?;
     if crc32fast::hash(&bytes) != p.crc {
@@ -439,10 +461,17 @@ fn read_part<'a>(
             "the checksum of part {i} does not match (the file is damaged)"
         ));
     }
-    Ok(bytes)
+    if crypt.is_none() && !crate::crypt::is_sealed(&bytes) {
+        return Ok(bytes);
+    }
+    let opened = crate::crypt::open_with(crypt, &format!("checkpoint part {i}"), &bytes)?;
+    Ok(Cow::Owned(opened.into_owned()))
 }
 
-fn decode_from(src: &(impl Source + ?Sized)) -> Result<Snapshot, String> {
+fn decode_from(
+    src: &(impl Source + ?Sized),
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Snapshot, String> {
     let (seq, parts) = read_table(src)?;
     // The instances go straight into their places in one vector (no per-slice vectors to
     // join), each slice read, checked and decoded by a thread of its own.
@@ -454,9 +483,9 @@ fn decode_from(src: &(impl Source + ?Sized)) -> Result<Snapshot, String> {
         for (i, p) in parts.iter().enumerate().skip(1) {
             let (chunk, tail) = rest.split_at_mut(p.count);
             rest = tail;
-            handles.push(scope.spawn(move || decode_slice(&read_part(src, i, p)?, chunk)));
+            handles.push(scope.spawn(move || decode_slice(&read_part(src, i, p, crypt)?, chunk)));
         }
-        let head = read_part(src, 0, &parts[0])
+        let head = read_part(src, 0, &parts[0], crypt)
             .and_then(|b| rmp_serde::from_slice::<Snapshot>(&b).map_err(|e| e.to_string()));
         let decoded: Result<(), String> = handles.into_iter().try_for_each(|h| {
             h.join()
@@ -820,6 +849,8 @@ impl Code for ResourceInstanceAddr {
         out.push(match mode {
             Mode::Managed => 0,
             Mode::Data => 1,
+            // Never in state; encoded only so that the match is whole.
+            Mode::Ephemeral => 2,
         });
         put_str(out, type_);
         put_str(out, name);
@@ -830,6 +861,7 @@ impl Code for ResourceInstanceAddr {
         let mode = match r.byte()? {
             0 => Mode::Managed,
             1 => Mode::Data,
+            2 => Mode::Ephemeral,
             _ => return r.fail("invalid mode"),
         };
         Ok(ResourceInstanceAddr {
@@ -1002,14 +1034,14 @@ mod tests {
     fn checkpoints_round_trip() {
         for n in [0, 5, SLICE as i64 + 7] {
             let s = snapshot(n);
-            let bytes = encode(&s).unwrap();
-            assert_eq!(decode(&bytes).unwrap(), s, "{n} instances");
+            let bytes = encode(&s, None).unwrap();
+            assert_eq!(decode(&bytes, None).unwrap(), s, "{n} instances");
         }
     }
 
     #[test]
     fn damaged_checkpoints_are_refused() {
-        let bytes = encode(&snapshot(30)).unwrap();
+        let bytes = encode(&snapshot(30), None).unwrap();
         let damaged = |at: usize, value: u8| {
             let mut b = bytes.clone();
             b[at] = value;
@@ -1037,7 +1069,7 @@ mod tests {
             ),
         ];
         for (damaged, error) in cases {
-            let e = decode(damaged).unwrap_err();
+            let e = decode(damaged, None).unwrap_err();
             assert!(e.starts_with(&error), "{e}");
         }
     }

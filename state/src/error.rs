@@ -34,6 +34,9 @@ pub enum StateError {
     TfState { message: String },
     /// The backend configuration is unusable (missing argument, bad `backend.json`).
     Backend { message: String },
+    /// Bytes that cannot be decrypted or encrypted (wrong or missing key, or encryption that
+    /// refuses to write): the message names what and which keys were tried.
+    Encryption { message: String },
     /// A shared (PostgreSQL) state is locked by another run. `holder` is `None` when the
     /// holder has not written its record yet.
     LockedRemote {
@@ -161,6 +164,7 @@ impl fmt::Display for StateError {
                 write!(f, "cannot import the Terraform state: {message}")
             }
             StateError::Backend { message } => write!(f, "backend configuration: {message}"),
+            StateError::Encryption { message } => write!(f, "{message}"),
             StateError::LockedRemote { location, holder } => {
                 write!(f, "the state in {location} is locked")?;
                 match holder {

@@ -66,6 +66,20 @@ pub(crate) fn recover<S: Storage>(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StateError::io(format!("cannot read {}", path.display()), e)),
     };
+    // The journal keeps records as stored (sealed with the state's encryption); the log's
+    // raw records are decrypted.
+    let records = records
+        .into_iter()
+        .map(|(seq, data)| {
+            crate::crypt::open_with(
+                log.crypt.as_deref(),
+                &format!("record {seq} of {}", path.display()),
+                &data,
+            )
+            .map(|b| (seq, b.into_owned()))
+            .map_err(|message| StateError::Encryption { message })
+        })
+        .collect::<Result<Vec<_>, StateError>>()?;
     let total = records.len();
     let head = log.head();
     // Records the database already has (a commit whose reply was lost) are skipped.
@@ -91,7 +105,7 @@ pub(crate) fn recover<S: Storage>(
         // Other runs wrote meanwhile: the outcomes go in as a run of their own.
         let bodies: Vec<EventBody> = missing
             .iter()
-            .filter_map(|(seq, data)| decode_record(*seq, data).ok())
+            .filter_map(|(seq, data)| decode_record(None, *seq, data).ok())
             .map(|e| e.body)
             .filter(|b| {
                 !matches!(

@@ -45,6 +45,7 @@ pub mod addr;
 pub mod backend_config;
 pub mod check;
 mod checkpoint;
+pub mod crypt;
 pub(crate) mod error;
 pub mod event;
 mod journal;

@@ -50,6 +50,10 @@ pub struct OpenOptions {
     /// (its appends still fail on a sequence another writer took: nothing is overwritten).
     /// sled's exclusive hold of its database files is no lock a writer can skip.
     pub skip_lock: bool,
+    /// The state's encryption (OpenTofu's `encryption { state { … } }`): every record and
+    /// checkpoint is sealed with its primary method and opened with any of its methods.
+    /// `None`: none configured (an encrypted record is then an error naming its key).
+    pub encryption: Option<std::sync::Arc<crate::crypt::Encryption>>,
 }
 
 impl Default for OpenOptions {
@@ -59,6 +63,7 @@ impl Default for OpenOptions {
             lock_timeout: Duration::ZERO,
             write: false,
             skip_lock: false,
+            encryption: None,
         }
     }
 }
@@ -102,9 +107,11 @@ pub trait EventLog: Send {
     fn set_checkpoint_every(&mut self, n: u64);
     /// The events from `from` (inclusive) to the head, in order.
     fn events(&self, from: u64) -> Result<Vec<Event>, StateError>;
-    /// The records `from..=to` as stored (for copying the log to another store).
+    /// The records `from..=to`, decrypted (for copying the log to another store: each
+    /// store seals with its own encryption).
     fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError>;
-    /// Appends records copied from another log (the next seqs, in order) and commits.
+    /// Appends records copied from another log (decrypted, the next seqs, in order), sealed
+    /// with this log's encryption, and commits.
     fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError>;
     /// Replaces the lineage (a migrated log keeps the lineage of its source).
     fn set_lineage(&mut self, lineage: &str) -> Result<(), StateError>;
@@ -166,6 +173,10 @@ pub(crate) struct LogCore<S: Storage> {
     /// Reused for encoding each appended event (saves an allocation and its regrowth per
     /// event).
     encode_buf: Vec<u8>,
+    /// The sealed record (with encryption).
+    seal_buf: Vec<u8>,
+    /// The state's encryption (see [`OpenOptions::encryption`]).
+    pub(crate) crypt: Option<std::sync::Arc<crate::crypt::Encryption>>,
     /// Messages for the user about work done on open (see [`EventLog::notices`]).
     pub(crate) notices: Vec<String>,
 }
@@ -180,6 +191,7 @@ impl<S: Storage> LogCore<S> {
         dir: &Path,
         write: bool,
         upto: Option<u64>,
+        crypt: Option<std::sync::Arc<crate::crypt::Encryption>>,
     ) -> Result<(LogCore<S>, Vec<String>), StateError> {
         let mut log = LogCore {
             storage,
@@ -191,6 +203,8 @@ impl<S: Storage> LogCore<S> {
             checkpoint_every: CHECKPOINT_EVERY,
             clock: Box::new(now_ms),
             encode_buf: Vec::new(),
+            seal_buf: Vec::new(),
+            crypt,
             notices: Vec::new(),
         };
         let warnings = log.load(upto)?;
@@ -235,7 +249,7 @@ impl<S: Storage> LogCore<S> {
             let (k, v) = item?;
             let seq = check_key(k, expected)?;
             expected += 1;
-            match decode_record(seq, v.as_ref()) {
+            match decode_record(self.crypt.as_deref(), seq, v.as_ref()) {
                 Ok(event) => self.snapshot.apply_owned(event),
                 Err(StateError::Corrupt { detail, .. }) if tears && seq == last_seq => {
                     warnings.push(format!(
@@ -348,7 +362,8 @@ impl<S: Storage> LogCore<S> {
     }
 
     fn events_between(&self, from: u64, to: u64) -> Result<Vec<Event>, StateError> {
-        self.read_between(from, to, decode_record)
+        let crypt = self.crypt.as_deref();
+        self.read_between(from, to, |seq, b| decode_record(crypt, seq, b))
     }
 }
 
@@ -385,7 +400,14 @@ impl<S: Storage> EventLog for LogCore<S> {
             body,
         };
         event::encode_into(&event, &mut self.encode_buf);
-        self.storage.put(seq, &self.encode_buf)?;
+        match &self.crypt {
+            Some(c) => {
+                c.seal_into(&self.encode_buf, &mut self.seal_buf)
+                    .map_err(|message| StateError::Encryption { message })?;
+                self.storage.put(seq, &self.seal_buf)?;
+            }
+            None => self.storage.put(seq, &self.encode_buf)?,
+        }
         self.snapshot.apply_owned(event);
         Ok(seq)
     }
@@ -441,7 +463,12 @@ impl<S: Storage> EventLog for LogCore<S> {
     }
 
     fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
-        self.read_between(from, to, |seq, v| Ok((seq, v.to_vec())))
+        let crypt = self.crypt.as_deref();
+        self.read_between(from, to, |seq, v| {
+            let plain = crate::crypt::open_with(crypt, &format!("state log record {seq}"), v)
+                .map_err(|message| StateError::Encryption { message })?;
+            Ok((seq, plain.into_owned()))
+        })
     }
 
     fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
@@ -457,9 +484,19 @@ impl<S: Storage> EventLog for LogCore<S> {
                     detail: format!("expected record {want}"),
                 });
             }
-            events.push(decode_record(*seq, bytes)?);
+            events.push(decode_record(None, *seq, bytes)?);
         }
-        self.storage.put_all(records)?;
+        match &self.crypt {
+            Some(c) => {
+                let sealed = records
+                    .iter()
+                    .map(|(seq, b)| c.seal(b).map(|s| (*seq, s)))
+                    .collect::<Result<Vec<_>, String>>()
+                    .map_err(|message| StateError::Encryption { message })?;
+                self.storage.put_all(&sealed)?;
+            }
+            None => self.storage.put_all(records)?,
+        }
         for e in events {
             self.snapshot.apply_owned(e);
         }
@@ -553,7 +590,13 @@ impl<S: Storage> EventLog for LogCore<S> {
                 checker.gap(expected, seq);
             }
             expected = seq + 1;
-            checker.record(seq, event::decode(v.as_ref()).map_err(|e| e.to_string()));
+            let decoded = crate::crypt::open_with(
+                self.crypt.as_deref(),
+                &format!("state log record {seq}"),
+                v.as_ref(),
+            )
+            .and_then(|b| event::decode(&b).map_err(|e| e.to_string()));
+            checker.record(seq, decoded);
         }
         if expected <= self.snapshot.head {
             checker.gap(expected, self.snapshot.head + 1);
@@ -566,9 +609,16 @@ impl<S: Storage> EventLog for LogCore<S> {
     }
 }
 
-/// The event in record `seq`, checked to say it is number `seq`.
-pub(crate) fn decode_record(seq: u64, bytes: &[u8]) -> Result<Event, StateError> {
-    match event::decode(bytes) {
+/// The event in record `seq` (opened with the state's encryption), checked to say it is
+/// number `seq`.
+pub(crate) fn decode_record(
+    crypt: Option<&crate::crypt::Encryption>,
+    seq: u64,
+    bytes: &[u8],
+) -> Result<Event, StateError> {
+    let bytes = crate::crypt::open_with(crypt, &format!("state log record {seq}"), bytes)
+        .map_err(|message| StateError::Encryption { message })?;
+    match event::decode(&bytes) {
         Ok(e) if e.seq == seq => Ok(e),
         Ok(e) => Err(StateError::Corrupt {
             seq,

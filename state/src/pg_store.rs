@@ -311,6 +311,8 @@ pub(crate) struct PgStorage {
     writer: Arc<Writer>,
     write: bool,
     lock: Option<(i64, String)>,
+    /// The state's encryption (checkpoints are sealed with it).
+    crypt: crate::checkpoint::Crypt,
 }
 
 fn table_sql(s: &str) -> String {
@@ -373,7 +375,8 @@ impl PgLog {
         upto: Option<u64>,
     ) -> Result<(PgLog, Vec<String>), StateError> {
         let storage = PgStorage::open(cfg, dir, opts)?;
-        let (mut log, mut warnings) = LogCore::over(storage, dir, opts.write, upto)?;
+        let (mut log, mut warnings) =
+            LogCore::over(storage, dir, opts.write, upto, opts.encryption.clone())?;
         if opts.write {
             if let Some(n) = crate::journal::recover(&mut log, JOURNAL_FILE, "database connection")?
             {
@@ -457,6 +460,7 @@ impl PgStorage {
             writer,
             write: opts.write,
             lock: None,
+            crypt: opts.encryption.clone(),
         };
         if opts.write && !opts.skip_lock {
             storage.acquire_lock(opts)?;
@@ -680,12 +684,12 @@ impl Storage for PgStorage {
                 .await
                 .map(|r| r.get(0))
             })?;
-        Ok(checkpoint::decode(&data))
+        Ok(checkpoint::decode(&data, self.crypt.as_deref()))
     }
 
     fn write_checkpoint(&mut self, snapshot: &Snapshot, keep: usize) -> Result<(), StateError> {
         let seq = snapshot.head;
-        let data = checkpoint::encode(snapshot)
+        let data = checkpoint::encode(snapshot, self.crypt.as_deref())
             .map_err(|e| StateError::io("cannot encode a checkpoint", e))?;
         let s = self.schema.clone();
         let keep = keep as i64;
@@ -787,10 +791,15 @@ pub(crate) fn drop_schema(cfg: &PgConfig, schema: &str) -> Result<(), StateError
 
 /// Reads the events from `from` on, at most `max` (see `store::peek_events`). A missing
 /// schema is [`StateError::NotFound`].
-pub fn peek_events(cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
+pub fn peek_events(
+    cfg: &PgConfig,
+    from: u64,
+    max: usize,
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Peek, StateError> {
     let conn = Conn::connect(cfg)?;
     check_schema(&conn, cfg)?;
-    read_events(&conn, cfg, from, max)
+    read_events(&conn, cfg, from, max, crypt)
 }
 
 /// [`StateError::NotFound`] unless `cfg`'s schema has the log's table.
@@ -809,7 +818,13 @@ fn check_schema(conn: &Conn, cfg: &PgConfig) -> Result<(), StateError> {
     Ok(())
 }
 
-fn read_events(conn: &Conn, cfg: &PgConfig, from: u64, max: usize) -> Result<Peek, StateError> {
+fn read_events(
+    conn: &Conn,
+    cfg: &PgConfig,
+    from: u64,
+    max: usize,
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Peek, StateError> {
     let s = quote_ident(&cfg.schema);
     let from = from.max(1);
     let rows: Vec<(i64, Vec<u8>)> = conn.run("cannot read the log", |c| async move {
@@ -830,7 +845,7 @@ fn read_events(conn: &Conn, cfg: &PgConfig, from: u64, max: usize) -> Result<Pee
                 detail: format!("the record is missing (the next record is {seq})"),
             });
         }
-        out.push(decode_record(expected, &data)?);
+        out.push(decode_record(crypt, expected, &data)?);
     }
     Ok(Peek::Events(out, Vec::new()))
 }
@@ -844,14 +859,16 @@ pub struct PgReader {
     conn: Option<Conn>,
     /// The schema was found (the log's tables are never dropped).
     found: bool,
+    crypt: crate::checkpoint::Crypt,
 }
 
 impl PgReader {
-    pub(crate) fn new(cfg: PgConfig) -> PgReader {
+    pub(crate) fn new(cfg: PgConfig, crypt: crate::checkpoint::Crypt) -> PgReader {
         PgReader {
             cfg,
             conn: None,
             found: false,
+            crypt,
         }
     }
 
@@ -877,7 +894,8 @@ impl PgReader {
             self.with_conn(check_schema)?;
             self.found = true;
         }
-        self.with_conn(|c, cfg| read_events(c, cfg, from, max))
+        let crypt = self.crypt.clone();
+        self.with_conn(|c, cfg| read_events(c, cfg, from, max, crypt.as_deref()))
     }
 
     /// The writer holding the state now, if one does.

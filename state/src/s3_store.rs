@@ -689,6 +689,8 @@ pub(crate) struct S3Storage {
     write: bool,
     /// The lock ID this store holds.
     lock: Option<String>,
+    /// The state's encryption (checkpoints are sealed with it).
+    crypt: crate::checkpoint::Crypt,
 }
 
 impl S3Log {
@@ -700,7 +702,8 @@ impl S3Log {
         opts: &OpenOptions,
     ) -> Result<(S3Log, Vec<String>), StateError> {
         let storage = S3Storage::open(cfg, dir, opts)?;
-        let (mut log, mut warnings) = LogCore::over(storage, dir, opts.write, None)?;
+        let (mut log, mut warnings) =
+            LogCore::over(storage, dir, opts.write, None, opts.encryption.clone())?;
         if opts.write {
             if let Some(n) = crate::journal::recover(&mut log, JOURNAL_FILE, "connection")? {
                 warnings.push(n.clone());
@@ -732,7 +735,7 @@ impl S3Log {
             ..opts.clone()
         };
         let storage = S3Storage::open(cfg, dir, &opts)?;
-        LogCore::over(storage, dir, false, Some(upto))
+        LogCore::over(storage, dir, false, Some(upto), opts.encryption.clone())
     }
 }
 
@@ -757,6 +760,7 @@ impl S3Storage {
             writer,
             write: opts.write,
             lock: None,
+            crypt: opts.encryption.clone(),
         };
         if opts.write {
             storage.acquire_lock(opts)?;
@@ -909,13 +913,13 @@ impl Storage for S3Storage {
 
     fn read_checkpoint(&self, seq: u64) -> Result<Result<Snapshot, String>, StateError> {
         Ok(match self.client().get(&self.keys().checkpoint(seq))? {
-            Some(data) => checkpoint::decode(&data),
+            Some(data) => checkpoint::decode(&data, self.crypt.as_deref()),
             None => Err("it vanished".into()),
         })
     }
 
     fn write_checkpoint(&mut self, snapshot: &Snapshot, keep: usize) -> Result<(), StateError> {
-        let data = checkpoint::encode(snapshot)
+        let data = checkpoint::encode(snapshot, self.crypt.as_deref())
             .map_err(|e| StateError::io("cannot encode a checkpoint", e))?;
         self.client()
             .put(&self.keys().checkpoint(snapshot.head), data, false)?;
@@ -981,7 +985,12 @@ pub(crate) fn delete_workspace(cfg: &S3Config) -> Result<(), StateError> {
 
 /// Reads the events from `from` on, at most `max` (see `store::peek_events`). No log there
 /// is [`StateError::NotFound`].
-pub fn peek_events(cfg: &S3Config, from: u64, max: usize) -> Result<Peek, StateError> {
+pub fn peek_events(
+    cfg: &S3Config,
+    from: u64,
+    max: usize,
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Peek, StateError> {
     let client = Client::new(cfg)?;
     let keys = Keys::of(cfg);
     if client.get(&keys.lineage())?.is_none() {
@@ -989,10 +998,16 @@ pub fn peek_events(cfg: &S3Config, from: u64, max: usize) -> Result<Peek, StateE
             dir: cfg.describe().into(),
         });
     }
-    read_events(&client, &keys, from, max)
+    read_events(&client, &keys, from, max, crypt)
 }
 
-fn read_events(client: &Client, keys: &Keys, from: u64, max: usize) -> Result<Peek, StateError> {
+fn read_events(
+    client: &Client,
+    keys: &Keys,
+    from: u64,
+    max: usize,
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Peek, StateError> {
     let from = from.max(1);
     let mut out = Vec::new();
     for (expected, (k, data)) in (from..).zip(read_range(client, keys, from, None)?) {
@@ -1000,7 +1015,7 @@ fn read_events(client: &Client, keys: &Keys, from: u64, max: usize) -> Result<Pe
             break;
         }
         match k {
-            Ok(seq) if seq == expected => out.push(decode_record(seq, &data)?),
+            Ok(seq) if seq == expected => out.push(decode_record(crypt, seq, &data)?),
             Ok(seq) => {
                 return Err(StateError::Corrupt {
                     seq: expected,
@@ -1024,20 +1039,22 @@ fn read_events(client: &Client, keys: &Keys, from: u64, max: usize) -> Result<Pe
 pub struct S3Reader {
     client: Client,
     keys: Keys,
+    crypt: crate::checkpoint::Crypt,
 }
 
 impl S3Reader {
-    /// A reader of `cfg`'s log.
-    pub fn new(cfg: &S3Config) -> Result<S3Reader, StateError> {
+    /// A reader of `cfg`'s log, opening its records with `crypt`.
+    pub fn new(cfg: &S3Config, crypt: crate::checkpoint::Crypt) -> Result<S3Reader, StateError> {
         Ok(S3Reader {
             client: Client::new(cfg)?,
             keys: Keys::of(cfg),
+            crypt,
         })
     }
 
     /// The events from `from` (inclusive), at most `max` (see `store::peek_events`).
     pub fn read(&mut self, from: u64, max: usize) -> Result<Peek, StateError> {
-        read_events(&self.client, &self.keys, from, max)
+        read_events(&self.client, &self.keys, from, max, self.crypt.as_deref())
     }
 
     /// The run holding the lock now, if one does.

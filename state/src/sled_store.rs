@@ -129,7 +129,7 @@ impl SledLog {
         upto: Option<u64>,
     ) -> Result<(SledLog, Vec<String>), StateError> {
         let storage = SledStorage::open(dir, opts, upto.is_none())?;
-        LogCore::over(storage, dir, opts.write, upto)
+        LogCore::over(storage, dir, opts.write, upto, opts.encryption.clone())
     }
 }
 
@@ -148,7 +148,8 @@ impl SledStorage {
         }
         // Decoding the newest checkpoint does not need the database: it starts now, and
         // overlaps with sled opening (which replays sled's own log after a writer).
-        let early = early.then(|| Checkpoints::new(dir).read_newest_early());
+        let early =
+            early.then(|| Checkpoints::new(dir, opts.encryption.clone()).read_newest_early());
         let db = Self::open_locked(dir, &log_dir, opts)?;
         let holder = Holder {
             pid: std::process::id(),
@@ -164,7 +165,7 @@ impl SledStorage {
         Ok(SledStorage {
             dir: dir.to_path_buf(),
             events: tree("events")?,
-            checkpoints: Checkpoints::new(dir),
+            checkpoints: Checkpoints::new(dir, opts.encryption.clone()),
             meta: tree("meta")?,
             torn: tree("torn")?,
             db,
@@ -397,7 +398,12 @@ impl SledLog {
 /// `lock.json`, so an opener that meets the lock during the visit waits out the same grace
 /// period as for sled's lazy release (see `open_locked`) instead of failing. It does not fold
 /// a snapshot, so the visit is as short as reading the new records.
-pub(crate) fn peek_sled(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
+pub(crate) fn peek_sled(
+    dir: &Path,
+    from: u64,
+    max: usize,
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Peek, StateError> {
     let log_dir = dir.join("log");
     if !log_dir.join("db").exists() {
         return Err(StateError::NotFound {
@@ -443,7 +449,7 @@ pub(crate) fn peek_sled(dir: &Path, from: u64, max: usize) -> Result<Peek, State
                 })
             }
         };
-        match decode_record(seq, &v) {
+        match decode_record(crypt, seq, &v) {
             Ok(e) => out.push(e),
             Err(StateError::Corrupt { detail, .. }) if seq == last_seq => {
                 warnings.push(format!(
@@ -520,6 +526,7 @@ mod tests {
             lock_timeout: Duration::ZERO,
             write,
             skip_lock: false,
+            encryption: None,
         }
     }
 
@@ -611,17 +618,20 @@ mod tests {
     fn peeks_read_new_events_without_the_lock_and_stand_aside_for_holders() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            peek_sled(&dir.path().join("nothing"), 1, 10),
+            peek_sled(&dir.path().join("nothing"), 1, 10, None),
             Err(StateError::NotFound { .. })
         ));
         let (mut s, _) = open(dir.path());
         fill(&mut s, 3);
         // A command holds the state: the visit reads nothing and says so.
-        assert!(matches!(peek_sled(dir.path(), 1, 100), Ok(Peek::Busy)));
+        assert!(matches!(
+            peek_sled(dir.path(), 1, 100, None),
+            Ok(Peek::Busy)
+        ));
         s.finish_run(RunOutcome::Success, RunSummary::default())
             .unwrap();
         drop(s);
-        let read = |from, max| match peek_sled(dir.path(), from, max) {
+        let read = |from, max| match peek_sled(dir.path(), from, max, None) {
             Ok(Peek::Events(e, w)) => {
                 assert!(w.is_empty(), "{w:?}");
                 e.iter().map(|e| e.seq).collect::<Vec<_>>()
@@ -1115,5 +1125,72 @@ mod tests {
             StateError::Locked { since_ms, .. } => since_ms,
             _ => None,
         }
+    }
+
+    /// With encryption, the records and the checkpoint files hold no attribute value in the
+    /// clear; the checkpoint opens with the key (and reopening folds it), and without the key
+    /// the log is an error naming it.
+    #[test]
+    fn encrypted_records_and_checkpoints_hold_no_value_in_the_clear() {
+        use crate::crypt::{Encryption, Hash, Method, Pbkdf2};
+        let enc = std::sync::Arc::new(
+            Encryption::new(
+                "state",
+                Method::AesGcm {
+                    address: "method.aes_gcm.m".into(),
+                    keys: Pbkdf2 {
+                        address: "key_provider.pbkdf2.k".into(),
+                        passphrase: "a passphrase of some length".into(),
+                        key_length: 32,
+                        iterations: 1000,
+                        salt_length: 32,
+                        hash: Hash::Sha512,
+                    },
+                    aad: Vec::new(),
+                },
+                vec![],
+                true,
+            )
+            .unwrap(),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let o = OpenOptions {
+            encryption: Some(enc.clone()),
+            ..opts("apply", true)
+        };
+        let (mut s, _) = Store::open(dir.path(), &o).unwrap();
+        fill(&mut s, 20);
+        s.checkpoint().unwrap();
+        fill(&mut s, 3);
+        let want = s.snapshot().clone();
+        drop(s);
+        let ckpts = Checkpoints::new(dir.path(), None).seqs();
+        assert_eq!(ckpts.len(), 1);
+        let mut stack = vec![dir.path().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap().flatten() {
+                if e.path().is_dir() {
+                    stack.push(e.path());
+                    continue;
+                }
+                let bytes = fs::read(e.path()).unwrap();
+                // Attribute values are "v<n>"; create tokens "t<n>".
+                for needle in [&b"v13"[..], b"t13", b"sim_thing"] {
+                    assert!(
+                        !bytes.windows(needle.len()).any(|w| w == needle),
+                        "{} holds {:?}",
+                        e.path().display(),
+                        String::from_utf8_lossy(needle)
+                    );
+                }
+            }
+        }
+        let (s, warnings) = Store::open(dir.path(), &o).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &want);
+        assert!(s.check().is_empty());
+        drop(s);
+        let err = Store::open(dir.path(), &opts("list", false)).err().unwrap();
+        assert!(err.to_string().contains("key_provider.pbkdf2.k"), "{err}");
     }
 }

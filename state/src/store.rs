@@ -106,11 +106,17 @@ pub fn configured_pg(dir: &Path) -> Result<Option<PgConfig>, StateError> {
 /// Reads the events from `from` (inclusive), at most `max`, for a reader that runs beside
 /// other commands (`cairn ui`): never waits for a lock and never writes. On sled it visits
 /// the database briefly ([`peek_sled`]); on PostgreSQL it simply reads (readers take no lock).
-pub fn peek_events(dir: &Path, from: u64, max: usize) -> Result<Peek, StateError> {
+/// Records are opened with `crypt`, the state's encryption.
+pub fn peek_events(
+    dir: &Path,
+    from: u64,
+    max: usize,
+    crypt: Option<&crate::crypt::Encryption>,
+) -> Result<Peek, StateError> {
     match configured(dir)? {
-        None => peek_sled(dir, from, max),
-        Some(Remote::Pg(pg)) => crate::pg_store::peek_events(&pg, from, max),
-        Some(Remote::S3(s3)) => crate::s3_store::peek_events(&s3, from, max),
+        None => peek_sled(dir, from, max, crypt),
+        Some(Remote::Pg(pg)) => crate::pg_store::peek_events(&pg, from, max, crypt),
+        Some(Remote::S3(s3)) => crate::s3_store::peek_events(&s3, from, max, crypt),
     }
 }
 
@@ -127,12 +133,16 @@ pub enum LogReader {
 }
 
 impl LogReader {
-    /// The reader for the store `dir`'s `backend.json` names (none: the sled log in `dir`).
-    pub fn open(dir: &Path) -> Result<LogReader, StateError> {
+    /// The reader for the store `dir`'s `backend.json` names (none: the sled log in `dir`),
+    /// opening records with `crypt` (the sled reader is handed it at each visit).
+    pub fn open(
+        dir: &Path,
+        crypt: Option<std::sync::Arc<crate::crypt::Encryption>>,
+    ) -> Result<LogReader, StateError> {
         Ok(match configured(dir)? {
             None => LogReader::Sled(dir.to_path_buf()),
-            Some(Remote::Pg(pg)) => LogReader::Pg(Box::new(PgReader::new(pg))),
-            Some(Remote::S3(s3)) => LogReader::S3(Box::new(S3Reader::new(&s3)?)),
+            Some(Remote::Pg(pg)) => LogReader::Pg(Box::new(PgReader::new(pg, crypt))),
+            Some(Remote::S3(s3)) => LogReader::S3(Box::new(S3Reader::new(&s3, crypt)?)),
         })
     }
 }

@@ -235,6 +235,7 @@ pub fn export_tfstate(snapshot: &Snapshot, lineage: &str, serial: u64) -> J {
             let mode = match r.mode {
                 Mode::Managed => "managed",
                 Mode::Data => "data",
+                Mode::Ephemeral => "ephemeral",
             };
             o.insert("mode".into(), json!(mode));
             o.insert("type".into(), json!(r.type_));

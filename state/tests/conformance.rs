@@ -107,6 +107,7 @@ fn opts(command: &str, write: bool) -> OpenOptions {
         lock_timeout: Duration::ZERO,
         write,
         skip_lock: false,
+        encryption: None,
     }
 }
 

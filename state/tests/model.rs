@@ -168,6 +168,7 @@ fn opts() -> OpenOptions {
         lock_timeout: Duration::from_secs(10),
         write: true,
         skip_lock: false,
+        encryption: None,
     }
 }
 

@@ -47,6 +47,7 @@ impl Loader {
             "locals",
             "resource",
             "data",
+            "ephemeral",
             "output",
             "module",
         ];
@@ -70,6 +71,7 @@ impl Loader {
                     "locals" => self.locals_block(file, &b, m),
                     "resource" => self.resource_block(file, b, m, Mode::Managed),
                     "data" => self.resource_block(file, b, m, Mode::Data),
+                    "ephemeral" => self.resource_block(file, b, m, Mode::Ephemeral),
                     "output" => self.output_block(file, &b, m),
                     "module" => self.module_block(file, &b, m),
                     "moved" => self.moved_block(file, &b, m),

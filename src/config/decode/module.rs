@@ -65,6 +65,7 @@ impl Loader {
         };
         let nullable = self.const_bool(file, parts.attrs.get("nullable").copied(), true);
         let sensitive = self.const_bool(file, parts.attrs.get("sensitive").copied(), false);
+        let ephemeral = self.const_bool(file, parts.attrs.get("ephemeral").copied(), false);
         // A description is checked to be a string and otherwise unused.
         if let Some(a) = parts.attrs.get("description") {
             self.const_string(file, a);
@@ -118,6 +119,7 @@ impl Loader {
                 ty,
                 default,
                 sensitive,
+                ephemeral,
                 nullable,
                 validations,
                 file,
@@ -180,6 +182,7 @@ impl Loader {
             .required(file, b, &parts, "value")
             .map(|a| a.value.clone());
         let sensitive = self.const_bool(file, parts.attrs.get("sensitive").copied(), false);
+        let ephemeral = self.const_bool(file, parts.attrs.get("ephemeral").copied(), false);
         // A description is checked to be a string and otherwise unused.
         if let Some(a) = parts.attrs.get("description") {
             self.const_string(file, a);
@@ -206,6 +209,7 @@ impl Loader {
             Output {
                 value,
                 sensitive,
+                ephemeral,
                 depends_on,
                 preconditions,
                 file,

@@ -166,6 +166,7 @@ impl Loader {
             let (word, noun) = match mode {
                 Mode::Managed => ("resource", "resource"),
                 Mode::Data => ("data", "data resource"),
+                Mode::Ephemeral => ("ephemeral", "ephemeral resource"),
             };
             self.err(
                 span,
@@ -227,8 +228,12 @@ impl Loader {
             "ignore_changes",
             "replace_triggered_by",
         ];
-        if mode == Mode::Data {
-            // A data source's lifecycle holds only its conditions.
+        if mode != Mode::Managed {
+            // A data source's (or ephemeral resource's) lifecycle holds only its conditions.
+            let (noun, nouns) = match mode {
+                Mode::Ephemeral => ("ephemeral resource", "ephemeral resources"),
+                _ => ("data resource", "data resources"),
+            };
             for s in b.body.iter() {
                 let Some(a) = s.as_attribute() else { continue };
                 let name = a.key.as_str();
@@ -236,10 +241,10 @@ impl Loader {
                 if managed.contains(&name) {
                     self.err(
                         sp,
-                        "Invalid data resource lifecycle argument",
+                        &format!("Invalid {noun} lifecycle argument"),
                         format!(
                             "The lifecycle argument {} is defined only for managed resources \
-                             (\"resource\" blocks), and is not valid for data resources.",
+                             (\"resource\" blocks), and is not valid for {nouns}.",
                             quote(name)
                         ),
                     );
@@ -267,7 +272,7 @@ impl Loader {
         };
         l.preconditions = self.conditions(file, of_kind("precondition"));
         l.postconditions = self.conditions(file, of_kind("postcondition"));
-        if mode == Mode::Data {
+        if mode != Mode::Managed {
             return l;
         }
         l.create_before_destroy = self.const_bool(
@@ -365,12 +370,12 @@ impl Loader {
     ) -> Option<Provisioner> {
         let kind = self.labels(file, b, &["type"])?.remove(0);
         let span = self.header(file, b);
-        if mode == Mode::Data {
+        if mode != Mode::Managed {
             self.err(
                 span,
                 "Unsupported block type",
-                "Blocks of type \"provisioner\" are not expected here: data sources have no \
-                 provisioners.",
+                "Blocks of type \"provisioner\" are not expected here: only managed resources \
+                 have provisioners.",
             );
             return None;
         }

@@ -22,7 +22,13 @@ impl Loader {
             file,
             &b.body,
             Some(&["required_version", "experiments"]),
-            Some(&["required_providers", "backend", "cloud", "provider_meta"]),
+            Some(&[
+                "required_providers",
+                "backend",
+                "cloud",
+                "provider_meta",
+                "encryption",
+            ]),
         );
         for inner in parts.blocks {
             match inner.ident.as_str() {
@@ -36,6 +42,7 @@ impl Loader {
                     self.backend_block(file, inner, m)
                 }
                 kind @ ("backend" | "cloud") => self.unsupported_backend(file, inner, kind, m),
+                "encryption" => self.encryption_block(file, inner, m),
                 _ => {}
             }
         }
@@ -73,6 +80,39 @@ impl Loader {
                  a local state), run `cairn init`, then `cairn state import-tfstate x.tfstate`."
             ),
         );
+    }
+
+    /// `encryption { … }`: kept as written for the engine, which evaluates it early; in a
+    /// child module ignored with a warning (encryption is the whole configuration's, as
+    /// OpenTofu has it).
+    fn encryption_block(&mut self, file: FileId, b: &Block, m: &mut Module) {
+        if self.labels(file, b, &[]).is_none() {
+            return;
+        }
+        let span = self.header(file, b);
+        if !m.path.is_root() {
+            self.warn(
+                span,
+                "Encryption configuration ignored",
+                "State and plan encryption applies to the entire configuration, so it is read \
+                 only from the root module. This block has no effect.",
+            );
+            return;
+        }
+        if let Some(prev) = &m.encryption {
+            let was = self.range_str(prev.span);
+            self.err(
+                span,
+                "Duplicate encryption configuration",
+                format!("An encryption block was already given at {was}. A configuration may have only one."),
+            );
+            return;
+        }
+        m.encryption = Some(crate::config::EncryptionBlock {
+            file,
+            body: b.body.clone(),
+            span,
+        });
     }
 
     /// `backend "pg" { conn_str = "…" schema_name = "…" … }` (or `backend "local" {}`):

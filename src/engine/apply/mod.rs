@@ -34,6 +34,8 @@ use steps::{Executor, ProviderStep, Step};
 pub(crate) struct ApplyPhase {
     pub steps: Executor,
     pub outputs: Mutex<BTreeMap<String, (Value, bool)>>,
+    /// The ephemeral resources this walk opened, closed after it.
+    pub ephemerals: crate::engine::ephemeral::Ephemerals,
 }
 
 #[async_trait::async_trait]
@@ -58,6 +60,9 @@ impl Phase for ApplyPhase {
     }
 
     async fn instance(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
+        if inst.key.mode == Mode::Ephemeral {
+            return self.ephemerals.open(ctx, inst).await;
+        }
         let step = Step::for_change(&self.steps, ctx, inst);
         step.execute(&self.steps, ctx).await
     }

@@ -896,14 +896,16 @@ impl ProviderStep<'_> {
             .expect("checked by the walk")
             .clone();
         let configured = ctx.configure_provider(addr, config).await?;
-        let stored = config.to_stored().expect("checked known");
+        // What the state keeps: no ephemeral argument.
+        let recorded = ctx.recordable_provider_config(addr, config);
+        let stored = recorded.to_stored().expect("checked known");
         let in_state = ex
             .rec
             .journal
             .with_snapshot(|s| s.providers.get(addr).cloned());
         let id = match in_state {
             None => self.register(ex, stored).await?,
-            Some(old) => match package.diff_config(&Value::from_stored(&old.config), config) {
+            Some(old) => match package.diff_config(&Value::from_stored(&old.config), &recorded) {
                 ConfigDiff::NoChange => old.id,
                 ConfigDiff::Update => {
                     ex.rec

@@ -622,16 +622,15 @@ async fn walk(opts: &Options, mode: PlanMode, apply: bool) -> Outcome {
     };
     let mut diags = loaded.diags.clone();
     let mut notes = Vec::new();
-    let (session, snapshot) =
-        match RunSession::begin(opts, &loaded.registry, &mut notes, &mut diags).await {
-            Ok(s) => s,
-            Err(d) => {
-                diags.push(d);
-                out.diags = diags;
-                out.loaded = Some(loaded);
-                return out;
-            }
-        };
+    let (session, snapshot) = match RunSession::begin(opts, &loaded, &mut notes, &mut diags).await {
+        Ok(s) => s,
+        Err(d) => {
+            diags.push(d);
+            out.diags = diags;
+            out.loaded = Some(loaded);
+            return out;
+        }
+    };
     let mut ctx = None;
     let plan = make_plan_keeping(
         &loaded, opts, mode, &snapshot, &observer, &mut diags, &mut ctx,

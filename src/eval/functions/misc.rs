@@ -83,8 +83,9 @@ fn issensitive(a: Vec<Value>, _: &FunctionContext) -> Res {
     Ok(Value::Bool(a[0].is_sensitive()))
 }
 
-/// `ephemeralasnull(value)`: Cairn has no ephemeral values, so every value is returned as it
-/// is (Terraform does the same for non-ephemeral values).
+/// `ephemeralasnull(value)` of a value that is not ephemeral: the value as it is. The
+/// evaluator answers a call whose argument refers to ephemeral terms itself (it knows the
+/// scope; `expr::Evaluator::ephemeral_as_null`), with nulls where they are.
 fn ephemeralasnull(a: Vec<Value>, _: &FunctionContext) -> Res {
     Ok(a.into_iter().next().unwrap_or(Value::null()))
 }

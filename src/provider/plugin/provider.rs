@@ -26,8 +26,8 @@ use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::schema_util::same;
 use crate::provider::{
-    Applied, ApplyRequest, ApplyResponse, ConfigDiff, Configured, Imported, ObjectMeta, Planned,
-    Provider, ProviderDiag, ProviderError, ProviderResult,
+    Applied, ApplyRequest, ApplyResponse, ConfigDiff, Configured, Imported, ObjectMeta, Opened,
+    Planned, Provider, ProviderDiag, ProviderError, ProviderResult, Renewed,
 };
 use crate::schema::{Block, FunctionFailure, FunctionSig, Nesting, ProviderSchema};
 use crate::value::{Type, Value};
@@ -70,6 +70,7 @@ impl Shared {
         let found = match mode {
             Mode::Managed => self.wire.resources.get(type_),
             Mode::Data => self.wire.data_sources.get(type_),
+            Mode::Ephemeral => self.wire.ephemeral_resources.get(type_),
         };
         found.ok_or_else(|| {
             ProviderError(format!(
@@ -79,6 +80,7 @@ impl Shared {
                 match mode {
                     Mode::Managed => "resource",
                     Mode::Data => "data source",
+                    Mode::Ephemeral => "ephemeral resource",
                 }
             ))
         })
@@ -224,6 +226,11 @@ fn provider_schema(wire: &Schemas) -> ProviderSchema {
             .collect(),
         data_sources: wire
             .data_sources
+            .iter()
+            .map(|(k, s)| (k.clone(), s.block.clone()))
+            .collect(),
+        ephemeral_resources: wire
+            .ephemeral_resources
             .iter()
             .map(|(k, s)| (k.clone(), s.block.clone()))
             .collect(),
@@ -475,6 +482,13 @@ impl PluginProvider {
                 "data source configuration",
                 Some(type_),
                 move |c, dv| Box::pin(async move { c.validate_data(&t, dv).await }),
+                config,
+                &ty,
+            ),
+            Mode::Ephemeral => self.validation(
+                "ephemeral resource configuration",
+                Some(type_),
+                move |c, dv| Box::pin(async move { c.validate_ephemeral(&t, dv).await }),
                 config,
                 &ty,
             ),
@@ -882,6 +896,14 @@ impl Inner {
                 "The plugin planned no object for {type_} (a null planned state)."
             )));
         }
+        if let Some(path) = write_only_set(&planned, &ts.block) {
+            return Err(ProviderError(format!(
+                "Provider produced invalid plan: the plugin planned a value for the write-only \
+                 attribute {type_}.{path}. Write-only attributes cannot be read back from the \
+                 provider. This is a bug in the provider, which should be reported in the \
+                 provider's own issue tracker."
+            )));
+        }
         if let Some(path) = inconsistency_config(&config, &planned, &ts.block) {
             let msg = format!(
                 "The plugin planned a value for {type_}.{path} that differs from its configuration."
@@ -979,6 +1001,24 @@ impl Inner {
             Ok(w) => (None, w),
             Err(e) => (Some(e), Vec::new()),
         };
+        // A write-only value in what the provider returned is never kept: nulled, and an
+        // error (the provider's bug), as Terraform reports it.
+        let new_state = match new_state {
+            Some(v) => match write_only_set(&v, &ts.block) {
+                Some(path) => {
+                    error.get_or_insert_with(|| {
+                        ProviderError(format!(
+                            "Provider produced invalid object: the plugin returned a value for \
+                             the write-only attribute {type_}.{path}. Write-only attributes \
+                             cannot be read back from the provider."
+                        ))
+                    });
+                    Some(null_write_only(v, &ts.block))
+                }
+                None => Some(v),
+            },
+            None => None,
+        };
         if let (None, Some(new), Some(planned)) = (&error, &new_state, &planned) {
             if !new.is_wholly_known() {
                 error = Some(ProviderError(format!(
@@ -1035,6 +1075,13 @@ impl Inner {
         if new.is_null() {
             return Ok(None);
         }
+        if let Some(path) = write_only_set(&new, &ts.block) {
+            return Err(ProviderError(format!(
+                "Provider produced invalid object: the plugin read a value for the write-only \
+                 attribute {type_}.{path}. Write-only attributes cannot be read back from the \
+                 provider."
+            )));
+        }
         Ok(Some((
             new,
             ObjectMeta {
@@ -1089,6 +1136,103 @@ impl Inner {
         }
         Ok(v)
     }
+
+    async fn open_ephemeral(
+        self: Arc<Self>,
+        type_: String,
+        config: Value,
+    ) -> ProviderResult<Opened> {
+        let ty = self.schema(Mode::Ephemeral, &type_)?.ty.clone();
+        let dv = encode(&config, &ty, "configuration")?;
+        let c = self.client.clone();
+        let t = type_.clone();
+        let out = run(async move { c.open_ephemeral(&t, dv).await })
+            .await
+            .map_err(ProviderError)?;
+        let warnings = check("open", &self.shared.package, &out.diags)?;
+        let v = decode(&out.result, &ty, "ephemeral resource result")?;
+        if !v.is_wholly_known() {
+            return Err(ProviderError(format!(
+                "The plugin returned unknown values for ephemeral resource {type_} (at {}).",
+                v.unknown_paths().join(", ")
+            )));
+        }
+        Ok(Opened {
+            result: v,
+            renew_at: out.renew_at,
+            private: out.private,
+            warnings,
+        })
+    }
+}
+
+/// The first write-only attribute (here or in a nested block) that holds a value in `v`, a
+/// planned or new state: providers must answer null there, so that no write-only value is
+/// ever stored (Terraform's rule).
+pub(crate) fn write_only_set(v: &Value, block: &Block) -> Option<String> {
+    let attrs = v.unmarked().attributes()?;
+    for (name, a) in &block.attributes {
+        if a.write_only && attrs.get(name).is_some_and(|x| !x.is_null()) {
+            return Some(name.clone());
+        }
+    }
+    for (name, nb) in &block.blocks {
+        let Some(inner) = attrs.get(name) else {
+            continue;
+        };
+        let found = match inner.unmarked() {
+            Value::List(xs) | Value::Set(xs) | Value::Tuple(xs) => {
+                xs.iter().find_map(|x| write_only_set(x, &nb.block))
+            }
+            Value::Map(m) | Value::Object(m) if nb.nesting != Nesting::Single => {
+                m.values().find_map(|x| write_only_set(x, &nb.block))
+            }
+            x => write_only_set(x, &nb.block),
+        };
+        if let Some(p) = found {
+            return Some(format!("{name}.{p}"));
+        }
+    }
+    None
+}
+
+/// `v` with every write-only attribute of `block` (nested blocks included) null.
+pub(crate) fn null_write_only(v: Value, block: &Block) -> Value {
+    let Value::Object(mut attrs) = v else {
+        return v;
+    };
+    for (name, a) in &block.attributes {
+        if a.write_only {
+            if let Some(x) = attrs.get_mut(name) {
+                *x = Value::Null(a.ty.clone());
+            }
+        }
+    }
+    for (name, nb) in &block.blocks {
+        let Some(inner) = attrs.remove(name) else {
+            continue;
+        };
+        let inner = match inner {
+            Value::List(xs) => Value::List(
+                xs.into_iter()
+                    .map(|x| null_write_only(x, &nb.block))
+                    .collect(),
+            ),
+            Value::Set(xs) => Value::set(
+                xs.into_iter()
+                    .map(|x| null_write_only(x, &nb.block))
+                    .collect(),
+            ),
+            Value::Map(m) => Value::Map(
+                m.into_iter()
+                    .map(|(k, x)| (k, null_write_only(x, &nb.block)))
+                    .collect(),
+            ),
+            x => null_write_only(x, &nb.block),
+        };
+        attrs.insert(name.clone(), inner);
+    }
+    Value::Object(attrs)
 }
 
 /// Where a plan changed a value the configuration set (only attributes set in configuration
@@ -1098,7 +1242,7 @@ fn inconsistency_config(config: &Value, planned: &Value, block: &Block) -> Optio
     let p = planned.unmarked().attributes()?;
     for (name, a) in &block.attributes {
         let Some(cv) = c.get(name) else { continue };
-        if cv.is_null() || (a.computed && !a.optional && !a.required) {
+        if cv.is_null() || a.write_only || (a.computed && !a.optional && !a.required) {
             continue;
         }
         let pv = p.get(name).cloned().unwrap_or(Value::null());
@@ -1203,6 +1347,39 @@ impl Configured for PluginInstance {
             .clone()
             .read_data(type_.to_string(), config.clone())
             .await
+    }
+
+    async fn open_ephemeral(&self, type_: &str, config: &Value) -> ProviderResult<Opened> {
+        self.inner
+            .clone()
+            .open_ephemeral(type_.to_string(), config.clone())
+            .await
+    }
+
+    async fn renew_ephemeral(
+        &self,
+        type_: &str,
+        private: Option<Vec<u8>>,
+    ) -> ProviderResult<Renewed> {
+        let c = self.inner.client.clone();
+        let t = type_.to_string();
+        let out = run(async move { c.renew_ephemeral(&t, private).await })
+            .await
+            .map_err(ProviderError)?;
+        check("renew", &self.inner.shared.package, &out.diags)?;
+        Ok(Renewed {
+            renew_at: out.renew_at,
+            private: out.private,
+        })
+    }
+
+    async fn close_ephemeral(&self, type_: &str, private: Option<Vec<u8>>) -> ProviderResult<()> {
+        let c = self.inner.client.clone();
+        let t = type_.to_string();
+        let diags = run(async move { c.close_ephemeral(&t, private).await })
+            .await
+            .map_err(ProviderError)?;
+        check("close", &self.inner.shared.package, &diags).map(|_| ())
     }
 
     /// Plugins have no create tokens: an interrupted create cannot be found again.

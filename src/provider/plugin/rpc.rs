@@ -82,6 +82,7 @@ pub(crate) struct Schemas {
     pub(crate) provider: Option<TypeSchema>,
     pub(crate) resources: BTreeMap<String, TypeSchema>,
     pub(crate) data_sources: BTreeMap<String, TypeSchema>,
+    pub(crate) ephemeral_resources: BTreeMap<String, TypeSchema>,
     pub(crate) plan_destroy: bool,
     pub(crate) functions: BTreeMap<String, FunctionSig>,
 }
@@ -105,6 +106,29 @@ pub(crate) struct ReadOut {
     pub(crate) new_state: Dyn,
     pub(crate) private: Vec<u8>,
     pub(crate) diags: Vec<Diag>,
+}
+
+/// What `OpenEphemeralResource` answered.
+pub(crate) struct OpenOut {
+    pub(crate) result: Dyn,
+    /// When the provider wants `RenewEphemeralResource` called (Unix seconds and nanos).
+    pub(crate) renew_at: Option<std::time::SystemTime>,
+    pub(crate) private: Option<Vec<u8>>,
+    pub(crate) diags: Vec<Diag>,
+}
+
+/// What `RenewEphemeralResource` answered.
+pub(crate) struct RenewOut {
+    pub(crate) renew_at: Option<std::time::SystemTime>,
+    pub(crate) private: Option<Vec<u8>>,
+    pub(crate) diags: Vec<Diag>,
+}
+
+fn system_time(t: Option<prost_types::Timestamp>) -> Option<std::time::SystemTime> {
+    let t = t?;
+    let secs = u64::try_from(t.seconds).ok()?;
+    let nanos = u32::try_from(t.nanos).unwrap_or(0);
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
 }
 
 pub(crate) struct Imported {
@@ -266,6 +290,7 @@ macro_rules! conversions {
                     computed: a.computed,
                     force_new: false,
                     sensitive: a.sensitive,
+                    write_only: a.write_only,
                     description: a.description.clone(),
                 },
             ))
@@ -374,6 +399,10 @@ macro_rules! conversions {
             }
             for (name, s) in &r.data_source_schemas {
                 out.data_sources.insert(name.clone(), schema(s, name)?);
+            }
+            for (name, s) in &r.ephemeral_resource_schemas {
+                out.ephemeral_resources
+                    .insert(name.clone(), schema(s, name)?);
             }
             Ok((out, d))
         }
@@ -683,6 +712,76 @@ impl Client {
                 client_capabilities: m::caps(),
             },
             |r| Ok((m::dv(r.state), m::diags(&r.diagnostics)))
+        )
+    }
+
+    pub(crate) async fn validate_ephemeral(
+        &self,
+        type_: &str,
+        config: Dyn,
+    ) -> Result<Vec<Diag>, String> {
+        rpc!(
+            self,
+            validate_ephemeral_resource_config(validate_ephemeral_resource_config),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                config: m::to_dv(&config),
+            },
+            |r| Ok(m::diags(&r.diagnostics))
+        )
+    }
+
+    pub(crate) async fn open_ephemeral(&self, type_: &str, config: Dyn) -> Result<OpenOut, String> {
+        rpc!(
+            self,
+            open_ephemeral_resource(open_ephemeral_resource),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                config: m::to_dv(&config),
+                client_capabilities: m::caps(),
+            },
+            |r| Ok(OpenOut {
+                result: m::dv(r.result),
+                renew_at: system_time(r.renew_at),
+                private: r.private,
+                diags: m::diags(&r.diagnostics),
+            })
+        )
+    }
+
+    pub(crate) async fn renew_ephemeral(
+        &self,
+        type_: &str,
+        private: Option<Vec<u8>>,
+    ) -> Result<RenewOut, String> {
+        rpc!(
+            self,
+            renew_ephemeral_resource(renew_ephemeral_resource),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                private,
+            },
+            |r| Ok(RenewOut {
+                renew_at: system_time(r.renew_at),
+                private: r.private,
+                diags: m::diags(&r.diagnostics),
+            })
+        )
+    }
+
+    pub(crate) async fn close_ephemeral(
+        &self,
+        type_: &str,
+        private: Option<Vec<u8>>,
+    ) -> Result<Vec<Diag>, String> {
+        rpc!(
+            self,
+            close_ephemeral_resource(close_ephemeral_resource),
+            |m, p, q| q::Request {
+                type_name: type_.to_string(),
+                private,
+            },
+            |r| Ok(m::diags(&r.diagnostics))
         )
     }
 

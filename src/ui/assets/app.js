@@ -3,6 +3,14 @@
 "use strict";
 
 const TOKEN = new URLSearchParams(location.search).get("token") || "";
+// The server set its cookie when it served this page with `?token=`: later loads (and the
+// API calls, which send the header only when a token was given) work without it, so the token
+// leaves the address bar (browser history, screenshots) once the page has loaded.
+if (TOKEN) {
+  const clean = new URL(location.href);
+  clean.searchParams.delete("token");
+  history.replaceState(history.state, "", clean.pathname + clean.search + clean.hash);
+}
 const main = document.getElementById("main");
 const statusEl = document.getElementById("status");
 let known = { head: -1, busy: null, plans: [] };
@@ -14,7 +22,10 @@ function esc(s) {
 }
 
 async function api(path) {
-  const r = await fetch(path, { headers: { "X-Cairn-Token": TOKEN } });
+  const r = await fetch(path, {
+    headers: TOKEN ? { "X-Cairn-Token": TOKEN } : {},
+    credentials: "same-origin",
+  });
   const j = await r.json().catch(() => ({ error: r.statusText }));
   if (!r.ok) throw new Error(j.error || r.statusText);
   return j;

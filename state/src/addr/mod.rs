@@ -110,6 +110,8 @@ impl fmt::Display for ModulePath {
 pub enum Mode {
     Managed,
     Data,
+    /// `ephemeral "TYPE" "NAME"`: opened each run, never stored.
+    Ephemeral,
 }
 
 /// A resource (all of its instances): `module.m.sim_thing.a`, `data.sim_lookup.x`.
@@ -152,8 +154,10 @@ impl fmt::Display for ResourceAddr {
         if !self.module.is_root() {
             write!(f, "{}.", self.module)?;
         }
-        if self.mode == Mode::Data {
-            f.write_str("data.")?;
+        match self.mode {
+            Mode::Data => f.write_str("data.")?,
+            Mode::Ephemeral => f.write_str("ephemeral.")?,
+            Mode::Managed => {}
         }
         write!(f, "{}.{}", self.type_, self.name)
     }
@@ -461,12 +465,18 @@ impl FromStr for ResourceInstanceAddr {
         let mut c = Cursor::new(s);
         let module = c.module_path()?;
         let mut first = c.ident()?;
-        let mode = if first == "data" {
-            c.expect('.')?;
-            first = c.ident()?;
-            Mode::Data
-        } else {
-            Mode::Managed
+        let mode = match first {
+            "data" | "ephemeral" => {
+                let mode = if first == "data" {
+                    Mode::Data
+                } else {
+                    Mode::Ephemeral
+                };
+                c.expect('.')?;
+                first = c.ident()?;
+                mode
+            }
+            _ => Mode::Managed,
         };
         if matches!(first, "module" | "provider" | "var" | "local" | "output") {
             return Err(c.err(format!("\"{first}\" does not start a resource address")));

@@ -1,0 +1,455 @@
+//! State and plan encryption (OpenTofu's `encryption` block), end to end on the real `cairn`
+//! binary: no secret byte reaches any file, table or object a store writes (sled, PostgreSQL
+//! and S3 against real servers the tests start), keys rotate with a fallback while all
+//! history stays readable, an unencrypted history migrates into an encrypted store, and a
+//! wrong or missing key is an error naming what could not be decrypted and which key.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+#[path = "../../state/tests/support/s3server.rs"]
+mod s3server;
+
+#[path = "../../state/tests/support/pgserver.rs"]
+mod pgserver;
+
+const PASS_OLD: &str = "old passphrase: correct horse";
+const PASS_NEW: &str = "new passphrase: battery staple";
+
+struct Copy {
+    dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
+}
+
+impl Copy {
+    fn new(env: &[(&str, String)]) -> Copy {
+        Copy {
+            dir: tempfile::tempdir().unwrap(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
+    }
+
+    fn write(&self, tf: &str) {
+        std::fs::write(self.dir.path().join("main.tf"), tf).unwrap();
+    }
+
+    fn run_with(&self, args: &[&str], extra: &[(&str, &str)]) -> (i32, String, String) {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("CAIRN_STATE_DIR")
+            .env_remove("TF_WORKSPACE")
+            .env_remove("TF_ENCRYPTION")
+            .stdin(Stdio::null());
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        let out = c.output().expect("cairn runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn ok_with(&self, args: &[&str], extra: &[(&str, &str)]) -> String {
+        let (code, out, err) = self.run_with(args, extra);
+        assert_eq!(code, 0, "cairn {args:?}:\n{out}\n{err}");
+        out
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        self.ok_with(args, &[])
+    }
+}
+
+/// An encryption block: `primary` and `fallbacks` name key providers `old`/`new` (pbkdf2,
+/// passphrases from variables) or `plain` (the unencrypted method).
+fn encryption(primary: &str, fallbacks: &[&str], enforced: bool) -> String {
+    let method = |m: &str| match m {
+        "plain" => "method.unencrypted.plain".to_string(),
+        k => format!("method.aes_gcm.{k}"),
+    };
+    let mut s = String::from(
+        "variable \"pass_old\" {\n  type    = string\n  default = null\n}\n\
+         variable \"pass_new\" {\n  type    = string\n  default = null\n}\n\
+         locals {\n  new_passphrase = var.pass_new\n}\n\
+         terraform {\n  encryption {\n",
+    );
+    for (k, m) in [("old", "var.pass_old"), ("new", "local.new_passphrase")] {
+        if primary == k || fallbacks.contains(&k) {
+            s.push_str(&format!(
+                "    key_provider \"pbkdf2\" \"{k}\" {{\n      passphrase = {m}\n    }}\n    \
+                 method \"aes_gcm\" \"{k}\" {{\n      keys = key_provider.pbkdf2.{k}\n    }}\n"
+            ));
+        }
+    }
+    s.push_str("    method \"unencrypted\" \"plain\" {}\n");
+    s.push_str(&format!(
+        "    state {{\n      method   = {}\n      enforced = {enforced}\n",
+        method(primary)
+    ));
+    for f in fallbacks {
+        s.push_str(&format!(
+            "      fallback {{\n        method = {}\n      }}\n",
+            method(f)
+        ));
+    }
+    s.push_str(&format!(
+        "    }}\n    plan {{\n      method = {}\n    }}\n  }}\n}}\n",
+        method(primary)
+    ));
+    s
+}
+
+/// Resources holding the secrets `SECRET-<tag>-<i>`.
+fn secrets(tag: &str, n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "resource \"terraform_data\" \"{tag}{i}\" {{\n  input = \"SECRET-{tag}-{i}\"\n}}\n"
+            )
+        })
+        .collect()
+}
+
+fn passes() -> Vec<(&'static str, String)> {
+    vec![
+        ("TF_VAR_pass_old", PASS_OLD.to_string()),
+        ("TF_VAR_pass_new", PASS_NEW.to_string()),
+    ]
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p)
+                .unwrap_or_default()
+                .windows(needle.len())
+                .any(|w| w == needle.as_bytes())
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn count_files(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// sled: after applies and a saved plan, no file of the state directory
+/// nor the plan holds a secret; the state reads back; `state pull` is sealed unless
+/// `-decrypt`; a wrong or missing key names the record and the key.
+#[test]
+fn no_secret_reaches_the_sled_store_or_a_saved_plan() {
+    let c = Copy::new(&passes());
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &[], true),
+        secrets("s", 5)
+    ));
+    c.ok(&["init"]);
+    c.ok(&["apply", "-auto-approve"]);
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &[], true),
+        secrets("s", 7)
+    ));
+    c.ok(&["plan", "-out=p.plan"]);
+    c.ok(&["apply", "-auto-approve"]);
+    let state_dir = c.dir.path().join(".cairn");
+    assert!(count_files(&state_dir) > 3);
+    assert!(c.dir.path().join("p.plan").exists());
+    for i in 0..7 {
+        let leaks = files_containing(c.dir.path(), &format!("SECRET-s-{i}"));
+        let leaks: Vec<_> = leaks
+            .into_iter()
+            .filter(|p| !p.ends_with("main.tf"))
+            .collect();
+        assert!(leaks.is_empty(), "SECRET-s-{i} in {leaks:?}");
+    }
+    let shown = c.ok(&["state", "show", "terraform_data.s3"]);
+    assert!(shown.contains("SECRET-s-3"), "{shown}");
+    assert!(c.ok(&["history"]).lines().count() >= 2);
+    let sealed = c.ok(&["state", "pull"]);
+    assert!(
+        sealed.contains("encrypted_data") && !sealed.contains("SECRET-s-"),
+        "{sealed}"
+    );
+    let plain = c.ok(&["state", "pull", "-decrypt"]);
+    assert!(plain.contains("SECRET-s-6"), "{plain}");
+    // A plan saved under the key is read with it.
+    c.ok(&["show", "p.plan"]);
+
+    // The wrong passphrase: the record and the key tried are named, nothing is written.
+    let (code, _, err) = c.run_with(
+        &["state", "list"],
+        &[("TF_VAR_pass_new", "a wrong passphrase, long enough")],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("Cannot decrypt") && err.contains("key_provider.pbkdf2.new"),
+        "{err}"
+    );
+    assert!(err.contains("wrong passphrase"), "{err}");
+    let (code, _, err) = c.run_with(
+        &["apply", "-auto-approve"],
+        &[("TF_VAR_pass_new", "a wrong passphrase, long enough")],
+    );
+    assert_ne!(code, 0, "{err}");
+    let (code, _, err) = c.run_with(
+        &["show", "p.plan"],
+        &[("TF_VAR_pass_new", "a wrong passphrase, long enough")],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("plan file") && err.contains("key_provider.pbkdf2.new"),
+        "{err}"
+    );
+    c.ok(&["state", "list"]);
+
+    // No encryption configured: the encrypted state is an error naming its key.
+    c.write(&secrets("s", 7));
+    let (code, _, err) = c.run(&["state", "list"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("is encrypted (with key_provider.pbkdf2.new)"),
+        "{err}"
+    );
+
+    // A passphrase too short, and a reference that is not early: errors at the block.
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &[], true),
+        secrets("s", 1)
+    ));
+    let (code, _, err) = c.run_with(&["state", "list"], &[("TF_VAR_pass_new", "short")]);
+    assert_ne!(code, 0);
+    assert!(err.contains("at least 16 characters"), "{err}");
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &[], true).replace("local.new_passphrase", "terraform_data.s0.id"),
+        secrets("s", 1)
+    ));
+    let (code, _, err) = c.run(&["state", "list"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("variables and local values"), "{err}");
+}
+
+impl Copy {
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        self.run_with(args, &[])
+    }
+}
+
+/// Rotation: state written under `old`; `new` primary with `old` as fallback writes new
+/// records under `new`, re-encrypts nothing it does not rewrite, and still reads all history
+/// (every `-at`); without the fallback the old records are an error naming `old`.
+#[test]
+fn keys_rotate_with_a_fallback_and_history_stays_readable() {
+    let c = Copy::new(&passes());
+    c.write(&format!(
+        "{}{}",
+        encryption("old", &[], true),
+        secrets("r", 2)
+    ));
+    c.ok(&["init"]);
+    c.ok(&["apply", "-auto-approve"]);
+    let at_old = c.ok(&["state", "list", "-at=3"]);
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &["old"], true),
+        secrets("r", 4)
+    ));
+    c.ok(&["apply", "-auto-approve"]);
+    assert_eq!(c.ok(&["state", "list", "-at=3"]), at_old);
+    let listed = c.ok(&["state", "list"]);
+    assert_eq!(listed.matches("terraform_data.r").count(), 4, "{listed}");
+    let hist = c.ok(&["history"]);
+    assert!(hist.lines().count() >= 2, "{hist}");
+    for i in 0..4 {
+        let leaks = files_containing(&c.dir.path().join(".cairn"), &format!("SECRET-r-{i}"));
+        assert!(leaks.is_empty(), "SECRET-r-{i} in {leaks:?}");
+    }
+    // The old key alone cannot read what the new key wrote.
+    c.write(&format!(
+        "{}{}",
+        encryption("old", &[], true),
+        secrets("r", 4)
+    ));
+    let (code, _, err) = c.run(&["state", "list"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("key_provider.pbkdf2.new"), "{err}");
+    // The new key alone cannot read the history the old key wrote: named, not skipped.
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &[], true),
+        secrets("r", 4)
+    ));
+    let (code, _, err) = c.run(&["state", "list", "-at=3"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("key_provider.pbkdf2.old"), "{err}");
+}
+
+/// Migration: an unencrypted history; encryption added with the `unencrypted` method as
+/// fallback reads it and writes new records sealed; `init -migrate-state` into PostgreSQL
+/// copies the whole history sealed under the key, and no row of its tables holds a secret.
+#[test]
+fn an_unencrypted_history_migrates_into_an_encrypted_store() {
+    let pg = pgserver::shared();
+    let mut env = passes();
+    if let Some(pg) = pg {
+        env.push(("PG_CONN_STR", pg.conn_str()));
+    }
+    let c = Copy::new(&env);
+    c.write(&secrets("m", 2));
+    c.ok(&["init"]);
+    c.ok(&["apply", "-auto-approve"]);
+    assert!(!files_containing(&c.dir.path().join(".cairn"), "SECRET-m-0").is_empty());
+    // enforced without the fallback: the plaintext records are refused, by name.
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &[], true),
+        secrets("m", 2)
+    ));
+    let (code, _, err) = c.run(&["state", "list"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("is not encrypted") && err.contains("unencrypted"),
+        "{err}"
+    );
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &["plain"], true),
+        secrets("m", 3)
+    ));
+    c.ok(&["apply", "-auto-approve"]);
+    assert!(files_containing(&c.dir.path().join(".cairn"), "SECRET-m-2").is_empty());
+    let hist = c.ok(&["history"]);
+    let listed = c.ok(&["state", "list"]);
+    let Some(pg) = pg else {
+        return;
+    };
+    let schema = pgserver::schema("encmig");
+    c.write(&format!(
+        "{}{}terraform {{\n  backend \"pg\" {{\n    schema_name = \"{schema}\"\n  }}\n}}\n",
+        encryption("new", &[], true),
+        secrets("m", 3)
+    ));
+    c.ok(&["init", "-migrate-state"]);
+    assert_eq!(c.ok(&["history"]), hist);
+    assert_eq!(c.ok(&["state", "list"]), listed);
+    c.ok(&["state", "check"]);
+    for table in [
+        "cairn_events",
+        "cairn_checkpoints",
+        "cairn_meta",
+        "cairn_lock",
+    ] {
+        let rows = pg
+            .psql(&format!(
+                "SELECT count(*) FROM \"{schema}\".{table} t WHERE t::text LIKE '%SECRET-m-%' \
+                 OR t::text LIKE '%5345435245542d6d2d%'"
+            ))
+            .unwrap();
+        assert_eq!(rows.trim(), "0", "{table}: {rows}");
+    }
+    let events = pg
+        .psql(&format!("SELECT count(*) FROM \"{schema}\".cairn_events"))
+        .unwrap();
+    assert!(events.trim().parse::<u64>().unwrap() > 5, "{events}");
+}
+
+/// S3: every object Cairn writes in the bucket (event batches, checkpoints, lineage) holds
+/// no secret byte; the state reads back from a second working copy with the key.
+#[test]
+fn no_secret_reaches_the_s3_objects() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("enc");
+    server.bucket(&bucket);
+    let mut env = passes();
+    env.push(("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY.to_string()));
+    env.push(("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY.to_string()));
+    env.push(("AWS_ENDPOINT_URL_S3", server.endpoint()));
+    let backend = format!(
+        "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key = \"enc/terraform.tfstate\"\n    \
+         region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n    \
+         skip_credentials_validation = true\n    skip_requesting_account_id = true\n  }}\n}}\n"
+    );
+    let tf = format!(
+        "{backend}{}{}",
+        encryption("new", &[], true),
+        secrets("b", 4)
+    );
+    let c = Copy::new(&env);
+    c.write(&tf);
+    c.ok(&["init"]);
+    c.ok(&["apply", "-auto-approve"]);
+    let keys = server.keys(&bucket);
+    assert!(keys.iter().any(|k| k.contains("events/")), "{keys:?}");
+
+    for k in &keys {
+        let bytes = server.object(&bucket, k).unwrap_or_default();
+        assert!(
+            !bytes.windows(9).any(|w| w == b"SECRET-b-"),
+            "a secret in s3://{bucket}/{k}"
+        );
+    }
+    let d = Copy::new(&env);
+    d.write(&tf);
+    d.ok(&["init"]);
+    assert!(d
+        .ok(&["state", "show", "terraform_data.b2"])
+        .contains("SECRET-b-2"));
+}
+
+/// `TF_ENCRYPTION` supplies the block (its blocks replace the configuration's of the same
+/// name): the state written with it is unreadable without it.
+#[test]
+fn tf_encryption_supplies_the_block_from_the_environment() {
+    let c = Copy::new(&[]);
+    c.write(&secrets("e", 2));
+    let block = format!(
+        "key_provider \"pbkdf2\" \"env\" {{\n  passphrase = \"{PASS_NEW}\"\n}}\n\
+         method \"aes_gcm\" \"env\" {{\n  keys = key_provider.pbkdf2.env\n}}\n\
+         state {{\n  method = method.aes_gcm.env\n  enforced = true\n}}\n"
+    );
+    let env = [("TF_ENCRYPTION", block.as_str())];
+    c.ok_with(&["init"], &env);
+    c.ok_with(&["apply", "-auto-approve"], &env);
+    assert!(files_containing(&c.dir.path().join(".cairn"), "SECRET-e-").is_empty());
+    assert!(c
+        .ok_with(&["state", "list"], &env)
+        .contains("terraform_data.e1"));
+    let (code, _, err) = c.run(&["state", "list"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("key_provider.pbkdf2.env"), "{err}");
+}

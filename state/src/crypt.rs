@@ -1,0 +1,621 @@
+//! Encryption at rest: OpenTofu's `encryption` block, resolved (`terraform { encryption {
+//! key_provider "pbkdf2" "k" { … } method "aes_gcm" "m" { keys = key_provider.pbkdf2.k }
+//! state { method = method.aes_gcm.m  fallback { … } } plan { … } } }`).
+//!
+//! An [`Encryption`] is one target's (the state's or saved plans') methods: the primary one,
+//! which writes, and the fallbacks, which only read (key rotation, and `unencrypted` for a
+//! migration). It seals and opens byte strings; the log core seals every record and every
+//! checkpoint part with it, so every store (sled, PostgreSQL, S3) and the fault journals
+//! (`pg-journal`, `s3-journal`, which keep records as stored) hold only sealed bytes.
+//!
+//! # Sealed bytes
+//!
+//! ```text
+//! 0xC1 "CE" version(1) | key provider address (u8 length, bytes)
+//! | hash (1 = sha256, 2 = sha512) | iterations u32 LE | key length u8
+//! | salt (u8 length, bytes) | nonce (12) | AES-GCM ciphertext and tag
+//! ```
+//!
+//! 0xC1 is the one byte MessagePack never uses, so a sealed record is never taken for a
+//! plaintext one (rmp records) nor the other way round. The header is what a reader needs to
+//! derive the key (the passphrase aside) and is authenticated with the ciphertext (it is part
+//! of the additional data, after the method's `aad`). The salt is made once per key and kept:
+//! a writer that opens a log whose records it can read with its primary key reuses their
+//! salt, so PBKDF2's deliberate cost (600,000 rounds by default) is paid once per process
+//! and key, not per record.
+//!
+//! The crypto is RustCrypto's (`aes-gcm`, `pbkdf2`, `sha2`); nothing here is hand-rolled.
+
+use aes_gcm::aead::consts::U12;
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::aes::{Aes128, Aes192, Aes256};
+use aes_gcm::AesGcm;
+use rand::{RngCore, SeedableRng};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+const MAGIC: [u8; 4] = [0xC1, b'C', b'E', 1];
+const NONCE: usize = 12;
+
+/// Whether `bytes` are sealed (written under an encryption method).
+pub fn is_sealed(bytes: &[u8]) -> bool {
+    bytes.starts_with(&MAGIC)
+}
+
+/// PBKDF2's hash function (`hash_function`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Hash {
+    Sha256,
+    Sha512,
+}
+
+impl Hash {
+    fn code(self) -> u8 {
+        match self {
+            Hash::Sha256 => 1,
+            Hash::Sha512 => 2,
+        }
+    }
+
+    fn of_code(c: u8) -> Option<Hash> {
+        match c {
+            1 => Some(Hash::Sha256),
+            2 => Some(Hash::Sha512),
+            _ => None,
+        }
+    }
+
+    /// The name OpenTofu's `hash_function` takes.
+    pub fn parse(s: &str) -> Option<Hash> {
+        match s {
+            "sha256" => Some(Hash::Sha256),
+            "sha512" => Some(Hash::Sha512),
+            _ => None,
+        }
+    }
+}
+
+/// A `key_provider "pbkdf2"`: a key derived from a passphrase.
+#[derive(Clone)]
+pub struct Pbkdf2 {
+    /// `key_provider.pbkdf2.NAME`.
+    pub address: String,
+    pub passphrase: String,
+    /// 16, 24 or 32 (AES-128, -192, -256).
+    pub key_length: usize,
+    pub iterations: u32,
+    pub salt_length: usize,
+    pub hash: Hash,
+}
+
+impl std::fmt::Debug for Pbkdf2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the passphrase.
+        write!(f, "Pbkdf2({})", self.address)
+    }
+}
+
+/// An encryption method.
+#[derive(Clone, Debug)]
+pub enum Method {
+    /// `method "unencrypted" "NAME"`: plaintext (migrating into or out of encryption).
+    Unencrypted { address: String },
+    /// `method "aes_gcm" "NAME" { keys = key_provider.… aad = […] }`.
+    AesGcm {
+        address: String,
+        keys: Pbkdf2,
+        aad: Vec<u8>,
+    },
+}
+
+impl Method {
+    /// `method.TYPE.NAME`.
+    pub fn address(&self) -> &str {
+        match self {
+            Method::Unencrypted { address } | Method::AesGcm { address, .. } => address,
+        }
+    }
+}
+
+/// What a derived key is derived from (the passphrase too, so that two providers of one
+/// name with different passphrases never share a cached key).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct KeySpec {
+    provider: String,
+    passphrase: String,
+    hash: Hash,
+    iterations: u32,
+    key_length: usize,
+    salt: Vec<u8>,
+}
+
+#[derive(Clone)]
+enum Cipher {
+    A128(AesGcm<Aes128, U12>),
+    A192(AesGcm<Aes192, U12>),
+    A256(AesGcm<Aes256, U12>),
+}
+
+impl Cipher {
+    fn new(key: &[u8]) -> Result<Cipher, String> {
+        let bad = |_| format!("a key of {} bytes fits no AES variant", key.len());
+        Ok(match key.len() {
+            16 => Cipher::A128(AesGcm::new_from_slice(key).map_err(bad)?),
+            24 => Cipher::A192(AesGcm::new_from_slice(key).map_err(bad)?),
+            32 => Cipher::A256(AesGcm::new_from_slice(key).map_err(bad)?),
+            n => {
+                return Err(format!(
+                    "a key of {n} bytes fits no AES variant (16, 24 or 32)"
+                ))
+            }
+        })
+    }
+
+    fn seal(&self, nonce: &[u8; NONCE], msg: &[u8], aad: &[u8]) -> Result<Vec<u8>, String> {
+        let p = Payload { msg, aad };
+        let n = nonce.into();
+        match self {
+            Cipher::A128(c) => c.encrypt(n, p),
+            Cipher::A192(c) => c.encrypt(n, p),
+            Cipher::A256(c) => c.encrypt(n, p),
+        }
+        .map_err(|_| "AES-GCM refused to encrypt".to_string())
+    }
+
+    fn open(&self, nonce: &[u8], msg: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
+        let p = Payload { msg, aad };
+        let n = nonce.into();
+        match self {
+            Cipher::A128(c) => c.decrypt(n, p),
+            Cipher::A192(c) => c.decrypt(n, p),
+            Cipher::A256(c) => c.decrypt(n, p),
+        }
+        .ok()
+    }
+}
+
+fn derive(spec: &KeySpec) -> Result<Cipher, String> {
+    let mut key = vec![0u8; spec.key_length];
+    match spec.hash {
+        Hash::Sha256 => pbkdf2::pbkdf2_hmac::<sha2::Sha256>(
+            spec.passphrase.as_bytes(),
+            &spec.salt,
+            spec.iterations,
+            &mut key,
+        ),
+        Hash::Sha512 => pbkdf2::pbkdf2_hmac::<sha2::Sha512>(
+            spec.passphrase.as_bytes(),
+            &spec.salt,
+            spec.iterations,
+            &mut key,
+        ),
+    }
+    let c = Cipher::new(&key);
+    key.iter_mut().for_each(|b| *b = 0);
+    c
+}
+
+/// The header of sealed bytes, parsed.
+struct Header<'a> {
+    provider: &'a str,
+    hash: Hash,
+    iterations: u32,
+    key_length: usize,
+    salt: &'a [u8],
+    nonce: &'a [u8],
+    /// The header's bytes (authenticated).
+    raw: &'a [u8],
+    body: &'a [u8],
+}
+
+fn parse_header(b: &[u8]) -> Option<Header<'_>> {
+    let mut at = MAGIC.len();
+    let take = |at: &mut usize, n: usize| -> Option<&[u8]> {
+        let s = b.get(*at..*at + n)?;
+        *at += n;
+        Some(s)
+    };
+    let plen = *take(&mut at, 1)?.first()? as usize;
+    let provider = std::str::from_utf8(take(&mut at, plen)?).ok()?;
+    let hash = Hash::of_code(*take(&mut at, 1)?.first()?)?;
+    let iterations = u32::from_le_bytes(take(&mut at, 4)?.try_into().ok()?);
+    let key_length = *take(&mut at, 1)?.first()? as usize;
+    let slen = *take(&mut at, 1)?.first()? as usize;
+    let salt = take(&mut at, slen)?;
+    let raw_end = at;
+    let nonce = take(&mut at, NONCE)?;
+    Some(Header {
+        provider,
+        hash,
+        iterations,
+        key_length,
+        salt,
+        nonce,
+        raw: &b[..raw_end],
+        body: &b[at..],
+    })
+}
+
+/// The key a writer seals with: its header (without the nonce) and its cipher.
+struct WriteKey {
+    header: Vec<u8>,
+    cipher: Cipher,
+    aad: Vec<u8>,
+}
+
+/// One target's encryption (the state's or saved plans'): see the module docs.
+pub struct Encryption {
+    /// `state` or `plan`, for messages.
+    target: &'static str,
+    primary: Method,
+    fallbacks: Vec<Method>,
+    enforced: bool,
+    keys: Mutex<HashMap<KeySpec, Cipher>>,
+    write: Mutex<Option<Arc<WriteKey>>>,
+    rng: Mutex<rand::rngs::StdRng>,
+}
+
+impl std::fmt::Debug for Encryption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Encryption({}: {})", self.target, self.describe())
+    }
+}
+
+impl Encryption {
+    /// A target's encryption. `enforced` with an `unencrypted` primary method is refused.
+    pub fn new(
+        target: &'static str,
+        primary: Method,
+        fallbacks: Vec<Method>,
+        enforced: bool,
+    ) -> Result<Encryption, String> {
+        if enforced && matches!(primary, Method::Unencrypted { .. }) {
+            return Err(format!(
+                "the {target} is enforced to be encrypted, but its method {} is unencrypted",
+                primary.address()
+            ));
+        }
+        Ok(Encryption {
+            target,
+            primary,
+            fallbacks,
+            enforced,
+            keys: Mutex::new(HashMap::new()),
+            write: Mutex::new(None),
+            rng: Mutex::new(rand::rngs::StdRng::from_entropy()),
+        })
+    }
+
+    /// Whether this target writes plaintext (its primary method is `unencrypted`).
+    pub fn writes_plaintext(&self) -> bool {
+        matches!(self.primary, Method::Unencrypted { .. })
+    }
+
+    /// Whether `enforced = true`.
+    pub fn enforced(&self) -> bool {
+        self.enforced
+    }
+
+    /// The methods in the order they are tried: `method.aes_gcm.new, then method.aes_gcm.old`.
+    pub fn describe(&self) -> String {
+        let mut s = self.primary.address().to_string();
+        for f in &self.fallbacks {
+            s.push_str(", then ");
+            s.push_str(f.address());
+        }
+        s
+    }
+
+    fn methods(&self) -> impl Iterator<Item = &Method> {
+        std::iter::once(&self.primary).chain(&self.fallbacks)
+    }
+
+    fn cipher(&self, spec: KeySpec) -> Result<Cipher, String> {
+        if let Some(c) = self.keys.lock().expect("keys").get(&spec) {
+            return Ok(c.clone());
+        }
+        let c = derive(&spec)?;
+        self.keys.lock().expect("keys").insert(spec, c.clone());
+        Ok(c)
+    }
+
+    fn write_key(&self) -> Result<Option<Arc<WriteKey>>, String> {
+        let Method::AesGcm { keys, aad, .. } = &self.primary else {
+            return Ok(None);
+        };
+        if let Some(k) = &*self.write.lock().expect("write key") {
+            return Ok(Some(k.clone()));
+        }
+        let mut salt = vec![0u8; keys.salt_length];
+        self.rng.lock().expect("rng").fill_bytes(&mut salt);
+        let k = Arc::new(self.make_write_key(keys, aad, salt)?);
+        *self.write.lock().expect("write key") = Some(k.clone());
+        Ok(Some(k))
+    }
+
+    fn make_write_key(&self, keys: &Pbkdf2, aad: &[u8], salt: Vec<u8>) -> Result<WriteKey, String> {
+        if keys.address.len() > 255 || salt.len() > 255 || keys.key_length > 255 {
+            return Err(format!("{}: key parameters too long", keys.address));
+        }
+        let mut header = MAGIC.to_vec();
+        header.push(keys.address.len() as u8);
+        header.extend_from_slice(keys.address.as_bytes());
+        header.push(keys.hash.code());
+        header.extend_from_slice(&keys.iterations.to_le_bytes());
+        header.push(keys.key_length as u8);
+        header.push(salt.len() as u8);
+        header.extend_from_slice(&salt);
+        let cipher = self.cipher(KeySpec {
+            provider: keys.address.clone(),
+            passphrase: keys.passphrase.clone(),
+            hash: keys.hash,
+            iterations: keys.iterations,
+            key_length: keys.key_length,
+            salt,
+        })?;
+        Ok(WriteKey {
+            header,
+            cipher,
+            aad: aad.to_vec(),
+        })
+    }
+
+    /// Seals `plain` with the primary method into `out` (cleared first). With an
+    /// `unencrypted` primary method, `out` is `plain`.
+    pub fn seal_into(&self, plain: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        out.clear();
+        let Some(k) = self.write_key()? else {
+            out.extend_from_slice(plain);
+            return Ok(());
+        };
+        let mut nonce = [0u8; NONCE];
+        self.rng.lock().expect("rng").fill_bytes(&mut nonce);
+        let mut aad = Vec::with_capacity(k.aad.len() + k.header.len());
+        aad.extend_from_slice(&k.aad);
+        aad.extend_from_slice(&k.header);
+        let ct = k.cipher.seal(&nonce, plain, &aad)?;
+        out.reserve(k.header.len() + NONCE + ct.len());
+        out.extend_from_slice(&k.header);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&ct);
+        Ok(())
+    }
+
+    /// [`seal_into`](Encryption::seal_into) into a new vector.
+    pub fn seal(&self, plain: &[u8]) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        self.seal_into(plain, &mut out)?;
+        Ok(out)
+    }
+
+    /// Opens bytes sealed by any of the methods (primary first), or plaintext when one of
+    /// them is `unencrypted`. `what` names the bytes in the error ("state log record 42").
+    /// A key the primary method opens is kept for writing, with its salt.
+    pub fn open<'a>(
+        &self,
+        what: &str,
+        bytes: &'a [u8],
+    ) -> Result<std::borrow::Cow<'a, [u8]>, String> {
+        if !is_sealed(bytes) {
+            if let Some(m) = self
+                .methods()
+                .find(|m| matches!(m, Method::Unencrypted { .. }))
+            {
+                let _ = m;
+                return Ok(std::borrow::Cow::Borrowed(bytes));
+            }
+            return Err(format!(
+                "{what} is not encrypted, and the {target} encryption ({tried}) has no \
+                 `unencrypted` method to read it with; to encrypt an unencrypted {target}, add \
+                 `method \"unencrypted\" \"migrate\" {{}}` and `fallback {{ method = \
+                 method.unencrypted.migrate }}` to the {target} block",
+                target = self.target,
+                tried = self.describe()
+            ));
+        }
+        let Some(h) = parse_header(bytes) else {
+            return Err(format!("{what} is encrypted but its header is damaged"));
+        };
+        let mut tried = Vec::new();
+        for (i, m) in self.methods().enumerate() {
+            let Method::AesGcm { address, keys, aad } = m else {
+                continue;
+            };
+            if keys.address != h.provider {
+                tried.push(format!("{address} (its key is {})", keys.address));
+                continue;
+            }
+            let spec = KeySpec {
+                provider: keys.address.clone(),
+                passphrase: keys.passphrase.clone(),
+                hash: h.hash,
+                iterations: h.iterations,
+                key_length: h.key_length,
+                salt: h.salt.to_vec(),
+            };
+            let cipher = self.cipher(spec)?;
+            let mut full_aad = aad.clone();
+            full_aad.extend_from_slice(h.raw);
+            match cipher.open(h.nonce, h.body, &full_aad) {
+                Some(plain) => {
+                    if i == 0
+                        && keys.hash == h.hash
+                        && keys.iterations == h.iterations
+                        && keys.key_length == h.key_length
+                    {
+                        let mut w = self.write.lock().expect("write key");
+                        if w.is_none() {
+                            *w = Some(Arc::new(WriteKey {
+                                header: h.raw.to_vec(),
+                                cipher,
+                                aad: aad.clone(),
+                            }));
+                        }
+                    }
+                    return Ok(std::borrow::Cow::Owned(plain));
+                }
+                None => tried.push(format!(
+                    "{address} with {} (wrong passphrase, or the data was altered)",
+                    keys.address
+                )),
+            }
+        }
+        Err(format!(
+            "cannot decrypt {what}: it was encrypted with {}; tried {}",
+            h.provider,
+            if tried.is_empty() {
+                format!("{} (no method that decrypts)", self.describe())
+            } else {
+                tried.join("; ")
+            }
+        ))
+    }
+}
+
+/// Reads `bytes` that must not be sealed because no encryption is configured: an error
+/// naming `what` and the key it was sealed with when they are.
+pub fn require_plain(what: &str, bytes: &[u8]) -> Result<(), String> {
+    if !is_sealed(bytes) {
+        return Ok(());
+    }
+    let key = parse_header(bytes).map_or("an unknown key", |h| h.provider);
+    Err(format!(
+        "{what} is encrypted (with {key}), and no encryption is configured: add the \
+         `terraform {{ encryption {{ … }} }}` block that names its key (or set TF_ENCRYPTION)"
+    ))
+}
+
+/// Opens `bytes` with `enc`, or checks they are plaintext when there is none.
+pub fn open_with<'a>(
+    enc: Option<&Encryption>,
+    what: &str,
+    bytes: &'a [u8],
+) -> Result<std::borrow::Cow<'a, [u8]>, String> {
+    match enc {
+        Some(e) => e.open(what, bytes),
+        None => require_plain(what, bytes).map(|()| std::borrow::Cow::Borrowed(bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str, pass: &str) -> Pbkdf2 {
+        Pbkdf2 {
+            address: format!("key_provider.pbkdf2.{name}"),
+            passphrase: pass.into(),
+            key_length: 32,
+            iterations: 1000,
+            salt_length: 32,
+            hash: Hash::Sha512,
+        }
+    }
+
+    fn gcm(name: &str, k: Pbkdf2) -> Method {
+        Method::AesGcm {
+            address: format!("method.aes_gcm.{name}"),
+            keys: k,
+            aad: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn seals_opens_and_names_the_key_on_failure() {
+        let e = Encryption::new(
+            "state",
+            gcm("m", key("k", "correct horse battery")),
+            vec![],
+            true,
+        )
+        .unwrap();
+        let sealed = e.seal(b"secret-value").unwrap();
+        assert!(is_sealed(&sealed));
+        assert!(!sealed.windows(6).any(|w| w == b"secret"));
+        assert_eq!(&*e.open("record 1", &sealed).unwrap(), b"secret-value");
+
+        let wrong = Encryption::new(
+            "state",
+            gcm("m", key("k", "wrong passphrase!!")),
+            vec![],
+            true,
+        )
+        .unwrap();
+        let err = wrong.open("record 1", &sealed).unwrap_err();
+        assert!(
+            err.contains("record 1") && err.contains("key_provider.pbkdf2.k"),
+            "{err}"
+        );
+        assert!(err.contains("wrong passphrase"), "{err}");
+
+        let plain_err = e.open("record 2", b"\x82plain").unwrap_err();
+        assert!(plain_err.contains("not encrypted"), "{plain_err}");
+        assert!(require_plain("record 1", &sealed)
+            .unwrap_err()
+            .contains("key_provider.pbkdf2.k"));
+    }
+
+    #[test]
+    fn rotation_reads_old_writes_new_and_reuses_salt() {
+        let old = Encryption::new(
+            "state",
+            gcm("old", key("old", "old passphrase 123")),
+            vec![],
+            false,
+        )
+        .unwrap();
+        let a = old.seal(b"first").unwrap();
+        let b = old.seal(b"second").unwrap();
+        // One salt per key: both records carry the same header.
+        let ha = parse_header(&a).unwrap().raw.to_vec();
+        assert_eq!(ha, parse_header(&b).unwrap().raw);
+        let rotated = Encryption::new(
+            "state",
+            gcm("new", key("new", "new passphrase 456")),
+            vec![gcm("old", key("old", "old passphrase 123"))],
+            true,
+        )
+        .unwrap();
+        assert_eq!(&*rotated.open("r", &a).unwrap(), b"first");
+        let c = rotated.seal(b"third").unwrap();
+        assert_eq!(
+            parse_header(&c).unwrap().provider,
+            "key_provider.pbkdf2.new"
+        );
+        assert!(old.open("r", &c).is_err());
+        // A reopened writer adopts the salt it can read with its primary key.
+        let again = Encryption::new(
+            "state",
+            gcm("new", key("new", "new passphrase 456")),
+            vec![],
+            true,
+        )
+        .unwrap();
+        again.open("r", &c).unwrap();
+        let d = again.seal(b"fourth").unwrap();
+        assert_eq!(parse_header(&c).unwrap().raw, parse_header(&d).unwrap().raw);
+    }
+
+    #[test]
+    fn unencrypted_fallback_reads_plaintext() {
+        let e = Encryption::new(
+            "state",
+            gcm("m", key("k", "correct horse battery")),
+            vec![Method::Unencrypted {
+                address: "method.unencrypted.migrate".into(),
+            }],
+            false,
+        )
+        .unwrap();
+        assert_eq!(&*e.open("r", b"\x82plain").unwrap(), b"\x82plain");
+        assert!(Encryption::new(
+            "state",
+            Method::Unencrypted {
+                address: "method.unencrypted.u".into()
+            },
+            vec![],
+            true
+        )
+        .is_err());
+    }
+}
