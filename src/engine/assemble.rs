@@ -156,8 +156,12 @@ async fn assemble_plan(
     let mut provider_changes: BTreeMap<ProviderAddr, ProviderChange> = out.provider_changes;
     if mode == PlanMode::Normal {
         for p in deleted_providers(&plan, &refreshed, Some(&loaded.config)) {
-            // What the walk configured stays (an instance of a block with `for_each`).
-            provider_changes.entry(p.addr.clone()).or_insert(p);
+            // An instance of a block with `for_each` that the walk configured stays (its
+            // element is still in the collection).
+            if p.addr.key.is_some() && provider_changes.contains_key(&p.addr) {
+                continue;
+            }
+            provider_changes.insert(p.addr.clone(), p);
         }
     }
     plan.provider_changes = provider_changes.into_values().collect();

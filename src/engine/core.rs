@@ -1365,6 +1365,7 @@ impl<'a> ResourceVisit<'a> {
         ctx: &Ctx,
         m: &ModulePath,
         rep: &Repetition,
+        addr: &ResourceInstanceAddr,
     ) -> Result<(Value, crate::eval::Sources), Diagnostics> {
         let res = self.res;
         let values = ctx.values.read().expect("values lock");
@@ -1385,7 +1386,7 @@ impl<'a> ResourceVisit<'a> {
             ))
         } else if self.lenient {
             eval_body_with_sources(&res.body, schema, &scope, res.json)
-                .or_else(|d| self.lenient_partial(ctx, &scope, schema, d))
+                .or_else(|d| self.lenient_partial(ctx, &scope, schema, d, addr))
         } else {
             eval_config_body(&res.body, schema, &scope, None, res.json).map(|v| (v, Vec::new()))
         }
@@ -1401,6 +1402,7 @@ impl<'a> ResourceVisit<'a> {
         scope: &InstanceScope<'_>,
         schema: Option<&Block>,
         failure: Diagnostics,
+        addr: &ResourceInstanceAddr,
     ) -> Result<(Value, crate::eval::Sources), Diagnostics> {
         let res = self.res;
         let failed: Vec<String> = res
@@ -1437,7 +1439,7 @@ impl<'a> ResourceVisit<'a> {
                 m.insert(k, Value::Unknown(ty));
             }
         }
-        ctx.report(failure);
+        ctx.report(failure.into_iter().map(|d| d.with_address(addr)).collect());
         Ok((value, sources))
     }
 
@@ -1457,8 +1459,8 @@ impl<'a> ResourceVisit<'a> {
         let mut ready: Vec<Instance> = Vec::new();
         for k in exp.keys() {
             let rep = exp.repetition(&k);
-            let config = self.config(ctx, m, &rep);
             let addr = resource_addr.instance(k.clone());
+            let config = self.config(ctx, m, &rep, &addr);
             if !self.in_scope(&addr) {
                 // Not targeted: not planned, and not an orphan either.
                 produced.insert(addr);

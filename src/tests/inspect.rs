@@ -475,7 +475,7 @@ resource "aws_route_table_association" "r" {
     let web = resource(&doc, "aws_instance.web");
     assert_eq!(web["_unknown_expansion"], true);
     assert_eq!(web["ami"], "ami-123");
-    // The broken resource is a diagnostic with its span; its dependent still appears.
+    // The broken argument is a diagnostic with its span; its dependent still appears.
     assert_eq!(
         summaries(&doc),
         [
@@ -485,11 +485,9 @@ resource "aws_route_table_association" "r" {
     );
     assert_eq!(doc["diagnostics"][0]["address"], "aws_s3_bucket.broken");
     assert_eq!(doc["diagnostics"][0]["range"]["start"]["line"], 22);
-    assert!(doc["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|r| r["id"] != "aws_s3_bucket.broken"));
+    // Issue 28: the argument that fails is unknown, and the resource stays.
+    let broken = resource(&doc, "aws_s3_bucket.broken");
+    assert_eq!(broken["_unknown"], json!(["bucket"]));
     // for_each over schemaless resources: each.value.id is unknown, written attributes known.
     let r = resource(&doc, "aws_route_table_association.r[\"b\"]");
     assert_eq!(r["note"], "b:10.0.2.0/24");
