@@ -225,7 +225,9 @@ fn migrate(
         let backup = dir.join(format!("migrated-{stamp}"));
         let kept = |e| state_diag(&StateError::io_error("cannot keep the local log", e));
         std::fs::create_dir_all(&backup).map_err(kept)?;
-        for part in ["log", "checkpoints"] {
+        // The log's head goes with its log (a head left behind would call the next local
+        // log damaged).
+        for part in ["log", "checkpoints", "log-head"] {
             let from = dir.join(part);
             if from.exists() {
                 std::fs::rename(&from, backup.join(part)).map_err(kept)?;

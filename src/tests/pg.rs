@@ -284,7 +284,12 @@ fn the_server_crashing_mid_apply_loses_no_outcome() {
         out.contains("event(s) kept in") || err.contains("event(s) kept in"),
         "the user is told the journal was written back:\n{out}\n{err}"
     );
-    assert_eq!(things(sim.path()), 6, "every object accounted for, once");
+    assert_eq!(
+        things(sim.path()),
+        6,
+        "every object accounted for, once\n{out}\n{err}\n{}",
+        a.ok(&["log"])
+    );
     let out = a.ok(&["plan"]);
     assert!(out.contains("No changes."), "{out}");
     a.ok(&["state", "check"]);

@@ -24,6 +24,10 @@ use cairn_state::{EventBody, ObjectMeta, OpAction, ProviderRef, ResourceObject, 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The summary of the error of an operation the stop kept from starting (never shown: the
+/// interrupt message counts it).
+const NOT_STARTED: &str = "Operation not started";
+
 /// Where the steps of an apply write: the journal, and the run's summary (what was added,
 /// changed, destroyed, imported and read, and how many steps failed).
 pub(crate) struct Recorder {
@@ -139,18 +143,10 @@ impl Operation<'_> {
         ctx: &Arc<Ctx>,
         c: &Arc<dyn Configured>,
     ) -> Result<Option<Value>, Diagnostics> {
-        // The turn is taken before anything is recorded: an operation still waiting for it
-        // when the run is stopped never starts — no record, no provider call, no error of its
-        // own (the interrupt message counts it).
-        let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
         let who = match &self.deposed {
             Some(k) => format!("{} (deposed object {k})", self.addr),
             None => self.addr.to_string(),
         };
-        if ctx.limits.stopped() {
-            rec.interrupted(|i| i.never_started.push(who));
-            return Err(Diagnostics::new());
-        }
         let action = match &request {
             ApplyRequest::Create { .. } => OpAction::Create,
             ApplyRequest::Update { .. } => OpAction::Update,
@@ -158,6 +154,14 @@ impl Operation<'_> {
         };
         let own = format!("{}: ", self.addr);
         let result = self.started(request, rec, ctx, c).await;
+        // An operation still waiting for its turn when the run was stopped never started:
+        // no provider call, no error of its own (the interrupt message counts it).
+        if let Err(d) = &result {
+            if d.iter().any(|d| d.summary == NOT_STARTED) {
+                rec.interrupted(|i| i.never_started.push(who));
+                return Err(Diagnostics::new());
+            }
+        }
         if !ctx.limits.stopped() {
             if result.is_ok() {
                 let done = match action {
@@ -322,12 +326,31 @@ impl Operation<'_> {
             .map(|p| p.meta.clone())
             .unwrap_or_default();
         let planned_private = self.planned.map(|(_, p)| p).unwrap_or(&[][..]);
+        let _permit = ctx.limits.calls.acquire().await.expect("semaphore open");
         // The state storage failed while this call waited its turn: it does not start (its
         // start is in the log, so the next run resolves it as pending).
         if let Some(e) = rec.journal.failure() {
             return Err(Diagnostics::from(Diagnostic::error(
                 "State storage failed",
                 e,
+            )));
+        }
+        // The run was stopped while this call waited its turn: it does not start. Its start is
+        // recorded, so its outcome is too: nothing changed (the object as it was).
+        if ctx.limits.stopped() {
+            let object = match s.op_action {
+                OpAction::Create => None,
+                OpAction::Update | OpAction::Delete => self.prior.clone(),
+            };
+            rec.record(EventBody::OperationFailed {
+                op: s.op,
+                object,
+                error: "not started: the run was interrupted while it waited for its turn".into(),
+            })
+            .await?;
+            return Err(Diagnostics::from(Diagnostic::error(
+                NOT_STARTED,
+                format!("{} was not started: the run was interrupted.", self.addr),
             )));
         }
         let call = c.apply_object(request, &prior_meta, planned_private);
