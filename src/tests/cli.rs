@@ -26,12 +26,12 @@ mod moves;
 #[path = "cli_state_cmds.rs"]
 mod state_cmds;
 
-/// Issue 28's language additions: provider for_each, what real modules write.
-#[path = "cli_language_28.rs"]
-mod language_28;
 /// Issue 28's ephemeral values: misplaced ones, the built-in ephemeral random_password.
 #[path = "cli_ephemeral.rs"]
 mod ephemeral;
+/// Issue 28's language additions: provider for_each, what real modules write.
+#[path = "cli_language_28.rs"]
+mod language_28;
 
 /// Issue 30: damage to the state log is always detected; `state verify`, `state recover`.
 #[path = "cli_damage.rs"]

@@ -661,9 +661,12 @@ impl<S: Storage> EventLog for LogCore<S> {
     fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
         let crypt = self.crypt.as_deref();
         self.read_between(from, to, |seq, v| {
-            let plain =
-                crate::crypt::open_with(crypt, &format!("state log record {seq}"), chain::payload(v))
-                .map_err(|message| StateError::Encryption { message })?;
+            let plain = crate::crypt::open_with(
+                crypt,
+                &format!("state log record {seq}"),
+                chain::payload(v),
+            )
+            .map_err(|message| StateError::Encryption { message })?;
             Ok((seq, plain.into_owned()))
         })
     }
@@ -823,7 +826,8 @@ impl<S: Storage> EventLog for LogCore<S> {
             let bytes = v.as_ref();
             let h = chain::verify(&prev, seq, bytes)
                 .map_err(|d| self.damaged_at(seq, format!("record {seq}: {d}")))?;
-            decode_record(self.crypt.as_deref(), seq, bytes).map_err(|e| self.damaged_at(seq, e.to_string()))?;
+            decode_record(self.crypt.as_deref(), seq, bytes)
+                .map_err(|e| self.damaged_at(seq, e.to_string()))?;
             if chain::split(bytes).0.is_some() {
                 chained += 1;
             }
@@ -1065,8 +1069,12 @@ pub(crate) fn decode_record(
     seq: u64,
     bytes: &[u8],
 ) -> Result<Event, StateError> {
-    let bytes = crate::crypt::open_with(crypt, &format!("state log record {seq}"), chain::payload(bytes))
-        .map_err(|message| StateError::Encryption { message })?;
+    let bytes = crate::crypt::open_with(
+        crypt,
+        &format!("state log record {seq}"),
+        chain::payload(bytes),
+    )
+    .map_err(|message| StateError::Encryption { message })?;
     match event::decode(&bytes) {
         Ok(e) if e.seq == seq => Ok(e),
         Ok(e) => Err(StateError::Corrupt {
