@@ -66,15 +66,15 @@ pub(crate) fn recover<S: Storage>(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StateError::io(format!("cannot read {}", path.display()), e)),
     };
-    // The journal keeps records as stored (sealed with the state's encryption); the log's
-    // raw records are decrypted.
+    // The journal keeps records as stored (chained, sealed with the state's encryption); the
+    // log's raw records are the events' bytes, their chain hash set aside and decrypted.
     let records = records
         .into_iter()
         .map(|(seq, data)| {
             crate::crypt::open_with(
                 log.crypt.as_deref(),
                 &format!("record {seq} of {}", path.display()),
-                &data,
+                crate::chain::payload(&data),
             )
             .map(|b| (seq, b.into_owned()))
             .map_err(|message| StateError::Encryption { message })

@@ -890,8 +890,7 @@ pub(crate) fn recover<S: Storage>(
     let mut damage = None;
     let mut later = Snapshot::new();
     {
-        let mut expected = 1;
-        for item in storage.scan(1, None)? {
+        for (expected, item) in (1u64..).zip(storage.scan(1, None)?) {
             let Ok((k, v)) = item else {
                 damage.get_or_insert_with(|| format!("record {expected} cannot be read"));
                 break;
@@ -935,7 +934,6 @@ pub(crate) fn recover<S: Storage>(
                 }
                 (false, Err(_)) => {}
             }
-            expected += 1;
         }
     }
     if damage.is_none() {

@@ -633,7 +633,9 @@ impl Storage for PgStorage {
         self.writer.flush()?;
         // One transaction: all of it or nothing.
         let sql = self.writer.insert_sql.clone();
-        let chunks: Vec<(Vec<i64>, Vec<Vec<u8>>, Vec<u8>)> = records
+        // Per chunk: its seqs, its records, and the head after it.
+        type Chunk = (Vec<i64>, Vec<Vec<u8>>, Vec<u8>);
+        let chunks: Vec<Chunk> = records
             .chunks(20_000)
             .map(|c| {
                 let (seq, last) = c.last().expect("a chunk");
