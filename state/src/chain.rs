@@ -3,8 +3,10 @@
 //!
 //! **Records.** A record as a store keeps it is `MARK` (2 bytes: `0xc1`, never the first byte
 //! of a MessagePack value, then the chain version) + the chain hash (32 bytes) + the payload
-//! (the event's bytes as `event.rs` encodes them, whatever that encoding is). The chain hash of
-//! record `n` is SHA-256 over a domain tag, the hash of record `n-1`, `n` and the payload: a
+//! (the event's bytes as `event.rs` encodes them, sealed by `crypt.rs` when the state is
+//! encrypted: the chain covers what is stored, so damage is found without the key). The chain
+//! hash of record `n` is SHA-256 over a domain tag, the hash of record `n-1`, `n` and the
+//! payload: a
 //! record changed, removed, moved or copied from elsewhere breaks the chain at it. Records
 //! written before the chain (no mark) read as before; their hash is computed from their bytes
 //! alone, so a chained record that follows one still links to it.
