@@ -26,6 +26,24 @@ const LONG_TAG: &str = "tag:yaml.org,2002:";
 /// Decodes one YAML document; errors are `on line N, column M: message` as go-cty-yaml
 /// words them.
 pub(crate) fn decode(src: &str) -> Result<Value, String> {
+    // libyaml-safer 0.3 panics on a double-quoted scalar whose escape backslash is the last
+    // byte of the input (it reads the escape's letter past the end, where the C library reads
+    // its NUL padding and reports an unknown escape). Ask the parser the same question with a
+    // letter that is never an escape in its place: if that is the unknown escape, it is
+    // libyaml's (and Terraform's) answer for the input as given; otherwise the backslash was
+    // outside a double-quoted scalar and the input is read as it is.
+    if let Some(head) = src.strip_suffix('\\') {
+        let probe = format!("{head}\\q");
+        if let Err(e) = decode_document(&probe) {
+            if e.ends_with("found unknown escape character") {
+                return Err(e);
+            }
+        }
+    }
+    decode_document(src)
+}
+
+fn decode_document(src: &str) -> Result<Value, String> {
     // go-cty-yaml reads an empty string as one line break.
     let mut input = if src.is_empty() {
         &b"\n"[..]
@@ -716,6 +734,11 @@ mod tests {
         ("0.1", Ok("0.1")),
         ("1_000", Ok("\"1_000\"")),
         ("\"a\\qb\"", Err("found unknown escape character")),
+        // A backslash as the input's last byte (libyaml-safer alone would panic here).
+        ("\"\\", Err("found unknown escape character")),
+        ("x: 1\ny: \"a\\", Err("on line 2, column 1: found unknown escape character")),
+        ("a\\", Ok("\"a\\\\\"")),
+        ("'a\\", Err("found unexpected end of stream")),
         ];
         for (src, want) in cases {
             let got = decode(src).map(|v| crate::value::format_hcl(&v));
