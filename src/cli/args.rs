@@ -95,6 +95,9 @@ pub enum Command {
     /// Create, select, list, show and delete workspaces (several states of one configuration).
     #[command(subcommand)]
     Workspace(WorkspaceCommand),
+    /// Terraform Stacks: components and deployments (`*.tfcomponent.hcl`, `*.tfdeploy.hcl`).
+    #[command(subcommand)]
+    Stack(StackCommand),
     /// Reformat your configuration in the standard style (Terraform's canonical format).
     #[command(long_about = FMT_HELP)]
     Fmt(FmtArgs),
@@ -279,6 +282,12 @@ pub enum WorkspaceCommand {
         #[arg(long, default_value_t = false)]
         force: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StackCommand {
+    /// Check the stack's component and deployment configuration files for errors.
+    Validate(ValidateArgs),
 }
 
 #[derive(Debug, Args)]

@@ -43,7 +43,7 @@ pub(crate) fn load_config() -> (Option<Config>, Diagnostics) {
     crate::config::load(Path::new("."))
 }
 
-fn green_bold(s: &str, color: bool) -> String {
+pub(crate) fn green_bold(s: &str, color: bool) -> String {
     if color {
         format!("\x1b[1m\x1b[32m{s}\x1b[0m")
     } else {

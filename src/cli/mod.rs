@@ -24,6 +24,7 @@ pub(crate) mod progress;
 pub(crate) mod prompt;
 pub(crate) mod providers_cmds;
 pub mod run_cmds;
+pub(crate) mod stack_cmds;
 pub(crate) mod state_cmds;
 pub(crate) mod state_edit;
 pub(crate) mod state_replace_cmds;
@@ -105,7 +106,11 @@ pub fn main() -> i32 {
     tracing::debug!(state_dir = %ctx.state_dir.display(), workspace = %ctx.workspace, "starting");
     if !matches!(
         parsed.cli.command,
-        Command::Workspace(_) | Command::Version(_) | Command::Completions(_) | Command::Fmt(_)
+        Command::Workspace(_)
+            | Command::Version(_)
+            | Command::Completions(_)
+            | Command::Fmt(_)
+            | Command::Stack(_)
     ) {
         // Commands that never touch the state make no workspace directory.
         let reads_state = !matches!(
@@ -148,6 +153,7 @@ fn touches_state_or_plans(c: &Command) -> bool {
     !matches!(
         c,
         Command::Workspace(_)
+            | Command::Stack(_)
             | Command::Version(_)
             | Command::Completions(_)
             | Command::Fmt(_)
@@ -275,6 +281,7 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Inspect(a) => inspect::inspect(ctx, &a, parsed.var_order),
         Command::Ui(a) => ui_cmd::ui(ctx, &a),
         Command::Workspace(c) => workspace_cmds::workspace(ctx, c),
+        Command::Stack(c) => stack_cmds::stack(ctx, c),
         Command::Fmt(a) => fmt_cmd::fmt(ctx, &a),
         Command::Taint(a) => taint_cmds::taint(ctx, &a, true),
         Command::Untaint(a) => taint_cmds::taint(ctx, &a, false),
@@ -330,6 +337,9 @@ pub fn command_name(c: &Command) -> &'static str {
         Command::Completions(_) => "completions",
         Command::Ui(_) => "ui",
         Command::Fmt(_) => "fmt",
+        Command::Stack(s) => match s {
+            args::StackCommand::Validate(_) => "stack validate",
+        },
         Command::Workspace(w) => match w {
             args::WorkspaceCommand::New(_) => "workspace new",
             args::WorkspaceCommand::Select { .. } => "workspace select",

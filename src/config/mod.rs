@@ -601,6 +601,7 @@ mod overrides;
 mod parse;
 mod references;
 pub(crate) mod spans;
+pub(crate) mod stack;
 pub mod test_file;
 mod validate;
 pub(crate) use ephemeral::{check as check_ephemeral, ephemeral_arguments, ephemeral_terms};
