@@ -33,6 +33,10 @@ mod ephemeral;
 #[path = "cli_language_28.rs"]
 mod language_28;
 
+/// Issue 33: Terraform Stacks' configuration language (`cairn stack validate`).
+#[path = "cli_stacks.rs"]
+mod stacks;
+
 /// Issue 30: damage to the state log is always detected; `state verify`, `state recover`.
 #[path = "cli_damage.rs"]
 mod damage;
