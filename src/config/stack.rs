@@ -176,6 +176,10 @@ struct Pending {
     component: Option<String>,
 }
 
+/// A deployment's name, where it is, and the keys its `inputs` object sets (when `inputs` is
+/// written as an object; `None` when it is computed).
+type DeploymentInputs = (String, Span, Option<Vec<(String, Span)>>);
+
 struct Decoder {
     sources: SourceMap,
     diags: Diagnostics,
@@ -186,7 +190,7 @@ struct Decoder {
     /// `deployment_group` and `auto_approve_checks` references to check.
     group_refs: Vec<(String, String, Span)>,
     /// `deployment` → the keys its `inputs` object sets (when it is written as an object).
-    deployment_inputs: Vec<(String, Span, Option<Vec<(String, Span)>>)>,
+    deployment_inputs: Vec<DeploymentInputs>,
     removed: Vec<(String, Span)>,
     dir: PathBuf,
 }
