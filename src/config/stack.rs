@@ -296,6 +296,16 @@ pub(crate) fn load_stack(dir: &Path) -> (StackConfig, Diagnostics) {
             ),
         ));
     }
+    let have_deploy_files = files
+        .iter()
+        .any(|p| p.to_string_lossy().ends_with(DEPLOY_SUFFIX));
+    if have_deploy_files && d.declared.deployments.is_empty() && !d.diags.has_errors() {
+        d.diags.push(Diagnostic::error(
+            "No deployment blocks",
+            "The stack's deployment configuration declares no deployment: each stack needs at \
+             least one deployment block, which sets its variables.",
+        ));
+    }
     d.check_references();
     let components = d.component_order();
     d.check_deployments();
@@ -849,6 +859,36 @@ impl Decoder {
         }
     }
 
+    /// A `store "file"`'s file: it must hold a JSON object (its keys are the store's). What
+    /// it holds is never shown: only where it is and why it cannot be read.
+    fn store_file(&mut self, file: FileId, p: &Attribute, path: &str) {
+        let full = self.dir.join(path);
+        let problem = match std::fs::read_to_string(&full) {
+            Err(e) => Some(format!("it cannot be read: {e}")),
+            Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(serde_json::Value::Object(_)) => None,
+                Ok(_) => Some("it does not hold a JSON object".to_string()),
+                Err(e) => Some(format!(
+                    "it is not JSON (line {}, column {})",
+                    e.line(),
+                    e.column()
+                )),
+            },
+        };
+        if let Some(why) = problem {
+            self.err(
+                file,
+                &p.value,
+                "Invalid store file",
+                format!(
+                    "A store \"file\" reads a JSON object of secrets from {} (relative to the \
+                     stack's directory), but {why}.",
+                    quote(path)
+                ),
+            );
+        }
+    }
+
     fn component(&mut self, file: FileId, b: &Block) {
         let Some(l) = self.labels(file, b, &["name"]) else {
             return;
@@ -949,7 +989,7 @@ impl Decoder {
                     file,
                     b,
                     Shape {
-                        attrs: &["inputs", "deployment_group", "destroy"],
+                        attrs: &["inputs", "deployment_group", "destroy", "import"],
                         blocks: &[],
                     },
                 );
@@ -993,6 +1033,7 @@ impl Decoder {
                     }
                 }
                 self.const_bool(file, attrs.get("destroy"));
+                self.const_bool(file, attrs.get("import"));
                 if self.declare(
                     |d| &mut d.deployments,
                     l[0].clone(),
@@ -1015,7 +1056,7 @@ impl Decoder {
                         blocks: &[],
                     },
                 );
-                if let Some(a) = attrs.get("auto_approve_checks") {
+                if let Some(a) = self.required(file, b, &attrs, "auto_approve_checks") {
                     let items: Vec<Expression> = match &a.value {
                         Expression::Array(items) => items.iter().cloned().collect(),
                         _ => {
@@ -1206,7 +1247,9 @@ impl Decoder {
                             },
                         );
                         if let Some(p) = self.required(file, b, &attrs, "path") {
-                            self.const_string(file, p);
+                            if let Some(path) = self.const_string(file, p) {
+                                self.store_file(file, p, &path);
+                            }
                         }
                     }
                     "env" => {

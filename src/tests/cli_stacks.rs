@@ -149,6 +149,7 @@ fn a_valid_stack_validates_with_its_components_in_dependency_order() {
         ("deploy.tfdeploy.hcl", DEPLOYMENTS),
         ("modules/net/main.tf", "output \"id\" { value = \"n\" }\n"),
         ("modules/app/main.tf", "variable \"net_id\" {}\n"),
+        ("secrets.json", "{\"token\": \"s3cr3t-value\"}"),
     ]);
     let (code, out, err) = cairn(dir.path(), &["stack", "validate"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -214,6 +215,7 @@ removed {
 resource "sim_thing" "x" {}
 "#,
         ),
+        ("list.json", "[\"s3cr3t-value\"]"),
         (
             "d.tfdeploy.hcl",
             r#"identity_token "aws" {
@@ -244,6 +246,16 @@ publish_output "x" {
   value = deployment.dev.nope
 }
 
+store "file" "missing" {
+  path = "missing.json"
+}
+
+store "file" "notobject" {
+  path = "list.json"
+}
+
+deployment_group "g" {}
+
 component "c" {
   source = "./m"
 }
@@ -254,6 +266,24 @@ component "c" {
     assert_eq!(code, 1, "{out}");
     assert_eq!(out, "");
     check_golden("stack_validate_errors.txt", &err);
+    assert!(
+        !err.contains("s3cr3t"),
+        "a store's contents are never printed"
+    );
+}
+
+#[test]
+fn a_deployment_file_without_deployments_is_an_error() {
+    let dir = project(&[
+        (
+            "c.tfcomponent.hcl",
+            "component \"a\" {\n  source = \"./m\"\n}\n",
+        ),
+        ("d.tfdeploy.hcl", "locals {\n  x = 1\n}\n"),
+    ]);
+    let (code, _, err) = cairn(dir.path(), &["stack", "validate"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Error: No deployment blocks"), "{err}");
 }
 
 #[test]
