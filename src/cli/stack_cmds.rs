@@ -16,7 +16,7 @@ pub(crate) fn stack(ctx: &Context, c: StackCommand) -> Exit {
 
 fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
     let dir = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    let (stack, diags) = crate::config::stack::load_stack(&dir);
+    let (stack, diags) = crate::config::stack::load_stack(&dir, &std::env::vars().collect());
     let valid = !diags.has_errors();
     if a.ui.json {
         let doc = json!({

@@ -15,13 +15,16 @@
 use super::parse::parse_file;
 use super::span_in;
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
-use crate::eval::suggest;
+use crate::eval::expr::convert;
 use crate::eval::type_constraints::{const_value, parse_variable_type};
+use crate::eval::{suggest, Scope as EvalScope, ScopeError, Subject};
+use crate::value::{Type, Value};
 use cairn_state::addr::module_source;
 use cairn_state::quote;
 use hcl_edit::expr::{Expression, ForExpr, ObjectKey, Traversal, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Body, Structure};
 use hcl_edit::visit::{self, Visit};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -151,7 +154,15 @@ enum Scope {
 /// What the component configuration declares (names and where), for reference checks.
 #[derive(Default)]
 struct Declared {
+    /// name → (where, whether it has a default).
     variables: BTreeMap<String, (Span, bool)>,
+    /// name → its type (when it reads) and default (when constant), for the deployments'
+    /// inputs.
+    variable_types: BTreeMap<String, (Type, Option<Value>)>,
+    /// Deployment locals: name → (file, expression).
+    deploy_local_exprs: BTreeMap<String, (FileId, Expression)>,
+    /// `store "file"` name → path (relative to the stack's directory).
+    store_files: BTreeMap<String, String>,
     locals: BTreeMap<String, Span>,
     deploy_locals: BTreeMap<String, Span>,
     components: BTreeMap<String, Span>,
@@ -191,6 +202,8 @@ struct Decoder {
     group_refs: Vec<(String, String, Span)>,
     /// `deployment` → the keys its `inputs` object sets (when it is written as an object).
     deployment_inputs: Vec<DeploymentInputs>,
+    /// `deployment` name → its `inputs` expression and file, evaluated by `eval_deployments`.
+    deployment_exprs: Vec<(String, FileId, Expression)>,
     removed: Vec<(String, Span)>,
     dir: PathBuf,
 }
@@ -211,7 +224,9 @@ fn stack_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Loads and checks the stack configuration of `dir`. The configuration comes back with
 /// whatever could be decoded, even when there are errors, so every error is reported.
-pub(crate) fn load_stack(dir: &Path) -> (StackConfig, Diagnostics) {
+///
+/// `env` is the process environment (what `store "env"` reads).
+pub(crate) fn load_stack(dir: &Path, env: &BTreeMap<String, String>) -> (StackConfig, Diagnostics) {
     let mut d = Decoder {
         sources: SourceMap::new(),
         diags: Diagnostics::new(),
@@ -220,6 +235,7 @@ pub(crate) fn load_stack(dir: &Path) -> (StackConfig, Diagnostics) {
         depends_on: BTreeMap::new(),
         group_refs: Vec::new(),
         deployment_inputs: Vec::new(),
+        deployment_exprs: Vec::new(),
         removed: Vec::new(),
         dir: dir.to_path_buf(),
     };
@@ -309,6 +325,9 @@ pub(crate) fn load_stack(dir: &Path) -> (StackConfig, Diagnostics) {
     d.check_references();
     let components = d.component_order();
     d.check_deployments();
+    if !d.diags.has_errors() {
+        d.eval_deployments(env);
+    }
     let deployments = d.declared.deployments.keys().cloned().collect();
     (
         StackConfig {
@@ -660,15 +679,25 @@ impl Decoder {
                         blocks: &[],
                     },
                 );
+                let mut ty = None;
                 if let Some(t) = self.required(file, b, &attrs, "type") {
-                    if let Err(d) = parse_variable_type(&t.value, file) {
-                        self.diags.push(d);
+                    match parse_variable_type(&t.value, file) {
+                        Ok(t) => ty = Some(t),
+                        Err(d) => self.diags.push(d),
                     }
                 }
+                let mut default = None;
                 if let Some(a) = attrs.get("default") {
-                    if let Err(d) = const_value(&a.value, file) {
-                        self.diags.push(d);
+                    match const_value(&a.value, file) {
+                        Ok(v) => default = Some(v),
+                        Err(d) => self.diags.push(d),
                     }
+                }
+                if let Some(ty) = ty {
+                    self.declared
+                        .variable_types
+                        .entry(l[0].clone())
+                        .or_insert((ty, default));
                 }
                 for n in ["sensitive", "nullable", "ephemeral"] {
                     self.const_bool(file, attrs.get(n));
@@ -811,7 +840,13 @@ impl Decoder {
                         Scope::Component => |d| &mut d.locals,
                         Scope::Deploy => |d| &mut d.deploy_locals,
                     };
-                    self.declare(map, name.clone(), &name, "local value", sp);
+                    if self.declare(map, name.clone(), &name, "local value", sp)
+                        && scope == Scope::Deploy
+                    {
+                        self.declared
+                            .deploy_local_exprs
+                            .insert(name.clone(), (file, a.value.clone()));
+                    }
                     self.keep(file, &a.value, scope, false, None);
                 }
                 Structure::Block(nb) => self.err(
@@ -996,6 +1031,8 @@ impl Decoder {
                 let mut keys = None;
                 if let Some(a) = attrs.get("inputs") {
                     self.keep(file, &a.value, Scope::Deploy, false, None);
+                    self.deployment_exprs
+                        .push((l[0].clone(), file, a.value.clone()));
                     if let Expression::Object(o) = &a.value {
                         let mut ks = Vec::new();
                         for (k, _) in o.iter() {
@@ -1249,6 +1286,7 @@ impl Decoder {
                         if let Some(p) = self.required(file, b, &attrs, "path") {
                             if let Some(path) = self.const_string(file, p) {
                                 self.store_file(file, p, &path);
+                                self.declared.store_files.insert(l[1].clone(), path);
                             }
                         }
                     }
@@ -1690,6 +1728,149 @@ impl Decoder {
                         quote(&n)
                     ),
                 );
+            }
+        }
+    }
+}
+
+/// Where deployment expressions are evaluated: the deployment's `locals`, its stores (every
+/// value from a store is sensitive) and `upstream_input`s (unknown until the upstream stack
+/// is applied).
+struct DeployScope<'a> {
+    file: FileId,
+    dir: &'a Path,
+    locals: &'a BTreeMap<String, (FileId, Expression)>,
+    stores: &'a BTreeMap<(String, String), Span>,
+    store_files: &'a BTreeMap<String, String>,
+    env: &'a BTreeMap<String, String>,
+    /// Locals evaluated so far, and those being evaluated (a circle is an error).
+    memo: &'a RefCell<BTreeMap<String, Option<Value>>>,
+}
+
+impl DeployScope<'_> {
+    fn store(&self, kind: &str) -> Value {
+        let mut out = BTreeMap::new();
+        for (t, n) in self.stores.keys() {
+            if t != kind {
+                continue;
+            }
+            let v = match kind {
+                "env" => Value::object(
+                    self.env
+                        .iter()
+                        .map(|(k, v)| (k.clone(), Value::string(v.clone()).sensitive())),
+                ),
+                _ => {
+                    let text = self
+                        .store_files
+                        .get(n)
+                        .and_then(|p| std::fs::read_to_string(self.dir.join(p)).ok());
+                    match text.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) {
+                        Some(serde_json::Value::Object(m)) => Value::object(
+                            m.iter()
+                                .map(|(k, v)| (k.clone(), Value::from_json(v).sensitive())),
+                        ),
+                        _ => Value::unknown(),
+                    }
+                }
+            };
+            out.insert(n.clone(), v);
+        }
+        Value::object(out)
+    }
+}
+
+impl EvalScope for DeployScope<'_> {
+    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
+        match subject {
+            Subject::Local(n) => {
+                if let Some(v) = self.memo.borrow().get(n) {
+                    return v.clone().ok_or_else(|| {
+                        ScopeError::new(
+                            "Cycle in local values",
+                            format!("The local value {} refers to itself.", quote(n)),
+                        )
+                    });
+                }
+                let Some((file, e)) = self.locals.get(n) else {
+                    return Ok(Value::unknown());
+                };
+                self.memo.borrow_mut().insert(n.clone(), None);
+                let inner = DeployScope {
+                    file: *file,
+                    ..*self
+                };
+                let v = crate::eval::eval(e, &inner).unwrap_or_else(|_| Value::unknown());
+                self.memo.borrow_mut().insert(n.clone(), Some(v.clone()));
+                Ok(v)
+            }
+            Subject::Resource { type_, name, .. } if type_ == "store" => Ok(self.store(name)),
+            _ => Ok(Value::unknown()),
+        }
+    }
+    fn file(&self) -> FileId {
+        self.file
+    }
+    fn module_dir(&self) -> &Path {
+        self.dir
+    }
+    fn root_dir(&self) -> &Path {
+        self.dir
+    }
+}
+
+impl Decoder {
+    /// Each deployment's `inputs` evaluated (its locals and stores; an upstream input is
+    /// unknown) and converted to the type of the variable it sets, as a module's input
+    /// variables are: a value that does not fit is an error at the input.
+    fn eval_deployments(&mut self, env: &BTreeMap<String, String>) {
+        let memo = RefCell::new(BTreeMap::new());
+        let exprs = std::mem::take(&mut self.deployment_exprs);
+        for (_dep, file, e) in &exprs {
+            let scope = DeployScope {
+                file: *file,
+                dir: &self.dir,
+                locals: &self.declared.deploy_local_exprs,
+                stores: &self.declared.stores,
+                store_files: &self.declared.store_files,
+                env,
+                memo: &memo,
+            };
+            let value = match crate::eval::eval(e, &scope) {
+                Ok(v) => v,
+                Err(ds) => {
+                    self.diags.extend(ds.0);
+                    continue;
+                }
+            };
+            let Expression::Object(o) = e else { continue };
+            for (k, item) in o.iter() {
+                let key = match k {
+                    ObjectKey::Ident(id) => id.as_str().to_string(),
+                    ObjectKey::Expression(Expression::String(s)) => s.value().to_string(),
+                    _ => continue,
+                };
+                let Some((ty, _)) = self.declared.variable_types.get(&key) else {
+                    continue;
+                };
+                let Some(v) = value.get(&key) else { continue };
+                if let Err(m) = convert(v, ty) {
+                    let declared_at = self
+                        .declared
+                        .variables
+                        .get(&key)
+                        .map(|(sp, _)| range_str(&self.sources, *sp))
+                        .unwrap_or_default();
+                    self.err(
+                        *file,
+                        item.expr(),
+                        "Invalid value for input variable",
+                        format!(
+                            "The given value is not suitable for var.{key} declared at \
+                             {declared_at}: {m}."
+                        ),
+                    );
+                }
             }
         }
     }

@@ -8,8 +8,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn cairn(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    cairn_env(dir, args, &[])
+}
+
+fn cairn_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(args)
+        .env_remove("TOKEN")
+        .envs(env.iter().copied())
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .env_remove("CAIRN_STATE_DIR")
@@ -151,13 +157,14 @@ fn a_valid_stack_validates_with_its_components_in_dependency_order() {
         ("modules/app/main.tf", "variable \"net_id\" {}\n"),
         ("secrets.json", "{\"token\": \"s3cr3t-value\"}"),
     ]);
-    let (code, out, err) = cairn(dir.path(), &["stack", "validate"]);
+    let token = [("TOKEN", "env-s3cr3t")];
+    let (code, out, err) = cairn_env(dir.path(), &["stack", "validate"], &token);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
         out,
         "Success! The stack configuration is valid: 3 component(s), 2 deployment(s).\n"
     );
-    let (code, out, _) = cairn(dir.path(), &["stack", "validate", "-json"]);
+    let (code, out, _) = cairn_env(dir.path(), &["stack", "validate", "-json"], &token);
     assert_eq!(code, 0);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["valid"], true);
@@ -270,6 +277,34 @@ component "c" {
         !err.contains("s3cr3t"),
         "a store's contents are never printed"
     );
+}
+
+#[test]
+fn deployment_inputs_are_evaluated_against_the_variables_types() {
+    let deploy = DEPLOYMENTS.replace("region = \"us\"", "region = \"us\"\n    regions = local.r");
+    let dir = project(&[
+        ("main.tfcomponent.hcl", COMPONENTS),
+        ("deploy.tfdeploy.hcl", &deploy),
+        ("secrets.json", "{\"token\": \"s3cr3t-value\"}"),
+    ]);
+    // TOKEN is not in the environment: store.env.creds.TOKEN names nothing.
+    let (code, _, err) = cairn(dir.path(), &["stack", "validate"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("on deploy.tfdeploy.hcl:25:29:")
+            && err.contains("This object does not have an attribute named \"TOKEN\"."),
+        "{err}"
+    );
+    assert!(
+        err.contains("Error: Invalid value for input variable")
+            && err.contains("on deploy.tfdeploy.hcl:33:15:")
+            && err.contains(
+                "The given value is not suitable for var.regions declared at \
+                 main.tfcomponent.hcl:24,1-9: list of string required."
+            ),
+        "{err}"
+    );
+    assert!(!err.contains("s3cr3t"), "{err}");
 }
 
 #[test]
