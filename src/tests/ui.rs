@@ -691,8 +691,19 @@ fn every_view_in_headless_chromium() {
         return;
     }
     let tmp = project_with_history();
+    // A refused state edit, which leaves the saved plan stale, and the refused apply of it:
+    // failed runs whose only error is the one they recorded.
+    let (code, out) = cairn(
+        tmp.path(),
+        &["state", "mv", "sim_thing.base", "sim_thing.dep"],
+        &[],
+    );
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = cairn(tmp.path(), &["apply", "p.tfplan"], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Run plan again"), "{out}");
     let ui = start_ui(tmp.path());
-    ui.wait_runs(6);
+    ui.wait_runs(8);
     let shots = root().join("fixtures/ui-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let mut node = Command::new("node")

@@ -166,7 +166,22 @@ pub struct Model {
     /// The root module's sensitive variables: their `-var` values in a recorded command line
     /// are masked when shown (runs recorded before Cairn masked them at write time included).
     sensitive_vars: std::collections::BTreeSet<String>,
+    /// What each run's own events did, counted as they are folded: a run killed mid-apply
+    /// or refused before it finished has no summary (or a zero one) to say it.
+    counts: HashMap<u64, Counts>,
     pub(crate) warnings: Vec<String>,
+}
+
+/// A run's counts taken from its events.
+#[derive(Debug, Default, Clone)]
+struct Counts {
+    added: u64,
+    changed: u64,
+    destroyed: u64,
+    read: u64,
+    /// Operations that failed, with their addresses (a recorded diagnostic about one of them
+    /// is the same error, not another).
+    failed: Vec<String>,
 }
 
 impl Default for Model {
@@ -319,6 +334,7 @@ impl Model {
             deferred: HashMap::new(),
             locations: HashMap::new(),
             sensitive_vars: Default::default(),
+            counts: HashMap::new(),
             warnings: Vec::new(),
         }
     }
@@ -384,6 +400,23 @@ impl Model {
                 EventBody::RunDiagnostics { .. } => {
                     self.run_diags.insert(e.run, e.seq);
                 }
+                EventBody::OperationSucceeded { op, .. } => {
+                    if let Some(o) = self.ops.get(op) {
+                        let c = self.counts.entry(e.run).or_default();
+                        match o.action {
+                            OpAction::Create => c.added += 1,
+                            OpAction::Update => c.changed += 1,
+                            OpAction::Delete => c.destroyed += 1,
+                        }
+                    }
+                }
+                EventBody::OperationFailed { op, .. } => {
+                    if let Some(o) = self.ops.get(op) {
+                        let addr = o.addr.to_string();
+                        self.counts.entry(e.run).or_default().failed.push(addr);
+                    }
+                }
+                EventBody::DataRead { .. } => self.counts.entry(e.run).or_default().read += 1,
                 _ => {}
             }
             for addr in &touched {
@@ -496,6 +529,9 @@ impl Model {
 
     fn run_json(&self, r: &RunRecord) -> J {
         let s = &r.summary;
+        // The summary a finished run wrote, or what its events show when they show more (a
+        // run killed mid-apply wrote none; a refused one wrote zeros above its error).
+        let (c, errors) = self.event_counts(r.id);
         // The recorded arguments start with the command's own words (`apply`, `state rm`).
         let words = r.command.split_whitespace().count();
         let masked = crate::config::mask_var_args(&r.args, &self.sensitive_vars);
@@ -527,12 +563,27 @@ impl Model {
             "planned": self.planned.contains_key(&r.id),
             "first_seq": r.id,
             "last_seq": r.last_seq,
-            "added": s.added,
-            "changed": s.changed,
-            "destroyed": s.destroyed,
-            "read": s.read,
-            "errors": s.errors,
+            "added": c.added.max(s.added),
+            "changed": c.changed.max(s.changed),
+            "destroyed": c.destroyed.max(s.destroyed),
+            "read": c.read.max(s.read),
+            "errors": errors.max(s.errors),
         })
+    }
+
+    /// A run's counts from its events: what its operations did and the errors it recorded
+    /// (failed operations, and recorded errors that are not about one of them), whatever way
+    /// it ended. `(counts, errors)`.
+    fn event_counts(&self, run: u64) -> (Counts, u64) {
+        let c = self.counts.get(&run).cloned().unwrap_or_default();
+        let others = self
+            .recorded_diags(run)
+            .iter()
+            .filter(|d| d.severity == cairn_state::event::Severity::Error)
+            .filter(|d| d.address.as_ref().is_none_or(|a| !c.failed.contains(a)))
+            .count() as u64;
+        let errors = c.failed.len() as u64 + others;
+        (c, errors)
     }
 
     /// Operations a run started and did not settle itself, with how a later run did.
@@ -1394,5 +1445,76 @@ mod tests {
             outcome: Some("unfinished".into()),
         });
         assert_eq!(t["runs"][0]["id"], 1, "{t}");
+    }
+
+    /// Counts come from a run's events whatever way it ended: a killed run (no summary), a
+    /// run that finished with a zero summary above what it did, a refused run whose error is
+    /// only in its recorded diagnostics, and a failed operation not counted twice when its
+    /// diagnostic names the same address.
+    #[test]
+    fn counts_come_from_the_runs_events() {
+        let mut m = model();
+        let diag = |addr: Option<&str>| RecordedDiagnostic {
+            severity: cairn_state::event::Severity::Error,
+            summary: "Saved plan is stale".into(),
+            detail: String::new(),
+            location: None,
+            address: addr.map(String::from),
+        };
+        let failed = || EventBody::RunFinished {
+            outcome: RunOutcome::Failed,
+            summary: RunSummary::default(),
+        };
+        let h = m.head();
+        m.extend(vec![
+            ev(h + 1, h + 1, run("apply p.bin")),
+            ev(
+                h + 2,
+                h + 1,
+                EventBody::RunDiagnostics {
+                    diagnostics: vec![diag(None)],
+                },
+            ),
+            ev(h + 3, h + 1, failed()),
+            ev(h + 4, h + 4, run("apply")),
+            ev(h + 5, h + 4, started("sim_thing.z", OpAction::Create, None)),
+            ev(
+                h + 6,
+                h + 4,
+                EventBody::OperationFailed {
+                    op: h + 5,
+                    error: "boom".into(),
+                    object: None,
+                },
+            ),
+            ev(
+                h + 7,
+                h + 4,
+                EventBody::RunDiagnostics {
+                    diagnostics: vec![diag(Some("sim_thing.z"))],
+                },
+            ),
+            ev(h + 8, h + 4, failed()),
+        ]);
+        let t = m.timeline(&TimelineQuery::default());
+        let by_id = |id: u64| {
+            t["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["id"] == id)
+                .cloned()
+                .unwrap()
+        };
+        // Run 1 was never finished: its create is still counted.
+        assert_eq!(by_id(1)["outcome"], "unfinished");
+        assert_eq!(by_id(1)["added"], 1, "{t}");
+        // Run 4 finished with a zero summary above its update.
+        assert_eq!(by_id(4)["changed"], 1, "{t}");
+        // The refused apply: one error, from its diagnostics.
+        assert_eq!(by_id(h + 1)["errors"], 1, "{t}");
+        // A failed create and its diagnostic are one error.
+        assert_eq!(by_id(h + 4)["errors"], 1, "{t}");
+        assert_eq!(by_id(h + 4)["added"], 0, "{t}");
     }
 }

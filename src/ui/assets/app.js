@@ -156,7 +156,7 @@ function eventHtml(e, withRun) {
   let text = esc(e.text || e.kind);
   if (e.addr) text = text.replace(esc(e.addr), addrLink(e.addr));
   h += text;
-  if (e.replaced) h += ` <span class="badge o-running">replaced</span>`;
+  if (e.replaced) h += ` <span class="badge o-replaced">replaced</span>`;
   if (e.settled && e.settled.kind !== "succeeded") h += ` <span class="muted">(${esc(e.settled.kind)} at event ${e.settled.seq})</span>`;
   if (e.error) {
     h += `<div class="error">Error: ${esc(e.error)}${e.location ? `\n  ${e.location_recorded ? "on" : "now at"} ${esc(e.location)}` : ""}</div>`;
@@ -177,7 +177,12 @@ async function runView(id) {
   <span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span> · ${r.read} read · ${r.errors} error(s) ·
   <a href="#/state?at=${r.last_seq}">state after this run</a></div>`;
   if (r.planned || r.plan_file) {
-    html += `<div class="card" id="run-plan">${r.plan_file ? `Applied the saved plan <code>${esc(r.plan_file)}</code>` : "Planned its changes itself"}: <a href="#/plan/run-${r.id}">see the plan with its graph</a></div>`;
+    // A saved plan the apply refused (stale, other configuration) was not applied: the run
+    // recorded no plan of its own.
+    const what = !r.plan_file ? "Planned its changes itself"
+      : r.planned ? `Applied the saved plan <code>${esc(r.plan_file)}</code>`
+      : `Did not apply the saved plan <code>${esc(r.plan_file)}</code>: ${r.outcome === "failed" ? "the apply refused it (see the error below)" : "the run stopped before it applied it"}`;
+    html += `<div class="card" id="run-plan">${what}: <a href="#/plan/run-${r.id}">see the plan${r.planned ? " with its graph" : " file as it is now"}</a></div>`;
   }
   html += failuresHtml(r.failures) + pendingHtml(r.left_pending);
   if (r.diagnostics && r.diagnostics.length) {
@@ -299,12 +304,48 @@ async function resourceView(q) {
 
 // ---- A plan --------------------------------------------------------------------------------
 
-const ACTION_COLOR = { create: "#c7ecd0", update: "#ffe8a3", delete: "#ffd0d3", replace: "#e5d5ff", read: "#d3e6ff", "no-op": "#ffffff" };
+const ACTION_COLOR = { create: "#c7ecd0", update: "#ffe8a3", replace: "#e5d5ff", delete: "#ffd0d3", read: "#d3e6ff", forget: "#e6e6e6", "no-op": "#ffffff" };
+const ACTION_ORDER = Object.keys(ACTION_COLOR);
 
-function nodeColor(n) {
-  const a = (n.actions || []).filter(x => x !== "no-op");
+// The distinct actions a node's changes plan, in the legend's order.
+function nodeActions(n) {
+  const a = new Set((n.actions || []).filter(x => x !== "no-op"));
+  return ACTION_ORDER.filter(x => a.has(x));
+}
+
+// A node is coloured by the set of its actions: one colour for one action, equal bands of
+// each action's colour for several (a resource with deletes and updates is both red and yellow).
+function nodeColor(n, svg) {
+  const a = nodeActions(n);
   if (!a.length) return ACTION_COLOR["no-op"];
-  return ACTION_COLOR[a[0]] || "#eee";
+  if (a.length === 1) return ACTION_COLOR[a[0]] || "#eee";
+  const id = "mix-" + a.join("-");
+  if (!svg.querySelector("#" + id)) {
+    const ns = "http://www.w3.org/2000/svg";
+    const g = document.createElementNS(ns, "linearGradient");
+    g.setAttribute("id", id);
+    a.forEach((x, i) => {
+      for (const off of [i / a.length, (i + 1) / a.length]) {
+        const st = document.createElementNS(ns, "stop");
+        st.setAttribute("offset", String(off));
+        st.setAttribute("stop-color", ACTION_COLOR[x]);
+        g.appendChild(st);
+      }
+    });
+    svg.querySelector("defs").appendChild(g);
+  }
+  return `url(#${id})`;
+}
+
+// How many changes of each action a node plans: "20 delete, 10 update".
+function actionTally(n) {
+  const t = {};
+  for (const c of n.changes || []) t[c.action] = (t[c.action] || 0) + 1;
+  return ACTION_ORDER.filter(x => t[x]).map(x => `${t[x]} ${x}`).join(", ");
+}
+
+function legendHtml() {
+  return `<div class="legend" id="legend" style="margin-top:6px">${Object.entries(ACTION_COLOR).map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`).join("")}<span><i style="background:linear-gradient(90deg, ${ACTION_COLOR.update} 50%, ${ACTION_COLOR.delete} 50%)"></i>several actions: one band each</span><span><i style="border:2px dashed #0969da"></i>read deferred to apply</span></div>`;
 }
 
 function drawGraph(el, graph, onPick) {
@@ -339,12 +380,16 @@ function drawGraph(el, graph, onPick) {
     const grp = document.createElementNS(ns, "g");
     grp.setAttribute("class", "node" + (n.deferred ? " deferred" : ""));
     grp.setAttribute("data-id", id);
+    grp.setAttribute("data-actions", nodeActions(n).join(" "));
     grp.setAttribute("transform", `translate(${v.x - v.width / 2},${v.y - v.height / 2})`);
     const r = document.createElementNS(ns, "rect");
     r.setAttribute("width", v.width);
     r.setAttribute("height", v.height);
-    r.setAttribute("fill", nodeColor(n));
+    r.setAttribute("fill", nodeColor(n, svg));
     if (n.data) r.setAttribute("rx", 12);
+    const tip = document.createElementNS(ns, "title");
+    tip.textContent = id + (actionTally(n) ? ": " + actionTally(n) : ": no change");
+    grp.appendChild(tip);
     const t = document.createElementNS(ns, "text");
     t.setAttribute("x", 10);
     t.setAttribute("y", 19);
@@ -363,7 +408,8 @@ function drawGraph(el, graph, onPick) {
 }
 
 function changeHtml(c) {
-  let h = `<div class="ev l-${c.action === "create" ? "created" : c.action === "delete" ? "deleted" : c.action === "read" ? "read" : "updated"}">
+  const cls = { create: "created", delete: "deleted", read: "read", replace: "replaced", forget: "forgotten" }[c.action] || "updated";
+  let h = `<div class="ev l-${cls}" data-action="${esc(c.action)}">
     <strong>${esc(c.action)}</strong> ${esc(c.addr)}`;
   if (c.reason) h += `<div class="muted">why: ${esc(c.reason)}</div>`;
   if (c.deferred) h += chainHtml(c);
@@ -385,7 +431,7 @@ async function planView(arg) {
     html += `<div class="filters">${head.plans.map((n, j) => `<a href="#/plan/${j}">${esc(n)}</a>`).join(" · ")}</div>`;
   }
   html += `<div class="card"><span class="n-add">${p.add} to add</span>, <span class="n-change">${p.change} to change</span>, <span class="n-destroy">${p.destroy} to destroy</span>${p.deferred ? `, <span class="n-read">${p.deferred} read(s) deferred to apply</span>` : ""}${p.errored ? ' · <span class="n-destroy">the plan has errors</span>' : ""}
-    <div class="legend" style="margin-top:6px">${Object.entries(ACTION_COLOR).map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`).join("")}<span><i style="border:2px dashed #0969da"></i>read deferred to apply</span></div></div>`;
+    ${legendHtml()}</div>`;
   if (p.config_error) html += `<p class="error">No graph: ${esc(p.config_error)}</p>`;
   html += `<div class="graphwrap"><div id="graph"></div><div id="nodeinfo"><div class="card muted">Click a node to see its change and why.</div></div></div>`;
   html += `<h2>Changes by module</h2>`;
