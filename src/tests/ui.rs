@@ -722,7 +722,16 @@ fn every_view_in_headless_chromium() {
         let line = line.unwrap();
         log.push_str(&line);
         log.push('\n');
-        if line == "WAITING" {
+        if line == "WAITING replan" || line == "WAITING applyplan" {
+            let args: &[&str] = if line.ends_with("replan") {
+                &["plan", "-var", "v=six", "-out=p.tfplan"]
+            } else {
+                &["apply", "p.tfplan"]
+            };
+            let (code, out) = cairn(tmp.path(), args, &[]);
+            assert_eq!(code, 0, "{out}");
+            stdin.write_all(b"go\n").unwrap();
+        } else if line == "WAITING" {
             let (code, out) = cairn(
                 tmp.path(),
                 &["apply", "-auto-approve", "-var", "v=live"],

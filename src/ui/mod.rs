@@ -75,9 +75,74 @@ struct Shared {
     status: Mutex<Status>,
     /// Which store the log is on: `sled` or `postgres`.
     store: Mutex<&'static str>,
-    plans: Vec<(String, J)>,
+    /// The saved plans shown (`-plan=FILE`), each read again when its file changes.
+    plans: Vec<Mutex<SavedPlan>>,
     token: String,
     allowed_hosts: Vec<String>,
+}
+
+/// A saved plan file as last read: its view, and the file's modification time and size then.
+struct SavedPlan {
+    path: PathBuf,
+    name: String,
+    stamp: Option<(std::time::SystemTime, u64)>,
+    /// The plan's view, its state position and who made it; or why the file cannot be read now.
+    view: Result<(J, u64, Option<crate::plan::saved::Made>), String>,
+}
+
+fn file_stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+impl SavedPlan {
+    fn read(
+        path: &Path,
+        config: Option<&crate::config::Config>,
+        config_error: Option<&str>,
+        files_hash: &str,
+    ) -> Result<SavedPlan, crate::diag::Diagnostic> {
+        let stamp = file_stamp(path);
+        let (plan, made) = crate::plan::saved::load_plan_made(
+            path,
+            crate::engine::api::encryption::plan().as_deref(),
+        )?;
+        let view = plan::PlanView::of_plan(path.display().to_string(), &plan, files_hash);
+        Ok(SavedPlan {
+            path: path.to_path_buf(),
+            name: view.name.clone(),
+            stamp,
+            view: Ok((
+                plan::plan_json(&view, config, config_error),
+                plan.base_seq,
+                made,
+            )),
+        })
+    }
+
+    /// Reads the file again if it changed since it was read.
+    fn refresh(&mut self, shared: &Shared) {
+        let stamp = file_stamp(&self.path);
+        if stamp.is_some() && stamp == self.stamp {
+            return;
+        }
+        let (config, error) = match &shared.config {
+            Ok(c) => (Some(c.as_ref()), None),
+            Err(e) => (None, Some(e.as_str())),
+        };
+        match SavedPlan::read(
+            &self.path,
+            config,
+            error,
+            shared.files_hash.as_deref().unwrap_or_default(),
+        ) {
+            Ok(p) => *self = p,
+            Err(d) => {
+                self.stamp = stamp;
+                self.view = Err(format!("{}: {}", d.summary, d.detail));
+            }
+        }
+    }
 }
 
 /// A random token: 32 bytes from the operating system's generator, hex.
@@ -289,7 +354,9 @@ async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
         "missing": status.missing,
         "error": status.error,
         "warnings": warnings,
-        "plans": s.plans.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        "plans": s.plans.iter().map(|p| p.lock().map(|p| p.name.clone()).unwrap_or_default()).collect::<Vec<_>>(),
+        // Changes when a plan file changes, so an open page reads it again.
+        "plans_stamp": s.plans.iter().map(|p| p.lock().ok().and_then(|p| file_stamp(&p.path)).map(|(t, n)| format!("{t:?}/{n}")).unwrap_or_default()).collect::<Vec<_>>(),
     }))
 }
 
@@ -432,11 +499,42 @@ async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Re
     Json(plan::plan_json(&view, config, error)).into_response()
 }
 
+/// A saved plan as its file is now: who made it, where, when and at which state position;
+/// whether the state moved since (then `apply FILE` refuses it) and which run applied it.
 async fn plan_at(State(s): State<Arc<Shared>>, UrlPath(i): UrlPath<usize>) -> Response {
-    match s.plans.get(i) {
-        Some((_, j)) => Json(j.clone()).into_response(),
-        None => not_found(format!("there is no plan {i}")),
-    }
+    let Some(entry) = s.plans.get(i) else {
+        return not_found(format!("there is no plan {i}"));
+    };
+    let mut p = match entry.lock() {
+        Ok(p) => p,
+        Err(e) => e.into_inner(),
+    };
+    p.refresh(&s);
+    let (view, base_seq, made) = match &p.view {
+        Ok(v) => v.clone(),
+        Err(e) => {
+            return not_found(format!(
+                "the plan file {} cannot be read now: {e}",
+                p.path.display()
+            ))
+        }
+    };
+    let file_name = p
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    drop(p);
+    let (head, applied_by) = with_model(&s, |m| {
+        (m.head(), m.saved_plan_applied_by(base_seq, &file_name))
+    });
+    let mut view = view;
+    view["made"] = json!(made);
+    view["base_seq"] = json!(base_seq);
+    view["head"] = json!(head);
+    view["applied_by"] = json!(applied_by);
+    view["stale"] = json!(head != base_seq);
+    Json(view).into_response()
 }
 
 fn router(shared: Arc<Shared>) -> Router {
@@ -520,19 +618,12 @@ impl Server {
         let files_hash = config.as_ref().map(crate::engine::api::files_hash);
         let mut plans = Vec::new();
         for p in &opts.plans {
-            let plan = crate::plan::saved::load_plan(
+            plans.push(Mutex::new(SavedPlan::read(
                 p,
-                crate::engine::api::encryption::plan().as_deref(),
-            )?;
-            let view = plan::PlanView::of_plan(
-                p.display().to_string(),
-                &plan,
+                config.as_ref(),
+                config_error.as_deref(),
                 files_hash.as_deref().unwrap_or_default(),
-            );
-            plans.push((
-                view.name.clone(),
-                plan::plan_json(&view, config.as_ref(), config_error.as_deref()),
-            ));
+            )?));
         }
         let listener = std::net::TcpListener::bind(("127.0.0.1", opts.port)).map_err(|e| {
             Diagnostic::error(

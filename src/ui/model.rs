@@ -617,6 +617,20 @@ impl Model {
         self.run_json(r)["plan_file"].as_str().map(str::to_string)
     }
 
+    /// The run that applied a saved plan made at state position `base_seq` from a file named
+    /// `file_name`: an apply can only take it as the next run (`apply FILE` refuses it once the
+    /// state moved), and the run recorded the plan it applied.
+    pub(crate) fn saved_plan_applied_by(&self, base_seq: u64, file_name: &str) -> Option<u64> {
+        let id = base_seq + 1;
+        let i = self.fold.runs.binary_search_by_key(&id, |r| r.id).ok()?;
+        let r = &self.fold.runs[i];
+        let file = self.run_plan_file(id)?;
+        let same = std::path::Path::new(&file)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy() == file_name);
+        (same && self.planned.contains_key(&r.id)).then_some(r.id)
+    }
+
     /// The plan a run recorded, with the run's command.
     pub fn run_plan(&self, id: u64) -> Option<(&PlanRecord, String)> {
         let seq = self.planned.get(&id)?;

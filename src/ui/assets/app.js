@@ -31,10 +31,27 @@ async function api(path) {
   return j;
 }
 
+function utc(ms) {
+  return new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
+// "3 min ago", "2 h ago", "5 days ago".
+function ago(ms) {
+  const s = Math.round((Date.now() - ms) / 1000);
+  if (s < 0) return "in the future";
+  if (s < 60) return s + " s ago";
+  if (s < 3600) return Math.floor(s / 60) + " min ago";
+  if (s < 86400) return Math.floor(s / 3600) + " h ago";
+  return Math.floor(s / 86400) + " days ago";
+}
+
+// A moment in the reader's local time with how long ago it was; UTC on hover.
 function when(ms) {
   if (ms == null) return "";
   const d = new Date(ms);
-  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  const pad = n => String(n).padStart(2, "0");
+  const local = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return `<time datetime="${d.toISOString()}" title="${utc(ms)}">${local} (${ago(ms)})</time>`;
 }
 
 function duration(ms) {
@@ -426,6 +443,17 @@ async function planView(arg) {
   const p = ofRun ? await api(`/api/run/${encodeURIComponent(ofRun)}/plan`) : await api("/api/plan/" + +(arg || 0));
   let html = `<h1>Plan: ${ofRun ? esc(p.name) : `<code>${esc(p.name)}</code>`}</h1>`;
   if (ofRun) html += `<p><a href="#/run/${esc(ofRun)}">back to run ${esc(ofRun)}</a></p>`;
+  if (!ofRun) {
+    // Who made the saved plan, when and where, and whether apply would still take it.
+    const m = p.made;
+    const by = m ? `Made by <strong>${esc(m.user)}</strong> on ${esc(m.host)} at ${when(m.time_ms)}` : "Made (the file does not say by whom or when)";
+    const status = p.applied_by != null
+      ? `<span class="badge o-success">applied</span> by run <a href="#/run/${p.applied_by}">${p.applied_by}</a>`
+      : p.stale
+        ? `<span class="badge o-failed">stale: apply will refuse it</span> the state moved to position ${p.head} since (run <code>cairn plan</code> again)`
+        : `<span class="badge o-running">current</span> <code>cairn apply ${esc(p.name)}</code> applies it`;
+    html += `<div class="card" id="plan-made">${by}, against state position ${p.base_seq}. ${status}</div>`;
+  }
   if (p.note) html += `<p class="muted note">${esc(p.note)}</p>`;
   if (head.plans.length > 1) {
     html += `<div class="filters">${head.plans.map((n, j) => `<a href="#/plan/${j}">${esc(n)}</a>`).join(" · ")}</div>`;
@@ -479,10 +507,13 @@ async function poll() {
     statusEl.textContent = busy || (h.missing ? "no state yet" : `${h.runs} runs · ${h.head} events · ${h.store === "postgres" ? "PostgreSQL · " : ""}live`);
     statusEl.classList.toggle("busy", !!busy);
     document.body.dataset.head = h.head;
+    // A saved plan file written again is read again.
+    if (known.head !== -1 && h.head === known.head && JSON.stringify(h.plans_stamp) !== JSON.stringify(known.plans_stamp) && route().view === "plan") await render();
     if (known.head !== -1 && h.head !== known.head) {
       const r = route();
       // New runs land in the views that show "now" without a reload.
-      if (r.view === "timeline" || (r.view === "state" && !r.q.has("at")) || r.view === "resource" || (r.view === "run" && document.body.dataset.runOpen === "1")) await render();
+      if (r.view === "plan" && !(r.arg || "").startsWith("run-")) await render();
+      else if (r.view === "timeline" || (r.view === "state" && !r.q.has("at")) || r.view === "resource" || (r.view === "run" && document.body.dataset.runOpen === "1")) await render();
     }
     known = h;
   } catch (e) {
