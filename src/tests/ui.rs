@@ -731,6 +731,14 @@ fn every_view_in_headless_chromium() {
             let (code, out) = cairn(tmp.path(), args, &[]);
             assert_eq!(code, 0, "{out}");
             stdin.write_all(b"go\n").unwrap();
+        } else if line == "WAITING typing" {
+            let (code, out) = cairn(
+                tmp.path(),
+                &["apply", "-auto-approve", "-var", "v=typed"],
+                &[],
+            );
+            assert_eq!(code, 0, "{out}");
+            stdin.write_all(b"go\n").unwrap();
         } else if line == "WAITING" {
             let (code, out) = cairn(
                 tmp.path(),

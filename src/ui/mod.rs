@@ -137,10 +137,21 @@ impl SavedPlan {
             shared.files_hash.as_deref().unwrap_or_default(),
         ) {
             Ok(p) => *self = p,
-            Err(d) => {
-                self.stamp = stamp;
-                self.view = Err(format!("{}: {}", d.summary, d.detail));
-            }
+            // Caught while being written, or damaged: its last good reading is shown with
+            // why (and it is read again on the next request).
+            Err(d) => match &mut self.view {
+                Ok((v, _, _)) => {
+                    v["note"] = json!(format!(
+                        "The file cannot be read now ({}: {}); this is its content as last read.",
+                        d.summary, d.detail
+                    ));
+                    self.stamp = None;
+                }
+                Err(_) => {
+                    self.stamp = None;
+                    self.view = Err(format!("{}: {}", d.summary, d.detail));
+                }
+            },
         }
     }
 }
@@ -299,7 +310,10 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     }
     let mut resp = next.run(req).await;
     let h = resp.headers_mut();
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The API's answers change with every run: never stored (the assets say how they are).
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -323,8 +337,103 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     resp
 }
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+/// A static asset prepared once: its gzip form and its entity tag (a hash of its bytes).
+struct Asset {
+    content_type: &'static str,
+    body: &'static str,
+    gzip: Vec<u8>,
+    etag: String,
+}
+
+impl Asset {
+    fn new(content_type: &'static str, body: &'static str) -> Asset {
+        use sha2::Digest;
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        // Writing to memory cannot fail.
+        let gzip = gz
+            .write_all(body.as_bytes())
+            .and_then(|_| gz.finish())
+            .unwrap_or_default();
+        let h = sha2::Sha256::digest(body.as_bytes());
+        let etag = format!(
+            "\"{}\"",
+            h[..12]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        Asset {
+            content_type,
+            body,
+            gzip,
+            etag,
+        }
+    }
+}
+
+/// The pages' files: compressed when the browser takes gzip, and cacheable: the browser keeps
+/// them and asks again with their entity tag, which is answered "not modified" (they change
+/// only with the binary).
+fn assets() -> &'static [(&'static str, Asset)] {
+    static ASSETS: std::sync::OnceLock<Vec<(&'static str, Asset)>> = std::sync::OnceLock::new();
+    ASSETS.get_or_init(|| {
+        vec![
+            ("/", Asset::new("text/html; charset=utf-8", INDEX_HTML)),
+            (
+                "/assets/app.js",
+                Asset::new("text/javascript; charset=utf-8", APP_JS),
+            ),
+            (
+                "/assets/app.css",
+                Asset::new("text/css; charset=utf-8", APP_CSS),
+            ),
+            (
+                "/assets/dagre.min.js",
+                Asset::new("text/javascript; charset=utf-8", DAGRE_JS),
+            ),
+        ]
+    })
+}
+
+async fn asset(req: Request) -> Response {
+    let Some((_, a)) = assets().iter().find(|(p, _)| *p == req.uri().path()) else {
+        return not_found("no such file".into());
+    };
+    let h = req.headers();
+    let cached = h
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == a.etag));
+    let gzip = h
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+    let mut resp = if cached {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else if gzip && !a.gzip.is_empty() {
+        (
+            [
+                (header::CONTENT_TYPE, a.content_type),
+                (header::CONTENT_ENCODING, "gzip"),
+            ],
+            a.gzip.clone(),
+        )
+            .into_response()
+    } else {
+        ([(header::CONTENT_TYPE, a.content_type)], a.body).into_response()
+    };
+    let hs = resp.headers_mut();
+    hs.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    if let Ok(v) = HeaderValue::from_str(&a.etag) {
+        hs.insert(header::ETAG, v);
+    }
+    // Kept, and checked with the server (the entity tag) before each use.
+    hs.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
+    resp
 }
 
 fn bad_request(why: String) -> Response {
@@ -395,6 +504,9 @@ async fn diff(State(s): State<Arc<Shared>>, Query(q): Query<DiffQuery>) -> Respo
 struct AddrQuery {
     addr: String,
     at: Option<u64>,
+    #[serde(default)]
+    offset: usize,
+    limit: Option<usize>,
 }
 
 fn parse_addr(a: &str) -> Result<ResourceInstanceAddr, Box<Response>> {
@@ -421,7 +533,8 @@ async fn life(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Respo
         Ok(a) => a,
         Err(r) => return *r,
     };
-    match with_model(&s, |m| m.life(&addr)) {
+    let limit = q.limit.unwrap_or(200).clamp(1, 5000);
+    match with_model(&s, |m| m.life_page(&addr, q.offset, limit)) {
         Some(j) => Json(j).into_response(),
         None => not_found(format!("no event of the log touched {addr}")),
     }
@@ -431,10 +544,14 @@ async fn life(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Respo
 struct SearchQuery {
     #[serde(default)]
     q: String,
+    #[serde(default)]
+    offset: usize,
+    limit: Option<usize>,
 }
 
 async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -> Json<J> {
-    Json(json!(with_model(&s, |m| m.addresses(&q.q, 50))))
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    Json(with_model(&s, |m| m.addresses(&q.q, q.offset, limit)))
 }
 
 /// The plan of a run: the one it recorded in the log (`RunPlanned`: every `apply` and
@@ -539,22 +656,10 @@ async fn plan_at(State(s): State<Arc<Shared>>, UrlPath(i): UrlPath<usize>) -> Re
 
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route(
-            "/",
-            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
-        )
-        .route(
-            "/assets/app.js",
-            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
-        )
-        .route(
-            "/assets/app.css",
-            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
-        )
-        .route(
-            "/assets/dagre.min.js",
-            get(|| async { asset("text/javascript; charset=utf-8", DAGRE_JS) }),
-        )
+        .route("/", get(asset))
+        .route("/assets/app.js", get(asset))
+        .route("/assets/app.css", get(asset))
+        .route("/assets/dagre.min.js", get(asset))
         .route("/api/head", get(head))
         .route("/api/timeline", get(timeline))
         .route("/api/run/:id", get(run))

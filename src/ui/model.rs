@@ -308,7 +308,14 @@ fn module_name(m: &ModulePath) -> String {
 pub struct TimelineQuery {
     pub command: Option<String>,
     pub outcome: Option<String>,
+    /// Only runs older than this one (the page's "older runs" cursor).
+    pub before: Option<u64>,
+    /// At most this many runs (default [`TIMELINE_PAGE`]).
+    pub limit: Option<usize>,
 }
+
+/// How many runs a page of the timeline lists unless asked otherwise.
+pub const TIMELINE_PAGE: usize = 50;
 
 /// What the state view asks for.
 #[derive(Debug, Default, Clone, serde::Deserialize)]
@@ -554,11 +561,7 @@ impl Model {
             "started_ms": r.started_ms,
             "finished_ms": r.finished_ms,
             "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
-            "outcome": match r.outcome {
-                Some(o) => o.to_string(),
-                None if self.fold.open_run == Some(r.id) => "running".into(),
-                None => "unfinished".into(),
-            },
+            "outcome": self.outcome(r),
             "plan_file": plan_file_of(&r.command, &args),
             "planned": self.planned.contains_key(&r.id),
             "first_seq": r.id,
@@ -569,6 +572,14 @@ impl Model {
             "read": c.read.max(s.read),
             "errors": errors.max(s.errors),
         })
+    }
+
+    fn outcome(&self, r: &RunRecord) -> String {
+        match r.outcome {
+            Some(o) => o.to_string(),
+            None if self.fold.open_run == Some(r.id) => "running".into(),
+            None => "unfinished".into(),
+        }
     }
 
     /// A run's counts from its events: what its operations did and the errors it recorded
@@ -750,15 +761,24 @@ impl Model {
         let mut commands: Vec<&str> = self.fold.runs.iter().map(|r| r.command.as_str()).collect();
         commands.sort_unstable();
         commands.dedup();
+        let limit = q.limit.unwrap_or(TIMELINE_PAGE).clamp(1, 1000);
         let mut runs = Vec::new();
+        let mut matched = 0usize;
+        let mut next_before = None;
         for r in self.fold.runs.iter().rev() {
-            let j = self.run_json(r);
-            if !want(&q.command, &r.command)
-                || !want(&q.outcome, j["outcome"].as_str().unwrap_or(""))
-            {
+            if !want(&q.command, &r.command) || !want(&q.outcome, &self.outcome(r)) {
                 continue;
             }
-            let mut j = j;
+            matched += 1;
+            if q.before.is_some_and(|b| r.id >= b) {
+                continue;
+            }
+            if runs.len() == limit {
+                // Only counted from here: the page shows `limit` runs at a time.
+                next_before.get_or_insert(runs.last().and_then(|j: &J| j["id"].as_u64()));
+                continue;
+            }
+            let mut j = self.run_json(r);
             if !matches!(r.outcome, Some(cairn_state::RunOutcome::Success)) {
                 j["left_pending"] = J::Array(self.left_pending(r.id));
                 j["failures"] = J::Array(self.failures(r.id));
@@ -769,8 +789,11 @@ impl Model {
         json!({
             "head": self.head(),
             "total": self.fold.runs.len(),
+            "matched": matched,
             "commands": commands,
             "runs": runs,
+            // The cursor of the next (older) page, when there is one.
+            "next_before": next_before.flatten(),
         })
     }
 
@@ -784,6 +807,14 @@ impl Model {
             "run": e.run,
             "kind": e.body.kind(),
         });
+        // The operation an event starts or settles, so a page can show the pair as one line.
+        match &e.body {
+            EventBody::OperationStarted { .. } => j["op"] = json!(e.seq),
+            EventBody::OperationSucceeded { op, .. } | EventBody::OperationFailed { op, .. } => {
+                j["op"] = json!(op)
+            }
+            _ => {}
+        }
         let d = history::describe(e, self);
         let started = |op: &u64| match self.events.get((*op as usize).wrapping_sub(1)) {
             Some(Event {
@@ -1000,9 +1031,6 @@ impl Model {
                     "module": module_name(m), "count": count, "instances": instances,
                 })).collect::<Vec<_>>(),
             "outputs": outputs,
-            "runs": self.fold.runs.iter().map(|r| json!({
-                "id": r.id, "command": r.command, "last_seq": r.last_seq, "started_ms": r.started_ms,
-            })).collect::<Vec<_>>(),
         }))
     }
 
@@ -1073,7 +1101,19 @@ impl Model {
     }
 
     /// Every event that touched one address, across runs.
+    #[cfg(test)]
     pub(crate) fn life(&self, addr: &ResourceInstanceAddr) -> Option<J> {
+        self.life_page(addr, 0, usize::MAX)
+    }
+
+    /// One address's life, `limit` events from `offset` (oldest first), with how many there
+    /// are in all: a long-lived resource's history is read a page at a time.
+    pub(crate) fn life_page(
+        &self,
+        addr: &ResourceInstanceAddr,
+        offset: usize,
+        limit: usize,
+    ) -> Option<J> {
         let life = self.lives.get(addr)?;
         let runs: HashMap<u64, &RunRecord> = self.fold.runs.iter().map(|r| (r.id, r)).collect();
         // Follow `state mv` backwards: the object's life under its earlier addresses.
@@ -1132,17 +1172,30 @@ impl Model {
             }
         }
         let exists = life.versions.last().is_some_and(|v| v.obj.is_some());
-        Some(json!({"addr": addr.to_string(), "exists": exists, "events": events}))
+        let total = events.len();
+        let events: Vec<J> = events.into_iter().skip(offset).take(limit).collect();
+        Some(json!({
+            "addr": addr.to_string(),
+            "exists": exists,
+            "total": total,
+            "offset": offset,
+            "events": events,
+        }))
     }
 
     /// Addresses that ever existed containing `q` (for the resource search box).
-    pub(crate) fn addresses(&self, q: &str, limit: usize) -> Vec<String> {
-        self.lives
-            .keys()
-            .map(|a| a.to_string())
-            .filter(|a| a.contains(q))
-            .take(limit)
-            .collect()
+    /// The addresses the log touched that contain `q` (every one is searched): the first
+    /// `limit` after `offset` in address order, and how many match in all.
+    pub(crate) fn addresses(&self, q: &str, offset: usize, limit: usize) -> J {
+        let mut total = 0usize;
+        let mut list = Vec::new();
+        for a in self.flat.texts.iter().filter(|a| a.contains(q)) {
+            if total >= offset && list.len() < limit {
+                list.push(a.as_str());
+            }
+            total += 1;
+        }
+        json!({"addresses": list, "total": total, "offset": offset})
     }
 }
 
