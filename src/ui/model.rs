@@ -152,6 +152,9 @@ pub struct Model {
     lives: BTreeMap<ResourceInstanceAddr, Life>,
     flat: Flat,
     ops: HashMap<u64, Op>,
+    /// The operations each run started (seqs of their starts), so a run's page or timeline
+    /// row does not walk every operation of the log.
+    ops_by_run: HashMap<u64, Vec<u64>>,
     outputs: Vec<(u64, Arc<BTreeMap<String, OutputValue>>)>,
     /// Each run's recorded plan (`RunPlanned`): the seq of the record.
     planned: HashMap<u64, u64>,
@@ -335,6 +338,7 @@ impl Model {
             lives: BTreeMap::new(),
             flat: Flat::default(),
             ops: HashMap::new(),
+            ops_by_run: HashMap::new(),
             outputs: Vec::new(),
             planned: HashMap::new(),
             run_diags: HashMap::new(),
@@ -494,6 +498,7 @@ impl Model {
                         settled: None,
                     },
                 );
+                self.ops_by_run.entry(e.run).or_default().push(e.seq);
                 out.push(addr.clone());
             }
             EventBody::OperationSucceeded { op, .. }
@@ -597,12 +602,19 @@ impl Model {
         (c, errors)
     }
 
+    /// The operations run `run` started: (seq of the start, operation).
+    fn run_ops(&self, run: u64) -> impl Iterator<Item = (&u64, &Op)> + '_ {
+        self.ops_by_run
+            .get(&run)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| self.ops.get_key_value(s))
+    }
+
     /// Operations a run started and did not settle itself, with how a later run did.
     fn left_pending(&self, run: u64) -> Vec<J> {
         let mut out: Vec<(u64, J)> = self
-            .ops
-            .iter()
-            .filter(|(_, o)| o.run == run)
+            .run_ops(run)
             .filter(|(_, o)| o.settled.as_ref().is_none_or(|s| s.run != run))
             .map(|(seq, o)| {
                 (
@@ -731,9 +743,7 @@ impl Model {
     /// The operations a run started that failed, with their errors.
     fn failures(&self, run: u64) -> Vec<J> {
         let mut out: Vec<(u64, J)> = self
-            .ops
-            .iter()
-            .filter(|(_, o)| o.run == run)
+            .run_ops(run)
             .filter_map(|(seq, o)| {
                 let s = o.settled.as_ref().filter(|s| s.kind == "failed")?;
                 let (location, recorded) = self.failure_location(run, &o.addr);
