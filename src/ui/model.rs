@@ -1509,7 +1509,7 @@ mod tests {
         assert_eq!(seqs, [2, 3, 5, 6, 9], "{l}");
         let t = m.timeline(&TimelineQuery {
             command: Some("state mv".into()),
-            outcome: None,
+            ..Default::default()
         });
         assert_eq!(t["runs"].as_array().unwrap().len(), 1);
         assert_eq!(
@@ -1518,10 +1518,32 @@ mod tests {
             "the command's own words are not arguments"
         );
         let t = m.timeline(&TimelineQuery {
-            command: None,
             outcome: Some("unfinished".into()),
+            ..Default::default()
         });
         assert_eq!(t["runs"][0]["id"], 1, "{t}");
+        // Paged: one run at a time, newest first, the cursor leading to the older ones.
+        let page = |before| {
+            m.timeline(&TimelineQuery {
+                before,
+                limit: Some(1),
+                ..Default::default()
+            })
+        };
+        let p1 = page(None);
+        assert_eq!(
+            (p1["runs"][0]["id"].as_u64(), p1["matched"].as_u64()),
+            (Some(8), Some(3)),
+            "{p1}"
+        );
+        let p2 = page(p1["next_before"].as_u64());
+        assert_eq!(p2["runs"][0]["id"], 4, "{p2}");
+        let p3 = page(p2["next_before"].as_u64());
+        assert_eq!(
+            (p3["runs"][0]["id"].as_u64(), &p3["next_before"]),
+            (Some(1), &J::Null),
+            "{p3}"
+        );
     }
 
     /// Counts come from a run's events whatever way it ended: a killed run (no summary), a
