@@ -9,6 +9,9 @@
 //! over all instances, the first 1,000 listed) are computed and serialized to JSON, as the
 //! HTTP handlers do, several times each; the best and the median are printed. The goal is
 //! under 200 ms each. `CAIRN_BENCH_RUNS` sets the number of repetitions (default 5).
+//!
+//! Then the timeline of 10,000 runs (goal: under a second), its first page and every page in
+//! turn; `CAIRN_BENCH_UI=timeline` runs only that.
 
 use cairn::ui::model::{Model, StateQuery, TimelineQuery};
 use cairn_state::{
@@ -187,6 +190,11 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5)
         .max(1);
+    // `CAIRN_BENCH_UI=timeline`: only the timeline of 10,000 runs.
+    if std::env::var("CAIRN_BENCH_UI").as_deref() == Ok("timeline") {
+        many_runs(reps);
+        return;
+    }
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("state");
     let start = Instant::now();
@@ -249,8 +257,12 @@ fn main() {
     );
     let head = model.head();
 
-    let body = measure("timeline (1,000 runs)", reps, || {
-        serde_json::to_string(&model.timeline(&TimelineQuery::default())).expect("json")
+    let body = measure("timeline (1,000 runs, all on one page)", reps, || {
+        serde_json::to_string(&model.timeline(&TimelineQuery {
+            limit: Some(1000),
+            ..Default::default()
+        }))
+        .expect("json")
     });
     println!("  {} KiB of JSON", body.len() / 1024);
     let _ = measure("timeline filtered (outcome=failed)", reps, || {
@@ -277,7 +289,10 @@ fn main() {
         println!("  {} KiB of JSON", body.len() / 1024);
     }
     // A run in the middle: its page, and its recorded plan as the plan page shows it.
-    let run_id = model.timeline(&TimelineQuery::default())["runs"][RUNS as usize / 2]["id"]
+    let run_id = model.timeline(&TimelineQuery {
+        limit: Some(RUNS as usize),
+        ..Default::default()
+    })["runs"][RUNS as usize / 2]["id"]
         .as_u64()
         .expect("a run");
     let body = measure("one run's page (100 changes)", reps, || {
@@ -299,4 +314,163 @@ fn main() {
     let _ = measure("diff between the middle and the head", reps, || {
         serde_json::to_string(&model.diff(head / 2, head, 500).expect("diff")).expect("json")
     });
+    drop(model);
+    many_runs(reps);
+}
+
+/// The timeline of 10,000 runs (issue 32's goal: under a second): each run updates one of 50
+/// instances, one in ten fails with a recorded error. The events are built in memory and folded
+/// as the server folds what it reads; then the timeline's first page (what the page asks for
+/// and draws) and every page in turn (all 10,000 runs, as "older runs" walks them).
+fn many_runs(reps: usize) {
+    use cairn_state::{Event, RecordedDiagnostic};
+    const N: u64 = 10_000;
+    let pref = ProviderRef {
+        addr: ProviderAddr::default_for(ModulePath::root(), "sim"),
+        id: "p1".into(),
+    };
+    let object = |n: u64, v: u64| ResourceObject {
+        attrs: StoredValue::Object(BTreeMap::from([
+            ("id".to_string(), StoredValue::String(format!("t{n}"))),
+            ("value".to_string(), StoredValue::String(format!("v{v}"))),
+        ])),
+        deps: Vec::new(),
+        provider: pref.clone(),
+        create_token: None,
+        tainted: false,
+        meta: Default::default(),
+    };
+    let mut events = Vec::new();
+    let mut seq = 0u64;
+    let mut push = |events: &mut Vec<Event>, run: u64, body: EventBody| -> u64 {
+        seq += 1;
+        events.push(Event {
+            seq,
+            version: 1,
+            time_ms: 1_700_000_000_000 + seq * 1000,
+            run,
+            body,
+        });
+        seq
+    };
+    for r in 0..N {
+        let run = events.len() as u64 + 1;
+        let n = r % 50;
+        push(
+            &mut events,
+            run,
+            EventBody::RunStarted {
+                command: "apply".into(),
+                args: vec![
+                    "apply".into(),
+                    "-auto-approve".into(),
+                    "-var".into(),
+                    format!("v={r}"),
+                ],
+                user: "ann".into(),
+                pid: 1,
+            },
+        );
+        let addr: ResourceInstanceAddr = format!("sim_thing.t[{n}]").parse().expect("address");
+        let first = r < 50;
+        let op = push(
+            &mut events,
+            run,
+            EventBody::OperationStarted {
+                addr,
+                deposed: None,
+                action: if first {
+                    OpAction::Create
+                } else {
+                    OpAction::Update
+                },
+                token: None,
+                provider: pref.clone(),
+                prior: (!first).then(|| object(n, r - 50)),
+            },
+        );
+        let failed = r % 10 == 9 && !first;
+        if failed {
+            push(
+                &mut events,
+                run,
+                EventBody::OperationFailed {
+                    op,
+                    object: Some(object(n, r - 50)),
+                    error: "injected failure".into(),
+                },
+            );
+            push(
+                &mut events,
+                run,
+                EventBody::RunDiagnostics {
+                    diagnostics: vec![RecordedDiagnostic {
+                        severity: cairn_state::event::Severity::Error,
+                        summary: "injected failure".into(),
+                        detail: String::new(),
+                        location: Some("main.tf:1:1".into()),
+                        address: Some(format!("sim_thing.t[{n}]")),
+                    }],
+                },
+            );
+        } else {
+            push(
+                &mut events,
+                run,
+                EventBody::OperationSucceeded {
+                    op,
+                    object: Some(object(n, r)),
+                },
+            );
+        }
+        push(
+            &mut events,
+            run,
+            EventBody::RunFinished {
+                outcome: if failed {
+                    RunOutcome::Failed
+                } else {
+                    RunOutcome::Success
+                },
+                summary: RunSummary {
+                    added: first as u64,
+                    changed: (!first && !failed) as u64,
+                    errors: failed as u64,
+                    ..Default::default()
+                },
+            },
+        );
+    }
+    let n_events = events.len();
+    let start = Instant::now();
+    let mut model = Model::new();
+    model.extend(events);
+    println!(
+        "\n{N} runs ({n_events} events) folded in {:.0} ms",
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    let body = measure("timeline of 10,000 runs: first page", reps, || {
+        serde_json::to_string(&model.timeline(&TimelineQuery::default())).expect("json")
+    });
+    println!("  {} KiB of JSON", body.len() / 1024);
+    let total = measure("timeline of 10,000 runs: every page", reps, || {
+        let mut before = None;
+        let mut bytes = 0;
+        loop {
+            let t = model.timeline(&TimelineQuery {
+                before,
+                limit: Some(1000),
+                ..Default::default()
+            });
+            bytes += serde_json::to_string(&t).expect("json").len();
+            match t["next_before"].as_u64() {
+                Some(b) => before = Some(b),
+                None => break bytes,
+            }
+        }
+    });
+    println!(
+        "  {} KiB of JSON in all (goal: under a second)",
+        total / 1024
+    );
 }

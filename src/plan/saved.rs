@@ -23,6 +23,15 @@ pub fn save_plan(path: &Path, plan: &Plan, enc: Option<&Encryption>) -> Result<(
     let doc = json!({
         "cairn_plan_format": PLAN_FORMAT,
         "cairn_version": env!("CARGO_PKG_VERSION"),
+        // Who made it, where and when (shown by `cairn ui` beside the plan's state position).
+        "made": {
+            "time_ms": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            "user": cairn_state::current_user(),
+            "host": cairn_state::host_name(),
+        },
         "plan": plan,
     });
     let text = serde_json::to_string(&doc).map_err(|e| {
@@ -52,6 +61,23 @@ pub fn save_plan(path: &Path, plan: &Plan, enc: Option<&Encryption>) -> Result<(
 /// With `enc`, a sealed file is opened with its methods (an unencrypted one is read only
 /// when they include `unencrypted`); without, a sealed file is an error naming its key.
 pub fn load_plan(path: &Path, enc: Option<&Encryption>) -> Result<Plan, Diagnostic> {
+    load_plan_made(path, enc).map(|(p, _)| p)
+}
+
+/// Who made a saved plan, where and when, as the file records it (files written before Cairn
+/// recorded it have none).
+#[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize)]
+pub struct Made {
+    pub time_ms: u64,
+    pub user: String,
+    pub host: String,
+}
+
+/// [`load_plan`], with who made the plan, where and when, if the file says.
+pub fn load_plan_made(
+    path: &Path,
+    enc: Option<&Encryption>,
+) -> Result<(Plan, Option<Made>), Diagnostic> {
     let bad = |why: String| {
         Diagnostic::error(
             "Failed to read plan file",
@@ -81,8 +107,12 @@ pub fn load_plan(path: &Path, enc: Option<&Encryption>) -> Result<Plan, Diagnost
             ))
         }
     }
+    let made = doc
+        .get("made")
+        .and_then(|m| serde_json::from_value::<Made>(m.clone()).ok());
     let plan = doc.get("plan").cloned().unwrap_or(J::Null);
-    serde_json::from_value(plan).map_err(|e| bad(format!("is damaged: {e}.")))
+    let plan = serde_json::from_value(plan).map_err(|e| bad(format!("is damaged: {e}.")))?;
+    Ok((plan, made))
 }
 
 #[cfg(test)]

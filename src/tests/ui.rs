@@ -691,8 +691,19 @@ fn every_view_in_headless_chromium() {
         return;
     }
     let tmp = project_with_history();
+    // A refused state edit, which leaves the saved plan stale, and the refused apply of it:
+    // failed runs whose only error is the one they recorded.
+    let (code, out) = cairn(
+        tmp.path(),
+        &["state", "mv", "sim_thing.base", "sim_thing.dep"],
+        &[],
+    );
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = cairn(tmp.path(), &["apply", "p.tfplan"], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Run plan again"), "{out}");
     let ui = start_ui(tmp.path());
-    ui.wait_runs(6);
+    ui.wait_runs(8);
     let shots = root().join("fixtures/ui-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let mut node = Command::new("node")
@@ -711,7 +722,24 @@ fn every_view_in_headless_chromium() {
         let line = line.unwrap();
         log.push_str(&line);
         log.push('\n');
-        if line == "WAITING" {
+        if line == "WAITING replan" || line == "WAITING applyplan" {
+            let args: &[&str] = if line.ends_with("replan") {
+                &["plan", "-var", "v=six", "-out=p.tfplan"]
+            } else {
+                &["apply", "p.tfplan"]
+            };
+            let (code, out) = cairn(tmp.path(), args, &[]);
+            assert_eq!(code, 0, "{out}");
+            stdin.write_all(b"go\n").unwrap();
+        } else if line == "WAITING typing" {
+            let (code, out) = cairn(
+                tmp.path(),
+                &["apply", "-auto-approve", "-var", "v=typed"],
+                &[],
+            );
+            assert_eq!(code, 0, "{out}");
+            stdin.write_all(b"go\n").unwrap();
+        } else if line == "WAITING" {
             let (code, out) = cairn(
                 tmp.path(),
                 &["apply", "-auto-approve", "-var", "v=live"],

@@ -75,9 +75,85 @@ struct Shared {
     status: Mutex<Status>,
     /// Which store the log is on: `sled` or `postgres`.
     store: Mutex<&'static str>,
-    plans: Vec<(String, J)>,
+    /// The saved plans shown (`-plan=FILE`), each read again when its file changes.
+    plans: Vec<Mutex<SavedPlan>>,
     token: String,
     allowed_hosts: Vec<String>,
+}
+
+/// A saved plan file as last read: its view, and the file's modification time and size then.
+struct SavedPlan {
+    path: PathBuf,
+    name: String,
+    stamp: Option<(std::time::SystemTime, u64)>,
+    /// The plan's view, its state position and who made it; or why the file cannot be read now.
+    view: Result<(J, u64, Option<crate::plan::saved::Made>), String>,
+}
+
+fn file_stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+impl SavedPlan {
+    fn read(
+        path: &Path,
+        config: Option<&crate::config::Config>,
+        config_error: Option<&str>,
+        files_hash: &str,
+    ) -> Result<SavedPlan, crate::diag::Diagnostic> {
+        let stamp = file_stamp(path);
+        let (plan, made) = crate::plan::saved::load_plan_made(
+            path,
+            crate::engine::api::encryption::plan().as_deref(),
+        )?;
+        let view = plan::PlanView::of_plan(path.display().to_string(), &plan, files_hash);
+        Ok(SavedPlan {
+            path: path.to_path_buf(),
+            name: view.name.clone(),
+            stamp,
+            view: Ok((
+                plan::plan_json(&view, config, config_error),
+                plan.base_seq,
+                made,
+            )),
+        })
+    }
+
+    /// Reads the file again if it changed since it was read.
+    fn refresh(&mut self, shared: &Shared) {
+        let stamp = file_stamp(&self.path);
+        if stamp.is_some() && stamp == self.stamp {
+            return;
+        }
+        let (config, error) = match &shared.config {
+            Ok(c) => (Some(c.as_ref()), None),
+            Err(e) => (None, Some(e.as_str())),
+        };
+        match SavedPlan::read(
+            &self.path,
+            config,
+            error,
+            shared.files_hash.as_deref().unwrap_or_default(),
+        ) {
+            Ok(p) => *self = p,
+            // Caught while being written, or damaged: its last good reading is shown with
+            // why (and it is read again on the next request).
+            Err(d) => match &mut self.view {
+                Ok((v, _, _)) => {
+                    v["note"] = json!(format!(
+                        "The file cannot be read now ({}: {}); this is its content as last read.",
+                        d.summary, d.detail
+                    ));
+                    self.stamp = None;
+                }
+                Err(_) => {
+                    self.stamp = None;
+                    self.view = Err(format!("{}: {}", d.summary, d.detail));
+                }
+            },
+        }
+    }
 }
 
 /// A random token: 32 bytes from the operating system's generator, hex.
@@ -234,7 +310,10 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     }
     let mut resp = next.run(req).await;
     let h = resp.headers_mut();
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The API's answers change with every run: never stored (the assets say how they are).
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -258,8 +337,103 @@ async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> R
     resp
 }
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+/// A static asset prepared once: its gzip form and its entity tag (a hash of its bytes).
+struct Asset {
+    content_type: &'static str,
+    body: &'static str,
+    gzip: Vec<u8>,
+    etag: String,
+}
+
+impl Asset {
+    fn new(content_type: &'static str, body: &'static str) -> Asset {
+        use sha2::Digest;
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        // Writing to memory cannot fail.
+        let gzip = gz
+            .write_all(body.as_bytes())
+            .and_then(|_| gz.finish())
+            .unwrap_or_default();
+        let h = sha2::Sha256::digest(body.as_bytes());
+        let etag = format!(
+            "\"{}\"",
+            h[..12]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        Asset {
+            content_type,
+            body,
+            gzip,
+            etag,
+        }
+    }
+}
+
+/// The pages' files: compressed when the browser takes gzip, and cacheable: the browser keeps
+/// them and asks again with their entity tag, which is answered "not modified" (they change
+/// only with the binary).
+fn assets() -> &'static [(&'static str, Asset)] {
+    static ASSETS: std::sync::OnceLock<Vec<(&'static str, Asset)>> = std::sync::OnceLock::new();
+    ASSETS.get_or_init(|| {
+        vec![
+            ("/", Asset::new("text/html; charset=utf-8", INDEX_HTML)),
+            (
+                "/assets/app.js",
+                Asset::new("text/javascript; charset=utf-8", APP_JS),
+            ),
+            (
+                "/assets/app.css",
+                Asset::new("text/css; charset=utf-8", APP_CSS),
+            ),
+            (
+                "/assets/dagre.min.js",
+                Asset::new("text/javascript; charset=utf-8", DAGRE_JS),
+            ),
+        ]
+    })
+}
+
+async fn asset(req: Request) -> Response {
+    let Some((_, a)) = assets().iter().find(|(p, _)| *p == req.uri().path()) else {
+        return not_found("no such file".into());
+    };
+    let h = req.headers();
+    let cached = h
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == a.etag));
+    let gzip = h
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+    let mut resp = if cached {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else if gzip && !a.gzip.is_empty() {
+        (
+            [
+                (header::CONTENT_TYPE, a.content_type),
+                (header::CONTENT_ENCODING, "gzip"),
+            ],
+            a.gzip.clone(),
+        )
+            .into_response()
+    } else {
+        ([(header::CONTENT_TYPE, a.content_type)], a.body).into_response()
+    };
+    let hs = resp.headers_mut();
+    hs.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    if let Ok(v) = HeaderValue::from_str(&a.etag) {
+        hs.insert(header::ETAG, v);
+    }
+    // Kept, and checked with the server (the entity tag) before each use.
+    hs.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-cache"),
+    );
+    resp
 }
 
 fn bad_request(why: String) -> Response {
@@ -289,7 +463,9 @@ async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
         "missing": status.missing,
         "error": status.error,
         "warnings": warnings,
-        "plans": s.plans.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        "plans": s.plans.iter().map(|p| p.lock().map(|p| p.name.clone()).unwrap_or_default()).collect::<Vec<_>>(),
+        // Changes when a plan file changes, so an open page reads it again.
+        "plans_stamp": s.plans.iter().map(|p| p.lock().ok().and_then(|p| file_stamp(&p.path)).map(|(t, n)| format!("{t:?}/{n}")).unwrap_or_default()).collect::<Vec<_>>(),
     }))
 }
 
@@ -328,6 +504,9 @@ async fn diff(State(s): State<Arc<Shared>>, Query(q): Query<DiffQuery>) -> Respo
 struct AddrQuery {
     addr: String,
     at: Option<u64>,
+    #[serde(default)]
+    offset: usize,
+    limit: Option<usize>,
 }
 
 fn parse_addr(a: &str) -> Result<ResourceInstanceAddr, Box<Response>> {
@@ -354,7 +533,8 @@ async fn life(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Respo
         Ok(a) => a,
         Err(r) => return *r,
     };
-    match with_model(&s, |m| m.life(&addr)) {
+    let limit = q.limit.unwrap_or(200).clamp(1, 5000);
+    match with_model(&s, |m| m.life_page(&addr, q.offset, limit)) {
         Some(j) => Json(j).into_response(),
         None => not_found(format!("no event of the log touched {addr}")),
     }
@@ -364,10 +544,14 @@ async fn life(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Respo
 struct SearchQuery {
     #[serde(default)]
     q: String,
+    #[serde(default)]
+    offset: usize,
+    limit: Option<usize>,
 }
 
 async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -> Json<J> {
-    Json(json!(with_model(&s, |m| m.addresses(&q.q, 50))))
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    Json(with_model(&s, |m| m.addresses(&q.q, q.offset, limit)))
 }
 
 /// The plan of a run: the one it recorded in the log (`RunPlanned`: every `apply` and
@@ -432,31 +616,50 @@ async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Re
     Json(plan::plan_json(&view, config, error)).into_response()
 }
 
+/// A saved plan as its file is now: who made it, where, when and at which state position;
+/// whether the state moved since (then `apply FILE` refuses it) and which run applied it.
 async fn plan_at(State(s): State<Arc<Shared>>, UrlPath(i): UrlPath<usize>) -> Response {
-    match s.plans.get(i) {
-        Some((_, j)) => Json(j.clone()).into_response(),
-        None => not_found(format!("there is no plan {i}")),
-    }
+    let Some(entry) = s.plans.get(i) else {
+        return not_found(format!("there is no plan {i}"));
+    };
+    let mut p = match entry.lock() {
+        Ok(p) => p,
+        Err(e) => e.into_inner(),
+    };
+    p.refresh(&s);
+    let (view, base_seq, made) = match &p.view {
+        Ok(v) => v.clone(),
+        Err(e) => {
+            return not_found(format!(
+                "the plan file {} cannot be read now: {e}",
+                p.path.display()
+            ))
+        }
+    };
+    let file_name = p
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    drop(p);
+    let (head, applied_by) = with_model(&s, |m| {
+        (m.head(), m.saved_plan_applied_by(base_seq, &file_name))
+    });
+    let mut view = view;
+    view["made"] = json!(made);
+    view["base_seq"] = json!(base_seq);
+    view["head"] = json!(head);
+    view["applied_by"] = json!(applied_by);
+    view["stale"] = json!(head != base_seq);
+    Json(view).into_response()
 }
 
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route(
-            "/",
-            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
-        )
-        .route(
-            "/assets/app.js",
-            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
-        )
-        .route(
-            "/assets/app.css",
-            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
-        )
-        .route(
-            "/assets/dagre.min.js",
-            get(|| async { asset("text/javascript; charset=utf-8", DAGRE_JS) }),
-        )
+        .route("/", get(asset))
+        .route("/assets/app.js", get(asset))
+        .route("/assets/app.css", get(asset))
+        .route("/assets/dagre.min.js", get(asset))
         .route("/api/head", get(head))
         .route("/api/timeline", get(timeline))
         .route("/api/run/:id", get(run))
@@ -520,19 +723,12 @@ impl Server {
         let files_hash = config.as_ref().map(crate::engine::api::files_hash);
         let mut plans = Vec::new();
         for p in &opts.plans {
-            let plan = crate::plan::saved::load_plan(
+            plans.push(Mutex::new(SavedPlan::read(
                 p,
-                crate::engine::api::encryption::plan().as_deref(),
-            )?;
-            let view = plan::PlanView::of_plan(
-                p.display().to_string(),
-                &plan,
+                config.as_ref(),
+                config_error.as_deref(),
                 files_hash.as_deref().unwrap_or_default(),
-            );
-            plans.push((
-                view.name.clone(),
-                plan::plan_json(&view, config.as_ref(), config_error.as_deref()),
-            ));
+            )?));
         }
         let listener = std::net::TcpListener::bind(("127.0.0.1", opts.port)).map_err(|e| {
             Diagnostic::error(

@@ -152,6 +152,9 @@ pub struct Model {
     lives: BTreeMap<ResourceInstanceAddr, Life>,
     flat: Flat,
     ops: HashMap<u64, Op>,
+    /// The operations each run started (seqs of their starts), so a run's page or timeline
+    /// row does not walk every operation of the log.
+    ops_by_run: HashMap<u64, Vec<u64>>,
     outputs: Vec<(u64, Arc<BTreeMap<String, OutputValue>>)>,
     /// Each run's recorded plan (`RunPlanned`): the seq of the record.
     planned: HashMap<u64, u64>,
@@ -166,7 +169,22 @@ pub struct Model {
     /// The root module's sensitive variables: their `-var` values in a recorded command line
     /// are masked when shown (runs recorded before Cairn masked them at write time included).
     sensitive_vars: std::collections::BTreeSet<String>,
+    /// What each run's own events did, counted as they are folded: a run killed mid-apply
+    /// or refused before it finished has no summary (or a zero one) to say it.
+    counts: HashMap<u64, Counts>,
     pub(crate) warnings: Vec<String>,
+}
+
+/// A run's counts taken from its events.
+#[derive(Debug, Default, Clone)]
+struct Counts {
+    added: u64,
+    changed: u64,
+    destroyed: u64,
+    read: u64,
+    /// Operations that failed, with their addresses (a recorded diagnostic about one of them
+    /// is the same error, not another).
+    failed: Vec<String>,
 }
 
 impl Default for Model {
@@ -293,7 +311,14 @@ fn module_name(m: &ModulePath) -> String {
 pub struct TimelineQuery {
     pub command: Option<String>,
     pub outcome: Option<String>,
+    /// Only runs older than this one (the page's "older runs" cursor).
+    pub before: Option<u64>,
+    /// At most this many runs (default [`TIMELINE_PAGE`]).
+    pub limit: Option<usize>,
 }
+
+/// How many runs a page of the timeline lists unless asked otherwise.
+pub const TIMELINE_PAGE: usize = 50;
 
 /// What the state view asks for.
 #[derive(Debug, Default, Clone, serde::Deserialize)]
@@ -313,12 +338,14 @@ impl Model {
             lives: BTreeMap::new(),
             flat: Flat::default(),
             ops: HashMap::new(),
+            ops_by_run: HashMap::new(),
             outputs: Vec::new(),
             planned: HashMap::new(),
             run_diags: HashMap::new(),
             deferred: HashMap::new(),
             locations: HashMap::new(),
             sensitive_vars: Default::default(),
+            counts: HashMap::new(),
             warnings: Vec::new(),
         }
     }
@@ -384,6 +411,23 @@ impl Model {
                 EventBody::RunDiagnostics { .. } => {
                     self.run_diags.insert(e.run, e.seq);
                 }
+                EventBody::OperationSucceeded { op, .. } => {
+                    if let Some(o) = self.ops.get(op) {
+                        let c = self.counts.entry(e.run).or_default();
+                        match o.action {
+                            OpAction::Create => c.added += 1,
+                            OpAction::Update => c.changed += 1,
+                            OpAction::Delete => c.destroyed += 1,
+                        }
+                    }
+                }
+                EventBody::OperationFailed { op, .. } => {
+                    if let Some(o) = self.ops.get(op) {
+                        let addr = o.addr.to_string();
+                        self.counts.entry(e.run).or_default().failed.push(addr);
+                    }
+                }
+                EventBody::DataRead { .. } => self.counts.entry(e.run).or_default().read += 1,
                 _ => {}
             }
             for addr in &touched {
@@ -454,6 +498,7 @@ impl Model {
                         settled: None,
                     },
                 );
+                self.ops_by_run.entry(e.run).or_default().push(e.seq);
                 out.push(addr.clone());
             }
             EventBody::OperationSucceeded { op, .. }
@@ -496,6 +541,9 @@ impl Model {
 
     fn run_json(&self, r: &RunRecord) -> J {
         let s = &r.summary;
+        // The summary a finished run wrote, or what its events show when they show more (a
+        // run killed mid-apply wrote none; a refused one wrote zeros above its error).
+        let (c, errors) = self.event_counts(r.id);
         // The recorded arguments start with the command's own words (`apply`, `state rm`).
         let words = r.command.split_whitespace().count();
         let masked = crate::config::mask_var_args(&r.args, &self.sensitive_vars);
@@ -518,29 +566,55 @@ impl Model {
             "started_ms": r.started_ms,
             "finished_ms": r.finished_ms,
             "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
-            "outcome": match r.outcome {
-                Some(o) => o.to_string(),
-                None if self.fold.open_run == Some(r.id) => "running".into(),
-                None => "unfinished".into(),
-            },
+            "outcome": self.outcome(r),
             "plan_file": plan_file_of(&r.command, &args),
             "planned": self.planned.contains_key(&r.id),
             "first_seq": r.id,
             "last_seq": r.last_seq,
-            "added": s.added,
-            "changed": s.changed,
-            "destroyed": s.destroyed,
-            "read": s.read,
-            "errors": s.errors,
+            "added": c.added.max(s.added),
+            "changed": c.changed.max(s.changed),
+            "destroyed": c.destroyed.max(s.destroyed),
+            "read": c.read.max(s.read),
+            "errors": errors.max(s.errors),
         })
+    }
+
+    fn outcome(&self, r: &RunRecord) -> String {
+        match r.outcome {
+            Some(o) => o.to_string(),
+            None if self.fold.open_run == Some(r.id) => "running".into(),
+            None => "unfinished".into(),
+        }
+    }
+
+    /// A run's counts from its events: what its operations did and the errors it recorded
+    /// (failed operations, and recorded errors that are not about one of them), whatever way
+    /// it ended. `(counts, errors)`.
+    fn event_counts(&self, run: u64) -> (Counts, u64) {
+        let c = self.counts.get(&run).cloned().unwrap_or_default();
+        let others = self
+            .recorded_diags(run)
+            .iter()
+            .filter(|d| d.severity == cairn_state::event::Severity::Error)
+            .filter(|d| d.address.as_ref().is_none_or(|a| !c.failed.contains(a)))
+            .count() as u64;
+        let errors = c.failed.len() as u64 + others;
+        (c, errors)
+    }
+
+    /// The operations run `run` started: (seq of the start, operation).
+    fn run_ops(&self, run: u64) -> impl Iterator<Item = (&u64, &Op)> + '_ {
+        self.ops_by_run
+            .get(&run)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| self.ops.get_key_value(s))
     }
 
     /// Operations a run started and did not settle itself, with how a later run did.
     fn left_pending(&self, run: u64) -> Vec<J> {
         let mut out: Vec<(u64, J)> = self
-            .ops
-            .iter()
-            .filter(|(_, o)| o.run == run)
+            .run_ops(run)
             .filter(|(_, o)| o.settled.as_ref().is_none_or(|s| s.run != run))
             .map(|(seq, o)| {
                 (
@@ -564,6 +638,20 @@ impl Model {
     pub(crate) fn run_plan_file(&self, id: u64) -> Option<String> {
         let r = self.fold.runs.iter().find(|r| r.id == id)?;
         self.run_json(r)["plan_file"].as_str().map(str::to_string)
+    }
+
+    /// The run that applied a saved plan made at state position `base_seq` from a file named
+    /// `file_name`: an apply can only take it as the next run (`apply FILE` refuses it once the
+    /// state moved), and the run recorded the plan it applied.
+    pub(crate) fn saved_plan_applied_by(&self, base_seq: u64, file_name: &str) -> Option<u64> {
+        let id = base_seq + 1;
+        let i = self.fold.runs.binary_search_by_key(&id, |r| r.id).ok()?;
+        let r = &self.fold.runs[i];
+        let file = self.run_plan_file(id)?;
+        let same = std::path::Path::new(&file)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy() == file_name);
+        (same && self.planned.contains_key(&r.id)).then_some(r.id)
     }
 
     /// The plan a run recorded, with the run's command.
@@ -655,9 +743,7 @@ impl Model {
     /// The operations a run started that failed, with their errors.
     fn failures(&self, run: u64) -> Vec<J> {
         let mut out: Vec<(u64, J)> = self
-            .ops
-            .iter()
-            .filter(|(_, o)| o.run == run)
+            .run_ops(run)
             .filter_map(|(seq, o)| {
                 let s = o.settled.as_ref().filter(|s| s.kind == "failed")?;
                 let (location, recorded) = self.failure_location(run, &o.addr);
@@ -685,15 +771,24 @@ impl Model {
         let mut commands: Vec<&str> = self.fold.runs.iter().map(|r| r.command.as_str()).collect();
         commands.sort_unstable();
         commands.dedup();
+        let limit = q.limit.unwrap_or(TIMELINE_PAGE).clamp(1, 1000);
         let mut runs = Vec::new();
+        let mut matched = 0usize;
+        let mut next_before = None;
         for r in self.fold.runs.iter().rev() {
-            let j = self.run_json(r);
-            if !want(&q.command, &r.command)
-                || !want(&q.outcome, j["outcome"].as_str().unwrap_or(""))
-            {
+            if !want(&q.command, &r.command) || !want(&q.outcome, &self.outcome(r)) {
                 continue;
             }
-            let mut j = j;
+            matched += 1;
+            if q.before.is_some_and(|b| r.id >= b) {
+                continue;
+            }
+            if runs.len() == limit {
+                // Only counted from here: the page shows `limit` runs at a time.
+                next_before.get_or_insert(runs.last().and_then(|j: &J| j["id"].as_u64()));
+                continue;
+            }
+            let mut j = self.run_json(r);
             if !matches!(r.outcome, Some(cairn_state::RunOutcome::Success)) {
                 j["left_pending"] = J::Array(self.left_pending(r.id));
                 j["failures"] = J::Array(self.failures(r.id));
@@ -704,8 +799,11 @@ impl Model {
         json!({
             "head": self.head(),
             "total": self.fold.runs.len(),
+            "matched": matched,
             "commands": commands,
             "runs": runs,
+            // The cursor of the next (older) page, when there is one.
+            "next_before": next_before.flatten(),
         })
     }
 
@@ -719,6 +817,14 @@ impl Model {
             "run": e.run,
             "kind": e.body.kind(),
         });
+        // The operation an event starts or settles, so a page can show the pair as one line.
+        match &e.body {
+            EventBody::OperationStarted { .. } => j["op"] = json!(e.seq),
+            EventBody::OperationSucceeded { op, .. } | EventBody::OperationFailed { op, .. } => {
+                j["op"] = json!(op)
+            }
+            _ => {}
+        }
         let d = history::describe(e, self);
         let started = |op: &u64| match self.events.get((*op as usize).wrapping_sub(1)) {
             Some(Event {
@@ -935,9 +1041,6 @@ impl Model {
                     "module": module_name(m), "count": count, "instances": instances,
                 })).collect::<Vec<_>>(),
             "outputs": outputs,
-            "runs": self.fold.runs.iter().map(|r| json!({
-                "id": r.id, "command": r.command, "last_seq": r.last_seq, "started_ms": r.started_ms,
-            })).collect::<Vec<_>>(),
         }))
     }
 
@@ -1008,7 +1111,19 @@ impl Model {
     }
 
     /// Every event that touched one address, across runs.
+    #[cfg(test)]
     pub(crate) fn life(&self, addr: &ResourceInstanceAddr) -> Option<J> {
+        self.life_page(addr, 0, usize::MAX)
+    }
+
+    /// One address's life, `limit` events from `offset` (oldest first), with how many there
+    /// are in all: a long-lived resource's history is read a page at a time.
+    pub(crate) fn life_page(
+        &self,
+        addr: &ResourceInstanceAddr,
+        offset: usize,
+        limit: usize,
+    ) -> Option<J> {
         let life = self.lives.get(addr)?;
         let runs: HashMap<u64, &RunRecord> = self.fold.runs.iter().map(|r| (r.id, r)).collect();
         // Follow `state mv` backwards: the object's life under its earlier addresses.
@@ -1067,17 +1182,30 @@ impl Model {
             }
         }
         let exists = life.versions.last().is_some_and(|v| v.obj.is_some());
-        Some(json!({"addr": addr.to_string(), "exists": exists, "events": events}))
+        let total = events.len();
+        let events: Vec<J> = events.into_iter().skip(offset).take(limit).collect();
+        Some(json!({
+            "addr": addr.to_string(),
+            "exists": exists,
+            "total": total,
+            "offset": offset,
+            "events": events,
+        }))
     }
 
     /// Addresses that ever existed containing `q` (for the resource search box).
-    pub(crate) fn addresses(&self, q: &str, limit: usize) -> Vec<String> {
-        self.lives
-            .keys()
-            .map(|a| a.to_string())
-            .filter(|a| a.contains(q))
-            .take(limit)
-            .collect()
+    /// The addresses the log touched that contain `q` (every one is searched): the first
+    /// `limit` after `offset` in address order, and how many match in all.
+    pub(crate) fn addresses(&self, q: &str, offset: usize, limit: usize) -> J {
+        let mut total = 0usize;
+        let mut list = Vec::new();
+        for a in self.flat.texts.iter().filter(|a| a.contains(q)) {
+            if total >= offset && list.len() < limit {
+                list.push(a.as_str());
+            }
+            total += 1;
+        }
+        json!({"addresses": list, "total": total, "offset": offset})
     }
 }
 
@@ -1381,7 +1509,7 @@ mod tests {
         assert_eq!(seqs, [2, 3, 5, 6, 9], "{l}");
         let t = m.timeline(&TimelineQuery {
             command: Some("state mv".into()),
-            outcome: None,
+            ..Default::default()
         });
         assert_eq!(t["runs"].as_array().unwrap().len(), 1);
         assert_eq!(
@@ -1390,9 +1518,102 @@ mod tests {
             "the command's own words are not arguments"
         );
         let t = m.timeline(&TimelineQuery {
-            command: None,
             outcome: Some("unfinished".into()),
+            ..Default::default()
         });
         assert_eq!(t["runs"][0]["id"], 1, "{t}");
+        // Paged: one run at a time, newest first, the cursor leading to the older ones.
+        let page = |before| {
+            m.timeline(&TimelineQuery {
+                before,
+                limit: Some(1),
+                ..Default::default()
+            })
+        };
+        let p1 = page(None);
+        assert_eq!(
+            (p1["runs"][0]["id"].as_u64(), p1["matched"].as_u64()),
+            (Some(8), Some(3)),
+            "{p1}"
+        );
+        let p2 = page(p1["next_before"].as_u64());
+        assert_eq!(p2["runs"][0]["id"], 4, "{p2}");
+        let p3 = page(p2["next_before"].as_u64());
+        assert_eq!(
+            (p3["runs"][0]["id"].as_u64(), &p3["next_before"]),
+            (Some(1), &J::Null),
+            "{p3}"
+        );
+    }
+
+    /// Counts come from a run's events whatever way it ended: a killed run (no summary), a
+    /// run that finished with a zero summary above what it did, a refused run whose error is
+    /// only in its recorded diagnostics, and a failed operation not counted twice when its
+    /// diagnostic names the same address.
+    #[test]
+    fn counts_come_from_the_runs_events() {
+        let mut m = model();
+        let diag = |addr: Option<&str>| RecordedDiagnostic {
+            severity: cairn_state::event::Severity::Error,
+            summary: "Saved plan is stale".into(),
+            detail: String::new(),
+            location: None,
+            address: addr.map(String::from),
+        };
+        let failed = || EventBody::RunFinished {
+            outcome: RunOutcome::Failed,
+            summary: RunSummary::default(),
+        };
+        let h = m.head();
+        m.extend(vec![
+            ev(h + 1, h + 1, run("apply p.bin")),
+            ev(
+                h + 2,
+                h + 1,
+                EventBody::RunDiagnostics {
+                    diagnostics: vec![diag(None)],
+                },
+            ),
+            ev(h + 3, h + 1, failed()),
+            ev(h + 4, h + 4, run("apply")),
+            ev(h + 5, h + 4, started("sim_thing.z", OpAction::Create, None)),
+            ev(
+                h + 6,
+                h + 4,
+                EventBody::OperationFailed {
+                    op: h + 5,
+                    error: "boom".into(),
+                    object: None,
+                },
+            ),
+            ev(
+                h + 7,
+                h + 4,
+                EventBody::RunDiagnostics {
+                    diagnostics: vec![diag(Some("sim_thing.z"))],
+                },
+            ),
+            ev(h + 8, h + 4, failed()),
+        ]);
+        let t = m.timeline(&TimelineQuery::default());
+        let by_id = |id: u64| {
+            t["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["id"] == id)
+                .cloned()
+                .unwrap()
+        };
+        // Run 1 was never finished: its create is still counted.
+        assert_eq!(by_id(1)["outcome"], "unfinished");
+        assert_eq!(by_id(1)["added"], 1, "{t}");
+        // Run 4 finished with a zero summary above its update.
+        assert_eq!(by_id(4)["changed"], 1, "{t}");
+        // The refused apply: one error, from its diagnostics.
+        assert_eq!(by_id(h + 1)["errors"], 1, "{t}");
+        // A failed create and its diagnostic are one error.
+        assert_eq!(by_id(h + 4)["errors"], 1, "{t}");
+        assert_eq!(by_id(h + 4)["added"], 0, "{t}");
     }
 }

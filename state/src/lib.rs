@@ -76,7 +76,7 @@ pub use event::{
     PlanRecord, PlannedAction, PlannedChange, ProviderInstance, ProviderRef, RecordedDiagnostic,
     ResourceObject, RunOutcome, RunSummary,
 };
-pub use log::{EventLog, Flusher, OpenOptions, Peek, Recovery, Verified};
+pub use log::{current_user, host_name, EventLog, Flusher, OpenOptions, Peek, Recovery, Verified};
 pub use moves::{MoveError, MovePlan};
 /// The PostgreSQL store's public functions under their earlier path (`pg::force_unlock`,
 /// `pg::PgReader`).

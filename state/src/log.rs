@@ -1139,8 +1139,21 @@ pub(crate) fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The name of this machine (`gethostname`), for records of who made what where.
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
+    // truncates, and we stop at the first NUL.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "unknown host".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
 /// Who runs this process, for run records and lock holders.
-pub(crate) fn current_user() -> String {
+pub fn current_user() -> String {
     for var in ["USER", "LOGNAME", "USERNAME"] {
         if let Ok(u) = std::env::var(var) {
             if !u.is_empty() {

@@ -31,10 +31,27 @@ async function api(path) {
   return j;
 }
 
+function utc(ms) {
+  return new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
+// "3 min ago", "2 h ago", "5 days ago".
+function ago(ms) {
+  const s = Math.round((Date.now() - ms) / 1000);
+  if (s < 0) return "in the future";
+  if (s < 60) return s + " s ago";
+  if (s < 3600) return Math.floor(s / 60) + " min ago";
+  if (s < 86400) return Math.floor(s / 3600) + " h ago";
+  return Math.floor(s / 86400) + " days ago";
+}
+
+// A moment in the reader's local time with how long ago it was; UTC on hover.
 function when(ms) {
   if (ms == null) return "";
   const d = new Date(ms);
-  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  const pad = n => String(n).padStart(2, "0");
+  const local = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return `<time datetime="${d.toISOString()}" title="${utc(ms)}">${local} (${ago(ms)})</time>`;
 }
 
 function duration(ms) {
@@ -103,22 +120,33 @@ async function timeline(q) {
   const params = new URLSearchParams();
   if (q.get("command")) params.set("command", q.get("command"));
   if (q.get("outcome")) params.set("outcome", q.get("outcome"));
+  if (q.get("before")) params.set("before", q.get("before"));
+  if (q.get("limit")) params.set("limit", q.get("limit"));
   const t = await api("/api/timeline?" + params);
+  document.title = "Timeline · Cairn";
+  // Another page of the same filters.
+  const pageLink = before => {
+    const p = new URLSearchParams(q);
+    if (before) p.set("before", before); else p.delete("before");
+    return "#/timeline" + (p.toString() ? "?" + p : "");
+  };
+  const pager = `<div class="pager">${q.get("before") ? `<a id="newest" href="${esc(pageLink(null))}">← newest runs</a>` : ""}${t.next_before ? ` <a id="older" href="${esc(pageLink(t.next_before))}">older runs →</a>` : ""}</div>`;
   const opt = (v, cur) => `<option value="${esc(v)}"${v === (cur || "") ? " selected" : ""}>${esc(v || "all")}</option>`;
   let html = `<h1>Timeline</h1>
   <div class="filters">
     <label>Command <select id="f-command">${["", ...t.commands].map(c => opt(c, q.get("command"))).join("")}</select></label>
     <label>Outcome <select id="f-outcome">${["", "success", "failed", "interrupted", "running", "unfinished"].map(c => opt(c, q.get("outcome"))).join("")}</select></label>
-    <span class="muted">${t.runs.length} of ${t.total} runs · ${t.head} events</span>
+    <span class="muted" id="count">${t.runs.length} of ${t.matched} run(s)${t.matched !== t.total ? ` matching (${t.total} in all)` : ""} · ${t.head} events</span>
   </div>`;
   if (!t.runs.length) {
     html += `<p class="muted">No runs${t.total ? " match" : " yet: run <code>cairn apply</code>"}.</p>`;
   } else {
     html += `<table id="runs"><thead><tr><th>Run</th><th>Command</th><th>Who</th><th>When</th><th>Duration</th><th>Outcome</th><th>Changes</th></tr></thead><tbody>`;
     for (const r of t.runs) {
+      // Real links: open in a new tab, reach with the keyboard; the row is clickable too.
       html += `<tr class="clickable run-row" data-run="${r.id}">
-        <td>${r.id}</td><td><code>${esc(r.command)}${r.args.length ? " " + esc(r.args.join(" ")) : ""}</code></td>
-        <td>${esc(r.user)}</td><td>${when(r.started_ms)}</td><td>${duration(r.duration_ms)}</td>
+        <td><a class="run-link" href="#/run/${r.id}">${r.id}</a></td><td><a class="run-cmd" href="#/run/${r.id}" tabindex="-1"><code>${esc(r.command)}${r.args.length ? " " + esc(r.args.join(" ")) : ""}</code></a></td>
+        <td>${esc(r.user)}${r.host ? `<div class="muted">on ${esc(r.host)}</div>` : ""}</td><td>${when(r.started_ms)}</td><td>${duration(r.duration_ms)}</td>
         <td>${badge(r.outcome)}</td>
         <td><span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span>${r.read ? ` <span class="muted">${r.read} read</span>` : ""}${r.errors ? ` <span class="n-destroy">${r.errors} error(s)</span>` : ""}</td></tr>`;
       // Errors not already told by a failed operation (a configuration error, a plan error).
@@ -128,7 +156,7 @@ async function timeline(q) {
         html += `<tr class="run-detail"><td></td><td colspan="6">${failuresHtml(r.failures)}${diagnosticsHtml(others, true)}${pendingHtml(r.left_pending)}</td></tr>`;
       }
     }
-    html += `</tbody></table>`;
+    html += `</tbody></table>` + pager;
   }
   main.innerHTML = html;
   const refilter = () => {
@@ -142,21 +170,32 @@ async function timeline(q) {
   document.getElementById("f-command").onchange = refilter;
   document.getElementById("f-outcome").onchange = refilter;
   for (const tr of document.querySelectorAll("tr.run-row")) {
-    tr.onclick = () => go("#/run/" + tr.dataset.run);
+    tr.onclick = e => { if (!e.target.closest("a")) go("#/run/" + tr.dataset.run); };
   }
 }
 
 // ---- One run -------------------------------------------------------------------------------
 
+// An operation's start and its outcome in one line: the start is left out when its outcome
+// is in the same list, and the outcome says when it started.
+function mergeOps(events) {
+  const settled = new Map();
+  for (const e of events) if (e.op != null && e.kind !== "OperationStarted") settled.set(e.op, e);
+  const started = new Map(events.filter(e => e.kind === "OperationStarted").map(e => [e.seq, e]));
+  return events.filter(e => !(e.kind === "OperationStarted" && settled.has(e.seq))).map(e =>
+    e.op != null && e.kind !== "OperationStarted" && started.has(e.op) ? Object.assign({}, e, { started_seq: e.op, started_ms: started.get(e.op).time_ms }) : e);
+}
+
 function eventHtml(e, withRun) {
   let h = `<div class="ev l-${esc(e.label || "none")}" data-seq="${e.seq}">
-    <span class="seq">#${e.seq}</span>`;
+    <span class="seq">${e.started_seq ? `#${e.started_seq}–` : ""}#${e.seq}</span>`;
   if (withRun) h += `<span class="muted">run <a href="#/run/${e.run}">${e.run}</a>${e.command ? " (" + esc(e.command) + ")" : ""} · ${when(e.time_ms)}</span> `;
   h += `<strong>${esc(e.label || e.kind)}</strong> `;
   let text = esc(e.text || e.kind);
   if (e.addr) text = text.replace(esc(e.addr), addrLink(e.addr));
   h += text;
-  if (e.replaced) h += ` <span class="badge o-running">replaced</span>`;
+  if (e.replaced) h += ` <span class="badge o-replaced">replaced</span>`;
+  if (e.started_seq) h += ` <span class="muted">(${duration(e.time_ms - e.started_ms)})</span>`;
   if (e.settled && e.settled.kind !== "succeeded") h += ` <span class="muted">(${esc(e.settled.kind)} at event ${e.settled.seq})</span>`;
   if (e.error) {
     h += `<div class="error">Error: ${esc(e.error)}${e.location ? `\n  ${e.location_recorded ? "on" : "now at"} ${esc(e.location)}` : ""}</div>`;
@@ -172,12 +211,17 @@ function eventHtml(e, withRun) {
 async function runView(id) {
   const r = await api("/api/run/" + encodeURIComponent(id));
   let html = `<h1>Run ${r.id}: <code>cairn ${esc(r.command)}${r.args.length ? " " + esc(r.args.join(" ")) : ""}</code> ${badge(r.outcome)}</h1>
-  <div class="card">By <strong>${esc(r.user)}</strong> (pid ${r.pid}) at ${when(r.started_ms)}, ${duration(r.duration_ms)} ·
+  <div class="card">By <strong>${esc(r.user)}</strong>${r.host ? ` on <strong>${esc(r.host)}</strong>` : ""} (pid ${r.pid}) at ${when(r.started_ms)}, ${duration(r.duration_ms)} ·
   events ${r.first_seq}–${r.last_seq} ·
   <span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span> · ${r.read} read · ${r.errors} error(s) ·
   <a href="#/state?at=${r.last_seq}">state after this run</a></div>`;
   if (r.planned || r.plan_file) {
-    html += `<div class="card" id="run-plan">${r.plan_file ? `Applied the saved plan <code>${esc(r.plan_file)}</code>` : "Planned its changes itself"}: <a href="#/plan/run-${r.id}">see the plan with its graph</a></div>`;
+    // A saved plan the apply refused (stale, other configuration) was not applied: the run
+    // recorded no plan of its own.
+    const what = !r.plan_file ? "Planned its changes itself"
+      : r.planned ? `Applied the saved plan <code>${esc(r.plan_file)}</code>`
+      : `Did not apply the saved plan <code>${esc(r.plan_file)}</code>: ${r.outcome === "failed" ? "the apply refused it (see the error below)" : "the run stopped before it applied it"}`;
+    html += `<div class="card" id="run-plan">${what}: <a href="#/plan/run-${r.id}">see the plan${r.planned ? " with its graph" : " file as it is now"}</a></div>`;
   }
   html += failuresHtml(r.failures) + pendingHtml(r.left_pending);
   if (r.diagnostics && r.diagnostics.length) {
@@ -187,8 +231,9 @@ async function runView(id) {
     html += `<h2>Reads deferred to apply</h2><div id="deferred">` + r.deferred.map(d => `<div class="ev l-read"><strong>${addrLink(d.addr)}</strong> ${d.read_at ? `read at event #${d.read_at}` : `<span class="n-destroy">not read (the run stopped before)</span>`}
       <div class="muted">why: ${esc(d.reason || "")}</div>${chainHtml(d)}</div>`).join("") + `</div>`;
   }
-  html += `<h2>Events</h2><div id="events">` + r.events.map(e => eventHtml(e, false)).join("") + `</div>`;
+  html += `<h2>Events</h2><div id="events">` + mergeOps(r.events).map(e => eventHtml(e, false)).join("") + `</div>`;
   main.innerHTML = html;
+  document.title = `Run ${r.id}: cairn ${r.command} · Cairn`;
   document.body.dataset.runOpen = r.outcome === "running" ? "1" : "0";
 }
 
@@ -199,7 +244,10 @@ async function stateView(q) {
   const at = q.has("at") ? Math.min(+q.get("at"), head) : head;
   const vs = q.get("vs");
   const s = await api("/api/state?at=" + at + (q.get("q") ? "&q=" + encodeURIComponent(q.get("q")) : ""));
-  const runOpts = s.runs.map(r => `<option value="${r.last_seq}">after run ${r.id} (${esc(r.command)}, ${when(r.started_ms)})</option>`).join("");
+  // The latest runs to jump to (oldest first); any other run is one number away.
+  const recent = (await api("/api/timeline?limit=30")).runs.slice().reverse();
+  document.title = `State at event ${s.at} · Cairn`;
+  const runOpts = recent.map(r => `<option value="${r.last_seq}">after run ${r.id} (${esc(r.command)}, ${when(r.started_ms)})</option>`).join("");
   let html = `<h1>State at event <span id="at-label">${s.at}</span> <span class="muted">of ${s.head}</span></h1>
   <div class="card">
     <div class="slider"><span>0</span><input id="slider" type="range" min="0" max="${s.head}" value="${s.at}"><span>${s.head}</span>
@@ -208,9 +256,11 @@ async function stateView(q) {
       <label>Jump to <select id="jump"><option value="">—</option>${runOpts}<option value="${s.head}">now</option></select></label>
       <label>Compare with <select id="vs"><option value="">—</option>${runOpts}<option value="${s.head}">now</option></select></label>
       <label>Filter <input id="q" type="text" value="${esc(q.get("q") || "")}" placeholder="address contains"></label>
+      <label>After run <input id="run-no" type="number" min="1" style="width:80px"></label>
     </div>
     <div class="muted">${s.time_ms ? when(s.time_ms) + " · run " + s.run + " · " : ""}${s.total} instance(s)${s.listed < s.total ? `, ${s.listed} listed` : ""}</div>
   </div>
+  <div id="diff"></div>
   <div class="graphwrap"><div style="flex:2" id="state-list">`;
   for (const m of s.modules) {
     html += `<div class="module card"><h3>${esc(m.module)} <span class="muted">(${m.count})</span></h3><ul class="addrs">`;
@@ -223,7 +273,7 @@ async function stateView(q) {
   if (Object.keys(s.outputs).length) {
     html += `<div class="card"><h3>Outputs</h3><pre class="diff">${esc(Object.entries(s.outputs).map(([k, v]) => k + " = " + JSON.stringify(v)).join("\n"))}</pre></div>`;
   }
-  html += `</div><div id="nodeinfo"></div></div><div id="diff"></div>`;
+  html += `</div><div id="nodeinfo"></div></div>`;
   main.innerHTML = html;
   const slider = document.getElementById("slider");
   const input = document.getElementById("at-input");
@@ -250,15 +300,38 @@ async function stateView(q) {
     if (vsSel.value) p.set("vs", vsSel.value); else p.delete("vs");
     go("#/state?" + p);
   };
-  for (const a of document.querySelectorAll("a.inst")) {
-    a.onclick = async ev => {
-      ev.preventDefault();
-      const i = await api(`/api/instance?addr=${encodeURIComponent(a.dataset.addr)}&at=${at}`);
-      document.getElementById("nodeinfo").innerHTML = `<div class="card"><h3>${addrLink(i.addr)}</h3>
+  document.getElementById("run-no").onchange = async e => {
+    try {
+      const r = await api("/api/run/" + encodeURIComponent(e.target.value));
+      move(r.last_seq);
+    } catch (err) {
+      document.getElementById("nodeinfo").innerHTML = `<p class="error">${esc(err.message)}</p>`;
+    }
+  };
+  // The selected instance is in the address (back and shared links keep it).
+  const showInst = async addr => {
+    const info = document.getElementById("nodeinfo");
+    if (!q.get("q") && s.listed >= s.total && ![...document.querySelectorAll("a.inst")].some(a => a.dataset.addr === addr)) {
+      info.innerHTML = `<div class="card muted" id="inst-info">${addrLink(addr)} is not in the state at this moment.</div>`;
+      return;
+    }
+    try {
+      const i = await api(`/api/instance?addr=${encodeURIComponent(addr)}&at=${at}`);
+      info.innerHTML = `<div class="card" id="inst-info"><h3>${addrLink(i.addr)}</h3>
         <div class="muted">as of event ${i.since} · ${esc(i.provider)}${i.tainted ? " · tainted" : ""}</div>
         <pre class="diff">${esc(i.text)}</pre></div>`;
-    };
+      for (const a of document.querySelectorAll("a.inst")) a.classList.toggle("selected", a.dataset.addr === addr);
+    } catch (err) {
+      info.innerHTML = `<p class="error">${esc(err.message)}</p>`;
+    }
+  };
+  for (const a of document.querySelectorAll("a.inst")) {
+    const p = new URLSearchParams(q);
+    p.set("at", at);
+    p.set("inst", a.dataset.addr);
+    a.setAttribute("href", "#/state?" + p);
   }
+  if (q.get("inst")) await showInst(q.get("inst"));
   if (vs) {
     const d = await api(`/api/diff?from=${Math.min(+vs, at)}&to=${Math.max(+vs, at)}`);
     let dh = `<h2>Changes from event ${d.from} to event ${d.to}</h2>
@@ -267,44 +340,100 @@ async function stateView(q) {
       dh += `<div class="ev l-${it.kind === "added" ? "created" : it.kind === "removed" ? "deleted" : "updated"}"><strong class="k-${it.kind}">${it.kind}</strong> ${addrLink(it.addr)}<pre class="diff">${esc(it.diff)}</pre></div>`;
     }
     if (!d.items.length) dh += `<p class="muted">No differences.</p>`;
-    document.getElementById("diff").innerHTML = dh;
+    document.getElementById("diff").innerHTML = `<div class="card">${dh}</div>`;
   }
 }
 
 // ---- One resource's life -------------------------------------------------------------------
 
-async function resourceView(q) {
+async function resourceView(q, refresh) {
   const addr = q.get("addr") || "";
-  let html = `<h1>One resource's life</h1>
-  <div class="filters"><input id="addr" type="text" list="addr-list" size="50" value="${esc(addr)}" placeholder="sim_thing.a">
-  <datalist id="addr-list"></datalist><button id="show">Show</button></div><div id="life"></div>`;
-  main.innerHTML = html;
-  const input = document.getElementById("addr");
-  const list = document.getElementById("addr-list");
-  input.oninput = async () => {
-    const xs = await api("/api/addresses?q=" + encodeURIComponent(input.value));
-    list.innerHTML = xs.map(x => `<option value="${esc(x)}">`).join("");
-  };
-  document.getElementById("show").onclick = () => go("#/resource?addr=" + encodeURIComponent(input.value));
-  input.onkeydown = e => { if (e.key === "Enter") go("#/resource?addr=" + encodeURIComponent(input.value)); };
-  if (!addr) {
-    const xs = await api("/api/addresses?q=");
-    document.getElementById("life").innerHTML = `<p class="muted">Addresses in the log:</p><ul class="addrs">${xs.map(x => `<li>${addrLink(x)}</li>`).join("")}</ul>`;
-    return;
+  const offset = +(q.get("offset") || 0);
+  document.title = (addr ? addr + " · " : "Resources · ") + "Cairn";
+  // A run landing refreshes the list below, never the box the user may be typing in.
+  if (!refresh || !document.getElementById("addr")) {
+    main.innerHTML = `<h1>One resource's life</h1>
+    <div class="filters"><input id="addr" type="text" list="addr-list" size="50" value="${esc(addr)}" placeholder="sim_thing.a (or part of an address)">
+    <datalist id="addr-list"></datalist><button id="show">Show</button></div><div id="life"></div>`;
+    const input = document.getElementById("addr");
+    const list = document.getElementById("addr-list");
+    input.oninput = async () => {
+      try {
+        const xs = await api("/api/addresses?limit=50&q=" + encodeURIComponent(input.value));
+        list.innerHTML = xs.addresses.map(x => `<option value="${esc(x)}">`).join("");
+      } catch (e) { /* the list stays as it was */ }
+    };
+    document.getElementById("show").onclick = () => go("#/resource?addr=" + encodeURIComponent(input.value));
+    input.onkeydown = e => { if (e.key === "Enter") go("#/resource?addr=" + encodeURIComponent(input.value)); };
   }
-  const l = await api("/api/life?addr=" + encodeURIComponent(addr));
-  document.getElementById("life").innerHTML = `<h2>${esc(l.addr)} <span class="muted">${l.exists ? "exists now" : "not in the state now"} · ${l.events.length} event(s)</span></h2>` +
-    l.events.map(e => eventHtml(e, true)).join("");
+  const lifeEl = document.getElementById("life");
+  const page = (o, label, id) => `<a id="${id}" href="#/resource?${new URLSearchParams(Object.assign({}, addr ? { addr } : {}, q.get("q") ? { q: q.get("q") } : {}, { offset: o }))}">${label}</a>`;
+  try {
+    if (!addr) {
+      // Every address is searched; the list is a page of the matches, never silently cut.
+      const xs = await api(`/api/addresses?limit=100&offset=${offset}&q=${encodeURIComponent(q.get("q") || "")}`);
+      lifeEl.innerHTML = `<div class="filters"><label>Search <input id="addr-q" type="text" value="${esc(q.get("q") || "")}" placeholder="part of an address"></label>
+        <span class="muted" id="addr-count">${xs.total ? `${offset + 1}–${offset + xs.addresses.length} of ${xs.total} address(es)` : "no address matches"}</span>
+        ${offset > 0 ? page(Math.max(0, offset - 100), "← previous", "addr-prev") : ""} ${offset + xs.addresses.length < xs.total ? page(offset + 100, "next →", "addr-next") : ""}</div>
+        <ul class="addrs">${xs.addresses.map(x => `<li>${addrLink(x)}</li>`).join("")}</ul>`;
+      document.getElementById("addr-q").onchange = e => go("#/resource" + (e.target.value ? "?q=" + encodeURIComponent(e.target.value) : ""));
+      return;
+    }
+    const l = await api(`/api/life?addr=${encodeURIComponent(addr)}&offset=${offset}&limit=200`);
+    const events = mergeOps(l.events);
+    lifeEl.innerHTML = `<h2>${esc(l.addr)} <span class="muted">${l.exists ? "exists now" : "not in the state now"} · ${l.total} event(s)${l.total > l.events.length ? `, ${offset + 1}–${offset + l.events.length} shown` : ""}</span></h2>` +
+      `<div class="pager">${offset > 0 ? page(Math.max(0, offset - 200), "← earlier", "life-prev") : ""} ${offset + l.events.length < l.total ? page(offset + 200, "later →", "life-next") : ""}</div>` +
+      events.map(e => eventHtml(e, true)).join("");
+  } catch (e) {
+    // Shown in place: the search box stays.
+    lifeEl.innerHTML = `<p class="error" id="life-error">${esc(e.message)}</p>`;
+  }
 }
 
 // ---- A plan --------------------------------------------------------------------------------
 
-const ACTION_COLOR = { create: "#c7ecd0", update: "#ffe8a3", delete: "#ffd0d3", replace: "#e5d5ff", read: "#d3e6ff", "no-op": "#ffffff" };
+const ACTION_COLOR = { create: "#c7ecd0", update: "#ffe8a3", replace: "#e5d5ff", delete: "#ffd0d3", read: "#d3e6ff", forget: "#e6e6e6", "no-op": "#ffffff" };
+const ACTION_ORDER = Object.keys(ACTION_COLOR);
 
-function nodeColor(n) {
-  const a = (n.actions || []).filter(x => x !== "no-op");
+// The distinct actions a node's changes plan, in the legend's order.
+function nodeActions(n) {
+  const a = new Set((n.actions || []).filter(x => x !== "no-op"));
+  return ACTION_ORDER.filter(x => a.has(x));
+}
+
+// A node is coloured by the set of its actions: one colour for one action, equal bands of
+// each action's colour for several (a resource with deletes and updates is both red and yellow).
+function nodeColor(n, svg) {
+  const a = nodeActions(n);
   if (!a.length) return ACTION_COLOR["no-op"];
-  return ACTION_COLOR[a[0]] || "#eee";
+  if (a.length === 1) return ACTION_COLOR[a[0]] || "#eee";
+  const id = "mix-" + a.join("-");
+  if (!svg.querySelector("#" + id)) {
+    const ns = "http://www.w3.org/2000/svg";
+    const g = document.createElementNS(ns, "linearGradient");
+    g.setAttribute("id", id);
+    a.forEach((x, i) => {
+      for (const off of [i / a.length, (i + 1) / a.length]) {
+        const st = document.createElementNS(ns, "stop");
+        st.setAttribute("offset", String(off));
+        st.setAttribute("stop-color", ACTION_COLOR[x]);
+        g.appendChild(st);
+      }
+    });
+    svg.querySelector("defs").appendChild(g);
+  }
+  return `url(#${id})`;
+}
+
+// How many changes of each action a node plans: "20 delete, 10 update".
+function actionTally(n) {
+  const t = {};
+  for (const c of n.changes || []) t[c.action] = (t[c.action] || 0) + 1;
+  return ACTION_ORDER.filter(x => t[x]).map(x => `${t[x]} ${x}`).join(", ");
+}
+
+function legendHtml() {
+  return `<div class="legend" id="legend" style="margin-top:6px">${Object.entries(ACTION_COLOR).map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`).join("")}<span><i style="background:linear-gradient(90deg, ${ACTION_COLOR.update} 50%, ${ACTION_COLOR.delete} 50%)"></i>several actions: one band each</span><span><i style="border:2px dashed #0969da"></i>read deferred to apply</span></div>`;
 }
 
 function drawGraph(el, graph, onPick) {
@@ -339,12 +468,16 @@ function drawGraph(el, graph, onPick) {
     const grp = document.createElementNS(ns, "g");
     grp.setAttribute("class", "node" + (n.deferred ? " deferred" : ""));
     grp.setAttribute("data-id", id);
+    grp.setAttribute("data-actions", nodeActions(n).join(" "));
     grp.setAttribute("transform", `translate(${v.x - v.width / 2},${v.y - v.height / 2})`);
     const r = document.createElementNS(ns, "rect");
     r.setAttribute("width", v.width);
     r.setAttribute("height", v.height);
-    r.setAttribute("fill", nodeColor(n));
+    r.setAttribute("fill", nodeColor(n, svg));
     if (n.data) r.setAttribute("rx", 12);
+    const tip = document.createElementNS(ns, "title");
+    tip.textContent = id + (actionTally(n) ? ": " + actionTally(n) : ": no change");
+    grp.appendChild(tip);
     const t = document.createElementNS(ns, "text");
     t.setAttribute("x", 10);
     t.setAttribute("y", 19);
@@ -360,10 +493,12 @@ function drawGraph(el, graph, onPick) {
   }
   el.innerHTML = "";
   el.appendChild(svg);
+  return svg;
 }
 
 function changeHtml(c) {
-  let h = `<div class="ev l-${c.action === "create" ? "created" : c.action === "delete" ? "deleted" : c.action === "read" ? "read" : "updated"}">
+  const cls = { create: "created", delete: "deleted", read: "read", replace: "replaced", forget: "forgotten" }[c.action] || "updated";
+  let h = `<div class="ev l-${cls}" data-action="${esc(c.action)}">
     <strong>${esc(c.action)}</strong> ${esc(c.addr)}`;
   if (c.reason) h += `<div class="muted">why: ${esc(c.reason)}</div>`;
   if (c.deferred) h += chainHtml(c);
@@ -380,32 +515,78 @@ async function planView(arg) {
   const p = ofRun ? await api(`/api/run/${encodeURIComponent(ofRun)}/plan`) : await api("/api/plan/" + +(arg || 0));
   let html = `<h1>Plan: ${ofRun ? esc(p.name) : `<code>${esc(p.name)}</code>`}</h1>`;
   if (ofRun) html += `<p><a href="#/run/${esc(ofRun)}">back to run ${esc(ofRun)}</a></p>`;
+  if (!ofRun) {
+    // Who made the saved plan, when and where, and whether apply would still take it.
+    const m = p.made;
+    const by = m ? `Made by <strong>${esc(m.user)}</strong> on ${esc(m.host)} at ${when(m.time_ms)}` : "Made (the file does not say by whom or when)";
+    const status = p.applied_by != null
+      ? `<span class="badge o-success">applied</span> by run <a href="#/run/${p.applied_by}">${p.applied_by}</a>`
+      : p.stale
+        ? `<span class="badge o-failed">stale: apply will refuse it</span> the state moved to position ${p.head} since (run <code>cairn plan</code> again)`
+        : `<span class="badge o-running">current</span> <code>cairn apply ${esc(p.name)}</code> applies it`;
+    html += `<div class="card" id="plan-made">${by}, against state position ${p.base_seq}. ${status}</div>`;
+  }
   if (p.note) html += `<p class="muted note">${esc(p.note)}</p>`;
   if (head.plans.length > 1) {
     html += `<div class="filters">${head.plans.map((n, j) => `<a href="#/plan/${j}">${esc(n)}</a>`).join(" · ")}</div>`;
   }
   html += `<div class="card"><span class="n-add">${p.add} to add</span>, <span class="n-change">${p.change} to change</span>, <span class="n-destroy">${p.destroy} to destroy</span>${p.deferred ? `, <span class="n-read">${p.deferred} read(s) deferred to apply</span>` : ""}${p.errored ? ' · <span class="n-destroy">the plan has errors</span>' : ""}
-    <div class="legend" style="margin-top:6px">${Object.entries(ACTION_COLOR).map(([k, c]) => `<span><i style="background:${c}"></i>${k}</span>`).join("")}<span><i style="border:2px dashed #0969da"></i>read deferred to apply</span></div></div>`;
+    ${legendHtml()}</div>`;
   if (p.config_error) html += `<p class="error">No graph: ${esc(p.config_error)}</p>`;
+  html += `<div class="filters graph-tools"><button id="zoom-in" title="zoom in">+</button><button id="zoom-out" title="zoom out">−</button><button id="zoom-fit">fit</button><button id="zoom-full">100%</button></div>`;
   html += `<div class="graphwrap"><div id="graph"></div><div id="nodeinfo"><div class="card muted">Click a node to see its change and why.</div></div></div>`;
-  html += `<h2>Changes by module</h2>`;
+  const acts = ACTION_ORDER.filter(a => p.modules.some(m => m.changes.some(c => c.action === a)));
+  html += `<h2>Changes by module</h2><div class="filters" id="action-filter">${acts.map(a => `<label><input type="checkbox" value="${a}" checked> ${a} (${p.modules.reduce((n, m) => n + m.changes.filter(c => c.action === a).length, 0)})</label>`).join("")}</div>`;
   for (const m of p.modules) {
-    html += `<div class="module"><h3>${esc(m.module)}</h3>${m.changes.map(changeHtml).join("")}</div>`;
+    html += `<details class="module" open><summary><h3>${esc(m.module)} <span class="muted">(${m.changes.length})</span></h3></summary>${m.changes.map(changeHtml).join("")}</details>`;
   }
   if (!p.modules.length) html += `<p class="muted">No changes.</p>`;
   main.innerHTML = html;
-  drawGraph(document.getElementById("graph"), p.graph, n => {
+  document.title = "Plan: " + p.name + " · Cairn";
+  for (const cb of document.querySelectorAll("#action-filter input")) {
+    cb.onchange = () => {
+      const on = new Set([...document.querySelectorAll("#action-filter input:checked")].map(x => x.value));
+      for (const ev of document.querySelectorAll("details.module .ev[data-action]")) ev.hidden = !on.has(ev.dataset.action);
+    };
+  }
+  const showNode = n => {
     const info = document.getElementById("nodeinfo");
     const changes = n.changes && n.changes.length ? n.changes.map(changeHtml).join("") : `<p class="muted">No change planned.</p>`;
-    info.innerHTML = `<div class="card"><h3>${esc(n.id)}</h3><div class="muted">${esc(n.module)}${n.data ? " · data source" : ""}</div>${changes}</div>`;
+    info.innerHTML = `<div class="card"><h3>${esc(n.id)}</h3><div class="muted">${esc(n.module)}${n.data ? " · data source" : ""}${actionTally(n) ? " · " + esc(actionTally(n)) : ""}</div>${changes}</div>`;
+  };
+  const svg = drawGraph(document.getElementById("graph"), p.graph, n => {
+    showNode(n);
+    // The selected node is in the address: back and shared links keep it.
+    const here = route();
+    here.q.set("node", n.id);
+    history.replaceState(history.state, "", "#/plan/" + (here.arg || "0") + "?" + here.q);
   });
+  const sel = route().q.get("node");
+  if (sel) {
+    const n = p.graph.nodes.find(x => x.id === sel);
+    const g = svg && [...svg.querySelectorAll("g.node")].find(x => x.dataset.id === sel);
+    if (n && g) { g.classList.add("selected"); showNode(n); }
+    else document.getElementById("nodeinfo").innerHTML = `<p class="error">The graph has no node ${esc(sel)}.</p>`;
+  }
+  // Zoom: the drawing scales inside its box; "fit" shows it whole.
+  if (svg) {
+    const W = +svg.getAttribute("width"), H = +svg.getAttribute("height");
+    let scale = 1;
+    const zoom = k => { scale = Math.min(4, Math.max(0.1, k)); svg.setAttribute("width", W * scale); svg.setAttribute("height", H * scale); svg.dataset.scale = scale.toFixed(3); };
+    const fit = () => { const box = document.getElementById("graph").clientWidth || W; zoom(Math.min(1, (box - 4) / W)); };
+    document.getElementById("zoom-in").onclick = () => zoom(scale * 1.25);
+    document.getElementById("zoom-out").onclick = () => zoom(scale / 1.25);
+    document.getElementById("zoom-fit").onclick = fit;
+    document.getElementById("zoom-full").onclick = () => zoom(1);
+    fit();
+  }
 }
 
 // ---- Shell ---------------------------------------------------------------------------------
 
 let rendering = Promise.resolve();
 
-function render() {
+function render(refresh) {
   const r = route();
   for (const a of document.querySelectorAll("nav a")) {
     a.classList.toggle("active", a.dataset.view === r.view || (r.view === "run" && a.dataset.view === "timeline"));
@@ -414,13 +595,21 @@ function render() {
     try {
       if (r.view === "run") await runView(r.arg);
       else if (r.view === "state") await stateView(r.q);
-      else if (r.view === "resource") await resourceView(r.q);
+      else if (r.view === "resource") await resourceView(r.q, refresh);
       else if (r.view === "plan") await planView(r.arg);
       else await timeline(r.q);
       document.body.dataset.view = r.view;
       document.body.dataset.rendered = String(Date.now());
     } catch (e) {
-      main.innerHTML = `<p class="error">${esc(e.message)}</p>`;
+      // The view's heading stays; the error is shown where its content would be.
+      document.title = "Error · Cairn";
+      // Another view's page is not left under the error.
+      if (document.body.dataset.view !== r.view) main.innerHTML = "";
+      const old = main.querySelector("#view-error");
+      const box = `<p class="error" id="view-error">${esc(e.message)}</p>`;
+      if (old) old.outerHTML = box; else main.insertAdjacentHTML("beforeend", box);
+      document.body.dataset.view = r.view;
+      document.body.dataset.rendered = String(Date.now());
     }
   })();
   return rendering;
@@ -433,10 +622,14 @@ async function poll() {
     statusEl.textContent = busy || (h.missing ? "no state yet" : `${h.runs} runs · ${h.head} events · ${h.store === "postgres" ? "PostgreSQL · " : ""}live`);
     statusEl.classList.toggle("busy", !!busy);
     document.body.dataset.head = h.head;
+    // A saved plan file written again is read again.
+    if (known.head !== -1 && h.head === known.head && JSON.stringify(h.plans_stamp) !== JSON.stringify(known.plans_stamp) && route().view === "plan") await render();
     if (known.head !== -1 && h.head !== known.head) {
       const r = route();
       // New runs land in the views that show "now" without a reload.
-      if (r.view === "timeline" || (r.view === "state" && !r.q.has("at")) || r.view === "resource" || (r.view === "run" && document.body.dataset.runOpen === "1")) await render();
+      if (r.view === "plan" && !(r.arg || "").startsWith("run-")) await render();
+      else if (r.view === "resource") await render(true);
+      else if ((r.view === "timeline" && !r.q.has("before")) || (r.view === "state" && !r.q.has("at")) || (r.view === "run" && document.body.dataset.runOpen === "1")) await render();
     }
     known = h;
   } catch (e) {
@@ -444,6 +637,6 @@ async function poll() {
   }
 }
 
-window.addEventListener("hashchange", render);
+window.addEventListener("hashchange", () => render());
 render().then(poll);
 setInterval(poll, 1000);
