@@ -240,86 +240,23 @@ fn parse_piece(text: &str, start: usize, end: usize) -> Option<Body> {
 pub(super) type SyntaxError = (usize, usize, &'static str, String);
 
 /// Parses one file for `cairn fmt`: its body, or the first syntax error worded as Terraform's.
-///
-/// An object constructor with a key written twice parses in Terraform (the duplicate is an
-/// error only when the object is evaluated) but not in hcl-edit: such a key is renamed, in a
-/// copy and keeping its length, until the text parses. `fmt` uses the body only for where
-/// arguments and blocks are, never for object keys, so the renaming cannot show.
 pub(super) fn parse_for_format(text: &str) -> Result<Body, SyntaxError> {
-    let mut work: Option<String> = None;
-    let mut attempt = 0usize;
-    loop {
-        let current = work.as_deref().unwrap_or(text);
-        let (offset, message) = match parse_body(current) {
-            Ok(body) => return Ok(body),
-            Err(e) => e,
-        };
-        let offset = offset.min(current.len());
-        let renamed = message.contains("redefined object key") && attempt < 256 && {
-            let mut w = current.to_string();
-            let ok = rename_key(&mut w, offset, attempt);
-            work = Some(w);
-            ok
-        };
-        if !renamed {
-            let offset = offset.min(text.len());
-            if message.contains("expected `=` or `:`") {
-                // An object key whose `=` is not on its line: Terraform points after the key.
-                let key_end = text[..offset].trim_end().len();
-                return Err((
-                    key_end,
-                    offset.max(key_end),
-                    "Missing attribute value",
-                    "Expected an attribute value, introduced by an equals sign (\"=\").".into(),
-                ));
-            }
-            return Err(describe_syntax_error(text, offset, &message));
-        }
-        attempt += 1;
-    }
-}
-
-/// Rewrites the object key at `at` (a bare name, or the inside of a quoted one) as another
-/// name of the same length, the `n`th of a sequence of distinct names; false if it cannot.
-fn rename_key(text: &mut String, at: usize, n: usize) -> bool {
-    let rest = &text[at..];
-    let (start, len) = if let Some(inner) = rest.strip_prefix('"') {
-        let len = inner
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-            .unwrap_or(0);
-        (
-            at + 1,
-            if inner[len..].starts_with('"') {
-                len
-            } else {
-                0
-            },
-        )
-    } else {
-        let len = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-            .unwrap_or(rest.len());
-        (at, len)
+    let (offset, message) = match parse_body(text) {
+        Ok(body) => return Ok(body),
+        Err(e) => e,
     };
-    if len == 0 {
-        return false;
+    let offset = offset.min(text.len());
+    if message.contains("expected `=` or `:`") {
+        // An object key whose `=` is not on its line: Terraform points after the key.
+        let key_end = text[..offset].trim_end().len();
+        return Err((
+            key_end,
+            offset.max(key_end),
+            "Missing attribute value",
+            "Expected an attribute value, introduced by an equals sign (\"=\").".into(),
+        ));
     }
-    const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    let mut name = vec![b'_'; len];
-    let mut k = n;
-    for slot in name.iter_mut() {
-        *slot = LETTERS[k % LETTERS.len()];
-        k /= LETTERS.len();
-        if k == 0 {
-            break;
-        }
-    }
-    if k > 0 {
-        return false;
-    }
-    let name = String::from_utf8(name).unwrap_or_default();
-    text.replace_range(start..start + len, &name);
-    true
+    Err(describe_syntax_error(text, offset, &message))
 }
 
 /// Parses a file body. hcl-edit stops at the first error; one kind is recovered from: an

@@ -476,3 +476,81 @@ fn console_gives_impure_functions_values() {
     }
     assert_eq!(lines[3], "36");
 }
+
+#[test]
+fn repeated_object_keys_and_newlines_inside_for_expressions() {
+    // Both parse in Terraform 1.11, and `terraform plan` shows these very outputs: a repeated
+    // key keeps its last value; inside a `for` expression newlines are insignificant (a
+    // conditional over lines as the value, `=>` on its own line, the collection on the next).
+    let d = project(&[(
+        "main.tf",
+        r#"
+locals {
+  xs = [1, 2, 3]
+  o  = { a = 1, b = 3, a = 2 }
+  o2 = { "a" = 1, a = "x" }
+  ys = [for x in local.xs : x > 1
+    ? "big"
+    : "small"]
+  zs = { for x in local.xs : x => x > 1
+    ? "big"
+    : "small" }
+  o3 = { for k in ["p", "q"] :
+    k
+    =>
+    upper(k)
+  }
+  o4 = [for x in
+    local.xs : x]
+}
+output "o" { value = local.o }
+output "o2" { value = local.o2 }
+output "o3" { value = local.o3 }
+output "o4" { value = local.o4 }
+output "ys" { value = local.ys }
+output "zs" { value = local.zs }
+"#,
+    )]);
+    let out = run(d.path(), &["plan"], 0);
+    let expected = r#"Changes to Outputs:
+  + o  = {
+      + a = 2
+      + b = 3
+    }
+  + o2 = {
+      + a = "x"
+    }
+  + o3 = {
+      + p = "P"
+      + q = "Q"
+    }
+  + o4 = [
+      + 1,
+      + 2,
+      + 3,
+    ]
+  + ys = [
+      + "small",
+      + "big",
+      + "big",
+    ]
+  + zs = {
+      + "1" = "small"
+      + "2" = "big"
+      + "3" = "big"
+    }
+"#;
+    assert!(out.contains(expected), "{out}");
+    // `fmt` keeps both items of a repeated key and indents the continued lines as
+    // `terraform fmt` does (the same file, byte for byte, checked with terraform 1.11).
+    let out = run(d.path(), &["fmt", "-check"], 3);
+    assert!(out.contains("main.tf"), "{out}");
+    run(d.path(), &["fmt"], 0);
+    let text = std::fs::read_to_string(d.path().join("main.tf")).unwrap();
+    assert!(text.contains("  o  = { a = 1, b = 3, a = 2 }\n"), "{text}");
+    assert!(text.contains("    ? \"big\"\n  : \"small\"]\n"), "{text}");
+    assert!(
+        text.contains("  o4 = [for x in\n  local.xs : x]\n"),
+        "{text}"
+    );
+}
