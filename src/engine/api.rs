@@ -78,12 +78,40 @@ pub async fn plan(opts: &Options, mode: PlanMode, observer: Arc<dyn Observer>) -
     )
     .await;
     drop(store);
+    let (result, diags) = match diags.has_errors() {
+        true => failed_plan(&loaded, mode, plan, diags),
+        false => (plan, diags),
+    };
     Report {
-        result: plan,
+        result,
         diags,
         notes,
         config: Some(loaded.config),
     }
+}
+
+/// A plan that failed, as Terraform reports it. Terraform validates a configuration before it
+/// plans and stops at validation's errors: those come alone, with no partial plan. An error
+/// that only the plan's values reveal (an input variable's value, a resource's attributes)
+/// comes after the partial plan of what could be planned. Cairn asks the validation question
+/// only once a plan has failed (`schema_checks::validation_errors`), so a plan that succeeds
+/// pays nothing for it. A failed destroy plan is never shown (nor is Terraform's).
+fn failed_plan(
+    loaded: &Loaded,
+    mode: PlanMode,
+    plan: Option<Plan>,
+    diags: Diagnostics,
+) -> (Option<Plan>, Diagnostics) {
+    if mode == PlanMode::Destroy {
+        return (None, diags);
+    }
+    let invalid = super::schema_checks::validation_errors(&loaded.config, &loaded.registry);
+    if invalid.is_empty() {
+        return (plan, diags);
+    }
+    let mut kept: Diagnostics = diags.into_iter().filter(|d| !d.is_error()).collect();
+    kept.extend(invalid);
+    (None, kept)
 }
 
 /// `cairn import ADDR ID` (Terraform's `terraform import`): the resource block must be in the
@@ -406,19 +434,32 @@ async fn start_loaded(
             p
         }
     };
-    let Some(plan) = plan.filter(|_| !diags.has_errors()) else {
-        session.finish(
-            RunOutcome::Failed,
-            RunSummary::default(),
-            &mut diags,
-            Some(&loaded.config),
-        );
-        return ApplyStart::Done(Report {
-            result: None,
-            diags,
-            notes,
-            config: Some(loaded.config),
-        });
+    let plan = match plan {
+        Some(plan) if !diags.has_errors() => plan,
+        plan => {
+            // A fresh plan that failed is shown as `plan` shows it (its partial plan, unless
+            // validation already fails); a saved plan that cannot be applied is not shown again.
+            let (plan, mut diags) = match (saved_plan, diags.has_errors()) {
+                (false, true) => failed_plan(&loaded, mode, plan, diags),
+                _ => (None, diags),
+            };
+            session.finish(
+                RunOutcome::Failed,
+                RunSummary::default(),
+                &mut diags,
+                Some(&loaded.config),
+            );
+            return ApplyStart::Done(Report {
+                result: plan.map(|plan| Applied {
+                    plan: Some(plan),
+                    confirmed: false,
+                    ..Default::default()
+                }),
+                diags,
+                notes,
+                config: Some(loaded.config),
+            });
+        }
     };
     // What the run is about to do, with why (deferred reads with their causal chain): the
     // run's own record of its plan, durable with the next commit.

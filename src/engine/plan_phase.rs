@@ -194,6 +194,9 @@ impl PlanPhase {
             }
         }
         if change.action.is_replace() && res.lifecycle.prevent_destroy {
+            // Kept in the (failed) plan, which shows the replacement it refuses, as
+            // Terraform's does.
+            self.record(change);
             return Err(prevent_destroy_error(&inst.addr, res.span));
         }
         let after = change.after.clone().unwrap_or_else(Value::null);

@@ -46,6 +46,11 @@ impl Registry {
         self.packages.get(name)
     }
 
+    /// Every provider package, by name.
+    pub(crate) fn packages(&self) -> &BTreeMap<String, Arc<dyn Provider>> {
+        &self.packages
+    }
+
     pub fn package_names(&self) -> impl Iterator<Item = &str> {
         self.packages.keys().map(String::as_str)
     }

@@ -44,16 +44,7 @@ pub(crate) fn validate(req: &ValidateRequest) -> Report<()> {
                 Arc::new(p),
             );
         }
-        diags.extend(check_types(config, &providers, false));
-        let schema = |mode, type_: &str| {
-            providers
-                .get(crate::addr::package_of(type_))
-                .and_then(|p| p.schema().block(mode, type_))
-        };
-        diags.extend(crate::config::validate(config, &schema));
-        // Cycles, with the chain plan would print.
-        let (graph, _) = super::graph::build(config);
-        diags.extend(graph.cycle_diagnostics(&config.sources));
+        diags.extend(validate_with(config, &providers));
     }
     Report {
         result: Some(()),
@@ -61,6 +52,42 @@ pub(crate) fn validate(req: &ValidateRequest) -> Report<()> {
         notes: Vec::new(),
         config: config.map(Arc::new),
     }
+}
+
+/// What `validate` checks of a loaded configuration, given its providers: resource types,
+/// arguments against the schemas, expressions (input variables unknown), and cycles. Also run
+/// by a plan that failed ([`validation_errors`]).
+pub(crate) fn validate_with(
+    config: &Config,
+    providers: &BTreeMap<String, Arc<dyn crate::provider::Provider>>,
+) -> Diagnostics {
+    let mut diags = check_types(config, providers, false);
+    let schema = |mode, type_: &str| {
+        providers
+            .get(crate::addr::package_of(type_))
+            .and_then(|p| p.schema().block(mode, type_))
+    };
+    diags.extend(crate::config::validate(config, &schema));
+    // Cycles, with the chain plan would print.
+    let (graph, _) = super::graph::build(config);
+    diags.extend(graph.cycle_diagnostics(&config.sources));
+    diags
+}
+
+/// The errors `validate` finds in a configuration whose plan failed, if any. Terraform
+/// validates before it plans and stops there, so an error that does not depend on input
+/// values is reported alone, with no partial plan; an error that only the plan's values
+/// reveal comes with the plan of what could be planned. Cairn plans without that first pass
+/// (it costs a whole evaluation of every configuration) and asks this question only when the
+/// plan has failed: the output is Terraform's either way.
+pub(crate) fn validation_errors(
+    config: &Config,
+    registry: &super::providers::Registry,
+) -> Diagnostics {
+    validate_with(config, registry.packages())
+        .into_iter()
+        .filter(|d| d.is_error())
+        .collect()
 }
 
 /// Resource types no built-in provider has: an unknown type of a known provider (with a "did

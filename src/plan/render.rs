@@ -1533,6 +1533,19 @@ impl Renderer<'_> {
             );
         }
 
+        // A failed plan with nothing planned says so, as Terraform's does (providers to
+        // configure are no plan of their own).
+        if plan.errored && changes.is_empty() && outputs.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{}",
+                self.wrap(
+                    "Planning failed. Cairn encountered an error while generating this plan."
+                )
+            );
+            return;
+        }
+
         if changes.is_empty() && providers.is_empty() && outputs.is_empty() {
             let (head, body) = match plan.mode {
                 PlanMode::Destroy => (

@@ -392,3 +392,64 @@ fn validate_types_references_and_history_names_the_user_and_the_command_once() {
     let last = history.lines().last().unwrap();
     assert!(last.contains(&format!("\"user\":\"{me}\"")), "{last}");
 }
+
+#[test]
+fn an_errored_plan_prints_what_terraform_prints() {
+    // Checked with terraform 1.11 on the same files. An error that validation finds (no
+    // input value involved) comes alone: no partial plan, from `plan` and from `apply`.
+    let dir = project(&[(
+        "main.tf",
+        "resource \"terraform_data\" \"a\" {\n  input = 1\n}\nresource \"terraform_data\" \"b\" {\n  input = tonumber(\"x\")\n}\n",
+    )]);
+    let d = dir.path();
+    for args in [&["plan"][..], &["apply", "-auto-approve"]] {
+        let (code, out, err) = cairn(d, args);
+        assert_eq!(code, 1, "{args:?}\n{out}\n{err}");
+        assert!(err.contains("Invalid function argument"), "{args:?}\n{err}");
+        assert!(out.trim().is_empty(), "{args:?}: no plan\n{out}");
+    }
+    let (code, out, _) = cairn(d, &["plan", "-json"]);
+    assert_eq!(code, 1);
+    assert!(!out.contains("planned_change"), "{out}");
+    assert!(out.contains("\"type\":\"diagnostic\""), "{out}");
+    // An error that only the plan's values reveal (a variable's value) comes after the
+    // partial plan of what could be planned, from `plan` and from `apply`.
+    std::fs::write(
+        d.join("main.tf"),
+        "variable \"v\" {\n  default = \"x\"\n}\nresource \"terraform_data\" \"a\" {\n  input = 1\n}\nresource \"terraform_data\" \"b\" {\n  input = tonumber(var.v)\n}\n",
+    )
+    .unwrap();
+    for args in [&["plan"][..], &["apply", "-auto-approve"]] {
+        let (code, out, err) = cairn(d, args);
+        assert_eq!(code, 1, "{args:?}\n{out}\n{err}");
+        assert!(
+            out.contains("Cairn planned the following actions, but then encountered a problem:"),
+            "{args:?}\n{out}"
+        );
+        assert!(
+            out.contains("# terraform_data.a will be created"),
+            "{args:?}\n{out}"
+        );
+        assert!(
+            out.contains("Plan: 1 to add, 0 to change, 0 to destroy."),
+            "{args:?}\n{out}"
+        );
+        assert!(!out.contains("Apply complete"), "{args:?}\n{out}");
+        assert!(err.contains("Invalid function argument"), "{args:?}\n{err}");
+    }
+    // Nothing to show: Terraform's "Planning failed" line.
+    std::fs::write(
+        d.join("main.tf"),
+        "variable \"v\" {\n  default = \"x\"\n}\nresource \"terraform_data\" \"b\" {\n  input = tonumber(var.v)\n}\n",
+    )
+    .unwrap();
+    let (code, out, _) = cairn(d, &["plan"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        out.trim(),
+        "Planning failed. Cairn encountered an error while generating this plan."
+    );
+    // Nothing was recorded by the failed applies.
+    let (_, list, _) = cairn(d, &["state", "list"]);
+    assert!(list.trim().is_empty(), "{list}");
+}

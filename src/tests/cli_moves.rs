@@ -428,8 +428,8 @@ fn moved_and_removed_errors() {
     let cases: &[(&str, &str)] = &[
         (
             "the source is still declared",
-            r#"resource "sim_thing" "a" {}
-resource "sim_thing" "c" {}
+            r#"resource "sim_thing" "a" { name = "a" }
+resource "sim_thing" "c" { name = "c" }
 moved {
   from = sim_thing.a
   to   = sim_thing.b
@@ -456,8 +456,8 @@ moved {
         ),
         (
             "ambiguous statements",
-            r#"resource "sim_thing" "b" {}
-resource "sim_thing" "c" {}
+            r#"resource "sim_thing" "b" { name = "b" }
+resource "sim_thing" "c" { name = "c" }
 moved {
   from = sim_thing.a
   to   = sim_thing.b
@@ -474,7 +474,7 @@ moved {
         ),
         (
             "a cycle",
-            r#"resource "sim_thing" "c" {}
+            r#"resource "sim_thing" "c" { name = "c" }
 moved {
   from = sim_thing.a
   to   = sim_thing.b
@@ -487,7 +487,7 @@ moved {
         ),
         (
             "a move across resource types",
-            r#"resource "sim_thing" "c" {}
+            r#"resource "sim_thing" "c" { name = "c" }
 resource "terraform_data" "b" {}
 moved {
   from = sim_thing.a
@@ -497,7 +497,7 @@ moved {
         ),
         (
             "a redundant statement",
-            r#"resource "sim_thing" "c" {}
+            r#"resource "sim_thing" "c" { name = "c" }
 moved {
   from = sim_thing.a
   to   = sim_thing.a
@@ -506,8 +506,8 @@ moved {
         ),
         (
             "the removed resource is still declared",
-            r#"resource "sim_thing" "a" {}
-resource "sim_thing" "c" {}
+            r#"resource "sim_thing" "a" { name = "a" }
+resource "sim_thing" "c" { name = "c" }
 removed {
   from = sim_thing.c
 }
