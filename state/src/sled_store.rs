@@ -163,14 +163,81 @@ fn flush_with_head(
     let last = events
         .last()
         .map_err(sled_err("cannot read the log", dir))?;
-    db.flush()
-        .map_err(sled_err("cannot flush the state log", dir))?;
+    guarded_flush(db, dir)?;
     if let Some((k, v)) = last {
         if let Some(seq) = seq_of(&k) {
             head.write(Head::of(seq, &v), false)?;
         }
     }
     Ok(())
+}
+
+/// The free space a flush needs on the state directory's filesystem: sled writes its log in
+/// segments of 512 KiB and rolls to a new one when the current is full.
+const FLUSH_RESERVE: u64 = 1 << 20;
+
+/// Bytes available to this process on the filesystem of `dir` (`None` when it cannot say).
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs only writes into the zeroed struct we hand it; `path` is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+fn disk_full(dir: &Path, free: u64) -> StateError {
+    StateError::io(
+        format!("cannot flush the state log ({})", dir.display()),
+        format!(
+            "No space left on device: the filesystem of the state directory has {free} bytes \
+             free, and writing the log needs at least {FLUSH_RESERVE}. Nothing after the last \
+             durable event was recorded; free some space and run the command again (the next \
+             run resolves any operation this one left pending)"
+        ),
+    )
+}
+
+/// `db.flush()`, which sled 0.34 never returns from when the disk fills up while it writes (its
+/// writer threads fail, and the flush waits for a durable position that never comes). A flush
+/// on a filesystem without room for a new log segment is refused up front; otherwise the
+/// flush runs on a thread of its own while this one watches the free space, and a flush still
+/// waiting once the disk is full is reported as the full disk it is (that thread is left to
+/// the process's exit).
+fn guarded_flush(db: &sled::Db, dir: &Path) -> Result<(), StateError> {
+    if let Some(free) = free_bytes(dir).filter(|f| *f < FLUSH_RESERVE) {
+        return Err(disk_full(dir, free));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let db2 = db.clone();
+    std::thread::Builder::new()
+        .name("cairn-sled-flush".into())
+        .spawn(move || {
+            let _ = tx.send(db2.flush());
+        })
+        .map_err(|e| StateError::io("cannot start the state log's flush", e))?;
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(500)) {
+            Ok(r) => {
+                return r
+                    .map(|_| ())
+                    .map_err(sled_err("cannot flush the state log", dir))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(StateError::io(
+                    format!("cannot flush the state log ({})", dir.display()),
+                    "the flush stopped without an answer",
+                ))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(free) = free_bytes(dir).filter(|f| *f < FLUSH_RESERVE) {
+                    return Err(disk_full(dir, free));
+                }
+            }
+        }
+    }
 }
 
 /// The holder record in `lock.json`.
