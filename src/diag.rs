@@ -149,7 +149,7 @@ pub(crate) struct Pos {
     pub(crate) byte: usize,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct SourceFile {
     /// The path as it is shown to users (relative to the working directory where possible).
     path: PathBuf,
@@ -187,7 +187,7 @@ fn line_starts(text: &str) -> Vec<usize> {
 }
 
 /// Every source file that was read, so spans can be turned into positions and snippets.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SourceMap {
     files: Vec<SourceFile>,
 }

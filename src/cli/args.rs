@@ -403,6 +403,10 @@ pub struct InitArgs {
     /// How long to wait for the state locks during a migration, e.g. 5s, 1m30s.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub lock_timeout: Duration,
+    /// Variables for early evaluation: module sources and versions, the backend block and
+    /// required_providers may use variables and locals (OpenTofu 1.8).
+    #[command(flatten)]
+    pub vars: VarArgs,
 }
 
 #[derive(Debug, Args)]
@@ -419,6 +423,10 @@ pub struct ForceUnlockArgs {
 pub struct ValidateArgs {
     #[command(flatten)]
     pub ui: UiArgs,
+    /// Variables for early evaluation (module sources, backend, required_providers), as
+    /// OpenTofu's validate takes them.
+    #[command(flatten)]
+    pub vars: VarArgs,
 }
 
 #[derive(Debug, Args)]

@@ -19,7 +19,7 @@ use super::output::Exit;
 use super::Context;
 use crate::addr::provider_source::SourceAddr;
 use crate::addr::ProviderAddr;
-use crate::config::{Config, Module};
+use crate::config::{Config, Module, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::engine::api::backend::{self, BackendRequest, StateStatus};
 use crate::provider::install::init::{self as installer, Selected};
@@ -51,11 +51,15 @@ pub(crate) fn green_bold(s: &str, color: bool) -> String {
     }
 }
 
-pub(crate) fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
+pub(crate) fn validate(ctx: &Context, a: &ValidateArgs, vars: &[VarArg]) -> Exit {
+    let dir = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    let mut inputs = ctx.early_inputs(vars);
+    inputs.cwd = dir.clone();
     let req = crate::engine::schema_checks::ValidateRequest {
-        dir: std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from(".")),
+        dir,
         state_dir: ctx.state_dir.clone(),
         env: std::env::vars().collect(),
+        inputs,
     };
     let report = crate::engine::schema_checks::validate(&req);
     let (config, diags) = (report.config, report.diags);
@@ -213,11 +217,17 @@ fn resolve(
     }
 }
 
-pub(crate) fn init(ctx: &Context, a: &InitArgs) -> Exit {
+pub(crate) fn init(ctx: &Context, a: &InitArgs, vars: &[VarArg]) -> Exit {
+    let inputs = ctx.early_inputs(vars);
     // Modules first: the configuration is only whole once its remote modules are here.
     let module_lines = match cli_config() {
         Ok(cli) => {
-            let got = crate::provider::install::modules::install(Path::new("."), &cli, a.upgrade);
+            let got = crate::provider::install::modules::install(
+                Path::new("."),
+                &cli,
+                a.upgrade,
+                &inputs,
+            );
             if got.diags.has_errors() {
                 ctx.report(&SourceMap::new(), &got.diags, a.ui.no_color);
                 ctx.err(
@@ -230,7 +240,7 @@ pub(crate) fn init(ctx: &Context, a: &InitArgs) -> Exit {
         }
         Err(_) => Vec::new(),
     };
-    let (config, mut diags) = load_config();
+    let (config, mut diags) = crate::config::load_with(Path::new("."), &inputs);
     let Some(config) = config else {
         ctx.report(&SourceMap::new(), &diags, a.ui.no_color);
         return Exit::Error;
@@ -372,7 +382,9 @@ pub(crate) fn init(ctx: &Context, a: &InitArgs) -> Exit {
             );
         }
     }
-    match configure_backend(ctx, &config, a) {
+    match configure_backend(ctx, &config, a)
+        .and_then(|lines| backend::record_backend_digest(&ctx.state_root, &config).map(|_| lines))
+    {
         Ok(lines) => {
             for l in lines {
                 let _ = writeln!(out, "{l}");

@@ -55,6 +55,21 @@ impl Context {
         }
     }
 
+    /// What early evaluation reads in this process: `vars`, the environment, the working
+    /// directory and the selected workspace.
+    pub(crate) fn early_inputs(
+        &self,
+        vars: &[crate::config::VarArg],
+    ) -> crate::config::EarlyInputs {
+        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        crate::config::EarlyInputs::new(
+            vars,
+            &env,
+            std::path::Path::new("."),
+            Some(&self.workspace),
+        )
+    }
+
     /// What drawing `state` needs of the configuration in the working directory (nested
     /// block shapes, provider source addresses), found without starting a provider.
     pub(crate) fn state_view(
@@ -65,6 +80,7 @@ impl Context {
             dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
             state_dir: self.state_dir.clone(),
             env: std::env::vars().collect(),
+            inputs: self.early_inputs(&[]),
         };
         crate::engine::schema_checks::state_view(&req, state)
     }

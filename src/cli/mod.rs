@@ -137,9 +137,22 @@ pub fn main() -> i32 {
             std::path::Path::new("."),
             &parsed.var_order,
             &env,
+            &ctx.workspace,
         ) {
             ctx.report(&map, &diags, false);
             return Exit::Error.code();
+        }
+        // The backend block as this command evaluates it must be the one `init` recorded.
+        if !matches!(parsed.cli.command, Command::Init(_)) {
+            let inputs = ctx.early_inputs(&parsed.var_order);
+            if let Err((diags, map)) = crate::engine::api::backend::check_backend_digest(
+                std::path::Path::new("."),
+                &ctx.state_root,
+                &inputs,
+            ) {
+                ctx.report(&map, &diags, false);
+                return Exit::Error.code();
+            }
         }
     }
     let code = run(&ctx, parsed).code();
@@ -175,8 +188,8 @@ pub fn run(ctx: &Context, parsed: Parsed) -> Exit {
         Command::Version(a) => version(ctx, a.json),
         Command::Completions(a) => completions(ctx, a.shell),
         Command::Show(a) => run_cmds::show(ctx, &a),
-        Command::Validate(a) => config_cmds::validate(ctx, &a),
-        Command::Init(a) => config_cmds::init(ctx, &a),
+        Command::Validate(a) => config_cmds::validate(ctx, &a, &parsed.var_order),
+        Command::Init(a) => config_cmds::init(ctx, &a, &parsed.var_order),
         Command::ForceUnlock(a) => config_cmds::force_unlock(ctx, &a),
         Command::State(c) => state_cmds::state(ctx, c),
         Command::History(a) => state_cmds::history(ctx, &a),

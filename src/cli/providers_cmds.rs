@@ -361,7 +361,8 @@ pub(crate) fn get(ctx: &Context, a: &GetArgs) -> Exit {
         Ok(c) => c,
         Err(d) => return ctx.fail(d, a.no_color),
     };
-    let got = crate::provider::install::modules::install(Path::new("."), &cli, a.update);
+    let inputs = ctx.early_inputs(&[]);
+    let got = crate::provider::install::modules::install(Path::new("."), &cli, a.update, &inputs);
     let mut keyed = got.keyed;
     // Terraform installs depth first, calls in name order: `a`, `a.b`, `b`.
     keyed.sort_by(|x, y| x.0.split('.').cmp(y.0.split('.')));

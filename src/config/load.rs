@@ -10,42 +10,65 @@
 //! (local, or installed by `cairn init`), cycles, and a call's arguments against the child.
 //! The blocks of each file are decoded by `super::decode`; files are parsed by `super::parse`.
 
+use super::early::{Frame, LazyValues, Vars};
 use super::parse::{parse_file, SyntaxError};
+pub(crate) use super::vars::relative_path;
+use super::vars::EarlyInputs;
 use crate::addr::ModulePath;
 use crate::config::*;
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::eval::suggest;
 use cairn_state::quote;
+use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Block, Body, Structure};
 use hcl_edit::Span as _;
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// Loads the module tree rooted at `dir`. `None` only when `dir` itself cannot be read; the
 /// configuration is returned even when it has errors, so callers can report them all.
 pub fn load(dir: &Path) -> (Option<Config>, Diagnostics) {
-    load_only(dir, None, false)
+    load_only(dir, None, false, &EarlyInputs::in_dir(dir))
+}
+
+/// `load`, with the inputs early evaluation reads (`-var`, the environment, the workspace):
+/// what every command that has them calls, so that a module `source` or `version`, a
+/// `backend` argument or a `required_providers` entry may use variables and locals
+/// (`super::early`).
+pub fn load_with(dir: &Path, inputs: &EarlyInputs) -> (Option<Config>, Diagnostics) {
+    load_only(dir, None, false, inputs)
 }
 
 /// `load`, with the root module made of the single file `file` of `dir` (`cairn inspect
 /// FILE.tf`: policy tools load the files that changed). Modules it calls load as usual.
-pub fn load_file(dir: &Path, file: &Path) -> (Option<Config>, Diagnostics) {
-    load_only(dir, Some(file), false)
+pub fn load_file(dir: &Path, file: &Path, inputs: &EarlyInputs) -> (Option<Config>, Diagnostics) {
+    load_only(dir, Some(file), false, inputs)
 }
 
 /// `load` (or `load_file` with `only`) for `inspect`, which reads what it can: a module whose
 /// installed source or version no longer matches its call is used as installed, with a
 /// warning, instead of being an error and no child.
-pub fn load_lenient(dir: &Path, only: Option<&Path>) -> (Option<Config>, Diagnostics) {
-    load_only(dir, only, true)
+pub fn load_lenient(
+    dir: &Path,
+    only: Option<&Path>,
+    inputs: &EarlyInputs,
+) -> (Option<Config>, Diagnostics) {
+    load_only(dir, only, true, inputs)
 }
 
 /// The summary of the error for a directory with no configuration files (`console` works
 /// without any, as Terraform's does).
 pub const NO_CONFIGURATION_FILES: &str = "No configuration files";
 
-fn load_only(dir: &Path, only: Option<&Path>, lenient: bool) -> (Option<Config>, Diagnostics) {
+fn load_only(
+    dir: &Path,
+    only: Option<&Path>,
+    lenient: bool,
+    inputs: &EarlyInputs,
+) -> (Option<Config>, Diagnostics) {
     let mut l = Loader {
+        inputs: inputs.clone(),
+        pending: Vec::new(),
         lenient,
         sources: SourceMap::new(),
         diags: Diagnostics::new(),
@@ -74,6 +97,7 @@ fn load_only(dir: &Path, only: Option<&Path>, lenient: bool) -> (Option<Config>,
         ModulePath::root(),
         dir,
         &[(canonical, "the root module".into())],
+        None,
     );
     if l.file_count == 0 {
         l.diags.push(Diagnostic::error(
@@ -89,39 +113,6 @@ fn load_only(dir: &Path, only: Option<&Path>, lenient: bool) -> (Option<Config>,
         root_dir: dir.to_path_buf(),
     };
     (Some(config), l.diags)
-}
-
-/// `p` relative to `base`, computed lexically (`..` where needed); `p` itself when there is
-/// no common prefix.
-pub(crate) fn relative_path(base: &Path, p: &Path) -> PathBuf {
-    let norm = |p: &Path| -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for c in p.components() {
-            match c {
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    if out.last().is_some_and(|l| l != "..") {
-                        out.pop();
-                    } else {
-                        out.push("..".into());
-                    }
-                }
-                other => out.push(other.as_os_str().to_string_lossy().into_owned()),
-            }
-        }
-        out
-    };
-    let b = norm(base);
-    let q = norm(p);
-    let common = b.iter().zip(&q).take_while(|(x, y)| x == y).count();
-    let mut out = PathBuf::new();
-    for _ in common..b.len() {
-        out.push("..");
-    }
-    for c in &q[common..] {
-        out.push(c);
-    }
-    out
 }
 
 /// One `load` under way: the sources and diagnostics so far, and what was read ahead. Its
@@ -143,6 +134,76 @@ pub(super) struct Loader {
     parsed: std::collections::HashMap<PathBuf, Parsed>,
     /// `inspect`: an installed module that no longer matches its call is used, with a warning.
     lenient: bool,
+    /// What early evaluation reads: `-var`, the environment, the workspace.
+    inputs: EarlyInputs,
+    /// The expressions of the module being decoded that need early evaluation, evaluated
+    /// once all its files are decoded (`resolve_pending`).
+    pub(super) pending: Vec<Pending>,
+}
+
+/// An argument that must be known at load time but is not a constant: evaluated early
+/// (`super::early`) once its module's variables and locals are all decoded.
+pub(super) enum Pending {
+    /// A module call's `source`.
+    Source {
+        call: String,
+        expr: Expression,
+        file: FileId,
+    },
+    /// A module call's `version`.
+    Version {
+        call: String,
+        expr: Expression,
+        file: FileId,
+    },
+    /// A `backend` argument (`list`: a list of strings, kept as JSON).
+    Backend {
+        arg: String,
+        list: bool,
+        expr: Expression,
+        file: FileId,
+    },
+    /// A `required_providers` entry whose `source` or `version` is not a constant.
+    Provider {
+        name: String,
+        source: Early,
+        version: Early,
+        source_span: Span,
+        version_span: Span,
+        span: Span,
+        file: FileId,
+    },
+}
+
+/// A string argument: absent, a constant, or an expression to evaluate early.
+pub(super) enum Early {
+    Absent,
+    Const(String),
+    Expr(Expression),
+}
+
+/// A pending argument evaluated (`Loader::eval_pending`).
+enum Resolved {
+    Source {
+        call: String,
+        value: String,
+    },
+    Version {
+        call: String,
+        value: String,
+    },
+    Backend {
+        arg: String,
+        value: String,
+    },
+    Provider {
+        name: String,
+        source: Option<String>,
+        version: Option<String>,
+        source_span: Span,
+        version_span: Span,
+        span: Span,
+    },
 }
 
 /// A file's text and its parse (`parse_file`).
@@ -312,6 +373,7 @@ impl Loader {
         path: ModulePath,
         dir: &Path,
         ancestors: &[(PathBuf, String)],
+        parent: Option<(&ModuleCall, &Frame<'_>)>,
     ) -> Module {
         let mut module = Module::empty(path, dir.to_path_buf());
         let only = match module.path.is_root() {
@@ -404,8 +466,228 @@ impl Loader {
         } else {
             self.merge_overrides(primary, overrides, &mut module);
         }
-        self.load_children(&mut module, ancestors);
+        // Early evaluation: this module's variables (the root's from -var and the rest, a
+        // child's from its call) and locals are all decoded now.
+        let pending = std::mem::take(&mut self.pending);
+        let lazy = match parent {
+            None if !module.variables.is_empty() => Some(self.root_values(&module)),
+            _ => None,
+        };
+        let (root_dir, cwd, workspace) = (
+            self.root_dir.clone(),
+            self.inputs.cwd.clone(),
+            self.inputs.workspace.clone(),
+        );
+        let path_module = match relative_path(&root_dir, &module.dir) {
+            r if r.as_os_str().is_empty() => ".".to_string(),
+            r => r.display().to_string(),
+        };
+        let none = BTreeMap::new();
+        let vars = || match (parent, &lazy) {
+            (Some((call, parent)), _) => Vars::Call { call, parent },
+            (None, Some(lazy)) => Vars::Lazy(lazy),
+            (None, None) => Vars::Known(&none),
+        };
+        macro_rules! frame_of {
+            ($m:expr) => {
+                Frame {
+                    module: $m,
+                    vars: vars(),
+                    root_dir: &root_dir,
+                    cwd: &cwd,
+                    workspace: &workspace,
+                    path_module: &path_module,
+                }
+            };
+        }
+        // Calls whose source could not be evaluated (reported): no child, and no second error.
+        let mut unresolved: Vec<String> = Vec::new();
+        if !pending.is_empty() {
+            let resolved: Vec<Resolved> = {
+                let frame = frame_of!(&module);
+                let mut out = Vec::new();
+                for p in pending {
+                    let call = match &p {
+                        Pending::Source { call, .. } => Some(call.clone()),
+                        _ => None,
+                    };
+                    match self.eval_pending(&frame, p) {
+                        Some(r) => out.push(r),
+                        None => unresolved.extend(call),
+                    }
+                }
+                out
+            };
+            for r in resolved {
+                self.apply_resolved(&mut module, r);
+            }
+        }
+        let children = {
+            let frame = frame_of!(&module);
+            self.load_children(&module, ancestors, &frame, &unresolved)
+        };
+        module.children.extend(children);
         module
+    }
+
+    /// The root module's variable values as early evaluation sees them, computed on first
+    /// use: from `-var`, the files and the environment (or a saved plan's), a variable
+    /// without one unknown. Their diagnostics are the later `input_values`' to report.
+    fn root_values(&self, module: &Module) -> LazyValues {
+        let given = self.inputs.given.clone();
+        let mut sources = self.sources.clone();
+        let mut decl = Module::empty(module.path.clone(), module.dir.clone());
+        decl.variables = module.variables.clone();
+        let (root_dir, inputs) = (self.root_dir.clone(), self.inputs.clone());
+        LazyValues::new(move || match given {
+            Some(values) => values,
+            None => {
+                super::vars::collect_values(
+                    &mut sources,
+                    &decl,
+                    &root_dir,
+                    &inputs.vars,
+                    &inputs.env,
+                    &inputs.cwd,
+                    super::vars::Missing::Unknown,
+                )
+                .0
+            }
+        })
+    }
+
+    /// Evaluates one pending argument early, as a string; `None` after an error (reported).
+    fn eval_pending(&mut self, frame: &Frame<'_>, p: Pending) -> Option<Resolved> {
+        let mut string = |expr: &Expression, file: FileId, what: &str, list: bool| {
+            let ty = match list {
+                true => Type::List(Box::new(Type::String)),
+                false => Type::String,
+            };
+            let v = match frame.eval(expr, file, what) {
+                Ok(v) => v,
+                Err(d) => {
+                    self.diags.extend(d);
+                    return None;
+                }
+            };
+            match crate::eval::expr::convert(v.unmarked(), &ty) {
+                Ok(v) if !v.is_null() => Some(match list {
+                    true => {
+                        let items: Vec<&str> = v
+                            .elements()
+                            .unwrap_or_default()
+                            .iter()
+                            .filter_map(|e| e.as_str())
+                            .collect();
+                        serde_json::to_string(&items).unwrap_or_default()
+                    }
+                    false => v.as_str().unwrap_or_default().to_string(),
+                }),
+                Ok(_) => {
+                    let sp = span_in(file, expr);
+                    self.err(sp, "Invalid value", format!("{what} must not be null."));
+                    None
+                }
+                Err(m) => {
+                    let sp = span_in(file, expr);
+                    self.err(
+                        sp,
+                        "Incorrect value type",
+                        format!("{what} must be a string: {m}."),
+                    );
+                    None
+                }
+            }
+        };
+        match p {
+            Pending::Source { call, expr, file } => {
+                let what = format!("module.{call}'s source");
+                let value = string(&expr, file, &what, false)?;
+                Some(Resolved::Source { call, value })
+            }
+            Pending::Version { call, expr, file } => {
+                let what = format!("module.{call}'s version");
+                let value = string(&expr, file, &what, false)?;
+                Some(Resolved::Version { call, value })
+            }
+            Pending::Backend {
+                arg,
+                list,
+                expr,
+                file,
+            } => {
+                let what = format!("the backend's {arg}");
+                let value = string(&expr, file, &what, list)?;
+                Some(Resolved::Backend { arg, value })
+            }
+            Pending::Provider {
+                name,
+                source,
+                version,
+                source_span,
+                version_span,
+                span,
+                file,
+            } => {
+                let mut one = |e: Early, key: &str| match e {
+                    Early::Absent => Some(None),
+                    Early::Const(s) => Some(Some(s)),
+                    Early::Expr(expr) => {
+                        let what = format!("required_providers {name}'s {key}");
+                        string(&expr, file, &what, false).map(Some)
+                    }
+                };
+                let source = one(source, "source");
+                let version = one(version, "version");
+                Some(Resolved::Provider {
+                    name,
+                    source: source?,
+                    version: version?,
+                    source_span,
+                    version_span,
+                    span,
+                })
+            }
+        }
+    }
+
+    /// Puts an argument evaluated early where its module keeps it.
+    fn apply_resolved(&mut self, m: &mut Module, r: Resolved) {
+        match r {
+            Resolved::Source { call, value } => {
+                if let Some(c) = m.calls.get_mut(&call) {
+                    c.source = value;
+                    let c = c.clone();
+                    self.check_local_version(&c);
+                }
+            }
+            Resolved::Version { call, value } => {
+                if let Some(c) = m.calls.get_mut(&call) {
+                    c.version = Some(value);
+                    let c = c.clone();
+                    self.check_local_version(&c);
+                }
+            }
+            Resolved::Backend { arg, value } => {
+                if let Some(b) = &mut m.backend {
+                    b.args.insert(arg, value);
+                }
+            }
+            Resolved::Provider {
+                name,
+                source,
+                version,
+                source_span,
+                version_span,
+                span,
+            } => self.insert_required_provider(
+                m,
+                name,
+                (source, source_span),
+                (version, version_span),
+                span,
+            ),
+        }
     }
 
     /// Loads the primary files' bodies merged with the override files' (`super::overrides`).
@@ -547,8 +829,19 @@ impl Loader {
         dir.is_dir().then_some(dir)
     }
 
-    fn load_children(&mut self, m: &mut Module, ancestors: &[(PathBuf, String)]) {
-        let calls: Vec<ModuleCall> = m.calls.values().cloned().collect();
+    fn load_children(
+        &mut self,
+        m: &Module,
+        ancestors: &[(PathBuf, String)],
+        frame: &Frame<'_>,
+        unresolved: &[String],
+    ) -> Vec<(String, Module)> {
+        let mut out = Vec::new();
+        let calls: Vec<&ModuleCall> = m
+            .calls
+            .values()
+            .filter(|c| !unresolved.contains(&c.name))
+            .collect();
         // The children's files are read and parsed on all cores first (a root calling a
         // hundred modules is a hundred files parsed one after another otherwise).
         if calls.len() > 1 {
@@ -579,7 +872,7 @@ impl Loader {
                 let root = self.root_dir.clone();
                 let installed = self.installed.get_or_insert_with(|| read_installed(&root));
                 match installed.as_ref().and_then(|i| i.get(&key)) {
-                    Some(i) if !installed_matches(i, &call) => {
+                    Some(i) if !installed_matches(i, call) => {
                         let (summary, what) = match crate::addr::module_source::parse_source(src) {
                             Ok(r) if r.recorded() != i.source => (
                                 "Module source has changed",
@@ -656,10 +949,16 @@ impl Loader {
             }
             let mut chain = ancestors.to_vec();
             chain.push((canonical, label));
-            let child = self.load_module(m.path.child(&call.name, None), &dir, &chain);
-            self.check_inputs(&call, &child);
-            m.children.insert(call.name.clone(), child);
+            let child = self.load_module(
+                m.path.child(&call.name, None),
+                &dir,
+                &chain,
+                Some((call, frame)),
+            );
+            self.check_inputs(call, &child);
+            out.push((call.name.clone(), child));
         }
+        out
     }
 
     /// A call's arguments against the child's variables, and the child's provider blocks

@@ -178,7 +178,8 @@ pub(crate) struct EncryptionBlock {
     pub(crate) span: Span,
 }
 
-/// A `backend` block Cairn uses: its type and its arguments (constant strings).
+/// A `backend` block Cairn uses: its type and its arguments (strings: constants, or
+/// evaluated early from variables and locals, `early.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BackendBlock {
     pub(crate) kind: String,
@@ -555,15 +556,19 @@ pub struct Output {
     pub(crate) span: Span,
 }
 
-/// `module "NAME" { source = "./x" ... }`
+/// `module "NAME" { source = "./x" ... }`: `source` and `version` are constants or
+/// evaluated early (`early.rs`), as the loader found them.
 #[derive(Debug, Clone)]
 pub(crate) struct ModuleCall {
     pub(crate) name: String,
     /// As written (`./modules/net`).
     pub(crate) source: String,
     pub(crate) source_span: Span,
-    /// `version`: a registry module's version constraints, as written.
+    /// `version`: a registry module's version constraints, as written (or evaluated
+    /// early).
     pub(crate) version: Option<String>,
+    /// The `version` argument's name, where a version on a local module is reported.
+    pub(crate) version_span: Option<Span>,
     pub(crate) count: Option<Expression>,
     pub(crate) for_each: Option<Expression>,
     /// `providers = { child = parent }`, in the order written.
@@ -593,6 +598,7 @@ pub(crate) fn span_in(file: FileId, node: &impl hcl_edit::Span) -> Span {
 }
 
 mod decode;
+pub(crate) mod early;
 mod ephemeral;
 pub(crate) mod format;
 mod json_syntax;
@@ -605,7 +611,7 @@ pub(crate) mod stack;
 pub mod test_file;
 mod validate;
 pub(crate) use ephemeral::{check as check_ephemeral, ephemeral_arguments, ephemeral_terms};
-pub use load::{load, load_file, load_lenient, NO_CONFIGURATION_FILES};
+pub use load::{load, load_file, load_lenient, load_with, NO_CONFIGURATION_FILES};
 pub(crate) use references::{check_references, scoped_reference};
 pub(crate) use validate::validate;
 
@@ -613,4 +619,5 @@ pub(crate) use validate::validate;
 mod tests;
 
 mod vars;
-pub(crate) use vars::{input_values, input_values_with, mask_var_args, Missing, VarArg};
+pub(crate) use vars::{input_values, input_values_with, mask_var_args, Missing};
+pub use vars::{EarlyInputs, VarArg};

@@ -22,7 +22,7 @@ use crate::eval::{Scope, ScopeError, Subject};
 use crate::value::{Type, Value};
 use hcl_edit::structure::Structure;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// One `-var` or `-var-file` argument, in command-line order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,9 +85,33 @@ pub(crate) fn input_values_with(
     cwd: &Path,
     missing: Missing,
 ) -> (BTreeMap<String, Value>, Diagnostics) {
+    let dir = config.root_dir.clone();
+    collect_values(
+        &mut config.sources,
+        &config.root,
+        &dir,
+        cli_vars,
+        env,
+        cwd,
+        missing,
+    )
+}
+
+/// `input_values_with` over the pieces of a configuration it reads: the root module's
+/// variables, the source map that variable files are added to, the root directory (early
+/// evaluation calls it while the configuration is still loading).
+pub(crate) fn collect_values(
+    sources: &mut SourceMap,
+    root: &super::Module,
+    dir: &Path,
+    cli_vars: &[VarArg],
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+    missing: Missing,
+) -> (BTreeMap<String, Value>, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut given: BTreeMap<String, Given> = BTreeMap::new();
-    let declared: Vec<String> = config.root.variables.keys().cloned().collect();
+    let declared: Vec<String> = root.variables.keys().cloned().collect();
 
     for (k, v) in env {
         if let Some(name) = k.strip_prefix("TF_VAR_") {
@@ -105,7 +129,7 @@ pub(crate) fn input_values_with(
         }
     }
 
-    let dir = config.root_dir.clone();
+    let dir = dir.to_path_buf();
     let mut files = vec![
         dir.join("terraform.tfvars"),
         dir.join("terraform.tfvars.json"),
@@ -125,7 +149,7 @@ pub(crate) fn input_values_with(
     auto.sort();
     files.extend(auto);
     for f in files.into_iter().filter(|f| f.is_file()) {
-        read_var_file(&mut config.sources, &dir, &f, &mut given, &mut diags);
+        read_var_file(sources, &dir, &f, &mut given, &mut diags);
     }
 
     for arg in cli_vars {
@@ -179,7 +203,7 @@ pub(crate) fn input_values_with(
                     ));
                     continue;
                 }
-                read_var_file(&mut config.sources, &dir, &path, &mut given, &mut diags);
+                read_var_file(sources, &dir, &path, &mut given, &mut diags);
             }
         }
     }
@@ -209,7 +233,7 @@ pub(crate) fn input_values_with(
         .map(|(k, g)| (k.clone(), (g.span, g.place.clone())))
         .collect();
     let mut values = BTreeMap::new();
-    let variables: Vec<Variable> = config.root.variables.values().cloned().collect();
+    let variables: Vec<Variable> = root.variables.values().cloned().collect();
     for var in &variables {
         let g = given.remove(&var.name);
         if g.is_none() && var.default.is_none() && missing == Missing::Unknown {
@@ -217,7 +241,7 @@ pub(crate) fn input_values_with(
             values.insert(var.name.clone(), mark(v, var.sensitive));
             continue;
         }
-        match resolve_one(&mut config.sources, var, g) {
+        match resolve_one(sources, var, g) {
             Ok(v) => {
                 values.insert(var.name.clone(), v);
             }
@@ -227,12 +251,12 @@ pub(crate) fn input_values_with(
     // Validations see every variable that has a value.
     for var in &variables {
         if let Some(v) = values.get(&var.name) {
-            let found = validate_variable(var, v, &values, &config.root.dir, &config.root_dir);
+            let found = validate_variable(var, v, &values, &root.dir, &dir);
             let from = provenance.get(&var.name);
             diags.extend(
                 found
                     .into_iter()
-                    .map(|d| point_at_value(&config.sources, d, from, var.span)),
+                    .map(|d| point_at_value(sources, d, from, var.span)),
             );
         }
     }
@@ -278,7 +302,7 @@ fn read_var_file(
     given: &mut BTreeMap<String, Given>,
     diags: &mut Diagnostics,
 ) {
-    let shown = super::load::relative_path(root, path);
+    let shown = relative_path(root, path);
     let place = shown.display().to_string();
     let text = match std::fs::read(path).map(String::from_utf8) {
         Ok(Ok(t)) => t,
@@ -663,4 +687,84 @@ mod mask_tests {
         );
         assert_eq!(mask_var_args(&masked, &sensitive), masked, "idempotent");
     }
+}
+
+/// What early evaluation reads besides the configuration: the root module's variable values
+/// as the command was given them, the working directory and the selected workspace.
+#[derive(Clone, Debug)]
+pub struct EarlyInputs {
+    /// `-var` and `-var-file`, in command-line order.
+    pub(crate) vars: Vec<VarArg>,
+    /// The environment (`TF_VAR_*`).
+    pub(crate) env: BTreeMap<String, String>,
+    /// Where relative `-var-file` paths start, and `path.cwd`.
+    pub(crate) cwd: std::path::PathBuf,
+    /// `terraform.workspace`.
+    pub(crate) workspace: String,
+    /// A saved plan's variable values: used instead of the above (the plan holds them).
+    pub(crate) given: Option<BTreeMap<String, Value>>,
+}
+
+impl EarlyInputs {
+    /// No `-var` and an empty environment, the `default` workspace: what the configuration
+    /// and its variable files say alone.
+    pub(crate) fn in_dir(dir: &Path) -> EarlyInputs {
+        EarlyInputs {
+            vars: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: dir.to_path_buf(),
+            workspace: "default".into(),
+            given: None,
+        }
+    }
+
+    /// The inputs of a command: its `-var`/`-var-file`, environment, directory and
+    /// workspace (`None`: `default`).
+    pub(crate) fn new(
+        vars: &[VarArg],
+        env: &BTreeMap<String, String>,
+        cwd: &Path,
+        workspace: Option<&str>,
+    ) -> EarlyInputs {
+        EarlyInputs {
+            vars: vars.to_vec(),
+            env: env.clone(),
+            cwd: cwd.to_path_buf(),
+            workspace: workspace.unwrap_or("default").to_string(),
+            given: None,
+        }
+    }
+}
+
+/// `p` relative to `base`, computed lexically (`..` where needed); `p` itself when there is
+/// no common prefix.
+pub(crate) fn relative_path(base: &Path, p: &Path) -> PathBuf {
+    let norm = |p: &Path| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in p.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if out.last().is_some_and(|l| l != "..") {
+                        out.pop();
+                    } else {
+                        out.push("..".into());
+                    }
+                }
+                other => out.push(other.as_os_str().to_string_lossy().into_owned()),
+            }
+        }
+        out
+    };
+    let b = norm(base);
+    let q = norm(p);
+    let common = b.iter().zip(&q).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &q[common..] {
+        out.push(c);
+    }
+    out
 }

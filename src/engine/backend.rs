@@ -336,3 +336,150 @@ pub fn unsupported_backend(dir: &Path) -> Option<Diagnostic> {
         format!("{at}{}", d.detail),
     ))
 }
+
+/// The file under the state root where `init` records a digest of the backend block as it
+/// evaluated it (never the values: a salted SHA-256), for every later command to compare.
+const DIGEST_FILE: &str = "backend-config.digest";
+
+/// What `backend-config.digest` holds.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Recorded {
+    /// The backend type (`local` without a block).
+    kind: String,
+    salt: String,
+    sha256: String,
+}
+
+/// The salted digest of the root module's backend block as evaluated (its type and every
+/// argument, after early evaluation).
+fn backend_digest(config: &Config, salt: &str) -> (String, String) {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(salt.as_bytes());
+    h.update([0]);
+    let kind = match &config.root.backend {
+        Some(b) => {
+            h.update(b.kind.as_bytes());
+            h.update([0]);
+            for (k, v) in &b.args {
+                h.update(k.as_bytes());
+                h.update([0]);
+                h.update(v.as_bytes());
+                h.update([0]);
+            }
+            b.kind.clone()
+        }
+        None => {
+            h.update(b"local");
+            "local".to_string()
+        }
+    };
+    (kind, format!("{:x}", h.finalize()))
+}
+
+/// Records the digest of the configuration's backend block as `init` evaluated it.
+pub fn record_backend_digest(state_root: &Path, config: &Config) -> Result<(), Diagnostic> {
+    let salt: String = {
+        use rand::Rng;
+        let bytes: [u8; 16] = rand::thread_rng().gen();
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let (kind, sha256) = backend_digest(config, &salt);
+    let text = serde_json::to_string_pretty(&Recorded { kind, salt, sha256 }).unwrap_or_default();
+    let path = state_root.join(DIGEST_FILE);
+    let write = || -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::create_dir_all(state_root)?;
+        let tmp = state_root.join(format!("{DIGEST_FILE}.{}", std::process::id()));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    };
+    write().map_err(|e| {
+        state_diag(&StateError::io_error(
+            "cannot record the backend configuration's digest",
+            e,
+        ))
+    })
+}
+
+/// Whether any root configuration file in `dir` may hold a backend block (a cheap look
+/// before the configuration is loaded for it).
+fn mentions_backend(dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".tf") || n.ends_with(".tf.json"))
+        })
+        .any(|p| std::fs::read_to_string(&p).is_ok_and(|t| t.contains("backend")))
+}
+
+/// Every command after `init`: the backend block, evaluated with this command's inputs
+/// (`-var`, `TF_VAR_*`, the files), must be the one `init` recorded, or the command would
+/// use a state its configuration no longer names. Nothing recorded (a state directory from
+/// before the record, or no `init` yet), or a configuration that does not load (the command
+/// reports that itself): nothing to compare.
+pub fn check_backend_digest(
+    dir: &Path,
+    state_root: &Path,
+    inputs: &crate::config::EarlyInputs,
+) -> Result<(), (crate::diag::Diagnostics, crate::diag::SourceMap)> {
+    let Ok(text) = std::fs::read_to_string(state_root.join(DIGEST_FILE)) else {
+        return Ok(());
+    };
+    let Ok(recorded) = serde_json::from_str::<Recorded>(&text) else {
+        return Ok(());
+    };
+    if recorded.kind == "local" && !mentions_backend(dir) {
+        return Ok(());
+    }
+    let (config, diags) = crate::config::load_with(dir, inputs);
+    let Some(config) = config.filter(|_| !diags.has_errors()) else {
+        return Ok(());
+    };
+    let (kind, now) = backend_digest(&config, &recorded.salt);
+    if now == recorded.sha256 {
+        return Ok(());
+    }
+    let what = match (&config.root.backend, kind == recorded.kind) {
+        (Some(b), true) => format!(
+            "The backend \"{kind}\" block at {} evaluates to another configuration than when \
+             `cairn init` ran (a variable or local value it uses has another value, or an \
+             argument changed).",
+            config.sources.location(b.span)
+        ),
+        (Some(b), false) => format!(
+            "The configuration names the backend \"{kind}\" at {}; `cairn init` recorded the \
+             backend \"{}\".",
+            config.sources.location(b.span),
+            recorded.kind
+        ),
+        (None, _) => format!(
+            "The configuration no longer has a backend block; `cairn init` recorded the \
+             backend \"{}\".",
+            recorded.kind
+        ),
+    };
+    let d = Diagnostic::error(
+        "Backend configuration changed",
+        format!(
+            "{what} Cairn will not use a state the configuration no longer names. Run `cairn \
+             init -reconfigure` to use the new backend and leave the state where it is, or \
+             `cairn init -migrate-state` to copy the state there (give init the same -var \
+             values)."
+        ),
+    )
+    .with_span(config.root.backend.as_ref().map(|b| b.span));
+    Err((d.into(), config.sources))
+}

@@ -11,9 +11,9 @@
 //! ([`state`], [`plan`]): every open of the state in the engine passes it to the store, so
 //! no caller can open the state without it.
 
-use crate::config::{Config, EncryptionBlock, Local, VarArg};
+use crate::config::early::{Frame, Vars};
+use crate::config::{Config, EncryptionBlock, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
-use crate::eval::{Scope, ScopeError, Subject};
 use crate::value::Value;
 use cairn_state::crypt::{Encryption, Hash, Method, Pbkdf2};
 use hcl_edit::expr::{Expression, TraversalOperator};
@@ -70,13 +70,15 @@ pub fn prepare(
     dir: &Path,
     vars: &[VarArg],
     env: &BTreeMap<String, String>,
+    workspace: &str,
 ) -> Result<(), (Diagnostics, SourceMap)> {
     let env_text = env.get("TF_ENCRYPTION").filter(|t| !t.trim().is_empty());
     if env_text.is_none() && !mentions_encryption(dir) {
         install(Resolved::default());
         return Ok(());
     }
-    let (config, diags) = crate::config::load(dir);
+    let inputs = crate::config::EarlyInputs::new(vars, env, dir, Some(workspace));
+    let (config, diags) = crate::config::load_with(dir, &inputs);
     let mut config = match config {
         Some(c) if !diags.has_errors() => c,
         Some(c) => return Err((diags, c.sources)),
@@ -92,80 +94,17 @@ pub fn prepare(
     if vdiags.has_errors() {
         return Err((vdiags, config.sources));
     }
-    match resolve(&mut config, &values, env_text.map(String::as_str)) {
+    match resolve(
+        &mut config,
+        &values,
+        env_text.map(String::as_str),
+        workspace,
+    ) {
         Ok(r) => {
             install(r);
             Ok(())
         }
         Err(d) => Err((d, config.sources)),
-    }
-}
-
-/// The early-evaluation scope: variables' values and locals (evaluated on demand, each in
-/// its own file).
-struct EarlyScope<'a> {
-    file: FileId,
-    vars: &'a BTreeMap<String, Value>,
-    locals: &'a BTreeMap<String, Local>,
-    dir: &'a Path,
-    depth: usize,
-}
-
-impl Scope for EarlyScope<'_> {
-    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
-        match subject {
-            Subject::Var(name) => self.vars.get(name).cloned().ok_or_else(|| {
-                ScopeError::new(
-                    "Reference to undeclared input variable",
-                    format!("An input variable with the name \"{name}\" has not been declared."),
-                )
-            }),
-            Subject::Local(name) => {
-                let Some(l) = self.locals.get(name) else {
-                    return Err(ScopeError::new(
-                        "Reference to undeclared local value",
-                        format!("A local value with the name \"{name}\" has not been declared."),
-                    ));
-                };
-                if self.depth > 64 {
-                    return Err(ScopeError::new(
-                        "Cycle in local values",
-                        format!("local.{name} refers back to itself."),
-                    ));
-                }
-                let inner = EarlyScope {
-                    file: l.file,
-                    vars: self.vars,
-                    locals: self.locals,
-                    dir: self.dir,
-                    depth: self.depth + 1,
-                };
-                crate::eval::eval(&l.expr, &inner).map_err(|d| {
-                    let first = d.iter().next();
-                    ScopeError::new(
-                        "Invalid reference in encryption",
-                        format!(
-                            "local.{name} cannot be evaluated early: {}",
-                            first.map_or(String::new(), |d| d.summary.clone())
-                        ),
-                    )
-                })
-            }
-            _ => Err(ScopeError::new(
-                "Invalid reference in encryption",
-                "The encryption configuration is evaluated before anything else: it may refer \
-                 only to variables and local values.",
-            )),
-        }
-    }
-    fn file(&self) -> FileId {
-        self.file
-    }
-    fn module_dir(&self) -> &Path {
-        self.dir
-    }
-    fn root_dir(&self) -> &Path {
-        self.dir
     }
 }
 
@@ -180,6 +119,7 @@ pub(crate) fn resolve(
     config: &mut Config,
     vars: &BTreeMap<String, Value>,
     env_text: Option<&str>,
+    workspace: &str,
 ) -> Result<Resolved, Diagnostics> {
     let mut diags = Diagnostics::new();
     let env_body: Option<(FileId, Body)> = match env_text {
@@ -238,9 +178,14 @@ pub(crate) fn resolve(
         }
     }
     let mut r = Resolver {
-        vars,
-        locals: &root.locals,
-        dir: &dir,
+        frame: Frame {
+            module: root,
+            vars: Vars::Known(vars),
+            root_dir: &dir,
+            cwd: &dir,
+            workspace,
+            path_module: ".",
+        },
         diags: &mut diags,
         providers: BTreeMap::new(),
         methods: BTreeMap::new(),
@@ -294,9 +239,8 @@ fn span(file: FileId, b: &Block) -> Span {
 }
 
 struct Resolver<'a> {
-    vars: &'a BTreeMap<String, Value>,
-    locals: &'a BTreeMap<String, Local>,
-    dir: &'a Path,
+    /// The root module, for early evaluation (`config::early`).
+    frame: Frame<'a>,
     diags: &'a mut Diagnostics,
     providers: BTreeMap<String, Pbkdf2>,
     methods: BTreeMap<String, Method>,
@@ -341,23 +285,8 @@ impl Resolver<'_> {
             if matches!(name, "keys" | "method") {
                 continue;
             }
-            let scope = EarlyScope {
-                file: it.file,
-                vars: self.vars,
-                locals: self.locals,
-                dir: self.dir,
-                depth: 0,
-            };
-            match crate::eval::eval(&a.value, &scope) {
-                Ok(v) if !v.is_wholly_known() => self.err(
-                    at,
-                    "Value unknown before the run",
-                    format!(
-                        "The encryption's \"{name}\" must be known before anything else is \
-                         evaluated: give the variables it uses a value (-var, a .tfvars file \
-                         or TF_VAR_…)."
-                    ),
-                ),
+            let what = format!("the encryption's {name}");
+            match self.frame.eval(&a.value, it.file, &what) {
                 Ok(v) => {
                     out.insert(name.to_string(), (v, at));
                 }

@@ -18,12 +18,14 @@ pub(crate) struct ValidateRequest {
     /// Where installed plugins' cached schemas are.
     pub state_dir: PathBuf,
     pub env: BTreeMap<String, String>,
+    /// What early evaluation reads (`-var`, the environment, the workspace).
+    pub inputs: crate::config::EarlyInputs,
 }
 
 /// Checks the configuration of `req.dir`: every problem found is in the report's
 /// diagnostics, with the configuration (when it loaded) to render them.
 pub(crate) fn validate(req: &ValidateRequest) -> Report<()> {
-    let (config, mut diags) = crate::config::load(&req.dir);
+    let (config, mut diags) = crate::config::load_with(&req.dir, &req.inputs);
     if let Some(config) = &config {
         diags.extend(crate::config::unsupported_blocks(config, false));
         let mut providers = crate::provider::builtin::builtin();
@@ -196,7 +198,7 @@ pub(crate) fn state_view(req: &ValidateRequest, state: &cairn_state::Snapshot) -
         .collect();
     let mut providers = crate::provider::builtin::builtin();
     let mut sources = BTreeMap::new();
-    if let (Some(config), _) = crate::config::load(&req.dir) {
+    if let (Some(config), _) = crate::config::load_with(&req.dir, &req.inputs) {
         sources = config.package_sources();
         let (plugins, _) = crate::provider::plugin::attach::plugins(
             &config,

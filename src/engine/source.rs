@@ -49,10 +49,14 @@ pub(super) fn load_with(
     saved: Option<&BTreeMap<String, Value>>,
     lenient: bool,
 ) -> Result<Loaded, Report<()>> {
+    // Early evaluation (module sources, backend, required_providers) reads the same inputs
+    // as the run; a saved plan's values when applying one.
+    let mut inputs = early_inputs(opts);
+    inputs.given = saved.cloned();
     let (config, mut diags) = timed("load configuration", || match &opts.only_file {
-        _ if lenient => crate::config::load_lenient(&opts.dir, opts.only_file.as_deref()),
-        Some(f) => crate::config::load_file(&opts.dir, f),
-        None => crate::config::load(&opts.dir),
+        _ if lenient => crate::config::load_lenient(&opts.dir, opts.only_file.as_deref(), &inputs),
+        Some(f) => crate::config::load_file(&opts.dir, f, &inputs),
+        None => crate::config::load_with(&opts.dir, &inputs),
     });
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
@@ -172,6 +176,11 @@ pub(super) fn load_with(
         registry,
         diags,
     })
+}
+
+/// What early evaluation reads for a run: its `-var`s, environment, directory, workspace.
+pub(crate) fn early_inputs(opts: &Options) -> crate::config::EarlyInputs {
+    crate::config::EarlyInputs::new(&opts.vars, &opts.env, &opts.dir, opts.workspace.as_deref())
 }
 
 /// Opens the state to read it; no state yet reads as an empty one. The store is returned so

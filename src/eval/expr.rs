@@ -121,7 +121,7 @@ impl Scope for TemplateScope<'_> {
     }
 }
 
-fn describe(s: &Subject) -> String {
+pub(crate) fn describe(s: &Subject) -> String {
     match s {
         Subject::Var(n) => format!("var.{n}"),
         Subject::Local(n) => format!("local.{n}"),

@@ -33,6 +33,11 @@ mod ephemeral;
 #[path = "cli_language_28.rs"]
 mod language_28;
 
+/// Issue 28's early evaluation: variables and locals in module sources, required_providers
+/// and the backend block; the backend `init` recorded checked at every command.
+#[path = "cli_early.rs"]
+mod early;
+
 /// Issue 33: Terraform Stacks' configuration language (`cairn stack validate`).
 #[path = "cli_stacks.rs"]
 mod stacks;

@@ -259,7 +259,11 @@ fn no_secret_reaches_the_sled_store_or_a_saved_plan() {
     ));
     let (code, _, err) = c.run(&["state", "list"]);
     assert_ne!(code, 0);
-    assert!(err.contains("variables and local values"), "{err}");
+    assert!(err.contains("Dynamic value in static context"), "{err}");
+    assert!(
+        err.contains("Unable to use terraform_data.s0 in static context"),
+        "{err}"
+    );
 }
 
 impl Copy {

@@ -895,4 +895,32 @@ fn init_installs_modules_from_a_registry_git_and_archives() {
         err.contains("Cairn does not download s3 module sources"),
         "{err}"
     );
+
+    // Early evaluation (OpenTofu 1.8): the registry source from a local, the version from a
+    // variable, at init and at every later command.
+    std::fs::write(
+        dir.path().join("main.tf"),
+        format!(
+            "variable \"net_version\" {{\n  type    = string\n  default = \"1.0.0\"\n}}\n\
+             locals {{\n  registry = \"{host}\"\n}}\n\
+             module \"net\" {{\n  source  = \"${{local.registry}}/acme/net/aws\"\n  version = var.net_version\n}}\n\
+             output \"net\" {{\n  value = module.net.version\n}}\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = sb.cairn(dir.path(), &["init", "-var", "net_version=1.1.0"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("Downloading {host}/acme/net/aws 1.1.0 for net...")),
+        "{out}"
+    );
+    let (code, _, err) = sb.cairn(dir.path(), &["plan"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Module version requirements have changed"),
+        "{err}"
+    );
+    let (code, out, err) = sb.cairn(dir.path(), &["plan", "-var", "net_version=1.1.0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"1.1.0\""), "{out}");
 }

@@ -670,3 +670,76 @@ fn deleted_reordered_or_duplicated_rows_are_damage_never_a_shorter_state() {
     let out = a.ok(&["plan"]);
     assert!(out.contains("No changes."), "{out}");
 }
+
+/// Early evaluation (OpenTofu 1.8) in the backend block: the connection string from a
+/// sensitive variable and the schema from a local value over another variable, at `init`
+/// and at every command; another `-var` later is "Backend configuration changed" until
+/// `init -migrate-state` moves the state; the password is never printed nor recorded in
+/// the digest `init` keeps.
+#[test]
+fn backend_conn_str_and_schema_from_variables() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let (s1, s2) = (pgserver::schema("early1"), pgserver::schema("early2"));
+    let sim = tempfile::tempdir().unwrap();
+    let tf = format!(
+        "variable \"pg_conn\" {{\n  type      = string\n  sensitive = true\n}}\n\n\
+         variable \"team\" {{\n  type = string\n}}\n\n\
+         locals {{\n  schema = \"${{var.team}}\"\n}}\n\n\
+         terraform {{\n  backend \"pg\" {{\n    conn_str    = var.pg_conn\n    schema_name = local.schema\n  }}\n}}\n\n{}",
+        config(None, 2)
+    );
+    let a = Copy::new(sim.path(), &tf);
+    let conn = server.conn_str();
+    let var_conn = format!("pg_conn={conn}");
+    let (t1, t2) = (format!("team={s1}"), format!("team={s2}"));
+    // A variable the backend needs and init was not given: named, with how to give it.
+    let (code, out, err) = a.run(&["init", "-var", &t1]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("No value for required variable"), "{err}");
+    assert!(err.contains("\"pg_conn\" is not set"), "{err}");
+    assert!(err.contains("on main.tf:16:19"), "{err}");
+    let out = a.ok(&["init", "-var", &var_conn, "-var", &t1]);
+    assert!(out.contains(&format!("schema {s1}")), "{out}");
+    let out = a.ok(&["apply", "-auto-approve", "-var", &var_conn, "-var", &t1]);
+    assert!(out.contains("2 added"), "{out}");
+    // The state is in the schema the variable named.
+    let rows = server
+        .psql(&format!("SELECT count(*) FROM \"{s1}\".cairn_events"))
+        .unwrap();
+    assert!(rows.trim() != "0", "{rows}");
+    // Another value at a later command: refused, naming the block and what to run.
+    let (code, out, err) = a.run(&["plan", "-var", &var_conn, "-var", &t2]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("Backend configuration changed"), "{err}");
+    assert!(err.contains("on main.tf:15:3"), "{err}");
+    assert!(err.contains("cairn init -reconfigure"), "{err}");
+    // init with it: the state has events, so it must be told to move them.
+    let (code, _, err) = a.run(&["init", "-var", &var_conn, "-var", &t2]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cairn init -migrate-state"), "{err}");
+    let out = a.ok(&["init", "-migrate-state", "-var", &var_conn, "-var", &t2]);
+    assert!(
+        out.contains("verified (event count and checksum chain"),
+        "{out}"
+    );
+    let out = a.ok(&["plan", "-var", &var_conn, "-var", &t2]);
+    assert!(out.contains("No changes."), "{out}");
+    // TF_VAR_* count as well.
+    let mut b = Copy::new(sim.path(), &tf);
+    b.env.push(("TF_VAR_pg_conn".into(), conn.clone()));
+    b.env.push(("TF_VAR_team".into(), s2.clone()));
+    b.ok(&["init"]);
+    assert!(b.ok(&["plan"]).contains("No changes."));
+    // The secret is nowhere a user sees, nor in the digest.
+    let digest =
+        std::fs::read_to_string(a.dir.path().join(".cairn/backend-config.digest")).unwrap();
+    assert!(!digest.contains(pgserver::PASSWORD), "{digest}");
+    assert!(!digest.contains(&s2), "{digest}");
+    for args in [&["history", "-json"][..], &["log"], &["state", "list"]] {
+        let (_, out, err) = b.run(args);
+        assert!(!out.contains(pgserver::PASSWORD), "{args:?}: {out}");
+        assert!(!err.contains(pgserver::PASSWORD), "{args:?}: {err}");
+    }
+}

@@ -1,6 +1,6 @@
 //! A module's interface: `variable`, `locals` and `output` blocks, and `module` calls.
 
-use crate::config::load::Loader;
+use crate::config::load::{Loader, Pending};
 use crate::config::*;
 use crate::diag::FileId;
 use crate::eval::expr::convert;
@@ -226,28 +226,23 @@ impl Loader {
         let span = self.header(file, b);
         let parts = self.parts(file, &b.body, None, Some(&[]));
         let source_attr = self.required(file, b, &parts, "source");
-        let source = source_attr.and_then(|a| self.const_string(file, a));
+        // A source that refers to variables or locals is evaluated early, once the module's
+        // files are all decoded (`Loader::pending`).
+        let mut pending = Vec::new();
+        let source = source_attr.and_then(|a| match is_early(&a.value) {
+            true => {
+                pending.push(Pending::Source {
+                    call: name.clone(),
+                    expr: a.value.clone(),
+                    file,
+                });
+                Some(String::new())
+            }
+            false => self.const_string(file, a),
+        });
         let source_span = source_attr
             .map(|a| self.span(file, &a.value))
             .unwrap_or(span);
-        let is_local =
-            |s: &str| s.starts_with("./") || s.starts_with("../") || s == "." || s == "..";
-        if let Some(v) = parts
-            .attrs
-            .get("version")
-            .filter(|_| source.as_deref().is_some_and(is_local))
-        {
-            let sp = self.span(file, &v.key);
-            self.err(
-                sp,
-                "Invalid registry module source address",
-                format!(
-                    "Cannot apply a version constraint to module {} because it has a local \
-                     source: local modules have no versions.",
-                    quote(&name)
-                ),
-            );
-        }
         let count = parts.attrs.get("count").map(|a| a.value.clone());
         let for_each = parts.attrs.get("for_each").map(|a| a.value.clone());
         if let (Some(_), Some(fe)) = (&count, parts.attrs.get("for_each")) {
@@ -338,22 +333,60 @@ impl Loader {
         let version = parts
             .attrs
             .get("version")
-            .and_then(|a| self.const_string(file, a));
-        m.calls.insert(
-            name.clone(),
-            ModuleCall {
-                name,
-                source,
-                source_span,
-                version,
-                count,
-                for_each,
-                providers,
-                depends_on,
-                inputs,
-                file,
-                span,
-            },
-        );
+            .and_then(|a| match is_early(&a.value) {
+                true => {
+                    pending.push(Pending::Version {
+                        call: name.clone(),
+                        expr: a.value.clone(),
+                        file,
+                    });
+                    None
+                }
+                false => self.const_string(file, a),
+            });
+        let version_span = parts.attrs.get("version").map(|a| self.span(file, &a.key));
+        let call = ModuleCall {
+            name: name.clone(),
+            source,
+            source_span,
+            version,
+            version_span,
+            count,
+            for_each,
+            providers,
+            depends_on,
+            inputs,
+            file,
+            span,
+        };
+        self.check_local_version(&call);
+        m.calls.insert(name, call);
+        self.pending.extend(pending);
     }
+
+    /// A version constraint on a module with a local source is an error (local modules have
+    /// no versions).
+    pub(in crate::config) fn check_local_version(&mut self, call: &ModuleCall) {
+        let s = call.source.as_str();
+        let local = s.starts_with("./") || s.starts_with("../") || s == "." || s == "..";
+        if let (true, Some(_), Some(sp)) = (local, &call.version, call.version_span) {
+            self.err(
+                sp,
+                "Invalid registry module source address",
+                format!(
+                    "Cannot apply a version constraint to module {} because it has a local \
+                     source: local modules have no versions.",
+                    quote(&call.name)
+                ),
+            );
+        }
+    }
+}
+
+/// Whether an argument that must be known at load time is not a constant (it has references
+/// to variables, locals, …, or a value known only during the run): then it is evaluated
+/// early (`config::early`), which says what it may use.
+pub(in crate::config) fn is_early(e: &Expression) -> bool {
+    !crate::eval::references(e).is_empty()
+        || !matches!(const_value(e, FileId(0)), Ok(v) if v.is_wholly_known())
 }

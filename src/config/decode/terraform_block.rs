@@ -1,7 +1,8 @@
 //! `terraform` blocks (required providers, backend) and `provider` blocks.
 
+use super::module::is_early;
 use super::valid_name;
-use crate::config::load::Loader;
+use crate::config::load::{Early, Loader, Pending};
 use crate::config::*;
 use crate::diag::{FileId, Span};
 use crate::eval::type_constraints::const_value;
@@ -139,8 +140,17 @@ impl Loader {
         let blocks: &[&str] = if kind == "s3" { &["endpoints"] } else { &[] };
         let parts = self.parts(file, &b.body, Some(allowed.as_slice()), Some(blocks));
         let mut args = BTreeMap::new();
+        let mut pending = Vec::new();
         for (name, a) in parts.attrs {
-            if name.starts_with("shared_") && name.ends_with("_files") {
+            let list = name.starts_with("shared_") && name.ends_with("_files");
+            if is_early(&a.value) {
+                pending.push(Pending::Backend {
+                    arg: name,
+                    list,
+                    expr: a.value.clone(),
+                    file,
+                });
+            } else if list {
                 // A list of paths, kept as JSON for the backend.
                 let ty = crate::value::Type::List(Box::new(crate::value::Type::String));
                 if let Some(v) = self.const_of(file, a, &ty) {
@@ -165,7 +175,14 @@ impl Loader {
                 Some(&[]),
             );
             if let Some(a) = ep.attrs.get("s3") {
-                if let Some(v) = self.const_string(file, a) {
+                if is_early(&a.value) {
+                    pending.push(Pending::Backend {
+                        arg: "endpoints.s3".into(),
+                        list: false,
+                        expr: a.value.clone(),
+                        file,
+                    });
+                } else if let Some(v) = self.const_string(file, a) {
                     args.insert("endpoints.s3".to_string(), v);
                 }
             }
@@ -181,6 +198,7 @@ impl Loader {
             return;
         }
         m.backend = Some(crate::config::BackendBlock { kind, args, span });
+        self.pending.extend(pending);
     }
 
     pub(in crate::config) fn required_providers(
@@ -207,7 +225,7 @@ impl Loader {
                 );
                 continue;
             }
-            let (mut source, mut version) = (None, None);
+            let (mut source, mut version) = (Early::Absent, Early::Absent);
             let (mut source_span, mut version_span) = (span, span);
             match &a.value {
                 Expression::Object(o) => {
@@ -233,7 +251,9 @@ impl Loader {
                         let text = match const_value(v.expr(), file)
                             .map(|v| v.as_str().map(str::to_string))
                         {
-                            Ok(Some(t)) => Some(t),
+                            // Variables and locals: evaluated early (`Loader::pending`).
+                            _ if is_early(v.expr()) => Early::Expr(v.expr().clone()),
+                            Ok(Some(t)) => Early::Const(t),
                             Ok(None) => {
                                 let sp = self.span(file, v.expr());
                                 self.err(
@@ -241,11 +261,11 @@ impl Loader {
                                     "Invalid required_providers object",
                                     format!("The {key} must be a string."),
                                 );
-                                None
+                                Early::Absent
                             }
                             Err(d) => {
                                 self.diags.push(d);
-                                None
+                                Early::Absent
                             }
                         };
                         let value_span = self.span(file, v.expr());
@@ -272,7 +292,7 @@ impl Loader {
                 }
                 other => match const_value(other, file) {
                     Ok(v) if v.as_str().is_some() => {
-                        version = v.as_str().map(str::to_string);
+                        version = Early::Const(v.as_str().unwrap_or_default().to_string());
                         version_span = self.span(file, other);
                     }
                     _ => {
@@ -287,6 +307,44 @@ impl Loader {
                     }
                 },
             }
+            let early = |e: &Early| matches!(e, Early::Expr(_));
+            if early(&source) || early(&version) {
+                self.pending.push(Pending::Provider {
+                    name,
+                    source,
+                    version,
+                    source_span,
+                    version_span,
+                    span,
+                    file,
+                });
+                continue;
+            }
+            let text = |e: Early| match e {
+                Early::Const(s) => Some(s),
+                _ => None,
+            };
+            self.insert_required_provider(
+                m,
+                name,
+                (text(source), source_span),
+                (text(version), version_span),
+                span,
+            );
+        }
+    }
+
+    /// A `required_providers` entry with its source and version known (constants, or
+    /// evaluated early): parsed and recorded.
+    pub(in crate::config) fn insert_required_provider(
+        &mut self,
+        m: &mut Module,
+        name: String,
+        (source, source_span): (Option<String>, Span),
+        (version, version_span): (Option<String>, Span),
+        span: Span,
+    ) {
+        {
             let addr = match &source {
                 None => crate::addr::provider_source::SourceAddr::implied(&name),
                 Some(s) => match crate::addr::provider_source::SourceAddr::parse(s) {

@@ -74,7 +74,12 @@ pub(crate) struct Outcome {
 }
 
 /// Installs every remote module the configuration in `root` calls (see the module docs).
-pub(crate) fn install(root: &Path, cli: &CliConfig, upgrade: bool) -> Outcome {
+pub(crate) fn install(
+    root: &Path,
+    cli: &CliConfig,
+    upgrade: bool,
+    inputs: &crate::config::EarlyInputs,
+) -> Outcome {
     let mut out = Outcome {
         lines: Vec::new(),
         keyed: Vec::new(),
@@ -92,12 +97,13 @@ pub(crate) fn install(root: &Path, cli: &CliConfig, upgrade: bool) -> Outcome {
     };
     // Each round loads the tree as installed so far: a downloaded module's calls appear.
     for _ in 0..32 {
-        let (config, _) = crate::config::load(root);
+        let (config, _) = crate::config::load_with(root, inputs);
         let Some(config) = config else { break };
         let mut wanted = Vec::new();
         for m in config.modules() {
             let prefix: Vec<&str> = m.path.0.iter().map(|s| s.name.as_str()).collect();
-            for call in m.calls.values() {
+            // A source that early evaluation could not give is the loader's error.
+            for call in m.calls.values().filter(|c| !c.source.is_empty()) {
                 let key = prefix
                     .iter()
                     .copied()
