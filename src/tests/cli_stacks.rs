@@ -332,3 +332,360 @@ fn a_directory_without_component_files_is_not_a_stack() {
     );
     assert!(err.contains("NAME.tfcomponent.hcl"), "{err}");
 }
+
+// ---- Running a stack: `stack init | plan | apply | destroy | show | output` ----
+
+const NET_TF: &str = r#"terraform {
+  required_providers {
+    sim = { source = "hashicorp/sim" }
+  }
+}
+variable "name" {
+  type = string
+}
+resource "sim_thing" "net" {
+  name  = var.name
+  value = "net"
+}
+output "id" {
+  value = sim_thing.net.id
+}
+output "name" {
+  value = var.name
+}
+"#;
+
+const APP_TF: &str = r#"terraform {
+  required_providers {
+    sim = { source = "hashicorp/sim" }
+  }
+}
+variable "net_id" {
+  type = string
+}
+variable "label" {
+  type = string
+}
+resource "sim_thing" "app" {
+  name  = var.label
+  value = var.net_id
+}
+output "out" {
+  value = sim_thing.app.out
+}
+"#;
+
+const RUN_COMPONENTS: &str = r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+
+variable "prefix" {
+  type = string
+}
+
+variable "regions" {
+  type = set(string)
+}
+
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+
+provider "sim" "regional" {
+  for_each = var.regions
+  config {
+    region = each.value
+  }
+}
+
+component "net" {
+  source    = "./modules/net"
+  inputs    = { name = "${var.prefix}-net" }
+  providers = { sim = provider.sim.main }
+}
+
+component "app" {
+  source   = "./modules/app"
+  for_each = provider.sim.regional
+  inputs = {
+    net_id = component.net.id
+    label  = "${var.prefix}-app-${each.key}"
+  }
+  providers = { sim = each.value }
+}
+
+output "net_id" {
+  type  = string
+  value = component.net.id
+}
+
+output "apps" {
+  type  = map(string)
+  value = { for k, a in component.app : k => a.out }
+}
+"#;
+
+const RUN_DEPLOYMENTS: &str = r#"deployment "dev" {
+  inputs = {
+    prefix  = "dev"
+    regions = ["eu"]
+  }
+}
+
+deployment "prod" {
+  inputs = {
+    prefix  = "prod"
+    regions = ["eu", "us"]
+  }
+}
+"#;
+
+fn run_stack() -> tempfile::TempDir {
+    project(&[
+        ("stack.tfcomponent.hcl", RUN_COMPONENTS),
+        ("deploy.tfdeploy.hcl", RUN_DEPLOYMENTS),
+        ("modules/net/main.tf", NET_TF),
+        ("modules/app/main.tf", APP_TF),
+    ])
+}
+
+/// Runs cairn with the sim provider's store in the project.
+fn sim(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let store = dir.join("sim-store");
+    cairn_env(dir, args, &[("SIM_STORE", store.to_str().unwrap())])
+}
+
+/// The sim objects of a region: (name, value) of each.
+fn things(dir: &Path, region: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir.join("sim-store/things").join(region)) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
+        out.push((
+            j["name"].as_str().unwrap().to_string(),
+            j["value"].as_str().unwrap_or_default().to_string(),
+        ));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_stack_applies_in_rounds_until_its_deferred_components_converge() {
+    let dir = run_stack();
+    let d = dir.path();
+    let (code, out, err) = sim(d, &["stack", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("- component.net: ./modules/net in modules/net"),
+        "{out}"
+    );
+    assert!(out.contains("- Backend: local"), "{out}");
+
+    // The plan: net is planned, app waits for net's id, in both deployments.
+    let (code, out, err) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("Deployment \"dev\""), "{out}");
+    assert!(out.contains("Deployment \"prod\""), "{out}");
+    assert!(
+        out.contains("component.app[\"us\"]: deferred: inputs.net_id is not known until component.net is applied."),
+        "{out}"
+    );
+    assert!(
+        out.contains("component.net: 1 to add, 0 to change, 0 to destroy."),
+        "{out}"
+    );
+    assert!(out.contains("+ name  = \"prod-net\""), "{out}");
+    assert!(
+        out.contains("Stack plan: 2 to add, 0 to change, 0 to destroy in 2 component instances; 0 unchanged; 3 deferred."),
+        "{out}"
+    );
+    // Nothing was written by the plan.
+    assert!(things(d, "main").is_empty());
+
+    // -json: each instance's status and the totals.
+    let (code, out, err) = sim(d, &["stack", "plan", "-json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["totals"]["deferred"], 3, "{out}");
+    let prod = doc["deployments"]["prod"].as_array().unwrap();
+    assert_eq!(prod[0]["address"], "component.net", "{out}");
+    assert_eq!(prod[0]["status"], "planned", "{out}");
+    assert_eq!(
+        prod[0]["resource_changes"][0]["address"], "sim_thing.net",
+        "{out}"
+    );
+    assert_eq!(prod[1]["status"], "deferred", "{out}");
+
+    // Apply: round 1 applies net, round 2 the apps with net's id, round 3 finds nothing.
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve", "-parallelism=3"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r2 = out.find("Round 2").expect("a second round");
+    let r3 = out.find("Round 3").expect("a third round");
+    assert!(
+        out[..r2].contains("component.net (prod): Apply complete! Resources: 1 added"),
+        "{out}"
+    );
+    assert!(
+        out[r2..r3].contains("component.app[\"us\"] (prod): Apply complete! Resources: 1 added"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Stack apply complete! Resources: 5 added, 0 changed, 0 destroyed, in 3 rounds."
+        ),
+        "{out}"
+    );
+    assert!(out.contains("net_id = \"prod-net-1\""), "{out}");
+
+    // Each deployment got its own inputs; each app got its deployment's net id.
+    assert_eq!(
+        things(d, "main"),
+        vec![
+            ("dev-net".to_string(), "net".to_string()),
+            ("prod-net".to_string(), "net".to_string())
+        ]
+    );
+    assert_eq!(
+        things(d, "us"),
+        vec![("prod-app-us".into(), "prod-net-1".into())]
+    );
+    assert_eq!(
+        things(d, "eu"),
+        vec![
+            ("dev-app-eu".into(), "dev-net-1".into()),
+            ("prod-app-eu".into(), "prod-net-1".into())
+        ]
+    );
+    // Every component instance is a state of its own.
+    for w in [
+        "dev.net",
+        "dev.app.eu",
+        "prod.net",
+        "prod.app.eu",
+        "prod.app.us",
+    ] {
+        assert!(
+            d.join(".cairn/workspaces").join(w).join("log").is_dir(),
+            "{w}"
+        );
+    }
+
+    // A second plan has nothing to do.
+    let (code, out, err) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Stack plan: 0 to add, 0 to change, 0 to destroy in 0 component instances; 5 unchanged."),
+        "{out}"
+    );
+
+    // Outputs per deployment.
+    let (code, out, _) = sim(d, &["stack", "output", "-deployment=prod", "net_id"]);
+    assert_eq!((code, out.as_str()), (0, "prod-net-1\n"));
+    let (code, out, _) = sim(d, &["stack", "output", "-deployment=dev", "-json"]);
+    assert_eq!(code, 0, "{out}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["apps"]["value"]["eu"], "dev-app-eu/dev-net-1", "{out}");
+    let (code, _, err) = sim(d, &["stack", "output", "-deployment=dev", "nope"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Output not found"), "{err}");
+
+    // show: each instance, its resources and outputs.
+    let (code, out, _) = sim(d, &["stack", "show", "-deployment=prod"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("component.app[\"us\"] (1 resource instance"),
+        "{out}"
+    );
+    assert!(out.contains("  sim_thing.app"), "{out}");
+    assert!(out.contains("  output id = \"prod-net-1\""), "{out}");
+    assert!(!out.contains("Deployment \"dev\""), "{out}");
+
+    // destroy: apps before net, everything gone.
+    let (code, out, err) = sim(d, &["stack", "destroy", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Stack destroy complete! Resources: 0 added, 0 changed, 5 destroyed"),
+        "{out}"
+    );
+    assert!(things(d, "main").is_empty() && things(d, "eu").is_empty());
+    let (_, out, _) = sim(d, &["stack", "show"]);
+    assert!(out.contains("The stack has no state yet"), "{out}");
+}
+
+#[test]
+fn removed_blocks_and_removed_keys_destroy_their_component_instances() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(things(d, "us").len(), 1);
+
+    // A key gone from the for_each: that instance is destroyed, the others stay.
+    let fewer = RUN_DEPLOYMENTS.replace(r#"["eu", "us"]"#, r#"["eu"]"#);
+    std::fs::write(d.join("deploy.tfdeploy.hcl"), fewer).unwrap();
+    let (code, out, err) = sim(d, &["stack", "plan", "-deployment=prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("component.app[\"us\"] (removed): 0 to add, 0 to change, 1 to destroy."),
+        "{out}"
+    );
+    assert!(!out.contains("Deployment \"dev\""), "{out}");
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(things(d, "us").is_empty());
+    assert_eq!(things(d, "eu").len(), 2);
+
+    // A component block deleted without a removed block: refused, nothing destroyed.
+    let without_app = {
+        let i = RUN_COMPONENTS.find("component \"app\"").unwrap();
+        let j = RUN_COMPONENTS.find("output \"net_id\"").unwrap();
+        let k = RUN_COMPONENTS.find("output \"apps\"").unwrap();
+        format!("{}{}", &RUN_COMPONENTS[..i], &RUN_COMPONENTS[j..k])
+    };
+    std::fs::write(d.join("stack.tfcomponent.hcl"), &without_app).unwrap();
+    let (code, _, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Unclaimed component instance"), "{err}");
+    assert!(err.contains("add a removed block"), "{err}");
+
+    // With a removed block: its instances are destroyed in every deployment.
+    let removed = format!(
+        "{without_app}\nremoved {{\n  from   = component.app\n  source = \"./modules/app\"\n}}\n"
+    );
+    std::fs::write(d.join("stack.tfcomponent.hcl"), removed).unwrap();
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("component.app[\"eu\"] (removed): 0 to add, 0 to change, 1 to destroy."),
+        "{out}"
+    );
+    assert!(
+        out.contains("Resources: 0 added, 0 changed, 2 destroyed"),
+        "{out}"
+    );
+    assert!(things(d, "eu").is_empty());
+    assert_eq!(things(d, "main").len(), 2);
+    let (code, out, _) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn stack_apply_without_a_terminal_asks_for_auto_approve() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, _, err) = sim(d, &["stack", "apply"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("-auto-approve"), "{err}");
+    assert!(things(d, "main").is_empty());
+    let (code, _, err) = sim(d, &["stack", "plan", "-deployment=qa"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no deployment named \"qa\""), "{err}");
+}
