@@ -349,10 +349,16 @@ pub struct StackPlanArgs {
     /// Exit 0 with no changes, 1 on error, 2 with changes (or deferred components).
     #[arg(long)]
     pub detailed_exitcode: bool,
+    /// Save the round's plans to FILE, for `cairn stack apply FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct StackApplyArgs {
+    /// A stack plan saved with `stack plan -out=FILE` (applied without asking).
+    #[arg(value_name = "FILE")]
+    pub plan_file: Option<PathBuf>,
     #[command(flatten)]
     pub run: StackRunArgs,
     /// Skip the `yes` confirmation of each round.

@@ -409,11 +409,22 @@ fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
         Ok(r) => r,
         Err(d) => return ctx.fail(d, no_color),
     };
-    let failed = round.diags.has_errors()
+    let mut failed = round.diags.has_errors()
         || round
             .results
             .iter()
             .any(|r| matches!(r.outcome, Outcome::Failed));
+    let saved = match (&a.out, failed) {
+        (Some(path), false) => match engine_stack::save_round(&round, path) {
+            Ok(n) => Some((path, n)),
+            Err(d) => {
+                ctx.fail(d, no_color);
+                failed = true;
+                None
+            }
+        },
+        _ => None,
+    };
     let t = if a.run.ui.json {
         let mut t = Totals::default();
         for r in &round.results {
@@ -452,6 +463,14 @@ fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
         if t.deferred > 0 {
             ctx.out("Deferred component instances are planned by `cairn stack apply` once the components they wait for are applied.\n");
         }
+        if let Some((path, n)) = saved {
+            ctx.out(&format!(
+                "\nSaved the plans of {n} component instance{} to {}. To apply them, run:\n  cairn stack apply {}\n",
+                if n == 1 { "" } else { "s" },
+                path.display(),
+                path.display()
+            ));
+        }
         t
     };
     if failed {
@@ -488,6 +507,18 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         Err(d) => return ctx.fail(d, no_color),
     };
     let (color, _) = ctx.colors(no_color);
+    if let Some(path) = &a.plan_file {
+        if destroy {
+            return ctx.fail(
+                Diagnostic::error(
+                    "Unexpected argument",
+                    "stack destroy takes no plan file: save a destroy plan with `cairn stack plan -destroy -out=FILE` and apply it with `cairn stack apply FILE`.",
+                ),
+                no_color,
+            );
+        }
+        return apply_saved(ctx, &rt, &stack, &req, path, no_color);
+    }
     let mut applied = Totals::default();
     let mut rounds = 0;
     let stdin = std::io::stdin();
@@ -558,35 +589,7 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
             Ok(r) => r,
             Err(d) => return ctx.fail(d, no_color),
         };
-        let mut errors = false;
-        for r in &results {
-            match &r.outcome {
-                Outcome::Applied(x) => {
-                    applied.add += x.summary.added as usize;
-                    applied.change += x.summary.changed as usize;
-                    applied.destroy += x.summary.destroyed as usize;
-                    ctx.out(&format!(
-                        "{} ({}): Apply complete! Resources: {} added, {} changed, {} destroyed.\n",
-                        r.id.address(),
-                        r.id.deployment,
-                        x.summary.added,
-                        x.summary.changed,
-                        x.summary.destroyed
-                    ));
-                }
-                _ => {
-                    errors = true;
-                    let empty = SourceMap::new();
-                    let map = r.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
-                    ctx.out(&format!(
-                        "{} ({}): apply failed.\n",
-                        r.id.address(),
-                        r.id.deployment
-                    ));
-                    ctx.report(map, &r.diags, no_color);
-                }
-            }
-        }
+        let errors = !report_applied(ctx, &results, &mut applied, no_color);
         if errors {
             ctx.err(&format!(
                 "\n{command} stopped in round {rounds}: fix the errors above and run it again.\n"
@@ -628,6 +631,84 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
     if !destroy {
         print_outputs(ctx, &stack, &req, no_color);
     }
+    Exit::Ok
+}
+
+/// Applies the results of a round's approval; says whether all succeeded, and adds them up.
+fn report_applied(
+    ctx: &Context,
+    results: &[InstanceResult],
+    applied: &mut Totals,
+    no_color: bool,
+) -> bool {
+    let mut ok = true;
+    for r in results {
+        match &r.outcome {
+            Outcome::Applied(x) => {
+                applied.add += x.summary.added as usize;
+                applied.change += x.summary.changed as usize;
+                applied.destroy += x.summary.destroyed as usize;
+                ctx.out(&format!(
+                    "{} ({}): Apply complete! Resources: {} added, {} changed, {} destroyed.\n",
+                    r.id.address(),
+                    r.id.deployment,
+                    x.summary.added,
+                    x.summary.changed,
+                    x.summary.destroyed
+                ));
+            }
+            _ => {
+                ok = false;
+                let empty = SourceMap::new();
+                let map = r.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+                ctx.out(&format!(
+                    "{} ({}): apply failed.\n",
+                    r.id.address(),
+                    r.id.deployment
+                ));
+                ctx.report(map, &r.diags, no_color);
+            }
+        }
+    }
+    ok
+}
+
+/// `stack apply FILE`: the saved plans, each checked against its state, applied without
+/// asking (as `apply FILE`), in dependency order.
+fn apply_saved(
+    ctx: &Context,
+    rt: &EngineRuntime,
+    stack: &engine_stack::Stack,
+    req: &StackRequest,
+    path: &std::path::Path,
+    no_color: bool,
+) -> Exit {
+    let round = match rt.run(engine_stack::apply_saved(req, path)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let t = present_round(ctx, stack, &round, no_color);
+    if round.diags.has_errors() || t.failed > 0 {
+        round.decline();
+        ctx.err("\nThe saved stack plan was not applied: fix the errors above (a stale plan: run `cairn stack plan -out=FILE` again).\n");
+        return Exit::Error;
+    }
+    let mut applied = Totals::default();
+    let results = match rt.run(round.approve(req.parallelism)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    if !report_applied(ctx, &results, &mut applied, no_color) {
+        return Exit::Error;
+    }
+    let (color, _) = ctx.colors(no_color);
+    ctx.out(&format!(
+        "\n{} Resources: {} added, {} changed, {} destroyed.\nComponents the plan deferred are planned by the next `cairn stack plan` or `cairn stack apply`.\n",
+        green_bold("Saved stack plan applied!", color),
+        applied.add,
+        applied.change,
+        applied.destroy
+    ));
     Exit::Ok
 }
 

@@ -179,6 +179,17 @@ pub struct InstanceResult {
     pub diags: Diagnostics,
     /// The component's configuration (its sources, for the diagnostics).
     pub config: Option<Arc<Config>>,
+    /// What applying its plan again needs (a plan made by `stack plan`, for `-out`).
+    replay: Option<Replay>,
+}
+
+/// What a saved stack plan keeps of an instance besides its plan: where its module is, its
+/// provider blocks and its dependency level.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct Replay {
+    dir: PathBuf,
+    providers: Vec<(String, Option<String>, String)>,
+    level: usize,
 }
 
 /// A round of a stack run: every instance's plan (or deferral), and the applies waiting for
@@ -249,6 +260,7 @@ impl Round {
                     id,
                     diags: report.diags,
                     config: report.config,
+                    replay: None,
                 });
             }
         }
@@ -283,6 +295,7 @@ async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> J
                 outcome: Outcome::Failed,
                 diags: d.into(),
                 config: None,
+                replay: None,
             }))
         }
     };
@@ -294,6 +307,11 @@ async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> J
     opts.workspace = None;
     let observer: Arc<dyn Observer> = Arc::new(Silent);
     if !apply {
+        let replay = Replay {
+            dir: opts.dir.clone(),
+            providers: opts.test_providers.clone(),
+            level: job.level,
+        };
         let report = api::plan(&opts, job.mode, observer).await;
         let failed = report.diags.has_errors();
         return JobDone::Result(Box::new(InstanceResult {
@@ -305,6 +323,7 @@ async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> J
             },
             diags: report.diags,
             config: report.config,
+            replay: Some(replay),
         }));
     }
     match api::apply_start(&opts, job.mode, None, observer).await {
@@ -319,6 +338,7 @@ async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> J
                 },
                 diags: report.diags,
                 config: report.config,
+                replay: None,
             }))
         }
         ApplyStart::Ask(p) => {
@@ -1236,6 +1256,7 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
                         outcome: Outcome::Deferred(why),
                         diags: Diagnostics::new(),
                         config: None,
+                        replay: None,
                     });
                 }
                 if failed {
@@ -1305,6 +1326,7 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
                     outcome: Outcome::Planned(plan),
                     diags: Diagnostics::new(),
                     config: None,
+                    replay: None,
                 });
                 if removed {
                     continue;
@@ -1351,6 +1373,173 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
     round.results.sort_by(|a, b| {
         (&a.id.deployment, level(&a.id), &a.id).cmp(&(&b.id.deployment, level(&b.id), &b.id))
     });
+    round
+}
+
+/// The version of the saved stack plan format.
+const STACK_PLAN_FORMAT: u64 = 1;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedInstance {
+    deployment: String,
+    component: String,
+    key: Option<String>,
+    removed: bool,
+    replay: Replay,
+    plan: Plan,
+}
+
+/// `stack plan -out=FILE`: the round's plans that change something, each with what applying
+/// it needs (a JSON document, as a saved plan is; deferred instances are not in it). Returns
+/// how many instances it holds.
+pub fn save_round(round: &Round, path: &Path) -> Result<usize, Diagnostic> {
+    let mut instances = Vec::new();
+    for r in &round.results {
+        let (Outcome::Planned(p), Some(replay)) = (&r.outcome, &r.replay) else {
+            continue;
+        };
+        if !p.applyable {
+            continue;
+        }
+        instances.push(SavedInstance {
+            deployment: r.id.deployment.clone(),
+            component: r.id.component.clone(),
+            key: r.id.key.clone(),
+            removed: r.removed,
+            replay: replay.clone(),
+            plan: (**p).clone(),
+        });
+    }
+    let n = instances.len();
+    let doc = serde_json::json!({
+        "cairn_stack_plan_format": STACK_PLAN_FORMAT,
+        "cairn_version": env!("CARGO_PKG_VERSION"),
+        "instances": instances,
+    });
+    let fail = |m: String| Diagnostic::error("Failed to write plan file", m);
+    let text = serde_json::to_string(&doc).map_err(|e| fail(format!("Encoding the plan: {e}.")))?;
+    std::fs::write(path, text).map_err(|e| fail(format!("Writing {}: {e}.", path.display())))?;
+    Ok(n)
+}
+
+/// `stack apply FILE`: each saved instance's plan checked against its state (not stale, the
+/// same configuration and inputs) and held for [`Round::approve`], as `apply FILE` holds one.
+pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
+    let mut round = Round {
+        results: Vec::new(),
+        diags: Diagnostics::new(),
+        pending: Vec::new(),
+        destroy: false,
+    };
+    let bad = |why: String| {
+        Diagnostic::error(
+            "Failed to read plan file",
+            format!("{} {why}", path.display()),
+        )
+    };
+    let doc: serde_json::Value = match std::fs::read(path)
+        .map_err(|e| bad(format!("cannot be read: {e}.")))
+        .and_then(|b| {
+            serde_json::from_slice(&b).map_err(|_| {
+                bad("is not a saved stack plan. Save one with `cairn stack plan -out=FILE`.".into())
+            })
+        }) {
+        Ok(d) => d,
+        Err(d) => {
+            round.diags.push(d);
+            return round;
+        }
+    };
+    if doc.get("cairn_stack_plan_format").and_then(|v| v.as_u64()) != Some(STACK_PLAN_FORMAT) {
+        round.diags.push(bad(
+            "is not a saved stack plan of this Cairn. Save one with `cairn stack plan -out=FILE`."
+                .into(),
+        ));
+        return round;
+    }
+    let instances: Vec<SavedInstance> =
+        match serde_json::from_value(doc.get("instances").cloned().unwrap_or_default()) {
+            Ok(i) => i,
+            Err(e) => {
+                round.diags.push(bad(format!("cannot be decoded: {e}.")));
+                return round;
+            }
+        };
+    round.destroy = instances
+        .iter()
+        .any(|i| i.plan.mode == PlanMode::Destroy && !i.removed);
+    let sem = Arc::new(tokio::sync::Semaphore::new(req.parallelism.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    for i in instances {
+        if req.deployment.as_ref().is_some_and(|d| *d != i.deployment) {
+            continue;
+        }
+        let id = InstanceId {
+            deployment: i.deployment,
+            component: i.component,
+            key: i.key,
+        };
+        let base = req.base.clone();
+        let root = req.state_root.clone();
+        let sem = sem.clone();
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            let state_dir = super::workspaces::ensure_dir(&root, &id.workspace());
+            let state_dir = match state_dir {
+                Ok(d) => d,
+                Err(d) => return (id, i.removed, i.replay.level, Err(Box::new(d))),
+            };
+            let mut opts = base;
+            opts.dir = i.replay.dir;
+            opts.state_dir = state_dir;
+            opts.test_providers = i.replay.providers;
+            opts.workspace = None;
+            let mode = i.plan.mode;
+            let started = api::apply_start(&opts, mode, Some(i.plan), Arc::new(Silent)).await;
+            (id, i.removed, i.replay.level, Ok(started))
+        });
+    }
+    while let Some(joined) = set.join_next().await {
+        let Ok((id, removed, level, started)) = joined else {
+            continue;
+        };
+        match started {
+            Err(d) => round.results.push(InstanceResult {
+                id,
+                removed,
+                outcome: Outcome::Failed,
+                diags: (*d).into(),
+                config: None,
+                replay: None,
+            }),
+            Ok(ApplyStart::Done(report)) => round.results.push(InstanceResult {
+                id,
+                removed,
+                outcome: match report.result {
+                    Some(a) if !report.diags.has_errors() => Outcome::Applied(Box::new(a)),
+                    _ => Outcome::Failed,
+                },
+                diags: report.diags,
+                config: report.config,
+                replay: None,
+            }),
+            Ok(ApplyStart::Ask(p)) => {
+                let plan = Box::new(p.plan().clone());
+                round
+                    .pending
+                    .push((id.clone(), if removed { 0 } else { level }, p));
+                round.results.push(InstanceResult {
+                    id,
+                    removed,
+                    outcome: Outcome::Planned(plan),
+                    diags: Diagnostics::new(),
+                    config: None,
+                    replay: None,
+                });
+            }
+        }
+    }
+    round.results.sort_by(|a, b| a.id.cmp(&b.id));
     round
 }
 

@@ -689,3 +689,43 @@ fn stack_apply_without_a_terminal_asks_for_auto_approve() {
     assert_eq!(code, 1);
     assert!(err.contains("no deployment named \"qa\""), "{err}");
 }
+
+#[test]
+fn a_saved_stack_plan_applies_once_and_a_stale_one_is_refused() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, out, err) = sim(d, &["stack", "plan", "-out=stack.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Saved the plans of 2 component instances to stack.plan."),
+        "{out}"
+    );
+    // Applied without asking (as `apply FILE`), in dependency order: the two nets.
+    let (code, out, err) = sim(d, &["stack", "apply", "stack.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Saved stack plan applied! Resources: 2 added, 0 changed, 0 destroyed."),
+        "{out}"
+    );
+    assert_eq!(things(d, "main").len(), 2);
+    assert!(things(d, "eu").is_empty());
+    // The same file again: its states moved on.
+    let (code, _, err) = sim(d, &["stack", "apply", "stack.plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Saved plan is stale"), "{err}");
+    assert_eq!(things(d, "main").len(), 2);
+    // The deferred apps are planned now that the nets are applied.
+    let (code, out, err) = sim(d, &["stack", "plan", "-out=next.plan", "-deployment=prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("component.app[\"us\"]: 1 to add"), "{out}");
+    let (code, out, err) = sim(d, &["stack", "apply", "next.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        things(d, "us"),
+        vec![("prod-app-us".into(), "prod-net-1".into())]
+    );
+    let (code, _, err) = sim(d, &["stack", "apply", "nope.plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Failed to read plan file"), "{err}");
+}
