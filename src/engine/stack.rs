@@ -1231,16 +1231,48 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
                 dep.started.insert(name.clone());
                 started_any = true;
                 let level = levels.get(name).copied().unwrap_or(0);
-                let ex = expand(
-                    stack,
-                    dname,
-                    name,
-                    level,
-                    &dep.vars,
-                    &dep.values,
-                    &dep.status,
-                    dep.mode,
-                );
+                // A component waits for every component it depends on to be applied: one
+                // deferred (or failed) upstream defers it, `depends_on` alone included.
+                let waiting: Vec<String> = if destroying {
+                    Vec::new()
+                } else {
+                    c.depends_on
+                        .iter()
+                        .filter_map(|x| match dep.status.get(x) {
+                            Some(Status::Deferred) => {
+                                Some(format!("component.{x} (itself deferred)"))
+                            }
+                            Some(Status::Failed) => Some(format!("component.{x} (which failed)")),
+                            _ => None,
+                        })
+                        .collect()
+                };
+                let ex = if waiting.is_empty() {
+                    expand(
+                        stack,
+                        dname,
+                        name,
+                        level,
+                        &dep.vars,
+                        &dep.values,
+                        &dep.status,
+                        dep.mode,
+                    )
+                } else {
+                    Expanded {
+                        jobs: Vec::new(),
+                        deferred: vec![(
+                            InstanceId {
+                                deployment: dname.clone(),
+                                component: name.clone(),
+                                key: None,
+                            },
+                            format!("it depends on {}, not applied yet", waiting.join(" and ")),
+                        )],
+                        diags: Diagnostics::new(),
+                        keys: None,
+                    }
+                };
                 let mut jobs = ex.jobs;
                 if destroying {
                     // Only instances that have a state are destroyed.

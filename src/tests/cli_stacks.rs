@@ -729,3 +729,69 @@ fn a_saved_stack_plan_applies_once_and_a_stale_one_is_refused() {
     assert_eq!(code, 1);
     assert!(err.contains("Failed to read plan file"), "{err}");
 }
+
+#[test]
+fn a_provider_configured_from_a_component_defers_its_users_and_their_dependents() {
+    let components = r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+provider "sim" "dyn" {
+  config {
+    region = component.base.id
+  }
+}
+component "base" {
+  source    = "./m"
+  inputs    = { name = "base" }
+  providers = { sim = provider.sim.main }
+}
+component "onit" {
+  source    = "./m"
+  inputs    = { name = "onit" }
+  providers = { sim = provider.sim.dyn }
+}
+component "after" {
+  source     = "./m"
+  depends_on = [component.onit]
+  inputs     = { name = "after" }
+  providers  = { sim = provider.sim.main }
+}
+"#;
+    let dir = project(&[
+        ("s.tfcomponent.hcl", components),
+        ("d.tfdeploy.hcl", "deployment \"d\" {\n  inputs = {}\n}\n"),
+        ("m/main.tf", NET_TF),
+    ]);
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, out, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("component.onit: deferred: the configuration of provider.sim.dyn is not known until component.base is applied."),
+        "{out}"
+    );
+    assert!(
+        out.contains("component.after: deferred: it depends on component.onit (itself deferred), not applied yet."),
+        "{out}"
+    );
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r2 = out.find("Round 2").unwrap();
+    assert!(
+        out[..r2].contains("component.base (d): Apply complete!"),
+        "{out}"
+    );
+    assert!(
+        out[r2..].contains("component.after (d): Apply complete!"),
+        "{out}"
+    );
+    // onit's objects are in the region its provider got from base's id.
+    assert_eq!(things(d, "base-1"), vec![("onit".into(), "net".into())]);
+    let (code, _, _) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0);
+}
