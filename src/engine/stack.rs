@@ -1400,8 +1400,15 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
             }
         }
     }
-    // Per deployment, in dependency order.
-    let level = |id: &InstanceId| levels.get(&id.component).copied().unwrap_or(0);
+    // Per deployment, in dependency order (for a destroy, the order it destroys in).
+    let level = |id: &InstanceId| {
+        let l = levels.get(&id.component).copied().unwrap_or(0);
+        if destroy {
+            usize::MAX - l
+        } else {
+            l
+        }
+    };
     round.results.sort_by(|a, b| {
         (&a.id.deployment, level(&a.id), &a.id).cmp(&(&b.id.deployment, level(&b.id), &b.id))
     });
