@@ -1125,6 +1125,23 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
         deps.insert(d.clone(), dep);
     }
 
+    // A deployment gone from the configuration keeps its states: say so once.
+    let gone: BTreeSet<&String> = in_state
+        .iter()
+        .map(|i| &i.deployment)
+        .filter(|d| !model.deployments.contains_key(*d))
+        .collect();
+    for d in gone {
+        round.diags.push(Diagnostic::warning(
+            "Deployment not in the configuration",
+            format!(
+                "The stack's state holds component instances of deployment {}, which the \
+                 deployment configuration no longer declares: they are left as they are. To \
+                 destroy them, declare the deployment again with destroy = true and apply.",
+                quote(d)
+            ),
+        ));
+    }
     // Instances in the state that the configuration no longer has: destroyed.
     for id in &in_state {
         let Some(dep) = deps.get(&id.deployment) else {

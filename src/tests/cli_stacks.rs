@@ -795,3 +795,59 @@ component "after" {
     let (code, _, _) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
     assert_eq!(code, 0);
 }
+
+/// A component whose module is a git repository: `stack init` installs it as `init` installs a
+/// module call (`.terraform/modules/component.NAME`, recorded in `modules.json`); before that,
+/// a plan says to run it.
+#[test]
+fn stack_init_installs_a_components_remote_module() {
+    let repos = tempfile::tempdir().unwrap();
+    let work = repos.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("main.tf"), NET_TF).unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let ok = Command::new("git")
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&work, &["init", "-q", "-b", "main"]);
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-qm", "v1"]);
+    git(&work, &["tag", "v1"]);
+    git(repos.path(), &["clone", "-q", "--bare", "work", "net.git"]);
+    let source = format!(
+        "git::file://{}?ref=v1",
+        repos.path().join("net.git").display()
+    );
+    let components = format!(
+        "required_providers {{\n  sim = {{ source = \"hashicorp/sim\" }}\n}}\nprovider \"sim\" \"main\" {{\n  config {{\n    region = \"main\"\n  }}\n}}\ncomponent \"net\" {{\n  source    = \"{source}\"\n  inputs    = {{ name = \"remote\" }}\n  providers = {{ sim = provider.sim.main }}\n}}\n"
+    );
+    let dir = project(&[
+        ("s.tfcomponent.hcl", &components),
+        ("d.tfdeploy.hcl", "deployment \"d\" {\n  inputs = {}\n}\n"),
+    ]);
+    let d = dir.path();
+    let (code, _, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Component module not installed"), "{err}");
+    assert!(err.contains("run `cairn stack init`"), "{err}");
+    let (code, out, err) = sim(d, &["stack", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "- component.net: {source} in .terraform/modules/component.net"
+        )),
+        "{out}"
+    );
+    let manifest = std::fs::read_to_string(d.join(".terraform/modules/modules.json")).unwrap();
+    assert!(manifest.contains("\"Key\":\"component.net\""), "{manifest}");
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(things(d, "main"), vec![("remote".into(), "net".into())]);
+}
