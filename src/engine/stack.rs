@@ -198,8 +198,9 @@ pub struct Round {
     pub results: Vec<InstanceResult>,
     /// Problems of the stack itself (evaluating its expressions), in `Stack::sources`.
     pub diags: Diagnostics,
+    /// Each waiting apply with its order key: its dependency level, or for a destroy the
+    /// reverse of it.
     pending: Vec<(InstanceId, usize, PendingApply)>,
-    destroy: bool,
 }
 
 impl Round {
@@ -229,11 +230,6 @@ impl Round {
     pub async fn approve(self, parallelism: usize) -> Vec<InstanceResult> {
         let mut levels: BTreeMap<usize, Vec<(InstanceId, PendingApply)>> = BTreeMap::new();
         for (id, level, p) in self.pending {
-            let level = if self.destroy {
-                usize::MAX - level
-            } else {
-                level
-            };
             levels.entry(level).or_default().push((id, p));
         }
         let sem = Arc::new(tokio::sync::Semaphore::new(parallelism.max(1)));
@@ -1038,7 +1034,6 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
         results: Vec::new(),
         diags: Diagnostics::new(),
         pending: Vec::new(),
-        destroy,
     };
     let in_state = match instances_in_state(&req.state_root) {
         Ok(i) => i,
@@ -1116,6 +1111,10 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
                         Ok(None) => {}
                         Err(e) => round.diags.push(e),
                     }
+                }
+                if keys.is_empty() {
+                    // Nothing of it to destroy: unknown to those that refer to it.
+                    continue;
                 }
                 let keys = Some(keys);
                 dep.values
@@ -1248,6 +1247,11 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
                 dep.started.insert(name.clone());
                 started_any = true;
                 let level = levels.get(name).copied().unwrap_or(0);
+                let level = if destroying {
+                    usize::MAX - level
+                } else {
+                    level
+                };
                 // A component waits for every component it depends on to be applied: one
                 // deferred (or failed) upstream defers it, `depends_on` alone included.
                 let waiting: Vec<String> = if destroying {
@@ -1291,14 +1295,21 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
                     }
                 };
                 let mut jobs = ex.jobs;
+                let mut ex_deferred = ex.deferred;
                 if destroying {
-                    // Only instances that have a state are destroyed.
+                    // Only instances that have a state are destroyed; a component with none
+                    // has nothing to wait for.
                     jobs.retain(|j| in_state.contains(&j.id));
+                    ex_deferred.retain(|(id, _)| {
+                        in_state
+                            .iter()
+                            .any(|i| i.deployment == id.deployment && i.component == id.component)
+                    });
                 }
                 round.diags.extend(ex.diags.clone());
                 let failed = ex.diags.has_errors();
-                let deferred = !ex.deferred.is_empty();
-                for (id, why) in ex.deferred {
+                let deferred = !ex_deferred.is_empty();
+                for (id, why) in ex_deferred {
                     round.results.push(InstanceResult {
                         id,
                         removed: false,
@@ -1420,10 +1431,9 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
     // Per deployment, in dependency order (for a destroy, the order it destroys in).
     let level = |id: &InstanceId| {
         let l = levels.get(&id.component).copied().unwrap_or(0);
-        if destroy {
-            usize::MAX - l
-        } else {
-            l
+        match deps.get(&id.deployment) {
+            Some(d) if d.mode == PlanMode::Destroy => usize::MAX - l,
+            _ => l,
         }
     };
     round.results.sort_by(|a, b| {
@@ -1485,7 +1495,6 @@ pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
         results: Vec::new(),
         diags: Diagnostics::new(),
         pending: Vec::new(),
-        destroy: false,
     };
     let bad = |why: String| {
         Diagnostic::error(
@@ -1521,9 +1530,6 @@ pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
                 return round;
             }
         };
-    round.destroy = instances
-        .iter()
-        .any(|i| i.plan.mode == PlanMode::Destroy && !i.removed);
     let sem = Arc::new(tokio::sync::Semaphore::new(req.parallelism.max(1)));
     let mut set = tokio::task::JoinSet::new();
     for i in instances {

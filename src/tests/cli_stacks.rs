@@ -851,3 +851,44 @@ fn stack_init_installs_a_components_remote_module() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(things(d, "main"), vec![("remote".into(), "net".into())]);
 }
+
+/// `deployment { destroy = true }`: that deployment's components are destroyed (dependents
+/// first) by `stack apply`; the other deployment is left as it is.
+#[test]
+fn a_deployment_marked_destroy_is_destroyed_and_the_others_stay() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let destroying = RUN_DEPLOYMENTS.replace(
+        "deployment \"prod\" {\n",
+        "deployment \"prod\" {\n  destroy = true\n",
+    );
+    std::fs::write(d.join("deploy.tfdeploy.hcl"), destroying).unwrap();
+    let (code, out, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let prod = out.find("Deployment \"prod\"").unwrap();
+    assert!(
+        out[prod..].contains("component.net: 0 to add, 0 to change, 1 to destroy."),
+        "{out}"
+    );
+    assert!(
+        out[prod..].find("component.app[\"us\"]").unwrap()
+            < out[prod..].find("component.net").unwrap(),
+        "apps are listed (and destroyed) before net: {out}"
+    );
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Resources: 0 added, 0 changed, 3 destroyed"),
+        "{out}"
+    );
+    assert_eq!(things(d, "main"), vec![("dev-net".into(), "net".into())]);
+    assert!(things(d, "us").is_empty());
+    let (_, out, _) = sim(d, &["stack", "show"]);
+    assert!(
+        out.contains("Deployment \"dev\"") && !out.contains("Deployment \"prod\""),
+        "{out}"
+    );
+}
