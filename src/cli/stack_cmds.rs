@@ -590,6 +590,13 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
             Err(d) => return ctx.fail(d, no_color),
         };
         let errors = !report_applied(ctx, &results, &mut applied, no_color);
+        if req.base.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            // Ctrl-C (or SIGTERM): the steps that ran are recorded; no new round starts.
+            ctx.err(&format!(
+                "\n{command} interrupted in round {rounds}: what was applied is recorded; run it again to go on.\n"
+            ));
+            return Exit::Error;
+        }
         if errors {
             ctx.err(&format!(
                 "\n{command} stopped in round {rounds}: fix the errors above and run it again.\n"
@@ -644,6 +651,14 @@ fn report_applied(
     let mut ok = true;
     for r in results {
         match &r.outcome {
+            Outcome::Applied(x) if !x.confirmed => {
+                ok = false;
+                ctx.out(&format!(
+                    "{} ({}): not applied (interrupted before it started).\n",
+                    r.id.address(),
+                    r.id.deployment
+                ));
+            }
             Outcome::Applied(x) => {
                 applied.add += x.summary.added as usize;
                 applied.change += x.summary.changed as usize;
