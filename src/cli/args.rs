@@ -288,6 +288,103 @@ pub enum WorkspaceCommand {
 pub enum StackCommand {
     /// Check the stack's component and deployment configuration files for errors.
     Validate(ValidateArgs),
+    /// Install the components' modules and record the backend of the stack's states.
+    Init(StackInitArgs),
+    /// Plan every component of every deployment, in dependency order.
+    Plan(StackPlanArgs),
+    /// Apply the stack, round by round until no component is deferred.
+    Apply(StackApplyArgs),
+    /// Destroy every component of every deployment, dependents first.
+    Destroy(StackApplyArgs),
+    /// Show each deployment's component instances: their resources and outputs.
+    Show(StackShowArgs),
+    /// Show a deployment's stack outputs.
+    Output(StackOutputArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StackInitArgs {
+    /// Where the stack's states live: local, pg or s3.
+    #[arg(long, default_value = "local", value_name = "local|pg|s3")]
+    pub backend: String,
+    /// A backend argument KEY=VALUE, or a FILE of `key = "value"` lines (repeatable).
+    #[arg(long, value_name = "KEY=VALUE|FILE")]
+    pub backend_config: Vec<String>,
+    /// Copy every state of the previous backend to the new one.
+    #[arg(long, default_value_t = false, value_name = "BOOL")]
+    pub migrate_state: bool,
+    /// Use the new backend without copying the previous one's states.
+    #[arg(long, default_value_t = false, value_name = "BOOL")]
+    pub reconfigure: bool,
+    /// Download the newest module versions the constraints allow.
+    #[arg(long)]
+    pub upgrade: bool,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+/// What `stack plan`, `apply` and `destroy` share.
+#[derive(Debug, Args)]
+pub struct StackRunArgs {
+    /// Only this deployment.
+    #[arg(long, value_name = "NAME")]
+    pub deployment: Option<String>,
+    /// How many component instances are planned or applied at once.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub parallelism: usize,
+    /// How long to wait for each component state's lock, e.g. 5s, 1m30s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub lock_timeout: Duration,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StackPlanArgs {
+    #[command(flatten)]
+    pub run: StackRunArgs,
+    /// Plan to destroy every component.
+    #[arg(long)]
+    pub destroy: bool,
+    /// Exit 0 with no changes, 1 on error, 2 with changes (or deferred components).
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Save the round's plans to FILE, for `cairn stack apply FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StackApplyArgs {
+    /// A stack plan saved with `stack plan -out=FILE` (applied without asking).
+    #[arg(value_name = "FILE")]
+    pub plan_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub run: StackRunArgs,
+    /// Skip the `yes` confirmation of each round.
+    #[arg(long)]
+    pub auto_approve: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StackShowArgs {
+    /// Only this deployment.
+    #[arg(long, value_name = "NAME")]
+    pub deployment: Option<String>,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StackOutputArgs {
+    /// The deployment whose outputs to show.
+    #[arg(long, value_name = "NAME")]
+    pub deployment: String,
+    /// Only this output (printed raw when it is a string).
+    #[arg(value_name = "OUTPUT")]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub ui: UiArgs,
 }
 
 #[derive(Debug, Args)]

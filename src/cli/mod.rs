@@ -352,6 +352,12 @@ pub fn command_name(c: &Command) -> &'static str {
         Command::Fmt(_) => "fmt",
         Command::Stack(s) => match s {
             args::StackCommand::Validate(_) => "stack validate",
+            args::StackCommand::Init(_) => "stack init",
+            args::StackCommand::Plan(_) => "stack plan",
+            args::StackCommand::Apply(_) => "stack apply",
+            args::StackCommand::Destroy(_) => "stack destroy",
+            args::StackCommand::Show(_) => "stack show",
+            args::StackCommand::Output(_) => "stack output",
         },
         Command::Workspace(w) => match w {
             args::WorkspaceCommand::New(_) => "workspace new",

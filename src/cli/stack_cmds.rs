@@ -1,21 +1,48 @@
 //! `cairn stack`: Terraform Stacks' configuration (`*.tfcomponent.hcl`, `*.tfdeploy.hcl`)
 //! in the working directory. `stack validate` loads and checks it (`config::stack`) and
 //! prints its diagnostics as `validate` does, or the components in dependency order.
+//! `stack init` installs the components' modules and records the backend; `stack plan`,
+//! `apply` and `destroy` run `engine::stack` and print, per deployment and component
+//! instance, its plan (or why it is deferred), then the totals; `apply` goes round by round
+//! until nothing is deferred; `show` and `output` read the component instances' states.
 
-use super::args::{StackCommand, ValidateArgs};
+use super::args::{
+    StackApplyArgs, StackCommand, StackInitArgs, StackOutputArgs, StackPlanArgs, StackRunArgs,
+    StackShowArgs, ValidateArgs,
+};
 use super::config_cmds::green_bold;
-use super::output::Exit;
+use super::lifecycle::EngineRuntime;
+use super::output::{render_width, Exit};
+use super::prompt::Question;
 use super::Context;
+use crate::diag::{Diagnostic, SourceMap};
+use crate::engine::api::backend::{self, BackendRequest};
+use crate::engine::stack::{self as engine_stack, InstanceResult, Outcome, StackRequest};
+use crate::plan::render::{render_plan, RenderOptions};
+use crate::plan::Action;
 use serde_json::json;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
 
 pub(crate) fn stack(ctx: &Context, c: StackCommand) -> Exit {
     match c {
         StackCommand::Validate(a) => validate(ctx, &a),
+        StackCommand::Init(a) => init(ctx, &a),
+        StackCommand::Plan(a) => plan(ctx, &a),
+        StackCommand::Apply(a) => apply(ctx, &a, false),
+        StackCommand::Destroy(a) => apply(ctx, &a, true),
+        StackCommand::Show(a) => show(ctx, &a),
+        StackCommand::Output(a) => output(ctx, &a),
     }
 }
 
+fn cwd() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+}
+
 fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
-    let dir = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    let dir = cwd();
     let (stack, diags) = crate::config::stack::load_stack(&dir, &std::env::vars().collect());
     let valid = !diags.has_errors();
     if a.ui.json {
@@ -50,4 +77,847 @@ fn validate(ctx: &Context, a: &ValidateArgs) -> Exit {
     } else {
         Exit::Error
     }
+}
+
+/// The state root as an absolute path (every component state is a workspace under it).
+fn state_root(ctx: &Context) -> PathBuf {
+    if ctx.state_root.is_absolute() {
+        ctx.state_root.clone()
+    } else {
+        cwd().join(&ctx.state_root)
+    }
+}
+
+/// `cairn stack init`: checks the configuration, installs each component's (and removed
+/// block's) module as a module call of the stack (`component.NAME`) and each module's own
+/// remote calls, and records the backend of the stack's states.
+fn init(ctx: &Context, a: &StackInitArgs) -> Exit {
+    let dir = cwd();
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let (cfg, diags) = crate::config::stack::load_stack(&dir, &env);
+    if ctx.report(&cfg.sources, &diags, a.ui.no_color) {
+        ctx.err("The stack could not be initialized: fix the errors above and run `cairn stack init` again.\n");
+        return Exit::Error;
+    }
+    let cli = match super::config_cmds::cli_config() {
+        Ok(c) => c,
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
+    let mut calls: Vec<(String, String, Option<String>)> = cfg
+        .model
+        .components
+        .iter()
+        .map(|(n, c)| {
+            (
+                format!("component.{n}"),
+                c.source.clone(),
+                c.version.clone(),
+            )
+        })
+        .collect();
+    for r in &cfg.model.removed {
+        let key = format!("component.{}", r.name);
+        if !calls.iter().any(|(k, _, _)| *k == key) {
+            calls.push((key, r.source.clone(), r.version.clone()));
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "Initializing the stack in {}", dir.display());
+    let got = crate::provider::install::modules::install_with(
+        &dir,
+        &cli,
+        a.upgrade,
+        &crate::config::EarlyInputs::in_dir(&dir),
+        &calls,
+    );
+    if ctx.report(&SourceMap::new(), &got.diags, a.ui.no_color) {
+        return Exit::Error;
+    }
+    let _ = writeln!(out, "- Components:");
+    for (key, source, _) in &calls {
+        let module = if crate::addr::module_source::is_local(source) {
+            Some(dir.join(source))
+        } else {
+            crate::provider::install::modules::installed_dir(&dir, key)
+        };
+        let Some(module) = module else { continue };
+        let shown = module
+            .strip_prefix(&dir)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| module.display().to_string());
+        let _ = writeln!(out, "  - {key}: {source} in {shown}");
+        // The module's own remote calls, as `init` installs a root module's.
+        let inner = crate::provider::install::modules::install(
+            &module,
+            &cli,
+            a.upgrade,
+            &crate::config::EarlyInputs::in_dir(&module),
+        );
+        if ctx.report(&SourceMap::new(), &inner.diags, a.ui.no_color) {
+            return Exit::Error;
+        }
+        for l in inner.lines {
+            let _ = writeln!(out, "    {l}");
+        }
+    }
+    let root = state_root(ctx);
+    let req = BackendRequest {
+        state_root: &root,
+        backend_config: &a.backend_config,
+        migrate_state: a.migrate_state,
+        reconfigure: a.reconfigure,
+        lock_timeout: std::time::Duration::ZERO,
+    };
+    if let Err(e) = std::fs::create_dir_all(&root) {
+        return ctx.fail(
+            Diagnostic::error(
+                "Cannot create the state directory",
+                format!("{}: {e}.", root.display()),
+            ),
+            a.ui.no_color,
+        );
+    }
+    match backend::configure_named_backend(&a.backend, &req) {
+        Ok(Some(change)) => {
+            let _ = writeln!(out, "- Backend: {} (recorded).", a.backend);
+            for m in change.migrations {
+                let _ = writeln!(
+                    out,
+                    "- State of {}: copied {} event(s) from {} to {}.",
+                    m.workspace, m.events, m.from, m.to
+                );
+            }
+        }
+        Ok(None) => {
+            let _ = writeln!(out, "- Backend: {} (unchanged).", a.backend);
+        }
+        Err(d) => {
+            ctx.out(&out);
+            return ctx.fail(d, a.ui.no_color);
+        }
+    }
+    let (color, _) = ctx.colors(a.ui.no_color);
+    let _ = writeln!(
+        out,
+        "\n{}\n\nRun `cairn stack plan` to see what Cairn would change.",
+        green_bold("The stack has been successfully initialized!", color)
+    );
+    ctx.out(&out);
+    Exit::Ok
+}
+
+fn request(ctx: &Context, command: &str, run: &StackRunArgs) -> Result<StackRequest, Diagnostic> {
+    if run.parallelism == 0 {
+        return Err(Diagnostic::error(
+            "Invalid -parallelism",
+            "-parallelism must be at least 1.",
+        ));
+    }
+    let mut base = super::engine_options::base_options(ctx, command, Vec::new());
+    base.lock_timeout = run.lock_timeout;
+    base.workspace = None;
+    Ok(StackRequest {
+        dir: cwd(),
+        state_root: state_root(ctx),
+        base,
+        deployment: run.deployment.clone(),
+        parallelism: run.parallelism,
+    })
+}
+
+/// Totals over a round's instances.
+#[derive(Default)]
+struct Totals {
+    add: usize,
+    change: usize,
+    destroy: usize,
+    changed: usize,
+    unchanged: usize,
+    deferred: usize,
+    failed: usize,
+}
+
+fn plan_of(r: &InstanceResult) -> Option<&crate::plan::Plan> {
+    match &r.outcome {
+        Outcome::Planned(p) => Some(p),
+        Outcome::Applied(a) => a.plan.as_ref(),
+        _ => None,
+    }
+}
+
+/// Prints a round's plans, per deployment and component instance; returns the totals.
+fn present_round(
+    ctx: &Context,
+    stack: &engine_stack::Stack,
+    round: &engine_stack::Round,
+    no_color: bool,
+) -> Totals {
+    let (color, _) = ctx.colors(no_color);
+    let opts = RenderOptions {
+        color,
+        width: render_width(ctx.stdout_tty),
+    };
+    let mut t = Totals::default();
+    ctx.report(&stack.sources, &round.diags, no_color);
+    let mut out = String::new();
+    let mut current: Option<&str> = None;
+    for r in &round.results {
+        if current != Some(r.id.deployment.as_str()) {
+            current = Some(r.id.deployment.as_str());
+            let title = format!("Deployment {:?}", r.id.deployment);
+            let _ = writeln!(
+                out,
+                "\n{}\n{}",
+                bold(&title, color),
+                "─".repeat(title.len())
+            );
+        }
+        let name = r.id.address();
+        let removed = if r.removed { " (removed)" } else { "" };
+        match &r.outcome {
+            Outcome::Deferred(why) => {
+                t.deferred += 1;
+                let _ = writeln!(out, "\n{name}: deferred: {why}.");
+            }
+            Outcome::Failed => {
+                t.failed += 1;
+                let _ = writeln!(out, "\n{name}{removed}: failed (see the errors above).");
+            }
+            _ => {
+                let Some(p) = plan_of(r) else { continue };
+                let (add, change, destroy) = p.counts();
+                t.add += add;
+                t.change += change;
+                t.destroy += destroy;
+                if p.has_changes() {
+                    t.changed += 1;
+                    let _ = writeln!(
+                        out,
+                        "\n{name}{removed}: {add} to add, {change} to change, {destroy} to destroy."
+                    );
+                    let text = render_plan(p, &opts);
+                    for l in text.trim_end().lines() {
+                        match l.trim_end() {
+                            "" => out.push('\n'),
+                            l => {
+                                let _ = writeln!(out, "  {l}");
+                            }
+                        }
+                    }
+                } else {
+                    t.unchanged += 1;
+                    let _ = writeln!(out, "\n{name}{removed}: no changes.");
+                }
+            }
+        }
+        if !r.diags.is_empty() {
+            let empty = SourceMap::new();
+            let map = r.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+            ctx.out(&out);
+            out.clear();
+            ctx.report(map, &r.diags, no_color);
+        }
+    }
+    ctx.out(&out);
+    t
+}
+
+fn bold(s: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[1m{s}\x1b[0m")
+    } else {
+        s.to_string()
+    }
+}
+
+fn totals_line(t: &Totals, what: &str) -> String {
+    let mut line = format!(
+        "{what}: {} to add, {} to change, {} to destroy in {} component instance{}",
+        t.add,
+        t.change,
+        t.destroy,
+        t.changed,
+        if t.changed == 1 { "" } else { "s" }
+    );
+    let _ = write!(line, "; {} unchanged", t.unchanged);
+    if t.deferred > 0 {
+        let _ = write!(line, "; {} deferred", t.deferred);
+    }
+    if t.failed > 0 {
+        let _ = write!(line, "; {} failed", t.failed);
+    }
+    line.push('.');
+    line
+}
+
+/// A round as JSON: each instance's status, counts and changes.
+fn round_json(round: &engine_stack::Round) -> serde_json::Value {
+    let mut deployments: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for r in &round.results {
+        let mut o = json!({
+            "address": r.id.address(),
+            "component": r.id.component,
+            "key": r.id.key,
+            "removed": r.removed,
+        });
+        match &r.outcome {
+            Outcome::Deferred(why) => {
+                o["status"] = json!("deferred");
+                o["reason"] = json!(why);
+            }
+            Outcome::Failed => {
+                o["status"] = json!("failed");
+                o["diagnostics"] = json!(r
+                    .diags
+                    .iter()
+                    .map(|d| d.summary.clone())
+                    .collect::<Vec<_>>());
+            }
+            _ => {
+                if let Some(p) = plan_of(r) {
+                    let (add, change, destroy) = p.counts();
+                    o["status"] = json!(if p.has_changes() {
+                        "planned"
+                    } else {
+                        "no_changes"
+                    });
+                    o["changes"] = json!({"add": add, "change": change, "destroy": destroy});
+                    o["resource_changes"] = json!(p
+                        .changes
+                        .iter()
+                        .filter(|c| c.action != Action::NoOp)
+                        .map(|c| json!({"address": c.addr.to_string(), "action": c.action.json_actions()}))
+                        .collect::<Vec<_>>());
+                }
+            }
+        }
+        deployments
+            .entry(r.id.deployment.clone())
+            .or_default()
+            .push(o);
+    }
+    json!(deployments)
+}
+
+fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
+    let no_color = a.run.ui.no_color;
+    let req = match request(ctx, "stack plan", &a.run) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let stack = match engine_stack::load(&req) {
+        Ok(s) => s,
+        Err((map, diags)) => {
+            ctx.report(&map, &diags, no_color);
+            return Exit::Error;
+        }
+    };
+    let rt = match EngineRuntime::start(ctx, &req.base) {
+        Ok(rt) => rt,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let round = match rt.run(engine_stack::plan_round(&stack, &req, false, a.destroy)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let mut failed = round.diags.has_errors()
+        || round
+            .results
+            .iter()
+            .any(|r| matches!(r.outcome, Outcome::Failed));
+    let saved = match (&a.out, failed) {
+        (Some(path), false) => match engine_stack::save_round(&round, path) {
+            Ok(n) => Some((path, n)),
+            Err(d) => {
+                ctx.fail(d, no_color);
+                failed = true;
+                None
+            }
+        },
+        _ => None,
+    };
+    let t = if a.run.ui.json {
+        let mut t = Totals::default();
+        for r in &round.results {
+            match plan_of(r) {
+                Some(p) => {
+                    let (x, y, z) = p.counts();
+                    t.add += x;
+                    t.change += y;
+                    t.destroy += z;
+                    if p.has_changes() {
+                        t.changed += 1;
+                    } else {
+                        t.unchanged += 1;
+                    }
+                }
+                None if matches!(r.outcome, Outcome::Deferred(_)) => t.deferred += 1,
+                None => t.failed += 1,
+            }
+        }
+        let doc = json!({
+            "format_version": "1.0",
+            "deployments": round_json(&round),
+            "totals": {"add": t.add, "change": t.change, "destroy": t.destroy,
+                       "changed": t.changed, "unchanged": t.unchanged,
+                       "deferred": t.deferred, "failed": t.failed},
+            "diagnostics": round.diags.iter().map(|d| stack.sources.to_json(d)).collect::<Vec<_>>(),
+        });
+        ctx.out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        ));
+        t
+    } else {
+        let t = present_round(ctx, &stack, &round, no_color);
+        ctx.out(&format!("\n{}\n", totals_line(&t, "Stack plan")));
+        if t.deferred > 0 {
+            ctx.out("Deferred component instances are planned by `cairn stack apply` once the components they wait for are applied.\n");
+        }
+        if let Some((path, n)) = saved {
+            ctx.out(&format!(
+                "\nSaved the plans of {n} component instance{} to {}. To apply them, run:\n  cairn stack apply {}\n",
+                if n == 1 { "" } else { "s" },
+                path.display(),
+                path.display()
+            ));
+        }
+        t
+    };
+    if failed {
+        return Exit::Error;
+    }
+    let changes = t.changed > 0 || t.deferred > 0;
+    if a.detailed_exitcode && changes {
+        Exit::Changes
+    } else {
+        Exit::Ok
+    }
+}
+
+fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
+    let no_color = a.run.ui.no_color;
+    let command = if destroy {
+        "stack destroy"
+    } else {
+        "stack apply"
+    };
+    let req = match request(ctx, command, &a.run) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let stack = match engine_stack::load(&req) {
+        Ok(s) => s,
+        Err((map, diags)) => {
+            ctx.report(&map, &diags, no_color);
+            return Exit::Error;
+        }
+    };
+    let rt = match EngineRuntime::start(ctx, &req.base) {
+        Ok(rt) => rt,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let (color, _) = ctx.colors(no_color);
+    if let Some(path) = &a.plan_file {
+        if destroy {
+            return ctx.fail(
+                Diagnostic::error(
+                    "Unexpected argument",
+                    "stack destroy takes no plan file: save a destroy plan with `cairn stack plan -destroy -out=FILE` and apply it with `cairn stack apply FILE`.",
+                ),
+                no_color,
+            );
+        }
+        return apply_saved(ctx, &rt, &stack, &req, path, no_color);
+    }
+    let mut applied = Totals::default();
+    let mut rounds = 0;
+    let stdin = std::io::stdin();
+    let mut stdin = stdin.lock();
+    loop {
+        rounds += 1;
+        ctx.out(&format!("\n{}\n", bold(&format!("Round {rounds}"), color)));
+        let round = match rt.run(engine_stack::plan_round(&stack, &req, true, destroy)) {
+            Ok(r) => r,
+            Err(d) => return ctx.fail(d, no_color),
+        };
+        let t = present_round(ctx, &stack, &round, no_color);
+        let failed = round.diags.has_errors() || t.failed > 0;
+        if failed {
+            round.decline();
+            ctx.err(&format!(
+                "\n{command} stopped in round {rounds}: fix the errors above and run it again.\n"
+            ));
+            return Exit::Error;
+        }
+        if !round.has_pending() {
+            if t.deferred > 0 {
+                round.decline();
+                return ctx.fail(
+                    Diagnostic::error(
+                        "The stack cannot converge",
+                        format!(
+                            "Round {rounds} has nothing to apply, and {} component instance(s) are still deferred: what they wait for is not known even after every upstream component is applied.",
+                            t.deferred
+                        ),
+                    ),
+                    no_color,
+                );
+            }
+            break;
+        }
+        ctx.out(&format!(
+            "\n{}\n",
+            totals_line(&t, &format!("Round {rounds}"))
+        ));
+        let question = if destroy {
+            Question::Destroy { objects: t.destroy }
+        } else {
+            Question::Apply
+        };
+        match super::run_cmds::approve(
+            ctx,
+            question,
+            command,
+            a.auto_approve,
+            true,
+            &mut stdin,
+            no_color,
+        ) {
+            Ok(true) => {}
+            Ok(false) => {
+                round.decline();
+                ctx.out(&format!("\n{command} cancelled.\n"));
+                return Exit::Error;
+            }
+            Err(d) => {
+                round.decline();
+                return ctx.fail(d, no_color);
+            }
+        }
+        let deferred = round.deferred();
+        let results = match rt.run(round.approve(req.parallelism)) {
+            Ok(r) => r,
+            Err(d) => return ctx.fail(d, no_color),
+        };
+        let errors = !report_applied(ctx, &results, &mut applied, no_color);
+        if req.base.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            // Ctrl-C (or SIGTERM): the steps that ran are recorded; no new round starts.
+            ctx.err(&format!(
+                "\n{command} interrupted in round {rounds}: what was applied is recorded; run it again to go on.\n"
+            ));
+            return Exit::Error;
+        }
+        if errors {
+            ctx.err(&format!(
+                "\n{command} stopped in round {rounds}: fix the errors above and run it again.\n"
+            ));
+            return Exit::Error;
+        }
+        if deferred == 0 {
+            // One more round confirms convergence (every plan empty) unless nothing waited.
+            if destroy {
+                break;
+            }
+        }
+        if rounds >= 32 {
+            return ctx.fail(
+                Diagnostic::error(
+                    "The stack did not converge",
+                    "32 rounds applied changes and the stack still has changes to make.",
+                ),
+                no_color,
+            );
+        }
+    }
+    ctx.out(&format!(
+        "\n{} Resources: {} added, {} changed, {} destroyed, in {} round{}.\n",
+        green_bold(
+            if destroy {
+                "Stack destroy complete!"
+            } else {
+                "Stack apply complete!"
+            },
+            color
+        ),
+        applied.add,
+        applied.change,
+        applied.destroy,
+        rounds,
+        if rounds == 1 { "" } else { "s" }
+    ));
+    if !destroy {
+        print_outputs(ctx, &stack, &req, no_color);
+    }
+    Exit::Ok
+}
+
+/// Applies the results of a round's approval; says whether all succeeded, and adds them up.
+fn report_applied(
+    ctx: &Context,
+    results: &[InstanceResult],
+    applied: &mut Totals,
+    no_color: bool,
+) -> bool {
+    let mut ok = true;
+    for r in results {
+        match &r.outcome {
+            Outcome::Applied(x) if !x.confirmed => {
+                ok = false;
+                ctx.out(&format!(
+                    "{} ({}): not applied (interrupted before it started).\n",
+                    r.id.address(),
+                    r.id.deployment
+                ));
+            }
+            Outcome::Applied(x) => {
+                applied.add += x.summary.added as usize;
+                applied.change += x.summary.changed as usize;
+                applied.destroy += x.summary.destroyed as usize;
+                ctx.out(&format!(
+                    "{} ({}): Apply complete! Resources: {} added, {} changed, {} destroyed.\n",
+                    r.id.address(),
+                    r.id.deployment,
+                    x.summary.added,
+                    x.summary.changed,
+                    x.summary.destroyed
+                ));
+            }
+            _ => {
+                ok = false;
+                let empty = SourceMap::new();
+                let map = r.config.as_ref().map(|c| &c.sources).unwrap_or(&empty);
+                ctx.out(&format!(
+                    "{} ({}): apply failed.\n",
+                    r.id.address(),
+                    r.id.deployment
+                ));
+                ctx.report(map, &r.diags, no_color);
+            }
+        }
+    }
+    ok
+}
+
+/// `stack apply FILE`: the saved plans, each checked against its state, applied without
+/// asking (as `apply FILE`), in dependency order.
+fn apply_saved(
+    ctx: &Context,
+    rt: &EngineRuntime,
+    stack: &engine_stack::Stack,
+    req: &StackRequest,
+    path: &std::path::Path,
+    no_color: bool,
+) -> Exit {
+    let round = match rt.run(engine_stack::apply_saved(req, path)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    let t = present_round(ctx, stack, &round, no_color);
+    if round.diags.has_errors() || t.failed > 0 {
+        round.decline();
+        ctx.err("\nThe saved stack plan was not applied: fix the errors above (a stale plan: run `cairn stack plan -out=FILE` again).\n");
+        return Exit::Error;
+    }
+    let mut applied = Totals::default();
+    let results = match rt.run(round.approve(req.parallelism)) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, no_color),
+    };
+    if !report_applied(ctx, &results, &mut applied, no_color) {
+        return Exit::Error;
+    }
+    let (color, _) = ctx.colors(no_color);
+    ctx.out(&format!(
+        "\n{} Resources: {} added, {} changed, {} destroyed.\nComponents the plan deferred are planned by the next `cairn stack plan` or `cairn stack apply`.\n",
+        green_bold("Saved stack plan applied!", color),
+        applied.add,
+        applied.change,
+        applied.destroy
+    ));
+    Exit::Ok
+}
+
+/// Each deployment's stack outputs after an apply.
+fn print_outputs(ctx: &Context, stack: &engine_stack::Stack, req: &StackRequest, no_color: bool) {
+    for d in &stack.deployments {
+        match engine_stack::outputs(stack, req, d) {
+            Ok(outs) if !outs.is_empty() => {
+                let mut text = format!("\nOutputs of deployment {d:?}:\n\n");
+                for (n, (v, sensitive)) in &outs {
+                    let shown = if *sensitive {
+                        "<sensitive>".to_string()
+                    } else {
+                        crate::value::format_hcl(v)
+                    };
+                    let _ = writeln!(text, "{n} = {shown}");
+                }
+                ctx.out(&text);
+            }
+            Ok(_) => {}
+            Err(diags) => {
+                ctx.report(&stack.sources, &diags, no_color);
+            }
+        }
+    }
+}
+
+fn show(ctx: &Context, a: &StackShowArgs) -> Exit {
+    let run = StackRunArgs {
+        deployment: a.deployment.clone(),
+        parallelism: 1,
+        lock_timeout: std::time::Duration::ZERO,
+        ui: super::args::UiArgs {
+            json: a.ui.json,
+            no_color: a.ui.no_color,
+        },
+    };
+    let req = match request(ctx, "stack show", &run) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
+    let shown = match engine_stack::show(&req) {
+        Ok(s) => s,
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
+    if a.ui.json {
+        let mut deployments: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+        for s in &shown {
+            deployments
+                .entry(s.id.deployment.clone())
+                .or_default()
+                .push(json!({
+                    "address": s.id.address(),
+                    "workspace": s.id.workspace(),
+                    "resources": s.resources,
+                    "runs": s.runs,
+                    "outputs": s.outputs.iter().map(|(n, (v, sens))| (n.clone(), json!({
+                        "sensitive": sens,
+                        "value": if *sens { serde_json::Value::Null } else { v.to_json() },
+                    }))).collect::<serde_json::Map<_, _>>(),
+                }));
+        }
+        let doc = json!({"format_version": "1.0", "deployments": deployments});
+        ctx.out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        ));
+        return Exit::Ok;
+    }
+    if shown.is_empty() {
+        ctx.out("The stack has no state yet: run `cairn stack apply`.\n");
+        return Exit::Ok;
+    }
+    let (color, _) = ctx.colors(a.ui.no_color);
+    let mut out = String::new();
+    let mut current: Option<&str> = None;
+    for s in &shown {
+        if current != Some(s.id.deployment.as_str()) {
+            current = Some(s.id.deployment.as_str());
+            let title = format!("Deployment {:?}", s.id.deployment);
+            let _ = writeln!(
+                out,
+                "\n{}\n{}",
+                bold(&title, color),
+                "─".repeat(title.len())
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n{} ({} resource instance{}, {} run{}; state {})",
+            s.id.address(),
+            s.resources.len(),
+            if s.resources.len() == 1 { "" } else { "s" },
+            s.runs,
+            if s.runs == 1 { "" } else { "s" },
+            s.id.workspace()
+        );
+        for r in &s.resources {
+            let _ = writeln!(out, "  {r}");
+        }
+        for (n, (v, sens)) in &s.outputs {
+            let shown = if *sens {
+                "<sensitive>".to_string()
+            } else {
+                crate::value::format_hcl(v)
+            };
+            let _ = writeln!(out, "  output {n} = {shown}");
+        }
+    }
+    ctx.out(&out);
+    Exit::Ok
+}
+
+fn output(ctx: &Context, a: &StackOutputArgs) -> Exit {
+    let run = StackRunArgs {
+        deployment: Some(a.deployment.clone()),
+        parallelism: 1,
+        lock_timeout: std::time::Duration::ZERO,
+        ui: super::args::UiArgs {
+            json: a.ui.json,
+            no_color: a.ui.no_color,
+        },
+    };
+    let req = match request(ctx, "stack output", &run) {
+        Ok(r) => r,
+        Err(d) => return ctx.fail(d, a.ui.no_color),
+    };
+    let stack = match engine_stack::load(&req) {
+        Ok(s) => s,
+        Err((map, diags)) => {
+            ctx.report(&map, &diags, a.ui.no_color);
+            return Exit::Error;
+        }
+    };
+    let outs = match engine_stack::outputs(&stack, &req, &a.deployment) {
+        Ok(o) => o,
+        Err(diags) => {
+            ctx.report(&stack.sources, &diags, a.ui.no_color);
+            return Exit::Error;
+        }
+    };
+    if let Some(name) = &a.name {
+        let Some((v, _)) = outs.get(name) else {
+            return ctx.fail(
+                Diagnostic::error(
+                    "Output not found",
+                    format!(
+                        "The stack has no output named {name:?}, or deployment {:?} has not applied what it needs yet.",
+                        a.deployment
+                    ),
+                ),
+                a.ui.no_color,
+            );
+        };
+        if a.ui.json {
+            ctx.out(&format!("{}\n", v.to_json()));
+        } else if let Some(s) = v.unmarked().as_str() {
+            ctx.out(&format!("{s}\n"));
+        } else {
+            ctx.out(&format!("{}\n", crate::value::format_hcl(v)));
+        }
+        return Exit::Ok;
+    }
+    if a.ui.json {
+        let doc: serde_json::Map<String, serde_json::Value> = outs
+            .iter()
+            .map(|(n, (v, sens))| (n.clone(), json!({"sensitive": sens, "value": v.to_json()})))
+            .collect();
+        ctx.out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        ));
+        return Exit::Ok;
+    }
+    let mut text = String::new();
+    for (n, (v, sens)) in &outs {
+        let shown = if *sens {
+            "<sensitive>".to_string()
+        } else {
+            crate::value::format_hcl(v)
+        };
+        let _ = writeln!(text, "{n} = {shown}");
+    }
+    ctx.out(&text);
+    Exit::Ok
 }

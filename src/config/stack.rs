@@ -39,6 +39,73 @@ pub(crate) struct StackConfig {
     /// Component name → the components it depends on, in dependency order's terms.
     pub(crate) components: BTreeMap<String, BTreeSet<String>>,
     pub(crate) deployments: Vec<String>,
+    /// What running the stack needs (`engine::stack`): the blocks with their expressions,
+    /// and each deployment's evaluated inputs.
+    pub(crate) model: StackModel,
+}
+
+/// The runnable form of a stack: every block the engine evaluates, with its expressions
+/// kept (spans into `StackConfig::sources`).
+#[derive(Default)]
+pub(crate) struct StackModel {
+    pub(crate) dir: PathBuf,
+    pub(crate) components: BTreeMap<String, ComponentDef>,
+    pub(crate) removed: Vec<RemovedDef>,
+    /// (type, name) → the provider configuration block.
+    pub(crate) providers: BTreeMap<(String, String), ProviderDef>,
+    /// The component configuration's locals: name → (file, expression).
+    pub(crate) locals: BTreeMap<String, (FileId, Expression)>,
+    pub(crate) outputs: BTreeMap<String, OutputDef>,
+    /// name → (type, default, sensitive).
+    pub(crate) variables: BTreeMap<String, (Type, Option<Value>, bool)>,
+    /// Deployment name → its definition.
+    pub(crate) deployments: BTreeMap<String, DeploymentDef>,
+}
+
+/// A `component` block.
+pub(crate) struct ComponentDef {
+    pub(crate) file: FileId,
+    pub(crate) span: Span,
+    pub(crate) source: String,
+    pub(crate) version: Option<String>,
+    pub(crate) for_each: Option<Expression>,
+    pub(crate) inputs: Option<Expression>,
+    pub(crate) providers: Option<Expression>,
+    /// The components it depends on: `depends_on`, references in its arguments, and those
+    /// the provider configurations it references depend on.
+    pub(crate) depends_on: BTreeSet<String>,
+}
+
+/// A `removed` block: the component `name`'s instances (those `from` names) are destroyed.
+pub(crate) struct RemovedDef {
+    pub(crate) name: String,
+    pub(crate) source: String,
+    pub(crate) version: Option<String>,
+}
+
+/// A `provider "TYPE" "NAME"` block.
+pub(crate) struct ProviderDef {
+    pub(crate) file: FileId,
+    pub(crate) for_each: Option<Expression>,
+    pub(crate) config: Option<Body>,
+    /// The components its `for_each` and `config` refer to.
+    pub(crate) depends_on: BTreeSet<String>,
+}
+
+/// An `output` block of the component configuration.
+pub(crate) struct OutputDef {
+    pub(crate) file: FileId,
+    pub(crate) value: Expression,
+    pub(crate) ty: Option<Type>,
+    pub(crate) sensitive: bool,
+}
+
+/// A `deployment` block: its inputs evaluated and converted to the variables' types.
+#[derive(Clone, Default)]
+pub(crate) struct DeploymentDef {
+    pub(crate) inputs: BTreeMap<String, Value>,
+    /// `destroy = true`: the deployment's components are destroyed.
+    pub(crate) destroy: bool,
 }
 
 /// One reference found in an expression: its root (`component`), its steps' names up to the
@@ -134,6 +201,19 @@ fn refs_of(file: FileId, e: &Expression) -> Vec<Ref> {
     r.out
 }
 
+/// The components an expression refers to (`component.NAME…`), each once, in order.
+pub(crate) fn component_refs(e: &Expression) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in refs_of(FileId(0), e) {
+        if let (true, Some(n)) = (r.root == "component", r.names.first()) {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
+        }
+    }
+    out
+}
+
 fn body_refs(file: FileId, b: &Body) -> Vec<Ref> {
     let mut r = Refs {
         file,
@@ -206,6 +286,7 @@ struct Decoder {
     deployment_exprs: Vec<(String, FileId, Expression)>,
     removed: Vec<(String, Span)>,
     dir: PathBuf,
+    model: StackModel,
 }
 
 /// Every `*.tfcomponent.hcl` and `*.tfdeploy.hcl` file of `dir`, sorted by name.
@@ -238,6 +319,10 @@ pub(crate) fn load_stack(dir: &Path, env: &BTreeMap<String, String>) -> (StackCo
         deployment_exprs: Vec::new(),
         removed: Vec::new(),
         dir: dir.to_path_buf(),
+        model: StackModel {
+            dir: dir.to_path_buf(),
+            ..StackModel::default()
+        },
     };
     let files = match stack_files(dir) {
         Ok(f) => f,
@@ -329,11 +414,35 @@ pub(crate) fn load_stack(dir: &Path, env: &BTreeMap<String, String>) -> (StackCo
         d.eval_deployments(env);
     }
     let deployments = d.declared.deployments.keys().cloned().collect();
+    let mut model = std::mem::take(&mut d.model);
+    // A component also waits for the components its provider configurations refer to.
+    for c in model.components.values_mut() {
+        let mut deps = BTreeSet::new();
+        for e in [&c.inputs, &c.providers, &c.for_each].into_iter().flatten() {
+            for r in refs_of(FileId(0), e) {
+                if r.root == "provider" && r.names.len() >= 2 {
+                    if let Some(p) = model
+                        .providers
+                        .get(&(r.names[0].clone(), r.names[1].clone()))
+                    {
+                        deps.extend(p.depends_on.iter().cloned());
+                    }
+                }
+            }
+        }
+        c.depends_on.extend(deps);
+    }
+    for (name, deps) in &components {
+        if let Some(c) = model.components.get_mut(name) {
+            c.depends_on.extend(deps.iter().cloned());
+        }
+    }
     (
         StackConfig {
             sources: d.sources,
             components,
             deployments,
+            model,
         },
         d.diags,
     )
@@ -652,13 +761,37 @@ impl Decoder {
                     });
                 }
                 let shown = format!("{}.{}", l[0], l[1]);
-                self.declare(
+                if self.declare(
                     |d| &mut d.providers,
                     (l[0].clone(), l[1].clone()),
                     &shown,
                     "provider configuration",
                     header,
-                );
+                ) {
+                    let for_each = attrs.get("for_each").map(|a| a.value.clone());
+                    let config = blocks.first().map(|c| c.body.clone());
+                    let mut refs: Vec<Ref> = for_each
+                        .as_ref()
+                        .map(|e| refs_of(file, e))
+                        .unwrap_or_default();
+                    if let Some(b) = &config {
+                        refs.extend(body_refs(file, b));
+                    }
+                    let depends_on = refs
+                        .into_iter()
+                        .filter(|r| r.root == "component")
+                        .filter_map(|r| r.names.first().cloned())
+                        .collect();
+                    self.model.providers.insert(
+                        (l[0].clone(), l[1].clone()),
+                        ProviderDef {
+                            file,
+                            for_each,
+                            config,
+                            depends_on,
+                        },
+                    );
+                }
             }
             "variable" => {
                 let Some(l) = self.labels(file, b, &["name"]) else {
@@ -693,14 +826,22 @@ impl Decoder {
                         Err(d) => self.diags.push(d),
                     }
                 }
-                if let Some(ty) = ty {
+                if let Some(ty) = &ty {
                     self.declared
                         .variable_types
                         .entry(l[0].clone())
-                        .or_insert((ty, default));
+                        .or_insert((ty.clone(), default.clone()));
                 }
-                for n in ["sensitive", "nullable", "ephemeral"] {
+                let sensitive = self.const_bool(file, attrs.get("sensitive"));
+                for n in ["nullable", "ephemeral"] {
                     self.const_bool(file, attrs.get(n));
+                }
+                if let Some(ty) = &ty {
+                    self.model.variables.entry(l[0].clone()).or_insert((
+                        ty.clone(),
+                        default.clone(),
+                        sensitive,
+                    ));
                 }
                 if let Some(a) = attrs.get("description") {
                     self.const_string(file, a);
@@ -734,18 +875,34 @@ impl Decoder {
                         blocks: &[],
                     },
                 );
+                let mut ty = None;
                 if let Some(t) = self.required(file, b, &attrs, "type") {
-                    if let Err(d) = parse_variable_type(&t.value, file) {
-                        self.diags.push(d);
+                    match parse_variable_type(&t.value, file) {
+                        Ok(t) => ty = Some(t),
+                        Err(d) => self.diags.push(d),
                     }
                 }
-                if let Some(v) = self.required(file, b, &attrs, "value") {
-                    self.keep(file, &v.value, Scope::Component, false, None);
+                let value = self
+                    .required(file, b, &attrs, "value")
+                    .map(|v| v.value.clone());
+                if let Some(v) = &value {
+                    self.keep(file, v, Scope::Component, false, None);
                 }
-                for n in ["sensitive", "ephemeral"] {
-                    self.const_bool(file, attrs.get(n));
+                let sensitive = self.const_bool(file, attrs.get("sensitive"));
+                self.const_bool(file, attrs.get("ephemeral"));
+                if self.declare(|d| &mut d.outputs, l[0].clone(), &l[0], "output", header) {
+                    if let Some(value) = value {
+                        self.model.outputs.insert(
+                            l[0].clone(),
+                            OutputDef {
+                                file,
+                                value,
+                                ty,
+                                sensitive,
+                            },
+                        );
+                    }
                 }
-                self.declare(|d| &mut d.outputs, l[0].clone(), &l[0], "output", header);
             }
             "locals" => self.locals(file, b, Scope::Component),
             "removed" => {
@@ -761,9 +918,13 @@ impl Decoder {
                     },
                 );
                 let each = attrs.contains_key("for_each");
+                let mut def = None;
                 if let Some(f) = self.required(file, b, &attrs, "from") {
                     match removed_from(&f.value) {
-                        Some(name) => self.removed.push((name, span_in(file, &f.value))),
+                        Some(name) => {
+                            self.removed.push((name.clone(), span_in(file, &f.value)));
+                            def = Some(name);
+                        }
                         None => self.err(
                             file,
                             &f.value,
@@ -774,8 +935,23 @@ impl Decoder {
                         ),
                     }
                 }
+                let mut source = None;
                 if let Some(s) = self.required(file, b, &attrs, "source") {
                     self.source(file, s, attrs.get("version").copied());
+                    source = const_value(&s.value, file)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string));
+                }
+                if let (Some(name), Some(source)) = (def, source) {
+                    let version = attrs
+                        .get("version")
+                        .and_then(|v| const_value(&v.value, file).ok())
+                        .and_then(|v| v.as_str().map(str::to_string));
+                    self.model.removed.push(RemovedDef {
+                        name,
+                        source,
+                        version,
+                    });
                 }
                 for n in ["providers", "for_each"] {
                     if let Some(a) = attrs.get(n) {
@@ -840,12 +1016,17 @@ impl Decoder {
                         Scope::Component => |d| &mut d.locals,
                         Scope::Deploy => |d| &mut d.deploy_locals,
                     };
-                    if self.declare(map, name.clone(), &name, "local value", sp)
-                        && scope == Scope::Deploy
-                    {
-                        self.declared
-                            .deploy_local_exprs
-                            .insert(name.clone(), (file, a.value.clone()));
+                    if self.declare(map, name.clone(), &name, "local value", sp) {
+                        match scope {
+                            Scope::Deploy => self
+                                .declared
+                                .deploy_local_exprs
+                                .insert(name.clone(), (file, a.value.clone())),
+                            Scope::Component => self
+                                .model
+                                .locals
+                                .insert(name.clone(), (file, a.value.clone())),
+                        };
                     }
                     self.keep(file, &a.value, scope, false, None);
                 }
@@ -1009,6 +1190,29 @@ impl Decoder {
             "component",
             header,
         ) {
+            let source = attrs
+                .get("source")
+                .and_then(|s| const_value(&s.value, file).ok())
+                .and_then(|v| v.as_str().map(str::to_string));
+            if let Some(source) = source {
+                let version = attrs
+                    .get("version")
+                    .and_then(|v| const_value(&v.value, file).ok())
+                    .and_then(|v| v.as_str().map(str::to_string));
+                self.model.components.insert(
+                    name.clone(),
+                    ComponentDef {
+                        file,
+                        span: header,
+                        source,
+                        version,
+                        for_each: attrs.get("for_each").map(|a| a.value.clone()),
+                        inputs: attrs.get("inputs").map(|a| a.value.clone()),
+                        providers: attrs.get("providers").map(|a| a.value.clone()),
+                        depends_on: deps.iter().map(|(n, _)| n.clone()).collect(),
+                    },
+                );
+            }
             self.depends_on.insert(name, deps);
         }
     }
@@ -1069,8 +1273,13 @@ impl Decoder {
                         ),
                     }
                 }
-                self.const_bool(file, attrs.get("destroy"));
+                let destroy = self.const_bool(file, attrs.get("destroy"));
                 self.const_bool(file, attrs.get("import"));
+                self.model
+                    .deployments
+                    .entry(l[0].clone())
+                    .or_default()
+                    .destroy = destroy;
                 if self.declare(
                     |d| &mut d.deployments,
                     l[0].clone(),
@@ -1826,7 +2035,7 @@ impl Decoder {
     fn eval_deployments(&mut self, env: &BTreeMap<String, String>) {
         let memo = RefCell::new(BTreeMap::new());
         let exprs = std::mem::take(&mut self.deployment_exprs);
-        for (_dep, file, e) in &exprs {
+        for (dep, file, e) in &exprs {
             let scope = DeployScope {
                 file: *file,
                 dir: &self.dir,
@@ -1854,7 +2063,16 @@ impl Decoder {
                     continue;
                 };
                 let Some(v) = value.get(&key) else { continue };
-                if let Err(m) = convert(v, ty) {
+                let converted = convert(v, ty);
+                if let Ok(c) = &converted {
+                    self.model
+                        .deployments
+                        .entry(dep.clone())
+                        .or_default()
+                        .inputs
+                        .insert(key.clone(), c.clone());
+                }
+                if let Err(m) = converted {
                     let declared_at = self
                         .declared
                         .variables

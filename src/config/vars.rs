@@ -25,12 +25,15 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 /// One `-var` or `-var-file` argument, in command-line order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum VarArg {
     /// `-var 'name=value'` as given (split at the first `=` here).
     Var(String),
     /// `-var-file=FILE`, relative to the working directory.
     File(PathBuf),
+    /// A value given by the caller, not parsed from text: a stack component's input
+    /// (`engine::stack`), converted and validated as a `-var` value is, marks kept.
+    Value(String, Value),
 }
 
 /// Where a value came from: decides how undeclared names are reported.
@@ -187,6 +190,28 @@ pub(crate) fn collect_values(
                         origin: Origin::Cli,
                         span: None,
                         place: "the command line".into(),
+                    },
+                );
+            }
+            VarArg::Value(name, value) => {
+                if !declared.iter().any(|d| d == name) {
+                    diags.push(Diagnostic::error(
+                        "Unsupported argument",
+                        format!(
+                            "The component's inputs set {}, but its module declares no \
+                             variable of that name.",
+                            cairn_state::quote(name)
+                        ),
+                    ));
+                    continue;
+                }
+                given.insert(
+                    name.clone(),
+                    Given {
+                        raw: Raw::Value(value.clone()),
+                        origin: Origin::Cli,
+                        span: None,
+                        place: "the component's inputs".into(),
                     },
                 );
             }

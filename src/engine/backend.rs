@@ -149,6 +149,62 @@ pub fn configure_backend(
     let pairs = backend_config::parse_backend_config(req.backend_config, Path::new("."))
         .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
     let wanted = wanted_backend(config, &pairs)?;
+    record_backend(wanted, req)
+}
+
+/// `cairn stack init -backend=KIND`: the backend a stack's states live in, named on the
+/// command line (a stack has no `backend` block) and set with `-backend-config`, recorded
+/// in the stack's state directory as `init` records a root module's. `None`: it is the one
+/// already recorded.
+pub fn configure_named_backend(
+    kind: &str,
+    req: &BackendRequest,
+) -> Result<Option<BackendChange>, Diagnostic> {
+    let pairs = backend_config::parse_backend_config(req.backend_config, Path::new("."))
+        .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
+    let invalid = |m: String| Diagnostic::error("Invalid -backend-config", m);
+    let wanted = match kind {
+        "local" if pairs.is_empty() => Backend::Local,
+        "local" => {
+            return Err(invalid(
+                "-backend-config sets arguments of the pg or s3 backend; the local backend \
+                 takes none."
+                    .into(),
+            ))
+        }
+        "pg" => {
+            let mut settings = PgSettings::default();
+            for (k, v) in &pairs {
+                settings.set(k, v).map_err(invalid)?;
+            }
+            Backend::Pg(settings)
+        }
+        "s3" => {
+            let mut settings = S3Settings::default();
+            for (k, v) in &pairs {
+                settings.set(k, v).map_err(invalid)?;
+            }
+            settings
+                .resolve(&env_var)
+                .map_err(|e| invalid(e.to_string()))?;
+            Backend::S3(settings)
+        }
+        other => {
+            return Err(Diagnostic::error(
+                "Invalid -backend",
+                format!("There is no backend named {other:?}: choose local, pg or s3."),
+            ))
+        }
+    };
+    record_backend(wanted, req)
+}
+
+/// Records `wanted` as the backend of `req.state_root`, migrating every workspace's log
+/// when asked (see [`configure_backend`]).
+fn record_backend(
+    wanted: Backend,
+    req: &BackendRequest,
+) -> Result<Option<BackendChange>, Diagnostic> {
     let root = req.state_root;
     let current = backend_config::read_backend(root).map_err(|e| state_diag(&e))?;
     if current == wanted {

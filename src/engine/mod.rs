@@ -85,6 +85,7 @@ pub(crate) mod sabotage;
 pub(crate) mod schema_checks;
 pub(crate) mod session;
 pub(crate) mod source;
+pub mod stack;
 pub mod state_read;
 pub(crate) mod taint;
 pub(crate) mod terraform_state;

@@ -469,6 +469,7 @@ pub(super) fn changed_variables(
         .iter()
         .filter_map(|v| match v {
             crate::config::VarArg::Var(t) => t.split_once('=').map(|(n, _)| n.trim()),
+            crate::config::VarArg::Value(n, _) => Some(n.as_str()),
             crate::config::VarArg::File(_) => None,
         })
         .collect();

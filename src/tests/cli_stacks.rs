@@ -332,3 +332,563 @@ fn a_directory_without_component_files_is_not_a_stack() {
     );
     assert!(err.contains("NAME.tfcomponent.hcl"), "{err}");
 }
+
+// ---- Running a stack: `stack init | plan | apply | destroy | show | output` ----
+
+const NET_TF: &str = r#"terraform {
+  required_providers {
+    sim = { source = "hashicorp/sim" }
+  }
+}
+variable "name" {
+  type = string
+}
+resource "sim_thing" "net" {
+  name  = var.name
+  value = "net"
+}
+output "id" {
+  value = sim_thing.net.id
+}
+output "name" {
+  value = var.name
+}
+"#;
+
+const APP_TF: &str = r#"terraform {
+  required_providers {
+    sim = { source = "hashicorp/sim" }
+  }
+}
+variable "net_id" {
+  type = string
+}
+variable "label" {
+  type = string
+}
+resource "sim_thing" "app" {
+  name  = var.label
+  value = var.net_id
+}
+output "out" {
+  value = sim_thing.app.out
+}
+"#;
+
+const RUN_COMPONENTS: &str = r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+
+variable "prefix" {
+  type = string
+}
+
+variable "regions" {
+  type = set(string)
+}
+
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+
+provider "sim" "regional" {
+  for_each = var.regions
+  config {
+    region = each.value
+  }
+}
+
+component "net" {
+  source    = "./modules/net"
+  inputs    = { name = "${var.prefix}-net" }
+  providers = { sim = provider.sim.main }
+}
+
+component "app" {
+  source   = "./modules/app"
+  for_each = provider.sim.regional
+  inputs = {
+    net_id = component.net.id
+    label  = "${var.prefix}-app-${each.key}"
+  }
+  providers = { sim = each.value }
+}
+
+output "net_id" {
+  type  = string
+  value = component.net.id
+}
+
+output "apps" {
+  type  = map(string)
+  value = { for k, a in component.app : k => a.out }
+}
+"#;
+
+const RUN_DEPLOYMENTS: &str = r#"deployment "dev" {
+  inputs = {
+    prefix  = "dev"
+    regions = ["eu"]
+  }
+}
+
+deployment "prod" {
+  inputs = {
+    prefix  = "prod"
+    regions = ["eu", "us"]
+  }
+}
+"#;
+
+fn run_stack() -> tempfile::TempDir {
+    project(&[
+        ("stack.tfcomponent.hcl", RUN_COMPONENTS),
+        ("deploy.tfdeploy.hcl", RUN_DEPLOYMENTS),
+        ("modules/net/main.tf", NET_TF),
+        ("modules/app/main.tf", APP_TF),
+    ])
+}
+
+/// Runs cairn with the sim provider's store in the project.
+fn sim(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let store = dir.join("sim-store");
+    cairn_env(dir, args, &[("SIM_STORE", store.to_str().unwrap())])
+}
+
+/// The sim objects of a region: (name, value) of each.
+fn things(dir: &Path, region: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir.join("sim-store/things").join(region)) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
+        out.push((
+            j["name"].as_str().unwrap().to_string(),
+            j["value"].as_str().unwrap_or_default().to_string(),
+        ));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_stack_applies_in_rounds_until_its_deferred_components_converge() {
+    let dir = run_stack();
+    let d = dir.path();
+    let (code, out, err) = sim(d, &["stack", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("- component.net: ./modules/net in modules/net"),
+        "{out}"
+    );
+    assert!(out.contains("- Backend: local"), "{out}");
+
+    // The plan: net is planned, app waits for net's id, in both deployments.
+    let (code, out, err) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("Deployment \"dev\""), "{out}");
+    assert!(out.contains("Deployment \"prod\""), "{out}");
+    assert!(
+        out.contains("component.app[\"us\"]: deferred: inputs.net_id is not known until component.net is applied."),
+        "{out}"
+    );
+    assert!(
+        out.contains("component.net: 1 to add, 0 to change, 0 to destroy."),
+        "{out}"
+    );
+    assert!(out.contains("+ name  = \"prod-net\""), "{out}");
+    assert!(
+        out.contains("Stack plan: 2 to add, 0 to change, 0 to destroy in 2 component instances; 0 unchanged; 3 deferred."),
+        "{out}"
+    );
+    // Nothing was written by the plan.
+    assert!(things(d, "main").is_empty());
+
+    // -json: each instance's status and the totals.
+    let (code, out, err) = sim(d, &["stack", "plan", "-json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["totals"]["deferred"], 3, "{out}");
+    let prod = doc["deployments"]["prod"].as_array().unwrap();
+    assert_eq!(prod[0]["address"], "component.net", "{out}");
+    assert_eq!(prod[0]["status"], "planned", "{out}");
+    assert_eq!(
+        prod[0]["resource_changes"][0]["address"], "sim_thing.net",
+        "{out}"
+    );
+    assert_eq!(prod[1]["status"], "deferred", "{out}");
+
+    // Apply: round 1 applies net, round 2 the apps with net's id, round 3 finds nothing.
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve", "-parallelism=3"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r2 = out.find("Round 2").expect("a second round");
+    let r3 = out.find("Round 3").expect("a third round");
+    assert!(
+        out[..r2].contains("component.net (prod): Apply complete! Resources: 1 added"),
+        "{out}"
+    );
+    assert!(
+        out[r2..r3].contains("component.app[\"us\"] (prod): Apply complete! Resources: 1 added"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Stack apply complete! Resources: 5 added, 0 changed, 0 destroyed, in 3 rounds."
+        ),
+        "{out}"
+    );
+    assert!(out.contains("net_id = \"prod-net-1\""), "{out}");
+
+    // Each deployment got its own inputs; each app got its deployment's net id.
+    assert_eq!(
+        things(d, "main"),
+        vec![
+            ("dev-net".to_string(), "net".to_string()),
+            ("prod-net".to_string(), "net".to_string())
+        ]
+    );
+    assert_eq!(
+        things(d, "us"),
+        vec![("prod-app-us".into(), "prod-net-1".into())]
+    );
+    assert_eq!(
+        things(d, "eu"),
+        vec![
+            ("dev-app-eu".into(), "dev-net-1".into()),
+            ("prod-app-eu".into(), "prod-net-1".into())
+        ]
+    );
+    // Every component instance is a state of its own.
+    for w in [
+        "dev.net",
+        "dev.app.eu",
+        "prod.net",
+        "prod.app.eu",
+        "prod.app.us",
+    ] {
+        assert!(
+            d.join(".cairn/workspaces").join(w).join("log").is_dir(),
+            "{w}"
+        );
+    }
+
+    // A second plan has nothing to do.
+    let (code, out, err) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Stack plan: 0 to add, 0 to change, 0 to destroy in 0 component instances; 5 unchanged."),
+        "{out}"
+    );
+
+    // Outputs per deployment.
+    let (code, out, _) = sim(d, &["stack", "output", "-deployment=prod", "net_id"]);
+    assert_eq!((code, out.as_str()), (0, "prod-net-1\n"));
+    let (code, out, _) = sim(d, &["stack", "output", "-deployment=dev", "-json"]);
+    assert_eq!(code, 0, "{out}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["apps"]["value"]["eu"], "dev-app-eu/dev-net-1", "{out}");
+    let (code, _, err) = sim(d, &["stack", "output", "-deployment=dev", "nope"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Output not found"), "{err}");
+
+    // show: each instance, its resources and outputs.
+    let (code, out, _) = sim(d, &["stack", "show", "-deployment=prod"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("component.app[\"us\"] (1 resource instance"),
+        "{out}"
+    );
+    assert!(out.contains("  sim_thing.app"), "{out}");
+    assert!(out.contains("  output id = \"prod-net-1\""), "{out}");
+    assert!(!out.contains("Deployment \"dev\""), "{out}");
+
+    // destroy: apps before net, everything gone.
+    let (code, out, err) = sim(d, &["stack", "destroy", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Stack destroy complete! Resources: 0 added, 0 changed, 5 destroyed"),
+        "{out}"
+    );
+    assert!(things(d, "main").is_empty() && things(d, "eu").is_empty());
+    let (_, out, _) = sim(d, &["stack", "show"]);
+    assert!(out.contains("The stack has no state yet"), "{out}");
+}
+
+#[test]
+fn removed_blocks_and_removed_keys_destroy_their_component_instances() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(things(d, "us").len(), 1);
+
+    // A key gone from the for_each: that instance is destroyed, the others stay.
+    let fewer = RUN_DEPLOYMENTS.replace(r#"["eu", "us"]"#, r#"["eu"]"#);
+    std::fs::write(d.join("deploy.tfdeploy.hcl"), fewer).unwrap();
+    let (code, out, err) = sim(d, &["stack", "plan", "-deployment=prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("component.app[\"us\"] (removed): 0 to add, 0 to change, 1 to destroy."),
+        "{out}"
+    );
+    assert!(!out.contains("Deployment \"dev\""), "{out}");
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(things(d, "us").is_empty());
+    assert_eq!(things(d, "eu").len(), 2);
+
+    // A component block deleted without a removed block: refused, nothing destroyed.
+    let without_app = {
+        let i = RUN_COMPONENTS.find("component \"app\"").unwrap();
+        let j = RUN_COMPONENTS.find("output \"net_id\"").unwrap();
+        let k = RUN_COMPONENTS.find("output \"apps\"").unwrap();
+        format!("{}{}", &RUN_COMPONENTS[..i], &RUN_COMPONENTS[j..k])
+    };
+    std::fs::write(d.join("stack.tfcomponent.hcl"), &without_app).unwrap();
+    let (code, _, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Unclaimed component instance"), "{err}");
+    assert!(err.contains("add a removed block"), "{err}");
+
+    // With a removed block: its instances are destroyed in every deployment.
+    let removed = format!(
+        "{without_app}\nremoved {{\n  from   = component.app\n  source = \"./modules/app\"\n}}\n"
+    );
+    std::fs::write(d.join("stack.tfcomponent.hcl"), removed).unwrap();
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("component.app[\"eu\"] (removed): 0 to add, 0 to change, 1 to destroy."),
+        "{out}"
+    );
+    assert!(
+        out.contains("Resources: 0 added, 0 changed, 2 destroyed"),
+        "{out}"
+    );
+    assert!(things(d, "eu").is_empty());
+    assert_eq!(things(d, "main").len(), 2);
+    let (code, out, _) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn stack_apply_without_a_terminal_asks_for_auto_approve() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, _, err) = sim(d, &["stack", "apply"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("-auto-approve"), "{err}");
+    assert!(things(d, "main").is_empty());
+    let (code, _, err) = sim(d, &["stack", "plan", "-deployment=qa"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no deployment named \"qa\""), "{err}");
+}
+
+#[test]
+fn a_saved_stack_plan_applies_once_and_a_stale_one_is_refused() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, out, err) = sim(d, &["stack", "plan", "-out=stack.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Saved the plans of 2 component instances to stack.plan."),
+        "{out}"
+    );
+    // Applied without asking (as `apply FILE`), in dependency order: the two nets.
+    let (code, out, err) = sim(d, &["stack", "apply", "stack.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Saved stack plan applied! Resources: 2 added, 0 changed, 0 destroyed."),
+        "{out}"
+    );
+    assert_eq!(things(d, "main").len(), 2);
+    assert!(things(d, "eu").is_empty());
+    // The same file again: its states moved on.
+    let (code, _, err) = sim(d, &["stack", "apply", "stack.plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Saved plan is stale"), "{err}");
+    assert_eq!(things(d, "main").len(), 2);
+    // The deferred apps are planned now that the nets are applied.
+    let (code, out, err) = sim(d, &["stack", "plan", "-out=next.plan", "-deployment=prod"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("component.app[\"us\"]: 1 to add"), "{out}");
+    let (code, out, err) = sim(d, &["stack", "apply", "next.plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        things(d, "us"),
+        vec![("prod-app-us".into(), "prod-net-1".into())]
+    );
+    let (code, _, err) = sim(d, &["stack", "apply", "nope.plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Failed to read plan file"), "{err}");
+}
+
+#[test]
+fn a_provider_configured_from_a_component_defers_its_users_and_their_dependents() {
+    let components = r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+provider "sim" "dyn" {
+  config {
+    region = component.base.id
+  }
+}
+component "base" {
+  source    = "./m"
+  inputs    = { name = "base" }
+  providers = { sim = provider.sim.main }
+}
+component "onit" {
+  source    = "./m"
+  inputs    = { name = "onit" }
+  providers = { sim = provider.sim.dyn }
+}
+component "after" {
+  source     = "./m"
+  depends_on = [component.onit]
+  inputs     = { name = "after" }
+  providers  = { sim = provider.sim.main }
+}
+"#;
+    let dir = project(&[
+        ("s.tfcomponent.hcl", components),
+        ("d.tfdeploy.hcl", "deployment \"d\" {\n  inputs = {}\n}\n"),
+        ("m/main.tf", NET_TF),
+    ]);
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, out, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("component.onit: deferred: the configuration of provider.sim.dyn is not known until component.base is applied."),
+        "{out}"
+    );
+    assert!(
+        out.contains("component.after: deferred: it depends on component.onit (itself deferred), not applied yet."),
+        "{out}"
+    );
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let r2 = out.find("Round 2").unwrap();
+    assert!(
+        out[..r2].contains("component.base (d): Apply complete!"),
+        "{out}"
+    );
+    assert!(
+        out[r2..].contains("component.after (d): Apply complete!"),
+        "{out}"
+    );
+    // onit's objects are in the region its provider got from base's id.
+    assert_eq!(things(d, "base-1"), vec![("onit".into(), "net".into())]);
+    let (code, _, _) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0);
+}
+
+/// A component whose module is a git repository: `stack init` installs it as `init` installs a
+/// module call (`.terraform/modules/component.NAME`, recorded in `modules.json`); before that,
+/// a plan says to run it.
+#[test]
+fn stack_init_installs_a_components_remote_module() {
+    let repos = tempfile::tempdir().unwrap();
+    let work = repos.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("main.tf"), NET_TF).unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let ok = Command::new("git")
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&work, &["init", "-q", "-b", "main"]);
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-qm", "v1"]);
+    git(&work, &["tag", "v1"]);
+    git(repos.path(), &["clone", "-q", "--bare", "work", "net.git"]);
+    let source = format!(
+        "git::file://{}?ref=v1",
+        repos.path().join("net.git").display()
+    );
+    let components = format!(
+        "required_providers {{\n  sim = {{ source = \"hashicorp/sim\" }}\n}}\nprovider \"sim\" \"main\" {{\n  config {{\n    region = \"main\"\n  }}\n}}\ncomponent \"net\" {{\n  source    = \"{source}\"\n  inputs    = {{ name = \"remote\" }}\n  providers = {{ sim = provider.sim.main }}\n}}\n"
+    );
+    let dir = project(&[
+        ("s.tfcomponent.hcl", &components),
+        ("d.tfdeploy.hcl", "deployment \"d\" {\n  inputs = {}\n}\n"),
+    ]);
+    let d = dir.path();
+    let (code, _, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Component module not installed"), "{err}");
+    assert!(err.contains("run `cairn stack init`"), "{err}");
+    let (code, out, err) = sim(d, &["stack", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "- component.net: {source} in .terraform/modules/component.net"
+        )),
+        "{out}"
+    );
+    let manifest = std::fs::read_to_string(d.join(".terraform/modules/modules.json")).unwrap();
+    assert!(manifest.contains("\"Key\":\"component.net\""), "{manifest}");
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(things(d, "main"), vec![("remote".into(), "net".into())]);
+}
+
+/// `deployment { destroy = true }`: that deployment's components are destroyed (dependents
+/// first) by `stack apply`; the other deployment is left as it is.
+#[test]
+fn a_deployment_marked_destroy_is_destroyed_and_the_others_stay() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let destroying = RUN_DEPLOYMENTS.replace(
+        "deployment \"prod\" {\n",
+        "deployment \"prod\" {\n  destroy = true\n",
+    );
+    std::fs::write(d.join("deploy.tfdeploy.hcl"), destroying).unwrap();
+    let (code, out, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let prod = out.find("Deployment \"prod\"").unwrap();
+    assert!(
+        out[prod..].contains("component.net: 0 to add, 0 to change, 1 to destroy."),
+        "{out}"
+    );
+    assert!(
+        out[prod..].find("component.app[\"us\"]").unwrap()
+            < out[prod..].find("component.net").unwrap(),
+        "apps are listed (and destroyed) before net: {out}"
+    );
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Resources: 0 added, 0 changed, 3 destroyed"),
+        "{out}"
+    );
+    assert_eq!(things(d, "main"), vec![("dev-net".into(), "net".into())]);
+    assert!(things(d, "us").is_empty());
+    let (_, out, _) = sim(d, &["stack", "show"]);
+    assert!(
+        out.contains("Deployment \"dev\"") && !out.contains("Deployment \"prod\""),
+        "{out}"
+    );
+}

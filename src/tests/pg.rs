@@ -743,3 +743,105 @@ fn backend_conn_str_and_schema_from_variables() {
         assert!(!err.contains(pgserver::PASSWORD), "{args:?}: {err}");
     }
 }
+
+/// Issue 33: a stack whose component states live in PostgreSQL (`stack init -backend=pg`):
+/// one working copy applies it, round by round; another, on the same schema, finds every
+/// component instance's state there — a plan with no changes, the same outputs.
+#[test]
+fn a_stack_on_postgresql_keeps_each_component_instance_in_its_own_schema() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("stack");
+    let sim = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "stack.tfcomponent.hcl",
+            r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+variable "prefix" {
+  type = string
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+component "first" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-first", value = "v" }
+  providers = { sim = provider.sim.main }
+}
+component "second" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-second", value = component.first.id }
+  providers = { sim = provider.sim.main }
+}
+output "second" {
+  type  = string
+  value = component.second.id
+}
+"#,
+        ),
+        (
+            "deploy.tfdeploy.hcl",
+            "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n}\n",
+        ),
+        (
+            "m/main.tf",
+            "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"t\" {\n  name  = var.name\n  value = var.value\n}\noutput \"id\" {\n  value = sim_thing.t.id\n}\n",
+        ),
+    ];
+    let copy = || {
+        let mut c = Copy::new(sim.path(), "");
+        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
+        for (p, text) in files {
+            let path = c.dir.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+        c
+    };
+    let a = copy();
+    let flag = format!("-backend-config=schema_name={schema}");
+    let out = a.ok(&["stack", "init", "-backend=pg", &flag]);
+    assert!(out.contains("- Backend: pg (recorded)."), "{out}");
+    let out = a.ok(&["stack", "apply", "-auto-approve"]);
+    assert!(
+        out.contains(
+            "Stack apply complete! Resources: 4 added, 0 changed, 0 destroyed, in 3 rounds."
+        ),
+        "{out}"
+    );
+    // Each component instance is a schema of its own, beside the stack's.
+    let schemas = server
+        .psql(&format!(
+            "SELECT string_agg(nspname, ',' ORDER BY nspname) FROM pg_namespace WHERE nspname LIKE '{schema}:%'"
+        ))
+        .unwrap();
+    for w in ["dev.first", "dev.second", "prod.first", "prod.second"] {
+        assert!(schemas.contains(&format!("{schema}:{w}")), "{schemas}");
+    }
+    // Nothing of the state is in the working copy: the logs are on the server.
+    assert!(!a
+        .dir
+        .path()
+        .join(".cairn/workspaces/dev.first/log")
+        .exists());
+
+    let b = copy();
+    b.ok(&["stack", "init", "-backend=pg", &flag]);
+    let (code, out, err) = b.run(&["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("4 unchanged."), "{out}");
+    assert_eq!(
+        b.ok(&["stack", "output", "-deployment=prod", "second"]),
+        a.ok(&["stack", "output", "-deployment=prod", "second"])
+    );
+    let out = b.ok(&["stack", "destroy", "-auto-approve"]);
+    assert!(out.contains("4 destroyed"), "{out}");
+    let (code, out, _) = a.run(&["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}");
+}

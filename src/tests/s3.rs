@@ -887,3 +887,76 @@ fn an_outage_longer_than_a_request_keeps_outcomes_in_the_local_journal() {
     assert!(out.contains("No changes."), "{out}");
     a.ok(&["state", "check"]);
 }
+
+/// Issue 33: a stack whose component states live on S3 (`stack init -backend=s3`): each
+/// component instance is a workspace key of its own; a second working copy finds them.
+#[test]
+fn a_stack_on_s3_keeps_each_component_instance_under_its_own_key() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("stack");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "stack.tfcomponent.hcl",
+            "required_providers {\n  sim = { source = \"hashicorp/sim\" }\n}\nprovider \"sim\" \"main\" {\n  config {\n    region = \"main\"\n  }\n}\ncomponent \"first\" {\n  source    = \"./m\"\n  inputs    = { name = \"first\", value = \"v\" }\n  providers = { sim = provider.sim.main }\n}\ncomponent \"second\" {\n  source    = \"./m\"\n  inputs    = { name = \"second\", value = component.first.id }\n  providers = { sim = provider.sim.main }\n}\n",
+        ),
+        ("deploy.tfdeploy.hcl", "deployment \"dev\" {\n  inputs = {}\n}\n"),
+        (
+            "m/main.tf",
+            "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"t\" {\n  name  = var.name\n  value = var.value\n}\noutput \"id\" {\n  value = sim_thing.t.id\n}\n",
+        ),
+    ];
+    let copy = || {
+        let c = Copy::new(sim.path(), "", &env_creds(&server.endpoint()));
+        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
+        for (p, text) in files {
+            let path = c.dir.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        c
+    };
+    let init: Vec<String> = [
+        "stack".to_string(),
+        "init".into(),
+        "-backend=s3".into(),
+        format!("-backend-config=bucket={bucket}"),
+        format!("-backend-config=key={KEY}"),
+        "-backend-config=region=us-east-1".into(),
+        "-backend-config=use_path_style=true".into(),
+        "-backend-config=use_lockfile=true".into(),
+        "-backend-config=skip_credentials_validation=true".into(),
+        "-backend-config=skip_requesting_account_id=true".into(),
+        "-backend-config=skip_region_validation=true".into(),
+    ]
+    .to_vec();
+    let init: Vec<&str> = init.iter().map(String::as_str).collect();
+    let a = copy();
+    let out = a.ok(&init);
+    assert!(out.contains("- Backend: s3 (recorded)."), "{out}");
+    let out = a.ok(&["stack", "apply", "-auto-approve"]);
+    assert!(
+        out.contains(
+            "Stack apply complete! Resources: 2 added, 0 changed, 0 destroyed, in 3 rounds."
+        ),
+        "{out}"
+    );
+    let b = copy();
+    b.ok(&init);
+    let (code, out, err) = b.run(&["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("2 unchanged."), "{out}");
+    let out = b.ok(&["stack", "show", "-json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        doc["deployments"]["dev"][1]["workspace"], "dev.second",
+        "{out}"
+    );
+    assert_eq!(
+        doc["deployments"]["dev"][1]["resources"][0], "sim_thing.t",
+        "{out}"
+    );
+}

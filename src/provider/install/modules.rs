@@ -80,6 +80,19 @@ pub(crate) fn install(
     upgrade: bool,
     inputs: &crate::config::EarlyInputs,
 ) -> Outcome {
+    install_with(root, cli, upgrade, inputs, &[])
+}
+
+/// [`install`], with more calls than the configuration's own: `extra` holds (key, source,
+/// version) of calls made from elsewhere — a stack's components (`cairn stack init`), keyed
+/// `component.NAME` — installed into the same `.terraform/modules` and manifest.
+pub(crate) fn install_with(
+    root: &Path,
+    cli: &CliConfig,
+    upgrade: bool,
+    inputs: &crate::config::EarlyInputs,
+    extra: &[(String, String, Option<String>)],
+) -> Outcome {
     let mut out = Outcome {
         lines: Vec::new(),
         keyed: Vec::new(),
@@ -97,10 +110,25 @@ pub(crate) fn install(
     };
     // Each round loads the tree as installed so far: a downloaded module's calls appear.
     for _ in 0..32 {
-        let (config, _) = crate::config::load_with(root, inputs);
-        let Some(config) = config else { break };
+        let (config, _) = match extra.is_empty() {
+            true => crate::config::load_with(root, inputs),
+            false => (None, crate::diag::Diagnostics::new()),
+        };
         let mut wanted = Vec::new();
-        for m in config.modules() {
+        for (key, source, version) in extra {
+            if is_local(source) || !done.insert(key.clone()) {
+                continue;
+            }
+            wanted.push(Wanted {
+                key: key.clone(),
+                source: source.clone(),
+                version: version.clone(),
+            });
+        }
+        if extra.is_empty() && config.is_none() {
+            break;
+        }
+        for m in config.iter().flat_map(|c| c.modules()) {
             let prefix: Vec<&str> = m.path.0.iter().map(|s| s.name.as_str()).collect();
             // A source that early evaluation could not give is the loader's error.
             for call in m.calls.values().filter(|c| !c.source.is_empty()) {
@@ -189,6 +217,14 @@ pub(crate) fn installed_versions(root: &Path) -> BTreeMap<String, String> {
         .into_iter()
         .filter_map(|e| Some((e.key, e.version?)))
         .collect()
+}
+
+/// Where the call `key` was installed (`root`-relative in the manifest), if it was.
+pub(crate) fn installed_dir(root: &Path, key: &str) -> Option<std::path::PathBuf> {
+    read_manifest(root)
+        .into_iter()
+        .find(|e| e.key == key)
+        .map(|e| root.join(e.dir))
 }
 
 fn read_manifest(root: &Path) -> Vec<Entry> {
