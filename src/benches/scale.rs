@@ -17,10 +17,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-/// One run of a command: wall time in seconds, the child's peak RSS in MiB and its stdout. The
-/// child is reaped with `wait4` (which returns its own resource usage), not `Child::wait`.
+/// One run of a command: wall time in seconds, the child's peak RSS in MiB, its CPU time (user
+/// and system) in seconds and its stdout. The child is reaped with `wait4` (which returns its
+/// own resource usage), not `Child::wait`. On a shared machine the CPU time is the steadier
+/// figure: the wall time grows with everyone else's load.
 #[allow(clippy::zombie_processes)]
-fn run_once(cmd: &mut Command) -> (f64, f64, String) {
+fn run_once(cmd: &mut Command) -> (f64, f64, f64, String) {
     let out = tempfile::tempfile().expect("temp file");
     let err = tempfile::tempfile().expect("temp file");
     cmd.stdin(Stdio::null())
@@ -47,7 +49,9 @@ fn run_once(cmd: &mut Command) -> (f64, f64, String) {
         let cut = |s: String| s.chars().take(3000).collect::<String>();
         panic!("{cmd:?} failed:\n{}\n{}", cut(read(out)), cut(read(err)));
     }
-    (elapsed, usage.ru_maxrss as f64 / 1024.0, read(out))
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
+    (elapsed, usage.ru_maxrss as f64 / 1024.0, cpu, read(out))
 }
 
 fn chains(dir: &Path, n: usize, chain: usize) {
@@ -115,8 +119,8 @@ const STEPS: [&str; 5] = [
 
 struct Row {
     n: usize,
-    /// (seconds, MiB) per step of `STEPS`.
-    figures: Vec<(f64, f64)>,
+    /// (wall seconds, MiB, CPU seconds) per step of `STEPS`.
+    figures: Vec<(f64, f64, f64)>,
     events: u64,
     bytes: u64,
 }
@@ -125,17 +129,20 @@ fn measure(
     runs: usize,
     mut prepare: impl FnMut(),
     mut make: impl FnMut() -> Command,
-) -> (f64, f64) {
+) -> (f64, f64, f64) {
     let mut times = Vec::new();
+    let mut cpus = Vec::new();
     let mut peak: f64 = 0.0;
     for _ in 0..runs.max(1) {
         prepare();
-        let (t, mem, _) = run_once(&mut make());
+        let (t, mem, cpu, _) = run_once(&mut make());
         times.push(t);
+        cpus.push(cpu);
         peak = peak.max(mem);
     }
     times.sort_by(f64::total_cmp);
-    (times[times.len() / 2], peak)
+    cpus.sort_by(f64::total_cmp);
+    (times[times.len() / 2], peak, cpus[cpus.len() / 2])
 }
 
 fn run_size(root: &Path, n: usize, runs: usize) -> Row {
@@ -144,13 +151,11 @@ fn run_size(root: &Path, n: usize, runs: usize) -> Row {
     let fresh = || {
         let _ = std::fs::remove_dir_all(dir.join(".cairn"));
     };
-    let mut figures = Vec::new();
-    figures.push(measure(runs, fresh, || cairn(&dir, &["plan"])));
-    figures.push(measure(runs, fresh, || {
-        cairn(&dir, &["apply", "-auto-approve"])
-    }));
+    let plan = measure(runs, fresh, || cairn(&dir, &["plan"]));
+    let apply = measure(runs, fresh, || cairn(&dir, &["apply", "-auto-approve"]));
+    let mut figures = vec![plan, apply];
     // Bytes on disk per event, right after the apply (no-op plans record no events).
-    let (_, _, out) = run_once(&mut cairn(&dir, &["state", "verify"]));
+    let (_, _, _, out) = run_once(&mut cairn(&dir, &["state", "verify"]));
     let events = out
         .split("intact: ")
         .nth(1)
@@ -214,11 +219,11 @@ fn main() {
     for &n in &sizes {
         let row = run_size(tmp.path(), n, runs);
         println!("\n{} resources", label(n));
-        println!("| command | wall | peak memory | per resource |");
-        println!("| --- | --- | --- | --- |");
-        for (step, (t, mib)) in STEPS.iter().zip(&row.figures) {
+        println!("| command | wall | CPU | peak memory | per resource |");
+        println!("| --- | --- | --- | --- | --- |");
+        for (step, (t, mib, cpu)) in STEPS.iter().zip(&row.figures) {
             println!(
-                "| `{step}` | {t:.2} s | {mib:.0} MiB | {:.1} KiB |",
+                "| `{step}` | {t:.2} s | {cpu:.2} s | {mib:.0} MiB | {:.1} KiB |",
                 mib * 1024.0 / n as f64
             );
         }
@@ -238,12 +243,13 @@ fn main() {
             label(a.n),
             b.n as f64 / a.n as f64
         );
-        println!("| command | time | memory |");
-        println!("| --- | --- | --- |");
+        println!("| command | wall | CPU | memory |");
+        println!("| --- | --- | --- | --- |");
         for (i, step) in STEPS.iter().enumerate() {
             println!(
-                "| `{step}` | {:.1} | {:.1} |",
+                "| `{step}` | {:.1} | {:.1} | {:.1} |",
                 b.figures[i].0 / a.figures[i].0,
+                b.figures[i].2 / a.figures[i].2,
                 b.figures[i].1 / a.figures[i].1
             );
         }
