@@ -71,6 +71,7 @@ pub async fn plan(opts: &Options, mode: PlanMode, observer: Arc<dyn Observer>) -
         &mut diags,
     )
     .await;
+    let snapshot = Arc::new(snapshot);
     let plan = stopping_providers(
         opts,
         &loaded.registry,
@@ -560,7 +561,7 @@ impl PendingApply {
             opts,
             loaded,
             session,
-            plan,
+            mut plan,
             mut diags,
             notes,
             observer,
@@ -575,7 +576,10 @@ impl PendingApply {
         let (summary, outputs) = if plan.mode == PlanMode::ReadOnly {
             record_read_only(journal, &plan, &mut diags)
         } else {
-            execute(&loaded, opts, &plan, journal, run, &observer, &mut diags).await
+            execute(
+                &loaded, opts, &mut plan, journal, run, &observer, &mut diags,
+            )
+            .await
         };
         let outcome = if opts.stop.load(std::sync::atomic::Ordering::SeqCst) {
             RunOutcome::Interrupted
@@ -648,7 +652,8 @@ async fn refresh_loaded(
             &mut diags,
         )
         .await;
-        let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes);
+        let snapshot = Arc::new(snapshot);
+        let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes).map(Arc::new);
         let r = refresh_pass(
             scoped.as_ref().unwrap_or(&snapshot),
             &loaded.registry,
@@ -669,7 +674,7 @@ async fn refresh_loaded(
         Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
     };
     // `-exclude`: the excluded objects and their dependents are not read.
-    let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes);
+    let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes).map(Arc::new);
     let pass = refresh_pass(
         scoped.as_ref().unwrap_or(&snapshot),
         &loaded.registry,

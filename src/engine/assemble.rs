@@ -28,7 +28,7 @@ pub(super) async fn make_plan(
     loaded: &Loaded,
     opts: &Options,
     mode: PlanMode,
-    prior: &Snapshot,
+    prior: &Arc<Snapshot>,
     observer: &Arc<dyn Observer>,
     diags: &mut Diagnostics,
 ) -> Option<Plan> {
@@ -41,7 +41,7 @@ pub(super) async fn make_plan_keeping(
     loaded: &Loaded,
     opts: &Options,
     mode: PlanMode,
-    prior: &Snapshot,
+    prior: &Arc<Snapshot>,
     observer: &Arc<dyn Observer>,
     diags: &mut Diagnostics,
     walked: &mut Option<Arc<Ctx>>,
@@ -71,12 +71,13 @@ fn block_shapes(registry: &Registry, plan: &Plan) -> BTreeMap<String, crate::pla
     })
 }
 
-/// The plan walk over an opened state.
+/// The plan walk over an opened state. The state is shared, not copied: refresh copies it
+/// only when it finds a change, and `-refresh=false` plans against it as it is.
 async fn assemble_plan(
     loaded: &Loaded,
     opts: &Options,
     mode: PlanMode,
-    prior: &Snapshot,
+    prior: &Arc<Snapshot>,
     observer: &Arc<dyn Observer>,
     diags: &mut Diagnostics,
     walked: &mut Option<Arc<Ctx>>,
@@ -100,30 +101,33 @@ async fn assemble_plan(
     if refactor.diags.has_errors() {
         return None;
     }
-    let moved_prior;
     let mut forgotten = Vec::new();
     let prior = if refactor.moves.is_empty() && refactor.forget.is_empty() {
-        prior
+        prior.clone()
     } else {
-        moved_prior = moved_state(&loaded.registry, prior, &refactor, &mut forgotten);
-        &moved_prior
+        Arc::new(moved_state(
+            &loaded.registry,
+            prior,
+            &refactor,
+            &mut forgotten,
+        ))
     };
     if !opts.excludes.is_empty() {
         diags.push(super::exclude::plan_warning());
     }
     let (refreshed, drift, refreshed_meta) = if opts.refresh {
-        let r = refresh_pass(prior, &loaded.registry, &limits, observer).await;
+        let r = refresh_pass(&prior, &loaded.registry, &limits, observer).await;
         diags.extend(r.diags);
-        (Arc::new(r.snapshot), r.drift, r.metas)
+        (r.snapshot, r.drift, r.metas)
     } else {
-        (Arc::new(prior.clone()), Vec::new(), Vec::new())
+        (prior.clone(), Vec::new(), Vec::new())
     };
-    let mut plan = empty_plan(loaded, opts, mode, prior, drift, refreshed_meta, &refactor);
+    let mut plan = empty_plan(loaded, opts, mode, &prior, drift, refreshed_meta, &refactor);
     if mode == PlanMode::Destroy {
         finish_destroy_plan(loaded, opts, &refreshed, forgotten, &mut plan, diags);
         return Some(plan);
     }
-    let (ctx, out) = plan_walk(loaded, opts, mode, prior, &refreshed, observer, diags).await?;
+    let (ctx, out) = plan_walk(loaded, opts, mode, &prior, &refreshed, observer, diags).await?;
     *walked = Some(ctx.clone());
     plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
     plan.changes = out.changes.into_values().collect();

@@ -23,8 +23,9 @@ use std::time::Instant;
 
 /// What refresh found.
 pub(crate) struct Refreshed {
-    /// The prior state with every successful read applied.
-    pub snapshot: Snapshot,
+    /// The prior state with every successful read applied (the prior state itself, shared,
+    /// when no read changed anything).
+    pub snapshot: Arc<Snapshot>,
     /// Objects whose state changed outside Cairn, in address order.
     pub drift: Vec<Drift>,
     /// Objects whose provider meta changed (drifted or not), in address order.
@@ -42,14 +43,14 @@ enum RNode {
 
 /// Reads every managed instance in `prior` through its provider instance from state.
 pub(crate) async fn refresh(
-    prior: &Snapshot,
+    prior: &Arc<Snapshot>,
     registry: &Arc<Registry>,
     limits: &Limits,
     observer: &Arc<dyn Observer>,
 ) -> Refreshed {
     let dag = refresh_graph(prior, limits);
     let pass = Arc::new(Pass {
-        prior: Arc::new(prior.clone()),
+        prior: prior.clone(),
         registry: registry.clone(),
         configured: Mutex::default(),
         results: Mutex::default(),
@@ -213,16 +214,18 @@ impl Pass {
 /// Folds what the reads found into the prior state: the new snapshot, the drift, the changed
 /// metas and the events that record them (`diags` gets a value state cannot hold).
 fn fold_results(
-    prior: &Snapshot,
+    prior: &Arc<Snapshot>,
     results: BTreeMap<ResourceInstanceAddr, Found>,
     diags: &Mutex<Diagnostics>,
 ) -> Refreshed {
+    // Copied on the first change only (`Arc::make_mut`): a refresh that finds nothing new
+    // (the common no-op plan) shares the prior state.
     let mut snapshot = prior.clone();
     let mut drift = Vec::new();
     let mut metas = Vec::new();
     let mut events = Vec::new();
     for (addr, new) in results {
-        let Some(old) = snapshot.current(&addr).cloned() else {
+        let Some(old) = snapshot.current(&addr) else {
             continue;
         };
         let before = Value::from_stored(&old.attrs);
@@ -231,33 +234,38 @@ fn fold_results(
                 // The provider's meta (schema version, private bytes) is kept even when the
                 // attributes did not drift.
                 let meta_changed = meta != old.meta;
-                let stored = if crate::provider::schema_util::same(&before, &v) {
-                    old.attrs.clone()
+                // The new attributes, when they differ from state's.
+                let changed = if crate::provider::schema_util::same(&before, &v) {
+                    None
                 } else {
                     let v = crate::value::carry_marks(&before, v);
                     let Ok(stored) = v.to_stored() else {
                         snapshot_diag(diags, &addr);
                         continue;
                     };
-                    if stored != old.attrs {
+                    if stored == old.attrs {
+                        None
+                    } else {
                         drift.push(Drift {
                             addr: addr.clone(),
                             before: before.clone(),
                             after: Some(v),
                         });
+                        Some(stored)
                     }
-                    stored
                 };
                 if meta_changed {
                     metas.push((addr.clone(), meta.clone()));
                 }
-                if stored != old.attrs || meta_changed {
+                if changed.is_some() || meta_changed {
+                    let stored = changed.unwrap_or_else(|| old.attrs.clone());
                     events.push(EventBody::ResourceRead {
                         addr: addr.clone(),
                         attrs: stored.clone(),
                         meta: meta_changed.then(|| meta.clone()),
                     });
-                    if let Some(inst) = snapshot.resources.get_mut(&addr) {
+                    let s = Arc::make_mut(&mut snapshot);
+                    if let Some(inst) = s.resources.get_mut(&addr) {
                         if let Some(cur) = inst.current.as_mut() {
                             cur.attrs = stored;
                             cur.meta = meta;
@@ -272,10 +280,11 @@ fn fold_results(
                     after: None,
                 });
                 events.push(EventBody::ResourceGone { addr: addr.clone() });
-                if let Some(inst) = snapshot.resources.get_mut(&addr) {
+                let s = Arc::make_mut(&mut snapshot);
+                if let Some(inst) = s.resources.get_mut(&addr) {
                     inst.current = None;
                     if inst.deposed.is_empty() {
-                        snapshot.resources.remove(&addr);
+                        s.resources.remove(&addr);
                     }
                 }
             }

@@ -72,7 +72,7 @@ impl RunSession {
         loaded: &Loaded,
         notes: &mut Vec<String>,
         diags: &mut Diagnostics,
-    ) -> Result<(RunSession, Snapshot), Diagnostic> {
+    ) -> Result<(RunSession, Arc<Snapshot>), Diagnostic> {
         let registry = &loaded.registry;
         let (store, warnings) =
             Self::open(&opts.state_dir, &opts.command, opts.lock_timeout, opts.lock)
@@ -90,7 +90,7 @@ impl RunSession {
             diags,
         )
         .await;
-        Ok((session, snapshot))
+        Ok((session, Arc::new(snapshot)))
     }
 
     /// The journal the run's events go through (shared with the walk's tasks).

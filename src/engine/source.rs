@@ -196,8 +196,9 @@ pub(super) fn open_read(
         encryption: crate::engine::encryption::state(),
     };
     match timed("open state", || Store::open(&opts.state_dir, &o)) {
-        Ok((store, warnings)) => {
-            let snapshot = store.snapshot().clone();
+        Ok((mut store, warnings)) => {
+            // Moved out, not copied: the store stays open only to hold its lock.
+            let snapshot = store.take_snapshot();
             Ok((Some(store), snapshot, warnings))
         }
         Err(cairn_state::StateError::NotFound { .. }) => {
@@ -284,6 +285,11 @@ pub(super) fn classify_state(
         } else {
             orphans.push((addr.clone(), provider));
         }
+    }
+    // Nearly every resource has one instance, pushed into room for four: kept for the
+    // whole walk, so sized exactly.
+    for addrs in by_resource.values_mut() {
+        addrs.shrink_to_fit();
     }
     (by_resource, orphans)
 }

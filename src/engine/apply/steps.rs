@@ -95,9 +95,11 @@ pub(crate) struct Executor {
     pub rec: Recorder,
     /// The run's number (part of every create token).
     pub run: u64,
-    /// The changes of current objects, by address (a deposed object's delete is a `Destroy`
-    /// node of its own, see `order::add_destroys`).
-    pub changes: BTreeMap<ResourceInstanceAddr, Change>,
+    /// The changes of current objects, sorted by address (a deposed object's delete is a
+    /// `Destroy` node of its own, see `order::add_destroys`), each with its place in the plan:
+    /// moved out of the plan for the walk and back after it, never copied (see
+    /// [`Executor::change`]).
+    pub changes: Vec<(usize, Change)>,
     /// Data sources read at plan time, recorded without reading again.
     pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
     /// How to delete the object of each `Destroy` node.
@@ -160,10 +162,21 @@ pub(crate) enum Step<'a> {
     },
 }
 
+impl Executor {
+    /// The planned change of the current object at `addr` (of two, the later in the plan).
+    pub(crate) fn change(&self, addr: &ResourceInstanceAddr) -> Option<&Change> {
+        let end = self.changes.partition_point(|(_, c)| &c.addr <= addr);
+        self.changes[..end]
+            .last()
+            .map(|(_, c)| c)
+            .filter(|c| &c.addr == addr)
+    }
+}
+
 impl<'a> Step<'a> {
     /// The step of an instance the walk reached, from what the plan says of it.
     pub(crate) fn for_change(ex: &'a Executor, ctx: &Ctx, inst: Instance) -> Step<'a> {
-        let change = ex.changes.get(&inst.addr);
+        let change = ex.change(&inst.addr);
         if inst.key.mode == Mode::Data {
             let how = match (ex.data_reads.get(&inst.addr), change) {
                 (Some(read), _) => ReadHow::Recorded(read),

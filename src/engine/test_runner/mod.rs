@@ -632,12 +632,12 @@ async fn walk(opts: &Options, mode: PlanMode, apply: bool) -> Outcome {
         }
     };
     let mut ctx = None;
-    let plan = make_plan_keeping(
+    let mut plan = make_plan_keeping(
         &loaded, opts, mode, &snapshot, &observer, &mut diags, &mut ctx,
     )
     .await;
     let mut summary = RunSummary::default();
-    if let (Some(p), true) = (&plan, apply) {
+    if let (Some(p), true) = (&mut plan, apply) {
         {
             if !diags.has_errors() {
                 let journal = session.journal();
