@@ -405,7 +405,9 @@ impl World {
                     .rt
                     .block_on(api::apply(&opts, mode, None, Arc::new(Silent)));
                 let ok = r.ok();
-                (ok, r.diags, r.result.and_then(|a| a.plan))
+                // A plan that failed comes back unconfirmed, to be shown: nothing was applied.
+                let applied = r.result.filter(|a| a.confirmed);
+                (ok, r.diags, applied.and_then(|a| a.plan))
             }
             Op::Refresh => {
                 let r = self
