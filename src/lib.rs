@@ -13,6 +13,9 @@ pub mod config;
 pub mod diag;
 pub mod engine;
 pub mod eval;
+/// The decode and load entry points of the fuzz targets (`fixtures/fuzz/`); not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod plan;
 pub mod provider;
 pub mod schema;

@@ -163,7 +163,8 @@ fn syntax_message(
                 .collect();
             let hint = ["true", "false", "null"]
                 .into_iter()
-                .find(|k| k.starts_with(&word[..word.len().min(1)]))
+                // The first character, not byte: a word may start with any letter.
+                .find(|k| word.chars().next().is_none_or(|c| k.starts_with(c)))
                 .map(|k| format!(" Did you mean {}?", cairn_state::quote(k)))
                 .unwrap_or_default();
             return (

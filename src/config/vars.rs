@@ -331,10 +331,28 @@ fn read_var_file(
     let place = shown.display().to_string();
     let text = match std::fs::read(path).map(String::from_utf8) {
         Ok(Ok(t)) => t,
-        _ => {
+        // Not UTF-8: reported at the first byte that is not, as for configuration files.
+        Ok(Err(e)) => {
+            let at = e.utf8_error().valid_up_to();
+            let file = sources.add(&shown, String::from_utf8_lossy(e.as_bytes()).into_owned());
+            diags.push(
+                Diagnostic::error(
+                    "Invalid character encoding",
+                    "All input files must be UTF-8 encoded. Ensure that UTF-8 encoding is \
+                     selected in your editor.",
+                )
+                .with_span(Some(Span {
+                    file,
+                    start: at,
+                    end: at + 1,
+                })),
+            );
+            return;
+        }
+        Err(e) => {
             diags.push(Diagnostic::error(
                 "Failed to read variables file",
-                format!("Could not read {place}: it is missing, unreadable or not UTF-8."),
+                format!("Could not read {place}: {e}."),
             ));
             return;
         }

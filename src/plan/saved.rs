@@ -78,15 +78,25 @@ pub fn load_plan_made(
     path: &Path,
     enc: Option<&Encryption>,
 ) -> Result<(Plan, Option<Made>), Diagnostic> {
-    let bad = |why: String| {
+    let bytes = std::fs::read(path).map_err(|e| {
         Diagnostic::error(
             "Failed to read plan file",
-            format!("{} {why}", path.display()),
+            format!("{} cannot be read: {e}.", path.display()),
         )
-    };
-    let bytes = std::fs::read(path).map_err(|e| bad(format!("cannot be read: {e}.")))?;
-    let what = format!("the plan file {}", path.display());
-    let opened = cairn_state::crypt::open_with(enc, &what, &bytes)
+    })?;
+    decode_plan(&bytes, &path.display().to_string(), enc)
+}
+
+/// A saved plan's bytes (`name`: the file, for messages) decoded as [`load_plan_made`] reads
+/// them.
+pub(crate) fn decode_plan(
+    bytes: &[u8],
+    name: &str,
+    enc: Option<&Encryption>,
+) -> Result<(Plan, Option<Made>), Diagnostic> {
+    let bad = |why: String| Diagnostic::error("Failed to read plan file", format!("{name} {why}"));
+    let what = format!("the plan file {name}");
+    let opened = cairn_state::crypt::open_with(enc, &what, bytes)
         .map_err(|m| Diagnostic::error("Failed to decrypt plan file", format!("{m}.")))?;
     let doc: J = serde_json::from_slice(&opened).map_err(|_| {
         bad(

@@ -49,6 +49,9 @@ mod checkpoint;
 pub mod crypt;
 pub(crate) mod error;
 pub mod event;
+/// The decode entry points of the fuzz targets (`fixtures/fuzz/`); not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod journal;
 pub mod log;
 pub mod migrate;

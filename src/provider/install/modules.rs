@@ -392,12 +392,33 @@ fn registry_versions(
             "the registry at {host} has no module {module} ({url} answered 404 Not Found)"
         ));
     };
-    Ok(doc
-        .modules
+    Ok(module_versions(&doc))
+}
+
+/// A module's `versions` answer (`text`) read as `registry_versions` reads it (the fuzz
+/// targets' entry point).
+pub(crate) fn module_versions_answer(text: &str) -> Result<Vec<Version>, String> {
+    let doc: ModuleVersions =
+        serde_json::from_str(text).map_err(|e| format!("unexpected answer: {e}"))?;
+    Ok(module_versions(&doc))
+}
+
+/// A module download answer's body read as `registry_location` reads it, the location made
+/// absolute (the fuzz targets' entry point).
+pub(crate) fn location_answer(text: &str) -> Option<String> {
+    let download =
+        Url::parse("https://registry.example.com/v1/modules/ns/name/system/1.0.0/download")
+            .expect("a URL");
+    location_in_body(text).map(|l| resolve(&download, &l))
+}
+
+/// The versions a module registry's `versions` answer lists (those that parse).
+fn module_versions(doc: &ModuleVersions) -> Vec<Version> {
+    doc.modules
         .iter()
         .flat_map(|m| &m.versions)
         .filter_map(|v| parse_version(&v.version).ok())
-        .collect())
+        .collect()
 }
 
 /// The download location a registry gives for a module version: the `X-Terraform-Get`
@@ -416,15 +437,19 @@ fn registry_location(http: &Http, download: &Url) -> Result<String, String> {
         Some(h) => h,
         None => {
             let text = r.text().map_err(|e| format!("{download}: {e}"))?;
-            serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|j| j.get("location")?.as_str().map(str::to_string))
-                .ok_or_else(|| {
-                    format!("{download} gave no X-Terraform-Get header and no location")
-                })?
+            location_in_body(&text).ok_or_else(|| {
+                format!("{download} gave no X-Terraform-Get header and no location")
+            })?
         }
     };
     Ok(resolve(download, &location))
+}
+
+/// The `location` of a module download answer's JSON body.
+fn location_in_body(text: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|j| j.get("location")?.as_str().map(str::to_string))
 }
 
 /// A location relative to `base` made absolute (getter prefixes kept).
@@ -498,7 +523,7 @@ fn fetch(http: &Http, address: &str, dest: &Path, depth: usize) -> Result<(), St
     unpacked
 }
 
-fn unpack(file: &Path, kind: &str, dest: &Path) -> Result<(), String> {
+pub(crate) fn unpack(file: &Path, kind: &str, dest: &Path) -> Result<(), String> {
     let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
     match kind {
         "zip" => {

@@ -96,9 +96,7 @@ impl<'a> Http<'a> {
             return Err(status_error(url, r.status()));
         }
         let text = r.text().map_err(|e| format!("{url}: {e}"))?;
-        serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| format!("{url}: unexpected answer: {e}"))
+        answer(url, &text).map(Some)
     }
 
     fn bytes(&self, url: &Url) -> Result<Vec<u8>, String> {
@@ -148,27 +146,97 @@ impl<'a> Http<'a> {
                     .join(".well-known/terraform.json")
                     .expect("a relative path");
                 let doc: Option<BTreeMap<String, serde_json::Value>> = self.json(&url)?;
-                let s = doc
-                    .and_then(|d| d.get(name).cloned())
-                    .and_then(|v| v.as_str().map(str::to_string));
+                let s = doc.and_then(|d| service_in_doc(&d, name));
                 (url, s)
             }
         };
-        let Some(service) = service else {
-            return Err(format!(
-                "{host} does not offer {what} (its service discovery document at {doc_url} has \
-                 no \"{name}\")"
-            ));
-        };
-        let mut base = doc_url
-            .join(&service)
-            .map_err(|e| format!("{host}: invalid {name} URL \"{service}\": {e}"))?;
-        if !base.path().ends_with('/') {
-            base.set_path(&format!("{}/", base.path()));
-        }
+        let base = service_base(&doc_url, service.as_deref(), host, name, what)?;
         self.discovered.borrow_mut().insert(cache_key, base.clone());
         Ok(base)
     }
+}
+
+/// A registry's JSON answer from `url`, read as `T`.
+fn answer<T: for<'de> Deserialize<'de>>(url: &Url, text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| format!("{url}: unexpected answer: {e}"))
+}
+
+/// The URL a service discovery document gives for service `name`.
+fn service_in_doc(doc: &BTreeMap<String, serde_json::Value>, name: &str) -> Option<String> {
+    doc.get(name).and_then(|v| v.as_str().map(str::to_string))
+}
+
+/// The base URL of service `name` that `host`'s discovery document (`text`) gives, as
+/// [`Http::providers_service`] reads it (the fuzz targets' entry point).
+pub(crate) fn service_from_doc(text: &str, host: &str, name: &str) -> Result<Url, String> {
+    let url = Url::parse(&format!("https://{host}/.well-known/terraform.json"))
+        .map_err(|e| format!("\"{host}\" is not a usable hostname: {e}"))?;
+    let doc: BTreeMap<String, serde_json::Value> = answer(&url, text)?;
+    service_base(
+        &url,
+        service_in_doc(&doc, name).as_deref(),
+        host,
+        name,
+        "a registry",
+    )
+}
+
+/// A provider's `versions` answer (`text`) read as [`registry_versions`] reads it (the fuzz
+/// targets' entry point).
+pub(crate) fn provider_versions_answer(
+    text: &str,
+    platform: &Platform,
+) -> Result<Vec<Version>, String> {
+    let url = Url::parse("https://registry.example.com/v1/providers/ns/t/versions").expect("a URL");
+    Ok(provider_versions(answer(&url, text)?, platform))
+}
+
+/// A provider's `download` answer, its `SHA256SUMS` and their signature, read and checked as
+/// [`registry_fetch`] does before it downloads the package (the fuzz targets' entry point):
+/// the signed checksum of the package, the `zh:` hashes and the signing key.
+pub(crate) fn download_answer(
+    text: &str,
+    sums: &[u8],
+    sig: &[u8],
+) -> Result<(String, Vec<String>, String), String> {
+    let url =
+        Url::parse("https://registry.example.com/v1/providers/ns/t/1.0.0/download/linux/amd64")
+            .expect("a URL");
+    let doc: DownloadDoc = answer(&url, text)?;
+    let addr = SourceAddr::parse("registry.example.com/ns/t")?;
+    let version = parse_version("1.0.0")?;
+    check_protocols(&doc, &addr, &version)?;
+    let sums_url = url.join(&doc.shasums_url).map_err(|e| e.to_string())?;
+    url.join(&doc.shasums_signature_url)
+        .map_err(|e| e.to_string())?;
+    let signed_by = verify_signature(sums, sig, &doc.signing_keys.gpg_public_keys)?;
+    let (listed, zh) = signed_sums(sums, &doc, &sums_url)?;
+    url.join(&doc.download_url).map_err(|e| e.to_string())?;
+    Ok((listed, zh, signed_by))
+}
+
+/// The base URL of service `name` that a host's discovery document (at `doc_url`) gives as
+/// `service`, made absolute and ending in `/`.
+fn service_base(
+    doc_url: &Url,
+    service: Option<&str>,
+    host: &str,
+    name: &str,
+    what: &str,
+) -> Result<Url, String> {
+    let Some(service) = service else {
+        return Err(format!(
+            "{host} does not offer {what} (its service discovery document at {doc_url} has \
+             no \"{name}\")"
+        ));
+    };
+    let mut base = doc_url
+        .join(service)
+        .map_err(|e| format!("{host}: invalid {name} URL \"{service}\": {e}"))?;
+    if !base.path().ends_with('/') {
+        base.set_path(&format!("{}/", base.path()));
+    }
+    Ok(base)
 }
 
 #[derive(Deserialize)]
@@ -205,6 +273,11 @@ pub(crate) fn registry_versions(
             addr.host, addr.namespace, addr.type_
         ));
     };
+    Ok(provider_versions(doc, platform))
+}
+
+/// The versions of a registry's `versions` answer that have a package for `platform`.
+fn provider_versions(doc: VersionsDoc, platform: &Platform) -> Vec<Version> {
     let mut out = Vec::new();
     for v in doc.versions {
         let Ok(version) = parse_version(&v.version) else {
@@ -218,7 +291,7 @@ pub(crate) fn registry_versions(
             out.push(version);
         }
     }
-    Ok(out)
+    out
 }
 
 #[derive(Deserialize)]
@@ -278,6 +351,35 @@ pub(crate) fn registry_fetch(
             addr.short()
         ));
     };
+    check_protocols(&doc, addr, version)?;
+    let sums_url = url.join(&doc.shasums_url).map_err(|e| e.to_string())?;
+    let sig_url = url
+        .join(&doc.shasums_signature_url)
+        .map_err(|e| e.to_string())?;
+    let sums = http.bytes(&sums_url)?;
+    let sig = http.bytes(&sig_url)?;
+    let signed_by = verify_signature(&sums, &sig, &doc.signing_keys.gpg_public_keys)
+        .map_err(|e| format!("{} {version}: {sums_url}: {e}", addr.short()))?;
+    let (listed, mut zh) = signed_sums(&sums, &doc, &sums_url)?;
+    let dl = url.join(&doc.download_url).map_err(|e| e.to_string())?;
+    http.download(&dl, dest)?;
+    let got = super::hash::zh_zip(dest)?;
+    if got != format!("zh:{listed}") {
+        return Err(format!(
+            "the package downloaded from {dl} has the checksum {}, not the signed {listed}",
+            got.trim_start_matches("zh:")
+        ));
+    }
+    zh.sort();
+    zh.dedup();
+    Ok(Fetched {
+        zh_hashes: zh,
+        signed_by,
+    })
+}
+
+/// Whether the package a `download` answer offers speaks a plugin protocol Cairn speaks.
+fn check_protocols(doc: &DownloadDoc, addr: &SourceAddr, version: &Version) -> Result<(), String> {
     let speaks = doc.protocols.is_empty()
         || doc.protocols.iter().any(|p| {
             p.split('.')
@@ -292,15 +394,17 @@ pub(crate) fn registry_fetch(
             doc.protocols.join(", ")
         ));
     }
-    let sums_url = url.join(&doc.shasums_url).map_err(|e| e.to_string())?;
-    let sig_url = url
-        .join(&doc.shasums_signature_url)
-        .map_err(|e| e.to_string())?;
-    let sums = http.bytes(&sums_url)?;
-    let sig = http.bytes(&sig_url)?;
-    let signed_by = verify_signature(&sums, &sig, &doc.signing_keys.gpg_public_keys)
-        .map_err(|e| format!("{} {version}: {sums_url}: {e}", addr.short()))?;
-    let sums_text = String::from_utf8_lossy(&sums);
+    Ok(())
+}
+
+/// The checksum `SHA256SUMS` (`sums`, signed) lists for the package `doc` offers, checked
+/// against the one `doc` gives, and the `zh:` hashes of every package it lists.
+fn signed_sums(
+    sums: &[u8],
+    doc: &DownloadDoc,
+    sums_url: &Url,
+) -> Result<(String, Vec<String>), String> {
+    let sums_text = String::from_utf8_lossy(sums);
     let mut listed = None;
     let mut zh = Vec::new();
     for line in sums_text.lines() {
@@ -331,21 +435,7 @@ pub(crate) fn registry_fetch(
             doc.filename, doc.shasum
         ));
     }
-    let dl = url.join(&doc.download_url).map_err(|e| e.to_string())?;
-    http.download(&dl, dest)?;
-    let got = super::hash::zh_zip(dest)?;
-    if got != format!("zh:{listed}") {
-        return Err(format!(
-            "the package downloaded from {dl} has the checksum {}, not the signed {listed}",
-            got.trim_start_matches("zh:")
-        ));
-    }
-    zh.sort();
-    zh.dedup();
-    Ok(Fetched {
-        zh_hashes: zh,
-        signed_by,
-    })
+    Ok((listed, zh))
 }
 
 /// Checks a detached OpenPGP signature of `data` against the registry's keys (primary keys
