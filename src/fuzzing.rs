@@ -162,6 +162,7 @@ pub fn validate(dir: &Path) -> Checked {
             dir: dir.to_path_buf(),
             state_dir: dir.join(".cairn"),
             env: Default::default(),
+            inputs: crate::config::EarlyInputs::in_dir(dir),
         });
     checked(&report.diags, report.config.as_deref())
 }
