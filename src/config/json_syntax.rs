@@ -287,6 +287,12 @@ enum BodyKind {
     /// `moved`, `removed`, `import`: addresses are bare expressions.
     StateBlock,
     Check,
+    /// `terraform { encryption { … } }` (OpenTofu's state and plan encryption).
+    Encryption,
+    /// `state`, `plan` and the remote state targets of an `encryption` block.
+    EncryptionTarget,
+    /// `remote_state_data_sources` of an `encryption` block.
+    RemoteStateSources,
 }
 
 impl BodyKind {
@@ -307,6 +313,13 @@ impl BodyKind {
             (Terraform, "backend") => (1, Attributes),
             (Terraform, "cloud") => (0, Attributes),
             (Terraform, "provider_meta") => (1, Attributes),
+            (Terraform, "encryption") => (0, Encryption),
+            (Encryption, "key_provider" | "method") => (2, Attributes),
+            (Encryption, "state" | "plan") => (0, EncryptionTarget),
+            (Encryption, "remote_state_data_sources") => (0, RemoteStateSources),
+            (EncryptionTarget, "fallback") => (0, Attributes),
+            (RemoteStateSources, "default") => (0, EncryptionTarget),
+            (RemoteStateSources, "remote_state_data_source") => (1, EncryptionTarget),
             (Variable, "validation") => (0, Validation),
             (Output, "precondition") => (0, Condition),
             (Resource, "lifecycle") => (0, Lifecycle),

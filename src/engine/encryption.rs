@@ -59,7 +59,7 @@ fn mentions_encryption(dir: &Path) -> bool {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".tf"))
+                .is_some_and(|n| n.ends_with(".tf") || n.ends_with(".tf.json"))
         })
         .any(|p| std::fs::read_to_string(&p).is_ok_and(|t| t.contains("encryption")))
 }
@@ -300,7 +300,16 @@ impl Resolver<'_> {
     fn reference(&mut self, it: &Item<'_>, attr: &str, root: &str) -> Option<(String, Span)> {
         let a = it.block.body.get_attribute(attr)?;
         let at = crate::config::span_in(it.file, &a.value);
-        let parts: Option<Vec<String>> = match &a.value {
+        // `"${method.aes_gcm.m}"` is that reference too (a template of one interpolation is
+        // its value, as in HCL): the form a `.tf.json` file writes it in.
+        let value = match &a.value {
+            Expression::StringTemplate(t) => match t.iter().collect::<Vec<_>>().as_slice() {
+                [hcl_edit::template::Element::Interpolation(i)] => &i.expr,
+                _ => &a.value,
+            },
+            v => v,
+        };
+        let parts: Option<Vec<String>> = match value {
             Expression::Traversal(t) => match &t.expr {
                 Expression::Variable(v) => {
                     let mut p = vec![v.as_str().to_string()];

@@ -466,3 +466,35 @@ fn tf_encryption_supplies_the_block_from_the_environment() {
     assert_ne!(code, 0);
     assert!(err.contains("key_provider.pbkdf2.env"), "{err}");
 }
+
+/// The `encryption` block in a `.tf.json` file, in OpenTofu's JSON form (references as
+/// `"${…}"` templates, blocks as objects): the state and a saved plan are encrypted as from a
+/// `.tf` file, and reading them needs the key.
+#[test]
+fn an_encryption_block_in_a_json_file_encrypts_the_state_and_plans() {
+    let c = Copy::new(&[]);
+    let json = r#"{
+  "variable": {"pass": {"type": "string", "sensitive": true}},
+  "terraform": {
+    "encryption": {
+      "key_provider": {"pbkdf2": {"k": {"passphrase": "${var.pass}"}}},
+      "method": {"aes_gcm": {"m": {"keys": "${key_provider.pbkdf2.k}"}}},
+      "state": {"method": "${method.aes_gcm.m}", "enforced": true},
+      "plan": {"method": "${method.aes_gcm.m}"}
+    }
+  },
+  "resource": {"terraform_data": {"j0": {"input": "SECRET-j-0"}}}
+}"#;
+    std::fs::write(c.dir.path().join("main.tf.json"), json).unwrap();
+    let pass = [("TF_VAR_pass", PASS_NEW)];
+    c.ok_with(&["apply", "-auto-approve"], &pass);
+    c.ok_with(&["plan", "-out=tf.plan"], &pass);
+    assert!(files_containing(&c.dir.path().join(".cairn"), "SECRET-j-").is_empty());
+    assert!(files_containing(c.dir.path(), "SECRET-j-")
+        .iter()
+        .all(|p| p.ends_with("main.tf.json")));
+    let shown = c.ok_with(&["state", "show", "terraform_data.j0"], &pass);
+    assert!(shown.contains("SECRET-j-0"), "{shown}");
+    let (code, _, err) = c.run_with(&["state", "list"], &[("TF_VAR_pass", PASS_OLD)]);
+    assert_ne!(code, 0, "another passphrase cannot read it\n{err}");
+}
