@@ -845,3 +845,56 @@ output "second" {
     let (code, out, _) = a.run(&["stack", "plan", "-detailed-exitcode"]);
     assert_eq!(code, 2, "{out}");
 }
+
+/// Issue 30: a TLS failure at the start of a command — the server's certificate is not one
+/// the client trusts (`sslmode=verify-full` with the public roots; the test server's CA is
+/// its own) — is a clear error naming the certificate, exit 1, never a panic, and no
+/// password shown; with the CA given, the same commands work.
+#[test]
+fn an_untrusted_server_certificate_is_a_clear_error() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let Some(ca) = server.ca_file() else {
+        assert!(
+            !std::env::var("CI").is_ok_and(|v| v == "true"),
+            "CI=true and the test server has no TLS (openssl missing?)"
+        );
+        eprintln!("SKIPPED: no openssl to make the test server's certificates");
+        return;
+    };
+    let sim = tempfile::tempdir().unwrap();
+    let schema = pgserver::schema("tlsfail");
+    let verify = server
+        .conn_str()
+        .replace("127.0.0.1", "localhost")
+        .replace("sslmode=disable", "sslmode=verify-full");
+    let mut a = Copy::new(sim.path(), &config(Some(&schema), 1));
+    a.env.push(("PG_CONN_STR".into(), verify.clone()));
+    for args in [
+        &["init"][..],
+        &["plan"],
+        &["apply", "-auto-approve"],
+        &["state", "list"],
+    ] {
+        let (code, out, err) = a.run(args);
+        assert_eq!(code, 1, "{args:?}:\n{out}\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert!(
+            err.contains("certificate"),
+            "{args:?}: names the TLS problem\n{err}"
+        );
+        assert!(
+            !err.contains(pgserver::PASSWORD) && !out.contains(pgserver::PASSWORD),
+            "{args:?}: no password shown"
+        );
+    }
+    let mut b = Copy::new(sim.path(), &config(Some(&schema), 1));
+    b.env.push((
+        "PG_CONN_STR".into(),
+        format!("{verify}&sslrootcert={}", ca.display()),
+    ));
+    b.ok(&["init"]);
+    let out = b.ok(&["apply", "-auto-approve"]);
+    assert!(out.contains("1 added"), "{out}");
+}
