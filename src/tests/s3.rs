@@ -960,3 +960,124 @@ fn a_stack_on_s3_keeps_each_component_instance_under_its_own_key() {
         "{out}"
     );
 }
+
+/// Issue 30: the S3 damage campaign. Event batches (`K.cairn/events/<first seq>`) deleted in
+/// the middle, swapped, replaced by a copy of another, changed in one byte, or the newest cut
+/// off (an older copy of the bucket restored) are an error on every command — never a shorter
+/// or different state, never a plan that creates what exists — naming the first damaged event;
+/// nothing is written to the damaged log; once the objects are put back it reads whole again.
+#[test]
+fn damaged_event_objects_are_an_error_never_a_shorter_state() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("damage");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(3)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    std::fs::write(
+        a.dir.path().join("main.tf"),
+        format!("{}{}", backend_block(&bucket), things(4)),
+    )
+    .unwrap();
+    a.ok(&["apply", "-auto-approve"]);
+    let listed = a.ok(&["state", "list"]);
+    assert!(a
+        .ok(&["state", "verify"])
+        .contains("The state log is intact"));
+    // The batches, oldest first, with their first seqs and bytes.
+    let prefix = format!("{KEY}.cairn/events/");
+    let mut batches: Vec<(u64, String, Vec<u8>)> = server
+        .keys(&bucket)
+        .into_iter()
+        .filter_map(|k| {
+            let first: u64 = k.strip_prefix(&prefix)?.parse().ok()?;
+            let body = server.object(&bucket, &k)?;
+            Some((first, k, body))
+        })
+        .collect();
+    batches.sort();
+    assert!(
+        batches.len() >= 4,
+        "batches: {:?}",
+        batches.iter().map(|b| &b.1).collect::<Vec<_>>()
+    );
+    let put = |key: &str, body: &[u8]| {
+        let (status, _) = server
+            .request("PUT", &format!("/{bucket}/{key}"), body)
+            .unwrap();
+        assert_eq!(status, 200);
+    };
+    let delete = |key: &str| {
+        let (status, _) = server
+            .request("DELETE", &format!("/{bucket}/{key}"), &[])
+            .unwrap();
+        assert!(status == 204 || status == 200, "{status}");
+    };
+    let restore = || {
+        for (_, k, body) in &batches {
+            put(k, body);
+        }
+    };
+    // A batch that reads but does not chain is damage from its first event; one whose bytes
+    // fail their checksum is a corrupt record, with where the log is intact up to.
+    let damaged = |what: &str, from: u64| {
+        for args in [&["state", "list"][..], &["plan"], &["state", "verify"]] {
+            let (code, out, err) = a.run(args);
+            assert_eq!(code, 1, "{what}: {args:?}\n{out}\n{err}");
+            assert!(!err.contains("panicked"), "{what}\n{err}");
+            assert!(
+                err.contains(&format!("is damaged from event {from} on"))
+                    || err.contains(&format!(
+                        "record {from} is corrupt (the batch {KEY}.cairn/events/{from:020}"
+                    )) && err.contains(&format!("intact up to record {}", from - 1)),
+                "{what}: {args:?}: from event {from}\n{err}"
+            );
+            assert!(!out.contains("will be created"), "{what}\n{out}");
+        }
+        let (code, _, err) = a.run(&["apply", "-auto-approve"]);
+        assert_eq!(code, 1, "{what}\n{err}");
+        assert_eq!(creates(sim.path()), 4, "{what}: nothing was created");
+    };
+    let mid = batches.len() / 2;
+    // A batch deleted in the middle.
+    delete(&batches[mid].1);
+    damaged("a batch deleted", batches[mid].0);
+    restore();
+    assert_eq!(a.ok(&["state", "list"]), listed);
+    // Two batches swapped.
+    put(&batches[mid].1, &batches[mid + 1].2);
+    put(&batches[mid + 1].1, &batches[mid].2);
+    damaged("two batches swapped", batches[mid].0);
+    restore();
+    // A batch replaced by a copy of the one before it.
+    put(&batches[mid].1, &batches[mid - 1].2);
+    damaged("a batch duplicated", batches[mid].0);
+    restore();
+    // One byte changed inside a batch.
+    let mut flipped = batches[mid].2.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x20;
+    put(&batches[mid].1, &flipped);
+    damaged("a byte changed", batches[mid].0);
+    restore();
+    // The newest batches cut off: shorter than the recorded head.
+    let cut = batches.len() - 2;
+    for (_, k, _) in &batches[cut..] {
+        delete(k);
+    }
+    damaged("the newest batches cut off", batches[cut].0);
+    let (_, _, err) = a.run(&["state", "list"]);
+    assert!(err.contains("are lost"), "{err}");
+    restore();
+    assert_eq!(a.ok(&["state", "list"]), listed);
+    a.ok(&["state", "verify"]);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+}
