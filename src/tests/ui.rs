@@ -37,6 +37,11 @@ fn cairn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
         .env_remove("CAIRN_STATE_DIR")
         .env_remove("SIM_FAIL")
         .env_remove("SIM_LATENCY_MS")
+        .env_remove("GITHUB_RUN_ID")
+        .env_remove("CI_JOB_URL")
+        .env_remove("BUILDKITE_BUILD_URL")
+        .env_remove("BUILD_URL")
+        .env_remove("CIRCLE_BUILD_URL")
         .envs(env.iter().copied())
         .output()
         .expect("cairn runs");
@@ -72,7 +77,11 @@ fn project_with_history() -> tempfile::TempDir {
         let (code, out) = cairn(dir, args, env);
         assert_eq!(code, 0, "cairn {args:?}: {out}");
     };
-    ok(&["apply", "-auto-approve"], &[]);
+    // The first run ran under CI (its page links the job).
+    ok(
+        &["apply", "-auto-approve"],
+        &[("CI_JOB_URL", "https://ci.example/acme/jobs/1")],
+    );
     ok(&["apply", "-auto-approve", "-var", "v=two"], &[]);
     // Someone edits `dep` in the "cloud"; a refresh records the drift.
     let file = dir.join("sim-store/things/local/dep-1.json");
