@@ -628,6 +628,7 @@ fn crash_and_recover(w: &World, o: &Outcome, k: usize, parallelism: usize, again
 /// sure; `fixtures/engine/create_before_destroy_failed` shows it.
 pub const APPLY_EVENT_KINDS: &[&str] = &[
     "RunStarted",
+    "RunContext",
     "RunFinished",
     "ProviderRegistered",
     "ProviderUpdated",

@@ -515,6 +515,10 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                 "args": crate::config::mask_var_args(&r.args, &sensitive),
                 "user": r.user,
                 "pid": r.pid,
+                "host": r.context.host,
+                "git_commit": r.context.git_commit,
+                "git_branch": r.context.git_branch,
+                "ci_job": r.context.ci_job,
                 "started": time_of(r.started_ms),
                 "finished": r.finished_ms.map(time_of),
                 "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
@@ -534,7 +538,7 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
         ctx.out("No runs yet.\n");
         return Exit::Ok;
     }
-    let rows: Vec<[String; 6]> = snap
+    let rows: Vec<[String; 7]> = snap
         .runs
         .iter()
         .map(|r| {
@@ -547,12 +551,13 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                 outcome(r),
                 r.command.clone(),
                 history::run_changes(r),
+                history::context_text(&r.context),
             ]
         })
         .collect();
     ctx.out(&table(
         [
-            "RUN", "STARTED", "DURATION", "OUTCOME", "COMMAND", "CHANGES",
+            "RUN", "STARTED", "DURATION", "OUTCOME", "COMMAND", "CHANGES", "WHERE",
         ],
         &rows,
     ));

@@ -415,8 +415,9 @@ async fn start_loaded(
                     "Saved plan is for another workspace",
                     format!("The plan was made in workspace {there:?}, and the selected workspace is {here:?}. Select {there:?} (`cairn workspace select {there}`) to apply it, or run plan again in {here:?}."),
                 ));
-            // The state's head before this run started must be the plan's base.
-            } else if p.base_seq + 1 != run || snapshot.head != run {
+            // The state's head before this run started must be the plan's base, and the
+            // run's start (and recovery, which found nothing to resolve) added nothing else.
+            } else if p.base_seq + 1 != run || snapshot.head != session.began_at {
                 diags.push(Diagnostic::error(
                     "Saved plan is stale",
                     format!("The plan was made against state position {}, but the state has changed since (it was at {} when this apply started). Run plan again.", p.base_seq, run.saturating_sub(1)),

@@ -10,7 +10,8 @@
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use cairn_state::{
-    Event, EventBody, OpAction, PlannedAction, RunOutcome, RunRecord, RunSummary, StoredValue,
+    Event, EventBody, OpAction, PlannedAction, RunContext, RunOutcome, RunRecord, RunSummary,
+    StoredValue,
 };
 use serde_json::{json, Map, Value as J};
 use std::fmt::Write as _;
@@ -123,6 +124,26 @@ pub fn run_outcome(r: &RunRecord) -> String {
     }
 }
 
+/// Where a run ran, in words (`host, git BRANCH@SHORTSHA, CI-JOB`, what is known of it; the
+/// empty string for a run recorded without it): `history`, `log` and the UI say it so.
+pub fn context_text(c: &RunContext) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(h) = &c.host {
+        parts.push(h.clone());
+    }
+    if let Some(commit) = &c.git_commit {
+        let short: String = commit.chars().take(7).collect();
+        parts.push(match &c.git_branch {
+            Some(b) => format!("git {b}@{short}"),
+            None => format!("git {short}"),
+        });
+    }
+    if let Some(j) = &c.ci_job {
+        parts.push(j.clone());
+    }
+    parts.join(", ")
+}
+
 /// A list of dependencies as the run and resource pages show it.
 fn deps_text(deps: &[ResourceInstanceAddr]) -> String {
     if deps.is_empty() {
@@ -233,6 +254,10 @@ pub fn describe(e: &Event, ctx: &dyn EventContext) -> Description {
                 started_text(command, args, user, *pid),
                 format!("{c} by {user} (pid {pid})"),
             )
+        }
+        EventBody::RunContext(c) => {
+            let place = context_text(c);
+            record(format!("ran on {place}"), format!("on {place}"))
         }
         EventBody::RunFinished { outcome, summary } => {
             let imported = match summary.imported {

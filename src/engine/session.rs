@@ -12,7 +12,9 @@
 use std::sync::Arc;
 
 use crate::addr::ResourceInstanceAddr;
-use cairn_state::{EventBody, OpenOptions, RunOutcome, RunSummary, Snapshot, StateError, Store};
+use cairn_state::{
+    EventBody, OpenOptions, RunContext, RunOutcome, RunSummary, Snapshot, StateError, Store,
+};
 
 use super::journal::state_error;
 use super::journal::Journal;
@@ -27,6 +29,9 @@ pub(crate) struct RunSession {
     journal: Arc<Journal>,
     /// The seq of its `RunStarted`.
     pub run: u64,
+    /// The state's head once the run began (its `RunStarted` and `RunContext`), before it
+    /// resolved anything: what a saved plan's base is checked against.
+    pub began_at: u64,
 }
 
 impl RunSession {
@@ -56,10 +61,12 @@ impl RunSession {
         command: &str,
         args: &[String],
     ) -> Result<RunSession, StateError> {
-        let run = store.begin_run(command, args)?;
+        let run = store.begin_run_in(command, args, run_context())?;
+        let began_at = store.head();
         Ok(RunSession {
             journal: Arc::new(Journal::new(store)),
             run,
+            began_at,
         })
     }
 
@@ -207,4 +214,106 @@ pub fn recorded_diagnostics(
         });
     }
     out
+}
+
+/// Where this run runs (`RunContext`): the host; the commit and branch of the git checkout the
+/// working directory is in; the CI job, from the usual CI variables. What cannot be told (no
+/// git, not a checkout, a detached `HEAD`, no CI) is left out, silently.
+pub(crate) fn run_context() -> RunContext {
+    let cwd = std::env::current_dir().ok();
+    // Both git questions at once: a run waits for one process's time, not two.
+    let git = |args: &[&str]| {
+        let mut c = std::process::Command::new("git");
+        c.args(args)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        if let Some(d) = &cwd {
+            c.current_dir(d);
+        }
+        c.spawn().ok()
+    };
+    let output = |child: Option<std::process::Child>| {
+        let out = child?.wait_with_output().ok()?;
+        let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (out.status.success() && !s.is_empty()).then_some(s)
+    };
+    let commit = git(&["rev-parse", "--verify", "-q", "HEAD"]);
+    let branch = git(&["symbolic-ref", "--short", "-q", "HEAD"]);
+    let git_commit = output(commit);
+    let git_branch = output(branch);
+    let host = cairn_state::host_name();
+    RunContext {
+        host: (!host.is_empty() && host != "unknown host").then_some(host),
+        // A branch without a commit (a fresh `git init`) is not a checkout of anything yet.
+        git_branch: git_branch.filter(|_| git_commit.is_some()),
+        git_commit,
+        ci_job: ci_job(|v| std::env::var(v).ok().filter(|s| !s.is_empty())),
+    }
+}
+
+/// The CI job running this process, from the variables CI providers set: GitHub Actions
+/// (the workflow run's page), GitLab, Buildkite, Jenkins, CircleCI.
+fn ci_job(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let (Some(server), Some(repo), Some(run)) = (
+        var("GITHUB_SERVER_URL"),
+        var("GITHUB_REPOSITORY"),
+        var("GITHUB_RUN_ID"),
+    ) {
+        return Some(format!(
+            "{}/{repo}/actions/runs/{run}",
+            server.trim_end_matches('/')
+        ));
+    }
+    [
+        "CI_JOB_URL",
+        "BUILDKITE_BUILD_URL",
+        "BUILD_URL",
+        "CIRCLE_BUILD_URL",
+    ]
+    .into_iter()
+    .find_map(var)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ci_job;
+
+    #[test]
+    fn the_ci_job_comes_from_the_first_provider_whose_variables_are_set() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |v: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == v)
+                    .map(|(_, x)| x.to_string())
+            }
+        };
+        assert_eq!(ci_job(env(&[("CI", "true")])), None);
+        assert_eq!(
+            ci_job(env(&[
+                ("GITHUB_SERVER_URL", "https://github.com/"),
+                ("GITHUB_REPOSITORY", "acme/infra"),
+                ("GITHUB_RUN_ID", "42"),
+            ])),
+            Some("https://github.com/acme/infra/actions/runs/42".into())
+        );
+        // Only part of GitHub's: not a GitHub job.
+        assert_eq!(ci_job(env(&[("GITHUB_RUN_ID", "42")])), None);
+        for var in [
+            "CI_JOB_URL",
+            "BUILDKITE_BUILD_URL",
+            "BUILD_URL",
+            "CIRCLE_BUILD_URL",
+        ] {
+            let pairs: &'static [(&'static str, &'static str)] =
+                Box::leak(vec![(var, "https://ci.example/job/7")].into_boxed_slice());
+            assert_eq!(
+                ci_job(env(pairs)),
+                Some("https://ci.example/job/7".into()),
+                "{var}"
+            );
+        }
+    }
 }

@@ -61,6 +61,12 @@ fn check_cli_in(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String)
         .env_remove("CAIRN_LOG")
         .env_remove("CAIRN_LOG_PATH")
         .env_remove("TF_WORKSPACE")
+        // Where a run ran is recorded from these: the transcripts are the same in CI.
+        .env_remove("GITHUB_RUN_ID")
+        .env_remove("CI_JOB_URL")
+        .env_remove("BUILDKITE_BUILD_URL")
+        .env_remove("BUILD_URL")
+        .env_remove("CIRCLE_BUILD_URL")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -213,10 +219,14 @@ fn transcript(dir: &Path, lines: &[&str]) -> String {
         }
         t.push('\n');
     }
-    // Who ran each `cairn` process, its pid and when it ran differ every time.
+    // Who ran each `cairn` process, its pid, the machine and when it ran differ every time.
     let t = regex::Regex::new(r"by (uid \d+|\S+) \(pid \d+\)")
         .unwrap()
         .replace_all(&t, "by <user> (pid <pid>)");
+    let host = regex::escape(&cairn::state::host_name());
+    let t = regex::Regex::new(&format!(r"\b{host}\b"))
+        .unwrap()
+        .replace_all(&t, "<host>");
     let t = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ(  \d+\.\ds)?")
         .unwrap()
         .replace_all(&t, |c: &regex::Captures| {
@@ -452,7 +462,7 @@ fn state_edits_are_runs_of_their_own() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(events.len(), 24);
+    assert_eq!(events.len(), 29);
     assert_eq!(events[0]["kind"], "RunStarted");
     assert_eq!(events[2]["kind"], "OperationStarted");
     assert_eq!(events[2]["addr"], "sim_thing.a");

@@ -393,6 +393,156 @@ fn validate_types_references_and_history_names_the_user_and_the_command_once() {
     assert!(last.contains(&format!("\"user\":\"{me}\"")), "{last}");
 }
 
+/// Issue 32: every run says where it ran. In a git checkout on branch `feature-x` under
+/// GitHub Actions: the host (as `hostname` says), the commit (as `git rev-parse HEAD`), the
+/// branch and the workflow run's page, in `history -json`, `history` and `log`. Outside a
+/// checkout and CI: the host alone. A run recorded without a context (as every run before
+/// it) reads as before, with none.
+#[test]
+fn history_says_where_each_run_ran_host_git_commit_branch_and_ci_job() {
+    let git_ok = Command::new("git").arg("--version").output().is_ok();
+    assert!(git_ok, "this test needs git");
+    let host = Command::new("hostname").output().unwrap();
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+    let ci_vars = [
+        "GITHUB_SERVER_URL",
+        "GITHUB_REPOSITORY",
+        "GITHUB_RUN_ID",
+        "CI_JOB_URL",
+        "BUILDKITE_BUILD_URL",
+        "BUILD_URL",
+        "CIRCLE_BUILD_URL",
+    ];
+    let run = |d: &Path, args: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(args)
+            .current_dir(d)
+            .env("NO_COLOR", "1")
+            .env_remove("CAIRN_STATE_DIR")
+            .env_remove("TF_WORKSPACE")
+            .stdin(Stdio::null());
+        for v in ci_vars {
+            c.env_remove(v);
+        }
+        c.envs(env.iter().copied());
+        let out = c.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let runs = |d: &Path| -> Vec<serde_json::Value> {
+        run(d, &["history", "-json"], &[])
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+
+    // A git checkout, on branch feature-x, under GitHub Actions.
+    let dir = project(&[("main.tf", &ten_things())]);
+    let d = dir.path();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(d)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&["init", "-q"]);
+    git(&["checkout", "-q", "-b", "feature-x"]);
+    git(&["add", "main.tf"]);
+    git(&["commit", "-q", "-m", "ten things"]);
+    let commit = git(&["rev-parse", "HEAD"]);
+    run(
+        d,
+        &["apply", "-auto-approve"],
+        &[
+            ("GITHUB_SERVER_URL", "https://github.com"),
+            ("GITHUB_REPOSITORY", "acme/infra"),
+            ("GITHUB_RUN_ID", "4242"),
+        ],
+    );
+    let job = "https://github.com/acme/infra/actions/runs/4242";
+    let r = &runs(d)[0];
+    assert_eq!(r["host"], host.as_str(), "{r}");
+    assert_eq!(r["git_commit"], commit.as_str(), "{r}");
+    assert_eq!(r["git_branch"], "feature-x", "{r}");
+    assert_eq!(r["ci_job"], job, "{r}");
+    let text = run(d, &["history"], &[]);
+    assert!(text.lines().next().unwrap().ends_with("WHERE"), "{text}");
+    let place = format!("{host}, git feature-x@{}, {job}", &commit[..7]);
+    assert!(text.lines().nth(1).unwrap().ends_with(&place), "{text}");
+    // `log` says it where the run is introduced: right after its start.
+    let log = run(d, &["log"], &[]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines[0].contains("RunStarted"), "{log}");
+    assert!(
+        lines[1].contains("RunContext") && lines[1].ends_with(&format!("on {place}")),
+        "{log}"
+    );
+    let events: Vec<serde_json::Value> = run(d, &["log", "-json"], &[])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[1]["kind"], "RunContext");
+    assert_eq!(events[1]["git_commit"], commit.as_str());
+    // The state check and the chain accept the new kind of event.
+    run(d, &["state", "check"], &[]);
+    run(d, &["state", "verify"], &[]);
+
+    // Not a checkout, no CI: the host alone.
+    let dir = project(&[("main.tf", &ten_things())]);
+    let d = dir.path();
+    run(d, &["apply", "-auto-approve"], &[]);
+    let r = &runs(d)[0];
+    assert_eq!(r["host"], host.as_str(), "{r}");
+    for field in ["git_commit", "git_branch", "ci_job"] {
+        assert!(r[field].is_null(), "{field}: {r}");
+    }
+    assert!(run(d, &["history"], &[])
+        .lines()
+        .nth(1)
+        .unwrap()
+        .ends_with(&format!("  {host}")));
+
+    // A run recorded without a context, as every run before Cairn recorded one: it reads,
+    // with none, beside one that has it.
+    {
+        let opts = cairn::state::OpenOptions {
+            command: "test".into(),
+            write: true,
+            lock_timeout: std::time::Duration::from_secs(10),
+            ..Default::default()
+        };
+        let (mut store, _) = cairn::state::Store::open(&d.join(".cairn"), &opts).unwrap();
+        store.begin_run("apply", &["apply".into()]).unwrap();
+        store
+            .finish_run(cairn::state::RunOutcome::Success, Default::default())
+            .unwrap();
+    }
+    let all = runs(d);
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["host"], host.as_str());
+    for field in ["host", "git_commit", "git_branch", "ci_job"] {
+        assert!(all[1][field].is_null(), "{field}: {}", all[1]);
+    }
+    let text = run(d, &["history"], &[]);
+    assert!(
+        text.lines().nth(2).unwrap().ends_with("0 destroyed"),
+        "{text}"
+    );
+    run(d, &["state", "check"], &[]);
+}
+
 #[test]
 fn an_errored_plan_prints_what_terraform_prints() {
     // Checked with terraform 1.11 on the same files. An error that validation finds (no

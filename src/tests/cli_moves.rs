@@ -261,7 +261,17 @@ fn moved_blocks_move_without_delete_or_create() {
     let changes: Vec<&str> = history
         .lines()
         .skip(1)
-        .map(|l| l.split("  ").last().unwrap().trim())
+        // The column before the last (where the run ran).
+        .map(|l| {
+            l.split("  ")
+                .filter(|c| !c.is_empty())
+                .collect::<Vec<_>>()
+                .iter()
+                .rev()
+                .nth(1)
+                .unwrap()
+                .trim()
+        })
         .collect();
     assert_eq!(
         changes,

@@ -37,6 +37,11 @@ fn cairn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
         .env_remove("CAIRN_STATE_DIR")
         .env_remove("SIM_FAIL")
         .env_remove("SIM_LATENCY_MS")
+        .env_remove("GITHUB_RUN_ID")
+        .env_remove("CI_JOB_URL")
+        .env_remove("BUILDKITE_BUILD_URL")
+        .env_remove("BUILD_URL")
+        .env_remove("CIRCLE_BUILD_URL")
         .envs(env.iter().copied())
         .output()
         .expect("cairn runs");
@@ -72,7 +77,11 @@ fn project_with_history() -> tempfile::TempDir {
         let (code, out) = cairn(dir, args, env);
         assert_eq!(code, 0, "cairn {args:?}: {out}");
     };
-    ok(&["apply", "-auto-approve"], &[]);
+    // The first run ran under CI (its page links the job).
+    ok(
+        &["apply", "-auto-approve"],
+        &[("CI_JOB_URL", "https://ci.example/acme/jobs/1")],
+    );
     ok(&["apply", "-auto-approve", "-var", "v=two"], &[]);
     // Someone edits `dep` in the "cloud"; a refresh records the drift.
     let file = dir.join("sim-store/things/local/dep-1.json");
@@ -618,6 +627,54 @@ fn plan_graphs_are_drawn_as_planned_and_refused_state_edits_show_why() {
 /// A plan recorded before plans kept their graph (a `RunPlanned` without one, as an older
 /// Cairn wrote it) still reads: its graph is drawn from the configuration as it is now, and
 /// the page warns when the files changed since the run.
+/// Issue 32: a run's page and the timeline say where it ran — the host, and the CI job when
+/// the run had one (GitLab's `CI_JOB_URL` here); a run without CI has none.
+#[test]
+fn a_runs_page_says_where_it_ran() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    let job = "https://gitlab.example/acme/infra/-/jobs/77";
+    let apply = |ci: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(["apply", "-auto-approve"])
+            .current_dir(dir)
+            .env_remove("CAIRN_STATE_DIR")
+            .env_remove("SIM_FAIL")
+            .env_remove("SIM_LATENCY_MS");
+        for v in [
+            "GITHUB_RUN_ID",
+            "CI_JOB_URL",
+            "BUILDKITE_BUILD_URL",
+            "BUILD_URL",
+            "CIRCLE_BUILD_URL",
+        ] {
+            c.env_remove(v);
+        }
+        if ci {
+            c.env("CI_JOB_URL", job);
+        }
+        assert!(c.output().unwrap().status.success());
+    };
+    apply(true);
+    apply(false);
+    let host = cairn::state::host_name();
+    let ui = start_ui_with(dir, &["ui"], &[]);
+    let t = ui.wait_finished(2);
+    let runs = t["runs"].as_array().unwrap();
+    // Newest first.
+    let (second, first) = (&runs[0], &runs[1]);
+    let run = ui.json(&format!("/api/run/{}", first["id"]));
+    assert_eq!(run["host"], host.as_str(), "{run}");
+    assert_eq!(run["ci_job"], job, "{run}");
+    assert_eq!(first["ci_job"], job, "{first}");
+    let events = run["events"].to_string();
+    assert!(events.contains(&format!("ran on {host}")), "{events}");
+    let run = ui.json(&format!("/api/run/{}", second["id"]));
+    assert_eq!(run["host"], host.as_str(), "{run}");
+    assert!(run["ci_job"].is_null(), "{run}");
+}
+
 #[test]
 fn a_plan_recorded_without_its_graph_falls_back_to_the_configuration() {
     let tmp = tempfile::tempdir().unwrap();

@@ -535,7 +535,8 @@ impl Model {
             | EventBody::OutputsSet { .. }
             | EventBody::RunPlanned { .. }
             | EventBody::RunDiagnostics { .. }
-            | EventBody::ProviderReplaced { .. } => {}
+            | EventBody::ProviderReplaced { .. }
+            | EventBody::RunContext(_) => {}
         }
     }
 
@@ -563,6 +564,10 @@ impl Model {
             "args": args,
             "user": r.user,
             "pid": r.pid,
+            "host": r.context.host,
+            "git_commit": r.context.git_commit,
+            "git_branch": r.context.git_branch,
+            "ci_job": r.context.ci_job,
             "started_ms": r.started_ms,
             "finished_ms": r.finished_ms,
             "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
@@ -1341,6 +1346,51 @@ mod tests {
             ev(10, 8, done()),
         ]);
         m
+    }
+
+    /// A run's page says where it ran (its `RunContext`: host, commit, branch, CI job), with
+    /// the event in its list; a run recorded without one has nulls, and the state is as
+    /// without it.
+    #[test]
+    fn a_run_says_where_it_ran() {
+        let mut m = Model::new();
+        m.extend(vec![
+            ev(1, 1, run("apply")),
+            ev(
+                2,
+                1,
+                EventBody::RunContext(cairn_state::RunContext {
+                    host: Some("build-7".into()),
+                    git_commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+                    git_branch: Some("main".into()),
+                    ci_job: Some("https://ci.example/job/9".into()),
+                }),
+            ),
+            ev(3, 1, done()),
+            ev(4, 4, run("apply")),
+            ev(5, 4, done()),
+        ]);
+        let r = m.run(1).unwrap();
+        assert_eq!(r["host"], "build-7");
+        assert_eq!(r["git_commit"], "0123456789abcdef0123456789abcdef01234567");
+        assert_eq!(r["git_branch"], "main");
+        assert_eq!(r["ci_job"], "https://ci.example/job/9");
+        let texts: Vec<String> = r["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("ran on build-7, git main@0123456, https://ci.example/job/9")),
+            "{texts:?}"
+        );
+        let old = m.run(4).unwrap();
+        for f in ["host", "git_commit", "git_branch", "ci_job"] {
+            assert!(old[f].is_null(), "{f}: {old}");
+        }
     }
 
     #[test]

@@ -393,6 +393,7 @@ mod tests {
             last_seq: 3,
             moved: 0,
             forgotten: 0,
+            context: Default::default(),
         });
         s.pending.insert(
             2,

@@ -24,6 +24,10 @@
 //! - **v4** — v3 plus `ResourceTainted` / `ResourceUntainted` (`cairn taint` / `untaint`) and
 //!   `ProviderReplaced` (`cairn state replace-provider`). Every v3 record is a v4 record as it
 //!   stands; a Cairn that reads only v3 refuses v4 records as too new.
+//! - **v5** — v4 plus `RunContext` (where a run ran: host, git commit and branch, CI job),
+//!   recorded right after a command's `RunStarted`. Every v4 record is a v5 record as it
+//!   stands, and a run recorded before has no context (it changes nothing in the state); a
+//!   Cairn that reads only v4 refuses v5 records as too new instead of calling them damaged.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::stored_value::StoredValue;
@@ -32,7 +36,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const CURRENT_VERSION: u32 = 4;
+pub const CURRENT_VERSION: u32 = 5;
 
 /// One record of the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -310,6 +314,31 @@ pub struct RecordedDiagnostic {
     pub address: Option<String>,
 }
 
+/// Where a run ran, as far as it could be told: the host, the git commit and branch of the
+/// working directory (when it is inside a checkout), and the CI job (when the usual CI
+/// variables are set). Every field is optional: what could not be told is absent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RunContext {
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The full hash of `HEAD`.
+    #[serde(default)]
+    pub git_commit: Option<String>,
+    /// The branch checked out (absent on a detached `HEAD`).
+    #[serde(default)]
+    pub git_branch: Option<String>,
+    /// The address of the CI job or build.
+    #[serde(default)]
+    pub ci_job: Option<String>,
+}
+
+impl RunContext {
+    /// Nothing could be told.
+    pub fn is_empty(&self) -> bool {
+        self == &RunContext::default()
+    }
+}
+
 /// What happened. See `snapshot.rs` for what each one does to the state.
 // Events are built once and moved into the log; boxing the large variants would only make
 // every producer and matcher noisier.
@@ -455,6 +484,9 @@ pub enum EventBody {
         to: String,
         source: String,
     },
+    /// Where the open run ran (v5): recorded right after its `RunStarted`. Changes nothing in
+    /// the state; the run's record keeps it for history.
+    RunContext(RunContext),
 }
 
 impl EventBody {
@@ -487,6 +519,7 @@ impl EventBody {
             EventBody::ResourceTainted { .. } => "ResourceTainted",
             EventBody::ResourceUntainted { .. } => "ResourceUntainted",
             EventBody::ProviderReplaced { .. } => "ProviderReplaced",
+            EventBody::RunContext(_) => "RunContext",
         }
     }
 
@@ -545,7 +578,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     // The common case first: a current record decodes in one pass.
     let first = rmp_serde::from_slice::<Event>(bytes);
     if let Ok(e) = &first {
-        // v1, v2 and v3 records are v4 records as they stand (each version only added kinds of
+        // v1 to v4 records are v5 records as they stand (each version only added kinds of
         // record).
         if (1..=CURRENT_VERSION).contains(&e.version) {
             return first
@@ -777,6 +810,58 @@ mod tests {
             let e = Event { body, ..sample() };
             assert_eq!(decode(&encode(&e)).unwrap(), e);
         }
+    }
+
+    /// A `RunContext` (v5) round-trips, empty fields and all; v4 records read unchanged.
+    #[test]
+    fn run_context_records_round_trip_and_v4_records_read() {
+        for context in [
+            RunContext::default(),
+            RunContext {
+                host: Some("h".into()),
+                git_commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+                git_branch: None,
+                ci_job: Some("https://ci.example/1".into()),
+            },
+        ] {
+            let e = Event {
+                body: EventBody::RunContext(context),
+                ..sample()
+            };
+            assert_eq!(decode(&encode(&e)).unwrap(), e);
+        }
+        let mut old = sample();
+        old.version = 4;
+        let e = decode(&encode(&old)).unwrap();
+        assert_eq!((e.version, e.body), (CURRENT_VERSION, sample().body));
+        // Fields a later Cairn leaves out read as absent.
+        #[derive(Serialize)]
+        enum Partial {
+            RunContext { host: String },
+        }
+        #[derive(Serialize)]
+        struct PartialEvent {
+            seq: u64,
+            version: u32,
+            time_ms: u64,
+            run: u64,
+            body: Partial,
+        }
+        let bytes = rmp_serde::to_vec_named(&PartialEvent {
+            seq: 2,
+            version: CURRENT_VERSION,
+            time_ms: 1,
+            run: 1,
+            body: Partial::RunContext { host: "h".into() },
+        })
+        .unwrap();
+        assert_eq!(
+            decode(&bytes).unwrap().body,
+            EventBody::RunContext(RunContext {
+                host: Some("h".into()),
+                ..RunContext::default()
+            })
+        );
     }
 
     #[test]

@@ -110,7 +110,9 @@ pub(crate) fn recover<S: Storage>(
             .filter(|b| {
                 !matches!(
                     b,
-                    EventBody::RunStarted { .. } | EventBody::RunFinished { .. }
+                    EventBody::RunStarted { .. }
+                        | EventBody::RunFinished { .. }
+                        | EventBody::RunContext(_)
                 )
             })
             .collect();

@@ -77,7 +77,7 @@ pub use error::{LockHolder, StateError};
 pub use event::{
     DataObject, Deferral, Event, EventBody, ObjectMeta, OpAction, OutputValue, PlanGraph,
     PlanRecord, PlannedAction, PlannedChange, ProviderInstance, ProviderRef, RecordedDiagnostic,
-    ResourceObject, RunOutcome, RunSummary,
+    ResourceObject, RunContext, RunOutcome, RunSummary,
 };
 pub use log::{current_user, host_name, EventLog, Flusher, OpenOptions, Peek, Recovery, Verified};
 pub use moves::{MoveError, MovePlan};

@@ -23,7 +23,9 @@
 use crate::chain::{self, Hash, Head};
 use crate::check::{self, Violation};
 use crate::error::StateError;
-use crate::event::{self, DecodeError, Event, EventBody, RunOutcome, RunSummary, CURRENT_VERSION};
+use crate::event::{
+    self, DecodeError, Event, EventBody, RunContext, RunOutcome, RunSummary, CURRENT_VERSION,
+};
 use crate::snapshot::Snapshot;
 use crate::storage::{Key, Storage};
 use std::collections::BTreeMap;
@@ -144,12 +146,26 @@ pub trait EventLog: Send {
 
     /// Starts a run (appends `RunStarted` and commits); returns its id.
     fn begin_run(&mut self, command: &str, args: &[String]) -> Result<u64, StateError> {
+        self.begin_run_in(command, args, RunContext::default())
+    }
+
+    /// Starts a run as [`EventLog::begin_run`] does, recording where it runs (`RunContext`,
+    /// right after its `RunStarted`, in the same commit) unless nothing of that is known.
+    fn begin_run_in(
+        &mut self,
+        command: &str,
+        args: &[String],
+        context: RunContext,
+    ) -> Result<u64, StateError> {
         let seq = self.append(EventBody::RunStarted {
             command: command.to_string(),
             args: args.to_vec(),
             user: current_user(),
             pid: std::process::id(),
         })?;
+        if !context.is_empty() {
+            self.append(EventBody::RunContext(context))?;
+        }
         self.commit()?;
         Ok(seq)
     }

@@ -17,7 +17,7 @@
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::event::{
     DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
-    ResourceObject, RunOutcome, RunSummary,
+    ResourceObject, RunContext, RunOutcome, RunSummary,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -150,6 +150,10 @@ pub struct RunRecord {
     pub moved: u64,
     #[serde(default)]
     pub forgotten: u64,
+    /// Where it ran (`RunContext`; empty for runs recorded without one). Last, with a default,
+    /// so a checkpoint written before it (whose runs cannot have one) reads unchanged.
+    #[serde(default)]
+    pub context: RunContext,
 }
 
 impl Snapshot {
@@ -225,6 +229,7 @@ impl Snapshot {
                     last_seq: seq,
                     moved: 0,
                     forgotten: 0,
+                    context: RunContext::default(),
                 });
                 self.open_run = Some(seq);
             }
@@ -394,6 +399,11 @@ impl Snapshot {
             EventBody::ResourceTainted { addr } => self.set_tainted(&addr, true),
             EventBody::ResourceUntainted { addr } => self.set_tainted(&addr, false),
             EventBody::ProviderReplaced { from, to, .. } => self.replace_package(&from, &to),
+            EventBody::RunContext(context) => {
+                if let Some(r) = self.run_mut(run) {
+                    r.context = context;
+                }
+            }
         }
     }
 
@@ -713,6 +723,63 @@ run 1 apply ["-auto-approve"] Some(Success) last 2 +2 ~0 -0
 run 3 apply ["-auto-approve"] None last 3 +0 ~0 -0
 "#,
         );
+    }
+
+    /// A `RunContext` gives its run a place and changes nothing else: the state folded from a
+    /// log with one is the state folded from the same log without it (old logs have none).
+    #[test]
+    fn a_run_context_places_its_run_and_changes_nothing_else() {
+        let context = RunContext {
+            host: Some("build-7".into()),
+            git_commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            git_branch: Some("feature-x".into()),
+            ci_job: Some("https://ci.example/job/1".into()),
+        };
+        let body = |with: bool| {
+            let mut v = vec![started()];
+            if with {
+                v.push(EventBody::RunContext(context.clone()));
+            }
+            v.extend([
+                provider(),
+                op("sim_thing.a", OpAction::Create, None),
+                // The op's seq: 3 without the context, 4 with it.
+                ok(if with { 4 } else { 3 }, Some(obj("a", &[]))),
+            ]);
+            v
+        };
+        let fold = |bodies: Vec<EventBody>| {
+            let mut s = Snapshot::new();
+            for (i, body) in bodies.into_iter().enumerate() {
+                let seq = i as u64 + 1;
+                s.apply(&Event {
+                    seq,
+                    version: crate::event::CURRENT_VERSION,
+                    time_ms: 1,
+                    run: 1,
+                    body,
+                });
+            }
+            s
+        };
+        let (with, without) = (fold(body(true)), fold(body(false)));
+        assert_eq!(with.runs[0].context, context);
+        assert_eq!(without.runs[0].context, RunContext::default());
+        assert_eq!(with.resources, without.resources);
+        assert_eq!(with.providers, without.providers);
+        assert_eq!(with.outputs, without.outputs);
+        assert_eq!(with.pending, without.pending);
+        assert_eq!(with.open_run, without.open_run);
+        // A run record as a checkpoint written before the context existed holds it (rmp,
+        // positional, without the last field) reads with an empty context.
+        let mut old = rmp_serde::to_vec(&without.runs[0]).unwrap();
+        // The record is an array of its fields: drop the last (the empty context) and make
+        // the array's header (a fixarray) say one field fewer.
+        let ctx_len = rmp_serde::to_vec(&RunContext::default()).unwrap().len();
+        old.truncate(old.len() - ctx_len);
+        old[0] -= 1;
+        let read: RunRecord = rmp_serde::from_slice(&old).unwrap();
+        assert_eq!(read, without.runs[0]);
     }
 
     #[test]

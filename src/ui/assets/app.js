@@ -146,7 +146,7 @@ async function timeline(q) {
       // Real links: open in a new tab, reach with the keyboard; the row is clickable too.
       html += `<tr class="clickable run-row" data-run="${r.id}">
         <td><a class="run-link" href="#/run/${r.id}">${r.id}</a></td><td><a class="run-cmd" href="#/run/${r.id}" tabindex="-1"><code>${esc(r.command)}${r.args.length ? " " + esc(r.args.join(" ")) : ""}</code></a></td>
-        <td>${esc(r.user)}${r.host ? `<div class="muted">on ${esc(r.host)}</div>` : ""}</td><td>${when(r.started_ms)}</td><td>${duration(r.duration_ms)}</td>
+        <td>${esc(r.user)}${r.host || r.git_commit ? `<div class="muted">${placeText(r)}</div>` : ""}</td><td>${when(r.started_ms)}</td><td>${duration(r.duration_ms)}</td>
         <td>${badge(r.outcome)}</td>
         <td><span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span>${r.read ? ` <span class="muted">${r.read} read</span>` : ""}${r.errors ? ` <span class="n-destroy">${r.errors} error(s)</span>` : ""}</td></tr>`;
       // Errors not already told by a failed operation (a configuration error, a plan error).
@@ -208,10 +208,32 @@ function eventHtml(e, withRun) {
   return h + `</div>`;
 }
 
+// Where a run ran, in short: `on HOST, git BRANCH@SHORTSHA` (what is known of it).
+function placeText(r) {
+  const parts = [];
+  if (r.host) parts.push("on " + esc(r.host));
+  if (r.git_commit) parts.push("git " + esc(gitText(r)));
+  return parts.join(", ");
+}
+
+// A run's commit as `BRANCH@SHORTSHA` (the short hash alone on a detached HEAD).
+function gitText(r) {
+  const short = r.git_commit.slice(0, 7);
+  return r.git_branch ? `${r.git_branch}@${short}` : short;
+}
+
+// A CI job's address, a link when it is a web address (never a script).
+function ciLink(url) {
+  return /^https?:\/\//i.test(url)
+    ? `<a class="run-ci" href="${esc(url)}" target="_blank" rel="noopener">${esc(url)}</a>`
+    : `<code class="run-ci">${esc(url)}</code>`;
+}
+
 async function runView(id) {
   const r = await api("/api/run/" + encodeURIComponent(id));
   let html = `<h1>Run ${r.id}: <code>cairn ${esc(r.command)}${r.args.length ? " " + esc(r.args.join(" ")) : ""}</code> ${badge(r.outcome)}</h1>
   <div class="card">By <strong>${esc(r.user)}</strong>${r.host ? ` on <strong>${esc(r.host)}</strong>` : ""} (pid ${r.pid}) at ${when(r.started_ms)}, ${duration(r.duration_ms)} ·
+  ${r.git_commit ? `git <code class="run-git" title="${esc(r.git_commit)}">${esc(gitText(r))}</code> · ` : ""}${r.ci_job ? `CI job ${ciLink(r.ci_job)} · ` : ""}
   events ${r.first_seq}–${r.last_seq} ·
   <span class="n-add">+${r.added}</span> <span class="n-change">~${r.changed}</span> <span class="n-destroy">−${r.destroyed}</span> · ${r.read} read · ${r.errors} error(s) ·
   <a href="#/state?at=${r.last_seq}">state after this run</a></div>`;
