@@ -1049,3 +1049,19 @@ fn clean_path(path: &Path) -> PathBuf {
     }
     out
 }
+
+/// Whether any root configuration file in `dir` (`*.tf`, `*.tf.json`) contains `word`: a
+/// cheap look, before the configuration is loaded, for a block a command must evaluate early
+/// (`backend`, `encryption`).
+pub(crate) fn root_files_mention(dir: &Path, word: &str) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".tf") || n.ends_with(".tf.json"))
+        })
+        .any(|p| std::fs::read_to_string(&p).is_ok_and(|t| t.contains(word)))
+}

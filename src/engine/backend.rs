@@ -466,21 +466,6 @@ pub fn record_backend_digest(state_root: &Path, config: &Config) -> Result<(), D
     })
 }
 
-/// Whether any root configuration file in `dir` may hold a backend block (a cheap look
-/// before the configuration is loaded for it).
-fn mentions_backend(dir: &Path) -> bool {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    rd.filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".tf") || n.ends_with(".tf.json"))
-        })
-        .any(|p| std::fs::read_to_string(&p).is_ok_and(|t| t.contains("backend")))
-}
-
 /// Every command after `init`: the backend block, evaluated with this command's inputs
 /// (`-var`, `TF_VAR_*`, the files), must be the one `init` recorded, or the command would
 /// use a state its configuration no longer names. Nothing recorded (a state directory from
@@ -497,7 +482,7 @@ pub fn check_backend_digest(
     let Ok(recorded) = serde_json::from_str::<Recorded>(&text) else {
         return Ok(());
     };
-    if recorded.kind == "local" && !mentions_backend(dir) {
+    if recorded.kind == "local" && !crate::config::root_files_mention(dir, "backend") {
         return Ok(());
     }
     let (config, diags) = crate::config::load_with(dir, inputs);

@@ -49,21 +49,6 @@ pub fn plan() -> Option<Arc<Encryption>> {
     current().lock().expect("encryption").plan.clone()
 }
 
-/// Whether any root configuration file in `dir` may hold an encryption block (a cheap
-/// look before the configuration is loaded for it).
-fn mentions_encryption(dir: &Path) -> bool {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    rd.filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".tf") || n.ends_with(".tf.json"))
-        })
-        .any(|p| std::fs::read_to_string(&p).is_ok_and(|t| t.contains("encryption")))
-}
-
 /// Resolves the encryption of the configuration in `dir` (with `TF_ENCRYPTION` from `env`)
 /// and installs it. Errors come with the source map to render them.
 pub fn prepare(
@@ -73,7 +58,7 @@ pub fn prepare(
     workspace: &str,
 ) -> Result<(), (Diagnostics, SourceMap)> {
     let env_text = env.get("TF_ENCRYPTION").filter(|t| !t.trim().is_empty());
-    if env_text.is_none() && !mentions_encryption(dir) {
+    if env_text.is_none() && !crate::config::root_files_mention(dir, "encryption") {
         install(Resolved::default());
         return Ok(());
     }
