@@ -280,7 +280,9 @@ impl Number {
         Number::new(BigDecimal::from(i))
     }
     pub(crate) fn from_f64(f: f64) -> Option<Number> {
-        let d = BigDecimal::try_from(f).ok()?;
+        // Held as cty holds it (a float64 of 10^281 has 282 exact digits; cty's 512 bits keep
+        // its shortest decimal), so that writing it out and reading it back is the identity.
+        let d = binary512::canonical(BigDecimal::try_from(f).ok()?);
         Some(Number::signed(d, f.is_sign_negative()))
     }
     /// `-x`.
@@ -358,7 +360,12 @@ impl FromStr for Number {
         if !Number::in_range(&d) {
             return Err(format!("{s:?} is out of range: {}", number_range_error()));
         }
-        Ok(Number::signed(d, s.trim().starts_with('-')))
+        // More digits than cty's 512 bits hold are rounded as cty rounds them on reading, so
+        // the number read is the number written back (its `Display` is of that rounding).
+        Ok(Number::signed(
+            binary512::canonical(d),
+            s.trim().starts_with('-'),
+        ))
     }
 }
 

@@ -617,6 +617,7 @@ scenarios!(
     create_before_destroy_failed,
     json_syntax,
     overrides,
+    provider_retargeted_failed_delete,
 );
 
 // The lifecycle scenarios that use only `sim`, run with the oracle's Python plugin. Left out,

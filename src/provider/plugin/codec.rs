@@ -68,12 +68,13 @@ fn write_number(out: &mut Vec<u8>, n: &Number) {
             let _ = rmp::encode::write_uint(out, u);
             return;
         }
-    } else {
-        let f = n.to_f64();
-        if f.is_finite() && Number::from_f64(f).is_some_and(|back| back.0 == n.0) {
-            let _ = rmp::encode::write_f64(out, f);
-            return;
-        }
+    }
+    // A float64 when that is exact (an integer beyond u64 included: 1e281 read from a float64
+    // goes back as one), else cty's decimal string.
+    let f = n.to_f64();
+    if f.is_finite() && Number::from_f64(f).is_some_and(|back| back.0 == n.0) {
+        let _ = rmp::encode::write_f64(out, f);
+        return;
     }
     write_str(out, &n.to_string());
 }
