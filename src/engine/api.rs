@@ -22,6 +22,7 @@ use super::graph::Node;
 use super::inspect_phase::InspectPhase;
 pub use super::inspect_phase::Inspected;
 use super::observer::{Observer, Progress};
+use super::provider_inputs::provider_inputs;
 use super::providers::{canonical, Registry};
 pub(crate) use super::push::{replaced_resources, Push};
 use super::recover::recover;
@@ -655,13 +656,16 @@ async fn refresh_loaded(
         .await;
         let snapshot = Arc::new(snapshot);
         let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes).map(Arc::new);
+        let inputs = provider_inputs(&loaded, opts, &snapshot, &observer, &mut diags).await;
         let r = refresh_pass(
             scoped.as_ref().unwrap_or(&snapshot),
             &loaded.registry,
+            &inputs.args,
             &limits,
             &observer,
         )
         .await;
+        inputs.close().await;
         diags.extend(r.diags);
         return Report {
             result: Some(drift_plan(r.drift)),
@@ -676,13 +680,16 @@ async fn refresh_loaded(
     };
     // `-exclude`: the excluded objects and their dependents are not read.
     let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes).map(Arc::new);
+    let inputs = provider_inputs(&loaded, opts, &snapshot, &observer, &mut diags).await;
     let pass = refresh_pass(
         scoped.as_ref().unwrap_or(&snapshot),
         &loaded.registry,
+        &inputs.args,
         &limits,
         &observer,
     );
     let r = timed_async("refresh pass", pass).await;
+    inputs.close().await;
     diags.extend(r.diags);
     // All refresh results arrive together: one commit for the group.
     for e in r.events {

@@ -7,6 +7,7 @@ use super::core::{run as walk_phase, Ctx};
 use super::graph::{add_orphans, build};
 use super::observer::Observer;
 use super::plan_phase::{PlanOut, PlanPhase};
+use super::provider_inputs::provider_inputs;
 use super::providers::Registry;
 use super::refresh::refresh as refresh_pass;
 use super::request::Options;
@@ -116,7 +117,9 @@ async fn assemble_plan(
         diags.push(super::exclude::plan_warning());
     }
     let (refreshed, drift, refreshed_meta) = if opts.refresh {
-        let r = refresh_pass(&prior, &loaded.registry, &limits, observer).await;
+        let inputs = provider_inputs(loaded, opts, &prior, observer, diags).await;
+        let r = refresh_pass(&prior, &loaded.registry, &inputs.args, &limits, observer).await;
+        inputs.close().await;
         diags.extend(r.diags);
         (r.snapshot, r.drift, r.metas)
     } else {

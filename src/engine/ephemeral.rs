@@ -46,17 +46,7 @@ impl Ephemerals {
             .provider_slot(&inst.provider)
             .ok_or_else(|| missing_provider(&inst.provider, &inst.addr))?;
         validate(ctx, &slot.package, &inst).await?;
-        let deferred = || {
-            let mut v = plan_without_provider(&inst.schema, &inst.config);
-            if let Value::Object(m) = &mut v {
-                for (k, a) in &inst.schema.attributes {
-                    if a.computed {
-                        m.insert(k.clone(), Value::Unknown(a.ty.clone()));
-                    }
-                }
-            }
-            v
-        };
+        let deferred = || not_known_yet(&inst);
         if !inst.config.is_wholly_known() {
             return Ok(deferred());
         }
@@ -208,8 +198,22 @@ async fn renew_loop(
     }
 }
 
+/// An instance's value before its provider answers: its configuration, every computed
+/// attribute unknown.
+pub(crate) fn not_known_yet(inst: &Instance) -> Value {
+    let mut v = plan_without_provider(&inst.schema, &inst.config);
+    if let Value::Object(m) = &mut v {
+        for (k, a) in &inst.schema.attributes {
+            if a.computed {
+                m.insert(k.clone(), Value::Unknown(a.ty.clone()));
+            }
+        }
+    }
+    v
+}
+
 /// The top-level attributes the schema marks sensitive, marked.
-fn mark_sensitive(v: Value, schema: &crate::schema::Block) -> Value {
+pub(crate) fn mark_sensitive(v: Value, schema: &crate::schema::Block) -> Value {
     match v {
         Value::Object(mut m) => {
             for (k, a) in &schema.attributes {

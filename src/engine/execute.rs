@@ -11,6 +11,7 @@ use super::core::{run as walk_phase, Ctx};
 use super::graph::{Node, TermGraph};
 use super::journal::Journal;
 use super::observer::Observer;
+use super::provider_inputs::{provider_inputs, ProviderInputs};
 use super::request::Options;
 use super::source::{new_ctx, term_graph, Loaded};
 use super::timing::{timed, timed_async};
@@ -18,7 +19,7 @@ use super::walk::WalkOutcome;
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Change, Plan, PlanMode};
-use crate::value::Value;
+use crate::value::{Type, Value};
 use cairn_state::{EventBody, OutputValue, RunSummary, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -180,7 +181,7 @@ pub(super) async fn execute_keeping(
     diags: &mut Diagnostics,
     walked: &mut Option<Arc<Ctx>>,
 ) -> (RunSummary, BTreeMap<String, (Value, bool)>) {
-    let prior = journal.snapshot();
+    let prior = Arc::new(journal.snapshot());
     let mut deposed_keys = BTreeMap::new();
     let mut graph = if plan.mode == PlanMode::Destroy {
         TermGraph::empty()
@@ -189,13 +190,23 @@ pub(super) async fn execute_keeping(
         diags.extend(d);
         g
     };
-    let destroy = timed("add destroys", || {
+    let mut destroy = timed("add destroys", || {
         add_destroys(&mut graph, plan, &prior, &mut deposed_keys, opts.sabotage)
     });
     let cycles = graph.cycle_diagnostics(&loaded.config.sources);
     if cycles.has_errors() {
         diags.extend(cycles);
         return (RunSummary::default(), BTreeMap::new());
+    }
+    // A delete configures its provider instance as recorded, with the arguments set from
+    // ephemeral values evaluated again (they are never recorded).
+    let inputs = match destroy.is_empty() {
+        true => ProviderInputs::default(),
+        false => provider_inputs(loaded, opts, &prior, observer, diags).await,
+    };
+    for info in destroy.values_mut() {
+        let recorded = std::mem::replace(&mut info.config, Value::Null(Type::Dynamic));
+        info.config = inputs.args.config(&info.provider.addr, recorded);
     }
     let ctx = new_ctx(loaded, graph, &prior, opts, observer.clone());
     let (steps, deposed) = executor(plan, journal, run, destroy, deposed_keys);
@@ -206,6 +217,7 @@ pub(super) async fn execute_keeping(
     });
     let outcome = timed_async("apply walk", walk_phase(ctx.clone(), phase.clone())).await;
     phase.ephemerals.close_all(&ctx).await;
+    inputs.close().await;
     *walked = Some(ctx.clone());
     diags.extend(in_address_order(std::mem::take(
         &mut *ctx.diags.lock().expect("diags"),

@@ -72,6 +72,7 @@ pub(crate) mod journal;
 pub mod observer;
 pub(crate) mod plan_phase;
 pub(crate) mod provider_diags;
+pub(crate) mod provider_inputs;
 pub(crate) mod providers;
 pub(crate) mod provision;
 pub(crate) mod push;

@@ -8,6 +8,7 @@
 //! A read that fails keeps the old state of its object; the other reads still land.
 
 use super::observer::{Observer, Progress};
+use super::provider_inputs::ProviderArgs;
 use super::providers::Registry;
 use super::sabotage::Sabotage;
 use super::walk::{walk, Limits, NodeFuture};
@@ -41,10 +42,12 @@ enum RNode {
     Instance(ResourceInstanceAddr),
 }
 
-/// Reads every managed instance in `prior` through its provider instance from state.
+/// Reads every managed instance in `prior` through its provider instance from state (with
+/// its arguments set from ephemeral values from `args`: `provider_inputs`).
 pub(crate) async fn refresh(
     prior: &Arc<Snapshot>,
     registry: &Arc<Registry>,
+    args: &ProviderArgs,
     limits: &Limits,
     observer: &Arc<dyn Observer>,
 ) -> Refreshed {
@@ -52,6 +55,7 @@ pub(crate) async fn refresh(
     let pass = Arc::new(Pass {
         prior: prior.clone(),
         registry: registry.clone(),
+        args: args.clone(),
         configured: Mutex::default(),
         results: Mutex::default(),
         diags: Mutex::default(),
@@ -115,6 +119,7 @@ type Found = Option<(Value, cairn_state::ObjectMeta)>;
 struct Pass {
     prior: Arc<Snapshot>,
     registry: Arc<Registry>,
+    args: ProviderArgs,
     /// The provider instances configured so far.
     configured: Mutex<BTreeMap<ProviderAddr, Arc<dyn crate::provider::Configured>>>,
     /// What each read found.
@@ -136,7 +141,10 @@ impl Pass {
         };
         match self
             .registry
-            .configure(&addr.package, &Value::from_stored(&inst.config))
+            .configure(
+                &addr.package,
+                &self.args.config(&addr, Value::from_stored(&inst.config)),
+            )
             .await
         {
             Ok(c) => {

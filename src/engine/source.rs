@@ -362,12 +362,33 @@ pub(super) fn new_ctx(
     opts: &Options,
     observer: Arc<dyn Observer>,
 ) -> Arc<Ctx> {
-    let (state_instances, _) = classify_state(&loaded.config, snapshot);
     let (only, only_instances) = if opts.excludes.is_empty() {
         targeted(&graph, &opts.targets)
     } else {
         super::exclude::excluded(&graph, &opts.excludes)
     };
+    new_ctx_only(
+        loaded,
+        graph,
+        snapshot,
+        opts,
+        observer,
+        only,
+        only_instances,
+    )
+}
+
+/// [`new_ctx`] for a walk of the nodes `only` (every node: `None`), whatever the targets.
+pub(super) fn new_ctx_only(
+    loaded: &Loaded,
+    graph: TermGraph,
+    snapshot: &Snapshot,
+    opts: &Options,
+    observer: Arc<dyn Observer>,
+    only: Option<BTreeSet<NodeId>>,
+    only_instances: BTreeMap<NodeId, super::exclude::InstanceScope>,
+) -> Arc<Ctx> {
+    let (state_instances, _) = classify_state(&loaded.config, snapshot);
     let mut ctx = Ctx {
         config: loaded.config.clone(),
         graph: Arc::new(graph),
