@@ -603,3 +603,28 @@ fn an_errored_plan_prints_what_terraform_prints() {
     let (_, list, _) = cairn(d, &["state", "list"]);
     assert!(list.trim().is_empty(), "{list}");
 }
+
+/// A process killed between its first durable commit and the head's first write (found by
+/// p07: a kill 143 ms into a first apply) leaves a log longer than its head: a new log's
+/// head is made durable at 0 before its first event, so the state opens whole, with nothing
+/// lost; a head file removed outright is still damage.
+#[test]
+fn a_first_commit_cut_before_its_head_loses_nothing() {
+    let dir = project(&[("main.tf", &ten_things())]);
+    let d = dir.path();
+    ok(d, &["init"]);
+    // The head as it is before the first event: at 0.
+    let genesis = std::fs::read(d.join(".cairn/log-head")).expect("a new log has its head");
+    ok(d, &["apply", "-auto-approve"]);
+    std::fs::write(d.join(".cairn/log-head"), &genesis).unwrap();
+    let listed = ok(d, &["state", "list"]);
+    assert_eq!(instances(&listed), 10, "{listed}");
+    ok(d, &["state", "verify"]);
+    let out = ok(d, &["plan"]);
+    assert!(out.contains("No changes"), "{out}");
+    std::fs::remove_file(d.join(".cairn/log-head")).unwrap();
+    let (code, _, err) = cairn(d, &["state", "list"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("the log's head"), "{err}");
+    assert!(err.contains("is missing"), "{err}");
+}
