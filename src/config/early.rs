@@ -195,8 +195,14 @@ impl EarlyScope<'_> {
                 ),
             ));
         };
+        // A sensitive variable's value is marked, so that what must not take one (a module's
+        // source or version) can refuse it, as OpenTofu does.
+        let mark = |v: Value| match decl.sensitive {
+            true => v.sensitive(),
+            false => v,
+        };
         let known = |values: &BTreeMap<String, Value>| match values.get(name) {
-            Some(v) if v.is_wholly_known() => Ok(v.clone()),
+            Some(v) if v.is_wholly_known() => Ok(mark(v.clone())),
             _ => Err(ScopeError::new(
                 "No value for required variable",
                 format!(
@@ -222,17 +228,19 @@ impl EarlyScope<'_> {
                         self.what
                     );
                     let v = self.nested(parent, expr, call.file, &what)?;
-                    crate::eval::expr::convert(&v, &decl.ty).map_err(|m| {
-                        ScopeError::new(
-                            "Invalid value for input variable",
-                            format!(
-                                "The value module.{} gives var.{name} is not suitable: {m}.",
-                                call.name
-                            ),
-                        )
-                    })
+                    crate::eval::expr::convert(&v, &decl.ty)
+                        .map(mark)
+                        .map_err(|m| {
+                            ScopeError::new(
+                                "Invalid value for input variable",
+                                format!(
+                                    "The value module.{} gives var.{name} is not suitable: {m}.",
+                                    call.name
+                                ),
+                            )
+                        })
                 }
-                None => decl.default.clone().ok_or_else(|| {
+                None => decl.default.clone().map(mark).ok_or_else(|| {
                     ScopeError::new(
                         "No value for required variable",
                         format!(

@@ -558,56 +558,77 @@ impl Loader {
 
     /// Evaluates one pending argument early, as a string; `None` after an error (reported).
     fn eval_pending(&mut self, frame: &Frame<'_>, p: Pending) -> Option<Resolved> {
-        let mut string = |expr: &Expression, file: FileId, what: &str, list: bool| {
-            let ty = match list {
-                true => Type::List(Box::new(Type::String)),
-                false => Type::String,
-            };
-            let v = match frame.eval(expr, file, what) {
-                Ok(v) => v,
-                Err(d) => {
-                    self.diags.extend(d);
+        // `no_secret`: the argument's name, as OpenTofu names it, when a sensitive value may
+        // not set it (a module's source and version).
+        let mut value =
+            |expr: &Expression, file: FileId, what: &str, list: bool, no_secret: Option<&str>| {
+                let ty = match list {
+                    true => Type::List(Box::new(Type::String)),
+                    false => Type::String,
+                };
+                let v = match frame.eval(expr, file, what) {
+                    Ok(v) => v,
+                    Err(d) => {
+                        self.diags.extend(d);
+                        return None;
+                    }
+                };
+                let (v, sensitive) = v.deep_unmark();
+                if let (true, Some(arg)) = (sensitive, no_secret) {
+                    let arg = match frame.module.path.is_root() {
+                        true => arg.to_string(),
+                        false => format!("{}:{arg}", frame.module.path),
+                    };
+                    self.err(
+                        span_in(file, expr),
+                        "Sensitive value not allowed",
+                        format!(
+                            "Sensitive values, or values derived from sensitive values, cannot be \
+                         used as {arg}."
+                        ),
+                    );
                     return None;
                 }
-            };
-            match crate::eval::expr::convert(v.unmarked(), &ty) {
-                Ok(v) if !v.is_null() => Some(match list {
-                    true => {
-                        let items: Vec<&str> = v
-                            .elements()
-                            .unwrap_or_default()
-                            .iter()
-                            .filter_map(|e| e.as_str())
-                            .collect();
-                        serde_json::to_string(&items).unwrap_or_default()
+                match crate::eval::expr::convert(&v, &ty) {
+                    Ok(v) if !v.is_null() => Some(match list {
+                        true => {
+                            let items: Vec<&str> = v
+                                .elements()
+                                .unwrap_or_default()
+                                .iter()
+                                .filter_map(|e| e.as_str())
+                                .collect();
+                            serde_json::to_string(&items).unwrap_or_default()
+                        }
+                        false => v.as_str().unwrap_or_default().to_string(),
+                    }),
+                    Ok(_) => {
+                        let sp = span_in(file, expr);
+                        self.err(sp, "Invalid value", format!("{what} must not be null."));
+                        None
                     }
-                    false => v.as_str().unwrap_or_default().to_string(),
-                }),
-                Ok(_) => {
-                    let sp = span_in(file, expr);
-                    self.err(sp, "Invalid value", format!("{what} must not be null."));
-                    None
+                    Err(m) => {
+                        let sp = span_in(file, expr);
+                        self.err(
+                            sp,
+                            "Incorrect value type",
+                            format!("{what} must be a string: {m}."),
+                        );
+                        None
+                    }
                 }
-                Err(m) => {
-                    let sp = span_in(file, expr);
-                    self.err(
-                        sp,
-                        "Incorrect value type",
-                        format!("{what} must be a string: {m}."),
-                    );
-                    None
-                }
-            }
-        };
+            };
         match p {
             Pending::Source { call, expr, file } => {
                 let what = format!("module.{call}'s source");
-                let value = string(&expr, file, &what, false)?;
+                let arg = format!("module.{call}.source");
+                let value = value(&expr, file, &what, false, Some(&arg))?;
                 Some(Resolved::Source { call, value })
             }
             Pending::Version { call, expr, file } => {
                 let what = format!("module.{call}'s version");
-                let value = string(&expr, file, &what, false)?;
+                let arg = format!("module.{call}.version");
+                let value = value(&expr, file, &what, false, Some(&arg))?;
                 Some(Resolved::Version { call, value })
             }
             Pending::Backend {
@@ -617,7 +638,7 @@ impl Loader {
                 file,
             } => {
                 let what = format!("the backend's {arg}");
-                let value = string(&expr, file, &what, list)?;
+                let value = value(&expr, file, &what, list, None)?;
                 Some(Resolved::Backend { arg, value })
             }
             Pending::Provider {
@@ -634,7 +655,7 @@ impl Loader {
                     Early::Const(s) => Some(Some(s)),
                     Early::Expr(expr) => {
                         let what = format!("required_providers {name}'s {key}");
-                        string(&expr, file, &what, false).map(Some)
+                        value(&expr, file, &what, false, None).map(Some)
                     }
                 };
                 let source = one(source, "source");

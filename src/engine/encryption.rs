@@ -273,7 +273,8 @@ impl Resolver<'_> {
             let what = format!("the encryption's {name}");
             match self.frame.eval(&a.value, it.file, &what) {
                 Ok(v) => {
-                    out.insert(name.to_string(), (v, at));
+                    // A passphrase from a sensitive variable is what it is for.
+                    out.insert(name.to_string(), (v.deep_unmark().0, at));
                 }
                 Err(d) => self.diags.extend(d),
             }

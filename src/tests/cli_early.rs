@@ -319,3 +319,34 @@ terraform {
     let out = run(dir, &["plan"], 0);
     assert!(out.contains("No changes."), "{out}");
 }
+
+/// A sensitive variable may not choose a module (OpenTofu's `Sensitive value not allowed`,
+/// at the expression, naming the argument as OpenTofu does: `module.CALL.source`, prefixed
+/// with the module it is written in when that is not the root); a sensitive backend argument
+/// is fine (`pg.rs` sets a connection string from one).
+#[test]
+fn a_sensitive_value_cannot_choose_a_module() {
+    let p = project(&[
+        (
+            "main.tf",
+            "variable \"src\" {\n  type      = string\n  default   = \"./modules/a\"\n  sensitive = true\n}\nmodule \"m\" {\n  source = var.src\n}\nmodule \"outer\" {\n  source = \"./modules/b\"\n  s      = \"../a\"\n}\n",
+        ),
+        ("modules/a/main.tf", "output \"x\" {\n  value = 1\n}\n"),
+        (
+            "modules/b/main.tf",
+            "variable \"s\" {\n  type      = string\n  sensitive = true\n}\nmodule \"inner\" {\n  source = \"${var.s}\"\n}\n",
+        ),
+    ]);
+    let out = run(p.path(), &["init"], 1);
+    assert!(out.contains("Error: Sensitive value not allowed"), "{out}");
+    assert!(out.contains("on main.tf:7:12"), "{out}");
+    assert!(
+        out.contains("Sensitive values, or values derived from sensitive values, cannot be used as module.m.source."),
+        "{out}"
+    );
+    assert!(out.contains("on modules/b/main.tf:6:12"), "{out}");
+    assert!(
+        out.contains("cannot be used as module.outer:module.inner.source."),
+        "{out}"
+    );
+}
