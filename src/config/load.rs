@@ -522,6 +522,20 @@ impl Loader {
                 self.apply_resolved(&mut module, r);
             }
         }
+        // Provider `for_each` (OpenTofu 1.9): its instances are known before anything else,
+        // so it is evaluated early, as a module's source is.
+        let each: Vec<(usize, BTreeMap<String, Value>)> = {
+            let frame = frame_of!(&module);
+            module
+                .providers
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| Some((i, self.provider_each(&frame, b)?)))
+                .collect()
+        };
+        for (i, e) in each {
+            module.providers[i].each = Some(e);
+        }
         let children = {
             let frame = frame_of!(&module);
             self.load_children(&module, ancestors, &frame, &unresolved)
@@ -668,6 +682,35 @@ impl Loader {
                     version_span,
                     span,
                 })
+            }
+        }
+    }
+
+    /// A provider block's `for_each`, evaluated early: its instances (`None` without one, or
+    /// after an error, reported).
+    fn provider_each(
+        &mut self,
+        frame: &Frame<'_>,
+        b: &super::ProviderBlock,
+    ) -> Option<BTreeMap<String, Value>> {
+        let fe = b.for_each.as_ref()?;
+        let name = match &b.alias {
+            Some(a) => format!("{}.{a}", b.name),
+            None => b.name.clone(),
+        };
+        let what = format!("the for_each of provider {name}");
+        let v = match frame.eval(fe, b.file, &what) {
+            Ok(v) => v,
+            Err(d) => {
+                self.diags.extend(d);
+                return None;
+            }
+        };
+        match crate::eval::expand::for_each_of(v, Some(span_in(b.file, fe))) {
+            Ok(each) => each,
+            Err(d) => {
+                self.diags.extend(d);
+                None
             }
         }
     }

@@ -356,6 +356,10 @@ pub(crate) struct ProviderBlock {
     /// with its own `each.key` / `each.value` (only with `alias`; known without providers or
     /// state: variables, locals and constants).
     pub(crate) for_each: Option<Expression>,
+    /// `for_each`'s instances, evaluated early (`early.rs`, as OpenTofu's static evaluation):
+    /// each key with its `each.value`. `None` without `for_each`, or when it could not be
+    /// evaluated (reported at load).
+    pub(crate) each: Option<BTreeMap<String, Value>>,
     /// The arguments and blocks, without `alias` and `for_each`.
     pub(crate) body: Body,
     pub(crate) file: FileId,

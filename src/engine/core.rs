@@ -998,51 +998,10 @@ async fn visit_provider_each<P: Phase>(
     b: &crate::config::ProviderBlock,
     provider: &Arc<dyn crate::provider::Provider>,
 ) -> Result<(), Diagnostics> {
-    let fe = b.for_each.as_ref().expect("checked by the caller");
+    // Evaluated early, at load (`config::load`, OpenTofu's static evaluation: variables,
+    // locals and constants only), where what it cannot be is reported.
     let mut diags = Diagnostics::new();
-    for r in crate::eval::references(fe) {
-        use crate::eval::Subject;
-        let ok = matches!(r.subject, Subject::Var(_) | Subject::Local(_));
-        if !ok {
-            diags.push(
-                Diagnostic::error(
-                    "Invalid provider for_each",
-                    format!(
-                        "The for_each of {addr} refers to {}: a provider's instances must be \
-                         known before any provider or resource is, so its for_each may refer \
-                         only to input variables and local values (and what they are made of \
-                         must be known without providers or state).",
-                        ctx.config
-                            .sources
-                            .text(b.file)
-                            .get(r.start..r.end)
-                            .unwrap_or("a term")
-                    ),
-                )
-                .with_span(Some(Span {
-                    file: b.file,
-                    start: r.start,
-                    end: r.end,
-                })),
-            );
-        }
-    }
-    if diags.has_errors() {
-        return Err(diags);
-    }
-    let each = {
-        let values = ctx.values.read().expect("values lock");
-        let paths = ctx.paths(&addr.module);
-        let scope = InstanceScope {
-            values: &values,
-            module: &addr.module,
-            repetition: &Repetition::None,
-            file: b.file,
-            paths: &paths,
-        };
-        crate::eval::expand::for_each_value(fe, &scope)?
-    };
-    let Some(each) = each else {
+    let Some(each) = b.each.clone() else {
         if phase.lenient() {
             // Inspect: the instances are not known; the block's configuration as written.
             return phase
@@ -1052,12 +1011,12 @@ async fn visit_provider_each<P: Phase>(
         return Err(Diagnostic::error(
             "Invalid provider for_each",
             format!(
-                "The for_each of {addr} is not known until apply: a provider's instances must \
-                 be known before any provider or resource is. Use input variables and local \
-                 values known without providers or state."
+                "The for_each of {addr} could not be evaluated when the configuration was \
+                 loaded (see the errors there): a provider's instances must be known before \
+                 any provider or resource is."
             ),
         )
-        .with_span(Some(at_expr(b.file, fe)))
+        .with_span(b.for_each.as_ref().map(|fe| at_expr(b.file, fe)))
         .into());
     };
     for (k, v) in each {

@@ -680,6 +680,7 @@ fn replace_providers(
             name: name.clone(),
             alias: alias.clone(),
             for_each: None,
+            each: None,
             body,
             file,
             json: false,

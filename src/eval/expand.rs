@@ -78,7 +78,15 @@ pub(crate) fn for_each_value(
     scope: &dyn Scope,
 ) -> Result<Option<BTreeMap<String, Value>>, Diagnostics> {
     let v = Evaluator::new(scope).expr(expr)?;
-    let span = at(expr, scope.file());
+    for_each_of(v, at(expr, scope.file()))
+}
+
+/// The instances a `for_each` value (evaluated, written at `span`) asks for, as
+/// [`for_each_value`] gives them.
+pub(crate) fn for_each_of(
+    v: Value,
+    span: Option<Span>,
+) -> Result<Option<BTreeMap<String, Value>>, Diagnostics> {
     let bad = |summary: &str, detail: String| -> Diagnostics {
         Diagnostic::error(summary, detail).with_span(span).into()
     };

@@ -262,9 +262,16 @@ provider "sim" {
 }
 "#,
     )]);
-    let err = run(d.path(), &["plan"], 1);
-    assert!(err.contains("Invalid provider for_each"), "{err}");
-    assert!(err.contains("refers to sim_thing.src.id"), "{err}");
+    // Evaluated early, as OpenTofu evaluates it statically: `validate` already says so.
+    for cmd in ["validate", "plan"] {
+        let err = run(d.path(), &[cmd], 1);
+        assert!(err.contains("Dynamic value in static context"), "{err}");
+        assert!(
+            err.contains("Unable to use sim_thing.src in static context, which is required by the for_each of provider sim.r"),
+            "{err}"
+        );
+        assert!(err.contains("on main.tf:7:21"), "{err}");
+    }
 }
 
 /// Runs `cairn console` in `dir` with `input` on standard input; its stdout.

@@ -405,6 +405,7 @@ impl Loader {
             name,
             alias,
             for_each,
+            each: None,
             body,
             file,
             json: self.sources.is_json(file),
