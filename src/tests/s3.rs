@@ -1081,3 +1081,117 @@ fn damaged_event_objects_are_an_error_never_a_shorter_state() {
     let out = a.ok(&["plan"]);
     assert!(out.contains("No changes."), "{out}");
 }
+
+/// Issue 30: `state recover` on S3. One byte changed in the batch that holds the start of the
+/// last apply: `state verify` fails; `state recover` copies every event batch, the head and the
+/// checkpoints as they were to `<key>.cairn/damaged-<ms>/`, deletes the batches from the
+/// damaged one on, rewrites the head, records the recovery as a run and lists the object
+/// whose history was lost (from the cut run's plan, read past the damage).
+#[test]
+fn state_recover_moves_the_damaged_batches_to_a_backup_prefix() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("recover");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(3)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    std::fs::write(
+        a.dir.path().join("main.tf"),
+        format!("{}{}", backend_block(&bucket), things(4)),
+    )
+    .unwrap();
+    a.ok(&["apply", "-auto-approve"]);
+    let second: u64 = {
+        let h = a.ok(&["history", "-json"]);
+        let last: serde_json::Value = serde_json::from_str(h.lines().last().unwrap()).unwrap();
+        last["id"].as_u64().unwrap()
+    };
+    let prefix = format!("{KEY}.cairn/events/");
+    let mut batches: Vec<(u64, String, Vec<u8>)> = server
+        .keys(&bucket)
+        .into_iter()
+        .filter_map(|k| {
+            let first: u64 = k.strip_prefix(&prefix)?.parse().ok()?;
+            let body = server.object(&bucket, &k)?;
+            Some((first, k, body))
+        })
+        .collect();
+    batches.sort();
+    // The batch holding the second apply's first event.
+    let hit = batches
+        .iter()
+        .rposition(|b| b.0 <= second)
+        .expect("a batch holds the run");
+    let (first, key, body) = batches[hit].clone();
+    let mut flipped = body.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x20;
+    let (status, _) = server
+        .request("PUT", &format!("/{bucket}/{key}"), &flipped)
+        .unwrap();
+    assert_eq!(status, 200);
+    let (code, _, err) = a.run(&["state", "verify"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("record {first} is corrupt")), "{err}");
+
+    let out = a.ok(&["state", "recover"]);
+    assert!(out.contains("Recovered the state"), "{out}");
+    assert!(
+        out.contains(&format!("The log goes on from event {}", first - 1)),
+        "{out}"
+    );
+    let backup = format!("{KEY}.cairn/damaged-");
+    assert!(out.contains(&format!("s3://{bucket}/{backup}")), "{out}");
+    assert!(out.contains(&format!("run {second}")), "{out}");
+    assert!(
+        out.contains("Objects whose history was lost (import them again):\n  sim_thing.t3"),
+        "{out}"
+    );
+    let verified = a.ok(&["state", "verify"]);
+    assert!(verified.contains("The state log is intact"), "{verified}");
+    assert!(a.ok(&["history"]).contains("state recover"));
+    assert!(a.ok(&["log"]).contains("State recovered from damage"));
+    // The copy: every batch as it was (the damaged one with its changed byte) and the head.
+    let keys = server.keys(&bucket);
+    let copies: Vec<&String> = keys
+        .iter()
+        .filter(|k| k.starts_with(&backup) && k.contains("/events/"))
+        .collect();
+    assert_eq!(copies.len(), batches.len(), "{copies:?}");
+    let copy = copies
+        .iter()
+        .find(|k| k.ends_with(&format!("/events/{first:020}")))
+        .expect("the damaged batch is copied");
+    assert_eq!(server.object(&bucket, copy).unwrap(), flipped);
+    assert!(keys
+        .iter()
+        .any(|k| k.starts_with(&backup) && k.ends_with("/head")));
+    // The log: the batches before the damage as they were, none of those after it.
+    for (f, k, b) in &batches {
+        if *f < first {
+            assert_eq!(server.object(&bucket, k).as_ref(), Some(b), "{k}");
+        } else if *f > first {
+            assert!(server.object(&bucket, k).is_none(), "{k} is still there");
+        }
+    }
+    let listed = a.ok(&["state", "list"]);
+    let instances: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.starts_with("sim_thing."))
+        .collect();
+    assert_eq!(
+        instances,
+        ["sim_thing.t0", "sim_thing.t1", "sim_thing.t2"],
+        "{listed}"
+    );
+    let (code, _, err) = a.run(&["state", "recover"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nothing to recover"), "{err}");
+}
