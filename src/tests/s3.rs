@@ -1195,3 +1195,119 @@ fn state_recover_moves_the_damaged_batches_to_a_backup_prefix() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("nothing to recover"), "{err}");
 }
+
+/// An S3 endpoint that refuses every request as AWS does a key it does not know (moto checks no
+/// signature): 403 with `InvalidAccessKeyId`. Returns its URL; it answers until the process
+/// ends.
+fn refusing_endpoint() -> String {
+    use std::io::{BufRead, BufReader, Read};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn);
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0; len];
+                let _ = r.read_exact(&mut body);
+                let xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>\
+                           InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided \
+                           does not exist in our records.</Message></Error>";
+                let _ = write!(
+                    r.get_mut(),
+                    "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: \
+                     {}\r\nConnection: close\r\n\r\n{xml}",
+                    xml.len()
+                );
+            });
+        }
+    });
+    url
+}
+
+/// Issue 30's fault matrix on S3: credentials the server refuses, or an endpoint nothing
+/// listens on, at the start of every command that reads or writes the state — a clear error
+/// naming the store and the server's answer (or the connection), exit 1, never a panic, never
+/// the secret; nothing is written, no lock is left, and with the server back the state is as
+/// the last apply left it.
+#[test]
+fn a_refused_key_or_an_unreachable_endpoint_at_the_start_is_a_clear_error() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("refused");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(2)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    let check = |a: &Copy, args: &[&str], want: &[&str]| {
+        let (code, out, err) = a.run(args);
+        assert_eq!(code, 1, "{args:?}:\n{out}\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert!(!err.contains("RUST_BACKTRACE"), "{args:?}:\n{err}");
+        assert!(
+            err.contains(&format!("s3://{bucket}/{KEY}")),
+            "{args:?}:\n{err}"
+        );
+        for w in want {
+            assert!(err.contains(w), "{args:?}: wants {w:?}\n{err}");
+        }
+        assert!(!out.contains("will be created"), "{args:?}:\n{out}");
+        // Nor a presigned URL: its signature is good for that request until it expires.
+        assert!(!err.contains("X-Amz-Signature"), "{args:?}:\n{err}");
+        assert!(!err.contains(s3server::ACCESS_KEY), "{args:?}:\n{err}");
+    };
+    let set_endpoint = |a: &mut Copy, url: String| {
+        for (k, v) in a.env.iter_mut() {
+            if k == "AWS_ENDPOINT_URL_S3" {
+                *v = url.clone();
+            }
+        }
+    };
+    set_endpoint(&mut a, refusing_endpoint());
+    for args in [
+        &["plan"][..],
+        &["apply", "-auto-approve"],
+        &["destroy", "-auto-approve"],
+        &["state", "list"],
+        &["history"],
+        &["state", "verify"],
+        &["state", "recover"],
+    ] {
+        check(&a, args, &["HTTP 403", "InvalidAccessKeyId"]);
+    }
+    // Nothing listens: refused connections, retried for about ten seconds, then the error.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    set_endpoint(&mut a, closed.clone());
+    for args in [&["plan"][..], &["apply", "-auto-approve"]] {
+        check(&a, args, &[closed.trim_start_matches("http://")]);
+    }
+    // Nothing was written and no lock is left: with the server back, nothing to do.
+    set_endpoint(&mut a, server.endpoint());
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(creates(sim.path()), 2);
+    assert!(!server.keys(&bucket).iter().any(|k| k.ends_with(".tflock")));
+}

@@ -311,6 +311,11 @@ impl Client {
 /// A reqwest error and its causes, as text.
 fn error_chain(e: &reqwest::Error) -> String {
     let mut m = e.to_string();
+    if let Some(url) = e.url() {
+        // A presigned URL carries the request's signature (good for that request until it
+        // expires) and the access key ID: the error names the server only.
+        m = m.replace(url.as_str(), &url.origin().ascii_serialization());
+    }
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         m.push_str(&format!(": {s}"));
