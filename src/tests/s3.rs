@@ -1311,3 +1311,92 @@ fn a_refused_key_or_an_unreachable_endpoint_at_the_start_is_a_clear_error() {
     assert_eq!(creates(sim.path()), 2);
     assert!(!server.keys(&bucket).iter().any(|k| k.ends_with(".tflock")));
 }
+
+/// Issue 30's fault matrix on S3: an endpoint whose TLS certificate is not trusted (a
+/// self-signed one, served by `openssl s_server`) is a clear error naming the certificate,
+/// exit 1, never a panic; nothing is written, and the state is whole on the real endpoint.
+#[test]
+fn an_untrusted_endpoint_certificate_is_a_clear_error() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = (certs.path().join("cert.pem"), certs.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: openssl cannot make a certificate");
+        return;
+    }
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut tls = Command::new("openssl")
+        .args(["s_server", "-quiet", "-www", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl s_server starts");
+    wait_for("openssl s_server", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let bucket = s3server::bucket_name("tls");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(2)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    let real = server.endpoint();
+    let set_endpoint = |a: &mut Copy, url: &str| {
+        for (k, v) in a.env.iter_mut() {
+            if k == "AWS_ENDPOINT_URL_S3" {
+                *v = url.to_string();
+            }
+        }
+    };
+    set_endpoint(&mut a, &format!("https://127.0.0.1:{port}"));
+    for args in [&["plan"][..], &["state", "list"]] {
+        let (code, out, err) = a.run(args);
+        assert_eq!(code, 1, "{args:?}:\n{out}\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert!(err.contains("invalid peer certificate"), "{args:?}:\n{err}");
+        assert!(
+            err.contains(&format!("s3://{bucket}/{KEY}")),
+            "{args:?}:\n{err}"
+        );
+        assert!(!err.contains("X-Amz-Signature"), "{args:?}:\n{err}");
+    }
+    let _ = tls.kill();
+    let _ = tls.wait();
+    set_endpoint(&mut a, &real);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(creates(sim.path()), 2);
+}

@@ -776,7 +776,9 @@ impl Storage for PgStorage {
                     .await?
                     .get(0);
                 let mut sql = format!(
-                    "CREATE TABLE {s}.{n}_events AS TABLE {s}.cairn_events;
+                    "CREATE TABLE IF NOT EXISTS {s}.cairn_head (id integer PRIMARY KEY \
+                         CHECK (id = 1), head bytea NOT NULL);
+                     CREATE TABLE {s}.{n}_events AS TABLE {s}.cairn_events;
                      CREATE TABLE {s}.{n}_head AS TABLE {s}.cairn_head;
                      CREATE TABLE {s}.{n}_checkpoints AS TABLE {s}.cairn_checkpoints;
                      COMMENT ON TABLE {s}.{n}_events IS 'cairn_events as cairn state recover found it damaged';
