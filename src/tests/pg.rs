@@ -1070,3 +1070,74 @@ fn state_recover_sets_the_damaged_rows_aside_in_one_transaction() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("nothing to recover"), "{err}");
 }
+
+/// Issue 30's fault matrix on PostgreSQL: SIGINT and SIGTERM at each phase of an apply (load,
+/// refresh, plan, the provider calls, the state writes at the end): no panic, exit 0 (the
+/// signal came after the run finished) or 1; the lock is free (the next apply takes it at
+/// once) and its holder record gone, the log reads whole, and the next apply converges.
+#[test]
+fn signals_at_every_phase_on_postgresql_leave_a_whole_state_and_a_free_lock() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("signals");
+    let sim = tempfile::tempdir().unwrap();
+    let first = config(Some(&schema), 3);
+    let mut a = Copy::new(sim.path(), &first);
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    // The next run: an update and two creates, each call 150 ms.
+    let next = format!(
+        "{}resource \"sim_thing\" \"n0\" {{\n  name = \"n0\"\n}}\n\
+         resource \"sim_thing\" \"n1\" {{\n  name = \"n1\"\n}}\n",
+        first.replace("name = \"t1\"", "name = \"t1\"\n  value = \"x\"")
+    );
+    a.env.push(("SIM_LATENCY_MS".into(), "150".into()));
+    let mut phases = std::collections::BTreeSet::new();
+    for delay in [40u64, 150, 400, 700, 1100, 1600] {
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            std::fs::write(a.dir.path().join("main.tf"), &next).unwrap();
+            let what = format!("signal {signal} after {delay} ms");
+            let child = a.spawn(&["apply", "-auto-approve"]);
+            std::thread::sleep(Duration::from_millis(delay));
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let (code, out, err) = finish(child);
+            assert!(!err.contains("panicked"), "{what}\n{err}");
+            // A signal before Cairn installed its handler (while it reads the configuration,
+            // before the state is opened) ends the process as the signal does (no code):
+            // nothing was written then.
+            assert!(
+                code == 0 || code == 1 || code == -1 && out.is_empty(),
+                "{what}: exit {code}\n{out}\n{err}"
+            );
+            phases.insert(if out.contains("Apply complete") {
+                "finished"
+            } else if out.contains("Creating...") || out.contains("Modifying...") {
+                "apply"
+            } else if out.contains("Refreshing state") {
+                "refresh"
+            } else {
+                "load"
+            });
+            let holders = server
+                .psql(&format!("SELECT count(*) FROM {schema}.cairn_lock"))
+                .unwrap();
+            assert_eq!(holders.trim(), "0", "{what}: a holder record is left");
+            let checked = a.ok(&["state", "check"]);
+            assert!(checked.contains("consistent"), "{what}: {checked}");
+            std::fs::write(a.dir.path().join("main.tf"), &first).unwrap();
+            a.ok(&["apply", "-auto-approve", "-lock-timeout=0s"]);
+        }
+    }
+    assert!(
+        phases.len() >= 3,
+        "the signals hit too few phases: {phases:?}"
+    );
+    std::fs::write(a.dir.path().join("main.tf"), &next).unwrap();
+    a.ok(&["apply", "-auto-approve", "-lock-timeout=0s"]);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(things(sim.path()), 5, "one object per name");
+}

@@ -1400,3 +1400,83 @@ fn an_untrusted_endpoint_certificate_is_a_clear_error() {
     assert!(out.contains("No changes."), "{out}");
     assert_eq!(creates(sim.path()), 2);
 }
+
+/// Issue 30's fault matrix on S3: SIGINT and SIGTERM at each phase of an apply (load,
+/// refresh, plan, the provider calls, the state writes at the end): no panic, exit 0 (the
+/// signal came after the run finished) or 1; the lock object is always removed, the log reads
+/// whole (`state check`), and the next apply converges with each object once.
+#[test]
+fn signals_at_every_phase_on_s3_leave_a_whole_state_and_no_lock_object() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("signals");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let first = format!("{}{}", backend_block(&bucket), things(3));
+    let mut a = Copy::new(sim.path(), &first, &env_creds(&server.endpoint()));
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    // The next run: an update and two creates, each call 150 ms.
+    let next = format!(
+        "{}{}resource \"sim_thing\" \"n0\" {{\n  name = \"n0\"\n}}\n\
+         resource \"sim_thing\" \"n1\" {{\n  name = \"n1\"\n}}\n",
+        backend_block(&bucket),
+        things(3).replace("name = \"t1\"", "name = \"t1\"\n  value = \"x\"")
+    );
+    a.env.push(("SIM_LATENCY_MS".into(), "150".into()));
+    let lock = format!("{KEY}.tflock");
+    let mut phases = std::collections::BTreeSet::new();
+    for delay in [40u64, 150, 400, 700, 1100, 1600] {
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            std::fs::write(a.dir.path().join("main.tf"), &next).unwrap();
+            let what = format!("signal {signal} after {delay} ms");
+            let child = a
+                .command(&["apply", "-auto-approve"])
+                .spawn()
+                .expect("cairn starts");
+            std::thread::sleep(Duration::from_millis(delay));
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let (code, out, err) = finish(child);
+            assert!(!err.contains("panicked"), "{what}\n{err}");
+            // A signal before Cairn installed its handler (while it reads the configuration,
+            // before the state is opened) ends the process as the signal does (no code):
+            // nothing was written then.
+            assert!(
+                code == 0 || code == 1 || code == -1 && out.is_empty(),
+                "{what}: exit {code}\n{out}\n{err}"
+            );
+            phases.insert(if out.contains("Apply complete") {
+                "finished"
+            } else if out.contains("Creating...") || out.contains("Modifying...") {
+                "apply"
+            } else if out.contains("Refreshing state") {
+                "refresh"
+            } else {
+                "load"
+            });
+            assert!(
+                !server.keys(&bucket).contains(&lock),
+                "{what}: the lock object is left\n{out}\n{err}"
+            );
+            let checked = a.ok(&["state", "check"]);
+            assert!(checked.contains("consistent"), "{what}: {checked}");
+            // Back to the first configuration for the next signal.
+            std::fs::write(a.dir.path().join("main.tf"), &first).unwrap();
+            a.ok(&["apply", "-auto-approve", "-lock-timeout=0s"]);
+        }
+    }
+    assert!(
+        phases.len() >= 3,
+        "the signals hit too few phases: {phases:?}"
+    );
+    std::fs::write(a.dir.path().join("main.tf"), &next).unwrap();
+    a.ok(&["apply", "-auto-approve", "-lock-timeout=0s"]);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    let objects = std::fs::read_dir(sim.path().join("things/local"))
+        .map(|r| r.count())
+        .unwrap_or(0);
+    assert_eq!(objects, 5, "one object per name");
+}
