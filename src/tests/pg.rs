@@ -950,6 +950,7 @@ fn state_recover_sets_the_damaged_rows_aside_in_one_transaction() {
         "{err}"
     );
     assert!(err.contains("cairn state recover"), "{err}");
+    assert!(err.contains("Or restore the schema from a backup"), "{err}");
 
     // A least-privilege role (README's): refused, nothing changed.
     let runner = format!("{schema}_runner");
