@@ -554,6 +554,8 @@ fn a_refused_password_or_a_stopped_server_at_the_start_is_a_clear_error() {
         &["destroy", "-auto-approve"],
         &["state", "list"],
         &["history"],
+        &["state", "verify"],
+        &["state", "recover"],
     ] {
         check(&wrong, args, "password authentication failed");
     }
@@ -562,6 +564,7 @@ fn a_refused_password_or_a_stopped_server_at_the_start_is_a_clear_error() {
         &["plan"][..],
         &["apply", "-auto-approve"],
         &["state", "list"],
+        &["state", "recover"],
     ] {
         check(&a, args, "127.0.0.1");
     }
