@@ -4,7 +4,9 @@
 //! run) ends in a clear error and exit 1 (or a finished run), never exit 101; the lock is
 //! released (the next command takes it at once) and the state holds nothing that did not
 //! happen (`state check`, and the next apply converges with one object per name).
-//! (The PostgreSQL faults — refused password, stopped server — are in `src/tests/pg.rs`.)
+//! (The shared stores' faults are with their other tests: PostgreSQL's refused password,
+//! stopped server, untrusted certificate and signals at every phase in `src/tests/pg.rs`; S3's
+//! refused key, dead endpoint, untrusted certificate and signals in `src/tests/s3.rs`.)
 
 use super::project;
 use std::os::unix::process::CommandExt;

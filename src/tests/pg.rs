@@ -554,6 +554,8 @@ fn a_refused_password_or_a_stopped_server_at_the_start_is_a_clear_error() {
         &["destroy", "-auto-approve"],
         &["state", "list"],
         &["history"],
+        &["state", "verify"],
+        &["state", "recover"],
     ] {
         check(&wrong, args, "password authentication failed");
     }
@@ -562,6 +564,7 @@ fn a_refused_password_or_a_stopped_server_at_the_start_is_a_clear_error() {
         &["plan"][..],
         &["apply", "-auto-approve"],
         &["state", "list"],
+        &["state", "recover"],
     ] {
         check(&a, args, "127.0.0.1");
     }
@@ -897,4 +900,248 @@ fn an_untrusted_server_certificate_is_a_clear_error() {
     b.ok(&["init"]);
     let out = b.ok(&["apply", "-auto-approve"]);
     assert!(out.contains("1 added"), "{out}");
+}
+
+/// Issue 30: `state recover` on PostgreSQL. A row of the last apply deleted behind the
+/// triggers' back makes `state verify` fail; a least-privilege role cannot lift the log's
+/// append-only protection, so its recovery is refused with the reason and changes nothing;
+/// the role that owns the tables (not a superuser) recovers in one transaction: the three
+/// tables copied as they were into `cairn_damaged_<ms>_*` (the copy append-only too), the rows
+/// after the last good event gone from the log, the trigger and the privileges restored, the
+/// recovery a run in the history, the object whose history was lost listed.
+#[test]
+fn state_recover_sets_the_damaged_rows_aside_in_one_transaction() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("recover");
+    let owner = format!("{schema}_owner");
+    server
+        .psql(&format!(
+            "CREATE ROLE {owner} LOGIN PASSWORD 'owner-pw'; \
+             GRANT CREATE ON DATABASE postgres TO {owner};"
+        ))
+        .unwrap();
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(sim.path(), &config(Some(&schema), 3));
+    a.env
+        .push(("PG_CONN_STR".into(), server.conn_str_as(&owner, "owner-pw")));
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    std::fs::write(a.dir.path().join("main.tf"), config(Some(&schema), 4)).unwrap();
+    a.ok(&["apply", "-auto-approve"]);
+    let second: u64 = {
+        let h = a.ok(&["history", "-json"]);
+        let last: serde_json::Value = serde_json::from_str(h.lines().last().unwrap()).unwrap();
+        last["id"].as_u64().unwrap()
+    };
+    let t = format!("{schema}.cairn_events");
+    let count = |sql: &str| -> u64 { server.psql(sql).unwrap().trim().parse().unwrap() };
+    let rows = count(&format!("SELECT count(*) FROM {t}"));
+    let gone = second + 3;
+    assert!(gone < rows, "{gone} {rows}");
+    server
+        .psql(&format!(
+            "ALTER TABLE {t} DISABLE TRIGGER USER; DELETE FROM {t} WHERE seq = {gone}; \
+             ALTER TABLE {t} ENABLE TRIGGER USER;"
+        ))
+        .unwrap();
+    let (code, _, err) = a.run(&["state", "verify"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("is damaged from event {gone} on")),
+        "{err}"
+    );
+    assert!(err.contains("cairn state recover"), "{err}");
+    assert!(err.contains("Or restore the schema from a backup"), "{err}");
+
+    // A least-privilege role (README's): refused, nothing changed.
+    let runner = format!("{schema}_runner");
+    server
+        .psql(&format!(
+            "CREATE ROLE {runner} LOGIN PASSWORD 'runner-pw';
+             GRANT USAGE ON SCHEMA {schema} TO {runner};
+             GRANT SELECT, INSERT ON {t}, {schema}.cairn_meta TO {runner};
+             GRANT SELECT, INSERT, UPDATE ON {schema}.cairn_head TO {runner};
+             GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.cairn_checkpoints, {schema}.cairn_lock
+                 TO {runner};"
+        ))
+        .unwrap();
+    a.env.push((
+        "PG_CONN_STR".into(),
+        server.conn_str_as(&runner, "runner-pw"),
+    ));
+    let (code, out, err) = a.run(&["state", "recover"]);
+    a.env.pop();
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("Nothing was changed"), "{err}");
+    assert!(
+        err.contains("only the role that owns the Cairn tables"),
+        "{err}"
+    );
+    assert!(!err.contains("runner-pw"), "{err}");
+    let backups = || {
+        server
+            .psql(&format!(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = \
+                 '{schema}' AND table_name LIKE 'cairn\\_damaged\\_%' ORDER BY table_name"
+            ))
+            .unwrap()
+    };
+    assert_eq!(backups().trim(), "", "a refused recovery leaves no copy");
+    assert_eq!(count(&format!("SELECT count(*) FROM {t}")), rows - 1);
+    assert_eq!(a.run(&["state", "verify"]).0, 1, "still damaged");
+
+    // The owner recovers.
+    let out = a.ok(&["state", "recover"]);
+    assert!(out.contains("Recovered the state"), "{out}");
+    assert!(
+        out.contains(&format!("The log goes on from event {}", gone - 1)),
+        "{out}"
+    );
+    assert!(out.contains("cairn_damaged_"), "{out}");
+    assert!(out.contains("Runs whose history was lost: run"), "{out}");
+    assert!(
+        out.contains("Objects whose history was lost (import them again):\n  sim_thing.t3"),
+        "{out}"
+    );
+    assert!(!out.contains("owner-pw"), "{out}");
+    let verified = a.ok(&["state", "verify"]);
+    assert!(verified.contains("The state log is intact"), "{verified}");
+    assert!(a.ok(&["history"]).contains("state recover"));
+    assert!(a.ok(&["log"]).contains("State recovered from damage"));
+    // The copy: the three tables as they were, the events append-only.
+    let tables: Vec<String> = backups().lines().map(str::to_string).collect();
+    assert_eq!(tables.len(), 3, "{tables:?}");
+    let copy = tables
+        .iter()
+        .find(|n| n.ends_with("_events"))
+        .expect("events copy");
+    assert_eq!(
+        count(&format!("SELECT count(*) FROM {schema}.{copy}")),
+        rows - 1
+    );
+    assert_eq!(
+        count(&format!("SELECT max(seq) FROM {schema}.{copy}")),
+        rows
+    );
+    let err = server
+        .psql(&format!("DELETE FROM {schema}.{copy} WHERE seq = 1"))
+        .unwrap_err();
+    assert!(err.contains("append-only"), "{err}");
+    // The log: nothing after the last good event but the recovery run; its protection back.
+    let recovered_from: u64 = count(&format!(
+        "SELECT min(seq) FROM {t} WHERE seq >= {}",
+        gone - 1
+    ));
+    assert_eq!(recovered_from, gone - 1);
+    let err = server
+        .psql(&format!("DELETE FROM {t} WHERE seq = 1"))
+        .unwrap_err();
+    assert!(err.contains("append-only"), "{err}");
+    assert_eq!(
+        server
+            .psql(&format!(
+                "SELECT tgenabled FROM pg_trigger WHERE tgrelid = '{t}'::regclass \
+                 AND tgname = 'cairn_events_append_only'"
+            ))
+            .unwrap()
+            .trim(),
+        "O"
+    );
+    assert_eq!(
+        server
+            .psql(&format!(
+                "SELECT has_table_privilege('{owner}', '{t}', 'DELETE')"
+            ))
+            .unwrap()
+            .trim(),
+        "f"
+    );
+    // The state goes on without the lost object's history: t3 is to be imported again.
+    let listed = a.ok(&["state", "list"]);
+    let instances: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.starts_with("sim_thing."))
+        .collect();
+    assert_eq!(
+        instances,
+        ["sim_thing.t0", "sim_thing.t1", "sim_thing.t2"],
+        "{listed}"
+    );
+    let (code, _, err) = a.run(&["state", "recover"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nothing to recover"), "{err}");
+}
+
+/// Issue 30's fault matrix on PostgreSQL: SIGINT and SIGTERM at each phase of an apply (load,
+/// refresh, plan, the provider calls, the state writes at the end): no panic, exit 0 (the
+/// signal came after the run finished) or 1; the lock is free (the next apply takes it at
+/// once) and its holder record gone, the log reads whole, and the next apply converges.
+#[test]
+fn signals_at_every_phase_on_postgresql_leave_a_whole_state_and_a_free_lock() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("signals");
+    let sim = tempfile::tempdir().unwrap();
+    let first = config(Some(&schema), 3);
+    let mut a = Copy::new(sim.path(), &first);
+    a.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    // The next run: an update and two creates, each call 150 ms.
+    let next = format!(
+        "{}resource \"sim_thing\" \"n0\" {{\n  name = \"n0\"\n}}\n\
+         resource \"sim_thing\" \"n1\" {{\n  name = \"n1\"\n}}\n",
+        first.replace("name = \"t1\"", "name = \"t1\"\n  value = \"x\"")
+    );
+    a.env.push(("SIM_LATENCY_MS".into(), "150".into()));
+    let mut phases = std::collections::BTreeSet::new();
+    for delay in [40u64, 150, 400, 700, 1100, 1600] {
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            std::fs::write(a.dir.path().join("main.tf"), &next).unwrap();
+            let what = format!("signal {signal} after {delay} ms");
+            let child = a.spawn(&["apply", "-auto-approve"]);
+            std::thread::sleep(Duration::from_millis(delay));
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let (code, out, err) = finish(child);
+            assert!(!err.contains("panicked"), "{what}\n{err}");
+            // A signal before Cairn installed its handler (while it reads the configuration,
+            // before the state is opened) ends the process as the signal does (no code):
+            // nothing was written then.
+            assert!(
+                code == 0 || code == 1 || code == -1 && out.is_empty(),
+                "{what}: exit {code}\n{out}\n{err}"
+            );
+            phases.insert(if out.contains("Apply complete") {
+                "finished"
+            } else if out.contains("Creating...") || out.contains("Modifying...") {
+                "apply"
+            } else if out.contains("Refreshing state") {
+                "refresh"
+            } else {
+                "load"
+            });
+            let holders = server
+                .psql(&format!("SELECT count(*) FROM {schema}.cairn_lock"))
+                .unwrap();
+            assert_eq!(holders.trim(), "0", "{what}: a holder record is left");
+            let checked = a.ok(&["state", "check"]);
+            assert!(checked.contains("consistent"), "{what}: {checked}");
+            std::fs::write(a.dir.path().join("main.tf"), &first).unwrap();
+            a.ok(&["apply", "-auto-approve", "-lock-timeout=0s"]);
+        }
+    }
+    assert!(
+        phases.len() >= 3,
+        "the signals hit too few phases: {phases:?}"
+    );
+    std::fs::write(a.dir.path().join("main.tf"), &next).unwrap();
+    a.ok(&["apply", "-auto-approve", "-lock-timeout=0s"]);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(things(sim.path()), 5, "one object per name");
 }

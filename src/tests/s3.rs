@@ -1081,3 +1081,402 @@ fn damaged_event_objects_are_an_error_never_a_shorter_state() {
     let out = a.ok(&["plan"]);
     assert!(out.contains("No changes."), "{out}");
 }
+
+/// Issue 30: `state recover` on S3. One byte changed in the batch that holds the start of the
+/// last apply: `state verify` fails; `state recover` copies every event batch, the head and the
+/// checkpoints as they were to `<key>.cairn/damaged-<ms>/`, deletes the batches from the
+/// damaged one on, rewrites the head, records the recovery as a run and lists the object
+/// whose history was lost (from the cut run's plan, read past the damage).
+#[test]
+fn state_recover_moves_the_damaged_batches_to_a_backup_prefix() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("recover");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(3)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    std::fs::write(
+        a.dir.path().join("main.tf"),
+        format!("{}{}", backend_block(&bucket), things(4)),
+    )
+    .unwrap();
+    a.ok(&["apply", "-auto-approve"]);
+    let second: u64 = {
+        let h = a.ok(&["history", "-json"]);
+        let last: serde_json::Value = serde_json::from_str(h.lines().last().unwrap()).unwrap();
+        last["id"].as_u64().unwrap()
+    };
+    let prefix = format!("{KEY}.cairn/events/");
+    let mut batches: Vec<(u64, String, Vec<u8>)> = server
+        .keys(&bucket)
+        .into_iter()
+        .filter_map(|k| {
+            let first: u64 = k.strip_prefix(&prefix)?.parse().ok()?;
+            let body = server.object(&bucket, &k)?;
+            Some((first, k, body))
+        })
+        .collect();
+    batches.sort();
+    // The batch holding the second apply's first event.
+    let hit = batches
+        .iter()
+        .rposition(|b| b.0 <= second)
+        .expect("a batch holds the run");
+    let (first, key, body) = batches[hit].clone();
+    let mut flipped = body.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x20;
+    let (status, _) = server
+        .request("PUT", &format!("/{bucket}/{key}"), &flipped)
+        .unwrap();
+    assert_eq!(status, 200);
+    let (code, _, err) = a.run(&["state", "verify"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&format!("record {first} is corrupt")), "{err}");
+
+    let out = a.ok(&["state", "recover"]);
+    assert!(out.contains("Recovered the state"), "{out}");
+    assert!(
+        out.contains(&format!("The log goes on from event {}", first - 1)),
+        "{out}"
+    );
+    let backup = format!("{KEY}.cairn/damaged-");
+    assert!(out.contains(&format!("s3://{bucket}/{backup}")), "{out}");
+    assert!(out.contains(&format!("run {second}")), "{out}");
+    assert!(
+        out.contains("Objects whose history was lost (import them again):\n  sim_thing.t3"),
+        "{out}"
+    );
+    let verified = a.ok(&["state", "verify"]);
+    assert!(verified.contains("The state log is intact"), "{verified}");
+    assert!(a.ok(&["history"]).contains("state recover"));
+    assert!(a.ok(&["log"]).contains("State recovered from damage"));
+    // The copy: every batch as it was (the damaged one with its changed byte) and the head.
+    let keys = server.keys(&bucket);
+    let copies: Vec<&String> = keys
+        .iter()
+        .filter(|k| k.starts_with(&backup) && k.contains("/events/"))
+        .collect();
+    assert_eq!(copies.len(), batches.len(), "{copies:?}");
+    let copy = copies
+        .iter()
+        .find(|k| k.ends_with(&format!("/events/{first:020}")))
+        .expect("the damaged batch is copied");
+    assert_eq!(server.object(&bucket, copy).unwrap(), flipped);
+    assert!(keys
+        .iter()
+        .any(|k| k.starts_with(&backup) && k.ends_with("/head")));
+    // The log: the batches before the damage as they were, none of those after it.
+    for (f, k, b) in &batches {
+        if *f < first {
+            assert_eq!(server.object(&bucket, k).as_ref(), Some(b), "{k}");
+        } else if *f > first {
+            assert!(server.object(&bucket, k).is_none(), "{k} is still there");
+        }
+    }
+    let listed = a.ok(&["state", "list"]);
+    let instances: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.starts_with("sim_thing."))
+        .collect();
+    assert_eq!(
+        instances,
+        ["sim_thing.t0", "sim_thing.t1", "sim_thing.t2"],
+        "{listed}"
+    );
+    let (code, _, err) = a.run(&["state", "recover"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nothing to recover"), "{err}");
+}
+
+/// An S3 endpoint that refuses every request as AWS does a key it does not know (moto checks no
+/// signature): 403 with `InvalidAccessKeyId`. Returns its URL; it answers until the process
+/// ends.
+fn refusing_endpoint() -> String {
+    use std::io::{BufRead, BufReader, Read};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn);
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0; len];
+                let _ = r.read_exact(&mut body);
+                let xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>\
+                           InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided \
+                           does not exist in our records.</Message></Error>";
+                let _ = write!(
+                    r.get_mut(),
+                    "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: \
+                     {}\r\nConnection: close\r\n\r\n{xml}",
+                    xml.len()
+                );
+            });
+        }
+    });
+    url
+}
+
+/// Issue 30's fault matrix on S3: credentials the server refuses, or an endpoint nothing
+/// listens on, at the start of every command that reads or writes the state — a clear error
+/// naming the store and the server's answer (or the connection), exit 1, never a panic, never
+/// the secret; nothing is written, no lock is left, and with the server back the state is as
+/// the last apply left it.
+#[test]
+fn a_refused_key_or_an_unreachable_endpoint_at_the_start_is_a_clear_error() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("refused");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(2)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    let check = |a: &Copy, args: &[&str], want: &[&str]| {
+        let (code, out, err) = a.run(args);
+        assert_eq!(code, 1, "{args:?}:\n{out}\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert!(!err.contains("RUST_BACKTRACE"), "{args:?}:\n{err}");
+        assert!(
+            err.contains(&format!("s3://{bucket}/{KEY}")),
+            "{args:?}:\n{err}"
+        );
+        for w in want {
+            assert!(err.contains(w), "{args:?}: wants {w:?}\n{err}");
+        }
+        assert!(!out.contains("will be created"), "{args:?}:\n{out}");
+        // Nor a presigned URL: its signature is good for that request until it expires.
+        assert!(!err.contains("X-Amz-Signature"), "{args:?}:\n{err}");
+        assert!(!err.contains(s3server::ACCESS_KEY), "{args:?}:\n{err}");
+    };
+    let set_endpoint = |a: &mut Copy, url: String| {
+        for (k, v) in a.env.iter_mut() {
+            if k == "AWS_ENDPOINT_URL_S3" {
+                *v = url.clone();
+            }
+        }
+    };
+    set_endpoint(&mut a, refusing_endpoint());
+    for args in [
+        &["plan"][..],
+        &["apply", "-auto-approve"],
+        &["destroy", "-auto-approve"],
+        &["state", "list"],
+        &["history"],
+        &["state", "verify"],
+        &["state", "recover"],
+    ] {
+        check(&a, args, &["HTTP 403", "InvalidAccessKeyId"]);
+    }
+    // Nothing listens: refused connections, retried for about ten seconds, then the error.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    set_endpoint(&mut a, closed.clone());
+    for args in [&["plan"][..], &["apply", "-auto-approve"]] {
+        check(&a, args, &[closed.trim_start_matches("http://")]);
+    }
+    // Nothing was written and no lock is left: with the server back, nothing to do.
+    set_endpoint(&mut a, server.endpoint());
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(creates(sim.path()), 2);
+    assert!(!server.keys(&bucket).iter().any(|k| k.ends_with(".tflock")));
+}
+
+/// Issue 30's fault matrix on S3: an endpoint whose TLS certificate is not trusted (a
+/// self-signed one, served by `openssl s_server`) is a clear error naming the certificate,
+/// exit 1, never a panic; nothing is written, and the state is whole on the real endpoint.
+#[test]
+fn an_untrusted_endpoint_certificate_is_a_clear_error() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = (certs.path().join("cert.pem"), certs.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: openssl cannot make a certificate");
+        return;
+    }
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut tls = Command::new("openssl")
+        .args(["s_server", "-quiet", "-www", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl s_server starts");
+    wait_for("openssl s_server", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let bucket = s3server::bucket_name("tls");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let mut a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(2)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    let real = server.endpoint();
+    let set_endpoint = |a: &mut Copy, url: &str| {
+        for (k, v) in a.env.iter_mut() {
+            if k == "AWS_ENDPOINT_URL_S3" {
+                *v = url.to_string();
+            }
+        }
+    };
+    set_endpoint(&mut a, &format!("https://127.0.0.1:{port}"));
+    for args in [&["plan"][..], &["state", "list"]] {
+        let (code, out, err) = a.run(args);
+        assert_eq!(code, 1, "{args:?}:\n{out}\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}:\n{err}");
+        assert!(err.contains("invalid peer certificate"), "{args:?}:\n{err}");
+        assert!(
+            err.contains(&format!("s3://{bucket}/{KEY}")),
+            "{args:?}:\n{err}"
+        );
+        assert!(!err.contains("X-Amz-Signature"), "{args:?}:\n{err}");
+    }
+    let _ = tls.kill();
+    let _ = tls.wait();
+    set_endpoint(&mut a, &real);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    assert_eq!(creates(sim.path()), 2);
+}
+
+/// Issue 30's fault matrix on S3: SIGINT and SIGTERM at each phase of an apply (load,
+/// refresh, plan, the provider calls, the state writes at the end): no panic, exit 0 (the
+/// signal came after the run finished) or 1; the lock object is always removed, the log reads
+/// whole (`state check`), and the next apply converges with each object once.
+#[test]
+fn signals_at_every_phase_on_s3_leave_a_whole_state_and_no_lock_object() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("signals");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let first = format!("{}{}", backend_block(&bucket), things(3));
+    let mut a = Copy::new(sim.path(), &first, &env_creds(&server.endpoint()));
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    // The next run: an update and two creates, each call 150 ms.
+    let next = format!(
+        "{}{}resource \"sim_thing\" \"n0\" {{\n  name = \"n0\"\n}}\n\
+         resource \"sim_thing\" \"n1\" {{\n  name = \"n1\"\n}}\n",
+        backend_block(&bucket),
+        things(3).replace("name = \"t1\"", "name = \"t1\"\n  value = \"x\"")
+    );
+    a.env.push(("SIM_LATENCY_MS".into(), "150".into()));
+    let lock = format!("{KEY}.tflock");
+    let mut phases = std::collections::BTreeSet::new();
+    for delay in [40u64, 150, 400, 700, 1100, 1600] {
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            std::fs::write(a.dir.path().join("main.tf"), &next).unwrap();
+            let what = format!("signal {signal} after {delay} ms");
+            let child = a
+                .command(&["apply", "-auto-approve"])
+                .spawn()
+                .expect("cairn starts");
+            std::thread::sleep(Duration::from_millis(delay));
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let (code, out, err) = finish(child);
+            assert!(!err.contains("panicked"), "{what}\n{err}");
+            // A signal before Cairn installed its handler (while it reads the configuration,
+            // before the state is opened) ends the process as the signal does (no code):
+            // nothing was written then.
+            assert!(
+                code == 0 || code == 1 || code == -1 && out.is_empty(),
+                "{what}: exit {code}\n{out}\n{err}"
+            );
+            phases.insert(if out.contains("Apply complete") {
+                "finished"
+            } else if out.contains("Creating...") || out.contains("Modifying...") {
+                "apply"
+            } else if out.contains("Refreshing state") {
+                "refresh"
+            } else {
+                "load"
+            });
+            assert!(
+                !server.keys(&bucket).contains(&lock),
+                "{what}: the lock object is left\n{out}\n{err}"
+            );
+            let checked = a.ok(&["state", "check"]);
+            assert!(checked.contains("consistent"), "{what}: {checked}");
+            // Back to the first configuration for the next signal.
+            std::fs::write(a.dir.path().join("main.tf"), &first).unwrap();
+            a.ok(&["apply", "-auto-approve", "-lock-timeout=0s"]);
+        }
+    }
+    assert!(
+        phases.len() >= 3,
+        "the signals hit too few phases: {phases:?}"
+    );
+    std::fs::write(a.dir.path().join("main.tf"), &next).unwrap();
+    a.ok(&["apply", "-auto-approve", "-lock-timeout=0s"]);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    let objects = std::fs::read_dir(sim.path().join("things/local"))
+        .map(|r| r.count())
+        .unwrap_or(0);
+    assert_eq!(objects, 5, "one object per name");
+}

@@ -175,7 +175,14 @@ impl fmt::Display for StateError {
                      go on from the last good event, run `cairn state recover`: it keeps a copy \
                      of the damaged store, records the recovery, and lists the objects whose \
                      history was lost so that you can import them again (`cairn import`). Or \
-                     restore the state directory from a backup"
+                     restore {} from a backup",
+                    if location.starts_with("PostgreSQL") {
+                        "the schema"
+                    } else if location.starts_with("s3://") {
+                        "the objects under the state's key (or their earlier versions)"
+                    } else {
+                        "the state directory"
+                    }
                 )
             }
             StateError::TooNew { seq, version } => write!(

@@ -911,9 +911,10 @@ impl<S: Storage> EventLog for LogCore<S> {
 }
 
 /// Recovers a damaged log in `storage` (opened for writing, holding the lock): finds the
-/// last good event (the chain intact and decodable up to it, and no further), has `backup`
-/// keep a copy of the damaged store, moves the records after the last good one aside, drops
-/// checkpoints past it, sets the head to it, opens the log and records the recovery as a run
+/// last good event (the chain intact and decodable up to it, and no further), has the store
+/// keep a copy of itself as damaged, move the records after the last good one aside, drop
+/// checkpoints past it and set the head to it ([`Storage::set_damage_aside`]), then opens
+/// the log and records the recovery as a run
 /// (`state recover`, with a warning naming the damage and the objects whose history was
 /// lost). An undamaged log is an error: there is nothing to recover.
 pub(crate) fn recover<S: Storage>(
@@ -921,23 +922,64 @@ pub(crate) fn recover<S: Storage>(
     dir: &Path,
     args: &[String],
     crypt: Option<std::sync::Arc<crate::crypt::Encryption>>,
-    backup: impl FnOnce(&S) -> Result<String, StateError>,
 ) -> Result<(LogCore<S>, Recovery), StateError> {
     let head = storage.read_head().unwrap_or(None);
     let head_damaged = storage.read_head().is_err();
-    let last = storage.last_seq()?;
+    // A store whose last records cannot be read (an S3 batch that fails its checksum) says
+    // so here; the scan below then reads as far as it can.
+    let mut last = storage.last_seq().unwrap_or(0);
     // The intact prefix, folded.
     let mut prefix = Snapshot::new();
     let mut prev = chain::ZERO;
     let mut good = 0;
     let mut damage = None;
     let mut later = Snapshot::new();
+    // What each run planned to change (its `RunPlanned`), as far as it reads: a run the
+    // damage cut names the objects it was to change, even when their events are gone.
+    let mut planned: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut note_plan = |e: &Event| {
+        if let EventBody::RunPlanned { plan } = &e.body {
+            planned.entry(e.run).or_default().extend(
+                plan.changes
+                    .iter()
+                    .filter(|c| {
+                        !matches!(
+                            c.action,
+                            event::PlannedAction::Read | event::PlannedAction::Forget
+                        )
+                    })
+                    .map(|c| c.addr.to_string()),
+            );
+        }
+    };
     {
         for (expected, item) in (1u64..).zip(storage.scan(1, None)?) {
-            let Ok((k, v)) = item else {
-                damage.get_or_insert_with(|| format!("record {expected} cannot be read"));
-                break;
+            let (k, v) = match item {
+                Ok(kv) => kv,
+                Err(e) => {
+                    // An unreadable part of the store that names its place (an S3 batch):
+                    // what follows it may still say what the lost history held.
+                    let (what, place) = match &e {
+                        StateError::Corrupt { seq, detail } => (
+                            format!("record {seq} cannot be read ({detail})"),
+                            Some(*seq),
+                        ),
+                        e => (format!("record {expected} cannot be read: {e}"), None),
+                    };
+                    if damage.is_none() {
+                        damage = Some(what);
+                        later = prefix.clone();
+                    }
+                    match place {
+                        Some(seq) => last = last.max(seq),
+                        None => break,
+                    }
+                    continue;
+                }
             };
+            if let Ok(seq) = k {
+                last = last.max(seq);
+            }
             let bytes = v.as_ref();
             match (damage.is_none(), k) {
                 (true, Ok(seq)) if seq == expected => {
@@ -949,6 +991,7 @@ pub(crate) fn recover<S: Storage>(
                         Ok((h, e)) => {
                             prev = h;
                             good = seq;
+                            note_plan(&e);
                             prefix.apply_owned(e);
                         }
                         Err(d) => {
@@ -971,6 +1014,7 @@ pub(crate) fn recover<S: Storage>(
                     // Past the damage: what can still be read says what the lost history held.
                     if let Ok(e) = open_any(crypt.as_deref(), bytes) {
                         if e.seq == seq && seq > later.head {
+                            note_plan(&e);
                             later.apply_owned(e);
                         }
                     }
@@ -1019,20 +1063,44 @@ pub(crate) fn recover<S: Storage>(
         Some(c) if c.head > later.head => c,
         _ => later,
     };
-    let (runs, objects) = if after.head > good {
+    let (mut runs, mut objects) = if after.head > good {
         lost_history(&prefix, &after, good + 1)
     } else {
         (Vec::new(), Vec::new())
     };
-    let backup = backup(&storage)?;
-    if good < last {
-        storage.set_aside_from(good + 1)?;
-    }
-    for seq in storage.checkpoint_seqs()? {
-        if seq > good {
-            storage.remove_checkpoint(seq)?;
+    // The runs the damage cut or removed: the one still running at the last good event,
+    // and those that started after it (their start may be unreadable: the run is then known
+    // by its later records). What they planned to change is lost history too.
+    let mut cut: Vec<(u64, String)> = prefix
+        .runs
+        .last()
+        .filter(|r| r.finished_ms.is_none())
+        .into_iter()
+        .chain(after.runs.iter().filter(|r| r.id > good))
+        .map(|r| {
+            (
+                r.id,
+                format!("run {} (cairn {} by {})", r.id, r.command, r.user),
+            )
+        })
+        .collect();
+    for id in planned.keys().filter(|id| **id > good) {
+        if !cut.iter().any(|(c, _)| c == id) {
+            cut.push((*id, format!("run {id}")));
         }
     }
+    cut.sort();
+    for (id, name) in cut {
+        if !runs.contains(&name) {
+            runs.push(name);
+        }
+        for a in planned.get(&id).into_iter().flatten() {
+            if !objects.contains(a) {
+                objects.push(a.clone());
+            }
+        }
+    }
+    objects.sort();
     let new_head = if good == 0 {
         None
     } else {
@@ -1041,7 +1109,7 @@ pub(crate) fn recover<S: Storage>(
             hash: hash_of_record(&storage, good)?,
         })
     };
-    storage.reset_head(new_head)?;
+    let backup = storage.set_damage_aside(good, new_head)?;
     let (mut log, _) = LogCore::over(storage, dir, true, None, crypt)?;
     let recovery = Recovery {
         good,

@@ -419,6 +419,34 @@ impl PgLog {
     }
 }
 
+impl PgLog {
+    /// `cairn state recover` on the log in `cfg`'s schema (see [`crate::log::recover`]),
+    /// holding the lock: the copy of the damaged log is kept in tables beside it
+    /// ([`Storage::set_damage_aside`]). No log there is [`StateError::NotFound`].
+    pub(crate) fn recover(
+        cfg: &PgConfig,
+        dir: &Path,
+        opts: &OpenOptions,
+        args: &[String],
+    ) -> Result<(PgLog, crate::log::Recovery), StateError> {
+        // A schema without the tables has nothing to recover (and is not created).
+        drop(PgStorage::open(
+            cfg,
+            dir,
+            &OpenOptions {
+                write: false,
+                ..opts.clone()
+            },
+        )?);
+        let opts = OpenOptions {
+            write: true,
+            ..opts.clone()
+        };
+        let storage = PgStorage::open(cfg, dir, &opts)?;
+        crate::log::recover(storage, dir, args, opts.encryption.clone())
+    }
+}
+
 impl PgStorage {
     /// Connects to `cfg`'s schema; with `write`, creates the schema and tables (unless told
     /// not to) and takes the lock. `dir` is the local state directory (fault journal).
@@ -715,6 +743,114 @@ impl Storage for PgStorage {
             None => format!("DELETE FROM {s}.cairn_head"),
         };
         self.conn().execute("cannot reset the log head", sql)
+    }
+
+    /// One transaction: the three tables copied as they are into
+    /// `cairn_damaged_<ms>_{events,head,checkpoints}` (the copy of the events append-only as
+    /// the log is), then the log's own protection lifted explicitly, for this transaction
+    /// only — its append-only trigger disabled and `DELETE` granted to this role — the
+    /// records after `good` deleted (they stay in the copy), the protection restored as it
+    /// was, the checkpoints past `good` deleted and the head set. Other sessions never see
+    /// the trigger off (catalog changes are transactional), and a failure anywhere rolls it
+    /// all back. Disabling a trigger needs the role that owns the tables: a least-privilege
+    /// role is refused with the reason.
+    fn set_damage_aside(&mut self, good: u64, head: Option<Head>) -> Result<String, StateError> {
+        let s = self.schema.clone();
+        let name = format!("cairn_damaged_{}", now_ms());
+        let backup = format!(
+            "the tables {name}_events, {name}_head and {name}_checkpoints of {}",
+            self.cfg.describe()
+        );
+        let head = head.map(|h| h.encode().to_vec());
+        let good = good.min(i64::MAX as u64) as i64;
+        let n = name.clone();
+        let result = self.conn().run("cannot recover the state log", |c| async move {
+            let steps = async {
+                c.batch_execute("BEGIN").await?;
+                let events = format!("{s}.cairn_events");
+                let had_delete: bool = c
+                    .query_one(
+                        "SELECT has_table_privilege($1, 'DELETE')",
+                        &[&events],
+                    )
+                    .await?
+                    .get(0);
+                let mut sql = format!(
+                    "CREATE TABLE IF NOT EXISTS {s}.cairn_head (id integer PRIMARY KEY \
+                         CHECK (id = 1), head bytea NOT NULL);
+                     CREATE TABLE {s}.{n}_events AS TABLE {s}.cairn_events;
+                     CREATE TABLE {s}.{n}_head AS TABLE {s}.cairn_head;
+                     CREATE TABLE {s}.{n}_checkpoints AS TABLE {s}.cairn_checkpoints;
+                     COMMENT ON TABLE {s}.{n}_events IS 'cairn_events as cairn state recover found it damaged';
+                     CREATE TRIGGER {n}_append_only BEFORE UPDATE OR DELETE ON {s}.{n}_events
+                         FOR EACH ROW EXECUTE FUNCTION {s}.cairn_append_only();
+                     CREATE TRIGGER {n}_no_truncate BEFORE TRUNCATE ON {s}.{n}_events
+                         FOR EACH STATEMENT EXECUTE FUNCTION {s}.cairn_append_only();
+                     REVOKE UPDATE, DELETE, TRUNCATE ON {s}.{n}_events FROM PUBLIC, CURRENT_USER;
+                     ALTER TABLE {events} DISABLE TRIGGER cairn_events_append_only;"
+                );
+                if !had_delete {
+                    sql.push_str(&format!("GRANT DELETE ON {events} TO CURRENT_USER;"));
+                }
+                c.batch_execute(&sql).await?;
+                c.execute(&format!("DELETE FROM {events} WHERE seq > $1"), &[&good])
+                    .await?;
+                let mut sql = String::new();
+                if !had_delete {
+                    sql.push_str(&format!("REVOKE DELETE ON {events} FROM CURRENT_USER;"));
+                }
+                sql.push_str(&format!(
+                    "ALTER TABLE {events} ENABLE TRIGGER cairn_events_append_only;"
+                ));
+                c.batch_execute(&sql).await?;
+                c.execute(
+                    &format!("DELETE FROM {s}.cairn_checkpoints WHERE seq > $1"),
+                    &[&good],
+                )
+                .await?;
+                match &head {
+                    Some(h) => {
+                        c.execute(
+                            &format!(
+                                "INSERT INTO {s}.cairn_head (id, head) VALUES (1, $1) \
+                                 ON CONFLICT (id) DO UPDATE SET head = EXCLUDED.head"
+                            ),
+                            &[h],
+                        )
+                        .await?
+                    }
+                    None => c.execute(&format!("DELETE FROM {s}.cairn_head"), &[]).await?,
+                };
+                c.batch_execute("COMMIT").await
+            };
+            let r = steps.await;
+            if r.is_err() {
+                let _ = c.batch_execute("ROLLBACK").await;
+            }
+            r
+        });
+        match result {
+            Ok(()) => Ok(backup),
+            Err(StateError::Io { context, message }) => {
+                let refused =
+                    message.contains("must be owner") || message.contains("permission denied");
+                Err(StateError::Io {
+                    context,
+                    message: format!(
+                        "{message}. Nothing was changed (the recovery is one transaction){}",
+                        if refused {
+                            ". `cairn state recover` lifts the log's append-only protection for \
+                             the length of that transaction, which only the role that owns the \
+                             Cairn tables (or a superuser) may do: run it with that role's \
+                             connection string"
+                        } else {
+                            ""
+                        }
+                    ),
+                })
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn read_lineage(&self) -> Result<Option<String>, StateError> {

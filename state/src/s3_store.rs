@@ -63,6 +63,8 @@ type Reply = (u16, Vec<u8>);
 type Record = (u64, Vec<u8>);
 /// A batch object read: its first seq and its records.
 type Batch = (u64, Vec<Record>);
+/// A record as `scan` hands it out: its key (a seq, or an object that is not one) and bytes.
+type KeyedRecord = (crate::storage::Key, Vec<u8>);
 
 /// A bucket, signed requests to it, and the runtime they run on.
 pub(crate) struct Client {
@@ -309,6 +311,11 @@ impl Client {
 /// A reqwest error and its causes, as text.
 fn error_chain(e: &reqwest::Error) -> String {
     let mut m = e.to_string();
+    if let Some(url) = e.url() {
+        // A presigned URL carries the request's signature (good for that request until it
+        // expires) and the access key ID: the error names the server only.
+        m = m.replace(url.as_str(), &url.origin().ascii_serialization());
+    }
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         m.push_str(&format!(": {s}"));
@@ -370,6 +377,42 @@ impl Keys {
     fn head(&self) -> String {
         format!("{}head", self.prefix())
     }
+    /// Where `state recover` keeps a copy of the damaged log (events, head, checkpoints).
+    fn damaged(&self, ms: u64) -> String {
+        format!("{}damaged-{ms}/", self.prefix())
+    }
+}
+
+/// Copies objects (`from`, `to`), several at a time: the bytes as they are, never decoded.
+/// A copy never replaces an object.
+fn copy_objects(client: &Client, pairs: &[(String, String)]) -> Result<(), StateError> {
+    for chunk in pairs.chunks(16) {
+        let got: Vec<Result<(), StateError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|(from, to)| {
+                    s.spawn(move || {
+                        let Some(bytes) = client.get(from)? else {
+                            return Ok(());
+                        };
+                        if client.put(to, bytes, true)? {
+                            Ok(())
+                        } else {
+                            Err(client.io("copy", to, "another object is already there"))
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a copier does not panic"))
+                .collect()
+        });
+        for g in got {
+            g?;
+        }
+    }
+    Ok(())
 }
 
 /// Encodes records as one batch object.
@@ -436,6 +479,12 @@ fn batch_index(client: &Client, keys: &Keys) -> Result<(Vec<u64>, Vec<String>), 
 
 /// Reads the batches starting at `firsts`, several at a time, in order.
 fn read_batches(client: &Client, keys: &Keys, firsts: &[u64]) -> Result<Vec<Batch>, StateError> {
+    read_each_batch(client, keys, firsts).into_iter().collect()
+}
+
+/// Reads the batches starting at `firsts`, several at a time, in order: each batch or why it
+/// cannot be read (a recovery reads past an unreadable one).
+fn read_each_batch(client: &Client, keys: &Keys, firsts: &[u64]) -> Vec<Result<Batch, StateError>> {
     let mut out = Vec::with_capacity(firsts.len());
     for chunk in firsts.chunks(16) {
         let got: Vec<Result<Batch, StateError>> = std::thread::scope(|s| {
@@ -461,21 +510,19 @@ fn read_batches(client: &Client, keys: &Keys, firsts: &[u64]) -> Result<Vec<Batc
                 .map(|h| h.join().expect("a batch reader does not panic"))
                 .collect()
         });
-        for g in got {
-            out.push(g?);
-        }
+        out.extend(got);
     }
-    Ok(out)
+    out
 }
 
-/// The records from `from` to `to` (inclusive), in order; with `from` 0 every key (strays
-/// as `Err` keys, for the check).
+/// The records from `from` to `to` (inclusive), in order, an unreadable batch as an error in
+/// its place; with `from` 0 every key (strays as `Err` keys, for the check).
 fn read_range(
     client: &Client,
     keys: &Keys,
     from: u64,
     to: Option<u64>,
-) -> Result<Vec<(crate::storage::Key, Vec<u8>)>, StateError> {
+) -> Result<Vec<Result<KeyedRecord, StateError>>, StateError> {
     let (firsts, strays) = batch_index(client, keys)?;
     let to = to.unwrap_or(u64::MAX);
     // The batch holding `from` starts at or before it: the last first seq <= from.
@@ -488,19 +535,26 @@ fn read_range(
         .take_while(|&f| f <= to)
         .collect();
     let mut out = Vec::new();
-    for (first, records) in read_batches(client, keys, &wanted)? {
+    for batch in read_each_batch(client, keys, &wanted) {
+        let (first, records) = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                out.push(Err(e));
+                continue;
+            }
+        };
         if records.first().map(|r| r.0) != Some(first) {
-            out.push((Err(keys.event(first)), Vec::new()));
+            out.push(Ok((Err(keys.event(first)), Vec::new())));
             continue;
         }
         for (seq, data) in records {
             if seq >= from && seq <= to {
-                out.push((Ok(seq), data));
+                out.push(Ok((Ok(seq), data)));
             }
         }
     }
     if from == 0 {
-        out.extend(strays.into_iter().map(|k| (Err(k), Vec::new())));
+        out.extend(strays.into_iter().map(|k| Ok((Err(k), Vec::new()))));
     }
     Ok(out)
 }
@@ -760,6 +814,33 @@ impl S3Log {
     }
 }
 
+impl S3Log {
+    /// `cairn state recover` on `cfg`'s log (see [`crate::log::recover`]), holding the lock:
+    /// the copy of the damaged log is kept under `<key>.cairn/damaged-<ms>/`
+    /// ([`Storage::set_damage_aside`]). No log there is [`StateError::NotFound`].
+    pub(crate) fn recover(
+        cfg: &S3Config,
+        dir: &Path,
+        opts: &OpenOptions,
+        args: &[String],
+    ) -> Result<(S3Log, crate::log::Recovery), StateError> {
+        drop(S3Storage::open(
+            cfg,
+            dir,
+            &OpenOptions {
+                write: false,
+                ..opts.clone()
+            },
+        )?);
+        let opts = OpenOptions {
+            write: true,
+            ..opts.clone()
+        };
+        let storage = S3Storage::open(cfg, dir, &opts)?;
+        crate::log::recover(storage, dir, args, opts.encryption.clone())
+    }
+}
+
 impl S3Storage {
     fn open(cfg: &S3Config, dir: &Path, opts: &OpenOptions) -> Result<S3Storage, StateError> {
         let client = Arc::new(Client::new(cfg)?);
@@ -863,7 +944,7 @@ impl Storage for S3Storage {
 
     fn scan(&self, from: u64, to: Option<u64>) -> Result<Records<'_, Vec<u8>>, StateError> {
         let records = read_range(self.client(), self.keys(), from, to)?;
-        Ok(Box::new(records.into_iter().map(Ok)))
+        Ok(Box::new(records.into_iter()))
     }
 
     fn put(&mut self, seq: u64, bytes: &[u8]) -> Result<(), StateError> {
@@ -920,6 +1001,58 @@ impl Storage for S3Storage {
                 .map(|_| ()),
             None => self.client().delete(&self.keys().head()),
         }
+    }
+
+    /// In order, so that a recovery cut short still reads as damaged: the event batches,
+    /// the head and the checkpoints copied as they are to `K.cairn/damaged-<ms>/`; then the
+    /// batches past `good` deleted, newest first, with the objects under `events/` that are
+    /// not batches; the batch holding `good` rewritten without the records after it; the
+    /// checkpoints past `good` deleted; and last the head rewritten (or deleted: nothing
+    /// good is left).
+    fn set_damage_aside(
+        &mut self,
+        good: u64,
+        head: Option<crate::chain::Head>,
+    ) -> Result<String, StateError> {
+        let client = self.writer.client.clone();
+        let keys = self.keys().clone();
+        let to = keys.damaged(now_ms());
+        let prefix = keys.prefix();
+        let mut copies: Vec<(String, String)> = Vec::new();
+        for under in [keys.events(), keys.checkpoints()] {
+            for k in client.list(&under, None)? {
+                let rel = k[prefix.len()..].to_string();
+                copies.push((k, format!("{to}{rel}")));
+            }
+        }
+        copies.push((keys.head(), format!("{to}head")));
+        copy_objects(&client, &copies)?;
+        let (firsts, strays) = batch_index(&client, &keys)?;
+        for k in strays {
+            client.delete(&k)?;
+        }
+        for &first in firsts.iter().rev().filter(|&&f| f > good) {
+            client.delete(&keys.event(first))?;
+        }
+        if let Some(&first) = firsts.iter().rev().find(|&&f| f <= good) {
+            let (_, records) = read_batches(&client, &keys, &[first])?
+                .pop()
+                .expect("one batch read");
+            if records.last().is_some_and(|r| r.0 > good) {
+                let kept: Vec<Record> = records.into_iter().filter(|r| r.0 <= good).collect();
+                client.put(&keys.event(first), encode_batch(&kept), false)?;
+            }
+        }
+        for seq in self.checkpoint_seqs()? {
+            if seq > good {
+                self.remove_checkpoint(seq)?;
+            }
+        }
+        self.reset_head(head)?;
+        Ok(format!(
+            "s3://{}/{to} (the event batches, head and checkpoints as they were)",
+            self.cfg.bucket
+        ))
     }
 
     fn read_lineage(&self) -> Result<Option<String>, StateError> {
@@ -1059,10 +1192,11 @@ fn read_events(
 ) -> Result<Peek, StateError> {
     let from = from.max(1);
     let mut out = Vec::new();
-    for (expected, (k, data)) in (from..).zip(read_range(client, keys, from, None)?) {
+    for (expected, item) in (from..).zip(read_range(client, keys, from, None)?) {
         if out.len() >= max {
             break;
         }
+        let (k, data) = item?;
         match k {
             Ok(seq) if seq == expected => out.push(decode_record(crypt, seq, &data)?),
             Ok(seq) => {

@@ -349,9 +349,7 @@ impl SledLog {
             ..opts.clone()
         };
         match SledStorage::open(dir, &opts, false) {
-            Ok(storage) => {
-                crate::log::recover(storage, dir, args, opts.encryption.clone(), |s| s.backup())
-            }
+            Ok(storage) => crate::log::recover(storage, dir, args, opts.encryption.clone()),
             // sled itself cannot open its files: the database is moved aside whole and the
             // state goes on from the newest checkpoint that reads.
             Err(StateError::Damaged { detail, .. }) => {
@@ -469,6 +467,28 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 impl SledStorage {
+    /// Moves records `from..` out of the log into the tree `torn` (a recovery), durably.
+    fn set_aside_from(&mut self, from: u64) -> Result<(), StateError> {
+        let err = sled_err("cannot set damaged records aside", &self.dir);
+        let keys: Vec<sled::IVec> = self
+            .events
+            .range(key(from)..)
+            .keys()
+            .filter_map(Result::ok)
+            .collect();
+        let stamp = now_ms().to_be_bytes();
+        for k in keys {
+            if let Some(v) = self.events.get(&k).map_err(&err)? {
+                let mut tk = k.to_vec();
+                tk.extend_from_slice(&stamp);
+                self.torn.insert(tk, v).map_err(&err)?;
+            }
+            self.events.remove(&k).map_err(&err)?;
+        }
+        self.db.flush().map_err(&err)?;
+        Ok(())
+    }
+
     /// A copy of the database, its head and its checkpoints as they are now, in
     /// `<dir>/damaged-<unix ms>/`; returns where.
     fn backup(&self) -> Result<String, StateError> {
@@ -656,25 +676,16 @@ impl Storage for SledStorage {
         }
     }
 
-    fn set_aside_from(&mut self, from: u64) -> Result<(), StateError> {
-        let err = sled_err("cannot set damaged records aside", &self.dir);
-        let keys: Vec<sled::IVec> = self
-            .events
-            .range(key(from)..)
-            .keys()
-            .filter_map(Result::ok)
-            .collect();
-        let stamp = now_ms().to_be_bytes();
-        for k in keys {
-            if let Some(v) = self.events.get(&k).map_err(&err)? {
-                let mut tk = k.to_vec();
-                tk.extend_from_slice(&stamp);
-                self.torn.insert(tk, v).map_err(&err)?;
+    fn set_damage_aside(&mut self, good: u64, head: Option<Head>) -> Result<String, StateError> {
+        let backup = self.backup()?;
+        self.set_aside_from(good + 1)?;
+        for seq in self.checkpoint_seqs()? {
+            if seq > good {
+                self.remove_checkpoint(seq)?;
             }
-            self.events.remove(&k).map_err(&err)?;
         }
-        self.db.flush().map_err(&err)?;
-        Ok(())
+        self.reset_head(head)?;
+        Ok(backup)
     }
 
     fn tears(&self) -> bool {

@@ -94,13 +94,13 @@ pub(crate) trait Storage: Send {
     fn reset_head(&mut self, _head: Option<Head>) -> Result<(), StateError> {
         Ok(())
     }
-    /// Moves records `from..` out of the log into a store-kept backup (a recovery), durably.
-    fn set_aside_from(&mut self, from: u64) -> Result<(), StateError> {
-        Err(StateError::Corrupt {
-            seq: from,
-            detail: format!("{} cannot set records aside", self.location()),
-        })
-    }
+    /// A recovery (`state recover`, see `log::recover`): keeps a copy of the whole damaged
+    /// store as it is (records, head, checkpoints), then moves the records after `good` out
+    /// of the log (they stay in the copy), removes the checkpoints past `good` and sets the
+    /// head to `head`, durably. Returns where the copy is, for people. A store that can does
+    /// it all at once (PostgreSQL: one transaction); one that cannot orders the steps so that
+    /// a recovery cut short still reads as damaged (the head is set last).
+    fn set_damage_aside(&mut self, good: u64, head: Option<Head>) -> Result<String, StateError>;
 
     // ---- Lineage ----
 

@@ -178,9 +178,9 @@ impl Store {
     }
 
     /// `cairn state recover`: goes on from the last good event of a damaged log (see
-    /// [`crate::log::recover`]), keeping a copy of the damaged store. The sled store only:
-    /// a shared store's damage is repaired by its operator from the database's or the
-    /// bucket's own backups (the error says so).
+    /// [`crate::log::recover`]), keeping a copy of the damaged store: on sled a directory
+    /// `damaged-<ms>/` beside the log, on PostgreSQL tables beside the log's, on S3 objects
+    /// under `<key>.cairn/damaged-<ms>/`.
     pub fn recover(
         dir: &Path,
         opts: &OpenOptions,
@@ -188,21 +188,12 @@ impl Store {
     ) -> Result<(Store, crate::log::Recovery), StateError> {
         match configured(dir)? {
             None => SledLog::recover(dir, opts, args).map(|(s, r)| (s.into(), r)),
-            Some(remote) => Err(StateError::Backend {
-                message: format!(
-                    "`cairn state recover` recovers the local (sled) state; the state in {} is \
-                     recovered from the {} own backups (point-in-time recovery), then checked \
-                     with `cairn state verify`",
-                    match &remote {
-                        Remote::Pg(pg) => pg.describe(),
-                        Remote::S3(s3) => s3.describe(),
-                    },
-                    match remote {
-                        Remote::Pg(_) => "database's",
-                        Remote::S3(_) => "bucket's (object versions)",
-                    }
-                ),
-            }),
+            Some(Remote::Pg(pg)) => {
+                PgLog::recover(&pg, dir, opts, args).map(|(s, r)| (s.into(), r))
+            }
+            Some(Remote::S3(s3)) => {
+                S3Log::recover(&s3, dir, opts, args).map(|(s, r)| (s.into(), r))
+            }
         }
     }
 
