@@ -156,10 +156,12 @@ pub(super) enum Pending {
         expr: Expression,
         file: FileId,
     },
-    /// A `backend` argument (`list`: a list of strings, kept as JSON).
+    /// A `backend` argument (`list`: a list of strings, `object`: an object such as s3's
+    /// `assume_role`, kept as JSON).
     Backend {
         arg: String,
         list: bool,
+        object: bool,
         expr: Expression,
         file: FileId,
     },
@@ -612,9 +614,41 @@ impl Loader {
             }
             Pending::Backend {
                 arg,
+                object: true,
+                expr,
+                file,
+                ..
+            } => {
+                let what = format!("the backend's {arg}");
+                let v = match frame.eval(&expr, file, &what) {
+                    Ok(v) => v,
+                    Err(d) => {
+                        self.diags.extend(d);
+                        return None;
+                    }
+                };
+                let v = v.unmarked();
+                if !matches!(
+                    v,
+                    crate::value::Value::Object(_) | crate::value::Value::Map(_)
+                ) {
+                    let sp = span_in(file, &expr);
+                    self.err(
+                        sp,
+                        "Incorrect value type",
+                        format!("{what} must be an object, as {arg} = {{ … }}."),
+                    );
+                    return None;
+                }
+                let value = v.to_json().to_string();
+                Some(Resolved::Backend { arg, value })
+            }
+            Pending::Backend {
+                arg,
                 list,
                 expr,
                 file,
+                ..
             } => {
                 let what = format!("the backend's {arg}");
                 let value = string(&expr, file, &what, list)?;
