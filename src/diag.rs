@@ -197,6 +197,16 @@ impl SourceMap {
         SourceMap::default()
     }
 
+    /// How many files the map holds.
+    pub(crate) fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Forgets the files added after the first `n` (nothing may refer to them any more).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.files.truncate(n);
+    }
+
     pub(crate) fn add(&mut self, path: impl AsRef<Path>, text: impl Into<Arc<str>>) -> FileId {
         let text: Arc<str> = text.into();
         self.files.push(SourceFile {

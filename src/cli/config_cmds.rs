@@ -392,7 +392,9 @@ pub(crate) fn init(ctx: &Context, a: &InitArgs, vars: &[VarArg]) -> Exit {
         }
         Err(d) => {
             ctx.out(&out);
-            return ctx.fail(d, a.ui.no_color);
+            // A backend argument's error points into the configuration.
+            ctx.report(&config.sources, &Diagnostics::from(d), a.ui.no_color);
+            return Exit::Error;
         }
     }
     match state_dir_status(ctx) {

@@ -138,6 +138,7 @@ pub fn main() -> i32 {
             &parsed.var_order,
             &env,
             &ctx.workspace,
+            Some(&ctx.state_dir),
         ) {
             ctx.report(&map, &diags, false);
             return Exit::Error.code();
@@ -156,6 +157,8 @@ pub fn main() -> i32 {
         }
     }
     let code = run(&ctx, parsed).code();
+    // Which salt this state's key has, so that the next command derives it ahead.
+    crate::engine::api::encryption::remember(&ctx.state_dir);
     // No plugin process outlives the command (also after errors).
     crate::provider::plugin::shutdown_all();
     code

@@ -36,7 +36,60 @@ pub fn load(dir: &Path) -> (Option<Config>, Diagnostics) {
 /// `backend` argument or a `required_providers` entry may use variables and locals
 /// (`super::early`).
 pub fn load_with(dir: &Path, inputs: &EarlyInputs) -> (Option<Config>, Diagnostics) {
+    if let Some((config, diags)) = take_ahead(dir, inputs) {
+        return (Some(config), diags);
+    }
     load_only(dir, None, false, inputs)
+}
+
+/// A configuration loaded ahead of the command's own load — by `engine::encryption::prepare`,
+/// which evaluates the `encryption` block before the command opens anything — kept for that
+/// load, so that a large configuration is read and parsed once per command, not twice.
+struct Ahead {
+    /// The directory, the inputs and the root directory's file names it was loaded with.
+    key: String,
+    config: Config,
+    diags: Diagnostics,
+}
+
+static AHEAD: std::sync::Mutex<Option<Ahead>> = std::sync::Mutex::new(None);
+
+fn ahead_key(dir: &Path, inputs: &EarlyInputs) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    format!("{dir:?} {inputs:?} {names:?}")
+}
+
+/// Keeps `config` (loaded by [`load_with`] from `dir` with `inputs`, unchanged since) for the
+/// next [`load_with`] of the same directory and inputs.
+pub(crate) fn keep_ahead(dir: &Path, inputs: &EarlyInputs, config: Config, diags: Diagnostics) {
+    let key = ahead_key(dir, inputs);
+    *AHEAD.lock().expect("config ahead") = Some(Ahead { key, config, diags });
+}
+
+/// The configuration kept by [`keep_ahead`], if it was loaded from `dir` with `inputs` and
+/// every file it read still holds what it read (taken: it serves one load).
+fn take_ahead(dir: &Path, inputs: &EarlyInputs) -> Option<(Config, Diagnostics)> {
+    let mut slot = AHEAD.lock().expect("config ahead");
+    if slot.as_ref()?.key != ahead_key(dir, inputs) {
+        // Another load (another directory or other inputs): kept for the one it is for.
+        return None;
+    }
+    let a = slot.take()?;
+    drop(slot);
+    let unchanged = a
+        .config
+        .sources
+        .files()
+        .all(|(path, text)| std::fs::read_to_string(path).is_ok_and(|now| now == text));
+    tracing::debug!(unchanged, "configuration loaded ahead");
+    unchanged.then_some((a.config, a.diags))
 }
 
 /// `load`, with the root module made of the single file `file` of `dir` (`cairn inspect
@@ -156,10 +209,12 @@ pub(super) enum Pending {
         expr: Expression,
         file: FileId,
     },
-    /// A `backend` argument (`list`: a list of strings, kept as JSON).
+    /// A `backend` argument (`list`: a list of strings, `object`: an object such as s3's
+    /// `assume_role`, kept as JSON).
     Backend {
         arg: String,
         list: bool,
+        object: bool,
         expr: Expression,
         file: FileId,
     },
@@ -647,9 +702,41 @@ impl Loader {
             }
             Pending::Backend {
                 arg,
+                object: true,
+                expr,
+                file,
+                ..
+            } => {
+                let what = format!("the backend's {arg}");
+                let v = match frame.eval(&expr, file, &what) {
+                    Ok(v) => v,
+                    Err(d) => {
+                        self.diags.extend(d);
+                        return None;
+                    }
+                };
+                let v = v.unmarked();
+                if !matches!(
+                    v,
+                    crate::value::Value::Object(_) | crate::value::Value::Map(_)
+                ) {
+                    let sp = span_in(file, &expr);
+                    self.err(
+                        sp,
+                        "Incorrect value type",
+                        format!("{what} must be an object, as {arg} = {{ … }}."),
+                    );
+                    return None;
+                }
+                let value = v.to_json().to_string();
+                Some(Resolved::Backend { arg, value })
+            }
+            Pending::Backend {
+                arg,
                 list,
                 expr,
                 file,
+                ..
             } => {
                 let what = format!("the backend's {arg}");
                 let value = value(&expr, file, &what, list, None)?;

@@ -615,7 +615,7 @@ pub(crate) mod stack;
 pub mod test_file;
 mod validate;
 pub(crate) use ephemeral::{check as check_ephemeral, ephemeral_arguments, ephemeral_terms};
-pub(crate) use load::root_files_mention;
+pub(crate) use load::{keep_ahead, root_files_mention};
 pub use load::{load, load_file, load_lenient, load_with, NO_CONFIGURATION_FILES};
 pub(crate) use references::{check_references, scoped_reference};
 pub(crate) use validate::validate;

@@ -90,6 +90,125 @@ fn open_backend(
     }
 }
 
+/// An argument whose `-backend-config=KEY=VALUE` value is an HCL expression, as Terraform
+/// parses a value of a type other than a string: objects (`assume_role={role_arn="…"}`,
+/// `endpoints={s3="…"}`) and lists of paths.
+fn takes_expression(key: &str) -> bool {
+    backend_config::S3_OBJECT_ARGUMENTS.contains(&key)
+        || (key.starts_with("shared_") && key.ends_with("_files"))
+        || matches!(
+            key,
+            "assume_role.policy_arns" | "assume_role.tags" | "assume_role.transitive_tag_keys"
+        )
+}
+
+/// A constant value as a backend argument's text: strings as they are, numbers and bools as
+/// written, lists and objects as JSON.
+fn argument_text(v: &crate::value::Value) -> Option<String> {
+    use crate::value::Value;
+    match v.unmarked() {
+        Value::Null(_) => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        other => Some(other.to_json().to_string()),
+    }
+}
+
+/// Where byte `at` of `text` is, as `line:column` (1-based).
+fn line_col(text: &str, at: usize) -> String {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("{line}:{col}")
+}
+
+/// Parses `-backend-config` arguments: `KEY=VALUE` pairs, or files in HCL as Terraform reads
+/// them — `key = "value"` attributes, objects (`endpoints = { s3 = "…" }`, `assume_role = {
+/// … }`, or the same as blocks), lists — with constant values. Later values win.
+fn backend_config_pairs(args: &[String], base: &Path) -> Result<BTreeMap<String, String>, String> {
+    use hcl_edit::Span as _;
+    let mut out = BTreeMap::new();
+    for arg in args {
+        let as_file = base.join(arg);
+        match arg.split_once('=') {
+            Some((k, v)) if !as_file.is_file() => {
+                let k = k.trim();
+                let text = if takes_expression(k) {
+                    let expr = hcl_edit::parser::parse_expr(v)
+                        .map_err(|e| format!("-backend-config={k}=…: not an HCL value ({e})"))?;
+                    let value =
+                        crate::eval::type_constraints::const_value(&expr, crate::diag::FileId(0))
+                            .map_err(|d| format!("-backend-config={k}=…: {}", d.summary))?;
+                    argument_text(&value).unwrap_or_default()
+                } else {
+                    v.to_string()
+                };
+                out.insert(k.to_string(), text);
+            }
+            _ => {
+                let text = std::fs::read_to_string(&as_file).map_err(|e| {
+                    format!("-backend-config={arg}: not KEY=VALUE and not a readable file ({e})")
+                })?;
+                let shown = as_file.display();
+                let body = hcl_edit::parser::parse_body(&text)
+                    .map_err(|e| format!("{shown}: not an HCL file of arguments: {e}"))?;
+                let at = |span: Option<std::ops::Range<usize>>| {
+                    span.map_or_else(|| "1:1".to_string(), |r| line_col(&text, r.start))
+                };
+                for a in body.attributes() {
+                    let value = crate::eval::type_constraints::const_value(
+                        &a.value,
+                        crate::diag::FileId(0),
+                    )
+                    .map_err(|d| {
+                        format!(
+                            "{shown}:{}: {}: {} (a -backend-config file takes constant values)",
+                            at(a.value.span()),
+                            d.summary,
+                            d.detail
+                        )
+                    })?;
+                    if let Some(t) = argument_text(&value) {
+                        out.insert(a.key.as_str().to_string(), t);
+                    }
+                }
+                for b in body.blocks() {
+                    // `endpoints { s3 = "…" }`: an object written as a block.
+                    let mut obj = serde_json::Map::new();
+                    for a in b.body.attributes() {
+                        let value = crate::eval::type_constraints::const_value(
+                            &a.value,
+                            crate::diag::FileId(0),
+                        )
+                        .map_err(|d| {
+                            format!(
+                                "{shown}:{}: {}: {}",
+                                at(a.value.span()),
+                                d.summary,
+                                d.detail
+                            )
+                        })?;
+                        obj.insert(a.key.as_str().to_string(), value.to_json());
+                    }
+                    if b.body.blocks().next().is_some() || !b.labels.is_empty() {
+                        return Err(format!(
+                            "{shown}:{}: the block {} takes attributes only",
+                            at(b.span()),
+                            b.ident.as_str()
+                        ));
+                    }
+                    out.insert(
+                        b.ident.as_str().to_string(),
+                        serde_json::Value::Object(obj).to_string(),
+                    );
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The backend the configuration's `backend` block and `-backend-config` name.
 fn wanted_backend(
     config: &Config,
@@ -146,7 +265,7 @@ pub fn configure_backend(
     config: &Config,
     req: &BackendRequest,
 ) -> Result<Option<BackendChange>, Diagnostic> {
-    let pairs = backend_config::parse_backend_config(req.backend_config, Path::new("."))
+    let pairs = backend_config_pairs(req.backend_config, Path::new("."))
         .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
     let wanted = wanted_backend(config, &pairs)?;
     record_backend(wanted, req)
@@ -160,7 +279,7 @@ pub fn configure_named_backend(
     kind: &str,
     req: &BackendRequest,
 ) -> Result<Option<BackendChange>, Diagnostic> {
-    let pairs = backend_config::parse_backend_config(req.backend_config, Path::new("."))
+    let pairs = backend_config_pairs(req.backend_config, Path::new("."))
         .map_err(|m| Diagnostic::error("Invalid -backend-config", m))?;
     let invalid = |m: String| Diagnostic::error("Invalid -backend-config", m);
     let wanted = match kind {
@@ -217,7 +336,12 @@ fn record_backend(
         skip_lock: false,
         encryption: crate::engine::encryption::state(),
     };
-    let names = workspace::list(root).map_err(|e| state_diag(&e))?;
+    // `-reconfigure` leaves the previous state where it is: it is not even read (it may be
+    // out of reach, which may be why the backend changes).
+    let names = match req.reconfigure {
+        true => Vec::new(),
+        false => workspace::list(root).map_err(|e| state_diag(&e))?,
+    };
     let mut with_events = Vec::new();
     for name in &names {
         let previous = open_backend(root, name, &current, &opts(false))?;

@@ -49,31 +49,58 @@ pub fn plan() -> Option<Arc<Encryption>> {
     current().lock().expect("encryption").plan.clone()
 }
 
+/// The file in a state directory naming the salt of its log's key (see
+/// [`Encryption::hint`]): no secret, a hint to derive the key ahead.
+const HINT_FILE: &str = "encryption-hint";
+
+/// Notes in `state_dir` which salt the state's key has (the state's encryption wrote or read
+/// with it), for [`prepare`] next time. Nothing to note, or a directory that does not exist:
+/// nothing is written.
+pub fn remember(state_dir: &Path) {
+    let Some(hint) = state().and_then(|e| e.hint()) else {
+        return;
+    };
+    let path = state_dir.join(HINT_FILE);
+    if state_dir.is_dir() && std::fs::read_to_string(&path).ok().as_deref() != Some(&hint) {
+        let _ = std::fs::write(path, hint);
+    }
+}
+
 /// Resolves the encryption of the configuration in `dir` (with `TF_ENCRYPTION` from `env`)
-/// and installs it. Errors come with the source map to render them.
+/// and installs it; the state's key starts being derived on a thread of its own (with the
+/// salt `state_dir` notes, see [`remember`]) while the command goes on to load the
+/// configuration. Errors come with the source map to render them.
 pub fn prepare(
     dir: &Path,
     vars: &[VarArg],
     env: &BTreeMap<String, String>,
     workspace: &str,
+    state_dir: Option<&Path>,
 ) -> Result<(), (Diagnostics, SourceMap)> {
     let env_text = env.get("TF_ENCRYPTION").filter(|t| !t.trim().is_empty());
     if env_text.is_none() && !crate::config::root_files_mention(dir, "encryption") {
         install(Resolved::default());
         return Ok(());
     }
-    let inputs = crate::config::EarlyInputs::new(vars, env, dir, Some(workspace));
-    let (config, diags) = crate::config::load_with(dir, &inputs);
+    // The directory as the command's own load names it (`engine_options`), so that the
+    // configuration loaded here serves that load too (`config::keep_ahead`).
+    let dir = match dir == Path::new(".") {
+        true => std::env::current_dir().unwrap_or_else(|_| dir.to_path_buf()),
+        false => dir.to_path_buf(),
+    };
+    let inputs = crate::config::EarlyInputs::new(vars, env, &dir, Some(workspace));
+    let (config, diags) = crate::config::load_with(&dir, &inputs);
     let mut config = match config {
         Some(c) if !diags.has_errors() => c,
         Some(c) => return Err((diags, c.sources)),
         None => return Err((diags, SourceMap::new())),
     };
+    let loaded_files = config.sources.file_count();
     let (values, vdiags) = crate::config::input_values_with(
         &mut config,
         vars,
         env,
-        dir,
+        &dir,
         crate::config::Missing::Unknown,
     );
     if vdiags.has_errors() {
@@ -86,7 +113,14 @@ pub fn prepare(
         workspace,
     ) {
         Ok(r) => {
+            if let Some(e) = &r.state {
+                let hint = state_dir.and_then(|d| std::fs::read_to_string(d.join(HINT_FILE)).ok());
+                e.prefetch(hint.as_deref());
+            }
             install(r);
+            // The variable files and TF_ENCRYPTION read here are not the configuration's.
+            config.sources.truncate(loaded_files);
+            crate::config::keep_ahead(&dir, &inputs, config, diags);
             Ok(())
         }
         Err(d) => Err((d, config.sources)),

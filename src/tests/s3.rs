@@ -1480,3 +1480,408 @@ fn signals_at_every_phase_on_s3_leave_a_whole_state_and_no_lock_object() {
         .unwrap_or(0);
     assert_eq!(objects, 5, "one object per name");
 }
+
+/// The S3 server is killed in the middle of an apply and started again later (it replays
+/// what it had recorded, as a server with a disk comes back with its data): while it is down
+/// every command fails with an error naming the bucket and the connection, never a panic nor
+/// an empty state; the apply that lost it stops and keeps its outcomes in the local journal;
+/// once the server is back the next run writes them first, and nothing is lost: every object
+/// exactly once, the history whole, nothing left to do.
+#[test]
+fn the_server_stopped_and_restarted_mid_use_loses_nothing() {
+    if s3server::shared().is_none() {
+        return;
+    }
+    let mut server = s3server::S3Server::start_with(s3server::Options {
+        recording: true,
+        ..Default::default()
+    })
+    .expect("a recording moto server starts");
+    let bucket = s3server::bucket_name("restart");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(2)),
+        &env_creds(&server.endpoint()),
+    );
+    a.ok(&["init"]);
+    a.ok(&["apply", "-auto-approve"]);
+    std::fs::write(
+        a.dir.path().join("main.tf"),
+        format!("{}{}", backend_block(&bucket), things(5)),
+    )
+    .unwrap();
+    let mut slow = a.command(&["apply", "-auto-approve", "-parallelism=1"]);
+    slow.env("SIM_LATENCY_MS", "1500");
+    let runner = slow.spawn().unwrap();
+    wait_for("the first create", Duration::from_secs(60), || {
+        creates(sim.path()) >= 3
+    });
+    server.stop();
+    let (code, out, err) = finish(runner);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("the state bucket failed"), "{err}");
+    assert!(err.contains("No new operation starts"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    // While it is down: a clear error naming the bucket, for readers and writers alike.
+    for args in [
+        &["state", "list"][..],
+        &["plan"],
+        &["apply", "-auto-approve"],
+    ] {
+        let (code, out, err) = a.run(args);
+        assert_eq!(code, 1, "{args:?}\n{out}\n{err}");
+        assert!(err.contains(&format!("s3://{bucket}/")), "{args:?}\n{err}");
+        assert!(
+            err.contains("Connection refused") || err.contains("connect"),
+            "{args:?}\n{err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}\n{err}");
+        assert!(!out.contains("will be created"), "{args:?}\n{out}");
+    }
+    let before = creates(sim.path());
+
+    server.restart();
+    // Nothing of what the bucket held is lost; the journal is written back by the next
+    // writer, and the run converges.
+    let (code, out, err) = a.run(&["apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(format!("{out}{err}").contains("kept in"), "{out}\n{err}");
+    assert!(!a.dir.path().join(".cairn/s3-journal").exists());
+    let objects = std::fs::read_dir(sim.path().join("things/local"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(objects, 5, "every object exactly once");
+    assert_eq!(
+        creates(sim.path()),
+        5,
+        "no object created twice ({before} before the restart)"
+    );
+    let listed = a.ok(&["state", "list"]);
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("sim_thing."))
+            .count(),
+        5,
+        "{listed}"
+    );
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+    a.ok(&["state", "check"]);
+    let history = a.ok(&["history"]);
+    assert!(history.lines().count() >= 3, "{history}");
+}
+
+/// The SSE-C key of these tests: base64 of 32 bytes (never printed, never in backend.json).
+const CUSTOMER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+/// base64 of the MD5 of the key's 32 bytes, as S3 (and Terraform) send it.
+const CUSTOMER_KEY_MD5: &str = "hRasmdxgYDKV3nvbahU1MA==";
+const ROLE: &str = "arn:aws:iam::123456789012:role/tfstate";
+
+/// A header of a recorded request, whatever its case.
+fn header<'a>(entry: &'a serde_json::Value, name: &str) -> Option<&'a str> {
+    entry["headers"]
+        .as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .and_then(|(_, v)| v.as_str())
+}
+
+/// The reads and writes of objects under `key` in a recording: (method, url, entry).
+fn object_requests<'a>(
+    rec: &'a [serde_json::Value],
+    bucket: &str,
+    key: &str,
+) -> Vec<(&'a str, &'a str, &'a serde_json::Value)> {
+    rec.iter()
+        .filter_map(|e| {
+            let (m, u) = (e["method"].as_str()?, e["url"].as_str()?);
+            let path = u.split_once("://")?.1.split_once('/')?.1;
+            let on_key = path.starts_with(&format!("{bucket}/{key}"));
+            (on_key && matches!(m, "GET" | "PUT" | "HEAD") && !path.contains("?acl"))
+                .then_some((m, u, e))
+        })
+        .collect()
+}
+
+/// The sessions moto's STS handed out: (role, session name, external id, access key).
+fn assumed_roles(server: &s3server::S3Server) -> Vec<(String, String, String, String)> {
+    let (_, body) = server
+        .request("GET", "/moto-api/data.json", &[])
+        .expect("moto answers");
+    let data: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    data["sts"]["AssumedRole"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (
+                s("role_arn"),
+                s("session_name"),
+                s("external_id"),
+                s("access_key_id"),
+            )
+        })
+        .collect()
+}
+
+/// Terraform 1.6+'s `assume_role`, `sse_customer_key` (with `encrypt`), `acl` and
+/// `endpoints` (S3's and STS's), the role and the endpoints given in a `-backend-config` file:
+/// Cairn asks moto's STS for the role (its session name and external ID), signs every
+/// request with the role's credentials, sends the SSE-C headers with every read and write of
+/// an object and the ACL with every write — the same headers Terraform 1.11 sends with the
+/// same file on the same server. The key is never printed nor written to backend.json.
+#[test]
+fn assume_role_sse_c_and_acl_from_a_backend_config_file_as_terraform_sends_them() {
+    if s3server::shared().is_none() {
+        return;
+    }
+    let server = s3server::S3Server::start_with(s3server::Options {
+        recording: true,
+        ..Default::default()
+    })
+    .expect("a recording moto server starts");
+    let bucket = s3server::bucket_name("role");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let block = |key: &str| {
+        format!(
+            "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key    = \"{key}\"\n    \
+             region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n    \
+             encrypt = true\n    acl = \"public-read\"\n    skip_credentials_validation = true\n    \
+             skip_requesting_account_id = true\n    skip_metadata_api_check = true\n    \
+             skip_region_validation = true\n  }}\n}}\n"
+        )
+    };
+    let file = format!(
+        "# the team's backend settings\nendpoints = {{\n  s3  = \"{0}\"\n  sts = \"{0}\"\n}}\n\
+         assume_role = {{\n  role_arn     = \"{ROLE}\"\n  session_name = \"cairn-ci\"\n  \
+         external_id  = \"ext-42\"\n  duration     = \"1h\"\n}}\n",
+        server.endpoint()
+    );
+    let env = vec![
+        ("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY.to_string()),
+        ("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY.to_string()),
+        ("AWS_SSE_CUSTOMER_KEY", CUSTOMER_KEY.to_string()),
+    ];
+    let a = Copy::new(sim.path(), &format!("{}{}", block(KEY), things(2)), &env);
+    std::fs::write(a.dir.path().join("team.s3.tfbackend"), &file).unwrap();
+    let mut outputs = String::new();
+    for args in [
+        &["init", "-backend-config=team.s3.tfbackend"][..],
+        &["apply", "-auto-approve"],
+        &["state", "list"],
+        &["plan"],
+    ] {
+        let out = a.ok(args);
+        outputs.push_str(&out);
+    }
+    assert!(outputs.contains("No changes."), "{outputs}");
+    assert!(!outputs.contains(CUSTOMER_KEY), "the SSE-C key was printed");
+    let record = std::fs::read_to_string(a.dir.path().join(".cairn/backend.json")).unwrap();
+    assert!(!record.contains(CUSTOMER_KEY), "{record}");
+    assert!(record.contains(ROLE), "{record}");
+
+    // The role, as asked.
+    let roles = assumed_roles(&server);
+    assert!(
+        roles
+            .iter()
+            .any(|r| (r.0.as_str(), r.1.as_str(), r.2.as_str()) == (ROLE, "cairn-ci", "ext-42")),
+        "{roles:?}"
+    );
+    let role_keys: Vec<&str> = roles.iter().map(|r| r.3.as_str()).collect();
+    // Every object request: signed with the role's keys, SSE-C on reads and writes, the ACL
+    // on writes.
+    let rec = server.recording();
+    let cairn_requests = object_requests(&rec, &bucket, KEY);
+    assert!(
+        cairn_requests.iter().any(|r| r.0 == "PUT") && cairn_requests.iter().any(|r| r.0 == "GET"),
+        "{cairn_requests:?}"
+    );
+    for (method, url, e) in &cairn_requests {
+        let signer = url
+            .split("X-Amz-Credential=")
+            .nth(1)
+            .and_then(|c| c.split("%2F").next())
+            .unwrap_or_else(|| panic!("unsigned: {url}"));
+        assert!(
+            role_keys.contains(&signer),
+            "{method} {url}: signed by {signer}"
+        );
+        assert!(url.contains("X-Amz-Security-Token="), "{url}");
+        assert_eq!(
+            header(e, "x-amz-server-side-encryption-customer-algorithm"),
+            Some("AES256"),
+            "{method} {url}"
+        );
+        assert_eq!(
+            header(e, "x-amz-server-side-encryption-customer-key"),
+            Some(CUSTOMER_KEY),
+            "{method} {url}"
+        );
+        assert_eq!(
+            header(e, "x-amz-server-side-encryption-customer-key-md5"),
+            Some(CUSTOMER_KEY_MD5),
+            "{method} {url}"
+        );
+        if *method == "PUT" {
+            assert_eq!(header(e, "x-amz-acl"), Some("public-read"), "{url}");
+        }
+    }
+    // The ACL as the server keeps it.
+    let (_, acl) = server
+        .request("GET", &format!("/{bucket}/{KEY}.cairn/lineage?acl"), &[])
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&acl).contains("AllUsers"),
+        "{}",
+        String::from_utf8_lossy(&acl)
+    );
+
+    // A role without role_arn, and a duration STS would refuse, are init's errors, in
+    // Terraform's words.
+    let (code, _, err) = a.run(&[
+        "init",
+        "-reconfigure",
+        "-backend-config=team.s3.tfbackend",
+        "-backend-config=assume_role={session_name=\"x\"}",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("assume_role needs role_arn"), "{err}");
+    let (code, _, err) = a.run(&[
+        "init",
+        "-reconfigure",
+        "-backend-config=team.s3.tfbackend",
+        &format!("-backend-config=assume_role={{role_arn=\"{ROLE}\", duration=\"5s\"}}"),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Duration must be between 15m0s and 12h0m0s, had 5s"),
+        "{err}"
+    );
+
+    // Terraform 1.11 with the same file on the same server sends the same headers.
+    if Command::new("terraform").arg("version").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "CI needs terraform");
+        return;
+    }
+    let tf_key = "tf/terraform.tfstate";
+    let tf_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tf_dir.path().join("main.tf"),
+        format!("{}resource \"terraform_data\" \"x\" {{}}\n", block(tf_key)),
+    )
+    .unwrap();
+    std::fs::write(tf_dir.path().join("team.s3.tfbackend"), &file).unwrap();
+    let terraform = |args: &[&str]| {
+        let out = Command::new("terraform")
+            .args(args)
+            .current_dir(tf_dir.path())
+            .env("TF_IN_AUTOMATION", "1")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .env_remove("TF_CLI_CONFIG_FILE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "terraform {args:?}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    terraform(&[
+        "init",
+        "-input=false",
+        "-no-color",
+        "-backend-config=team.s3.tfbackend",
+    ]);
+    terraform(&["apply", "-auto-approve", "-input=false", "-no-color"]);
+    let rec = server.recording();
+    let names = |reqs: &[(&str, &str, &serde_json::Value)], method: &str| {
+        let mut set = std::collections::BTreeSet::new();
+        for (m, _, e) in reqs.iter().filter(|r| r.0 == method) {
+            let _ = m;
+            for (k, _) in e["headers"].as_object().unwrap() {
+                let k = k.to_ascii_lowercase();
+                if k.starts_with("x-amz-server-side-encryption") || k == "x-amz-acl" {
+                    set.insert(k);
+                }
+            }
+        }
+        set
+    };
+    let tf_requests: Vec<_> = object_requests(&rec, &bucket, tf_key);
+    let cairn_requests = object_requests(&rec, &bucket, KEY);
+    assert!(!tf_requests.is_empty());
+    assert_eq!(names(&cairn_requests, "PUT"), names(&tf_requests, "PUT"));
+    assert_eq!(names(&cairn_requests, "GET"), names(&tf_requests, "GET"));
+    let terraform_sessions = assumed_roles(&server)
+        .iter()
+        .filter(|r| (r.0.as_str(), r.1.as_str(), r.2.as_str()) == (ROLE, "cairn-ci", "ext-42"))
+        .count();
+    assert!(
+        terraform_sessions > roles.len(),
+        "terraform assumed the role too"
+    );
+}
+
+/// `insecure = true` (Terraform's argument): an HTTPS endpoint whose certificate is not
+/// trusted is an error naming the certificate without it, and works with it.
+#[test]
+fn insecure_skips_tls_verification_of_the_endpoint() {
+    if s3server::shared().is_none() {
+        return;
+    }
+    let server = s3server::S3Server::start_with(s3server::Options {
+        tls: true,
+        ..Default::default()
+    })
+    .expect("a moto server with TLS starts");
+    let bucket = s3server::bucket_name("tls");
+    // The bucket, made over TLS (the tests' plain client speaks HTTP only).
+    let made = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "printf 'PUT /{bucket} HTTP/1.1\\r\\nHost: 127.0.0.1:{0}\\r\\nContent-Length: 0\\r\\n\
+                 Authorization: AWS4-HMAC-SHA256 Credential={1}/20260101/us-east-1/s3/aws4_request, \
+                 SignedHeaders=host, Signature=0\\r\\nConnection: close\\r\\n\\r\\n' | \
+                 openssl s_client -quiet -connect 127.0.0.1:{0} 2>/dev/null | head -1",
+                server.port,
+                s3server::ACCESS_KEY
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&made.stdout).contains("200"),
+        "{}",
+        String::from_utf8_lossy(&made.stdout)
+    );
+    let sim = tempfile::tempdir().unwrap();
+    let a = Copy::new(
+        sim.path(),
+        &format!("{}{}", backend_block(&bucket), things(1)),
+        &env_creds(&server.endpoint()),
+    );
+    // As Terraform 1.11: init fails on the certificate ("x509: cannot validate certificate"
+    // there), and works with insecure = true.
+    for args in [&["init"][..], &["apply", "-auto-approve"]] {
+        let (code, out, err) = a.run(args);
+        assert_eq!(code, 1, "{args:?}\n{out}\n{err}");
+        assert!(err.contains("invalid peer certificate"), "{args:?}\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert_eq!(creates(sim.path()), 0);
+    a.ok(&["init", "-reconfigure", "-backend-config=insecure=true"]);
+    a.ok(&["apply", "-auto-approve"]);
+    assert_eq!(creates(sim.path()), 1);
+    let out = a.ok(&["plan"]);
+    assert!(out.contains("No changes."), "{out}");
+}

@@ -14,10 +14,13 @@
 //! The same views over a state on PostgreSQL (a real server the test starts,
 //! `state/tests/support/pgserver.rs`): runs land while the UI runs, a command in flight shows
 //! as such with its events arriving, and the recorded plan, deferral chain and error location
-//! come from the database.
+//! come from the database. And over a state on S3 (moto's server, which the test starts,
+//! `state/tests/support/s3server.rs`): the history is read from the bucket's event batches.
 
 #[path = "../../state/tests/support/pgserver.rs"]
 mod pgserver;
+#[path = "../../state/tests/support/s3server.rs"]
+mod s3server;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -1072,4 +1075,112 @@ fn a_sensitive_var_given_on_the_command_line_is_never_recorded_or_shown() {
         masked += body.matches("pw=(sensitive value)").count();
     }
     assert!(masked >= 4, "the runs' command lines are shown, masked");
+}
+
+/// The UI over a state on S3: history, runs, plans, state and resource history are read from
+/// the bucket's event batches as they land (no restart), a run in flight is named from the
+/// lock object, and no secret or credential is in any answer.
+#[test]
+fn the_ui_reads_an_s3_store_and_shows_runs_as_they_land() {
+    let Some(server) = s3server::shared() else {
+        return;
+    };
+    let bucket = s3server::bucket_name("ui");
+    server.bucket(&bucket);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    std::fs::write(
+        dir.join("backend.tf"),
+        format!(
+            "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key = \"ui/terraform.tfstate\"\n    \
+             region = \"us-east-1\"\n    use_path_style = true\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let endpoint = server.endpoint();
+    let env = [
+        ("AWS_ACCESS_KEY_ID", s3server::ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY),
+        ("AWS_ENDPOINT_URL_S3", endpoint.as_str()),
+    ];
+    let ok = |args: &[&str], extra: &[(&str, &str)]| {
+        let mut e = env.to_vec();
+        e.extend_from_slice(extra);
+        let (code, out) = cairn(dir, args, &e);
+        assert_eq!(code, 0, "cairn {args:?}: {out}");
+    };
+    ok(&["init"], &[]);
+    ok(&["apply", "-auto-approve"], &[]);
+    let ui = start_ui_with(dir, &["ui"], &env);
+    ui.wait_finished(1);
+    let h = ui.json("/api/head");
+    assert_eq!(h["store"], "s3", "{h}");
+    assert!(!dir.join(".cairn/log").exists(), "the state is not in sled");
+
+    // Runs land without restarting the UI, with their plans and deferrals.
+    ok(&["apply", "-auto-approve", "-var", "v=two"], &[]);
+    let t = ui.wait_finished(2);
+    let id = t["runs"][0]["id"].as_u64().unwrap();
+    let run = ui.json(&format!("/api/run/{id}"));
+    assert_eq!(run["outcome"], "success", "{run}");
+    assert_eq!(run["deferred"][0]["addr"], "data.sim_lookup.l", "{run}");
+    let p = ui.json(&format!("/api/run/{id}/plan"));
+    assert_eq!(p["change"], 4, "{p}");
+    let (code, out) = cairn(
+        dir,
+        &["apply", "-auto-approve", "-var", "v=three"],
+        &[env[0], env[1], env[2], ("SIM_FAIL", "update:dep")],
+    );
+    assert_eq!(code, 1, "{out}");
+    let t = ui.wait_finished(3);
+    assert_eq!(t["runs"][0]["outcome"], "failed", "{t}");
+    assert_eq!(
+        t["runs"][0]["failures"][0]["location"], "main.tf:16:1",
+        "{t}"
+    );
+    // Time travel and a resource's history, from the bucket.
+    let first = ui.json("/api/state?at=1");
+    let now = ui.json("/api/state");
+    assert_ne!(first, now);
+    let life = ui.json("/api/life?addr=sim_thing.base");
+    assert!(life.to_string().contains("two"), "{life}");
+
+    // A slow apply: the UI names it from the lock object while it runs.
+    let mut slow = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["apply", "-auto-approve", "-var", "v=four"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
+        .env("SIM_LATENCY_MS", "1500")
+        .env_remove("CAIRN_STATE_DIR")
+        .env_remove("SIM_FAIL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen_busy = false;
+    while Instant::now() < deadline && !seen_busy {
+        let h = ui.json("/api/head");
+        seen_busy |= h["busy"]["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("apply"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(slow.wait().unwrap().success());
+    assert!(seen_busy, "the UI never named the apply in flight");
+    let t = ui.wait_finished(4);
+    assert_eq!(t["runs"][0]["outcome"], "success", "{t}");
+    for path in [
+        "/api/timeline",
+        "/api/state",
+        "/api/head",
+        "/api/instance?addr=sim_thing.cred",
+    ] {
+        let (status, body) = ui.get(path);
+        assert_eq!(status, 200, "{path}");
+        assert!(!body.contains("\"hunter2\""), "{path} leaks the secret");
+        assert!(!body.contains(s3server::SECRET_KEY), "{path} leaks the key");
+    }
 }

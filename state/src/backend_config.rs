@@ -199,48 +199,6 @@ pub fn write_backend(dir: &Path, backend: &Backend) -> Result<(), StateError> {
     write().map_err(|e| StateError::io(format!("cannot write {}", path.display()), e))
 }
 
-/// Parses `-backend-config` arguments: `KEY=VALUE` pairs, or files of `key = "value"` lines
-/// (HCL attributes with string or bool values, `#` comments). Later values win.
-pub fn parse_backend_config(
-    args: &[String],
-    base: &Path,
-) -> Result<BTreeMap<String, String>, String> {
-    let mut out = BTreeMap::new();
-    for arg in args {
-        let as_file = base.join(arg);
-        match arg.split_once('=') {
-            Some((k, v)) if !as_file.is_file() => {
-                out.insert(k.trim().to_string(), v.to_string());
-            }
-            _ => {
-                let text = fs::read_to_string(&as_file).map_err(|e| {
-                    format!("-backend-config={arg}: not KEY=VALUE and not a readable file ({e})")
-                })?;
-                for (n, line) in text.lines().enumerate() {
-                    let line = line.trim();
-                    if line.is_empty() || line.starts_with('#') || line.starts_with("//") {
-                        continue;
-                    }
-                    let Some((k, v)) = line.split_once('=') else {
-                        return Err(format!(
-                            "{}:{}:1: expected key = value",
-                            as_file.display(),
-                            n + 1
-                        ));
-                    };
-                    let v = v.trim();
-                    let v = match v.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
-                        Some(inner) => inner.replace("\\\"", "\"").replace("\\\\", "\\"),
-                        None => v.to_string(),
-                    };
-                    out.insert(k.trim().to_string(), v);
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// A connection string with its password replaced by `****` (URL and `key=value` forms).
 pub(crate) fn redact(conn_str: &str) -> String {
     let s = conn_str.trim();
@@ -368,20 +326,8 @@ mod tests {
     }
 
     #[test]
-    fn backend_config_files_and_pairs() {
+    fn backend_records_are_private_and_round_trip() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(
-            dir.path().join("pg.hcl"),
-            "# team\nconn_str = \"postgres://u:pw@h/d\"\nschema_name = \"a\"\n",
-        )
-        .unwrap();
-        let got = parse_backend_config(
-            &["pg.hcl".to_string(), "schema_name=b".to_string()],
-            dir.path(),
-        )
-        .unwrap();
-        assert_eq!(got["conn_str"], "postgres://u:pw@h/d");
-        assert_eq!(got["schema_name"], "b");
         write_backend(dir.path(), &Backend::Pg(PgSettings::default())).unwrap();
         use std::os::unix::fs::PermissionsExt;
         let mode = fs::metadata(dir.path().join(BACKEND_FILE))
@@ -423,7 +369,84 @@ pub const S3_ARGUMENTS: &[&str] = &[
     "use_lockfile",
     "encrypt",
     "kms_key_id",
+    "sse_customer_key",
+    "acl",
+    "insecure",
+    "endpoints.sts",
+    "endpoints.iam",
+    "endpoints.sso",
+    "endpoints.dynamodb",
+    "sts_endpoint",
+    "assume_role.role_arn",
+    "assume_role.session_name",
+    "assume_role.external_id",
+    "assume_role.duration",
+    "assume_role.policy",
+    "assume_role.policy_arns",
+    "assume_role.tags",
+    "assume_role.transitive_tag_keys",
+    "assume_role.source_identity",
 ];
+
+/// The arguments whose value is an object (`endpoints = { s3 = "…" }`, `assume_role = {
+/// role_arn = "…" }`): set as JSON objects, kept as their attributes (`endpoints.s3`).
+pub const S3_OBJECT_ARGUMENTS: &[&str] = &["endpoints", "assume_role"];
+
+/// An `assume_role` object resolved: what STS AssumeRole is asked (Terraform 1.6+'s names).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct AssumeRole {
+    pub role_arn: String,
+    pub session_name: String,
+    pub external_id: Option<String>,
+    /// `duration` in seconds (`DurationSeconds`; none: STS's default, an hour).
+    pub duration_secs: Option<u64>,
+    pub policy: Option<String>,
+    pub policy_arns: Vec<String>,
+    pub tags: BTreeMap<String, String>,
+    pub transitive_tag_keys: Vec<String>,
+    pub source_identity: Option<String>,
+}
+
+/// A Go duration (`1h`, `15m`, `1h30m`, `900s`) in seconds.
+fn go_duration(text: &str) -> Option<u64> {
+    let mut total = 0f64;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let num: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..u] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => return None,
+        };
+        total += num * scale;
+        rest = &rest[u..];
+    }
+    Some(total as u64)
+}
+
+/// A duration as Go prints it (`15m0s`, `12h0m0s`, `5s`).
+fn go_duration_text(secs: u64) -> String {
+    let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    if h > 0 {
+        format!("{h}h{m}m{s}s")
+    } else if m > 0 {
+        format!("{m}m{s}s")
+    } else {
+        format!("{s}s")
+    }
+}
 
 /// The `s3` backend's arguments as written in configuration, `-backend-config` or
 /// `backend.json` (mode 0600, as Terraform's `.terraform/terraform.tfstate`: it may hold keys
@@ -440,7 +463,10 @@ impl std::fmt::Debug for S3Settings {
             .args
             .iter()
             .map(|(k, v)| {
-                let secret = matches!(k.as_str(), "access_key" | "secret_key" | "token");
+                let secret = matches!(
+                    k.as_str(),
+                    "access_key" | "secret_key" | "token" | "sse_customer_key"
+                );
                 (k.as_str(), if secret { "****" } else { v.as_str() })
             })
             .collect();
@@ -465,6 +491,17 @@ pub struct S3Config {
     /// `encrypt`: `x-amz-server-side-encryption` on every object written.
     pub(crate) encrypt: bool,
     pub(crate) kms_key_id: Option<String>,
+    /// `sse_customer_key` (base64 of 32 bytes; with `encrypt`): SSE-C headers on every read
+    /// and write of an object. Never shown.
+    pub(crate) sse_customer_key: Option<String>,
+    /// `acl`: the canned ACL put on every object written (`x-amz-acl`).
+    pub(crate) acl: Option<String>,
+    /// `insecure`: TLS certificates are not verified.
+    pub(crate) insecure: bool,
+    /// `assume_role`: the role whose temporary credentials every request is signed with.
+    pub(crate) assume_role: Option<Box<AssumeRole>>,
+    /// The STS endpoint (AssumeRole), `endpoints.sts`.
+    pub(crate) sts_endpoint: String,
     pub workspace_key_prefix: String,
     /// The workspace whose state this is (`default`: `key`).
     pub workspace: String,
@@ -507,6 +544,32 @@ impl S3Config {
             ..self.clone()
         }
     }
+}
+
+/// `sse_customer_key` must be base64 of 32 bytes, in 44 characters (Terraform's checks).
+fn check_customer_key(v: &str) -> Result<(), String> {
+    use base64::Engine;
+    if v.len() != 44 {
+        return Err("sse_customer_key must be 44 characters in length".into());
+    }
+    match base64::engine::general_purpose::STANDARD.decode(v) {
+        Ok(k) if k.len() == 32 => Ok(()),
+        _ => Err("sse_customer_key must be base64 encoded: the key is 32 bytes (AES-256)".into()),
+    }
+}
+
+/// `assume_role`'s `duration`: a Go duration between 15 minutes and 12 hours.
+fn check_duration(v: &str) -> Result<u64, String> {
+    let secs = go_duration(v).ok_or_else(|| {
+        format!("assume_role's duration must be a duration such as \"1h\" or \"45m\", not {v:?}")
+    })?;
+    if !(900..=43_200).contains(&secs) {
+        return Err(format!(
+            "Duration must be between 15m0s and 12h0m0s, had {}",
+            go_duration_text(secs)
+        ));
+    }
+    Ok(secs)
 }
 
 /// A list argument (`["a", "b"]`, as JSON or HCL writes it) or a single value.
@@ -557,9 +620,24 @@ fn profile_values(
 impl S3Settings {
     /// Sets one argument (from a `-backend-config=KEY=VALUE`, a file or the block).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        if S3_OBJECT_ARGUMENTS.contains(&key) {
+            // `endpoints = { s3 = "…" }`, `assume_role = { role_arn = "…" }` as JSON.
+            let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(value)
+                .map_err(|_| format!("{key} must be an object, as {key} = {{ … }}"))?;
+            for (k, v) in obj {
+                let text = match v {
+                    serde_json::Value::Null => continue,
+                    serde_json::Value::String(t) => t,
+                    other => other.to_string(),
+                };
+                self.set(&format!("{key}.{k}"), &text)?;
+            }
+            return Ok(());
+        }
         let key = match key {
             "force_path_style" => "use_path_style",
             "endpoints.s3" | "endpoint" => "endpoint",
+            "sts_endpoint" => "endpoints.sts",
             k => k,
         };
         if key == "dynamodb_table" {
@@ -586,8 +664,15 @@ impl S3Settings {
                 | "skip_s3_checksum"
                 | "use_lockfile"
                 | "encrypt"
+                | "insecure"
         ) {
             parse_bool(key, value)?;
+        }
+        if key == "sse_customer_key" {
+            check_customer_key(value)?;
+        }
+        if key == "assume_role.duration" {
+            check_duration(value)?;
         }
         if key == "key" && (value.starts_with('/') || value.ends_with('/') || value.is_empty()) {
             return Err(format!(
@@ -675,6 +760,70 @@ impl S3Settings {
             .or_else(|| env("AWS_ENDPOINT_URL"))
             .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
         let flag = |k: &str| arg(k).is_some_and(|v| parse_bool(k, &v).unwrap_or(false));
+        let bad = |m: String| StateError::Backend {
+            message: format!("the s3 backend's {m}"),
+        };
+        // SSE-C: the argument or AWS_SSE_CUSTOMER_KEY, used with `encrypt` as Terraform does.
+        let sse_customer_key = match arg("sse_customer_key") {
+            Some(_) if !flag("encrypt") => {
+                return Err(bad(
+                    "sse_customer_key takes effect only with encrypt = true (as in Terraform, \
+                     which otherwise ignores it): set encrypt = true, or remove sse_customer_key"
+                        .into(),
+                ));
+            }
+            Some(k) => Some(k),
+            None => env("AWS_SSE_CUSTOMER_KEY").filter(|_| flag("encrypt")),
+        };
+        if let Some(k) = &sse_customer_key {
+            check_customer_key(k).map_err(|m| bad(format!("{m} (AWS_SSE_CUSTOMER_KEY)")))?;
+            if arg("kms_key_id").is_some() {
+                return Err(bad(
+                    "arguments conflict: only one of kms_key_id, sse_customer_key can be set"
+                        .into(),
+                ));
+            }
+        }
+        let assume_role = if self.args.keys().any(|k| k.starts_with("assume_role.")) {
+            let role_arn = arg("assume_role.role_arn").ok_or_else(|| {
+                bad("assume_role needs role_arn (assume_role = { role_arn = \"arn:aws:iam::…:role/…\" })".into())
+            })?;
+            let duration_secs = match arg("assume_role.duration") {
+                Some(d) => Some(check_duration(&d).map_err(bad)?),
+                None => None,
+            };
+            let list = |k: &str| arg(k).map(|v| list_arg(&v)).unwrap_or_default();
+            let tags = match arg("assume_role.tags") {
+                Some(t) => serde_json::from_str::<BTreeMap<String, String>>(&t)
+                    .map_err(|_| bad("assume_role's tags must be a map of strings".into()))?,
+                None => BTreeMap::new(),
+            };
+            Some(Box::new(AssumeRole {
+                role_arn,
+                session_name: arg("assume_role.session_name").unwrap_or_else(|| {
+                    format!(
+                        "cairn-{}",
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_millis())
+                            .unwrap_or(0)
+                    )
+                }),
+                external_id: arg("assume_role.external_id"),
+                duration_secs,
+                policy: arg("assume_role.policy"),
+                policy_arns: list("assume_role.policy_arns"),
+                tags,
+                transitive_tag_keys: list("assume_role.transitive_tag_keys"),
+                source_identity: arg("assume_role.source_identity"),
+            }))
+        } else {
+            None
+        };
+        let sts_endpoint = arg("endpoints.sts")
+            .or_else(|| env("AWS_ENDPOINT_URL_STS"))
+            .or_else(|| env("AWS_ENDPOINT_URL"))
+            .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com"));
         Ok(S3Config {
             bucket,
             key,
@@ -686,6 +835,11 @@ impl S3Settings {
             token,
             encrypt: flag("encrypt"),
             kms_key_id: arg("kms_key_id"),
+            sse_customer_key,
+            acl: arg("acl"),
+            insecure: flag("insecure"),
+            assume_role,
+            sts_endpoint: sts_endpoint.trim_end_matches('/').to_string(),
             workspace_key_prefix: arg("workspace_key_prefix").unwrap_or_else(|| "env:".into()),
             workspace: "default".into(),
         })
@@ -790,5 +944,95 @@ mod s3_tests {
             .resolve(&|_| None)
             .unwrap_err();
         assert!(e.to_string().contains("found no credentials"), "{e}");
+    }
+
+    #[test]
+    fn s3_assume_role_sse_c_acl_and_insecure_as_terraform_checks_them() {
+        let base = [("bucket", "b"), ("key", "k"), ("region", "us-east-1")];
+        let creds = |v: &str| match v {
+            "AWS_ACCESS_KEY_ID" => Some("AK".to_string()),
+            "AWS_SECRET_ACCESS_KEY" => Some("sk".to_string()),
+            _ => None,
+        };
+        let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+        // Objects as JSON, taken apart: the role, the endpoints.
+        let mut s = settings(&base);
+        s.set(
+            "assume_role",
+            r#"{"role_arn":"arn:aws:iam::1:role/r","duration":"1h30m","policy_arns":["a","b"],"tags":{"team":"ops"}}"#,
+        )
+        .unwrap();
+        s.set("endpoints", r#"{"s3":"http://h:1","sts":"http://h:2/"}"#)
+            .unwrap();
+        s.set("encrypt", "true").unwrap();
+        s.set("sse_customer_key", key).unwrap();
+        s.set("acl", "bucket-owner-full-control").unwrap();
+        s.set("insecure", "true").unwrap();
+        let c = s.resolve(&creds).unwrap();
+        let role = c.assume_role.as_deref().unwrap();
+        assert_eq!(role.role_arn, "arn:aws:iam::1:role/r");
+        assert_eq!(role.duration_secs, Some(5400));
+        assert_eq!(role.policy_arns, ["a", "b"]);
+        assert_eq!(role.tags["team"], "ops");
+        assert!(role.session_name.starts_with("cairn-"));
+        assert_eq!(
+            (c.endpoint.as_str(), c.sts_endpoint.as_str()),
+            ("http://h:1", "http://h:2")
+        );
+        assert_eq!(c.sse_customer_key.as_deref(), Some(key));
+        assert!(c.insecure);
+        assert!(
+            !format!("{c:?} {s:?}").contains(key),
+            "the key is never shown"
+        );
+        // Terraform's checks, in its words.
+        let mut bad = settings(&base);
+        assert_eq!(
+            bad.set("sse_customer_key", "c2hvcnQ=").unwrap_err(),
+            "sse_customer_key must be 44 characters in length"
+        );
+        assert_eq!(
+            bad.set("assume_role.duration", "5s").unwrap_err(),
+            "Duration must be between 15m0s and 12h0m0s, had 5s"
+        );
+        assert!(bad
+            .set("assume_role", "\"x\"")
+            .unwrap_err()
+            .contains("object"));
+        bad.set("assume_role.session_name", "x").unwrap();
+        let e = bad.resolve(&creds).unwrap_err().to_string();
+        assert!(e.contains("assume_role needs role_arn"), "{e}");
+        let mut both = settings(&base);
+        both.set("encrypt", "true").unwrap();
+        both.set("sse_customer_key", key).unwrap();
+        both.set("kms_key_id", "arn:aws:kms:us-east-1:1:key/x")
+            .unwrap();
+        let e = both.resolve(&creds).unwrap_err().to_string();
+        assert!(
+            e.contains("only one of kms_key_id, sse_customer_key"),
+            "{e}"
+        );
+        // Without encrypt, a key that would silently not be used is refused.
+        let mut off = settings(&base);
+        off.set("sse_customer_key", key).unwrap();
+        let e = off.resolve(&creds).unwrap_err().to_string();
+        assert!(e.contains("encrypt = true"), "{e}");
+        // From the environment, as Terraform: AWS_SSE_CUSTOMER_KEY, used with encrypt.
+        let mut on = settings(&base);
+        on.set("encrypt", "true").unwrap();
+        let env = |v: &str| match v {
+            "AWS_SSE_CUSTOMER_KEY" => Some(key.to_string()),
+            other => creds(other),
+        };
+        assert_eq!(
+            on.resolve(&env).unwrap().sse_customer_key.as_deref(),
+            Some(key)
+        );
+        assert_eq!(
+            settings(&base).resolve(&env).unwrap().sse_customer_key,
+            None
+        );
+        assert_eq!(go_duration("12h"), Some(43_200));
+        assert_eq!(go_duration("1x"), None);
     }
 }

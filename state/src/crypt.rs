@@ -236,6 +236,9 @@ fn parse_header(b: &[u8]) -> Option<Header<'_>> {
     })
 }
 
+/// A key derived (or being derived) once for all its users.
+type KeySlot = Arc<std::sync::OnceLock<Result<Cipher, String>>>;
+
 /// The key a writer seals with: its header (without the nonce) and its cipher.
 struct WriteKey {
     header: Vec<u8>,
@@ -250,8 +253,15 @@ pub struct Encryption {
     primary: Method,
     fallbacks: Vec<Method>,
     enforced: bool,
-    keys: Mutex<HashMap<KeySpec, Cipher>>,
+    /// Derived keys, each derived once: a key being derived (on the thread
+    /// [`Encryption::prefetch`] starts) is waited for, never derived twice.
+    keys: Mutex<HashMap<KeySpec, KeySlot>>,
     write: Mutex<Option<Arc<WriteKey>>>,
+    /// The salt of a new log's first write key, whose key [`Encryption::prefetch`] derives
+    /// ahead.
+    spare_salt: Mutex<Option<Vec<u8>>>,
+    /// How many keys were derived (PBKDF2 runs), for the tests.
+    derivations: std::sync::atomic::AtomicUsize,
     rng: Mutex<rand::rngs::StdRng>,
 }
 
@@ -282,6 +292,8 @@ impl Encryption {
             enforced,
             keys: Mutex::new(HashMap::new()),
             write: Mutex::new(None),
+            spare_salt: Mutex::new(None),
+            derivations: std::sync::atomic::AtomicUsize::new(0),
             rng: Mutex::new(rand::rngs::StdRng::from_entropy()),
         })
     }
@@ -311,12 +323,104 @@ impl Encryption {
     }
 
     fn cipher(&self, spec: KeySpec) -> Result<Cipher, String> {
-        if let Some(c) = self.keys.lock().expect("keys").get(&spec) {
-            return Ok(c.clone());
-        }
-        let c = derive(&spec)?;
-        self.keys.lock().expect("keys").insert(spec, c.clone());
-        Ok(c)
+        let slot = self
+            .keys
+            .lock()
+            .expect("keys")
+            .entry(spec.clone())
+            .or_default()
+            .clone();
+        slot.get_or_init(|| {
+            self.derivations
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            derive(&spec)
+        })
+        .clone()
+    }
+
+    /// The primary key's spec for `salt`, if the primary method has a key.
+    fn primary_spec(&self, salt: Vec<u8>) -> Option<KeySpec> {
+        let Method::AesGcm { keys, .. } = &self.primary else {
+            return None;
+        };
+        Some(KeySpec {
+            provider: keys.address.clone(),
+            passphrase: keys.passphrase.clone(),
+            hash: keys.hash,
+            iterations: keys.iterations,
+            key_length: keys.key_length,
+            salt,
+        })
+    }
+
+    /// Starts deriving the primary key on a thread of its own, so that PBKDF2's deliberate
+    /// cost overlaps the work before the state is opened (loading the configuration): for the
+    /// salt `hint` names (what [`Encryption::hint`] said of this state's log last time), else
+    /// for a fresh salt, the one a new log's first write will take. A key is derived once
+    /// either way: whoever needs it first waits for this thread.
+    pub fn prefetch(self: &Arc<Self>, hint: Option<&str>) {
+        let Some(fresh) = self.primary_spec(Vec::new()) else {
+            return;
+        };
+        let hinted = hint.and_then(|h| {
+            let mut parts = h.split_whitespace();
+            let (provider, hash, iterations, key_length, salt) = (
+                parts.next()?,
+                parts.next()?,
+                parts.next()?.parse::<u32>().ok()?,
+                parts.next()?.parse::<usize>().ok()?,
+                parts.next()?,
+            );
+            let salt = (0..salt.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(salt.get(i..i + 2)?, 16).ok())
+                .collect::<Option<Vec<u8>>>()?;
+            let same = provider == fresh.provider
+                && Hash::parse(hash) == Some(fresh.hash)
+                && iterations == fresh.iterations
+                && key_length == fresh.key_length;
+            same.then(|| self.primary_spec(salt)).flatten()
+        });
+        let spec = match hinted {
+            Some(spec) => spec,
+            None => {
+                let Method::AesGcm { keys, .. } = &self.primary else {
+                    return;
+                };
+                let mut salt = vec![0u8; keys.salt_length];
+                self.rng.lock().expect("rng").fill_bytes(&mut salt);
+                *self.spare_salt.lock().expect("spare salt") = Some(salt.clone());
+                KeySpec { salt, ..fresh }
+            }
+        };
+        let me = self.clone();
+        let _ = std::thread::Builder::new()
+            .name("cairn-kdf".into())
+            .spawn(move || {
+                let _ = me.cipher(spec);
+            });
+    }
+
+    /// What [`Encryption::prefetch`] takes as its hint: the primary key's parameters and the
+    /// salt this process writes with (none written or read: `None`). No secret: every sealed
+    /// record's header holds the same in the clear.
+    pub fn hint(&self) -> Option<String> {
+        let w = self.write.lock().expect("write key").clone()?;
+        let h = parse_header(&[w.header.as_slice(), &[0u8; NONCE]].concat()).map(|h| {
+            (
+                h.provider.to_string(),
+                h.hash,
+                h.iterations,
+                h.key_length,
+                h.salt.to_vec(),
+            )
+        })?;
+        let hash = match h.1 {
+            Hash::Sha256 => "sha256",
+            Hash::Sha512 => "sha512",
+        };
+        let salt: String = h.4.iter().map(|b| format!("{b:02x}")).collect();
+        Some(format!("{} {hash} {} {} {salt}", h.0, h.2, h.3))
     }
 
     fn write_key(&self) -> Result<Option<Arc<WriteKey>>, String> {
@@ -326,8 +430,16 @@ impl Encryption {
         if let Some(k) = &*self.write.lock().expect("write key") {
             return Ok(Some(k.clone()));
         }
-        let mut salt = vec![0u8; keys.salt_length];
-        self.rng.lock().expect("rng").fill_bytes(&mut salt);
+        // The salt whose key `prefetch` is deriving, if any; else a fresh one.
+        let spare = self.spare_salt.lock().expect("spare salt").take();
+        let salt = match spare {
+            Some(s) if s.len() == keys.salt_length => s,
+            _ => {
+                let mut salt = vec![0u8; keys.salt_length];
+                self.rng.lock().expect("rng").fill_bytes(&mut salt);
+                salt
+            }
+        };
         let k = Arc::new(self.make_write_key(keys, aad, salt)?);
         *self.write.lock().expect("write key") = Some(k.clone());
         Ok(Some(k))
@@ -553,6 +665,36 @@ mod tests {
         assert!(require_plain("record 1", &sealed)
             .unwrap_err()
             .contains("key_provider.pbkdf2.k"));
+    }
+
+    #[test]
+    fn keys_derived_ahead_serve_the_log_and_are_derived_once() {
+        let derived = |e: &Encryption| e.derivations.load(std::sync::atomic::Ordering::Relaxed);
+        let m = || gcm("m", key("k", "correct horse battery"));
+        // A new log: the first write takes the salt whose key was derived ahead.
+        let first = Arc::new(Encryption::new("state", m(), vec![], true).unwrap());
+        first.prefetch(None);
+        let sealed = first.seal(b"one").unwrap();
+        assert_eq!(derived(&first), 1);
+        let hint = first.hint().expect("a write key");
+        assert!(
+            hint.starts_with("key_provider.pbkdf2.k sha512 1000 32 "),
+            "{hint}"
+        );
+        // The next process, with the hint: the key of the log's salt, derived once, reads
+        // the log and writes under the same salt.
+        let next = Arc::new(Encryption::new("state", m(), vec![], true).unwrap());
+        next.prefetch(Some(&hint));
+        assert_eq!(&*next.open("record 1", &sealed).unwrap(), b"one");
+        next.seal(b"two").unwrap();
+        assert_eq!(next.hint().as_deref(), Some(hint.as_str()));
+        assert_eq!(derived(&next), 1);
+        // A hint for another key, or garbage, is ignored: a fresh salt is derived ahead.
+        let other = Arc::new(Encryption::new("state", m(), vec![], true).unwrap());
+        other.prefetch(Some("key_provider.pbkdf2.zz sha512 1000 32 00ff"));
+        other.prefetch(Some("not a hint"));
+        other.seal(b"x").unwrap();
+        assert_ne!(other.hint().as_deref(), Some(hint.as_str()));
     }
 
     #[test]

@@ -71,11 +71,27 @@ pub(crate) struct Client {
     rt: Option<tokio::runtime::Runtime>,
     http: reqwest::Client,
     bucket: Bucket,
-    creds: Credentials,
-    /// Server-side encryption headers put on every object written (signed).
-    sse: Vec<(&'static str, String)>,
+    /// The credentials requests are signed with, and when they expire (an assumed role's).
+    creds: Mutex<(Credentials, Option<jiff::Timestamp>)>,
+    /// `assume_role`: the role, the credentials that assume it, and STS's endpoint.
+    role: Option<Role>,
+    /// Headers put on every object written (signed): server-side encryption, SSE-C, ACL.
+    put_headers: Vec<(&'static str, String)>,
+    /// Headers sent with every object read (signed): SSE-C's.
+    get_headers: Vec<(&'static str, String)>,
     describe: String,
 }
+
+/// What assuming the role again (when its credentials near their expiry) takes.
+struct Role {
+    spec: crate::backend_config::AssumeRole,
+    base: Credentials,
+    sts: url::Url,
+    region: String,
+}
+
+/// Temporary credentials are renewed this long before they expire.
+const RENEW_BEFORE: Duration = Duration::from_secs(300);
 
 impl Drop for Client {
     fn drop(&mut self) {
@@ -112,13 +128,47 @@ impl Client {
             Some(t) => Credentials::new_with_token(&cfg.access_key, &cfg.secret_key, t),
             None => Credentials::new(&cfg.access_key, &cfg.secret_key),
         };
-        let mut sse = Vec::new();
+        let mut put_headers = Vec::new();
+        let mut get_headers = Vec::new();
         if let Some(kms) = &cfg.kms_key_id {
-            sse.push(("x-amz-server-side-encryption", "aws:kms".to_string()));
-            sse.push(("x-amz-server-side-encryption-aws-kms-key-id", kms.clone()));
+            put_headers.push(("x-amz-server-side-encryption", "aws:kms".to_string()));
+            put_headers.push(("x-amz-server-side-encryption-aws-kms-key-id", kms.clone()));
+        } else if let Some(key) = &cfg.sse_customer_key {
+            // SSE-C: the key goes with every read and write of an object, as Terraform's.
+            use base64::Engine;
+            let b64 = base64::engine::general_purpose::STANDARD;
+            let raw = b64
+                .decode(key)
+                .map_err(|e| fail(format!("sse_customer_key: {e}")))?;
+            let md5 = b64.encode(md5::Md5::digest(&raw));
+            for h in [&mut put_headers, &mut get_headers] {
+                h.push((
+                    "x-amz-server-side-encryption-customer-algorithm",
+                    "AES256".to_string(),
+                ));
+                h.push(("x-amz-server-side-encryption-customer-key", key.clone()));
+                h.push(("x-amz-server-side-encryption-customer-key-md5", md5.clone()));
+            }
         } else if cfg.encrypt {
-            sse.push(("x-amz-server-side-encryption", "AES256".to_string()));
+            put_headers.push(("x-amz-server-side-encryption", "AES256".to_string()));
         }
+        if let Some(acl) = &cfg.acl {
+            put_headers.push(("x-amz-acl", acl.clone()));
+        }
+        let role = match &cfg.assume_role {
+            Some(spec) => Some(Role {
+                spec: (**spec).clone(),
+                base: creds.clone(),
+                sts: cfg.sts_endpoint.parse().map_err(|e| {
+                    fail(format!(
+                        "the STS endpoint {:?} is not a URL ({e})",
+                        cfg.sts_endpoint
+                    ))
+                })?,
+                region: cfg.region.clone(),
+            }),
+            None => None,
+        };
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("cairn-s3")
@@ -128,6 +178,7 @@ impl Client {
         let http = match reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(5))
+            .tls_danger_accept_invalid_certs(cfg.insecure)
             .build()
         {
             Ok(h) => h,
@@ -137,14 +188,95 @@ impl Client {
                 return Err(fail(e.to_string()));
             }
         };
-        Ok(Client {
+        let client = Client {
             rt: Some(rt),
             http,
             bucket,
-            creds,
-            sse,
+            creds: Mutex::new((creds, None)),
+            role,
+            put_headers,
+            get_headers,
             describe: cfg.describe(),
-        })
+        };
+        if client.role.is_some() {
+            // Assumed now, so that a refused role is the first error, not a failed read.
+            client.assume()?;
+        }
+        Ok(client)
+    }
+
+    /// STS AssumeRole with the base credentials: the role's temporary credentials become
+    /// the ones requests are signed with.
+    fn assume(&self) -> Result<(), StateError> {
+        let role = self.role.as_ref().expect("assume only with a role");
+        let spec = &role.spec;
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        form.append_pair("Action", "AssumeRole")
+            .append_pair("Version", "2011-06-15")
+            .append_pair("RoleArn", &spec.role_arn)
+            .append_pair("RoleSessionName", &spec.session_name);
+        if let Some(d) = spec.duration_secs {
+            form.append_pair("DurationSeconds", &d.to_string());
+        }
+        if let Some(x) = &spec.external_id {
+            form.append_pair("ExternalId", x);
+        }
+        if let Some(p) = &spec.policy {
+            form.append_pair("Policy", p);
+        }
+        for (i, arn) in spec.policy_arns.iter().enumerate() {
+            form.append_pair(&format!("PolicyArns.member.{}.arn", i + 1), arn);
+        }
+        for (i, (k, v)) in spec.tags.iter().enumerate() {
+            form.append_pair(&format!("Tags.member.{}.Key", i + 1), k);
+            form.append_pair(&format!("Tags.member.{}.Value", i + 1), v);
+        }
+        for (i, k) in spec.transitive_tag_keys.iter().enumerate() {
+            form.append_pair(&format!("TransitiveTagKeys.member.{}", i + 1), k);
+        }
+        if let Some(s) = &spec.source_identity {
+            form.append_pair("SourceIdentity", s);
+        }
+        let body = form.finish().into_bytes();
+        let headers = sigv4_post(&role.sts, &role.region, "sts", &role.base, &body);
+        let what = format!("assume the role {} (STS {})", spec.role_arn, role.sts);
+        let fail = |m: String| StateError::Backend {
+            message: format!("s3 backend: cannot {what}: {m}"),
+        };
+        let reply = self
+            .send(reqwest::Method::POST, role.sts.clone(), headers, Some(body))
+            .map_err(fail)?;
+        if reply.0 != 200 {
+            return Err(fail(format!("HTTP {}: {}", reply.0, s3_error(&reply.1))));
+        }
+        let text = String::from_utf8_lossy(&reply.1);
+        let tag = |t: &str| xml_tag(&text, t);
+        let (Some(key), Some(secret), Some(token)) = (
+            tag("AccessKeyId"),
+            tag("SecretAccessKey"),
+            tag("SessionToken"),
+        ) else {
+            return Err(fail("STS answered without credentials".into()));
+        };
+        let expires = tag("Expiration").and_then(|e| e.parse::<jiff::Timestamp>().ok());
+        *self.creds.lock().expect("s3 credentials") =
+            (Credentials::new_with_token(key, secret, token), expires);
+        Ok(())
+    }
+
+    /// The credentials to sign with now (an assumed role's are renewed before they expire).
+    fn creds(&self) -> Result<Credentials, StateError> {
+        let renew = self.role.is_some() && {
+            let c = self.creds.lock().expect("s3 credentials");
+            c.1.is_some_and(|at| {
+                let left = at.duration_since(jiff::Timestamp::now());
+                left.as_secs() < RENEW_BEFORE.as_secs() as i64
+            })
+        };
+        if renew {
+            self.assume()?;
+        }
+        Ok(self.creds.lock().expect("s3 credentials").0.clone())
     }
 
     /// Sends one request (retried on connection errors, 5xx and 409 for [`RETRY_FOR`]) and
@@ -209,10 +341,19 @@ impl Client {
 
     /// The object `key` (`None`: there is none).
     pub(crate) fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StateError> {
-        let url = rusty_s3::actions::GetObject::new(&self.bucket, Some(&self.creds), key)
-            .sign(SIGNED_FOR);
+        let creds = self.creds()?;
+        let mut action = rusty_s3::actions::GetObject::new(&self.bucket, Some(&creds), key);
+        for (k, v) in &self.get_headers {
+            action.headers_mut().insert(*k, v.clone());
+        }
+        let url = action.sign(SIGNED_FOR);
+        let headers = self
+            .get_headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
         let reply = self
-            .send(reqwest::Method::GET, url, Vec::new(), None)
+            .send(reqwest::Method::GET, url, headers, None)
             .map_err(|e| self.io("read", key, e))?;
         match reply.0 {
             200 => Ok(Some(reply.1)),
@@ -229,13 +370,14 @@ impl Client {
         body: Vec<u8>,
         create_only: bool,
     ) -> Result<bool, StateError> {
-        let mut action = rusty_s3::actions::PutObject::new(&self.bucket, Some(&self.creds), key);
-        for (k, v) in &self.sse {
+        let creds = self.creds()?;
+        let mut action = rusty_s3::actions::PutObject::new(&self.bucket, Some(&creds), key);
+        for (k, v) in &self.put_headers {
             action.headers_mut().insert(*k, v.clone());
         }
         let url = action.sign(SIGNED_FOR);
         let mut headers: Vec<(String, String)> = self
-            .sse
+            .put_headers
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
@@ -261,8 +403,9 @@ impl Client {
 
     /// Deletes object `key` (none there: nothing to do).
     pub(crate) fn delete(&self, key: &str) -> Result<(), StateError> {
-        let url = rusty_s3::actions::DeleteObject::new(&self.bucket, Some(&self.creds), key)
-            .sign(SIGNED_FOR);
+        let creds = self.creds()?;
+        let url =
+            rusty_s3::actions::DeleteObject::new(&self.bucket, Some(&creds), key).sign(SIGNED_FOR);
         let reply = self
             .send(reqwest::Method::DELETE, url, Vec::new(), None)
             .map_err(|e| self.io("delete", key, e))?;
@@ -281,7 +424,8 @@ impl Client {
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let mut action = self.bucket.list_objects_v2(Some(&self.creds));
+            let creds = self.creds()?;
+            let mut action = self.bucket.list_objects_v2(Some(&creds));
             action.with_prefix(prefix);
             if let Some(s) = start_after {
                 action.with_start_after(s);
@@ -322,6 +466,95 @@ fn error_chain(e: &reqwest::Error) -> String {
         source = s.source();
     }
     m
+}
+
+/// The text of the first `<tag>…</tag>` in an XML answer (unescaped).
+fn xml_tag(text: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let start = text.find(&open)? + open.len();
+    let end = text[start..].find(&format!("</{tag}>"))? + start;
+    Some(
+        text[start..end]
+            .trim()
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&"),
+    )
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {
+    use hmac::Mac;
+    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes any key");
+    m.update(data);
+    m.finalize().into_bytes().to_vec()
+}
+
+/// The headers of a form POST to `url` signed with AWS Signature Version 4 for `service`
+/// (STS: rusty-s3 signs S3's requests only).
+fn sigv4_post(
+    url: &url::Url,
+    region: &str,
+    service: &str,
+    creds: &Credentials,
+    body: &[u8],
+) -> Vec<(String, String)> {
+    let now = jiff::Timestamp::now();
+    let amz_date = now.strftime("%Y%m%dT%H%M%SZ").to_string();
+    let day = now.strftime("%Y%m%d").to_string();
+    let host = match url.port() {
+        Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_string(),
+    };
+    let mut headers: Vec<(String, String)> = vec![
+        (
+            "content-type".into(),
+            "application/x-www-form-urlencoded; charset=utf-8".into(),
+        ),
+        ("host".into(), host),
+        ("x-amz-date".into(), amz_date.clone()),
+    ];
+    if let Some(t) = creds.token() {
+        headers.push(("x-amz-security-token".into(), t.to_string()));
+    }
+    headers.sort();
+    let signed: Vec<&str> = headers.iter().map(|(k, _)| k.as_str()).collect();
+    let signed = signed.join(";");
+    let canonical_headers: String = headers.iter().map(|(k, v)| format!("{k}:{v}\n")).collect();
+    let path = if url.path().is_empty() {
+        "/"
+    } else {
+        url.path()
+    };
+    let canonical = format!(
+        "POST\n{path}\n{}\n{canonical_headers}\n{signed}\n{}",
+        url.query().unwrap_or(""),
+        hex(&sha2::Sha256::digest(body))
+    );
+    let scope = format!("{day}/{region}/{service}/aws4_request");
+    let to_sign = format!(
+        "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
+        hex(&sha2::Sha256::digest(canonical.as_bytes()))
+    );
+    let mut key = hmac_sha256(format!("AWS4{}", creds.secret()).as_bytes(), day.as_bytes());
+    for part in [region, service, "aws4_request"] {
+        key = hmac_sha256(&key, part.as_bytes());
+    }
+    let signature = hex(&hmac_sha256(&key, to_sign.as_bytes()));
+    headers.retain(|(k, _)| k != "host");
+    headers.push((
+        "authorization".into(),
+        format!(
+            "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed}, Signature={signature}",
+            creds.key()
+        ),
+    ));
+    headers
 }
 
 /// The `Code` and `Message` of an S3 error body, or its text.
@@ -659,6 +892,8 @@ fn host_name() -> String {
 
 /// The local journal of events a writer could not make durable in the bucket.
 pub(crate) const JOURNAL_FILE: &str = "s3-journal";
+/// The lock a run of this working copy held and could not delete when it ended.
+const LEFT_LOCK_FILE: &str = "s3-lock-left";
 
 /// What the store and its flushers share.
 struct Writer {
@@ -874,6 +1109,12 @@ impl S3Storage {
         &self.writer.client
     }
 
+    /// `<state dir>/s3-lock-left`: the ID of the lock this working copy's last run held and
+    /// could not delete.
+    fn left_lock_file(&self) -> PathBuf {
+        self.writer.journal.with_file_name(LEFT_LOCK_FILE)
+    }
+
     fn keys(&self) -> &Keys {
         &self.writer.keys
     }
@@ -896,10 +1137,24 @@ impl S3Storage {
         let body = serde_json::to_vec(&info).expect("lock info serializes");
         let key = self.keys().lock();
         let deadline = Instant::now() + opts.lock_timeout;
+        // The lock an earlier run of this working copy could not delete (the bucket was out
+        // of reach when it ended): that run is over, so its lock is released here.
+        let left = self.left_lock_file();
+        let left_id = std::fs::read_to_string(&left)
+            .ok()
+            .map(|t| t.trim().to_string());
         loop {
             if self.client().put(&key, body.clone(), true)? {
                 self.lock = Some(id);
+                let _ = std::fs::remove_file(&left);
                 return Ok(());
+            }
+            if let Some(old) = &left_id {
+                if read_lock(self.client(), self.keys())?.is_some_and(|l| &l.id == old) {
+                    self.client().delete(&key)?;
+                    let _ = std::fs::remove_file(&left);
+                    continue;
+                }
             }
             if Instant::now() >= deadline {
                 let holder = read_lock(self.client(), self.keys())?.map(|l| Box::new(l.holder()));
@@ -1131,10 +1386,15 @@ impl Drop for S3Storage {
         }
         if let Some(id) = self.lock.take() {
             // Only our own lock: a force-unlocked one may be another run's by now.
-            if let Ok(Some(l)) = read_lock(self.client(), self.keys()) {
-                if l.id == id {
-                    let _ = self.client().delete(&self.keys().lock());
-                }
+            let released = match read_lock(self.client(), self.keys()) {
+                Ok(Some(l)) if l.id == id => self.client().delete(&self.keys().lock()).is_ok(),
+                Ok(_) => true,
+                Err(_) => false,
+            };
+            if !released {
+                // The bucket is out of reach: the next run here releases it (this run is
+                // over), see `acquire_lock`.
+                let _ = std::fs::write(self.left_lock_file(), &id);
             }
         }
     }

@@ -54,7 +54,7 @@ impl From<S3Log> for Store {
 #[derive(Clone, Debug)]
 pub enum Remote {
     Pg(PgConfig),
-    S3(S3Config),
+    S3(Box<S3Config>),
 }
 
 /// The shared store `dir` names (`None`: the sled log in `dir`), its environment resolved.
@@ -68,10 +68,10 @@ pub fn configured(dir: &Path) -> Result<Option<Remote>, StateError> {
     match read_backend(&root)? {
         Backend::S3(settings) => {
             let cfg = settings.resolve(&process_env)?;
-            Ok(Some(Remote::S3(match workspace {
+            Ok(Some(Remote::S3(Box::new(match workspace {
                 Some(name) => cfg.in_workspace(&name),
                 None => cfg,
-            })))
+            }))))
         }
         _ => Ok(configured_pg(dir)?.map(Remote::Pg)),
     }

@@ -133,6 +133,11 @@ impl Loader {
                 .iter()
                 .copied()
                 .filter(|k| !k.contains('.'))
+                .chain(
+                    cairn_state::backend_config::S3_OBJECT_ARGUMENTS
+                        .iter()
+                        .copied(),
+                )
                 .chain(["dynamodb_table"])
                 .collect(),
             _ => Vec::new(),
@@ -143,13 +148,33 @@ impl Loader {
         let mut pending = Vec::new();
         for (name, a) in parts.attrs {
             let list = name.starts_with("shared_") && name.ends_with("_files");
+            let object = kind == "s3"
+                && cairn_state::backend_config::S3_OBJECT_ARGUMENTS.contains(&name.as_str());
             if is_early(&a.value) {
                 pending.push(Pending::Backend {
                     arg: name,
                     list,
+                    object,
                     expr: a.value.clone(),
                     file,
                 });
+            } else if object {
+                // `assume_role = { role_arn = "…" }`, `endpoints = { s3 = "…" }`: kept as JSON,
+                // which the backend takes apart and checks.
+                match const_value(&a.value, file) {
+                    Ok(v @ (crate::value::Value::Object(_) | crate::value::Value::Map(_))) => {
+                        args.insert(name, v.to_json().to_string());
+                    }
+                    Ok(_) => {
+                        let sp = self.span(file, &a.value);
+                        self.err(
+                            sp,
+                            "Incorrect attribute value type",
+                            format!("Inappropriate value for attribute {name:?}: an object is required."),
+                        );
+                    }
+                    Err(d) => self.diags.push(d),
+                }
             } else if list {
                 // A list of paths, kept as JSON for the backend.
                 let ty = crate::value::Type::List(Box::new(crate::value::Type::String));
@@ -174,16 +199,18 @@ impl Loader {
                 Some(&["s3", "sts", "iam", "sso", "dynamodb"]),
                 Some(&[]),
             );
-            if let Some(a) = ep.attrs.get("s3") {
+            for (service, a) in &ep.attrs {
+                let arg = format!("endpoints.{service}");
                 if is_early(&a.value) {
                     pending.push(Pending::Backend {
-                        arg: "endpoints.s3".into(),
+                        arg,
                         list: false,
+                        object: false,
                         expr: a.value.clone(),
                         file,
                     });
                 } else if let Some(v) = self.const_string(file, a) {
-                    args.insert("endpoints.s3".to_string(), v);
+                    args.insert(arg, v);
                 }
             }
         }

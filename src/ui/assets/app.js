@@ -640,8 +640,9 @@ function render(refresh) {
 async function poll() {
   try {
     const h = await api("/api/head");
-    const busy = h.busy ? `cairn ${h.busy.command || "?"} (pid ${h.busy.pid || "?"}${h.busy.host ? " on " + h.busy.host : ""}) is running: ${h.store === "postgres" ? "its events appear as it writes them" : "its run appears when it finishes"}` : "";
-    statusEl.textContent = busy || (h.missing ? "no state yet" : `${h.runs} runs · ${h.head} events · ${h.store === "postgres" ? "PostgreSQL · " : ""}live`);
+    const busy = h.busy ? `cairn ${h.busy.command || "?"} (pid ${h.busy.pid || "?"}${h.busy.host ? " on " + h.busy.host : ""}) is running: ${h.store === "postgres" || h.store === "s3" ? "its events appear as it writes them" : "its run appears when it finishes"}` : "";
+    const where = { postgres: "PostgreSQL · ", s3: "S3 · " }[h.store] || "";
+    statusEl.textContent = busy || (h.missing ? "no state yet" : `${h.runs} runs · ${h.head} events · ${where}live`);
     statusEl.classList.toggle("busy", !!busy);
     document.body.dataset.head = h.head;
     // A saved plan file written again is read again.

@@ -25,6 +25,18 @@ pub struct S3Server {
     pub port: u16,
     root: PathBuf,
     child: Option<(Child, ChildStdin)>,
+    options: Options,
+}
+
+/// How a server of a test's own runs.
+#[derive(Clone, Copy, Default)]
+pub struct Options {
+    /// Every request is recorded (moto's recorder, `MOTO_ENABLE_RECORDING`) in a file: what
+    /// was sent can be checked ([`S3Server::recording`]), and a restarted server replays it
+    /// to come back with the data it had ([`S3Server::restart`]).
+    pub recording: bool,
+    /// HTTPS with a self-signed certificate (moto's `--ssl`).
+    pub tls: bool,
 }
 
 fn moto_bin() -> Result<PathBuf, String> {
@@ -56,17 +68,44 @@ fn free_port() -> Result<u16, String> {
 
 impl S3Server {
     pub fn start() -> Result<S3Server, String> {
-        let bin = moto_bin()?;
+        S3Server::start_with(Options::default())
+    }
+
+    pub fn start_with(options: Options) -> Result<S3Server, String> {
         let port = free_port()?;
         let root = std::env::temp_dir().join(format!("cairn-s3-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+        let mut s = S3Server {
+            port,
+            root,
+            child: None,
+            options,
+        };
+        s.launch()?;
+        Ok(s)
+    }
+
+    /// Starts moto on `self.port` and waits until it answers.
+    fn launch(&mut self) -> Result<(), String> {
+        let bin = moto_bin()?;
+        let root = &self.root;
+        let mut env = String::new();
+        if self.options.recording {
+            env = format!(
+                "MOTO_ENABLE_RECORDING=True MOTO_RECORDER_FILEPATH='{}' ",
+                root.join("recording.jsonl").display()
+            );
+        }
+        let ssl = if self.options.tls { " --ssl" } else { "" };
         let script = format!(
-            "'{}' -H 127.0.0.1 -p {port} >>'{}' 2>&1 & pid=$!; echo $pid >'{}'; read _; \
+            "{env}'{}' -H 127.0.0.1 -p {}{ssl} >>'{}' 2>&1 & pid=$!; echo $pid >'{}'; read _; \
              kill -CONT $pid; kill $pid; wait $pid",
             bin.display(),
+            self.port,
             root.join("log").display(),
             root.join("pid").display()
         );
+        let _ = std::fs::remove_file(root.join("pid"));
         let mut child = Command::new("/bin/sh")
             .args(["-c", &script])
             .stdin(Stdio::piped())
@@ -75,24 +114,63 @@ impl S3Server {
             .spawn()
             .map_err(|e| format!("cannot start moto_server: {e}"))?;
         let stdin = child.stdin.take().expect("piped");
-        let s = S3Server {
-            port,
-            root,
-            child: Some((child, stdin)),
-        };
+        self.child = Some((child, stdin));
         let deadline = Instant::now() + Duration::from_secs(60);
-        while s.request("GET", "/", &[]).is_err() {
+        loop {
+            let up = if self.options.tls {
+                std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            } else {
+                self.request("GET", "/", &[]).is_ok()
+            };
+            if up {
+                return Ok(());
+            }
             if Instant::now() > deadline {
-                let log = std::fs::read_to_string(s.root.join("log")).unwrap_or_default();
+                let log = std::fs::read_to_string(self.root.join("log")).unwrap_or_default();
                 return Err(format!("moto_server did not answer in 60 s:\n{log}"));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Ok(s)
+    }
+
+    /// Kills the server (SIGKILL: no goodbye to its clients); its recording stays.
+    pub fn stop(&mut self) {
+        let pid = std::fs::read_to_string(self.root.join("pid")).expect("pid file");
+        let ok = Command::new("kill")
+            .args(["-KILL", pid.trim()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -KILL moto_server");
+        if let Some((mut child, stdin)) = self.child.take() {
+            drop(stdin);
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port and replays its recording, so it has the
+    /// buckets and objects it had when it stopped, as a server with a disk would.
+    pub fn restart(&mut self) {
+        assert!(self.options.recording, "only a recording server restarts");
+        self.launch().expect("moto_server starts again");
+        let (status, body) = self
+            .request("POST", "/moto-api/recorder/replay-recording", &[])
+            .expect("moto answers");
+        assert_eq!(status, 200, "replay: {}", String::from_utf8_lossy(&body));
+    }
+
+    /// Every request the server recorded (see [`Options::recording`]), as moto writes them:
+    /// `method`, `url`, `headers`.
+    pub fn recording(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.root.join("recording.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.options.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// One plain HTTP/1.1 request (moto does not check signatures; a header says who asks):
