@@ -17,7 +17,7 @@ use super::prompt::Question;
 use super::Context;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::engine::api::backend::{self, BackendRequest};
-use crate::engine::stack::{self as engine_stack, InstanceResult, Outcome, StackRequest};
+use crate::engine::stack::{self as engine_stack, fleet, InstanceResult, Outcome, StackRequest};
 use crate::plan::render::{render_plan, RenderOptions};
 use crate::plan::Action;
 use serde_json::json;
@@ -530,6 +530,18 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         }
         return apply_saved(ctx, &rt, &stack, &req, path, no_color);
     }
+    if a.runner {
+        if destroy {
+            return ctx.fail(
+                Diagnostic::error(
+                    "Unexpected argument",
+                    "stack destroy takes no -runner: to destroy a deployment with a fleet of runners, set destroy = true in its deployment block and run `cairn stack apply -runner`.",
+                ),
+                no_color,
+            );
+        }
+        return run_as_runner(ctx, &rt, &stack, &req, a.auto_approve, no_color);
+    }
     let mut applied = Totals::default();
     let mut rounds = 0;
     let stdin = std::io::stdin();
@@ -649,6 +661,146 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
     if !destroy {
         print_outputs(ctx, &stack, &req, no_color);
     }
+    Exit::Ok
+}
+
+/// `stack apply -runner`: this process is one runner of the stack's fleet (see
+/// `engine::stack::fleet`); it prints what it claims and finishes as it goes, then how the
+/// stack run ended and, when every item is done, the stack's outputs.
+fn run_as_runner(
+    ctx: &Context,
+    rt: &EngineRuntime,
+    stack: &engine_stack::Stack,
+    req: &StackRequest,
+    auto_approve: bool,
+    no_color: bool,
+) -> Exit {
+    if !auto_approve {
+        return ctx.fail(
+            Diagnostic::error(
+                "A runner applies without asking",
+                "`cairn stack apply -runner` applies each component it claims as soon as its upstream components are applied, with no one to answer a question: add -auto-approve (and review the changes first with `cairn stack plan`).",
+            ),
+            no_color,
+        );
+    }
+    let (color, _) = ctx.colors(no_color);
+    let mut applied = Totals::default();
+    let mut errors = false;
+    let mut note = |e: fleet::FleetEvent| match e {
+        fleet::FleetEvent::Joined {
+            run_id,
+            runner,
+            started,
+            abandoned,
+            items,
+        } => {
+            if let Some(old) = abandoned {
+                ctx.out(&format!(
+                    "Stack run {old} had no runner left and another configuration: abandoned.\n"
+                ));
+            }
+            ctx.out(&format!(
+                "Runner {runner} {} stack run {run_id} ({items} work item{}).\n",
+                if started { "started" } else { "joined" },
+                if items == 1 { "" } else { "s" }
+            ));
+        }
+        fleet::FleetEvent::Claimed { label, before } => {
+            if before.is_empty() {
+                ctx.out(&format!("{label}: claimed.\n"));
+            } else {
+                ctx.out(&format!(
+                    "{label}: claimed, taking over from runner {} (stopped before finishing it).\n",
+                    before.join(", ")
+                ));
+            }
+        }
+        fleet::FleetEvent::Finished {
+            label,
+            results,
+            status,
+        } => {
+            for r in &results {
+                if let Outcome::Deferred(why) = &r.outcome {
+                    ctx.out(&format!(
+                        "{} ({}): deferred: {why}.\n",
+                        r.id.address(),
+                        r.id.deployment
+                    ));
+                }
+            }
+            let applied_ok = report_applied(
+                ctx,
+                &results
+                    .into_iter()
+                    .filter(|r| !matches!(r.outcome, Outcome::Deferred(_)))
+                    .collect::<Vec<_>>(),
+                &mut applied,
+                no_color,
+            );
+            if status != "done" || !applied_ok {
+                errors = true;
+                ctx.out(&format!("{label}: {status}.\n"));
+            }
+        }
+        fleet::FleetEvent::Released { label } => {
+            ctx.out(&format!(
+                "{label}: given back unfinished (interrupted): another runner takes it over.\n"
+            ));
+        }
+        fleet::FleetEvent::Blocked { label, why } => {
+            errors = true;
+            ctx.out(&format!("{label}: blocked: {why}.\n"));
+        }
+    };
+    let end = match rt.run(fleet::run(stack, req, &mut note)) {
+        Ok(Ok(end)) => end,
+        Ok(Err(d)) | Err(d) => return ctx.fail(d, no_color),
+    };
+    let runners = end.runners.len();
+    if end.interrupted {
+        ctx.err(&format!(
+            "\nRunner {} stopped: what it applied is recorded, and the items it had not finished are pending again for the other runners of stack run {}.\n",
+            end.runner, end.run_id
+        ));
+        return Exit::Error;
+    }
+    let unfinished = fleet::unfinished(&end);
+    if !unfinished.is_empty() {
+        let mut text = format!(
+            "\nStack run {} ended with {} of {} work items not done:\n",
+            end.run_id,
+            unfinished.len(),
+            end.rows.len()
+        );
+        for u in unfinished {
+            let _ = writeln!(text, "  {u}");
+        }
+        text.push_str(
+            "Fix the errors and run the runners again: a new stack run takes up what is left.\n",
+        );
+        ctx.err(&text);
+        return Exit::Error;
+    }
+    ctx.out(&format!(
+        "\n{} Stack run {}: {} work item{} done by {} runner{}; this runner ({}) finished {}. Resources it applied: {} added, {} changed, {} destroyed.\n",
+        green_bold("Stack apply complete!", color),
+        end.run_id,
+        end.rows.len(),
+        if end.rows.len() == 1 { "" } else { "s" },
+        runners,
+        if runners == 1 { "" } else { "s" },
+        end.runner,
+        end.mine,
+        applied.add,
+        applied.change,
+        applied.destroy
+    ));
+    if errors {
+        return Exit::Error;
+    }
+    print_outputs(ctx, stack, req, no_color);
     Exit::Ok
 }
 

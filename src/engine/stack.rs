@@ -39,6 +39,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod fleet;
+
 /// What a stack command asks.
 #[derive(Clone)]
 pub struct StackRequest {
@@ -938,12 +940,9 @@ fn planned_outputs(plan: &Plan) -> Value {
     }))
 }
 
-/// The outputs an instance's state holds.
+/// The outputs an instance's state holds (`id` is one `instances_in_state` listed).
 fn state_outputs(state_root: &Path, id: &InstanceId) -> Result<Option<Value>, Diagnostic> {
-    let dir = workspace::dir(state_root, &id.workspace());
-    if !dir.exists() {
-        return Ok(None);
-    }
+    let dir = super::workspaces::ensure_dir(state_root, &id.workspace())?;
     let Some((state, _)) = super::state_read::StateRead::open(&dir, "stack")? else {
         return Ok(None);
     };
@@ -965,7 +964,9 @@ pub fn instances_in_state(state_root: &Path) -> Result<Vec<InstanceId>, Diagnost
         let Some(id) = InstanceId::parse_workspace(&n) else {
             continue;
         };
-        let dir = workspace::dir(state_root, &n);
+        // On PostgreSQL or S3 a workspace another machine made has no local directory yet:
+        // its marker tells the store where the state is.
+        let dir = super::workspaces::ensure_dir(state_root, &n)?;
         let has_state = match super::state_read::StateRead::open(&dir, "stack")? {
             Some((s, _)) => {
                 s.snapshot().resources.values().any(|i| i.current.is_some())
@@ -984,7 +985,9 @@ pub fn instances_in_state(state_root: &Path) -> Result<Vec<InstanceId>, Diagnost
 /// The provider blocks an instance's own state recorded (its root module's provider
 /// instances), for destroying it when the configuration no longer configures it.
 fn recorded_providers(state_root: &Path, id: &InstanceId) -> Vec<(String, Option<String>, String)> {
-    let dir = workspace::dir(state_root, &id.workspace());
+    let Ok(dir) = super::workspaces::ensure_dir(state_root, &id.workspace()) else {
+        return Vec::new();
+    };
     let Ok(Some((state, _))) = super::state_read::StateRead::open(&dir, "stack") else {
         return Vec::new();
     };
@@ -1021,6 +1024,45 @@ fn null_inputs(dir: &Path) -> Vec<VarArg> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The destroy of a component instance the configuration no longer has (a `removed`
+/// block's, or a key gone from a `for_each`): the module of the component (or the `removed`
+/// block's `source`), null for its variables without a default, and the provider
+/// configuration its own state recorded.
+fn removal_job(model: &StackModel, state_root: &Path, id: &InstanceId) -> Result<Job, Diagnostic> {
+    let source = match model.components.get(&id.component) {
+        Some(c) => Some(c.source.clone()),
+        None => model
+            .removed
+            .iter()
+            .find(|r| r.name == id.component)
+            .map(|r| r.source.clone()),
+    };
+    let Some(source) = source else {
+        return Err(Diagnostic::error(
+            "Unclaimed component instance",
+            format!(
+                "Deployment {}'s {} has a state with objects, and the configuration has no \
+                 component block for it: to destroy its objects, add a removed block \
+                 (removed {{ from = component.{} source = \"…\" }}); to keep them, restore \
+                 the component block.",
+                quote(&id.deployment),
+                id.address(),
+                id.component
+            ),
+        ));
+    };
+    let dir = module_dir(&model.dir, &id.component, &source)?;
+    Ok(Job {
+        id: id.clone(),
+        level: 0,
+        removed: true,
+        vars: null_inputs(&dir),
+        providers: recorded_providers(state_root, id),
+        dir,
+        mode: PlanMode::Destroy,
+    })
 }
 
 /// Plans one round of the stack (see the module docs): with `apply`, each instance's plan is
@@ -1173,46 +1215,10 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
         if still {
             continue;
         }
-        let source = match declared {
-            Some(c) => Some(c.source.clone()),
-            None => model
-                .removed
-                .iter()
-                .find(|r| r.name == id.component)
-                .map(|r| r.source.clone()),
-        };
-        let Some(source) = source else {
-            round.diags.push(Diagnostic::error(
-                "Unclaimed component instance",
-                format!(
-                    "Deployment {}'s {} has a state with objects, and the configuration has no \
-                     component block for it: to destroy its objects, add a removed block \
-                     (removed {{ from = component.{} source = \"…\" }}); to keep them, restore \
-                     the component block.",
-                    quote(&id.deployment),
-                    id.address(),
-                    id.component
-                ),
-            ));
-            continue;
-        };
-        let dir = match module_dir(&model.dir, &id.component, &source) {
-            Ok(d) => d,
-            Err(d) => {
-                round.diags.push(d);
-                continue;
-            }
-        };
-        let job = Job {
-            id: id.clone(),
-            level: 0,
-            removed: true,
-            vars: null_inputs(&dir),
-            providers: recorded_providers(&req.state_root, id),
-            dir,
-            mode: PlanMode::Destroy,
-        };
-        spawn(&mut set, job);
+        match removal_job(model, &req.state_root, id) {
+            Ok(job) => spawn(&mut set, job),
+            Err(d) => round.diags.push(d),
+        }
     }
 
     // The walk: start every component whose dependencies are settled (for a destroy, whose

@@ -690,6 +690,24 @@ fn stack_apply_without_a_terminal_asks_for_auto_approve() {
     assert!(err.contains("no deployment named \"qa\""), "{err}");
 }
 
+/// A runner of a fleet (`stack apply -runner`) shares the work through PostgreSQL: on the
+/// local backend it is refused with what to do, and `stack destroy` takes no `-runner`.
+/// (The fleet itself runs in `src/tests/pg.rs` against a real server.)
+#[test]
+fn a_runner_needs_the_pg_backend() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, _, err) = sim(d, &["stack", "apply", "-runner", "-auto-approve"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("A runner needs the pg backend"), "{err}");
+    assert!(err.contains("cairn stack init -backend=pg"), "{err}");
+    let (code, _, err) = sim(d, &["stack", "destroy", "-runner", "-auto-approve"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("destroy = true"), "{err}");
+    assert!(things(d, "main").is_empty());
+}
+
 #[test]
 fn a_saved_stack_plan_applies_once_and_a_stale_one_is_refused() {
     let dir = run_stack();
