@@ -412,6 +412,7 @@ fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
             return Exit::Error;
         }
     };
+    ctx.report(&stack.sources, &stack.warnings, no_color);
     let rt = match EngineRuntime::start(ctx, &req.base) {
         Ok(rt) => rt,
         Err(d) => return ctx.fail(d, no_color),
@@ -513,6 +514,7 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
             return Exit::Error;
         }
     };
+    ctx.report(&stack.sources, &stack.warnings, no_color);
     let rt = match EngineRuntime::start(ctx, &req.base) {
         Ok(rt) => rt,
         Err(d) => return ctx.fail(d, no_color),

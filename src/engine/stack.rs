@@ -62,14 +62,73 @@ pub struct Stack {
     pub sources: SourceMap,
     model: StackModel,
     pub deployments: Vec<String>,
+    /// Warnings of loading it (an upstream stack that has not published yet).
+    pub warnings: Diagnostics,
 }
 
-/// Loads and checks the stack's configuration (what `stack validate` checks).
+/// Loads and checks the stack's configuration (what `stack validate` checks). Each
+/// `upstream_input`'s stack is read too: what it publishes (`publish_output`, from its
+/// deployments' outputs in its own states) is the input's value.
 pub fn load(req: &StackRequest) -> Result<Stack, (SourceMap, Diagnostics)> {
     let (cfg, diags) = load_stack(&req.dir, &req.base.env);
     if diags.has_errors() {
         return Err((cfg.sources, diags));
     }
+    let (cfg, mut diags) = if cfg.model.upstreams.is_empty() {
+        (cfg, diags)
+    } else {
+        let mut values = BTreeMap::new();
+        let mut notes = Diagnostics::new();
+        for (name, dir) in &cfg.model.upstreams {
+            match upstream_published(req, dir) {
+                Ok(v) => {
+                    let unknown: Vec<String> = match &v {
+                        Value::Object(m) => m
+                            .iter()
+                            .filter(|(_, v)| !v.is_wholly_known())
+                            .map(|(k, _)| k.clone())
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    if !unknown.is_empty() {
+                        notes.push(Diagnostic::warning(
+                            "Upstream stack not applied yet",
+                            format!(
+                                "upstream_input.{name}: the stack in {} has not published {} \
+                                 yet (its deployments' outputs are not in its state): apply it \
+                                 first. What uses them is deferred.",
+                                dir.display(),
+                                unknown.join(", ")
+                            ),
+                        ));
+                    }
+                    values.insert(name.clone(), v);
+                }
+                Err(d) => {
+                    let d = Diagnostic::error(
+                        "Cannot read upstream stack",
+                        format!(
+                            "upstream_input.{name}: the stack in {}: {}",
+                            dir.display(),
+                            d.iter()
+                                .map(|d| format!("{}: {}", d.summary, d.detail))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ),
+                    );
+                    return Err((cfg.sources, d.into()));
+                }
+            }
+        }
+        let (cfg, mut diags) =
+            crate::config::stack::load_stack_with(&req.dir, &req.base.env, &values);
+        diags.extend(notes);
+        (cfg, diags)
+    };
+    if diags.has_errors() {
+        return Err((cfg.sources, diags));
+    }
+    let warnings = std::mem::take(&mut diags);
     let mut deployments = cfg.deployments.clone();
     if let Some(d) = &req.deployment {
         if !deployments.contains(d) {
@@ -89,7 +148,87 @@ pub fn load(req: &StackRequest) -> Result<Stack, (SourceMap, Diagnostics)> {
         sources: cfg.sources,
         model: cfg.model,
         deployments,
+        warnings,
     })
+}
+
+/// What the stack in `dir` publishes: each `publish_output`'s value, evaluated with
+/// `deployment.NAME` the outputs of that deployment of the upstream stack, read from its
+/// states (in the backend its `cairn stack init` recorded in `DIR/.cairn`); unknown where
+/// they are not in its state yet.
+fn upstream_published(req: &StackRequest, dir: &Path) -> Result<Value, Diagnostics> {
+    let (cfg, diags) = load_stack(dir, &req.base.env);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    let up = Stack {
+        sources: cfg.sources,
+        deployments: cfg.deployments,
+        model: cfg.model,
+        warnings: Diagnostics::new(),
+    };
+    let ureq = StackRequest {
+        dir: dir.to_path_buf(),
+        state_root: dir.join(".cairn"),
+        deployment: None,
+        ..req.clone()
+    };
+    let mut deployments = BTreeMap::new();
+    for d in &up.deployments {
+        let outs = outputs(&up, &ureq, d)?;
+        let v = Value::object(
+            outs.into_iter()
+                .map(|(n, (v, s))| (n, if s { v.sensitive() } else { v })),
+        );
+        deployments.insert(d.clone(), v);
+    }
+    let mut out = BTreeMap::new();
+    for (name, (file, e)) in &up.model.publish {
+        let scope = PublishScope {
+            file: *file,
+            dir,
+            deployments: &deployments,
+        };
+        out.insert(name.clone(), crate::eval::eval(e, &scope)?);
+    }
+    Ok(Value::object(out))
+}
+
+/// Where a `publish_output`'s value is evaluated: `deployment.NAME` is that deployment's
+/// stack outputs.
+struct PublishScope<'a> {
+    file: FileId,
+    dir: &'a Path,
+    deployments: &'a BTreeMap<String, Value>,
+}
+
+impl EvalScope for PublishScope<'_> {
+    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
+        match subject {
+            Subject::Resource { type_, name, .. } if type_ == "deployment" => {
+                self.deployments.get(name).cloned().ok_or_else(|| {
+                    ScopeError::new(
+                        "Reference to undeclared deployment",
+                        format!("The stack declares no deployment named {}.", quote(name)),
+                    )
+                })
+            }
+            _ => Err(ScopeError::new(
+                "Invalid reference",
+                "A publish_output value refers to the stack's deployments' outputs: \
+                 deployment.NAME.OUTPUT.",
+            )),
+        }
+    }
+    fn file(&self) -> FileId {
+        self.file
+    }
+    fn module_dir(&self) -> &Path {
+        self.dir
+    }
+    fn root_dir(&self) -> &Path {
+        self.dir
+    }
 }
 
 /// One component instance: its deployment, component and `for_each` key.

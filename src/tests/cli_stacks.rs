@@ -910,3 +910,119 @@ fn a_deployment_marked_destroy_is_destroyed_and_the_others_stay() {
         "{out}"
     );
 }
+
+/// `publish_output` and `upstream_input` between two stacks at run time: the downstream
+/// stack's deployment input is the upstream stack's published output, read from the
+/// upstream's states. Before the upstream is applied the downstream's component is
+/// deferred (with a warning naming the upstream); after, the value flows, and a change
+/// upstream is a change downstream.
+#[test]
+fn a_published_output_flows_into_a_downstream_stack() {
+    let root = project(&[
+        (
+            "network/stack.tfcomponent.hcl",
+            r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+variable "prefix" {
+  type = string
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+component "net" {
+  source    = "./modules/net"
+  inputs    = { name = "${var.prefix}-net" }
+  providers = { sim = provider.sim.main }
+}
+output "net_id" {
+  type  = string
+  value = component.net.id
+}
+"#,
+        ),
+        (
+            "network/deploy.tfdeploy.hcl",
+            "deployment \"main\" {\n  inputs = { prefix = \"main\" }\n}\npublish_output \"net_id\" {\n  description = \"The network's id.\"\n  value       = deployment.main.net_id\n}\n",
+        ),
+        ("network/modules/net/main.tf", NET_TF),
+        (
+            "app/stack.tfcomponent.hcl",
+            r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+variable "net_id" {
+  type = string
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+component "app" {
+  source    = "./modules/app"
+  inputs    = { net_id = var.net_id, label = "app" }
+  providers = { sim = provider.sim.main }
+}
+"#,
+        ),
+        (
+            "app/deploy.tfdeploy.hcl",
+            "upstream_input \"network\" {\n  type   = \"stack\"\n  source = \"../network\"\n}\ndeployment \"main\" {\n  inputs = { net_id = upstream_input.network.net_id }\n}\n",
+        ),
+        ("app/modules/app/main.tf", APP_TF),
+    ]);
+    let store = root.path().join("sim-store");
+    let env = [("SIM_STORE", store.to_str().unwrap())];
+    let network = root.path().join("network");
+    let app = root.path().join("app");
+    let run = |dir: &Path, args: &[&str]| cairn_env(dir, args, &env);
+    assert_eq!(run(&network, &["stack", "init"]).0, 0);
+    assert_eq!(run(&app, &["stack", "init"]).0, 0);
+    // The upstream has published nothing yet: the downstream waits for it.
+    let (code, out, err) = run(&app, &["stack", "plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("Upstream stack not applied yet"), "{err}");
+    assert!(err.contains("has not published net_id yet"), "{err}");
+    assert!(
+        out.contains("component.app: deferred: inputs.net_id is not known"),
+        "{out}"
+    );
+    let (code, _, err) = run(&app, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("The stack cannot converge"), "{err}");
+    assert!(things(root.path(), "main").is_empty());
+    // Applied upstream, the published value flows downstream.
+    let (code, out, err) = run(&network, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, net_id, _) = run(&network, &["stack", "output", "-deployment=main", "net_id"]);
+    assert_eq!(net_id.trim(), "main-net-1");
+    let (code, out, err) = run(&app, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("Upstream stack not applied yet"), "{err}");
+    assert!(
+        things(root.path(), "main").contains(&("app".into(), "main-net-1".into())),
+        "{:?}",
+        things(root.path(), "main")
+    );
+    // A change upstream is a change downstream.
+    std::fs::write(
+        network.join("deploy.tfdeploy.hcl"),
+        "deployment \"main\" {\n  inputs = { prefix = \"edge\" }\n}\npublish_output \"net_id\" {\n  value = deployment.main.net_id\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(&network, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = run(&app, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("\"main-net-1\" -> \"edge-net-1\""), "{out}");
+    let (code, out, err) = run(&app, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        things(root.path(), "main").contains(&("app".into(), "edge-net-1".into())),
+        "{:?}",
+        things(root.path(), "main")
+    );
+}
