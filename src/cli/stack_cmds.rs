@@ -589,24 +589,68 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         } else {
             Question::Apply
         };
-        match super::run_cmds::approve(
-            ctx,
-            question,
-            command,
-            a.auto_approve,
-            true,
-            &mut stdin,
-            no_color,
-        ) {
-            Ok(true) => {}
-            Ok(false) => {
-                round.decline();
-                ctx.out(&format!("\n{command} cancelled.\n"));
-                return Exit::Error;
+        // Deployment groups' auto-approve rules: a deployment whose plans pass every check
+        // of its group is applied without asking.
+        let mut auto = std::collections::BTreeSet::new();
+        if !a.auto_approve {
+            for d in round.pending_deployments() {
+                match engine_stack::auto_approval(&stack, &round, &d, rounds) {
+                    engine_stack::AutoApproval::Approved { group } => {
+                        ctx.out(&format!(
+                            "Deployment {d:?}: auto-approved (every check of deployment_group.{group} passed).\n"
+                        ));
+                        auto.insert(d);
+                    }
+                    engine_stack::AutoApproval::Refused { group, reasons } => {
+                        let mut text = format!(
+                            "Deployment {d:?}: not auto-approved by deployment_group.{group}:\n"
+                        );
+                        for r in reasons {
+                            let _ = writeln!(text, "  - {r}");
+                        }
+                        ctx.out(&text);
+                    }
+                    engine_stack::AutoApproval::Default => {}
+                }
             }
-            Err(d) => {
+        }
+        let all_auto = !auto.is_empty() && round.pending_deployments().is_subset(&auto);
+        let mut round = round;
+        let mut not_approved = None;
+        if !all_auto {
+            let answer = super::run_cmds::approve(
+                ctx,
+                question,
+                command,
+                a.auto_approve,
+                true,
+                &mut stdin,
+                no_color,
+            );
+            if !matches!(answer, Ok(true)) {
+                // Only the auto-approved deployments go ahead.
+                let approved = round.split_off(&auto);
+                let rest: Vec<String> = round.pending_deployments().into_iter().collect();
                 round.decline();
-                return ctx.fail(d, no_color);
+                match answer {
+                    Err(d) => {
+                        ctx.fail(d, no_color);
+                    }
+                    _ => ctx.out(&format!("\n{command} cancelled.\n")),
+                }
+                if !approved.has_pending() {
+                    return Exit::Error;
+                }
+                ctx.out(&format!(
+                    "Applying the auto-approved deployment{} only ({}).\n",
+                    if auto.len() == 1 { "" } else { "s" },
+                    auto.iter()
+                        .map(|d| format!("{d:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                not_approved = Some(rest);
+                round = approved;
             }
         }
         let deferred = round.deferred();
@@ -625,6 +669,14 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         if errors {
             ctx.err(&format!(
                 "\n{command} stopped in round {rounds}: fix the errors above and run it again.\n"
+            ));
+            return Exit::Error;
+        }
+        if let Some(rest) = not_approved {
+            ctx.err(&format!(
+                "\n{command} stopped in round {rounds}: the plans of deployment{} {} were not approved.\n",
+                if rest.len() == 1 { "" } else { "s" },
+                rest.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>().join(", ")
             ));
             return Exit::Error;
         }

@@ -358,6 +358,27 @@ impl Round {
             .count()
     }
 
+    /// The deployments with applies waiting.
+    pub fn pending_deployments(&self) -> BTreeSet<String> {
+        self.pending
+            .iter()
+            .map(|(id, _, _)| id.deployment.clone())
+            .collect()
+    }
+
+    /// Moves the waiting applies of the deployments in `which` into a round of their own.
+    pub fn split_off(&mut self, which: &BTreeSet<String>) -> Round {
+        let (taken, kept) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(id, _, _)| which.contains(&id.deployment));
+        self.pending = kept;
+        Round {
+            results: Vec::new(),
+            diags: Diagnostics::new(),
+            pending: taken,
+        }
+    }
+
     /// "No": every waiting apply is finished as interrupted.
     pub fn decline(self) {
         for (_, _, p) in self.pending {
@@ -1585,6 +1606,184 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
         (&a.id.deployment, level(&a.id), &a.id).cmp(&(&b.id.deployment, level(&b.id), &b.id))
     });
     round
+}
+
+/// How a deployment's plans in a round fare against its deployment group's
+/// `auto_approve_checks` (HCP Terraform's deployment groups).
+pub enum AutoApproval {
+    /// No `deployment_group`: its default group, whose only rule is `empty_plan` (a plan
+    /// without changes needs no approval; one with changes is asked for).
+    Default,
+    /// Every check of every rule of its group passed.
+    Approved { group: String },
+    /// Some checks failed: each `deployment_auto_approve.NAME: REASON`.
+    Refused { group: String, reasons: Vec<String> },
+}
+
+/// Evaluates deployment `deployment`'s group's auto-approve checks against its plans of
+/// this round: `context.plan` is `applyable`, `changes` (`add`, `change`, `import`,
+/// `remove`, `move`, `forget`, `total`, summed over its component instances),
+/// `component_changes` (the same per `component.NAME`) and `replans` (the rounds before
+/// this one).
+pub fn auto_approval(
+    stack: &Stack,
+    round: &Round,
+    deployment: &str,
+    rounds: usize,
+) -> AutoApproval {
+    let model = &stack.model;
+    let Some(group) = model
+        .deployments
+        .get(deployment)
+        .and_then(|d| d.group.clone())
+    else {
+        return AutoApproval::Default;
+    };
+    fn counts(plans: &[&Plan]) -> Value {
+        let (mut add, mut change, mut remove, mut import, mut moves, mut forget) =
+            (0, 0, 0, 0, 0, 0);
+        for p in plans {
+            let (a, c, r) = p.counts();
+            add += a;
+            change += c;
+            remove += r;
+            import += p.imports();
+            moves += p.moves.len();
+            forget += p
+                .changes
+                .iter()
+                .filter(|c| c.action == crate::plan::Action::Forget)
+                .count();
+        }
+        let n = |x: usize| Value::int(x as i64);
+        Value::object([
+            ("add".to_string(), n(add)),
+            ("change".to_string(), n(change)),
+            ("import".to_string(), n(import)),
+            ("remove".to_string(), n(remove)),
+            ("move".to_string(), n(moves)),
+            ("forget".to_string(), n(forget)),
+            (
+                "total".to_string(),
+                n(add + change + import + remove + moves + forget),
+            ),
+        ])
+    }
+    let mine: Vec<&InstanceResult> = round
+        .results
+        .iter()
+        .filter(|r| r.id.deployment == deployment)
+        .collect();
+    let plans: Vec<&Plan> = mine
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Planned(p) => Some(&**p),
+            _ => None,
+        })
+        .collect();
+    let mut by_component: BTreeMap<String, Vec<&Plan>> = BTreeMap::new();
+    for r in &mine {
+        if let Outcome::Planned(p) = &r.outcome {
+            by_component
+                .entry(format!("component.{}", r.id.component))
+                .or_default()
+                .push(p);
+        }
+    }
+    let applyable = !mine.iter().any(|r| matches!(r.outcome, Outcome::Failed));
+    let context = Value::object([(
+        "plan".to_string(),
+        Value::object([
+            ("applyable".to_string(), Value::Bool(applyable)),
+            ("changes".to_string(), counts(&plans)),
+            (
+                "component_changes".to_string(),
+                Value::object(by_component.iter().map(|(c, ps)| (c.clone(), counts(ps)))),
+            ),
+            (
+                "replans".to_string(),
+                Value::int(rounds.saturating_sub(1) as i64),
+            ),
+        ]),
+    )]);
+    let mut reasons = Vec::new();
+    for rule in model.groups.get(&group).into_iter().flatten() {
+        for (file, cond, reason) in model.auto_approves.get(rule).into_iter().flatten() {
+            let scope = ContextScope {
+                file: *file,
+                dir: &model.dir,
+                context: &context,
+            };
+            let passed = match crate::eval::eval(cond, &scope) {
+                Ok(v) => matches!(v.unmarked(), Value::Bool(true)),
+                Err(d) => {
+                    reasons.push(format!(
+                        "deployment_auto_approve.{rule}: its condition cannot be evaluated ({})",
+                        d.iter()
+                            .map(|d| d.summary.clone())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ));
+                    continue;
+                }
+            };
+            if passed {
+                continue;
+            }
+            let why = match crate::eval::eval(reason, &scope) {
+                Ok(v) => match v.unmarked().as_str() {
+                    Some(s) => s.to_string(),
+                    None => crate::value::format_hcl(&v),
+                },
+                Err(_) => "its condition is false".to_string(),
+            };
+            reasons.push(format!("deployment_auto_approve.{rule}: {why}"));
+        }
+    }
+    if reasons.is_empty() {
+        AutoApproval::Approved { group }
+    } else {
+        AutoApproval::Refused { group, reasons }
+    }
+}
+
+/// Where an auto-approve check is evaluated: `context` is the plan being approved.
+struct ContextScope<'a> {
+    file: FileId,
+    dir: &'a Path,
+    context: &'a Value,
+}
+
+impl EvalScope for ContextScope<'_> {
+    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
+        match subject {
+            Subject::Resource { type_, name, .. } if type_ == "context" => {
+                self.context.get(name).cloned().ok_or_else(|| {
+                    ScopeError::new(
+                        "Unsupported attribute",
+                        format!(
+                            "The context of an auto-approve check has no attribute {}: it has \
+                             context.plan.",
+                            quote(name)
+                        ),
+                    )
+                })
+            }
+            _ => Err(ScopeError::new(
+                "Invalid reference",
+                "An auto-approve check refers to the plan being approved: context.plan.",
+            )),
+        }
+    }
+    fn file(&self) -> FileId {
+        self.file
+    }
+    fn module_dir(&self) -> &Path {
+        self.dir
+    }
+    fn root_dir(&self) -> &Path {
+        self.dir
+    }
 }
 
 /// The version of the saved stack plan format.

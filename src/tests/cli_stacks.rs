@@ -1026,3 +1026,95 @@ component "app" {
         things(root.path(), "main")
     );
 }
+
+/// `deployment_group` and `deployment_auto_approve` at run time: a deployment whose plans
+/// pass every check of its group's rules is applied without asking (even without a
+/// terminal), round after round; one without a group is asked for; a plan a check refuses
+/// is not applied, with the check's reason.
+#[test]
+fn deployment_groups_auto_approve_the_plans_their_checks_pass() {
+    let deploy = |dev_prefix: &str| {
+        format!(
+            r#"deployment_auto_approve "no_destroy" {{
+  check {{
+    condition = context.plan.changes.remove == 0
+    reason    = "Plan destroys ${{context.plan.changes.remove}} object(s)."
+  }}
+}}
+deployment_auto_approve "small" {{
+  check {{
+    condition = context.plan.changes.total <= 3 && context.plan.applyable
+    reason    = "Plan has ${{context.plan.changes.total}} changes."
+  }}
+}}
+deployment_group "canary" {{
+  auto_approve_checks = [deployment_auto_approve.no_destroy, deployment_auto_approve.small]
+}}
+deployment "dev" {{
+  inputs = {{
+    prefix  = "{dev_prefix}"
+    regions = ["eu"]
+  }}
+  deployment_group = deployment_group.canary
+}}
+deployment "prod" {{
+  inputs = {{
+    prefix  = "prod"
+    regions = ["eu"]
+  }}
+}}
+"#
+        )
+    };
+    let dir = project(&[
+        ("stack.tfcomponent.hcl", RUN_COMPONENTS),
+        ("deploy.tfdeploy.hcl", &deploy("dev")),
+        ("modules/net/main.tf", NET_TF),
+        ("modules/app/main.tf", APP_TF),
+    ]);
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    // No terminal, no -auto-approve: dev's rules approve its plans, prod is not applied.
+    let (code, out, err) = sim(d, &["stack", "apply"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(
+            "Deployment \"dev\": auto-approved (every check of deployment_group.canary passed)."
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("Applying the auto-approved deployment only (\"dev\")."),
+        "{out}"
+    );
+    assert!(err.contains("-auto-approve"), "{err}");
+    assert!(
+        err.contains("deployment \"prod\" were not approved"),
+        "{err}"
+    );
+    assert_eq!(
+        things(d, "main"),
+        vec![("dev-net".to_string(), "net".to_string())]
+    );
+    // dev alone: its rules approve every round, to convergence, without a terminal.
+    let (code, out, err) = sim(d, &["stack", "apply", "-deployment=dev"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Stack apply complete!"), "{out}");
+    assert_eq!(things(d, "eu").len(), 1);
+    // prod, which has no group, with -auto-approve.
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(things(d, "eu").len(), 2);
+    let (code, out, _) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}");
+    // A replacement in dev: the no_destroy check refuses it, with its reason.
+    std::fs::write(d.join("deploy.tfdeploy.hcl"), deploy("dev2")).unwrap();
+    let (code, out, err) = sim(d, &["stack", "apply", "-deployment=dev"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("Deployment \"dev\": not auto-approved by deployment_group.canary:\n  - deployment_auto_approve.no_destroy: Plan destroys 1 object(s)."),
+        "{out}"
+    );
+    assert!(err.contains("-auto-approve"), "{err}");
+    assert!(things(d, "main").contains(&("dev-net".to_string(), "net".to_string())));
+}
