@@ -28,6 +28,11 @@ use crate::backend_config::PgConfig;
 use crate::error::StateError;
 use crate::log::now_ms;
 use crate::pg_store::{host_name, key_of, quote_ident, random_id, Conn};
+use std::sync::{Arc, Mutex};
+
+/// Connections of finished claims and of claim attempts that found the row taken, kept for
+/// the next claim (a runner polls for work: one connection each time would be wasteful).
+type Pool = Arc<Mutex<Vec<Conn>>>;
 
 /// One unit of work of a stack run: a component of a deployment (every instance of it), or
 /// an instance to destroy whose component the configuration no longer declares.
@@ -71,6 +76,7 @@ pub struct Fleet {
     pub started: bool,
     /// A run of another configuration this runner found with no member left and abandoned.
     pub abandoned: Option<String>,
+    idle: Pool,
 }
 
 fn tables_sql(s: &str) -> String {
@@ -170,6 +176,7 @@ impl Fleet {
             runner,
             started,
             abandoned,
+            idle: Pool::default(),
         })
     }
 
@@ -312,8 +319,16 @@ impl Fleet {
     /// process dies: the row is pending again). Also returns the runners that claimed it
     /// before in this run (a takeover).
     pub fn claim(&self, item: &str) -> Result<Option<Claim>, StateError> {
-        let conn = Conn::connect(&self.cfg)?;
-        conn.execute("cannot start a claim", "BEGIN".into())?;
+        let pooled = self.idle.lock().expect("claim pool").pop();
+        // A kept connection the server closed since is replaced.
+        let conn = match pooled {
+            Some(c) if c.execute("cannot start a claim", "BEGIN".into()).is_ok() => c,
+            _ => {
+                let c = Conn::connect(&self.cfg)?;
+                c.execute("cannot start a claim", "BEGIN".into())?;
+                c
+            }
+        };
         let sql = format!(
             "SELECT status FROM {}.cairn_stack_work WHERE run_id = $1 AND item = $2 \
              AND status = 'pending' FOR UPDATE SKIP LOCKED",
@@ -324,7 +339,12 @@ impl Fleet {
             c.query_opt(&sql, &[&id, &it]).await.map(|r| r.is_some())
         })?;
         if !got {
-            let _ = conn.execute("cannot end a claim", "ROLLBACK".into());
+            if conn
+                .execute("cannot end a claim", "ROLLBACK".into())
+                .is_ok()
+            {
+                self.idle.lock().expect("claim pool").push(conn);
+            }
             return Ok(None);
         }
         let sql = format!(
@@ -354,6 +374,7 @@ impl Fleet {
         })?;
         Ok(Some(Claim {
             conn,
+            pool: self.idle.clone(),
             schema: self.schema.clone(),
             run_id: self.run_id.clone(),
             item: item.to_string(),
@@ -394,6 +415,7 @@ impl Fleet {
 /// A work item held by this runner (its row locked in an open transaction).
 pub struct Claim {
     conn: Conn,
+    pool: Pool,
     schema: String,
     run_id: String,
     pub item: String,
@@ -426,11 +448,19 @@ impl Claim {
                     .map(|_| ())
             })?;
         self.conn
-            .execute("cannot commit a work item's outcome", "COMMIT".into())
+            .execute("cannot commit a work item's outcome", "COMMIT".into())?;
+        self.pool.lock().expect("claim pool").push(self.conn);
+        Ok(())
     }
 
     /// Gives the item back (rolled back: pending again for any runner).
     pub fn release(self) {
-        let _ = self.conn.execute("cannot end a claim", "ROLLBACK".into());
+        if self
+            .conn
+            .execute("cannot end a claim", "ROLLBACK".into())
+            .is_ok()
+        {
+            self.pool.lock().expect("claim pool").push(self.conn);
+        }
     }
 }
