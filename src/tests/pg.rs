@@ -905,7 +905,8 @@ fn an_untrusted_server_certificate_is_a_clear_error() {
 /// runner is killed with SIGKILL while it applies a component it claimed. The others take
 /// its work over: every object is created exactly once, every downstream component was
 /// claimed only after its upstream one was finished, the run converges, and a plan after it
-/// shows no changes.
+/// shows no changes. Then two runners destroy a deployment (`destroy = true`), dependents
+/// first, while a runner with the old files is refused.
 #[test]
 fn three_runners_share_a_stack_and_survive_one_killed_mid_apply() {
     let Some(server) = pgserver::shared() else {
@@ -1106,6 +1107,25 @@ output "apps" {
         .iter()
         .map(|c| c.spawn(&["stack", "apply", "-runner", "-auto-approve"]))
         .collect();
+    // While that run goes on, a runner with other stack files is refused.
+    wait_for(
+        "the destroy run's first claim",
+        Duration::from_secs(60),
+        || {
+            server
+            .psql(&format!(
+                "SELECT count(*) FROM \"{schema}\".cairn_stack_claims JOIN \"{schema}\".cairn_stack_runs \
+                 USING (run_id) WHERE status = 'running'"
+            ))
+            .is_ok_and(|n| n != "0")
+        },
+    );
+    let (code, out, err) = copies[2].run(&["stack", "apply", "-runner", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("is still running with another configuration"),
+        "{err}"
+    );
     let mut destroyed = 0;
     for r in runners {
         let (code, out, err) = finish(r);
@@ -1139,5 +1159,4 @@ output "apps" {
          (SELECT run_id FROM \"{schema}\".cairn_stack_runs ORDER BY started_ms DESC LIMIT 1)"
     ));
     assert_eq!(early, "0");
-    // A runner with other stack files than a live run's is refused while that run goes on.
 }
