@@ -1118,12 +1118,23 @@ fn state_outputs(state_root: &Path, id: &InstanceId) -> Result<Option<Value>, Di
 
 /// Every component instance that has a state, by deployment.
 pub fn instances_in_state(state_root: &Path) -> Result<Vec<InstanceId>, Diagnostic> {
+    instances_in_state_of(state_root, None)
+}
+
+/// [`instances_in_state`], of one deployment only (the others' states are not opened).
+fn instances_in_state_of(
+    state_root: &Path,
+    deployment: Option<&str>,
+) -> Result<Vec<InstanceId>, Diagnostic> {
     let names = super::workspaces::list(state_root)?;
     let mut out = Vec::new();
     for n in names {
         let Some(id) = InstanceId::parse_workspace(&n) else {
             continue;
         };
+        if deployment.is_some_and(|d| d != id.deployment) {
+            continue;
+        }
         // On PostgreSQL or S3 a workspace another machine made has no local directory yet:
         // its marker tells the store where the state is.
         let dir = super::workspaces::ensure_dir(state_root, &n)?;

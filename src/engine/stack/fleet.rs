@@ -14,8 +14,8 @@
 //! upstream failure.
 
 use super::{
-    component_value, expand, instances_in_state, levels, removal_job, run_job, state_outputs,
-    InstanceId, InstanceResult, Job, JobDone, Outcome, Stack, StackRequest,
+    component_value, expand, instances_in_state, instances_in_state_of, levels, removal_job,
+    run_job, state_outputs, InstanceId, InstanceResult, Job, JobDone, Outcome, Stack, StackRequest,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::PlanMode;
@@ -189,7 +189,7 @@ fn item_jobs(
         component: item.component.clone(),
         key: item.key.clone(),
     };
-    let in_state = match instances_in_state(&req.state_root) {
+    let in_state = match instances_in_state_of(&req.state_root, Some(&item.deployment)) {
         Ok(i) => i,
         Err(d) => return (Vec::new(), vec![failed(id, d.into())]),
     };
