@@ -364,6 +364,10 @@ pub struct StackApplyArgs {
     /// Skip the `yes` confirmation of each round.
     #[arg(long)]
     pub auto_approve: bool,
+    /// Be one runner of a fleet sharing the stack's work through its PostgreSQL backend:
+    /// join (or start) the stack run and apply the components this runner claims.
+    #[arg(long)]
+    pub runner: bool,
 }
 
 #[derive(Debug, Args)]

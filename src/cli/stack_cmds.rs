@@ -17,7 +17,7 @@ use super::prompt::Question;
 use super::Context;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::engine::api::backend::{self, BackendRequest};
-use crate::engine::stack::{self as engine_stack, InstanceResult, Outcome, StackRequest};
+use crate::engine::stack::{self as engine_stack, fleet, InstanceResult, Outcome, StackRequest};
 use crate::plan::render::{render_plan, RenderOptions};
 use crate::plan::Action;
 use serde_json::json;
@@ -412,6 +412,7 @@ fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
             return Exit::Error;
         }
     };
+    ctx.report(&stack.sources, &stack.warnings, no_color);
     let rt = match EngineRuntime::start(ctx, &req.base) {
         Ok(rt) => rt,
         Err(d) => return ctx.fail(d, no_color),
@@ -513,6 +514,7 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
             return Exit::Error;
         }
     };
+    ctx.report(&stack.sources, &stack.warnings, no_color);
     let rt = match EngineRuntime::start(ctx, &req.base) {
         Ok(rt) => rt,
         Err(d) => return ctx.fail(d, no_color),
@@ -529,6 +531,18 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
             );
         }
         return apply_saved(ctx, &rt, &stack, &req, path, no_color);
+    }
+    if a.runner {
+        if destroy {
+            return ctx.fail(
+                Diagnostic::error(
+                    "Unexpected argument",
+                    "stack destroy takes no -runner: to destroy a deployment with a fleet of runners, set destroy = true in its deployment block and run `cairn stack apply -runner`.",
+                ),
+                no_color,
+            );
+        }
+        return run_as_runner(ctx, &rt, &stack, &req, a.auto_approve, no_color);
     }
     let mut applied = Totals::default();
     let mut rounds = 0;
@@ -575,24 +589,68 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         } else {
             Question::Apply
         };
-        match super::run_cmds::approve(
-            ctx,
-            question,
-            command,
-            a.auto_approve,
-            true,
-            &mut stdin,
-            no_color,
-        ) {
-            Ok(true) => {}
-            Ok(false) => {
-                round.decline();
-                ctx.out(&format!("\n{command} cancelled.\n"));
-                return Exit::Error;
+        // Deployment groups' auto-approve rules: a deployment whose plans pass every check
+        // of its group is applied without asking.
+        let mut auto = std::collections::BTreeSet::new();
+        if !a.auto_approve {
+            for d in round.pending_deployments() {
+                match engine_stack::auto_approval(&stack, &round, &d, rounds) {
+                    engine_stack::AutoApproval::Approved { group } => {
+                        ctx.out(&format!(
+                            "Deployment {d:?}: auto-approved (every check of deployment_group.{group} passed).\n"
+                        ));
+                        auto.insert(d);
+                    }
+                    engine_stack::AutoApproval::Refused { group, reasons } => {
+                        let mut text = format!(
+                            "Deployment {d:?}: not auto-approved by deployment_group.{group}:\n"
+                        );
+                        for r in reasons {
+                            let _ = writeln!(text, "  - {r}");
+                        }
+                        ctx.out(&text);
+                    }
+                    engine_stack::AutoApproval::Default => {}
+                }
             }
-            Err(d) => {
+        }
+        let all_auto = !auto.is_empty() && round.pending_deployments().is_subset(&auto);
+        let mut round = round;
+        let mut not_approved = None;
+        if !all_auto {
+            let answer = super::run_cmds::approve(
+                ctx,
+                question,
+                command,
+                a.auto_approve,
+                true,
+                &mut stdin,
+                no_color,
+            );
+            if !matches!(answer, Ok(true)) {
+                // Only the auto-approved deployments go ahead.
+                let approved = round.split_off(&auto);
+                let rest: Vec<String> = round.pending_deployments().into_iter().collect();
                 round.decline();
-                return ctx.fail(d, no_color);
+                match answer {
+                    Err(d) => {
+                        ctx.fail(d, no_color);
+                    }
+                    _ => ctx.out(&format!("\n{command} cancelled.\n")),
+                }
+                if !approved.has_pending() {
+                    return Exit::Error;
+                }
+                ctx.out(&format!(
+                    "Applying the auto-approved deployment{} only ({}).\n",
+                    if auto.len() == 1 { "" } else { "s" },
+                    auto.iter()
+                        .map(|d| format!("{d:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                not_approved = Some(rest);
+                round = approved;
             }
         }
         let deferred = round.deferred();
@@ -611,6 +669,14 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         if errors {
             ctx.err(&format!(
                 "\n{command} stopped in round {rounds}: fix the errors above and run it again.\n"
+            ));
+            return Exit::Error;
+        }
+        if let Some(rest) = not_approved {
+            ctx.err(&format!(
+                "\n{command} stopped in round {rounds}: the plans of deployment{} {} were not approved.\n",
+                if rest.len() == 1 { "" } else { "s" },
+                rest.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>().join(", ")
             ));
             return Exit::Error;
         }
@@ -649,6 +715,146 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
     if !destroy {
         print_outputs(ctx, &stack, &req, no_color);
     }
+    Exit::Ok
+}
+
+/// `stack apply -runner`: this process is one runner of the stack's fleet (see
+/// `engine::stack::fleet`); it prints what it claims and finishes as it goes, then how the
+/// stack run ended and, when every item is done, the stack's outputs.
+fn run_as_runner(
+    ctx: &Context,
+    rt: &EngineRuntime,
+    stack: &engine_stack::Stack,
+    req: &StackRequest,
+    auto_approve: bool,
+    no_color: bool,
+) -> Exit {
+    if !auto_approve {
+        return ctx.fail(
+            Diagnostic::error(
+                "A runner applies without asking",
+                "`cairn stack apply -runner` applies each component it claims as soon as its upstream components are applied, with no one to answer a question: add -auto-approve (and review the changes first with `cairn stack plan`).",
+            ),
+            no_color,
+        );
+    }
+    let (color, _) = ctx.colors(no_color);
+    let mut applied = Totals::default();
+    let mut errors = false;
+    let mut note = |e: fleet::FleetEvent| match e {
+        fleet::FleetEvent::Joined {
+            run_id,
+            runner,
+            started,
+            abandoned,
+            items,
+        } => {
+            if let Some(old) = abandoned {
+                ctx.out(&format!(
+                    "Stack run {old} had no runner left and another configuration: abandoned.\n"
+                ));
+            }
+            ctx.out(&format!(
+                "Runner {runner} {} stack run {run_id} ({items} work item{}).\n",
+                if started { "started" } else { "joined" },
+                if items == 1 { "" } else { "s" }
+            ));
+        }
+        fleet::FleetEvent::Claimed { label, before } => {
+            if before.is_empty() {
+                ctx.out(&format!("{label}: claimed.\n"));
+            } else {
+                ctx.out(&format!(
+                    "{label}: claimed, taking over from runner {} (stopped before finishing it).\n",
+                    before.join(", ")
+                ));
+            }
+        }
+        fleet::FleetEvent::Finished {
+            label,
+            results,
+            status,
+        } => {
+            for r in &results {
+                if let Outcome::Deferred(why) = &r.outcome {
+                    ctx.out(&format!(
+                        "{} ({}): deferred: {why}.\n",
+                        r.id.address(),
+                        r.id.deployment
+                    ));
+                }
+            }
+            let applied_ok = report_applied(
+                ctx,
+                &results
+                    .into_iter()
+                    .filter(|r| !matches!(r.outcome, Outcome::Deferred(_)))
+                    .collect::<Vec<_>>(),
+                &mut applied,
+                no_color,
+            );
+            if status != "done" || !applied_ok {
+                errors = true;
+                ctx.out(&format!("{label}: {status}.\n"));
+            }
+        }
+        fleet::FleetEvent::Released { label } => {
+            ctx.out(&format!(
+                "{label}: given back unfinished (interrupted): another runner takes it over.\n"
+            ));
+        }
+        fleet::FleetEvent::Blocked { label, why } => {
+            errors = true;
+            ctx.out(&format!("{label}: blocked: {why}.\n"));
+        }
+    };
+    let end = match rt.run(fleet::run(stack, req, &mut note)) {
+        Ok(Ok(end)) => end,
+        Ok(Err(d)) | Err(d) => return ctx.fail(d, no_color),
+    };
+    let runners = end.runners.len();
+    if end.interrupted {
+        ctx.err(&format!(
+            "\nRunner {} stopped: what it applied is recorded, and the items it had not finished are pending again for the other runners of stack run {}.\n",
+            end.runner, end.run_id
+        ));
+        return Exit::Error;
+    }
+    let unfinished = fleet::unfinished(&end);
+    if !unfinished.is_empty() {
+        let mut text = format!(
+            "\nStack run {} ended with {} of {} work items not done:\n",
+            end.run_id,
+            unfinished.len(),
+            end.rows.len()
+        );
+        for u in unfinished {
+            let _ = writeln!(text, "  {u}");
+        }
+        text.push_str(
+            "Fix the errors and run the runners again: a new stack run takes up what is left.\n",
+        );
+        ctx.err(&text);
+        return Exit::Error;
+    }
+    ctx.out(&format!(
+        "\n{} Stack run {}: {} work item{} done by {} runner{}; this runner ({}) finished {}. Resources it applied: {} added, {} changed, {} destroyed.\n",
+        green_bold("Stack apply complete!", color),
+        end.run_id,
+        end.rows.len(),
+        if end.rows.len() == 1 { "" } else { "s" },
+        runners,
+        if runners == 1 { "" } else { "s" },
+        end.runner,
+        end.mine,
+        applied.add,
+        applied.change,
+        applied.destroy
+    ));
+    if errors {
+        return Exit::Error;
+    }
+    print_outputs(ctx, stack, req, no_color);
     Exit::Ok
 }
 

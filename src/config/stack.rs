@@ -60,6 +60,14 @@ pub(crate) struct StackModel {
     pub(crate) variables: BTreeMap<String, (Type, Option<Value>, bool)>,
     /// Deployment name → its definition.
     pub(crate) deployments: BTreeMap<String, DeploymentDef>,
+    /// `upstream_input` name → the upstream stack's directory.
+    pub(crate) upstreams: BTreeMap<String, PathBuf>,
+    /// `publish_output` name → its `value` (referring to `deployment.NAME.OUTPUT`).
+    pub(crate) publish: BTreeMap<String, (FileId, Expression)>,
+    /// `deployment_group` name → the `deployment_auto_approve` rules it checks.
+    pub(crate) groups: BTreeMap<String, Vec<String>>,
+    /// `deployment_auto_approve` name → its checks: (file, condition, reason).
+    pub(crate) auto_approves: BTreeMap<String, Vec<(FileId, Expression, Expression)>>,
 }
 
 /// A `component` block.
@@ -106,6 +114,9 @@ pub(crate) struct DeploymentDef {
     pub(crate) inputs: BTreeMap<String, Value>,
     /// `destroy = true`: the deployment's components are destroyed.
     pub(crate) destroy: bool,
+    /// Its `deployment_group` (none: its own default group, whose only rule is
+    /// `empty_plan`).
+    pub(crate) group: Option<String>,
 }
 
 /// One reference found in an expression: its root (`component`), its steps' names up to the
@@ -308,6 +319,17 @@ fn stack_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 ///
 /// `env` is the process environment (what `store "env"` reads).
 pub(crate) fn load_stack(dir: &Path, env: &BTreeMap<String, String>) -> (StackConfig, Diagnostics) {
+    load_stack_with(dir, env, &BTreeMap::new())
+}
+
+/// [`load_stack`], with the values the upstream stacks publish (`upstream_input.NAME`: an
+/// object of the upstream stack's `publish_output`s); an upstream input not given is
+/// unknown.
+pub(crate) fn load_stack_with(
+    dir: &Path,
+    env: &BTreeMap<String, String>,
+    upstream: &BTreeMap<String, Value>,
+) -> (StackConfig, Diagnostics) {
     let mut d = Decoder {
         sources: SourceMap::new(),
         diags: Diagnostics::new(),
@@ -411,7 +433,7 @@ pub(crate) fn load_stack(dir: &Path, env: &BTreeMap<String, String>) -> (StackCo
     let components = d.component_order();
     d.check_deployments();
     if !d.diags.has_errors() {
-        d.eval_deployments(env);
+        d.eval_deployments(env, upstream);
     }
     let deployments = d.declared.deployments.keys().cloned().collect();
     let mut model = std::mem::take(&mut d.model);
@@ -1260,9 +1282,18 @@ impl Decoder {
                 }
                 if let Some(a) = attrs.get("deployment_group") {
                     match refs_of(file, &a.value).as_slice() {
-                        [r] if r.root == "deployment_group" && r.names.len() == 1 => self
-                            .group_refs
-                            .push(("deployment_group".into(), r.names[0].clone(), r.span)),
+                        [r] if r.root == "deployment_group" && r.names.len() == 1 => {
+                            self.group_refs.push((
+                                "deployment_group".into(),
+                                r.names[0].clone(),
+                                r.span,
+                            ));
+                            self.model
+                                .deployments
+                                .entry(l[0].clone())
+                                .or_default()
+                                .group = Some(r.names[0].clone());
+                        }
                         _ => self.err(
                             file,
                             &a.value,
@@ -1324,7 +1355,12 @@ impl Decoder {
                                     "deployment_auto_approve".into(),
                                     r.names[0].clone(),
                                     r.span,
-                                ))
+                                ));
+                                self.model
+                                    .groups
+                                    .entry(l[0].clone())
+                                    .or_default()
+                                    .push(r.names[0].clone());
                             }
                             _ => self.err(
                                 file,
@@ -1375,6 +1411,15 @@ impl Decoder {
                             blocks: &[],
                         },
                     );
+                    if let (Some(cond), Some(reason)) =
+                        (attrs.get("condition"), attrs.get("reason"))
+                    {
+                        self.model
+                            .auto_approves
+                            .entry(l[0].clone())
+                            .or_default()
+                            .push((file, cond.value.clone(), reason.value.clone()));
+                    }
                     for n in ["condition", "reason"] {
                         if let Some(a) = self.required(file, c, &attrs, n) {
                             // `context` is the plan being approved.
@@ -1414,6 +1459,9 @@ impl Decoder {
                 );
                 if let Some(v) = self.required(file, b, &attrs, "value") {
                     self.keep(file, &v.value, Scope::Deploy, false, None);
+                    self.model
+                        .publish
+                        .insert(l[0].clone(), (file, v.value.clone()));
                 }
                 self.declare(
                     |d| &mut d.publish,
@@ -1454,7 +1502,9 @@ impl Decoder {
                             f.iter()
                                 .any(|p| p.to_string_lossy().ends_with(COMPONENT_SUFFIX))
                         });
-                        if !ok {
+                        if ok {
+                            self.model.upstreams.insert(l[0].clone(), dir.clone());
+                        } else {
                             self.err(
                                 file,
                                 &s.value,
@@ -1954,6 +2004,8 @@ struct DeployScope<'a> {
     env: &'a BTreeMap<String, String>,
     /// Locals evaluated so far, and those being evaluated (a circle is an error).
     memo: &'a RefCell<BTreeMap<String, Option<Value>>>,
+    /// What each upstream stack publishes (unknown when not given, or not published yet).
+    upstream: &'a BTreeMap<String, Value>,
 }
 
 impl DeployScope<'_> {
@@ -2014,6 +2066,11 @@ impl EvalScope for DeployScope<'_> {
                 Ok(v)
             }
             Subject::Resource { type_, name, .. } if type_ == "store" => Ok(self.store(name)),
+            Subject::Resource { type_, name, .. } if type_ == "upstream_input" => Ok(self
+                .upstream
+                .get(name)
+                .cloned()
+                .unwrap_or_else(Value::unknown)),
             _ => Ok(Value::unknown()),
         }
     }
@@ -2032,7 +2089,11 @@ impl Decoder {
     /// Each deployment's `inputs` evaluated (its locals and stores; an upstream input is
     /// unknown) and converted to the type of the variable it sets, as a module's input
     /// variables are: a value that does not fit is an error at the input.
-    fn eval_deployments(&mut self, env: &BTreeMap<String, String>) {
+    fn eval_deployments(
+        &mut self,
+        env: &BTreeMap<String, String>,
+        upstream: &BTreeMap<String, Value>,
+    ) {
         let memo = RefCell::new(BTreeMap::new());
         let exprs = std::mem::take(&mut self.deployment_exprs);
         for (dep, file, e) in &exprs {
@@ -2044,6 +2105,7 @@ impl Decoder {
                 store_files: &self.declared.store_files,
                 env,
                 memo: &memo,
+                upstream,
             };
             let value = match crate::eval::eval(e, &scope) {
                 Ok(v) => v,

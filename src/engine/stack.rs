@@ -39,6 +39,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod fleet;
+
 /// What a stack command asks.
 #[derive(Clone)]
 pub struct StackRequest {
@@ -60,14 +62,73 @@ pub struct Stack {
     pub sources: SourceMap,
     model: StackModel,
     pub deployments: Vec<String>,
+    /// Warnings of loading it (an upstream stack that has not published yet).
+    pub warnings: Diagnostics,
 }
 
-/// Loads and checks the stack's configuration (what `stack validate` checks).
+/// Loads and checks the stack's configuration (what `stack validate` checks). Each
+/// `upstream_input`'s stack is read too: what it publishes (`publish_output`, from its
+/// deployments' outputs in its own states) is the input's value.
 pub fn load(req: &StackRequest) -> Result<Stack, (SourceMap, Diagnostics)> {
     let (cfg, diags) = load_stack(&req.dir, &req.base.env);
     if diags.has_errors() {
         return Err((cfg.sources, diags));
     }
+    let (cfg, mut diags) = if cfg.model.upstreams.is_empty() {
+        (cfg, diags)
+    } else {
+        let mut values = BTreeMap::new();
+        let mut notes = Diagnostics::new();
+        for (name, dir) in &cfg.model.upstreams {
+            match upstream_published(req, dir) {
+                Ok(v) => {
+                    let unknown: Vec<String> = match &v {
+                        Value::Object(m) => m
+                            .iter()
+                            .filter(|(_, v)| !v.is_wholly_known())
+                            .map(|(k, _)| k.clone())
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    if !unknown.is_empty() {
+                        notes.push(Diagnostic::warning(
+                            "Upstream stack not applied yet",
+                            format!(
+                                "upstream_input.{name}: the stack in {} has not published {} \
+                                 yet (its deployments' outputs are not in its state): apply it \
+                                 first. What uses them is deferred.",
+                                dir.display(),
+                                unknown.join(", ")
+                            ),
+                        ));
+                    }
+                    values.insert(name.clone(), v);
+                }
+                Err(d) => {
+                    let d = Diagnostic::error(
+                        "Cannot read upstream stack",
+                        format!(
+                            "upstream_input.{name}: the stack in {}: {}",
+                            dir.display(),
+                            d.iter()
+                                .map(|d| format!("{}: {}", d.summary, d.detail))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ),
+                    );
+                    return Err((cfg.sources, d.into()));
+                }
+            }
+        }
+        let (cfg, mut diags) =
+            crate::config::stack::load_stack_with(&req.dir, &req.base.env, &values);
+        diags.extend(notes);
+        (cfg, diags)
+    };
+    if diags.has_errors() {
+        return Err((cfg.sources, diags));
+    }
+    let warnings = std::mem::take(&mut diags);
     let mut deployments = cfg.deployments.clone();
     if let Some(d) = &req.deployment {
         if !deployments.contains(d) {
@@ -87,7 +148,87 @@ pub fn load(req: &StackRequest) -> Result<Stack, (SourceMap, Diagnostics)> {
         sources: cfg.sources,
         model: cfg.model,
         deployments,
+        warnings,
     })
+}
+
+/// What the stack in `dir` publishes: each `publish_output`'s value, evaluated with
+/// `deployment.NAME` the outputs of that deployment of the upstream stack, read from its
+/// states (in the backend its `cairn stack init` recorded in `DIR/.cairn`); unknown where
+/// they are not in its state yet.
+fn upstream_published(req: &StackRequest, dir: &Path) -> Result<Value, Diagnostics> {
+    let (cfg, diags) = load_stack(dir, &req.base.env);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    let up = Stack {
+        sources: cfg.sources,
+        deployments: cfg.deployments,
+        model: cfg.model,
+        warnings: Diagnostics::new(),
+    };
+    let ureq = StackRequest {
+        dir: dir.to_path_buf(),
+        state_root: dir.join(".cairn"),
+        deployment: None,
+        ..req.clone()
+    };
+    let mut deployments = BTreeMap::new();
+    for d in &up.deployments {
+        let outs = outputs(&up, &ureq, d)?;
+        let v = Value::object(
+            outs.into_iter()
+                .map(|(n, (v, s))| (n, if s { v.sensitive() } else { v })),
+        );
+        deployments.insert(d.clone(), v);
+    }
+    let mut out = BTreeMap::new();
+    for (name, (file, e)) in &up.model.publish {
+        let scope = PublishScope {
+            file: *file,
+            dir,
+            deployments: &deployments,
+        };
+        out.insert(name.clone(), crate::eval::eval(e, &scope)?);
+    }
+    Ok(Value::object(out))
+}
+
+/// Where a `publish_output`'s value is evaluated: `deployment.NAME` is that deployment's
+/// stack outputs.
+struct PublishScope<'a> {
+    file: FileId,
+    dir: &'a Path,
+    deployments: &'a BTreeMap<String, Value>,
+}
+
+impl EvalScope for PublishScope<'_> {
+    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
+        match subject {
+            Subject::Resource { type_, name, .. } if type_ == "deployment" => {
+                self.deployments.get(name).cloned().ok_or_else(|| {
+                    ScopeError::new(
+                        "Reference to undeclared deployment",
+                        format!("The stack declares no deployment named {}.", quote(name)),
+                    )
+                })
+            }
+            _ => Err(ScopeError::new(
+                "Invalid reference",
+                "A publish_output value refers to the stack's deployments' outputs: \
+                 deployment.NAME.OUTPUT.",
+            )),
+        }
+    }
+    fn file(&self) -> FileId {
+        self.file
+    }
+    fn module_dir(&self) -> &Path {
+        self.dir
+    }
+    fn root_dir(&self) -> &Path {
+        self.dir
+    }
 }
 
 /// One component instance: its deployment, component and `for_each` key.
@@ -215,6 +356,27 @@ impl Round {
             .iter()
             .filter(|r| matches!(r.outcome, Outcome::Deferred(_)))
             .count()
+    }
+
+    /// The deployments with applies waiting.
+    pub fn pending_deployments(&self) -> BTreeSet<String> {
+        self.pending
+            .iter()
+            .map(|(id, _, _)| id.deployment.clone())
+            .collect()
+    }
+
+    /// Moves the waiting applies of the deployments in `which` into a round of their own.
+    pub fn split_off(&mut self, which: &BTreeSet<String>) -> Round {
+        let (taken, kept) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(id, _, _)| which.contains(&id.deployment));
+        self.pending = kept;
+        Round {
+            results: Vec::new(),
+            diags: Diagnostics::new(),
+            pending: taken,
+        }
     }
 
     /// "No": every waiting apply is finished as interrupted.
@@ -938,12 +1100,9 @@ fn planned_outputs(plan: &Plan) -> Value {
     }))
 }
 
-/// The outputs an instance's state holds.
+/// The outputs an instance's state holds (`id` is one `instances_in_state` listed).
 fn state_outputs(state_root: &Path, id: &InstanceId) -> Result<Option<Value>, Diagnostic> {
-    let dir = workspace::dir(state_root, &id.workspace());
-    if !dir.exists() {
-        return Ok(None);
-    }
+    let dir = super::workspaces::ensure_dir(state_root, &id.workspace())?;
     let Some((state, _)) = super::state_read::StateRead::open(&dir, "stack")? else {
         return Ok(None);
     };
@@ -959,13 +1118,26 @@ fn state_outputs(state_root: &Path, id: &InstanceId) -> Result<Option<Value>, Di
 
 /// Every component instance that has a state, by deployment.
 pub fn instances_in_state(state_root: &Path) -> Result<Vec<InstanceId>, Diagnostic> {
+    instances_in_state_of(state_root, None)
+}
+
+/// [`instances_in_state`], of one deployment only (the others' states are not opened).
+fn instances_in_state_of(
+    state_root: &Path,
+    deployment: Option<&str>,
+) -> Result<Vec<InstanceId>, Diagnostic> {
     let names = super::workspaces::list(state_root)?;
     let mut out = Vec::new();
     for n in names {
         let Some(id) = InstanceId::parse_workspace(&n) else {
             continue;
         };
-        let dir = workspace::dir(state_root, &n);
+        if deployment.is_some_and(|d| d != id.deployment) {
+            continue;
+        }
+        // On PostgreSQL or S3 a workspace another machine made has no local directory yet:
+        // its marker tells the store where the state is.
+        let dir = super::workspaces::ensure_dir(state_root, &n)?;
         let has_state = match super::state_read::StateRead::open(&dir, "stack")? {
             Some((s, _)) => {
                 s.snapshot().resources.values().any(|i| i.current.is_some())
@@ -984,7 +1156,9 @@ pub fn instances_in_state(state_root: &Path) -> Result<Vec<InstanceId>, Diagnost
 /// The provider blocks an instance's own state recorded (its root module's provider
 /// instances), for destroying it when the configuration no longer configures it.
 fn recorded_providers(state_root: &Path, id: &InstanceId) -> Vec<(String, Option<String>, String)> {
-    let dir = workspace::dir(state_root, &id.workspace());
+    let Ok(dir) = super::workspaces::ensure_dir(state_root, &id.workspace()) else {
+        return Vec::new();
+    };
     let Ok(Some((state, _))) = super::state_read::StateRead::open(&dir, "stack") else {
         return Vec::new();
     };
@@ -1021,6 +1195,45 @@ fn null_inputs(dir: &Path) -> Vec<VarArg> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The destroy of a component instance the configuration no longer has (a `removed`
+/// block's, or a key gone from a `for_each`): the module of the component (or the `removed`
+/// block's `source`), null for its variables without a default, and the provider
+/// configuration its own state recorded.
+fn removal_job(model: &StackModel, state_root: &Path, id: &InstanceId) -> Result<Job, Diagnostic> {
+    let source = match model.components.get(&id.component) {
+        Some(c) => Some(c.source.clone()),
+        None => model
+            .removed
+            .iter()
+            .find(|r| r.name == id.component)
+            .map(|r| r.source.clone()),
+    };
+    let Some(source) = source else {
+        return Err(Diagnostic::error(
+            "Unclaimed component instance",
+            format!(
+                "Deployment {}'s {} has a state with objects, and the configuration has no \
+                 component block for it: to destroy its objects, add a removed block \
+                 (removed {{ from = component.{} source = \"…\" }}); to keep them, restore \
+                 the component block.",
+                quote(&id.deployment),
+                id.address(),
+                id.component
+            ),
+        ));
+    };
+    let dir = module_dir(&model.dir, &id.component, &source)?;
+    Ok(Job {
+        id: id.clone(),
+        level: 0,
+        removed: true,
+        vars: null_inputs(&dir),
+        providers: recorded_providers(state_root, id),
+        dir,
+        mode: PlanMode::Destroy,
+    })
 }
 
 /// Plans one round of the stack (see the module docs): with `apply`, each instance's plan is
@@ -1173,46 +1386,10 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
         if still {
             continue;
         }
-        let source = match declared {
-            Some(c) => Some(c.source.clone()),
-            None => model
-                .removed
-                .iter()
-                .find(|r| r.name == id.component)
-                .map(|r| r.source.clone()),
-        };
-        let Some(source) = source else {
-            round.diags.push(Diagnostic::error(
-                "Unclaimed component instance",
-                format!(
-                    "Deployment {}'s {} has a state with objects, and the configuration has no \
-                     component block for it: to destroy its objects, add a removed block \
-                     (removed {{ from = component.{} source = \"…\" }}); to keep them, restore \
-                     the component block.",
-                    quote(&id.deployment),
-                    id.address(),
-                    id.component
-                ),
-            ));
-            continue;
-        };
-        let dir = match module_dir(&model.dir, &id.component, &source) {
-            Ok(d) => d,
-            Err(d) => {
-                round.diags.push(d);
-                continue;
-            }
-        };
-        let job = Job {
-            id: id.clone(),
-            level: 0,
-            removed: true,
-            vars: null_inputs(&dir),
-            providers: recorded_providers(&req.state_root, id),
-            dir,
-            mode: PlanMode::Destroy,
-        };
-        spawn(&mut set, job);
+        match removal_job(model, &req.state_root, id) {
+            Ok(job) => spawn(&mut set, job),
+            Err(d) => round.diags.push(d),
+        }
     }
 
     // The walk: start every component whose dependencies are settled (for a destroy, whose
@@ -1440,6 +1617,184 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
         (&a.id.deployment, level(&a.id), &a.id).cmp(&(&b.id.deployment, level(&b.id), &b.id))
     });
     round
+}
+
+/// How a deployment's plans in a round fare against its deployment group's
+/// `auto_approve_checks` (HCP Terraform's deployment groups).
+pub enum AutoApproval {
+    /// No `deployment_group`: its default group, whose only rule is `empty_plan` (a plan
+    /// without changes needs no approval; one with changes is asked for).
+    Default,
+    /// Every check of every rule of its group passed.
+    Approved { group: String },
+    /// Some checks failed: each `deployment_auto_approve.NAME: REASON`.
+    Refused { group: String, reasons: Vec<String> },
+}
+
+/// Evaluates deployment `deployment`'s group's auto-approve checks against its plans of
+/// this round: `context.plan` is `applyable`, `changes` (`add`, `change`, `import`,
+/// `remove`, `move`, `forget`, `total`, summed over its component instances),
+/// `component_changes` (the same per `component.NAME`) and `replans` (the rounds before
+/// this one).
+pub fn auto_approval(
+    stack: &Stack,
+    round: &Round,
+    deployment: &str,
+    rounds: usize,
+) -> AutoApproval {
+    let model = &stack.model;
+    let Some(group) = model
+        .deployments
+        .get(deployment)
+        .and_then(|d| d.group.clone())
+    else {
+        return AutoApproval::Default;
+    };
+    fn counts(plans: &[&Plan]) -> Value {
+        let (mut add, mut change, mut remove, mut import, mut moves, mut forget) =
+            (0, 0, 0, 0, 0, 0);
+        for p in plans {
+            let (a, c, r) = p.counts();
+            add += a;
+            change += c;
+            remove += r;
+            import += p.imports();
+            moves += p.moves.len();
+            forget += p
+                .changes
+                .iter()
+                .filter(|c| c.action == crate::plan::Action::Forget)
+                .count();
+        }
+        let n = |x: usize| Value::int(x as i64);
+        Value::object([
+            ("add".to_string(), n(add)),
+            ("change".to_string(), n(change)),
+            ("import".to_string(), n(import)),
+            ("remove".to_string(), n(remove)),
+            ("move".to_string(), n(moves)),
+            ("forget".to_string(), n(forget)),
+            (
+                "total".to_string(),
+                n(add + change + import + remove + moves + forget),
+            ),
+        ])
+    }
+    let mine: Vec<&InstanceResult> = round
+        .results
+        .iter()
+        .filter(|r| r.id.deployment == deployment)
+        .collect();
+    let plans: Vec<&Plan> = mine
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Planned(p) => Some(&**p),
+            _ => None,
+        })
+        .collect();
+    let mut by_component: BTreeMap<String, Vec<&Plan>> = BTreeMap::new();
+    for r in &mine {
+        if let Outcome::Planned(p) = &r.outcome {
+            by_component
+                .entry(format!("component.{}", r.id.component))
+                .or_default()
+                .push(p);
+        }
+    }
+    let applyable = !mine.iter().any(|r| matches!(r.outcome, Outcome::Failed));
+    let context = Value::object([(
+        "plan".to_string(),
+        Value::object([
+            ("applyable".to_string(), Value::Bool(applyable)),
+            ("changes".to_string(), counts(&plans)),
+            (
+                "component_changes".to_string(),
+                Value::object(by_component.iter().map(|(c, ps)| (c.clone(), counts(ps)))),
+            ),
+            (
+                "replans".to_string(),
+                Value::int(rounds.saturating_sub(1) as i64),
+            ),
+        ]),
+    )]);
+    let mut reasons = Vec::new();
+    for rule in model.groups.get(&group).into_iter().flatten() {
+        for (file, cond, reason) in model.auto_approves.get(rule).into_iter().flatten() {
+            let scope = ContextScope {
+                file: *file,
+                dir: &model.dir,
+                context: &context,
+            };
+            let passed = match crate::eval::eval(cond, &scope) {
+                Ok(v) => matches!(v.unmarked(), Value::Bool(true)),
+                Err(d) => {
+                    reasons.push(format!(
+                        "deployment_auto_approve.{rule}: its condition cannot be evaluated ({})",
+                        d.iter()
+                            .map(|d| d.summary.clone())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ));
+                    continue;
+                }
+            };
+            if passed {
+                continue;
+            }
+            let why = match crate::eval::eval(reason, &scope) {
+                Ok(v) => match v.unmarked().as_str() {
+                    Some(s) => s.to_string(),
+                    None => crate::value::format_hcl(&v),
+                },
+                Err(_) => "its condition is false".to_string(),
+            };
+            reasons.push(format!("deployment_auto_approve.{rule}: {why}"));
+        }
+    }
+    if reasons.is_empty() {
+        AutoApproval::Approved { group }
+    } else {
+        AutoApproval::Refused { group, reasons }
+    }
+}
+
+/// Where an auto-approve check is evaluated: `context` is the plan being approved.
+struct ContextScope<'a> {
+    file: FileId,
+    dir: &'a Path,
+    context: &'a Value,
+}
+
+impl EvalScope for ContextScope<'_> {
+    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
+        match subject {
+            Subject::Resource { type_, name, .. } if type_ == "context" => {
+                self.context.get(name).cloned().ok_or_else(|| {
+                    ScopeError::new(
+                        "Unsupported attribute",
+                        format!(
+                            "The context of an auto-approve check has no attribute {}: it has \
+                             context.plan.",
+                            quote(name)
+                        ),
+                    )
+                })
+            }
+            _ => Err(ScopeError::new(
+                "Invalid reference",
+                "An auto-approve check refers to the plan being approved: context.plan.",
+            )),
+        }
+    }
+    fn file(&self) -> FileId {
+        self.file
+    }
+    fn module_dir(&self) -> &Path {
+        self.dir
+    }
+    fn root_dir(&self) -> &Path {
+        self.dir
+    }
 }
 
 /// The version of the saved stack plan format.

@@ -690,6 +690,24 @@ fn stack_apply_without_a_terminal_asks_for_auto_approve() {
     assert!(err.contains("no deployment named \"qa\""), "{err}");
 }
 
+/// A runner of a fleet (`stack apply -runner`) shares the work through PostgreSQL: on the
+/// local backend it is refused with what to do, and `stack destroy` takes no `-runner`.
+/// (The fleet itself runs in `src/tests/pg.rs` against a real server.)
+#[test]
+fn a_runner_needs_the_pg_backend() {
+    let dir = run_stack();
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    let (code, _, err) = sim(d, &["stack", "apply", "-runner", "-auto-approve"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("A runner needs the pg backend"), "{err}");
+    assert!(err.contains("cairn stack init -backend=pg"), "{err}");
+    let (code, _, err) = sim(d, &["stack", "destroy", "-runner", "-auto-approve"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("destroy = true"), "{err}");
+    assert!(things(d, "main").is_empty());
+}
+
 #[test]
 fn a_saved_stack_plan_applies_once_and_a_stale_one_is_refused() {
     let dir = run_stack();
@@ -891,4 +909,212 @@ fn a_deployment_marked_destroy_is_destroyed_and_the_others_stay() {
         out.contains("Deployment \"dev\"") && !out.contains("Deployment \"prod\""),
         "{out}"
     );
+}
+
+/// `publish_output` and `upstream_input` between two stacks at run time: the downstream
+/// stack's deployment input is the upstream stack's published output, read from the
+/// upstream's states. Before the upstream is applied the downstream's component is
+/// deferred (with a warning naming the upstream); after, the value flows, and a change
+/// upstream is a change downstream.
+#[test]
+fn a_published_output_flows_into_a_downstream_stack() {
+    let root = project(&[
+        (
+            "network/stack.tfcomponent.hcl",
+            r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+variable "prefix" {
+  type = string
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+component "net" {
+  source    = "./modules/net"
+  inputs    = { name = "${var.prefix}-net" }
+  providers = { sim = provider.sim.main }
+}
+output "net_id" {
+  type  = string
+  value = component.net.id
+}
+"#,
+        ),
+        (
+            "network/deploy.tfdeploy.hcl",
+            "deployment \"main\" {\n  inputs = { prefix = \"main\" }\n}\npublish_output \"net_id\" {\n  description = \"The network's id.\"\n  value       = deployment.main.net_id\n}\n",
+        ),
+        ("network/modules/net/main.tf", NET_TF),
+        (
+            "app/stack.tfcomponent.hcl",
+            r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+variable "net_id" {
+  type = string
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+component "app" {
+  source    = "./modules/app"
+  inputs    = { net_id = var.net_id, label = "app" }
+  providers = { sim = provider.sim.main }
+}
+"#,
+        ),
+        (
+            "app/deploy.tfdeploy.hcl",
+            "upstream_input \"network\" {\n  type   = \"stack\"\n  source = \"../network\"\n}\ndeployment \"main\" {\n  inputs = { net_id = upstream_input.network.net_id }\n}\n",
+        ),
+        ("app/modules/app/main.tf", APP_TF),
+    ]);
+    let store = root.path().join("sim-store");
+    let env = [("SIM_STORE", store.to_str().unwrap())];
+    let network = root.path().join("network");
+    let app = root.path().join("app");
+    let run = |dir: &Path, args: &[&str]| cairn_env(dir, args, &env);
+    assert_eq!(run(&network, &["stack", "init"]).0, 0);
+    assert_eq!(run(&app, &["stack", "init"]).0, 0);
+    // The upstream has published nothing yet: the downstream waits for it.
+    let (code, out, err) = run(&app, &["stack", "plan"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("Upstream stack not applied yet"), "{err}");
+    assert!(err.contains("has not published net_id yet"), "{err}");
+    assert!(
+        out.contains("component.app: deferred: inputs.net_id is not known"),
+        "{out}"
+    );
+    let (code, _, err) = run(&app, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("The stack cannot converge"), "{err}");
+    assert!(things(root.path(), "main").is_empty());
+    // Applied upstream, the published value flows downstream.
+    let (code, out, err) = run(&network, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, net_id, _) = run(&network, &["stack", "output", "-deployment=main", "net_id"]);
+    assert_eq!(net_id.trim(), "main-net-1");
+    let (code, out, err) = run(&app, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("Upstream stack not applied yet"), "{err}");
+    assert!(
+        things(root.path(), "main").contains(&("app".into(), "main-net-1".into())),
+        "{:?}",
+        things(root.path(), "main")
+    );
+    // A change upstream is a change downstream.
+    std::fs::write(
+        network.join("deploy.tfdeploy.hcl"),
+        "deployment \"main\" {\n  inputs = { prefix = \"edge\" }\n}\npublish_output \"net_id\" {\n  value = deployment.main.net_id\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(&network, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = run(&app, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("\"main-net-1\" -> \"edge-net-1\""), "{out}");
+    let (code, out, err) = run(&app, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        things(root.path(), "main").contains(&("app".into(), "edge-net-1".into())),
+        "{:?}",
+        things(root.path(), "main")
+    );
+}
+
+/// `deployment_group` and `deployment_auto_approve` at run time: a deployment whose plans
+/// pass every check of its group's rules is applied without asking (even without a
+/// terminal), round after round; one without a group is asked for; a plan a check refuses
+/// is not applied, with the check's reason.
+#[test]
+fn deployment_groups_auto_approve_the_plans_their_checks_pass() {
+    let deploy = |dev_prefix: &str| {
+        format!(
+            r#"deployment_auto_approve "no_destroy" {{
+  check {{
+    condition = context.plan.changes.remove == 0
+    reason    = "Plan destroys ${{context.plan.changes.remove}} object(s)."
+  }}
+}}
+deployment_auto_approve "small" {{
+  check {{
+    condition = context.plan.changes.total <= 3 && context.plan.applyable
+    reason    = "Plan has ${{context.plan.changes.total}} changes."
+  }}
+}}
+deployment_group "canary" {{
+  auto_approve_checks = [deployment_auto_approve.no_destroy, deployment_auto_approve.small]
+}}
+deployment "dev" {{
+  inputs = {{
+    prefix  = "{dev_prefix}"
+    regions = ["eu"]
+  }}
+  deployment_group = deployment_group.canary
+}}
+deployment "prod" {{
+  inputs = {{
+    prefix  = "prod"
+    regions = ["eu"]
+  }}
+}}
+"#
+        )
+    };
+    let dir = project(&[
+        ("stack.tfcomponent.hcl", RUN_COMPONENTS),
+        ("deploy.tfdeploy.hcl", &deploy("dev")),
+        ("modules/net/main.tf", NET_TF),
+        ("modules/app/main.tf", APP_TF),
+    ]);
+    let d = dir.path();
+    assert_eq!(sim(d, &["stack", "init"]).0, 0);
+    // No terminal, no -auto-approve: dev's rules approve its plans, prod is not applied.
+    let (code, out, err) = sim(d, &["stack", "apply"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(
+            "Deployment \"dev\": auto-approved (every check of deployment_group.canary passed)."
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("Applying the auto-approved deployment only (\"dev\")."),
+        "{out}"
+    );
+    assert!(err.contains("-auto-approve"), "{err}");
+    assert!(
+        err.contains("deployment \"prod\" were not approved"),
+        "{err}"
+    );
+    assert_eq!(
+        things(d, "main"),
+        vec![("dev-net".to_string(), "net".to_string())]
+    );
+    // dev alone: its rules approve every round, to convergence, without a terminal.
+    let (code, out, err) = sim(d, &["stack", "apply", "-deployment=dev"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Stack apply complete!"), "{out}");
+    assert_eq!(things(d, "eu").len(), 1);
+    // prod, which has no group, with -auto-approve.
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(things(d, "eu").len(), 2);
+    let (code, out, _) = sim(d, &["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}");
+    // A replacement in dev: the no_destroy check refuses it, with its reason.
+    std::fs::write(d.join("deploy.tfdeploy.hcl"), deploy("dev2")).unwrap();
+    let (code, out, err) = sim(d, &["stack", "apply", "-deployment=dev"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("Deployment \"dev\": not auto-approved by deployment_group.canary:\n  - deployment_auto_approve.no_destroy: Plan destroys 1 object(s)."),
+        "{out}"
+    );
+    assert!(err.contains("-auto-approve"), "{err}");
+    assert!(things(d, "main").contains(&("dev-net".to_string(), "net".to_string())));
 }

@@ -1145,3 +1145,265 @@ fn signals_at_every_phase_on_postgresql_leave_a_whole_state_and_a_free_lock() {
     assert!(out.contains("No changes."), "{out}");
     assert_eq!(things(sim.path()), 5, "one object per name");
 }
+
+/// Issue 33: a fleet of runners (`stack apply -runner`) sharing one stack through
+/// PostgreSQL. Three runner processes, each in its own working directory, apply a stack of
+/// three components wired through outputs (one with `for_each`) in two deployments; one
+/// runner is killed with SIGKILL while it applies a component it claimed. The others take
+/// its work over: every object is created exactly once, every downstream component was
+/// claimed only after its upstream one was finished, the run converges, and a plan after it
+/// shows no changes. Then two runners destroy a deployment (`destroy = true`), dependents
+/// first, while a runner with the old files is refused.
+#[test]
+fn three_runners_share_a_stack_and_survive_one_killed_mid_apply() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("fleet");
+    let sim = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "stack.tfcomponent.hcl",
+            r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+variable "prefix" {
+  type = string
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+component "net" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-net", value = "v" }
+  providers = { sim = provider.sim.main }
+}
+component "db" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-db", value = component.net.id }
+  providers = { sim = provider.sim.main }
+}
+component "app" {
+  source    = "./m"
+  for_each  = toset(["a", "b"])
+  inputs    = { name = "${var.prefix}-app-${each.key}", value = component.db.id }
+  providers = { sim = provider.sim.main }
+}
+output "apps" {
+  type  = list(string)
+  value = [for k, a in component.app : a.id]
+}
+"#,
+        ),
+        (
+            "deploy.tfdeploy.hcl",
+            "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n}\n",
+        ),
+        (
+            "m/main.tf",
+            "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"one\" {\n  name  = \"${var.name}-1\"\n  value = var.value\n}\nresource \"sim_thing\" \"two\" {\n  name  = \"${var.name}-2\"\n  value = sim_thing.one.id\n}\noutput \"id\" {\n  value = sim_thing.two.id\n}\n",
+        ),
+    ];
+    let flag = format!("-backend-config=schema_name={schema}");
+    let copy = || {
+        let mut c = Copy::new(sim.path(), "");
+        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
+        for (p, text) in files {
+            let path = c.dir.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+        c.env.push(("SIM_LATENCY_MS".into(), "700".into()));
+        c.ok(&["stack", "init", "-backend=pg", &flag]);
+        c
+    };
+    let copies = [copy(), copy(), copy()];
+    // A runner applies without asking, and only with the pg backend.
+    let (code, _, err) = copies[0].run(&["stack", "apply", "-runner"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("A runner applies without asking"), "{err}");
+    let mut runners: Vec<Child> = copies
+        .iter()
+        .map(|c| {
+            c.spawn(&[
+                "stack",
+                "apply",
+                "-runner",
+                "-auto-approve",
+                "-parallelism=2",
+            ])
+        })
+        .collect();
+    let q = |sql: &str| server.psql(sql).unwrap();
+    // Wait for a runner to be in the middle of applying a component it claimed (its row
+    // still pending), then kill that runner.
+    let pids: Vec<u32> = runners.iter().map(|r| r.id()).collect();
+    let mut victim = None;
+    wait_for(
+        "a claimed component mid-apply",
+        Duration::from_secs(90),
+        || {
+            // (Empty until the first runner made the tables.)
+            let held = server.psql(&format!(
+            "SELECT c.runner FROM \"{schema}\".cairn_stack_claims c JOIN \"{schema}\".cairn_stack_work w \
+             USING (run_id, item) WHERE w.status = 'pending' AND w.component = 'db' ORDER BY c.claimed_ms LIMIT 1"
+        )).unwrap_or_default();
+            victim = held
+                .split(':')
+                .nth(1)
+                .and_then(|p| p.parse::<u32>().ok())
+                .and_then(|p| pids.iter().position(|x| *x == p));
+            victim.is_some()
+        },
+    );
+    std::thread::sleep(Duration::from_millis(900));
+    let victim = victim.unwrap();
+    let mut killed = runners.remove(victim);
+    killed.kill().unwrap(); // SIGKILL
+    let (_, killed_out, _) = finish(killed);
+    let ends: Vec<_> = runners.into_iter().map(finish).collect();
+    let everything = format!("killed runner:\n{killed_out}\n{ends:#?}");
+    let mut outs = vec![killed_out];
+    for (code, out, _) in ends {
+        assert_eq!(code, 0, "a surviving runner:\n{everything}");
+        assert!(out.contains("Stack apply complete! Stack run"), "{out}");
+        assert!(out.contains("apps = tolist(["), "{out}");
+        outs.push(out);
+    }
+    let all = outs.join("\n");
+    assert!(
+        all.contains("taking over from runner"),
+        "a survivor took the killed runner's component over:\n{all}"
+    );
+    // Every object exactly once: one successful create per name, 16 objects in the store.
+    let calls = std::fs::read_to_string(sim.path().join("calls.jsonl")).unwrap();
+    let mut created: std::collections::BTreeMap<String, usize> = Default::default();
+    for l in calls.lines() {
+        let j: serde_json::Value = serde_json::from_str(l).unwrap();
+        if j["op"] == "create" && j["ok"] == true {
+            *created
+                .entry(j["name"].as_str().unwrap().to_string())
+                .or_default() += 1;
+        }
+    }
+    assert_eq!(created.len(), 16, "{created:?}");
+    assert!(created.values().all(|n| *n == 1), "{created:?}");
+    let stored = std::fs::read_dir(sim.path().join("things/main"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 16);
+    // Every component instance's apply reported once, by one runner.
+    for d in ["dev", "prod"] {
+        for a in [
+            "component.net",
+            "component.db",
+            "component.app[\"a\"]",
+            "component.app[\"b\"]",
+        ] {
+            let line = format!("{a} ({d}): Apply complete!");
+            assert_eq!(all.matches(&line).count(), 1, "{line}:\n{all}");
+        }
+    }
+    // Every item done; no downstream claim before its upstream item was finished.
+    let status = q(&format!(
+        "SELECT string_agg(DISTINCT status, ',') FROM \"{schema}\".cairn_stack_work"
+    ));
+    assert_eq!(status, "done");
+    let early = q(&format!(
+        "SELECT count(*) FROM \"{schema}\".cairn_stack_claims c \
+         JOIN \"{schema}\".cairn_stack_work d USING (run_id, item) \
+         JOIN \"{schema}\".cairn_stack_work u ON u.run_id = d.run_id AND u.deployment = d.deployment \
+         AND ((d.component = 'db' AND u.component = 'net') OR (d.component = 'app' AND u.component = 'db')) \
+         WHERE c.claimed_ms < u.finished_ms"
+    ));
+    assert_eq!(early, "0");
+    let takeovers = q(&format!(
+        "SELECT count(*) FROM (SELECT item FROM \"{schema}\".cairn_stack_claims GROUP BY item \
+         HAVING count(DISTINCT runner) > 1) t"
+    ));
+    // The killed runner's claims (one per item it was applying) were taken over, by
+    // runners that name it.
+    assert!(takeovers.parse::<usize>().unwrap() >= 1, "{takeovers}");
+    let victim_pid = format!(":{}:", pids[victim]);
+    for l in all
+        .lines()
+        .filter(|l| l.contains("taking over from runner"))
+    {
+        assert!(l.contains(&victim_pid), "{l}");
+    }
+    let (code, out, err) = copies[0].run(&["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("8 unchanged."), "{out}");
+    // A runner started now finds the run ended and starts another: nothing to change.
+    let out = copies[1].ok(&["stack", "apply", "-runner", "-auto-approve"]);
+    assert!(out.contains("started stack run"), "{out}");
+    assert!(
+        out.contains("Resources it applied: 0 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+
+    // Deployment prod destroyed by two runners: dependents first, dev left as it is.
+    let deploy = "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n  destroy = true\n}\n";
+    for c in &copies[..2] {
+        std::fs::write(c.dir.path().join("deploy.tfdeploy.hcl"), deploy).unwrap();
+    }
+    let runners: Vec<Child> = copies[..2]
+        .iter()
+        .map(|c| c.spawn(&["stack", "apply", "-runner", "-auto-approve"]))
+        .collect();
+    // While that run goes on, a runner with other stack files is refused.
+    wait_for(
+        "the destroy run's first claim",
+        Duration::from_secs(60),
+        || {
+            server
+            .psql(&format!(
+                "SELECT count(*) FROM \"{schema}\".cairn_stack_claims JOIN \"{schema}\".cairn_stack_runs \
+                 USING (run_id) WHERE status = 'running'"
+            ))
+            .is_ok_and(|n| n != "0")
+        },
+    );
+    let (code, out, err) = copies[2].run(&["stack", "apply", "-runner", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("is still running with another configuration"),
+        "{err}"
+    );
+    let mut destroyed = 0;
+    for r in runners {
+        let (code, out, err) = finish(r);
+        assert_eq!(code, 0, "{out}\n{err}");
+        destroyed += out
+            .lines()
+            .filter(|l| l.contains("(prod): Apply complete!"))
+            .map(|l| {
+                l.split(", ")
+                    .nth(2)
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            })
+            .sum::<usize>();
+    }
+    assert_eq!(destroyed, 8);
+    let stored = std::fs::read_dir(sim.path().join("things/main"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 8);
+    let early = q(&format!(
+        "SELECT count(*) FROM \"{schema}\".cairn_stack_claims c \
+         JOIN \"{schema}\".cairn_stack_work d USING (run_id, item) \
+         JOIN \"{schema}\".cairn_stack_work u ON u.run_id = d.run_id AND u.deployment = d.deployment \
+         AND ((d.component = 'net' AND u.component = 'db') OR (d.component = 'db' AND u.component = 'app')) \
+         WHERE d.deployment = 'prod' AND c.claimed_ms < u.finished_ms AND d.run_id = \
+         (SELECT run_id FROM \"{schema}\".cairn_stack_runs ORDER BY started_ms DESC LIMIT 1)"
+    ));
+    assert_eq!(early, "0");
+}

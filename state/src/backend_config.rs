@@ -77,7 +77,7 @@ impl std::fmt::Debug for PgConfig {
 
 impl PgConfig {
     /// The location for people: the connection string without its password, and the schema.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         format!(
             "PostgreSQL {} (schema {})",
             redact(&self.conn_str),

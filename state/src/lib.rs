@@ -56,6 +56,7 @@ mod journal;
 pub mod log;
 pub mod migrate;
 pub(crate) mod moves;
+pub mod pg_fleet;
 pub mod pg_store;
 mod pgtls;
 mod quote;

@@ -301,9 +301,10 @@ impl<S: Storage> LogCore<S> {
     /// checked against the hash chain; a whole open also checks the log against its head.
     fn load(&mut self, upto: Option<u64>) -> Result<Vec<String>, StateError> {
         let mut warnings = Vec::new();
-        let last_seq = self.storage.last_seq()?;
         // The head the store made durable: the log must reach it with the same hash. (An open
-        // up to a position reads a prefix on purpose: no head.)
+        // up to a position reads a prefix on purpose: no head.) It is read before the log's
+        // end: a reader beside a writer (another runner, `cairn ui`) that read the end first
+        // could see a head committed after it, and take the events between for lost.
         let head = match upto {
             None => self
                 .storage
@@ -311,6 +312,7 @@ impl<S: Storage> LogCore<S> {
                 .map_err(|e| self.damaged(1, e.to_string()))?,
             Some(_) => None,
         };
+        let last_seq = self.storage.last_seq()?;
         if last_seq == 0 {
             return match head {
                 Some(h) if h.seq > 0 => Err(self.lost(0, h, &Snapshot::new())),

@@ -60,7 +60,7 @@ use tokio_postgres::Client;
 pub(crate) const JOURNAL_FILE: &str = "pg-journal";
 
 /// A connection: a client and the runtime its I/O runs on.
-struct Conn {
+pub(crate) struct Conn {
     rt: Option<tokio::runtime::Runtime>,
     client: Arc<Client>,
 }
@@ -93,7 +93,7 @@ fn pg_message(e: &tokio_postgres::Error) -> String {
 }
 
 impl Conn {
-    fn connect(cfg: &PgConfig) -> Result<Conn, StateError> {
+    pub(crate) fn connect(cfg: &PgConfig) -> Result<Conn, StateError> {
         let fail = |m: String| StateError::Io {
             context: format!("cannot connect to {}", cfg.describe()),
             message: m,
@@ -147,7 +147,7 @@ impl Conn {
     }
 
     /// Runs `f` on the connection's runtime and waits for it (from any thread).
-    fn run<T, F, Fut>(&self, context: &str, f: F) -> Result<T, StateError>
+    pub(crate) fn run<T, F, Fut>(&self, context: &str, f: F) -> Result<T, StateError>
     where
         T: Send + 'static,
         F: FnOnce(Arc<Client>) -> Fut,
@@ -168,21 +168,21 @@ impl Conn {
         }
     }
 
-    fn execute(&self, context: &str, sql: String) -> Result<(), StateError> {
+    pub(crate) fn execute(&self, context: &str, sql: String) -> Result<(), StateError> {
         self.run(context, |c| async move { c.batch_execute(&sql).await })
     }
 }
 
-fn quote_ident(name: &str) -> String {
+pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-fn key_of(purpose: &str, schema: &str) -> i64 {
+pub(crate) fn key_of(purpose: &str, schema: &str) -> i64 {
     let h = sha2::Sha256::digest(format!("cairn:{purpose}:{schema}").as_bytes());
     i64::from_be_bytes(h[..8].try_into().expect("8 bytes"))
 }
 
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
     // truncates, and we stop at the first NUL.
@@ -194,7 +194,7 @@ fn host_name() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-fn random_id() -> String {
+pub(crate) fn random_id() -> String {
     let mut bytes = [0u8; 16];
     if std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))

@@ -155,6 +155,12 @@ fn root_pg(root: &Path) -> Result<Option<crate::backend_config::PgConfig>, State
     }
 }
 
+/// The root's PostgreSQL backend resolved against the process environment (`None`: the
+/// root's state is not on PostgreSQL): what a stack's runner fleet coordinates through.
+pub fn root_pg_config(root: &Path) -> Result<Option<crate::backend_config::PgConfig>, StateError> {
+    root_pg(root)
+}
+
 /// The root's S3 backend, resolved against the process environment.
 fn root_s3(root: &Path) -> Result<Option<crate::backend_config::S3Config>, StateError> {
     match read_backend(root)? {
