@@ -323,6 +323,25 @@ fn token_host_and_read_only_over_plain_http() {
         assert_eq!(status, 405, "{method}");
     }
 
+    // A malformed parameter is a 400 whose JSON error names it (the page shows it in place),
+    // as every other bad request of the API is.
+    for (path, names) in [
+        ("/api/timeline?limit=abc", "limit"),
+        ("/api/state?at=-1", "at"),
+        ("/api/run/abc", "abc"),
+        ("/api/plan/x", "x"),
+    ] {
+        let (status, body) = ui.get(path);
+        assert_eq!(status, 400, "{path}: {body}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+        let error = doc["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with("Invalid ") && error.contains(names),
+            "{path}: {error}"
+        );
+    }
+
     // No response holds the secret: a sensitive variable, the `value` of `sim_thing.cred` and
     // a sensitive output. (sim's computed `out` is "cred/hunter2": the provider returns it
     // unmarked, so the state, `cairn show` and Terraform show it too; the secret as a value

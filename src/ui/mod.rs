@@ -436,6 +436,78 @@ async fn asset(req: Request) -> Response {
     resp
 }
 
+/// axum's `Query`, answering a malformed parameter (`?limit=abc`) as every other bad request
+/// of the API is answered — 400 with `{"error": …}` naming the parameter and what it takes —
+/// where axum's own rejection is a line of plain text the page cannot show.
+struct Params<T>(T);
+
+#[axum::async_trait]
+impl<T, S> axum::extract::FromRequestParts<S> for Params<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Response> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(q)) => Ok(Params(q)),
+            Err(r) => {
+                // Which parameter: the first that fails on its own.
+                let raw = parts.uri.query().unwrap_or_default();
+                let culprit = raw.split('&').find(|pair| {
+                    format!("/?{pair}")
+                        .parse::<axum::http::Uri>()
+                        .is_ok_and(|uri| Query::<T>::try_from_uri(&uri).is_err())
+                });
+                let why = r.body_text();
+                let why = why
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&why);
+                Err(bad_request(match culprit {
+                    Some(pair) => format!(
+                        "Invalid value for query parameter \"{}\": {why}",
+                        pair.split('=').next().unwrap_or(pair)
+                    ),
+                    None => format!("Invalid query parameters: {why}"),
+                }))
+            }
+        }
+    }
+}
+
+/// axum's `Path` for a numeric segment (`/api/run/:id`), with [`Params`]' answer to a
+/// malformed one (`/api/run/abc`).
+struct Segment<T>(T);
+
+#[axum::async_trait]
+impl<T, S> axum::extract::FromRequestParts<S> for Segment<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Response> {
+        match UrlPath::<T>::from_request_parts(parts, state).await {
+            Ok(UrlPath(v)) => Ok(Segment(v)),
+            Err(r) => {
+                let segment = parts.uri.path().rsplit('/').next().unwrap_or_default();
+                Err(bad_request(format!(
+                    "Invalid path segment \"{segment}\": {}",
+                    r.body_text()
+                )))
+            }
+        }
+    }
+}
+
 fn bad_request(why: String) -> Response {
     (StatusCode::BAD_REQUEST, Json(json!({"error": why}))).into_response()
 }
@@ -469,18 +541,18 @@ async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
     }))
 }
 
-async fn timeline(State(s): State<Arc<Shared>>, Query(q): Query<TimelineQuery>) -> Json<J> {
+async fn timeline(State(s): State<Arc<Shared>>, Params(q): Params<TimelineQuery>) -> Json<J> {
     Json(with_model(&s, |m| m.timeline(&q)))
 }
 
-async fn run(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Response {
+async fn run(State(s): State<Arc<Shared>>, Segment(id): Segment<u64>) -> Response {
     match with_model(&s, |m| m.run(id)) {
         Some(j) => Json(j).into_response(),
         None => not_found(format!("there is no run {id}")),
     }
 }
 
-async fn state(State(s): State<Arc<Shared>>, Query(q): Query<StateQuery>) -> Response {
+async fn state(State(s): State<Arc<Shared>>, Params(q): Params<StateQuery>) -> Response {
     match with_model(&s, |m| m.state_at(&q)) {
         Ok(j) => Json(j).into_response(),
         Err(e) => bad_request(e),
@@ -493,7 +565,7 @@ struct DiffQuery {
     to: u64,
 }
 
-async fn diff(State(s): State<Arc<Shared>>, Query(q): Query<DiffQuery>) -> Response {
+async fn diff(State(s): State<Arc<Shared>>, Params(q): Params<DiffQuery>) -> Response {
     match with_model(&s, |m| m.diff(q.from, q.to, 500)) {
         Ok(j) => Json(j).into_response(),
         Err(e) => bad_request(e),
@@ -517,7 +589,7 @@ fn parse_addr(a: &str) -> Result<ResourceInstanceAddr, Box<Response>> {
     })
 }
 
-async fn instance(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Response {
+async fn instance(State(s): State<Arc<Shared>>, Params(q): Params<AddrQuery>) -> Response {
     let addr = match parse_addr(&q.addr) {
         Ok(a) => a,
         Err(r) => return *r,
@@ -528,7 +600,7 @@ async fn instance(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> R
     }
 }
 
-async fn life(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Response {
+async fn life(State(s): State<Arc<Shared>>, Params(q): Params<AddrQuery>) -> Response {
     let addr = match parse_addr(&q.addr) {
         Ok(a) => a,
         Err(r) => return *r,
@@ -549,7 +621,7 @@ struct SearchQuery {
     limit: Option<usize>,
 }
 
-async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -> Json<J> {
+async fn addresses(State(s): State<Arc<Shared>>, Params(q): Params<SearchQuery>) -> Json<J> {
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
     Json(with_model(&s, |m| m.addresses(&q.q, q.offset, limit)))
 }
@@ -558,7 +630,7 @@ async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -
 /// `destroy` that had something to do, whether it made its plan or applied a saved one), or,
 /// for a run from before Cairn recorded plans, the saved plan file it applied if that file is
 /// still there.
-async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Response {
+async fn run_plan(State(s): State<Arc<Shared>>, Segment(id): Segment<u64>) -> Response {
     let (config, error) = match &s.config {
         Ok(c) => (Some(c.as_ref()), None),
         Err(e) => (None, Some(e.as_str())),
@@ -618,7 +690,7 @@ async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Re
 
 /// A saved plan as its file is now: who made it, where, when and at which state position;
 /// whether the state moved since (then `apply FILE` refuses it) and which run applied it.
-async fn plan_at(State(s): State<Arc<Shared>>, UrlPath(i): UrlPath<usize>) -> Response {
+async fn plan_at(State(s): State<Arc<Shared>>, Segment(i): Segment<usize>) -> Response {
     let Some(entry) = s.plans.get(i) else {
         return not_found(format!("there is no plan {i}"));
     };
