@@ -847,6 +847,155 @@ fn every_view_in_headless_chromium() {
     }
 }
 
+/// Issue 32: a `cairn plan` leaves a lightweight record in the history — no event in the log,
+/// no lock taken — which `history` (text and `-json`) and the UI's timeline list among the
+/// runs: who, where, when, against which state position, what it proposed, the plan file it
+/// saved; a failed plan too; a sensitive `-var` masked. A plan recorded while the UI is open
+/// lands in it.
+#[test]
+fn plan_only_runs_are_recorded_beside_the_log_and_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    // Before any state there is nothing to record it in: the plan writes nothing.
+    let (code, out) = cairn(dir, &["plan"], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!dir.join(".cairn").exists(), "a first plan made a state");
+    let (code, out) = cairn(dir, &["apply", "-auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let events_before = cairn(dir, &["log", "-json"], &[]).1.lines().count();
+    let secret = "PlanSecret789";
+    let job = "https://ci.example/acme/jobs/7";
+    let (code, out) = cairn(
+        dir,
+        &[
+            "plan",
+            "-var",
+            "v=two",
+            "-var",
+            &format!("secret={secret}"),
+            "-out=p.tfplan",
+        ],
+        &[("CI_JOB_URL", job)],
+    );
+    assert_eq!(code, 0, "{out}");
+    // A plan that fails (an undeclared variable) is a review that failed.
+    let (code, out) = cairn(dir, &["plan", "-var", "nope=1"], &[]);
+    assert_eq!(code, 1, "{out}");
+    // Nothing was appended to the log.
+    let (_, log) = cairn(dir, &["log", "-json"], &[]);
+    assert_eq!(log.lines().count(), events_before, "{log}");
+    let stored = files_holding(&dir.join(".cairn"), secret.as_bytes());
+    assert!(stored.is_empty(), "the secret reached {stored:?}");
+
+    let (code, h) = cairn(dir, &["history"], &[]);
+    assert_eq!(code, 0, "{h}");
+    let lines: Vec<&str> = h.lines().collect();
+    assert_eq!(lines.len(), 4, "{h}");
+    assert!(lines[1].starts_with("1 "), "{h}");
+    let host = cairn::state::host_name();
+    assert!(
+        lines[2].starts_with("- ")
+            && lines[2].contains("planned")
+            && lines[2].contains("plan -out=p.tfplan")
+            && lines[2].contains("0 to add, 5 to change, 0 to destroy, 1 read deferred")
+            && lines[2].contains(&host)
+            && lines[2].contains(job),
+        "{h}"
+    );
+    assert!(
+        lines[3].starts_with("- ") && lines[3].contains("failed") && lines[3].contains("error"),
+        "{h}"
+    );
+    let (code, h) = cairn(dir, &["history", "-json"], &[]);
+    assert_eq!(code, 0, "{h}");
+    assert!(!h.contains(secret), "{h}");
+    let rows: Vec<serde_json::Value> = h
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["kind"], "run", "{h}");
+    let plan = &rows[1];
+    assert_eq!(plan["kind"], "plan", "{plan}");
+    assert_eq!(plan["outcome"], "planned", "{plan}");
+    assert_eq!(plan["saved_to"], "p.tfplan", "{plan}");
+    assert_eq!(plan["base_seq"], rows[0]["last_seq"], "{plan}");
+    assert_eq!(plan["host"], host.as_str(), "{plan}");
+    assert_eq!(plan["ci_job"], job, "{plan}");
+    assert_eq!(
+        (&plan["planned"]["change"], &plan["planned"]["read"]),
+        (&5.into(), &1.into()),
+        "{plan}"
+    );
+    assert!(
+        plan["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "secret=(sensitive value)"),
+        "{plan}"
+    );
+    assert!(
+        plan["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["action"] == "update" && a["addr"] == "sim_thing.base"),
+        "{plan}"
+    );
+    assert_eq!(rows[2]["outcome"], "failed", "{h}");
+
+    let ui = start_ui_with(dir, &["ui"], &[]);
+    let t = ui.wait_finished(1);
+    let plans = t["plans"].as_array().expect("the timeline lists the plans");
+    assert_eq!(plans.len(), 2, "{t}");
+    // Newest first.
+    assert_eq!(plans[0]["outcome"], "failed", "{t}");
+    assert_eq!(plans[1]["saved_to"], "p.tfplan", "{t}");
+    assert_eq!(plans[1]["change"], 5, "{t}");
+    assert!(
+        t["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "plan"),
+        "{t}"
+    );
+    assert!(!t.to_string().contains(secret), "{t}");
+    let only = ui.json("/api/timeline?command=plan");
+    assert_eq!(
+        (
+            only["runs"].as_array().unwrap().len(),
+            only["plans"].as_array().unwrap().len()
+        ),
+        (0, 2),
+        "{only}"
+    );
+    let failed = ui.json("/api/timeline?outcome=failed");
+    assert_eq!(failed["plans"].as_array().unwrap().len(), 1, "{failed}");
+    // A plan made while the UI is open lands in it.
+    let stamp = ui.json("/api/head")["plan_runs"].clone();
+    let (code, out) = cairn(dir, &["plan", "-destroy"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while ui.json("/api/head")["plan_runs"] == stamp {
+        assert!(
+            Instant::now() < deadline,
+            "the new plan never reached the UI"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let t = ui.json("/api/timeline");
+    let newest = &t["plans"][0];
+    assert_eq!(
+        (&newest["mode"], &newest["destroy"]),
+        (&"destroy".into(), &5.into()),
+        "{t}"
+    );
+    // Still no run of the log.
+    assert_eq!(ui.json("/api/head")["runs"], 1);
+}
+
 #[test]
 fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
     let Some(server) = pgserver::shared() else {

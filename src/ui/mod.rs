@@ -22,6 +22,7 @@ pub mod model;
 pub mod plan;
 
 use crate::addr::ResourceInstanceAddr;
+use crate::engine::api::plan_history;
 use crate::engine::api::watch::{Holder, LogWatch};
 use axum::extract::{Path as UrlPath, Query, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -79,6 +80,9 @@ struct Shared {
     plans: Vec<Mutex<SavedPlan>>,
     token: String,
     allowed_hosts: Vec<String>,
+    /// The plan-only runs recorded beside the log (`cairn plan`), oldest first, as the reader
+    /// last read them.
+    plan_runs: RwLock<Arc<Vec<cairn_state::plan_runs::PlanRun>>>,
 }
 
 /// A saved plan file as last read: its view, and the file's modification time and size then.
@@ -193,7 +197,33 @@ fn holder_json(h: &Holder) -> J {
 fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
     let mut watch =
         LogWatch::new(&state_dir).with_encryption(crate::engine::api::encryption::state());
+    // Plan records: read again when their directory changes (sled), or every few seconds
+    // (a shared store, where one query lists them).
+    let mut plans_stamp = None;
+    let mut plans_read_at: Option<std::time::Instant> = None;
     loop {
+        let stamp = plan_history::local_stamp(&state_dir);
+        let due = match &stamp {
+            Some(_) => stamp != plans_stamp,
+            None => plans_read_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(2)),
+        };
+        if due {
+            let (runs, warnings) = plan_history::list(&state_dir);
+            plans_stamp = stamp;
+            plans_read_at = Some(std::time::Instant::now());
+            if let Ok(mut p) = shared.plan_runs.write() {
+                *p = Arc::new(runs);
+            }
+            if !warnings.is_empty() {
+                if let Ok(mut m) = shared.model.write() {
+                    for w in warnings {
+                        if !m.warnings.contains(&w) {
+                            m.warnings.push(w);
+                        }
+                    }
+                }
+            }
+        }
         let from = shared.model.read().map(|m| m.head() + 1).unwrap_or(1);
         let look = watch.look(from);
         if let Ok(mut m) = shared.store.lock() {
@@ -535,6 +565,8 @@ async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
         "missing": status.missing,
         "error": status.error,
         "warnings": warnings,
+        // Changes when a plan-only run is recorded, so an open timeline shows it.
+        "plan_runs": s.plan_runs.read().map(|p| format!("{}/{}", p.len(), p.last().map(|r| r.id.as_str()).unwrap_or(""))).unwrap_or_default(),
         "plans": s.plans.iter().map(|p| p.lock().map(|p| p.name.clone()).unwrap_or_default()).collect::<Vec<_>>(),
         // Changes when a plan file changes, so an open page reads it again.
         "plans_stamp": s.plans.iter().map(|p| p.lock().ok().and_then(|p| file_stamp(&p.path)).map(|(t, n)| format!("{t:?}/{n}")).unwrap_or_default()).collect::<Vec<_>>(),
@@ -542,7 +574,8 @@ async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
 }
 
 async fn timeline(State(s): State<Arc<Shared>>, Params(q): Params<TimelineQuery>) -> Json<J> {
-    Json(with_model(&s, |m| m.timeline(&q)))
+    let plans = s.plan_runs.read().map(|p| p.clone()).unwrap_or_default();
+    Json(with_model(&s, |m| m.timeline_with_plans(&q, &plans)))
 }
 
 async fn run(State(s): State<Arc<Shared>>, Segment(id): Segment<u64>) -> Response {
@@ -831,6 +864,7 @@ impl Server {
             plans,
             token: token.clone(),
             allowed_hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
+            plan_runs: RwLock::new(Arc::new(Vec::new())),
         });
         Ok(Server {
             listener,

@@ -812,6 +812,91 @@ impl Model {
         })
     }
 
+    /// [`Model::timeline`] with the plan-only runs (`cairn plan`'s records beside the log,
+    /// oldest first in `plans`) that started within the page's span of time, newest first,
+    /// filtered as the runs are: `plans` in the answer, `plans_total` how many there are.
+    pub fn timeline_with_plans(
+        &self,
+        q: &TimelineQuery,
+        plans: &[cairn_state::plan_runs::PlanRun],
+    ) -> J {
+        let mut t = self.timeline(q);
+        if plans.is_empty() {
+            return t;
+        }
+        let want =
+            |f: &Option<String>, v: &str| f.as_deref().is_none_or(|f| f.is_empty() || f == v);
+        let started = |id: u64| {
+            let i = self.fold.runs.partition_point(|r| r.id < id);
+            self.fold
+                .runs
+                .get(i)
+                .filter(|r| r.id == id)
+                .map(|r| r.started_ms)
+        };
+        // Newer than the page's newest run's successor, older than the next page's runs.
+        let upper = q.before.and_then(started).unwrap_or(u64::MAX);
+        let lower = match t["next_before"].as_u64() {
+            Some(_) => t["runs"]
+                .as_array()
+                .and_then(|r| r.last())
+                .and_then(|r| r["started_ms"].as_u64())
+                .unwrap_or(0),
+            None => 0,
+        };
+        let shown: Vec<J> = plans
+            .iter()
+            .rev()
+            .filter(|p| p.started_ms >= lower && p.started_ms < upper)
+            .filter(|p| want(&q.command, "plan") && want(&q.outcome, &p.outcome))
+            .map(|p| self.plan_run_json(p))
+            .collect();
+        if let Some(c) = t["commands"].as_array_mut() {
+            if !c.iter().any(|x| x == "plan") {
+                c.push(json!("plan"));
+                c.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+            }
+        }
+        t["plans"] = J::Array(shown);
+        t["plans_total"] = json!(plans.len());
+        t
+    }
+
+    /// A plan-only run as the timeline shows it.
+    fn plan_run_json(&self, p: &cairn_state::plan_runs::PlanRun) -> J {
+        let masked = crate::config::mask_var_args(&p.args, &self.sensitive_vars);
+        let args: Vec<&String> = masked.iter().skip_while(|a| *a == "plan").collect();
+        json!({
+            "kind": "plan",
+            "id": p.id,
+            "command": "plan",
+            "args": args,
+            "user": p.user,
+            "pid": p.pid,
+            "host": p.context.host,
+            "git_commit": p.context.git_commit,
+            "git_branch": p.context.git_branch,
+            "ci_job": p.context.ci_job,
+            "started_ms": p.started_ms,
+            "finished_ms": p.finished_ms,
+            "duration_ms": p.finished_ms.saturating_sub(p.started_ms),
+            "outcome": p.outcome,
+            "mode": p.mode,
+            "add": p.add,
+            "change": p.change,
+            "destroy": p.destroy,
+            "read": p.read,
+            "import": p.import,
+            "forget": p.forget,
+            "moved": p.moved,
+            "errors": p.errors,
+            "base_seq": p.base_seq,
+            "saved_to": p.saved_to,
+            "changes": p.changes.iter().map(|(action, addr)| json!({"action": action, "addr": addr})).collect::<Vec<_>>(),
+            "changes_total": p.changes_total,
+        })
+    }
+
     /// One event as the pages show it: the description every command shares
     /// (`engine::api::history`), and what only the pages add (diffs, deferral chains,
     /// failure locations, how an operation was settled, outputs, diagnostics).

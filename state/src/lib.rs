@@ -58,6 +58,7 @@ pub mod migrate;
 pub(crate) mod moves;
 pub mod pg_store;
 mod pgtls;
+pub mod plan_runs;
 mod quote;
 pub mod s3_store;
 mod sled_store;
