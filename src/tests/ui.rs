@@ -847,6 +847,127 @@ fn every_view_in_headless_chromium() {
     }
 }
 
+/// Runs `fixtures/ui-browser/drive.js` against `ui` (with `scenario`), answering nothing on
+/// standard input; panics with its output when a check fails.
+fn drive(ui: &Ui, scenario: &str) -> String {
+    let shots = root().join("fixtures/ui-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let out = Command::new("node")
+        .arg(root().join("fixtures/ui-browser/drive.js"))
+        .arg(&ui.url)
+        .arg(&shots)
+        .arg(scenario)
+        .stdin(Stdio::null())
+        .output()
+        .expect("node runs");
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{log}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    log
+}
+
+/// Issue 32: a graph node is coloured by the set of its resource's actions — a resource with
+/// an update and two deletes is drawn in an update band and a delete band, one with an update
+/// and a replace in update and replace bands (a replace is not an update) — and the legend
+/// explains the bands. Checked on the pixels headless Chromium paints.
+#[test]
+fn mixed_actions_in_headless_chromium() {
+    if let Err(why) = browser_available() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "the browser test cannot run in CI: {why}; .ci/run installs it"
+        );
+        eprintln!("skipping the browser test: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("main.tf"),
+        r#"variable "n" {
+  type    = number
+  default = 3
+}
+
+variable "v" {
+  default = "a"
+}
+
+variable "renamed" {
+  default = ""
+}
+
+resource "sim_thing" "many" {
+  count = var.n
+  name  = "m${count.index}"
+  value = var.v
+}
+
+resource "sim_thing" "fleet" {
+  count = 2
+  name  = count.index == 0 ? "f0${var.renamed}" : "f1"
+  value = var.v
+}
+
+resource "sim_thing" "fresh" {
+  count = var.n == 1 ? 1 : 0
+  name  = "fresh"
+  value = sim_thing.many[0].out
+}
+"#,
+    )
+    .unwrap();
+    let (code, out) = cairn(dir, &["apply", "-auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = cairn(
+        dir,
+        &[
+            "plan",
+            "-var",
+            "n=1",
+            "-var",
+            "v=b",
+            "-var",
+            "renamed=x",
+            "-out=mixed.tfplan",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("2 to add, 2 to change, 3 to destroy"), "{out}");
+    let ui = start_ui_with(dir, &["ui", "-plan=mixed.tfplan"], &[]);
+    ui.wait_finished(1);
+    // The API gives every change of a node; the page draws their set.
+    let p = ui.json("/api/plan/0");
+    let actions = |id: &str| -> Vec<String> {
+        let n = p["graph"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == id)
+            .unwrap_or_else(|| panic!("no node {id}: {p}"));
+        let mut a: Vec<String> = n["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect();
+        a.sort();
+        a.dedup();
+        a
+    };
+    assert_eq!(actions("sim_thing.many"), ["delete", "update"], "{p}");
+    assert_eq!(actions("sim_thing.fleet"), ["replace", "update"], "{p}");
+    let log = drive(&ui, "mixed");
+    println!("{log}");
+    let shot = root().join("fixtures/ui-screenshots/plan-mixed.png");
+    let len = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(len > 10_000, "{} is missing or empty", shot.display());
+}
+
 /// Issue 32: a `cairn plan` leaves a lightweight record in the history — no event in the log,
 /// no lock taken — which `history` (text and `-json`) and the UI's timeline list among the
 /// runs: who, where, when, against which state position, what it proposed, the plan file it
