@@ -968,6 +968,78 @@ resource "sim_thing" "fresh" {
     assert!(len > 10_000, "{} is missing or empty", shot.display());
 }
 
+/// Issue 32: a run killed (SIGKILL) in the middle of a destroy wrote no summary; the timeline
+/// and its page count the deletes its own events record, not "+0 ~0 −0" above them, and call
+/// it unfinished (not running: its process is gone, its `lock.json` stale).
+#[test]
+fn a_run_killed_mid_destroy_counts_its_own_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_dir(&root().join("fixtures/ui/project"), dir);
+    let (code, out) = cairn(dir, &["apply", "-auto-approve"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let things = dir.join("sim-store/things/local");
+    let count = || std::fs::read_dir(&things).map(|d| d.count()).unwrap_or(0);
+    let before = count();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args([
+            "destroy",
+            "-auto-approve",
+            "-refresh=false",
+            "-parallelism=1",
+        ])
+        .current_dir(dir)
+        .env("SIM_LATENCY_MS", "700")
+        .env_remove("SIM_FAIL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Two objects gone: the first delete's outcome is recorded (the second one's start was
+    // made durable after it, before its provider call).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count() + 2 > before {
+        assert!(Instant::now() < deadline, "the destroy deleted nothing");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the destroy ended too soon"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(count() > 0, "the destroy finished before it was killed");
+
+    // The killed process left `lock.json` behind: it holds nothing, the UI reads the log and
+    // names no command in flight.
+    assert!(dir.join(".cairn/lock.json").exists());
+    let ui = start_ui_with(dir, &["ui"], &[]);
+    let h = ui.wait_runs(2);
+    assert_eq!(h["busy"], serde_json::Value::Null, "{h}");
+    let t = ui.json("/api/timeline");
+    let killed = &t["runs"][0];
+    assert_eq!(
+        (&killed["command"], &killed["outcome"]),
+        (&"destroy".into(), &"unfinished".into()),
+        "{killed}"
+    );
+    let run = ui.json(&format!("/api/run/{}", killed["id"]));
+    let succeeded = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "OperationSucceeded")
+        .count() as u64;
+    assert!(succeeded >= 1, "{run}");
+    assert_eq!(killed["destroyed"].as_u64(), Some(succeeded), "{killed}");
+    assert_eq!(run["destroyed"].as_u64(), Some(succeeded), "{run}");
+    assert_eq!(
+        (killed["added"].as_u64(), killed["changed"].as_u64()),
+        (Some(0), Some(0)),
+        "{killed}"
+    );
+}
+
 /// Issue 32: a `cairn plan` leaves a lightweight record in the history — no event in the log,
 /// no lock taken — which `history` (text and `-json`) and the UI's timeline list among the
 /// runs: who, where, when, against which state position, what it proposed, the plan file it

@@ -250,6 +250,16 @@ fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
                 m.warnings.extend(look.warnings);
             }
         }
+        let writer_busy = look.busy.is_some();
+        if shared
+            .model
+            .read()
+            .is_ok_and(|m| m.writer_busy != writer_busy)
+        {
+            if let Ok(mut m) = shared.model.write() {
+                m.writer_busy = writer_busy;
+            }
+        }
         if let Ok(mut s) = shared.status.lock() {
             let busy = look.busy.as_ref().map(holder_json);
             if look.keep_status {

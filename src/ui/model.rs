@@ -173,6 +173,10 @@ pub struct Model {
     /// or refused before it finished has no summary (or a zero one) to say it.
     counts: HashMap<u64, Counts>,
     pub(crate) warnings: Vec<String>,
+    /// Whether a command holds the state now (the reader says so on each look): the log's
+    /// last run without an end is `running` while one does, `unfinished` once none does (its
+    /// process died: `kill -9`, a crash).
+    pub(crate) writer_busy: bool,
 }
 
 /// A run's counts taken from its events.
@@ -347,6 +351,7 @@ impl Model {
             sensitive_vars: Default::default(),
             counts: HashMap::new(),
             warnings: Vec::new(),
+            writer_busy: true,
         }
     }
 
@@ -587,7 +592,7 @@ impl Model {
     fn outcome(&self, r: &RunRecord) -> String {
         match r.outcome {
             Some(o) => o.to_string(),
-            None if self.fold.open_run == Some(r.id) => "running".into(),
+            None if self.fold.open_run == Some(r.id) && self.writer_busy => "running".into(),
             None => "unfinished".into(),
         }
     }
