@@ -1235,6 +1235,37 @@ fn the_ui_reads_a_postgresql_store_and_shows_runs_as_they_land() {
     assert_eq!(p["change"], 4, "{p}");
     assert!(p["graph"]["nodes"].as_array().unwrap().len() >= 5, "{p}");
 
+    // A plan (no lock, no event) is recorded in the database beside the log and lands in
+    // the timeline.
+    ok(&["plan", "-var", "v=three", "-out=p.tfplan"], &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let plans = loop {
+        let t = ui.json("/api/timeline");
+        if let Some(p) = t["plans"].as_array().filter(|p| !p.is_empty()) {
+            break p.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the plan never reached the UI: {t}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        (&plans[0]["saved_to"], &plans[0]["outcome"]),
+        (&"p.tfplan".into(), &"planned".into()),
+        "{plans:?}"
+    );
+    assert_eq!(ui.json("/api/head")["runs"], 2);
+    let mut e = env.to_vec();
+    e.push(("NO_COLOR", "1"));
+    let (code, h) = cairn(dir, &["history"], &e);
+    assert_eq!(code, 0, "{h}");
+    assert!(
+        h.lines()
+            .any(|l| l.starts_with("- ") && l.contains("plan -out=p.tfplan")),
+        "{h}"
+    );
+
     // A failing apply: its recorded error location comes from the database.
     let mut e = env.to_vec();
     e.push(("SIM_FAIL", "update:dep"));

@@ -102,6 +102,36 @@ fn valid_id(id: &str) -> bool {
     !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
+/// Copies every plan record, as stored (sealed or not), from the state of `dir` in store
+/// `from` to the same state in store `to` (`None`: the sled directory `dir`): `init
+/// -migrate-state` takes them along with the log. The number copied.
+pub fn copy(
+    dir: &Path,
+    from: Option<&crate::store::Remote>,
+    to: Option<&crate::store::Remote>,
+) -> Result<usize, StateError> {
+    let raw = match from {
+        None => list_local(dir)?,
+        Some(crate::store::Remote::Pg(pg)) => crate::pg_store::plan_runs(pg)?,
+        Some(crate::store::Remote::S3(s3)) => crate::s3_store::plan_runs(s3)?,
+    };
+    for (id, bytes) in &raw {
+        if !valid_id(id) {
+            continue;
+        }
+        match to {
+            None => record_local(dir, id, bytes)?,
+            Some(crate::store::Remote::Pg(pg)) => {
+                crate::pg_store::record_plan_run(pg, id, bytes, KEEP)?
+            }
+            Some(crate::store::Remote::S3(s3)) => {
+                crate::s3_store::record_plan_run(s3, id, bytes.clone(), KEEP)?
+            }
+        };
+    }
+    Ok(raw.len())
+}
+
 /// Records `run` in the state of `dir` (its `backend.json`'s store, or sled's directory),
 /// without the lock, and drops the oldest records past [`KEEP`]. `Ok(false)`: there is no
 /// state there yet (nothing was recorded).
