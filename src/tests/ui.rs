@@ -968,6 +968,56 @@ resource "sim_thing" "fresh" {
     assert!(len > 10_000, "{} is missing or empty", shot.display());
 }
 
+/// Issue 32 (scale): 420 addresses are all searched and counted, never cut at 50; a state
+/// request carries no run list; one address's life and the timeline come a page at a time.
+#[test]
+fn long_lists_are_paged_and_every_address_is_searched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("main.tf"),
+        "variable \"v\" {\n  default = \"a\"\n}\n\nresource \"sim_thing\" \"n\" {\n  count = 420\n  name  = \"n${count.index}\"\n  value = var.v\n}\n",
+    )
+    .unwrap();
+    for v in ["a", "b", "c"] {
+        let (code, out) = cairn(
+            dir,
+            &["apply", "-auto-approve", "-var", &format!("v={v}")],
+            &[],
+        );
+        assert_eq!(code, 0, "{out}");
+    }
+    let ui = start_ui_with(dir, &["ui"], &[]);
+    ui.wait_finished(3);
+    let all = ui.json("/api/addresses?q=sim_thing.n");
+    assert_eq!(all["total"], 420, "{all}");
+    assert_eq!(all["addresses"].as_array().unwrap().len(), 100, "a page");
+    let last = ui.json("/api/addresses?q=n%5B419%5D");
+    assert_eq!(
+        (&last["total"], &last["addresses"][0]),
+        (&1.into(), &"sim_thing.n[419]".into()),
+        "the last address is searched too: {last}"
+    );
+    let tail = ui.json("/api/addresses?q=sim_thing.n&offset=400");
+    assert_eq!(tail["addresses"].as_array().unwrap().len(), 20, "{tail}");
+    let state = ui.json("/api/state");
+    assert!(state.get("runs").is_none(), "the state carries no run list");
+    assert_eq!(state["total"], 420, "{}", state["total"]);
+    let life = ui.json("/api/life?addr=sim_thing.n%5B7%5D&offset=1&limit=2");
+    let total = life["total"].as_u64().unwrap();
+    assert!(total >= 4, "created and updated twice: {life}");
+    assert_eq!(life["events"].as_array().unwrap().len(), 2, "{life}");
+    assert_eq!(life["offset"], 1, "{life}");
+    let page = ui.json("/api/timeline?limit=2");
+    assert_eq!(page["runs"].as_array().unwrap().len(), 2, "{page}");
+    let older = ui.json(&format!(
+        "/api/timeline?limit=2&before={}",
+        page["next_before"]
+    ));
+    assert_eq!(older["runs"].as_array().unwrap().len(), 1, "{older}");
+    assert_eq!(older["next_before"], serde_json::Value::Null, "{older}");
+}
+
 /// Issue 32: a run killed (SIGKILL) in the middle of a destroy wrote no summary; the timeline
 /// and its page count the deletes its own events record, not "+0 ~0 −0" above them, and call
 /// it unfinished (not running: its process is gone, its `lock.json` stale).
