@@ -459,6 +459,21 @@ impl Signals {
     }
 }
 
+/// Leaves `record` in the history; a record that cannot be written is a warning, never the
+/// plan's failure.
+fn record_plan_run(
+    ctx: &Context,
+    opts: &crate::engine::api::Options,
+    record: &api::plan_history::PlanRunRecord,
+    json: Option<&JsonUi>,
+    no_color: bool,
+) {
+    if let Some(why) = api::plan_history::record(opts, record) {
+        let d = Diagnostic::warning("The plan was not recorded in the history", why);
+        emit(ctx, &SourceMap::new(), &d.into(), json, no_color);
+    }
+}
+
 /// The engine's notes (recovered pending operations, repaired state) as warnings.
 fn notes(report_notes: &[String]) -> Vec<Diagnostic> {
     report_notes
@@ -518,6 +533,7 @@ pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
     };
     match inv.verb {
         Verb::Plan => {
+            let started_ms = api::plan_history::now_ms();
             let report = match block_on(ctx, &opts, api::plan(&opts, inv.mode, dyn_observer)) {
                 Ok(r) => r,
                 Err(d) => return ctx.fail(d, no_color),
@@ -532,8 +548,22 @@ pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
                     }
                 }
             }
+            // The plan is a review: it leaves a lightweight record in the history (no lock,
+            // no event), whatever its outcome. Made before the diagnostics are consumed.
+            let errors = report.diags.iter().filter(|d| d.is_error()).count();
+            let mut record = api::plan_history::plan_record(
+                &opts,
+                report.config.as_deref(),
+                report.result.as_ref(),
+                errors,
+                started_ms,
+                None,
+            );
             let failed = finish(report.config.as_ref(), report.diags, &report.notes);
             let Some(plan) = report.result.filter(|_| !failed) else {
+                record.outcome = "failed".into();
+                record.errors = record.errors.max(1);
+                record_plan_run(ctx, &opts, &record, ui.json.as_ref(), no_color);
                 return Exit::Error;
             };
             if let Some(path) = inv.out_file {
@@ -543,8 +573,15 @@ pub(crate) fn run(ctx: &Context, inv: Invocation<'_>) -> Exit {
                     crate::engine::api::encryption::plan().as_deref(),
                 ) {
                     emit(ctx, &empty, &d.into(), ui.json.as_ref(), no_color);
+                    record.outcome = "failed".into();
+                    record.errors = record.errors.max(1);
+                    record_plan_run(ctx, &opts, &record, ui.json.as_ref(), no_color);
                     return Exit::Error;
                 }
+                record.saved_to = Some(path.display().to_string());
+            }
+            record_plan_run(ctx, &opts, &record, ui.json.as_ref(), no_color);
+            if let Some(path) = inv.out_file {
                 if ui.json.is_none() {
                     ctx.out(&format!(
                         "\nSaved the plan to: {p}\n\nTo perform exactly these actions, run:\n    cairn apply {p}\n",

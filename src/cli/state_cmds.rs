@@ -504,45 +504,92 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
         Ok(s) => s,
         Err(d) => return ctx.fail(d, a.ui.no_color),
     };
+    // Plan-only runs (`cairn plan`'s lightweight records beside the log) are listed among
+    // the runs, by when they started.
+    let (plans, warnings) = crate::engine::api::plan_history::list(&ctx.state_dir);
+    for w in warnings {
+        ctx.err(&format!("Warning: {w}\n"));
+    }
+    enum Row<'a> {
+        Run(&'a cairn_state::RunRecord),
+        Plan(&'a cairn_state::plan_runs::PlanRun),
+    }
+    // Runs keep their order; each plan goes before the first run that started after it.
+    let mut rows: Vec<Row> = Vec::with_capacity(snap.runs.len() + plans.len());
+    let mut pending = plans.iter().peekable();
+    for r in &snap.runs {
+        while let Some(p) = pending.next_if(|p| p.started_ms < r.started_ms) {
+            rows.push(Row::Plan(p));
+        }
+        rows.push(Row::Run(r));
+    }
+    rows.extend(pending.map(Row::Plan));
     let outcome = history::run_outcome;
+    let sensitive = sensitive_vars_here();
     if a.ui.json {
         let mut out = String::new();
-        let sensitive = sensitive_vars_here();
-        for r in &snap.runs {
-            let j = json!({
-                "id": r.id,
-                "command": r.command,
-                "args": crate::config::mask_var_args(&r.args, &sensitive),
-                "user": r.user,
-                "pid": r.pid,
-                "host": r.context.host,
-                "git_commit": r.context.git_commit,
-                "git_branch": r.context.git_branch,
-                "ci_job": r.context.ci_job,
-                "started": time_of(r.started_ms),
-                "finished": r.finished_ms.map(time_of),
-                "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
-                "outcome": outcome(r),
-                "changes": {"added": r.summary.added, "changed": r.summary.changed,
-                            "destroyed": r.summary.destroyed, "read": r.summary.read,
-                            "imported": r.summary.imported, "errors": r.summary.errors,
-                            "moved": r.moved, "forgotten": r.forgotten},
-                "last_seq": r.last_seq,
-            });
+        for row in &rows {
+            let j = match row {
+                Row::Run(r) => json!({
+                    "kind": "run",
+                    "id": r.id,
+                    "command": r.command,
+                    "args": crate::config::mask_var_args(&r.args, &sensitive),
+                    "user": r.user,
+                    "pid": r.pid,
+                    "host": r.context.host,
+                    "git_commit": r.context.git_commit,
+                    "git_branch": r.context.git_branch,
+                    "ci_job": r.context.ci_job,
+                    "started": time_of(r.started_ms),
+                    "finished": r.finished_ms.map(time_of),
+                    "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
+                    "outcome": outcome(r),
+                    "changes": {"added": r.summary.added, "changed": r.summary.changed,
+                                "destroyed": r.summary.destroyed, "read": r.summary.read,
+                                "imported": r.summary.imported, "errors": r.summary.errors,
+                                "moved": r.moved, "forgotten": r.forgotten},
+                    "last_seq": r.last_seq,
+                }),
+                Row::Plan(p) => json!({
+                    "kind": "plan",
+                    "id": null,
+                    "plan_id": p.id,
+                    "command": "plan",
+                    "args": crate::config::mask_var_args(&p.args, &sensitive),
+                    "user": p.user,
+                    "pid": p.pid,
+                    "host": p.context.host,
+                    "git_commit": p.context.git_commit,
+                    "git_branch": p.context.git_branch,
+                    "ci_job": p.context.ci_job,
+                    "started": time_of(p.started_ms),
+                    "finished": time_of(p.finished_ms),
+                    "duration_ms": p.finished_ms.saturating_sub(p.started_ms),
+                    "outcome": p.outcome,
+                    "mode": p.mode,
+                    "planned": {"add": p.add, "change": p.change, "destroy": p.destroy,
+                                "read": p.read, "import": p.import, "forget": p.forget, "moved": p.moved,
+                                "errors": p.errors},
+                    "addresses": p.changes.iter().map(|(action, addr)| json!({"action": action, "addr": addr})).collect::<Vec<_>>(),
+                    "addresses_total": p.changes_total,
+                    "base_seq": p.base_seq,
+                    "saved_to": p.saved_to,
+                }),
+            };
             let _ = writeln!(out, "{j}");
         }
         ctx.out(&out);
         return Exit::Ok;
     }
-    if snap.runs.is_empty() {
+    if rows.is_empty() {
         ctx.out("No runs yet.\n");
         return Exit::Ok;
     }
-    let rows: Vec<[String; 7]> = snap
-        .runs
+    let rows: Vec<[String; 7]> = rows
         .iter()
-        .map(|r| {
-            [
+        .map(|row| match row {
+            Row::Run(r) => [
                 r.id.to_string(),
                 time_of(r.started_ms),
                 r.finished_ms
@@ -552,7 +599,20 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
                 r.command.clone(),
                 history::run_changes(r),
                 history::context_text(&r.context),
-            ]
+            ],
+            // A plan is no run of the log: no number; its counts are what it proposed.
+            Row::Plan(p) => [
+                "-".into(),
+                time_of(p.started_ms),
+                fmt_run_duration(p.finished_ms.saturating_sub(p.started_ms)),
+                p.outcome.clone(),
+                match &p.saved_to {
+                    Some(f) => format!("plan -out={f}"),
+                    None => "plan".into(),
+                },
+                crate::engine::api::plan_history::changes_text(p),
+                history::context_text(&p.context),
+            ],
         })
         .collect();
     ctx.out(&table(

@@ -40,7 +40,7 @@ use super::timing::{timed, timed_async};
 pub use super::values::{Expansion, Values};
 use super::values::{InstanceScope, Repetition};
 use super::walk::Limits;
-pub use super::{backend, encryption, history, state_read, watch, workspaces};
+pub use super::{backend, encryption, history, plan_history, state_read, watch, workspaces};
 use crate::addr::{ModulePath, ResourceInstanceAddr, Target};
 use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};

@@ -64,6 +64,25 @@ fn env_var(name: &str) -> Option<String> {
 }
 
 /// Opens workspace `name`'s state in `backend` (whatever the state directory names).
+/// The shared store workspace `name` of `backend` is in (`None`: the local sled log).
+fn remote_of(
+    name: &str,
+    backend: &Backend,
+) -> Result<Option<cairn_state::store::Remote>, Diagnostic> {
+    Ok(match backend {
+        Backend::Local => None,
+        Backend::Pg(s) => {
+            let mut cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
+            cfg.schema = workspace::pg_schema(&cfg.schema, name).map_err(|e| state_diag(&e))?;
+            Some(cairn_state::store::Remote::Pg(cfg))
+        }
+        Backend::S3(s) => {
+            let cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
+            Some(cairn_state::store::Remote::S3(cfg.in_workspace(name)))
+        }
+    })
+}
+
 fn open_backend(
     root: &Path,
     name: &str,
@@ -400,14 +419,21 @@ fn migrate(
         backup: None,
     };
     drop((source, target));
+    // The plan-only runs recorded beside the log go with it.
+    let dir = workspace::dir(root, name);
+    cairn_state::plan_runs::copy(
+        &dir,
+        remote_of(name, current)?.as_ref(),
+        remote_of(name, wanted)?.as_ref(),
+    )
+    .map_err(|e| state_diag(&e))?;
     if *current == Backend::Local {
-        let dir = workspace::dir(root, name);
         let backup = dir.join(format!("migrated-{stamp}"));
         let kept = |e| state_diag(&StateError::io_error("cannot keep the local log", e));
         std::fs::create_dir_all(&backup).map_err(kept)?;
         // The log's head goes with its log (a head left behind would call the next local
-        // log damaged).
-        for part in ["log", "checkpoints", "log-head"] {
+        // log damaged), and so do the plan records.
+        for part in ["log", "checkpoints", "log-head", "plans"] {
             let from = dir.join(part);
             if from.exists() {
                 std::fs::rename(&from, backup.join(part)).map_err(kept)?;

@@ -49,6 +49,7 @@
 //! | `backend.rs` | `init`'s backend and its migration, the state `init` makes, `force-unlock` |
 //! | `workspaces.rs` | workspaces: selection, create, list, select, delete |
 //! | `history.rs` | one description of each event and run (`history`, `log`, `cairn ui`) |
+//! | `plan_history.rs` | plan-only runs: the lightweight record `cairn plan` leaves beside the log |
 //! | `watch.rs` | following the log beside other commands (`cairn ui`), on either store |
 //! | `sabotage.rs` | deliberately broken rules, for the property tests only |
 //! | `test_runner/` | `cairn test`: run blocks of `*.tftest.hcl` files through plan and apply, assertions, teardown, mock providers |
@@ -70,6 +71,7 @@ pub(crate) mod imports;
 pub(crate) mod inspect_phase;
 pub(crate) mod journal;
 pub mod observer;
+pub mod plan_history;
 pub(crate) mod plan_phase;
 pub(crate) mod provider_diags;
 pub(crate) mod provider_inputs;

@@ -101,11 +101,32 @@ fn signature(state_dir: &Path) -> Signature {
 fn holder(state_dir: &Path) -> Option<Holder> {
     let text = std::fs::read_to_string(state_dir.join("lock.json")).ok()?;
     let j: serde_json::Value = serde_json::from_str(&text).ok()?;
+    // A process killed while it held the state (`kill -9`) leaves its record behind: it holds
+    // nothing, and what it wrote can be read.
+    if let Some(pid) = j.get("pid").and_then(|p| p.as_u64()) {
+        if !process_alive(pid) {
+            return None;
+        }
+    }
     Some(Holder::Local {
         pid: j.get("pid").cloned(),
         command: j.get("command").cloned(),
         since_ms: j.get("since_ms").cloned(),
     })
+}
+
+/// Whether process `pid` exists on this machine (sled's `lock.json` is written by a local
+/// process).
+fn process_alive(pid: u64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 impl LogWatch {

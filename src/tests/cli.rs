@@ -1066,6 +1066,7 @@ fn quickstart_end_to_end() {
         [
             "apply interrupted",
             "apply success",
+            "plan no changes",
             "destroy interrupted",
             "destroy success"
         ]

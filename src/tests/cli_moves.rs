@@ -258,9 +258,17 @@ fn moved_blocks_move_without_delete_or_create() {
     );
     // `history` counts the moves of each run.
     let history = ok(d, &["history"], 0);
+    // The plans are listed too (`-` for a run number), with the moves they proposed.
+    assert!(
+        history.lines().any(|l| l.starts_with("- ")
+            && l.contains("plan -out=moves.plan")
+            && l.contains("5 to move")),
+        "{history}"
+    );
     let changes: Vec<&str> = history
         .lines()
         .skip(1)
+        .filter(|l| !l.starts_with("- "))
         // The column before the last (where the run ran).
         .map(|l| {
             l.split("  ")

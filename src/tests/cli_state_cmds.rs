@@ -127,6 +127,8 @@ fn taint_untaint_and_dry_runs_as_terraform() {
     let commands: Vec<&str> = history
         .lines()
         .skip(2)
+        // Runs of the log only (a plan is listed with `-` for a number).
+        .filter(|l| !l.starts_with("- "))
         .map(|l| l.split_whitespace().nth(4).unwrap_or_default())
         .collect();
     // apply, then taint ×2, taint zz (refused: a failed run), taint c[1], untaint b (refused),

@@ -617,7 +617,7 @@ fn history(c: &Copy) -> Vec<String> {
 }
 
 /// `init -migrate-state` local → s3 → pg → s3 → local (pg when a PostgreSQL server can
-/// start), the whole history each time: every run, `-at` and the state itself.
+/// start), the whole history each time: every run and plan, `-at` and the state itself.
 #[test]
 fn migrate_state_between_local_pg_and_s3_keeps_the_whole_history() {
     let Some(server) = s3server::shared() else {
@@ -636,7 +636,16 @@ fn migrate_state_between_local_pg_and_s3_keeps_the_whole_history() {
     c.ok(&["apply", "-auto-approve"]);
     std::fs::write(c.dir.path().join("main.tf"), things(3)).unwrap();
     c.ok(&["apply", "-auto-approve"]);
+    // A plan's record (beside the log, in the store) moves with it.
+    std::fs::write(c.dir.path().join("main.tf"), things(4)).unwrap();
+    c.ok(&["plan"]);
+    std::fs::write(c.dir.path().join("main.tf"), things(3)).unwrap();
     let runs = history(&c);
+    assert!(
+        runs.iter()
+            .any(|r| r.starts_with("null \"plan\" \"planned\"")),
+        "{runs:?}"
+    );
     let listed = c.ok(&["state", "list"]);
     let at = c.ok(&["state", "list", "-at=3"]);
     let mut steps = vec![backend_block(&bucket)];

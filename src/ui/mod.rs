@@ -22,6 +22,7 @@ pub mod model;
 pub mod plan;
 
 use crate::addr::ResourceInstanceAddr;
+use crate::engine::api::plan_history;
 use crate::engine::api::watch::{Holder, LogWatch};
 use axum::extract::{Path as UrlPath, Query, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -79,6 +80,9 @@ struct Shared {
     plans: Vec<Mutex<SavedPlan>>,
     token: String,
     allowed_hosts: Vec<String>,
+    /// The plan-only runs recorded beside the log (`cairn plan`), oldest first, as the reader
+    /// last read them.
+    plan_runs: RwLock<Arc<Vec<cairn_state::plan_runs::PlanRun>>>,
 }
 
 /// A saved plan file as last read: its view, and the file's modification time and size then.
@@ -193,7 +197,33 @@ fn holder_json(h: &Holder) -> J {
 fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
     let mut watch =
         LogWatch::new(&state_dir).with_encryption(crate::engine::api::encryption::state());
+    // Plan records: read again when their directory changes (sled), or every few seconds
+    // (a shared store, where one query lists them).
+    let mut plans_stamp = None;
+    let mut plans_read_at: Option<std::time::Instant> = None;
     loop {
+        let stamp = plan_history::local_stamp(&state_dir);
+        let due = match &stamp {
+            Some(_) => stamp != plans_stamp,
+            None => plans_read_at.is_none_or(|t| t.elapsed() >= Duration::from_secs(2)),
+        };
+        if due {
+            let (runs, warnings) = plan_history::list(&state_dir);
+            plans_stamp = stamp;
+            plans_read_at = Some(std::time::Instant::now());
+            if let Ok(mut p) = shared.plan_runs.write() {
+                *p = Arc::new(runs);
+            }
+            if !warnings.is_empty() {
+                if let Ok(mut m) = shared.model.write() {
+                    for w in warnings {
+                        if !m.warnings.contains(&w) {
+                            m.warnings.push(w);
+                        }
+                    }
+                }
+            }
+        }
         let from = shared.model.read().map(|m| m.head() + 1).unwrap_or(1);
         let look = watch.look(from);
         if let Ok(mut m) = shared.store.lock() {
@@ -218,6 +248,16 @@ fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
             if let Ok(mut m) = shared.model.write() {
                 m.extend(look.events);
                 m.warnings.extend(look.warnings);
+            }
+        }
+        let writer_busy = look.busy.is_some();
+        if shared
+            .model
+            .read()
+            .is_ok_and(|m| m.writer_busy != writer_busy)
+        {
+            if let Ok(mut m) = shared.model.write() {
+                m.writer_busy = writer_busy;
             }
         }
         if let Ok(mut s) = shared.status.lock() {
@@ -436,6 +476,78 @@ async fn asset(req: Request) -> Response {
     resp
 }
 
+/// axum's `Query`, answering a malformed parameter (`?limit=abc`) as every other bad request
+/// of the API is answered — 400 with `{"error": …}` naming the parameter and what it takes —
+/// where axum's own rejection is a line of plain text the page cannot show.
+struct Params<T>(T);
+
+#[axum::async_trait]
+impl<T, S> axum::extract::FromRequestParts<S> for Params<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Response> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(q)) => Ok(Params(q)),
+            Err(r) => {
+                // Which parameter: the first that fails on its own.
+                let raw = parts.uri.query().unwrap_or_default();
+                let culprit = raw.split('&').find(|pair| {
+                    format!("/?{pair}")
+                        .parse::<axum::http::Uri>()
+                        .is_ok_and(|uri| Query::<T>::try_from_uri(&uri).is_err())
+                });
+                let why = r.body_text();
+                let why = why
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&why);
+                Err(bad_request(match culprit {
+                    Some(pair) => format!(
+                        "Invalid value for query parameter \"{}\": {why}",
+                        pair.split('=').next().unwrap_or(pair)
+                    ),
+                    None => format!("Invalid query parameters: {why}"),
+                }))
+            }
+        }
+    }
+}
+
+/// axum's `Path` for a numeric segment (`/api/run/:id`), with [`Params`]' answer to a
+/// malformed one (`/api/run/abc`).
+struct Segment<T>(T);
+
+#[axum::async_trait]
+impl<T, S> axum::extract::FromRequestParts<S> for Segment<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Response> {
+        match UrlPath::<T>::from_request_parts(parts, state).await {
+            Ok(UrlPath(v)) => Ok(Segment(v)),
+            Err(r) => {
+                let segment = parts.uri.path().rsplit('/').next().unwrap_or_default();
+                Err(bad_request(format!(
+                    "Invalid path segment \"{segment}\": {}",
+                    r.body_text()
+                )))
+            }
+        }
+    }
+}
+
 fn bad_request(why: String) -> Response {
     (StatusCode::BAD_REQUEST, Json(json!({"error": why}))).into_response()
 }
@@ -463,24 +575,27 @@ async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
         "missing": status.missing,
         "error": status.error,
         "warnings": warnings,
+        // Changes when a plan-only run is recorded, so an open timeline shows it.
+        "plan_runs": s.plan_runs.read().map(|p| format!("{}/{}", p.len(), p.last().map(|r| r.id.as_str()).unwrap_or(""))).unwrap_or_default(),
         "plans": s.plans.iter().map(|p| p.lock().map(|p| p.name.clone()).unwrap_or_default()).collect::<Vec<_>>(),
         // Changes when a plan file changes, so an open page reads it again.
         "plans_stamp": s.plans.iter().map(|p| p.lock().ok().and_then(|p| file_stamp(&p.path)).map(|(t, n)| format!("{t:?}/{n}")).unwrap_or_default()).collect::<Vec<_>>(),
     }))
 }
 
-async fn timeline(State(s): State<Arc<Shared>>, Query(q): Query<TimelineQuery>) -> Json<J> {
-    Json(with_model(&s, |m| m.timeline(&q)))
+async fn timeline(State(s): State<Arc<Shared>>, Params(q): Params<TimelineQuery>) -> Json<J> {
+    let plans = s.plan_runs.read().map(|p| p.clone()).unwrap_or_default();
+    Json(with_model(&s, |m| m.timeline_with_plans(&q, &plans)))
 }
 
-async fn run(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Response {
+async fn run(State(s): State<Arc<Shared>>, Segment(id): Segment<u64>) -> Response {
     match with_model(&s, |m| m.run(id)) {
         Some(j) => Json(j).into_response(),
         None => not_found(format!("there is no run {id}")),
     }
 }
 
-async fn state(State(s): State<Arc<Shared>>, Query(q): Query<StateQuery>) -> Response {
+async fn state(State(s): State<Arc<Shared>>, Params(q): Params<StateQuery>) -> Response {
     match with_model(&s, |m| m.state_at(&q)) {
         Ok(j) => Json(j).into_response(),
         Err(e) => bad_request(e),
@@ -493,7 +608,7 @@ struct DiffQuery {
     to: u64,
 }
 
-async fn diff(State(s): State<Arc<Shared>>, Query(q): Query<DiffQuery>) -> Response {
+async fn diff(State(s): State<Arc<Shared>>, Params(q): Params<DiffQuery>) -> Response {
     match with_model(&s, |m| m.diff(q.from, q.to, 500)) {
         Ok(j) => Json(j).into_response(),
         Err(e) => bad_request(e),
@@ -517,7 +632,7 @@ fn parse_addr(a: &str) -> Result<ResourceInstanceAddr, Box<Response>> {
     })
 }
 
-async fn instance(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Response {
+async fn instance(State(s): State<Arc<Shared>>, Params(q): Params<AddrQuery>) -> Response {
     let addr = match parse_addr(&q.addr) {
         Ok(a) => a,
         Err(r) => return *r,
@@ -528,7 +643,7 @@ async fn instance(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> R
     }
 }
 
-async fn life(State(s): State<Arc<Shared>>, Query(q): Query<AddrQuery>) -> Response {
+async fn life(State(s): State<Arc<Shared>>, Params(q): Params<AddrQuery>) -> Response {
     let addr = match parse_addr(&q.addr) {
         Ok(a) => a,
         Err(r) => return *r,
@@ -549,7 +664,7 @@ struct SearchQuery {
     limit: Option<usize>,
 }
 
-async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -> Json<J> {
+async fn addresses(State(s): State<Arc<Shared>>, Params(q): Params<SearchQuery>) -> Json<J> {
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
     Json(with_model(&s, |m| m.addresses(&q.q, q.offset, limit)))
 }
@@ -558,7 +673,7 @@ async fn addresses(State(s): State<Arc<Shared>>, Query(q): Query<SearchQuery>) -
 /// `destroy` that had something to do, whether it made its plan or applied a saved one), or,
 /// for a run from before Cairn recorded plans, the saved plan file it applied if that file is
 /// still there.
-async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Response {
+async fn run_plan(State(s): State<Arc<Shared>>, Segment(id): Segment<u64>) -> Response {
     let (config, error) = match &s.config {
         Ok(c) => (Some(c.as_ref()), None),
         Err(e) => (None, Some(e.as_str())),
@@ -618,7 +733,7 @@ async fn run_plan(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<u64>) -> Re
 
 /// A saved plan as its file is now: who made it, where, when and at which state position;
 /// whether the state moved since (then `apply FILE` refuses it) and which run applied it.
-async fn plan_at(State(s): State<Arc<Shared>>, UrlPath(i): UrlPath<usize>) -> Response {
+async fn plan_at(State(s): State<Arc<Shared>>, Segment(i): Segment<usize>) -> Response {
     let Some(entry) = s.plans.get(i) else {
         return not_found(format!("there is no plan {i}"));
     };
@@ -759,6 +874,7 @@ impl Server {
             plans,
             token: token.clone(),
             allowed_hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
+            plan_runs: RwLock::new(Arc::new(Vec::new())),
         });
         Ok(Server {
             listener,

@@ -173,6 +173,10 @@ pub struct Model {
     /// or refused before it finished has no summary (or a zero one) to say it.
     counts: HashMap<u64, Counts>,
     pub(crate) warnings: Vec<String>,
+    /// Whether a command holds the state now (the reader says so on each look): the log's
+    /// last run without an end is `running` while one does, `unfinished` once none does (its
+    /// process died: `kill -9`, a crash).
+    pub(crate) writer_busy: bool,
 }
 
 /// A run's counts taken from its events.
@@ -347,6 +351,7 @@ impl Model {
             sensitive_vars: Default::default(),
             counts: HashMap::new(),
             warnings: Vec::new(),
+            writer_busy: true,
         }
     }
 
@@ -587,7 +592,7 @@ impl Model {
     fn outcome(&self, r: &RunRecord) -> String {
         match r.outcome {
             Some(o) => o.to_string(),
-            None if self.fold.open_run == Some(r.id) => "running".into(),
+            None if self.fold.open_run == Some(r.id) && self.writer_busy => "running".into(),
             None => "unfinished".into(),
         }
     }
@@ -809,6 +814,91 @@ impl Model {
             "runs": runs,
             // The cursor of the next (older) page, when there is one.
             "next_before": next_before.flatten(),
+        })
+    }
+
+    /// [`Model::timeline`] with the plan-only runs (`cairn plan`'s records beside the log,
+    /// oldest first in `plans`) that started within the page's span of time, newest first,
+    /// filtered as the runs are: `plans` in the answer, `plans_total` how many there are.
+    pub fn timeline_with_plans(
+        &self,
+        q: &TimelineQuery,
+        plans: &[cairn_state::plan_runs::PlanRun],
+    ) -> J {
+        let mut t = self.timeline(q);
+        if plans.is_empty() {
+            return t;
+        }
+        let want =
+            |f: &Option<String>, v: &str| f.as_deref().is_none_or(|f| f.is_empty() || f == v);
+        let started = |id: u64| {
+            let i = self.fold.runs.partition_point(|r| r.id < id);
+            self.fold
+                .runs
+                .get(i)
+                .filter(|r| r.id == id)
+                .map(|r| r.started_ms)
+        };
+        // Newer than the page's newest run's successor, older than the next page's runs.
+        let upper = q.before.and_then(started).unwrap_or(u64::MAX);
+        let lower = match t["next_before"].as_u64() {
+            Some(_) => t["runs"]
+                .as_array()
+                .and_then(|r| r.last())
+                .and_then(|r| r["started_ms"].as_u64())
+                .unwrap_or(0),
+            None => 0,
+        };
+        let shown: Vec<J> = plans
+            .iter()
+            .rev()
+            .filter(|p| p.started_ms >= lower && p.started_ms < upper)
+            .filter(|p| want(&q.command, "plan") && want(&q.outcome, &p.outcome))
+            .map(|p| self.plan_run_json(p))
+            .collect();
+        if let Some(c) = t["commands"].as_array_mut() {
+            if !c.iter().any(|x| x == "plan") {
+                c.push(json!("plan"));
+                c.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+            }
+        }
+        t["plans"] = J::Array(shown);
+        t["plans_total"] = json!(plans.len());
+        t
+    }
+
+    /// A plan-only run as the timeline shows it.
+    fn plan_run_json(&self, p: &cairn_state::plan_runs::PlanRun) -> J {
+        let masked = crate::config::mask_var_args(&p.args, &self.sensitive_vars);
+        let args: Vec<&String> = masked.iter().skip_while(|a| *a == "plan").collect();
+        json!({
+            "kind": "plan",
+            "id": p.id,
+            "command": "plan",
+            "args": args,
+            "user": p.user,
+            "pid": p.pid,
+            "host": p.context.host,
+            "git_commit": p.context.git_commit,
+            "git_branch": p.context.git_branch,
+            "ci_job": p.context.ci_job,
+            "started_ms": p.started_ms,
+            "finished_ms": p.finished_ms,
+            "duration_ms": p.finished_ms.saturating_sub(p.started_ms),
+            "outcome": p.outcome,
+            "mode": p.mode,
+            "add": p.add,
+            "change": p.change,
+            "destroy": p.destroy,
+            "read": p.read,
+            "import": p.import,
+            "forget": p.forget,
+            "moved": p.moved,
+            "errors": p.errors,
+            "base_seq": p.base_seq,
+            "saved_to": p.saved_to,
+            "changes": p.changes.iter().map(|(action, addr)| json!({"action": action, "addr": addr})).collect::<Vec<_>>(),
+            "changes_total": p.changes_total,
         })
     }
 

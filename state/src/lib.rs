@@ -59,6 +59,7 @@ pub(crate) mod moves;
 pub mod pg_fleet;
 pub mod pg_store;
 mod pgtls;
+pub mod plan_runs;
 mod quote;
 pub mod s3_store;
 mod sled_store;

@@ -993,6 +993,64 @@ pub(crate) fn workspace_schemas(cfg: &PgConfig) -> Result<Vec<String>, StateErro
     })
 }
 
+/// Records a plan-only run (`plan_runs.rs`) in `cfg`'s schema, without the lock: its own
+/// table, created on first use, keeping the newest `keep`. `Ok(false)`: no state there yet.
+pub(crate) fn record_plan_run(
+    cfg: &PgConfig,
+    id: &str,
+    bytes: &[u8],
+    keep: usize,
+) -> Result<bool, StateError> {
+    let conn = Conn::connect(cfg)?;
+    match check_schema(&conn, cfg) {
+        Err(StateError::NotFound { .. }) => return Ok(false),
+        r => r?,
+    }
+    let s = quote_ident(&cfg.schema);
+    conn.execute(
+        "cannot create the plan records' table",
+        format!(
+            "CREATE TABLE IF NOT EXISTS {s}.cairn_plan_runs (id text PRIMARY KEY, data bytea NOT NULL)"
+        ),
+    )?;
+    let (id, bytes) = (id.to_string(), bytes.to_vec());
+    conn.run("cannot record the plan", |c| async move {
+        c.execute(
+            &format!("INSERT INTO {s}.cairn_plan_runs (id, data) VALUES ($1, $2)"),
+            &[&id, &bytes],
+        )
+        .await?;
+        c.execute(
+            &format!(
+                "DELETE FROM {s}.cairn_plan_runs WHERE id IN \
+                 (SELECT id FROM {s}.cairn_plan_runs ORDER BY id DESC OFFSET $1)"
+            ),
+            &[&(keep as i64)],
+        )
+        .await
+        .map(|_| ())
+    })?;
+    Ok(true)
+}
+
+/// The plan-only runs recorded in `cfg`'s schema (none: no table yet), by id.
+pub(crate) fn plan_runs(cfg: &PgConfig) -> Result<Vec<(String, Vec<u8>)>, StateError> {
+    let conn = Conn::connect(cfg)?;
+    let table = format!("{}.cairn_plan_runs", quote_ident(&cfg.schema));
+    conn.run("cannot read the plan records", |c| async move {
+        let exists: bool = c
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+            .await?
+            .get(0);
+        if !exists {
+            return Ok(Vec::new());
+        }
+        c.query(&format!("SELECT id, data FROM {table} ORDER BY id"), &[])
+            .await
+            .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    })
+}
+
 /// Drops a workspace's schema and its log (`cairn workspace delete`). The append-only
 /// triggers refuse changes to rows, not the removal of the whole workspace.
 pub(crate) fn drop_schema(cfg: &PgConfig, schema: &str) -> Result<(), StateError> {

@@ -614,6 +614,9 @@ impl Keys {
     fn damaged(&self, ms: u64) -> String {
         format!("{}damaged-{ms}/", self.prefix())
     }
+    fn plans(&self) -> String {
+        format!("{}plans/", self.prefix())
+    }
 }
 
 /// Copies objects (`from`, `to`), several at a time: the bytes as they are, never decoded.
@@ -1423,6 +1426,44 @@ pub(crate) fn delete_workspace(cfg: &S3Config) -> Result<(), StateError> {
         client.delete(&k)?;
     }
     Ok(())
+}
+
+/// Records a plan-only run (`plan_runs.rs`) as an object of its own under
+/// `<key>.cairn/plans/`, without the lock, keeping the newest `keep`. `Ok(false)`: no log
+/// there yet.
+pub(crate) fn record_plan_run(
+    cfg: &S3Config,
+    id: &str,
+    bytes: Vec<u8>,
+    keep: usize,
+) -> Result<bool, StateError> {
+    let client = Client::new(cfg)?;
+    let keys = Keys::of(cfg);
+    if client.get(&keys.lineage())?.is_none() {
+        return Ok(false);
+    }
+    client.put(&format!("{}{id}", keys.plans()), bytes, true)?;
+    let all = client.list(&keys.plans(), None)?;
+    if all.len() > keep {
+        for old in &all[..all.len() - keep] {
+            client.delete(old)?;
+        }
+    }
+    Ok(true)
+}
+
+/// The plan-only runs recorded beside `cfg`'s log, by id.
+pub(crate) fn plan_runs(cfg: &S3Config) -> Result<Vec<(String, Vec<u8>)>, StateError> {
+    let client = Client::new(cfg)?;
+    let keys = Keys::of(cfg);
+    let prefix = keys.plans();
+    let mut out = Vec::new();
+    for k in client.list(&prefix, None)? {
+        if let Some(bytes) = client.get(&k)? {
+            out.push((k[prefix.len()..].to_string(), bytes));
+        }
+    }
+    Ok(out)
 }
 
 /// Reads the events from `from` on, at most `max` (see `store::peek_events`). No log there

@@ -834,7 +834,7 @@ pub(crate) fn peek_sled(
             dir: dir.to_path_buf(),
         });
     }
-    if dir.join("lock.json").exists() {
+    if lock_held(dir) {
         return Ok(Peek::Busy);
     }
     let db = match sled::Config::new()
@@ -908,6 +908,20 @@ fn write_holder(dir: &Path, holder: &Holder) -> Result<(), StateError> {
     fs::write(&tmp, text)
         .and_then(|()| fs::rename(&tmp, &path))
         .map_err(|e| StateError::io(format!("cannot write {}", path.display()), e))
+}
+
+/// Whether `lock.json` names a holder that may still hold the database: one whose process is
+/// alive, or a record that cannot be read. A process killed (`kill -9`) leaves its record
+/// behind; the next writer replaces it, and a reader may visit meanwhile (sled's own file
+/// lock, released with the process, still keeps out a writer that is really there).
+pub(crate) fn lock_held(dir: &Path) -> bool {
+    let Ok(text) = fs::read_to_string(dir.join("lock.json")) else {
+        return dir.join("lock.json").exists();
+    };
+    match serde_json::from_str::<Holder>(&text) {
+        Ok(h) => process_alive(h.pid),
+        Err(_) => true,
+    }
 }
 
 /// The lock error for `dir`, from whatever `lock.json` says.

@@ -116,6 +116,20 @@ function chainHtml(d) {
 
 // ---- Timeline ------------------------------------------------------------------------------
 
+// A plan-only run: no run of the log (no number, no events), what it proposed and against
+// which state position, its addresses behind a disclosure.
+function planRowHtml(p) {
+  const shown = (p.changes || []).map(c => `<li><span class="act a-${esc(c.action)}">${esc(c.action)}</span> ${addrLink(c.addr)}</li>`).join("");
+  const more = p.changes_total > (p.changes || []).length ? `<li class="muted">and ${p.changes_total - p.changes.length} more</li>` : "";
+  const where = [p.base_seq != null ? `against state position ${p.base_seq}` : "", p.saved_to ? `saved to <code>${esc(p.saved_to)}</code>` : "", p.mode && p.mode !== "normal" ? `${esc(p.mode)} plan` : ""].filter(x => x).join(" · ");
+  return `<tr class="plan-row" data-plan="${esc(p.id)}">
+    <td><span class="muted" title="a plan is recorded beside the log: it changed nothing">plan</span></td><td><code>plan${p.args.length ? " " + esc(p.args.join(" ")) : ""}</code></td>
+    <td>${esc(p.user)}${p.host || p.git_commit ? `<div class="muted">${placeText(p)}</div>` : ""}</td><td>${when(p.started_ms)}</td><td>${duration(p.duration_ms)}</td>
+    <td>${badge(p.outcome)}</td>
+    <td><span class="n-add">+${p.add}</span> <span class="n-change">~${p.change}</span> <span class="n-destroy">−${p.destroy}</span>${p.read ? ` <span class="muted">${p.read} read deferred</span>` : ""}${p.errors ? ` <span class="n-destroy">${p.errors} error(s)</span>` : ""}
+      ${where || shown ? `<details class="plan-detail"><summary class="muted">${where || "what it proposed"}</summary>${shown ? `<ul class="plan-changes">${shown}${more}</ul>` : ""}</details>` : ""}</td></tr>`;
+}
+
 async function timeline(q) {
   const params = new URLSearchParams();
   if (q.get("command")) params.set("command", q.get("command"));
@@ -135,14 +149,20 @@ async function timeline(q) {
   let html = `<h1>Timeline</h1>
   <div class="filters">
     <label>Command <select id="f-command">${["", ...t.commands].map(c => opt(c, q.get("command"))).join("")}</select></label>
-    <label>Outcome <select id="f-outcome">${["", "success", "failed", "interrupted", "running", "unfinished"].map(c => opt(c, q.get("outcome"))).join("")}</select></label>
-    <span class="muted" id="count">${t.runs.length} of ${t.matched} run(s)${t.matched !== t.total ? ` matching (${t.total} in all)` : ""} · ${t.head} events</span>
+    <label>Outcome <select id="f-outcome">${["", "success", "failed", "interrupted", "running", "unfinished", "planned", "no changes"].map(c => opt(c, q.get("outcome"))).join("")}</select></label>
+    <span class="muted" id="count">${t.runs.length} of ${t.matched} run(s)${t.matched !== t.total ? ` matching (${t.total} in all)` : ""}${t.plans && t.plans.length ? `, ${t.plans.length} plan(s)` : ""} · ${t.head} events</span>
   </div>`;
-  if (!t.runs.length) {
+  // Plan-only runs (reviews: `cairn plan` records them beside the log) among the runs, by
+  // when they started.
+  const plans = t.plans || [];
+  const rows = [...t.runs.map(r => ({ r })), ...plans.map(p => ({ p }))]
+    .sort((a, b) => ((b.r || b.p).started_ms - (a.r || a.p).started_ms) || (a.p ? -1 : 1));
+  if (!rows.length) {
     html += `<p class="muted">No runs${t.total ? " match" : " yet: run <code>cairn apply</code>"}.</p>`;
   } else {
     html += `<table id="runs"><thead><tr><th>Run</th><th>Command</th><th>Who</th><th>When</th><th>Duration</th><th>Outcome</th><th>Changes</th></tr></thead><tbody>`;
-    for (const r of t.runs) {
+    for (const { r, p } of rows) {
+      if (p) { html += planRowHtml(p); continue; }
       // Real links: open in a new tab, reach with the keyboard; the row is clickable too.
       html += `<tr class="clickable run-row" data-run="${r.id}">
         <td><a class="run-link" href="#/run/${r.id}">${r.id}</a></td><td><a class="run-cmd" href="#/run/${r.id}" tabindex="-1"><code>${esc(r.command)}${r.args.length ? " " + esc(r.args.join(" ")) : ""}</code></a></td>
@@ -647,6 +667,8 @@ async function poll() {
     document.body.dataset.head = h.head;
     // A saved plan file written again is read again.
     if (known.head !== -1 && h.head === known.head && JSON.stringify(h.plans_stamp) !== JSON.stringify(known.plans_stamp) && route().view === "plan") await render();
+    // A plan recorded (a review) lands in the open timeline.
+    if (known.head !== -1 && h.head === known.head && h.plan_runs !== known.plan_runs && route().view === "timeline" && !route().q.has("before")) await render();
     if (known.head !== -1 && h.head !== known.head) {
       const r = route();
       // New runs land in the views that show "now" without a reload.
