@@ -78,7 +78,9 @@ fn remote_of(
         }
         Backend::S3(s) => {
             let cfg = s.resolve(&env_var).map_err(|e| state_diag(&e))?;
-            Some(cairn_state::store::Remote::S3(cfg.in_workspace(name)))
+            Some(cairn_state::store::Remote::S3(Box::new(
+                cfg.in_workspace(name),
+            )))
         }
     })
 }
