@@ -305,10 +305,10 @@ impl Client {
                         let status = r.status().as_u16();
                         match r.bytes().await {
                             Ok(b) => Ok((status, b.to_vec())),
-                            Err(e) => Err(error_chain(&e)),
+                            Err(e) => Err(error_chain(e)),
                         }
                     }
-                    Err(e) => Err(error_chain(&e)),
+                    Err(e) => Err(error_chain(e)),
                 };
                 let again = match &reply {
                     Ok((s, _)) => *s >= 500 || *s == 409,
@@ -328,7 +328,11 @@ impl Client {
 
     fn io(&self, what: &str, key: &str, message: impl std::fmt::Display) -> StateError {
         StateError::Io {
-            context: format!("cannot {what} s3://{}/{key}", self.bucket.name()),
+            context: format!(
+                "cannot {what} s3://{}/{key} at {}",
+                self.bucket.name(),
+                self.bucket.base_url().origin().ascii_serialization()
+            ),
             message: message.to_string(),
         }
     }
@@ -451,9 +455,11 @@ impl Client {
 }
 
 /// A reqwest error and its causes, as text.
-fn error_chain(e: &reqwest::Error) -> String {
+fn error_chain(e: reqwest::Error) -> String {
+    // Never the URL: a presigned URL is a credential (its signature grants the request).
+    let e = e.without_url();
     let mut m = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
         m.push_str(&format!(": {s}"));
         source = s.source();
