@@ -280,14 +280,16 @@ mod remote {
         workspace: &str,
     ) -> Result<Outputs, ProviderError> {
         let mut settings = S3Settings::default();
-        for key in args.keys() {
-            if key == "endpoints" {
-                // `endpoints = { s3 = "…" }`
-                if let Some(Value::Object(m) | Value::Map(m)) = args.get(key).map(Value::unmarked) {
-                    if let Some(Value::String(s3)) = m.get("s3").map(Value::unmarked) {
-                        settings.set("endpoints.s3", s3).map_err(err)?;
-                    }
-                }
+        for (key, value) in args {
+            if let v @ (Value::Object(_)
+            | Value::Map(_)
+            | Value::List(_)
+            | Value::Tuple(_)
+            | Value::Set(_)) = value.unmarked()
+            {
+                // `endpoints = { s3 = "…" }`, `assume_role = { … }`, lists of files: as JSON,
+                // which the backend takes apart, as from the backend block.
+                settings.set(key, &v.to_json().to_string()).map_err(err)?;
                 continue;
             }
             if let Some(v) = arg_str(args, key)? {

@@ -216,6 +216,12 @@ impl Copy {
             r.1,
             r.2
         );
+        // A presigned URL is a credential too.
+        assert!(
+            !r.2.contains("X-Amz-Signature"),
+            "cairn {args:?} printed a signed URL:\n{}",
+            r.2
+        );
         r
     }
 

@@ -307,10 +307,10 @@ impl Client {
                         let status = r.status().as_u16();
                         match r.bytes().await {
                             Ok(b) => Ok((status, b.to_vec())),
-                            Err(e) => Err(error_chain(&e)),
+                            Err(e) => Err(error_chain(e)),
                         }
                     }
-                    Err(e) => Err(error_chain(&e)),
+                    Err(e) => Err(error_chain(e)),
                 };
                 let again = match &reply {
                     Ok((s, _)) => *s >= 500 || *s == 409,
@@ -330,7 +330,11 @@ impl Client {
 
     fn io(&self, what: &str, key: &str, message: impl std::fmt::Display) -> StateError {
         StateError::Io {
-            context: format!("cannot {what} s3://{}/{key}", self.bucket.name()),
+            context: format!(
+                "cannot {what} s3://{}/{key} at {}",
+                self.bucket.name(),
+                self.bucket.base_url().origin().ascii_serialization()
+            ),
             message: message.to_string(),
         }
     }
@@ -453,14 +457,11 @@ impl Client {
 }
 
 /// A reqwest error and its causes, as text.
-fn error_chain(e: &reqwest::Error) -> String {
+fn error_chain(e: reqwest::Error) -> String {
+    // Never the URL: a presigned URL is a credential (its signature grants the request).
+    let e = e.without_url();
     let mut m = e.to_string();
-    if let Some(url) = e.url() {
-        // A presigned URL carries the request's signature (good for that request until it
-        // expires) and the access key ID: the error names the server only.
-        m = m.replace(url.as_str(), &url.origin().ascii_serialization());
-    }
-    let mut source = std::error::Error::source(e);
+    let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
         m.push_str(&format!(": {s}"));
         source = s.source();

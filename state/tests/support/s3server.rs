@@ -3,7 +3,7 @@
 //! a free port. It answers a conditional put (`If-None-Match: *`) on an existing key with
 //! 412, as S3 does. The server stops when the `S3Server` is dropped, and also when the test
 //! process ends in any way: it runs under a shell that kills it once the test's pipe to it
-//! closes.
+//! closes, and removes its directory in /tmp (the shared server's too).
 //!
 //! Binary: `CAIRN_MOTO_SERVER`, else `/tmp/cairn-moto/bin/moto_server`, else `moto_server` on
 //! `PATH`. When no server can start, [`shared`] panics under `CI=true` and otherwise returns
@@ -99,11 +99,12 @@ impl S3Server {
         let ssl = if self.options.tls { " --ssl" } else { "" };
         let script = format!(
             "{env}'{}' -H 127.0.0.1 -p {}{ssl} >>'{}' 2>&1 & pid=$!; echo $pid >'{}'; read _; \
-             kill -CONT $pid; kill $pid; wait $pid",
+             kill -CONT $pid; kill $pid; wait $pid; [ -e '{root}/keep' ] || rm -rf '{root}'",
             bin.display(),
             self.port,
             root.join("log").display(),
-            root.join("pid").display()
+            root.join("pid").display(),
+            root = root.display()
         );
         let _ = std::fs::remove_file(root.join("pid"));
         let mut child = Command::new("/bin/sh")
@@ -141,6 +142,8 @@ impl S3Server {
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "kill -KILL moto_server");
+        // Its directory (the recording) outlives this server, for `restart`.
+        std::fs::write(self.root.join("keep"), b"").expect("keep");
         if let Some((mut child, stdin)) = self.child.take() {
             drop(stdin);
             let _ = child.wait();
@@ -151,6 +154,7 @@ impl S3Server {
     /// buckets and objects it had when it stopped, as a server with a disk would.
     pub fn restart(&mut self) {
         assert!(self.options.recording, "only a recording server restarts");
+        let _ = std::fs::remove_file(self.root.join("keep"));
         self.launch().expect("moto_server starts again");
         let (status, body) = self
             .request("POST", "/moto-api/recorder/replay-recording", &[])
