@@ -1159,4 +1159,29 @@ output "apps" {
          (SELECT run_id FROM \"{schema}\".cairn_stack_runs ORDER BY started_ms DESC LIMIT 1)"
     ));
     assert_eq!(early, "0");
+
+    // The app component removed (a removed block): a runner destroys dev's two instances.
+    let text = files[0].1;
+    let without_app = format!(
+        "{}removed {{\n  from   = component.app\n  source = \"./m\"\n}}\n",
+        &text[..text.find("component \"app\"").unwrap()]
+    );
+    std::fs::write(
+        copies[0].dir.path().join("stack.tfcomponent.hcl"),
+        without_app,
+    )
+    .unwrap();
+    let out = copies[0].ok(&["stack", "apply", "-runner", "-auto-approve"]);
+    assert!(
+        out.contains("component.app[\"a\"] (dev, removed): claimed."),
+        "{out}"
+    );
+    assert!(
+        out.contains("Resources it applied: 0 added, 0 changed, 4 destroyed."),
+        "{out}"
+    );
+    let stored = std::fs::read_dir(sim.path().join("things/main"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 4);
 }
