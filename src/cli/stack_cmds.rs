@@ -729,15 +729,6 @@ fn run_as_runner(
     auto_approve: bool,
     no_color: bool,
 ) -> Exit {
-    if !auto_approve {
-        return ctx.fail(
-            Diagnostic::error(
-                "A runner applies without asking",
-                "`cairn stack apply -runner` applies each component it claims as soon as its upstream components are applied, with no one to answer a question: add -auto-approve (and review the changes first with `cairn stack plan`).",
-            ),
-            no_color,
-        );
-    }
     let (color, _) = ctx.colors(no_color);
     let mut applied = Totals::default();
     let mut errors = false;
@@ -759,6 +750,9 @@ fn run_as_runner(
                 if started { "started" } else { "joined" },
                 if items == 1 { "" } else { "s" }
             ));
+            if !auto_approve {
+                ctx.out("Without -auto-approve, this runner applies only the plans its deployment groups' rules approve.\n");
+            }
         }
         fleet::FleetEvent::Claimed { label, before } => {
             if before.is_empty() {
@@ -808,7 +802,7 @@ fn run_as_runner(
             ctx.out(&format!("{label}: blocked: {why}.\n"));
         }
     };
-    let end = match rt.run(fleet::run(stack, req, &mut note)) {
+    let end = match rt.run(fleet::run(stack, req, auto_approve, &mut note)) {
         Ok(Ok(end)) => end,
         Ok(Err(d)) | Err(d) => return ctx.fail(d, no_color),
     };

@@ -1642,87 +1642,121 @@ pub fn auto_approval(
     deployment: &str,
     rounds: usize,
 ) -> AutoApproval {
-    let model = &stack.model;
-    let Some(group) = model
-        .deployments
-        .get(deployment)
-        .and_then(|d| d.group.clone())
-    else {
-        return AutoApproval::Default;
-    };
-    fn counts(plans: &[&Plan]) -> Value {
-        let (mut add, mut change, mut remove, mut import, mut moves, mut forget) =
-            (0, 0, 0, 0, 0, 0);
-        for p in plans {
-            let (a, c, r) = p.counts();
-            add += a;
-            change += c;
-            remove += r;
-            import += p.imports();
-            moves += p.moves.len();
-            forget += p
-                .changes
-                .iter()
-                .filter(|c| c.action == crate::plan::Action::Forget)
-                .count();
-        }
-        let n = |x: usize| Value::int(x as i64);
-        Value::object([
-            ("add".to_string(), n(add)),
-            ("change".to_string(), n(change)),
-            ("import".to_string(), n(import)),
-            ("remove".to_string(), n(remove)),
-            ("move".to_string(), n(moves)),
-            ("forget".to_string(), n(forget)),
-            (
-                "total".to_string(),
-                n(add + change + import + remove + moves + forget),
-            ),
-        ])
-    }
     let mine: Vec<&InstanceResult> = round
         .results
         .iter()
         .filter(|r| r.id.deployment == deployment)
         .collect();
-    let plans: Vec<&Plan> = mine
+    let plans: Vec<(&str, &Plan)> = mine
         .iter()
         .filter_map(|r| match &r.outcome {
-            Outcome::Planned(p) => Some(&**p),
+            Outcome::Planned(p) => Some((r.id.component.as_str(), &**p)),
             _ => None,
         })
         .collect();
-    let mut by_component: BTreeMap<String, Vec<&Plan>> = BTreeMap::new();
-    for r in &mine {
-        if let Outcome::Planned(p) = &r.outcome {
+    let applyable = !mine.iter().any(|r| matches!(r.outcome, Outcome::Failed));
+    group_rules(&stack.model, deployment).judge(&plans, applyable, rounds)
+}
+
+/// A deployment's group and the checks of its rules, apart from the stack (a runner's
+/// tasks judge their plans with them).
+#[derive(Clone)]
+pub(crate) struct GroupRules {
+    group: Option<String>,
+    dir: PathBuf,
+    /// (rule, file, condition, reason).
+    checks: Vec<(String, FileId, Expression, Expression)>,
+}
+
+pub(crate) fn group_rules(model: &StackModel, deployment: &str) -> GroupRules {
+    let group = model
+        .deployments
+        .get(deployment)
+        .and_then(|d| d.group.clone());
+    let mut checks = Vec::new();
+    if let Some(g) = &group {
+        for rule in model.groups.get(g).into_iter().flatten() {
+            for (file, cond, reason) in model.auto_approves.get(rule).into_iter().flatten() {
+                checks.push((rule.clone(), *file, cond.clone(), reason.clone()));
+            }
+        }
+    }
+    GroupRules {
+        group,
+        dir: model.dir.clone(),
+        checks,
+    }
+}
+
+impl GroupRules {
+    /// Judges plans (each with its component) against the rules (see [`auto_approval`]).
+    pub(crate) fn judge(
+        &self,
+        plans: &[(&str, &Plan)],
+        applyable: bool,
+        rounds: usize,
+    ) -> AutoApproval {
+        let Some(group) = self.group.clone() else {
+            return AutoApproval::Default;
+        };
+        fn counts(plans: &[&Plan]) -> Value {
+            let (mut add, mut change, mut remove, mut import, mut moves, mut forget) =
+                (0, 0, 0, 0, 0, 0);
+            for p in plans {
+                let (a, c, r) = p.counts();
+                add += a;
+                change += c;
+                remove += r;
+                import += p.imports();
+                moves += p.moves.len();
+                forget += p
+                    .changes
+                    .iter()
+                    .filter(|c| c.action == crate::plan::Action::Forget)
+                    .count();
+            }
+            let n = |x: usize| Value::int(x as i64);
+            Value::object([
+                ("add".to_string(), n(add)),
+                ("change".to_string(), n(change)),
+                ("import".to_string(), n(import)),
+                ("remove".to_string(), n(remove)),
+                ("move".to_string(), n(moves)),
+                ("forget".to_string(), n(forget)),
+                (
+                    "total".to_string(),
+                    n(add + change + import + remove + moves + forget),
+                ),
+            ])
+        }
+        let all: Vec<&Plan> = plans.iter().map(|(_, p)| *p).collect();
+        let mut by_component: BTreeMap<String, Vec<&Plan>> = BTreeMap::new();
+        for (c, p) in plans {
             by_component
-                .entry(format!("component.{}", r.id.component))
+                .entry(format!("component.{c}"))
                 .or_default()
                 .push(p);
         }
-    }
-    let applyable = !mine.iter().any(|r| matches!(r.outcome, Outcome::Failed));
-    let context = Value::object([(
-        "plan".to_string(),
-        Value::object([
-            ("applyable".to_string(), Value::Bool(applyable)),
-            ("changes".to_string(), counts(&plans)),
-            (
-                "component_changes".to_string(),
-                Value::object(by_component.iter().map(|(c, ps)| (c.clone(), counts(ps)))),
-            ),
-            (
-                "replans".to_string(),
-                Value::int(rounds.saturating_sub(1) as i64),
-            ),
-        ]),
-    )]);
-    let mut reasons = Vec::new();
-    for rule in model.groups.get(&group).into_iter().flatten() {
-        for (file, cond, reason) in model.auto_approves.get(rule).into_iter().flatten() {
+        let context = Value::object([(
+            "plan".to_string(),
+            Value::object([
+                ("applyable".to_string(), Value::Bool(applyable)),
+                ("changes".to_string(), counts(&all)),
+                (
+                    "component_changes".to_string(),
+                    Value::object(by_component.iter().map(|(c, ps)| (c.clone(), counts(ps)))),
+                ),
+                (
+                    "replans".to_string(),
+                    Value::int(rounds.saturating_sub(1) as i64),
+                ),
+            ]),
+        )]);
+        let mut reasons = Vec::new();
+        for (rule, file, cond, reason) in &self.checks {
             let scope = ContextScope {
                 file: *file,
-                dir: &model.dir,
+                dir: &self.dir,
                 context: &context,
             };
             let passed = match crate::eval::eval(cond, &scope) {
@@ -1750,11 +1784,11 @@ pub fn auto_approval(
             };
             reasons.push(format!("deployment_auto_approve.{rule}: {why}"));
         }
-    }
-    if reasons.is_empty() {
-        AutoApproval::Approved { group }
-    } else {
-        AutoApproval::Refused { group, reasons }
+        if reasons.is_empty() {
+            AutoApproval::Approved { group }
+        } else {
+            AutoApproval::Refused { group, reasons }
+        }
     }
 }
 

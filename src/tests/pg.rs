@@ -1221,10 +1221,6 @@ output "apps" {
         c
     };
     let copies = [copy(), copy(), copy()];
-    // A runner applies without asking, and only with the pg backend.
-    let (code, _, err) = copies[0].run(&["stack", "apply", "-runner"]);
-    assert_eq!(code, 1);
-    assert!(err.contains("A runner applies without asking"), "{err}");
     let mut runners: Vec<Child> = copies
         .iter()
         .map(|c| {
@@ -1406,4 +1402,48 @@ output "apps" {
          (SELECT run_id FROM \"{schema}\".cairn_stack_runs ORDER BY started_ms DESC LIMIT 1)"
     ));
     assert_eq!(early, "0");
+
+    // The app component removed (a removed block): a runner destroys dev's two instances.
+    let text = files[0].1;
+    let without_app = format!(
+        "{}removed {{\n  from   = component.app\n  source = \"./m\"\n}}\n",
+        &text[..text.find("component \"app\"").unwrap()]
+    );
+    std::fs::write(
+        copies[0].dir.path().join("stack.tfcomponent.hcl"),
+        without_app,
+    )
+    .unwrap();
+    let out = copies[0].ok(&["stack", "apply", "-runner", "-auto-approve"]);
+    assert!(
+        out.contains("component.app[\"a\"] (dev, removed): claimed."),
+        "{out}"
+    );
+    assert!(
+        out.contains("Resources it applied: 0 added, 0 changed, 4 destroyed."),
+        "{out}"
+    );
+    let stored = std::fs::read_dir(sim.path().join("things/main"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 4);
+
+    // Without -auto-approve a runner applies what a deployment group's rules approve: dev's
+    // app comes back (no object destroyed), prod, in no group, is not approved.
+    let deploy = "deployment_auto_approve \"no_destroy\" {\n  check {\n    condition = context.plan.changes.remove == 0\n    reason    = \"It destroys.\"\n  }\n}\ndeployment_group \"canary\" {\n  auto_approve_checks = [deployment_auto_approve.no_destroy]\n}\ndeployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n  deployment_group = deployment_group.canary\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n}\n";
+    std::fs::write(copies[2].dir.path().join("deploy.tfdeploy.hcl"), deploy).unwrap();
+    let (code, out, err) = copies[2].run(&["stack", "apply", "-runner"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("component.app[\"a\"] (dev): Apply complete! Resources: 2 added"),
+        "{out}"
+    );
+    assert!(out.contains("component.net (prod): apply failed."), "{out}");
+    assert!(err.contains("Plan not approved"), "{err}");
+    assert!(err.contains("in no deployment_group"), "{err}");
+    assert!(err.contains("component.db (prod): blocked"), "{err}");
+    let stored = std::fs::read_dir(sim.path().join("things/main"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, 8);
 }

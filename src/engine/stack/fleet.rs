@@ -14,8 +14,9 @@
 //! upstream failure.
 
 use super::{
-    component_value, expand, instances_in_state, instances_in_state_of, levels, removal_job,
-    run_job, state_outputs, InstanceId, InstanceResult, Job, JobDone, Outcome, Stack, StackRequest,
+    component_value, expand, group_rules, instances_in_state, instances_in_state_of, levels,
+    removal_job, run_job, state_outputs, AutoApproval, GroupRules, InstanceId, InstanceResult, Job,
+    JobDone, Outcome, Stack, StackRequest,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::PlanMode;
@@ -267,12 +268,15 @@ fn item_jobs(
     (jobs, results)
 }
 
-/// Plans and applies each job (at most `parallelism` at once), without asking.
+/// Plans each job (at most `parallelism` at once), then applies the plans: all of them
+/// with `rules` `None` (`-auto-approve`), else only when the deployment group's rules approve
+/// the component's plans (see `GroupRules::judge`); refused plans are failures naming why.
 async fn apply_jobs(
     base: crate::engine::request::Options,
     root: std::path::PathBuf,
     jobs: Vec<Job>,
     parallelism: usize,
+    rules: Option<GroupRules>,
 ) -> Vec<InstanceResult> {
     let sem = Arc::new(tokio::sync::Semaphore::new(parallelism.max(1)));
     let mut set = tokio::task::JoinSet::new();
@@ -280,27 +284,75 @@ async fn apply_jobs(
         let (base, root, sem) = (base.clone(), root.clone(), sem.clone());
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
-            match run_job(base, root, job, true).await {
-                JobDone::Result(r) => *r,
-                JobDone::Pending(id, _, removed, p, _) => {
-                    let report = p.approve().await;
-                    let failed = report.diags.has_errors();
-                    InstanceResult {
-                        id,
-                        removed,
-                        outcome: match report.result {
-                            Some(a) if !failed => Outcome::Applied(Box::new(a)),
-                            _ => Outcome::Failed,
-                        },
-                        diags: report.diags,
-                        config: report.config,
-                        replay: None,
-                    }
-                }
-            }
+            run_job(base, root, job, true).await
         });
     }
     let mut out = Vec::new();
+    let mut pending = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok(JobDone::Result(r)) => out.push(*r),
+            Ok(JobDone::Pending(id, _, removed, p, plan)) => pending.push((id, removed, p, plan)),
+            Err(_) => {}
+        }
+    }
+    let refused = match &rules {
+        None => None,
+        Some(rules) => {
+            let plans: Vec<(&str, &crate::plan::Plan)> = pending
+                .iter()
+                .map(|(id, _, _, plan)| (id.component.as_str(), &**plan))
+                .collect();
+            let applyable = !out.iter().any(|r| matches!(r.outcome, Outcome::Failed));
+            match rules.judge(&plans, applyable, 1) {
+                _ if pending.is_empty() => None,
+                AutoApproval::Approved { .. } => None,
+                AutoApproval::Refused { group, reasons } => Some(format!(
+                    "The plan is not approved by deployment_group.{group}: {}. Apply it with \
+                     a runner given -auto-approve, or change the group's rules.",
+                    reasons.join("; ")
+                )),
+                AutoApproval::Default => Some(
+                    "The plan has changes and its deployment is in no deployment_group: a \
+                     runner without -auto-approve applies only plans that a group's \
+                     auto-approve rules approve (and plans without changes)."
+                        .to_string(),
+                ),
+            }
+        }
+    };
+    let mut set = tokio::task::JoinSet::new();
+    for (id, removed, p, _) in pending {
+        if let Some(why) = &refused {
+            let _ = p.decline();
+            out.push(InstanceResult {
+                id,
+                removed,
+                outcome: Outcome::Failed,
+                diags: Diagnostic::error("Plan not approved", why.clone()).into(),
+                config: None,
+                replay: None,
+            });
+            continue;
+        }
+        let sem = sem.clone();
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            let report = p.approve().await;
+            let failed = report.diags.has_errors();
+            InstanceResult {
+                id,
+                removed,
+                outcome: match report.result {
+                    Some(a) if !failed => Outcome::Applied(Box::new(a)),
+                    _ => Outcome::Failed,
+                },
+                diags: report.diags,
+                config: report.config,
+                replay: None,
+            }
+        });
+    }
     while let Some(joined) = set.join_next().await {
         if let Ok(r) = joined {
             out.push(r);
@@ -351,6 +403,7 @@ fn failure_message(results: &[InstanceResult]) -> String {
 pub async fn run(
     stack: &Stack,
     req: &StackRequest,
+    auto_approve: bool,
     note: &mut dyn FnMut(FleetEvent),
 ) -> Result<FleetEnd, Diagnostic> {
     let cfg = cairn_state::workspace::root_pg_config(&req.state_root)
@@ -500,6 +553,7 @@ pub async fn run(
             labels.insert(i.item.clone(), name);
             mine_running.insert(i.item.clone());
             let (jobs, known) = item_jobs(stack, req, i);
+            let rules = (!auto_approve).then(|| group_rules(model, &i.deployment));
             let (base, root, par, item) = (
                 req.base.clone(),
                 req.state_root.clone(),
@@ -509,7 +563,7 @@ pub async fn run(
             running.spawn(async move {
                 let mut results = known;
                 if !results.iter().any(|r| matches!(r.outcome, Outcome::Failed)) {
-                    results.extend(apply_jobs(base, root, jobs, par).await);
+                    results.extend(apply_jobs(base, root, jobs, par, rules).await);
                 }
                 (item, results, claim)
             });
