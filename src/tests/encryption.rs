@@ -182,6 +182,20 @@ fn no_secret_reaches_the_sled_store_or_a_saved_plan() {
         secrets("s", 7)
     ));
     c.ok(&["plan", "-out=p.plan"]);
+    // The plan's record in the history is sealed with the state's key (no address in the
+    // clear) and read back by `history`.
+    let records: Vec<_> = std::fs::read_dir(c.dir.path().join(".cairn/plans"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let bytes = std::fs::read(records[0].path()).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&bytes).contains("terraform_data.s"),
+        "the plan record is not sealed"
+    );
+    let history = c.ok(&["history"]);
+    assert!(history.contains("plan -out=p.plan"), "{history}");
     c.ok(&["apply", "-auto-approve"]);
     let state_dir = c.dir.path().join(".cairn");
     assert!(count_files(&state_dir) >= 2);
