@@ -628,3 +628,18 @@ fn a_first_commit_cut_before_its_head_loses_nothing() {
     assert!(err.contains("the log's head"), "{err}");
     assert!(err.contains("is missing"), "{err}");
 }
+
+/// A process killed while it first wrote a new log's head (found by p07 too: a kill 57 ms
+/// into a first apply) leaves a torn head and no event: the next run writes it again and
+/// goes on. Once the log has its lineage, a torn head is damage (the test above).
+#[test]
+fn a_new_logs_head_torn_as_it_was_first_written_is_written_again() {
+    let dir = project(&[("main.tf", &ten_things())]);
+    let d = dir.path();
+    std::fs::create_dir_all(d.join(".cairn")).unwrap();
+    std::fs::write(d.join(".cairn/log-head"), b"cairnhd1\x00\x00\x03").unwrap();
+    ok(d, &["apply", "-auto-approve"]);
+    let listed = ok(d, &["state", "list"]);
+    assert_eq!(instances(&listed), 10, "{listed}");
+    ok(d, &["state", "verify"]);
+}
