@@ -313,7 +313,11 @@ impl<S: Storage> LogCore<S> {
                 // A new log's head, torn while it was first written (a process killed then):
                 // no event depends on it, and a writer's open writes it again. (A new log: no
                 // event and no lineage, which is written only once the head is whole.)
-                Err(_) if last_seq == 0 && self.storage.read_lineage()?.is_none() => None,
+                Err(_)
+                    if self.storage.last_seq()? == 0 && self.storage.read_lineage()?.is_none() =>
+                {
+                    None
+                }
                 Err(e) => return Err(self.damaged(1, e.to_string())),
             },
             Some(_) => None,
