@@ -300,6 +300,8 @@ pub enum StackCommand {
     Show(StackShowArgs),
     /// Show a deployment's stack outputs.
     Output(StackOutputArgs),
+    /// List the stack's runs, or show one with its component instances' runs.
+    History(StackHistoryArgs),
 }
 
 #[derive(Debug, Args)]
@@ -375,6 +377,15 @@ pub struct StackShowArgs {
     /// Only this deployment.
     #[arg(long, value_name = "NAME")]
     pub deployment: Option<String>,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StackHistoryArgs {
+    /// A stack run's id: show that run, each round and each component instance's runs.
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
     #[command(flatten)]
     pub ui: UiArgs,
 }

@@ -25,6 +25,7 @@ pub(crate) mod prompt;
 pub(crate) mod providers_cmds;
 pub mod run_cmds;
 pub(crate) mod stack_cmds;
+pub(crate) mod stack_history;
 pub(crate) mod state_cmds;
 pub(crate) mod state_edit;
 pub(crate) mod state_replace_cmds;
@@ -361,6 +362,7 @@ pub fn command_name(c: &Command) -> &'static str {
             args::StackCommand::Destroy(_) => "stack destroy",
             args::StackCommand::Show(_) => "stack show",
             args::StackCommand::Output(_) => "stack output",
+            args::StackCommand::History(_) => "stack history",
         },
         Command::Workspace(w) => match w {
             args::WorkspaceCommand::New(_) => "workspace new",

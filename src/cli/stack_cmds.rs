@@ -14,6 +14,7 @@ use super::config_cmds::green_bold;
 use super::lifecycle::EngineRuntime;
 use super::output::{render_width, Exit};
 use super::prompt::Question;
+use super::stack_history::{self, RunLog};
 use super::Context;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::engine::api::backend::{self, BackendRequest};
@@ -34,6 +35,7 @@ pub(crate) fn stack(ctx: &Context, c: StackCommand) -> Exit {
         StackCommand::Destroy(a) => apply(ctx, &a, true),
         StackCommand::Show(a) => show(ctx, &a),
         StackCommand::Output(a) => output(ctx, &a),
+        StackCommand::History(a) => super::stack_history::stack_history(ctx, &a),
     }
 }
 
@@ -417,15 +419,22 @@ fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
         Ok(rt) => rt,
         Err(d) => return ctx.fail(d, no_color),
     };
+    let log = RunLog::start(ctx, &req, "stack plan", no_color);
+    let started = stack_history::now_ms();
     let round = match rt.run(engine_stack::plan_round(&stack, &req, false, a.destroy)) {
         Ok(r) => r,
-        Err(d) => return ctx.fail(d, no_color),
+        Err(d) => {
+            log.finish("failed", Some(d.summary.clone()));
+            return ctx.fail(d, no_color);
+        }
     };
     let mut failed = round.diags.has_errors()
         || round
             .results
             .iter()
             .any(|r| matches!(r.outcome, Outcome::Failed));
+    log.plan_round(&req, started, &round.results);
+    log.finish(if failed { "failed" } else { "success" }, None);
     let saved = match (&a.out, failed) {
         (Some(path), false) => match engine_stack::save_round(&round, path) {
             Ok(n) => Some((path, n)),
@@ -548,25 +557,42 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
     let mut rounds = 0;
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();
+    let log = RunLog::start(ctx, &req, command, no_color);
     loop {
         rounds += 1;
         ctx.out(&format!("\n{}\n", bold(&format!("Round {rounds}"), color)));
-        let round = match rt.run(engine_stack::plan_round(&stack, &req, true, destroy)) {
+        let started = stack_history::now_ms();
+        let mut round = match rt.run(engine_stack::plan_round(&stack, &req, true, destroy)) {
             Ok(r) => r,
-            Err(d) => return ctx.fail(d, no_color),
+            Err(d) => {
+                log.finish("failed", Some(d.summary.clone()));
+                return ctx.fail(d, no_color);
+            }
         };
         let t = present_round(ctx, &stack, &round, no_color);
         let failed = round.diags.has_errors() || t.failed > 0;
         if failed {
+            let planned = std::mem::take(&mut round.results);
             round.decline();
+            log.round(rounds, started, &planned, &[]);
+            log.finish(
+                "failed",
+                Some(format!("Stopped in round {rounds}: errors.")),
+            );
             ctx.err(&format!(
                 "\n{command} stopped in round {rounds}: fix the errors above and run it again.\n"
             ));
             return Exit::Error;
         }
         if !round.has_pending() {
+            let planned = std::mem::take(&mut round.results);
+            round.decline();
+            log.round(rounds, started, &planned, &[]);
             if t.deferred > 0 {
-                round.decline();
+                log.finish(
+                    "failed",
+                    Some(format!("Round {rounds} has nothing to apply, and {} component instance(s) are still deferred: the stack cannot converge.", t.deferred)),
+                );
                 return ctx.fail(
                     Diagnostic::error(
                         "The stack cannot converge",
@@ -615,7 +641,11 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
             }
         }
         let all_auto = !auto.is_empty() && round.pending_deployments().is_subset(&auto);
-        let mut round = round;
+        let planned = std::mem::take(&mut round.results);
+        let deferred = planned
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Deferred(_)))
+            .count();
         let mut not_approved = None;
         if !all_auto {
             let answer = super::run_cmds::approve(
@@ -639,6 +669,11 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
                     _ => ctx.out(&format!("\n{command} cancelled.\n")),
                 }
                 if !approved.has_pending() {
+                    log.round(rounds, started, &planned, &[]);
+                    log.finish(
+                        "cancelled",
+                        Some(format!("The plans of round {rounds} were not approved.")),
+                    );
                     return Exit::Error;
                 }
                 ctx.out(&format!(
@@ -653,26 +688,45 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
                 round = approved;
             }
         }
-        let deferred = round.deferred();
         let results = match rt.run(round.approve(req.parallelism)) {
             Ok(r) => r,
-            Err(d) => return ctx.fail(d, no_color),
+            Err(d) => {
+                log.finish("failed", Some(d.summary.clone()));
+                return ctx.fail(d, no_color);
+            }
         };
+        log.round(rounds, started, &planned, &results);
         let errors = !report_applied(ctx, &results, &mut applied, no_color);
         if req.base.stop.load(std::sync::atomic::Ordering::SeqCst) {
             // Ctrl-C (or SIGTERM): the steps that ran are recorded; no new round starts.
+            log.finish(
+                "interrupted",
+                Some(format!("Interrupted in round {rounds}.")),
+            );
             ctx.err(&format!(
                 "\n{command} interrupted in round {rounds}: what was applied is recorded; run it again to go on.\n"
             ));
             return Exit::Error;
         }
         if errors {
+            log.finish(
+                "failed",
+                Some(format!("Stopped in round {rounds}: an apply failed.")),
+            );
             ctx.err(&format!(
                 "\n{command} stopped in round {rounds}: fix the errors above and run it again.\n"
             ));
             return Exit::Error;
         }
         if let Some(rest) = not_approved {
+            log.finish(
+                "cancelled",
+                Some(format!(
+                    "Stopped in round {rounds}: the plans of deployment{} {} were not approved.",
+                    if rest.len() == 1 { "" } else { "s" },
+                    rest.join(", ")
+                )),
+            );
             ctx.err(&format!(
                 "\n{command} stopped in round {rounds}: the plans of deployment{} {} were not approved.\n",
                 if rest.len() == 1 { "" } else { "s" },
@@ -687,6 +741,10 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
             }
         }
         if rounds >= 32 {
+            log.finish(
+                "failed",
+                Some("32 rounds applied changes and the stack still has changes to make.".into()),
+            );
             return ctx.fail(
                 Diagnostic::error(
                     "The stack did not converge",
@@ -696,6 +754,7 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
             );
         }
     }
+    log.finish("success", None);
     ctx.out(&format!(
         "\n{} Resources: {} added, {} changed, {} destroyed, in {} round{}.\n",
         green_bold(
@@ -732,6 +791,10 @@ fn run_as_runner(
     let (color, _) = ctx.colors(no_color);
     let mut applied = Totals::default();
     let mut errors = false;
+    // The fleet's shared run is one stack run in the history: each runner appends its part.
+    let mut log: Option<RunLog> = None;
+    let mut me = String::new();
+    let mut claimed_at: BTreeMap<String, u64> = BTreeMap::new();
     let mut note = |e: fleet::FleetEvent| match e {
         fleet::FleetEvent::Joined {
             run_id,
@@ -740,6 +803,8 @@ fn run_as_runner(
             abandoned,
             items,
         } => {
+            log = Some(RunLog::fleet(ctx, req, &run_id, &runner, started, no_color));
+            me = runner.clone();
             if let Some(old) = abandoned {
                 ctx.out(&format!(
                     "Stack run {old} had no runner left and another configuration: abandoned.\n"
@@ -755,6 +820,7 @@ fn run_as_runner(
             }
         }
         fleet::FleetEvent::Claimed { label, before } => {
+            claimed_at.insert(label.clone(), stack_history::now_ms());
             if before.is_empty() {
                 ctx.out(&format!("{label}: claimed.\n"));
             } else {
@@ -769,6 +835,12 @@ fn run_as_runner(
             results,
             status,
         } => {
+            if let Some(log) = &log {
+                let since = claimed_at
+                    .remove(&label)
+                    .unwrap_or_else(stack_history::now_ms);
+                log.warn(log.rec().item(&me, &label, status, None, since, &results));
+            }
             for r in &results {
                 if let Outcome::Deferred(why) = &r.outcome {
                     ctx.out(&format!(
@@ -798,15 +870,47 @@ fn run_as_runner(
             ));
         }
         fleet::FleetEvent::Blocked { label, why } => {
+            if let Some(log) = &log {
+                let now = stack_history::now_ms();
+                log.warn(
+                    log.rec()
+                        .item(&me, &label, "blocked", Some(why.clone()), now, &[]),
+                );
+            }
             errors = true;
             ctx.out(&format!("{label}: blocked: {why}.\n"));
         }
     };
     let end = match rt.run(fleet::run(stack, req, auto_approve, &mut note)) {
         Ok(Ok(end)) => end,
-        Ok(Err(d)) | Err(d) => return ctx.fail(d, no_color),
+        Ok(Err(d)) | Err(d) => {
+            if let Some(log) = &log {
+                log.warn(log.rec().left(&me));
+            }
+            return ctx.fail(d, no_color);
+        }
     };
     let runners = end.runners.len();
+    if let Some(log) = &log {
+        if end.interrupted {
+            log.warn(log.rec().left(&end.runner));
+        } else {
+            let unfinished = fleet::unfinished(&end);
+            let (outcome, message) = if unfinished.is_empty() && !errors {
+                ("success", None)
+            } else {
+                (
+                    "failed",
+                    Some(format!(
+                        "{} of {} work items not done.",
+                        unfinished.len(),
+                        end.rows.len()
+                    )),
+                )
+            };
+            log.warn(log.rec().finish(outcome, message, Some(&end.runner)));
+        }
+    }
     if end.interrupted {
         ctx.err(&format!(
             "\nRunner {} stopped: what it applied is recorded, and the items it had not finished are pending again for the other runners of stack run {}.\n",
@@ -909,24 +1013,41 @@ fn apply_saved(
     path: &std::path::Path,
     no_color: bool,
 ) -> Exit {
-    let round = match rt.run(engine_stack::apply_saved(req, path)) {
+    let log = RunLog::start(ctx, req, "stack apply", no_color);
+    let started = stack_history::now_ms();
+    let mut round = match rt.run(engine_stack::apply_saved(req, path)) {
         Ok(r) => r,
-        Err(d) => return ctx.fail(d, no_color),
+        Err(d) => {
+            log.finish("failed", Some(d.summary.clone()));
+            return ctx.fail(d, no_color);
+        }
     };
     let t = present_round(ctx, stack, &round, no_color);
+    let planned = std::mem::take(&mut round.results);
     if round.diags.has_errors() || t.failed > 0 {
         round.decline();
+        log.round(1, started, &planned, &[]);
+        log.finish(
+            "failed",
+            Some("The saved stack plan was not applied.".into()),
+        );
         ctx.err("\nThe saved stack plan was not applied: fix the errors above (a stale plan: run `cairn stack plan -out=FILE` again).\n");
         return Exit::Error;
     }
     let mut applied = Totals::default();
     let results = match rt.run(round.approve(req.parallelism)) {
         Ok(r) => r,
-        Err(d) => return ctx.fail(d, no_color),
+        Err(d) => {
+            log.finish("failed", Some(d.summary.clone()));
+            return ctx.fail(d, no_color);
+        }
     };
+    log.round(1, started, &planned, &results);
     if !report_applied(ctx, &results, &mut applied, no_color) {
+        log.finish("failed", Some("An apply failed.".into()));
         return Exit::Error;
     }
+    log.finish("success", None);
     let (color, _) = ctx.colors(no_color);
     ctx.out(&format!(
         "\n{} Resources: {} added, {} changed, {} destroyed.\nComponents the plan deferred are planned by the next `cairn stack plan` or `cairn stack apply`.\n",

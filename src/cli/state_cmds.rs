@@ -486,12 +486,12 @@ fn recover(ctx: &Context, a: &super::args::StateRecoverArgs) -> Result<Exit, Dia
     Ok(Exit::Ok)
 }
 
-fn time_of(ms: u64) -> String {
+pub(crate) fn time_of(ms: u64) -> String {
     rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms))
 }
 
 /// A run's duration: tenths below ten seconds, then Terraform's `1m5s` form.
-fn fmt_run_duration(ms: u64) -> String {
+pub(crate) fn fmt_run_duration(ms: u64) -> String {
     if ms < 10_000 {
         format!("{}.{}s", ms / 1000, ms % 1000 / 100)
     } else {
@@ -625,7 +625,7 @@ pub(crate) fn history(ctx: &Context, a: &HistoryArgs) -> Exit {
 }
 
 /// A left-aligned table with two spaces between columns; the last column is not padded.
-fn table<const N: usize>(head: [&str; N], rows: &[[String; N]]) -> String {
+pub(crate) fn table<const N: usize>(head: [&str; N], rows: &[[String; N]]) -> String {
     let mut w = head.map(str::len);
     for r in rows {
         for (i, c) in r.iter().enumerate() {

@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub mod fleet;
+pub mod history;
 
 /// What a stack command asks.
 #[derive(Clone)]

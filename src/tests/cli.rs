@@ -42,6 +42,10 @@ mod early;
 #[path = "cli_stacks.rs"]
 mod stacks;
 
+/// Issue 33: a stack run's one history record (`cairn stack history`).
+#[path = "cli_stack_history.rs"]
+mod stack_history;
+
 /// Issue 30: damage to the state log is always detected; `state verify`, `state recover`.
 #[path = "cli_damage.rs"]
 mod damage;

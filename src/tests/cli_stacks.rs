@@ -11,7 +11,7 @@ fn cairn(dir: &Path, args: &[&str]) -> (i32, String, String) {
     cairn_env(dir, args, &[])
 }
 
-fn cairn_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+pub(super) fn cairn_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(args)
         .env_remove("TOKEN")
@@ -442,7 +442,7 @@ deployment "prod" {
 }
 "#;
 
-fn run_stack() -> tempfile::TempDir {
+pub(super) fn run_stack() -> tempfile::TempDir {
     project(&[
         ("stack.tfcomponent.hcl", RUN_COMPONENTS),
         ("deploy.tfdeploy.hcl", RUN_DEPLOYMENTS),
@@ -452,7 +452,7 @@ fn run_stack() -> tempfile::TempDir {
 }
 
 /// Runs cairn with the sim provider's store in the project.
-fn sim(dir: &Path, args: &[&str]) -> (i32, String, String) {
+pub(super) fn sim(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let store = dir.join("sim-store");
     cairn_env(dir, args, &[("SIM_STORE", store.to_str().unwrap())])
 }

@@ -8,6 +8,10 @@ mod pgserver;
 
 #[path = "signal_at.rs"]
 mod signal_at;
+
+/// Issue 33: stack runs' history on PostgreSQL (`cairn stack history`).
+#[path = "pg_stack_history.rs"]
+mod stack_history;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -64,6 +64,7 @@ mod quote;
 pub mod s3_store;
 mod sled_store;
 pub(crate) mod snapshot;
+pub mod stack_runs;
 mod storage;
 pub mod store;
 pub(crate) mod stored_value;

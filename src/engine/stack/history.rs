@@ -1,0 +1,642 @@
+//! A stack run's one history record (`cairn stack history`): each `stack plan`, `stack
+//! apply` and `stack destroy`, and a fleet's shared run (`stack apply -runner`), is a *stack
+//! run* with an id, who ran it and where (the `RunContext` every component run records: host,
+//! git commit, CI job), its start and end, its outcome, and its rounds (a fleet: the work
+//! items each runner finished); for each component instance of each deployment, the state it
+//! ran in (its workspace), the runs it made in that state's own history (`cairn history`
+//! there lists them), and how it ended (or why it was deferred).
+//!
+//! The record is appended as it goes, entry by entry (`cairn_state::stack_runs`: in the
+//! stack's backend, so every machine sees it; never changed): a start, each round, an end.
+//! A run that crashed has no end: it reads as `unfinished` (`running` while its process
+//! lives on this host). A component's runs are found in its state's history by who made
+//! them: this process (host and pid) since the round started — each state is locked by one
+//! writer at a time, so the runs are exactly this stack run's. A `stack plan` leaves a plan
+//! record (`engine::plan_history`) in each planned component's state, which `cairn history`
+//! lists among its runs, and the stack run names it.
+
+use super::{InstanceId, InstanceResult, Outcome, StackRequest};
+use crate::diag::Diagnostic;
+use cairn_state::stack_runs;
+use cairn_state::RunContext;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One component instance in a round (or a fleet's work item).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ComponentRun {
+    pub deployment: String,
+    pub component: String,
+    #[serde(default)]
+    pub key: Option<String>,
+    /// `component.app["eu"]`.
+    pub address: String,
+    /// The state it ran in: the workspace `DEPLOYMENT.COMPONENT[.KEY]` of the stack.
+    pub workspace: String,
+    /// Destroyed because the configuration no longer has it.
+    #[serde(default)]
+    pub removed: bool,
+    /// `applied`, `planned` (changes proposed), `no changes`, `not applied` (planned, then
+    /// not approved or interrupted), `deferred` or `failed`.
+    pub status: String,
+    /// Why it was deferred.
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub add: u64,
+    pub change: u64,
+    pub destroy: u64,
+    /// The runs it made in its state's history (their ids, as `cairn history` shows them).
+    #[serde(default)]
+    pub runs: Vec<u64>,
+    /// The plan records it left in its state's history (`stack plan`).
+    #[serde(default)]
+    pub plans: Vec<String>,
+    /// Its errors' summaries, when it failed.
+    #[serde(default)]
+    pub errors: Vec<String>,
+}
+
+/// What one entry of the record says.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Body {
+    /// The run started (a fleet: the runner that started it).
+    Started {
+        command: String,
+        args: Vec<String>,
+        user: String,
+        pid: u32,
+        context: RunContext,
+        deployment: Option<String>,
+        runner: Option<String>,
+    },
+    /// A runner joined a fleet's run.
+    Joined {
+        runner: String,
+        user: String,
+        pid: u32,
+        context: RunContext,
+    },
+    /// A round of `stack plan|apply|destroy`.
+    Round {
+        round: usize,
+        started_ms: u64,
+        instances: Vec<ComponentRun>,
+    },
+    /// A fleet's work item, finished (or blocked) by a runner.
+    Item {
+        runner: String,
+        item: String,
+        status: String,
+        #[serde(default)]
+        reason: Option<String>,
+        started_ms: u64,
+        instances: Vec<ComponentRun>,
+    },
+    /// A runner left a fleet's run before it ended (interrupted).
+    Left { runner: String },
+    /// The run ended (a fleet: as the runner `runner` saw it).
+    Finished {
+        outcome: String,
+        #[serde(default)]
+        message: Option<String>,
+        #[serde(default)]
+        runner: Option<String>,
+    },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Stored {
+    at_ms: u64,
+    #[serde(flatten)]
+    body: Body,
+}
+
+/// A round, or a fleet's work item, as the record shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    /// The round's number (`None`: a fleet's item).
+    pub round: Option<usize>,
+    /// The fleet's item and the runner that worked on it.
+    pub item: Option<String>,
+    pub runner: Option<String>,
+    /// A fleet item's status: `done`, `failed`, `blocked`.
+    pub status: Option<String>,
+    pub reason: Option<String>,
+    pub started_ms: u64,
+    pub finished_ms: u64,
+    pub instances: Vec<ComponentRun>,
+}
+
+/// One stack run, as `cairn stack history` and `cairn ui` show it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StackRun {
+    pub id: String,
+    /// `stack plan`, `stack apply`, `stack destroy`, `stack apply -runner`.
+    pub command: String,
+    pub args: Vec<String>,
+    pub user: String,
+    pub pid: u32,
+    pub context: RunContext,
+    /// `-deployment=NAME`.
+    pub deployment: Option<String>,
+    pub started_ms: u64,
+    pub finished_ms: Option<u64>,
+    /// `success`, `failed`, `cancelled`, `interrupted`; `running` while its process lives on
+    /// this host; `unfinished` when it ended without saying how (a crash).
+    pub outcome: String,
+    pub message: Option<String>,
+    /// A fleet's runners, in the order they joined.
+    pub runners: Vec<String>,
+    pub steps: Vec<Step>,
+}
+
+impl StackRun {
+    /// Every component instance's last word in the run (by deployment and address).
+    pub fn components(&self) -> Vec<&ComponentRun> {
+        let mut last: BTreeMap<(String, String), &ComponentRun> = BTreeMap::new();
+        for s in &self.steps {
+            for c in &s.instances {
+                last.insert((c.deployment.clone(), c.address.clone()), c);
+            }
+        }
+        last.into_values().collect()
+    }
+
+    /// The resources added, changed and destroyed by its applies.
+    pub fn totals(&self) -> (u64, u64, u64) {
+        let mut t = (0, 0, 0);
+        for s in &self.steps {
+            for c in s.instances.iter().filter(|c| c.status == "applied") {
+                t.0 += c.add;
+                t.1 += c.change;
+                t.2 += c.destroy;
+            }
+        }
+        t
+    }
+}
+
+fn now_ms() -> u64 {
+    crate::engine::plan_history::now_ms()
+}
+
+/// This process's host, as its runs record it.
+fn my_host() -> Option<String> {
+    crate::engine::session::run_context().host
+}
+
+/// Writes the record of one stack run as it goes. A failure to write is returned as a
+/// warning's text: the stack run itself goes on.
+pub struct Recorder {
+    root: PathBuf,
+    pub id: String,
+    host: Option<String>,
+    crypt: Option<std::sync::Arc<cairn_state::crypt::Encryption>>,
+}
+
+impl Recorder {
+    fn new(req: &StackRequest, id: String) -> Recorder {
+        Recorder {
+            root: req.state_root.clone(),
+            id,
+            host: my_host(),
+            crypt: crate::engine::encryption::state(),
+        }
+    }
+
+    fn append(&self, body: Body) -> Option<String> {
+        let at_ms = now_ms();
+        let json = match serde_json::to_vec(&Stored { at_ms, body }) {
+            Ok(j) => j,
+            Err(e) => return Some(format!("the stack run's record cannot be encoded: {e}")),
+        };
+        let bytes = match &self.crypt {
+            Some(c) => match c.seal(&json) {
+                Ok(b) => b,
+                Err(e) => return Some(format!("the stack run's record cannot be sealed: {e}")),
+            },
+            None => json,
+        };
+        let entry = stack_runs::new_id(at_ms);
+        stack_runs::append(&self.root, &self.id, &entry, &bytes)
+            .err()
+            .map(|e| format!("stack run {} could not be recorded: {e}", self.id))
+    }
+
+    /// Starts the record of a `stack plan|apply|destroy` (`command`) run.
+    pub fn start(req: &StackRequest, command: &str) -> (Recorder, Option<String>) {
+        let rec = Recorder::new(req, stack_runs::new_id(now_ms()));
+        let warn = rec.append(Body::Started {
+            command: command.to_string(),
+            args: req.base.args.clone(),
+            user: cairn_state::current_user(),
+            pid: std::process::id(),
+            context: crate::engine::session::run_context(),
+            deployment: req.deployment.clone(),
+            runner: None,
+        });
+        (rec, warn)
+    }
+
+    /// A runner's part of a fleet's run `run_id` (the fleet's own id): the start when it
+    /// started the run, else its joining.
+    pub fn fleet(
+        req: &StackRequest,
+        run_id: &str,
+        runner: &str,
+        started: bool,
+    ) -> (Recorder, Option<String>) {
+        let rec = Recorder::new(req, run_id.to_string());
+        let context = crate::engine::session::run_context();
+        let body = if started {
+            Body::Started {
+                command: "stack apply -runner".into(),
+                args: req.base.args.clone(),
+                user: cairn_state::current_user(),
+                pid: std::process::id(),
+                context,
+                deployment: req.deployment.clone(),
+                runner: Some(runner.to_string()),
+            }
+        } else {
+            Body::Joined {
+                runner: runner.to_string(),
+                user: cairn_state::current_user(),
+                pid: std::process::id(),
+                context,
+            }
+        };
+        let warn = rec.append(body);
+        (rec, warn)
+    }
+
+    /// Records round `round`, which started at `started_ms`: each instance's plan (or
+    /// deferral) in `planned`, and what became of those applied in `applied`.
+    pub fn round(
+        &self,
+        round: usize,
+        started_ms: u64,
+        planned: &[InstanceResult],
+        applied: &[InstanceResult],
+        plans: &BTreeMap<InstanceId, String>,
+        apply: bool,
+    ) -> Option<String> {
+        let mut instances = Vec::new();
+        for r in planned {
+            let done = applied.iter().find(|a| a.id == r.id);
+            let mut c = self.component(r, done.unwrap_or(r), started_ms, apply);
+            if let Some(p) = plans.get(&r.id) {
+                c.plans.push(p.clone());
+            }
+            instances.push(c);
+        }
+        for a in applied {
+            if !planned.iter().any(|r| r.id == a.id) {
+                instances.push(self.component(a, a, started_ms, apply));
+            }
+        }
+        self.append(Body::Round {
+            round,
+            started_ms,
+            instances,
+        })
+    }
+
+    /// Records a fleet's work item `item`, finished (`done`, `failed`) or `blocked` by
+    /// `runner`, claimed at `started_ms`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn item(
+        &self,
+        runner: &str,
+        item: &str,
+        status: &str,
+        reason: Option<String>,
+        started_ms: u64,
+        results: &[InstanceResult],
+    ) -> Option<String> {
+        let instances = results
+            .iter()
+            .map(|r| self.component(r, r, started_ms, true))
+            .collect();
+        self.append(Body::Item {
+            runner: runner.to_string(),
+            item: item.to_string(),
+            status: status.to_string(),
+            reason,
+            started_ms,
+            instances,
+        })
+    }
+
+    /// A runner left a fleet's run before it ended.
+    pub fn left(&self, runner: &str) -> Option<String> {
+        self.append(Body::Left {
+            runner: runner.to_string(),
+        })
+    }
+
+    /// The run ended: `success`, `failed`, `cancelled` or `interrupted`.
+    pub fn finish(
+        &self,
+        outcome: &str,
+        message: Option<String>,
+        runner: Option<&str>,
+    ) -> Option<String> {
+        self.append(Body::Finished {
+            outcome: outcome.to_string(),
+            message,
+            runner: runner.map(str::to_string),
+        })
+    }
+
+    /// One instance's entry: `planned` is its round's result, `done` what its apply did (the
+    /// same when it was not applied).
+    fn component(
+        &self,
+        planned: &InstanceResult,
+        done: &InstanceResult,
+        since_ms: u64,
+        apply: bool,
+    ) -> ComponentRun {
+        let id = &planned.id;
+        let mut c = ComponentRun {
+            deployment: id.deployment.clone(),
+            component: id.component.clone(),
+            key: id.key.clone(),
+            address: id.address(),
+            workspace: id.workspace(),
+            removed: planned.removed || done.removed,
+            ..ComponentRun::default()
+        };
+        match &done.outcome {
+            Outcome::Deferred(why) => {
+                c.status = "deferred".into();
+                c.reason = Some(why.clone());
+            }
+            Outcome::Failed => {
+                c.status = "failed".into();
+                c.errors = done
+                    .diags
+                    .iter()
+                    .filter(|d| d.severity == crate::diag::Severity::Error)
+                    .map(|d| d.summary.clone())
+                    .collect();
+            }
+            Outcome::Applied(a) if a.confirmed => {
+                c.status = "applied".into();
+                (c.add, c.change, c.destroy) =
+                    (a.summary.added, a.summary.changed, a.summary.destroyed);
+                if let Some(p) = &a.plan {
+                    if !p.applyable {
+                        c.status = "no changes".into();
+                    }
+                }
+            }
+            Outcome::Applied(a) => {
+                c.status = "not applied".into();
+                if let Some(p) = &a.plan {
+                    let (x, y, z) = p.counts();
+                    (c.add, c.change, c.destroy) = (x as u64, y as u64, z as u64);
+                }
+            }
+            Outcome::Planned(p) => {
+                let (x, y, z) = p.counts();
+                (c.add, c.change, c.destroy) = (x as u64, y as u64, z as u64);
+                c.status = if !p.has_changes() {
+                    "no changes"
+                } else if apply {
+                    "not applied"
+                } else {
+                    "planned"
+                }
+                .into();
+            }
+        }
+        if apply && c.status != "deferred" {
+            c.runs = self.runs_since(id, since_ms);
+        }
+        c
+    }
+
+    /// The runs this process made in `id`'s state since `since_ms`.
+    fn runs_since(&self, id: &InstanceId, since_ms: u64) -> Vec<u64> {
+        let dir = cairn_state::workspace::dir(&self.root, &id.workspace());
+        let Ok(Some((state, _))) =
+            crate::engine::state_read::StateRead::open(&dir, "stack history")
+        else {
+            return Vec::new();
+        };
+        let pid = std::process::id();
+        state
+            .snapshot()
+            .runs
+            .iter()
+            .filter(|r| r.pid == pid && r.context.host == self.host && r.started_ms >= since_ms)
+            .map(|r| r.id)
+            .collect()
+    }
+}
+
+/// `stack plan`: leaves a plan record in the history of each planned (or failed) instance's
+/// state that exists, as `cairn plan` does; returns each one's record id. Failures to record
+/// are returned as warnings.
+pub fn record_plans(
+    req: &StackRequest,
+    results: &[InstanceResult],
+    started_ms: u64,
+) -> (BTreeMap<InstanceId, String>, Vec<String>) {
+    let mut ids = BTreeMap::new();
+    let mut warnings = Vec::new();
+    for r in results {
+        let plan = match &r.outcome {
+            Outcome::Planned(p) => Some(&**p),
+            Outcome::Failed => None,
+            _ => continue,
+        };
+        let dir = cairn_state::workspace::dir(&req.state_root, &r.id.workspace());
+        let mut opts = req.base.clone();
+        opts.state_dir = dir;
+        let errors = r
+            .diags
+            .iter()
+            .filter(|d| d.severity == crate::diag::Severity::Error)
+            .count();
+        let run = crate::engine::plan_history::plan_record(
+            &opts,
+            r.config.as_deref(),
+            plan,
+            errors,
+            started_ms,
+            None,
+        );
+        let crypt = crate::engine::encryption::state();
+        match cairn_state::plan_runs::record(&opts.state_dir, &run, crypt.as_deref()) {
+            Ok(true) => {
+                ids.insert(r.id.clone(), run.id);
+            }
+            Ok(false) => {}
+            Err(e) => warnings.push(format!(
+                "the plan of {} ({}) was not recorded in its state's history: {e}",
+                r.id.address(),
+                r.id.deployment
+            )),
+        }
+    }
+    (ids, warnings)
+}
+
+/// Whether process `pid` lives on this machine.
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Every stack run of the stack whose state root is `root`, oldest first, with warnings for
+/// entries that cannot be read (skipped).
+pub fn list(root: &Path) -> Result<(Vec<StackRun>, Vec<String>), Diagnostic> {
+    read(root, None)
+}
+
+/// Stack run `id` (`None`: there is none).
+pub fn get(root: &Path, id: &str) -> Result<(Option<StackRun>, Vec<String>), Diagnostic> {
+    let (mut runs, warnings) = read(root, Some(id))?;
+    Ok((runs.pop(), warnings))
+}
+
+fn read(root: &Path, only: Option<&str>) -> Result<(Vec<StackRun>, Vec<String>), Diagnostic> {
+    let entries = stack_runs::list(root, only).map_err(|e| {
+        Diagnostic::error(
+            "Cannot read the stack's run history",
+            format!("{}: {e}.", root.display()),
+        )
+    })?;
+    let crypt = crate::engine::encryption::state();
+    let mut warnings = Vec::new();
+    let mut by_run: BTreeMap<String, Vec<Stored>> = BTreeMap::new();
+    for e in entries {
+        let what = format!("stack run {} entry {}", e.run, e.id);
+        let decoded =
+            cairn_state::crypt::open_with(crypt.as_deref(), &what, &e.bytes).and_then(|plain| {
+                serde_json::from_slice::<Stored>(&plain)
+                    .map_err(|err| format!("{what} is unreadable: {err}"))
+            });
+        match decoded {
+            Ok(s) => by_run.entry(e.run).or_default().push(s),
+            Err(w) => warnings.push(w),
+        }
+    }
+    let host = my_host();
+    let mut runs: Vec<StackRun> = by_run
+        .into_iter()
+        .map(|(id, entries)| fold(id, entries, &host))
+        .collect();
+    runs.sort_by(|a, b| (a.started_ms, &a.id).cmp(&(b.started_ms, &b.id)));
+    Ok((runs, warnings))
+}
+
+/// A run's entries (in the order they were appended) folded into what it says.
+fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
+    let mut run = StackRun {
+        id,
+        command: "stack apply -runner".into(),
+        args: Vec::new(),
+        user: String::new(),
+        pid: 0,
+        context: RunContext::default(),
+        deployment: None,
+        started_ms: entries.first().map(|e| e.at_ms).unwrap_or(0),
+        finished_ms: None,
+        outcome: String::new(),
+        message: None,
+        runners: Vec::new(),
+        steps: Vec::new(),
+    };
+    let mut started = false;
+    let mut live = false;
+    for e in entries {
+        match e.body {
+            Body::Started {
+                command,
+                args,
+                user,
+                pid,
+                context,
+                deployment,
+                runner,
+            } => {
+                started = true;
+                live |= context.host == *host && alive(pid);
+                (run.command, run.args, run.user, run.pid, run.context) =
+                    (command, args, user, pid, context);
+                run.deployment = deployment;
+                run.started_ms = run.started_ms.min(e.at_ms);
+                if let Some(r) = runner {
+                    if !run.runners.contains(&r) {
+                        run.runners.insert(0, r);
+                    }
+                }
+            }
+            Body::Joined {
+                runner,
+                user,
+                pid,
+                context,
+            } => {
+                live |= context.host == *host && alive(pid);
+                if !started && run.user.is_empty() {
+                    (run.user, run.pid, run.context) = (user, pid, context);
+                }
+                if !run.runners.contains(&runner) {
+                    run.runners.push(runner);
+                }
+            }
+            Body::Round {
+                round,
+                started_ms,
+                instances,
+            } => run.steps.push(Step {
+                round: Some(round),
+                item: None,
+                runner: None,
+                status: None,
+                reason: None,
+                started_ms,
+                finished_ms: e.at_ms,
+                instances,
+            }),
+            Body::Item {
+                runner,
+                item,
+                status,
+                reason,
+                started_ms,
+                instances,
+            } => run.steps.push(Step {
+                round: None,
+                item: Some(item),
+                runner: Some(runner),
+                status: Some(status),
+                reason,
+                started_ms,
+                finished_ms: e.at_ms,
+                instances,
+            }),
+            Body::Left { .. } => {}
+            Body::Finished {
+                outcome, message, ..
+            } => {
+                // A fleet's runners each say how it ended: the first one's word stands.
+                if run.finished_ms.is_none() {
+                    run.finished_ms = Some(e.at_ms);
+                    run.outcome = outcome;
+                    run.message = message;
+                }
+            }
+        }
+    }
+    if run.finished_ms.is_none() {
+        run.outcome = if live { "running" } else { "unfinished" }.into();
+    }
+    run
+}

@@ -1,0 +1,228 @@
+//! Issue 33: each `stack plan`, `stack apply` and `stack destroy` is one record in the
+//! stack's history (`cairn stack history [RUN] [-json]`), linking each component instance's
+//! runs in its own state's history; a stack run killed midway shows as unfinished.
+
+use super::stacks::{cairn_env, run_stack, sim};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// `stack history -json`: one object per line.
+fn runs(dir: &Path) -> Vec<Value> {
+    let (code, out, err) = sim(dir, &["stack", "history", "-json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
+fn run(dir: &Path, id: &str) -> Value {
+    let (code, out, err) = sim(dir, &["stack", "history", id, "-json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// A component state's own history (`TF_WORKSPACE=STATE cairn history -json`).
+fn component_history(dir: &Path, workspace: &str) -> Vec<Value> {
+    let store = dir.join("sim-store");
+    let (code, out, err) = cairn_env(
+        dir,
+        &["history", "-json"],
+        &[
+            ("SIM_STORE", store.to_str().unwrap()),
+            ("TF_WORKSPACE", workspace),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The component instance `address` of `deployment` in step `step` of a run.
+fn component<'a>(run: &'a Value, step: usize, deployment: &str, address: &str) -> &'a Value {
+    run["steps"][step]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["deployment"] == deployment && c["address"] == address)
+        .unwrap_or_else(|| panic!("{deployment} {address} in step {step}: {run:#}"))
+}
+
+#[test]
+fn each_stack_run_is_one_record_linking_its_component_runs() {
+    let dir = run_stack();
+    let d = dir.path();
+    let (code, out, err) = sim(d, &["stack", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = sim(d, &["stack", "history"]);
+    assert_eq!((code, out.as_str()), (0, "No stack runs yet.\n"));
+
+    // An apply: three rounds, net first, the apps deferred until it is applied.
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let all = runs(d);
+    assert_eq!(all.len(), 1, "{all:?}");
+    let r = &all[0];
+    assert_eq!(r["command"], "stack apply", "{r}");
+    assert_eq!(r["outcome"], "success", "{r}");
+    assert_eq!(
+        r["args"],
+        serde_json::json!(["stack", "apply", "-auto-approve"])
+    );
+    assert_eq!(r["changes"]["added"], 5, "{r}");
+    assert!(r["host"].is_string(), "{r}");
+    assert!(r["finished"].is_string(), "{r}");
+    let id = r["id"].as_str().unwrap().to_string();
+
+    let full = run(d, &id);
+    let steps = full["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{full:#}");
+    assert_eq!(steps[0]["round"], 1);
+    let net = component(&full, 0, "dev", "component.net");
+    assert_eq!(net["status"], "applied", "{net}");
+    assert_eq!(net["workspace"], "dev.net", "{net}");
+    assert_eq!(net["add"], 1, "{net}");
+    let app = component(&full, 0, "prod", "component.app[\"us\"]");
+    assert_eq!(app["status"], "deferred", "{app}");
+    assert_eq!(
+        app["reason"],
+        "inputs.net_id is not known until component.net is applied"
+    );
+    let app = component(&full, 1, "prod", "component.app[\"us\"]");
+    assert_eq!(app["status"], "applied", "{app}");
+    assert_eq!(app["workspace"], "prod.app.us");
+    assert_eq!(
+        component(&full, 2, "prod", "component.app[\"us\"]")["status"],
+        "no changes"
+    );
+
+    // Each run the record names is a run of that component's own history, by this command.
+    for (step, dep, addr, ws) in [
+        (0, "dev", "component.net", "dev.net"),
+        (1, "prod", "component.app[\"us\"]", "prod.app.us"),
+        (2, "prod", "component.app[\"us\"]", "prod.app.us"),
+    ] {
+        let c = component(&full, step, dep, addr);
+        let ids = c["runs"].as_array().unwrap();
+        assert_eq!(ids.len(), 1, "{c}");
+        let history = component_history(d, ws);
+        let own = history
+            .iter()
+            .find(|h| h["id"] == ids[0])
+            .unwrap_or_else(|| panic!("run {} in {ws}'s history: {history:?}", ids[0]));
+        assert_eq!(own["command"], "stack apply", "{own}");
+        assert_eq!(own["outcome"], "success", "{own}");
+    }
+
+    // The text: the run's line, and the run with its rounds and component runs.
+    let (code, out, _) = sim(d, &["stack", "history"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("STACK RUN"), "{out}");
+    assert!(out.contains(&id), "{out}");
+    assert!(
+        out.contains("3 rounds; 5 no changes; 5 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+    let (code, out, _) = sim(d, &["stack", "history", &id]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with(&format!("Stack run {id}: stack apply (success)")),
+        "{out}"
+    );
+    let net_run = component(&full, 0, "dev", "component.net")["runs"][0].clone();
+    assert!(
+        out.contains(&format!(
+            "    component.net: applied (1 added, 0 changed, 0 destroyed); state dev.net, run {net_run}\n"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("component.app[\"eu\"]: deferred: inputs.net_id is not known until component.net is applied; state dev.app.eu"),
+        "{out}"
+    );
+
+    // A plan: its component plans are plan records in each state's history, named by the run.
+    let (code, out, err) = sim(d, &["stack", "plan", "-deployment=dev"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let all = runs(d);
+    assert_eq!(all.len(), 2);
+    let p = &all[1];
+    assert_eq!(p["command"], "stack plan");
+    assert_eq!(p["deployment"], "dev");
+    let full = run(d, p["id"].as_str().unwrap());
+    let net = component(&full, 0, "dev", "component.net");
+    assert_eq!(net["status"], "no changes", "{net}");
+    let plan_id = net["plans"][0].as_str().expect("a plan record").to_string();
+    let history = component_history(d, "dev.net");
+    assert!(
+        history.iter().any(|h| h["plan_id"] == plan_id.as_str()),
+        "{history:?}"
+    );
+    assert!(full["steps"][0]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["deployment"] == "dev"));
+
+    // A destroy is a run too.
+    let (code, out, err) = sim(d, &["stack", "destroy", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let all = runs(d);
+    assert_eq!(all[2]["command"], "stack destroy");
+    assert_eq!(all[2]["outcome"], "success");
+    assert_eq!(all[2]["changes"]["destroyed"], 5, "{}", all[2]);
+
+    // An unknown run is an error that says how to list them.
+    let (code, _, err) = sim(d, &["stack", "history", "nope"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("No such stack run"), "{err}");
+}
+
+#[test]
+fn a_stack_run_killed_midway_shows_as_unfinished() {
+    let dir = run_stack();
+    let d = dir.path();
+    let (code, out, err) = sim(d, &["stack", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let store = d.join("sim-store");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["stack", "apply", "-auto-approve"])
+        .current_dir(d)
+        .env("NO_COLOR", "1")
+        .env("SIM_STORE", &store)
+        .env("SIM_LATENCY_MS", "4000")
+        .env_remove("CAIRN_STATE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its start is recorded before the first round; the first creates take 4 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(d.join(".cairn/stack-runs"))
+        .map(|r| r.count())
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(std::time::Instant::now() < deadline, "no stack run started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let all = runs(d);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["outcome"], "unfinished", "{}", all[0]);
+    assert!(all[0]["finished"].is_null());
+    let (_, out, _) = sim(d, &["stack", "history"]);
+    assert!(out.contains("unfinished"), "{out}");
+
+    // The next apply resolves what the killed one left and is a run of its own.
+    let (code, out, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let all = runs(d);
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["outcome"], "unfinished");
+    assert_eq!(all[1]["outcome"], "success");
+}

@@ -1,0 +1,165 @@
+//! Issue 33: a stack run's history record in the stack's PostgreSQL schema
+//! (`cairn_stack_history`, append-only): a `stack apply` made in one working copy is listed,
+//! with its component runs, by another; a fleet's shared run (`stack apply -runner`, two
+//! runners) is one record to which both runners append the items they finished.
+
+use super::{finish, pgserver, Copy};
+use serde_json::Value;
+
+const COMPONENTS: &str = r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+variable "prefix" {
+  type = string
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+component "first" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-first", value = "v" }
+  providers = { sim = provider.sim.main }
+}
+component "second" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-second", value = component.first.id }
+  providers = { sim = provider.sim.main }
+}
+"#;
+
+const MODULE: &str = "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"t\" {\n  name  = var.name\n  value = var.value\n}\noutput \"id\" {\n  value = sim_thing.t.id\n}\n";
+
+fn runs(c: &Copy) -> Vec<Value> {
+    c.ok(&["stack", "history", "-json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn components(run: &Value) -> Vec<Value> {
+    run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["components"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn stack_runs_are_recorded_in_the_stacks_schema_for_every_working_copy() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("stackhist");
+    let sim = tempfile::tempdir().unwrap();
+    let flag = format!("-backend-config=schema_name={schema}");
+    let copy = |deploy: &str| {
+        let mut c = Copy::new(sim.path(), "");
+        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
+        for (p, text) in [
+            ("stack.tfcomponent.hcl", COMPONENTS),
+            ("deploy.tfdeploy.hcl", deploy),
+            ("m/main.tf", MODULE),
+        ] {
+            let path = c.dir.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+        c.ok(&["stack", "init", "-backend=pg", &flag]);
+        c
+    };
+    let deploy = "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\n";
+    let a = copy(deploy);
+    let b = copy(deploy);
+    assert_eq!(a.ok(&["stack", "history"]), "No stack runs yet.\n");
+    a.ok(&["stack", "apply", "-auto-approve"]);
+
+    // The other working copy sees the run, and each component run in its own state.
+    let all = runs(&b);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["command"], "stack apply");
+    assert_eq!(all[0]["outcome"], "success");
+    let id = all[0]["id"].as_str().unwrap().to_string();
+    let full: Value = serde_json::from_str(&b.ok(&["stack", "history", &id, "-json"])).unwrap();
+    let applied: Vec<Value> = components(&full)
+        .into_iter()
+        .filter(|c| c["status"] == "applied")
+        .collect();
+    assert_eq!(applied.len(), 2, "{full:#}");
+    for c in &applied {
+        let ws = c["workspace"].as_str().unwrap();
+        let mut cmd = b.command(&["history", "-json"]);
+        cmd.env("TF_WORKSPACE", ws);
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let run = c["runs"][0].clone();
+        assert!(
+            text.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .any(|h| h["id"] == run && h["command"] == "stack apply"),
+            "run {run} in {ws}: {text}"
+        );
+    }
+    // The history is in the stack's schema, append-only.
+    let rows = server
+        .psql(&format!(
+            "SELECT count(DISTINCT run_id) FROM \"{schema}\".cairn_stack_history"
+        ))
+        .unwrap();
+    assert_eq!(rows, "1");
+    assert!(server
+        .psql(&format!(
+            "UPDATE \"{schema}\".cairn_stack_history SET data = ''::bytea"
+        ))
+        .is_err());
+    assert!(server
+        .psql(&format!("DELETE FROM \"{schema}\".cairn_stack_history"))
+        .is_err());
+
+    // A fleet's run, two runners: one record, both runners, every item.
+    let deploy2 = "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n}\n";
+    let mut r1 = copy(deploy2);
+    let mut r2 = copy(deploy2);
+    for c in [&mut r1, &mut r2] {
+        c.env.push(("SIM_LATENCY_MS".into(), "300".into()));
+    }
+    let runners = [&r1, &r2].map(|c| c.spawn(&["stack", "apply", "-runner", "-auto-approve"]));
+    for r in runners {
+        let (code, out, err) = finish(r);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let all = runs(&a);
+    assert_eq!(all.len(), 2, "{all:?}");
+    let fleet = &all[1];
+    assert_eq!(fleet["command"], "stack apply -runner", "{fleet}");
+    assert_eq!(fleet["outcome"], "success", "{fleet}");
+    let runner_names = fleet["runners"].as_array().unwrap();
+    let id = fleet["id"].as_str().unwrap().to_string();
+    let full: Value = serde_json::from_str(&a.ok(&["stack", "history", &id, "-json"])).unwrap();
+    let steps = full["steps"].as_array().unwrap();
+    // One item per component of each deployment, each finished by one of the runners.
+    assert_eq!(steps.len(), 4, "{full:#}");
+    for s in steps {
+        assert_eq!(s["status"], "done", "{s}");
+        assert!(runner_names.contains(&s["runner"]), "{s} {runner_names:?}");
+    }
+    let prod_second = components(&full)
+        .into_iter()
+        .find(|c| c["deployment"] == "prod" && c["component"] == "second")
+        .unwrap();
+    assert_eq!(prod_second["status"], "applied", "{prod_second}");
+    assert_eq!(prod_second["runs"].as_array().unwrap().len(), 1);
+    let text = a.ok(&["stack", "history", &id]);
+    assert!(
+        text.contains("component.second (prod): done by runner"),
+        "{text}"
+    );
+    assert!(
+        a.ok(&["stack", "history"]).contains("4 work items by"),
+        "{}",
+        a.ok(&["stack", "history"])
+    );
+}
