@@ -103,50 +103,8 @@ pub(crate) fn stack_history(ctx: &Context, a: &StackHistoryArgs) -> Exit {
     Exit::Ok
 }
 
-/// A run in a few words: its rounds (or items), its component instances by how they ended,
-/// and what its applies changed.
 pub(crate) fn summary_text(r: &StackRun) -> String {
-    let mut parts = Vec::new();
-    let rounds = r.steps.iter().filter(|s| s.round.is_some()).count();
-    let items = r.steps.len() - rounds;
-    if rounds > 0 {
-        parts.push(format!(
-            "{rounds} round{}",
-            if rounds == 1 { "" } else { "s" }
-        ));
-    }
-    if items > 0 {
-        parts.push(format!(
-            "{items} work item{} by {} runner{}",
-            if items == 1 { "" } else { "s" },
-            r.runners.len(),
-            if r.runners.len() == 1 { "" } else { "s" }
-        ));
-    }
-    let mut by_status: std::collections::BTreeMap<&str, usize> = Default::default();
-    for c in r.components() {
-        *by_status.entry(c.status.as_str()).or_default() += 1;
-    }
-    if !by_status.is_empty() {
-        parts.push(
-            by_status
-                .iter()
-                .map(|(s, n)| format!("{n} {s}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
-    }
-    let (add, change, destroy) = r.totals();
-    if add + change + destroy > 0 {
-        parts.push(format!(
-            "{add} added, {change} changed, {destroy} destroyed"
-        ));
-    }
-    if parts.is_empty() {
-        "-".into()
-    } else {
-        parts.join("; ")
-    }
+    r.summary()
 }
 
 fn component_json(c: &ComponentRun) -> serde_json::Value {

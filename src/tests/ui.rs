@@ -22,6 +22,10 @@ mod pgserver;
 #[path = "../../state/tests/support/s3server.rs"]
 mod s3server;
 
+/// Issue 33: the stack view (`cairn ui` in a stack's directory).
+#[path = "ui_stack.rs"]
+mod stack;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

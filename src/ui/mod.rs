@@ -20,6 +20,7 @@
 
 pub mod model;
 pub mod plan;
+mod stack;
 
 use crate::addr::ResourceInstanceAddr;
 use crate::engine::api::plan_history;
@@ -53,6 +54,9 @@ pub(crate) struct Options {
     pub(crate) plans: Vec<PathBuf>,
     /// How often the reader looks at the log.
     pub(crate) poll: Duration,
+    /// The stack in this directory (`*.tfcomponent.hcl`): the stack view, with each
+    /// component instance's state (a workspace of `state_dir`) one click away.
+    pub(crate) stack_dir: Option<PathBuf>,
 }
 
 /// What a reader sees of the log now.
@@ -83,6 +87,10 @@ struct Shared {
     /// The plan-only runs recorded beside the log (`cairn plan`), oldest first, as the reader
     /// last read them.
     plan_runs: RwLock<Arc<Vec<cairn_state::plan_runs::PlanRun>>>,
+    /// The stack view's states, when `cairn ui` runs in a stack's directory.
+    stack: Option<Arc<StackHub>>,
+    /// Set once the reader has looked at the log (its first answer is in the model).
+    looked: std::sync::atomic::AtomicBool,
 }
 
 /// A saved plan file as last read: its view, and the file's modification time and size then.
@@ -272,6 +280,9 @@ fn reader(shared: Arc<Shared>, state_dir: PathBuf, poll: Duration) {
                 };
             }
         }
+        shared
+            .looked
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         if Arc::strong_count(&shared) == 1 {
             return;
         }
@@ -567,7 +578,13 @@ async fn head(State(s): State<Arc<Shared>>) -> Json<J> {
     let status = s.status.lock().map(|s| s.clone()).unwrap_or_default();
     let (head, runs, warnings) = with_model(&s, |m| (m.head(), m.run_count(), m.warnings.clone()));
     let store = s.store.lock().map(|s| *s).unwrap_or("sled");
+    let stack = match s.stack.clone() {
+        Some(h) => tokio::task::spawn_blocking(move || h.stamp()).await.ok(),
+        None => None,
+    };
     Json(json!({
+        // In a stack's directory: what changes when a stack run is recorded.
+        "stack": stack,
         "head": head,
         "runs": runs,
         "store": store,
@@ -769,6 +786,193 @@ async fn plan_at(State(s): State<Arc<Shared>>, Segment(i): Segment<usize>) -> Re
     Json(view).into_response()
 }
 
+/// A stack's states (`cairn ui` in a stack's directory): one `Shared` per component
+/// instance's state, its reader started the first time it is named.
+struct StackHub {
+    dir: PathBuf,
+    root: PathBuf,
+    token: String,
+    allowed_hosts: Vec<String>,
+    poll: Duration,
+    subs: Mutex<std::collections::BTreeMap<String, Arc<Shared>>>,
+    /// The workspaces of the state root, as last listed (listed again every few seconds).
+    listed: Mutex<Option<(std::time::Instant, Vec<String>)>>,
+}
+
+impl StackHub {
+    fn new(
+        dir: PathBuf,
+        root: PathBuf,
+        token: String,
+        allowed_hosts: Vec<String>,
+        poll: Duration,
+    ) -> StackHub {
+        StackHub {
+            dir,
+            root,
+            token,
+            allowed_hosts,
+            poll,
+            subs: Mutex::new(Default::default()),
+            listed: Mutex::new(None),
+        }
+    }
+
+    fn workspaces(&self) -> Vec<String> {
+        let mut listed = match self.listed.lock() {
+            Ok(l) => l,
+            Err(e) => e.into_inner(),
+        };
+        if let Some((at, names)) = &*listed {
+            if at.elapsed() < Duration::from_secs(2) {
+                return names.clone();
+            }
+        }
+        let names = stack::workspaces(&self.root);
+        *listed = Some((std::time::Instant::now(), names.clone()));
+        names
+    }
+
+    /// The views of workspace `ws`'s state (only a component instance's of this stack).
+    fn sub(&self, ws: &str) -> Result<Arc<Shared>, String> {
+        if let Some(s) = self.subs.lock().ok().and_then(|m| m.get(ws).cloned()) {
+            return Ok(s);
+        }
+        if !self.workspaces().iter().any(|n| n == ws) {
+            return Err(format!("the stack has no component state {ws:?}"));
+        }
+        let (module_dir, loaded) = match stack::module_dir(&self.dir, ws) {
+            Some(d) => {
+                let l = load_config(&d);
+                (d, l)
+            }
+            None => (
+                self.dir.clone(),
+                (None, Some(format!("the module of {ws} is not found"))),
+            ),
+        };
+        let files_hash = loaded.0.as_ref().map(crate::engine::api::files_hash);
+        let shared = Arc::new(new_shared(
+            loaded,
+            files_hash,
+            &module_dir,
+            self.token.clone(),
+            self.allowed_hosts.clone(),
+        ));
+        let state_dir = crate::engine::api::workspaces::ensure_dir(&self.root, ws)
+            .map_err(|d| format!("{}: {}", d.summary, d.detail))?;
+        let for_reader = shared.clone();
+        let poll = self.poll;
+        std::thread::Builder::new()
+            .name("cairn-ui-stack-reader".into())
+            .spawn(move || reader(for_reader, state_dir, poll))
+            .map_err(|e| e.to_string())?;
+        // Its first look, so the stack view counts what is there.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !shared.looked.load(std::sync::atomic::Ordering::SeqCst)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Ok(mut m) = self.subs.lock() {
+            m.insert(ws.to_string(), shared.clone());
+        }
+        Ok(shared)
+    }
+
+    /// What changes when a stack run is recorded or a component's state moves.
+    fn stamp(&self) -> String {
+        let heads: Vec<String> = self
+            .subs
+            .lock()
+            .map(|m| {
+                m.iter()
+                    .map(|(n, s)| format!("{n}@{}", with_model(s, |m| m.head())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        format!("{};{}", stack::runs_stamp(&self.root), heads.join(","))
+    }
+}
+
+fn stack_hub(s: &Shared) -> Result<Arc<StackHub>, Box<Response>> {
+    s.stack.clone().ok_or_else(|| {
+        Box::new(not_found(
+            "`cairn ui` was not started in a stack's directory".into(),
+        ))
+    })
+}
+
+/// A request naming a component instance's state (`?ws=NAME`) is answered by that state's
+/// own views.
+async fn stack_scope(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let Some(h) = s.stack.clone() else {
+        return next.run(req).await;
+    };
+    let path = req.uri().path();
+    if !path.starts_with("/api/") || path.starts_with("/api/stack") {
+        return next.run(req).await;
+    }
+    let Some(ws) = stack::ws_of(req.uri().query()) else {
+        return next.run(req).await;
+    };
+    let sub = match tokio::task::spawn_blocking(move || h.sub(&ws)).await {
+        Ok(Ok(sub)) => sub,
+        Ok(Err(e)) => return not_found(e),
+        Err(e) => return not_found(e.to_string()),
+    };
+    // A new request of the same method, address, headers and body: the outer router's
+    // extensions (its path parameters) are not the inner one's.
+    let (parts, body) = req.into_parts();
+    let mut fresh = Request::new(body);
+    *fresh.method_mut() = parts.method;
+    *fresh.uri_mut() = parts.uri;
+    *fresh.version_mut() = parts.version;
+    *fresh.headers_mut() = parts.headers;
+    use tower::ServiceExt;
+    match router(sub).oneshot(fresh).await {
+        Ok(r) => r.into_response(),
+        Err(e) => match e {},
+    }
+}
+
+/// `/api/stack`: the stack, its component instances' states and its runs.
+async fn stack_overview(State(s): State<Arc<Shared>>) -> Response {
+    let h = match stack_hub(&s) {
+        Ok(h) => h,
+        Err(r) => return *r,
+    };
+    let got = tokio::task::spawn_blocking(move || {
+        let summary = |ws: &str| match h.sub(ws) {
+            Ok(sub) => with_model(&sub, |m| m.state_summary()),
+            Err(e) => json!({ "error": e }),
+        };
+        stack::overview_json(&h.dir, &h.root, &h.workspaces(), &summary)
+    })
+    .await;
+    match got {
+        Ok(j) => Json(j).into_response(),
+        Err(e) => not_found(e.to_string()),
+    }
+}
+
+/// `/api/stack/run/ID`: one stack run.
+async fn stack_run(State(s): State<Arc<Shared>>, UrlPath(id): UrlPath<String>) -> Response {
+    let h = match stack_hub(&s) {
+        Ok(h) => h,
+        Err(r) => return *r,
+    };
+    let got =
+        tokio::task::spawn_blocking(move || stack::stack_run_json(&h.root, &id).map(|r| (r, id)))
+            .await;
+    match got {
+        Ok(Ok((Some(j), _))) => Json(j).into_response(),
+        Ok(Ok((None, id))) => not_found(format!("there is no stack run {id}")),
+        Ok(Err(e)) => not_found(e),
+        Err(e) => not_found(e.to_string()),
+    }
+}
+
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/", get(asset))
@@ -785,6 +989,12 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/addresses", get(addresses))
         .route("/api/plan/:i", get(plan_at))
         .route("/api/run/:id/plan", get(run_plan))
+        .route("/api/stack", get(stack_overview))
+        .route("/api/stack/run/:id", get(stack_run))
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            stack_scope,
+        ))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
 }
@@ -821,6 +1031,39 @@ fn load_config(dir: &Path) -> (Option<crate::config::Config>, Option<String>) {
     (config, None)
 }
 
+/// The views of one state: its configuration (`config_dir`: locations, plan graphs), an
+/// empty model for the reader to fill, no saved plans.
+fn new_shared(
+    (config, config_error): (Option<crate::config::Config>, Option<String>),
+    files_hash: Option<String>,
+    config_dir: &Path,
+    token: String,
+    allowed_hosts: Vec<String>,
+) -> Shared {
+    let mut model = Model::new();
+    if let Some(c) = &config {
+        model.set_config(c);
+    }
+    let config = match (config, config_error) {
+        (Some(c), None) => Ok(Arc::new(c)),
+        (_, e) => Err(e.unwrap_or_else(|| "the configuration did not load".into())),
+    };
+    Shared {
+        model: RwLock::new(model),
+        config,
+        config_dir: config_dir.to_path_buf(),
+        files_hash,
+        status: Mutex::new(Status::default()),
+        store: Mutex::new("sled"),
+        plans: Vec::new(),
+        token,
+        allowed_hosts,
+        plan_runs: RwLock::new(Arc::new(Vec::new())),
+        stack: None,
+        looked: std::sync::atomic::AtomicBool::new(false),
+    }
+}
+
 /// A server ready to run: bound, with its address and token.
 pub(crate) struct Server {
     listener: std::net::TcpListener,
@@ -855,27 +1098,27 @@ impl Server {
             .local_addr()
             .map_err(|e| Diagnostic::error("Cannot start the UI server", e.to_string()))?
             .port();
-        let mut model = Model::new();
-        if let Some(c) = &config {
-            model.set_config(c);
-        }
         let token = new_token();
-        let config = match (config, config_error) {
-            (Some(c), None) => Ok(Arc::new(c)),
-            (_, e) => Err(e.unwrap_or_else(|| "the configuration did not load".into())),
-        };
-        let shared = Arc::new(Shared {
-            model: RwLock::new(model),
-            config,
-            config_dir: opts.config_dir.clone(),
-            files_hash,
-            status: Mutex::new(Status::default()),
-            store: Mutex::new("sled"),
-            plans,
-            token: token.clone(),
-            allowed_hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
-            plan_runs: RwLock::new(Arc::new(Vec::new())),
+        let allowed_hosts = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")];
+        let hub = opts.stack_dir.as_ref().map(|dir| {
+            Arc::new(StackHub::new(
+                dir.clone(),
+                opts.state_dir.clone(),
+                token.clone(),
+                allowed_hosts.clone(),
+                opts.poll,
+            ))
         });
+        let mut shared = new_shared(
+            (config, config_error),
+            files_hash,
+            &opts.config_dir,
+            token.clone(),
+            allowed_hosts,
+        );
+        shared.plans = plans;
+        shared.stack = hub;
+        let shared = Arc::new(shared);
         Ok(Server {
             listener,
             shared,

@@ -364,6 +364,18 @@ impl Model {
         self.fold.runs.len()
     }
 
+    /// What the stack view shows of a component instance's state: its resource instances,
+    /// outputs and runs now, and its last run.
+    pub(crate) fn state_summary(&self) -> J {
+        json!({
+            "head": self.head(),
+            "resources": self.fold.resources.values().filter(|i| i.current.is_some()).count(),
+            "outputs": self.fold.outputs.len(),
+            "runs": self.fold.runs.len(),
+            "last_run": self.fold.runs.last().map(|r| self.run_json(r)),
+        })
+    }
+
     /// Remembers where each resource block of the configuration is, for error locations.
     pub(crate) fn set_config(&mut self, config: &crate::config::Config) {
         self.sensitive_vars = config.sensitive_variables();

@@ -164,6 +164,50 @@ impl StackRun {
         last.into_values().collect()
     }
 
+    /// The run in a few words: its rounds (or work items), its component instances by how
+    /// they ended, and what its applies changed.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        let rounds = self.steps.iter().filter(|s| s.round.is_some()).count();
+        let items = self.steps.len() - rounds;
+        let s = |n: usize| if n == 1 { "" } else { "s" };
+        if rounds > 0 {
+            parts.push(format!("{rounds} round{}", s(rounds)));
+        }
+        if items > 0 {
+            parts.push(format!(
+                "{items} work item{} by {} runner{}",
+                s(items),
+                self.runners.len(),
+                s(self.runners.len())
+            ));
+        }
+        let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+        for c in self.components() {
+            *by_status.entry(c.status.as_str()).or_default() += 1;
+        }
+        if !by_status.is_empty() {
+            parts.push(
+                by_status
+                    .iter()
+                    .map(|(s, n)| format!("{n} {s}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+        }
+        let (add, change, destroy) = self.totals();
+        if add + change + destroy > 0 {
+            parts.push(format!(
+                "{add} added, {change} changed, {destroy} destroyed"
+            ));
+        }
+        if parts.is_empty() {
+            "-".into()
+        } else {
+            parts.join("; ")
+        }
+    }
+
     /// The resources added, changed and destroyed by its applies.
     pub fn totals(&self) -> (u64, u64, u64) {
         let mut t = (0, 0, 0);
@@ -176,6 +220,11 @@ impl StackRun {
         }
         t
     }
+}
+
+/// The component instance whose state is workspace `name` (`DEPLOYMENT.COMPONENT[.KEY]`).
+pub fn instance_of_workspace(name: &str) -> Option<InstanceId> {
+    InstanceId::parse_workspace(name)
 }
 
 fn now_ms() -> u64 {

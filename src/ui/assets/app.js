@@ -1,5 +1,7 @@
 // Cairn UI: a small single-page app over the read-only JSON endpoints of `cairn ui`.
-// Views: #/timeline, #/run/ID, #/state?at=SEQ&vs=SEQ, #/resource?addr=ADDR, #/plan/I.
+// Views: #/timeline, #/run/ID, #/state?at=SEQ&vs=SEQ, #/resource?addr=ADDR, #/plan/I; in a
+// stack's directory #/stack and #/stack-run/ID, and every other view of one component
+// instance's state with `?ws=STATE` in the address (kept by every link of the page).
 "use strict";
 
 const TOKEN = new URLSearchParams(location.search).get("token") || "";
@@ -11,6 +13,10 @@ if (TOKEN) {
   clean.searchParams.delete("token");
   history.replaceState(history.state, "", clean.pathname + clean.search + clean.hash);
 }
+// The component instance's state these pages show (`cairn ui` in a stack's directory).
+const WS = new URLSearchParams(location.search).get("ws") || "";
+// Whether `cairn ui` serves a stack (set from /api/head before the first view).
+let STACK = false;
 const main = document.getElementById("main");
 const statusEl = document.getElementById("status");
 let known = { head: -1, busy: null, plans: [] };
@@ -21,7 +27,10 @@ function esc(s) {
   })[c]);
 }
 
-async function api(path) {
+// `root`: the server's own answer, not the component state's (`/api/head` tells whether the
+// server serves a stack).
+async function api(path, root) {
+  if (WS && !root) path += (path.includes("?") ? "&" : "?") + "ws=" + encodeURIComponent(WS);
   const r = await fetch(path, {
     headers: TOKEN ? { "X-Cairn-Token": TOKEN } : {},
     credentials: "same-origin",
@@ -62,7 +71,7 @@ function duration(ms) {
 }
 
 function route() {
-  const h = location.hash.replace(/^#\/?/, "") || "timeline";
+  const h = location.hash.replace(/^#\/?/, "") || (STACK && !WS ? "stack" : "timeline");
   const [path, qs] = h.split("?");
   const parts = path.split("/");
   return { view: parts[0], arg: parts[1], q: new URLSearchParams(qs || "") };
@@ -75,7 +84,7 @@ function addrLink(a) {
 }
 
 function badge(outcome) {
-  return `<span class="badge o-${esc(outcome)}">${esc(outcome)}</span>`;
+  return `<span class="badge o-${esc(String(outcome).replace(/ /g, "-"))}">${esc(outcome)}</span>`;
 }
 
 function pendingHtml(list) {
@@ -624,6 +633,94 @@ async function planView(arg) {
   }
 }
 
+// ---- Stack -----------------------------------------------------------------------------------
+
+// A component instance's state, in the whole UI: `/?ws=STATE#/VIEW`.
+function wsHref(ws, hash) {
+  return `/?ws=${encodeURIComponent(ws)}#/${hash}`;
+}
+
+function stackRunRowHtml(r) {
+  return `<tr class="stack-run-row clickable" data-run="${esc(r.id)}">
+    <td><a href="#/stack-run/${encodeURIComponent(r.id)}"><code>${esc(r.id)}</code></a></td>
+    <td><code>cairn ${esc(r.args.length ? r.args.join(" ") : r.command)}</code></td>
+    <td>${esc(r.user)}${r.host || r.git_commit ? `<div class="muted">${placeText(r)}</div>` : ""}</td>
+    <td>${when(r.started_ms)}</td><td>${duration(r.duration_ms)}</td><td>${badge(r.outcome)}</td>
+    <td>${esc(r.summary)}${r.message ? `<div class="muted">${esc(r.message)}</div>` : ""}</td></tr>`;
+}
+
+async function stackView() {
+  const s = await api("/api/stack");
+  document.title = "Stack · Cairn";
+  let html = `<h1>Stack <code>${esc(s.dir)}</code></h1>`;
+  html += s.errors.map(e => `<p class="error">${esc(e)}</p>`).join("");
+  html += s.warnings.map(w => `<p class="warning">${esc(w)}</p>`).join("");
+  for (const d of s.deployments) {
+    html += `<h2 class="deployment" data-deployment="${esc(d.name)}">Deployment ${esc(d.name)}${d.declared ? "" : ` <span class="muted">(no longer declared)</span>`}</h2>
+    <table class="stack-components"><tr><th>component</th><th>state</th><th>resources</th><th>runs</th><th>last run</th></tr>`;
+    for (const c of d.components) {
+      const title = `<strong>component.${esc(c.name)}</strong>${c.source ? ` <span class="muted">${esc(c.source)}</span>` : ""}${c.depends_on.length ? `<div class="muted">after ${c.depends_on.map(x => "component." + esc(x)).join(", ")}</div>` : ""}`;
+      if (!c.instances.length) {
+        html += `<tr class="component-row" data-component="${esc(c.name)}"><td>${title}</td><td colspan="4" class="muted">no state yet</td></tr>`;
+        continue;
+      }
+      for (const i of c.instances) {
+        const st = i.state || {};
+        const last = st.last_run;
+        html += `<tr class="instance-row" data-workspace="${esc(i.workspace)}">
+          <td>${title}${i.key != null ? ` <code>[${esc(JSON.stringify(i.key))}]</code>` : ""}</td>
+          <td><a class="ws-link" href="${wsHref(i.workspace, "timeline")}"><code>${esc(i.workspace)}</code></a> · <a href="${wsHref(i.workspace, "state")}">state</a></td>
+          <td class="resources">${st.error ? `<span class="error">${esc(st.error)}</span>` : esc(st.resources)}</td>
+          <td>${esc(st.runs)}</td>
+          <td class="last-run">${last ? `<a href="${wsHref(i.workspace, "run/" + last.id)}">run ${last.id}</a> <code>${esc(last.command)}</code> ${badge(last.outcome)} <span class="muted">${when(last.started_ms)}</span>` : `<span class="muted">none</span>`}</td></tr>`;
+      }
+    }
+    html += `</table>`;
+  }
+  html += `<h2>Stack runs</h2>`;
+  html += s.runs.length
+    ? `<table class="stack-runs"><tr><th>stack run</th><th>command</th><th>who, where</th><th>started</th><th>took</th><th>outcome</th><th>components</th></tr>${s.runs.map(stackRunRowHtml).join("")}</table>`
+    : `<p class="muted">No stack runs yet.</p>`;
+  main.innerHTML = html;
+  for (const tr of main.querySelectorAll("tr.stack-run-row")) {
+    tr.addEventListener("click", e => { if (!e.target.closest("a")) go("#/stack-run/" + encodeURIComponent(tr.dataset.run)); });
+  }
+}
+
+function stackComponentHtml(c) {
+  const counts = c.status === "applied"
+    ? ` <span class="n-add">+${c.add}</span> <span class="n-change">~${c.change}</span> <span class="n-destroy">−${c.destroy}</span>`
+    : (c.status === "planned" || c.status === "not applied") ? ` <span class="muted">${c.add} to add, ${c.change} to change, ${c.destroy} to destroy</span>` : "";
+  const why = c.status === "deferred" && c.reason ? `<div class="muted">deferred: ${esc(c.reason)}</div>` : "";
+  const errors = (c.errors || []).map(e => `<div class="error">${esc(e)}</div>`).join("");
+  const runs = (c.runs || []).map(id => `<a class="component-run" href="${wsHref(c.workspace, "run/" + id)}">run ${id}</a>`).join(", ");
+  const plans = (c.plans || []).length ? `<a href="${wsHref(c.workspace, "timeline")}">plan recorded</a>` : "";
+  return `<tr class="stack-component" data-workspace="${esc(c.workspace)}" data-status="${esc(c.status)}">
+    <td><code>${esc(c.address)}</code>${c.removed ? ` <span class="muted">(removed)</span>` : ""}</td><td>${esc(c.deployment)}</td>
+    <td>${badge(c.status)}${counts}${why}${errors}</td>
+    <td><a href="${wsHref(c.workspace, "timeline")}"><code>${esc(c.workspace)}</code></a></td>
+    <td>${[runs, plans].filter(x => x).join(" · ") || `<span class="muted">—</span>`}</td></tr>`;
+}
+
+async function stackRunView(id) {
+  const r = await api("/api/stack/run/" + encodeURIComponent(id));
+  document.title = "Stack run · Cairn";
+  let html = `<p><a href="#/stack">← Stack</a></p><h1>Stack run <code>${esc(r.id)}</code>: <code>cairn ${esc(r.args.length ? r.args.join(" ") : r.command)}</code> ${badge(r.outcome)}</h1>
+  <div class="card">By <strong>${esc(r.user)}</strong>${r.host ? ` on <strong>${esc(r.host)}</strong>` : ""} at ${when(r.started_ms)}, ${duration(r.duration_ms)}
+  ${r.git_commit ? ` · git <code class="run-git" title="${esc(r.git_commit)}">${esc(gitText(r))}</code>` : ""}${r.ci_job ? ` · CI job ${ciLink(r.ci_job)}` : ""}
+  ${r.deployment ? ` · deployment <code>${esc(r.deployment)}</code>` : ""}${r.runners.length ? ` · runners ${r.runners.map(x => `<code>${esc(x)}</code>`).join(", ")}` : ""}
+  <div>${esc(r.summary)}</div>${r.message ? `<div class="muted">${esc(r.message)}</div>` : ""}</div>`;
+  for (const step of r.steps) {
+    const title = step.round != null ? `Round ${step.round}`
+      : `${esc(step.item || "work item")}: ${esc(step.status || "")}${step.runner ? ` by runner <code>${esc(step.runner)}</code>` : ""}${step.reason ? ` — ${esc(step.reason)}` : ""}`;
+    html += `<h2 class="stack-step">${title} <span class="muted">${when(step.started_ms)}</span></h2>`;
+    html += step.instances.length
+      ? `<table class="stack-step-components"><tr><th>component instance</th><th>deployment</th><th>outcome</th><th>state</th><th>its runs</th></tr>${step.instances.map(stackComponentHtml).join("")}</table>`
+      : `<p class="muted">No component instance.</p>`;
+  }
+  main.innerHTML = html;
+}
+
 // ---- Shell ---------------------------------------------------------------------------------
 
 let rendering = Promise.resolve();
@@ -635,7 +732,9 @@ function render(refresh) {
   }
   rendering = (async () => {
     try {
-      if (r.view === "run") await runView(r.arg);
+      if (r.view === "stack") await stackView();
+      else if (r.view === "stack-run") await stackRunView(r.arg);
+      else if (r.view === "run") await runView(r.arg);
       else if (r.view === "state") await stateView(r.q);
       else if (r.view === "resource") await resourceView(r.q, refresh);
       else if (r.view === "plan") await planView(r.arg);
@@ -660,6 +759,13 @@ function render(refresh) {
 async function poll() {
   try {
     const h = await api("/api/head");
+    if (STACK && !WS) {
+      statusEl.textContent = "stack · live";
+      // A stack run recorded, or a component's state moved: the stack's views show it.
+      if (known.stack !== undefined && h.stack !== known.stack && ["stack", "stack-run"].includes(route().view)) await render();
+      known = h;
+      return;
+    }
     const busy = h.busy ? `cairn ${h.busy.command || "?"} (pid ${h.busy.pid || "?"}${h.busy.host ? " on " + h.busy.host : ""}) is running: ${h.store === "postgres" || h.store === "s3" ? "its events appear as it writes them" : "its run appears when it finishes"}` : "";
     const where = { postgres: "PostgreSQL · ", s3: "S3 · " }[h.store] || "";
     statusEl.textContent = busy || (h.missing ? "no state yet" : `${h.runs} runs · ${h.head} events · ${where}live`);
@@ -683,5 +789,17 @@ async function poll() {
 }
 
 window.addEventListener("hashchange", () => render());
-render().then(poll);
+// In a stack's directory the stack view comes first; a component's state (`?ws=`) shows the
+// root module's views, with the way back to the stack.
+api("/api/head", true).then(h => { STACK = h.stack != null; }, () => {}).then(() => {
+  const nav = document.querySelector("nav");
+  if (STACK && !WS) {
+    nav.innerHTML = `<a href="#/stack" data-view="stack">Stack</a>`;
+    document.querySelector("a.brand").href = "#/stack";
+  } else if (STACK) {
+    for (const a of nav.querySelectorAll("a")) a.href = "/?ws=" + encodeURIComponent(WS) + a.getAttribute("href");
+    nav.insertAdjacentHTML("afterbegin", `<a href="/#/stack" class="crumb" id="back-to-stack">Stack</a><span class="crumb-ws">› <code>${esc(WS)}</code></span>`);
+  }
+  return render().then(poll);
+});
 setInterval(poll, 1000);
