@@ -137,6 +137,10 @@ use std::time::{Duration, Instant};
 
 const KEY: &str = "team/terraform.tfstate";
 
+/// Issue 33: stack runs' history on S3 (`cairn stack history`).
+#[path = "s3_stack_history.rs"]
+mod stack_history;
+
 /// A Cairn working copy on the S3 server's bucket, sharing the sim store `sim`.
 struct Copy {
     dir: tempfile::TempDir,
