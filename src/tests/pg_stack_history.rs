@@ -3,8 +3,9 @@
 //! with its component runs, by another; a fleet's shared run (`stack apply -runner`, two
 //! runners) is one record to which both runners append the items they finished.
 
-use super::{finish, pgserver, Copy};
+use super::{finish, pgserver, wait_for, Copy};
 use serde_json::Value;
+use std::time::Duration;
 
 const COMPONENTS: &str = r#"required_providers {
   sim = { source = "hashicorp/sim" }
@@ -152,6 +153,50 @@ fn stack_runs_are_recorded_in_the_stacks_schema_for_every_working_copy() {
         .unwrap();
     assert_eq!(prod_second["status"], "applied", "{prod_second}");
     assert_eq!(prod_second["runs"].as_array().unwrap().len(), 1);
+    // A runner killed mid-item: the run still ends as one record, the item done by the
+    // runner that took it over, and the killed runner among the run's runners.
+    let deploy3 = "deployment \"dev\" {\n  inputs = { prefix = \"dev3\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod3\" }\n}\n";
+    for c in [&r1, &r2] {
+        std::fs::write(c.dir.path().join("deploy.tfdeploy.hcl"), deploy3).unwrap();
+    }
+    let mut victim = r1.spawn(&["stack", "apply", "-runner", "-auto-approve"]);
+    let victim_pid = victim.id();
+    wait_for("the first runner's claim", Duration::from_secs(60), || {
+        server
+            .psql(&format!(
+                "SELECT count(*) FROM \"{schema}\".cairn_stack_claims WHERE runner LIKE '%:{victim_pid}:%'"
+            ))
+            .is_ok_and(|n| n != "0")
+    });
+    std::thread::sleep(Duration::from_millis(150));
+    victim.kill().unwrap();
+    let _ = finish(victim);
+    let (code, out, err) = finish(r2.spawn(&["stack", "apply", "-runner", "-auto-approve"]));
+    assert_eq!(code, 0, "{out}{err}");
+    let all = runs(&a);
+    let last = all.last().unwrap();
+    assert_eq!(last["outcome"], "success", "{last}");
+    let names = last["runners"].as_array().unwrap();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.as_str().unwrap().contains(&format!(":{victim_pid}:"))),
+        "the killed runner is named among the run's runners: {last}"
+    );
+    let full: Value =
+        serde_json::from_str(&a.ok(&["stack", "history", last["id"].as_str().unwrap(), "-json"]))
+            .unwrap();
+    let mut items: Vec<String> = full["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["status"] == "done")
+        .map(|s| s["item"].as_str().unwrap().to_string())
+        .collect();
+    items.sort();
+    items.dedup();
+    assert_eq!(items.len(), 4, "{full:#}");
+
     let text = a.ok(&["stack", "history", &id]);
     assert!(
         text.contains("component.second (prod): done by runner"),
