@@ -797,6 +797,9 @@ struct StackHub {
     subs: Mutex<std::collections::BTreeMap<String, Arc<Shared>>>,
     /// The workspaces of the state root, as last listed (listed again every few seconds).
     listed: Mutex<Option<(std::time::Instant, Vec<String>)>>,
+    /// The stack runs' stamp, as last read (read again at most every second: every open
+    /// page asks for it each second, and on a shared store it is a query).
+    runs_stamp: Mutex<Option<(std::time::Instant, String)>>,
 }
 
 impl StackHub {
@@ -815,6 +818,7 @@ impl StackHub {
             poll,
             subs: Mutex::new(Default::default()),
             listed: Mutex::new(None),
+            runs_stamp: Mutex::new(None),
         }
     }
 
@@ -891,7 +895,21 @@ impl StackHub {
                     .collect()
             })
             .unwrap_or_default();
-        format!("{};{}", stack::runs_stamp(&self.root), heads.join(","))
+        let runs = {
+            let mut cached = match self.runs_stamp.lock() {
+                Ok(c) => c,
+                Err(e) => e.into_inner(),
+            };
+            match &*cached {
+                Some((at, s)) if at.elapsed() < Duration::from_millis(900) => s.clone(),
+                _ => {
+                    let s = stack::runs_stamp(&self.root);
+                    *cached = Some((std::time::Instant::now(), s.clone()));
+                    s
+                }
+            }
+        };
+        format!("{runs};{}", heads.join(","))
     }
 }
 

@@ -689,3 +689,92 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
     }
     run
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(at_ms: u64, body: Body) -> Stored {
+        Stored { at_ms, body }
+    }
+
+    #[test]
+    fn a_fleet_run_is_folded_from_every_runners_entries() {
+        let host = Some("elsewhere".to_string());
+        let ctx = RunContext {
+            host: Some("ci-1".into()),
+            ..Default::default()
+        };
+        let item = |runner: &str, status: &str| Body::Item {
+            runner: runner.into(),
+            item: "component.net (dev)".into(),
+            status: status.into(),
+            reason: None,
+            started_ms: 5,
+            instances: vec![ComponentRun {
+                status: "applied".into(),
+                add: 2,
+                address: "component.net".into(),
+                deployment: "dev".into(),
+                ..Default::default()
+            }],
+        };
+        // A runner joined, the starter's entry later (clocks differ), the first end wins.
+        let run = fold(
+            "r1".into(),
+            vec![
+                entry(
+                    3,
+                    Body::Joined {
+                        runner: "b".into(),
+                        user: "u".into(),
+                        pid: 2,
+                        context: ctx.clone(),
+                    },
+                ),
+                entry(
+                    4,
+                    Body::Started {
+                        command: "stack apply -runner".into(),
+                        args: vec!["stack".into(), "apply".into(), "-runner".into()],
+                        user: "u".into(),
+                        pid: 1,
+                        context: ctx.clone(),
+                        deployment: None,
+                        runner: Some("a".into()),
+                    },
+                ),
+                entry(9, item("b", "done")),
+                entry(
+                    10,
+                    Body::Finished {
+                        outcome: "success".into(),
+                        message: None,
+                        runner: Some("b".into()),
+                    },
+                ),
+                entry(
+                    11,
+                    Body::Finished {
+                        outcome: "failed".into(),
+                        message: None,
+                        runner: Some("a".into()),
+                    },
+                ),
+            ],
+            &host,
+        );
+        assert_eq!(run.runners, ["a", "b"]);
+        assert_eq!((run.started_ms, run.finished_ms), (3, Some(10)));
+        assert_eq!(run.outcome, "success");
+        assert_eq!(run.totals(), (2, 0, 0));
+        assert_eq!(
+            run.summary(),
+            "1 work item by 2 runners; 1 applied; 2 added, 0 changed, 0 destroyed"
+        );
+        // No end: unfinished (its process is not on this host).
+        let run = fold("r2".into(), vec![entry(3, item("b", "done"))], &host);
+        assert_eq!(run.outcome, "unfinished");
+        assert_eq!(run.finished_ms, None);
+    }
+}
