@@ -165,13 +165,37 @@ fn each_stack_run_is_one_record_linking_its_component_runs() {
         .iter()
         .all(|c| c["deployment"] == "dev"));
 
+    // A round nobody approved (no terminal to ask): the run is cancelled, its plans not
+    // applied, and the runs they began in the components' states are named.
+    let deploy = d.join("deploy.tfdeploy.hcl");
+    let text = std::fs::read_to_string(&deploy).unwrap();
+    std::fs::write(
+        &deploy,
+        format!("{text}\ndeployment \"qa\" {{\n  inputs = {{\n    prefix  = \"qa\"\n    regions = []\n  }}\n}}\n"),
+    )
+    .unwrap();
+    let (code, out, err) = sim(d, &["stack", "apply"]);
+    assert_eq!(code, 1, "{out}{err}");
+    let all = runs(d);
+    let c = &all[2];
+    assert_eq!(c["outcome"], "cancelled", "{c}");
+    let full = run(d, c["id"].as_str().unwrap());
+    let qa = component(&full, 0, "qa", "component.net");
+    assert_eq!(qa["status"], "not applied", "{qa}");
+    assert_eq!(qa["add"], 1, "{qa}");
+    let declined = qa["runs"][0].clone();
+    let history = component_history(d, "qa.net");
+    let own = history.iter().find(|h| h["id"] == declined).unwrap();
+    assert_eq!(own["outcome"], "interrupted", "{own}");
+    std::fs::write(&deploy, text).unwrap();
+
     // A destroy is a run too.
     let (code, out, err) = sim(d, &["stack", "destroy", "-auto-approve"]);
     assert_eq!(code, 0, "{out}{err}");
     let all = runs(d);
-    assert_eq!(all[2]["command"], "stack destroy");
-    assert_eq!(all[2]["outcome"], "success");
-    assert_eq!(all[2]["changes"]["destroyed"], 5, "{}", all[2]);
+    assert_eq!(all[3]["command"], "stack destroy");
+    assert_eq!(all[3]["outcome"], "success");
+    assert_eq!(all[3]["changes"]["destroyed"], 5, "{}", all[3]);
 
     // An unknown run is an error that says how to list them.
     let (code, _, err) = sim(d, &["stack", "history", "nope"]);
