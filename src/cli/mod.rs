@@ -25,6 +25,7 @@ pub(crate) mod prompt;
 pub(crate) mod providers_cmds;
 pub mod run_cmds;
 pub(crate) mod stack_cmds;
+mod stack_providers;
 pub(crate) mod state_cmds;
 pub(crate) mod state_edit;
 pub(crate) mod state_replace_cmds;

@@ -1,7 +1,8 @@
 //! `cairn stack`: Terraform Stacks' configuration (`*.tfcomponent.hcl`, `*.tfdeploy.hcl`)
 //! in the working directory. `stack validate` loads and checks it (`config::stack`) and
 //! prints its diagnostics as `validate` does, or the components in dependency order.
-//! `stack init` installs the components' modules and records the backend; `stack plan`,
+//! `stack init` installs the components' modules and providers (`stack_providers`) and
+//! records the backend; `stack plan`,
 //! `apply` and `destroy` run `engine::stack` and print, per deployment and component
 //! instance, its plan (or why it is deferred), then the totals; `apply` goes round by round
 //! until nothing is deferred; `show` and `output` read the component instances' states.
@@ -134,6 +135,7 @@ fn init(ctx: &Context, a: &StackInitArgs) -> Exit {
         return Exit::Error;
     }
     let _ = writeln!(out, "- Components:");
+    let mut modules = Vec::new();
     for (key, source, _) in &calls {
         let module = if crate::addr::module_source::is_local(source) {
             Some(dir.join(source))
@@ -159,6 +161,18 @@ fn init(ctx: &Context, a: &StackInitArgs) -> Exit {
         for l in inner.lines {
             let _ = writeln!(out, "    {l}");
         }
+        modules.push((key.clone(), module));
+    }
+    // The providers, as `init` installs a root module's: beside the stack's files.
+    let Some(lines) =
+        super::stack_providers::install(ctx, &dir, &cfg, &modules, &cli, a.upgrade, a.ui.no_color)
+    else {
+        ctx.out(&out);
+        ctx.err("The stack could not be initialized: fix the errors above and run `cairn stack init` again.\n");
+        return Exit::Error;
+    };
+    for l in lines {
+        let _ = writeln!(out, "{l}");
     }
     let root = state_root(ctx);
     let req = BackendRequest {
@@ -216,6 +230,8 @@ fn request(ctx: &Context, command: &str, run: &StackRunArgs) -> Result<StackRequ
     let mut base = super::engine_options::base_options(ctx, command, Vec::new());
     base.lock_timeout = run.lock_timeout;
     base.workspace = None;
+    // The components' plugin providers are those `stack init` installed beside the stack.
+    base.plugin_dir = Some(cwd());
     Ok(StackRequest {
         dir: cwd(),
         state_root: state_root(ctx),

@@ -20,6 +20,8 @@ use crate::eval::type_constraints::{const_value, parse_variable_type};
 use crate::eval::{suggest, Scope as EvalScope, ScopeError, Subject};
 use crate::value::{Type, Value};
 use cairn_state::addr::module_source;
+use cairn_state::addr::provider_source::SourceAddr;
+use cairn_state::addr::version::Constraints;
 use cairn_state::quote;
 use hcl_edit::expr::{Expression, ForExpr, ObjectKey, Traversal, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Body, Structure};
@@ -53,6 +55,8 @@ pub(crate) struct StackModel {
     pub(crate) removed: Vec<RemovedDef>,
     /// (type, name) → the provider configuration block.
     pub(crate) providers: BTreeMap<(String, String), ProviderDef>,
+    /// `required_providers`: provider type → (source address, version constraints, where).
+    pub(crate) required_providers: BTreeMap<String, (SourceAddr, Constraints, Span)>,
     /// The component configuration's locals: name → (file, expression).
     pub(crate) locals: BTreeMap<String, (FileId, Expression)>,
     pub(crate) outputs: BTreeMap<String, OutputDef>,
@@ -219,6 +223,41 @@ pub(crate) fn component_refs(e: &Expression) -> Vec<String> {
         if let (true, Some(n)) = (r.root == "component", r.names.first()) {
             if !out.contains(n) {
                 out.push(n.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The provider configurations a component's `providers` argument passes, by type: each
+/// (the module's local name, the stack's provider type, where) for an entry written
+/// `provider.TYPE.NAME[…]`, or `each.value` of a `for_each` over one.
+pub(crate) fn passed_provider_types(c: &ComponentDef) -> Vec<(String, String, Span)> {
+    let Some(Expression::Object(o)) = &c.providers else {
+        return Vec::new();
+    };
+    let each_type = c.for_each.as_ref().and_then(|e| {
+        refs_of(c.file, e)
+            .into_iter()
+            .find(|r| r.root == "provider")
+            .and_then(|r| r.names.first().cloned())
+    });
+    let mut out = Vec::new();
+    for (k, v) in o.iter() {
+        let local = match k {
+            ObjectKey::Ident(id) => id.as_str().to_string(),
+            ObjectKey::Expression(Expression::String(s)) => s.value().to_string(),
+            _ => continue,
+        };
+        for r in refs_of(c.file, v.expr()) {
+            let ty = match r.root.as_str() {
+                "provider" => r.names.first().cloned(),
+                "each" => each_type.clone(),
+                _ => None,
+            };
+            if let Some(ty) = ty {
+                out.push((local.clone(), ty, r.span));
+                break;
             }
         }
     }
@@ -707,6 +746,42 @@ impl Decoder {
         });
     }
 
+    /// A `required_providers` entry's source address and version constraints, checked and
+    /// kept for `stack init` (which installs the provider) and the components' runs.
+    fn requirement(&mut self, file: FileId, a: &Attribute, name: &str, v: &Value) {
+        let source = v.get("source").and_then(|s| s.as_str()).unwrap_or_default();
+        let addr = match SourceAddr::parse(source) {
+            Ok(addr) => addr,
+            Err(e) => {
+                self.err(file, &a.value, "Invalid provider source address", e);
+                return;
+            }
+        };
+        let constraints = match v.get("version") {
+            None => Constraints::default(),
+            Some(ver) if ver.is_null() => Constraints::default(),
+            Some(ver) => match ver.as_str().map(Constraints::parse) {
+                Some(Ok(c)) => c,
+                Some(Err(e)) => {
+                    self.err(file, &a.value, "Invalid version constraint", e);
+                    return;
+                }
+                None => {
+                    self.err(
+                        file,
+                        &a.value,
+                        "Invalid version constraint",
+                        "A provider's version must be a string of constraints (\"~> 1.2\").".into(),
+                    );
+                    return;
+                }
+            },
+        };
+        self.model
+            .required_providers
+            .insert(name.to_string(), (addr, constraints, span_in(file, &a.key)));
+    }
+
     fn component_file_block(&mut self, file: FileId, b: &Block) {
         let header = span_in(file, &b.ident);
         match b.ident.as_str() {
@@ -729,7 +804,9 @@ impl Decoder {
                     };
                     let name = a.key.as_str().to_string();
                     match const_value(&a.value, file) {
-                        Ok(v) if v.get("source").is_some_and(|s| s.as_str().is_some()) => {}
+                        Ok(v) if v.get("source").is_some_and(|s| s.as_str().is_some()) => {
+                            self.requirement(file, a, &name, &v);
+                        }
                         Ok(_) => self.err(
                             file,
                             &a.value,

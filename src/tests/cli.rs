@@ -42,6 +42,10 @@ mod early;
 #[path = "cli_stacks.rs"]
 mod stacks;
 
+/// Issue 33: a stack's plugin providers (`stack init` installs them, components run them).
+#[path = "cli_stack_plugins.rs"]
+mod stack_plugins;
+
 /// Issue 30: damage to the state log is always detected; `state verify`, `state recover`.
 #[path = "cli_damage.rs"]
 mod damage;
