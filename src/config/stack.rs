@@ -66,7 +66,9 @@ pub(crate) struct StackModel {
     pub(crate) deployments: BTreeMap<String, DeploymentDef>,
     /// `upstream_input` name → the upstream stack's directory.
     pub(crate) upstreams: BTreeMap<String, PathBuf>,
-    /// `publish_output` name → its `value` (referring to `deployment.NAME.OUTPUT`).
+    /// The deployment configuration's `locals`, evaluated (unknown where they cannot be).
+    pub(crate) deploy_locals: BTreeMap<String, Value>,
+    /// `publish_output` name → its `value` (over `deployment.NAME.OUTPUT`, locals, literals).
     pub(crate) publish: BTreeMap<String, (FileId, Expression)>,
     /// `deployment_group` name → the `deployment_auto_approve` rules it checks.
     pub(crate) groups: BTreeMap<String, Vec<String>>,
@@ -2172,6 +2174,26 @@ impl Decoder {
         upstream: &BTreeMap<String, Value>,
     ) {
         let memo = RefCell::new(BTreeMap::new());
+        // The deployment file's locals, for what the engine evaluates later (auto-approve
+        // checks, published outputs): unknown where they cannot be evaluated.
+        let mut deploy_locals = BTreeMap::new();
+        for (name, (file, _)) in &self.declared.deploy_local_exprs {
+            let scope = DeployScope {
+                file: *file,
+                dir: &self.dir,
+                locals: &self.declared.deploy_local_exprs,
+                stores: &self.declared.stores,
+                store_files: &self.declared.store_files,
+                env,
+                memo: &memo,
+                upstream,
+            };
+            let v = scope
+                .resolve(&Subject::Local(name.clone()))
+                .unwrap_or_else(|_| Value::unknown());
+            deploy_locals.insert(name.clone(), v);
+        }
+        self.model.deploy_locals = deploy_locals;
         let exprs = std::mem::take(&mut self.deployment_exprs);
         for (dep, file, e) in &exprs {
             let scope = DeployScope {

@@ -303,8 +303,15 @@ async fn apply_jobs(
                 .iter()
                 .map(|(id, _, _, plan)| (id.component.as_str(), &**plan))
                 .collect();
-            let applyable = !out.iter().any(|r| matches!(r.outcome, Outcome::Failed));
-            match rules.judge(&plans, applyable, 1) {
+            let facts = super::approval::PlanFacts {
+                success: !out.iter().any(|r| matches!(r.outcome, Outcome::Failed)),
+                deferred: out
+                    .iter()
+                    .filter(|r| matches!(r.outcome, Outcome::Deferred(_)))
+                    .count(),
+                rounds: 1,
+            };
+            match rules.judge(&plans, &facts) {
                 _ if pending.is_empty() => None,
                 AutoApproval::Approved { .. } => None,
                 AutoApproval::Refused { group, reasons } => Some(format!(
