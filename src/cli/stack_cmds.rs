@@ -549,16 +549,7 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         return apply_saved(ctx, &rt, &stack, &req, path, no_color);
     }
     if a.runner {
-        if destroy {
-            return ctx.fail(
-                Diagnostic::error(
-                    "Unexpected argument",
-                    "stack destroy takes no -runner: to destroy a deployment with a fleet of runners, set destroy = true in its deployment block and run `cairn stack apply -runner`.",
-                ),
-                no_color,
-            );
-        }
-        return run_as_runner(ctx, &rt, &stack, &req, a.auto_approve, no_color);
+        return run_as_runner(ctx, &rt, &stack, &req, a.auto_approve, destroy, no_color);
     }
     let mut applied = Totals::default();
     let mut rounds = 0;
@@ -743,6 +734,7 @@ fn run_as_runner(
     stack: &engine_stack::Stack,
     req: &StackRequest,
     auto_approve: bool,
+    destroy: bool,
     no_color: bool,
 ) -> Exit {
     let (color, _) = ctx.colors(no_color);
@@ -818,7 +810,7 @@ fn run_as_runner(
             ctx.out(&format!("{label}: blocked: {why}.\n"));
         }
     };
-    let end = match rt.run(fleet::run(stack, req, auto_approve, &mut note)) {
+    let end = match rt.run(fleet::run(stack, req, auto_approve, destroy, &mut note)) {
         Ok(Ok(end)) => end,
         Ok(Err(d)) | Err(d) => return ctx.fail(d, no_color),
     };
@@ -849,7 +841,14 @@ fn run_as_runner(
     }
     ctx.out(&format!(
         "\n{} Stack run {}: {} work item{} done by {} runner{}; this runner ({}) finished {}. Resources it applied: {} added, {} changed, {} destroyed.\n",
-        green_bold("Stack apply complete!", color),
+        green_bold(
+            if destroy {
+                "Stack destroy complete!"
+            } else {
+                "Stack apply complete!"
+            },
+            color
+        ),
         end.run_id,
         end.rows.len(),
         if end.rows.len() == 1 { "" } else { "s" },
@@ -864,7 +863,9 @@ fn run_as_runner(
     if errors {
         return Exit::Error;
     }
-    print_outputs(ctx, stack, req, no_color);
+    if !destroy {
+        print_outputs(ctx, stack, req, no_color);
+    }
     Exit::Ok
 }
 
