@@ -784,6 +784,25 @@ impl Decoder {
             .insert(name.to_string(), (addr, constraints, span_in(file, &a.key)));
     }
 
+    /// What an expression evaluated at run time (an auto-approve check, a published value)
+    /// may not name: stores and upstream inputs, which only the deployment file's locals and
+    /// deployments' inputs read.
+    fn run_time_refs(&mut self, file: FileId, e: &Expression, what: &str) {
+        for r in refs_of(file, e) {
+            if matches!(r.root.as_str(), "store" | "upstream_input") {
+                self.err_at(
+                    r.span,
+                    "Invalid reference",
+                    format!(
+                        "{what} may not refer to {} directly: it sees the deployment \
+                         configuration's locals (a local may read it) and deployment.NAME.",
+                        r.root
+                    ),
+                );
+            }
+        }
+    }
+
     fn component_file_block(&mut self, file: FileId, b: &Block) {
         let header = span_in(file, &b.ident);
         match b.ident.as_str() {
@@ -1501,6 +1520,7 @@ impl Decoder {
                     }
                     for n in ["condition", "reason"] {
                         if let Some(a) = self.required(file, c, &attrs, n) {
+                            self.run_time_refs(file, &a.value, "An auto-approve check");
                             // `context` is the plan being approved.
                             let refs = refs_of(file, &a.value)
                                 .into_iter()
@@ -1538,6 +1558,7 @@ impl Decoder {
                 );
                 if let Some(v) = self.required(file, b, &attrs, "value") {
                     self.keep(file, &v.value, Scope::Deploy, false, None);
+                    self.run_time_refs(file, &v.value, "A publish_output value");
                     self.model
                         .publish
                         .insert(l[0].clone(), (file, v.value.clone()));

@@ -280,3 +280,51 @@ deployment "main" {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("deploy.tfdeploy.hcl:5:"), "{err}");
 }
+
+#[test]
+fn checks_and_published_values_may_not_read_stores_directly() {
+    let deploy = r#"store "env" "creds" {}
+locals {
+  token_set = store.env.creds.TOKEN != ""
+}
+deployment_auto_approve "x" {
+  check {
+    condition = store.env.creds.TOKEN == "" && local.token_set
+    reason    = "no"
+  }
+}
+deployment_group "g" {
+  auto_approve_checks = [deployment_auto_approve.x]
+}
+deployment "dev" {
+  inputs           = { prefix = "dev" }
+  deployment_group = deployment_group.g
+}
+publish_output "p" {
+  value = store.env.creds.TOKEN
+}
+"#;
+    let dir = project(&[
+        ("stack.tfcomponent.hcl", COMPONENTS),
+        ("deploy.tfdeploy.hcl", deploy),
+        ("m/main.tf", MODULE),
+    ]);
+    let d = dir.path();
+    let (code, _, err) = cairn(d, &["stack", "validate"], &d.join("sim-store"));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("An auto-approve check may not refer to store directly"),
+        "{err}"
+    );
+    assert!(err.contains("deploy.tfdeploy.hcl:7:17"), "{err}");
+    assert!(
+        err.contains("A publish_output value may not refer to store directly"),
+        "{err}"
+    );
+    assert!(err.contains("deploy.tfdeploy.hcl:19:11"), "{err}");
+    assert_eq!(
+        err.matches("Error:").count(),
+        2,
+        "the local may read the store: {err}"
+    );
+}
