@@ -367,7 +367,8 @@ pub struct StackApplyArgs {
     #[arg(long)]
     pub auto_approve: bool,
     /// Be one runner of a fleet sharing the stack's work through its PostgreSQL backend:
-    /// join (or start) the stack run and apply the components this runner claims.
+    /// join (or start) the stack run and apply the components this runner claims (with
+    /// `stack destroy`, destroy them, dependents first).
     #[arg(long)]
     pub runner: bool,
 }

@@ -346,7 +346,7 @@ pub(crate) fn init(ctx: &Context, a: &InitArgs, vars: &[VarArg]) -> Exit {
     } else {
         let _ = writeln!(out, "- Providers:");
         for (addr, sel) in &selected {
-            let _ = writeln!(out, "  - {}", describe(addr, sel));
+            let _ = writeln!(out, "  - {}", describe_selected(addr, sel));
         }
         let lock_now = std::fs::read_to_string(crate::provider::install::LOCK_FILE).ok();
         let lock = crate::provider::install::LOCK_FILE;
@@ -508,7 +508,7 @@ pub(crate) fn force_unlock(ctx: &Context, a: &ForceUnlockArgs) -> Exit {
 }
 
 /// One line of `init`'s provider list: what runs for a source address and where it came from.
-fn describe(addr: &SourceAddr, sel: &Selected) -> String {
+pub(crate) fn describe_selected(addr: &SourceAddr, sel: &Selected) -> String {
     match sel {
         Selected::BuiltIn => format!("{}: built in (no plugin installed)", addr.short()),
         Selected::DevOverride(d) => format!(

@@ -26,6 +26,7 @@ pub(crate) mod providers_cmds;
 pub mod run_cmds;
 pub(crate) mod stack_cmds;
 pub(crate) mod stack_history;
+mod stack_providers;
 pub(crate) mod state_cmds;
 pub(crate) mod state_edit;
 pub(crate) mod state_replace_cmds;

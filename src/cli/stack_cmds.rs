@@ -1,7 +1,8 @@
 //! `cairn stack`: Terraform Stacks' configuration (`*.tfcomponent.hcl`, `*.tfdeploy.hcl`)
 //! in the working directory. `stack validate` loads and checks it (`config::stack`) and
 //! prints its diagnostics as `validate` does, or the components in dependency order.
-//! `stack init` installs the components' modules and records the backend; `stack plan`,
+//! `stack init` installs the components' modules and providers (`stack_providers`) and
+//! records the backend; `stack plan`,
 //! `apply` and `destroy` run `engine::stack` and print, per deployment and component
 //! instance, its plan (or why it is deferred), then the totals; `apply` goes round by round
 //! until nothing is deferred; `show` and `output` read the component instances' states.
@@ -136,6 +137,7 @@ fn init(ctx: &Context, a: &StackInitArgs) -> Exit {
         return Exit::Error;
     }
     let _ = writeln!(out, "- Components:");
+    let mut modules = Vec::new();
     for (key, source, _) in &calls {
         let module = if crate::addr::module_source::is_local(source) {
             Some(dir.join(source))
@@ -161,6 +163,18 @@ fn init(ctx: &Context, a: &StackInitArgs) -> Exit {
         for l in inner.lines {
             let _ = writeln!(out, "    {l}");
         }
+        modules.push((key.clone(), module));
+    }
+    // The providers, as `init` installs a root module's: beside the stack's files.
+    let Some(lines) =
+        super::stack_providers::install(ctx, &dir, &cfg, &modules, &cli, a.upgrade, a.ui.no_color)
+    else {
+        ctx.out(&out);
+        ctx.err("The stack could not be initialized: fix the errors above and run `cairn stack init` again.\n");
+        return Exit::Error;
+    };
+    for l in lines {
+        let _ = writeln!(out, "{l}");
     }
     let root = state_root(ctx);
     let req = BackendRequest {
@@ -218,6 +232,8 @@ fn request(ctx: &Context, command: &str, run: &StackRunArgs) -> Result<StackRequ
     let mut base = super::engine_options::base_options(ctx, command, Vec::new());
     base.lock_timeout = run.lock_timeout;
     base.workspace = None;
+    // The components' plugin providers are those `stack init` installed beside the stack.
+    base.plugin_dir = Some(cwd());
     Ok(StackRequest {
         dir: cwd(),
         state_root: state_root(ctx),
@@ -542,16 +558,7 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         return apply_saved(ctx, &rt, &stack, &req, path, no_color);
     }
     if a.runner {
-        if destroy {
-            return ctx.fail(
-                Diagnostic::error(
-                    "Unexpected argument",
-                    "stack destroy takes no -runner: to destroy a deployment with a fleet of runners, set destroy = true in its deployment block and run `cairn stack apply -runner`.",
-                ),
-                no_color,
-            );
-        }
-        return run_as_runner(ctx, &rt, &stack, &req, a.auto_approve, no_color);
+        return run_as_runner(ctx, &rt, &stack, &req, a.auto_approve, destroy, no_color);
     }
     let mut applied = Totals::default();
     let mut rounds = 0;
@@ -786,6 +793,7 @@ fn run_as_runner(
     stack: &engine_stack::Stack,
     req: &StackRequest,
     auto_approve: bool,
+    destroy: bool,
     no_color: bool,
 ) -> Exit {
     let (color, _) = ctx.colors(no_color);
@@ -881,7 +889,7 @@ fn run_as_runner(
             ctx.out(&format!("{label}: blocked: {why}.\n"));
         }
     };
-    let end = match rt.run(fleet::run(stack, req, auto_approve, &mut note)) {
+    let end = match rt.run(fleet::run(stack, req, auto_approve, destroy, &mut note)) {
         Ok(Ok(end)) => end,
         Ok(Err(d)) | Err(d) => {
             if let Some(log) = &log {
@@ -937,7 +945,14 @@ fn run_as_runner(
     }
     ctx.out(&format!(
         "\n{} Stack run {}: {} work item{} done by {} runner{}; this runner ({}) finished {}. Resources it applied: {} added, {} changed, {} destroyed.\n",
-        green_bold("Stack apply complete!", color),
+        green_bold(
+            if destroy {
+                "Stack destroy complete!"
+            } else {
+                "Stack apply complete!"
+            },
+            color
+        ),
         end.run_id,
         end.rows.len(),
         if end.rows.len() == 1 { "" } else { "s" },
@@ -952,7 +967,9 @@ fn run_as_runner(
     if errors {
         return Exit::Error;
     }
-    print_outputs(ctx, stack, req, no_color);
+    if !destroy {
+        print_outputs(ctx, stack, req, no_color);
+    }
     Exit::Ok
 }
 

@@ -20,6 +20,8 @@ use crate::eval::type_constraints::{const_value, parse_variable_type};
 use crate::eval::{suggest, Scope as EvalScope, ScopeError, Subject};
 use crate::value::{Type, Value};
 use cairn_state::addr::module_source;
+use cairn_state::addr::provider_source::SourceAddr;
+use cairn_state::addr::version::Constraints;
 use cairn_state::quote;
 use hcl_edit::expr::{Expression, ForExpr, ObjectKey, Traversal, TraversalOperator};
 use hcl_edit::structure::{Attribute, Block, Body, Structure};
@@ -53,6 +55,8 @@ pub(crate) struct StackModel {
     pub(crate) removed: Vec<RemovedDef>,
     /// (type, name) → the provider configuration block.
     pub(crate) providers: BTreeMap<(String, String), ProviderDef>,
+    /// `required_providers`: provider type → (source address, version constraints, where).
+    pub(crate) required_providers: BTreeMap<String, (SourceAddr, Constraints, Span)>,
     /// The component configuration's locals: name → (file, expression).
     pub(crate) locals: BTreeMap<String, (FileId, Expression)>,
     pub(crate) outputs: BTreeMap<String, OutputDef>,
@@ -62,7 +66,9 @@ pub(crate) struct StackModel {
     pub(crate) deployments: BTreeMap<String, DeploymentDef>,
     /// `upstream_input` name → the upstream stack's directory.
     pub(crate) upstreams: BTreeMap<String, PathBuf>,
-    /// `publish_output` name → its `value` (referring to `deployment.NAME.OUTPUT`).
+    /// The deployment configuration's `locals`, evaluated (unknown where they cannot be).
+    pub(crate) deploy_locals: BTreeMap<String, Value>,
+    /// `publish_output` name → its `value` (over `deployment.NAME.OUTPUT`, locals, literals).
     pub(crate) publish: BTreeMap<String, (FileId, Expression)>,
     /// `deployment_group` name → the `deployment_auto_approve` rules it checks.
     pub(crate) groups: BTreeMap<String, Vec<String>>,
@@ -219,6 +225,41 @@ pub(crate) fn component_refs(e: &Expression) -> Vec<String> {
         if let (true, Some(n)) = (r.root == "component", r.names.first()) {
             if !out.contains(n) {
                 out.push(n.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The provider configurations a component's `providers` argument passes, by type: each
+/// (the module's local name, the stack's provider type, where) for an entry written
+/// `provider.TYPE.NAME[…]`, or `each.value` of a `for_each` over one.
+pub(crate) fn passed_provider_types(c: &ComponentDef) -> Vec<(String, String, Span)> {
+    let Some(Expression::Object(o)) = &c.providers else {
+        return Vec::new();
+    };
+    let each_type = c.for_each.as_ref().and_then(|e| {
+        refs_of(c.file, e)
+            .into_iter()
+            .find(|r| r.root == "provider")
+            .and_then(|r| r.names.first().cloned())
+    });
+    let mut out = Vec::new();
+    for (k, v) in o.iter() {
+        let local = match k {
+            ObjectKey::Ident(id) => id.as_str().to_string(),
+            ObjectKey::Expression(Expression::String(s)) => s.value().to_string(),
+            _ => continue,
+        };
+        for r in refs_of(c.file, v.expr()) {
+            let ty = match r.root.as_str() {
+                "provider" => r.names.first().cloned(),
+                "each" => each_type.clone(),
+                _ => None,
+            };
+            if let Some(ty) = ty {
+                out.push((local.clone(), ty, r.span));
+                break;
             }
         }
     }
@@ -707,6 +748,61 @@ impl Decoder {
         });
     }
 
+    /// A `required_providers` entry's source address and version constraints, checked and
+    /// kept for `stack init` (which installs the provider) and the components' runs.
+    fn requirement(&mut self, file: FileId, a: &Attribute, name: &str, v: &Value) {
+        let source = v.get("source").and_then(|s| s.as_str()).unwrap_or_default();
+        let addr = match SourceAddr::parse(source) {
+            Ok(addr) => addr,
+            Err(e) => {
+                self.err(file, &a.value, "Invalid provider source address", e);
+                return;
+            }
+        };
+        let constraints = match v.get("version") {
+            None => Constraints::default(),
+            Some(ver) if ver.is_null() => Constraints::default(),
+            Some(ver) => match ver.as_str().map(Constraints::parse) {
+                Some(Ok(c)) => c,
+                Some(Err(e)) => {
+                    self.err(file, &a.value, "Invalid version constraint", e);
+                    return;
+                }
+                None => {
+                    self.err(
+                        file,
+                        &a.value,
+                        "Invalid version constraint",
+                        "A provider's version must be a string of constraints (\"~> 1.2\").".into(),
+                    );
+                    return;
+                }
+            },
+        };
+        self.model
+            .required_providers
+            .insert(name.to_string(), (addr, constraints, span_in(file, &a.key)));
+    }
+
+    /// What an expression evaluated at run time (an auto-approve check, a published value)
+    /// may not name: stores and upstream inputs, which only the deployment file's locals and
+    /// deployments' inputs read.
+    fn run_time_refs(&mut self, file: FileId, e: &Expression, what: &str) {
+        for r in refs_of(file, e) {
+            if matches!(r.root.as_str(), "store" | "upstream_input") {
+                self.err_at(
+                    r.span,
+                    "Invalid reference",
+                    format!(
+                        "{what} may not refer to {} directly: it sees the deployment \
+                         configuration's locals (a local may read it) and deployment.NAME.",
+                        r.root
+                    ),
+                );
+            }
+        }
+    }
+
     fn component_file_block(&mut self, file: FileId, b: &Block) {
         let header = span_in(file, &b.ident);
         match b.ident.as_str() {
@@ -729,7 +825,9 @@ impl Decoder {
                     };
                     let name = a.key.as_str().to_string();
                     match const_value(&a.value, file) {
-                        Ok(v) if v.get("source").is_some_and(|s| s.as_str().is_some()) => {}
+                        Ok(v) if v.get("source").is_some_and(|s| s.as_str().is_some()) => {
+                            self.requirement(file, a, &name, &v);
+                        }
                         Ok(_) => self.err(
                             file,
                             &a.value,
@@ -1422,6 +1520,7 @@ impl Decoder {
                     }
                     for n in ["condition", "reason"] {
                         if let Some(a) = self.required(file, c, &attrs, n) {
+                            self.run_time_refs(file, &a.value, "An auto-approve check");
                             // `context` is the plan being approved.
                             let refs = refs_of(file, &a.value)
                                 .into_iter()
@@ -1459,6 +1558,7 @@ impl Decoder {
                 );
                 if let Some(v) = self.required(file, b, &attrs, "value") {
                     self.keep(file, &v.value, Scope::Deploy, false, None);
+                    self.run_time_refs(file, &v.value, "A publish_output value");
                     self.model
                         .publish
                         .insert(l[0].clone(), (file, v.value.clone()));
@@ -2095,6 +2195,26 @@ impl Decoder {
         upstream: &BTreeMap<String, Value>,
     ) {
         let memo = RefCell::new(BTreeMap::new());
+        // The deployment file's locals, for what the engine evaluates later (auto-approve
+        // checks, published outputs): unknown where they cannot be evaluated.
+        let mut deploy_locals = BTreeMap::new();
+        for (name, (file, _)) in &self.declared.deploy_local_exprs {
+            let scope = DeployScope {
+                file: *file,
+                dir: &self.dir,
+                locals: &self.declared.deploy_local_exprs,
+                stores: &self.declared.stores,
+                store_files: &self.declared.store_files,
+                env,
+                memo: &memo,
+                upstream,
+            };
+            let v = scope
+                .resolve(&Subject::Local(name.clone()))
+                .unwrap_or_else(|_| Value::unknown());
+            deploy_locals.insert(name.clone(), v);
+        }
+        self.model.deploy_locals = deploy_locals;
         let exprs = std::mem::take(&mut self.deployment_exprs);
         for (dep, file, e) in &exprs {
             let scope = DeployScope {

@@ -63,6 +63,10 @@ pub struct Options {
     /// `cairn test`'s `provider` blocks, as (name, alias, body text with constant values):
     /// each replaces the root module's block of that name and alias.
     pub test_providers: Vec<(String, Option<String>, String)>,
+    /// Where plugin providers are installed and locked (`.terraform/providers`,
+    /// `.terraform.lock.hcl`): `None` is `dir`; a stack's component runs with the stack's
+    /// directory, where `cairn stack init` installed them.
+    pub plugin_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -94,6 +98,7 @@ impl Options {
             overrides: Vec::new(),
             module_overrides: Vec::new(),
             test_providers: Vec::new(),
+            plugin_dir: None,
         }
     }
 }

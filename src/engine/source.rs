@@ -114,7 +114,7 @@ pub(super) fn load_with(
             crate::provider::plugin::attach::plugins(
                 &config,
                 &opts.env,
-                &opts.dir,
+                opts.plugin_dir.as_deref().unwrap_or(&opts.dir),
                 Some(&opts.state_dir),
                 lenient,
                 false,

@@ -39,8 +39,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod approval;
 pub mod fleet;
 pub mod history;
+
+pub use approval::AutoApproval;
+pub(crate) use approval::{group_rules, GroupRules};
 
 /// What a stack command asks.
 #[derive(Clone)]
@@ -185,51 +189,16 @@ fn upstream_published(req: &StackRequest, dir: &Path) -> Result<Value, Diagnosti
     }
     let mut out = BTreeMap::new();
     for (name, (file, e)) in &up.model.publish {
-        let scope = PublishScope {
+        let scope = approval::DeployFileScope {
             file: *file,
             dir,
-            deployments: &deployments,
+            locals: &up.model.deploy_locals,
+            deployments: approval::Deployments::Outputs(&deployments),
+            context: None,
         };
         out.insert(name.clone(), crate::eval::eval(e, &scope)?);
     }
     Ok(Value::object(out))
-}
-
-/// Where a `publish_output`'s value is evaluated: `deployment.NAME` is that deployment's
-/// stack outputs.
-struct PublishScope<'a> {
-    file: FileId,
-    dir: &'a Path,
-    deployments: &'a BTreeMap<String, Value>,
-}
-
-impl EvalScope for PublishScope<'_> {
-    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
-        match subject {
-            Subject::Resource { type_, name, .. } if type_ == "deployment" => {
-                self.deployments.get(name).cloned().ok_or_else(|| {
-                    ScopeError::new(
-                        "Reference to undeclared deployment",
-                        format!("The stack declares no deployment named {}.", quote(name)),
-                    )
-                })
-            }
-            _ => Err(ScopeError::new(
-                "Invalid reference",
-                "A publish_output value refers to the stack's deployments' outputs: \
-                 deployment.NAME.OUTPUT.",
-            )),
-        }
-    }
-    fn file(&self) -> FileId {
-        self.file
-    }
-    fn module_dir(&self) -> &Path {
-        self.dir
-    }
-    fn root_dir(&self) -> &Path {
-        self.dir
-    }
 }
 
 /// One component instance: its deployment, component and `for_each` key.
@@ -1620,23 +1589,8 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
     round
 }
 
-/// How a deployment's plans in a round fare against its deployment group's
-/// `auto_approve_checks` (HCP Terraform's deployment groups).
-pub enum AutoApproval {
-    /// No `deployment_group`: its default group, whose only rule is `empty_plan` (a plan
-    /// without changes needs no approval; one with changes is asked for).
-    Default,
-    /// Every check of every rule of its group passed.
-    Approved { group: String },
-    /// Some checks failed: each `deployment_auto_approve.NAME: REASON`.
-    Refused { group: String, reasons: Vec<String> },
-}
-
 /// Evaluates deployment `deployment`'s group's auto-approve checks against its plans of
-/// this round: `context.plan` is `applyable`, `changes` (`add`, `change`, `import`,
-/// `remove`, `move`, `forget`, `total`, summed over its component instances),
-/// `component_changes` (the same per `component.NAME`) and `replans` (the rounds before
-/// this one).
+/// this round (see [`GroupRules::judge`] for the `context` they see).
 pub fn auto_approval(
     stack: &Stack,
     round: &Round,
@@ -1655,181 +1609,15 @@ pub fn auto_approval(
             _ => None,
         })
         .collect();
-    let applyable = !mine.iter().any(|r| matches!(r.outcome, Outcome::Failed));
-    group_rules(&stack.model, deployment).judge(&plans, applyable, rounds)
-}
-
-/// A deployment's group and the checks of its rules, apart from the stack (a runner's
-/// tasks judge their plans with them).
-#[derive(Clone)]
-pub(crate) struct GroupRules {
-    group: Option<String>,
-    dir: PathBuf,
-    /// (rule, file, condition, reason).
-    checks: Vec<(String, FileId, Expression, Expression)>,
-}
-
-pub(crate) fn group_rules(model: &StackModel, deployment: &str) -> GroupRules {
-    let group = model
-        .deployments
-        .get(deployment)
-        .and_then(|d| d.group.clone());
-    let mut checks = Vec::new();
-    if let Some(g) = &group {
-        for rule in model.groups.get(g).into_iter().flatten() {
-            for (file, cond, reason) in model.auto_approves.get(rule).into_iter().flatten() {
-                checks.push((rule.clone(), *file, cond.clone(), reason.clone()));
-            }
-        }
-    }
-    GroupRules {
-        group,
-        dir: model.dir.clone(),
-        checks,
-    }
-}
-
-impl GroupRules {
-    /// Judges plans (each with its component) against the rules (see [`auto_approval`]).
-    pub(crate) fn judge(
-        &self,
-        plans: &[(&str, &Plan)],
-        applyable: bool,
-        rounds: usize,
-    ) -> AutoApproval {
-        let Some(group) = self.group.clone() else {
-            return AutoApproval::Default;
-        };
-        fn counts(plans: &[&Plan]) -> Value {
-            let (mut add, mut change, mut remove, mut import, mut moves, mut forget) =
-                (0, 0, 0, 0, 0, 0);
-            for p in plans {
-                let (a, c, r) = p.counts();
-                add += a;
-                change += c;
-                remove += r;
-                import += p.imports();
-                moves += p.moves.len();
-                forget += p
-                    .changes
-                    .iter()
-                    .filter(|c| c.action == crate::plan::Action::Forget)
-                    .count();
-            }
-            let n = |x: usize| Value::int(x as i64);
-            Value::object([
-                ("add".to_string(), n(add)),
-                ("change".to_string(), n(change)),
-                ("import".to_string(), n(import)),
-                ("remove".to_string(), n(remove)),
-                ("move".to_string(), n(moves)),
-                ("forget".to_string(), n(forget)),
-                (
-                    "total".to_string(),
-                    n(add + change + import + remove + moves + forget),
-                ),
-            ])
-        }
-        let all: Vec<&Plan> = plans.iter().map(|(_, p)| *p).collect();
-        let mut by_component: BTreeMap<String, Vec<&Plan>> = BTreeMap::new();
-        for (c, p) in plans {
-            by_component
-                .entry(format!("component.{c}"))
-                .or_default()
-                .push(p);
-        }
-        let context = Value::object([(
-            "plan".to_string(),
-            Value::object([
-                ("applyable".to_string(), Value::Bool(applyable)),
-                ("changes".to_string(), counts(&all)),
-                (
-                    "component_changes".to_string(),
-                    Value::object(by_component.iter().map(|(c, ps)| (c.clone(), counts(ps)))),
-                ),
-                (
-                    "replans".to_string(),
-                    Value::int(rounds.saturating_sub(1) as i64),
-                ),
-            ]),
-        )]);
-        let mut reasons = Vec::new();
-        for (rule, file, cond, reason) in &self.checks {
-            let scope = ContextScope {
-                file: *file,
-                dir: &self.dir,
-                context: &context,
-            };
-            let passed = match crate::eval::eval(cond, &scope) {
-                Ok(v) => matches!(v.unmarked(), Value::Bool(true)),
-                Err(d) => {
-                    reasons.push(format!(
-                        "deployment_auto_approve.{rule}: its condition cannot be evaluated ({})",
-                        d.iter()
-                            .map(|d| d.summary.clone())
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    ));
-                    continue;
-                }
-            };
-            if passed {
-                continue;
-            }
-            let why = match crate::eval::eval(reason, &scope) {
-                Ok(v) => match v.unmarked().as_str() {
-                    Some(s) => s.to_string(),
-                    None => crate::value::format_hcl(&v),
-                },
-                Err(_) => "its condition is false".to_string(),
-            };
-            reasons.push(format!("deployment_auto_approve.{rule}: {why}"));
-        }
-        if reasons.is_empty() {
-            AutoApproval::Approved { group }
-        } else {
-            AutoApproval::Refused { group, reasons }
-        }
-    }
-}
-
-/// Where an auto-approve check is evaluated: `context` is the plan being approved.
-struct ContextScope<'a> {
-    file: FileId,
-    dir: &'a Path,
-    context: &'a Value,
-}
-
-impl EvalScope for ContextScope<'_> {
-    fn resolve(&self, subject: &Subject) -> Result<Value, ScopeError> {
-        match subject {
-            Subject::Resource { type_, name, .. } if type_ == "context" => {
-                self.context.get(name).cloned().ok_or_else(|| {
-                    ScopeError::new(
-                        "Unsupported attribute",
-                        format!(
-                            "The context of an auto-approve check has no attribute {}: it has \
-                             context.plan.",
-                            quote(name)
-                        ),
-                    )
-                })
-            }
-            _ => Err(ScopeError::new(
-                "Invalid reference",
-                "An auto-approve check refers to the plan being approved: context.plan.",
-            )),
-        }
-    }
-    fn file(&self) -> FileId {
-        self.file
-    }
-    fn module_dir(&self) -> &Path {
-        self.dir
-    }
-    fn root_dir(&self) -> &Path {
-        self.dir
-    }
+    let facts = approval::PlanFacts {
+        success: !mine.iter().any(|r| matches!(r.outcome, Outcome::Failed)),
+        deferred: mine
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Deferred(_)))
+            .count(),
+        rounds,
+    };
+    group_rules(&stack.model, deployment).judge(&plans, &facts)
 }
 
 /// The version of the saved stack plan format.

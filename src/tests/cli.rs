@@ -46,6 +46,14 @@ mod stacks;
 #[path = "cli_stack_history.rs"]
 mod stack_history;
 
+/// Issue 33: a stack's plugin providers (`stack init` installs them, components run them).
+#[path = "cli_stack_plugins.rs"]
+mod stack_plugins;
+
+/// Issue 33: auto-approve checks' whole context, published outputs' expressions.
+#[path = "cli_stack_deploy.rs"]
+mod stack_deploy;
+
 /// Issue 30: damage to the state log is always detected; `state verify`, `state recover`.
 #[path = "cli_damage.rs"]
 mod damage;

@@ -1448,3 +1448,171 @@ output "apps" {
         .count();
     assert_eq!(stored, 8);
 }
+
+/// Issue 33: `cairn stack destroy -runner`. Three runner processes destroy a stack of
+/// three components wired through outputs (one with `for_each`) in two deployments: they
+/// share one destroy run, each component instance is destroyed exactly once, by the runner
+/// that claimed it, and only after every component that depends on it was destroyed;
+/// meanwhile a runner that would apply the same files is refused (the destroy run is
+/// another configuration).
+#[test]
+fn three_runners_destroy_a_stack_dependents_first() {
+    let Some(server) = pgserver::shared() else {
+        return;
+    };
+    let schema = pgserver::schema("fleetdestroy");
+    let sim = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "stack.tfcomponent.hcl",
+            r#"required_providers {
+  sim = { source = "hashicorp/sim" }
+}
+variable "prefix" {
+  type = string
+}
+provider "sim" "main" {
+  config {
+    region = "main"
+  }
+}
+component "net" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-net", value = "v" }
+  providers = { sim = provider.sim.main }
+}
+component "db" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-db", value = component.net.id }
+  providers = { sim = provider.sim.main }
+}
+component "app" {
+  source    = "./m"
+  for_each  = toset(["a", "b"])
+  inputs    = { name = "${var.prefix}-app-${each.key}", value = component.db.id }
+  providers = { sim = provider.sim.main }
+}
+"#,
+        ),
+        (
+            "deploy.tfdeploy.hcl",
+            "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n}\n",
+        ),
+        (
+            "m/main.tf",
+            "variable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"one\" {\n  name  = \"${var.name}-1\"\n  value = var.value\n}\nresource \"sim_thing\" \"two\" {\n  name  = \"${var.name}-2\"\n  value = sim_thing.one.id\n}\noutput \"id\" {\n  value = sim_thing.two.id\n}\n",
+        ),
+    ];
+    let flag = format!("-backend-config=schema_name={schema}");
+    let copy = |latency: &str| {
+        let mut c = Copy::new(sim.path(), "");
+        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
+        for (p, text) in files {
+            let path = c.dir.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+        c.env.push(("SIM_LATENCY_MS".into(), latency.into()));
+        c.ok(&["stack", "init", "-backend=pg", &flag]);
+        c
+    };
+    let copies = [copy("300"), copy("300"), copy("300"), copy("0")];
+    copies[3].ok(&["stack", "apply", "-auto-approve"]);
+    let stored = || {
+        std::fs::read_dir(sim.path().join("things/main"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(stored(), 16);
+    let runners: Vec<Child> = copies[..3]
+        .iter()
+        .map(|c| {
+            c.spawn(&[
+                "stack",
+                "destroy",
+                "-runner",
+                "-auto-approve",
+                "-parallelism=2",
+            ])
+        })
+        .collect();
+    let q = |sql: &str| server.psql(sql).unwrap();
+    wait_for(
+        "the destroy run's first claim",
+        Duration::from_secs(60),
+        || {
+            server
+                .psql(&format!(
+                    "SELECT count(*) FROM \"{schema}\".cairn_stack_claims JOIN \"{schema}\".cairn_stack_runs \
+                     USING (run_id) WHERE status = 'running'"
+                ))
+                .is_ok_and(|n| n != "0")
+        },
+    );
+    let (code, out, err) = copies[3].run(&["stack", "apply", "-runner", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("is still running with another configuration"),
+        "{err}"
+    );
+    let mut outs = Vec::new();
+    for r in runners {
+        let (code, out, err) = finish(r);
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(out.contains("Stack destroy complete! Stack run"), "{out}");
+        outs.push(out);
+    }
+    let all = outs.join("\n");
+    // One destroy run, shared: every runner names the same one.
+    let run_ids: std::collections::BTreeSet<&str> = all
+        .lines()
+        .filter_map(|l| l.split(" stack run ").nth(1))
+        .filter_map(|r| r.split(' ').next())
+        .collect();
+    assert_eq!(run_ids.len(), 1, "{all}");
+    // Each instance destroyed once (its two objects), by one runner; the store is empty.
+    for d in ["dev", "prod"] {
+        for a in [
+            "component.net",
+            "component.db",
+            "component.app[\"a\"]",
+            "component.app[\"b\"]",
+        ] {
+            let line =
+                format!("{a} ({d}): Apply complete! Resources: 0 added, 0 changed, 2 destroyed.");
+            assert_eq!(all.matches(&line).count(), 1, "{line}:\n{all}");
+        }
+    }
+    assert_eq!(stored(), 0);
+    let deletes = std::fs::read_to_string(sim.path().join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"op\": \"delete\"") && l.contains("\"ok\": true"))
+        .count();
+    assert_eq!(deletes, 16);
+    // Reverse dependency order: no component claimed before its dependents were finished.
+    let run = format!(
+        "(SELECT run_id FROM \"{schema}\".cairn_stack_runs ORDER BY started_ms DESC LIMIT 1)"
+    );
+    let early = q(&format!(
+        "SELECT count(*) FROM \"{schema}\".cairn_stack_claims c \
+         JOIN \"{schema}\".cairn_stack_work d USING (run_id, item) \
+         JOIN \"{schema}\".cairn_stack_work u ON u.run_id = d.run_id AND u.deployment = d.deployment \
+         AND ((d.component = 'net' AND u.component = 'db') OR (d.component = 'db' AND u.component = 'app')) \
+         WHERE c.claimed_ms < u.finished_ms AND d.run_id = {run}"
+    ));
+    assert_eq!(early, "0");
+    let status = q(&format!(
+        "SELECT string_agg(DISTINCT status, ',') FROM \"{schema}\".cairn_stack_work WHERE run_id = {run}"
+    ));
+    assert_eq!(status, "done");
+    let claimers = q(&format!(
+        "SELECT count(DISTINCT runner) FROM \"{schema}\".cairn_stack_claims WHERE run_id = {run}"
+    ));
+    assert!(claimers.parse::<usize>().unwrap() >= 2, "{claimers}");
+    // Nothing left: a plan adds everything again.
+    let (code, out, err) = copies[3].run(&["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("component.net: 2 to add"), "{out}");
+}

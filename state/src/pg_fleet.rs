@@ -223,9 +223,10 @@ impl Fleet {
                 return Err(StateError::Backend {
                     message: format!(
                         "stack run {run_id}, started by runner {started_by}, is still running \
-                         with another configuration (other stack files or another \
-                         -deployment): a runner joins only a run of the same configuration. \
-                         Wait for it to end, or run this runner with the same files"
+                         with another configuration (other stack files, another \
+                         -deployment, or an apply where it destroys): a runner joins only a \
+                         run of the same configuration. Wait for it to end, or run this runner \
+                         with the same files and command"
                     ),
                 });
             }

@@ -11,7 +11,9 @@
 //! database sessions: its claims are pending again, its state locks free, and the runner
 //! that takes the item over resolves the operations it left pending (the engine does, on
 //! opening the state). The run ends when every item is done, failed, or blocked by an
-//! upstream failure.
+//! upstream failure. `cairn stack destroy -runner` is a run of its own (its fingerprint
+//! says so): every item destroys its component's instances, each claimed once every
+//! component that depends on it is done — reverse dependency order.
 
 use super::{
     component_value, expand, group_rules, instances_in_state, instances_in_state_of, levels,
@@ -80,8 +82,9 @@ fn label(i: &WorkItem) -> String {
     }
 }
 
-/// The stack's configuration as the runners compare it: its files and the deployment filter.
-fn fingerprint(req: &StackRequest) -> String {
+/// The stack's configuration as the runners compare it: its files, the deployment filter,
+/// and whether the run destroys the stack (`stack destroy -runner`).
+fn fingerprint(req: &StackRequest, destroy: bool) -> String {
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&req.dir)
         .into_iter()
         .flatten()
@@ -101,6 +104,9 @@ fn fingerprint(req: &StackRequest) -> String {
         h.update(&text);
     }
     h.update(req.deployment.as_deref().unwrap_or("*").as_bytes());
+    if destroy {
+        h.update(b"\0destroy");
+    }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -176,6 +182,7 @@ fn item_jobs(
     stack: &Stack,
     req: &StackRequest,
     item: &WorkItem,
+    destroy: bool,
 ) -> (Vec<Job>, Vec<InstanceResult>) {
     let failed = |id: InstanceId, diags: Diagnostics| InstanceResult {
         id,
@@ -205,10 +212,11 @@ fn item_jobs(
         };
     }
     let model = &stack.model;
-    let destroying = model
-        .deployments
-        .get(&item.deployment)
-        .is_some_and(|d| d.destroy);
+    let destroying = destroy
+        || model
+            .deployments
+            .get(&item.deployment)
+            .is_some_and(|d| d.destroy);
     let mode = if destroying {
         PlanMode::Destroy
     } else {
@@ -303,8 +311,15 @@ async fn apply_jobs(
                 .iter()
                 .map(|(id, _, _, plan)| (id.component.as_str(), &**plan))
                 .collect();
-            let applyable = !out.iter().any(|r| matches!(r.outcome, Outcome::Failed));
-            match rules.judge(&plans, applyable, 1) {
+            let facts = super::approval::PlanFacts {
+                success: !out.iter().any(|r| matches!(r.outcome, Outcome::Failed)),
+                deferred: out
+                    .iter()
+                    .filter(|r| matches!(r.outcome, Outcome::Deferred(_)))
+                    .count(),
+                rounds: 1,
+            };
+            match rules.judge(&plans, &facts) {
                 _ if pending.is_empty() => None,
                 AutoApproval::Approved { .. } => None,
                 AutoApproval::Refused { group, reasons } => Some(format!(
@@ -404,6 +419,7 @@ pub async fn run(
     stack: &Stack,
     req: &StackRequest,
     auto_approve: bool,
+    destroy: bool,
     note: &mut dyn FnMut(FleetEvent),
 ) -> Result<FleetEnd, Diagnostic> {
     let cfg = cairn_state::workspace::root_pg_config(&req.state_root)
@@ -423,7 +439,7 @@ pub async fn run(
     let req = &req;
     let in_state = instances_in_state(&req.state_root)?;
     let items = work_items(stack, &in_state);
-    let fp = fingerprint(req);
+    let fp = fingerprint(req, destroy);
     let fleet = {
         let cfg = cfg.clone();
         tokio::task::spawn_blocking(move || Fleet::join(&cfg, &fp, &items))
@@ -493,10 +509,11 @@ pub async fn run(
             // What it waits for: upstream components (dependents, for a destroy).
             let waits: Vec<String> = if i.removed {
                 Vec::new()
-            } else if model
-                .deployments
-                .get(&i.deployment)
-                .is_some_and(|d| d.destroy)
+            } else if destroy
+                || model
+                    .deployments
+                    .get(&i.deployment)
+                    .is_some_and(|d| d.destroy)
             {
                 dependents(&i.component)
             } else {
@@ -552,7 +569,7 @@ pub async fn run(
             });
             labels.insert(i.item.clone(), name);
             mine_running.insert(i.item.clone());
-            let (jobs, known) = item_jobs(stack, req, i);
+            let (jobs, known) = item_jobs(stack, req, i, destroy);
             let rules = (!auto_approve).then(|| group_rules(model, &i.deployment));
             let (base, root, par, item) = (
                 req.base.clone(),
