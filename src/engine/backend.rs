@@ -119,7 +119,10 @@ fn takes_expression(key: &str) -> bool {
         || (key.starts_with("shared_") && key.ends_with("_files"))
         || matches!(
             key,
-            "assume_role.policy_arns" | "assume_role.tags" | "assume_role.transitive_tag_keys"
+            "assume_role.policy_arns"
+                | "assume_role.tags"
+                | "assume_role.transitive_tag_keys"
+                | "assume_role_with_web_identity.policy_arns"
         )
 }
 

@@ -199,6 +199,11 @@ impl Copy {
             "AWS_CONFIG_FILE",
             "AWS_REGION",
             "AWS_DEFAULT_REGION",
+            "AWS_ENDPOINT_URL_STS",
+            "AWS_ENDPOINT_URL_SSO",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_ROLE_ARN",
+            "AWS_ROLE_SESSION_NAME",
         ] {
             c.env_remove(k);
         }
@@ -1894,4 +1899,422 @@ fn insecure_skips_tls_verification_of_the_endpoint() {
     assert_eq!(creates(sim.path()), 1);
     let out = a.ok(&["plan"]);
     assert!(out.contains("No changes."), "{out}");
+}
+
+/// The STS calls of a recording: (form body, authorization header).
+fn sts_calls(rec: &[serde_json::Value]) -> Vec<(String, Option<String>)> {
+    use base64::Engine;
+    rec.iter()
+        .filter(|e| e["method"] == "POST")
+        .filter_map(|e| {
+            let raw = e["body"].as_str()?;
+            let body = if e["body_encoded"] == true {
+                let bytes = base64::engine::general_purpose::STANDARD.decode(raw).ok()?;
+                String::from_utf8(bytes).ok()?
+            } else {
+                raw.to_string()
+            };
+            body.contains("Action=AssumeRole")
+                .then(|| (body, header(e, "authorization").map(str::to_string)))
+        })
+        .collect()
+}
+
+/// The access keys that signed the requests for objects under `key`.
+fn signers(rec: &[serde_json::Value], bucket: &str, key: &str) -> Vec<String> {
+    let mut out: Vec<String> = object_requests(rec, bucket, key)
+        .iter()
+        .map(|(m, url, _)| {
+            url.split("X-Amz-Credential=")
+                .nth(1)
+                .and_then(|c| c.split("%2F").next())
+                .unwrap_or_else(|| panic!("unsigned: {m} {url}"))
+                .to_string()
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A stand-in for IAM Identity Center's portal (`GetRoleCredentials`, `GET
+/// /federation/credentials`): moto serves no SSO portal. It answers with temporary keys
+/// when the bearer token is `token` and the account and role are `account`/`role`, else 401
+/// as the portal does; it counts the calls.
+fn sso_portal(
+    token: &'static str,
+    account: &'static str,
+    role: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let mut bearer = None;
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':') {
+                    if k.eq_ignore_ascii_case("x-amz-sso_bearer_token") {
+                        bearer = Some(v.trim().to_string());
+                    }
+                }
+            }
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let path = line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_string();
+            let right = path.starts_with("/federation/credentials?")
+                && path.contains(&format!("account_id={account}"))
+                && path.contains(&format!("role_name={role}"))
+                && bearer.as_deref() == Some(token);
+            let expires = (std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                + 3_600_000) as u64;
+            let (status, body) = if right {
+                (
+                    "200 OK",
+                    format!(
+                        "{{\"roleCredentials\":{{\"accessKeyId\":\"ASIASSOPORTAL0000001\",\
+                         \"secretAccessKey\":\"sso-portal-secret-never-shown\",\
+                         \"sessionToken\":\"sso-session-token\",\"expiration\":{expires}}}}}"
+                    ),
+                )
+            } else {
+                (
+                    "401 Unauthorized",
+                    "{\"message\":\"Session token not found or invalid\"}".to_string(),
+                )
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, calls)
+}
+
+/// Credentials as Terraform's S3 backend takes them from the shared files and the
+/// environment (through the AWS SDK for Go), each on its own state key of one bucket, every
+/// file in its default place under HOME: a profile's `role_arn` with `source_profile` (the
+/// role assumed at STS with the source profile's keys), `credential_process`, web identity
+/// from `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN` and from the
+/// `assume_role_with_web_identity` argument (STS `AssumeRoleWithWebIdentity`, unsigned, with
+/// the token), and an SSO profile (`sso_session`; the token `aws sso login` cached traded
+/// at the portal — a stand-in here, moto has none). Every object request is signed with the
+/// credentials those give; none is ever printed; an expired SSO token is a clear error.
+#[test]
+fn credentials_from_profiles_roles_processes_web_identity_and_sso() {
+    if s3server::shared().is_none() {
+        return;
+    }
+    let server = s3server::S3Server::start_with(s3server::Options {
+        recording: true,
+        ..Default::default()
+    })
+    .expect("a recording moto server starts");
+    let bucket = s3server::bucket_name("creds");
+    server.bucket(&bucket);
+    let sim = tempfile::tempdir().unwrap();
+    let block = |key: &str| {
+        format!(
+            "terraform {{\n  backend \"s3\" {{\n    bucket = \"{bucket}\"\n    key    = \"{key}\"\n    \
+             region = \"us-east-1\"\n    use_path_style = true\n    use_lockfile = true\n  }}\n}}\n"
+        )
+    };
+    const DEPLOY: &str = "arn:aws:iam::123456789012:role/deploy";
+    const OIDC: &str = "arn:aws:iam::123456789012:role/oidc";
+    const WEB_TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.web-identity-token-of-the-ci";
+    const PROCESS_SECRET: &str = "process-secret-never-shown";
+    const SSO_TOKEN: &str = "sso-access-token-never-shown";
+    let (portal, portal_calls) = sso_portal(SSO_TOKEN, "111122223333", "StateAdmin");
+    let config = |home: &Path| {
+        let aws = home.join(".aws");
+        std::fs::create_dir_all(aws.join("sso/cache")).unwrap();
+        let script = home.join("creds.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "echo run >> '{}/process-runs'\nprintf '%s' '{{\"Version\": 1, \
+                 \"AccessKeyId\": \"ASIAPROCESS000000001\", \"SecretAccessKey\": \
+                 \"{PROCESS_SECRET}\", \"SessionToken\": \"process-token\", \"Expiration\": \
+                 \"2999-01-01T00:00:00Z\"}}'\n",
+                home.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            aws.join("config"),
+            format!(
+                "[profile base]\nregion = us-east-1\n\n\
+                 [profile deploy]\nrole_arn = {DEPLOY}\nsource_profile = base\n\
+                 role_session_name = cairn-deploy\nexternal_id = ext-7\n\n\
+                 [profile proc]\ncredential_process = sh {}\n\n\
+                 [profile sso]\nsso_session = corp\nsso_account_id = 111122223333\n\
+                 sso_role_name = StateAdmin\n\n\
+                 [sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\n\
+                 sso_region = us-east-1\n",
+                script.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            aws.join("credentials"),
+            format!(
+                "[base]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+                s3server::ACCESS_KEY,
+                s3server::SECRET_KEY
+            ),
+        )
+        .unwrap();
+        std::fs::write(home.join("web-token"), WEB_TOKEN).unwrap();
+    };
+    let endpoint = ("AWS_ENDPOINT_URL", server.endpoint());
+    let use_copy = |key: &str, env: Vec<(&str, String)>, files: &[(&str, String)]| {
+        let c = Copy::new(sim.path(), &format!("{}{}", block(key), things(1)), &env);
+        config(c.dir.path());
+        for (name, text) in files {
+            std::fs::write(c.dir.path().join(name), text).unwrap();
+        }
+        c
+    };
+    let run_all = |c: &Copy, init: &[&str], secrets: &[&str]| {
+        let mut printed = String::new();
+        for args in [init, &["apply", "-auto-approve"], &["plan"]] {
+            let (code, out, err) = c.run(args);
+            assert_eq!(code, 0, "cairn {args:?}:\n{out}\n{err}");
+            printed.push_str(&out);
+            printed.push_str(&err);
+        }
+        assert!(printed.contains("No changes."), "{printed}");
+        for s in secrets {
+            assert!(!printed.contains(s), "a credential was printed: {printed}");
+        }
+    };
+
+    // A profile's role_arn with source_profile: STS AssumeRole signed with the base
+    // profile's keys; every object request signed with the role's.
+    let a = use_copy(
+        "role/terraform.tfstate",
+        vec![endpoint.clone(), ("AWS_PROFILE", "deploy".into())],
+        &[],
+    );
+    run_all(&a, &["init"], &[]);
+    let roles = assumed_roles(&server);
+    let deploy: Vec<&(String, String, String, String)> = roles
+        .iter()
+        .filter(|r| (r.0.as_str(), r.1.as_str(), r.2.as_str()) == (DEPLOY, "cairn-deploy", "ext-7"))
+        .collect();
+    assert!(!deploy.is_empty(), "{roles:?}");
+    let rec = server.recording();
+    let calls = sts_calls(&rec);
+    let deploy_calls: Vec<_> = calls
+        .iter()
+        .filter(|(b, _)| b.contains("RoleSessionName=cairn-deploy"))
+        .collect();
+    assert!(!deploy_calls.is_empty(), "{calls:?}");
+    for (_, auth) in deploy_calls {
+        let auth = auth.as_deref().expect("AssumeRole is signed");
+        assert!(
+            auth.contains(&format!("Credential={}/", s3server::ACCESS_KEY)),
+            "{auth}"
+        );
+    }
+    let used = signers(&rec, &bucket, "role/terraform.tfstate");
+    assert!(
+        !used.is_empty() && used.iter().all(|k| deploy.iter().any(|r| &r.3 == k)),
+        "{used:?} {deploy:?}"
+    );
+
+    // credential_process: run once per command, its keys sign every request.
+    let b = use_copy("process/terraform.tfstate", vec![endpoint.clone()], &[]);
+    run_all(
+        &b,
+        &["init", "-backend-config=profile=proc"],
+        &[PROCESS_SECRET],
+    );
+    let runs = std::fs::read_to_string(b.dir.path().join("process-runs")).unwrap();
+    assert!(runs.lines().count() >= 3, "{runs}");
+    let rec = server.recording();
+    assert_eq!(
+        signers(&rec, &bucket, "process/terraform.tfstate"),
+        ["ASIAPROCESS000000001"]
+    );
+
+    // Web identity from the environment (as an EKS or CI runner sets it): unsigned, with the
+    // token read from its file.
+    let c = use_copy(
+        "oidc-env/terraform.tfstate",
+        vec![
+            endpoint.clone(),
+            ("AWS_ROLE_ARN", OIDC.into()),
+            ("AWS_ROLE_SESSION_NAME", "cairn-oidc-env".into()),
+        ],
+        &[],
+    );
+    let c = Copy {
+        env: c
+            .env
+            .iter()
+            .cloned()
+            .chain([(
+                "AWS_WEB_IDENTITY_TOKEN_FILE".to_string(),
+                c.dir.path().join("web-token").display().to_string(),
+            )])
+            .collect(),
+        ..c
+    };
+    run_all(&c, &["init"], &[WEB_TOKEN]);
+    // And from the backend's assume_role_with_web_identity, in a -backend-config file.
+    let d = use_copy(
+        "oidc-arg/terraform.tfstate",
+        vec![endpoint.clone()],
+        &[(
+            "oidc.s3.tfbackend",
+            format!(
+                "assume_role_with_web_identity = {{\n  role_arn = \"{OIDC}\"\n  \
+                 session_name = \"cairn-oidc-arg\"\n  web_identity_token_file = \"web-token\"\n  \
+                 duration = \"1h\"\n}}\n"
+            ),
+        )],
+    );
+    // The token file as given (relative: to the working directory, as the SDK reads it).
+    run_all(
+        &d,
+        &["init", "-backend-config=oidc.s3.tfbackend"],
+        &[WEB_TOKEN],
+    );
+    let roles = assumed_roles(&server);
+    let rec = server.recording();
+    let calls = sts_calls(&rec);
+    for (session, key) in [
+        ("cairn-oidc-env", "oidc-env/terraform.tfstate"),
+        ("cairn-oidc-arg", "oidc-arg/terraform.tfstate"),
+    ] {
+        let of: Vec<&String> = roles
+            .iter()
+            .filter(|r| r.0 == OIDC && r.1 == session)
+            .map(|r| &r.3)
+            .collect();
+        assert!(!of.is_empty(), "{session}: {roles:?}");
+        let used = signers(&rec, &bucket, key);
+        assert!(
+            !used.is_empty() && used.iter().all(|k| of.contains(&k)),
+            "{session}: {used:?} {of:?}"
+        );
+        let call = calls
+            .iter()
+            .find(|(b, _)| b.contains(session))
+            .unwrap_or_else(|| panic!("no STS call for {session}"));
+        assert!(
+            call.0.contains("Action=AssumeRoleWithWebIdentity"),
+            "{}",
+            call.0
+        );
+        // The token's characters are all left as they are by form encoding.
+        assert!(
+            call.0.contains(&format!("WebIdentityToken={WEB_TOKEN}&"))
+                || call.0.ends_with(&format!("WebIdentityToken={WEB_TOKEN}")),
+            "{}",
+            call.0
+        );
+        assert!(call.1.is_none(), "AssumeRoleWithWebIdentity is not signed");
+    }
+
+    // SSO: the token `aws sso login` cached for the session, traded at the portal.
+    let e = use_copy(
+        "sso/terraform.tfstate",
+        vec![
+            endpoint.clone(),
+            ("AWS_ENDPOINT_URL_SSO", portal.clone()),
+            ("AWS_PROFILE", "sso".into()),
+        ],
+        &[],
+    );
+    use sha1::Digest;
+    let cache_name: String = sha1::Sha1::digest(b"corp")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let cache = e
+        .dir
+        .path()
+        .join(format!(".aws/sso/cache/{cache_name}.json"));
+    let (code, _, err) = e.run(&["init"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("no SSO token cached") && err.contains("aws sso login --profile sso"),
+        "{err}"
+    );
+    std::fs::write(
+        &cache,
+        format!(
+            "{{\"startUrl\": \"https://corp.awsapps.com/start\", \"region\": \"us-east-1\", \
+             \"accessToken\": \"{SSO_TOKEN}\", \"expiresAt\": \"2999-01-01T00:00:00Z\"}}"
+        ),
+    )
+    .unwrap();
+    run_all(&e, &["init"], &[SSO_TOKEN, "sso-portal-secret-never-shown"]);
+    assert!(portal_calls.load(std::sync::atomic::Ordering::SeqCst) >= 3);
+    let rec = server.recording();
+    assert_eq!(
+        signers(&rec, &bucket, "sso/terraform.tfstate"),
+        ["ASIASSOPORTAL0000001"]
+    );
+    // An expired token: the command stops at its start, saying how to log in again.
+    std::fs::write(
+        &cache,
+        format!("{{\"accessToken\": \"{SSO_TOKEN}\", \"expiresAt\": \"2020-01-01T00:00:00Z\"}}"),
+    )
+    .unwrap();
+    let (code, out, err) = e.run(&["plan"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        err.contains("expired") && err.contains("aws sso login --profile sso"),
+        "{err}"
+    );
+    assert!(!err.contains(SSO_TOKEN), "{err}");
+    // A token the portal refuses.
+    std::fs::write(
+        &cache,
+        "{\"accessToken\": \"revoked\", \"expiresAt\": \"2999-01-01T00:00:00Z\"}",
+    )
+    .unwrap();
+    let (code, _, err) = e.run(&["plan"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("HTTP 401") && err.contains("Session token not found"),
+        "{err}"
+    );
+
+    // A profile whose role has no source is not taken for one with keys; a loop of
+    // source_profiles is an error, not a hang.
+    let f = use_copy("loop/terraform.tfstate", vec![endpoint.clone()], &[]);
+    std::fs::write(
+        f.dir.path().join(".aws/config"),
+        "[profile x]\nrole_arn = arn:aws:iam::1:role/x\nsource_profile = y\n\
+         [profile y]\nrole_arn = arn:aws:iam::1:role/y\nsource_profile = x\n",
+    )
+    .unwrap();
+    let (code, _, err) = f.run(&["init", "-backend-config=profile=x"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("source_profile chains"), "{err}");
 }

@@ -386,11 +386,19 @@ pub const S3_ARGUMENTS: &[&str] = &[
     "assume_role.tags",
     "assume_role.transitive_tag_keys",
     "assume_role.source_identity",
+    "assume_role_with_web_identity.role_arn",
+    "assume_role_with_web_identity.session_name",
+    "assume_role_with_web_identity.web_identity_token",
+    "assume_role_with_web_identity.web_identity_token_file",
+    "assume_role_with_web_identity.duration",
+    "assume_role_with_web_identity.policy",
+    "assume_role_with_web_identity.policy_arns",
 ];
 
 /// The arguments whose value is an object (`endpoints = { s3 = "…" }`, `assume_role = {
 /// role_arn = "…" }`): set as JSON objects, kept as their attributes (`endpoints.s3`).
-pub const S3_OBJECT_ARGUMENTS: &[&str] = &["endpoints", "assume_role"];
+pub const S3_OBJECT_ARGUMENTS: &[&str] =
+    &["endpoints", "assume_role", "assume_role_with_web_identity"];
 
 /// An `assume_role` object resolved: what STS AssumeRole is asked (Terraform 1.6+'s names).
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -405,6 +413,88 @@ pub struct AssumeRole {
     pub tags: BTreeMap<String, String>,
     pub transitive_tag_keys: Vec<String>,
     pub source_identity: Option<String>,
+}
+
+/// Where the credentials requests are signed with come from, before `assume_role` (if any)
+/// is assumed with them: the sources Terraform's S3 backend takes (through the AWS SDK for Go),
+/// resolved from the arguments, the environment and the shared files without a network call,
+/// in the SDK's order: `access_key`/`secret_key`; `assume_role_with_web_identity`; a profile
+/// named by `profile` or `AWS_PROFILE`; `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`;
+/// `AWS_WEB_IDENTITY_TOKEN_FILE` with `AWS_ROLE_ARN`; the `default` profile.
+/// The calls (STS, the SSO portal, a `credential_process`) are made when the store connects
+/// (`s3_store.rs`), and again when temporary credentials near their expiry.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum CredSource {
+    /// Keys: arguments, `AWS_ACCESS_KEY_ID`/…, or a profile's `aws_access_key_id`/….
+    Static {
+        key: String,
+        secret: String,
+        token: Option<String>,
+    },
+    /// A profile's `credential_process`: a command printing credentials as JSON.
+    Process { profile: String, command: String },
+    /// STS `AssumeRoleWithWebIdentity` (unsigned): the `assume_role_with_web_identity`
+    /// argument, `AWS_WEB_IDENTITY_TOKEN_FILE` with `AWS_ROLE_ARN`, or a profile's
+    /// `web_identity_token_file` with `role_arn`.
+    WebIdentity(Box<WebIdentity>),
+    /// A profile's `role_arn` with `source_profile` (or `credential_source = Environment`):
+    /// the role assumed with the source's credentials.
+    ProfileRole {
+        profile: String,
+        role: Box<AssumeRole>,
+        source: Box<CredSource>,
+    },
+    /// A profile's IAM Identity Center (SSO) role: the token `aws sso login` cached, traded
+    /// for the role's credentials at the SSO portal (`GetRoleCredentials`).
+    Sso(Box<Sso>),
+}
+
+/// `AssumeRoleWithWebIdentity`'s request.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct WebIdentity {
+    pub role_arn: String,
+    pub session_name: String,
+    /// The token itself (`web_identity_token`), else the file it is read from at each call.
+    pub token: Option<String>,
+    pub token_file: Option<PathBuf>,
+    pub duration_secs: Option<u64>,
+    pub policy: Option<String>,
+    pub policy_arns: Vec<String>,
+}
+
+/// A profile's SSO settings (`sso_session` with its `[sso-session NAME]` section, or the
+/// legacy `sso_start_url`/`sso_region` in the profile itself).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Sso {
+    pub profile: String,
+    pub start_url: String,
+    pub region: String,
+    pub account_id: String,
+    pub role_name: String,
+    /// The cached token's file: `~/.aws/sso/cache/<sha1 of the session name or start URL>.json`.
+    pub cache_file: PathBuf,
+    /// The portal: `endpoints.sso`, `AWS_ENDPOINT_URL_SSO`, else AWS's for the region.
+    pub endpoint: String,
+}
+
+impl CredSource {
+    /// What these credentials are, for messages (never a secret).
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            CredSource::Static { .. } => "static keys".into(),
+            CredSource::Process { profile, .. } => {
+                format!("the credential_process of profile {profile:?}")
+            }
+            CredSource::WebIdentity(w) => format!("web identity for {}", w.role_arn),
+            CredSource::ProfileRole { profile, role, .. } => {
+                format!("role {} of profile {profile:?}", role.role_arn)
+            }
+            CredSource::Sso(s) => format!(
+                "SSO role {} in account {} of profile {:?}",
+                s.role_name, s.account_id, s.profile
+            ),
+        }
+    }
 }
 
 /// A Go duration (`1h`, `15m`, `1h30m`, `900s`) in seconds.
@@ -465,7 +555,11 @@ impl std::fmt::Debug for S3Settings {
             .map(|(k, v)| {
                 let secret = matches!(
                     k.as_str(),
-                    "access_key" | "secret_key" | "token" | "sse_customer_key"
+                    "access_key"
+                        | "secret_key"
+                        | "token"
+                        | "sse_customer_key"
+                        | "assume_role_with_web_identity.web_identity_token"
                 );
                 (k.as_str(), if secret { "****" } else { v.as_str() })
             })
@@ -485,9 +579,8 @@ pub struct S3Config {
     /// The endpoint URL (AWS's regional one unless set).
     pub endpoint: String,
     pub path_style: bool,
-    pub(crate) access_key: String,
-    pub(crate) secret_key: String,
-    pub(crate) token: Option<String>,
+    /// Where the credentials come from (never shown).
+    pub(crate) creds: CredSource,
     /// `encrypt`: `x-amz-server-side-encryption` on every object written.
     pub(crate) encrypt: bool,
     pub(crate) kms_key_id: Option<String>,
@@ -561,7 +654,7 @@ fn check_customer_key(v: &str) -> Result<(), String> {
 /// `assume_role`'s `duration`: a Go duration between 15 minutes and 12 hours.
 fn check_duration(v: &str) -> Result<u64, String> {
     let secs = go_duration(v).ok_or_else(|| {
-        format!("assume_role's duration must be a duration such as \"1h\" or \"45m\", not {v:?}")
+        format!("a role's duration must be a duration such as \"1h\" or \"45m\", not {v:?}")
     })?;
     if !(900..=43_200).contains(&secs) {
         return Err(format!(
@@ -581,6 +674,244 @@ fn home_file(rel: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf>
     env("HOME").map(|h| Path::new(&h).join(rel))
 }
 
+/// A session name for a role nobody named one for (`cairn-<ms since the epoch>`).
+fn session_name() -> String {
+    format!(
+        "cairn-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    )
+}
+
+/// The shared credentials and config files in use.
+#[derive(Clone, Copy)]
+struct SharedFiles<'a> {
+    creds: &'a [PathBuf],
+    config: &'a [PathBuf],
+}
+
+/// What resolving a profile's credentials looks at.
+struct ProfileContext<'a> {
+    files: SharedFiles<'a>,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    sso_endpoint: Option<&'a str>,
+    /// `~/.aws/sso/cache`.
+    sso_cache: Option<&'a Path>,
+}
+
+/// How deep `source_profile` may chain (a loop is an error, not a hang).
+const MAX_PROFILE_CHAIN: usize = 8;
+
+/// The credentials of profile `name` in the shared files, as the AWS SDK for Go resolves
+/// them: `role_arn` with `source_profile` (the source's credentials, recursively, assume the
+/// role) or `credential_source = Environment`; the profile's keys; `role_arn` with
+/// `web_identity_token_file`; SSO (`sso_session` or `sso_start_url`); `credential_process`.
+fn profile_creds(
+    ctx: &ProfileContext<'_>,
+    name: &str,
+    depth: usize,
+) -> Result<CredSource, StateError> {
+    let fail = |m: String| StateError::Backend {
+        message: format!("the s3 backend's profile {name:?}: {m}"),
+    };
+    if depth > MAX_PROFILE_CHAIN {
+        return Err(fail(format!(
+            "source_profile chains more than {MAX_PROFILE_CHAIN} profiles deep (a loop?)"
+        )));
+    }
+    let p = profile_values(name, ctx.files.creds, ctx.files.config)?;
+    let get = |k: &str| p.get(k).cloned().filter(|v| !v.is_empty());
+    let keys = match (get("aws_access_key_id"), get("aws_secret_access_key")) {
+        (Some(key), Some(secret)) => Some(CredSource::Static {
+            key,
+            secret,
+            token: get("aws_session_token"),
+        }),
+        _ => None,
+    };
+    let duration_secs = match get("duration_seconds") {
+        Some(d) => match d.parse::<u64>() {
+            Ok(n) if (900..=43_200).contains(&n) => Some(n),
+            _ => {
+                return Err(fail(format!(
+                    "duration_seconds must be a number of seconds from 900 to 43200, not {d:?}"
+                )))
+            }
+        },
+        None => None,
+    };
+    if let Some(role_arn) = get("role_arn") {
+        let source = match (get("source_profile"), get("credential_source")) {
+            (Some(sp), _) if sp == name => Some(keys.clone().ok_or_else(|| {
+                fail(
+                    "its source_profile is itself, but it has no aws_access_key_id and \
+                      aws_secret_access_key"
+                        .into(),
+                )
+            })?),
+            (Some(sp), _) => Some(profile_creds(ctx, &sp, depth + 1)?),
+            (None, Some(cs)) if cs == "Environment" => {
+                match (
+                    (ctx.env)("AWS_ACCESS_KEY_ID"),
+                    (ctx.env)("AWS_SECRET_ACCESS_KEY"),
+                ) {
+                    (Some(key), Some(secret)) => Some(CredSource::Static {
+                        key,
+                        secret,
+                        token: (ctx.env)("AWS_SESSION_TOKEN"),
+                    }),
+                    _ => {
+                        return Err(fail(
+                            "credential_source = Environment, but AWS_ACCESS_KEY_ID and \
+                             AWS_SECRET_ACCESS_KEY are not set"
+                                .into(),
+                        ))
+                    }
+                }
+            }
+            (None, Some(cs)) => {
+                return Err(fail(format!(
+                    "credential_source = {cs}: Cairn never asks an instance or container \
+                     metadata service; use source_profile, or credential_source = Environment"
+                )))
+            }
+            (None, None) => None,
+        };
+        let session = get("role_session_name").unwrap_or_else(session_name);
+        if let Some(source) = source {
+            if get("mfa_serial").is_some() {
+                return Err(fail(
+                    "its role needs an MFA code (mfa_serial), which Cairn does not ask for: \
+                     use a profile whose role needs none, or temporary keys in the environment"
+                        .into(),
+                ));
+            }
+            return Ok(CredSource::ProfileRole {
+                profile: name.to_string(),
+                role: Box::new(AssumeRole {
+                    role_arn,
+                    session_name: session,
+                    external_id: get("external_id"),
+                    duration_secs,
+                    policy: None,
+                    policy_arns: Vec::new(),
+                    tags: BTreeMap::new(),
+                    transitive_tag_keys: Vec::new(),
+                    source_identity: None,
+                }),
+                source: Box::new(source),
+            });
+        }
+        if let (None, Some(file)) = (&keys, get("web_identity_token_file")) {
+            return Ok(CredSource::WebIdentity(Box::new(WebIdentity {
+                role_arn,
+                session_name: session,
+                token: None,
+                token_file: Some(PathBuf::from(file)),
+                duration_secs,
+                policy: None,
+                policy_arns: Vec::new(),
+            })));
+        }
+    }
+    if let Some(k) = keys {
+        return Ok(k);
+    }
+    if get("sso_session").is_some() || get("sso_start_url").is_some() {
+        let (start_url, region, cache_key) = match get("sso_session") {
+            Some(session) => {
+                let sec = ini_section(ctx.files.config, &format!("sso-session {session}"))?;
+                let s = |k: &str| sec.get(k).cloned().filter(|v| !v.is_empty());
+                let missing = |k: &str| {
+                    fail(format!(
+                        "its sso_session {session:?} has no {k} (a [sso-session {session}] \
+                         section with sso_start_url and sso_region in the config file)"
+                    ))
+                };
+                (
+                    s("sso_start_url").ok_or_else(|| missing("sso_start_url"))?,
+                    s("sso_region").ok_or_else(|| missing("sso_region"))?,
+                    session,
+                )
+            }
+            None => {
+                let url = get("sso_start_url").unwrap_or_default();
+                let region = get("sso_region")
+                    .ok_or_else(|| fail("it has sso_start_url but no sso_region".into()))?;
+                (url.clone(), region, url)
+            }
+        };
+        let need = |k: &str| get(k).ok_or_else(|| fail(format!("an SSO profile needs {k}")));
+        let (account_id, role_name) = (need("sso_account_id")?, need("sso_role_name")?);
+        let cache = ctx.sso_cache.ok_or_else(|| {
+            fail("HOME is not set, so the SSO token cache (~/.aws/sso/cache) is not found".into())
+        })?;
+        use sha1::Digest;
+        let digest = sha1::Sha1::digest(cache_key.as_bytes());
+        let hexed: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        return Ok(CredSource::Sso(Box::new(Sso {
+            profile: name.to_string(),
+            endpoint: ctx
+                .sso_endpoint
+                .map(|e| e.trim_end_matches('/').to_string())
+                .unwrap_or_else(|| format!("https://portal.sso.{region}.amazonaws.com")),
+            start_url,
+            region,
+            account_id,
+            role_name,
+            cache_file: cache.join(format!("{hexed}.json")),
+        })));
+    }
+    if let Some(command) = get("credential_process") {
+        return Ok(CredSource::Process {
+            profile: name.to_string(),
+            command,
+        });
+    }
+    let files: Vec<String> = ctx
+        .files
+        .creds
+        .iter()
+        .chain(ctx.files.config)
+        .map(|p| p.display().to_string())
+        .collect();
+    Err(StateError::Backend {
+        message: format!(
+            "the s3 backend found no credentials: set access_key and secret_key, \
+             AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or keys, a role (role_arn with \
+             source_profile), credential_process or SSO for the profile {name:?} in {}",
+            files.join(" or ")
+        ),
+    })
+}
+
+/// The keys of section `[section]` in the first of `files` that has it, later files' keys
+/// over earlier ones'.
+fn ini_section(files: &[PathBuf], section: &str) -> Result<BTreeMap<String, String>, StateError> {
+    let mut out = BTreeMap::new();
+    for f in files {
+        let text = match fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(StateError::io(format!("cannot read {}", f.display()), e)),
+        };
+        let ini = ini::Ini::load_from_str(&text).map_err(|e| StateError::Backend {
+            message: format!(
+                "{} is not an AWS credentials or config file: {e}",
+                f.display()
+            ),
+        })?;
+        if let Some(props) = ini.section(Some(section)) {
+            for (k, v) in props.iter() {
+                out.insert(k.trim().to_string(), v.trim().to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// `(access key, secret key, session token, region)` of `profile` in the shared credentials
 /// and config files (AWS's INI files; `[profile NAME]` in the config file).
 fn profile_values(
@@ -589,30 +920,14 @@ fn profile_values(
     config_files: &[PathBuf],
 ) -> Result<BTreeMap<String, String>, StateError> {
     let mut out = BTreeMap::new();
-    let sections = [
+    // The config file's `[profile NAME]` (`[default]` for the default), then the credentials
+    // file's `[NAME]`, whose keys win.
+    for (files, section) in [
         (config_files, format!("profile {profile}")),
         (config_files, profile.to_string()),
         (cred_files, profile.to_string()),
-    ];
-    for (files, section) in sections {
-        for f in files {
-            let text = match fs::read_to_string(f) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(StateError::io(format!("cannot read {}", f.display()), e)),
-            };
-            let ini = ini::Ini::load_from_str(&text).map_err(|e| StateError::Backend {
-                message: format!(
-                    "{} is not an AWS credentials or config file: {e}",
-                    f.display()
-                ),
-            })?;
-            if let Some(props) = ini.section(Some(section.as_str())) {
-                for (k, v) in props.iter() {
-                    out.insert(k.trim().to_string(), v.trim().to_string());
-                }
-            }
-        }
+    ] {
+        out.extend(ini_section(files, &section)?);
     }
     Ok(out)
 }
@@ -671,7 +986,7 @@ impl S3Settings {
         if key == "sse_customer_key" {
             check_customer_key(value)?;
         }
-        if key == "assume_role.duration" {
+        if key == "assume_role.duration" || key == "assume_role_with_web_identity.duration" {
             check_duration(value)?;
         }
         if key == "key" && (value.starts_with('/') || value.ends_with('/') || value.is_empty()) {
@@ -684,12 +999,12 @@ impl S3Settings {
     }
 
     /// Resolves the arguments against the environment (`env` looks a variable up: `AWS_*`,
-    /// `HOME`) and the shared credentials and config files, as Terraform does: arguments
-    /// first, then `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`, then the
-    /// profile (`profile`, `AWS_PROFILE`, `default`) in `shared_credentials_files`
-    /// (`AWS_SHARED_CREDENTIALS_FILE`, `~/.aws/credentials`) and `shared_config_files`
-    /// (`AWS_CONFIG_FILE`, `~/.aws/config`). Cairn never asks an instance metadata service
-    /// or STS, so the `skip_*` arguments change nothing.
+    /// `HOME`) and the shared credentials and config files, as Terraform does (see
+    /// [`CredSource`] for the order): the profile (`profile`, `AWS_PROFILE`, `default`) is
+    /// read from `shared_credentials_files` (`AWS_SHARED_CREDENTIALS_FILE`,
+    /// `~/.aws/credentials`) and `shared_config_files` (`AWS_CONFIG_FILE`, `~/.aws/config`).
+    /// No network call here; Cairn never asks an instance metadata service, so the `skip_*`
+    /// arguments change nothing.
     pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<S3Config, StateError> {
         let env = |n: &str| env(n).filter(|v| !v.is_empty());
         let arg = |k: &str| self.args.get(k).cloned().filter(|v| !v.is_empty());
@@ -731,27 +1046,99 @@ impl S3Settings {
                     "in the backend block, -backend-config=region=…, AWS_REGION or the profile",
                 )
             })?;
-        let (access_key, secret_key, token) = match (arg("access_key"), arg("secret_key")) {
-            (Some(a), Some(s)) => (a, s, arg("token")),
+        let bad = |m: String| StateError::Backend {
+            message: format!("the s3 backend's {m}"),
+        };
+        let profile_explicit = arg("profile").is_some() || env("AWS_PROFILE").is_some();
+        let files = SharedFiles {
+            creds: &cred_files,
+            config: &config_files,
+        };
+        let sso_endpoint = arg("endpoints.sso")
+            .or_else(|| env("AWS_ENDPOINT_URL_SSO"))
+            .or_else(|| env("AWS_ENDPOINT_URL"));
+        let cache_dir = home_file(".aws/sso/cache", &env);
+        let ctx = ProfileContext {
+            files,
+            env: &env,
+            sso_endpoint: sso_endpoint.as_deref(),
+            sso_cache: cache_dir.as_deref(),
+        };
+        let web_block = self
+            .args
+            .keys()
+            .any(|k| k.starts_with("assume_role_with_web_identity."));
+        // The order of the AWS SDK for Go, which Terraform's backend uses: keys given as
+        // arguments; `assume_role_with_web_identity`; a profile named explicitly (argument or
+        // AWS_PROFILE) before the environment's keys; the environment's keys; the
+        // environment's web identity; the default profile.
+        let creds = match (arg("access_key"), arg("secret_key")) {
+            (Some(a), Some(s)) => CredSource::Static {
+                key: a,
+                secret: s,
+                token: arg("token"),
+            },
+            _ if web_block => {
+                let a = |k: &str| arg(&format!("assume_role_with_web_identity.{k}"));
+                let role_arn = a("role_arn")
+                    .or_else(|| env("AWS_ROLE_ARN"))
+                    .ok_or_else(|| {
+                        bad("assume_role_with_web_identity needs role_arn (or AWS_ROLE_ARN)".into())
+                    })?;
+                let token = a("web_identity_token");
+                let token_file = a("web_identity_token_file")
+                    .or_else(|| env("AWS_WEB_IDENTITY_TOKEN_FILE"))
+                    .map(PathBuf::from);
+                if token.is_some() && token_file.is_some() {
+                    return Err(bad(
+                        "assume_role_with_web_identity: only one of \
+                                    web_identity_token, web_identity_token_file can be set"
+                            .into(),
+                    ));
+                }
+                if token.is_none() && token_file.is_none() {
+                    return Err(bad(
+                        "assume_role_with_web_identity needs web_identity_token \
+                                    or web_identity_token_file (or AWS_WEB_IDENTITY_TOKEN_FILE)"
+                            .into(),
+                    ));
+                }
+                let duration_secs = match a("duration") {
+                    Some(d) => Some(check_duration(&d).map_err(bad)?),
+                    None => None,
+                };
+                CredSource::WebIdentity(Box::new(WebIdentity {
+                    role_arn,
+                    session_name: a("session_name")
+                        .or_else(|| env("AWS_ROLE_SESSION_NAME"))
+                        .unwrap_or_else(session_name),
+                    token,
+                    token_file,
+                    duration_secs,
+                    policy: a("policy"),
+                    policy_arns: a("policy_arns").map(|v| list_arg(&v)).unwrap_or_default(),
+                }))
+            }
+            _ if profile_explicit => profile_creds(&ctx, &profile, 0)?,
             _ => match (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
-                (Some(a), Some(s)) => (a, s, env("AWS_SESSION_TOKEN")),
-                _ => match (prof("aws_access_key_id"), prof("aws_secret_access_key")) {
-                    (Some(a), Some(s)) => (a, s, prof("aws_session_token")),
-                    _ => {
-                        return Err(StateError::Backend {
-                            message: format!(
-                                "the s3 backend found no credentials: set access_key and \
-                                     secret_key, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
-                                     or keys of the profile {profile:?} in {}",
-                                cred_files
-                                    .iter()
-                                    .chain(&config_files)
-                                    .map(|p| p.display().to_string())
-                                    .collect::<Vec<_>>()
-                                    .join(" or ")
-                            ),
-                        })
+                (Some(a), Some(s)) => CredSource::Static {
+                    key: a,
+                    secret: s,
+                    token: env("AWS_SESSION_TOKEN"),
+                },
+                _ => match (env("AWS_WEB_IDENTITY_TOKEN_FILE"), env("AWS_ROLE_ARN")) {
+                    (Some(file), Some(role_arn)) => {
+                        CredSource::WebIdentity(Box::new(WebIdentity {
+                            role_arn,
+                            session_name: env("AWS_ROLE_SESSION_NAME").unwrap_or_else(session_name),
+                            token: None,
+                            token_file: Some(PathBuf::from(file)),
+                            duration_secs: None,
+                            policy: None,
+                            policy_arns: Vec::new(),
+                        }))
                     }
+                    _ => profile_creds(&ctx, &profile, 0)?,
                 },
             },
         };
@@ -760,9 +1147,6 @@ impl S3Settings {
             .or_else(|| env("AWS_ENDPOINT_URL"))
             .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
         let flag = |k: &str| arg(k).is_some_and(|v| parse_bool(k, &v).unwrap_or(false));
-        let bad = |m: String| StateError::Backend {
-            message: format!("the s3 backend's {m}"),
-        };
         // SSE-C: the argument or AWS_SSE_CUSTOMER_KEY, used with `encrypt` as Terraform does.
         let sse_customer_key = match arg("sse_customer_key") {
             Some(_) if !flag("encrypt") => {
@@ -800,15 +1184,7 @@ impl S3Settings {
             };
             Some(Box::new(AssumeRole {
                 role_arn,
-                session_name: arg("assume_role.session_name").unwrap_or_else(|| {
-                    format!(
-                        "cairn-{}",
-                        std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map(|d| d.as_millis())
-                            .unwrap_or(0)
-                    )
-                }),
+                session_name: arg("assume_role.session_name").unwrap_or_else(session_name),
                 external_id: arg("assume_role.external_id"),
                 duration_secs,
                 policy: arg("assume_role.policy"),
@@ -830,9 +1206,7 @@ impl S3Settings {
             region,
             endpoint: endpoint.trim_end_matches('/').to_string(),
             path_style: flag("use_path_style"),
-            access_key,
-            secret_key,
-            token,
+            creds,
             encrypt: flag("encrypt"),
             kms_key_id: arg("kms_key_id"),
             sse_customer_key,
@@ -849,6 +1223,13 @@ impl S3Settings {
 #[cfg(test)]
 mod s3_tests {
     use super::*;
+
+    fn static_key(c: &S3Config) -> &str {
+        match &c.creds {
+            CredSource::Static { key, .. } => key,
+            other => panic!("not static keys: {}", other.describe()),
+        }
+    }
 
     fn settings(pairs: &[(&str, &str)]) -> S3Settings {
         let mut s = S3Settings::default();
@@ -881,11 +1262,8 @@ mod s3_tests {
         let c = settings(&[base[0], base[1], ("profile", "ops")])
             .resolve(&files)
             .unwrap();
-        assert_eq!(
-            (c.access_key.as_str(), c.region.as_str()),
-            ("OPS", "eu-west-3")
-        );
-        assert_eq!(c.token.as_deref(), Some("opstoken"));
+        assert_eq!((static_key(&c), c.region.as_str()), ("OPS", "eu-west-3"));
+        assert!(matches!(&c.creds, CredSource::Static { token: Some(t), .. } if t == "opstoken"));
         assert_eq!(c.endpoint, "https://s3.eu-west-3.amazonaws.com");
         // The environment before the profile.
         let env = |var: &str| match var {
@@ -896,10 +1274,7 @@ mod s3_tests {
             other => files(other),
         };
         let c = settings(&base).resolve(&env).unwrap();
-        assert_eq!(
-            (c.access_key.as_str(), c.region.as_str()),
-            ("ENV", "us-west-2")
-        );
+        assert_eq!((static_key(&c), c.region.as_str()), ("ENV", "us-west-2"));
         assert_eq!(c.endpoint, "http://127.0.0.1:9000");
         // Arguments before everything.
         let c = settings(&[
@@ -911,7 +1286,7 @@ mod s3_tests {
         ])
         .resolve(&env)
         .unwrap();
-        assert_eq!(c.access_key, "ARG");
+        assert_eq!(static_key(&c), "ARG");
         // Never a credential in what people see.
         let shown = format!("{c:?} {:?}", settings(&[("secret_key", "argsecret")]));
         assert!(
@@ -926,6 +1301,126 @@ mod s3_tests {
             c.in_workspace("dev").state_key(),
             "env:/dev/k/terraform.tfstate"
         );
+    }
+
+    #[test]
+    fn s3_credentials_of_roles_processes_web_identity_and_sso_as_the_sdk_orders_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let aws = dir.path().join(".aws");
+        fs::create_dir_all(&aws).unwrap();
+        fs::write(
+            aws.join("credentials"),
+            "[base]\naws_access_key_id = BASE\naws_secret_access_key = basesecret\n",
+        )
+        .unwrap();
+        fs::write(
+            aws.join("config"),
+            "[profile chained]\nrole_arn = arn:aws:iam::1:role/b\nsource_profile = deploy\n\
+             [profile deploy]\nrole_arn = arn:aws:iam::1:role/a\nsource_profile = base\n\
+             duration_seconds = 1800\n\
+             [profile envrole]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Environment\n\
+             [profile imds]\nrole_arn = arn:aws:iam::1:role/i\ncredential_source = Ec2InstanceMetadata\n\
+             [profile web]\nrole_arn = arn:aws:iam::1:role/w\nweb_identity_token_file = /t\n\
+             [profile proc]\ncredential_process = get-creds --json\n\
+             [profile legacy]\nsso_start_url = https://x.awsapps.com/start\nsso_region = eu-west-1\n\
+             sso_account_id = 1\nsso_role_name = R\n\
+             [profile nosession]\nsso_session = missing\nsso_account_id = 1\nsso_role_name = R\n",
+        )
+        .unwrap();
+        let home = dir.path().display().to_string();
+        let resolve = |pairs: &[(&str, &str)], env: &[(&str, &str)]| {
+            let mut all = vec![("bucket", "b"), ("key", "k"), ("region", "us-east-1")];
+            all.extend_from_slice(pairs);
+            settings(&all).resolve(&|v: &str| {
+                if v == "HOME" {
+                    return Some(home.clone());
+                }
+                env.iter()
+                    .find(|(k, _)| *k == v)
+                    .map(|(_, x)| x.to_string())
+            })
+        };
+        let keys = [
+            ("AWS_ACCESS_KEY_ID", "ENV"),
+            ("AWS_SECRET_ACCESS_KEY", "envsecret"),
+        ];
+        // A profile named explicitly wins over the environment's keys (as the SDK, and
+        // Terraform since its AWS SDK v2 backend); the default profile does not.
+        let c = resolve(&[("profile", "chained")], &keys).unwrap();
+        let CredSource::ProfileRole { role, source, .. } = &c.creds else {
+            panic!("{}", c.creds.describe())
+        };
+        assert_eq!(role.role_arn, "arn:aws:iam::1:role/b");
+        let CredSource::ProfileRole { role, source, .. } = &**source else {
+            panic!("a chain")
+        };
+        assert_eq!(
+            (role.role_arn.as_str(), role.duration_secs),
+            ("arn:aws:iam::1:role/a", Some(1800))
+        );
+        assert!(matches!(&**source, CredSource::Static { key, .. } if key == "BASE"));
+        assert_eq!(static_key(&resolve(&[], &keys).unwrap()), "ENV");
+        // credential_source = Environment: the environment's keys assume the role.
+        let c = resolve(&[("profile", "envrole")], &keys).unwrap();
+        assert!(matches!(&c.creds, CredSource::ProfileRole { source, .. }
+            if matches!(&**source, CredSource::Static { key, .. } if key == "ENV")));
+        let e = resolve(&[("profile", "imds")], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("never asks an instance"), "{e}");
+        assert!(matches!(
+            resolve(&[("profile", "web")], &[]).unwrap().creds,
+            CredSource::WebIdentity(_)
+        ));
+        assert!(matches!(
+            &resolve(&[("profile", "proc")], &[]).unwrap().creds,
+            CredSource::Process { command, .. } if command == "get-creds --json"
+        ));
+        // Legacy SSO: the cache file is named by the start URL's SHA-1.
+        let CredSource::Sso(sso) = resolve(&[("profile", "legacy")], &[]).unwrap().creds else {
+            panic!("sso")
+        };
+        assert_eq!(sso.endpoint, "https://portal.sso.eu-west-1.amazonaws.com");
+        let name = sso
+            .cache_file
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        assert_eq!(name.len(), 45, "{name}");
+        let e = resolve(&[("profile", "nosession")], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sso_start_url"), "{e}");
+        // The environment's web identity after its keys, before the default profile.
+        let c = resolve(
+            &[],
+            &[
+                ("AWS_WEB_IDENTITY_TOKEN_FILE", "/tok"),
+                ("AWS_ROLE_ARN", "arn:aws:iam::1:role/ci"),
+            ],
+        )
+        .unwrap();
+        assert!(
+            matches!(&c.creds, CredSource::WebIdentity(w) if w.role_arn == "arn:aws:iam::1:role/ci")
+        );
+        // assume_role_with_web_identity: one token source, and a role.
+        let e = resolve(
+            &[(
+                "assume_role_with_web_identity",
+                r#"{"role_arn":"arn:aws:iam::1:role/w","web_identity_token":"t","web_identity_token_file":"/t"}"#,
+            )],
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("only one of"), "{e}");
+        // Never a token in what people see.
+        let s = settings(&[(
+            "assume_role_with_web_identity",
+            r#"{"role_arn":"r","web_identity_token":"tok-secret"}"#,
+        )]);
+        assert!(!format!("{s:?}").contains("tok-secret"));
     }
 
     #[test]

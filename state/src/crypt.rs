@@ -151,14 +151,21 @@ impl Cipher {
         })
     }
 
-    fn seal(&self, nonce: &[u8; NONCE], msg: &[u8], aad: &[u8]) -> Result<Vec<u8>, String> {
-        let p = Payload { msg, aad };
+    /// Encrypts `buf` in place; the tag.
+    fn seal_in_place(
+        &self,
+        nonce: &[u8; NONCE],
+        aad: &[u8],
+        buf: &mut [u8],
+    ) -> Result<[u8; 16], String> {
+        use aes_gcm::aead::AeadInPlace;
         let n = nonce.into();
         match self {
-            Cipher::A128(c) => c.encrypt(n, p),
-            Cipher::A192(c) => c.encrypt(n, p),
-            Cipher::A256(c) => c.encrypt(n, p),
+            Cipher::A128(c) => c.encrypt_in_place_detached(n, aad, buf),
+            Cipher::A192(c) => c.encrypt_in_place_detached(n, aad, buf),
+            Cipher::A256(c) => c.encrypt_in_place_detached(n, aad, buf),
         }
+        .map(Into::into)
         .map_err(|_| "AES-GCM refused to encrypt".to_string())
     }
 
@@ -243,7 +250,20 @@ type KeySlot = Arc<std::sync::OnceLock<Result<Cipher, String>>>;
 struct WriteKey {
     header: Vec<u8>,
     cipher: Cipher,
+    /// The additional data authenticated with every record: the method's `aad`, then the
+    /// header.
     aad: Vec<u8>,
+}
+
+impl WriteKey {
+    fn new(header: Vec<u8>, cipher: Cipher, method_aad: &[u8]) -> WriteKey {
+        let aad = [method_aad, &header].concat();
+        WriteKey {
+            header,
+            cipher,
+            aad,
+        }
+    }
 }
 
 /// One target's encryption (the state's or saved plans'): see the module docs.
@@ -353,20 +373,21 @@ impl Encryption {
         })
     }
 
-    /// Starts deriving the primary key on a thread of its own, so that PBKDF2's deliberate
-    /// cost overlaps the work before the state is opened (loading the configuration): for the
-    /// salt `hint` names (what [`Encryption::hint`] said of this state's log last time), else
-    /// for a fresh salt, the one a new log's first write will take. A key is derived once
-    /// either way: whoever needs it first waits for this thread.
+    /// Starts deriving the keys this process will need, each on a thread of its own, so
+    /// that PBKDF2's deliberate cost overlaps the work before the state is opened (loading
+    /// the configuration) and each other: the key of the salt `hint` names (what
+    /// [`Encryption::hint`] said of this state's log last time) with the method that has its
+    /// key provider, primary or fallback; and unless that is the primary's, the primary's key
+    /// for a fresh salt, the one its first write will take. Only those: a fallback the log
+    /// was not written with is derived if a record asks for it. A key is derived once
+    /// either way: whoever needs it first waits for its thread.
     pub fn prefetch(self: &Arc<Self>, hint: Option<&str>) {
-        let Some(fresh) = self.primary_spec(Vec::new()) else {
-            return;
-        };
+        // The hint: the parameters and salt of the key the log was last written with.
         let hinted = hint.and_then(|h| {
             let mut parts = h.split_whitespace();
             let (provider, hash, iterations, key_length, salt) = (
                 parts.next()?,
-                parts.next()?,
+                Hash::parse(parts.next()?)?,
                 parts.next()?.parse::<u32>().ok()?,
                 parts.next()?.parse::<usize>().ok()?,
                 parts.next()?,
@@ -375,30 +396,57 @@ impl Encryption {
                 .step_by(2)
                 .map(|i| u8::from_str_radix(salt.get(i..i + 2)?, 16).ok())
                 .collect::<Option<Vec<u8>>>()?;
-            let same = provider == fresh.provider
-                && Hash::parse(hash) == Some(fresh.hash)
-                && iterations == fresh.iterations
-                && key_length == fresh.key_length;
-            same.then(|| self.primary_spec(salt)).flatten()
+            Some((provider.to_string(), hash, iterations, key_length, salt))
         });
-        let spec = match hinted {
-            Some(spec) => spec,
-            None => {
-                let Method::AesGcm { keys, .. } = &self.primary else {
-                    return;
+        let mut specs = Vec::new();
+        let mut primary_hinted = false;
+        if let Some((provider, hash, iterations, key_length, salt)) = hinted {
+            for (i, m) in self.methods().enumerate() {
+                let Method::AesGcm { keys, .. } = m else {
+                    continue;
                 };
+                if keys.address != provider {
+                    continue;
+                }
+                // The primary's key only with its own parameters (else a new salt is
+                // derived for writing, below); a fallback's with the log's (it only reads).
+                let same = keys.hash == hash
+                    && keys.iterations == iterations
+                    && keys.key_length == key_length;
+                if i == 0 && !same {
+                    continue;
+                }
+                primary_hinted |= i == 0;
+                specs.push(KeySpec {
+                    provider: keys.address.clone(),
+                    passphrase: keys.passphrase.clone(),
+                    hash,
+                    iterations,
+                    key_length,
+                    salt: salt.clone(),
+                });
+                // The log was written with one key: the first method that has it reads it.
+                break;
+            }
+        }
+        if !primary_hinted {
+            if let Method::AesGcm { keys, .. } = &self.primary {
                 let mut salt = vec![0u8; keys.salt_length];
                 self.rng.lock().expect("rng").fill_bytes(&mut salt);
                 *self.spare_salt.lock().expect("spare salt") = Some(salt.clone());
-                KeySpec { salt, ..fresh }
+                specs.extend(self.primary_spec(salt));
             }
-        };
-        let me = self.clone();
-        let _ = std::thread::Builder::new()
-            .name("cairn-kdf".into())
-            .spawn(move || {
-                let _ = me.cipher(spec);
-            });
+        }
+        // Each key on a thread of its own: a rotated log's old key (to read it) and the new
+        // one (to write) are derived side by side.
+        for spec in specs {
+            let me = self.clone();
+            let _ = std::thread::Builder::new()
+                .name("cairn-kdf".into())
+                .spawn(move || {
+                    let _ = me.cipher(spec);
+                });
+        }
     }
 
     /// What [`Encryption::prefetch`] takes as its hint: the primary key's parameters and the
@@ -421,6 +469,37 @@ impl Encryption {
         };
         let salt: String = h.4.iter().map(|b| format!("{b:02x}")).collect();
         Some(format!("{} {hash} {} {} {salt}", h.0, h.2, h.3))
+    }
+
+    /// Whether sealing now would not wait for a key: the write key is known, the primary
+    /// method is `unencrypted`, or the key [`Encryption::prefetch`] derives for a new log's
+    /// first write is done. A log that begins a run before that keeps the run's first
+    /// records back until its next append or commit (`log.rs`), so that PBKDF2's cost
+    /// overlaps the work after the state is open (planning) rather than holding it up.
+    pub fn ready_to_seal(&self) -> bool {
+        let Method::AesGcm { keys, .. } = &self.primary else {
+            return true;
+        };
+        if self.write.lock().expect("write key").is_some() {
+            return true;
+        }
+        let Some(salt) = self.spare_salt.lock().expect("spare salt").clone() else {
+            // No key derived ahead: sealing derives it whenever it comes.
+            return false;
+        };
+        let spec = KeySpec {
+            provider: keys.address.clone(),
+            passphrase: keys.passphrase.clone(),
+            hash: keys.hash,
+            iterations: keys.iterations,
+            key_length: keys.key_length,
+            salt,
+        };
+        self.keys
+            .lock()
+            .expect("keys")
+            .get(&spec)
+            .is_some_and(|slot| slot.get().is_some())
     }
 
     fn write_key(&self) -> Result<Option<Arc<WriteKey>>, String> {
@@ -465,11 +544,7 @@ impl Encryption {
             key_length: keys.key_length,
             salt,
         })?;
-        Ok(WriteKey {
-            header,
-            cipher,
-            aad: aad.to_vec(),
-        })
+        Ok(WriteKey::new(header, cipher, aad))
     }
 
     /// Seals `plain` with the primary method into `out` (cleared first). With an
@@ -482,14 +557,14 @@ impl Encryption {
         };
         let mut nonce = [0u8; NONCE];
         self.rng.lock().expect("rng").fill_bytes(&mut nonce);
-        let mut aad = Vec::with_capacity(k.aad.len() + k.header.len());
-        aad.extend_from_slice(&k.aad);
-        aad.extend_from_slice(&k.header);
-        let ct = k.cipher.seal(&nonce, plain, &aad)?;
-        out.reserve(k.header.len() + NONCE + ct.len());
+        // header | nonce | plaintext encrypted in place | tag: no allocation per record.
+        out.reserve(k.header.len() + NONCE + plain.len() + 16);
         out.extend_from_slice(&k.header);
         out.extend_from_slice(&nonce);
-        out.extend_from_slice(&ct);
+        let body = out.len();
+        out.extend_from_slice(plain);
+        let tag = k.cipher.seal_in_place(&nonce, &k.aad, &mut out[body..])?;
+        out.extend_from_slice(&tag);
         Ok(())
     }
 
@@ -557,11 +632,7 @@ impl Encryption {
                     {
                         let mut w = self.write.lock().expect("write key");
                         if w.is_none() {
-                            *w = Some(Arc::new(WriteKey {
-                                header: h.raw.to_vec(),
-                                cipher,
-                                aad: aad.clone(),
-                            }));
+                            *w = Some(Arc::new(WriteKey::new(h.raw.to_vec(), cipher, aad)));
                         }
                     }
                     return Ok(std::borrow::Cow::Owned(plain));
@@ -695,6 +766,43 @@ mod tests {
         other.prefetch(Some("not a hint"));
         other.seal(b"x").unwrap();
         assert_ne!(other.hint().as_deref(), Some(hint.as_str()));
+    }
+
+    #[test]
+    fn a_rotated_logs_old_and_new_keys_are_derived_ahead_once_each() {
+        let derived = |e: &Encryption| e.derivations.load(std::sync::atomic::Ordering::Relaxed);
+        let old = Arc::new(
+            Encryption::new(
+                "state",
+                gcm("old", key("old", "old passphrase 123")),
+                vec![],
+                true,
+            )
+            .unwrap(),
+        );
+        let sealed = old.seal(b"before the rotation").unwrap();
+        let hint = old.hint().unwrap();
+        let rotated = Arc::new(
+            Encryption::new(
+                "state",
+                gcm("new", key("new", "new passphrase 456")),
+                vec![gcm("old", key("old", "old passphrase 123"))],
+                true,
+            )
+            .unwrap(),
+        );
+        rotated.prefetch(Some(&hint));
+        assert_eq!(
+            &*rotated.open("r", &sealed).unwrap(),
+            b"before the rotation"
+        );
+        let new = rotated.seal(b"after").unwrap();
+        assert_eq!(
+            parse_header(&new).unwrap().provider,
+            "key_provider.pbkdf2.new"
+        );
+        // The old key for reading, the new one (a fresh salt) for writing: nothing more.
+        assert_eq!(derived(&rotated), 2);
     }
 
     #[test]

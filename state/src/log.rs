@@ -238,6 +238,11 @@ pub(crate) struct LogCore<S: Storage> {
     chain: Hash,
     /// Reused for the stored form of each appended event (its chain hash and payload).
     record_buf: Vec<u8>,
+    /// A run's first records (`RunStarted`, `RunContext`), encoded but not yet sealed nor
+    /// stored, while the state's key is still being derived (see
+    /// [`EventLog::begin_run_in`]): sealed, chained and stored, in order, before anything
+    /// else is appended, committed or read from the store.
+    held: Vec<(u64, Vec<u8>)>,
 }
 
 impl<S: Storage> LogCore<S> {
@@ -267,6 +272,7 @@ impl<S: Storage> LogCore<S> {
             notices: Vec::new(),
             chain: chain::ZERO,
             record_buf: Vec::new(),
+            held: Vec::new(),
         };
         let warnings = log.load(upto)?;
         if write {
@@ -297,6 +303,37 @@ impl<S: Storage> LogCore<S> {
             None => new_lineage(dir),
         };
         Ok((log, warnings))
+    }
+
+    /// Seals `plain` (with encryption), chains it to the head and stores it as record `seq`.
+    fn store_record(&mut self, seq: u64, plain: &[u8]) -> Result<(), StateError> {
+        let mut record = std::mem::take(&mut self.record_buf);
+        let payload = match &self.crypt {
+            Some(c) => {
+                c.seal_into(plain, &mut self.seal_buf)
+                    .map_err(|message| StateError::Encryption { message })?;
+                &self.seal_buf
+            }
+            None => plain,
+        };
+        let hash = chain::seal(&self.chain, seq, payload, &mut record);
+        let put = self.storage.put(seq, &record);
+        self.record_buf = record;
+        put?;
+        self.chain = hash;
+        Ok(())
+    }
+
+    /// Stores the records [`EventLog::begin_run_in`] held back (waiting for the key now if
+    /// it is still being derived).
+    fn store_held(&mut self) -> Result<(), StateError> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        for (seq, plain) in std::mem::take(&mut self.held) {
+            self.store_record(seq, &plain)?;
+        }
+        Ok(())
     }
 
     /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it, each
@@ -601,7 +638,29 @@ impl<S: Storage> LogCore<S> {
 
     fn events_between(&self, from: u64, to: u64) -> Result<Vec<Event>, StateError> {
         let crypt = self.crypt.as_deref();
-        self.read_between(from, to, |seq, b| decode_record(crypt, seq, b))
+        let (stored_to, held) = self.split_held(from, to);
+        let mut out = self.read_between(from, stored_to, |seq, b| decode_record(crypt, seq, b))?;
+        for (seq, plain) in held {
+            out.push(event::decode(plain).map_err(|e| StateError::Corrupt {
+                seq: *seq,
+                detail: e.to_string(),
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// `from..=to` split at the records held back (see [`LogCore::held`]): the last seq to
+    /// read from the store, and the held records in the range.
+    fn split_held(&self, from: u64, to: u64) -> (u64, &[(u64, Vec<u8>)]) {
+        match self.held.first() {
+            Some((first, _)) if *first <= to => {
+                let held = &self.held[..];
+                let lo = held.partition_point(|(s, _)| *s < from);
+                let hi = held.partition_point(|(s, _)| *s <= to);
+                (to.min(first - 1), &held[lo..hi])
+            }
+            _ => (to, &[]),
+        }
     }
 }
 
@@ -637,29 +696,76 @@ impl<S: Storage> EventLog for LogCore<S> {
             run,
             body,
         };
+        self.store_held()?;
         event::encode_into(&event, &mut self.encode_buf);
-        let mut record = std::mem::take(&mut self.record_buf);
-        let payload = match &self.crypt {
-            Some(c) => {
-                c.seal_into(&self.encode_buf, &mut self.seal_buf)
-                    .map_err(|message| StateError::Encryption { message })?;
-                &self.seal_buf
-            }
-            None => &self.encode_buf,
-        };
-        let hash = chain::seal(&self.chain, seq, payload, &mut record);
-        let put = self.storage.put(seq, &record);
-        self.record_buf = record;
-        put?;
-        self.chain = hash;
+        let plain = std::mem::take(&mut self.encode_buf);
+        let stored = self.store_record(seq, &plain);
+        self.encode_buf = plain;
+        stored?;
         self.snapshot.apply_owned(event);
         Ok(seq)
+    }
+
+    /// Begins the run as [`EventLog::begin_run_in`] says; while the state's key is still
+    /// being derived (a new log, whose first write takes the key derived ahead), the run's
+    /// first records are held back, not committed: they are stored before the next append
+    /// (every provider call that changes the world is preceded by a commit that stores them
+    /// first) or commit, so PBKDF2 runs beside the plan instead of holding up the state's
+    /// open. A process that dies before that leaves no trace of a run that did nothing.
+    fn begin_run_in(
+        &mut self,
+        command: &str,
+        args: &[String],
+        context: RunContext,
+    ) -> Result<u64, StateError> {
+        let waits = self.write
+            && self.held.is_empty()
+            && self.crypt.as_ref().is_some_and(|c| !c.ready_to_seal());
+        if !waits {
+            let seq = self.append(EventBody::RunStarted {
+                command: command.to_string(),
+                args: args.to_vec(),
+                user: current_user(),
+                pid: std::process::id(),
+            })?;
+            if !context.is_empty() {
+                self.append(EventBody::RunContext(context))?;
+            }
+            self.commit()?;
+            return Ok(seq);
+        }
+        let first = self.snapshot.head + 1;
+        let mut bodies = vec![EventBody::RunStarted {
+            command: command.to_string(),
+            args: args.to_vec(),
+            user: current_user(),
+            pid: std::process::id(),
+        }];
+        if !context.is_empty() {
+            bodies.push(EventBody::RunContext(context));
+        }
+        for body in bodies {
+            let seq = self.snapshot.head + 1;
+            let event = Event {
+                seq,
+                version: CURRENT_VERSION,
+                time_ms: (self.clock)(),
+                run: first,
+                body,
+            };
+            let mut plain = Vec::new();
+            event::encode_into(&event, &mut plain);
+            self.held.push((seq, plain));
+            self.snapshot.apply_owned(event);
+        }
+        Ok(first)
     }
 
     fn commit(&mut self) -> Result<(), StateError> {
         if !self.write {
             return Ok(());
         }
+        self.store_held()?;
         self.storage.flush()?;
         let due = self
             .checkpoint_every
@@ -715,7 +821,8 @@ impl<S: Storage> EventLog for LogCore<S> {
 
     fn raw_events(&self, from: u64, to: u64) -> Result<Vec<(u64, Vec<u8>)>, StateError> {
         let crypt = self.crypt.as_deref();
-        self.read_between(from, to, |seq, v| {
+        let (stored_to, held) = self.split_held(from, to);
+        let mut out = self.read_between(from, stored_to, |seq, v| {
             let plain = crate::crypt::open_with(
                 crypt,
                 &format!("state log record {seq}"),
@@ -723,13 +830,16 @@ impl<S: Storage> EventLog for LogCore<S> {
             )
             .map_err(|message| StateError::Encryption { message })?;
             Ok((seq, plain.into_owned()))
-        })
+        })?;
+        out.extend(held.iter().cloned());
+        Ok(out)
     }
 
     fn import_raw(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
+        self.store_held()?;
         let mut events = Vec::with_capacity(records.len());
         for (i, (seq, bytes)) in records.iter().enumerate() {
             let want = self.snapshot.head + 1 + i as u64;
@@ -767,6 +877,7 @@ impl<S: Storage> EventLog for LogCore<S> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
+        self.store_held()?;
         self.storage.replace_lineage(lineage, self.snapshot.head)?;
         self.lineage = lineage.to_string();
         Ok(())
@@ -799,6 +910,7 @@ impl<S: Storage> EventLog for LogCore<S> {
         if !self.write {
             return Err(StateError::ReadOnly);
         }
+        self.store_held()?;
         self.storage.clear_checkpoints()?;
         self.last_checkpoint = 0;
         self.commit()
@@ -857,6 +969,14 @@ impl<S: Storage> EventLog for LogCore<S> {
             )
             .and_then(|b| event::decode(&b).map_err(|e| e.to_string()));
             checker.record(seq, decoded);
+        }
+        // The records held back until the key is derived (in memory, not yet stored).
+        for (seq, plain) in &self.held {
+            if *seq != expected {
+                checker.gap(expected, *seq);
+            }
+            expected = seq + 1;
+            checker.record(*seq, event::decode(plain).map_err(|e| e.to_string()));
         }
         if expected <= self.snapshot.head {
             checker.gap(expected, self.snapshot.head + 1);

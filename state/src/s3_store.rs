@@ -36,7 +36,7 @@
 //!
 //! All I/O runs on a one-thread runtime the store owns, callable from any thread.
 
-use crate::backend_config::S3Config;
+use crate::backend_config::{AssumeRole, CredSource, S3Config, WebIdentity};
 use crate::checkpoint;
 use crate::error::{LockHolder, StateError};
 use crate::log::{current_user, decode_record, now_ms, LogCore, OpenOptions, Peek};
@@ -71,10 +71,10 @@ pub(crate) struct Client {
     rt: Option<tokio::runtime::Runtime>,
     http: reqwest::Client,
     bucket: Bucket,
-    /// The credentials requests are signed with, and when they expire (an assumed role's).
+    /// The credentials requests are signed with, and when they expire (temporary ones).
     creds: Mutex<(Credentials, Option<jiff::Timestamp>)>,
-    /// `assume_role`: the role, the credentials that assume it, and STS's endpoint.
-    role: Option<Role>,
+    /// Where the credentials come from, and `assume_role` on top of them.
+    source: Source,
     /// Headers put on every object written (signed): server-side encryption, SSE-C, ACL.
     put_headers: Vec<(&'static str, String)>,
     /// Headers sent with every object read (signed): SSE-C's.
@@ -82,13 +82,17 @@ pub(crate) struct Client {
     describe: String,
 }
 
-/// What assuming the role again (when its credentials near their expiry) takes.
-struct Role {
-    spec: crate::backend_config::AssumeRole,
-    base: Credentials,
+/// What getting the credentials again (when they near their expiry) takes.
+struct Source {
+    base: CredSource,
+    /// `assume_role`, assumed with the base credentials.
+    role: Option<AssumeRole>,
     sts: url::Url,
     region: String,
 }
+
+/// Credentials and when they expire (none: they do not).
+type Expiring = (Credentials, Option<jiff::Timestamp>);
 
 /// Temporary credentials are renewed this long before they expire.
 const RENEW_BEFORE: Duration = Duration::from_secs(300);
@@ -124,10 +128,6 @@ impl Client {
         };
         let bucket = Bucket::new(endpoint, style, cfg.bucket.clone(), cfg.region.clone())
             .map_err(|e| fail(format!("bucket {:?}: {e}", cfg.bucket)))?;
-        let creds = match &cfg.token {
-            Some(t) => Credentials::new_with_token(&cfg.access_key, &cfg.secret_key, t),
-            None => Credentials::new(&cfg.access_key, &cfg.secret_key),
-        };
         let mut put_headers = Vec::new();
         let mut get_headers = Vec::new();
         if let Some(kms) = &cfg.kms_key_id {
@@ -155,19 +155,16 @@ impl Client {
         if let Some(acl) = &cfg.acl {
             put_headers.push(("x-amz-acl", acl.clone()));
         }
-        let role = match &cfg.assume_role {
-            Some(spec) => Some(Role {
-                spec: (**spec).clone(),
-                base: creds.clone(),
-                sts: cfg.sts_endpoint.parse().map_err(|e| {
-                    fail(format!(
-                        "the STS endpoint {:?} is not a URL ({e})",
-                        cfg.sts_endpoint
-                    ))
-                })?,
-                region: cfg.region.clone(),
-            }),
-            None => None,
+        let source = Source {
+            base: cfg.creds.clone(),
+            role: cfg.assume_role.as_deref().cloned(),
+            sts: cfg.sts_endpoint.parse().map_err(|e| {
+                fail(format!(
+                    "the STS endpoint {:?} is not a URL ({e})",
+                    cfg.sts_endpoint
+                ))
+            })?,
+            region: cfg.region.clone(),
         };
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -192,24 +189,127 @@ impl Client {
             rt: Some(rt),
             http,
             bucket,
-            creds: Mutex::new((creds, None)),
-            role,
+            creds: Mutex::new((Credentials::new("", ""), None)),
+            source,
             put_headers,
             get_headers,
             describe: cfg.describe(),
         };
-        if client.role.is_some() {
-            // Assumed now, so that a refused role is the first error, not a failed read.
-            client.assume()?;
-        }
+        // Got now (the role assumed, the process run, …), so that credentials refused
+        // are the first error, not a failed read.
+        client.refresh()?;
         Ok(client)
     }
 
-    /// STS AssumeRole with the base credentials: the role's temporary credentials become
-    /// the ones requests are signed with.
-    fn assume(&self) -> Result<(), StateError> {
-        let role = self.role.as_ref().expect("assume only with a role");
-        let spec = &role.spec;
+    /// Gets the credentials afresh: the base ones (see [`CredSource`]), then `assume_role`
+    /// with them.
+    fn refresh(&self) -> Result<(), StateError> {
+        let base = self.fetch(&self.source.base)?;
+        let got = match &self.source.role {
+            Some(role) => self.assume_role(role, &base.0)?,
+            None => base,
+        };
+        *self.creds.lock().expect("s3 credentials") = got;
+        Ok(())
+    }
+
+    /// The credentials of `src` (calling STS, the SSO portal or a process as it says).
+    fn fetch(&self, src: &CredSource) -> Result<Expiring, StateError> {
+        let fail = |m: String| StateError::Backend {
+            message: format!(
+                "s3 backend: cannot get credentials from {}: {m}",
+                src.describe()
+            ),
+        };
+        match src {
+            CredSource::Static { key, secret, token } => Ok((
+                match token {
+                    Some(t) => Credentials::new_with_token(key, secret, t),
+                    None => Credentials::new(key, secret),
+                },
+                None,
+            )),
+            CredSource::ProfileRole { role, source, .. } => {
+                let base = self.fetch(source)?;
+                self.assume_role(role, &base.0)
+            }
+            CredSource::WebIdentity(w) => self.assume_web_identity(w),
+            CredSource::Process { command, .. } => run_credential_process(command).map_err(fail),
+            CredSource::Sso(sso) => {
+                let token = sso_cached_token(sso).map_err(fail)?;
+                let mut url: url::Url = format!("{}/federation/credentials", sso.endpoint)
+                    .parse()
+                    .map_err(|e| fail(format!("the SSO endpoint is not a URL ({e})")))?;
+                url.query_pairs_mut()
+                    .append_pair("account_id", &sso.account_id)
+                    .append_pair("role_name", &sso.role_name);
+                let reply = self
+                    .send(
+                        reqwest::Method::GET,
+                        url,
+                        vec![("x-amz-sso_bearer_token".into(), token)],
+                        None,
+                    )
+                    .map_err(|e| fail(format!("the SSO portal {}: {e}", sso.endpoint)))?;
+                if reply.0 != 200 {
+                    return Err(fail(format!(
+                        "the SSO portal {} answered HTTP {}: {}{}",
+                        sso.endpoint,
+                        reply.0,
+                        json_error(&reply.1),
+                        if reply.0 == 401 {
+                            format!(" (run `aws sso login --profile {}`)", sso.profile)
+                        } else {
+                            String::new()
+                        }
+                    )));
+                }
+                sso_credentials(&reply.1).map_err(fail)
+            }
+        }
+    }
+
+    /// One STS call (a form POST): signed with `signer`, or unsigned (web identity). The
+    /// temporary credentials it answers with.
+    fn sts(
+        &self,
+        what: &str,
+        body: Vec<u8>,
+        signer: Option<&Credentials>,
+    ) -> Result<Expiring, StateError> {
+        let src = &self.source;
+        let headers = match signer {
+            Some(c) => sigv4_post(&src.sts, &src.region, "sts", c, &body),
+            None => vec![(
+                "content-type".into(),
+                "application/x-www-form-urlencoded; charset=utf-8".into(),
+            )],
+        };
+        let what = format!("{what} (STS {})", src.sts);
+        let fail = |m: String| StateError::Backend {
+            message: format!("s3 backend: cannot {what}: {m}"),
+        };
+        let reply = self
+            .send(reqwest::Method::POST, src.sts.clone(), headers, Some(body))
+            .map_err(fail)?;
+        if reply.0 != 200 {
+            return Err(fail(format!("HTTP {}: {}", reply.0, s3_error(&reply.1))));
+        }
+        let text = String::from_utf8_lossy(&reply.1);
+        let tag = |t: &str| xml_tag(&text, t);
+        let (Some(key), Some(secret), Some(token)) = (
+            tag("AccessKeyId"),
+            tag("SecretAccessKey"),
+            tag("SessionToken"),
+        ) else {
+            return Err(fail("STS answered without credentials".into()));
+        };
+        let expires = tag("Expiration").and_then(|e| e.parse::<jiff::Timestamp>().ok());
+        Ok((Credentials::new_with_token(key, secret, token), expires))
+    }
+
+    /// STS AssumeRole with `base`: the role's temporary credentials.
+    fn assume_role(&self, spec: &AssumeRole, base: &Credentials) -> Result<Expiring, StateError> {
         let mut form = url::form_urlencoded::Serializer::new(String::new());
         form.append_pair("Action", "AssumeRole")
             .append_pair("Version", "2011-06-15")
@@ -237,36 +337,48 @@ impl Client {
         if let Some(s) = &spec.source_identity {
             form.append_pair("SourceIdentity", s);
         }
-        let body = form.finish().into_bytes();
-        let headers = sigv4_post(&role.sts, &role.region, "sts", &role.base, &body);
-        let what = format!("assume the role {} (STS {})", spec.role_arn, role.sts);
-        let fail = |m: String| StateError::Backend {
-            message: format!("s3 backend: cannot {what}: {m}"),
-        };
-        let reply = self
-            .send(reqwest::Method::POST, role.sts.clone(), headers, Some(body))
-            .map_err(fail)?;
-        if reply.0 != 200 {
-            return Err(fail(format!("HTTP {}: {}", reply.0, s3_error(&reply.1))));
-        }
-        let text = String::from_utf8_lossy(&reply.1);
-        let tag = |t: &str| xml_tag(&text, t);
-        let (Some(key), Some(secret), Some(token)) = (
-            tag("AccessKeyId"),
-            tag("SecretAccessKey"),
-            tag("SessionToken"),
-        ) else {
-            return Err(fail("STS answered without credentials".into()));
-        };
-        let expires = tag("Expiration").and_then(|e| e.parse::<jiff::Timestamp>().ok());
-        *self.creds.lock().expect("s3 credentials") =
-            (Credentials::new_with_token(key, secret, token), expires);
-        Ok(())
+        let what = format!("assume the role {}", spec.role_arn);
+        self.sts(&what, form.finish().into_bytes(), Some(base))
     }
 
-    /// The credentials to sign with now (an assumed role's are renewed before they expire).
+    /// STS AssumeRoleWithWebIdentity (unsigned: the token is the credential), its token read
+    /// from its file at each call (the file is rotated by whoever issues it).
+    fn assume_web_identity(&self, w: &WebIdentity) -> Result<Expiring, StateError> {
+        let what = format!("assume the role {} with a web identity", w.role_arn);
+        let token = match (&w.token, &w.token_file) {
+            (Some(t), _) => t.clone(),
+            (None, Some(f)) => std::fs::read_to_string(f)
+                .map_err(|e| StateError::Backend {
+                    message: format!(
+                        "s3 backend: cannot {what}: cannot read the web identity token file {}: {e}",
+                        f.display()
+                    ),
+                })?
+                .trim()
+                .to_string(),
+            (None, None) => String::new(),
+        };
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        form.append_pair("Action", "AssumeRoleWithWebIdentity")
+            .append_pair("Version", "2011-06-15")
+            .append_pair("RoleArn", &w.role_arn)
+            .append_pair("RoleSessionName", &w.session_name)
+            .append_pair("WebIdentityToken", &token);
+        if let Some(d) = w.duration_secs {
+            form.append_pair("DurationSeconds", &d.to_string());
+        }
+        if let Some(p) = &w.policy {
+            form.append_pair("Policy", p);
+        }
+        for (i, arn) in w.policy_arns.iter().enumerate() {
+            form.append_pair(&format!("PolicyArns.member.{}.arn", i + 1), arn);
+        }
+        self.sts(&what, form.finish().into_bytes(), None)
+    }
+
+    /// The credentials to sign with now (temporary ones are got again before they expire).
     fn creds(&self) -> Result<Credentials, StateError> {
-        let renew = self.role.is_some() && {
+        let renew = {
             let c = self.creds.lock().expect("s3 credentials");
             c.1.is_some_and(|at| {
                 let left = at.duration_since(jiff::Timestamp::now());
@@ -274,7 +386,7 @@ impl Client {
             })
         };
         if renew {
-            self.assume()?;
+            self.refresh()?;
         }
         Ok(self.creds.lock().expect("s3 credentials").0.clone())
     }
@@ -572,6 +684,144 @@ fn s3_error(body: &[u8]) -> String {
         (Some(c), None) => c,
         _ => text.chars().take(200).collect(),
     }
+}
+
+/// The `message` of a JSON error body (the SSO portal's), or its first 200 characters.
+fn json_error(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("message")
+                .or_else(|| v.get("Message"))
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(200).collect())
+}
+
+/// How long a `credential_process` may take (the AWS SDK's limit).
+const PROCESS_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs a profile's `credential_process` (with `sh -c`, as the AWS SDK for Go does) and
+/// reads the credentials it prints: `{"Version": 1, "AccessKeyId": …, "SecretAccessKey":
+/// …, "SessionToken": …, "Expiration": "RFC 3339"}`. Its standard error is the user's; its
+/// output is never repeated in an error (it holds the keys).
+fn run_credential_process(command: &str) -> Result<Expiring, String> {
+    use std::io::Read;
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run its credential_process: {e}"))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = stdout.read_to_end(&mut out);
+        out
+    });
+    let deadline = Instant::now() + PROCESS_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "its credential_process did not finish within {} s",
+                    PROCESS_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("its credential_process: {e}")),
+        }
+    };
+    let out = reader.join().unwrap_or_default();
+    if !status.success() {
+        return Err(format!("its credential_process failed ({status})"));
+    }
+    let shape = "its credential_process did not print the JSON it must (Version 1, \
+                 AccessKeyId, SecretAccessKey, and SessionToken and Expiration if temporary)";
+    let v: serde_json::Value = serde_json::from_slice(&out).map_err(|_| shape.to_string())?;
+    let s = |k: &str| v.get(k).and_then(|x| x.as_str()).filter(|x| !x.is_empty());
+    if v.get("Version").and_then(|x| x.as_u64()) != Some(1) {
+        return Err(format!("{shape}: its Version is not 1"));
+    }
+    let (Some(key), Some(secret)) = (s("AccessKeyId"), s("SecretAccessKey")) else {
+        return Err(shape.to_string());
+    };
+    let expires = match s("Expiration") {
+        Some(e) => Some(
+            e.parse::<jiff::Timestamp>()
+                .map_err(|_| format!("{shape}: its Expiration is not an RFC 3339 time"))?,
+        ),
+        None => None,
+    };
+    let creds = match s("SessionToken") {
+        Some(t) => Credentials::new_with_token(key, secret, t),
+        None => Credentials::new(key, secret),
+    };
+    Ok((creds, expires))
+}
+
+/// The SSO access token `aws sso login` cached for `sso`, if it has not expired.
+fn sso_cached_token(sso: &crate::backend_config::Sso) -> Result<String, String> {
+    let login = format!("run `aws sso login --profile {}`", sso.profile);
+    let text = std::fs::read_to_string(&sso.cache_file).map_err(|e| {
+        format!(
+            "no SSO token cached for {} ({}: {e}): {login}",
+            sso.start_url,
+            sso.cache_file.display()
+        )
+    })?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|_| {
+        format!(
+            "{} is not an SSO token cache file: {login}",
+            sso.cache_file.display()
+        )
+    })?;
+    let token = v
+        .get("accessToken")
+        .and_then(|t| t.as_str())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| format!("{} holds no accessToken: {login}", sso.cache_file.display()))?;
+    let expires = v
+        .get("expiresAt")
+        .and_then(|t| t.as_str())
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .ok_or_else(|| {
+            format!(
+                "{} has no valid expiresAt: {login}",
+                sso.cache_file.display()
+            )
+        })?;
+    if expires <= jiff::Timestamp::now() {
+        return Err(format!(
+            "the SSO token cached for {} expired at {expires}: {login}",
+            sso.start_url
+        ));
+    }
+    Ok(token.to_string())
+}
+
+/// The role's credentials in the SSO portal's answer to `GetRoleCredentials`.
+fn sso_credentials(body: &[u8]) -> Result<Expiring, String> {
+    let shape = "the SSO portal answered without role credentials";
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|_| shape.to_string())?;
+    let rc = v.get("roleCredentials").ok_or(shape)?;
+    let s = |k: &str| rc.get(k).and_then(|x| x.as_str()).filter(|x| !x.is_empty());
+    let (Some(key), Some(secret), Some(token)) =
+        (s("accessKeyId"), s("secretAccessKey"), s("sessionToken"))
+    else {
+        return Err(shape.into());
+    };
+    let expires = rc
+        .get("expiration")
+        .and_then(|x| x.as_i64())
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok());
+    Ok((Credentials::new_with_token(key, secret, token), expires))
 }
 
 /// The keys of one workspace's objects.

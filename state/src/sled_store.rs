@@ -1580,6 +1580,72 @@ mod tests {
         }
     }
 
+    /// A new log whose key is still being derived (on the prefetch thread) begins a run
+    /// without waiting for it: the run's first records are held back (readable, checked)
+    /// and stored, sealed and chained in order, before the next record; reopened, the log
+    /// holds every record.
+    #[test]
+    fn a_runs_first_records_do_not_wait_for_the_key_being_derived() {
+        use crate::crypt::{Encryption, Hash, Method, Pbkdf2};
+        let enc = std::sync::Arc::new(
+            Encryption::new(
+                "state",
+                Method::AesGcm {
+                    address: "method.aes_gcm.m".into(),
+                    keys: Pbkdf2 {
+                        address: "key_provider.pbkdf2.k".into(),
+                        passphrase: "a passphrase of some length".into(),
+                        key_length: 32,
+                        // Long enough to be still deriving when the run begins.
+                        iterations: 300_000,
+                        salt_length: 32,
+                        hash: Hash::Sha512,
+                    },
+                    aad: Vec::new(),
+                },
+                vec![],
+                true,
+            )
+            .unwrap(),
+        );
+        enc.prefetch(None);
+        let dir = tempfile::tempdir().unwrap();
+        let o = OpenOptions {
+            encryption: Some(enc.clone()),
+            ..opts("apply", true)
+        };
+        let (mut s, _) = Store::open(dir.path(), &o).unwrap();
+        let run = s
+            .begin_run_in(
+                "apply",
+                &[],
+                crate::event::RunContext {
+                    host: Some("h".into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(!enc.ready_to_seal(), "begin_run waited for the key");
+        assert_eq!((run, s.head()), (1, 2));
+        // Held, yet read and checked like stored records.
+        let events = s.events(1).unwrap();
+        assert!(
+            matches!(events[0].body, EventBody::RunStarted { .. }),
+            "{events:?}"
+        );
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        fill(&mut s, 2);
+        assert!(enc.ready_to_seal());
+        let want = s.snapshot().clone();
+        drop(s);
+        let (s, warnings) = Store::open(dir.path(), &o).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &want);
+        assert_eq!(s.events(1).unwrap().len() as u64, want.head);
+        assert!(s.check().is_empty());
+        s.verify().unwrap();
+    }
+
     /// With encryption, the records and the checkpoint files hold no attribute value in the
     /// clear; the checkpoint opens with the key (and reopening folds it), and without the key
     /// the log is an error naming it.
