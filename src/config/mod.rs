@@ -17,6 +17,7 @@ use crate::addr::version::Constraints;
 use crate::addr::{Mode, ModulePath, ResourceAddr};
 use crate::diag::{FileId, SourceMap, Span};
 use crate::eval::Subject;
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::Body;
@@ -359,7 +360,7 @@ pub(crate) struct ProviderBlock {
     /// `for_each`'s instances, evaluated early (`early.rs`, as OpenTofu's static evaluation):
     /// each key with its `each.value`. `None` without `for_each`, or when it could not be
     /// evaluated (reported at load).
-    pub(crate) each: Option<BTreeMap<String, Value>>,
+    pub(crate) each: Option<ValueMap>,
     /// The arguments and blocks, without `alias` and `for_each`.
     pub(crate) body: Body,
     pub(crate) file: FileId,

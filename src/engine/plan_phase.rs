@@ -28,6 +28,7 @@ use crate::eval::refs::references;
 use crate::eval::Subject;
 use crate::plan::{Action, Change, DataRead, PlanMode, ProviderChange, Reason};
 use crate::provider::{ApplyRequest, ConfigDiff, Configured};
+use crate::value::ValueMap;
 use crate::value::{carry_marks, Value};
 use cairn_state::{ObjectMeta, ResourceObject, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
@@ -931,7 +932,7 @@ fn kept_config_violation(
 ) -> Option<String> {
     let cfg = config.attributes()?;
     let write_only = |k: &str| schema.attributes.get(k).is_some_and(|a| a.write_only);
-    let known: BTreeMap<String, Value> = cfg
+    let known: ValueMap = cfg
         .iter()
         .filter(|(k, v)| !v.is_null() && !write_only(k))
         .map(|(k, v)| (k.clone(), v.clone()))
