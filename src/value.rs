@@ -763,8 +763,16 @@ impl Value {
 /// and return unmarked values; what the configuration marked sensitive (say, from a
 /// sensitive variable) stays marked in the plan, in state and after refresh.
 pub(crate) fn carry_marks(from: &Value, to: Value) -> Value {
-    let (Some(marks), Value::Object(mut attrs)) = (from.attributes(), to.clone()) else {
+    // Nearly always nothing to carry: `to` is then returned as it came, not copied.
+    let Some(marks) = from.attributes() else {
         return to;
+    };
+    if !marks.values().any(Value::contains_sensitive) {
+        return to;
+    }
+    let mut attrs = match to {
+        Value::Object(attrs) => attrs,
+        other => return other,
     };
     for (k, v) in marks {
         if v.contains_sensitive() {

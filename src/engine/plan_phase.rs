@@ -100,7 +100,14 @@ impl PlanPhase {
         self.out.lock().expect("plan out lock")
     }
 
-    fn record(&self, change: Change) {
+    fn record(&self, mut change: Change) {
+        // A planned value equal to the prior one shares its maps (`ValueMap`): a no-op plan
+        // then holds each object once, not twice.
+        if let (Some(before), Some(after)) = (&change.before, &mut change.after) {
+            if before == after {
+                *after = before.clone();
+            }
+        }
         let mut out = self.out();
         if change.addr.resource.mode == Mode::Managed {
             out.actions.insert(change.addr.clone(), change.action);
@@ -112,7 +119,7 @@ impl PlanPhase {
 
     async fn plan_managed(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
         let res = &ctx.module(&inst.static_module).resources[&inst.key];
-        let prior = self.prior.current(&inst.addr).cloned();
+        let prior = self.prior.current(&inst.addr);
         let mut prior_value = prior.as_ref().map(|o| Value::from_stored(&o.attrs));
         let mut prior_meta = prior.as_ref().map(|o| o.meta.clone()).unwrap_or_default();
         let slot = ctx
@@ -151,7 +158,7 @@ impl PlanPhase {
             );
         }
 
-        let replace_reason = self.forced_replacement(ctx, &inst, prior.as_ref(), &slot);
+        let replace_reason = self.forced_replacement(ctx, &inst, prior, &slot);
         let config = match (&prior_value, &res.lifecycle.ignore_changes) {
             _ if generated.is_some() => generated.clone().expect("checked"),
             (Some(pv), ignore) if *ignore != IgnoreChanges::None => {

@@ -12,90 +12,137 @@ use litemap::store::{StoreIterable, StoreIterableMut};
 use litemap::LiteMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Borrow;
+use std::sync::Arc;
 
 use super::Value;
 
-#[derive(Clone, Default, PartialEq, PartialOrd)]
-pub struct ValueMap(LiteMap<String, Value>);
+type Pairs = Vec<(String, Value)>;
+type Inner = LiteMap<String, Value>;
+
+/// The map's pairs, shared: a copy of a value shares its maps (an `Arc`'s count), and the
+/// first change to a shared map copies it (`Arc::make_mut`). The engine copies values from one
+/// place to the next (the walk's values, the plan's change, a provider's request), and a no-op
+/// plan's planned value is its prior one: each such copy costs nothing. `None` is the empty
+/// map (no allocation).
+#[derive(Clone, Default)]
+pub struct ValueMap(Option<Arc<Inner>>);
+
+static EMPTY: Inner = LiteMap::new();
 
 impl ValueMap {
     pub const fn new() -> Self {
-        ValueMap(LiteMap::new())
+        ValueMap(None)
     }
     pub fn with_capacity(n: usize) -> Self {
-        ValueMap(LiteMap::with_capacity(n))
+        ValueMap((n > 0).then(|| Arc::new(LiteMap::with_capacity(n))))
+    }
+    fn inner(&self) -> &Inner {
+        self.0.as_deref().unwrap_or(&EMPTY)
+    }
+    fn inner_mut(&mut self) -> &mut Inner {
+        Arc::make_mut(self.0.get_or_insert_with(Default::default))
+    }
+    /// The pairs, moved out when this is the map's only holder, else copied.
+    fn into_pairs(self) -> Pairs {
+        match self.0 {
+            None => Vec::new(),
+            Some(a) => Arc::try_unwrap(a)
+                .unwrap_or_else(|a| (*a).clone())
+                .into_tuple_vec(),
+        }
+    }
+    /// From pairs in key order without duplicates, cut to their length.
+    fn from_sorted(mut pairs: Pairs) -> Self {
+        if pairs.is_empty() {
+            return ValueMap(None);
+        }
+        pairs.shrink_to_fit();
+        ValueMap(Some(Arc::new(LiteMap::from_sorted_store_unchecked(pairs))))
+    }
+    /// True when both are the same shared map (then they are equal without a look inside).
+    pub fn ptr_eq(&self, other: &ValueMap) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.inner().len()
     }
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.inner().is_empty()
     }
     pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&Value>
     where
         String: Borrow<Q>,
     {
-        self.0.get(key)
+        self.inner().get(key)
     }
     pub fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut Value>
     where
         String: Borrow<Q>,
     {
-        self.0.get_mut(key)
+        if !self.contains_key(key) {
+            return None;
+        }
+        self.inner_mut().get_mut(key)
     }
     pub fn contains_key<Q: Ord + ?Sized>(&self, key: &Q) -> bool
     where
         String: Borrow<Q>,
     {
-        self.0.contains_key(key)
+        self.inner().contains_key(key)
     }
     /// As `BTreeMap::insert`: the previous value of the key, if any.
     pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
-        self.0.insert(key, value)
+        self.inner_mut().insert(key, value)
     }
     pub fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<Value>
     where
         String: Borrow<Q>,
     {
-        self.0.remove(key)
+        if !self.contains_key(key) {
+            return None;
+        }
+        self.inner_mut().remove(key)
     }
     pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
-        let mut pairs = std::mem::take(&mut self.0).into_tuple_vec();
+        let mut pairs = std::mem::take(self).into_pairs();
         pairs.retain_mut(|(k, v)| keep(k, v));
-        self.0 = LiteMap::from_sorted_store_unchecked(pairs);
+        *self = ValueMap::from_sorted(pairs);
     }
     pub fn iter(&self) -> <&ValueMap as IntoIterator>::IntoIter {
-        self.0.iter()
+        self.inner().iter()
     }
     pub fn iter_mut(&mut self) -> <&mut ValueMap as IntoIterator>::IntoIter {
-        self.0.iter_mut()
+        self.inner_mut().iter_mut()
     }
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
-        self.0.iter().map(|(k, _)| k)
+        self.iter().map(|(k, _)| k)
     }
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
-        self.0.iter().map(|(_, v)| v)
+        self.iter().map(|(_, v)| v)
     }
     pub fn values_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
-        self.0.iter_mut().map(|(_, v)| v)
+        self.iter_mut().map(|(_, v)| v)
     }
     pub fn into_keys(self) -> impl DoubleEndedIterator<Item = String> + ExactSizeIterator {
-        self.0.into_tuple_vec().into_iter().map(|(k, _)| k)
+        self.into_pairs().into_iter().map(|(k, _)| k)
     }
     pub fn into_values(self) -> impl DoubleEndedIterator<Item = Value> + ExactSizeIterator {
-        self.0.into_tuple_vec().into_iter().map(|(_, v)| v)
+        self.into_pairs().into_iter().map(|(_, v)| v)
     }
     pub fn first_key_value(&self) -> Option<(&String, &Value)> {
-        self.0.first()
+        self.inner().first()
     }
     pub fn last_key_value(&self) -> Option<(&String, &Value)> {
-        self.0.last()
+        self.inner().last()
     }
     /// As `BTreeMap::entry`.
     pub fn entry(&mut self, key: String) -> Entry<'_> {
-        match self.0.find_index(&key) {
+        match self.inner().find_index(&key) {
             Ok(index) => Entry::Occupied(OccupiedEntry { map: self, index }),
             Err(_) => Entry::Vacant(VacantEntry { map: self, key }),
         }
@@ -107,11 +154,23 @@ impl ValueMap {
     }
     fn value_at(&mut self, index: usize) -> &mut Value {
         let (_, v) = self
-            .0
+            .inner_mut()
             .iter_mut()
             .nth(index)
             .expect("an entry's index is in bounds");
         v
+    }
+}
+
+impl PartialEq for ValueMap {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other) || self.inner() == other.inner()
+    }
+}
+
+impl PartialOrd for ValueMap {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        self.inner().partial_cmp(other.inner())
     }
 }
 
@@ -154,7 +213,11 @@ impl<'a> Entry<'a> {
 
 impl<'a> OccupiedEntry<'a> {
     pub fn get(&self) -> &Value {
-        self.map.0.get_indexed(self.index).expect("in bounds").1
+        self.map
+            .inner()
+            .get_indexed(self.index)
+            .expect("in bounds")
+            .1
     }
     pub fn get_mut(&mut self) -> &mut Value {
         self.map.value_at(self.index)
@@ -170,17 +233,17 @@ impl<'a> OccupiedEntry<'a> {
 impl<'a> VacantEntry<'a> {
     pub fn insert(self, value: Value) -> &'a mut Value {
         let VacantEntry { map, key } = self;
-        let index = match map.0.find_index(&key) {
+        let index = match map.inner().find_index(&key) {
             Ok(i) | Err(i) => i,
         };
-        map.0.insert(key, value);
+        map.inner_mut().insert(key, value);
         map.value_at(index)
     }
 }
 
 impl std::fmt::Debug for ValueMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.0.iter()).finish()
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -198,9 +261,7 @@ impl FromIterator<(String, Value)> for ValueMap {
     fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Self {
         // LiteMap sorts once (a later pair wins for a key twice, as a BTreeMap's collect);
         // the vector is then cut to its length: values live long, and most are small.
-        let mut pairs = LiteMap::<String, Value>::from_iter(iter).into_tuple_vec();
-        pairs.shrink_to_fit();
-        ValueMap(LiteMap::from_sorted_store_unchecked(pairs))
+        ValueMap::from_sorted(LiteMap::<String, Value>::from_iter(iter).into_tuple_vec())
     }
 }
 
@@ -213,7 +274,7 @@ impl<const N: usize> From<[(String, Value); N]> for ValueMap {
 impl Extend<(String, Value)> for ValueMap {
     /// As `BTreeMap::extend` (a later pair wins), sorting once rather than inserting each.
     fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
-        self.0.extend(iter)
+        self.inner_mut().extend(iter)
     }
 }
 
@@ -221,17 +282,15 @@ impl IntoIterator for ValueMap {
     type Item = (String, Value);
     type IntoIter = std::vec::IntoIter<(String, Value)>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_tuple_vec().into_iter()
+        self.into_pairs().into_iter()
     }
 }
-
-type Pairs = Vec<(String, Value)>;
 
 impl<'a> IntoIterator for &'a ValueMap {
     type Item = (&'a String, &'a Value);
     type IntoIter = <Pairs as StoreIterable<'a, String, Value>>::KeyValueIter;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.inner().iter()
     }
 }
 
@@ -239,13 +298,13 @@ impl<'a> IntoIterator for &'a mut ValueMap {
     type Item = (&'a String, &'a mut Value);
     type IntoIter = <Pairs as StoreIterableMut<'a, String, Value>>::KeyValueIterMut;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter_mut()
+        self.inner_mut().iter_mut()
     }
 }
 
 impl Serialize for ValueMap {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter())
+        s.collect_map(self.iter())
     }
 }
 
@@ -259,9 +318,7 @@ impl<'de> Deserialize<'de> for ValueMap {
 impl From<std::collections::BTreeMap<String, Value>> for ValueMap {
     fn from(map: std::collections::BTreeMap<String, Value>) -> Self {
         // Already in key order, without duplicates.
-        let mut pairs: Vec<_> = map.into_iter().collect();
-        pairs.shrink_to_fit();
-        ValueMap(LiteMap::from_sorted_store_unchecked(pairs))
+        ValueMap::from_sorted(map.into_iter().collect())
     }
 }
 
@@ -310,6 +367,19 @@ mod tests {
             m.into_iter().collect::<Vec<_>>(),
             [("a".into(), s("2")), ("m".into(), s("3"))]
         );
+    }
+
+    #[test]
+    fn a_copy_shares_the_map_until_one_of_them_changes() {
+        let a = ValueMap::from([("k".to_string(), s("1"))]);
+        let mut b = a.clone();
+        assert!(a.ptr_eq(&b));
+        b.insert("l".into(), s("2"));
+        assert!(!a.ptr_eq(&b));
+        assert_eq!(a.len(), 1);
+        assert_eq!(b.len(), 2);
+        assert!(ValueMap::new().is_empty());
+        assert_eq!(ValueMap::new(), ValueMap::from([]));
     }
 
     #[test]
