@@ -131,10 +131,10 @@ async fn assemble_plan(
         finish_destroy_plan(loaded, opts, &refreshed, forgotten, &mut plan, diags);
         return Some(plan);
     }
-    let (ctx, out) = plan_walk(loaded, opts, mode, &prior, &refreshed, observer, diags).await?;
+    let (ctx, mut out) = plan_walk(loaded, opts, mode, &prior, &refreshed, observer, diags).await?;
     *walked = Some(ctx.clone());
     plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
-    plan.changes = out.changes.into_values().collect();
+    plan.changes = out.take_changes();
     plan.changes.extend(forgotten);
     if mode == PlanMode::Normal && opts.import.is_none() {
         plan.changes

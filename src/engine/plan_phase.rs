@@ -38,7 +38,10 @@ use std::time::Instant;
 /// What the plan walk collects.
 #[derive(Default)]
 pub(crate) struct PlanOut {
-    pub changes: BTreeMap<ResourceInstanceAddr, Change>,
+    /// In the order recorded (the walk's order); one instance recorded twice keeps the later
+    /// (`into_changes`). A vector, not a map keyed by address: a map's node has room for
+    /// eleven changes of several hundred bytes (issue 31).
+    pub changes: Vec<Change>,
     pub provider_changes: BTreeMap<ProviderAddr, ProviderChange>,
     pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
     pub dropped_data: BTreeSet<ResourceInstanceAddr>,
@@ -79,6 +82,24 @@ pub(crate) struct PlanPhase {
     pub ephemerals: super::ephemeral::Ephemerals,
 }
 
+impl PlanOut {
+    /// The recorded changes in address order, the later of two for one address.
+    pub(crate) fn take_changes(&mut self) -> Vec<Change> {
+        let mut changes = std::mem::take(&mut self.changes);
+        changes.sort_by(|a, b| a.addr.cmp(&b.addr));
+        // In place: of two for one address (in recorded order, the sort being stable), the
+        // later's content is kept where the earlier stood.
+        changes.dedup_by(|later, kept| {
+            let same = later.addr == kept.addr;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+        changes
+    }
+}
+
 impl PlanPhase {
     pub(crate) fn new(
         mode: PlanMode,
@@ -114,7 +135,7 @@ impl PlanPhase {
         } else if change.action == Action::Read {
             out.deferred.insert(change.addr.clone());
         }
-        out.changes.insert(change.addr.clone(), change);
+        out.changes.push(change);
     }
 
     async fn plan_managed(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
