@@ -1111,7 +1111,7 @@ impl Ctx {
     }
     /// True when some configured resource uses this (synthesized default) provider address.
     pub(crate) fn graph_uses_default(&self, addr: &ProviderAddr) -> bool {
-        self.graph.provider_of.values().any(|a| a == addr)
+        self.graph.providers_of_resources().any(|a| a == addr)
     }
 }
 
@@ -1186,12 +1186,7 @@ impl<'a> ResourceVisit<'a> {
         key: &'a ResourceKey,
     ) -> Result<Self, Diagnostics> {
         let res: &Resource = &ctx.module(module).resources[key];
-        let Some(provider) = ctx
-            .graph
-            .provider_of
-            .get(&(module.clone(), key.clone()))
-            .cloned()
-        else {
+        let Some(provider) = ctx.graph.provider_of(module, key).cloned() else {
             // Its provider could not be resolved: that was reported when the graph was built.
             return Err(Diagnostics::new());
         };
