@@ -276,7 +276,7 @@ impl PlanPhase {
             super::imports::generated_hcl(
                 &inst.addr,
                 &target.id,
-                res.provider.as_ref(),
+                res.provider.as_deref(),
                 &inst.schema,
                 &value,
             )

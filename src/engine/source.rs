@@ -626,12 +626,12 @@ fn reroute_overrides(
             o.key.type_,
             o.key.name
         );
-        r.provider = Some(crate::config::ProviderRef {
+        r.provider = Some(Box::new(crate::config::ProviderRef {
             name: name.clone(),
             alias: None,
             key: None,
             span: r.span,
-        });
+        }));
         let mut spec = crate::provider::mock::MockSpec {
             at_plan: o.at_plan,
             ..Default::default()
