@@ -17,7 +17,9 @@ use std::str::FromStr;
 
 pub(crate) mod binary512;
 mod format;
+pub(crate) mod map;
 pub(crate) use format::{format_hcl, write_hcl};
+pub use map::ValueMap;
 
 /// A type, as a type constraint or as the type of a value. `Dynamic` is Terraform's `any`.
 #[derive(Clone, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
@@ -418,8 +420,8 @@ pub enum Value {
     /// Canonical order, no duplicates: build with `Value::set`.
     Set(Vec<Value>),
     Tuple(Vec<Value>),
-    Map(BTreeMap<String, Value>),
-    Object(BTreeMap<String, Value>),
+    Map(ValueMap),
+    Object(ValueMap),
     /// A value marked sensitive. Operations on it give sensitive results.
     Sensitive(Box<Value>),
 }
@@ -437,9 +439,8 @@ pub(crate) fn nfc(s: String) -> String {
 impl Value {
     /// The value with every string in it (map keys included) in Unicode NFC.
     pub(crate) fn nfc(self) -> Value {
-        let map = |m: BTreeMap<String, Value>| -> BTreeMap<String, Value> {
-            m.into_iter().map(|(k, v)| (nfc(k), v.nfc())).collect()
-        };
+        let map =
+            |m: ValueMap| -> ValueMap { m.into_iter().map(|(k, v)| (nfc(k), v.nfc())).collect() };
         match self {
             Value::String(s) => Value::String(nfc(s)),
             Value::List(xs) => Value::List(xs.into_iter().map(Value::nfc).collect()),
@@ -606,7 +607,7 @@ impl Value {
         }
     }
     /// The attributes of an object or the elements of a map.
-    pub fn attributes(&self) -> Option<&BTreeMap<String, Value>> {
+    pub fn attributes(&self) -> Option<&ValueMap> {
         match self.unmarked() {
             Value::Object(m) | Value::Map(m) => Some(m),
             _ => None,
@@ -762,8 +763,16 @@ impl Value {
 /// and return unmarked values; what the configuration marked sensitive (say, from a
 /// sensitive variable) stays marked in the plan, in state and after refresh.
 pub(crate) fn carry_marks(from: &Value, to: Value) -> Value {
-    let (Some(marks), Value::Object(mut attrs)) = (from.attributes(), to.clone()) else {
+    // Nearly always nothing to carry: `to` is then returned as it came, not copied.
+    let Some(marks) = from.attributes() else {
         return to;
+    };
+    if !marks.values().any(Value::contains_sensitive) {
+        return to;
+    }
+    let mut attrs = match to {
+        Value::Object(attrs) => attrs,
+        other => return other,
     };
     for (k, v) in marks {
         if v.contains_sensitive() {

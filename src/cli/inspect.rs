@@ -23,6 +23,7 @@ use crate::diag::{SourceMap, Span};
 use crate::engine::api::Inspected;
 use crate::engine::api::{Expansion, Values};
 use crate::value::Value;
+use crate::value::ValueMap;
 use serde_json::{json, Map, Value as J};
 use std::path::PathBuf;
 
@@ -394,7 +395,7 @@ fn resource_config<'c>(config: &'c Config, i: &Inspected) -> Option<&'c Resource
 /// Every module instance's named values of one kind, in (module, name) order.
 fn named_json(
     config: &Config,
-    by_module: &std::collections::HashMap<ModulePath, std::collections::BTreeMap<String, Value>>,
+    by_module: &std::collections::HashMap<ModulePath, ValueMap>,
     span_of: impl Fn(&crate::config::Module, &str) -> Option<Span>,
 ) -> Vec<J> {
     let mut modules: Vec<&ModulePath> = by_module.keys().collect();

@@ -20,10 +20,10 @@ use super::{Module, ModuleCall};
 use crate::diag::{Diagnostic, Diagnostics, FileId};
 use crate::eval::{Scope, ScopeError, Subject};
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_state::quote;
 use hcl_edit::expr::Expression;
 use std::cell::{OnceCell, RefCell};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The summary of the error for a reference early evaluation cannot follow (OpenTofu's).
@@ -32,21 +32,21 @@ pub(crate) const DYNAMIC: &str = "Dynamic value in static context";
 /// The root module's variable values, computed on first use (most configurations never
 /// need them early).
 pub(crate) struct LazyValues {
-    cell: OnceCell<BTreeMap<String, Value>>,
+    cell: OnceCell<ValueMap>,
     compute: RefCell<Option<ComputeValues>>,
 }
 
-type ComputeValues = Box<dyn FnOnce() -> BTreeMap<String, Value>>;
+type ComputeValues = Box<dyn FnOnce() -> ValueMap>;
 
 impl LazyValues {
-    pub(crate) fn new(compute: impl FnOnce() -> BTreeMap<String, Value> + 'static) -> Self {
+    pub(crate) fn new(compute: impl FnOnce() -> ValueMap + 'static) -> Self {
         LazyValues {
             cell: OnceCell::new(),
             compute: RefCell::new(Some(Box::new(compute))),
         }
     }
 
-    fn get(&self) -> &BTreeMap<String, Value> {
+    fn get(&self) -> &ValueMap {
         self.cell.get_or_init(|| {
             let f = self.compute.borrow_mut().take();
             f.map(|f| f()).unwrap_or_default()
@@ -57,7 +57,7 @@ impl LazyValues {
 /// Where a module's variables come from.
 pub(crate) enum Vars<'a> {
     /// The root module's values (a variable absent or unknown here has no value).
-    Known(&'a BTreeMap<String, Value>),
+    Known(&'a ValueMap),
     /// The root module's values, computed on first use.
     Lazy(&'a LazyValues),
     /// A child module: its call's arguments, evaluated early in the parent's frame; else
@@ -201,7 +201,7 @@ impl EarlyScope<'_> {
             true => v.sensitive(),
             false => v,
         };
-        let known = |values: &BTreeMap<String, Value>| match values.get(name) {
+        let known = |values: &ValueMap| match values.get(name) {
             Some(v) if v.is_wholly_known() => Ok(mark(v.clone())),
             _ => Err(ScopeError::new(
                 "No value for required variable",

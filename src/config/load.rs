@@ -18,6 +18,7 @@ use crate::addr::ModulePath;
 use crate::config::*;
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::eval::suggest;
+use crate::value::ValueMap;
 use cairn_state::quote;
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Block, Body, Structure};
@@ -537,7 +538,7 @@ impl Loader {
             r if r.as_os_str().is_empty() => ".".to_string(),
             r => r.display().to_string(),
         };
-        let none = BTreeMap::new();
+        let none = ValueMap::new();
         let vars = || match (parent, &lazy) {
             (Some((call, parent)), _) => Vars::Call { call, parent },
             (None, Some(lazy)) => Vars::Lazy(lazy),
@@ -579,7 +580,7 @@ impl Loader {
         }
         // Provider `for_each` (OpenTofu 1.9): its instances are known before anything else,
         // so it is evaluated early, as a module's source is.
-        let each: Vec<(usize, BTreeMap<String, Value>)> = {
+        let each: Vec<(usize, ValueMap)> = {
             let frame = frame_of!(&module);
             module
                 .providers
@@ -775,11 +776,7 @@ impl Loader {
 
     /// A provider block's `for_each`, evaluated early: its instances (`None` without one, or
     /// after an error, reported).
-    fn provider_each(
-        &mut self,
-        frame: &Frame<'_>,
-        b: &super::ProviderBlock,
-    ) -> Option<BTreeMap<String, Value>> {
+    fn provider_each(&mut self, frame: &Frame<'_>, b: &super::ProviderBlock) -> Option<ValueMap> {
         let fe = b.for_each.as_ref()?;
         let name = match &b.alias {
             Some(a) => format!("{}.{a}", b.name),

@@ -18,6 +18,7 @@ use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::eval::expr::convert;
 use crate::eval::type_constraints::{const_value, parse_variable_type};
 use crate::eval::{suggest, Scope as EvalScope, ScopeError, Subject};
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use cairn_state::addr::module_source;
 use cairn_state::addr::provider_source::SourceAddr;
@@ -117,7 +118,7 @@ pub(crate) struct OutputDef {
 /// A `deployment` block: its inputs evaluated and converted to the variables' types.
 #[derive(Clone, Default)]
 pub(crate) struct DeploymentDef {
-    pub(crate) inputs: BTreeMap<String, Value>,
+    pub(crate) inputs: ValueMap,
     /// `destroy = true`: the deployment's components are destroyed.
     pub(crate) destroy: bool,
     /// Its `deployment_group` (none: its own default group, whose only rule is
@@ -360,7 +361,7 @@ fn stack_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 ///
 /// `env` is the process environment (what `store "env"` reads).
 pub(crate) fn load_stack(dir: &Path, env: &BTreeMap<String, String>) -> (StackConfig, Diagnostics) {
-    load_stack_with(dir, env, &BTreeMap::new())
+    load_stack_with(dir, env, &ValueMap::new())
 }
 
 /// [`load_stack`], with the values the upstream stacks publish (`upstream_input.NAME`: an
@@ -369,7 +370,7 @@ pub(crate) fn load_stack(dir: &Path, env: &BTreeMap<String, String>) -> (StackCo
 pub(crate) fn load_stack_with(
     dir: &Path,
     env: &BTreeMap<String, String>,
-    upstream: &BTreeMap<String, Value>,
+    upstream: &ValueMap,
 ) -> (StackConfig, Diagnostics) {
     let mut d = Decoder {
         sources: SourceMap::new(),
@@ -2105,7 +2106,7 @@ struct DeployScope<'a> {
     /// Locals evaluated so far, and those being evaluated (a circle is an error).
     memo: &'a RefCell<BTreeMap<String, Option<Value>>>,
     /// What each upstream stack publishes (unknown when not given, or not published yet).
-    upstream: &'a BTreeMap<String, Value>,
+    upstream: &'a ValueMap,
 }
 
 impl DeployScope<'_> {
@@ -2189,11 +2190,7 @@ impl Decoder {
     /// Each deployment's `inputs` evaluated (its locals and stores; an upstream input is
     /// unknown) and converted to the type of the variable it sets, as a module's input
     /// variables are: a value that does not fit is an error at the input.
-    fn eval_deployments(
-        &mut self,
-        env: &BTreeMap<String, String>,
-        upstream: &BTreeMap<String, Value>,
-    ) {
+    fn eval_deployments(&mut self, env: &BTreeMap<String, String>, upstream: &ValueMap) {
         let memo = RefCell::new(BTreeMap::new());
         // The deployment file's locals, for what the engine evaluates later (auto-approve
         // checks, published outputs): unknown where they cannot be evaluated.

@@ -19,6 +19,7 @@ use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::eval::expr::{convert, Evaluator};
 use crate::eval::type_constraints::const_value;
 use crate::eval::{Scope, ScopeError, Subject};
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use hcl_edit::structure::Structure;
 use std::collections::BTreeMap;
@@ -76,7 +77,7 @@ pub(crate) fn input_values(
     cli_vars: &[VarArg],
     env: &BTreeMap<String, String>,
     cwd: &Path,
-) -> (BTreeMap<String, Value>, Diagnostics) {
+) -> (ValueMap, Diagnostics) {
     input_values_with(config, cli_vars, env, cwd, Missing::Error)
 }
 
@@ -87,7 +88,7 @@ pub(crate) fn input_values_with(
     env: &BTreeMap<String, String>,
     cwd: &Path,
     missing: Missing,
-) -> (BTreeMap<String, Value>, Diagnostics) {
+) -> (ValueMap, Diagnostics) {
     let dir = config.root_dir.clone();
     collect_values(
         &mut config.sources,
@@ -111,7 +112,7 @@ pub(crate) fn collect_values(
     env: &BTreeMap<String, String>,
     cwd: &Path,
     missing: Missing,
-) -> (BTreeMap<String, Value>, Diagnostics) {
+) -> (ValueMap, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut given: BTreeMap<String, Given> = BTreeMap::new();
     let declared: Vec<String> = root.variables.keys().cloned().collect();
@@ -257,7 +258,7 @@ pub(crate) fn collect_values(
         .iter()
         .map(|(k, g)| (k.clone(), (g.span, g.place.clone())))
         .collect();
-    let mut values = BTreeMap::new();
+    let mut values = ValueMap::new();
     let variables: Vec<Variable> = root.variables.values().cloned().collect();
     for var in &variables {
         let g = given.remove(&var.name);
@@ -536,7 +537,7 @@ fn mark(v: Value, sensitive: bool) -> Value {
 pub(crate) fn validate_variable(
     var: &Variable,
     value: &Value,
-    vars: &BTreeMap<String, Value>,
+    vars: &ValueMap,
     module_dir: &Path,
     root_dir: &Path,
 ) -> Diagnostics {
@@ -589,7 +590,7 @@ pub(crate) fn validate_variable(
 }
 
 struct VarScope<'a> {
-    vars: &'a BTreeMap<String, Value>,
+    vars: &'a ValueMap,
     file: FileId,
     module_dir: &'a Path,
     root_dir: &'a Path,
@@ -745,7 +746,7 @@ pub struct EarlyInputs {
     /// `terraform.workspace`.
     pub(crate) workspace: String,
     /// A saved plan's variable values: used instead of the above (the plan holds them).
-    pub(crate) given: Option<BTreeMap<String, Value>>,
+    pub(crate) given: Option<ValueMap>,
 }
 
 impl EarlyInputs {

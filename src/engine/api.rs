@@ -46,6 +46,7 @@ use crate::config::ResourceKey;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Plan, PlanMode};
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_graph::NodeId;
 use cairn_state::{EventBody, RunOutcome, RunSummary, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
@@ -722,7 +723,7 @@ async fn refresh_loaded(
 pub struct Inspection {
     /// Without their attributes until `take_instances`.
     instances: Vec<Inspected>,
-    pub outputs: BTreeMap<String, Value>,
+    pub outputs: ValueMap,
     /// Provider packages Cairn does not have, whose resources were evaluated without a schema.
     pub unchecked_providers: Vec<String>,
     ctx: Arc<Ctx>,

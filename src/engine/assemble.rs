@@ -20,6 +20,7 @@ use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::{Action, Change, OutputChange, Plan, PlanMode, PlanRequest, ProviderChange};
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_state::{EventBody, ResourceObject, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -130,10 +131,10 @@ async fn assemble_plan(
         finish_destroy_plan(loaded, opts, &refreshed, forgotten, &mut plan, diags);
         return Some(plan);
     }
-    let (ctx, out) = plan_walk(loaded, opts, mode, &prior, &refreshed, observer, diags).await?;
+    let (ctx, mut out) = plan_walk(loaded, opts, mode, &prior, &refreshed, observer, diags).await?;
     *walked = Some(ctx.clone());
     plan.check_findings = std::mem::take(&mut *ctx.check_findings.lock().expect("checks"));
-    plan.changes = out.changes.into_values().collect();
+    plan.changes = out.take_changes();
     plan.changes.extend(forgotten);
     if mode == PlanMode::Normal && opts.import.is_none() {
         plan.changes
@@ -243,7 +244,7 @@ fn empty_plan(
     refactor: &super::refactor::Refactor,
 ) -> Plan {
     // Ephemeral variables are never written down: applying the plan asks for them again.
-    let variables: BTreeMap<String, Value> = loaded
+    let variables: ValueMap = loaded
         .inputs
         .iter()
         .filter(|(k, _)| {
@@ -661,7 +662,7 @@ pub(crate) fn drift_plan(drift: Vec<crate::plan::Drift>) -> Plan {
         refreshed_meta: Vec::new(),
         data_reads: Vec::new(),
         dropped_data: Vec::new(),
-        variables: BTreeMap::new(),
+        variables: ValueMap::new(),
         request: Default::default(),
         warnings: Vec::new(),
         errored: false,
@@ -794,7 +795,7 @@ mod tests {
             refreshed_meta: Vec::new(),
             data_reads: Vec::new(),
             dropped_data: Vec::new(),
-            variables: BTreeMap::new(),
+            variables: Default::default(),
             request: PlanRequest::default(),
             warnings: Vec::new(),
             applyable: false,

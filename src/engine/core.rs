@@ -27,6 +27,7 @@ use crate::eval::convert::convert;
 use crate::eval::{eval, eval_body, eval_body_with_sources, eval_config_body};
 use crate::provider::Configured;
 use crate::schema::Block;
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use cairn_graph::NodeId;
 use hcl_edit::expr::Expression;
@@ -140,7 +141,7 @@ pub(crate) struct Ctx {
     pub values: RwLock<Values>,
     pub providers: Mutex<BTreeMap<ProviderAddr, ProviderSlot>>,
     /// Root input variable values.
-    pub inputs: BTreeMap<String, Value>,
+    pub inputs: ValueMap,
     /// Provider instances recorded in state.
     pub state_providers: BTreeMap<ProviderAddr, cairn_state::ProviderInstance>,
     /// Instances in state (by static resource), to find orphans.
@@ -491,7 +492,7 @@ pub(crate) fn expansion(
         return match &v {
             Value::Map(m) | Value::Object(m) => Ok(Expansion::ForEach(m.clone())),
             Value::Set(items) => {
-                let mut m = BTreeMap::new();
+                let mut m = ValueMap::new();
                 for item in items {
                     match item.as_str() {
                         Some(s) => {
@@ -915,7 +916,7 @@ async fn visit_provider<P: Phase>(
                     };
                     eval_body(&b.body, None, &scope)?
                 }
-                None => Value::Object(BTreeMap::new()),
+                None => Value::Object(ValueMap::new()),
             };
             return phase.provider(ctx, addr, config, block.is_none()).await;
         }
@@ -1005,7 +1006,7 @@ async fn visit_provider_each<P: Phase>(
         if phase.lenient() {
             // Inspect: the instances are not known; the block's configuration as written.
             return phase
-                .provider(ctx, addr, Value::Object(BTreeMap::new()), false)
+                .provider(ctx, addr, Value::Object(ValueMap::new()), false)
                 .await;
         }
         return Err(Diagnostic::error(
@@ -1110,7 +1111,7 @@ impl Ctx {
     }
     /// True when some configured resource uses this (synthesized default) provider address.
     pub(crate) fn graph_uses_default(&self, addr: &ProviderAddr) -> bool {
-        self.graph.provider_of.values().any(|a| a == addr)
+        self.graph.providers_of_resources().any(|a| a == addr)
     }
 }
 
@@ -1185,12 +1186,7 @@ impl<'a> ResourceVisit<'a> {
         key: &'a ResourceKey,
     ) -> Result<Self, Diagnostics> {
         let res: &Resource = &ctx.module(module).resources[key];
-        let Some(provider) = ctx
-            .graph
-            .provider_of
-            .get(&(module.clone(), key.clone()))
-            .cloned()
-        else {
+        let Some(provider) = ctx.graph.provider_of(module, key).cloned() else {
             // Its provider could not be resolved: that was reported when the graph was built.
             return Err(Diagnostics::new());
         };

@@ -15,6 +15,7 @@ use crate::config::early::{Frame, Vars};
 use crate::config::{Config, EncryptionBlock, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap, Span};
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_state::crypt::{Encryption, Hash, Method, Pbkdf2};
 use hcl_edit::expr::{Expression, TraversalOperator};
 use hcl_edit::structure::{Block, Body};
@@ -136,7 +137,7 @@ struct Item<'a> {
 /// Evaluates the root module's `encryption` block merged with `TF_ENCRYPTION`.
 pub(crate) fn resolve(
     config: &mut Config,
-    vars: &BTreeMap<String, Value>,
+    vars: &ValueMap,
     env_text: Option<&str>,
     workspace: &str,
 ) -> Result<Resolved, Diagnostics> {

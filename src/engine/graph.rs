@@ -147,7 +147,10 @@ pub(crate) struct TermGraph {
     pub edges: FxHashMap<(NodeId, NodeId), (EdgeKind, Option<Span>)>,
     /// The provider instance each resource (static) uses; for an aliased block with
     /// `for_each`, the block (no key): `provider_key` says where its instance key comes from.
-    pub provider_of: FxHashMap<(ModulePath, ResourceKey), ProviderAddr>,
+    /// (By node: a resource's node to its provider's, whose `Node::Provider` holds the
+    /// address. Not keyed by module and resource key with the address beside it: that map
+    /// cost about 230 bytes per resource; see `provider_of`.)
+    provider_nodes: FxHashMap<NodeId, NodeId>,
     /// The instance key expression of a resource's provider, when its provider block has
     /// `for_each` (OpenTofu's provider iteration).
     pub provider_key: FxHashMap<(ModulePath, ResourceKey), ProviderKeyAt>,
@@ -176,8 +179,34 @@ impl TermGraph {
             dag: Dag::new(),
             index: FxHashMap::default(),
             edges: FxHashMap::default(),
-            provider_of: FxHashMap::default(),
+            provider_nodes: FxHashMap::default(),
             provider_key: FxHashMap::default(),
+        }
+    }
+
+    /// The provider instance a resource (static) uses: for an aliased block with `for_each`,
+    /// the block (no key), and `provider_key` says where its instance key comes from.
+    pub(crate) fn provider_of(
+        &self,
+        module: &ModulePath,
+        key: &ResourceKey,
+    ) -> Option<&ProviderAddr> {
+        let r = self.id(&Node::Resource {
+            module: module.clone(),
+            key: key.clone(),
+        })?;
+        self.provider_nodes.get(&r).map(|p| self.provider_addr(*p))
+    }
+
+    /// Every resource's provider address (one per resource that has one).
+    pub(crate) fn providers_of_resources(&self) -> impl Iterator<Item = &ProviderAddr> {
+        self.provider_nodes.values().map(|p| self.provider_addr(*p))
+    }
+
+    fn provider_addr(&self, id: NodeId) -> &ProviderAddr {
+        match self.dag.node(id) {
+            Node::Provider { addr } => addr,
+            other => unreachable!("a resource's provider node is a provider: {other:?}"),
         }
     }
 
@@ -687,7 +716,7 @@ fn add_providers(config: &Config, g: &mut TermGraph, diags: &mut Diagnostics) {
                         EdgeKind::Provider,
                         r.provider.as_ref().map(|p| p.span),
                     );
-                    g.provider_of.insert((m.path.clone(), key.clone()), addr);
+                    g.provider_nodes.insert(r_id, p);
                     if let Some(p) = r.provider.as_ref() {
                         if let Some(k) = &p.key {
                             let refs = expr_refs(k, p.span.file);

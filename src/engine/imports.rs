@@ -21,6 +21,7 @@ use crate::config::{Config, ImportBlock, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::provider::{Configured, ObjectMeta};
 use crate::value::Value;
+use crate::value::ValueMap;
 use hcl_edit::expr::{Expression, TraversalOperator};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -403,7 +404,7 @@ pub(crate) fn generated_config(schema: &crate::schema::Block, state: &Value) -> 
         Value::Object(m) => m.clone(),
         _ => return state.clone(),
     };
-    let mut out = BTreeMap::new();
+    let mut out = ValueMap::new();
     for (name, v) in attrs {
         if let Some(a) = schema.attributes.get(&name) {
             let settable = a.required || a.optional;

@@ -150,8 +150,7 @@ impl Phase for InspectPhase {
 pub(crate) fn unchecked_providers(ctx: &Ctx) -> Vec<String> {
     let mut out: Vec<String> = ctx
         .graph
-        .provider_of
-        .values()
+        .providers_of_resources()
         .filter(|a| ctx.registry.package(&a.package).is_none())
         .map(|a| a.package.clone())
         .collect();

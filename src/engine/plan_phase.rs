@@ -28,6 +28,7 @@ use crate::eval::refs::references;
 use crate::eval::Subject;
 use crate::plan::{Action, Change, DataRead, PlanMode, ProviderChange, Reason};
 use crate::provider::{ApplyRequest, ConfigDiff, Configured};
+use crate::value::ValueMap;
 use crate::value::{carry_marks, Value};
 use cairn_state::{ObjectMeta, ResourceObject, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,7 +38,10 @@ use std::time::Instant;
 /// What the plan walk collects.
 #[derive(Default)]
 pub(crate) struct PlanOut {
-    pub changes: BTreeMap<ResourceInstanceAddr, Change>,
+    /// In the order recorded (the walk's order); one instance recorded twice keeps the later
+    /// (`into_changes`). A vector, not a map keyed by address: a map's node has room for
+    /// eleven changes of several hundred bytes (issue 31).
+    pub changes: Vec<Change>,
     pub provider_changes: BTreeMap<ProviderAddr, ProviderChange>,
     pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
     pub dropped_data: BTreeSet<ResourceInstanceAddr>,
@@ -78,6 +82,24 @@ pub(crate) struct PlanPhase {
     pub ephemerals: super::ephemeral::Ephemerals,
 }
 
+impl PlanOut {
+    /// The recorded changes in address order, the later of two for one address.
+    pub(crate) fn take_changes(&mut self) -> Vec<Change> {
+        let mut changes = std::mem::take(&mut self.changes);
+        changes.sort_by(|a, b| a.addr.cmp(&b.addr));
+        // In place: of two for one address (in recorded order, the sort being stable), the
+        // later's content is kept where the earlier stood.
+        changes.dedup_by(|later, kept| {
+            let same = later.addr == kept.addr;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+        changes
+    }
+}
+
 impl PlanPhase {
     pub(crate) fn new(
         mode: PlanMode,
@@ -99,19 +121,26 @@ impl PlanPhase {
         self.out.lock().expect("plan out lock")
     }
 
-    fn record(&self, change: Change) {
+    fn record(&self, mut change: Change) {
+        // A planned value equal to the prior one shares its maps (`ValueMap`): a no-op plan
+        // then holds each object once, not twice.
+        if let (Some(before), Some(after)) = (&change.before, &mut change.after) {
+            if before == after {
+                *after = before.clone();
+            }
+        }
         let mut out = self.out();
         if change.addr.resource.mode == Mode::Managed {
             out.actions.insert(change.addr.clone(), change.action);
         } else if change.action == Action::Read {
             out.deferred.insert(change.addr.clone());
         }
-        out.changes.insert(change.addr.clone(), change);
+        out.changes.push(change);
     }
 
     async fn plan_managed(&self, ctx: &Arc<Ctx>, inst: Instance) -> Result<Value, Diagnostics> {
         let res = &ctx.module(&inst.static_module).resources[&inst.key];
-        let prior = self.prior.current(&inst.addr).cloned();
+        let prior = self.prior.current(&inst.addr);
         let mut prior_value = prior.as_ref().map(|o| Value::from_stored(&o.attrs));
         let mut prior_meta = prior.as_ref().map(|o| o.meta.clone()).unwrap_or_default();
         let slot = ctx
@@ -150,7 +179,7 @@ impl PlanPhase {
             );
         }
 
-        let replace_reason = self.forced_replacement(ctx, &inst, prior.as_ref(), &slot);
+        let replace_reason = self.forced_replacement(ctx, &inst, prior, &slot);
         let config = match (&prior_value, &res.lifecycle.ignore_changes) {
             _ if generated.is_some() => generated.clone().expect("checked"),
             (Some(pv), ignore) if *ignore != IgnoreChanges::None => {
@@ -247,7 +276,7 @@ impl PlanPhase {
             super::imports::generated_hcl(
                 &inst.addr,
                 &target.id,
-                res.provider.as_ref(),
+                res.provider.as_deref(),
                 &inst.schema,
                 &value,
             )
@@ -931,7 +960,7 @@ fn kept_config_violation(
 ) -> Option<String> {
     let cfg = config.attributes()?;
     let write_only = |k: &str| schema.attributes.get(k).is_some_and(|a| a.write_only);
-    let known: BTreeMap<String, Value> = cfg
+    let known: ValueMap = cfg
         .iter()
         .filter(|(k, v)| !v.is_null() && !write_only(k))
         .map(|(k, v)| (k.clone(), v.clone()))

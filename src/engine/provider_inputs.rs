@@ -23,6 +23,7 @@ use super::source::{new_ctx_only, term_graph, Loaded};
 use crate::addr::{Mode, ProviderAddr, ResourceInstanceAddr};
 use crate::diag::Diagnostics;
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_state::Snapshot;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -37,7 +38,7 @@ pub(crate) struct ProviderInputs {
 
 /// By provider instance: its arguments set from ephemeral values (the wholly known ones).
 #[derive(Clone, Default)]
-pub(crate) struct ProviderArgs(Arc<BTreeMap<ProviderAddr, BTreeMap<String, Value>>>);
+pub(crate) struct ProviderArgs(Arc<BTreeMap<ProviderAddr, ValueMap>>);
 
 impl ProviderArgs {
     /// The configuration to configure `addr` with: `recorded` (from state) with its
@@ -129,7 +130,7 @@ pub(crate) async fn provider_inputs(
         }
         let names = ephemeral_names(&ctx, &addr);
         let Value::Object(m) = config else { continue };
-        let known: BTreeMap<String, Value> = m
+        let known: ValueMap = m
             .into_iter()
             .filter(|(k, v)| names.contains(k) && v.is_wholly_known())
             .collect();

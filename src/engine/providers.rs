@@ -11,6 +11,7 @@
 use crate::diag::Diagnostic;
 use crate::provider::{Configured, Provider};
 use crate::value::Value;
+use crate::value::ValueMap;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -27,14 +28,11 @@ pub struct Registry {
     /// `configure` call instead of each making their own.
     configured: Mutex<HashMap<(String, String), ConfiguredCell>>,
     /// `cairn.json`'s `providers` object, overlaid with the environment.
-    stack: BTreeMap<String, Value>,
+    stack: ValueMap,
 }
 
 impl Registry {
-    pub fn new(
-        packages: BTreeMap<String, Arc<dyn Provider>>,
-        stack: BTreeMap<String, Value>,
-    ) -> Self {
+    pub fn new(packages: BTreeMap<String, Arc<dyn Provider>>, stack: ValueMap) -> Self {
         Registry {
             packages,
             configured: Mutex::new(HashMap::new()),
@@ -60,7 +58,7 @@ impl Registry {
         self.stack
             .get(package)
             .cloned()
-            .unwrap_or_else(|| Value::Object(BTreeMap::new()))
+            .unwrap_or_else(|| Value::Object(ValueMap::new()))
     }
 
     /// A configured instance for a wholly known configuration, configuring it on first use.
@@ -117,8 +115,8 @@ pub(crate) fn stack_config(
     root: &Path,
     env: &BTreeMap<String, String>,
     packages: &[&str],
-) -> Result<BTreeMap<String, Value>, Diagnostic> {
-    let mut out: BTreeMap<String, Value> = BTreeMap::new();
+) -> Result<ValueMap, Diagnostic> {
+    let mut out: ValueMap = ValueMap::new();
     let path = root.join("cairn.json");
     if path.exists() {
         let text = std::fs::read_to_string(&path).map_err(|e| {
@@ -179,7 +177,7 @@ pub(crate) fn stack_config(
             .unwrap_or_else(|| Value::string(raw.clone()));
         let entry = out
             .entry(package.to_string())
-            .or_insert_with(|| Value::Object(BTreeMap::new()));
+            .or_insert_with(|| Value::Object(ValueMap::new()));
         if let Value::Object(m) = entry {
             m.insert(arg.to_string(), value);
         }

@@ -18,6 +18,7 @@ use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::Provider;
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_graph::NodeId;
 use cairn_state::{OpenOptions, Snapshot, Store};
 use sha2::Digest;
@@ -27,7 +28,7 @@ use std::sync::{Arc, Mutex, RwLock};
 /// A loaded configuration with its inputs and providers.
 pub struct Loaded {
     pub config: Arc<Config>,
-    pub inputs: BTreeMap<String, Value>,
+    pub inputs: ValueMap,
     /// A hash of the configuration's files (see [`config_hash`]); empty when loaded leniently
     /// (`inspect` makes no saved plan).
     pub files_hash: String,
@@ -46,7 +47,7 @@ pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
 /// in `Loaded::diags`), and a root variable without a value is unknown.
 pub(super) fn load_with(
     opts: &Options,
-    saved: Option<&BTreeMap<String, Value>>,
+    saved: Option<&ValueMap>,
     lenient: bool,
 ) -> Result<Loaded, Report<()>> {
     // Early evaluation (module sources, backend, required_providers) reads the same inputs
@@ -232,7 +233,7 @@ pub fn files_hash(config: &Config) -> String {
 
 /// A hash of the configuration's files and the input values: a saved plan applies only to
 /// the configuration it was made from.
-pub fn config_hash(files_hash: &str, inputs: &BTreeMap<String, Value>) -> String {
+pub fn config_hash(files_hash: &str, inputs: &ValueMap) -> String {
     let mut h = sha2::Sha256::new();
     h.update(files_hash.as_bytes());
     h.update([0]);
@@ -436,11 +437,7 @@ pub(super) fn new_ctx_only(
 /// A saved plan holds no ephemeral variable (`ephemeral = true`): their values come again
 /// from `-var`, `-var-file`, `TF_VAR_*` or their defaults when it is applied, as Terraform
 /// asks for them again.
-fn ephemeral_inputs(
-    opts: &Options,
-    config: &mut Config,
-    values: &mut BTreeMap<String, Value>,
-) -> Diagnostics {
+fn ephemeral_inputs(opts: &Options, config: &mut Config, values: &mut ValueMap) -> Diagnostics {
     let names: BTreeSet<String> = config
         .root
         .variables
@@ -471,7 +468,7 @@ fn ephemeral_inputs(
 pub(super) fn changed_variables(
     opts: &Options,
     config: &mut Config,
-    planned: &BTreeMap<String, Value>,
+    planned: &ValueMap,
 ) -> Diagnostics {
     let mut diags = Diagnostics::new();
     if opts.vars.is_empty() {
@@ -558,7 +555,7 @@ fn override_modules(config: &mut Config, list: &[(Vec<String>, Value)], diags: &
         m.state_blocks.clear();
         let given = match outputs.unmarked() {
             Value::Object(o) => o.clone(),
-            _ => BTreeMap::new(),
+            _ => ValueMap::new(),
         };
         for (name, out) in m.outputs.iter_mut() {
             let text = match given.get(name) {
@@ -629,12 +626,12 @@ fn reroute_overrides(
             o.key.type_,
             o.key.name
         );
-        r.provider = Some(crate::config::ProviderRef {
+        r.provider = Some(Box::new(crate::config::ProviderRef {
             name: name.clone(),
             alias: None,
             key: None,
             span: r.span,
-        });
+        }));
         let mut spec = crate::provider::mock::MockSpec {
             at_plan: o.at_plan,
             ..Default::default()

@@ -30,6 +30,7 @@ use crate::diag::{Diagnostic, Diagnostics, FileId, SourceMap};
 use crate::eval::{Scope as EvalScope, ScopeError, Subject};
 use crate::plan::{Plan, PlanMode};
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_state::quote;
 use cairn_state::workspace;
 use hcl_edit::expr::Expression;
@@ -82,7 +83,7 @@ pub fn load(req: &StackRequest) -> Result<Stack, (SourceMap, Diagnostics)> {
     let (cfg, mut diags) = if cfg.model.upstreams.is_empty() {
         (cfg, diags)
     } else {
-        let mut values = BTreeMap::new();
+        let mut values = ValueMap::new();
         let mut notes = Diagnostics::new();
         for (name, dir) in &cfg.model.upstreams {
             match upstream_published(req, dir) {
@@ -178,7 +179,7 @@ fn upstream_published(req: &StackRequest, dir: &Path) -> Result<Value, Diagnosti
         deployment: None,
         ..req.clone()
     };
-    let mut deployments = BTreeMap::new();
+    let mut deployments = ValueMap::new();
     for d in &up.deployments {
         let outs = outputs(&up, &ureq, d)?;
         let v = Value::object(
@@ -533,13 +534,13 @@ fn levels(model: &StackModel) -> BTreeMap<String, usize> {
 }
 
 /// A deployment's variables: its inputs, else the declared defaults; sensitive ones marked.
-fn deployment_vars(model: &StackModel, deployment: &str) -> BTreeMap<String, Value> {
+fn deployment_vars(model: &StackModel, deployment: &str) -> ValueMap {
     let inputs = model
         .deployments
         .get(deployment)
         .map(|d| d.inputs.clone())
         .unwrap_or_default();
-    let mut out = BTreeMap::new();
+    let mut out = ValueMap::new();
     for (name, (ty, default, sensitive)) in &model.variables {
         let v = inputs
             .get(name)
@@ -555,9 +556,9 @@ fn deployment_vars(model: &StackModel, deployment: &str) -> BTreeMap<String, Val
 struct CompScope<'a> {
     model: &'a StackModel,
     file: FileId,
-    vars: &'a BTreeMap<String, Value>,
+    vars: &'a ValueMap,
     locals: &'a RefCell<BTreeMap<String, Option<Value>>>,
-    components: &'a BTreeMap<String, Value>,
+    components: &'a ValueMap,
     each: Option<(Value, Value)>,
 }
 
@@ -862,8 +863,8 @@ fn expand(
     deployment: &str,
     name: &str,
     level: usize,
-    vars: &BTreeMap<String, Value>,
-    components: &BTreeMap<String, Value>,
+    vars: &ValueMap,
+    components: &ValueMap,
     status: &BTreeMap<String, Status>,
     mode: PlanMode,
 ) -> Expanded {
@@ -1246,9 +1247,9 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
 
     // Per deployment: the components' values, statuses, instance keys and outputs so far.
     struct Dep {
-        vars: BTreeMap<String, Value>,
+        vars: ValueMap,
         mode: PlanMode,
-        values: BTreeMap<String, Value>,
+        values: ValueMap,
         status: BTreeMap<String, Status>,
         started: BTreeSet<String>,
         keys: BTreeMap<String, Option<Vec<Option<String>>>>,
@@ -1268,7 +1269,7 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
             } else {
                 PlanMode::Normal
             },
-            values: BTreeMap::new(),
+            values: ValueMap::new(),
             status: BTreeMap::new(),
             started: BTreeSet::new(),
             keys: BTreeMap::new(),
@@ -1792,7 +1793,7 @@ pub fn outputs(
     let model = &stack.model;
     let in_state = instances_in_state(&req.state_root).map_err(Diagnostics::from)?;
     let vars = deployment_vars(model, deployment);
-    let mut values = BTreeMap::new();
+    let mut values = ValueMap::new();
     for (name, c) in &model.components {
         let mut outs = BTreeMap::new();
         let mut keys = Vec::new();

@@ -9,8 +9,9 @@
 use crate::addr::{InstanceKey, Mode, ModulePath};
 use crate::diag::FileId;
 use crate::eval::{Scope, ScopeError, Subject};
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// How a resource or module call expands into instances.
@@ -21,10 +22,10 @@ pub enum Expansion {
     /// `count = N`: keys 0..N.
     Count(usize),
     /// `for_each`: keys and their `each.value`.
-    ForEach(BTreeMap<String, Value>),
+    ForEach(ValueMap),
     /// `for_each` over open values (`inspect`, e.g. `for_each = aws_subnet.private`):
     /// as `ForEach`, and `each.value` is open (`Scope::is_open`).
-    ForEachOpen(BTreeMap<String, Value>),
+    ForEachOpen(ValueMap),
     /// `count` or `for_each` not known (or failed) in `inspect`: one instance, without a key,
     /// whose `count.index` / `each.*` are unknown; references to the whole are unknown.
     Unknown,
@@ -163,9 +164,9 @@ pub(crate) type ResourceKey = (Mode, String, String);
 /// Every evaluated value, by module instance.
 #[derive(Debug, Default)]
 pub struct Values {
-    pub vars: HashMap<ModulePath, BTreeMap<String, Value>>,
-    pub locals: HashMap<ModulePath, BTreeMap<String, Value>>,
-    pub outputs: HashMap<ModulePath, BTreeMap<String, Value>>,
+    pub vars: HashMap<ModulePath, ValueMap>,
+    pub locals: HashMap<ModulePath, ValueMap>,
+    pub outputs: HashMap<ModulePath, ValueMap>,
     pub resources: HashMap<ModulePath, HashMap<ResourceKey, ResourceValues>>,
     /// Module call expansions: (parent instance, call name) → expansion.
     pub calls: HashMap<(ModulePath, String), Expansion>,

@@ -12,6 +12,7 @@ use super::suggest;
 use super::Scope;
 use crate::diag::{Diagnostic, Diagnostics, Span};
 use crate::schema::{Block as SchemaBlock, Nesting};
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use cairn_state::quote;
 use hcl_edit::expr::Expression;
@@ -159,7 +160,7 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static
             ))
         }
     };
-    let mut out = BTreeMap::new();
+    let mut out = ValueMap::new();
     for (k, v) in obj {
         if let Some(attr) = schema.attributes.get(&k) {
             let v = super::convert::convert(v, &attr.ty).map_err(|e| {
@@ -181,7 +182,7 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static
             };
             let labelled = match v {
                 Value::Unknown(_) => return Ok(None),
-                Value::Null(_) => BTreeMap::new(),
+                Value::Null(_) => ValueMap::new(),
                 Value::Object(o) | Value::Map(o) => o,
                 _ => {
                     return Err((
@@ -193,7 +194,7 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static
                     ))
                 }
             };
-            let mut blocks = BTreeMap::new();
+            let mut blocks = ValueMap::new();
             for (label, body) in labelled {
                 let Some(b) = json_block(body, &nb.block)? else {
                     return Ok(None);
@@ -254,7 +255,7 @@ fn json_block(v: Value, schema: &SchemaBlock) -> Result<Option<Value>, (&'static
                     Nesting::Single => Value::Null(ty),
                     Nesting::List => Value::List(Vec::new()),
                     Nesting::Set => Value::set(Vec::new()),
-                    Nesting::Map => Value::Map(BTreeMap::new()),
+                    Nesting::Map => Value::Map(ValueMap::new()),
                 },
             );
         }
@@ -350,7 +351,7 @@ impl BodyEval<'_, '_> {
     }
 
     fn body(&mut self, body: &Body, schema: Option<&SchemaBlock>, header: Option<Span>) -> Value {
-        let mut out: BTreeMap<String, Value> = BTreeMap::new();
+        let mut out: ValueMap = ValueMap::new();
         let mut found: BTreeMap<String, Found> = BTreeMap::new();
         for s in body.iter() {
             match s {
@@ -577,7 +578,7 @@ impl BodyEval<'_, '_> {
                 Nesting::Set => Value::set(f.items),
                 Nesting::Map if f.unknown => Value::Unknown(Type::map(ty)),
                 Nesting::Map => {
-                    let mut m = BTreeMap::new();
+                    let mut m = ValueMap::new();
                     for (item, (key, sp)) in f.items.into_iter().zip(f.keys) {
                         let Some(key) = key else { continue };
                         if m.insert(key.clone(), item).is_some() {

@@ -16,6 +16,7 @@
 //!   "attribute \"tags\" is required", "all list elements must have the same type"), prefixed by
 //!   the path to the offending part (`attribute "tags": `, `element 0: `).
 
+use crate::value::ValueMap;
 use crate::value::{Number, Type, Value};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -217,7 +218,7 @@ fn conv(v: Value, to: &Type, path: &mut Vec<PathStep>) -> Result<Value, ConvertE
                 } else {
                     (**et).clone()
                 };
-                let mut out = BTreeMap::new();
+                let mut out = ValueMap::new();
                 for (k, e) in elems {
                     path.push(PathStep::Key(k.clone()));
                     let c = conv(e, &et, path)?;
@@ -251,7 +252,7 @@ fn conv(v: Value, to: &Type, path: &mut Vec<PathStep>) -> Result<Value, ConvertE
                 if !missing.is_empty() {
                     return Err(ConvertError::new(path, missing_attrs(&missing)));
                 }
-                let mut out = BTreeMap::new();
+                let mut out = ValueMap::new();
                 for (k, t) in attrs {
                     path.push(PathStep::Attr(k.clone()));
                     let value = match given.remove(k) {

@@ -6,10 +6,10 @@
 use super::expr::{convert, Evaluator};
 use super::Scope;
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use hcl_edit::expr::Expression;
 use hcl_edit::Span as _;
-use std::collections::BTreeMap;
 
 fn at(expr: &Expression, file: FileId) -> Option<Span> {
     expr.span().map(|r| Span {
@@ -76,17 +76,14 @@ pub(crate) fn count_value(
 pub(crate) fn for_each_value(
     expr: &Expression,
     scope: &dyn Scope,
-) -> Result<Option<BTreeMap<String, Value>>, Diagnostics> {
+) -> Result<Option<ValueMap>, Diagnostics> {
     let v = Evaluator::new(scope).expr(expr)?;
     for_each_of(v, at(expr, scope.file()))
 }
 
 /// The instances a `for_each` value (evaluated, written at `span`) asks for, as
 /// [`for_each_value`] gives them.
-pub(crate) fn for_each_of(
-    v: Value,
-    span: Option<Span>,
-) -> Result<Option<BTreeMap<String, Value>>, Diagnostics> {
+pub(crate) fn for_each_of(v: Value, span: Option<Span>) -> Result<Option<ValueMap>, Diagnostics> {
     let bad = |summary: &str, detail: String| -> Diagnostics {
         Diagnostic::error(summary, detail).with_span(span).into()
     };
@@ -109,7 +106,7 @@ pub(crate) fn for_each_of(
         )),
         Value::Map(m) | Value::Object(m) => Ok(Some(m)),
         Value::Set(items) => {
-            let mut out = BTreeMap::new();
+            let mut out = ValueMap::new();
             for item in items {
                 match item {
                     Value::Unknown(_) => return Ok(None),

@@ -19,6 +19,7 @@ use super::refs::subject_of;
 use super::suggest;
 use super::{functions, Scope, ScopeError, Subject};
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
+use crate::value::ValueMap;
 use crate::value::{Number, Type, Value};
 use bigdecimal::{BigDecimal, Zero};
 use hcl_edit::expr::{
@@ -48,7 +49,7 @@ pub fn eval(expr: &Expression, scope: &dyn Scope) -> R {
 /// Errors are returned as one message each (the template has no file of its own).
 pub fn eval_template_string(
     src: &str,
-    vars: &BTreeMap<String, Value>,
+    vars: &ValueMap,
     ctx: &FunctionContext,
     origin: &str,
 ) -> Result<Value, String> {
@@ -286,7 +287,7 @@ impl<'a> Evaluator<'a> {
                 }
             }
             Expression::Object(o) => {
-                let mut out = BTreeMap::new();
+                let mut out = ValueMap::new();
                 let mut diags = Diagnostics::new();
                 let mut unknown = false;
                 for (k, v) in o.iter() {
@@ -974,6 +975,7 @@ impl<'a> Evaluator<'a> {
         let key_var = f.intro.key_var.as_ref().map(|k| k.as_str().to_string());
         let value_var = f.intro.value_var.as_str().to_string();
         let mut list = Vec::new();
+        // A tree while the keys come in any order; a `ValueMap` once complete.
         let mut obj: BTreeMap<String, Value> = BTreeMap::new();
         let mut groups: BTreeMap<String, Vec<Value>> = BTreeMap::new();
         let mut unknown = false;
@@ -1014,7 +1016,7 @@ impl<'a> Evaluator<'a> {
                         .collect(),
                 )
             } else {
-                Value::Object(obj)
+                Value::Object(obj.into())
             },
             s,
         ))
@@ -1298,7 +1300,7 @@ impl<'a> Evaluator<'a> {
         match e {
             Expression::Parenthesis(p) => self.ephemeral_as_null(p.inner()),
             Expression::Object(o) => {
-                let mut out = BTreeMap::new();
+                let mut out = ValueMap::new();
                 for (k, v) in o.iter() {
                     let key = match k {
                         ObjectKey::Ident(i) => Some(i.as_str().to_string()),
@@ -1667,7 +1669,7 @@ impl<'a> Evaluator<'a> {
                 _ => return Err(arg_error(self, 0, "string required".into())),
             },
         };
-        let vars: BTreeMap<String, Value> = match vars {
+        let vars: ValueMap = match vars {
             Value::Unknown(_) => return Ok(mark(Value::Unknown(Type::String), marked)),
             Value::Map(m) | Value::Object(m) => m,
             Value::Null(_) => {

@@ -14,6 +14,7 @@ mod tests;
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr, Target};
 use crate::value::Value;
+use crate::value::ValueMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -263,7 +264,7 @@ pub struct Plan {
     /// provider call.
     pub dropped_data: Vec<ResourceInstanceAddr>,
     /// Variable values, so a saved plan applies with the values it was made with.
-    pub variables: BTreeMap<String, Value>,
+    pub variables: ValueMap,
     /// The rest of what the plan was asked (with `mode` and `variables`, the whole request):
     /// `apply FILE` rebuilds the engine's request from this alone.
     #[serde(default)]

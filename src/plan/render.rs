@@ -38,6 +38,7 @@ use crate::addr::{Mode, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, SourceMap};
 use crate::schema::Nesting;
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_state::{quote_go, Snapshot};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -147,7 +148,7 @@ pub(crate) fn render_state(
     for (addr, p) in &state.providers {
         let mut config = match Value::from_stored(&p.config) {
             Value::Object(m) => m,
-            _ => BTreeMap::new(),
+            _ => ValueMap::new(),
         };
         if let Some(alias) = &p.addr.alias {
             config.insert("alias".into(), Value::string(alias.clone()));
@@ -389,7 +390,7 @@ fn same(a: &Value, b: &Value) -> bool {
             Value::List(y) | Value::Set(y) | Value::Tuple(y),
         ) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
         (Value::Map(x) | Value::Object(x), Value::Map(y) | Value::Object(y)) => {
-            let nonnull = |m: &BTreeMap<String, Value>| {
+            let nonnull = |m: &ValueMap| {
                 m.iter()
                     .filter(|(_, v)| !v.is_null())
                     .map(|(k, _)| k.clone())
@@ -643,7 +644,7 @@ impl Renderer<'_> {
     /// `listener "web" {`), as `terraform show` draws them.
     fn whole_block(
         &self,
-        m: &BTreeMap<String, Value>,
+        m: &ValueMap,
         shape: &BlockShape,
         indent: usize,
         path: &str,
@@ -681,7 +682,7 @@ impl Renderer<'_> {
         }
         for (name, nested) in &shape.blocks {
             let cp = child_path(path, name);
-            let elems: Vec<(String, &BTreeMap<String, Value>)> =
+            let elems: Vec<(String, &ValueMap)> =
                 match (nested.nesting, m.get(name).map(Value::unmarked)) {
                     (Nesting::Single, Some(Value::Object(o))) => vec![(String::new(), o)],
                     (
@@ -780,8 +781,8 @@ impl Renderer<'_> {
     #[allow(clippy::too_many_arguments)]
     fn object_diff(
         &self,
-        b: &BTreeMap<String, Value>,
-        a: &BTreeMap<String, Value>,
+        b: &ValueMap,
+        a: &ValueMap,
         is_map: bool,
         indent: usize,
         path: &str,
@@ -870,15 +871,15 @@ impl Renderer<'_> {
     #[allow(clippy::too_many_arguments)]
     fn block_diff(
         &self,
-        b: &BTreeMap<String, Value>,
-        a: &BTreeMap<String, Value>,
+        b: &ValueMap,
+        a: &ValueMap,
         shape: &BlockShape,
         indent: usize,
         path: &str,
         ctx: &Ctx,
         show_all: bool,
     ) -> (Mark, Lines) {
-        let only_attrs = |m: &BTreeMap<String, Value>| -> BTreeMap<String, Value> {
+        let only_attrs = |m: &ValueMap| -> ValueMap {
             m.iter()
                 .filter(|(k, _)| !shape.blocks.contains_key(*k))
                 .map(|(k, v)| (k.clone(), v.clone()))
@@ -936,10 +937,10 @@ impl Renderer<'_> {
                     _ => Vec::new(),
                 }
             };
-            let entries = |v: Option<&Value>| -> BTreeMap<String, Value> {
+            let entries = |v: Option<&Value>| -> ValueMap {
                 match v.map(Value::unmarked) {
                     Some(Value::Map(m) | Value::Object(m)) => m.clone(),
-                    _ => BTreeMap::new(),
+                    _ => ValueMap::new(),
                 }
             };
             match nested.nesting {
@@ -1067,7 +1068,7 @@ impl Renderer<'_> {
         ctx: &Ctx,
         show_all: bool,
     ) -> (Mark, Lines) {
-        let empty = BTreeMap::new();
+        let empty = ValueMap::new();
         let bo = b.and_then(|v| v.unmarked().attributes()).unwrap_or(&empty);
         let ao = a.and_then(|v| v.unmarked().attributes()).unwrap_or(&empty);
         let (_, body) = self.block_diff(bo, ao, &nested.shape, indent, path, ctx, show_all);
@@ -1185,8 +1186,8 @@ impl Renderer<'_> {
             cairn_state::quote(&addr.resource.type_),
             cairn_state::quote(&addr.resource.name)
         );
-        let empty = BTreeMap::new();
-        let attrs = |v: Option<&Value>| -> BTreeMap<String, Value> {
+        let empty = ValueMap::new();
+        let attrs = |v: Option<&Value>| -> ValueMap {
             match v.and_then(Value::attributes) {
                 Some(m) => m.clone(),
                 None => empty.clone(),
@@ -1363,7 +1364,7 @@ impl Renderer<'_> {
             p.action,
             Action::Update | Action::DeleteThenCreate | Action::CreateThenDelete
         ) {
-            let empty = BTreeMap::new();
+            let empty = ValueMap::new();
             let b = p
                 .before
                 .as_ref()

@@ -818,8 +818,9 @@ mod props {
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::List),
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Tuple),
                 proptest::collection::btree_map("[a-d]|x y", inner.clone(), 0..4)
-                    .prop_map(Value::Object),
-                proptest::collection::btree_map("[a-d]", inner.clone(), 0..4).prop_map(Value::Map),
+                    .prop_map(|m| Value::Object(m.into())),
+                proptest::collection::btree_map("[a-d]", inner.clone(), 0..4)
+                    .prop_map(|m| Value::Map(m.into())),
                 inner.prop_map(Value::sensitive),
             ]
         })
@@ -852,8 +853,8 @@ mod props {
             before in proptest::collection::btree_map("[a-e]", arb_value(), 0..5),
             after in proptest::collection::btree_map("[a-e]", arb_value(), 0..5),
         ) {
-            let before = known(Value::Object(before));
-            let after = Value::Object(after);
+            let before = known(Value::Object(before.into()));
+            let after = Value::Object(after.into());
             let p = plan(
                 PlanMode::Normal,
                 vec![change("sim_thing.a", Action::Update, Some(before), Some(after.clone()))],
@@ -872,7 +873,7 @@ mod props {
         fn equal_values_show_no_change_lines(
             v in proptest::collection::btree_map("[a-e]", arb_value(), 0..5),
         ) {
-            let v = known(Value::Object(v));
+            let v = known(Value::Object(v.into()));
             let p = plan(
                 PlanMode::Normal,
                 vec![change("sim_thing.a", Action::Update, Some(v.clone()), Some(v))],

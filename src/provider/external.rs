@@ -33,9 +33,9 @@ use super::{
 use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::schema::ProviderSchema;
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -87,7 +87,7 @@ impl ExternalProvider {
 }
 
 /// The program's words without empty strings (`None` while any is unknown).
-fn program(c: &BTreeMap<String, Value>) -> Option<Vec<String>> {
+fn program(c: &ValueMap) -> Option<Vec<String>> {
     let elems = c.get("program")?.elements()?;
     let mut out = Vec::new();
     for e in elems {
@@ -148,7 +148,7 @@ fn error(summary: &str, detail: String) -> ProviderError {
 }
 
 /// Decodes the program's output as Go's `json.Unmarshal` into `map[string]string` would.
-fn decode(stdout: &[u8]) -> Result<BTreeMap<String, Value>, String> {
+fn decode(stdout: &[u8]) -> Result<ValueMap, String> {
     let j: serde_json::Value = serde_json::from_slice(stdout).map_err(|e| e.to_string())?;
     let serde_json::Value::Object(m) = j else {
         return Err(format!(
@@ -180,7 +180,7 @@ fn json_kind(j: &serde_json::Value) -> &'static str {
 }
 
 impl ExternalInstance {
-    async fn run(&self, c: &BTreeMap<String, Value>) -> ProviderResult<BTreeMap<String, Value>> {
+    async fn run(&self, c: &ValueMap) -> ProviderResult<ValueMap> {
         let words = program(c).filter(|p| !p.is_empty()).ok_or_else(|| {
             error(
                 "External Program Missing",

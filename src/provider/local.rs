@@ -42,6 +42,7 @@ use super::{
 use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::schema::ProviderSchema;
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -181,7 +182,7 @@ fn content_args(type_: &str) -> &'static [&'static str] {
     }
 }
 
-fn check_permission(c: &BTreeMap<String, Value>, name: &str) -> Diagnostics {
+fn check_permission(c: &ValueMap, name: &str) -> Diagnostics {
     let Some(p) = get_str(c, name) else {
         return Diagnostics::new();
     };
@@ -246,7 +247,7 @@ struct LocalInstance {
 }
 
 /// The computed attributes of some bytes: `id` and the hashes.
-fn hashes(bytes: &[u8]) -> BTreeMap<String, Value> {
+fn hashes(bytes: &[u8]) -> ValueMap {
     fn hex(d: &[u8]) -> String {
         d.iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -280,7 +281,7 @@ impl LocalInstance {
     }
 
     /// The bytes a configuration asks for.
-    async fn wanted_bytes(&self, c: &BTreeMap<String, Value>) -> ProviderResult<Vec<u8>> {
+    async fn wanted_bytes(&self, c: &ValueMap) -> ProviderResult<Vec<u8>> {
         if let Some(s) = get_str(c, "content").or_else(|| get_str(c, "sensitive_content")) {
             return Ok(s.as_bytes().to_vec());
         }

@@ -14,17 +14,17 @@ use super::{ApplyRequest, ApplyResponse, Configured, Planned, Provider, Provider
 use crate::addr::Mode;
 use crate::config::Config;
 use crate::schema::{Attribute, Block, NestedBlock, Nesting, ProviderSchema};
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use hcl_edit::structure::{Body, Structure};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What a `mock_provider` block says: defaults by resource and data source type.
 #[derive(Clone, Debug, Default)]
 pub struct MockSpec {
-    pub resources: BTreeMap<String, Value>,
-    pub data: BTreeMap<String, Value>,
+    pub resources: ValueMap,
+    pub data: ValueMap,
     /// An override's `override_during = plan`: plans fill what is unknown from the defaults.
     pub at_plan: bool,
 }
@@ -176,7 +176,7 @@ fn generated(ty: &Type) -> Value {
                 .collect(),
         ),
         other => crate::eval::convert::convert(Value::Tuple(Vec::new()), other)
-            .or_else(|_| crate::eval::convert::convert(Value::Object(BTreeMap::new()), other))
+            .or_else(|_| crate::eval::convert::convert(Value::Object(ValueMap::new()), other))
             .unwrap_or_else(|_| Value::null()),
     }
 }

@@ -57,6 +57,7 @@ use super::{
 use crate::addr::Mode;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::schema::ProviderSchema;
+use crate::value::ValueMap;
 use crate::value::{Number, Type, Value};
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -134,7 +135,7 @@ fn ephemeral_password_schema() -> TypeSchema {
 
 /// `length` and the minimums of `random_string`, `random_password` and the ephemeral
 /// `random_password`.
-fn check_lengths(c: &BTreeMap<String, Value>, diags: &mut Diagnostics) {
+fn check_lengths(c: &ValueMap, diags: &mut Diagnostics) {
     diags.extend(int_in_range(c, "length", 1, None));
     let mins = ["min_upper", "min_lower", "min_numeric", "min_special"];
     for m in mins {
@@ -428,7 +429,7 @@ fn draw(rng: &mut impl Rng, set: &str, n: usize) -> Vec<char> {
 }
 
 /// hashicorp/random's string algorithm (see the module docs).
-fn random_string(rng: &mut impl Rng, c: &BTreeMap<String, Value>) -> ProviderResult<String> {
+fn random_string(rng: &mut impl Rng, c: &ValueMap) -> ProviderResult<String> {
     let n = |k: &str| get_i64(c, k).unwrap_or(0).max(0) as usize;
     let b = |k: &str| get_bool(c, k).unwrap_or(true);
     let special = get_str(c, "override_special").unwrap_or(SPECIAL);
@@ -652,7 +653,7 @@ impl RandomInstance {
             .types
             .get(type_)
             .ok_or_else(|| schema_util::unknown_type(PACKAGE, "resource", type_))?;
-        let mut m: BTreeMap<String, Value> = BTreeMap::new();
+        let mut m: ValueMap = ValueMap::new();
         let mut set = |k: &str, v: Value| {
             m.insert(k.to_string(), v);
         };

@@ -21,6 +21,7 @@
 use super::{Planned, ProviderError, ProviderResult};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::schema::{Attribute, Block};
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct TypeSchema {
     pub(crate) block: Block,
     /// Values of optional arguments left unset.
-    pub(crate) defaults: BTreeMap<String, Value>,
+    pub(crate) defaults: ValueMap,
     /// Computed attribute → the arguments whose change makes it unknown on an update.
     pub(crate) changes_with: BTreeMap<String, Vec<String>>,
     /// The attribute the builder added last; the modifiers apply to it.
@@ -125,7 +126,7 @@ impl TypeSchema {
 
     /// The configuration converted to this schema's types, with every attribute present (unset
     /// ones null) and defaults filled in.
-    pub(crate) fn conform(&self, config: &Value) -> ProviderResult<BTreeMap<String, Value>> {
+    pub(crate) fn conform(&self, config: &Value) -> ProviderResult<ValueMap> {
         let mut out = conform_block(&self.block, config)?;
         for (name, default) in &self.defaults {
             if out.get(name).is_some_and(Value::is_null) {
@@ -171,7 +172,7 @@ impl TypeSchema {
             }
         }
         let fresh = prior.is_none() || !requires_replace.is_empty();
-        let mut planned = BTreeMap::new();
+        let mut planned = ValueMap::new();
         for (name, attr) in &self.block.attributes {
             let configured = &config[name];
             let prior_value = prior.as_ref().map(|p| p[name].clone());
@@ -218,10 +219,7 @@ pub(crate) fn check_block(block: &Block, config: &Value) -> Diagnostics {
 
 /// Converts an object to the block's attribute types. Missing attributes become typed nulls;
 /// attributes the block does not have are dropped (the engine has already reported them).
-pub(crate) fn conform_block(
-    block: &Block,
-    value: &Value,
-) -> ProviderResult<BTreeMap<String, Value>> {
+pub(crate) fn conform_block(block: &Block, value: &Value) -> ProviderResult<ValueMap> {
     let attrs = match value.unmarked() {
         Value::Object(m) | Value::Map(m) => Some(m),
         Value::Null(_) | Value::Unknown(_) => None,
@@ -233,7 +231,7 @@ pub(crate) fn conform_block(
         }
     };
     let whole_unknown = value.is_unknown();
-    let mut out = BTreeMap::new();
+    let mut out = ValueMap::new();
     for (name, attr) in &block.attributes {
         let v = match attrs.and_then(|m| m.get(name)) {
             Some(v) => convert(v, &attr.ty).map_err(|e| {
@@ -332,32 +330,29 @@ pub fn same(a: &Value, b: &Value) -> bool {
 // Reading attributes out of a conformed object.
 
 /// A known string attribute (marks ignored); `None` when null or unknown.
-pub(crate) fn get_str<'a>(obj: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a str> {
+pub(crate) fn get_str<'a>(obj: &'a ValueMap, name: &str) -> Option<&'a str> {
     obj.get(name).and_then(|v| v.as_str())
 }
 
 /// A known integer attribute; `None` when null, unknown or not an integer.
-pub(crate) fn get_i64(obj: &BTreeMap<String, Value>, name: &str) -> Option<i64> {
+pub(crate) fn get_i64(obj: &ValueMap, name: &str) -> Option<i64> {
     obj.get(name)
         .and_then(|v| v.as_number())
         .and_then(|n| n.to_i64())
 }
 
 /// A known bool attribute; `None` when null or unknown.
-pub(crate) fn get_bool(obj: &BTreeMap<String, Value>, name: &str) -> Option<bool> {
+pub(crate) fn get_bool(obj: &ValueMap, name: &str) -> Option<bool> {
     obj.get(name).and_then(|v| v.as_bool())
 }
 
 /// A required string attribute of a wholly known configuration (apply, read_data).
-pub(crate) fn need_str<'a>(
-    obj: &'a BTreeMap<String, Value>,
-    name: &str,
-) -> ProviderResult<&'a str> {
+pub(crate) fn need_str<'a>(obj: &'a ValueMap, name: &str) -> ProviderResult<&'a str> {
     get_str(obj, name).ok_or_else(|| ProviderError(format!("argument \"{name}\" must be set")))
 }
 
 /// True when the attribute is set to a known, non-null value or is unknown (it may be set).
-pub(crate) fn is_set_or_unknown(obj: &BTreeMap<String, Value>, name: &str) -> bool {
+pub(crate) fn is_set_or_unknown(obj: &ValueMap, name: &str) -> bool {
     obj.get(name).is_some_and(|v| !v.is_null())
 }
 
@@ -365,7 +360,7 @@ pub(crate) fn is_set_or_unknown(obj: &BTreeMap<String, Value>, name: &str) -> bo
 // Validation helpers: each returns diagnostics with a summary and a detail saying what to do.
 
 /// Exactly one of `names` must be set. Unknown counts as set.
-pub(crate) fn exactly_one_of(obj: &BTreeMap<String, Value>, names: &[&str]) -> Diagnostics {
+pub(crate) fn exactly_one_of(obj: &ValueMap, names: &[&str]) -> Diagnostics {
     let set: Vec<&str> = names
         .iter()
         .copied()
@@ -391,12 +386,7 @@ pub(crate) fn exactly_one_of(obj: &BTreeMap<String, Value>, names: &[&str]) -> D
 }
 
 /// A known integer attribute must lie in `min..=max` (unset and unknown pass).
-pub(crate) fn int_in_range(
-    obj: &BTreeMap<String, Value>,
-    name: &str,
-    min: i64,
-    max: Option<i64>,
-) -> Diagnostics {
+pub(crate) fn int_in_range(obj: &ValueMap, name: &str, min: i64, max: Option<i64>) -> Diagnostics {
     let Some(v) = obj.get(name).filter(|v| !v.is_null() && !v.is_unknown()) else {
         return Diagnostics::new();
     };
@@ -437,12 +427,8 @@ pub(crate) fn unsupported_type(package: &str, type_: &str) -> Diagnostics {
 
 /// Fills the computed attributes of a data source's result object: configured arguments kept,
 /// `computed` values from the provider, everything else null.
-pub(crate) fn data_result(
-    schema: &TypeSchema,
-    config: &BTreeMap<String, Value>,
-    computed: BTreeMap<String, Value>,
-) -> Value {
-    let mut out = BTreeMap::new();
+pub(crate) fn data_result(schema: &TypeSchema, config: &ValueMap, computed: ValueMap) -> Value {
+    let mut out = ValueMap::new();
     for (name, attr) in &schema.block.attributes {
         let v = computed
             .get(name)

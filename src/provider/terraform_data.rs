@@ -60,10 +60,10 @@ use super::{
     ApplyRequest, ApplyResponse, Configured, Planned, Provider, ProviderError, ProviderResult,
 };
 use crate::schema::ProviderSchema;
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use rand::RngCore;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const PACKAGE: &str = "terraform";
@@ -174,11 +174,12 @@ mod remote {
     use cairn_state::backend_config::{PgConfig, PgSettings, S3Settings};
     use cairn_state::store::Store;
     use cairn_state::{OpenOptions, StateError};
-    use std::collections::BTreeMap;
+
     use std::path::Path;
     use std::time::Duration;
 
-    type Outputs = BTreeMap<String, Value>;
+    use crate::value::ValueMap;
+    type Outputs = ValueMap;
 
     fn err(msg: impl std::fmt::Display) -> ProviderError {
         ProviderError(format!("terraform_remote_state: {msg}"))
@@ -192,10 +193,7 @@ mod remote {
         )
     }
 
-    fn arg_str<'a>(
-        args: &'a BTreeMap<String, Value>,
-        key: &str,
-    ) -> Result<Option<&'a str>, ProviderError> {
+    fn arg_str<'a>(args: &'a ValueMap, key: &str) -> Result<Option<&'a str>, ProviderError> {
         match args.get(key).map(Value::unmarked) {
             None | Some(Value::Null(_)) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -210,7 +208,7 @@ mod remote {
     pub(crate) fn read(
         host: &Host,
         backend: &str,
-        args: &BTreeMap<String, Value>,
+        args: &ValueMap,
         workspace: &str,
     ) -> Result<Outputs, ProviderError> {
         match backend {
@@ -274,11 +272,7 @@ mod remote {
 
     /// `backend = "s3"`: Cairn's log at the key if there is one, else the state object
     /// Terraform keeps there.
-    fn from_s3(
-        host: &Host,
-        args: &BTreeMap<String, Value>,
-        workspace: &str,
-    ) -> Result<Outputs, ProviderError> {
+    fn from_s3(host: &Host, args: &ValueMap, workspace: &str) -> Result<Outputs, ProviderError> {
         let mut settings = S3Settings::default();
         for (key, value) in args {
             if let v @ (Value::Object(_)
@@ -364,7 +358,7 @@ mod remote {
     fn from_tfstate_text(text: &str, path: &str) -> Result<Outputs, ProviderError> {
         let doc: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| err(format!("{path} is not a Terraform state (JSON): {e}")))?;
-        let mut out = BTreeMap::new();
+        let mut out = ValueMap::new();
         let Some(outputs) = doc.get("outputs").and_then(serde_json::Value::as_object) else {
             return Ok(out);
         };
@@ -479,8 +473,8 @@ impl Configured for TerraformInstance {
         cairn_state::workspace::check_name(&workspace)
             .map_err(|m| ProviderError(format!("terraform_remote_state: {m}")))?;
         let backend = schema_util::need_str(&c, "backend")?.to_string();
-        let args: BTreeMap<String, Value> = match c.get("config").map(Value::unmarked) {
-            None | Some(Value::Null(_)) => BTreeMap::new(),
+        let args: ValueMap = match c.get("config").map(Value::unmarked) {
+            None | Some(Value::Null(_)) => ValueMap::new(),
             Some(Value::Object(m) | Value::Map(m)) => m.clone(),
             Some(other) => {
                 return Err(ProviderError(format!(
@@ -497,10 +491,10 @@ impl Configured for TerraformInstance {
                 .map_err(|e| ProviderError(format!("terraform_remote_state: {e}")))??;
         let mut merged = match c.get("defaults").map(Value::unmarked) {
             Some(Value::Object(m) | Value::Map(m)) => m.clone(),
-            _ => BTreeMap::new(),
+            _ => ValueMap::new(),
         };
         merged.extend(outputs);
-        let mut computed = BTreeMap::new();
+        let mut computed = ValueMap::new();
         computed.insert("outputs".to_string(), Value::Object(merged));
         Ok(schema_util::data_result(&self.remote, &c, computed))
     }

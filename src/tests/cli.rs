@@ -830,7 +830,7 @@ fn sample_plan() -> Plan {
         refreshed_meta: Vec::new(),
         data_reads: vec![],
         dropped_data: vec![],
-        variables: BTreeMap::new(),
+        variables: Default::default(),
         request: Default::default(),
         warnings: vec![],
         applyable: true,

@@ -230,7 +230,7 @@ fn crash(
 ) {
     let addr: ResourceInstanceAddr = args[0].parse().unwrap();
     let lost = args.contains(&"-lost");
-    let mut attrs = BTreeMap::new();
+    let mut attrs = cairn::value::ValueMap::new();
     for kv in args[1..].iter().filter(|a| !a.starts_with('-')) {
         let (k, v) = kv.split_once('=').unwrap();
         attrs.insert(k.to_string(), Value::string(v));
@@ -252,7 +252,7 @@ fn crash(
             let inst = ProviderInstance {
                 addr: paddr.clone(),
                 id: "sim-crashed".into(),
-                config: Value::Object(BTreeMap::new()).to_stored().unwrap(),
+                config: Value::Object(Default::default()).to_stored().unwrap(),
                 is_default: true,
             };
             let r = inst.reference();
@@ -289,7 +289,7 @@ fn crash(
         let sim = packages["sim"].clone();
         rt.block_on(async {
             let c = sim
-                .configure(&Value::Object(BTreeMap::new()))
+                .configure(&Value::Object(Default::default()))
                 .await
                 .unwrap();
             let r = c
@@ -308,7 +308,7 @@ fn crash(
         let sim = packages["sim"].clone();
         rt.block_on(async {
             let c = sim
-                .configure(&Value::Object(BTreeMap::new()))
+                .configure(&Value::Object(Default::default()))
                 .await
                 .unwrap();
             let planned = c.plan(&addr.resource.type_, None, &config).unwrap().planned;

@@ -1601,7 +1601,7 @@ mod tests {
                 EventBody::DataRead {
                     addr: data.clone(),
                     object: cairn_state::DataObject {
-                        attrs: StoredValue::Object(BTreeMap::new()),
+                        attrs: StoredValue::Object(Default::default()),
                         provider: pref(),
                     },
                 },

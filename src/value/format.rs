@@ -3,6 +3,7 @@
 //! heredocs for multi-line strings, `(known after apply)` and `(sensitive value)`.
 
 use super::{Type, Value};
+use crate::value::ValueMap;
 use cairn_state::write_quoted;
 use std::fmt::Write as _;
 
@@ -88,13 +89,7 @@ fn write_seq(out: &mut String, open: &str, items: &[Value], close: &str, level: 
     out.push_str(close);
 }
 
-fn write_map(
-    out: &mut String,
-    open: &str,
-    m: &std::collections::BTreeMap<String, Value>,
-    close: &str,
-    level: usize,
-) {
+fn write_map(out: &mut String, open: &str, m: &ValueMap, close: &str, level: usize) {
     out.push_str(open);
     if m.is_empty() {
         out.push_str("{}");

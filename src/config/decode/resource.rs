@@ -146,7 +146,7 @@ impl Loader {
                     name,
                     count,
                     for_each,
-                    provider,
+                    provider: provider.map(Box::new),
                     depends_on,
                     lifecycle,
                     body,

@@ -17,6 +17,7 @@ use crate::engine::rules::{may_be_replaced_at_apply, reconfigured_at_apply};
 use crate::engine::sabotage::Sabotage;
 use crate::plan::{Change, Plan};
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_graph::NodeId;
 use cairn_state::{ResourceObject, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
@@ -128,7 +129,7 @@ fn add_destroy_nodes(g: &mut TermGraph, d: &mut Destroys<'_>) {
             .providers
             .get(&obj.provider.addr)
             .map(|p| Value::from_stored(&p.config))
-            .unwrap_or_else(|| Value::Object(BTreeMap::new()));
+            .unwrap_or_else(|| Value::Object(ValueMap::new()));
         let id = g.add(Node::Destroy {
             addr: change.addr.clone(),
             deposed: deposed.clone(),

@@ -7,7 +7,7 @@ use crate::config::stack::StackModel;
 use crate::diag::FileId;
 use crate::eval::{Scope as EvalScope, ScopeError, Subject};
 use crate::plan::Plan;
-use crate::value::Value;
+use crate::value::{Value, ValueMap};
 use cairn_state::quote;
 use hcl_edit::expr::Expression;
 use std::collections::BTreeMap;
@@ -201,7 +201,7 @@ impl GroupRules {
 /// What `deployment.NAME` is where a deployment file's expression is evaluated.
 pub(super) enum Deployments<'a> {
     /// A `publish_output`'s value: each deployment's stack outputs.
-    Outputs(&'a BTreeMap<String, Value>),
+    Outputs(&'a ValueMap),
     /// An auto-approve check: each deployment itself (see [`deployment_value`]).
     Names(&'a [String]),
 }

@@ -22,7 +22,7 @@ use super::{
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::PlanMode;
-use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_state::pg_fleet::{Claim, Fleet, WorkItem, WorkRow};
 use sha2::Digest;
 use std::collections::{BTreeMap, BTreeSet};
@@ -154,8 +154,8 @@ fn state_values(
     req: &StackRequest,
     in_state: &[InstanceId],
     deployment: &str,
-) -> Result<BTreeMap<String, Value>, Diagnostic> {
-    let mut values = BTreeMap::new();
+) -> Result<ValueMap, Diagnostic> {
+    let mut values = ValueMap::new();
     for (name, c) in &stack.model.components {
         let mut outs = BTreeMap::new();
         let mut keys = Vec::new();

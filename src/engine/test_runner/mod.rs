@@ -24,6 +24,7 @@ use crate::config::{Config, VarArg};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use crate::plan::{Plan, PlanMode};
 use crate::value::Value;
+use crate::value::ValueMap;
 use cairn_state::{RunOutcome, RunSummary, Snapshot};
 use scope::{PlainScope, RunScope};
 use std::collections::BTreeMap;
@@ -177,7 +178,7 @@ pub async fn run_tests(
 }
 
 /// The values a file's runs have produced so far: `run.NAME` → an object of its outputs.
-type RunOutputs = BTreeMap<String, Value>;
+type RunOutputs = ValueMap;
 
 async fn run_file(
     req: &TestRequest,
@@ -383,7 +384,7 @@ async fn run_one(
     };
     // The run's variables: the file's, then its own, each evaluated with `run.*` and the
     // variables before it.
-    let mut vars: BTreeMap<String, Value> = BTreeMap::new();
+    let mut vars: ValueMap = ValueMap::new();
     let cli_vars = cli_values(&req.base);
     for (name, expr) in f.variables.iter().chain(&run.variables) {
         let mut visible = cli_vars.clone();
@@ -569,8 +570,8 @@ fn states_len_hint(dir: &Path) -> String {
 }
 
 /// The `-var` values of the command line, as test files see them in `var.NAME`.
-fn cli_values(base: &Options) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
+fn cli_values(base: &Options) -> ValueMap {
+    let mut out = ValueMap::new();
     for v in &base.vars {
         if let VarArg::Var(t) = v {
             if let Some((k, val)) = t.split_once('=') {
@@ -609,7 +610,7 @@ async fn walk(opts: &Options, mode: PlanMode, apply: bool) -> Outcome {
             out.diags = r.diags;
             out.loaded = r.config.map(|config| Loaded {
                 config,
-                inputs: BTreeMap::new(),
+                inputs: ValueMap::new(),
                 files_hash: String::new(),
                 registry: Arc::new(super::providers::Registry::new(
                     BTreeMap::new(),
@@ -708,7 +709,7 @@ fn expected_failures(
 fn mock_providers(
     f: &TestFile,
     run: &RunBlock,
-    vars: &BTreeMap<String, Value>,
+    vars: &ValueMap,
     outputs: &RunOutputs,
     root: &Path,
     opts: &mut Options,
@@ -749,7 +750,7 @@ fn mock_providers(
                             continue;
                         }
                     },
-                    None => Value::Object(BTreeMap::new()),
+                    None => Value::Object(ValueMap::new()),
                 };
                 into.insert(type_.clone(), v);
             }
@@ -794,7 +795,7 @@ fn overrides(
                     continue;
                 }
             },
-            None => Value::Object(BTreeMap::new()),
+            None => Value::Object(ValueMap::new()),
         };
         opts.module_overrides.retain(|(p, _)| *p != path);
         opts.module_overrides.push((path, outputs));
@@ -818,7 +819,7 @@ fn overrides(
                     continue;
                 }
             },
-            None => Value::Object(BTreeMap::new()),
+            None => Value::Object(ValueMap::new()),
         };
         let r = &addr.resource;
         let key = crate::config::ResourceKey {

@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::diag::{Diagnostic, Diagnostics, FileId, Span};
 use crate::eval::{Scope, ScopeError, Subject};
 use crate::value::Value;
-use std::collections::BTreeMap;
+use crate::value::ValueMap;
 use std::path::{Path, PathBuf};
 
 /// `run.NAME` as a subject: a traversal `run.x` reads as a resource of type `run`.
@@ -25,7 +25,7 @@ fn special(subject: &Subject) -> Option<(&str, &str)> {
     }
 }
 
-fn run_value(runs: &BTreeMap<String, Value>, name: &str) -> Result<Value, ScopeError> {
+fn run_value(runs: &ValueMap, name: &str) -> Result<Value, ScopeError> {
     runs.get(name).cloned().ok_or_else(|| {
         ScopeError::new(
             "Reference to unknown run block",
@@ -38,19 +38,14 @@ fn run_value(runs: &BTreeMap<String, Value>, name: &str) -> Result<Value, ScopeE
 
 /// Test variables and earlier runs' outputs.
 pub(super) struct PlainScope<'a> {
-    vars: &'a BTreeMap<String, Value>,
-    runs: &'a BTreeMap<String, Value>,
+    vars: &'a ValueMap,
+    runs: &'a ValueMap,
     file: FileId,
     dir: PathBuf,
 }
 
 impl<'a> PlainScope<'a> {
-    pub(super) fn new(
-        vars: &'a BTreeMap<String, Value>,
-        runs: &'a BTreeMap<String, Value>,
-        file: FileId,
-        dir: &Path,
-    ) -> Self {
+    pub(super) fn new(vars: &'a ValueMap, runs: &'a ValueMap, file: FileId, dir: &Path) -> Self {
         PlainScope {
             vars,
             runs,
@@ -94,9 +89,9 @@ impl Scope for PlainScope<'_> {
 /// A run's assertion scope.
 pub(super) struct RunScope<'a> {
     inner: InstanceScope<'a>,
-    outputs: &'a BTreeMap<String, Value>,
-    runs: &'a BTreeMap<String, Value>,
-    test_vars: &'a BTreeMap<String, Value>,
+    outputs: &'a ValueMap,
+    runs: &'a ValueMap,
+    test_vars: &'a ValueMap,
 }
 
 static ROOT: std::sync::LazyLock<ModulePath> = std::sync::LazyLock::new(ModulePath::root);
@@ -106,9 +101,9 @@ impl<'a> RunScope<'a> {
         values: &'a Values,
         paths: &'a Paths,
         file: FileId,
-        outputs: &'a BTreeMap<String, Value>,
-        runs: &'a BTreeMap<String, Value>,
-        test_vars: &'a BTreeMap<String, Value>,
+        outputs: &'a ValueMap,
+        runs: &'a ValueMap,
+        test_vars: &'a ValueMap,
     ) -> Self {
         RunScope {
             inner: InstanceScope {

@@ -12,6 +12,7 @@ use super::{
     FunctionContext, Res, Ret, P,
 };
 use crate::eval::convert::{self, equals, friendly_name, unify};
+use crate::value::ValueMap;
 use crate::value::{Number, Type, Value};
 use bigdecimal::BigDecimal;
 use std::collections::BTreeMap;
@@ -335,7 +336,7 @@ fn concat(a: Vec<Value>, _: &FunctionContext) -> Res {
 fn merge(a: Vec<Value>, _: &FunctionContext) -> Res {
     let mut marked = false;
     let mut all_maps = true;
-    let mut out = BTreeMap::new();
+    let mut out = ValueMap::new();
     let mut tys = Vec::new();
     let any_arg = !a.is_empty();
     for v in a {
@@ -691,15 +692,17 @@ fn zipmap(a: Vec<Value>, _: &FunctionContext) -> Res {
     if keys.iter().any(|k| !k.is_wholly_known()) {
         return Ok(Value::Unknown(Type::Dynamic));
     }
-    let mut m = BTreeMap::new();
+    // Pairs in the lists' order (a later key wins), sorted once.
+    let mut m = Vec::new();
     for (i, (k, v)) in keys.into_iter().zip(vals).enumerate() {
         match k.as_str() {
             Some(k) => {
-                m.insert(k.to_string(), v);
+                m.push((k.to_string(), v));
             }
             None => return Err(arg_err(0, format!("element {i} is null"))),
         }
     }
+    let m: ValueMap = m.into_iter().collect();
     Ok(if is_tuple {
         Value::Object(m)
     } else {

@@ -4,8 +4,8 @@
 //! every family file build on this file; it builds on none of them.
 
 use crate::eval::convert::quote;
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The deepest nesting `jsondecode` and `yamldecode` accept. Terraform's decoders allow more
@@ -236,11 +236,11 @@ pub(crate) fn elems_of(v: Value) -> Vec<Value> {
 }
 
 /// The entries of a converted map/object argument (empty for anything else).
-pub(crate) fn entries_of(v: Value) -> BTreeMap<String, Value> {
+pub(crate) fn entries_of(v: Value) -> ValueMap {
     match v {
         Value::Map(m) | Value::Object(m) => m,
         Value::Sensitive(v) => entries_of(*v),
-        _ => BTreeMap::new(),
+        _ => ValueMap::new(),
     }
 }
 

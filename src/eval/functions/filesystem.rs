@@ -16,7 +16,7 @@
 
 use super::{arg_err, call_err, p, str_of, Def, Fail, FunctionContext, Res, Ret, P};
 use crate::value::Value;
-use std::collections::BTreeMap;
+use crate::value::ValueMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 /// same tree and resolve relative paths the same way.
 /// The fourth argument names the template's origin for messages (its path, as given).
 pub(crate) type TemplateEvaluator =
-    fn(&str, &BTreeMap<String, Value>, &FunctionContext, &str) -> Result<Value, String>;
+    fn(&str, &ValueMap, &FunctionContext, &str) -> Result<Value, String>;
 
 /// The template evaluator `templatefile` uses; set once by the expression evaluator.
 pub(crate) static TEMPLATE_EVALUATOR: OnceLock<TemplateEvaluator> = OnceLock::new();

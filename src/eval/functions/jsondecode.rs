@@ -14,8 +14,8 @@
 
 use super::MAX_DEPTH;
 use crate::eval::convert::parse_number;
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
-use std::collections::BTreeMap;
 
 /// Decodes JSON text: objects become objects and arrays tuples; errors are worded as Go's
 /// `encoding/json` words them.
@@ -86,11 +86,12 @@ impl JsonParser<'_> {
         match c {
             b'{' => {
                 self.i += 1;
-                let mut m = BTreeMap::new();
+                // Pairs as they come (a later key wins); sorted once at the end.
+                let mut m: Vec<(String, Value)> = Vec::new();
                 self.skip_ws();
                 if self.b.get(self.i) == Some(&b'}') {
                     self.i += 1;
-                    return Ok(Value::Object(m));
+                    return Ok(Value::Object(ValueMap::new()));
                 }
                 let mut first = true;
                 loop {
@@ -110,13 +111,13 @@ impl JsonParser<'_> {
                     }
                     self.i += 1;
                     let v = self.value()?;
-                    m.insert(k, v);
+                    m.push((k, v));
                     self.skip_ws();
                     match self.b.get(self.i) {
                         Some(b',') => self.i += 1,
                         Some(b'}') => {
                             self.i += 1;
-                            return Ok(Value::Object(m));
+                            return Ok(Value::Object(m.into_iter().collect()));
                         }
                         _ => return Err(self.err("after object key:value pair")),
                     }

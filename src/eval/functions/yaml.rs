@@ -248,7 +248,8 @@ impl Decoder<'_, '_> {
     }
 
     fn mapping(&mut self) -> Result<Value, String> {
-        let mut vals = BTreeMap::new();
+        // Pairs as they come (a later key wins, a merge key's too); sorted once at the end.
+        let mut vals: Vec<(String, Value)> = Vec::new();
         loop {
             let evt = self.next()?;
             let EventData::Scalar {
@@ -259,7 +260,7 @@ impl Decoder<'_, '_> {
             } = evt.data
             else {
                 if matches!(evt.data, EventData::MappingEnd) {
-                    return Ok(Value::Object(vals));
+                    return Ok(Value::Object(vals.into_iter().collect()));
                 }
                 return Err(at(&evt, "only strings are allowed as mapping keys"));
             };
@@ -282,7 +283,7 @@ impl Decoder<'_, '_> {
                 Err(_) => return Err(at(&evt, "only strings are allowed as mapping keys")),
             };
             let v = self.value()?;
-            vals.insert(key, v);
+            vals.push((key, v));
         }
     }
 

@@ -13,6 +13,7 @@
 //! Decoding gives values of the schema's types: typed nulls and unknowns, sets in canonical
 //! order, numbers exact (big ones arrive as strings).
 
+use crate::value::ValueMap;
 use crate::value::{Number, Type, Value};
 use std::collections::BTreeMap;
 
@@ -328,7 +329,7 @@ fn from_raw(raw: &rmpv::Value, ty: &Type, path: &mut String) -> Result<Value, St
         }
         Type::Map(et) => {
             let entries = raw.as_map().ok_or_else(|| err(path, "a map is required"))?;
-            let mut m = BTreeMap::new();
+            let mut m = ValueMap::new();
             for (k, e) in entries {
                 let k = k
                     .as_str()
@@ -344,7 +345,7 @@ fn from_raw(raw: &rmpv::Value, ty: &Type, path: &mut String) -> Result<Value, St
             let entries = raw
                 .as_map()
                 .ok_or_else(|| err(path, "an object is required"))?;
-            let mut m = BTreeMap::new();
+            let mut m = ValueMap::new();
             for (k, e) in entries {
                 let k = k
                     .as_str()
@@ -439,7 +440,7 @@ fn from_json(j: &serde_json::Value, ty: &Type, path: &mut String) -> Result<Valu
             let o = j
                 .as_object()
                 .ok_or_else(|| err(path, "an object is required"))?;
-            let mut m = BTreeMap::new();
+            let mut m = ValueMap::new();
             for (k, e) in o {
                 let len = path.len();
                 path.push_str(&format!("[{k:?}]"));
@@ -452,7 +453,7 @@ fn from_json(j: &serde_json::Value, ty: &Type, path: &mut String) -> Result<Valu
             let o = j
                 .as_object()
                 .ok_or_else(|| err(path, "an object is required"))?;
-            let mut m = BTreeMap::new();
+            let mut m = ValueMap::new();
             for (k, at) in attrs {
                 let len = path.len();
                 if !path.is_empty() {

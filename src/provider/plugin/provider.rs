@@ -30,6 +30,7 @@ use crate::provider::{
     Planned, Provider, ProviderDiag, ProviderError, ProviderResult, Renewed,
 };
 use crate::schema::{Block, FunctionFailure, FunctionSig, Nesting, ProviderSchema};
+use crate::value::ValueMap;
 use crate::value::{Type, Value};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap};
@@ -715,7 +716,7 @@ pub(crate) fn proposed_new(block: &Block, prior: Option<&Value>, config: &Value)
     };
     let prior = prior.filter(|p| !p.is_null() && !p.is_unknown());
     let pattrs = prior.and_then(|p| p.unmarked().attributes());
-    let mut out = BTreeMap::new();
+    let mut out = ValueMap::new();
     for (name, a) in &block.attributes {
         let c = cattrs
             .get(name)

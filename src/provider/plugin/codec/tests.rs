@@ -137,7 +137,7 @@ fn arb_value(ty: Type) -> BoxedStrategy<Value> {
             .prop_map(Value::set)
             .boxed(),
         Type::Map(et) => prop::collection::btree_map("[a-z]{0,3}", arb_value(*et), 0..3)
-            .prop_map(Value::Map)
+            .prop_map(|m| Value::Map(m.into()))
             .boxed(),
         Type::Tuple(ets) => ets
             .into_iter()
