@@ -86,6 +86,16 @@ impl PlanOut {
     /// The recorded changes in address order, the later of two for one address.
     pub(crate) fn take_changes(&mut self) -> Vec<Change> {
         let mut changes = std::mem::take(&mut self.changes);
+        let unique = {
+            let mut seen = rustc_hash::FxHashSet::default();
+            changes.iter().all(|c| seen.insert(&c.addr))
+        };
+        if unique {
+            // One change per address (the rule): sorted in place, without the stable sort's
+            // buffer of half the changes (33 MB at 100,000).
+            changes.sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
+            return changes;
+        }
         changes.sort_by(|a, b| a.addr.cmp(&b.addr));
         // In place: of two for one address (in recorded order, the sort being stable), the
         // later's content is kept where the earlier stood.
