@@ -209,7 +209,7 @@ impl PlanPhase {
             reason: None,
             sensitive_attrs,
             diff_unavailable: false,
-            importing,
+            importing: importing.map(Box::new),
             deposed: None,
         };
         match &slot.state {
@@ -321,7 +321,7 @@ impl PlanPhase {
             reason: None,
             sensitive_attrs: Vec::new(),
             diff_unavailable: false,
-            importing: Some(imported.importing),
+            importing: Some(Box::new(imported.importing)),
             deposed: None,
         });
         value
