@@ -227,7 +227,7 @@ impl PlanPhase {
             }
             ProviderState::Unavailable => return Err(missing_provider(&inst.provider, &inst.addr)),
             ProviderState::Configured(c) => {
-                change.reason = replace_reason;
+                change.reason = replace_reason.map(Box::new);
                 self.plan_configured(ctx, c, &inst, &config, &prior_meta, &mut change)
                     .await?;
             }
@@ -370,9 +370,9 @@ impl PlanPhase {
         change: &mut Change,
     ) {
         let after = plan_without_provider(&inst.schema, config);
-        change.reason = Some(Reason::ProviderConfigUnknown {
+        change.reason = Some(Box::new(Reason::ProviderConfigUnknown {
             provider: inst.provider.clone(),
-        });
+        }));
         if in_state && replace_reason.is_none() {
             change.action = Action::Update;
             change.diff_unavailable = true;
@@ -382,7 +382,7 @@ impl PlanPhase {
             ));
         } else if in_state {
             change.action = replace_action(create_before_destroy);
-            change.reason = replace_reason;
+            change.reason = replace_reason.map(Box::new);
         } else {
             change.action = Action::Create;
         }
@@ -425,9 +425,9 @@ impl PlanPhase {
         };
         let triggered = self.replace_triggered(ctx, inst)?;
         let reason = forced.or(if !planned.requires_replace.is_empty() {
-            Some(Reason::ReplaceBecauseCannotUpdate)
+            Some(Box::new(Reason::ReplaceBecauseCannotUpdate))
         } else if triggered {
-            Some(Reason::ReplaceByTriggers)
+            Some(Box::new(Reason::ReplaceByTriggers))
         } else {
             None
         });
@@ -614,7 +614,7 @@ impl PlanPhase {
             before: None,
             after: Some(after.clone()),
             replace_paths: Vec::new(),
-            reason: Some(reason),
+            reason: Some(Box::new(reason)),
             sensitive_attrs: inst
                 .schema
                 .attributes
@@ -801,7 +801,7 @@ impl Phase for PlanPhase {
                 before: Some(Value::from_stored(&prior.attrs)),
                 after: None,
                 replace_paths: Vec::new(),
-                reason: Some(reason),
+                reason: Some(Box::new(reason)),
                 sensitive_attrs: Vec::new(),
                 diff_unavailable: false,
                 importing: None,

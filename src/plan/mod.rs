@@ -141,7 +141,8 @@ pub struct Change {
     pub after: Option<Value>,
     /// Attributes whose change forces the replacement.
     pub replace_paths: Vec<String>,
-    pub reason: Option<Reason>,
+    /// Boxed: most changes have none, and a reason is 192 bytes (issue 31).
+    pub reason: Option<Box<Reason>>,
     /// Attribute names the schema marks sensitive.
     pub sensitive_attrs: Vec<String>,
     /// The provider's diff was not available (its configuration is unknown until apply).
