@@ -204,7 +204,7 @@ pub fn deferral_exact(o: &Outcome) -> Check {
     let mut deferred_actual: BTreeMap<String, Option<Reason>> = BTreeMap::new();
     for c in &plan.changes {
         if c.action == Action::Read {
-            deferred_actual.insert(resource_key(&c.addr), c.reason.clone());
+            deferred_actual.insert(resource_key(&c.addr), c.reason.as_deref().cloned());
         } else {
             actions
                 .entry(resource_key(&c.addr))

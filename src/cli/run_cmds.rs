@@ -606,7 +606,7 @@ mod tests {
         let clock: crate::cli::output::Clock = Arc::new(|| UNIX_EPOCH);
         let ui = JsonUi::new(sink(cap.clone()), clock);
         let mut plan = plan_with(&[Action::Create, Action::NoOp, Action::DeleteThenCreate]);
-        plan.changes[2].reason = Some(crate::plan::Reason::ReplaceByRequest);
+        plan.changes[2].reason = Some(Box::new(crate::plan::Reason::ReplaceByRequest));
         plan.outputs.push(crate::plan::OutputChange {
             name: "o".into(),
             action: Action::Create,

@@ -221,7 +221,7 @@ fn moved_state(
                 before: Some(Value::from_stored(&obj.attrs)),
                 after: None,
                 replace_paths: Vec::new(),
-                reason: Some(crate::plan::Reason::DeleteBecauseNoResourceConfig),
+                reason: Some(Box::new(crate::plan::Reason::DeleteBecauseNoResourceConfig)),
                 sensitive_attrs: sensitive_attrs(registry, addr, &obj.provider.addr),
                 diff_unavailable: false,
                 importing: None,

@@ -86,6 +86,16 @@ impl PlanOut {
     /// The recorded changes in address order, the later of two for one address.
     pub(crate) fn take_changes(&mut self) -> Vec<Change> {
         let mut changes = std::mem::take(&mut self.changes);
+        let unique = {
+            let mut seen = rustc_hash::FxHashSet::default();
+            changes.iter().all(|c| seen.insert(&c.addr))
+        };
+        if unique {
+            // One change per address (the rule): sorted in place, without the stable sort's
+            // buffer of half the changes (33 MB at 100,000).
+            changes.sort_unstable_by(|a, b| a.addr.cmp(&b.addr));
+            return changes;
+        }
         changes.sort_by(|a, b| a.addr.cmp(&b.addr));
         // In place: of two for one address (in recorded order, the sort being stable), the
         // later's content is kept where the earlier stood.
@@ -199,7 +209,7 @@ impl PlanPhase {
             reason: None,
             sensitive_attrs,
             diff_unavailable: false,
-            importing,
+            importing: importing.map(Box::new),
             deposed: None,
         };
         match &slot.state {
@@ -217,7 +227,7 @@ impl PlanPhase {
             }
             ProviderState::Unavailable => return Err(missing_provider(&inst.provider, &inst.addr)),
             ProviderState::Configured(c) => {
-                change.reason = replace_reason;
+                change.reason = replace_reason.map(Box::new);
                 self.plan_configured(ctx, c, &inst, &config, &prior_meta, &mut change)
                     .await?;
             }
@@ -311,7 +321,7 @@ impl PlanPhase {
             reason: None,
             sensitive_attrs: Vec::new(),
             diff_unavailable: false,
-            importing: Some(imported.importing),
+            importing: Some(Box::new(imported.importing)),
             deposed: None,
         });
         value
@@ -360,9 +370,9 @@ impl PlanPhase {
         change: &mut Change,
     ) {
         let after = plan_without_provider(&inst.schema, config);
-        change.reason = Some(Reason::ProviderConfigUnknown {
+        change.reason = Some(Box::new(Reason::ProviderConfigUnknown {
             provider: inst.provider.clone(),
-        });
+        }));
         if in_state && replace_reason.is_none() {
             change.action = Action::Update;
             change.diff_unavailable = true;
@@ -372,7 +382,7 @@ impl PlanPhase {
             ));
         } else if in_state {
             change.action = replace_action(create_before_destroy);
-            change.reason = replace_reason;
+            change.reason = replace_reason.map(Box::new);
         } else {
             change.action = Action::Create;
         }
@@ -415,9 +425,9 @@ impl PlanPhase {
         };
         let triggered = self.replace_triggered(ctx, inst)?;
         let reason = forced.or(if !planned.requires_replace.is_empty() {
-            Some(Reason::ReplaceBecauseCannotUpdate)
+            Some(Box::new(Reason::ReplaceBecauseCannotUpdate))
         } else if triggered {
-            Some(Reason::ReplaceByTriggers)
+            Some(Box::new(Reason::ReplaceByTriggers))
         } else {
             None
         });
@@ -604,7 +614,7 @@ impl PlanPhase {
             before: None,
             after: Some(after.clone()),
             replace_paths: Vec::new(),
-            reason: Some(reason),
+            reason: Some(Box::new(reason)),
             sensitive_attrs: inst
                 .schema
                 .attributes
@@ -791,7 +801,7 @@ impl Phase for PlanPhase {
                 before: Some(Value::from_stored(&prior.attrs)),
                 after: None,
                 replace_paths: Vec::new(),
-                reason: Some(reason),
+                reason: Some(Box::new(reason)),
                 sensitive_attrs: Vec::new(),
                 diff_unavailable: false,
                 importing: None,

@@ -97,10 +97,10 @@ pub(crate) fn plan_record(plan: &Plan, saved: bool, files_hash: &str) -> PlanRec
                     )),
                     None => ch
                         .reason
-                        .as_ref()
+                        .as_deref()
                         .and_then(|r| super::render::reason_text(&ch.addr, r)),
                 },
-                deferral: ch.reason.as_ref().and_then(deferral),
+                deferral: ch.reason.as_deref().and_then(deferral),
                 diff: render_change_in(plan, ch, moved_from.get(&ch.addr).copied(), &opts),
             })
         })

@@ -1262,7 +1262,7 @@ impl Renderer<'_> {
             ));
             return lines;
         }
-        let main = match (ch.action, &ch.reason) {
+        let main = match (ch.action, ch.reason.as_deref()) {
             (
                 Action::DeleteThenCreate | Action::CreateThenDelete,
                 Some(Reason::ReplaceBecauseTainted),
@@ -1306,7 +1306,12 @@ impl Renderer<'_> {
                 lines.push("  # (config will be generated)".into());
             }
         }
-        if ch.diff_unavailable && !matches!(ch.reason, Some(Reason::ProviderConfigUnknown { .. })) {
+        if ch.diff_unavailable
+            && !matches!(
+                ch.reason.as_deref(),
+                Some(Reason::ProviderConfigUnknown { .. })
+            )
+        {
             lines.push(format!(
                 "  # (the configuration of {} is not known until apply)",
                 ch.provider

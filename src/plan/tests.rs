@@ -256,7 +256,7 @@ fn replace_in_both_orders_marks_forcing_attributes() {
         ])),
     );
     dtc.replace_paths = vec!["name".into()];
-    dtc.reason = Some(Reason::ReplaceBecauseCannotUpdate);
+    dtc.reason = Some(Box::new(Reason::ReplaceBecauseCannotUpdate));
     let mut cbd = change(
         "sim_thing.c[\"k\"]",
         Action::CreateThenDelete,
@@ -272,7 +272,7 @@ fn replace_in_both_orders_marks_forcing_attributes() {
         ])),
     );
     cbd.replace_paths = vec!["settings.zone".into()];
-    cbd.reason = Some(Reason::ReplaceByRequest);
+    cbd.reason = Some(Box::new(Reason::ReplaceByRequest));
     let mut tainted = change(
         "sim_thing.t",
         Action::DeleteThenCreate,
@@ -283,7 +283,7 @@ fn replace_in_both_orders_marks_forcing_attributes() {
             ("out", unknown()),
         ])),
     );
-    tainted.reason = Some(Reason::ReplaceBecauseTainted);
+    tainted.reason = Some(Box::new(Reason::ReplaceBecauseTainted));
     let mut moved = change(
         "sim_thing.r",
         Action::DeleteThenCreate,
@@ -294,10 +294,10 @@ fn replace_in_both_orders_marks_forcing_attributes() {
             ("out", unknown()),
         ])),
     );
-    moved.reason = Some(Reason::ReplaceBecauseProviderChanged {
+    moved.reason = Some(Box::new(Reason::ReplaceBecauseProviderChanged {
         provider: provider("provider[\"sim\"].east"),
         from: None,
-    });
+    }));
     moved.provider = provider("provider[\"sim\"].east");
     let mut p = plan(PlanMode::Normal, vec![dtc, cbd, tainted, moved]);
     p.provider_changes = vec![
@@ -327,28 +327,28 @@ fn delete_says_why() {
         Some(thing("gone", "gone-1", Some("x"))),
         None,
     );
-    gone.reason = Some(Reason::DeleteBecauseNoResourceConfig);
+    gone.reason = Some(Box::new(Reason::DeleteBecauseNoResourceConfig));
     let mut idx = change(
         "sim_thing.many[2]",
         Action::Delete,
         Some(thing("m2", "m2-1", None)),
         None,
     );
-    idx.reason = Some(Reason::DeleteBecauseCountIndex);
+    idx.reason = Some(Box::new(Reason::DeleteBecauseCountIndex));
     let mut key = change(
         "sim_thing.each[\"b\"]",
         Action::Delete,
         Some(thing("b", "b-1", None)),
         None,
     );
-    key.reason = Some(Reason::DeleteBecauseEachKey);
+    key.reason = Some(Box::new(Reason::DeleteBecauseEachKey));
     let mut module = change(
         "module.old.sim_thing.x",
         Action::Delete,
         Some(thing("x", "x-1", None)),
         None,
     );
-    module.reason = Some(Reason::DeleteBecauseNoModule);
+    module.reason = Some(Box::new(Reason::DeleteBecauseNoModule));
     // A deposed object left by a create-before-destroy whose create failed part-way.
     let mut deposed = change(
         "sim_thing.gone",
@@ -398,35 +398,35 @@ fn deferred_reads_name_their_reason_and_chain() {
         None,
         Some(obj([("key", s("k1")), ("result", unknown())])),
     );
-    pending.reason = Some(Reason::ReadBecauseDependencyPending {
+    pending.reason = Some(Box::new(Reason::ReadBecauseDependencyPending {
         dependency: addr("sim_thing.a"),
         action: Action::Update,
         via: vec!["local.k".into()],
-    });
+    }));
     let mut config = change(
         "data.sim_lookup.y",
         Action::Read,
         None,
         Some(obj([("key", unknown()), ("result", unknown())])),
     );
-    config.reason = Some(Reason::ReadBecauseConfigUnknown {
+    config.reason = Some(Box::new(Reason::ReadBecauseConfigUnknown {
         value: "key".into(),
         chain: vec![
             "local.k".into(),
             "module.m.output.id".into(),
             "sim_thing.b.id".into(),
         ],
-    });
+    }));
     let mut direct = change(
         "module.m.data.sim_lookup.z",
         Action::Read,
         None,
         Some(obj([("key", unknown()), ("result", unknown())])),
     );
-    direct.reason = Some(Reason::ReadBecauseConfigUnknown {
+    direct.reason = Some(Box::new(Reason::ReadBecauseConfigUnknown {
         value: "key".into(),
         chain: vec!["sim_thing.b.id".into()],
-    });
+    }));
     let mut p = plan(PlanMode::Normal, vec![upd, new, pending, config, direct]);
     p.data_reads = vec![DataRead {
         addr: addr("data.sim_lookup.now"),
@@ -764,9 +764,9 @@ fn unknown_provider_configuration_and_errored_plans() {
         Some(obj([("name", s("late")), ("value", unknown())])),
     );
     c.provider = provider("provider[\"sim\"].late");
-    c.reason = Some(Reason::ProviderConfigUnknown {
+    c.reason = Some(Box::new(Reason::ProviderConfigUnknown {
         provider: provider("provider[\"sim\"].late"),
-    });
+    }));
     c.diff_unavailable = true;
     let mut u = change(
         "sim_thing.other",

@@ -784,7 +784,7 @@ fn sample_plan() -> Plan {
         ])),
     );
     replace.replace_paths = vec!["region".into()];
-    replace.reason = Some(Reason::ReplaceBecauseCannotUpdate);
+    replace.reason = Some(Box::new(Reason::ReplaceBecauseCannotUpdate));
     let mut read = change(
         "data.sim_lookup.x",
         Action::Read,
@@ -794,11 +794,11 @@ fn sample_plan() -> Plan {
             ("value", Value::unknown()),
         ])),
     );
-    read.reason = Some(Reason::ReadBecauseDependencyPending {
+    read.reason = Some(Box::new(Reason::ReadBecauseDependencyPending {
         dependency: a("sim_thing.a"),
         action: Action::Create,
         via: vec!["local.k".into()],
-    });
+    }));
     Plan {
         mode: PlanMode::Normal,
         base_seq: 9,
