@@ -57,7 +57,7 @@ pub(crate) fn read_tfstate(
         stack
             .get(package)
             .and_then(|v| v.to_stored().ok())
-            .unwrap_or_else(|| StoredValue::Object(BTreeMap::new()))
+            .unwrap_or_else(|| StoredValue::Object(Default::default()))
     };
     let mut event = cairn_state::import_tfstate(text, &default_config)
         .map_err(|e| super::journal::state_diag(&e))?;

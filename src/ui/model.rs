@@ -1345,7 +1345,7 @@ mod tests {
 
     fn object(v: &str) -> ResourceObject {
         ResourceObject {
-            attrs: StoredValue::Object(BTreeMap::from([
+            attrs: StoredValue::Object(cairn_state::ValueMap::from([
                 ("id".to_string(), StoredValue::String("a-1".into())),
                 ("value".to_string(), StoredValue::String(v.into())),
                 (
@@ -1589,7 +1589,7 @@ mod tests {
                 EventBody::DataRead {
                     addr: data.clone(),
                     object: cairn_state::DataObject {
-                        attrs: StoredValue::Object(BTreeMap::new()),
+                        attrs: StoredValue::Object(Default::default()),
                         provider: pref(),
                     },
                 },
