@@ -535,33 +535,49 @@ fn decode_from(
 ) -> Result<Snapshot, String> {
     let (seq, compressed, parts) = read_table(src)?;
     // Each slice is read, checked and decoded by a thread of its own into a vector of its own.
+    // As many threads as the machine runs at once, each taking the next slice: the bytes of a
+    // slice (read, decompressed) and its vector live only while it is decoded and built into
+    // a tree, so a machine with few cores does not hold every slice's buffers at once.
+    type Tree = BTreeMap<ResourceInstanceAddr, ResourceInstance>;
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, parts.len().saturating_sub(1).max(1));
+    let next = std::sync::atomic::AtomicUsize::new(1);
     let (head, slices) = std::thread::scope(|scope| {
-        let handles: Vec<_> = parts
-            .iter()
-            .enumerate()
-            .skip(1)
-            .map(|(i, p)| {
-                scope.spawn(move || {
-                    let mut out = Vec::new();
-                    out.resize_with(p.count, placeholder);
-                    decode_slice(&read_part(src, i, p, crypt, compressed)?, &mut out)?;
-                    Ok(out)
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done: Vec<(usize, Tree)> = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = parts.get(i) else {
+                            return Ok::<_, String>(done);
+                        };
+                        let mut out = Vec::new();
+                        out.resize_with(p.count, placeholder);
+                        decode_slice(&read_part(src, i, p, crypt, compressed)?, &mut out)?;
+                        // `from_iter` finds the slice sorted and builds the tree in one pass.
+                        done.push((i, out.into_iter().collect()));
+                    }
                 })
             })
             .collect();
         let head = read_part(src, 0, &parts[0], crypt, compressed)
             .and_then(|b| rmp_serde::from_slice::<Snapshot>(&b).map_err(|e| e.to_string()));
-        let slices: Result<Vec<_>, String> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a checkpoint decoder panicked".into()))
-            })
-            .collect();
-        (head, slices)
+        let mut slices: Vec<(usize, Tree)> = Vec::with_capacity(parts.len());
+        let mut failed = None;
+        for h in handles {
+            match h.join() {
+                Ok(Ok(done)) => slices.extend(done),
+                Ok(Err(e)) => failed = failed.or(Some(e)),
+                Err(_) => failed = failed.or(Some("a checkpoint decoder panicked".into())),
+            }
+        }
+        slices.sort_unstable_by_key(|(i, _)| *i);
+        (head, failed.map_or(Ok(slices), Err))
     });
     let mut snapshot = head?;
-    let slices = slices?;
+    let slices: Vec<Tree> = slices?.into_iter().map(|(_, t)| t).collect();
     if snapshot.head != seq {
         return Err(format!(
             "its header says {seq} but its state is at {}",
@@ -572,18 +588,12 @@ fn decode_from(
     Ok(snapshot)
 }
 
-/// The map of the slices' instances (each slice sorted, and before the next). Each slice
-/// becomes a tree (`from_iter` finds it sorted and builds it in one pass), and neighbouring
-/// trees are joined pairwise (`append` walks both, freeing their nodes as it builds the
-/// joined one): at no time are all the instances held twice, as one vector and one tree
-/// (issue 31: that was 40 MB at 100,000 instances).
+/// The map of the slices' trees (each before the next), joined pairwise (`append` walks both,
+/// freeing their nodes as it builds the joined one): at no time are all the instances held
+/// twice, as one vector and one tree (issue 31: that was 40 MB at 100,000 instances).
 fn build_map(
-    slices: Vec<Vec<(ResourceInstanceAddr, ResourceInstance)>>,
+    mut maps: Vec<BTreeMap<ResourceInstanceAddr, ResourceInstance>>,
 ) -> BTreeMap<ResourceInstanceAddr, ResourceInstance> {
-    let mut maps: Vec<BTreeMap<_, _>> = slices
-        .into_iter()
-        .map(|s| s.into_iter().collect())
-        .collect();
     while maps.len() > 1 {
         let mut joined = Vec::with_capacity(maps.len().div_ceil(2));
         let mut it = maps.into_iter();
