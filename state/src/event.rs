@@ -707,7 +707,10 @@ pub(crate) mod compact {
     const ZSTD: u8 = 1;
     /// Bodies at least this long are compressed (when that makes them shorter).
     const COMPRESS_FROM: usize = 4096;
-    /// The largest body decompressed (a damaged length cannot make a reader allocate more).
+    /// The most a compressed body may expand per byte, and the largest body (a damaged length
+    /// cannot make a reader allocate more; a `RunPlanned` of 100,000 changes expands about
+    /// twentyfold).
+    const MAX_RATIO: u64 = 1024;
     const MAX_BODY: u64 = 1 << 32;
 
     pub(crate) fn encode_into(event: &Event, out: &mut Vec<u8>) {
@@ -741,7 +744,8 @@ pub(crate) mod compact {
             PLAIN => &bytes[3..],
             ZSTD => {
                 let n = r.uint()?;
-                if n > MAX_BODY {
+                let packed = (bytes.len() - r.pos) as u64;
+                if n > MAX_BODY || n > packed.saturating_mul(MAX_RATIO) {
                     return r.fail("impossible length");
                 }
                 inflated = zstd::bulk::decompress(&bytes[r.pos..], n as usize)
