@@ -19,7 +19,6 @@ use cairn_state::{
     PlannedChange, ProviderAddr, ProviderInstance, ProviderRef, ResourceInstanceAddr,
     ResourceObject, RunOutcome, RunSummary, Store, StoredValue,
 };
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const RUNS: u64 = 1_000;
@@ -83,7 +82,7 @@ fn build_log(dir: &std::path::Path) {
                     instance: ProviderInstance {
                         addr: provider.clone(),
                         id: "p1".into(),
-                        config: StoredValue::Object(BTreeMap::new()),
+                        config: StoredValue::Object(Default::default()),
                         is_default: true,
                     },
                 })
@@ -131,7 +130,7 @@ fn build_log(dir: &std::path::Path) {
                     prior: None,
                 })
                 .expect("append");
-            let attrs = StoredValue::Object(BTreeMap::from([
+            let attrs = StoredValue::Object(cairn_state::ValueMap::from([
                 ("id".to_string(), StoredValue::String(format!("t{n}-1"))),
                 ("name".to_string(), StoredValue::String(format!("t{n}"))),
                 ("value".to_string(), StoredValue::String(format!("v{run}"))),
@@ -330,7 +329,7 @@ fn many_runs(reps: usize) {
         id: "p1".into(),
     };
     let object = |n: u64, v: u64| ResourceObject {
-        attrs: StoredValue::Object(BTreeMap::from([
+        attrs: StoredValue::Object(cairn_state::ValueMap::from([
             ("id".to_string(), StoredValue::String(format!("t{n}"))),
             ("value".to_string(), StoredValue::String(format!("v{v}"))),
         ])),

@@ -363,7 +363,7 @@ fn populate(dir: &Path) {
             ("size", StoredValue::Number("3".into())),
             (
                 "tags",
-                StoredValue::Map(BTreeMap::from([("env".to_string(), s("dev"))])),
+                StoredValue::Map(cairn_state::ValueMap::from([("env".to_string(), s("dev"))])),
             ),
             ("password", StoredValue::Sensitive(Box::new(s("hunter2")))),
             ("note", StoredValue::Null),

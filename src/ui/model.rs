@@ -1357,7 +1357,7 @@ mod tests {
 
     fn object(v: &str) -> ResourceObject {
         ResourceObject {
-            attrs: StoredValue::Object(BTreeMap::from([
+            attrs: StoredValue::Object(cairn_state::ValueMap::from([
                 ("id".to_string(), StoredValue::String("a-1".into())),
                 ("value".to_string(), StoredValue::String(v.into())),
                 (

@@ -11,9 +11,10 @@
 //! sled compacts), and a file reads in one call. The sled log keeps its own checksums; a file
 //! carries a CRC-32 so that a damaged checkpoint is refused, never read as a different state.
 //!
-//! # Layout (format 6; 5 added the runs' counts of moved and forgotten objects, which a
+//! # Layout (format 7; 5 added the runs' counts of moved and forgotten objects, which a
 //! format 4 checkpoint cannot know; 6 the instance key of a provider instance, OpenTofu's
-//! provider `for_each`)
+//! provider `for_each`; 7 compresses each part with zstd — a third to a fifth of the size,
+//! decompressed by the thread that decodes the part — and format 6 files still read)
 //!
 //! ```text
 //! "CAIRNCKP" | format u32 | seq u64 | part count u32
@@ -22,47 +23,50 @@
 //! parts…
 //! ```
 //!
-//! Integers are little-endian. Part 0 is the snapshot without its resource instances
+//! Integers are little-endian. In format 7 each part is its uncompressed length (u64) and a
+//! zstd frame, sealed after compression when the state is encrypted; the CRC covers the bytes
+//! as stored. Part 0 is the snapshot without its resource instances
 //! (rmp-serde, positional: small). Parts 1.. are slices of the resource instances in address
 //! order, about [`SLICE`] each whatever the machine that wrote them. Opening is dominated by
-//! them: each is read, checked and decoded by a thread of its own straight into its place in
-//! one vector, which is then bulk-built into the map (`from_iter` finds it sorted). The newest
+//! them: each is read, checked and decoded by a thread of its own into a vector, bulk-built
+//! into a tree (`from_iter` finds it sorted), and the trees are joined pairwise (`build_map`:
+//! never all the instances twice in memory). The newest
 //! checkpoint is read while sled opens (`Checkpoints::read_newest_early`) and used if it is
 //! still the right one once the lock is held.
 //!
 //! # The instance encoding
 //!
-//! Instances use a compact binary encoding written in this file (the `Code` trait): varint
+//! Instances use the compact binary encoding of `codec.rs` (the `Code` trait): varint
 //! lengths, one tag byte per `StoredValue`, strings as length and bytes, fields in declaration
 //! order with no names — under half the size of the named rmp form, and decoded without
 //! serde's per-field dispatch; small maps are built by ascending insertion. Within a slice
 //! all addresses come first, then all instances: the addresses are then allocated next to
 //! each other, so building the map (which compares neighbouring keys) reads a few contiguous
-//! megabytes instead of chasing pointers through the whole state. The events keep rmp-serde
-//! with named fields (the log is the durable record);
-//! this encoding is only a cache, and a checkpoint that does not decode — damaged, or of
-//! another format — is skipped with a warning and rebuilt from the log. Checkpoints that
+//! megabytes instead of chasing pointers through the whole state. The events of schema v6 use
+//! the same encoding (`event.rs`); here it is only a cache, and a checkpoint that does not
+//! decode — damaged, or of another format — is skipped with a warning and rebuilt from the log. Checkpoints that
 //! older versions kept in the sled tree `checkpoints` are not read; a writer drops that tree.
 
-use crate::addr::{
-    InstanceKey, Mode, ModulePath, ModuleStep, ProviderAddr, ResourceAddr, ResourceInstanceAddr,
-};
-use crate::event::{ObjectMeta, ProviderRef, ResourceObject};
+use crate::addr::{Mode, ModulePath, ResourceAddr, ResourceInstanceAddr};
+use crate::codec::{Code, Reader};
 use crate::snapshot::{ResourceInstance, Snapshot};
-use crate::stored_value::StoredValue;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// The format this version writes and reads.
-pub(crate) const FORMAT: u32 = 6;
+/// The format this version writes (it reads [`UNCOMPRESSED`] too).
+pub(crate) const FORMAT: u32 = 7;
+/// Format 6: the same layout with the parts stored as they are.
+const UNCOMPRESSED: u32 = 6;
+/// zstd's level for the parts: its default, fast to write and decompressing at about a
+/// gigabyte a second per thread.
+const ZSTD_LEVEL: i32 = 3;
+/// The most a compressed part may expand to per byte (a damaged length cannot make a reader
+/// allocate more).
+const MAX_RATIO: usize = 256;
 const MAGIC: &[u8; 8] = b"CAIRNCKP";
-/// Deepest nesting of values decoded (a damaged file cannot exhaust the stack).
-const MAX_DEPTH: u32 = 1024;
-/// Maps with at most this many entries are built by ascending insertion (no vector, no sort).
-const SMALL_MAP: usize = 8;
 
 /// The checkpoint files of one state directory.
 pub(crate) struct Checkpoints {
@@ -281,13 +285,29 @@ pub(crate) fn encode_parts(
     snapshot: &Snapshot,
     crypt: Option<&crate::crypt::Encryption>,
 ) -> Result<Encoded, String> {
+    encode_parts_as(snapshot, crypt, true)
+}
+
+/// [`encode_parts`], in format 7 (`compressed`) or 6.
+fn encode_parts_as(
+    snapshot: &Snapshot,
+    crypt: Option<&crate::crypt::Encryption>,
+    compressed: bool,
+) -> Result<Encoded, String> {
     let head = snapshot.clone_without_resources();
     let entries: Vec<(&ResourceInstanceAddr, &ResourceInstance)> =
         snapshot.resources.iter().collect();
     let per = entries.len().div_ceil(slices_for(entries.len())).max(1);
-    let seal = |b: Vec<u8>| match crypt {
-        Some(c) => c.seal(&b),
-        None => Ok(b),
+    // Compressed, then sealed (sealed bytes do not compress).
+    let seal = |b: Vec<u8>| {
+        let b = match compressed {
+            true => compress(&b)?,
+            false => b,
+        };
+        match crypt {
+            Some(c) => c.seal(&b),
+            None => Ok(b),
+        }
     };
     let mut parts = vec![seal(rmp_serde::to_vec(&head).map_err(|e| e.to_string())?)?];
     let mut table = vec![(crc32fast::hash(&parts[0]), 0usize)];
@@ -312,7 +332,8 @@ pub(crate) fn encode_parts(
     })?;
     let mut header = Vec::with_capacity(FIXED + parts.len() * ENTRY + 4);
     header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&FORMAT.to_le_bytes());
+    let format = if compressed { FORMAT } else { UNCOMPRESSED };
+    header.extend_from_slice(&format.to_le_bytes());
     header.extend_from_slice(&snapshot.head.to_le_bytes());
     header.extend_from_slice(&(parts.len() as u32).to_le_bytes());
     for (p, (crc, count)) in parts.iter().zip(&table) {
@@ -323,6 +344,32 @@ pub(crate) fn encode_parts(
     let crc = crc32fast::hash(&header);
     header.extend_from_slice(&crc.to_le_bytes());
     Ok(Encoded { header, parts })
+}
+
+/// A part compressed: its length (u64, little-endian), then the zstd frame.
+fn compress(b: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(b.len() / 4 + 16);
+    out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+    let z = zstd::bulk::compress(b, ZSTD_LEVEL).map_err(|e| format!("cannot compress: {e}"))?;
+    out.extend_from_slice(&z);
+    Ok(out)
+}
+
+/// A part written by [`compress`].
+fn decompress(b: &[u8], i: usize) -> Result<Vec<u8>, String> {
+    let bad = || format!("part {i} does not decompress (the file is damaged)");
+    if b.len() < 8 {
+        return Err(bad());
+    }
+    let n = usize::try_from(le_u64(b, 0)).map_err(|_| bad())?;
+    if n > b.len().saturating_mul(MAX_RATIO) {
+        return Err(bad());
+    }
+    let out = zstd::bulk::decompress(&b[8..], n).map_err(|_| bad())?;
+    if out.len() != n {
+        return Err(bad());
+    }
+    Ok(out)
 }
 
 fn encode_slice(slice: &[(&ResourceInstanceAddr, &ResourceInstance)]) -> Vec<u8> {
@@ -397,7 +444,7 @@ pub(crate) fn decode(
 }
 
 /// Reads the header and its table, checked against each other and the size.
-fn read_table(src: &(impl Source + ?Sized)) -> Result<(u64, Vec<Part>), String> {
+fn read_table(src: &(impl Source + ?Sized)) -> Result<(u64, bool, Vec<Part>), String> {
     let io = |e: io::Error| e.to_string();
     let size = src.size().map_err(io)?;
     if size < (FIXED + 4) as u64 {
@@ -408,9 +455,12 @@ fn read_table(src: &(impl Source + ?Sized)) -> Result<(u64, Vec<Part>), String> 
         return Err("not a Cairn checkpoint".into());
     }
     let format = le_u32(&fixed, 8);
-    if format != FORMAT {
-        return Err(format!("format {format}; this Cairn reads format {FORMAT}"));
+    if format != FORMAT && format != UNCOMPRESSED {
+        return Err(format!(
+            "format {format}; this Cairn reads formats {UNCOMPRESSED} and {FORMAT}"
+        ));
     }
+    let compressed = format == FORMAT;
     let seq = le_u64(&fixed, 12);
     let n = le_u32(&fixed, 20) as usize;
     let table_len = n * ENTRY + 4;
@@ -431,7 +481,11 @@ fn read_table(src: &(impl Source + ?Sized)) -> Result<(u64, Vec<Part>), String> 
         let (len, count) = (le_u64(e, 0), le_u64(e, 12));
         let len = usize::try_from(len).map_err(|_| "a part is too large".to_string())?;
         let count = usize::try_from(count).map_err(|_| "a part is too large".to_string())?;
-        if count.saturating_mul(MIN_INSTANCE_BYTES) > len || (i == 0 && count != 0) {
+        let room = match compressed {
+            true => len.saturating_mul(MAX_RATIO),
+            false => len,
+        };
+        if count.saturating_mul(MIN_INSTANCE_BYTES) > room || (i == 0 && count != 0) {
             return Err(format!("part {i} cannot hold {count} instances"));
         }
         parts.push(Part {
@@ -445,15 +499,17 @@ fn read_table(src: &(impl Source + ?Sized)) -> Result<(u64, Vec<Part>), String> 
     if offset != size {
         return Err(format!("its parts add up to {offset} bytes, not {size}"));
     }
-    Ok((seq, parts))
+    Ok((seq, compressed, parts))
 }
 
-/// Reads a part, checks its CRC and opens it with the state's encryption.
+/// Reads a part, checks its CRC, opens it with the state's encryption and decompresses it
+/// (`compressed`: format 7).
 fn read_part<'a>(
     src: &'a (impl Source + ?Sized),
     i: usize,
     p: &Part,
     crypt: Option<&crate::crypt::Encryption>,
+    compressed: bool,
 ) -> Result<Cow<'a, [u8]>, String> {
     let bytes = src.read_at(p.offset, p.len).map_err(|e| e.to_string())?;
     if crc32fast::hash(&bytes) != p.crc {
@@ -461,49 +517,95 @@ fn read_part<'a>(
             "the checksum of part {i} does not match (the file is damaged)"
         ));
     }
-    if crypt.is_none() && !crate::crypt::is_sealed(&bytes) {
-        return Ok(bytes);
+    let opened = if crypt.is_none() && !crate::crypt::is_sealed(&bytes) {
+        bytes
+    } else {
+        let opened = crate::crypt::open_with(crypt, &format!("checkpoint part {i}"), &bytes)?;
+        Cow::Owned(opened.into_owned())
+    };
+    match compressed {
+        true => decompress(&opened, i).map(Cow::Owned),
+        false => Ok(opened),
     }
-    let opened = crate::crypt::open_with(crypt, &format!("checkpoint part {i}"), &bytes)?;
-    Ok(Cow::Owned(opened.into_owned()))
 }
 
 fn decode_from(
     src: &(impl Source + ?Sized),
     crypt: Option<&crate::crypt::Encryption>,
 ) -> Result<Snapshot, String> {
-    let (seq, parts) = read_table(src)?;
-    // The instances go straight into their places in one vector (no per-slice vectors to
-    // join), each slice read, checked and decoded by a thread of its own.
-    let mut all: Vec<(ResourceInstanceAddr, ResourceInstance)> = Vec::new();
-    all.resize_with(parts.iter().map(|p| p.count).sum(), placeholder);
-    let (head, decoded) = std::thread::scope(|scope| {
-        let mut rest = &mut all[..];
-        let mut handles = Vec::with_capacity(parts.len());
-        for (i, p) in parts.iter().enumerate().skip(1) {
-            let (chunk, tail) = rest.split_at_mut(p.count);
-            rest = tail;
-            handles.push(scope.spawn(move || decode_slice(&read_part(src, i, p, crypt)?, chunk)));
-        }
-        let head = read_part(src, 0, &parts[0], crypt)
+    let (seq, compressed, parts) = read_table(src)?;
+    // Each slice is read, checked and decoded by a thread of its own into a vector of its own.
+    // As many threads as the machine runs at once, each taking the next slice: the bytes of a
+    // slice (read, decompressed) and its vector live only while it is decoded and built into
+    // a tree, so a machine with few cores does not hold every slice's buffers at once.
+    type Tree = BTreeMap<ResourceInstanceAddr, ResourceInstance>;
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, parts.len().saturating_sub(1).max(1));
+    let next = std::sync::atomic::AtomicUsize::new(1);
+    let (head, slices) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done: Vec<(usize, Tree)> = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = parts.get(i) else {
+                            return Ok::<_, String>(done);
+                        };
+                        let mut out = Vec::new();
+                        out.resize_with(p.count, placeholder);
+                        decode_slice(&read_part(src, i, p, crypt, compressed)?, &mut out)?;
+                        // `from_iter` finds the slice sorted and builds the tree in one pass.
+                        done.push((i, out.into_iter().collect()));
+                    }
+                })
+            })
+            .collect();
+        let head = read_part(src, 0, &parts[0], crypt, compressed)
             .and_then(|b| rmp_serde::from_slice::<Snapshot>(&b).map_err(|e| e.to_string()));
-        let decoded: Result<(), String> = handles.into_iter().try_for_each(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err("a checkpoint decoder panicked".into()))
-        });
-        (head, decoded)
+        let mut slices: Vec<(usize, Tree)> = Vec::with_capacity(parts.len());
+        let mut failed = None;
+        for h in handles {
+            match h.join() {
+                Ok(Ok(done)) => slices.extend(done),
+                Ok(Err(e)) => failed = failed.or(Some(e)),
+                Err(_) => failed = failed.or(Some("a checkpoint decoder panicked".into())),
+            }
+        }
+        slices.sort_unstable_by_key(|(i, _)| *i);
+        (head, failed.map_or(Ok(slices), Err))
     });
     let mut snapshot = head?;
-    decoded?;
+    let slices: Vec<Tree> = slices?.into_iter().map(|(_, t)| t).collect();
     if snapshot.head != seq {
         return Err(format!(
             "its header says {seq} but its state is at {}",
             snapshot.head
         ));
     }
-    // `from_iter` reuses the vector, finds it sorted, and builds the tree in one pass.
-    snapshot.resources = all.into_iter().collect();
+    snapshot.resources = build_map(slices);
     Ok(snapshot)
+}
+
+/// The map of the slices' trees (each before the next), joined pairwise (`append` walks both,
+/// freeing their nodes as it builds the joined one): at no time are all the instances held
+/// twice, as one vector and one tree (issue 31: that was 40 MB at 100,000 instances).
+fn build_map(
+    mut maps: Vec<BTreeMap<ResourceInstanceAddr, ResourceInstance>>,
+) -> BTreeMap<ResourceInstanceAddr, ResourceInstance> {
+    while maps.len() > 1 {
+        let mut joined = Vec::with_capacity(maps.len().div_ceil(2));
+        let mut it = maps.into_iter();
+        while let Some(mut a) = it.next() {
+            if let Some(mut b) = it.next() {
+                a.append(&mut b);
+            }
+            joined.push(a);
+        }
+        maps = joined;
+    }
+    maps.pop().unwrap_or_default()
 }
 
 /// The fewest bytes an instance and its address take (so that a damaged count cannot make
@@ -549,404 +651,6 @@ fn decode_slice(
     Ok(())
 }
 
-// ---- The instance encoding ----
-
-fn put_uint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_uint(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    depth: u32,
-}
-
-impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8]) -> Reader<'a> {
-        Reader {
-            bytes,
-            pos: 0,
-            depth: 0,
-        }
-    }
-
-    fn fail<T>(&self, what: &str) -> Result<T, String> {
-        Err(format!(
-            "{what} at byte {} of a slice of instances",
-            self.pos
-        ))
-    }
-
-    fn byte(&mut self) -> Result<u8, String> {
-        match self.bytes.get(self.pos) {
-            Some(b) => {
-                self.pos += 1;
-                Ok(*b)
-            }
-            None => self.fail("unexpected end"),
-        }
-    }
-
-    fn uint(&mut self) -> Result<u64, String> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        self.fail("overlong integer")
-    }
-
-    /// A count of things that take at least one byte each (so a damaged count cannot make
-    /// anyone allocate more than the input could hold).
-    fn len(&mut self) -> Result<usize, String> {
-        let n = self.uint()?;
-        match usize::try_from(n) {
-            Ok(n) if n <= self.bytes.len() - self.pos => Ok(n),
-            _ => self.fail("impossible length"),
-        }
-    }
-
-    fn str(&mut self) -> Result<&'a str, String> {
-        let n = self.len()?;
-        let bytes = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        std::str::from_utf8(bytes).or_else(|_| self.fail("invalid UTF-8"))
-    }
-
-    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, String>) -> Result<T, String> {
-        if self.depth >= MAX_DEPTH {
-            return self.fail("values nested too deep");
-        }
-        self.depth += 1;
-        let v = f(self);
-        self.depth -= 1;
-        v
-    }
-}
-
-/// A type in the instance encoding. `put` destructures structs without `..`, so a field
-/// added to one of them does not compile until it is encoded here too.
-trait Code: Sized {
-    fn put(&self, out: &mut Vec<u8>);
-    fn read(r: &mut Reader<'_>) -> Result<Self, String>;
-}
-
-impl Code for String {
-    fn put(&self, out: &mut Vec<u8>) {
-        put_str(out, self);
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        r.str().map(str::to_owned)
-    }
-}
-
-impl Code for bool {
-    fn put(&self, out: &mut Vec<u8>) {
-        out.push(u8::from(*self));
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        match r.byte()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            _ => r.fail("invalid bool"),
-        }
-    }
-}
-
-impl<T: Code> Code for Option<T> {
-    fn put(&self, out: &mut Vec<u8>) {
-        match self {
-            None => out.push(0),
-            Some(v) => {
-                out.push(1);
-                v.put(out);
-            }
-        }
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        match r.byte()? {
-            0 => Ok(None),
-            1 => T::read(r).map(Some),
-            _ => r.fail("invalid option"),
-        }
-    }
-}
-
-impl<T: Code> Code for Vec<T> {
-    fn put(&self, out: &mut Vec<u8>) {
-        put_uint(out, self.len() as u64);
-        for v in self {
-            v.put(out);
-        }
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        let n = r.len()?;
-        let mut v = Vec::with_capacity(n);
-        for _ in 0..n {
-            v.push(T::read(r)?);
-        }
-        Ok(v)
-    }
-}
-
-impl<K: Code + Ord, V: Code> Code for BTreeMap<K, V> {
-    fn put(&self, out: &mut Vec<u8>) {
-        put_uint(out, self.len() as u64);
-        for (k, v) in self {
-            k.put(out);
-            v.put(out);
-        }
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        let n = r.len()?;
-        if n <= SMALL_MAP {
-            let mut m = BTreeMap::new();
-            for _ in 0..n {
-                let k = K::read(r)?;
-                m.insert(k, V::read(r)?);
-            }
-            return Ok(m);
-        }
-        let mut entries = Vec::with_capacity(n);
-        for _ in 0..n {
-            let k = K::read(r)?;
-            entries.push((k, V::read(r)?));
-        }
-        Ok(entries.into_iter().collect())
-    }
-}
-
-impl Code for StoredValue {
-    fn put(&self, out: &mut Vec<u8>) {
-        match self {
-            StoredValue::Null => out.push(0),
-            StoredValue::Bool(false) => out.push(1),
-            StoredValue::Bool(true) => out.push(2),
-            StoredValue::Number(n) => {
-                out.push(3);
-                put_str(out, n);
-            }
-            StoredValue::String(s) => {
-                out.push(4);
-                put_str(out, s);
-            }
-            StoredValue::List(v) => {
-                out.push(5);
-                v.put(out);
-            }
-            StoredValue::Set(v) => {
-                out.push(6);
-                v.put(out);
-            }
-            StoredValue::Tuple(v) => {
-                out.push(7);
-                v.put(out);
-            }
-            StoredValue::Map(m) => {
-                out.push(8);
-                m.put(out);
-            }
-            StoredValue::Object(m) => {
-                out.push(9);
-                m.put(out);
-            }
-            StoredValue::Sensitive(v) => {
-                out.push(10);
-                v.put(out);
-            }
-        }
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        Ok(match r.byte()? {
-            0 => StoredValue::Null,
-            1 => StoredValue::Bool(false),
-            2 => StoredValue::Bool(true),
-            3 => StoredValue::Number(String::read(r)?),
-            4 => StoredValue::String(String::read(r)?),
-            5 => StoredValue::List(r.nested(Vec::read)?),
-            6 => StoredValue::Set(r.nested(Vec::read)?),
-            7 => StoredValue::Tuple(r.nested(Vec::read)?),
-            8 => StoredValue::Map(r.nested(BTreeMap::read)?),
-            9 => StoredValue::Object(r.nested(BTreeMap::read)?),
-            10 => StoredValue::Sensitive(Box::new(r.nested(StoredValue::read)?)),
-            _ => return r.fail("invalid value tag"),
-        })
-    }
-}
-
-impl Code for InstanceKey {
-    fn put(&self, out: &mut Vec<u8>) {
-        match self {
-            InstanceKey::Int(i) => {
-                out.push(0);
-                // Zigzag: small magnitudes of either sign stay short.
-                put_uint(out, ((i << 1) ^ (i >> 63)) as u64);
-            }
-            InstanceKey::Str(s) => {
-                out.push(1);
-                put_str(out, s);
-            }
-        }
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        match r.byte()? {
-            0 => {
-                let z = r.uint()?;
-                Ok(InstanceKey::Int((z >> 1) as i64 ^ -((z & 1) as i64)))
-            }
-            1 => String::read(r).map(InstanceKey::Str),
-            _ => r.fail("invalid instance key"),
-        }
-    }
-}
-
-impl Code for ModulePath {
-    fn put(&self, out: &mut Vec<u8>) {
-        put_uint(out, self.0.len() as u64);
-        for ModuleStep { name, key } in &self.0 {
-            put_str(out, name);
-            key.put(out);
-        }
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        let n = r.len()?;
-        let mut steps = Vec::with_capacity(n);
-        for _ in 0..n {
-            steps.push(ModuleStep {
-                name: String::read(r)?,
-                key: Option::read(r)?,
-            });
-        }
-        Ok(ModulePath(steps))
-    }
-}
-
-impl Code for ResourceInstanceAddr {
-    fn put(&self, out: &mut Vec<u8>) {
-        let ResourceInstanceAddr {
-            resource:
-                ResourceAddr {
-                    module,
-                    mode,
-                    type_,
-                    name,
-                },
-            key,
-        } = self;
-        module.put(out);
-        out.push(match mode {
-            Mode::Managed => 0,
-            Mode::Data => 1,
-            // Never in state; encoded only so that the match is whole.
-            Mode::Ephemeral => 2,
-        });
-        put_str(out, type_);
-        put_str(out, name);
-        key.put(out);
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        let module = ModulePath::read(r)?;
-        let mode = match r.byte()? {
-            0 => Mode::Managed,
-            1 => Mode::Data,
-            2 => Mode::Ephemeral,
-            _ => return r.fail("invalid mode"),
-        };
-        Ok(ResourceInstanceAddr {
-            resource: ResourceAddr {
-                module,
-                mode,
-                type_: String::read(r)?,
-                name: String::read(r)?,
-            },
-            key: Option::read(r)?,
-        })
-    }
-}
-
-impl Code for ProviderRef {
-    fn put(&self, out: &mut Vec<u8>) {
-        let ProviderRef {
-            addr:
-                ProviderAddr {
-                    module,
-                    package,
-                    alias,
-                    key,
-                },
-            id,
-        } = self;
-        module.put(out);
-        put_str(out, package);
-        alias.put(out);
-        key.put(out);
-        put_str(out, id);
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        Ok(ProviderRef {
-            addr: ProviderAddr {
-                module: ModulePath::read(r)?,
-                package: String::read(r)?,
-                alias: Option::read(r)?,
-                key: Option::read(r)?,
-            },
-            id: String::read(r)?,
-        })
-    }
-}
-
-impl Code for ResourceObject {
-    fn put(&self, out: &mut Vec<u8>) {
-        let ResourceObject {
-            attrs,
-            deps,
-            provider,
-            create_token,
-            tainted,
-            meta,
-        } = self;
-        attrs.put(out);
-        deps.put(out);
-        provider.put(out);
-        create_token.put(out);
-        tainted.put(out);
-        put_uint(out, meta.schema_version);
-        put_uint(out, meta.private.len() as u64);
-        out.extend_from_slice(&meta.private);
-    }
-    fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-        Ok(ResourceObject {
-            attrs: StoredValue::read(r)?,
-            deps: Vec::read(r)?,
-            provider: ProviderRef::read(r)?,
-            create_token: Option::read(r)?,
-            tainted: bool::read(r)?,
-            meta: {
-                let schema_version = r.uint()?;
-                let n = r.len()?;
-                let private = r.bytes[r.pos..r.pos + n].to_vec();
-                r.pos += n;
-                ObjectMeta {
-                    schema_version,
-                    private,
-                }
-            },
-        })
-    }
-}
-
 impl Code for ResourceInstance {
     fn put(&self, out: &mut Vec<u8>) {
         let ResourceInstance { current, deposed } = self;
@@ -964,6 +668,9 @@ impl Code for ResourceInstance {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::MAX_DEPTH;
+    use crate::event::{ObjectMeta, ProviderRef, ResourceObject};
+    use crate::stored_value::StoredValue;
 
     fn object(i: i64) -> ResourceObject {
         let nested = StoredValue::Object(
@@ -1039,6 +746,23 @@ mod tests {
         }
     }
 
+    /// Format 6 checkpoints (parts uncompressed, written before 7) read as they are; format 7
+    /// ones are smaller.
+    #[test]
+    fn uncompressed_checkpoints_still_read() {
+        let s = snapshot(200);
+        let mut old = Vec::new();
+        encode_parts_as(&s, None, false)
+            .unwrap()
+            .write_to(&mut old)
+            .unwrap();
+        assert_eq!(le_u32(&old, 8), 6);
+        assert_eq!(decode(&old, None).unwrap(), s);
+        let new = encode(&s, None).unwrap();
+        assert_eq!(le_u32(&new, 8), 7);
+        assert!(new.len() * 3 < old.len(), "{} vs {}", new.len(), old.len());
+    }
+
     #[test]
     fn damaged_checkpoints_are_refused() {
         let bytes = encode(&snapshot(30), None).unwrap();
@@ -1062,7 +786,10 @@ mod tests {
                 &damaged(FIXED + 1, bytes[FIXED + 1] ^ 1),
                 "the checksum of its header does not match".into(),
             ),
-            (&damaged(8, 9), "format 9; this Cairn reads format 6".into()),
+            (
+                &damaged(8, 9),
+                "format 9; this Cairn reads formats 6 and 7".into(),
+            ),
             (
                 b"garbage, garbage and more garbage",
                 "not a Cairn checkpoint".into(),

@@ -17,7 +17,8 @@
 //! ```
 //!
 //! 0xC1 is the one byte MessagePack never uses, so a sealed record is never taken for a
-//! plaintext one (rmp records) nor the other way round. The header is what a reader needs to
+//! plaintext one (MessagePack records up to schema v5, v6 records starting `0x91 0x06`) nor
+//! the other way round. The header is what a reader needs to
 //! derive the key (the passphrase aside) and is authenticated with the ciphertext (it is part
 //! of the additional data, after the method's `aad`). The salt is made once per key and kept:
 //! a writer that opens a log whose records it can read with its primary key reuses their

@@ -1,8 +1,9 @@
 //! Events: the versioned, append-only records of the state log, and how old versions are read.
 //!
-//! Every record is an [`Event`] encoded with rmp-serde using *named* fields
-//! (`rmp_serde::to_vec_named`), so adding an optional field later does not break old readers
-//! more than it must. Each record carries its schema `version`. Records are never rewritten: a
+//! Every record is an [`Event`]. From v6 on it is written in a compact binary form
+//! (`compact`: no field names, one byte per kind of record and of value, large records
+//! zstd-compressed); v0 to v5 records were MessagePack with *named* fields
+//! (`rmp_serde::to_vec_named`) and are still read as they are. Records are never rewritten: a
 //! record written by an older Cairn is upgraded *in memory* when it is read ([`decode`]), one
 //! version step at a time.
 //!
@@ -28,6 +29,10 @@
 //!   recorded right after a command's `RunStarted`. Every v4 record is a v5 record as it
 //!   stands, and a run recorded before has no context (it changes nothing in the state); a
 //!   Cairn that reads only v4 refuses v5 records as too new instead of calling them damaged.
+//! - **v6** — the same events as v5 in the compact form (`compact`; issue 31: the named form
+//!   took about 1 KB per event on disk, most of it field and variant names repeated in every
+//!   record). Its first two bytes read as MessagePack `[6]`, so a Cairn that reads only v5
+//!   refuses it as too new. v5 and older records are read as before.
 
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::stored_value::StoredValue;
@@ -36,7 +41,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const CURRENT_VERSION: u32 = 5;
+pub const CURRENT_VERSION: u32 = 6;
 
 /// One record of the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -556,30 +561,37 @@ impl fmt::Display for DecodeError {
     }
 }
 
-/// Encodes an event as it is stored (named fields).
+/// Encodes an event as it is stored (the v6 compact form, [`compact`]).
 pub fn encode(event: &Event) -> Vec<u8> {
-    // Serializing these plain data types into a Vec cannot fail: every map key is a string and
-    // no type has a fallible Serialize impl.
-    rmp_serde::to_vec_named(event).unwrap_or_default()
+    let mut out = Vec::new();
+    encode_into(event, &mut out);
+    out
 }
 
 /// Encodes an event into `out` (cleared first), as [`encode`] does: lets a writer reuse one
 /// buffer for every record.
 pub(crate) fn encode_into(event: &Event, out: &mut Vec<u8>) {
-    out.clear();
-    // As in `encode`: writing these types into a Vec cannot fail.
-    if rmp_serde::encode::write_named(out, event).is_err() {
-        out.clear();
-    }
+    compact::encode_into(event, out);
+}
+
+/// Encodes an event in the named MessagePack form of v1 to v5 (for tests of old records).
+#[doc(hidden)]
+pub fn encode_named(event: &Event) -> Vec<u8> {
+    // Serializing these plain data types into a Vec cannot fail: every map key is a string and
+    // no type has a fallible Serialize impl.
+    rmp_serde::to_vec_named(event).unwrap_or_default()
 }
 
 /// Decodes a stored record of any known version, upgrading it to the current one.
 pub(crate) fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    if bytes.starts_with(&compact::MAGIC) {
+        return compact::decode(bytes).map_err(DecodeError::Malformed);
+    }
     // The common case first: a current record decodes in one pass.
     let first = rmp_serde::from_slice::<Event>(bytes);
     if let Ok(e) = &first {
-        // v1 to v4 records are v5 records as they stand (each version only added kinds of
-        // record).
+        // v1 to v5 records read as v6 records as they stand (each version only added kinds
+        // of record; v6 changed only how records are written).
         if (1..=CURRENT_VERSION).contains(&e.version) {
             return first
                 .map(|mut e| {
@@ -671,6 +683,575 @@ pub(crate) mod v0 {
     }
 }
 
+/// Schema v6: the compact binary form of a record (`codec.rs`), written from v6 on.
+///
+/// A record starts with the two bytes `0x91 0x06`, which MessagePack reads as an array holding
+/// the number 6: a Cairn that reads only v5 takes it for a record of version 6 and refuses it as
+/// too new (upgrade Cairn) instead of calling it damaged. No older record starts so (they are
+/// MessagePack maps). Then one byte says how the body is stored — [`PLAIN`], or [`ZSTD`]
+/// (zstd-compressed, for large records such as a `RunPlanned` of many changes) — and the body:
+/// `seq`, `time_ms`, `run` as varints, a tag byte per kind of body, and its fields in
+/// declaration order. `RunPlanned` and `RunDiagnostics` keep the named MessagePack form of
+/// their body inside it (their optional fields evolve by the serde rules as before).
+pub(crate) mod compact {
+    use super::*;
+    use crate::codec::{
+        put_bytes, put_str, put_token, put_uint, read_bytes, read_token, Code, Reader,
+    };
+
+    /// The first two bytes of a v6 record.
+    pub(crate) const MAGIC: [u8; 2] = [0x91, 0x06];
+    /// The body follows as it is.
+    const PLAIN: u8 = 0;
+    /// The body follows zstd-compressed, preceded by its length.
+    const ZSTD: u8 = 1;
+    /// Bodies at least this long are compressed (when that makes them shorter).
+    const COMPRESS_FROM: usize = 4096;
+    /// The most a compressed body may expand per byte, and the largest body (a damaged length
+    /// cannot make a reader allocate more; a `RunPlanned` of 100,000 changes expands about
+    /// twentyfold).
+    const MAX_RATIO: u64 = 1024;
+    const MAX_BODY: u64 = 1 << 32;
+
+    pub(crate) fn encode_into(event: &Event, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&MAGIC);
+        out.push(PLAIN);
+        put_uint(out, event.seq);
+        put_uint(out, event.time_ms);
+        put_uint(out, event.run);
+        event.body.put(out);
+        let body = out.len() - 3;
+        if body >= COMPRESS_FROM {
+            if let Ok(z) = zstd::bulk::compress(&out[3..], 3) {
+                if z.len() + 10 < body {
+                    out.truncate(2);
+                    out.push(ZSTD);
+                    put_uint(out, body as u64);
+                    out.extend_from_slice(&z);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Event, String> {
+        let mut r = Reader::new(bytes);
+        if r.raw(2)? != MAGIC {
+            return r.fail("not a v6 record");
+        }
+        let inflated;
+        let body = match r.byte()? {
+            PLAIN => &bytes[3..],
+            ZSTD => {
+                let n = r.uint()?;
+                let packed = (bytes.len() - r.pos) as u64;
+                if n > MAX_BODY || n > packed.saturating_mul(MAX_RATIO) {
+                    return r.fail("impossible length");
+                }
+                inflated = zstd::bulk::decompress(&bytes[r.pos..], n as usize)
+                    .map_err(|e| format!("the compressed body does not decompress: {e}"))?;
+                if inflated.len() as u64 != n {
+                    return Err("the compressed body has the wrong length".into());
+                }
+                &inflated[..]
+            }
+            _ => return r.fail("unknown body encoding"),
+        };
+        let mut r = Reader::new(body);
+        let event = Event {
+            seq: r.uint()?,
+            version: CURRENT_VERSION,
+            time_ms: r.uint()?,
+            run: r.uint()?,
+            body: EventBody::read(&mut r)?,
+        };
+        if !r.at_end() {
+            return r.fail("stray bytes after the record");
+        }
+        Ok(event)
+    }
+
+    /// A field kept in its named MessagePack form.
+    fn put_named<T: Serialize>(out: &mut Vec<u8>, v: &T) {
+        // As in `encode`: writing these types into a Vec cannot fail.
+        put_bytes(out, &rmp_serde::to_vec_named(v).unwrap_or_default());
+    }
+
+    fn read_named<T: for<'de> Deserialize<'de>>(r: &mut Reader<'_>) -> Result<T, String> {
+        let n = r.len()?;
+        let b = r.raw(n)?;
+        rmp_serde::from_slice(b).map_err(|e| e.to_string())
+    }
+
+    macro_rules! byte_enum {
+        ($t:ty, $what:literal, [$($v:path = $n:literal),* $(,)?]) => {
+            impl Code for $t {
+                fn put(&self, out: &mut Vec<u8>) {
+                    out.push(match self { $($v => $n,)* });
+                }
+                fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+                    match r.byte()? {
+                        $($n => Ok($v),)*
+                        _ => r.fail(concat!("invalid ", $what)),
+                    }
+                }
+            }
+        };
+    }
+
+    byte_enum!(
+        OpAction,
+        "operation",
+        [
+            OpAction::Create = 0,
+            OpAction::Update = 1,
+            OpAction::Delete = 2,
+        ]
+    );
+    byte_enum!(
+        RunOutcome,
+        "outcome",
+        [
+            RunOutcome::Success = 0,
+            RunOutcome::Failed = 1,
+            RunOutcome::Interrupted = 2,
+        ]
+    );
+
+    impl Code for ProviderRef {
+        fn put(&self, out: &mut Vec<u8>) {
+            let ProviderRef { addr, id } = self;
+            addr.put(out);
+            put_str(out, id);
+        }
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(ProviderRef {
+                addr: ProviderAddr::read(r)?,
+                id: String::read(r)?,
+            })
+        }
+    }
+
+    impl Code for ObjectMeta {
+        fn put(&self, out: &mut Vec<u8>) {
+            let ObjectMeta {
+                schema_version,
+                private,
+            } = self;
+            put_uint(out, *schema_version);
+            put_bytes(out, private);
+        }
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(ObjectMeta {
+                schema_version: r.uint()?,
+                private: read_bytes(r)?,
+            })
+        }
+    }
+
+    impl Code for ResourceObject {
+        fn put(&self, out: &mut Vec<u8>) {
+            let ResourceObject {
+                attrs,
+                deps,
+                provider,
+                create_token,
+                tainted,
+                meta,
+            } = self;
+            attrs.put(out);
+            deps.put(out);
+            provider.put(out);
+            put_token(out, create_token);
+            tainted.put(out);
+            meta.put(out);
+        }
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(ResourceObject {
+                attrs: StoredValue::read(r)?,
+                deps: Vec::read(r)?,
+                provider: ProviderRef::read(r)?,
+                create_token: read_token(r)?,
+                tainted: bool::read(r)?,
+                meta: ObjectMeta::read(r)?,
+            })
+        }
+    }
+
+    impl Code for ProviderInstance {
+        fn put(&self, out: &mut Vec<u8>) {
+            let ProviderInstance {
+                addr,
+                id,
+                config,
+                is_default,
+            } = self;
+            addr.put(out);
+            put_str(out, id);
+            config.put(out);
+            is_default.put(out);
+        }
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(ProviderInstance {
+                addr: ProviderAddr::read(r)?,
+                id: String::read(r)?,
+                config: StoredValue::read(r)?,
+                is_default: bool::read(r)?,
+            })
+        }
+    }
+
+    impl Code for DataObject {
+        fn put(&self, out: &mut Vec<u8>) {
+            let DataObject { attrs, provider } = self;
+            attrs.put(out);
+            provider.put(out);
+        }
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(DataObject {
+                attrs: StoredValue::read(r)?,
+                provider: ProviderRef::read(r)?,
+            })
+        }
+    }
+
+    impl Code for OutputValue {
+        fn put(&self, out: &mut Vec<u8>) {
+            let OutputValue { value, sensitive } = self;
+            value.put(out);
+            sensitive.put(out);
+        }
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(OutputValue {
+                value: StoredValue::read(r)?,
+                sensitive: bool::read(r)?,
+            })
+        }
+    }
+
+    impl Code for RunSummary {
+        fn put(&self, out: &mut Vec<u8>) {
+            let RunSummary {
+                added,
+                changed,
+                destroyed,
+                read,
+                errors,
+                imported,
+            } = self;
+            for n in [added, changed, destroyed, read, errors, imported] {
+                put_uint(out, *n);
+            }
+        }
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(RunSummary {
+                added: r.uint()?,
+                changed: r.uint()?,
+                destroyed: r.uint()?,
+                read: r.uint()?,
+                errors: r.uint()?,
+                imported: r.uint()?,
+            })
+        }
+    }
+
+    impl Code for RunContext {
+        fn put(&self, out: &mut Vec<u8>) {
+            let RunContext {
+                host,
+                git_commit,
+                git_branch,
+                ci_job,
+            } = self;
+            for f in [host, git_commit, git_branch, ci_job] {
+                f.put(out);
+            }
+        }
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(RunContext {
+                host: Option::read(r)?,
+                git_commit: Option::read(r)?,
+                git_branch: Option::read(r)?,
+                ci_job: Option::read(r)?,
+            })
+        }
+    }
+
+    impl Code for EventBody {
+        fn put(&self, out: &mut Vec<u8>) {
+            match self {
+                EventBody::RunStarted {
+                    command,
+                    args,
+                    user,
+                    pid,
+                } => {
+                    out.push(0);
+                    put_str(out, command);
+                    args.put(out);
+                    put_str(out, user);
+                    pid.put(out);
+                }
+                EventBody::RunFinished { outcome, summary } => {
+                    out.push(1);
+                    outcome.put(out);
+                    summary.put(out);
+                }
+                EventBody::ProviderRegistered { instance } => {
+                    out.push(2);
+                    instance.put(out);
+                }
+                EventBody::ProviderUpdated { addr, id, config } => {
+                    out.push(3);
+                    addr.put(out);
+                    put_str(out, id);
+                    config.put(out);
+                }
+                EventBody::ProviderRemoved { addr, id } => {
+                    out.push(4);
+                    addr.put(out);
+                    put_str(out, id);
+                }
+                EventBody::ResourceRead { addr, attrs, meta } => {
+                    out.push(5);
+                    addr.put(out);
+                    attrs.put(out);
+                    meta.put(out);
+                }
+                EventBody::ResourceGone { addr } => {
+                    out.push(6);
+                    addr.put(out);
+                }
+                EventBody::ObjectDeposed { addr, key } => {
+                    out.push(7);
+                    addr.put(out);
+                    put_str(out, key);
+                }
+                EventBody::ObjectRestored { addr, key } => {
+                    out.push(8);
+                    addr.put(out);
+                    put_str(out, key);
+                }
+                EventBody::OperationStarted {
+                    addr,
+                    deposed,
+                    action,
+                    token,
+                    provider,
+                    prior,
+                } => {
+                    out.push(9);
+                    addr.put(out);
+                    deposed.put(out);
+                    action.put(out);
+                    put_token(out, token);
+                    provider.put(out);
+                    prior.put(out);
+                }
+                EventBody::OperationSucceeded { op, object } => {
+                    out.push(10);
+                    op.put(out);
+                    object.put(out);
+                }
+                EventBody::OperationFailed { op, object, error } => {
+                    out.push(11);
+                    op.put(out);
+                    object.put(out);
+                    put_str(out, error);
+                }
+                EventBody::DataRead { addr, object } => {
+                    out.push(12);
+                    addr.put(out);
+                    object.put(out);
+                }
+                EventBody::DataDropped { addr } => {
+                    out.push(13);
+                    addr.put(out);
+                }
+                EventBody::OutputsSet { outputs } => {
+                    out.push(14);
+                    outputs.put(out);
+                }
+                EventBody::ResourceForgotten { addr } => {
+                    out.push(15);
+                    addr.put(out);
+                }
+                EventBody::ResourceMoved { from, to } => {
+                    out.push(16);
+                    from.put(out);
+                    to.put(out);
+                }
+                EventBody::ResourceRehomed { addr, provider } => {
+                    out.push(17);
+                    addr.put(out);
+                    provider.put(out);
+                }
+                EventBody::DependenciesUpdated { addr, deps } => {
+                    out.push(18);
+                    addr.put(out);
+                    deps.put(out);
+                }
+                EventBody::PendingResolved { op, object, how } => {
+                    out.push(19);
+                    op.put(out);
+                    object.put(out);
+                    put_str(out, how);
+                }
+                EventBody::StateImported {
+                    source,
+                    providers,
+                    resources,
+                } => {
+                    out.push(20);
+                    put_str(out, source);
+                    providers.put(out);
+                    resources.put(out);
+                }
+                EventBody::RunPlanned { plan } => {
+                    out.push(21);
+                    put_named(out, plan);
+                }
+                EventBody::RunDiagnostics { diagnostics } => {
+                    out.push(22);
+                    put_named(out, diagnostics);
+                }
+                EventBody::ResourceTainted { addr } => {
+                    out.push(23);
+                    addr.put(out);
+                }
+                EventBody::ResourceUntainted { addr } => {
+                    out.push(24);
+                    addr.put(out);
+                }
+                EventBody::ProviderReplaced { from, to, source } => {
+                    out.push(25);
+                    put_str(out, from);
+                    put_str(out, to);
+                    put_str(out, source);
+                }
+                EventBody::RunContext(context) => {
+                    out.push(26);
+                    context.put(out);
+                }
+            }
+        }
+
+        fn read(r: &mut Reader<'_>) -> Result<Self, String> {
+            Ok(match r.byte()? {
+                0 => EventBody::RunStarted {
+                    command: String::read(r)?,
+                    args: Vec::read(r)?,
+                    user: String::read(r)?,
+                    pid: u32::read(r)?,
+                },
+                1 => EventBody::RunFinished {
+                    outcome: RunOutcome::read(r)?,
+                    summary: RunSummary::read(r)?,
+                },
+                2 => EventBody::ProviderRegistered {
+                    instance: ProviderInstance::read(r)?,
+                },
+                3 => EventBody::ProviderUpdated {
+                    addr: ProviderAddr::read(r)?,
+                    id: String::read(r)?,
+                    config: StoredValue::read(r)?,
+                },
+                4 => EventBody::ProviderRemoved {
+                    addr: ProviderAddr::read(r)?,
+                    id: String::read(r)?,
+                },
+                5 => EventBody::ResourceRead {
+                    addr: ResourceInstanceAddr::read(r)?,
+                    attrs: StoredValue::read(r)?,
+                    meta: Option::read(r)?,
+                },
+                6 => EventBody::ResourceGone {
+                    addr: ResourceInstanceAddr::read(r)?,
+                },
+                7 => EventBody::ObjectDeposed {
+                    addr: ResourceInstanceAddr::read(r)?,
+                    key: String::read(r)?,
+                },
+                8 => EventBody::ObjectRestored {
+                    addr: ResourceInstanceAddr::read(r)?,
+                    key: String::read(r)?,
+                },
+                9 => EventBody::OperationStarted {
+                    addr: ResourceInstanceAddr::read(r)?,
+                    deposed: Option::read(r)?,
+                    action: OpAction::read(r)?,
+                    token: read_token(r)?,
+                    provider: ProviderRef::read(r)?,
+                    prior: Option::read(r)?,
+                },
+                10 => EventBody::OperationSucceeded {
+                    op: r.uint()?,
+                    object: Option::read(r)?,
+                },
+                11 => EventBody::OperationFailed {
+                    op: r.uint()?,
+                    object: Option::read(r)?,
+                    error: String::read(r)?,
+                },
+                12 => EventBody::DataRead {
+                    addr: ResourceInstanceAddr::read(r)?,
+                    object: DataObject::read(r)?,
+                },
+                13 => EventBody::DataDropped {
+                    addr: ResourceInstanceAddr::read(r)?,
+                },
+                14 => EventBody::OutputsSet {
+                    outputs: BTreeMap::read(r)?,
+                },
+                15 => EventBody::ResourceForgotten {
+                    addr: ResourceInstanceAddr::read(r)?,
+                },
+                16 => EventBody::ResourceMoved {
+                    from: ResourceInstanceAddr::read(r)?,
+                    to: ResourceInstanceAddr::read(r)?,
+                },
+                17 => EventBody::ResourceRehomed {
+                    addr: ResourceInstanceAddr::read(r)?,
+                    provider: ProviderRef::read(r)?,
+                },
+                18 => EventBody::DependenciesUpdated {
+                    addr: ResourceInstanceAddr::read(r)?,
+                    deps: Vec::read(r)?,
+                },
+                19 => EventBody::PendingResolved {
+                    op: r.uint()?,
+                    object: Option::read(r)?,
+                    how: String::read(r)?,
+                },
+                20 => EventBody::StateImported {
+                    source: String::read(r)?,
+                    providers: Vec::read(r)?,
+                    resources: Vec::read(r)?,
+                },
+                21 => EventBody::RunPlanned {
+                    plan: read_named(r)?,
+                },
+                22 => EventBody::RunDiagnostics {
+                    diagnostics: read_named(r)?,
+                },
+                23 => EventBody::ResourceTainted {
+                    addr: ResourceInstanceAddr::read(r)?,
+                },
+                24 => EventBody::ResourceUntainted {
+                    addr: ResourceInstanceAddr::read(r)?,
+                },
+                25 => EventBody::ProviderReplaced {
+                    from: String::read(r)?,
+                    to: String::read(r)?,
+                    source: String::read(r)?,
+                },
+                26 => EventBody::RunContext(RunContext::read(r)?),
+                _ => return r.fail("unknown kind of record"),
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,10 +1278,29 @@ mod tests {
         assert_eq!(decode(&encode(&e)).unwrap(), e);
     }
 
+    /// v6 records name no field; the named form of v1 to v5 still reads as the same event.
     #[test]
-    fn records_use_named_fields() {
-        let bytes = encode(&sample());
-        let text = String::from_utf8_lossy(&bytes);
+    fn records_are_compact_and_named_ones_still_read() {
+        let compact = encode(&sample());
+        let named = encode_named(&sample());
+        assert!(compact.starts_with(&compact::MAGIC), "{compact:?}");
+        assert!(compact.len() * 3 < named.len(), "{compact:?}");
+        let text = String::from_utf8_lossy(&compact);
+        assert!(
+            !text.contains("attrs") && !text.contains("ResourceRead"),
+            "{text}"
+        );
+        let mut old = sample();
+        old.version = 5;
+        assert_eq!(decode(&encode_named(&old)).unwrap(), sample());
+        // A Cairn that reads only v5 sees a v6 record as a record of version 6, too new.
+        #[derive(Deserialize)]
+        struct Header {
+            version: u32,
+        }
+        let header: Header = rmp_serde::from_slice(&compact).unwrap();
+        assert_eq!(header.version, 6);
+        let text = String::from_utf8_lossy(&named);
         for field in [
             "seq",
             "version",
@@ -711,6 +1311,223 @@ mod tests {
             "attrs",
         ] {
             assert!(text.contains(field), "{field} missing from {text:?}");
+        }
+    }
+
+    /// Every kind of record round-trips in the compact form, a large one compressed, and
+    /// damaged compact bytes are errors, never panics.
+    #[test]
+    fn every_kind_round_trips_in_the_compact_form() {
+        let addr: ResourceInstanceAddr = "module.m[\"k\"].sim_thing.a[2]".parse().unwrap();
+        let provider = ProviderRef {
+            addr: "provider[\"sim\"].by_region[\"us\"]".parse().unwrap(),
+            id: "p1".into(),
+        };
+        let object = ResourceObject {
+            attrs: StoredValue::Object(
+                [
+                    ("id".to_string(), StoredValue::String("i-1".into())),
+                    ("n".to_string(), StoredValue::Number("-1.5".into())),
+                    (
+                        "s".to_string(),
+                        StoredValue::Sensitive(Box::new(StoredValue::Bool(true))),
+                    ),
+                ]
+                .into(),
+            ),
+            deps: vec!["sim_thing.b".parse().unwrap()],
+            provider: provider.clone(),
+            create_token: Some("tok".into()),
+            tainted: true,
+            meta: ObjectMeta {
+                schema_version: 2,
+                private: vec![0, 255, 7],
+            },
+        };
+        let instance = ProviderInstance {
+            addr: provider.addr.clone(),
+            id: "p1".into(),
+            config: StoredValue::Map([("r".to_string(), StoredValue::Null)].into()),
+            is_default: true,
+        };
+        let bodies = vec![
+            EventBody::RunStarted {
+                command: "apply".into(),
+                args: vec!["-auto-approve".into()],
+                user: "u".into(),
+                pid: 42,
+            },
+            EventBody::RunFinished {
+                outcome: RunOutcome::Interrupted,
+                summary: RunSummary {
+                    added: 1,
+                    changed: 2,
+                    destroyed: 3,
+                    read: 4,
+                    errors: 5,
+                    imported: 6,
+                },
+            },
+            EventBody::ProviderRegistered {
+                instance: instance.clone(),
+            },
+            EventBody::ProviderUpdated {
+                addr: provider.addr.clone(),
+                id: "p1".into(),
+                config: StoredValue::Tuple(vec![StoredValue::Null]),
+            },
+            EventBody::ProviderRemoved {
+                addr: provider.addr.clone(),
+                id: "p1".into(),
+            },
+            EventBody::ResourceRead {
+                addr: addr.clone(),
+                attrs: StoredValue::List(vec![StoredValue::Set(vec![])]),
+                meta: Some(ObjectMeta::default()),
+            },
+            EventBody::ResourceGone { addr: addr.clone() },
+            EventBody::ObjectDeposed {
+                addr: addr.clone(),
+                key: "d1".into(),
+            },
+            EventBody::ObjectRestored {
+                addr: addr.clone(),
+                key: "d1".into(),
+            },
+            EventBody::OperationStarted {
+                addr: addr.clone(),
+                deposed: Some("d1".into()),
+                action: OpAction::Update,
+                token: Some("t".into()),
+                provider: provider.clone(),
+                prior: Some(object.clone()),
+            },
+            EventBody::OperationSucceeded {
+                op: 300,
+                object: Some(object.clone()),
+            },
+            EventBody::OperationFailed {
+                op: 301,
+                object: None,
+                error: "boom".into(),
+            },
+            EventBody::DataRead {
+                addr: "data.sim_zone.z".parse().unwrap(),
+                object: DataObject {
+                    attrs: StoredValue::Null,
+                    provider: provider.clone(),
+                },
+            },
+            EventBody::DataDropped {
+                addr: "data.sim_zone.z".parse().unwrap(),
+            },
+            EventBody::OutputsSet {
+                outputs: [(
+                    "o".to_string(),
+                    OutputValue {
+                        value: StoredValue::String("v".into()),
+                        sensitive: true,
+                    },
+                )]
+                .into(),
+            },
+            EventBody::ResourceForgotten { addr: addr.clone() },
+            EventBody::ResourceMoved {
+                from: addr.clone(),
+                to: "sim_thing.c[\"x\"]".parse().unwrap(),
+            },
+            EventBody::ResourceRehomed {
+                addr: addr.clone(),
+                provider: provider.clone(),
+            },
+            EventBody::DependenciesUpdated {
+                addr: addr.clone(),
+                deps: vec![],
+            },
+            EventBody::PendingResolved {
+                op: 7,
+                object: Some(object.clone()),
+                how: "adopted".into(),
+            },
+            EventBody::StateImported {
+                source: "terraform.tfstate".into(),
+                providers: vec![instance],
+                resources: vec![(addr.clone(), object)],
+            },
+            EventBody::RunDiagnostics {
+                diagnostics: vec![RecordedDiagnostic {
+                    severity: Severity::Warning,
+                    summary: "s".into(),
+                    detail: String::new(),
+                    location: None,
+                    address: Some("sim_thing.a".into()),
+                }],
+            },
+            EventBody::ResourceTainted { addr: addr.clone() },
+            EventBody::ResourceUntainted { addr: addr.clone() },
+            EventBody::ProviderReplaced {
+                from: "a/b".into(),
+                to: "c/d".into(),
+                source: "c/d".into(),
+            },
+            EventBody::RunContext(RunContext {
+                host: Some("h".into()),
+                ..RunContext::default()
+            }),
+        ];
+        let mut big = PlanRecord {
+            mode: "normal".into(),
+            saved: false,
+            files_hash: "h".into(),
+            changes: vec![],
+            outputs: vec![],
+            graph: None,
+        };
+        for i in 0..2000 {
+            big.changes.push(PlannedChange {
+                addr: format!("terraform_data.r{i}").parse().unwrap(),
+                action: PlannedAction::Create,
+                reason: None,
+                deferral: None,
+                diff: format!("  + resource \"terraform_data\" \"r{i}\" {{ input = \"{i}\" }}"),
+            });
+        }
+        for body in bodies
+            .into_iter()
+            .chain([EventBody::RunPlanned { plan: big }])
+        {
+            let e = Event {
+                seq: 123_456,
+                version: CURRENT_VERSION,
+                time_ms: 1_700_000_000_123,
+                run: 99,
+                body,
+            };
+            let bytes = encode(&e);
+            assert_eq!(decode(&bytes).unwrap(), e, "{}", e.body.kind());
+            if e.body.kind() == "RunPlanned" {
+                assert_eq!(bytes[2], 1, "a large record is compressed");
+                assert!(bytes.len() * 5 < encode_named(&e).len(), "{}", bytes.len());
+            }
+            for cut in [3, bytes.len() / 2, bytes.len() - 1] {
+                assert!(
+                    decode(&bytes[..cut]).is_err(),
+                    "{} cut at {cut}",
+                    e.body.kind()
+                );
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            if bytes[2] == 0 {
+                assert!(decode(&longer).is_err(), "{}", e.body.kind());
+            }
+        }
+        for garbage in [
+            &[0x91, 0x06][..],
+            &[0x91, 0x06, 9],
+            &[0x91, 0x06, 1, 0xff, 0xff],
+        ] {
+            assert!(decode(garbage).is_err(), "{garbage:?}");
         }
     }
 
@@ -766,7 +1583,7 @@ mod tests {
         for version in [1, 2] {
             let mut old = sample();
             old.version = version;
-            let e = decode(&encode(&old)).unwrap();
+            let e = decode(&encode_named(&old)).unwrap();
             assert_eq!((e.version, e.body), (CURRENT_VERSION, sample().body));
         }
         for body in [
@@ -832,7 +1649,7 @@ mod tests {
         }
         let mut old = sample();
         old.version = 4;
-        let e = decode(&encode(&old)).unwrap();
+        let e = decode(&encode_named(&old)).unwrap();
         assert_eq!((e.version, e.body), (CURRENT_VERSION, sample().body));
         // Fields a later Cairn leaves out read as absent.
         #[derive(Serialize)]
@@ -868,7 +1685,7 @@ mod tests {
     fn newer_and_garbage_records_are_refused() {
         let mut e = sample();
         e.version = 9;
-        assert_eq!(decode(&encode(&e)), Err(DecodeError::TooNew(9)));
+        assert_eq!(decode(&encode_named(&e)), Err(DecodeError::TooNew(9)));
         assert!(matches!(
             decode(b"\xc1garbage"),
             Err(DecodeError::Malformed(_))
@@ -935,7 +1752,7 @@ mod tests {
             },
             ..e
         };
-        let read: OldEvent = rmp_serde::from_slice(&encode(&new)).unwrap();
+        let read: OldEvent = rmp_serde::from_slice(&encode_named(&new)).unwrap();
         assert_eq!(read, old);
     }
 

@@ -6,7 +6,7 @@
 //! Schema (in the configured schema, default `terraform_remote_state`):
 //!
 //! ```text
-//! cairn_events       (seq bigint primary key, data bytea)  the log: rmp events, as in sled
+//! cairn_events       (seq bigint primary key, data bytea)  the log: records as in sled
 //! cairn_meta         (key text primary key, value text)    "lineage"
 //! cairn_checkpoints  (seq bigint primary key, data bytea)  a derived cache (checkpoint.rs format)
 //! cairn_lock         (lock_key, run_id, who, host, pid, command, since_ms, backend_pid)

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! <dir>/log/          the sled database (sled 0.34)
-//!   tree "events"         key: big-endian u64 seq (1, 2, 3, … gap-free), value: rmp event
+//!   tree "events"         key: big-endian u64 seq (1, 2, 3, … gap-free), value: the record (`chain.rs`)
 //!   tree "meta"           "lineage": the state's lineage (for Terraform state export)
 //!   tree "torn"           records set aside from a torn tail, keyed like "events"
 //! <dir>/checkpoints/  <seq>.ckpt: a snapshot and the seq it covers (see `checkpoint.rs`)

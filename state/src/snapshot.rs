@@ -46,7 +46,7 @@ pub struct Snapshot {
 
 /// How many objects list each instance among their dependencies: a derived index that lets a
 /// removal skip the search for dependents when there are none. `None` until first needed
-/// (after decoding a checkpoint it is rebuilt on the first event applied). Two indexes always
+/// (a removal or a move builds it from the objects then; while it is `None`, changes skip it). Two indexes always
 /// compare equal, so snapshots compare by their state alone.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DepIndex(Option<HashMap<ResourceInstanceAddr, u32>>);
@@ -201,9 +201,6 @@ impl Snapshot {
 
     /// Applies one event, consuming it (saves the clones on the hot path of the store).
     pub fn apply_owned(&mut self, event: Event) {
-        if self.dependents.0.is_none() {
-            self.dependents = DepIndex::build(&self.resources);
-        }
         self.head = event.seq;
         let (seq, time, run) = (event.seq, event.time_ms, event.run);
         if let Some(r) = self.run_mut(run) {
@@ -479,7 +476,18 @@ impl Snapshot {
         }
     }
 
+    /// Builds the dependents index if it is not yet: only a removal or a move asks it, so a
+    /// snapshot that is only read (`state list`, a plan) never holds a copy of every
+    /// dependency address (issue 31). Built from the objects as they are then, and kept up to
+    /// date by every later change.
+    fn index_dependents(&mut self) {
+        if self.dependents.0.is_none() {
+            self.dependents = DepIndex::build(&self.resources);
+        }
+    }
+
     fn drop_dependency(&mut self, gone: &ResourceInstanceAddr) {
+        self.index_dependents();
         if !self.dependents.has_dependents(gone) {
             return;
         }
@@ -495,6 +503,7 @@ impl Snapshot {
     }
 
     fn rename_dependency(&mut self, from: &ResourceInstanceAddr, to: &ResourceInstanceAddr) {
+        self.index_dependents();
         if !self.dependents.has_dependents(from) {
             return;
         }
