@@ -64,7 +64,7 @@ impl Config {
                     for_each: None,
                     provider: b.provider.clone().map(Box::new),
                     depends_on: Vec::new(),
-                    lifecycle: Lifecycle::default(),
+                    lifecycle: Lifecycle::shared_default(),
                     body: Body::default(),
                     file: b.file,
                     json: false,
@@ -434,7 +434,9 @@ pub struct Resource {
     /// Boxed: absent in most resources, and 200 bytes when present.
     pub(crate) provider: Option<Box<ProviderRef>>,
     pub(crate) depends_on: Vec<DependsOn>,
-    pub(crate) lifecycle: Lifecycle,
+    /// Shared: most resources have no `lifecycle` block, and all of those hold one empty
+    /// `Lifecycle` (104 bytes in each of 100,000 resources otherwise).
+    pub(crate) lifecycle: std::sync::Arc<Lifecycle>,
     /// Everything else: arguments, nested blocks and `dynamic` blocks.
     pub body: Body,
     pub file: FileId,
@@ -536,6 +538,15 @@ pub(crate) struct Lifecycle {
     pub(crate) preconditions: Vec<Validation>,
     /// Checked on the planned (then the applied) object, which they read as `self`.
     pub(crate) postconditions: Vec<Validation>,
+}
+
+impl Lifecycle {
+    /// The empty lifecycle (no `lifecycle` block), one for the whole program.
+    pub(crate) fn shared_default() -> std::sync::Arc<Lifecycle> {
+        static EMPTY: std::sync::LazyLock<std::sync::Arc<Lifecycle>> =
+            std::sync::LazyLock::new(Default::default);
+        EMPTY.clone()
+    }
 }
 
 /// `ignore_changes = all` or `ignore_changes = [a, b.c, tags["x"]]`.

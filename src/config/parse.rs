@@ -4,13 +4,24 @@
 
 use cairn_state::quote;
 use hcl_edit::structure::{Body, Structure};
-use hcl_edit::{Decorate as _, Span as _};
 
-/// Parses a file body; a syntax error is its byte offset and message.
+/// Parses a file body for evaluation; a syntax error is its byte offset and message.
+///
+/// Lean (`hcl_edit::parser::parse_body_lean`, our fork's): no whitespace or comments are
+/// kept. A loaded configuration is evaluated and its spans shown, never written back, and
+/// the decor was a third of its syntax trees (a boxed string for every space between two
+/// tokens); `cairn fmt` parses with decor (`parse_for_format`).
 fn parse_body(text: &str) -> Result<Body, (usize, String)> {
+    parse_body_with(text, hcl_edit::parser::parse_body_lean)
+}
+
+fn parse_body_with(
+    text: &str,
+    parser: fn(&str) -> Result<Body, hcl_edit::parser::Error>,
+) -> Result<Body, (usize, String)> {
     // hcl-edit is not expected to panic, but a parser bug must not take the whole run down:
     // a panic becomes a syntax error at the start of the file.
-    let r = std::panic::catch_unwind(|| hcl_edit::parser::parse_body(text));
+    let r = std::panic::catch_unwind(|| parser(text));
     match r {
         Ok(Ok(mut body)) => {
             compact(&mut body);
@@ -231,7 +242,7 @@ fn next_block_end(text: &str, from: usize) -> Option<usize> {
 /// Parses `text[start..end]` as a body whose spans are those in `text`; `None` on any syntax
 /// error or top-level argument (see `parse_file`).
 fn parse_piece(text: &str, start: usize, end: usize) -> Option<Body> {
-    let mut body = if start == 0 {
+    let body = if start == 0 {
         parse_body(&text[..end]).ok()?
     } else {
         let mut padded = String::with_capacity(end);
@@ -242,14 +253,8 @@ fn parse_piece(text: &str, start: usize, end: usize) -> Option<Body> {
     if body.iter().any(Structure::is_attribute) {
         return None;
     }
-    if start > 0 {
-        // The first structure's leading whitespace would include the padding: give it what
-        // the whole file has there.
-        if let Some(mut first) = body.iter_mut().next() {
-            let begin = first.span().map_or(start, |r| r.start).clamp(start, end);
-            first.decor_mut().set_prefix(&text[start..begin]);
-        }
-    }
+    // The padding would be the first structure's leading whitespace, but a lean parse keeps
+    // no whitespace (`parse_body`): the pieces' structures are the whole file's as they are.
     Some(body)
 }
 
@@ -258,7 +263,7 @@ pub(super) type SyntaxError = (usize, usize, &'static str, String);
 
 /// Parses one file for `cairn fmt`: its body, or the first syntax error worded as Terraform's.
 pub(super) fn parse_for_format(text: &str) -> Result<Body, SyntaxError> {
-    let (offset, message) = match parse_body(text) {
+    let (offset, message) = match parse_body_with(text, hcl_edit::parser::parse_body) {
         Ok(body) => return Ok(body),
         Err(e) => e,
     };

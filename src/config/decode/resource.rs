@@ -93,7 +93,7 @@ impl Loader {
                 "The lifecycle meta-argument is a block: lifecycle { ... }.",
             );
         }
-        let mut lifecycle = Lifecycle::default();
+        let mut lifecycle = Lifecycle::shared_default();
         let mut seen_lifecycle: Option<Span> = None;
         for lb in parts
             .blocks
@@ -111,7 +111,7 @@ impl Loader {
                 continue;
             }
             seen_lifecycle = Some(sp);
-            lifecycle = self.lifecycle(file, lb, mode);
+            lifecycle = std::sync::Arc::new(self.lifecycle(file, lb, mode));
         }
         // Provisioners: `local-exec` runs; the others need a connection to the object
         // (SSH, WinRM), which Cairn does not make: plan and apply refuse them through

@@ -69,13 +69,13 @@ macro_rules! span_impl {
         $(
             impl $crate::Span for $ty {
                 fn span(&self) -> Option<std::ops::Range<usize>> {
-                    self.span.clone()
+                    $crate::repr::span_range(self.span)
                 }
             }
 
             impl $crate::SetSpan for $ty {
                 fn set_span(&mut self, span: std::ops::Range<usize>) {
-                    self.span = Some(span);
+                    self.span = Some($crate::repr::SpanRepr::new(span));
                 }
             }
         )+

@@ -76,3 +76,41 @@ fn traversal() {
     assert_span!(traversal.operators[0], 3..7);
     assert_span!(traversal.operators[1], 8..11);
 }
+
+/// Cairn's fork: a lean parse keeps every span of a full parse, and no decor.
+#[test]
+fn lean_parse_keeps_spans_and_drops_decor() {
+    use hcl_edit::structure::Structure;
+    use hcl_edit::Decorate;
+    let input =
+        "# c\nresource \"x\" \"a\" {\n  v = \"${x.b.id}-1\" # t\n  n = 1.50\n  l = [1, 2]\n}\n";
+    let full = hcl_edit::parser::parse_body(input).unwrap();
+    let lean = hcl_edit::parser::parse_body_lean(input).unwrap();
+    // Equality ignores decor and spans: the trees are the same.
+    assert_eq!(full, lean);
+    let (Some(Structure::Block(f)), Some(Structure::Block(l))) =
+        (full.iter().next(), lean.iter().next())
+    else {
+        panic!("a block");
+    };
+    assert!(f.decor().prefix().is_some());
+    assert!(l.decor().prefix().is_none() && l.decor().suffix().is_none());
+    assert_span!(*l, 4..72);
+    assert_eq!(hcl_edit::Span::span(f), hcl_edit::Span::span(l));
+    for (fa, la) in f.body.attributes().zip(l.body.attributes()) {
+        assert_eq!(hcl_edit::Span::span(fa), hcl_edit::Span::span(la));
+        assert_eq!(
+            hcl_edit::Span::span(&fa.value),
+            hcl_edit::Span::span(&la.value)
+        );
+        assert!(la.value.decor().suffix().is_none());
+    }
+    let hcl_edit::expr::Expression::Number(n) = &l.body.get_attribute("n").unwrap().value else {
+        panic!("a number");
+    };
+    // The number's representation as written is kept (Cairn reads it for precision).
+    assert_eq!(n.as_repr().map(|r| r.to_string()), Some("1.50".to_string()));
+    // A full parse on the same thread afterwards keeps its decor again.
+    let again = hcl_edit::parser::parse_body(input).unwrap();
+    assert!(again.iter().next().unwrap().decor().prefix().is_some());
+}

@@ -1,6 +1,5 @@
 use crate::expr::Expression;
 use crate::{Decor, Decorate, Decorated, Ident};
-use std::ops::Range;
 
 /// A for expression is a construct for constructing a collection by projecting the items from
 /// another collection.
@@ -23,7 +22,7 @@ pub struct ForExpr {
     pub cond: Option<ForCond>,
 
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl ForExpr {
@@ -82,7 +81,7 @@ pub struct ForIntro {
     pub collection_expr: Expression,
 
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl ForIntro {
@@ -127,7 +126,7 @@ pub struct ForCond {
     pub expr: Expression,
 
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl ForCond {

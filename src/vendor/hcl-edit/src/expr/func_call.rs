@@ -1,6 +1,5 @@
 use crate::expr::{Expression, IntoIter, Iter, IterMut};
 use crate::{Decor, Decorate, Decorated, Ident, RawString};
-use std::ops::Range;
 
 /// Type representing a (potentially namespaced) function name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +62,7 @@ pub struct FuncCall {
     pub args: FuncArgs,
 
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl FuncCall {
@@ -100,7 +99,7 @@ pub struct FuncArgs {
     trailing: RawString,
     trailing_comma: bool,
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl FuncArgs {

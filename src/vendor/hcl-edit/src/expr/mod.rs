@@ -23,7 +23,6 @@ use crate::template::{HeredocTemplate, StringTemplate, Template};
 use crate::{parser, Decor, Decorate, Decorated, Formatted, Ident, Number};
 use std::borrow::Cow;
 use std::fmt;
-use std::ops::Range;
 use std::str::FromStr;
 
 /// A type representing any expression from the expression sub-language.
@@ -530,7 +529,7 @@ impl fmt::Display for Expression {
 pub struct Parenthesis {
     inner: Expression,
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl Parenthesis {

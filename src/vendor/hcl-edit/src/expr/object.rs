@@ -38,7 +38,7 @@ pub struct Object {
     items: Vec<(ObjectKey, ObjectValue)>,
     trailing: RawString,
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl Object {

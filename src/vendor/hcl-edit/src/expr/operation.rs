@@ -1,6 +1,5 @@
 use crate::expr::Expression;
 use crate::{Decor, Decorated, Spanned};
-use std::ops::Range;
 
 // Re-exported for convenience.
 #[doc(inline)]
@@ -15,7 +14,7 @@ pub struct UnaryOp {
     pub expr: Expression,
 
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl UnaryOp {
@@ -55,7 +54,7 @@ pub struct BinaryOp {
     pub rhs_expr: Expression,
 
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl BinaryOp {

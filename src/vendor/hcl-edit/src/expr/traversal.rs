@@ -1,7 +1,6 @@
 use crate::expr::Expression;
 use crate::{Decor, Decorate, Decorated, Ident};
 use std::fmt;
-use std::ops::Range;
 
 /// Traverse an expression to access attributes, object keys or element indices.
 #[derive(Debug, Clone, Eq)]
@@ -12,7 +11,7 @@ pub struct Traversal {
     pub operators: Vec<Decorated<TraversalOperator>>,
 
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl Traversal {

@@ -54,6 +54,18 @@ pub fn parse_body(input: &str) -> Result<Body, Error> {
     Ok(body)
 }
 
+/// [`parse_body`] without whitespace and comments (Cairn's fork): every [`crate::Decor`] of
+/// the tree is empty, so a body kept for evaluation costs no memory for its formatting.
+/// Spans, raw number representations and string contents are kept; encoding such a body
+/// writes default spacing.
+///
+/// # Errors
+///
+/// Returns an error if the input does not resemble a valid HCL body.
+pub fn parse_body_lean(input: &str) -> Result<Body, Error> {
+    crate::repr::without_decor(|| parse_body(input))
+}
+
 /// Parse an input into an [`Expression`].
 ///
 /// # Errors

@@ -20,7 +20,7 @@ pub struct Attribute {
     pub value: Expression,
 
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl Attribute {

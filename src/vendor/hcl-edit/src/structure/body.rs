@@ -2,7 +2,6 @@ use crate::encode::{EncodeDecorated, EncodeState, NO_DECOR};
 use crate::structure::{Attribute, AttributeMut, Block, Structure, StructureMut};
 use crate::{parser, Decor};
 use std::fmt;
-use std::ops::Range;
 use std::str::FromStr;
 
 /// An owning iterator over the elements of a `Body`.
@@ -87,7 +86,7 @@ pub struct Body {
     prefer_oneline: bool,
     prefer_omit_trailing_newline: bool,
     decor: Decor,
-    span: Option<Range<usize>>,
+    span: Option<crate::repr::SpanRepr>,
 }
 
 impl Body {
