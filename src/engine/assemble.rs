@@ -703,19 +703,23 @@ pub(super) fn deleted_providers(
                 .filter(|c| c.action == Action::Delete && c.deposed.is_none())
                 .map(|c| &c.addr)
                 .collect();
-            let still_used: BTreeSet<ProviderAddr> = plan
-                .changes
+            // Inserted one by one (not collected: that gathers every resource's reference
+            // in a vector to sort, though nearly all name the same few providers).
+            let mut still_used: BTreeSet<&ProviderAddr> = BTreeSet::new();
+            plan.changes
                 .iter()
                 .filter(|c| c.action != Action::Delete)
-                .map(|c| c.provider.clone())
-                .chain(plan.data_reads.iter().map(|d| d.provider.clone()))
+                .map(|c| &c.provider)
+                .chain(plan.data_reads.iter().map(|d| &d.provider))
                 .chain(state.resources.iter().filter_map(|(a, i)| {
                     i.current
                         .as_ref()
                         .filter(|_| !deleted.contains(a))
-                        .map(|o| o.provider.addr.clone())
+                        .map(|o| &o.provider.addr)
                 }))
-                .collect();
+                .for_each(|p| {
+                    still_used.insert(p);
+                });
             state
                 .providers
                 .iter()
@@ -730,7 +734,7 @@ pub(super) fn deleted_providers(
                                     && p.alias == addr.alias
                             })
                         });
-                    !still_used.contains(*addr) && !in_config
+                    !still_used.contains(addr) && !in_config
                 })
                 .map(|(a, i)| delete(a, i))
                 .collect()
