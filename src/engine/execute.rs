@@ -2,7 +2,7 @@
 //! for `destroy`, the deletes alone) with its finishing events ([`execute`]), or, for a
 //! read-only plan, recording what was read ([`record_read_only`]).
 
-use super::apply::operation::{Interruption, Recorder};
+use super::apply::operation::{Interruption, Recorder, LISTED};
 use super::apply::order::add_destroys;
 use super::apply::steps::{DestroyInfo, Executor, Step};
 use super::apply::ApplyPhase;
@@ -334,14 +334,16 @@ fn interrupted(graph: &TermGraph, outcome: &WalkOutcome, mut i: Interruption) ->
             })
             .map(|id| graph.node(*id).to_string()),
     );
-    let list = |items: Vec<String>| {
-        const SHOWN: usize = 20;
-        let n = items.len();
-        let mut shown: Vec<String> = items.into_iter().take(SHOWN).collect();
-        if n > SHOWN {
-            shown.push(format!("and {} more", n - SHOWN));
+    let listed = |items: Vec<String>, n: usize| {
+        let mut shown: Vec<String> = items.into_iter().take(LISTED).collect();
+        if n > LISTED {
+            shown.push(format!("and {} more", n - LISTED));
         }
         shown.join(", ")
+    };
+    let list = |items: Vec<String>| {
+        let n = items.len();
+        listed(items, n)
     };
     let mut parts = vec![
         "The run was interrupted: no new step started, and the providers were told to stop."
@@ -352,7 +354,7 @@ fn interrupted(graph: &TermGraph, outcome: &WalkOutcome, mut i: Interruption) ->
     } else {
         format!(
             "Finished before the interrupt: {}.",
-            list(std::mem::take(&mut i.finished))
+            listed(std::mem::take(&mut i.finished), i.finished_total)
         )
     });
     parts.push(if i.running.is_empty() {
