@@ -357,7 +357,7 @@ pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
     let mut keep = BTreeSet::new();
     let mut named: BTreeMap<NodeId, super::exclude::InstanceScope> = BTreeMap::new();
     let mut needed = BTreeSet::new();
-    for (node, id) in &g.index {
+    for (id, node) in g.dag.nodes() {
         let hit = match node {
             // A resource (static) is hit when a target names it or a module around it,
             // whatever instance keys the target has.
@@ -383,7 +383,7 @@ pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
                     .collect();
                 let hit = !hits.is_empty();
                 if hit {
-                    named.insert(*id, super::exclude::InstanceScope::Only(hits));
+                    named.insert(id, super::exclude::InstanceScope::Only(hits));
                 }
                 hit
             }
@@ -392,8 +392,8 @@ pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
             _ => false,
         };
         if hit {
-            keep.insert(*id);
-            let deps = g.dag.transitive_dependencies(*id);
+            keep.insert(id);
+            let deps = g.dag.transitive_dependencies(id);
             needed.extend(deps.iter().copied());
             keep.extend(deps);
         }
