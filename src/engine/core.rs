@@ -1542,7 +1542,7 @@ impl<'a> ResourceVisit<'a> {
         produced: &BTreeSet<ResourceInstanceAddr>,
         failed: bool,
     ) -> Vec<(ResourceInstanceAddr, OrphanReason)> {
-        let in_state = ctx.state_instances.of(&self.module, &self.key);
+        let in_state = ctx.state_instances.of(self.module, self.key);
         in_state
             .into_iter()
             .filter(|a| !produced.contains(a) && self.in_scope(a))
