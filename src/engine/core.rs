@@ -145,7 +145,7 @@ pub(crate) struct Ctx {
     /// Provider instances recorded in state.
     pub state_providers: BTreeMap<ProviderAddr, cairn_state::ProviderInstance>,
     /// Instances in state (by static resource), to find orphans.
-    pub state_instances: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>,
+    pub state_instances: super::source::StateInstances,
     pub limits: Limits,
     pub observer: Arc<dyn Observer>,
     pub diags: Mutex<Diagnostics>,
@@ -1542,14 +1542,9 @@ impl<'a> ResourceVisit<'a> {
         produced: &BTreeSet<ResourceInstanceAddr>,
         failed: bool,
     ) -> Vec<(ResourceInstanceAddr, OrphanReason)> {
-        let Some(in_state) = ctx
-            .state_instances
-            .get(&(self.module.clone(), self.key.clone()))
-        else {
-            return Vec::new();
-        };
+        let in_state = ctx.state_instances.of(self.module, self.key);
         in_state
-            .iter()
+            .into_iter()
             .filter(|a| !produced.contains(a) && self.in_scope(a))
             .filter(|a| !failed || !instances.contains(&a.resource.module))
             .map(|a| {

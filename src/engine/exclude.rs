@@ -82,7 +82,7 @@ pub(super) fn excluded(
     let mut out: BTreeSet<NodeId> = BTreeSet::new();
     let mut partial: BTreeMap<NodeId, InstanceScope> = BTreeMap::new();
     let mut hit: Vec<NodeId> = Vec::new();
-    for (node, id) in &g.index {
+    for (id, node) in g.dag.nodes() {
         match node {
             Node::Resource { module, key } => {
                 let hits: Vec<Target> = excludes
@@ -93,11 +93,11 @@ pub(super) fn excluded(
                 if hits.is_empty() {
                     continue;
                 }
-                hit.push(*id);
+                hit.push(id);
                 if hits.iter().any(names_whole) {
-                    out.insert(*id);
+                    out.insert(id);
                 } else {
-                    partial.insert(*id, InstanceScope::Except(hits));
+                    partial.insert(id, InstanceScope::Except(hits));
                 }
             }
             Node::Call { module, name } => {
@@ -105,15 +105,15 @@ pub(super) fn excluded(
                 if excludes.iter().any(|t| {
                     matches!(t, Target::Module(m) if m.without_keys() == *m && call.starts_with(m))
                 }) {
-                    hit.push(*id);
-                    out.insert(*id);
+                    hit.push(id);
+                    out.insert(id);
                 }
             }
             Node::Orphan { addr } | Node::Destroy { addr, .. }
                 if excludes.iter().any(|t| t.contains(addr)) =>
             {
-                hit.push(*id);
-                out.insert(*id);
+                hit.push(id);
+                out.insert(id);
             }
             _ => {}
         }
@@ -123,12 +123,7 @@ pub(super) fn excluded(
     }
     // A resource left out whole needs no instance filter.
     partial.retain(|id, _| !out.contains(id));
-    let keep = g
-        .index
-        .values()
-        .filter(|id| !out.contains(id))
-        .copied()
-        .collect();
+    let keep = g.dag.ids().filter(|id| !out.contains(id)).collect();
     (Some(keep), partial)
 }
 

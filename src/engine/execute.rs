@@ -2,7 +2,7 @@
 //! for `destroy`, the deletes alone) with its finishing events ([`execute`]), or, for a
 //! read-only plan, recording what was read ([`record_read_only`]).
 
-use super::apply::operation::{Interruption, Recorder};
+use super::apply::operation::{Interruption, Recorder, LISTED};
 use super::apply::order::add_destroys;
 use super::apply::steps::{DestroyInfo, Executor, Step};
 use super::apply::ApplyPhase;
@@ -18,7 +18,7 @@ use super::timing::{timed, timed_async};
 use super::walk::WalkOutcome;
 use crate::addr::{ProviderAddr, ResourceInstanceAddr};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::plan::{Action, Change, Plan, PlanMode};
+use crate::plan::{Action, Plan, PlanMode};
 use crate::value::{Type, Value};
 use cairn_state::{EventBody, OutputValue, RunSummary, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
@@ -209,7 +209,7 @@ pub(super) async fn execute_keeping(
         info.config = inputs.args.config(&info.provider.addr, recorded);
     }
     let ctx = new_ctx(loaded, graph, &prior, opts, observer.clone());
-    let (steps, deposed) = executor(plan, journal, run, destroy, deposed_keys);
+    let steps = executor(plan, journal, run, destroy, deposed_keys);
     let phase = Arc::new(ApplyPhase {
         steps,
         outputs: Mutex::new(BTreeMap::new()),
@@ -270,37 +270,39 @@ pub(super) async fn execute_keeping(
     let summary = *phase.steps.rec.summary.lock().expect("summary");
     // The changes back into the plan, in their order (the walk's tasks have all returned).
     drop(ctx);
-    let mut changes = match Arc::try_unwrap(phase) {
+    plan.changes = match Arc::try_unwrap(phase) {
         Ok(phase) => phase.steps.changes,
         Err(phase) => phase.steps.changes.clone(),
     };
-    changes.extend(deposed);
-    changes.sort_by_key(|(i, _)| *i);
-    plan.changes = changes.into_iter().map(|(_, c)| c).collect();
     (summary, outputs)
 }
 
-/// What the apply's steps execute with (`apply::steps::Executor`), and the changes of deposed
-/// objects, which it does not take: both with their places in the plan, whose changes they are.
+/// What the apply's steps execute with (`apply::steps::Executor`): the plan's changes, moved
+/// (not copied) out of the plan for the walk, and the index of current objects' changes by
+/// address.
 fn executor(
     plan: &mut Plan,
     journal: &Arc<Journal>,
     run: u64,
     destroy: BTreeMap<(ResourceInstanceAddr, Option<String>), DestroyInfo>,
     deposed_keys: BTreeMap<ResourceInstanceAddr, String>,
-) -> (Executor, Vec<(usize, Change)>) {
+) -> Executor {
+    let changes = std::mem::take(&mut plan.changes);
     // The changes of current objects, by address (a deposed object's delete is a `Destroy`
     // node of its own, see `add_destroys`); a stable sort keeps the plan's order of two
-    // changes of one address, and `Executor::change` takes the later, as a map would.
-    let (mut changes, deposed): (Vec<_>, Vec<_>) = std::mem::take(&mut plan.changes)
-        .into_iter()
-        .enumerate()
-        .partition(|(_, c)| c.deposed.is_none());
-    changes.sort_by(|(_, a), (_, b)| a.addr.cmp(&b.addr));
-    let executor = Executor {
+    // changes of one address, and `Executor::change` takes the later, as a map would. A plan
+    // made here is sorted by address already.
+    let mut by_addr: Vec<usize> = (0..changes.len())
+        .filter(|&i| changes[i].deposed.is_none())
+        .collect();
+    if !by_addr.is_sorted_by(|&a, &b| changes[a].addr <= changes[b].addr) {
+        by_addr.sort_by(|&a, &b| changes[a].addr.cmp(&changes[b].addr));
+    }
+    Executor {
         rec: Recorder::new(journal.clone()),
         run,
         changes,
+        by_addr,
         data_reads: plan
             .data_reads
             .iter()
@@ -308,8 +310,7 @@ fn executor(
             .collect(),
         destroy,
         deposed_keys,
-    };
-    (executor, deposed)
+    }
 }
 
 /// The one error of an apply the user stopped, as Terraform reports an interrupt: that the
@@ -333,14 +334,16 @@ fn interrupted(graph: &TermGraph, outcome: &WalkOutcome, mut i: Interruption) ->
             })
             .map(|id| graph.node(*id).to_string()),
     );
-    let list = |items: Vec<String>| {
-        const SHOWN: usize = 20;
-        let n = items.len();
-        let mut shown: Vec<String> = items.into_iter().take(SHOWN).collect();
-        if n > SHOWN {
-            shown.push(format!("and {} more", n - SHOWN));
+    let listed = |items: Vec<String>, n: usize| {
+        let mut shown: Vec<String> = items.into_iter().take(LISTED).collect();
+        if n > LISTED {
+            shown.push(format!("and {} more", n - LISTED));
         }
         shown.join(", ")
+    };
+    let list = |items: Vec<String>| {
+        let n = items.len();
+        listed(items, n)
     };
     let mut parts = vec![
         "The run was interrupted: no new step started, and the providers were told to stop."
@@ -351,7 +354,7 @@ fn interrupted(graph: &TermGraph, outcome: &WalkOutcome, mut i: Interruption) ->
     } else {
         format!(
             "Finished before the interrupt: {}.",
-            list(std::mem::take(&mut i.finished))
+            listed(std::mem::take(&mut i.finished), i.finished_total)
         )
     });
     parts.push(if i.running.is_empty() {

@@ -46,7 +46,8 @@ pub(crate) struct PlanOut {
     pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
     pub dropped_data: BTreeSet<ResourceInstanceAddr>,
     pub outputs: BTreeMap<String, (Value, bool)>,
-    /// Planned action of every managed instance (for the deferral rule).
+    /// The planned action of every managed instance that has one other than no-op (for the
+    /// deferral rule, which asks whether a resource has a pending change).
     pub actions: BTreeMap<ResourceInstanceAddr, Action>,
     /// Data instances deferred to apply.
     pub deferred: BTreeSet<ResourceInstanceAddr>,
@@ -141,7 +142,11 @@ impl PlanPhase {
         }
         let mut out = self.out();
         if change.addr.resource.mode == Mode::Managed {
-            out.actions.insert(change.addr.clone(), change.action);
+            // Only pending actions: the deferral rule asks whether a resource has one (a
+            // no-op plan then holds no copy of every address).
+            if change.action != Action::NoOp {
+                out.actions.insert(change.addr.clone(), change.action);
+            }
         } else if change.action == Action::Read {
             out.deferred.insert(change.addr.clone());
         }

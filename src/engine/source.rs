@@ -13,7 +13,7 @@ use super::request::Options;
 use super::timing::timed;
 use super::values::Values;
 use super::walk::Limits;
-use crate::addr::{ModulePath, ProviderAddr, ResourceInstanceAddr, Target};
+use crate::addr::{Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr, Target};
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::Provider;
@@ -248,28 +248,75 @@ pub(super) fn term_graph(config: &Config) -> (TermGraph, Diagnostics) {
     (g, diags)
 }
 
-/// Instances in state by static resource.
-pub(super) type StateByResource = BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>;
+/// The instances state holds of each static resource (managed instances with a current
+/// object, and data results), for finding the ones the configuration no longer produces.
+///
+/// The state's maps are shared, not copied (`cairn_state::Shared`), and are sorted by address:
+/// the instances of a resource in a module instance without keys (the root module, a call
+/// without `count`/`for_each`) are one range of them. Only instances inside module instances
+/// with keys, whose static resource is spread over one range per module instance, are listed
+/// here by static resource. (At 100,000 resources a map of every instance by resource cost
+/// about 30 MB for the whole walk; issue 31.)
+#[derive(Default)]
+pub(crate) struct StateInstances {
+    managed: cairn_state::Shared<BTreeMap<ResourceInstanceAddr, cairn_state::ResourceInstance>>,
+    data: cairn_state::Shared<BTreeMap<ResourceInstanceAddr, cairn_state::DataObject>>,
+    keyed: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>,
+}
 
-/// State instances grouped by static resource, and those whose resource the configuration no
-/// longer has at all.
+impl StateInstances {
+    pub(crate) fn of(&self, module: &ModulePath, key: &ResourceKey) -> Vec<&ResourceInstanceAddr> {
+        let resource = ResourceAddr {
+            module: module.clone(),
+            mode: key.mode,
+            type_: key.type_.clone(),
+            name: key.name.clone(),
+        };
+        let start = ResourceInstanceAddr {
+            resource,
+            key: None,
+        };
+        let mut out: Vec<&ResourceInstanceAddr> = match key.mode {
+            Mode::Data => self
+                .data
+                .range(&start..)
+                .take_while(|(a, _)| a.resource == start.resource)
+                .map(|(a, _)| a)
+                .collect(),
+            _ => self
+                .managed
+                .range(&start..)
+                .take_while(|(a, _)| a.resource == start.resource)
+                .filter(|(_, i)| i.current.is_some())
+                .map(|(a, _)| a)
+                .collect(),
+        };
+        if let Some(keyed) = self.keyed.get(&(module.clone(), key.clone())) {
+            out.extend(keyed);
+        }
+        out
+    }
+}
+
+/// What of the state the configuration still declares ([`StateInstances`]), and the
+/// instances whose resource the configuration no longer has at all.
 pub(super) fn classify_state(
     config: &Config,
     snapshot: &Snapshot,
-) -> (StateByResource, Vec<(ResourceInstanceAddr, ProviderAddr)>) {
-    let mut by_resource: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>> =
-        BTreeMap::new();
+) -> (StateInstances, Vec<(ResourceInstanceAddr, ProviderAddr)>) {
+    let mut keyed: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>> = BTreeMap::new();
     let mut orphans = Vec::new();
     let managed = snapshot
         .resources
         .iter()
-        .filter_map(|(a, i)| i.current.as_ref().map(|o| (a, o.provider.addr.clone())));
-    let data = snapshot
-        .data
-        .iter()
-        .map(|(a, d)| (a, d.provider.addr.clone()));
+        .filter_map(|(a, i)| i.current.as_ref().map(|o| (a, &o.provider.addr)));
+    let data = snapshot.data.iter().map(|(a, d)| (a, &d.provider.addr));
     for (addr, provider) in managed.chain(data) {
-        let module = addr.resource.module.without_keys();
+        let has_keys = addr.resource.module.0.iter().any(|s| s.key.is_some());
+        let module = match has_keys {
+            true => std::borrow::Cow::Owned(addr.resource.module.without_keys()),
+            false => std::borrow::Cow::Borrowed(&addr.resource.module),
+        };
         let key = ResourceKey {
             mode: addr.resource.mode,
             type_: addr.resource.type_.clone(),
@@ -278,21 +325,21 @@ pub(super) fn classify_state(
         let declared = config
             .module(&module)
             .is_some_and(|m| m.resources.contains_key(&key));
-        if declared {
-            by_resource
-                .entry((module, key))
+        if !declared {
+            orphans.push((addr.clone(), provider.clone()));
+        } else if has_keys {
+            keyed
+                .entry((module.into_owned(), key))
                 .or_default()
                 .push(addr.clone());
-        } else {
-            orphans.push((addr.clone(), provider));
         }
     }
-    // Nearly every resource has one instance, pushed into room for four: kept for the
-    // whole walk, so sized exactly.
-    for addrs in by_resource.values_mut() {
-        addrs.shrink_to_fit();
-    }
-    (by_resource, orphans)
+    let instances = StateInstances {
+        managed: snapshot.resources.clone(),
+        data: snapshot.data.clone(),
+        keyed,
+    };
+    (instances, orphans)
 }
 
 /// The nodes a `-target` run walks: the targets and everything they depend on.
@@ -310,7 +357,7 @@ pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
     let mut keep = BTreeSet::new();
     let mut named: BTreeMap<NodeId, super::exclude::InstanceScope> = BTreeMap::new();
     let mut needed = BTreeSet::new();
-    for (node, id) in &g.index {
+    for (id, node) in g.dag.nodes() {
         let hit = match node {
             // A resource (static) is hit when a target names it or a module around it,
             // whatever instance keys the target has.
@@ -336,7 +383,7 @@ pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
                     .collect();
                 let hit = !hits.is_empty();
                 if hit {
-                    named.insert(*id, super::exclude::InstanceScope::Only(hits));
+                    named.insert(id, super::exclude::InstanceScope::Only(hits));
                 }
                 hit
             }
@@ -345,8 +392,8 @@ pub(super) fn targeted(g: &TermGraph, targets: &[Target]) -> Targeted {
             _ => false,
         };
         if hit {
-            keep.insert(*id);
-            let deps = g.dag.transitive_dependencies(*id);
+            keep.insert(id);
+            let deps = g.dag.transitive_dependencies(id);
             needed.extend(deps.iter().copied());
             keep.extend(deps);
         }

@@ -172,7 +172,8 @@ impl TypeSchema {
             }
         }
         let fresh = prior.is_none() || !requires_replace.is_empty();
-        let mut planned = ValueMap::new();
+        // Sized once: a map lives as long as its value, and most are small.
+        let mut planned = ValueMap::with_capacity(self.block.attributes.len());
         for (name, attr) in &self.block.attributes {
             let configured = &config[name];
             let prior_value = prior.as_ref().map(|p| p[name].clone());
@@ -231,7 +232,7 @@ pub(crate) fn conform_block(block: &Block, value: &Value) -> ProviderResult<Valu
         }
     };
     let whole_unknown = value.is_unknown();
-    let mut out = ValueMap::new();
+    let mut out = ValueMap::with_capacity(block.attributes.len());
     for (name, attr) in &block.attributes {
         let v = match attrs.and_then(|m| m.get(name)) {
             Some(v) => convert(v, &attr.ty).map_err(|e| {

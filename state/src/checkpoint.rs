@@ -584,7 +584,7 @@ fn decode_from(
             snapshot.head
         ));
     }
-    snapshot.resources = build_map(slices);
+    snapshot.resources = build_map(slices).into();
     Ok(snapshot)
 }
 

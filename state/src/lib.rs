@@ -89,7 +89,7 @@ pub use moves::{MoveError, MovePlan};
 /// `pg::PgReader`).
 pub use pg_store as pg;
 pub use quote::{quote, quote_go, write_quoted, write_quoted_as, Quoting};
-pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Snapshot};
+pub use snapshot::{PendingOp, ResourceInstance, RunRecord, Shared, Snapshot};
 pub use store::{peek_events, LogReader, Store};
 pub use stored_value::{StoredValue, ValueMap};
 pub use tfstate::{export_tfstate, import_tfstate};

@@ -19,8 +19,10 @@ use crate::event::{
     DataObject, Event, EventBody, OpAction, OutputValue, ProviderInstance, ProviderRef,
     ResourceObject, RunContext, RunOutcome, RunSummary,
 };
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::{BTreeMap, HashMap};
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 /// The state after some prefix of the log.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,10 +30,10 @@ pub struct Snapshot {
     /// The seq of the last event applied (0: empty log).
     pub head: u64,
     pub providers: BTreeMap<ProviderAddr, ProviderInstance>,
-    /// Managed resource instances.
-    pub resources: BTreeMap<ResourceInstanceAddr, ResourceInstance>,
-    /// Data resource results.
-    pub data: BTreeMap<ResourceInstanceAddr, DataObject>,
+    /// Managed resource instances, shared by copies of the snapshot (see [`Shared`]).
+    pub resources: Shared<BTreeMap<ResourceInstanceAddr, ResourceInstance>>,
+    /// Data resource results (shared as `resources` is).
+    pub data: Shared<BTreeMap<ResourceInstanceAddr, DataObject>>,
     pub outputs: BTreeMap<String, OutputValue>,
     /// Operations started and not yet settled, by the seq of their `OperationStarted`.
     pub pending: BTreeMap<u64, PendingOp>,
@@ -42,6 +44,62 @@ pub struct Snapshot {
     /// Derived from `resources` (never serialized, ignored by `==`).
     #[serde(skip)]
     pub(crate) dependents: DepIndex,
+}
+
+/// A part of the snapshot shared by its copies, copied on the first change to a shared one
+/// (`Arc::make_mut` behind `DerefMut`): reading is as through the value itself. A run copies
+/// the state it starts from (the plan's prior, the apply's) while the log goes on applying
+/// events to its own: with 100,000 instances each such copy was about 80 MB (issue 31), and
+/// now costs nothing until the log changes an instance, when the log copies once.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Shared<T>(Arc<T>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T> Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Clone> DerefMut for Shared<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl<T> From<T> for Shared<T> {
+    fn from(v: T) -> Self {
+        Shared(Arc::new(v))
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Shared<T>
+where
+    &'a T: IntoIterator,
+{
+    type Item = <&'a T as IntoIterator>::Item;
+    type IntoIter = <&'a T as IntoIterator>::IntoIter;
+    fn into_iter(self) -> Self::IntoIter {
+        (*self.0).into_iter()
+    }
+}
+
+impl<T: Serialize> Serialize for Shared<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (*self.0).serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shared<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(Shared::from)
+    }
 }
 
 /// How many objects list each instance among their dependencies: a derived index that lets a
@@ -166,7 +224,7 @@ impl Snapshot {
         Snapshot {
             head: self.head,
             providers: self.providers.clone(),
-            resources: BTreeMap::new(),
+            resources: Shared::default(),
             data: self.data.clone(),
             outputs: self.outputs.clone(),
             pending: self.pending.clone(),

@@ -40,10 +40,16 @@ pub(crate) struct Recorder {
 /// The operations of an apply as an interrupt sees them: those finished before it, those
 /// running when it came (and how each ended), and those that were waiting for their turn
 /// and never started (they call no provider and report no error of their own).
+/// How many operations of each kind the interrupt message names (the rest are counted).
+pub(crate) const LISTED: usize = 20;
+
 #[derive(Default)]
 pub(crate) struct Interruption {
-    /// Finished before the stop: "sim_thing.a created".
+    /// Finished before the stop: "sim_thing.a created", the first [`LISTED`] of them (the
+    /// message names no more; a large apply finishes every step without a stop, and kept a
+    /// string for each), and how many in all.
     pub finished: Vec<String>,
+    pub finished_total: usize,
     /// Running when the stop came, and how each ended: "sim_thing.b (create failed: …)".
     pub running: Vec<String>,
     /// Waiting for their turn when the stop came: never started.
@@ -169,7 +175,12 @@ impl Operation<'_> {
                     OpAction::Update => "updated",
                     OpAction::Delete => "destroyed",
                 };
-                rec.interrupted(|i| i.finished.push(format!("{who} {done}")));
+                rec.interrupted(|i| {
+                    i.finished_total += 1;
+                    if i.finished.len() < LISTED {
+                        i.finished.push(format!("{who} {done}"));
+                    }
+                });
             }
             return result;
         }

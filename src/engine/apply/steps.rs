@@ -95,11 +95,14 @@ pub(crate) struct Executor {
     pub rec: Recorder,
     /// The run's number (part of every create token).
     pub run: u64,
-    /// The changes of current objects, sorted by address (a deposed object's delete is a
-    /// `Destroy` node of its own, see `order::add_destroys`), each with its place in the plan:
-    /// moved out of the plan for the walk and back after it, never copied (see
-    /// [`Executor::change`]).
-    pub changes: Vec<(usize, Change)>,
+    /// The plan's changes, in the plan's order: moved out of the plan for the walk and back
+    /// after it, never copied (see [`Executor::change`]).
+    pub changes: Vec<Change>,
+    /// The places in `changes` of current objects' changes, sorted by address (a stable sort:
+    /// of two changes of one address the later comes last, and `change` takes it, as a map
+    /// would). A deposed object's delete is a `Destroy` node of its own (see
+    /// `order::add_destroys`) and is not here.
+    pub by_addr: Vec<usize>,
     /// Data sources read at plan time, recorded without reading again.
     pub data_reads: BTreeMap<ResourceInstanceAddr, DataRead>,
     /// How to delete the object of each `Destroy` node.
@@ -165,10 +168,12 @@ pub(crate) enum Step<'a> {
 impl Executor {
     /// The planned change of the current object at `addr` (of two, the later in the plan).
     pub(crate) fn change(&self, addr: &ResourceInstanceAddr) -> Option<&Change> {
-        let end = self.changes.partition_point(|(_, c)| &c.addr <= addr);
-        self.changes[..end]
+        let end = self
+            .by_addr
+            .partition_point(|&i| &self.changes[i].addr <= addr);
+        self.by_addr[..end]
             .last()
-            .map(|(_, c)| c)
+            .map(|&i| &self.changes[i])
             .filter(|c| &c.addr == addr)
     }
 }
