@@ -5,7 +5,9 @@
 //!
 //! ```text
 //! <dir>/log/          the sled database (sled 0.34)
-//!   tree "events"         key: big-endian u64 seq (1, 2, 3, … gap-free), value: the record (`chain.rs`)
+//!   tree "events"         key: big-endian u64 seq of the entry's first record; value: a batch
+//!                         of records (`chain.rs`), one per durable commit (layout 2), or
+//!                         in states written before batches one record (layout 1)
 //!   tree "meta"           "lineage": the state's lineage (for Terraform state export)
 //!   tree "torn"           records set aside from a torn tail, keyed like "events"
 //! <dir>/checkpoints/  <seq>.ckpt: a snapshot and the seq it covers (see `checkpoint.rs`)
@@ -15,15 +17,34 @@
 //! <dir>/damaged-*/    what `cairn state recover` moved aside (a copy of the damaged store)
 //! ```
 //!
+//! **Batches.** sled writes a small value about 2.3 times over (in its log fragment, then in
+//! each rewrite of its page) plus a per-key cost, so one key per event cost about 450 bytes
+//! on disk for a 180-byte record. The store keeps the records appended since the last flush
+//! in memory and the flush writes them as one value: `0xc1 0xb1` (a mark no single record
+//! starts with: MessagePack never starts with `0xc1`, and a chained record goes on with the
+//! chain's version `0x01`), the record count (u32), the codec (0: plain, 1: zstd), the body's
+//! length before compression (u32), a CRC-32 of the header and the stored body, then the
+//! body: each record as a varint length and its bytes, zstd-compressed from 256 bytes (the
+//! records of one commit share most of their bytes). A long commit is several batches of at
+//! most [`BATCH_RECORDS`] records and about [`BATCH_BYTES`] bytes, written at once
+//! (`sled::Batch`), so reading one record never decodes much more. Entries of both layouts
+//! read side by side, in key order: a state of layout 1 opens as it is and goes on in
+//! batches. Reads see the records not yet flushed too, as they did when each `put` went to
+//! sled. A batch that does not decode stands as one record at its first seq whose chain hash
+//! is zero, which fails the chain's check: the log core then treats it as any damaged record
+//! (a torn tail when it is the last and uncommitted, else damage with its recovery), and
+//! setting records aside splits a batch at the cut (the records before it stay).
+//!
 //! **Damage.** sled recovers from a damaged file by dropping what it cannot read, which can
 //! silently shorten the log; the head file, written after each flush from the last record the
 //! flush covers, makes that an error (see `log.rs`). sled's own corruption errors are turned
 //! into [`StateError::Damaged`] with advice.
 //!
-//! **Commit points.** `put` writes into sled's buffers; `flush` flushes (fsync). sled recovers
-//! a prefix of its writes after a crash, so a crash loses at most a suffix of the uncommitted
-//! events — the property test checks exactly that. A record can therefore tear
-//! ([`Storage::tears`]): a torn one is moved to the `torn` tree.
+//! **Commit points.** `put` keeps the record in memory; `flush` writes the batch into sled and
+//! flushes (fsync). sled recovers a prefix of its writes after a crash, so a crash loses at
+//! most a suffix of the uncommitted events — the property test checks exactly that. A record
+//! can still tear ([`Storage::tears`]: a damaged last batch): a torn one is moved to the
+//! `torn` tree.
 //!
 //! **Locking.** sled takes an exclusive `flock` on its database file, so a second opener —
 //! another process or the same one — fails; that failure is translated into
