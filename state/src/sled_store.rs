@@ -313,9 +313,10 @@ const ZSTD_LEVEL: i32 = 3;
 /// written at once).
 const BATCH_RECORDS: usize = 1024;
 const BATCH_BYTES: usize = 256 << 10;
-/// The most a batch body may claim to hold when decoded (damaged bytes cannot make a huge
-/// allocation): far above what [`BATCH_BYTES`] lets a writer put in one.
-const BATCH_MAX_BODY: usize = 64 << 20;
+/// The most a batch body may claim to hold when decoded (its header is checked by the CRC
+/// first; this bounds the allocation whatever): far above what [`BATCH_BYTES`] lets a writer
+/// put in one, and above any single record (a batch holds at least one).
+const BATCH_MAX_BODY: usize = 1 << 30;
 
 /// Whether a value of the events tree is a batch (else a single record, layout 1).
 fn is_batch(value: &[u8]) -> bool {
@@ -1694,6 +1695,35 @@ mod tests {
             }
         }
         s.storage.db.flush().unwrap();
+    }
+
+    #[test]
+    fn batches_round_trip_and_damage_is_refused() {
+        let records: Vec<(u64, Vec<u8>)> = (5..2505)
+            .map(|i| (i, format!("record {i} ").repeat(3).into_bytes()))
+            .collect();
+        for part in [&records[..1], &records[..300]] {
+            let v = encode_batch(part);
+            assert!(is_batch(&v));
+            assert_eq!(v[6], if part.len() == 1 { PLAIN } else { ZSTD });
+            assert_eq!(batch_count(&v), Some(part.len() as u64));
+            let want: Vec<Vec<u8>> = part.iter().map(|r| r.1.clone()).collect();
+            assert_eq!(decode_batch(&v).unwrap(), want);
+            for i in (2..v.len()).step_by(7).chain([v.len() - 1]) {
+                let mut bad = v.clone();
+                bad[i] ^= 0x08;
+                assert!(decode_batch(&bad).is_err(), "byte {i}");
+            }
+            assert!(decode_batch(&v[..v.len() - 1]).is_err());
+            assert!(decode_batch(&v[..10]).is_err());
+        }
+        // A long commit: batches of at most BATCH_RECORDS records, in order.
+        let parts = batches(&records);
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [1024, 1024, 452]
+        );
+        assert_eq!(parts[1][0].0, 5 + 1024);
     }
 
     #[test]
