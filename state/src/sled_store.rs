@@ -1328,6 +1328,12 @@ pub(crate) fn peek_sled(
 
 impl Drop for SledStorage {
     fn drop(&mut self) {
+        // Records appended and never flushed are written as sled wrote them when each `put`
+        // went to it: sled flushes on drop (a process killed loses them either way).
+        let unflushed = self.pending.records.lock().is_ok_and(|r| !r.is_empty());
+        if unflushed {
+            let _ = self.flush();
+        }
         // Remove our holder record while we still hold the lock (the sled Db is dropped after
         // this), so we never delete the record of the next holder.
         let path = self.dir.join("lock.json");
@@ -1767,6 +1773,20 @@ mod tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(s.snapshot(), &after);
         assert_eq!(s.verify().unwrap().events, n);
+    }
+
+    #[test]
+    fn records_appended_without_a_commit_are_written_when_the_store_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 1);
+        s.append(create(7)).unwrap();
+        let head = s.head();
+        drop(s);
+        let (s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.head(), head);
+        assert_eq!(s.verify().unwrap().events, head);
     }
 
     #[test]
