@@ -202,7 +202,7 @@ pub fn show(ctx: &Context, a: &ShowArgs) -> Exit {
         return Exit::Ok;
     }
     let snap = match ctx.read_store("show") {
-        Ok(Some(store)) => store.snapshot().clone(),
+        Ok(Some(store)) => store.into_snapshot(),
         Ok(None) => Snapshot::new(),
         Err(d) => return ctx.fail(d, a.ui.no_color),
     };

@@ -89,7 +89,7 @@ pub(crate) fn replace_provider(ctx: &Context, a: &StateReplaceProviderArgs) -> E
         (Err(d), _) | (_, Err(d)) => return ctx.fail(d, false),
     };
     let snap = match ctx.read_store("state replace-provider") {
-        Ok(Some(store)) => store.snapshot().clone(),
+        Ok(Some(store)) => store.into_snapshot(),
         Ok(None) => cairn_state::Snapshot::new(),
         Err(d) => return ctx.fail(d, false),
     };

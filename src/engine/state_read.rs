@@ -37,6 +37,12 @@ impl StateRead {
         self.0.snapshot()
     }
 
+    /// The current state, moved out (the store is read-only: it holds no other copy), and
+    /// the store closed.
+    pub fn into_snapshot(mut self) -> Snapshot {
+        self.0.take_snapshot()
+    }
+
     /// The state right after event `seq` (0: the empty state).
     pub fn snapshot_at(&self, seq: u64) -> Result<Snapshot, Diagnostic> {
         self.0.snapshot_at(seq).map_err(|e| state_diag(&e))

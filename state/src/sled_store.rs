@@ -5,7 +5,9 @@
 //!
 //! ```text
 //! <dir>/log/          the sled database (sled 0.34)
-//!   tree "events"         key: big-endian u64 seq (1, 2, 3, … gap-free), value: the record (`chain.rs`)
+//!   tree "events"         key: big-endian u64 seq of the entry's first record; value: a batch
+//!                         of records (`chain.rs`), one per durable commit (layout 2), or
+//!                         in states written before batches one record (layout 1)
 //!   tree "meta"           "lineage": the state's lineage (for Terraform state export)
 //!   tree "torn"           records set aside from a torn tail, keyed like "events"
 //! <dir>/checkpoints/  <seq>.ckpt: a snapshot and the seq it covers (see `checkpoint.rs`)
@@ -15,15 +17,34 @@
 //! <dir>/damaged-*/    what `cairn state recover` moved aside (a copy of the damaged store)
 //! ```
 //!
+//! **Batches.** sled writes a small value about 2.3 times over (in its log fragment, then in
+//! each rewrite of its page) plus a per-key cost, so one key per event cost about 450 bytes
+//! on disk for a 180-byte record. The store keeps the records appended since the last flush
+//! in memory and the flush writes them as one value: `0xc1 0xb1` (a mark no single record
+//! starts with: MessagePack never starts with `0xc1`, and a chained record goes on with the
+//! chain's version `0x01`), the record count (u32), the codec (0: plain, 1: zstd), the body's
+//! length before compression (u32), a CRC-32 of the header and the stored body, then the
+//! body: each record as a varint length and its bytes, zstd-compressed from 256 bytes (the
+//! records of one commit share most of their bytes). A long commit is several batches of at
+//! most [`BATCH_RECORDS`] records and about [`BATCH_BYTES`] bytes, written at once
+//! (`sled::Batch`), so reading one record never decodes much more. Entries of both layouts
+//! read side by side, in key order: a state of layout 1 opens as it is and goes on in
+//! batches. Reads see the records not yet flushed too, as they did when each `put` went to
+//! sled. A batch that does not decode stands as one record at its first seq whose chain hash
+//! is zero, which fails the chain's check: the log core then treats it as any damaged record
+//! (a torn tail when it is the last and uncommitted, else damage with its recovery), and
+//! setting records aside splits a batch at the cut (the records before it stay).
+//!
 //! **Damage.** sled recovers from a damaged file by dropping what it cannot read, which can
 //! silently shorten the log; the head file, written after each flush from the last record the
 //! flush covers, makes that an error (see `log.rs`). sled's own corruption errors are turned
 //! into [`StateError::Damaged`] with advice.
 //!
-//! **Commit points.** `put` writes into sled's buffers; `flush` flushes (fsync). sled recovers
-//! a prefix of its writes after a crash, so a crash loses at most a suffix of the uncommitted
-//! events — the property test checks exactly that. A record can therefore tear
-//! ([`Storage::tears`]): a torn one is moved to the `torn` tree.
+//! **Commit points.** `put` keeps the record in memory; `flush` writes the batch into sled and
+//! flushes (fsync). sled recovers a prefix of its writes after a crash, so a crash loses at
+//! most a suffix of the uncommitted events — the property test checks exactly that. A record
+//! can still tear ([`Storage::tears`]: a damaged last batch): a torn one is moved to the
+//! `torn` tree.
 //!
 //! **Locking.** sled takes an exclusive `flock` on its database file, so a second opener —
 //! another process or the same one — fails; that failure is translated into
@@ -66,6 +87,8 @@ pub(crate) struct SledStorage {
     torn: sled::Tree,
     /// The newest checkpoint, decoded while the database opened.
     early: Option<Early>,
+    /// Records appended since the last flush, written as one batch by the next.
+    pending: Arc<Pending>,
     /// The log's head beside the database.
     head: Arc<HeadFile>,
 }
@@ -152,22 +175,25 @@ impl HeadFile {
     }
 }
 
-/// Flushes the database and then records the head: the last record as it was before the
-/// flush, which the flush made durable.
+/// Writes the pending records as one batch (several for a long commit), flushes the database
+/// and then records the head: the last record as it was before the flush, which the flush
+/// made durable. Flushes are kept in order, so batches are written in the order of their
+/// records.
 fn flush_with_head(
     db: &sled::Db,
     events: &sled::Tree,
+    pending: &Pending,
     head: &HeadFile,
     dir: &Path,
 ) -> Result<(), StateError> {
-    let last = events
-        .last()
-        .map_err(sled_err("cannot read the log", dir))?;
+    let _order = pending.order.lock().expect("flush order");
+    let last = match pending.write(events, dir)? {
+        Some(last) => Some(last),
+        None => last_record(events, dir)?,
+    };
     guarded_flush(db, dir)?;
-    if let Some((k, v)) = last {
-        if let Some(seq) = seq_of(&k) {
-            head.write(Head::of(seq, &v), false)?;
-        }
+    if let Some((seq, record)) = last {
+        head.write(Head::of(seq, &record), false)?;
     }
     Ok(())
 }
@@ -262,6 +288,363 @@ fn record_key(k: &[u8]) -> Key {
     match seq_of(k) {
         Some(seq) if k.len() == 8 => Ok(seq),
         _ => Err(format!("{k:02x?}")),
+    }
+}
+
+// ---- Batches (layout 2) ----
+
+/// How a batch value starts: `0xc1` (never the first byte of a MessagePack value) and the
+/// batch layout's version (`0xb1`: never the chain's version, the second byte of a single
+/// record, `chain::MARK`).
+const BATCH_MARK: [u8; 2] = [0xc1, 0xb1];
+/// The header of a batch value: mark, record count (u32), codec (u8), length of the body
+/// before compression (u32), CRC-32 of the header before it and of the stored body (u32).
+const BATCH_HEADER: usize = 2 + 4 + 1 + 4 + 4;
+/// The body as stored: the records as they are.
+const PLAIN: u8 = 0;
+/// The body as stored: zstd over the records.
+const ZSTD: u8 = 1;
+/// Bodies shorter than this are stored plain (compressing them gains nothing).
+const COMPRESS_FROM: usize = 256;
+/// The zstd level of batch bodies: batches are small, the default level is fast enough.
+const ZSTD_LEVEL: i32 = 3;
+/// A batch holds at most this many records and about this many bytes before compression, so
+/// that reading one record never decodes much more (a longer commit is several batches,
+/// written at once).
+const BATCH_RECORDS: usize = 1024;
+const BATCH_BYTES: usize = 256 << 10;
+/// The most a batch body may claim to hold when decoded (its header is checked by the CRC
+/// first; this bounds the allocation whatever): far above what [`BATCH_BYTES`] lets a writer
+/// put in one, and above any single record (a batch holds at least one).
+const BATCH_MAX_BODY: usize = 1 << 30;
+
+/// Whether a value of the events tree is a batch (else a single record, layout 1).
+fn is_batch(value: &[u8]) -> bool {
+    value.starts_with(&BATCH_MARK)
+}
+
+/// How many records a batch says it holds (`None`: not a whole batch header).
+fn batch_count(value: &[u8]) -> Option<u64> {
+    if !is_batch(value) || value.len() < BATCH_HEADER {
+        return None;
+    }
+    Some(u32::from_be_bytes(value[2..6].try_into().ok()?) as u64)
+}
+
+/// Encodes contiguous records as one batch value (its key is the first record's seq).
+fn encode_batch(records: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(records.iter().map(|r| r.1.len() + 3).sum());
+    for (_, bytes) in records {
+        crate::codec::put_uint(&mut body, bytes.len() as u64);
+        body.extend_from_slice(bytes);
+    }
+    let (codec, stored) = if body.len() >= COMPRESS_FROM {
+        match zstd::bulk::compress(&body, ZSTD_LEVEL) {
+            Ok(z) if z.len() < body.len() => (ZSTD, z),
+            _ => (PLAIN, body.clone()),
+        }
+    } else {
+        (PLAIN, body.clone())
+    };
+    let mut out = Vec::with_capacity(BATCH_HEADER + stored.len());
+    out.extend_from_slice(&BATCH_MARK);
+    out.extend_from_slice(&(records.len() as u32).to_be_bytes());
+    out.push(codec);
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&out);
+    crc.update(&stored);
+    out.extend_from_slice(&crc.finalize().to_be_bytes());
+    out.extend_from_slice(&stored);
+    out
+}
+
+/// The records of a batch value, in order, or what is wrong with it.
+fn decode_batch(value: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let count = batch_count(value).ok_or("the batch ends inside its header")? as usize;
+    let codec = value[6];
+    let raw_len = u32::from_be_bytes(value[7..11].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_be_bytes(value[11..15].try_into().expect("4 bytes"));
+    let stored = &value[BATCH_HEADER..];
+    let mut h = crc32fast::Hasher::new();
+    h.update(&value[..11]);
+    h.update(stored);
+    if h.finalize() != crc {
+        return Err("the batch fails its checksum".into());
+    }
+    if raw_len > BATCH_MAX_BODY {
+        return Err(format!("the batch claims {raw_len} bytes"));
+    }
+    let unpacked;
+    let body = match codec {
+        PLAIN => stored,
+        ZSTD => {
+            unpacked = zstd::bulk::decompress(stored, raw_len)
+                .map_err(|e| format!("the batch does not decompress ({e})"))?;
+            &unpacked[..]
+        }
+        c => return Err(format!("the batch has an unknown codec {c}")),
+    };
+    if body.len() != raw_len {
+        return Err("the batch's body has another length than its header says".into());
+    }
+    let mut r = crate::codec::Reader::new(body);
+    let mut out = Vec::with_capacity(count.min(BATCH_RECORDS * 4));
+    for _ in 0..count {
+        let n = r.len()?;
+        out.push(r.raw(n)?.to_vec());
+    }
+    if !r.at_end() {
+        return Err("the batch holds more than its header says".into());
+    }
+    Ok(out)
+}
+
+/// Splits contiguous records into batches of at most [`BATCH_RECORDS`] records and about
+/// [`BATCH_BYTES`] bytes.
+fn batches(records: &[(u64, Vec<u8>)]) -> Vec<&[(u64, Vec<u8>)]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (i, (_, r)) in records.iter().enumerate() {
+        if i > start && (i - start >= BATCH_RECORDS || bytes + r.len() > BATCH_BYTES) {
+            out.push(&records[start..i]);
+            start = i;
+            bytes = 0;
+        }
+        bytes += r.len();
+    }
+    if start < records.len() {
+        out.push(&records[start..]);
+    }
+    out
+}
+
+/// Writes contiguous records into the events tree as batches, all of them or none (durable at
+/// the next flush of the database).
+fn write_batches(events: &sled::Tree, records: &[(u64, Vec<u8>)]) -> sled::Result<()> {
+    let parts = batches(records);
+    match parts[..] {
+        [] => Ok(()),
+        [one] => events.insert(key(one[0].0), encode_batch(one)).map(|_| ()),
+        _ => {
+            let mut batch = sled::Batch::default();
+            for part in parts {
+                batch.insert(&key(part[0].0), encode_batch(part));
+            }
+            events.apply_batch(batch)
+        }
+    }
+}
+
+/// A record as the store hands it out: a single record as sled holds it, or one taken out of
+/// a batch (or appended, not yet written).
+pub(crate) enum SledBytes {
+    Stored(sled::IVec),
+    Owned(Vec<u8>),
+}
+
+impl AsRef<[u8]> for SledBytes {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            SledBytes::Stored(v) => v,
+            SledBytes::Owned(v) => v,
+        }
+    }
+}
+
+/// The records of one entry of the events tree whose seq lies in `from..=to`: a single record
+/// (its key as read), or each record of a batch. A batch that cannot be read stands as one
+/// record at its first seq that fails the chain's check (`chain::verify`: its stored hash is
+/// zero), so the log core treats it as any damaged record: a torn tail when it is the last and
+/// uncommitted, else damage from there on, with its recovery.
+fn expand(
+    k: &[u8],
+    v: sled::IVec,
+    from: u64,
+    to: u64,
+    out: &mut std::collections::VecDeque<(Key, SledBytes)>,
+) {
+    let first = match record_key(k) {
+        Ok(first) if is_batch(&v) => first,
+        key => {
+            out.push_back((key, SledBytes::Stored(v)));
+            return;
+        }
+    };
+    match decode_batch(&v) {
+        Ok(records) => {
+            for (seq, r) in (first..).zip(records) {
+                if seq >= from && seq <= to {
+                    out.push_back((Ok(seq), SledBytes::Owned(r)));
+                }
+            }
+        }
+        Err(_) => {
+            let mut r = Vec::with_capacity(2 + 32 + v.len());
+            r.extend_from_slice(&crate::chain::MARK);
+            r.extend_from_slice(&[0; 32]);
+            r.extend_from_slice(&v);
+            out.push_back((Ok(first), SledBytes::Owned(r)));
+        }
+    }
+}
+
+/// The records `from..=to` of the events tree, then those of `pending` (appended, not yet
+/// written) in the range that the tree does not hold.
+struct Scan {
+    entries: sled::Iter,
+    buf: std::collections::VecDeque<(Key, SledBytes)>,
+    from: u64,
+    to: u64,
+    /// The last seq read from the tree.
+    last: u64,
+    tree_done: bool,
+    pending: std::vec::IntoIter<(u64, Vec<u8>)>,
+    err: Box<dyn Fn(sled::Error) -> StateError>,
+}
+
+impl Iterator for Scan {
+    type Item = Result<(Key, SledBytes), StateError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some((k, v)) = self.buf.pop_front() {
+                if let Ok(seq) = k {
+                    self.last = self.last.max(seq);
+                }
+                return Some(Ok((k, v)));
+            }
+            if !self.tree_done {
+                match self.entries.next() {
+                    Some(Ok((k, v))) => {
+                        expand(&k, v, self.from, self.to, &mut self.buf);
+                        continue;
+                    }
+                    Some(Err(e)) => {
+                        self.tree_done = true;
+                        return Some(Err((self.err)(e)));
+                    }
+                    None => self.tree_done = true,
+                }
+            }
+            let (seq, r) = self.pending.next()?;
+            if seq >= self.from && seq <= self.to && seq > self.last {
+                return Some(Ok((Ok(seq), SledBytes::Owned(r))));
+            }
+        }
+    }
+}
+
+/// The key of the entry of the events tree that holds record `seq` (a batch starting before
+/// it, or its own), if any.
+fn entry_holding(events: &sled::Tree, seq: u64) -> sled::Result<Option<(u64, sled::IVec)>> {
+    let Some((k, v)) = events.range(..=key(seq)).next_back().transpose()? else {
+        return Ok(None);
+    };
+    let Ok(first) = record_key(&k) else {
+        return Ok(None);
+    };
+    let count = if is_batch(&v) {
+        batch_count(&v).unwrap_or(1).max(1)
+    } else {
+        1
+    };
+    Ok((seq < first.saturating_add(count)).then_some((first, v)))
+}
+
+/// Reads the records `from..=to` (`None`: to the end; `from` 0: every key) of the events tree,
+/// then those of `pending` that it does not hold.
+fn scan_tree(
+    events: &sled::Tree,
+    pending: Vec<(u64, Vec<u8>)>,
+    from: u64,
+    to: Option<u64>,
+    dir: &Path,
+) -> Result<Scan, StateError> {
+    let err = sled_err("cannot read the log", dir);
+    // The batch holding `from` starts before it.
+    let start = if from == 0 {
+        None
+    } else {
+        Some(
+            entry_holding(events, from)
+                .map_err(&err)?
+                .map_or(from, |(first, _)| first),
+        )
+    };
+    let entries = match (start, to) {
+        (None, None) => events.iter(),
+        (None, Some(to)) => events.range(..=key(to)),
+        (Some(s), None) => events.range(key(s)..),
+        (Some(s), Some(to)) => events.range(key(s)..=key(to)),
+    };
+    Ok(Scan {
+        entries,
+        buf: Default::default(),
+        from,
+        to: to.unwrap_or(u64::MAX),
+        last: 0,
+        tree_done: false,
+        pending: pending.into_iter(),
+        err: Box::new(err),
+    })
+}
+
+/// The last record of the events tree: its seq and bytes.
+fn last_record(events: &sled::Tree, dir: &Path) -> Result<Option<(u64, Vec<u8>)>, StateError> {
+    let last = events
+        .last()
+        .map_err(sled_err("cannot read the log", dir))?;
+    let Some((k, v)) = last else {
+        return Ok(None);
+    };
+    let mut buf = Default::default();
+    expand(&k, v, 0, u64::MAX, &mut buf);
+    Ok(buf
+        .pop_back()
+        .and_then(|(k, v)| Some((k.ok()?, v.as_ref().to_vec()))))
+}
+
+/// The seq of the last record of the events tree (0: none; `None`: a key that is not one).
+fn last_seq_of(events: &sled::Tree, dir: &Path) -> Result<Option<u64>, StateError> {
+    let last = events
+        .last()
+        .map_err(sled_err("cannot read the log", dir))?;
+    let Some((k, v)) = last else {
+        return Ok(Some(0));
+    };
+    let Some(first) = seq_of(&k) else {
+        return Ok(None);
+    };
+    Ok(Some(match batch_count(&v) {
+        Some(n) if n > 0 => first + n - 1,
+        _ => first,
+    }))
+}
+
+/// Appended records, not yet written to the tree, and the lock that keeps flushes in order.
+#[derive(Default)]
+struct Pending {
+    records: Mutex<Vec<(u64, Vec<u8>)>>,
+    order: Mutex<()>,
+}
+
+impl Pending {
+    /// Writes the pending records into the tree (not yet durable); returns the last one.
+    fn write(&self, events: &sled::Tree, dir: &Path) -> Result<Option<(u64, Vec<u8>)>, StateError> {
+        let mut recs = self.records.lock().expect("pending records");
+        if recs.is_empty() {
+            return Ok(None);
+        }
+        write_batches(events, &recs).map_err(sled_err("cannot append to the state log", dir))?;
+        let last = recs.pop();
+        recs.clear();
+        Ok(last)
+    }
+
+    fn snapshot(&self) -> Vec<(u64, Vec<u8>)> {
+        self.records.lock().expect("pending records").clone()
     }
 }
 
@@ -469,23 +852,51 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 impl SledStorage {
     /// Moves records `from..` out of the log into the tree `torn` (a recovery), durably.
     fn set_aside_from(&mut self, from: u64) -> Result<(), StateError> {
-        let err = sled_err("cannot set damaged records aside", &self.dir);
+        self.move_aside_from(from, "cannot set damaged records aside")?;
+        self.db
+            .flush()
+            .map_err(sled_err("cannot set damaged records aside", &self.dir))?;
+        Ok(())
+    }
+
+    /// Moves records `from..` out of the events tree into the tree `torn` (keyed by their
+    /// entry's key and the time), not yet durably: whole entries, and the tail of a batch that
+    /// starts before `from` (its records before `from` stay, as a batch of their own).
+    fn move_aside_from(&mut self, from: u64, context: &str) -> Result<(), StateError> {
+        let err = sled_err(context, &self.dir);
+        self.pending.write(&self.events, &self.dir)?;
+        let stamp = now_ms().to_be_bytes();
+        let torn_key = |k: &[u8]| {
+            let mut tk = k.to_vec();
+            tk.extend_from_slice(&stamp);
+            tk
+        };
+        if let Some((first, v)) = entry_holding(&self.events, from).map_err(&err)? {
+            if first < from && is_batch(&v) {
+                if let Ok(records) = decode_batch(&v) {
+                    let records: Vec<(u64, Vec<u8>)> = (first..).zip(records).collect();
+                    let cut = (from - first) as usize;
+                    self.torn
+                        .insert(torn_key(&key(from)), encode_batch(&records[cut..]))
+                        .map_err(&err)?;
+                    self.events
+                        .insert(key(first), encode_batch(&records[..cut]))
+                        .map_err(&err)?;
+                }
+            }
+        }
         let keys: Vec<sled::IVec> = self
             .events
             .range(key(from)..)
             .keys()
             .filter_map(Result::ok)
             .collect();
-        let stamp = now_ms().to_be_bytes();
         for k in keys {
             if let Some(v) = self.events.get(&k).map_err(&err)? {
-                let mut tk = k.to_vec();
-                tk.extend_from_slice(&stamp);
-                self.torn.insert(tk, v).map_err(&err)?;
+                self.torn.insert(torn_key(&k), v).map_err(&err)?;
             }
             self.events.remove(&k).map_err(&err)?;
         }
-        self.db.flush().map_err(&err)?;
         Ok(())
     }
 
@@ -547,6 +958,7 @@ impl SledStorage {
             torn: tree("torn")?,
             db,
             early: early.and_then(|h| h.join().ok().flatten()),
+            pending: Arc::default(),
             head: Arc::new(HeadFile::new(dir)),
         })
     }
@@ -592,66 +1004,55 @@ impl SledStorage {
 }
 
 impl Storage for SledStorage {
-    type Bytes = sled::IVec;
+    type Bytes = SledBytes;
 
     fn location(&self) -> String {
         self.dir.display().to_string()
     }
 
     fn last_seq(&self) -> Result<u64, StateError> {
-        let last = self
-            .events
-            .last()
-            .map_err(sled_err("cannot read the log", &self.dir))?;
-        let Some((last_key, _)) = last else {
-            return Ok(0);
-        };
-        seq_of(&last_key).ok_or_else(|| StateError::Corrupt {
+        if let Some((seq, _)) = self.pending.records.lock().expect("pending records").last() {
+            return Ok(*seq);
+        }
+        last_seq_of(&self.events, &self.dir)?.ok_or_else(|| StateError::Corrupt {
             seq: 0,
             detail: "a key of the events tree is not a sequence number".into(),
         })
     }
 
-    fn scan(&self, from: u64, to: Option<u64>) -> Result<Records<'_, sled::IVec>, StateError> {
-        let iter = match (from, to) {
-            (0, None) => self.events.iter(),
-            (from, None) => self.events.range(key(from)..),
-            (from, Some(to)) => self.events.range(key(from)..=key(to)),
-        };
-        let err = sled_err("cannot read the log", &self.dir);
-        Ok(Box::new(iter.map(move |item| {
-            let (k, v) = item.map_err(&err)?;
-            Ok((record_key(&k), v))
-        })))
+    fn scan(&self, from: u64, to: Option<u64>) -> Result<Records<'_, SledBytes>, StateError> {
+        let pending = self.pending.snapshot();
+        let scan = scan_tree(&self.events, pending, from, to, &self.dir)?;
+        Ok(Box::new(scan))
     }
 
     fn put(&mut self, seq: u64, bytes: &[u8]) -> Result<(), StateError> {
-        self.events
-            .insert(key(seq), bytes)
-            .map_err(sled_err("cannot append to the state log", &self.dir))?;
+        self.pending
+            .records
+            .lock()
+            .expect("pending records")
+            .push((seq, bytes.to_vec()));
         Ok(())
     }
 
     fn put_all(&mut self, records: &[(u64, Vec<u8>)]) -> Result<(), StateError> {
-        let mut batch = sled::Batch::default();
-        for (seq, bytes) in records {
-            batch.insert(&key(*seq), bytes.as_slice());
-        }
-        self.events
-            .apply_batch(batch)
+        let _order = self.pending.order.lock().expect("flush order");
+        self.pending.write(&self.events, &self.dir)?;
+        write_batches(&self.events, records)
             .map_err(sled_err("cannot append to the state log", &self.dir))
     }
 
     fn flush(&self) -> Result<(), StateError> {
-        flush_with_head(&self.db, &self.events, &self.head, &self.dir)
+        flush_with_head(&self.db, &self.events, &self.pending, &self.head, &self.dir)
     }
 
     fn flusher(&self) -> Flusher {
         let db = self.db.clone();
         let events = self.events.clone();
+        let pending = self.pending.clone();
         let head = self.head.clone();
         let dir = self.dir.clone();
-        Flusher::new(move || flush_with_head(&db, &events, &head, &dir))
+        Flusher::new(move || flush_with_head(&db, &events, &pending, &head, &dir))
     }
 
     fn keeps_head(&self) -> bool {
@@ -663,6 +1064,7 @@ impl Storage for SledStorage {
     }
 
     fn reset_head(&mut self, head: Option<Head>) -> Result<(), StateError> {
+        self.pending.write(&self.events, &self.dir)?;
         self.db
             .flush()
             .map_err(sled_err("cannot flush the state log", &self.dir))?;
@@ -692,15 +1094,10 @@ impl Storage for SledStorage {
         true
     }
 
-    fn set_aside(&mut self, seq: u64, bytes: &[u8]) -> Result<(), StateError> {
-        let mut tk = key(seq).to_vec();
-        tk.extend_from_slice(&now_ms().to_be_bytes());
-        self.torn
-            .insert(tk, bytes)
-            .map_err(sled_err("cannot set the torn record aside", &self.dir))?;
-        self.events
-            .remove(key(seq))
-            .map_err(sled_err("cannot set the torn record aside", &self.dir))?;
+    fn set_aside(&mut self, seq: u64, _bytes: &[u8]) -> Result<(), StateError> {
+        // The torn record is the last one: moved aside as stored (a batch whose tail tore
+        // keeps its records before it).
+        self.move_aside_from(seq, "cannot set the torn record aside")?;
         self.flush()
     }
 
@@ -775,38 +1172,69 @@ impl Storage for SledStorage {
 }
 
 impl SledLog {
-    /// Test-only hook: writes raw bytes as record `seq`, bypassing encoding (fault injection).
+    /// Test-only hook: writes raw bytes as record `seq`, bypassing encoding (fault injection):
+    /// in place in the batch that holds it, else as a single record.
     #[cfg(test)]
     pub(crate) fn put_raw(&mut self, seq: u64, bytes: &[u8]) {
-        self.storage
-            .events
-            .insert(key(seq), bytes)
-            .expect("test hook insert");
+        self.storage.flush().expect("test hook flush");
+        let events = &self.storage.events;
+        match entry_holding(events, seq).expect("test hook read") {
+            Some((first, v)) if is_batch(&v) => {
+                let mut records: Vec<(u64, Vec<u8>)> =
+                    (first..).zip(decode_batch(&v).expect("a batch")).collect();
+                records[(seq - first) as usize].1 = bytes.to_vec();
+                events
+                    .insert(key(first), encode_batch(&records))
+                    .expect("test hook insert");
+            }
+            _ => {
+                events.insert(key(seq), bytes).expect("test hook insert");
+            }
+        }
         self.storage.db.flush().expect("test hook flush");
     }
 
-    /// Test-only hook: removes record `seq`.
+    /// Test-only hook: removes record `seq` (a batch holding it is split around it).
     #[cfg(test)]
     pub(crate) fn remove_raw(&mut self, seq: u64) {
-        self.storage
-            .events
-            .remove(key(seq))
-            .expect("test hook remove");
+        self.storage.flush().expect("test hook flush");
+        let events = &self.storage.events;
+        match entry_holding(events, seq).expect("test hook read") {
+            Some((first, v)) if is_batch(&v) => {
+                let records: Vec<(u64, Vec<u8>)> =
+                    (first..).zip(decode_batch(&v).expect("a batch")).collect();
+                let at = (seq - first) as usize;
+                events.remove(key(first)).expect("test hook remove");
+                if at > 0 {
+                    events
+                        .insert(key(first), encode_batch(&records[..at]))
+                        .expect("test hook insert");
+                }
+                if at + 1 < records.len() {
+                    events
+                        .insert(key(seq + 1), encode_batch(&records[at + 1..]))
+                        .expect("test hook insert");
+                }
+            }
+            _ => {
+                events.remove(key(seq)).expect("test hook remove");
+            }
+        }
         self.storage.db.flush().expect("test hook flush");
     }
 
     /// Test-only hook: sets the head to record `seq` as stored.
     #[cfg(test)]
     pub(crate) fn set_head_raw(&mut self, seq: u64) {
-        let bytes = self
+        let (_, bytes) = self
             .storage
-            .events
-            .get(key(seq))
+            .scan(seq, Some(seq))
             .expect("test hook read")
-            .expect("the record");
-        self.storage
-            .reset_head(Some(Head::of(seq, &bytes)))
-            .expect("test hook head");
+            .next()
+            .expect("the record")
+            .expect("test hook read");
+        let head = Head::of(seq, bytes.as_ref());
+        self.storage.reset_head(Some(head)).expect("test hook head");
     }
 
     /// Test-only hook: the seqs of the checkpoints present.
@@ -855,25 +1283,35 @@ pub(crate) fn peek_sled(
     let mut out = Vec::new();
     let mut warnings = Vec::new();
     let from = from.max(1);
-    let last_seq = match events
-        .last()
-        .map_err(sled_err("cannot read the log", dir))?
-    {
-        Some((k, _)) => seq_of(&k).unwrap_or(0),
-        None => 0,
-    };
-    for (expected, item) in (from..).zip(events.range(key(from)..).take(max)) {
-        let (k, v) = item.map_err(sled_err("cannot read the log", dir))?;
-        let seq = match seq_of(&k) {
-            Some(seq) if seq == expected && k.len() == 8 => seq,
-            _ => {
+    let last_seq = last_seq_of(&events, dir)?.unwrap_or(0);
+    let records = scan_tree(&events, Vec::new(), from, None, dir)?;
+    for (expected, item) in (from..).zip(records.take(max)) {
+        let (k, v) = item?;
+        let seq = match k {
+            Ok(seq) if seq == expected => seq,
+            Ok(seq) => {
                 return Err(StateError::Corrupt {
                     seq: expected,
-                    detail: format!("unexpected key {k:02x?} in the events tree"),
+                    detail: format!("the record is missing (the next record is {seq})"),
+                })
+            }
+            Err(k) => {
+                return Err(StateError::Corrupt {
+                    seq: expected,
+                    detail: format!("unexpected key {k} in the events tree"),
                 })
             }
         };
-        match decode_record(crypt, seq, &v) {
+        // A batch that cannot be read stands as a record with a zero hash (see `expand`).
+        let read = match crate::chain::split(v.as_ref()).0 {
+            Some(h) if h == crate::chain::ZERO => Err(StateError::Corrupt {
+                seq,
+                detail: "the batch of records it starts cannot be read".into(),
+            }),
+            _ => Ok(()),
+        }
+        .and_then(|()| decode_record(crypt, seq, v.as_ref()));
+        match read {
             Ok(e) => out.push(e),
             Err(StateError::Corrupt { detail, .. }) if seq == last_seq => {
                 warnings.push(format!(
@@ -890,6 +1328,12 @@ pub(crate) fn peek_sled(
 
 impl Drop for SledStorage {
     fn drop(&mut self) {
+        // Records appended and never flushed are written as sled wrote them when each `put`
+        // went to it: sled flushes on drop (a process killed loses them either way).
+        let unflushed = self.pending.records.lock().is_ok_and(|r| !r.is_empty());
+        if unflushed {
+            let _ = self.flush();
+        }
         // Remove our holder record while we still hold the lock (the sled Db is dropped after
         // this), so we never delete the record of the next holder.
         let path = self.dir.join("lock.json");
@@ -1239,6 +1683,159 @@ mod tests {
             4,
             "the record is missing (the next record is 5)",
         );
+    }
+
+    /// Rewrites the events tree with one record per key, as states written before batches
+    /// (layout 1) hold it.
+    fn unbatch(s: &mut Store) {
+        s.storage.flush().unwrap();
+        let events = &s.storage.events;
+        let entries: Vec<_> = events.iter().map(Result::unwrap).collect();
+        for (k, v) in entries {
+            if is_batch(&v) {
+                let first = seq_of(&k).unwrap();
+                events.remove(&k).unwrap();
+                for (seq, r) in (first..).zip(decode_batch(&v).unwrap()) {
+                    events.insert(key(seq), r).unwrap();
+                }
+            }
+        }
+        s.storage.db.flush().unwrap();
+    }
+
+    #[test]
+    fn batches_round_trip_and_damage_is_refused() {
+        let records: Vec<(u64, Vec<u8>)> = (5..2505)
+            .map(|i| (i, format!("record {i} ").repeat(3).into_bytes()))
+            .collect();
+        for part in [&records[..1], &records[..300]] {
+            let v = encode_batch(part);
+            assert!(is_batch(&v));
+            assert_eq!(v[6], if part.len() == 1 { PLAIN } else { ZSTD });
+            assert_eq!(batch_count(&v), Some(part.len() as u64));
+            let want: Vec<Vec<u8>> = part.iter().map(|r| r.1.clone()).collect();
+            assert_eq!(decode_batch(&v).unwrap(), want);
+            for i in (2..v.len()).step_by(7).chain([v.len() - 1]) {
+                let mut bad = v.clone();
+                bad[i] ^= 0x08;
+                assert!(decode_batch(&bad).is_err(), "byte {i}");
+            }
+            assert!(decode_batch(&v[..v.len() - 1]).is_err());
+            assert!(decode_batch(&v[..10]).is_err());
+        }
+        // A long commit: batches of at most BATCH_RECORDS records, in order.
+        let parts = batches(&records);
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [1024, 1024, 452]
+        );
+        assert_eq!(parts[1][0].0, 5 + 1024);
+    }
+
+    #[test]
+    fn each_commit_is_one_batch_and_states_of_one_record_per_key_still_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 20);
+        // The run's start was its own commit; the rest is one.
+        assert_eq!(s.storage.events.len(), 2);
+        let (_, v) = s.storage.events.last().unwrap().unwrap();
+        assert_eq!(v[6], ZSTD, "a batch of 41 records is compressed");
+        let head = s.head();
+        unbatch(&mut s);
+        assert_eq!(s.storage.events.len() as u64, head);
+        let before = s.snapshot().clone();
+        drop(s);
+
+        // Layout 1 opens, and the log goes on in batches after its single records.
+        let (mut s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &before);
+        s.finish_run(RunOutcome::Success, RunSummary::default())
+            .unwrap();
+        fill(&mut s, 5);
+        assert_eq!(s.storage.events.len() as u64, head + 3);
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        let all = s.events(1).unwrap();
+        assert_eq!(all.len() as u64, s.head());
+        assert!(all.iter().zip(1..).all(|(e, seq)| e.seq == seq));
+        // Reads that start inside a batch, and history at a position inside one.
+        let mid = s.head() - 3;
+        assert_eq!(s.events(mid).unwrap().len(), 4);
+        assert_eq!(
+            s.snapshot_at(mid).unwrap(),
+            Snapshot::replay(&all[..mid as usize])
+        );
+        let after = s.snapshot().clone();
+        let n = s.head();
+        drop(s);
+        let (s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.snapshot(), &after);
+        assert_eq!(s.verify().unwrap().events, n);
+    }
+
+    #[test]
+    fn records_appended_without_a_commit_are_written_when_the_store_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 1);
+        s.append(create(7)).unwrap();
+        let head = s.head();
+        drop(s);
+        let (s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(s.head(), head);
+        assert_eq!(s.verify().unwrap().events, head);
+    }
+
+    #[test]
+    fn a_damaged_batch_is_damage_from_its_first_record() {
+        // fill(3): the run's start (1), then one batch of 7 (2..=8).
+        check_corrupt(
+            |s| {
+                s.storage.flush().unwrap();
+                let (k, v) = s.storage.events.last().unwrap().unwrap();
+                assert_eq!(seq_of(&k), Some(2));
+                let mut bad = v.to_vec();
+                let i = bad.len() - 5;
+                bad[i] ^= 0x20;
+                s.storage.events.insert(k, bad).unwrap();
+                s.storage.db.flush().unwrap();
+            },
+            2,
+            "record 2 its checksum does not match its content",
+        );
+    }
+
+    #[test]
+    fn a_recovery_keeps_the_good_records_of_a_batch_and_sets_the_rest_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path());
+        fill(&mut s, 3);
+        s.finish_run(RunOutcome::Success, RunSummary::default())
+            .unwrap();
+        fill(&mut s, 2);
+        // Record 5 is in the middle of the batch 2..=8.
+        s.put_raw(5, b"\x93garbage");
+        drop(s);
+        let (s, recovery) = Store::recover(dir.path(), &opts("state recover", true), &[]).unwrap();
+        assert_eq!(recovery.good, 4);
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        let events = s.events(1).unwrap();
+        assert!(events.iter().zip(1..).all(|(e, seq)| e.seq == seq));
+        assert!(
+            matches!(&events[4].body, EventBody::RunStarted { command, .. } if command == "state recover"),
+            "{:?}",
+            events[4]
+        );
+        // Set aside: the tail of the batch 2..=8 (from 5), and the entries after it: the
+        // finish of the run (9), the next run's start (10) and its batch (11..=14).
+        assert_eq!(s.storage.torn.len(), 4);
+        drop(s);
+        let (s, warnings) = open(dir.path());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(s.head() > 4);
     }
 
     #[test]
