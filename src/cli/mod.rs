@@ -106,6 +106,17 @@ pub fn main() -> i32 {
         ..ctx
     };
     tracing::debug!(state_dir = %ctx.state_dir.display(), workspace = %ctx.workspace, "starting");
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    if touches_state_or_plans(&parsed.cli.command) {
+        // The state's key, derived from here on while the configuration loads (`prepare`
+        // below takes it over when its encryption block asks for exactly that key).
+        crate::engine::api::encryption::derive_early(
+            std::path::Path::new("."),
+            &parsed.var_order,
+            &env,
+            &ctx.state_dir,
+        );
+    }
     if !matches!(
         parsed.cli.command,
         Command::Workspace(_)
@@ -134,7 +145,6 @@ pub fn main() -> i32 {
     if touches_state_or_plans(&parsed.cli.command) {
         // OpenTofu's `encryption` block (and TF_ENCRYPTION): resolved once, before any
         // command opens the state or a saved plan.
-        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
         if let Err((diags, map)) = crate::engine::api::encryption::prepare(
             std::path::Path::new("."),
             &parsed.var_order,

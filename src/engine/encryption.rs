@@ -58,7 +58,15 @@ const HINT_FILE: &str = "encryption-hint";
 /// with it), for [`prepare`] next time. Nothing to note, or a directory that does not exist:
 /// nothing is written.
 pub fn remember(state_dir: &Path) {
-    let Some(hint) = state().and_then(|e| e.hint()) else {
+    let Some(enc) = state() else {
+        return;
+    };
+    tracing::debug!(
+        derived_here = enc.derivations(),
+        derived_ahead = cairn_state::crypt::keys_derived_ahead_used(),
+        "state keys"
+    );
+    let Some(hint) = enc.hint() else {
         return;
     };
     let path = state_dir.join(HINT_FILE);
@@ -114,6 +122,10 @@ pub fn prepare(
         workspace,
     ) {
         Ok(r) => {
+            let reading = early_read().lock().expect("early read").take();
+            if let Some(t) = reading {
+                let _ = t.join();
+            }
             if let Some(e) = &r.state {
                 let hint = state_dir.and_then(|d| std::fs::read_to_string(d.join(HINT_FILE)).ok());
                 e.prefetch(hint.as_deref());
@@ -615,5 +627,546 @@ impl Resolver<'_> {
                 None
             }
         }
+    }
+}
+
+/// Starts deriving the state's key at the very start of the command, on a thread of its own,
+/// before [`prepare`] has loaded the configuration: the thread reads just the root module's
+/// `encryption` block (and `TF_ENCRYPTION`) and the variables its key providers' passphrases
+/// name, and hands the key provider to [`cairn_state::crypt::derive_ahead`] with the salt
+/// `state_dir` notes (see [`remember`]). Only simple forms are read ahead (a passphrase that
+/// is a string or `var.NAME` with a string value; number and string literals for the other
+/// arguments); anything else is left to [`prepare`]. A guess: the key is used only when the
+/// block as [`prepare`] evaluates it asks for exactly that key (see `derive_ahead`).
+pub fn derive_early(dir: &Path, vars: &[VarArg], env: &BTreeMap<String, String>, state_dir: &Path) {
+    let env_text = env
+        .get("TF_ENCRYPTION")
+        .filter(|t| !t.trim().is_empty())
+        .cloned();
+    let tf_vars: BTreeMap<String, String> = env
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("TF_VAR_")?.to_string(), v.clone())))
+        .collect();
+    let cli: Vec<(Option<String>, Option<PathBuf>)> = vars
+        .iter()
+        .filter_map(|v| match v {
+            VarArg::Var(t) => Some((Some(t.clone()), None)),
+            VarArg::File(p) => Some((None, Some(p.clone()))),
+            VarArg::Value(..) => None,
+        })
+        .collect();
+    let (dir, hint_file) = (dir.to_path_buf(), state_dir.join(HINT_FILE));
+    let reading = std::thread::Builder::new()
+        .name("cairn-kdf-early".into())
+        .spawn(move || {
+            let Some(guess) = ahead::guess(&dir, env_text.as_deref(), &tf_vars, &cli) else {
+                return;
+            };
+            let hint = std::fs::read_to_string(hint_file).ok();
+            let hinted = hint
+                .as_deref()
+                .and_then(|h| h.split_whitespace().next())
+                .and_then(|p| guess.providers.get(p));
+            if let Some(keys) = hinted {
+                cairn_state::crypt::derive_ahead(keys, hint.as_deref());
+            }
+            // A new log's first write key, or the new key of a rotation (the log's salt is
+            // the old key's): a fresh salt.
+            if let Some(primary) = guess.primary.as_ref().and_then(|p| guess.providers.get(p)) {
+                if hinted.map(|k| &k.address) != Some(&primary.address) {
+                    cairn_state::crypt::derive_ahead(primary, None);
+                }
+            }
+        });
+    *early_read().lock().expect("early read") = reading.ok();
+}
+
+/// The thread [`derive_early`] reads the block on (it hands the derivations to threads of
+/// their own and ends): [`prepare`] waits for it before deriving anything, so that a key is
+/// never derived twice because the configuration loaded before the block was read ahead.
+fn early_read() -> &'static Mutex<Option<std::thread::JoinHandle<()>>> {
+    static READ: OnceLock<Mutex<Option<std::thread::JoinHandle<()>>>> = OnceLock::new();
+    READ.get_or_init(Default::default)
+}
+
+/// The early read of the `encryption` block for [`derive_early`].
+mod ahead {
+    use super::*;
+
+    /// The key providers read ahead, and the one the state's method uses.
+    pub(super) struct Guess {
+        pub providers: BTreeMap<String, Pbkdf2>,
+        pub primary: Option<String>,
+    }
+
+    /// The root module's `.tf` files' `encryption` blocks merged with `TF_ENCRYPTION`, read
+    /// without loading the configuration. `None` when there is nothing to read ahead.
+    pub(super) fn guess(
+        dir: &Path,
+        env_text: Option<&str>,
+        tf_vars: &BTreeMap<String, String>,
+        cli: &[(Option<String>, Option<PathBuf>)],
+    ) -> Option<Guess> {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "tf"))
+            .collect();
+        names.sort();
+        // (kind, labels) → block, the later replacing the earlier (as TF_ENCRYPTION does).
+        let mut items: Vec<Block> = Vec::new();
+        let mut defaults: BTreeMap<String, String> = BTreeMap::new();
+        fn put(items: &mut Vec<Block>, b: &Block) {
+            let key = |b: &Block| {
+                (
+                    b.ident.as_str().to_string(),
+                    b.labels
+                        .iter()
+                        .map(|l| l.as_str().to_string())
+                        .collect::<Vec<_>>(),
+                )
+            };
+            items.retain(|i| key(i) != key(b));
+            items.push(b.clone());
+        }
+        for path in &names {
+            let Ok(text) = std::fs::read_to_string(path) else {
+                continue;
+            };
+            if !text.contains("encryption") && !text.contains("variable") {
+                continue;
+            }
+            for (ident, block) in top_level_blocks(&text)? {
+                if ident != "terraform" && ident != "variable" {
+                    continue;
+                }
+                let Ok(body) = hcl_edit::parser::parse_body(block) else {
+                    return None;
+                };
+                for b in body.blocks() {
+                    match b.ident.as_str() {
+                        "variable" => {
+                            let name = b.labels.first().map(|l| l.as_str().to_string());
+                            let default = b
+                                .body
+                                .get_attribute("default")
+                                .and_then(|a| text_of(&a.value));
+                            if let (Some(n), Some(d)) = (name, default) {
+                                defaults.insert(n, d);
+                            }
+                        }
+                        "terraform" => {
+                            for e in b.body.blocks().filter(|e| e.ident.as_str() == "encryption") {
+                                for inner in e.body.blocks() {
+                                    put(&mut items, inner);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if let Some(t) = env_text {
+            for b in hcl_edit::parser::parse_body(t).ok()?.blocks() {
+                put(&mut items, b);
+            }
+        }
+        if items.is_empty() {
+            return None;
+        }
+        let vars = values(dir, defaults, tf_vars, cli);
+        let mut providers = BTreeMap::new();
+        for b in items.iter().filter(|b| b.ident.as_str() == "key_provider") {
+            let [ty, name] = b.labels.as_slice() else {
+                continue;
+            };
+            if ty.as_str() != "pbkdf2" {
+                continue;
+            }
+            if let Some(k) = provider(
+                &format!("key_provider.pbkdf2.{}", name.as_str()),
+                &b.body,
+                &vars,
+            ) {
+                providers.insert(k.address.clone(), k);
+            }
+        }
+        // state { method = method.aes_gcm.M } → method "aes_gcm" "M" { keys = key_provider.pbkdf2.K }
+        let primary = items
+            .iter()
+            .find(|b| b.ident.as_str() == "state")
+            .and_then(|s| reference(&s.body, "method"))
+            .and_then(|m| match m.as_slice() {
+                [root, ty, name] if root == "method" && ty == "aes_gcm" => items.iter().find(|b| {
+                    b.ident.as_str() == "method"
+                        && b.labels
+                            .iter()
+                            .map(|l| l.as_str())
+                            .eq(["aes_gcm", name.as_str()])
+                }),
+                _ => None,
+            })
+            .and_then(|m| reference(&m.body, "keys"))
+            .map(|k| k.join("."));
+        Some(Guess { providers, primary })
+    }
+
+    /// A string literal's value.
+    fn text_of(e: &Expression) -> Option<String> {
+        match e {
+            Expression::String(s) => Some(s.value().to_string()),
+            _ => None,
+        }
+    }
+
+    /// The reference `a.b.c` an argument is, as its parts.
+    fn reference(body: &Body, attr: &str) -> Option<Vec<String>> {
+        parts(&body.get_attribute(attr)?.value)
+    }
+
+    fn parts(e: &Expression) -> Option<Vec<String>> {
+        let Expression::Traversal(t) = e else {
+            return None;
+        };
+        let Expression::Variable(v) = &t.expr else {
+            return None;
+        };
+        let mut parts = vec![v.as_str().to_string()];
+        for op in &t.operators {
+            match op.value() {
+                TraversalOperator::GetAttr(a) => parts.push(a.as_str().to_string()),
+                _ => return None,
+            }
+        }
+        Some(parts)
+    }
+
+    fn provider(address: &str, body: &Body, vars: &BTreeMap<String, String>) -> Option<Pbkdf2> {
+        let pass = &body.get_attribute("passphrase")?.value;
+        let passphrase = match text_of(pass) {
+            Some(p) => p,
+            None => match parts(pass)?.as_slice() {
+                [root, name] if root == "var" => vars.get(name)?.clone(),
+                _ => return None,
+            },
+        };
+        let num = |k: &str, default: u64| -> Option<u64> {
+            match body.get_attribute(k) {
+                None => Some(default),
+                Some(a) => match &a.value {
+                    Expression::Number(n) => n.value().as_u64(),
+                    _ => None,
+                },
+            }
+        };
+        let hash = match body.get_attribute("hash_function") {
+            None => Hash::Sha512,
+            Some(a) => Hash::parse(&text_of(&a.value)?)?,
+        };
+        Some(Pbkdf2 {
+            address: address.to_string(),
+            passphrase,
+            key_length: usize::try_from(num("key_length", 32)?).ok()?,
+            iterations: u32::try_from(num("iterations", 600_000)?).ok()?,
+            salt_length: usize::try_from(num("salt_length", 32)?).ok()?,
+            hash,
+        })
+    }
+
+    /// The string values of variables, by Terraform's precedence (lowest first): defaults,
+    /// `TF_VAR_*`, `terraform.tfvars`, `*.auto.tfvars` in lexical order, then `-var` and
+    /// `-var-file` in command-line order. Values in `.json` variable files are not read
+    /// ahead (a guess that misses them is only a wasted derivation).
+    fn values(
+        dir: &Path,
+        mut out: BTreeMap<String, String>,
+        tf_vars: &BTreeMap<String, String>,
+        cli: &[(Option<String>, Option<PathBuf>)],
+    ) -> BTreeMap<String, String> {
+        out.extend(tf_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let file = |out: &mut BTreeMap<String, String>, path: &Path| {
+            let Some(body) = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| hcl_edit::parser::parse_body(&t).ok())
+            else {
+                return;
+            };
+            for a in body.attributes() {
+                if let Some(v) = text_of(&a.value) {
+                    out.insert(a.key.as_str().to_string(), v);
+                }
+            }
+        };
+        file(&mut out, &dir.join("terraform.tfvars"));
+        let mut auto: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(".auto.tfvars"))
+            })
+            .collect();
+        auto.sort();
+        for p in &auto {
+            file(&mut out, p);
+        }
+        for (var, path) in cli {
+            if let Some((k, v)) = var.as_deref().and_then(|t| t.split_once('=')) {
+                out.insert(k.trim().to_string(), v.to_string());
+            }
+            if let Some(p) = path {
+                file(&mut out, p);
+            }
+        }
+        out
+    }
+
+    /// The root module's top-level blocks, `(type, text)`, found without parsing their
+    /// bodies: strings (with their interpolations), heredocs and comments skipped, brackets
+    /// matched. `None` for text this scan does not follow (it is then not read ahead).
+    pub(super) fn top_level_blocks(text: &str) -> Option<Vec<(&str, &str)>> {
+        let b = text.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        loop {
+            i = skip_space(b, i)?;
+            if i >= b.len() {
+                return Some(out);
+            }
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'-') {
+                i += 1;
+            }
+            if i == start {
+                return None;
+            }
+            let ident = &text[start..i];
+            // Labels, then the body.
+            loop {
+                i = skip_space(b, i)?;
+                match b.get(i)? {
+                    b'"' => i = skip_string(b, i + 1)?,
+                    b'{' => {
+                        i = skip_to_close(b, i + 1, b'}')?;
+                        break;
+                    }
+                    c if c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-' => i += 1,
+                    _ => return None,
+                }
+            }
+            out.push((ident, &text[start..i]));
+        }
+    }
+
+    /// Past whitespace and comments.
+    fn skip_space(b: &[u8], mut i: usize) -> Option<usize> {
+        loop {
+            match b.get(i) {
+                Some(c) if c.is_ascii_whitespace() => i += 1,
+                Some(b'#') => i = line_end(b, i),
+                Some(b'/') if b.get(i + 1) == Some(&b'/') => i = line_end(b, i),
+                Some(b'/') if b.get(i + 1) == Some(&b'*') => {
+                    i = i + 2 + find(&b[i + 2..], b"*/")? + 2;
+                }
+                _ => return Some(i),
+            }
+        }
+    }
+
+    fn line_end(b: &[u8], i: usize) -> usize {
+        b[i..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(b.len(), |n| i + n)
+    }
+
+    fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+        hay.windows(needle.len()).position(|w| w == needle)
+    }
+
+    /// Past the bracket `close` that closes the one before `i`.
+    fn skip_to_close(b: &[u8], mut i: usize, close: u8) -> Option<usize> {
+        loop {
+            i = skip_space(b, i)?;
+            match *b.get(i)? {
+                c if c == close => return Some(i + 1),
+                b'"' => i = skip_string(b, i + 1)?,
+                b'{' => i = skip_to_close(b, i + 1, b'}')?,
+                b'[' => i = skip_to_close(b, i + 1, b']')?,
+                b'(' => i = skip_to_close(b, i + 1, b')')?,
+                b'}' | b']' | b')' => return None,
+                b'<' if b.get(i + 1) == Some(&b'<') => i = skip_heredoc(b, i + 2)?,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// Past a quoted string whose opening quote is before `i`.
+    fn skip_string(b: &[u8], mut i: usize) -> Option<usize> {
+        loop {
+            match *b.get(i)? {
+                b'\\' => i += 2,
+                b'"' => return Some(i + 1),
+                b'\n' => return None,
+                b'$' | b'%' if b.get(i + 1) == Some(&b'{') => i = skip_to_close(b, i + 2, b'}')?,
+                // `$${` and `%%{` are literal.
+                b'$' | b'%' if b.get(i + 1) == Some(&b[i]) => i += 2,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// Past a heredoc whose `<<` is before `i`: its marker line to its closing line.
+    fn skip_heredoc(b: &[u8], mut i: usize) -> Option<usize> {
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            i += 1;
+        }
+        let marker = &b[start..i];
+        if marker.is_empty() || b.get(i) != Some(&b'\n') {
+            return None;
+        }
+        i += 1;
+        loop {
+            let end = line_end(b, i);
+            if b[i..end].trim_ascii() == marker {
+                return Some(end);
+            }
+            if end >= b.len() {
+                return None;
+            }
+            i = end + 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ahead::{guess, top_level_blocks};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn the_block_scan_follows_strings_heredocs_and_comments() {
+        let text = r#"
+# a } in a comment
+resource "x" "y" {
+  a = "} ${ {b = "}"}["b"] } $${ %%{"
+  /* } */ c = <<-EOT
+    }
+    EOT
+  d = [{ e = (1) }] // }
+}
+terraform {
+  encryption {}
+}
+"#;
+        let blocks = top_level_blocks(text).expect("scanned");
+        let kinds: Vec<&str> = blocks.iter().map(|b| b.0).collect();
+        assert_eq!(kinds, ["resource", "terraform"]);
+        assert!(blocks[1].1.starts_with("terraform {") && blocks[1].1.ends_with('}'));
+        for bad in ["resource \"x\" {", "a = 1\n", "x { \"unterminated\n }"] {
+            assert!(top_level_blocks(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_key_provider_is_read_ahead_with_terraforms_variable_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("main.tf"),
+            r#"
+variable "pass" {
+  default = "from the default, long"
+}
+resource "terraform_data" "r" {
+  input = "${var.pass}}"
+}
+terraform {
+  encryption {
+    key_provider "pbkdf2" "k" {
+      passphrase = var.pass
+      iterations = 300000
+    }
+    key_provider "pbkdf2" "lit" {
+      passphrase    = "a literal passphrase"
+      hash_function = "sha256"
+    }
+    key_provider "pbkdf2" "local" {
+      passphrase = local.p
+    }
+    method "aes_gcm" "m" {
+      keys = key_provider.pbkdf2.k
+    }
+    state {
+      method = method.aes_gcm.m
+    }
+  }
+}
+"#,
+        )
+        .unwrap();
+        let none = BTreeMap::new();
+        let g = guess(dir.path(), None, &none, &[]).expect("read ahead");
+        assert_eq!(g.primary.as_deref(), Some("key_provider.pbkdf2.k"));
+        let k = &g.providers["key_provider.pbkdf2.k"];
+        assert_eq!(
+            (k.passphrase.as_str(), k.iterations, k.key_length),
+            ("from the default, long", 300_000, 32)
+        );
+        assert_eq!(
+            g.providers["key_provider.pbkdf2.lit"].hash,
+            cairn_state::crypt::Hash::Sha256
+        );
+        assert!(!g.providers.contains_key("key_provider.pbkdf2.local"));
+        // TF_VAR_ < terraform.tfvars < *.auto.tfvars < -var / -var-file in order.
+        let env: BTreeMap<String, String> =
+            [("pass".to_string(), "from the environment".to_string())].into();
+        let pass = |cli: &[(Option<String>, Option<std::path::PathBuf>)]| {
+            guess(dir.path(), None, &env, cli).unwrap().providers["key_provider.pbkdf2.k"]
+                .passphrase
+                .clone()
+        };
+        assert_eq!(pass(&[]), "from the environment");
+        std::fs::write(
+            dir.path().join("terraform.tfvars"),
+            "pass = \"from terraform.tfvars\"\n",
+        )
+        .unwrap();
+        assert_eq!(pass(&[]), "from terraform.tfvars");
+        std::fs::write(
+            dir.path().join("b.auto.tfvars"),
+            "pass = \"from b.auto.tfvars\"\n",
+        )
+        .unwrap();
+        assert_eq!(pass(&[]), "from b.auto.tfvars");
+        let file = dir.path().join("given.tfvars");
+        std::fs::write(&file, "pass = \"from -var-file\"\n").unwrap();
+        assert_eq!(
+            pass(&[
+                (Some("pass=from -var".into()), None),
+                (None, Some(file.clone()))
+            ]),
+            "from -var-file"
+        );
+        assert_eq!(
+            pass(&[(None, Some(file)), (Some("pass=from -var".into()), None)]),
+            "from -var"
+        );
+        // TF_ENCRYPTION's blocks replace the configuration's of the same name.
+        let env_text = r#"key_provider "pbkdf2" "k" {
+  passphrase = "from TF_ENCRYPTION, long"
+}"#;
+        let g = guess(dir.path(), Some(env_text), &env, &[]).unwrap();
+        let k = &g.providers["key_provider.pbkdf2.k"];
+        assert_eq!(
+            (k.passphrase.as_str(), k.iterations),
+            ("from TF_ENCRYPTION, long", 600_000)
+        );
     }
 }

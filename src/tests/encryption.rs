@@ -335,6 +335,51 @@ fn keys_rotate_with_a_fallback_and_history_stays_readable() {
     assert!(err.contains("key_provider.pbkdf2.old"), "{err}");
 }
 
+/// PBKDF2 runs once per key and command, started before the configuration is loaded: the
+/// key provider read ahead from the root module's files (`derive_early`) is the one the
+/// evaluated block asks for, so the command derives nothing itself — on a new state (the
+/// first write's fresh salt) and on an existing one (the salt its `encryption-hint` names).
+/// A passphrase from a local is not read ahead: that key is derived when the block is
+/// evaluated, still once.
+#[test]
+fn the_state_key_is_derived_once_from_the_start_of_the_command() {
+    let c = Copy::new(&passes());
+    c.write(&format!(
+        "{}{}",
+        encryption("old", &[], true),
+        secrets("r", 2)
+    ));
+    c.ok(&["init"]);
+    let keys = |args: &[&str]| {
+        let (code, out, err) = c.run_with(args, &[("CAIRN_LOG", "debug")]);
+        assert!(code == 0 || code == 2, "cairn {args:?}:\n{out}\n{err}");
+        err.lines()
+            .find(|l| l.contains("state keys"))
+            .map(|l| l[l.find("derived_here").unwrap_or(0)..].to_string())
+            .unwrap_or_else(|| panic!("no key count in:\n{err}"))
+    };
+    assert_eq!(
+        keys(&["apply", "-auto-approve"]),
+        "derived_here=0 derived_ahead=1"
+    );
+    assert_eq!(
+        keys(&["plan", "-detailed-exitcode"]),
+        "derived_here=0 derived_ahead=1"
+    );
+    // Rotation: the old key (the log's salt) ahead; the new one, from a local, once.
+    c.write(&format!(
+        "{}{}",
+        encryption("new", &["old"], true),
+        secrets("r", 3)
+    ));
+    assert_eq!(
+        keys(&["apply", "-auto-approve"]),
+        "derived_here=1 derived_ahead=1"
+    );
+    let listed = c.ok(&["state", "list"]);
+    assert_eq!(listed.matches("terraform_data.r").count(), 3, "{listed}");
+}
+
 /// Migration: an unencrypted history; encryption added with the `unencrypted` method as
 /// fallback reads it and writes new records sealed; `init -migrate-state` into PostgreSQL
 /// copies the whole history sealed under the key, and no row of its tables holds a secret.

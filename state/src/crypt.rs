@@ -267,6 +267,115 @@ impl WriteKey {
     }
 }
 
+/// Parses what [`Encryption::hint`] wrote: provider address, hash, iterations, key length,
+/// salt.
+fn parse_hint(h: &str) -> Option<(String, Hash, u32, usize, Vec<u8>)> {
+    let mut parts = h.split_whitespace();
+    let (provider, hash, iterations, key_length, salt) = (
+        parts.next()?,
+        Hash::parse(parts.next()?)?,
+        parts.next()?.parse::<u32>().ok()?,
+        parts.next()?.parse::<usize>().ok()?,
+        parts.next()?,
+    );
+    let salt = (0..salt.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(salt.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some((provider.to_string(), hash, iterations, key_length, salt))
+}
+
+/// Keys [`derive_ahead`] derives, before any [`Encryption`] exists: an `Encryption` that
+/// needs one of them takes its slot over (waiting for it if it is still being derived).
+fn ahead() -> &'static Mutex<HashMap<KeySpec, KeySlot>> {
+    static AHEAD: std::sync::OnceLock<Mutex<HashMap<KeySpec, KeySlot>>> =
+        std::sync::OnceLock::new();
+    AHEAD.get_or_init(Default::default)
+}
+
+static AHEAD_USED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many keys [`derive_ahead`] started were taken over by an [`Encryption`] in this
+/// process (for `CAIRN_LOG=debug` and the tests).
+pub fn keys_derived_ahead_used() -> usize {
+    AHEAD_USED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The fresh salts [`derive_ahead`] derives keys for (a new log's first write key), with the
+/// key provider they were made for (passphrase and parameters).
+fn ahead_salts() -> &'static Mutex<Vec<(KeySpec, usize)>> {
+    static SALTS: std::sync::OnceLock<Mutex<Vec<(KeySpec, usize)>>> = std::sync::OnceLock::new();
+    SALTS.get_or_init(Default::default)
+}
+
+/// The fresh salt [`derive_ahead`] made for `keys` exactly (passphrase, hash, iterations, key
+/// and salt length), taken once.
+fn take_ahead_salt(keys: &Pbkdf2) -> Option<Vec<u8>> {
+    let mut salts = ahead_salts().lock().expect("salts derived ahead");
+    let i = salts.iter().position(|(spec, salt_length)| {
+        spec.provider == keys.address
+            && spec.passphrase == keys.passphrase
+            && spec.hash == keys.hash
+            && spec.iterations == keys.iterations
+            && spec.key_length == keys.key_length
+            && *salt_length == keys.salt_length
+    })?;
+    Some(salts.swap_remove(i).0.salt)
+}
+
+/// Starts deriving, on a thread of its own, a key this process will probably need, before
+/// its `encryption` block is fully evaluated (the CLI reads the key provider from the root
+/// module's files while the configuration loads): the key of the salt `hint` names (see
+/// [`Encryption::hint`]) when it names `keys`' provider, else the key of a fresh salt for a
+/// new log's first write. A guess only: an [`Encryption`] uses such a key only when its own
+/// key provider asks for exactly that key (passphrase, parameters and salt), and takes the
+/// fresh salt only for a key provider with exactly these parameters; a wrong guess costs the
+/// derivation's time, never a wrong key.
+pub fn derive_ahead(keys: &Pbkdf2, hint: Option<&str>) {
+    let hinted = hint
+        .and_then(parse_hint)
+        .filter(|(provider, ..)| *provider == keys.address);
+    let spec = match hinted {
+        Some((provider, hash, iterations, key_length, salt)) => KeySpec {
+            provider,
+            passphrase: keys.passphrase.clone(),
+            hash,
+            iterations,
+            key_length,
+            salt,
+        },
+        None => {
+            let mut salt = vec![0u8; keys.salt_length];
+            rand::rngs::OsRng.fill_bytes(&mut salt);
+            let spec = KeySpec {
+                provider: keys.address.clone(),
+                passphrase: keys.passphrase.clone(),
+                hash: keys.hash,
+                iterations: keys.iterations,
+                key_length: keys.key_length,
+                salt,
+            };
+            ahead_salts()
+                .lock()
+                .expect("salts derived ahead")
+                .push((spec.clone(), keys.salt_length));
+            spec
+        }
+    };
+    let slot = {
+        let mut ahead = ahead().lock().expect("keys derived ahead");
+        if ahead.contains_key(&spec) {
+            return;
+        }
+        ahead.entry(spec.clone()).or_default().clone()
+    };
+    let _ = std::thread::Builder::new()
+        .name("cairn-kdf-ahead".into())
+        .spawn(move || {
+            slot.get_or_init(|| derive(&spec));
+        });
+}
+
 /// One target's encryption (the state's or saved plans'): see the module docs.
 pub struct Encryption {
     /// `state` or `plan`, for messages.
@@ -276,7 +385,7 @@ pub struct Encryption {
     enforced: bool,
     /// Derived keys, each derived once: a key being derived (on the thread
     /// [`Encryption::prefetch`] starts) is waited for, never derived twice.
-    keys: Mutex<HashMap<KeySpec, KeySlot>>,
+    keys: Mutex<HashMap<KeySpec, (KeySlot, bool)>>,
     write: Mutex<Option<Arc<WriteKey>>>,
     /// The salt of a new log's first write key, whose key [`Encryption::prefetch`] derives
     /// ahead.
@@ -319,6 +428,12 @@ impl Encryption {
         })
     }
 
+    /// How many keys this target derived itself (PBKDF2 runs), not counting those
+    /// [`derive_ahead`] started.
+    pub fn derivations(&self) -> usize {
+        self.derivations.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Whether this target writes plaintext (its primary method is `unencrypted`).
     pub fn writes_plaintext(&self) -> bool {
         matches!(self.primary, Method::Unencrypted { .. })
@@ -343,17 +458,33 @@ impl Encryption {
         std::iter::once(&self.primary).chain(&self.fallbacks)
     }
 
+    /// The slot of `spec`'s key: this target's, else one [`derive_ahead`] is filling (taken
+    /// over, so the key is derived once), else a new one. And whether it was derived ahead.
+    fn slot(&self, spec: &KeySpec) -> (KeySlot, bool) {
+        let mut keys = self.keys.lock().expect("keys");
+        if let Some(s) = keys.get(spec) {
+            return s.clone();
+        }
+        let s = match ahead().lock().expect("keys derived ahead").get(spec) {
+            Some(s) => {
+                AHEAD_USED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                (s.clone(), true)
+            }
+            None => (KeySlot::default(), false),
+        };
+        keys.insert(spec.clone(), s.clone());
+        s
+    }
+
     fn cipher(&self, spec: KeySpec) -> Result<Cipher, String> {
-        let slot = self
-            .keys
-            .lock()
-            .expect("keys")
-            .entry(spec.clone())
-            .or_default()
-            .clone();
+        let (slot, ahead) = self.slot(&spec);
         slot.get_or_init(|| {
-            self.derivations
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // Whoever comes first derives it (the thread `derive_ahead` started, or this
+            // one); only this target's own keys are counted.
+            if !ahead {
+                self.derivations
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             derive(&spec)
         })
         .clone()
@@ -384,21 +515,7 @@ impl Encryption {
     /// either way: whoever needs it first waits for its thread.
     pub fn prefetch(self: &Arc<Self>, hint: Option<&str>) {
         // The hint: the parameters and salt of the key the log was last written with.
-        let hinted = hint.and_then(|h| {
-            let mut parts = h.split_whitespace();
-            let (provider, hash, iterations, key_length, salt) = (
-                parts.next()?,
-                Hash::parse(parts.next()?)?,
-                parts.next()?.parse::<u32>().ok()?,
-                parts.next()?.parse::<usize>().ok()?,
-                parts.next()?,
-            );
-            let salt = (0..salt.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(salt.get(i..i + 2)?, 16).ok())
-                .collect::<Option<Vec<u8>>>()?;
-            Some((provider.to_string(), hash, iterations, key_length, salt))
-        });
+        let hinted = hint.and_then(parse_hint);
         let mut specs = Vec::new();
         let mut primary_hinted = false;
         if let Some((provider, hash, iterations, key_length, salt)) = hinted {
@@ -432,8 +549,13 @@ impl Encryption {
         }
         if !primary_hinted {
             if let Method::AesGcm { keys, .. } = &self.primary {
-                let mut salt = vec![0u8; keys.salt_length];
-                self.rng.lock().expect("rng").fill_bytes(&mut salt);
+                // The fresh salt whose key `derive_ahead` is deriving for these parameters,
+                // if any; else a new one.
+                let salt = take_ahead_salt(keys).unwrap_or_else(|| {
+                    let mut salt = vec![0u8; keys.salt_length];
+                    self.rng.lock().expect("rng").fill_bytes(&mut salt);
+                    salt
+                });
                 *self.spare_salt.lock().expect("spare salt") = Some(salt.clone());
                 specs.extend(self.primary_spec(salt));
             }
@@ -496,11 +618,7 @@ impl Encryption {
             key_length: keys.key_length,
             salt,
         };
-        self.keys
-            .lock()
-            .expect("keys")
-            .get(&spec)
-            .is_some_and(|slot| slot.get().is_some())
+        self.slot(&spec).0.get().is_some()
     }
 
     fn write_key(&self) -> Result<Option<Arc<WriteKey>>, String> {
@@ -767,6 +885,64 @@ mod tests {
         other.prefetch(Some("not a hint"));
         other.seal(b"x").unwrap();
         assert_ne!(other.hint().as_deref(), Some(hint.as_str()));
+    }
+
+    #[test]
+    fn keys_derived_before_the_block_is_evaluated_are_taken_over_when_they_match() {
+        let derived = |e: &Encryption| e.derivations.load(std::sync::atomic::Ordering::Relaxed);
+        let m = |pass: &str| gcm("m", key("ahead", pass));
+        // A new log: the fresh salt derived ahead is the one the first write takes.
+        derive_ahead(&key("ahead", "passphrase derived ahead"), None);
+        let first = Arc::new(
+            Encryption::new("state", m("passphrase derived ahead"), vec![], true).unwrap(),
+        );
+        first.prefetch(None);
+        let sealed = first.seal(b"one").unwrap();
+        assert_eq!(
+            derived(&first),
+            0,
+            "the key derived ahead was derived again"
+        );
+        let hint = first.hint().unwrap();
+        // An existing log: the hinted salt's key, derived ahead, reads it and writes on.
+        derive_ahead(&key("ahead", "passphrase derived ahead"), Some(&hint));
+        let next = Arc::new(
+            Encryption::new("state", m("passphrase derived ahead"), vec![], true).unwrap(),
+        );
+        next.prefetch(Some(&hint));
+        assert_eq!(&*next.open("record 1", &sealed).unwrap(), b"one");
+        next.seal(b"two").unwrap();
+        assert_eq!(next.hint().as_deref(), Some(hint.as_str()));
+        assert_eq!(derived(&next), 0);
+        // A wrong guess (another passphrase) is never used: the real key is derived, and
+        // a wrong passphrase still fails.
+        derive_ahead(&key("ahead", "a guess that is wrong"), Some(&hint));
+        derive_ahead(&key("ahead", "a guess that is wrong"), None);
+        let other = Arc::new(
+            Encryption::new("state", m("passphrase derived ahead"), vec![], true).unwrap(),
+        );
+        other.prefetch(Some(&hint));
+        assert_eq!(&*other.open("record 1", &sealed).unwrap(), b"one");
+        let wrong =
+            Arc::new(Encryption::new("state", m("a guess that is wrong"), vec![], true).unwrap());
+        wrong.prefetch(Some(&hint));
+        assert!(wrong.open("record 1", &sealed).is_err());
+        let fresh = Arc::new(
+            Encryption::new(
+                "state",
+                gcm("m", key("other", "a guess that is wrong")),
+                vec![],
+                true,
+            )
+            .unwrap(),
+        );
+        fresh.prefetch(None);
+        fresh.seal(b"x").unwrap();
+        assert_eq!(
+            derived(&fresh),
+            1,
+            "a salt made for another key provider was taken"
+        );
     }
 
     #[test]
