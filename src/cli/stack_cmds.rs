@@ -427,6 +427,8 @@ fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
         Ok(s) => s,
         Err((map, diags)) => {
             ctx.report(&map, &diags, no_color);
+            // The failed run is in the stack's history with its errors.
+            engine_stack::history::Recorder::failed_to_load(&req, "stack plan", &map, &diags);
             return Exit::Error;
         }
     };
@@ -536,6 +538,13 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         Ok(s) => s,
         Err((map, diags)) => {
             ctx.report(&map, &diags, no_color);
+            // The failed run is in the stack's history with its errors.
+            let run = if a.runner {
+                format!("{command} -runner")
+            } else {
+                command.to_string()
+            };
+            engine_stack::history::Recorder::failed_to_load(&req, &run, &map, &diags);
             return Exit::Error;
         }
     };
@@ -828,7 +837,12 @@ fn run_as_runner(
             }
         }
         fleet::FleetEvent::Claimed { label, before } => {
-            claimed_at.insert(label.clone(), stack_history::now_ms());
+            let now = stack_history::now_ms();
+            claimed_at.insert(label.clone(), now);
+            // Before the item's first component run: a runner that dies on it is named.
+            if let Some(log) = &log {
+                log.warn(log.rec().claimed(&me, &label, now));
+            }
             if before.is_empty() {
                 ctx.out(&format!("{label}: claimed.\n"));
             } else {
@@ -876,6 +890,11 @@ fn run_as_runner(
             ctx.out(&format!(
                 "{label}: given back unfinished (interrupted): another runner takes it over.\n"
             ));
+        }
+        fleet::FleetEvent::Warning(why) => {
+            if let Some(log) = &log {
+                log.warn(Some(why));
+            }
         }
         fleet::FleetEvent::Blocked { label, why } => {
             if let Some(log) = &log {

@@ -130,6 +130,7 @@ pub(crate) fn run_json(r: &StackRun) -> serde_json::Value {
         "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
         "outcome": r.outcome,
         "message": r.message,
+        "diagnostics": r.diagnostics,
         "runners": r.runners,
         "changes": {"added": add, "changed": change, "destroyed": destroy},
         "summary": summary_text(r),
@@ -216,6 +217,12 @@ pub(crate) fn run_text(r: &StackRun) -> String {
     }
     if let Some(m) = &r.message {
         let _ = writeln!(out, "  {m}");
+    }
+    for d in &r.diagnostics {
+        out.push('\n');
+        for l in d.text().lines() {
+            let _ = writeln!(out, "  {l}");
+        }
     }
     for s in &r.steps {
         match (&s.round, &s.item) {

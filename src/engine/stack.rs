@@ -415,6 +415,18 @@ enum JobDone {
 }
 
 async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> JobDone {
+    run_job_observed(base, state_root, job, apply, Arc::new(Silent)).await
+}
+
+/// [`run_job`], with `observer` hearing its engine call (a fleet's runner: when its run
+/// begins in the instance's state).
+async fn run_job_observed(
+    base: Options,
+    state_root: PathBuf,
+    job: Job,
+    apply: bool,
+    observer: Arc<dyn Observer>,
+) -> JobDone {
     let state_dir = match super::workspaces::ensure_dir(&state_root, &job.id.workspace()) {
         Ok(d) => d,
         Err(d) => {
@@ -434,7 +446,6 @@ async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> J
     opts.vars = job.vars;
     opts.test_providers = job.providers;
     opts.workspace = None;
-    let observer: Arc<dyn Observer> = Arc::new(Silent);
     if !apply {
         let replay = Replay {
             dir: opts.dir.clone(),

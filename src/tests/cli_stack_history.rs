@@ -250,3 +250,85 @@ fn a_stack_run_killed_midway_shows_as_unfinished() {
     assert_eq!(all[0]["outcome"], "unfinished");
     assert_eq!(all[1]["outcome"], "success");
 }
+
+/// A configuration error found before the first round is a failed stack run of its own,
+/// carrying the errors where they are (`FILE:LINE:COL`), as HCP Terraform shows a failed
+/// stack run with its diagnostics; before `stack init` recorded the backend, nothing is.
+#[test]
+fn a_configuration_error_is_a_failed_stack_run_with_its_diagnostics() {
+    let dir = run_stack();
+    let d = dir.path();
+    // Not initialized: the error alone, and no history made for it.
+    let text = std::fs::read_to_string(d.join("stack.tfcomponent.hcl")).unwrap();
+    let bad = text.replace(
+        "component \"app\" {\n",
+        "component \"app\" {\n  depends_on = [component.nope]\n",
+    );
+    std::fs::write(d.join("stack.tfcomponent.hcl"), &bad).unwrap();
+    let (code, _, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!d.join(".cairn").exists(), "nothing recorded before init");
+
+    std::fs::write(d.join("stack.tfcomponent.hcl"), &text).unwrap();
+    let (code, out, err) = sim(d, &["stack", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // An unknown component in depends_on (apply), then a parse error (plan).
+    std::fs::write(d.join("stack.tfcomponent.hcl"), &bad).unwrap();
+    let (code, _, err) = sim(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{err}");
+    let line = bad
+        .lines()
+        .position(|l| l.contains("component.nope"))
+        .unwrap()
+        + 1;
+    let at = format!("stack.tfcomponent.hcl:{line}:");
+    assert!(err.contains(&at), "{at} in {err}");
+    std::fs::write(
+        d.join("stack.tfcomponent.hcl"),
+        format!("{text}\ncomponent \"broken\" {{\n  source = \n"),
+    )
+    .unwrap();
+    let (code, _, err) = sim(d, &["stack", "plan"]);
+    assert_eq!(code, 1, "{err}");
+
+    let all = runs(d);
+    assert_eq!(all.len(), 2, "{all:?}");
+    for (r, command) in all.iter().zip(["stack apply", "stack plan"]) {
+        assert_eq!(r["command"], command, "{r}");
+        assert_eq!(r["outcome"], "failed", "{r}");
+        assert!(r["finished"].is_string(), "{r}");
+        assert!(
+            r["message"]
+                .as_str()
+                .unwrap()
+                .contains("nothing was planned or applied"),
+            "{r}"
+        );
+    }
+    let first = run(d, all[0]["id"].as_str().unwrap());
+    let diags = first["diagnostics"].as_array().unwrap();
+    assert!(!diags.is_empty(), "{first:#}");
+    assert!(
+        diags.iter().any(|g| g["severity"] == "error"
+            && g["location"].as_str().is_some_and(|l| l.starts_with(&at))
+            && (g["detail"].as_str().unwrap().contains("nope")
+                || g["summary"].as_str().unwrap().contains("nope"))),
+        "{first:#}"
+    );
+    assert!(first["steps"].as_array().unwrap().is_empty(), "{first:#}");
+    let second = run(d, all[1]["id"].as_str().unwrap());
+    let parse = &second["diagnostics"][0];
+    assert!(
+        parse["location"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("stack.tfcomponent.hcl:")),
+        "{second:#}"
+    );
+    // The text says it too, place kept.
+    let (code, out, err) = sim(d, &["stack", "history", all[0]["id"].as_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("stack apply (failed)"), "{out}");
+    assert!(out.contains(&format!("on {at}")), "{out}");
+    let (_, list, _) = sim(d, &["stack", "history"]);
+    assert_eq!(list.matches("failed").count(), 2, "{list}");
+}

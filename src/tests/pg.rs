@@ -1253,10 +1253,20 @@ output "apps" {
                 .nth(1)
                 .and_then(|p| p.parse::<u32>().ok())
                 .and_then(|p| pids.iter().position(|x| *x == p));
-            victim.is_some()
+            // Its run in the component's state has begun (the stack run's record names it).
+            victim.is_some_and(|v| {
+                server
+                    .psql(&format!(
+                        "SELECT count(*) FROM \"{schema}\".cairn_stack_history WHERE \
+                         convert_from(data, 'UTF8') LIKE '%\"kind\":\"run_begun\"%' AND \
+                         convert_from(data, 'UTF8') LIKE '%:{}:%component.db (%'",
+                        pids[v]
+                    ))
+                    .is_ok_and(|n| n != "0")
+            })
         },
     );
-    std::thread::sleep(Duration::from_millis(900));
+    std::thread::sleep(Duration::from_millis(600));
     let victim = victim.unwrap();
     let mut killed = runners.remove(victim);
     killed.kill().unwrap(); // SIGKILL
@@ -1274,6 +1284,77 @@ output "apps" {
     assert!(
         all.contains("taking over from runner"),
         "a survivor took the killed runner's component over:\n{all}"
+    );
+    // The stack run's one record links every component run that touched the killed
+    // runner's item: its own (interrupted, by it; unfinished in the component's state) and
+    // that of the runner that took the item over.
+    let victim_pid = format!(":{}:", pids[victim]);
+    let list = copies[0].ok(&["stack", "history", "-json"]);
+    let run: serde_json::Value = serde_json::from_str(list.lines().last().unwrap()).unwrap();
+    let run_id = run["id"].as_str().unwrap();
+    assert!(
+        run["summary"].as_str().unwrap().contains("interrupted)"),
+        "{run}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&copies[0].ok(&["stack", "history", run_id, "-json"])).unwrap();
+    let steps = record["steps"].as_array().unwrap();
+    let dead = steps
+        .iter()
+        .find(|s| {
+            s["status"] == "interrupted"
+                && s["runner"].as_str().unwrap().contains(&victim_pid)
+                && s["item"].as_str().unwrap().starts_with("component.db (")
+        })
+        .unwrap_or_else(|| panic!("the killed runner's item in {record:#}"));
+    let parts = dead["components"].as_array().unwrap();
+    assert_eq!(parts.len(), 1, "{dead:#}");
+    let part = &parts[0];
+    assert_eq!(part["status"], "interrupted", "{dead:#}");
+    let dead_run = part["runs"][0].as_u64().unwrap();
+    let ws = part["workspace"].as_str().unwrap();
+    let mut cmd = copies[0].command(&["history", "-json"]);
+    cmd.env("TF_WORKSPACE", ws);
+    let state_runs: Vec<serde_json::Value> = String::from_utf8(cmd.output().unwrap().stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let in_state = state_runs
+        .iter()
+        .find(|r| r["id"] == dead_run)
+        .unwrap_or_else(|| panic!("run {dead_run} in {ws}: {state_runs:#?}"));
+    assert_eq!(in_state["pid"], pids[victim], "{in_state}");
+    assert!(
+        ["unfinished", "interrupted"].contains(&in_state["outcome"].as_str().unwrap()),
+        "{in_state}"
+    );
+    let taker = steps
+        .iter()
+        .find(|s| s["item"] == dead["item"] && s["status"] == "done")
+        .unwrap_or_else(|| panic!("the item taken over in {record:#}"));
+    assert!(
+        !taker["runner"].as_str().unwrap().contains(&victim_pid),
+        "{taker:#}"
+    );
+    let taker_runs = taker["components"][0]["runs"].as_array().unwrap();
+    assert!(
+        !taker_runs.is_empty() && !taker_runs.contains(&dead["components"][0]["runs"][0]),
+        "{taker:#}"
+    );
+    let text = copies[0].ok(&["stack", "history", run_id]);
+    let line = format!(
+        "{}: interrupted by runner {}",
+        dead["item"].as_str().unwrap(),
+        dead["runner"].as_str().unwrap()
+    );
+    assert!(text.contains(&line), "{line}:\n{text}");
+    assert!(
+        text.contains(&format!(
+            "{}: interrupted; state {ws}, run {dead_run}",
+            part["address"].as_str().unwrap()
+        )),
+        "{text}"
     );
     // Every object exactly once: one successful create per name, 16 objects in the store.
     let calls = std::fs::read_to_string(sim.path().join("calls.jsonl")).unwrap();
@@ -1324,7 +1405,6 @@ output "apps" {
     // The killed runner's claims (one per item it was applying) were taken over, by
     // runners that name it.
     assert!(takeovers.parse::<usize>().unwrap() >= 1, "{takeovers}");
-    let victim_pid = format!(":{}:", pids[victim]);
     for l in all
         .lines()
         .filter(|l| l.contains("taking over from runner"))

@@ -16,11 +16,12 @@
 //! lists among its runs, and the stack run names it.
 
 use super::{InstanceId, InstanceResult, Outcome, StackRequest};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Diagnostics, Severity, SourceMap};
 use cairn_state::stack_runs;
 use cairn_state::RunContext;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// One component instance in a round (or a fleet's work item).
@@ -38,7 +39,9 @@ pub struct ComponentRun {
     #[serde(default)]
     pub removed: bool,
     /// `applied`, `planned` (changes proposed), `no changes`, `not applied` (planned, then
-    /// not approved or interrupted), `deferred` or `failed`.
+    /// not approved or interrupted), `deferred` or `failed`; in a fleet's item its runner
+    /// did not finish, `interrupted` (the runner stopped or died: its runs here are left
+    /// unfinished, resolved by the runner that took the item over) or `running`.
     pub status: String,
     /// Why it was deferred.
     #[serde(default)]
@@ -94,6 +97,20 @@ enum Body {
         started_ms: u64,
         instances: Vec<ComponentRun>,
     },
+    /// A runner claimed a fleet's work item and starts on it (before any of its component
+    /// runs): with no `Item` from that runner after it, the runner stopped (or died) on it.
+    Claimed {
+        runner: String,
+        item: String,
+        started_ms: u64,
+    },
+    /// A runner's component run began in an instance's state, while it worked on `item`:
+    /// recorded as the run begins, so a runner killed mid-item leaves its run linked.
+    RunBegun {
+        runner: String,
+        item: String,
+        instance: ComponentRun,
+    },
     /// A runner left a fleet's run before it ended (interrupted).
     Left { runner: String },
     /// The run ended (a fleet: as the runner `runner` saw it).
@@ -103,7 +120,69 @@ enum Body {
         message: Option<String>,
         #[serde(default)]
         runner: Option<String>,
+        /// Why it failed before its first round (the configuration's errors).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        diagnostics: Vec<RecordedDiag>,
     },
+}
+
+/// A diagnostic as a stack run's record keeps it: its words and where it points
+/// (`FILE:LINE:COL`, the file relative to the stack's directory).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RecordedDiag {
+    /// `error` or `warning`.
+    pub severity: String,
+    pub summary: String,
+    #[serde(default)]
+    pub detail: String,
+    #[serde(default)]
+    pub location: Option<String>,
+    #[serde(default)]
+    pub address: Option<String>,
+}
+
+impl RecordedDiag {
+    /// `diags` with their places in `map`'s files, paths relative to `dir` where they are in it.
+    pub fn all(map: &SourceMap, diags: &Diagnostics, dir: &Path) -> Vec<RecordedDiag> {
+        diags
+            .iter()
+            .map(|d| RecordedDiag {
+                severity: match d.severity {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                }
+                .into(),
+                summary: d.summary.clone(),
+                detail: d.detail.clone(),
+                location: d.span.map(|span| {
+                    let at = map.location(span);
+                    let prefix = format!("{}/", dir.display());
+                    at.strip_prefix(&prefix).map(str::to_string).unwrap_or(at)
+                }),
+                address: d.address.clone(),
+            })
+            .collect()
+    }
+
+    /// `Error: SUMMARY` with its place and detail, as lines of text.
+    pub fn text(&self) -> String {
+        let word = if self.severity == "warning" {
+            "Warning"
+        } else {
+            "Error"
+        };
+        let mut t = format!("{word}: {}", self.summary);
+        if let Some(at) = &self.location {
+            let _ = write!(t, "\n  on {at}");
+        }
+        if let Some(a) = &self.address {
+            let _ = write!(t, "\n  with {a}");
+        }
+        for l in self.detail.lines() {
+            let _ = write!(t, "\n  {l}");
+        }
+        t
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -147,6 +226,8 @@ pub struct StackRun {
     /// this host; `unfinished` when it ended without saying how (a crash).
     pub outcome: String,
     pub message: Option<String>,
+    /// Why it failed before its first round: the configuration's diagnostics.
+    pub diagnostics: Vec<RecordedDiag>,
     /// A fleet's runners, in the order they joined.
     pub runners: Vec<String>,
     pub steps: Vec<Step>,
@@ -169,18 +250,32 @@ impl StackRun {
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         let rounds = self.steps.iter().filter(|s| s.round.is_some()).count();
-        let items = self.steps.len() - rounds;
+        let items: std::collections::BTreeSet<&str> = self
+            .steps
+            .iter()
+            .filter_map(|s| s.item.as_deref())
+            .collect();
+        let items = items.len();
+        let interrupted = self
+            .steps
+            .iter()
+            .filter(|s| s.item.is_some() && s.status.as_deref() == Some("interrupted"))
+            .count();
         let s = |n: usize| if n == 1 { "" } else { "s" };
         if rounds > 0 {
             parts.push(format!("{rounds} round{}", s(rounds)));
         }
         if items > 0 {
-            parts.push(format!(
+            let mut text = format!(
                 "{items} work item{} by {} runner{}",
                 s(items),
                 self.runners.len(),
                 s(self.runners.len())
-            ));
+            );
+            if interrupted > 0 {
+                let _ = write!(text, " ({interrupted} interrupted)");
+            }
+            parts.push(text);
         }
         let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
         for c in self.components() {
@@ -379,6 +474,38 @@ impl Recorder {
         })
     }
 
+    /// The record of fleet run `run_id`, to append to (no entry of its own).
+    pub fn attach(req: &StackRequest, run_id: &str) -> Recorder {
+        Recorder::new(req, run_id.to_string())
+    }
+
+    /// `runner` claimed the fleet's work item `item` at `started_ms` and starts on it.
+    pub fn claimed(&self, runner: &str, item: &str, started_ms: u64) -> Option<String> {
+        self.append(Body::Claimed {
+            runner: runner.to_string(),
+            item: item.to_string(),
+            started_ms,
+        })
+    }
+
+    /// `runner`'s run `run` began in the state of instance `id` while it worked on `item`.
+    pub fn run_begun(&self, runner: &str, item: &str, id: &InstanceId, run: u64) -> Option<String> {
+        self.append(Body::RunBegun {
+            runner: runner.to_string(),
+            item: item.to_string(),
+            instance: ComponentRun {
+                deployment: id.deployment.clone(),
+                component: id.component.clone(),
+                key: id.key.clone(),
+                address: id.address(),
+                workspace: id.workspace(),
+                status: "interrupted".into(),
+                runs: vec![run],
+                ..ComponentRun::default()
+            },
+        })
+    }
+
     /// A runner left a fleet's run before it ended.
     pub fn left(&self, runner: &str) -> Option<String> {
         self.append(Body::Left {
@@ -397,7 +524,41 @@ impl Recorder {
             outcome: outcome.to_string(),
             message,
             runner: runner.map(str::to_string),
+            diagnostics: Vec::new(),
         })
+    }
+
+    /// A `command` (`stack plan`, `stack apply`, …) stopped by the configuration's errors
+    /// before its first round: a failed run of its own, carrying them (in `map`'s files).
+    /// Recorded only where the stack's backend is known — `stack init` made its state root
+    /// — and quietly not at all when that backend cannot be written: the errors themselves
+    /// are what the command reports.
+    pub fn failed_to_load(
+        req: &StackRequest,
+        command: &str,
+        map: &SourceMap,
+        diags: &Diagnostics,
+    ) -> bool {
+        if !req.state_root.is_dir() {
+            return false;
+        }
+        let (rec, warn) = Recorder::start(req, command);
+        if warn.is_some() {
+            return false;
+        }
+        let diagnostics = RecordedDiag::all(map, diags, &req.dir);
+        let errors = diags.error_count();
+        let message = format!(
+            "The stack's configuration has {errors} error{}: nothing was planned or applied.",
+            if errors == 1 { "" } else { "s" }
+        );
+        rec.append(Body::Finished {
+            outcome: "failed".into(),
+            message: Some(message),
+            runner: None,
+            diagnostics,
+        })
+        .is_none()
     }
 
     /// One instance's entry: `planned` is its round's result, `done` what its apply did (the
@@ -598,11 +759,17 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
         finished_ms: None,
         outcome: String::new(),
         message: None,
+        diagnostics: Vec::new(),
         runners: Vec::new(),
         steps: Vec::new(),
     };
     let mut started = false;
     let mut live = false;
+    // A fleet's steps as they come: an item a runner claimed stands where it was claimed
+    // until the runner's `Item` for it replaces it (at the end, where it finished).
+    let mut steps: Vec<Option<Step>> = Vec::new();
+    let mut open: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut left: Vec<String> = Vec::new();
     for e in entries {
         match e.body {
             Body::Started {
@@ -644,7 +811,7 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
                 round,
                 started_ms,
                 instances,
-            } => run.steps.push(Step {
+            } => steps.push(Some(Step {
                 round: Some(round),
                 item: None,
                 runner: None,
@@ -653,33 +820,74 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
                 started_ms,
                 finished_ms: e.at_ms,
                 instances,
-            }),
+            })),
+            Body::Claimed {
+                runner,
+                item,
+                started_ms,
+            } => {
+                open.entry((runner.clone(), item.clone()))
+                    .or_insert_with(|| {
+                        steps.push(Some(attempt(runner, item, started_ms, e.at_ms)));
+                        steps.len() - 1
+                    });
+            }
+            Body::RunBegun {
+                runner,
+                item,
+                instance,
+            } => {
+                let slot = *open
+                    .entry((runner.clone(), item.clone()))
+                    .or_insert_with(|| {
+                        steps.push(Some(attempt(runner, item, e.at_ms, e.at_ms)));
+                        steps.len() - 1
+                    });
+                if let Some(step) = steps[slot].as_mut() {
+                    step.finished_ms = e.at_ms;
+                    merge_runs(&mut step.instances, instance);
+                }
+            }
             Body::Item {
                 runner,
                 item,
                 status,
                 reason,
                 started_ms,
-                instances,
-            } => run.steps.push(Step {
-                round: None,
-                item: Some(item),
-                runner: Some(runner),
-                status: Some(status),
-                reason,
-                started_ms,
-                finished_ms: e.at_ms,
-                instances,
-            }),
-            Body::Left { .. } => {}
+                mut instances,
+            } => {
+                // The runs it began are linked even when the end's own look missed one.
+                if let Some(slot) = open.remove(&(runner.clone(), item.clone())) {
+                    if let Some(claimed) = steps[slot].take() {
+                        for c in claimed.instances {
+                            merge_runs(&mut instances, c);
+                        }
+                    }
+                }
+                steps.push(Some(Step {
+                    round: None,
+                    item: Some(item),
+                    runner: Some(runner),
+                    status: Some(status),
+                    reason,
+                    started_ms,
+                    finished_ms: e.at_ms,
+                    instances,
+                }));
+            }
+            Body::Left { runner } => left.push(runner),
             Body::Finished {
-                outcome, message, ..
+                outcome,
+                message,
+                diagnostics,
+                ..
             } => {
                 // A fleet's runners each say how it ended: the first one's word stands.
                 if run.finished_ms.is_none() {
                     run.finished_ms = Some(e.at_ms);
                     run.outcome = outcome;
                     run.message = message;
+                    run.diagnostics = diagnostics;
                 }
             }
         }
@@ -687,7 +895,71 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
     if run.finished_ms.is_none() {
         run.outcome = if live { "running" } else { "unfinished" }.into();
     }
+    // What is left of the claims: items their runners did not finish — still being worked
+    // on while the runner lives (on this host: elsewhere, until the run ends or another
+    // runner finished the item), else interrupted (the runner stopped or died).
+    for ((runner, item), slot) in open {
+        let taken_over = steps[slot + 1..]
+            .iter()
+            .flatten()
+            .any(|s| s.item.as_deref() == Some(item.as_str()));
+        let working = run.finished_ms.is_none()
+            && !taken_over
+            && !left.contains(&runner)
+            && runner_alive(&runner, host);
+        let status = if working { "running" } else { "interrupted" };
+        if let Some(step) = steps[slot].as_mut() {
+            step.status = Some(status.into());
+            for c in &mut step.instances {
+                c.status = status.into();
+            }
+        }
+    }
+    run.steps = steps.into_iter().flatten().collect();
     run
+}
+
+/// A fleet's item as its runner claimed it, until the runner says how it ended.
+fn attempt(runner: String, item: String, started_ms: u64, at_ms: u64) -> Step {
+    Step {
+        round: None,
+        item: Some(item),
+        runner: Some(runner),
+        status: Some("interrupted".into()),
+        reason: None,
+        started_ms,
+        finished_ms: at_ms,
+        instances: Vec::new(),
+    }
+}
+
+/// Adds `c`'s runs to the same instance's in `into` (or `c` itself when it has none there).
+fn merge_runs(into: &mut Vec<ComponentRun>, c: ComponentRun) {
+    match into
+        .iter_mut()
+        .find(|x| x.deployment == c.deployment && x.address == c.address)
+    {
+        Some(x) => {
+            for r in c.runs {
+                if !x.runs.contains(&r) {
+                    x.runs.push(r);
+                }
+            }
+            x.runs.sort_unstable();
+        }
+        None => into.push(c),
+    }
+}
+
+/// Whether a fleet's runner (`HOST:PID:RANDOM`) still lives: only known on its own host,
+/// elsewhere taken as living.
+fn runner_alive(runner: &str, host: &Option<String>) -> bool {
+    let mut parts = runner.rsplitn(3, ':');
+    let (_, pid, on) = (parts.next(), parts.next(), parts.next());
+    match (on, pid.and_then(|p| p.parse::<u32>().ok())) {
+        (Some(on), Some(pid)) if host.as_deref() == Some(on) => alive(pid),
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -751,6 +1023,7 @@ mod tests {
                         outcome: "success".into(),
                         message: None,
                         runner: Some("b".into()),
+                        diagnostics: Vec::new(),
                     },
                 ),
                 entry(
@@ -759,6 +1032,7 @@ mod tests {
                         outcome: "failed".into(),
                         message: None,
                         runner: Some("a".into()),
+                        diagnostics: Vec::new(),
                     },
                 ),
             ],
@@ -776,5 +1050,84 @@ mod tests {
         let run = fold("r2".into(), vec![entry(3, item("b", "done"))], &host);
         assert_eq!(run.outcome, "unfinished");
         assert_eq!(run.finished_ms, None);
+    }
+
+    #[test]
+    fn an_item_whose_runner_died_keeps_its_runs_beside_the_takers() {
+        let host = Some("ci-1".to_string());
+        let id = InstanceId {
+            deployment: "dev".into(),
+            component: "db".into(),
+            key: None,
+        };
+        let rec = |runner: &str, run: u64| Body::RunBegun {
+            runner: runner.into(),
+            item: "component.db (dev)".into(),
+            instance: ComponentRun {
+                deployment: id.deployment.clone(),
+                address: id.address(),
+                workspace: id.workspace(),
+                status: "interrupted".into(),
+                runs: vec![run],
+                ..Default::default()
+            },
+        };
+        let claimed = |runner: &str, at: u64| Body::Claimed {
+            runner: runner.into(),
+            item: "component.db (dev)".into(),
+            started_ms: at,
+        };
+        // Runner a (a dead process elsewhere: taken over by b) began run 7 and died; b
+        // claimed the item, began run 9 and finished it (its own look found run 9 only).
+        let dead = "elsewhere:1:x";
+        let run = fold(
+            "r1".into(),
+            vec![
+                entry(1, claimed(dead, 1)),
+                entry(2, rec(dead, 7)),
+                entry(5, claimed("ci-1:2:y", 5)),
+                entry(6, rec("ci-1:2:y", 9)),
+                entry(
+                    8,
+                    Body::Item {
+                        runner: "ci-1:2:y".into(),
+                        item: "component.db (dev)".into(),
+                        status: "done".into(),
+                        reason: None,
+                        started_ms: 5,
+                        instances: vec![ComponentRun {
+                            deployment: "dev".into(),
+                            address: "component.db".into(),
+                            status: "applied".into(),
+                            add: 2,
+                            runs: vec![9],
+                            ..Default::default()
+                        }],
+                    },
+                ),
+            ],
+            &host,
+        );
+        assert_eq!(run.steps.len(), 2, "{:#?}", run.steps);
+        let (first, then) = (&run.steps[0], &run.steps[1]);
+        assert_eq!(first.runner.as_deref(), Some(dead));
+        assert_eq!(first.status.as_deref(), Some("interrupted"));
+        assert_eq!(first.instances[0].runs, [7]);
+        assert_eq!(first.instances[0].status, "interrupted");
+        assert_eq!(then.status.as_deref(), Some("done"));
+        assert_eq!(then.instances[0].runs, [9]);
+        assert_eq!(run.components()[0].status, "applied");
+        assert_eq!(
+            run.summary(),
+            "1 work item by 0 runners (1 interrupted); 1 applied; 2 added, 0 changed, 0 destroyed"
+        );
+        // Before anyone took it over, with the runner alive elsewhere: still running.
+        let run = fold(
+            "r2".into(),
+            vec![entry(1, claimed(dead, 1)), entry(2, rec(dead, 7))],
+            &host,
+        );
+        assert_eq!(run.steps[0].status.as_deref(), Some("running"));
+        assert_eq!(run.steps[0].instances[0].runs, [7]);
     }
 }
