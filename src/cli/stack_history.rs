@@ -254,11 +254,13 @@ pub(crate) fn run_text(r: &StackRun) -> String {
             let _ = writeln!(out, "    {}", component_line(c));
         }
     }
-    let _ = writeln!(
-        out,
-        "\nEach component instance's runs are in its state's own history: \
-         TF_WORKSPACE=STATE cairn history (or cairn log)."
-    );
+    if !r.steps.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nEach component instance's runs are in its state's own history: \
+             TF_WORKSPACE=STATE cairn history (or cairn log)."
+        );
+    }
     out
 }
 
