@@ -3,34 +3,10 @@
 //! with its component runs, by another; a fleet's shared run (`stack apply -runner`, two
 //! runners) is one record to which both runners append the items they finished.
 
-use super::{finish, pgserver, wait_for, Copy};
+use super::stack_fixtures::{sim_stack, THING_MODULE};
+use super::{finish, pgserver, stack_copy, wait_for, Copy, FIRST_SECOND};
 use serde_json::Value;
 use std::time::Duration;
-
-const COMPONENTS: &str = r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "prefix" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "first" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-first", value = "v" }
-  providers = { sim = provider.sim.main }
-}
-component "second" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-second", value = component.first.id }
-  providers = { sim = provider.sim.main }
-}
-"#;
-
-const MODULE: &str = "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"t\" {\n  name  = var.name\n  value = var.value\n}\noutput \"id\" {\n  value = sim_thing.t.id\n}\n";
 
 fn runs(c: &Copy) -> Vec<Value> {
     c.ok(&["stack", "history", "-json"])
@@ -57,18 +33,16 @@ fn stack_runs_are_recorded_in_the_stacks_schema_for_every_working_copy() {
     let sim = tempfile::tempdir().unwrap();
     let flag = format!("-backend-config=schema_name={schema}");
     let copy = |deploy: &str| {
-        let mut c = Copy::new(sim.path(), "");
-        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
-        for (p, text) in [
-            ("stack.tfcomponent.hcl", COMPONENTS),
-            ("deploy.tfdeploy.hcl", deploy),
-            ("m/main.tf", MODULE),
-        ] {
-            let path = c.dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+        let stack = sim_stack(FIRST_SECOND);
+        let c = stack_copy(
+            sim.path(),
+            server,
+            &[
+                ("stack.tfcomponent.hcl", &stack),
+                ("deploy.tfdeploy.hcl", deploy),
+                ("m/main.tf", THING_MODULE),
+            ],
+        );
         c.ok(&["stack", "init", "-backend=pg", &flag]);
         c
     };
