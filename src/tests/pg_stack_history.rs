@@ -1,7 +1,8 @@
 //! Issue 33: a stack run's history record in the stack's PostgreSQL schema
 //! (`cairn_stack_history`, append-only): a `stack apply` made in one working copy is listed,
 //! with its component runs, by another; a fleet's shared run (`stack apply -runner`, two
-//! runners) is one record to which both runners append the items they finished.
+//! runners) is one record to which both runners append the items they finished; a command
+//! stopped by a configuration error is a failed run there, with the error at its place.
 
 use super::stack_fixtures::{sim_stack, THING_MODULE};
 use super::{finish, pgserver, stack_copy, wait_for, Copy, FIRST_SECOND};
@@ -180,5 +181,30 @@ fn stack_runs_are_recorded_in_the_stacks_schema_for_every_working_copy() {
         a.ok(&["stack", "history"]).contains("4 work items by"),
         "{}",
         a.ok(&["stack", "history"])
+    );
+
+    // A configuration error before the first round: a failed stack run in the schema, its
+    // error at its place, seen from the other working copy.
+    let path = a.dir.path().join("stack.tfcomponent.hcl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let bad = text.replacen("value = \"v\"", "value = var.nope", 1);
+    std::fs::write(&path, &bad).unwrap();
+    let (code, _, err) = a.run(&["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{err}");
+    let line = bad.lines().position(|l| l.contains("var.nope")).unwrap() + 1;
+    let at = format!("stack.tfcomponent.hcl:{line}:");
+    assert!(err.contains(&at), "{at}: {err}");
+    let last = runs(&b).pop().unwrap();
+    assert_eq!(
+        (last["command"].as_str(), last["outcome"].as_str()),
+        (Some("stack apply"), Some("failed")),
+        "{last}"
+    );
+    let diags = last["diagnostics"].as_array().unwrap();
+    assert!(
+        diags
+            .iter()
+            .any(|d| d["location"].as_str().is_some_and(|l| l.starts_with(&at))),
+        "{last}"
     );
 }
