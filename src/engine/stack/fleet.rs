@@ -525,14 +525,17 @@ pub async fn run(
     let mut mine = 0;
     let stop = req.base.stop.clone();
     let mut interrupted = false;
-    loop {
-        let said: Vec<String> = warnings
+    let said = |note: &mut dyn FnMut(FleetEvent)| {
+        let ws: Vec<String> = warnings
             .lock()
             .map(|mut w| std::mem::take(&mut *w))
             .unwrap_or_default();
-        for w in said {
+        for w in ws {
             note(FleetEvent::Warning(w));
         }
+    };
+    loop {
+        said(note);
         let stopped = stop.load(Ordering::SeqCst);
         if stopped && mine_running.is_empty() {
             interrupted = true;
@@ -677,6 +680,7 @@ pub async fn run(
             _ = tokio::time::sleep(Duration::from_millis(250)) => {}
         }
     }
+    said(note);
     let rows = fleet
         .rows()
         .map_err(|e| state_diag("Cannot read the stack run", e))?;
