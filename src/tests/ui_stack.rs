@@ -102,6 +102,37 @@ fn the_stack_view_over_http_and_in_headless_chromium() {
     let (status, _) = ui.get("/api/stack/run/nope");
     assert_eq!(status, 404);
 
+    in_the_browser(&ui.url, d);
+
+    // A stack apply stopped by a configuration error is a failed run whose record carries
+    // the error at its place.
+    let path = d.join("stack.tfcomponent.hcl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("component.net.id", "component.nope.id")).unwrap();
+    let (code, out) = stack_cairn(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}");
+    let (_, list) = stack_cairn(d, &["stack", "history", "-json"]);
+    let failed: serde_json::Value = serde_json::from_str(list.lines().last().unwrap()).unwrap();
+    assert_eq!(failed["outcome"], "failed", "{failed}");
+    let r = ui.json(&format!(
+        "/api/stack/run/{}",
+        failed["id"].as_str().unwrap()
+    ));
+    assert_eq!(r["outcome"], "failed", "{r}");
+    assert!(
+        r["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["location"]
+                .as_str()
+                .is_some_and(|l| l.starts_with("stack.tfcomponent.hcl:"))),
+        "{r}"
+    );
+}
+
+/// The stack's views in headless Chromium, a stack run landing while the page is open.
+fn in_the_browser(url: &str, d: &Path) {
     if let Err(why) = browser_available() {
         assert!(
             std::env::var("CI").is_err(),
@@ -110,7 +141,7 @@ fn the_stack_view_over_http_and_in_headless_chromium() {
         eprintln!("skipping the browser test: {why}");
         return;
     }
-    let shots = drive_browser(&ui.url, Some("stack"), |line| {
+    let shots = drive_browser(url, Some("stack"), |line| {
         assert_eq!(line, "WAITING stack");
         let (code, out) = stack_cairn(d, &["stack", "apply", "-auto-approve"]);
         assert_eq!(code, 0, "{out}");
