@@ -220,7 +220,7 @@ pub(crate) fn run_text(r: &StackRun) -> String {
     }
     for d in &r.diagnostics {
         out.push('\n');
-        for l in d.text().lines() {
+        for l in history::diagnostic_text(d).lines() {
             let _ = writeln!(out, "  {l}");
         }
     }

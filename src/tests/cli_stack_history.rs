@@ -309,7 +309,7 @@ fn a_configuration_error_is_a_failed_stack_run_with_its_diagnostics() {
     let diags = first["diagnostics"].as_array().unwrap();
     assert!(!diags.is_empty(), "{first:#}");
     assert!(
-        diags.iter().any(|g| g["severity"] == "error"
+        diags.iter().any(|g| g["severity"] == "Error"
             && g["location"].as_str().is_some_and(|l| l.starts_with(&at))
             && (g["detail"].as_str().unwrap().contains("nope")
                 || g["summary"].as_str().unwrap().contains("nope"))),

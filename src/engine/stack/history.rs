@@ -16,9 +16,9 @@
 //! lists among its runs, and the stack run names it.
 
 use super::{InstanceId, InstanceResult, Outcome, StackRequest};
-use crate::diag::{Diagnostic, Diagnostics, Severity, SourceMap};
+use crate::diag::{Diagnostic, Diagnostics, SourceMap};
 use cairn_state::stack_runs;
-use cairn_state::RunContext;
+use cairn_state::{RecordedDiagnostic, RunContext};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -122,67 +122,42 @@ enum Body {
         runner: Option<String>,
         /// Why it failed before its first round (the configuration's errors).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        diagnostics: Vec<RecordedDiag>,
+        diagnostics: Vec<RecordedDiagnostic>,
     },
 }
 
-/// A diagnostic as a stack run's record keeps it: its words and where it points
-/// (`FILE:LINE:COL`, the file relative to the stack's directory).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct RecordedDiag {
-    /// `error` or `warning`.
-    pub severity: String,
-    pub summary: String,
-    #[serde(default)]
-    pub detail: String,
-    #[serde(default)]
-    pub location: Option<String>,
-    #[serde(default)]
-    pub address: Option<String>,
+/// A stack run's diagnostics as its record keeps them (`RecordedDiagnostic`, as a run's
+/// `RunDiagnostics` in a state's log): `diags` with their places in `map`'s files
+/// (`FILE:LINE:COL`, relative to the stack's directory `dir` where they are in it).
+pub fn recorded(map: &SourceMap, diags: &Diagnostics, dir: &Path) -> Vec<RecordedDiagnostic> {
+    let prefix = format!("{}/", dir.display());
+    let mut out = crate::engine::session::recorded_diagnostics(diags, None);
+    for (r, d) in out.iter_mut().zip(diags.iter()) {
+        r.location = d.span.map(|span| {
+            let at = map.location(span);
+            at.strip_prefix(&prefix).map(str::to_string).unwrap_or(at)
+        });
+    }
+    out
 }
 
-impl RecordedDiag {
-    /// `diags` with their places in `map`'s files, paths relative to `dir` where they are in it.
-    pub fn all(map: &SourceMap, diags: &Diagnostics, dir: &Path) -> Vec<RecordedDiag> {
-        diags
-            .iter()
-            .map(|d| RecordedDiag {
-                severity: match d.severity {
-                    Severity::Error => "error",
-                    Severity::Warning => "warning",
-                }
-                .into(),
-                summary: d.summary.clone(),
-                detail: d.detail.clone(),
-                location: d.span.map(|span| {
-                    let at = map.location(span);
-                    let prefix = format!("{}/", dir.display());
-                    at.strip_prefix(&prefix).map(str::to_string).unwrap_or(at)
-                }),
-                address: d.address.clone(),
-            })
-            .collect()
+/// `Error: SUMMARY` with its place and detail, as lines of text.
+pub fn diagnostic_text(d: &RecordedDiagnostic) -> String {
+    let word = match d.severity {
+        cairn_state::event::Severity::Warning => "Warning",
+        cairn_state::event::Severity::Error => "Error",
+    };
+    let mut t = format!("{word}: {}", d.summary);
+    if let Some(at) = &d.location {
+        let _ = write!(t, "\n  on {at}");
     }
-
-    /// `Error: SUMMARY` with its place and detail, as lines of text.
-    pub fn text(&self) -> String {
-        let word = if self.severity == "warning" {
-            "Warning"
-        } else {
-            "Error"
-        };
-        let mut t = format!("{word}: {}", self.summary);
-        if let Some(at) = &self.location {
-            let _ = write!(t, "\n  on {at}");
-        }
-        if let Some(a) = &self.address {
-            let _ = write!(t, "\n  with {a}");
-        }
-        for l in self.detail.lines() {
-            let _ = write!(t, "\n  {l}");
-        }
-        t
+    if let Some(a) = &d.address {
+        let _ = write!(t, "\n  with {a}");
     }
+    for l in d.detail.lines() {
+        let _ = write!(t, "\n  {l}");
+    }
+    t
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -227,7 +202,7 @@ pub struct StackRun {
     pub outcome: String,
     pub message: Option<String>,
     /// Why it failed before its first round: the configuration's diagnostics.
-    pub diagnostics: Vec<RecordedDiag>,
+    pub diagnostics: Vec<RecordedDiagnostic>,
     /// A fleet's runners, in the order they joined.
     pub runners: Vec<String>,
     pub steps: Vec<Step>,
@@ -546,7 +521,7 @@ impl Recorder {
         if warn.is_some() {
             return false;
         }
-        let diagnostics = RecordedDiag::all(map, diags, &req.dir);
+        let diagnostics = recorded(map, diags, &req.dir);
         let errors = diags.error_count();
         let message = format!(
             "The stack's configuration has {errors} error{}: nothing was planned or applied.",
