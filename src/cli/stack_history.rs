@@ -226,9 +226,15 @@ pub(crate) fn run_text(r: &StackRun) -> String {
     }
     for s in &r.steps {
         match (&s.round, &s.item) {
-            (Some(n), _) => {
-                let _ = writeln!(out, "\nRound {n}");
-            }
+            (Some(n), _) => match &s.status {
+                // A round the run stopped or died in.
+                Some(status) => {
+                    let _ = writeln!(out, "\nRound {n}: {status}");
+                }
+                None => {
+                    let _ = writeln!(out, "\nRound {n}");
+                }
+            },
             (None, item) => {
                 let _ = write!(
                     out,
@@ -268,7 +274,7 @@ pub(crate) fn run_text(r: &StackRun) -> String {
 /// a failure to record said as a warning (the run itself goes on).
 pub(crate) struct RunLog<'a> {
     ctx: &'a Context,
-    rec: history::Recorder,
+    rec: std::sync::Arc<history::Recorder>,
     no_color: bool,
 }
 
@@ -280,6 +286,7 @@ impl<'a> RunLog<'a> {
         no_color: bool,
     ) -> RunLog<'a> {
         let (rec, warn) = history::Recorder::start(req, command);
+        let rec = std::sync::Arc::new(rec);
         let log = RunLog { ctx, rec, no_color };
         log.warn(warn);
         log
@@ -295,6 +302,7 @@ impl<'a> RunLog<'a> {
         no_color: bool,
     ) -> RunLog<'a> {
         let (rec, warn) = history::Recorder::fleet(req, run_id, runner, started);
+        let rec = std::sync::Arc::new(rec);
         let log = RunLog { ctx, rec, no_color };
         log.warn(warn);
         log
@@ -327,18 +335,33 @@ impl<'a> RunLog<'a> {
         self.warn(self.rec.round(1, started_ms, results, &[], &plans, false));
     }
 
-    /// An apply's round `n`: its plans, and what its applies did.
+    /// What names round `n`'s component runs in the record as they begin.
+    pub(crate) fn link(&self, n: usize) -> history::RoundLink {
+        history::RoundLink::new(self.rec.clone(), n)
+    }
+
+    /// An apply's round `n` (its component runs named as they began by `link`): its plans,
+    /// and what its applies did.
     pub(crate) fn round(
         &self,
         n: usize,
+        link: &history::RoundLink,
         started_ms: u64,
         planned: &[crate::engine::stack::InstanceResult],
         applied: &[crate::engine::stack::InstanceResult],
     ) {
+        self.said(link);
         self.warn(
             self.rec
                 .round(n, started_ms, planned, applied, &Default::default(), true),
         );
+    }
+
+    /// Says the failures to name `link`'s component runs in the record.
+    pub(crate) fn said(&self, link: &history::RoundLink) {
+        for w in link.warnings() {
+            self.warn(Some(w));
+        }
     }
 
     pub(crate) fn finish(&self, outcome: &str, message: Option<String>) {

@@ -414,12 +414,9 @@ enum JobDone {
     Pending(InstanceId, usize, bool, Box<PendingApply>, Box<Plan>),
 }
 
-async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> JobDone {
-    run_job_observed(base, state_root, job, apply, Arc::new(Silent)).await
-}
-
-/// [`run_job`], with `observer` hearing its engine call (a fleet's runner: when its run
-/// begins in the instance's state).
+/// Makes instance `job`'s engine call (a plan, or with `apply` an apply that waits for
+/// approval), `observer` hearing it (the stack run's record: when its run begins in the
+/// instance's state).
 async fn run_job_observed(
     base: Options,
     state_root: PathBuf,
@@ -1222,7 +1219,16 @@ fn removal_job(model: &StackModel, state_root: &Path, id: &InstanceId) -> Result
 /// made by `api::apply_start` and waits in the round for [`Round::approve`]. `destroy`
 /// plans to destroy every component (reverse dependency order, inputs from the state's
 /// outputs).
-pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy: bool) -> Round {
+///
+/// `link`: each component run the round begins is named in the stack run's record as it
+/// begins (a `stack apply|destroy`).
+pub async fn plan_round(
+    stack: &Stack,
+    req: &StackRequest,
+    apply: bool,
+    destroy: bool,
+    link: Option<&history::RoundLink>,
+) -> Round {
     let model = &stack.model;
     let levels = levels(model);
     let mut round = Round {
@@ -1249,9 +1255,13 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
             job.id.component.clone(),
             job.id.key.clone(),
         );
+        let observer: Arc<dyn Observer> = match link {
+            Some(l) => l.observer(&job.id),
+            None => Arc::new(Silent),
+        };
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
-            let done = run_job(base, root, job, apply).await;
+            let done = run_job_observed(base, root, job, apply, observer).await;
             (d, c, k, done)
         });
     };
@@ -1680,7 +1690,11 @@ pub fn save_round(round: &Round, path: &Path) -> Result<usize, Diagnostic> {
 
 /// `stack apply FILE`: each saved instance's plan checked against its state (not stale, the
 /// same configuration and inputs) and held for [`Round::approve`], as `apply FILE` holds one.
-pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
+pub async fn apply_saved(
+    req: &StackRequest,
+    path: &Path,
+    link: Option<&history::RoundLink>,
+) -> Round {
     let mut round = Round {
         results: Vec::new(),
         diags: Diagnostics::new(),
@@ -1734,6 +1748,10 @@ pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
         let base = req.base.clone();
         let root = req.state_root.clone();
         let sem = sem.clone();
+        let observer: Arc<dyn Observer> = match link {
+            Some(l) => l.observer(&id),
+            None => Arc::new(Silent),
+        };
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
             let state_dir = super::workspaces::ensure_dir(&root, &id.workspace());
@@ -1747,7 +1765,7 @@ pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
             opts.test_providers = i.replay.providers;
             opts.workspace = None;
             let mode = i.plan.mode;
-            let started = api::apply_start(&opts, mode, Some(i.plan), Arc::new(Silent)).await;
+            let started = api::apply_start(&opts, mode, Some(i.plan), observer).await;
             (id, i.removed, i.replay.level, Ok(started))
         });
     }

@@ -17,12 +17,14 @@
 
 use super::{InstanceId, InstanceResult, Outcome, StackRequest};
 use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::engine::observer::Observer;
 use cairn_state::stack_runs;
 use cairn_state::{RecordedDiagnostic, RunContext};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// One component instance in a round (or a fleet's work item).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -41,7 +43,8 @@ pub struct ComponentRun {
     /// `applied`, `planned` (changes proposed), `no changes`, `not applied` (planned, then
     /// not approved or interrupted), `deferred` or `failed`; in a fleet's item its runner
     /// did not finish, `interrupted` (the runner stopped or died: its runs here are left
-    /// unfinished, resolved by the runner that took the item over) or `running`.
+    /// unfinished, resolved by the runner that took the item over) or `running`; likewise in
+    /// a round the run stopped or died in (its runs resolved by the next run in their state).
     pub status: String,
     /// Why it was deferred.
     #[serde(default)]
@@ -111,6 +114,14 @@ enum Body {
         item: String,
         instance: ComponentRun,
     },
+    /// A component run began in an instance's state in round `round` of a `stack
+    /// apply|destroy` (not a fleet's): recorded as the run begins, so a stack run killed
+    /// mid-round leaves its runs linked (the round's own entry, written when the round ends,
+    /// takes the place of these).
+    RoundRunBegun {
+        round: usize,
+        instance: ComponentRun,
+    },
     /// A runner left a fleet's run before it ended (interrupted).
     Left { runner: String },
     /// The run ended (a fleet: as the runner `runner` saw it).
@@ -175,7 +186,9 @@ pub struct Step {
     /// The fleet's item and the runner that worked on it.
     pub item: Option<String>,
     pub runner: Option<String>,
-    /// A fleet item's status: `done`, `failed`, `blocked`.
+    /// A fleet item's status: `done`, `failed`, `blocked`, `interrupted` (its runner
+    /// stopped or died on it) or `running`; a round's, only when it has no end: `running`
+    /// while its process lives, else `interrupted` (killed, or abandoned by a second Ctrl-C).
     pub status: Option<String>,
     pub reason: Option<String>,
     pub started_ms: u64,
@@ -237,8 +250,18 @@ impl StackRun {
             .filter(|s| s.item.is_some() && s.status.as_deref() == Some("interrupted"))
             .count();
         let s = |n: usize| if n == 1 { "" } else { "s" };
+        // Only a run's last round can be left without its end (it stopped or died in it).
+        let unended = self
+            .steps
+            .iter()
+            .filter(|s| s.round.is_some())
+            .find_map(|s| s.status.as_deref());
         if rounds > 0 {
-            parts.push(format!("{rounds} round{}", s(rounds)));
+            let mut text = format!("{rounds} round{}", s(rounds));
+            if let Some(status) = unended {
+                let _ = write!(text, " (the last {status})");
+            }
+            parts.push(text);
         }
         if items > 0 {
             let mut text = format!(
@@ -468,16 +491,15 @@ impl Recorder {
         self.append(Body::RunBegun {
             runner: runner.to_string(),
             item: item.to_string(),
-            instance: ComponentRun {
-                deployment: id.deployment.clone(),
-                component: id.component.clone(),
-                key: id.key.clone(),
-                address: id.address(),
-                workspace: id.workspace(),
-                status: "interrupted".into(),
-                runs: vec![run],
-                ..ComponentRun::default()
-            },
+            instance: begun(id, run),
+        })
+    }
+
+    /// Run `run` began in the state of instance `id` in round `round` of this (local) run.
+    pub fn round_run_begun(&self, round: usize, id: &InstanceId, run: u64) -> Option<String> {
+        self.append(Body::RoundRunBegun {
+            round,
+            instance: begun(id, run),
         })
     }
 
@@ -672,6 +694,75 @@ pub fn record_plans(
     (ids, warnings)
 }
 
+/// Instance `id`'s run `run`, begun (until its step ends: interrupted if it never does).
+fn begun(id: &InstanceId, run: u64) -> ComponentRun {
+    ComponentRun {
+        deployment: id.deployment.clone(),
+        component: id.component.clone(),
+        key: id.key.clone(),
+        address: id.address(),
+        workspace: id.workspace(),
+        status: "interrupted".into(),
+        runs: vec![run],
+        ..ComponentRun::default()
+    }
+}
+
+/// Names each component run of round `round` of a local `stack apply|destroy` in the stack
+/// run's record as the run begins (`Observer::run_begun`), so a stack run killed (or
+/// abandoned) mid-round leaves its component runs linked, as interrupted steps. A failure to
+/// write is kept for [`RoundLink::warnings`]: the run goes on.
+#[derive(Clone)]
+pub struct RoundLink {
+    rec: Arc<Recorder>,
+    round: usize,
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+impl RoundLink {
+    pub fn new(rec: Arc<Recorder>, round: usize) -> RoundLink {
+        RoundLink {
+            rec,
+            round,
+            warnings: Default::default(),
+        }
+    }
+
+    /// The observer of instance `id`'s engine call in this round.
+    pub fn observer(&self, id: &InstanceId) -> Arc<dyn Observer> {
+        Arc::new(RoundRunLink {
+            link: self.clone(),
+            id: id.clone(),
+        })
+    }
+
+    /// The write failures so far (taken: each is said once).
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
+}
+
+struct RoundRunLink {
+    link: RoundLink,
+    id: InstanceId,
+}
+
+impl Observer for RoundRunLink {
+    fn event(&self, _: crate::engine::observer::Progress) {}
+
+    fn run_begun(&self, run: u64) {
+        let l = &self.link;
+        if let Some(w) = l.rec.round_run_begun(l.round, &self.id, run) {
+            if let Ok(mut ws) = l.warnings.lock() {
+                ws.push(w);
+            }
+        }
+    }
+}
+
 /// Whether process `pid` lives on this machine.
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
@@ -744,6 +835,8 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
     // until the runner's `Item` for it replaces it (at the end, where it finished).
     let mut steps: Vec<Option<Step>> = Vec::new();
     let mut open: BTreeMap<(String, String), usize> = BTreeMap::new();
+    // A local run's rounds whose component runs began, until the round's own entry.
+    let mut open_rounds: BTreeMap<usize, usize> = BTreeMap::new();
     let mut left: Vec<String> = Vec::new();
     for e in entries {
         match e.body {
@@ -785,17 +878,54 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
             Body::Round {
                 round,
                 started_ms,
-                instances,
-            } => steps.push(Some(Step {
-                round: Some(round),
-                item: None,
-                runner: None,
-                status: None,
-                reason: None,
-                started_ms,
-                finished_ms: e.at_ms,
-                instances,
-            })),
+                mut instances,
+            } => {
+                let mut step = Step {
+                    round: Some(round),
+                    item: None,
+                    runner: None,
+                    status: None,
+                    reason: None,
+                    started_ms,
+                    finished_ms: e.at_ms,
+                    instances: Vec::new(),
+                };
+                // The runs it began are linked even when the end's own look missed one.
+                match open_rounds.remove(&round) {
+                    Some(slot) => {
+                        if let Some(begun) = steps[slot].take() {
+                            for c in begun.instances {
+                                merge_runs(&mut instances, c);
+                            }
+                        }
+                        step.instances = instances;
+                        steps[slot] = Some(step);
+                    }
+                    None => {
+                        step.instances = instances;
+                        steps.push(Some(step));
+                    }
+                }
+            }
+            Body::RoundRunBegun { round, instance } => {
+                let slot = *open_rounds.entry(round).or_insert_with(|| {
+                    steps.push(Some(Step {
+                        round: Some(round),
+                        item: None,
+                        runner: None,
+                        status: Some("interrupted".into()),
+                        reason: None,
+                        started_ms: e.at_ms,
+                        finished_ms: e.at_ms,
+                        instances: Vec::new(),
+                    }));
+                    steps.len() - 1
+                });
+                if let Some(step) = steps[slot].as_mut() {
+                    step.finished_ms = e.at_ms;
+                    merge_runs(&mut step.instances, instance);
+                }
+            }
             Body::Claimed {
                 runner,
                 item,
@@ -869,6 +999,22 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
     }
     if run.finished_ms.is_none() {
         run.outcome = if live { "running" } else { "unfinished" }.into();
+    }
+    // A round with no entry of its own: the run stopped (or died) in it — its component
+    // runs still running while its process lives, else interrupted (left unfinished in
+    // their states' histories, resolved by the next run there).
+    let status = if run.finished_ms.is_none() && live {
+        "running"
+    } else {
+        "interrupted"
+    };
+    for slot in open_rounds.into_values() {
+        if let Some(step) = steps[slot].as_mut() {
+            step.status = Some(status.into());
+            for c in &mut step.instances {
+                c.status = status.into();
+            }
+        }
     }
     // What is left of the claims: items their runners did not finish — still being worked
     // on while the runner lives (on this host: elsewhere, until the run ends or another
@@ -1104,5 +1250,79 @@ mod tests {
         );
         assert_eq!(run.steps[0].status.as_deref(), Some("running"));
         assert_eq!(run.steps[0].instances[0].runs, [7]);
+    }
+
+    #[test]
+    fn a_round_without_its_end_names_the_runs_it_began() {
+        let host = Some("ci-1".to_string());
+        let id = |d: &str| InstanceId {
+            deployment: d.into(),
+            component: "net".into(),
+            key: None,
+        };
+        let started = Body::Started {
+            command: "stack apply".into(),
+            args: Vec::new(),
+            user: "u".into(),
+            pid: u32::MAX,
+            context: RunContext {
+                host: Some("ci-1".into()),
+                ..Default::default()
+            },
+            deployment: None,
+            runner: None,
+        };
+        let begun = |round: usize, d: &str, run: u64| Body::RoundRunBegun {
+            round,
+            instance: super::begun(&id(d), run),
+        };
+        let ended = Body::Round {
+            round: 1,
+            started_ms: 1,
+            instances: vec![ComponentRun {
+                deployment: "dev".into(),
+                address: "component.net".into(),
+                status: "applied".into(),
+                runs: vec![4],
+                ..Default::default()
+            }],
+        };
+        // Round 1 ended (its runs merged into its entry); round 2 began two runs and the
+        // process is gone.
+        let run = fold(
+            "r1".into(),
+            vec![
+                entry(1, started),
+                entry(2, begun(1, "dev", 3)),
+                entry(5, ended),
+                entry(6, begun(2, "dev", 5)),
+                entry(7, begun(2, "prod", 2)),
+            ],
+            &host,
+        );
+        assert_eq!(run.outcome, "unfinished");
+        assert_eq!(run.steps.len(), 2, "{:#?}", run.steps);
+        assert_eq!(run.steps[0].status, None);
+        assert_eq!(run.steps[0].instances.len(), 1);
+        assert_eq!(run.steps[0].instances[0].runs, [3, 4]);
+        assert_eq!(run.steps[0].instances[0].status, "applied");
+        assert_eq!(run.steps[1].round, Some(2));
+        assert_eq!(run.steps[1].status.as_deref(), Some("interrupted"));
+        let runs: Vec<(&str, &str, &[u64])> = run.steps[1]
+            .instances
+            .iter()
+            .map(|c| (c.deployment.as_str(), c.status.as_str(), c.runs.as_slice()))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                ("dev", "interrupted", &[5][..]),
+                ("prod", "interrupted", &[2][..])
+            ]
+        );
+        assert_eq!(
+            run.summary(),
+            "2 rounds (the last interrupted); 2 interrupted"
+        );
     }
 }

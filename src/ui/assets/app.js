@@ -712,7 +712,7 @@ async function stackRunView(id) {
   <div>${esc(r.summary)}</div>${r.message ? `<div class="muted">${esc(r.message)}</div>` : ""}
   ${(r.diagnostics || []).map(d => `<pre class="stack-run-diag">${esc(d.severity === "Warning" ? "Warning" : "Error")}: ${esc(d.summary)}${d.location ? `\n  on ${esc(d.location)}` : ""}${d.detail ? `\n  ${esc(d.detail)}` : ""}</pre>`).join("")}</div>`;
   for (const step of r.steps) {
-    const title = step.round != null ? `Round ${step.round}`
+    const title = step.round != null ? `Round ${step.round}${step.status ? `: ${esc(step.status)}` : ""}`
       : `${esc(step.item || "work item")}: ${esc(step.status || "")}${step.runner ? ` by runner <code>${esc(step.runner)}</code>` : ""}${step.reason ? ` — ${esc(step.reason)}` : ""}`;
     html += `<h2 class="stack-step">${title} <span class="muted">${when(step.started_ms)}</span></h2>`;
     html += step.instances.length
