@@ -818,8 +818,9 @@ fn run_as_runner(
             started,
             abandoned,
             items,
+            record,
         } => {
-            log = Some(RunLog::fleet(ctx, req, &run_id, &runner, started, no_color));
+            log = Some(RunLog::fleet(ctx, req, record, &runner, started, no_color));
             me = runner.clone();
             if let Some(old) = abandoned {
                 ctx.out(&format!(

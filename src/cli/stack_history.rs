@@ -292,17 +292,16 @@ impl<'a> RunLog<'a> {
         log
     }
 
-    /// A runner's part of fleet run `run_id`.
+    /// A runner's part of the fleet run whose record is `rec`.
     pub(crate) fn fleet(
         ctx: &'a Context,
         req: &crate::engine::stack::StackRequest,
-        run_id: &str,
+        rec: std::sync::Arc<history::Recorder>,
         runner: &str,
         started: bool,
         no_color: bool,
     ) -> RunLog<'a> {
-        let (rec, warn) = history::Recorder::fleet(req, run_id, runner, started);
-        let rec = std::sync::Arc::new(rec);
+        let warn = rec.fleet_start(req, runner, started);
         let log = RunLog { ctx, rec, no_color };
         log.warn(warn);
         log

@@ -40,6 +40,8 @@ pub enum FleetEvent {
         started: bool,
         abandoned: Option<String>,
         items: usize,
+        /// The stack run's record, for the runner's own entries.
+        record: Arc<Recorder>,
     },
     /// It claimed an item; `before`: the runners that claimed it earlier and stopped.
     Claimed { label: String, before: Vec<String> },
@@ -497,7 +499,9 @@ pub async fn run(
             .map_err(|e| state_diag("Cannot join the stack run", e))?
     };
     let fleet = Arc::new(fleet);
-    let record = Arc::new(Recorder::attach(req, &fleet.run_id));
+    // One record for this runner's part (the CLI's entries and the component runs it
+    // begins), written over the runner's own connection.
+    let record = Arc::new(Recorder::on_fleet(req, &fleet));
     let warnings: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
     let rows = fleet
         .rows()
@@ -508,6 +512,7 @@ pub async fn run(
         started: fleet.started,
         abandoned: fleet.abandoned.clone(),
         items: rows.len(),
+        record: record.clone(),
     });
     let model = &stack.model;
     let dependents = |name: &str| -> Vec<String> {

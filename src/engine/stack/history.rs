@@ -333,6 +333,8 @@ fn my_host() -> Option<String> {
 /// warning's text: the stack run itself goes on.
 pub struct Recorder {
     root: PathBuf,
+    /// Where its entries go (on PostgreSQL, over one connection for the whole run).
+    writer: stack_runs::Writer,
     pub id: String,
     host: Option<String>,
     crypt: Option<std::sync::Arc<cairn_state::crypt::Encryption>>,
@@ -342,6 +344,7 @@ impl Recorder {
     fn new(req: &StackRequest, id: String) -> Recorder {
         Recorder {
             root: req.state_root.clone(),
+            writer: stack_runs::Writer::new(&req.state_root),
             id,
             host: my_host(),
             crypt: crate::engine::encryption::state(),
@@ -362,7 +365,8 @@ impl Recorder {
             None => json,
         };
         let entry = stack_runs::new_id(at_ms);
-        stack_runs::append(&self.root, &self.id, &entry, &bytes)
+        self.writer
+            .append(&self.id, &entry, &bytes)
             .err()
             .map(|e| format!("stack run {} could not be recorded: {e}", self.id))
     }
@@ -382,15 +386,19 @@ impl Recorder {
         (rec, warn)
     }
 
-    /// A runner's part of a fleet's run `run_id` (the fleet's own id): the start when it
-    /// started the run, else its joining.
-    pub fn fleet(
-        req: &StackRequest,
-        run_id: &str,
-        runner: &str,
-        started: bool,
-    ) -> (Recorder, Option<String>) {
-        let rec = Recorder::new(req, run_id.to_string());
+    /// The record of the fleet run `fleet` is a member of (under the fleet's own id),
+    /// written over the runner's own database connection. No entry of its own: see
+    /// [`Recorder::fleet_start`].
+    pub fn on_fleet(req: &StackRequest, fleet: &cairn_state::pg_fleet::Fleet) -> Recorder {
+        Recorder {
+            writer: fleet.history_writer(&req.state_root),
+            ..Recorder::new(req, fleet.run_id.clone())
+        }
+    }
+
+    /// A runner's part of the fleet's run: the start when it started the run, else its
+    /// joining.
+    pub fn fleet_start(&self, req: &StackRequest, runner: &str, started: bool) -> Option<String> {
         let context = crate::engine::session::run_context();
         let body = if started {
             Body::Started {
@@ -410,8 +418,7 @@ impl Recorder {
                 context,
             }
         };
-        let warn = rec.append(body);
-        (rec, warn)
+        self.append(body)
     }
 
     /// Records round `round`, which started at `started_ms`: each instance's plan (or
@@ -470,11 +477,6 @@ impl Recorder {
             started_ms,
             instances,
         })
-    }
-
-    /// The record of fleet run `run_id`, to append to (no entry of its own).
-    pub fn attach(req: &StackRequest, run_id: &str) -> Recorder {
-        Recorder::new(req, run_id.to_string())
     }
 
     /// `runner` claimed the fleet's work item `item` at `started_ms` and starts on it.
