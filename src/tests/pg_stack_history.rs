@@ -2,7 +2,8 @@
 //! (`cairn_stack_history`, append-only): a `stack apply` made in one working copy is listed,
 //! with its component runs, by another; a fleet's shared run (`stack apply -runner`, two
 //! runners) is one record to which both runners append the items they finished; a command
-//! stopped by a configuration error is a failed run there, with the error at its place.
+//! stopped by a configuration error is a failed run there, with the error at its place; a
+//! local `stack apply` killed mid-round names there the component runs it left unfinished.
 
 use super::stack_fixtures::{sim_stack, THING_MODULE};
 use super::{finish, pgserver, stack_copy, wait_for, Copy, FIRST_SECOND};
@@ -207,4 +208,60 @@ fn stack_runs_are_recorded_in_the_stacks_schema_for_every_working_copy() {
             .any(|d| d["location"].as_str().is_some_and(|l| l.starts_with(&at))),
         "{last}"
     );
+
+    // A local stack apply killed mid-round (SIGKILL): its record in the schema names the
+    // component runs it began, interrupted, as seen from the other working copy; the next
+    // apply converges.
+    std::fs::write(&path, &text).unwrap();
+    let begun = || {
+        server
+            .psql(&format!(
+                "SELECT count(*) FROM \"{schema}\".cairn_stack_history \
+                 WHERE convert_from(data, 'UTF8') LIKE '%\"round_run_begun\"%'"
+            ))
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+    };
+    let before = begun();
+    let mut slow = copy(deploy);
+    std::fs::write(slow.dir.path().join("deploy.tfdeploy.hcl"), deploy3).unwrap();
+    slow.env.push(("SIM_LATENCY_MS".into(), "4000".into()));
+    let mut killed = slow.spawn(&["stack", "apply", "-auto-approve"]);
+    wait_for("a component run begun", Duration::from_secs(60), || {
+        begun() >= before + 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    killed.kill().unwrap();
+    let _ = finish(killed);
+    let last = runs(&b).pop().unwrap();
+    assert_eq!(last["outcome"], "unfinished", "{last}");
+    let full: Value =
+        serde_json::from_str(&b.ok(&["stack", "history", last["id"].as_str().unwrap(), "-json"]))
+            .unwrap();
+    let steps = full["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{full:#}");
+    assert_eq!(steps[0]["status"], "interrupted", "{full:#}");
+    let left = components(&full);
+    assert_eq!(left.len(), 2, "{full:#}");
+    for c in &left {
+        assert_eq!(c["status"], "interrupted", "{c}");
+        let ws = c["workspace"].as_str().unwrap();
+        let mut cmd = b.command(&["history", "-json"]);
+        cmd.env("TF_WORKSPACE", ws);
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let run = c["runs"][0].clone();
+        assert!(
+            text.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .any(|h| h["id"] == run && h["outcome"] == "unfinished"),
+            "run {run} unfinished in {ws}: {text}"
+        );
+    }
+    slow.env.retain(|(k, _)| k != "SIM_LATENCY_MS");
+    slow.ok(&["stack", "apply", "-auto-approve"]);
+    let (code, out, err) = slow.run(&["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "no changes after convergence: {out}{err}");
+    assert_eq!(runs(&b).pop().unwrap()["outcome"], "success");
 }
