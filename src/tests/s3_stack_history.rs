@@ -21,8 +21,9 @@ fn stack_runs_are_objects_under_the_stacks_prefix() {
         .into_iter()
         .filter(|k| k.starts_with(&prefix))
         .collect();
-    // The start, three rounds, the end.
-    assert_eq!(keys.len(), 5, "{keys:?}");
+    // The start, each component run as it began (first; then first and second, twice),
+    // three rounds, the end.
+    assert_eq!(keys.len(), 10, "{keys:?}");
 
     let b = copy();
     b.ok(&init);
