@@ -204,11 +204,17 @@ fn each_stack_run_is_one_record_linking_its_component_runs() {
     assert!(err.contains("No such stack run"), "{err}");
 }
 
-/// Starts `cairn stack apply -auto-approve` (or `args`) on the run stack in `d` with a sim
-/// provider whose every store call takes 4 s, and returns it once the first round's
-/// component runs began (the net of each deployment: the run's start and two begun runs in
-/// its record).
+/// Starts `cairn ARGS` (`stack apply|destroy -auto-approve`) on the run stack in `d` with
+/// a sim provider whose every store call takes 4 s, and returns it once the first round's
+/// component runs began (at least two: the new run's start and two begun runs in its record).
 fn slow_apply(d: &Path, args: &[&str]) -> std::process::Child {
+    let runs_dir = d.join(".cairn/stack-runs");
+    let before: Vec<std::ffi::OsString> = std::fs::read_dir(&runs_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     let store = d.join("sim-store");
     let child = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(args)
@@ -222,11 +228,13 @@ fn slow_apply(d: &Path, args: &[&str]) -> std::process::Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The new run's entries.
     let entries = || -> usize {
-        std::fs::read_dir(d.join(".cairn/stack-runs"))
+        std::fs::read_dir(&runs_dir)
             .into_iter()
             .flatten()
             .flatten()
+            .filter(|run| !before.contains(&run.file_name()))
             .flat_map(|run| {
                 std::fs::read_dir(run.path())
                     .into_iter()
@@ -326,6 +334,40 @@ fn a_stack_run_killed_midway_links_its_unfinished_component_runs() {
     let all = runs(d);
     assert_eq!(all.len(), 3);
     assert_eq!(all[0]["outcome"], "unfinished");
+
+    // A stack destroy too: killed in its first round, it names the runs it began; the next
+    // destroy resolves them and finishes.
+    let mut child = slow_apply(d, &["stack", "destroy", "-auto-approve"]);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let all = runs(d);
+    let last = all.last().unwrap();
+    assert_eq!(
+        (last["command"].as_str(), last["outcome"].as_str()),
+        (Some("stack destroy"), Some("unfinished")),
+        "{last}"
+    );
+    let full = run(d, last["id"].as_str().unwrap());
+    let steps = full["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{full:#}");
+    assert_eq!(steps[0]["status"], "interrupted", "{full:#}");
+    let left = steps[0]["components"].as_array().unwrap();
+    assert!(left.len() >= 2, "{full:#}");
+    for c in left {
+        assert_eq!(c["status"], "interrupted", "{c}");
+        let ws = c["workspace"].as_str().unwrap();
+        let history = component_history(d, ws);
+        let own = history.iter().find(|h| h["id"] == c["runs"][0]).unwrap();
+        assert_eq!(
+            (own["command"].as_str(), own["outcome"].as_str()),
+            (Some("stack destroy"), Some("unfinished")),
+            "{own}"
+        );
+    }
+    let (code, out, err) = sim(d, &["stack", "destroy", "-auto-approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(super::stack_fixtures::sim_things(&d.join("sim-store"), "main").is_empty());
+    assert_eq!(runs(d).last().unwrap()["outcome"], "success");
 }
 
 /// Ctrl-C twice mid-round abandons the running steps: the stack run ends `interrupted` (not
