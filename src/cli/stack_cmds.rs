@@ -582,7 +582,8 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         let started = stack_history::now_ms();
         // Each component run is named in the record as it begins (a kill leaves it linked).
         let link = log.link(rounds);
-        let planning = engine_stack::plan_round(&stack, &req, true, destroy, Some(&link));
+        let links: &dyn engine_stack::Observers = &link;
+        let planning = engine_stack::plan_round(&stack, &req, true, destroy, Some(links));
         let mut round = match rt.run(planning) {
             Ok(r) => r,
             Err(d) => return abandoned(ctx, &log, &link, d, no_color),
@@ -1052,7 +1053,8 @@ fn apply_saved(
     let log = RunLog::start(ctx, req, "stack apply", no_color);
     let started = stack_history::now_ms();
     let link = log.link(1);
-    let mut round = match rt.run(engine_stack::apply_saved(req, path, Some(&link))) {
+    let links: &dyn engine_stack::Observers = &link;
+    let mut round = match rt.run(engine_stack::apply_saved(req, path, Some(links))) {
         Ok(r) => r,
         Err(d) => return abandoned(ctx, &log, &link, d, no_color),
     };

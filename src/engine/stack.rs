@@ -414,6 +414,13 @@ enum JobDone {
     Pending(InstanceId, usize, bool, Box<PendingApply>, Box<Plan>),
 }
 
+/// What hears each instance's engine call in a round: the stack run's record
+/// (`history::RoundLink`), which names each component run as it begins.
+pub trait Observers: Send + Sync {
+    /// The observer of instance `id`'s engine call.
+    fn observer(&self, id: &InstanceId) -> Arc<dyn Observer>;
+}
+
 /// Makes instance `job`'s engine call (a plan, or with `apply` an apply that waits for
 /// approval), `observer` hearing it (the stack run's record: when its run begins in the
 /// instance's state).
@@ -1227,7 +1234,7 @@ pub async fn plan_round(
     req: &StackRequest,
     apply: bool,
     destroy: bool,
-    link: Option<&history::RoundLink>,
+    link: Option<&dyn Observers>,
 ) -> Round {
     let model = &stack.model;
     let levels = levels(model);
@@ -1690,11 +1697,7 @@ pub fn save_round(round: &Round, path: &Path) -> Result<usize, Diagnostic> {
 
 /// `stack apply FILE`: each saved instance's plan checked against its state (not stale, the
 /// same configuration and inputs) and held for [`Round::approve`], as `apply FILE` holds one.
-pub async fn apply_saved(
-    req: &StackRequest,
-    path: &Path,
-    link: Option<&history::RoundLink>,
-) -> Round {
+pub async fn apply_saved(req: &StackRequest, path: &Path, link: Option<&dyn Observers>) -> Round {
     let mut round = Round {
         results: Vec::new(),
         diags: Diagnostics::new(),

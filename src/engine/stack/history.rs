@@ -730,20 +730,21 @@ impl RoundLink {
         }
     }
 
-    /// The observer of instance `id`'s engine call in this round.
-    pub fn observer(&self, id: &InstanceId) -> Arc<dyn Observer> {
-        Arc::new(RoundRunLink {
-            link: self.clone(),
-            id: id.clone(),
-        })
-    }
-
     /// The write failures so far (taken: each is said once).
     pub fn warnings(&self) -> Vec<String> {
         self.warnings
             .lock()
             .map(|mut w| std::mem::take(&mut *w))
             .unwrap_or_default()
+    }
+}
+
+impl super::Observers for RoundLink {
+    fn observer(&self, id: &InstanceId) -> Arc<dyn Observer> {
+        Arc::new(RoundRunLink {
+            link: self.clone(),
+            id: id.clone(),
+        })
     }
 }
 
