@@ -427,6 +427,8 @@ fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
         Ok(s) => s,
         Err((map, diags)) => {
             ctx.report(&map, &diags, no_color);
+            // The failed run is in the stack's history with its errors.
+            engine_stack::history::Recorder::failed_to_load(&req, "stack plan", &map, &diags);
             return Exit::Error;
         }
     };
@@ -437,7 +439,9 @@ fn plan(ctx: &Context, a: &StackPlanArgs) -> Exit {
     };
     let log = RunLog::start(ctx, &req, "stack plan", no_color);
     let started = stack_history::now_ms();
-    let round = match rt.run(engine_stack::plan_round(&stack, &req, false, a.destroy)) {
+    let round = match rt.run(engine_stack::plan_round(
+        &stack, &req, false, a.destroy, None,
+    )) {
         Ok(r) => r,
         Err(d) => {
             log.finish("failed", Some(d.summary.clone()));
@@ -536,6 +540,13 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         Ok(s) => s,
         Err((map, diags)) => {
             ctx.report(&map, &diags, no_color);
+            // The failed run is in the stack's history with its errors.
+            let run = if a.runner {
+                format!("{command} -runner")
+            } else {
+                command.to_string()
+            };
+            engine_stack::history::Recorder::failed_to_load(&req, &run, &map, &diags);
             return Exit::Error;
         }
     };
@@ -569,19 +580,20 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         rounds += 1;
         ctx.out(&format!("\n{}\n", bold(&format!("Round {rounds}"), color)));
         let started = stack_history::now_ms();
-        let mut round = match rt.run(engine_stack::plan_round(&stack, &req, true, destroy)) {
+        // Each component run is named in the record as it begins (a kill leaves it linked).
+        let link = log.link(rounds);
+        let links: &dyn engine_stack::Observers = &link;
+        let planning = engine_stack::plan_round(&stack, &req, true, destroy, Some(links));
+        let mut round = match rt.run(planning) {
             Ok(r) => r,
-            Err(d) => {
-                log.finish("failed", Some(d.summary.clone()));
-                return ctx.fail(d, no_color);
-            }
+            Err(d) => return abandoned(ctx, &log, &link, d, no_color),
         };
         let t = present_round(ctx, &stack, &round, no_color);
         let failed = round.diags.has_errors() || t.failed > 0;
         if failed {
             let planned = std::mem::take(&mut round.results);
             round.decline();
-            log.round(rounds, started, &planned, &[]);
+            log.round(rounds, &link, started, &planned, &[]);
             log.finish(
                 "failed",
                 Some(format!("Stopped in round {rounds}: errors.")),
@@ -594,7 +606,7 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         if !round.has_pending() {
             let planned = std::mem::take(&mut round.results);
             round.decline();
-            log.round(rounds, started, &planned, &[]);
+            log.round(rounds, &link, started, &planned, &[]);
             if t.deferred > 0 {
                 log.finish(
                     "failed",
@@ -676,7 +688,7 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
                     _ => ctx.out(&format!("\n{command} cancelled.\n")),
                 }
                 if !approved.has_pending() {
-                    log.round(rounds, started, &planned, &[]);
+                    log.round(rounds, &link, started, &planned, &[]);
                     log.finish(
                         "cancelled",
                         Some(format!("The plans of round {rounds} were not approved.")),
@@ -697,12 +709,9 @@ fn apply(ctx: &Context, a: &StackApplyArgs, destroy: bool) -> Exit {
         }
         let results = match rt.run(round.approve(req.parallelism)) {
             Ok(r) => r,
-            Err(d) => {
-                log.finish("failed", Some(d.summary.clone()));
-                return ctx.fail(d, no_color);
-            }
+            Err(d) => return abandoned(ctx, &log, &link, d, no_color),
         };
-        log.round(rounds, started, &planned, &results);
+        log.round(rounds, &link, started, &planned, &results);
         let errors = !report_applied(ctx, &results, &mut applied, no_color);
         if req.base.stop.load(std::sync::atomic::Ordering::SeqCst) {
             // Ctrl-C (or SIGTERM): the steps that ran are recorded; no new round starts.
@@ -810,8 +819,9 @@ fn run_as_runner(
             started,
             abandoned,
             items,
+            record,
         } => {
-            log = Some(RunLog::fleet(ctx, req, &run_id, &runner, started, no_color));
+            log = Some(RunLog::fleet(ctx, req, record, &runner, started, no_color));
             me = runner.clone();
             if let Some(old) = abandoned {
                 ctx.out(&format!(
@@ -828,7 +838,12 @@ fn run_as_runner(
             }
         }
         fleet::FleetEvent::Claimed { label, before } => {
-            claimed_at.insert(label.clone(), stack_history::now_ms());
+            let now = stack_history::now_ms();
+            claimed_at.insert(label.clone(), now);
+            // Before the item's first component run: a runner that dies on it is named.
+            if let Some(log) = &log {
+                log.warn(log.rec().claimed(&me, &label, now));
+            }
             if before.is_empty() {
                 ctx.out(&format!("{label}: claimed.\n"));
             } else {
@@ -876,6 +891,11 @@ fn run_as_runner(
             ctx.out(&format!(
                 "{label}: given back unfinished (interrupted): another runner takes it over.\n"
             ));
+        }
+        fleet::FleetEvent::Warning(why) => {
+            if let Some(log) = &log {
+                log.warn(Some(why));
+            }
         }
         fleet::FleetEvent::Blocked { label, why } => {
             if let Some(log) = &log {
@@ -1032,18 +1052,17 @@ fn apply_saved(
 ) -> Exit {
     let log = RunLog::start(ctx, req, "stack apply", no_color);
     let started = stack_history::now_ms();
-    let mut round = match rt.run(engine_stack::apply_saved(req, path)) {
+    let link = log.link(1);
+    let links: &dyn engine_stack::Observers = &link;
+    let mut round = match rt.run(engine_stack::apply_saved(req, path, Some(links))) {
         Ok(r) => r,
-        Err(d) => {
-            log.finish("failed", Some(d.summary.clone()));
-            return ctx.fail(d, no_color);
-        }
+        Err(d) => return abandoned(ctx, &log, &link, d, no_color),
     };
     let t = present_round(ctx, stack, &round, no_color);
     let planned = std::mem::take(&mut round.results);
     if round.diags.has_errors() || t.failed > 0 {
         round.decline();
-        log.round(1, started, &planned, &[]);
+        log.round(1, &link, started, &planned, &[]);
         log.finish(
             "failed",
             Some("The saved stack plan was not applied.".into()),
@@ -1054,12 +1073,9 @@ fn apply_saved(
     let mut applied = Totals::default();
     let results = match rt.run(round.approve(req.parallelism)) {
         Ok(r) => r,
-        Err(d) => {
-            log.finish("failed", Some(d.summary.clone()));
-            return ctx.fail(d, no_color);
-        }
+        Err(d) => return abandoned(ctx, &log, &link, d, no_color),
     };
-    log.round(1, started, &planned, &results);
+    log.round(1, &link, started, &planned, &results);
     if !report_applied(ctx, &results, &mut applied, no_color) {
         log.finish("failed", Some("An apply failed.".into()));
         return Exit::Error;
@@ -1074,6 +1090,21 @@ fn apply_saved(
         applied.destroy
     ));
     Exit::Ok
+}
+
+/// A second Ctrl-C (or SIGTERM) abandoned the round's steps still running (`d` says so): the
+/// run is interrupted, its record naming the component runs the round began (left unfinished
+/// in their states, their pending operations resolved by the next run there).
+fn abandoned(
+    ctx: &Context,
+    log: &RunLog,
+    link: &engine_stack::history::RoundLink,
+    d: Diagnostic,
+    no_color: bool,
+) -> Exit {
+    log.said(link);
+    log.finish("interrupted", Some(d.summary.clone()));
+    ctx.fail(d, no_color)
 }
 
 /// Each deployment's stack outputs after an apply.

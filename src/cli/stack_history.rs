@@ -130,6 +130,7 @@ pub(crate) fn run_json(r: &StackRun) -> serde_json::Value {
         "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
         "outcome": r.outcome,
         "message": r.message,
+        "diagnostics": r.diagnostics,
         "runners": r.runners,
         "changes": {"added": add, "changed": change, "destroyed": destroy},
         "summary": summary_text(r),
@@ -217,11 +218,23 @@ pub(crate) fn run_text(r: &StackRun) -> String {
     if let Some(m) = &r.message {
         let _ = writeln!(out, "  {m}");
     }
+    for d in &r.diagnostics {
+        out.push('\n');
+        for l in history::diagnostic_text(d).lines() {
+            let _ = writeln!(out, "  {l}");
+        }
+    }
     for s in &r.steps {
         match (&s.round, &s.item) {
-            (Some(n), _) => {
-                let _ = writeln!(out, "\nRound {n}");
-            }
+            (Some(n), _) => match &s.status {
+                // A round the run stopped or died in.
+                Some(status) => {
+                    let _ = writeln!(out, "\nRound {n}: {status}");
+                }
+                None => {
+                    let _ = writeln!(out, "\nRound {n}");
+                }
+            },
             (None, item) => {
                 let _ = write!(
                     out,
@@ -247,11 +260,13 @@ pub(crate) fn run_text(r: &StackRun) -> String {
             let _ = writeln!(out, "    {}", component_line(c));
         }
     }
-    let _ = writeln!(
-        out,
-        "\nEach component instance's runs are in its state's own history: \
-         TF_WORKSPACE=STATE cairn history (or cairn log)."
-    );
+    if !r.steps.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nEach component instance's runs are in its state's own history: \
+             TF_WORKSPACE=STATE cairn history (or cairn log)."
+        );
+    }
     out
 }
 
@@ -259,7 +274,7 @@ pub(crate) fn run_text(r: &StackRun) -> String {
 /// a failure to record said as a warning (the run itself goes on).
 pub(crate) struct RunLog<'a> {
     ctx: &'a Context,
-    rec: history::Recorder,
+    rec: std::sync::Arc<history::Recorder>,
     no_color: bool,
 }
 
@@ -271,21 +286,22 @@ impl<'a> RunLog<'a> {
         no_color: bool,
     ) -> RunLog<'a> {
         let (rec, warn) = history::Recorder::start(req, command);
+        let rec = std::sync::Arc::new(rec);
         let log = RunLog { ctx, rec, no_color };
         log.warn(warn);
         log
     }
 
-    /// A runner's part of fleet run `run_id`.
+    /// A runner's part of the fleet run whose record is `rec`.
     pub(crate) fn fleet(
         ctx: &'a Context,
         req: &crate::engine::stack::StackRequest,
-        run_id: &str,
+        rec: std::sync::Arc<history::Recorder>,
         runner: &str,
         started: bool,
         no_color: bool,
     ) -> RunLog<'a> {
-        let (rec, warn) = history::Recorder::fleet(req, run_id, runner, started);
+        let warn = rec.fleet_start(req, runner, started);
         let log = RunLog { ctx, rec, no_color };
         log.warn(warn);
         log
@@ -318,18 +334,33 @@ impl<'a> RunLog<'a> {
         self.warn(self.rec.round(1, started_ms, results, &[], &plans, false));
     }
 
-    /// An apply's round `n`: its plans, and what its applies did.
+    /// What names round `n`'s component runs in the record as they begin.
+    pub(crate) fn link(&self, n: usize) -> history::RoundLink {
+        history::RoundLink::new(self.rec.clone(), n)
+    }
+
+    /// An apply's round `n` (its component runs named as they began by `link`): its plans,
+    /// and what its applies did.
     pub(crate) fn round(
         &self,
         n: usize,
+        link: &history::RoundLink,
         started_ms: u64,
         planned: &[crate::engine::stack::InstanceResult],
         applied: &[crate::engine::stack::InstanceResult],
     ) {
+        self.said(link);
         self.warn(
             self.rec
                 .round(n, started_ms, planned, applied, &Default::default(), true),
         );
+    }
+
+    /// Says the failures to name `link`'s component runs in the record.
+    pub(crate) fn said(&self, link: &history::RoundLink) {
+        for w in link.warnings() {
+            self.warn(Some(w));
+        }
     }
 
     pub(crate) fn finish(&self, outcome: &str, message: Option<String>) {

@@ -176,10 +176,11 @@ async fn import_loaded(
 ) -> Report<()> {
     let mut diags = loaded.diags.clone();
     let mut notes = Vec::new();
-    let (session, snapshot) = match RunSession::begin(opts, &loaded, &mut notes, &mut diags).await {
-        Ok(s) => s,
-        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
-    };
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded, &*observer, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+        };
     let mut summary = RunSummary::default();
     if snapshot.current(addr).is_some() {
         diags.push(
@@ -401,10 +402,13 @@ async fn start_loaded(
     let mut diags = loaded.diags.clone();
 
     let mut notes = Vec::new();
-    let (session, snapshot) = match RunSession::begin(opts, &loaded, &mut notes, &mut diags).await {
-        Ok(s) => s,
-        Err(d) => return ApplyStart::Done(Report::fail(Diagnostics::from(d), Some(loaded.config))),
-    };
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded, &*observer, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => {
+                return ApplyStart::Done(Report::fail(Diagnostics::from(d), Some(loaded.config)))
+            }
+        };
     let run = session.run;
 
     let saved_plan = saved.is_some();
@@ -675,10 +679,11 @@ async fn refresh_loaded(
             config: Some(loaded.config),
         };
     }
-    let (session, snapshot) = match RunSession::begin(opts, &loaded, &mut notes, &mut diags).await {
-        Ok(s) => s,
-        Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
-    };
+    let (session, snapshot) =
+        match RunSession::begin(opts, &loaded, &*observer, &mut notes, &mut diags).await {
+            Ok(s) => s,
+            Err(d) => return Report::fail(Diagnostics::from(d), Some(loaded.config)),
+        };
     // `-exclude`: the excluded objects and their dependents are not read.
     let scoped = super::exclude::refresh_scope(&snapshot, &opts.excludes).map(Arc::new);
     let inputs = provider_inputs(&loaded, opts, &snapshot, &observer, &mut diags).await;

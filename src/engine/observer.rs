@@ -111,6 +111,11 @@ pub enum Progress {
 /// Receives progress events. Called from many tasks at once, so it must be `Sync`.
 pub trait Observer: Send + Sync {
     fn event(&self, event: Progress);
+
+    /// The command's run began in the state's history (`run`: the seq of its `RunStarted`),
+    /// before it records anything else (a stack fleet's runner names it in the stack run's
+    /// record at once, so a runner that dies mid-run leaves its run linked).
+    fn run_begun(&self, _run: u64) {}
 }
 
 /// An observer that ignores everything (tests, `inspect`).

@@ -70,13 +70,14 @@ impl RunSession {
         })
     }
 
-    /// Opens the store, begins the run, and resolves pending operations through `registry`
+    /// Opens the store, begins the run (told to `observer`), and resolves pending operations through `registry`
     /// (notes and errors of the recovery go to `notes` and `diags`). Returns the session and
     /// the state as the run starts, after recovery.
     /// The command line is recorded with the values of sensitive `-var`s masked.
     pub(crate) async fn begin(
         opts: &Options,
         loaded: &Loaded,
+        observer: &dyn super::observer::Observer,
         notes: &mut Vec<String>,
         diags: &mut Diagnostics,
     ) -> Result<(RunSession, Arc<Snapshot>), Diagnostic> {
@@ -87,6 +88,7 @@ impl RunSession {
         notes.extend(warnings);
         let args = mask_var_args(&opts.args, &loaded.config.sensitive_variables());
         let session = Self::start(store, &opts.command, &args).map_err(state_error)?;
+        observer.run_begun(session.run);
         let mut snapshot = session.journal.snapshot();
         tracing::debug!("state open, run begun");
         recover(

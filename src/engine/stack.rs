@@ -414,7 +414,23 @@ enum JobDone {
     Pending(InstanceId, usize, bool, Box<PendingApply>, Box<Plan>),
 }
 
-async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> JobDone {
+/// What hears each instance's engine call in a round: the stack run's record
+/// (`history::RoundLink`), which names each component run as it begins.
+pub trait Observers: Send + Sync {
+    /// The observer of instance `id`'s engine call.
+    fn observer(&self, id: &InstanceId) -> Arc<dyn Observer>;
+}
+
+/// Makes instance `job`'s engine call (a plan, or with `apply` an apply that waits for
+/// approval), `observer` hearing it (the stack run's record: when its run begins in the
+/// instance's state).
+async fn run_job_observed(
+    base: Options,
+    state_root: PathBuf,
+    job: Job,
+    apply: bool,
+    observer: Arc<dyn Observer>,
+) -> JobDone {
     let state_dir = match super::workspaces::ensure_dir(&state_root, &job.id.workspace()) {
         Ok(d) => d,
         Err(d) => {
@@ -434,7 +450,6 @@ async fn run_job(base: Options, state_root: PathBuf, job: Job, apply: bool) -> J
     opts.vars = job.vars;
     opts.test_providers = job.providers;
     opts.workspace = None;
-    let observer: Arc<dyn Observer> = Arc::new(Silent);
     if !apply {
         let replay = Replay {
             dir: opts.dir.clone(),
@@ -1211,7 +1226,16 @@ fn removal_job(model: &StackModel, state_root: &Path, id: &InstanceId) -> Result
 /// made by `api::apply_start` and waits in the round for [`Round::approve`]. `destroy`
 /// plans to destroy every component (reverse dependency order, inputs from the state's
 /// outputs).
-pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy: bool) -> Round {
+///
+/// `link`: each component run the round begins is named in the stack run's record as it
+/// begins (a `stack apply|destroy`).
+pub async fn plan_round(
+    stack: &Stack,
+    req: &StackRequest,
+    apply: bool,
+    destroy: bool,
+    link: Option<&dyn Observers>,
+) -> Round {
     let model = &stack.model;
     let levels = levels(model);
     let mut round = Round {
@@ -1238,9 +1262,13 @@ pub async fn plan_round(stack: &Stack, req: &StackRequest, apply: bool, destroy:
             job.id.component.clone(),
             job.id.key.clone(),
         );
+        let observer: Arc<dyn Observer> = match link {
+            Some(l) => l.observer(&job.id),
+            None => Arc::new(Silent),
+        };
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
-            let done = run_job(base, root, job, apply).await;
+            let done = run_job_observed(base, root, job, apply, observer).await;
             (d, c, k, done)
         });
     };
@@ -1669,7 +1697,7 @@ pub fn save_round(round: &Round, path: &Path) -> Result<usize, Diagnostic> {
 
 /// `stack apply FILE`: each saved instance's plan checked against its state (not stale, the
 /// same configuration and inputs) and held for [`Round::approve`], as `apply FILE` holds one.
-pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
+pub async fn apply_saved(req: &StackRequest, path: &Path, link: Option<&dyn Observers>) -> Round {
     let mut round = Round {
         results: Vec::new(),
         diags: Diagnostics::new(),
@@ -1723,6 +1751,10 @@ pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
         let base = req.base.clone();
         let root = req.state_root.clone();
         let sem = sem.clone();
+        let observer: Arc<dyn Observer> = match link {
+            Some(l) => l.observer(&id),
+            None => Arc::new(Silent),
+        };
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
             let state_dir = super::workspaces::ensure_dir(&root, &id.workspace());
@@ -1736,7 +1768,7 @@ pub async fn apply_saved(req: &StackRequest, path: &Path) -> Round {
             opts.test_providers = i.replay.providers;
             opts.workspace = None;
             let mode = i.plan.mode;
-            let started = api::apply_start(&opts, mode, Some(i.plan), Arc::new(Silent)).await;
+            let started = api::apply_start(&opts, mode, Some(i.plan), observer).await;
             (id, i.removed, i.replay.level, Ok(started))
         });
     }

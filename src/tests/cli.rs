@@ -38,6 +38,10 @@ mod language_28;
 #[path = "cli_early.rs"]
 mod early;
 
+/// Issue 33: the stack fixtures and working-copy set-up every stack test binary shares.
+#[path = "stack_fixtures.rs"]
+mod stack_fixtures;
+
 /// Issue 33: Terraform Stacks' configuration language (`cairn stack validate`).
 #[path = "cli_stacks.rs"]
 mod stacks;
@@ -655,11 +659,7 @@ fn state_dir_from_flag_and_environment() {
 /// A temporary directory holding `files` (path, content).
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for (path, content) in files {
-        let p = dir.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
+    stack_fixtures::write_files(dir.path(), files);
     dir
 }
 

@@ -5,65 +5,15 @@
 //! locals and literals.
 
 use super::project;
+use super::stack_fixtures::{net_then_app, run_cairn, sim_stack, sim_stack_with, UPSTREAM_MODULE};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 fn cairn(dir: &Path, args: &[&str], store: &Path) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("SIM_STORE", store)
-        .env_remove("CAIRN_STATE_DIR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("the cairn binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    run_cairn(dir, args, &[("SIM_STORE", store.to_str().unwrap())])
 }
 
-const MODULE: &str = r#"variable "name" {
-  type = string
-}
-variable "upstream" {
-  type    = string
-  default = "-"
-}
-resource "sim_thing" "t" {
-  name  = var.name
-  value = var.upstream
-}
-output "id" {
-  value = sim_thing.t.id
-}
-"#;
-
-/// `app` waits for `net`'s id: its first round defers it.
-const COMPONENTS: &str = r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "prefix" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "net" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-net" }
-  providers = { sim = provider.sim.main }
-}
-component "app" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-app", upstream = component.net.id }
-  providers = { sim = provider.sim.main }
-}
-output "net_id" {
+/// The stack's outputs (the stack: [`components`]).
+const OUTPUTS: &str = r#"output "net_id" {
   type  = string
   value = component.net.id
 }
@@ -72,6 +22,11 @@ output "app_id" {
   value = component.app.id
 }
 "#;
+
+/// `app` waits for `net`'s id: its first round defers it.
+fn components() -> String {
+    sim_stack(&format!("{}{OUTPUTS}", net_then_app("./m")))
+}
 
 const RULES: &str = r#"locals {
   most = 2
@@ -129,9 +84,9 @@ fn names(store: &Path) -> Vec<String> {
 #[test]
 fn auto_approve_checks_see_the_deployment_success_deferrals_and_locals() {
     let dir = project(&[
-        ("stack.tfcomponent.hcl", COMPONENTS),
+        ("stack.tfcomponent.hcl", &components()),
         ("deploy.tfdeploy.hcl", RULES),
-        ("m/main.tf", MODULE),
+        ("m/main.tf", UPSTREAM_MODULE),
     ]);
     let d = dir.path();
     let store = d.join("sim-store");
@@ -186,7 +141,7 @@ fn auto_approve_checks_see_the_deployment_success_deferrals_and_locals() {
 #[test]
 fn published_outputs_are_expressions_over_outputs_locals_and_literals() {
     let root = project(&[
-        ("network/stack.tfcomponent.hcl", COMPONENTS),
+        ("network/stack.tfcomponent.hcl", &components()),
         (
             "network/deploy.tfdeploy.hcl",
             r#"locals {
@@ -212,26 +167,18 @@ publish_output "count" {
 }
 "#,
         ),
-        ("network/m/main.tf", MODULE),
+        ("network/m/main.tf", UPSTREAM_MODULE),
         (
             "app/stack.tfcomponent.hcl",
-            r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "label" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "app" {
+            &sim_stack_with(
+                "label",
+                r#"component "app" {
   source    = "./m"
   inputs    = { name = "consumer", upstream = var.label }
   providers = { sim = provider.sim.main }
 }
 "#,
+            ),
         ),
         (
             "app/deploy.tfdeploy.hcl",
@@ -246,7 +193,7 @@ deployment "main" {
 }
 "#,
         ),
-        ("app/m/main.tf", MODULE),
+        ("app/m/main.tf", UPSTREAM_MODULE),
     ]);
     let store = root.path().join("sim-store");
     let network = root.path().join("network");
@@ -305,9 +252,9 @@ publish_output "p" {
 }
 "#;
     let dir = project(&[
-        ("stack.tfcomponent.hcl", COMPONENTS),
+        ("stack.tfcomponent.hcl", &components()),
         ("deploy.tfdeploy.hcl", deploy),
-        ("m/main.tf", MODULE),
+        ("m/main.tf", UPSTREAM_MODULE),
     ]);
     let d = dir.path();
     let (code, _, err) = cairn(d, &["stack", "validate"], &d.join("sim-store"));

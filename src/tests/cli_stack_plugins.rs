@@ -3,26 +3,14 @@
 //! locked in `.terraform.lock.hcl` beside the stack's files.
 
 use super::project;
+use super::stack_fixtures::{
+    net_then_app, run_cairn, sim_things, PREFIX_VAR, SIM_MAIN, UPSTREAM_MODULE,
+};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 fn cairn(dir: &Path, args: &[&str], env: &[(&str, String)]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CAIRN_STATE_DIR")
-        .env_remove("TF_CLI_CONFIG_FILE")
-        .env_remove("TF_PLUGIN_CACHE_DIR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("the cairn binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run_cairn(dir, args, &env)
 }
 
 /// The oracle's Python `sim` plugin as a command line (its interpreter and provider
@@ -76,56 +64,36 @@ fn launcher(at: &Path, plugin: &str, mark: &Path) {
     std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-const MODULE: &str = r#"terraform {
-  required_providers {
-    sim = { source = "example.com/sim/sim" }
-  }
+/// [`UPSTREAM_MODULE`] on the plugin.
+fn module() -> String {
+    format!(
+        "terraform {{\n  required_providers {{\n    sim = {{ source = \"example.com/sim/sim\" }}\n  }}\n}}\n{UPSTREAM_MODULE}"
+    )
 }
-variable "name" {
-  type = string
-}
-variable "upstream" {
-  type    = string
-  default = "-"
-}
-resource "sim_thing" "t" {
-  name  = var.name
-  value = var.upstream
-}
-output "id" {
-  value = sim_thing.t.id
-}
-"#;
 
-const COMPONENTS: &str = r#"required_providers {
+/// The plugin's own `required_providers` (not the built-in sim's).
+const REQUIRED: &str = r#"required_providers {
   sim = {
     source  = "example.com/sim/sim"
     version = "~> 1.0"
   }
 }
-variable "prefix" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "net" {
-  source    = "./modules/thing"
-  inputs    = { name = "${var.prefix}-net" }
-  providers = { sim = provider.sim.main }
-}
-component "app" {
-  source    = "./modules/thing"
-  inputs    = { name = "${var.prefix}-app", upstream = component.net.id }
-  providers = { sim = provider.sim.main }
-}
-output "app" {
+"#;
+
+/// The stack's output (`app` holds `net`'s id).
+const OUTPUT: &str = r#"output "app" {
   type  = string
   value = component.app.id
 }
 "#;
+
+/// The stack: the plugin's `required_providers`, then as every sim stack.
+fn components() -> String {
+    format!(
+        "{REQUIRED}{PREFIX_VAR}{SIM_MAIN}{}{OUTPUT}",
+        net_then_app("./modules/thing")
+    )
+}
 
 const DEPLOYMENTS: &str = r#"deployment "dev" {
   inputs = { prefix = "dev" }
@@ -136,21 +104,7 @@ deployment "prod" {
 "#;
 
 fn things(store: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(store.join("things/main"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let j: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
-        out.push((
-            j["name"].as_str().unwrap().to_string(),
-            j["value"].as_str().unwrap_or_default().to_string(),
-        ));
-    }
-    out.sort();
-    out
+    sim_things(store, "main")
 }
 
 #[test]
@@ -180,9 +134,9 @@ fn stack_init_installs_the_plugin_providers_and_the_components_run_them() {
     )
     .unwrap();
     let dir = project(&[
-        ("stack.tfcomponent.hcl", COMPONENTS),
+        ("stack.tfcomponent.hcl", &components()),
         ("deploy.tfdeploy.hcl", DEPLOYMENTS),
-        ("modules/thing/main.tf", MODULE),
+        ("modules/thing/main.tf", &module()),
     ]);
     let d = dir.path();
     let store = d.join("sim-store");
@@ -279,9 +233,9 @@ fn stack_init_installs_the_plugin_providers_and_the_components_run_them() {
 
 #[test]
 fn a_component_given_another_providers_configuration_is_refused_at_init() {
-    let other = MODULE.replace("example.com/sim/sim", "hashicorp/sim");
+    let other = module().replace("example.com/sim/sim", "hashicorp/sim");
     let dir = project(&[
-        ("stack.tfcomponent.hcl", COMPONENTS),
+        ("stack.tfcomponent.hcl", &components()),
         ("deploy.tfdeploy.hcl", DEPLOYMENTS),
         ("modules/thing/main.tf", &other),
     ]);
@@ -305,7 +259,7 @@ fn a_component_given_another_providers_configuration_is_refused_at_init() {
     // A bad source address in the stack's required_providers, at its place.
     std::fs::write(
         d.join("stack.tfcomponent.hcl"),
-        COMPONENTS.replace("example.com/sim/sim", "a/b/c/d"),
+        components().replace("example.com/sim/sim", "a/b/c/d"),
     )
     .unwrap();
     let (code, _, err) = cairn(d, &["stack", "validate"], &env);

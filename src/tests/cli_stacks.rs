@@ -3,30 +3,20 @@
 //! on a provider, two deployments, a deployment group with an auto-approve rule, a store and a
 //! published output; and every kind of mistake, reported at its file:line:col.
 
+use super::stack_fixtures::{
+    run_cairn, sim_stack, sim_stack_with, sim_things, APP_TF, NET_TF, RUN_COMPONENTS,
+    RUN_DEPLOYMENTS, RUN_STACK,
+};
 use super::{check_golden, project};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn cairn(dir: &Path, args: &[&str]) -> (i32, String, String) {
     cairn_env(dir, args, &[])
 }
 
 pub(super) fn cairn_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(args)
-        .env_remove("TOKEN")
-        .envs(env.iter().copied())
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CAIRN_STATE_DIR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("the cairn binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    run_cairn(dir, args, env)
 }
 
 const COMPONENTS: &str = r#"required_providers {
@@ -335,120 +325,8 @@ fn a_directory_without_component_files_is_not_a_stack() {
 
 // ---- Running a stack: `stack init | plan | apply | destroy | show | output` ----
 
-const NET_TF: &str = r#"terraform {
-  required_providers {
-    sim = { source = "hashicorp/sim" }
-  }
-}
-variable "name" {
-  type = string
-}
-resource "sim_thing" "net" {
-  name  = var.name
-  value = "net"
-}
-output "id" {
-  value = sim_thing.net.id
-}
-output "name" {
-  value = var.name
-}
-"#;
-
-const APP_TF: &str = r#"terraform {
-  required_providers {
-    sim = { source = "hashicorp/sim" }
-  }
-}
-variable "net_id" {
-  type = string
-}
-variable "label" {
-  type = string
-}
-resource "sim_thing" "app" {
-  name  = var.label
-  value = var.net_id
-}
-output "out" {
-  value = sim_thing.app.out
-}
-"#;
-
-const RUN_COMPONENTS: &str = r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-
-variable "prefix" {
-  type = string
-}
-
-variable "regions" {
-  type = set(string)
-}
-
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-
-provider "sim" "regional" {
-  for_each = var.regions
-  config {
-    region = each.value
-  }
-}
-
-component "net" {
-  source    = "./modules/net"
-  inputs    = { name = "${var.prefix}-net" }
-  providers = { sim = provider.sim.main }
-}
-
-component "app" {
-  source   = "./modules/app"
-  for_each = provider.sim.regional
-  inputs = {
-    net_id = component.net.id
-    label  = "${var.prefix}-app-${each.key}"
-  }
-  providers = { sim = each.value }
-}
-
-output "net_id" {
-  type  = string
-  value = component.net.id
-}
-
-output "apps" {
-  type  = map(string)
-  value = { for k, a in component.app : k => a.out }
-}
-"#;
-
-const RUN_DEPLOYMENTS: &str = r#"deployment "dev" {
-  inputs = {
-    prefix  = "dev"
-    regions = ["eu"]
-  }
-}
-
-deployment "prod" {
-  inputs = {
-    prefix  = "prod"
-    regions = ["eu", "us"]
-  }
-}
-"#;
-
 pub(super) fn run_stack() -> tempfile::TempDir {
-    project(&[
-        ("stack.tfcomponent.hcl", RUN_COMPONENTS),
-        ("deploy.tfdeploy.hcl", RUN_DEPLOYMENTS),
-        ("modules/net/main.tf", NET_TF),
-        ("modules/app/main.tf", APP_TF),
-    ])
+    project(&RUN_STACK)
 }
 
 /// Runs cairn with the sim provider's store in the project.
@@ -459,20 +337,7 @@ pub(super) fn sim(dir: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// The sim objects of a region: (name, value) of each.
 fn things(dir: &Path, region: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir.join("sim-store/things").join(region)) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let j: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
-        out.push((
-            j["name"].as_str().unwrap().to_string(),
-            j["value"].as_str().unwrap_or_default().to_string(),
-        ));
-    }
-    out.sort();
-    out
+    sim_things(&dir.join("sim-store"), region)
 }
 
 #[test]
@@ -921,18 +786,8 @@ fn a_published_output_flows_into_a_downstream_stack() {
     let root = project(&[
         (
             "network/stack.tfcomponent.hcl",
-            r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "prefix" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "net" {
+            &sim_stack(
+                r#"component "net" {
   source    = "./modules/net"
   inputs    = { name = "${var.prefix}-net" }
   providers = { sim = provider.sim.main }
@@ -942,6 +797,7 @@ output "net_id" {
   value = component.net.id
 }
 "#,
+            ),
         ),
         (
             "network/deploy.tfdeploy.hcl",
@@ -950,23 +806,15 @@ output "net_id" {
         ("network/modules/net/main.tf", NET_TF),
         (
             "app/stack.tfcomponent.hcl",
-            r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "net_id" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "app" {
+            &sim_stack_with(
+                "net_id",
+                r#"component "app" {
   source    = "./modules/app"
   inputs    = { net_id = var.net_id, label = "app" }
   providers = { sim = provider.sim.main }
 }
 "#,
+            ),
         ),
         (
             "app/deploy.tfdeploy.hcl",

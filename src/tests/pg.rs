@@ -12,6 +12,11 @@ mod signal_at;
 /// Issue 33: stack runs' history on PostgreSQL (`cairn stack history`).
 #[path = "pg_stack_history.rs"]
 mod stack_history;
+
+/// Issue 33: the stack fixtures and working-copy set-up every stack test binary shares.
+#[path = "stack_fixtures.rs"]
+mod stack_fixtures;
+use stack_fixtures::{make_stack_copy, sim_stack, DEV_AND_PROD, THING_MODULE};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -103,6 +108,91 @@ impl Copy {
             })
             .collect()
     }
+}
+
+/// A working copy of a stack whose states are on `server` (`PG_CONN_STR`): `files`
+/// written in place of the root module.
+fn stack_copy(sim: &Path, server: &pgserver::PgServer, files: &[(&str, &str)]) -> Copy {
+    let mut c = Copy::new(sim, "");
+    make_stack_copy(c.dir.path(), files);
+    c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+    c
+}
+
+/// Components `first` and `second` of `m` ([`THING_MODULE`]), `second` holding `first`'s id.
+const FIRST_SECOND: &str = r#"component "first" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-first", value = "v" }
+  providers = { sim = provider.sim.main }
+}
+component "second" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-second", value = component.first.id }
+  providers = { sim = provider.sim.main }
+}
+"#;
+
+/// Once the destroy run of the stack in `schema` has claimed work, a runner of `copy`
+/// (whose files would apply the stack: another configuration) is refused.
+fn refused_while_the_destroy_runs(server: &pgserver::PgServer, schema: &str, copy: &Copy) {
+    wait_for(
+        "the destroy run's first claim",
+        Duration::from_secs(60),
+        || {
+            server
+                .psql(&format!(
+                    "SELECT count(*) FROM \"{schema}\".cairn_stack_claims JOIN \"{schema}\".cairn_stack_runs \
+                     USING (run_id) WHERE status = 'running'"
+                ))
+                .is_ok_and(|n| n != "0")
+        },
+    );
+    let (code, out, err) = copy.run(&["stack", "apply", "-runner", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("is still running with another configuration"),
+        "{err}"
+    );
+}
+
+/// The fleet tests' stack: `net`, then `db` holding its id, then `app` (`for_each` over two
+/// keys) holding `db`'s, each component two objects (`m`, [`fleet_files`]).
+fn fleet_stack() -> String {
+    sim_stack(
+        r#"component "net" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-net", value = "v" }
+  providers = { sim = provider.sim.main }
+}
+component "db" {
+  source    = "./m"
+  inputs    = { name = "${var.prefix}-db", value = component.net.id }
+  providers = { sim = provider.sim.main }
+}
+component "app" {
+  source    = "./m"
+  for_each  = toset(["a", "b"])
+  inputs    = { name = "${var.prefix}-app-${each.key}", value = component.db.id }
+  providers = { sim = provider.sim.main }
+}
+"#,
+    )
+}
+
+/// The fleet stack's `apps` output.
+const APPS_OUTPUT: &str = r#"output "apps" {
+  type  = list(string)
+  value = [for k, a in component.app : a.id]
+}
+"#;
+
+/// The fleet stack's files: `stack`, two deployments, the module of two chained objects.
+fn fleet_files(stack: &str) -> [(&str, &str); 3] {
+    [
+        ("stack.tfcomponent.hcl", stack),
+        ("deploy.tfdeploy.hcl", DEV_AND_PROD),
+        ("m/main.tf", "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"one\" {\n  name  = \"${var.name}-1\"\n  value = var.value\n}\nresource \"sim_thing\" \"two\" {\n  name  = \"${var.name}-2\"\n  value = sim_thing.one.id\n}\noutput \"id\" {\n  value = sim_thing.two.id\n}\n"),
+    ]
 }
 
 /// How many objects the sim store holds.
@@ -766,56 +856,15 @@ fn a_stack_on_postgresql_keeps_each_component_instance_in_its_own_schema() {
     };
     let schema = pgserver::schema("stack");
     let sim = tempfile::tempdir().unwrap();
+    let stack = sim_stack(&format!(
+        "{FIRST_SECOND}output \"second\" {{\n  type  = string\n  value = component.second.id\n}}\n"
+    ));
     let files = [
-        (
-            "stack.tfcomponent.hcl",
-            r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "prefix" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "first" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-first", value = "v" }
-  providers = { sim = provider.sim.main }
-}
-component "second" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-second", value = component.first.id }
-  providers = { sim = provider.sim.main }
-}
-output "second" {
-  type  = string
-  value = component.second.id
-}
-"#,
-        ),
-        (
-            "deploy.tfdeploy.hcl",
-            "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n}\n",
-        ),
-        (
-            "m/main.tf",
-            "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"t\" {\n  name  = var.name\n  value = var.value\n}\noutput \"id\" {\n  value = sim_thing.t.id\n}\n",
-        ),
+        ("stack.tfcomponent.hcl", stack.as_str()),
+        ("deploy.tfdeploy.hcl", DEV_AND_PROD),
+        ("m/main.tf", THING_MODULE),
     ];
-    let copy = || {
-        let mut c = Copy::new(sim.path(), "");
-        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
-        for (p, text) in files {
-            let path = c.dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
-        c
-    };
+    let copy = || stack_copy(sim.path(), server, &files);
     let a = copy();
     let flag = format!("-backend-config=schema_name={schema}");
     let out = a.ok(&["stack", "init", "-backend=pg", &flag]);
@@ -1162,61 +1211,11 @@ fn three_runners_share_a_stack_and_survive_one_killed_mid_apply() {
     };
     let schema = pgserver::schema("fleet");
     let sim = tempfile::tempdir().unwrap();
-    let files = [
-        (
-            "stack.tfcomponent.hcl",
-            r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "prefix" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "net" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-net", value = "v" }
-  providers = { sim = provider.sim.main }
-}
-component "db" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-db", value = component.net.id }
-  providers = { sim = provider.sim.main }
-}
-component "app" {
-  source    = "./m"
-  for_each  = toset(["a", "b"])
-  inputs    = { name = "${var.prefix}-app-${each.key}", value = component.db.id }
-  providers = { sim = provider.sim.main }
-}
-output "apps" {
-  type  = list(string)
-  value = [for k, a in component.app : a.id]
-}
-"#,
-        ),
-        (
-            "deploy.tfdeploy.hcl",
-            "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n}\n",
-        ),
-        (
-            "m/main.tf",
-            "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"one\" {\n  name  = \"${var.name}-1\"\n  value = var.value\n}\nresource \"sim_thing\" \"two\" {\n  name  = \"${var.name}-2\"\n  value = sim_thing.one.id\n}\noutput \"id\" {\n  value = sim_thing.two.id\n}\n",
-        ),
-    ];
+    let stack = format!("{}{APPS_OUTPUT}", fleet_stack());
+    let files = fleet_files(&stack);
     let flag = format!("-backend-config=schema_name={schema}");
     let copy = || {
-        let mut c = Copy::new(sim.path(), "");
-        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
-        for (p, text) in files {
-            let path = c.dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+        let mut c = stack_copy(sim.path(), server, &files);
         c.env.push(("SIM_LATENCY_MS".into(), "700".into()));
         c.ok(&["stack", "init", "-backend=pg", &flag]);
         c
@@ -1253,10 +1252,20 @@ output "apps" {
                 .nth(1)
                 .and_then(|p| p.parse::<u32>().ok())
                 .and_then(|p| pids.iter().position(|x| *x == p));
-            victim.is_some()
+            // Its run in the component's state has begun (the stack run's record names it).
+            victim.is_some_and(|v| {
+                server
+                    .psql(&format!(
+                        "SELECT count(*) FROM \"{schema}\".cairn_stack_history WHERE \
+                         convert_from(data, 'UTF8') LIKE '%\"kind\":\"run_begun\"%' AND \
+                         convert_from(data, 'UTF8') LIKE '%:{}:%component.db (%'",
+                        pids[v]
+                    ))
+                    .is_ok_and(|n| n != "0")
+            })
         },
     );
-    std::thread::sleep(Duration::from_millis(900));
+    std::thread::sleep(Duration::from_millis(600));
     let victim = victim.unwrap();
     let mut killed = runners.remove(victim);
     killed.kill().unwrap(); // SIGKILL
@@ -1274,6 +1283,77 @@ output "apps" {
     assert!(
         all.contains("taking over from runner"),
         "a survivor took the killed runner's component over:\n{all}"
+    );
+    // The stack run's one record links every component run that touched the killed
+    // runner's item: its own (interrupted, by it; unfinished in the component's state) and
+    // that of the runner that took the item over.
+    let victim_pid = format!(":{}:", pids[victim]);
+    let list = copies[0].ok(&["stack", "history", "-json"]);
+    let run: serde_json::Value = serde_json::from_str(list.lines().last().unwrap()).unwrap();
+    let run_id = run["id"].as_str().unwrap();
+    assert!(
+        run["summary"].as_str().unwrap().contains("interrupted)"),
+        "{run}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&copies[0].ok(&["stack", "history", run_id, "-json"])).unwrap();
+    let steps = record["steps"].as_array().unwrap();
+    let dead = steps
+        .iter()
+        .find(|s| {
+            s["status"] == "interrupted"
+                && s["runner"].as_str().unwrap().contains(&victim_pid)
+                && s["item"].as_str().unwrap().starts_with("component.db (")
+        })
+        .unwrap_or_else(|| panic!("the killed runner's item in {record:#}"));
+    let parts = dead["components"].as_array().unwrap();
+    assert_eq!(parts.len(), 1, "{dead:#}");
+    let part = &parts[0];
+    assert_eq!(part["status"], "interrupted", "{dead:#}");
+    let dead_run = part["runs"][0].as_u64().unwrap();
+    let ws = part["workspace"].as_str().unwrap();
+    let mut cmd = copies[0].command(&["history", "-json"]);
+    cmd.env("TF_WORKSPACE", ws);
+    let state_runs: Vec<serde_json::Value> = String::from_utf8(cmd.output().unwrap().stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let in_state = state_runs
+        .iter()
+        .find(|r| r["id"] == dead_run)
+        .unwrap_or_else(|| panic!("run {dead_run} in {ws}: {state_runs:#?}"));
+    assert_eq!(in_state["pid"], pids[victim], "{in_state}");
+    assert!(
+        ["unfinished", "interrupted"].contains(&in_state["outcome"].as_str().unwrap()),
+        "{in_state}"
+    );
+    let taker = steps
+        .iter()
+        .find(|s| s["item"] == dead["item"] && s["status"] == "done")
+        .unwrap_or_else(|| panic!("the item taken over in {record:#}"));
+    assert!(
+        !taker["runner"].as_str().unwrap().contains(&victim_pid),
+        "{taker:#}"
+    );
+    let taker_runs = taker["components"][0]["runs"].as_array().unwrap();
+    assert!(
+        !taker_runs.is_empty() && !taker_runs.contains(&dead["components"][0]["runs"][0]),
+        "{taker:#}"
+    );
+    let text = copies[0].ok(&["stack", "history", run_id]);
+    let line = format!(
+        "{}: interrupted by runner {}",
+        dead["item"].as_str().unwrap(),
+        dead["runner"].as_str().unwrap()
+    );
+    assert!(text.contains(&line), "{line}:\n{text}");
+    assert!(
+        text.contains(&format!(
+            "{}: interrupted; state {ws}, run {dead_run}",
+            part["address"].as_str().unwrap()
+        )),
+        "{text}"
     );
     // Every object exactly once: one successful create per name, 16 objects in the store.
     let calls = std::fs::read_to_string(sim.path().join("calls.jsonl")).unwrap();
@@ -1324,7 +1404,6 @@ output "apps" {
     // The killed runner's claims (one per item it was applying) were taken over, by
     // runners that name it.
     assert!(takeovers.parse::<usize>().unwrap() >= 1, "{takeovers}");
-    let victim_pid = format!(":{}:", pids[victim]);
     for l in all
         .lines()
         .filter(|l| l.contains("taking over from runner"))
@@ -1352,24 +1431,7 @@ output "apps" {
         .map(|c| c.spawn(&["stack", "apply", "-runner", "-auto-approve"]))
         .collect();
     // While that run goes on, a runner with other stack files is refused.
-    wait_for(
-        "the destroy run's first claim",
-        Duration::from_secs(60),
-        || {
-            server
-            .psql(&format!(
-                "SELECT count(*) FROM \"{schema}\".cairn_stack_claims JOIN \"{schema}\".cairn_stack_runs \
-                 USING (run_id) WHERE status = 'running'"
-            ))
-            .is_ok_and(|n| n != "0")
-        },
-    );
-    let (code, out, err) = copies[2].run(&["stack", "apply", "-runner", "-auto-approve"]);
-    assert_eq!(code, 1, "{out}{err}");
-    assert!(
-        err.contains("is still running with another configuration"),
-        "{err}"
-    );
+    refused_while_the_destroy_runs(server, &schema, &copies[2]);
     let mut destroyed = 0;
     for r in runners {
         let (code, out, err) = finish(r);
@@ -1462,57 +1524,11 @@ fn three_runners_destroy_a_stack_dependents_first() {
     };
     let schema = pgserver::schema("fleetdestroy");
     let sim = tempfile::tempdir().unwrap();
-    let files = [
-        (
-            "stack.tfcomponent.hcl",
-            r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "prefix" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "net" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-net", value = "v" }
-  providers = { sim = provider.sim.main }
-}
-component "db" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-db", value = component.net.id }
-  providers = { sim = provider.sim.main }
-}
-component "app" {
-  source    = "./m"
-  for_each  = toset(["a", "b"])
-  inputs    = { name = "${var.prefix}-app-${each.key}", value = component.db.id }
-  providers = { sim = provider.sim.main }
-}
-"#,
-        ),
-        (
-            "deploy.tfdeploy.hcl",
-            "deployment \"dev\" {\n  inputs = { prefix = \"dev\" }\n}\ndeployment \"prod\" {\n  inputs = { prefix = \"prod\" }\n}\n",
-        ),
-        (
-            "m/main.tf",
-            "variable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"one\" {\n  name  = \"${var.name}-1\"\n  value = var.value\n}\nresource \"sim_thing\" \"two\" {\n  name  = \"${var.name}-2\"\n  value = sim_thing.one.id\n}\noutput \"id\" {\n  value = sim_thing.two.id\n}\n",
-        ),
-    ];
+    let stack = fleet_stack();
+    let files = fleet_files(&stack);
     let flag = format!("-backend-config=schema_name={schema}");
     let copy = |latency: &str| {
-        let mut c = Copy::new(sim.path(), "");
-        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
-        for (p, text) in files {
-            let path = c.dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+        let mut c = stack_copy(sim.path(), server, &files);
         c.env.push(("SIM_LATENCY_MS".into(), latency.into()));
         c.ok(&["stack", "init", "-backend=pg", &flag]);
         c
@@ -1538,24 +1554,7 @@ component "app" {
         })
         .collect();
     let q = |sql: &str| server.psql(sql).unwrap();
-    wait_for(
-        "the destroy run's first claim",
-        Duration::from_secs(60),
-        || {
-            server
-                .psql(&format!(
-                    "SELECT count(*) FROM \"{schema}\".cairn_stack_claims JOIN \"{schema}\".cairn_stack_runs \
-                     USING (run_id) WHERE status = 'running'"
-                ))
-                .is_ok_and(|n| n != "0")
-        },
-    );
-    let (code, out, err) = copies[3].run(&["stack", "apply", "-runner", "-auto-approve"]);
-    assert_eq!(code, 1, "{out}{err}");
-    assert!(
-        err.contains("is still running with another configuration"),
-        "{err}"
-    );
+    refused_while_the_destroy_runs(server, &schema, &copies[3]);
     let mut outs = Vec::new();
     for r in runners {
         let (code, out, err) = finish(r);

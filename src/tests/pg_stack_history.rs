@@ -1,36 +1,14 @@
 //! Issue 33: a stack run's history record in the stack's PostgreSQL schema
 //! (`cairn_stack_history`, append-only): a `stack apply` made in one working copy is listed,
 //! with its component runs, by another; a fleet's shared run (`stack apply -runner`, two
-//! runners) is one record to which both runners append the items they finished.
+//! runners) is one record to which both runners append the items they finished; a command
+//! stopped by a configuration error is a failed run there, with the error at its place; a
+//! local `stack apply` killed mid-round names there the component runs it left unfinished.
 
-use super::{finish, pgserver, wait_for, Copy};
+use super::stack_fixtures::{sim_stack, THING_MODULE};
+use super::{finish, pgserver, stack_copy, wait_for, Copy, FIRST_SECOND};
 use serde_json::Value;
 use std::time::Duration;
-
-const COMPONENTS: &str = r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-variable "prefix" {
-  type = string
-}
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-component "first" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-first", value = "v" }
-  providers = { sim = provider.sim.main }
-}
-component "second" {
-  source    = "./m"
-  inputs    = { name = "${var.prefix}-second", value = component.first.id }
-  providers = { sim = provider.sim.main }
-}
-"#;
-
-const MODULE: &str = "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"t\" {\n  name  = var.name\n  value = var.value\n}\noutput \"id\" {\n  value = sim_thing.t.id\n}\n";
 
 fn runs(c: &Copy) -> Vec<Value> {
     c.ok(&["stack", "history", "-json"])
@@ -57,18 +35,16 @@ fn stack_runs_are_recorded_in_the_stacks_schema_for_every_working_copy() {
     let sim = tempfile::tempdir().unwrap();
     let flag = format!("-backend-config=schema_name={schema}");
     let copy = |deploy: &str| {
-        let mut c = Copy::new(sim.path(), "");
-        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
-        for (p, text) in [
-            ("stack.tfcomponent.hcl", COMPONENTS),
-            ("deploy.tfdeploy.hcl", deploy),
-            ("m/main.tf", MODULE),
-        ] {
-            let path = c.dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        c.env.push(("PG_CONN_STR".into(), server.conn_str()));
+        let stack = sim_stack(FIRST_SECOND);
+        let c = stack_copy(
+            sim.path(),
+            server,
+            &[
+                ("stack.tfcomponent.hcl", &stack),
+                ("deploy.tfdeploy.hcl", deploy),
+                ("m/main.tf", THING_MODULE),
+            ],
+        );
         c.ok(&["stack", "init", "-backend=pg", &flag]);
         c
     };
@@ -207,4 +183,85 @@ fn stack_runs_are_recorded_in_the_stacks_schema_for_every_working_copy() {
         "{}",
         a.ok(&["stack", "history"])
     );
+
+    // A configuration error before the first round: a failed stack run in the schema, its
+    // error at its place, seen from the other working copy.
+    let path = a.dir.path().join("stack.tfcomponent.hcl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let bad = text.replacen("value = \"v\"", "value = var.nope", 1);
+    std::fs::write(&path, &bad).unwrap();
+    let (code, _, err) = a.run(&["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{err}");
+    let line = bad.lines().position(|l| l.contains("var.nope")).unwrap() + 1;
+    let at = format!("stack.tfcomponent.hcl:{line}:");
+    assert!(err.contains(&at), "{at}: {err}");
+    let last = runs(&b).pop().unwrap();
+    assert_eq!(
+        (last["command"].as_str(), last["outcome"].as_str()),
+        (Some("stack apply"), Some("failed")),
+        "{last}"
+    );
+    let diags = last["diagnostics"].as_array().unwrap();
+    assert!(
+        diags
+            .iter()
+            .any(|d| d["location"].as_str().is_some_and(|l| l.starts_with(&at))),
+        "{last}"
+    );
+
+    // A local stack apply killed mid-round (SIGKILL): its record in the schema names the
+    // component runs it began, interrupted, as seen from the other working copy; the next
+    // apply converges.
+    std::fs::write(&path, &text).unwrap();
+    let begun = || {
+        server
+            .psql(&format!(
+                "SELECT count(*) FROM \"{schema}\".cairn_stack_history \
+                 WHERE convert_from(data, 'UTF8') LIKE '%\"round_run_begun\"%'"
+            ))
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+    };
+    let before = begun();
+    let mut slow = copy(deploy);
+    std::fs::write(slow.dir.path().join("deploy.tfdeploy.hcl"), deploy3).unwrap();
+    slow.env.push(("SIM_LATENCY_MS".into(), "4000".into()));
+    let mut killed = slow.spawn(&["stack", "apply", "-auto-approve"]);
+    wait_for("a component run begun", Duration::from_secs(60), || {
+        begun() >= before + 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    killed.kill().unwrap();
+    let _ = finish(killed);
+    let last = runs(&b).pop().unwrap();
+    assert_eq!(last["outcome"], "unfinished", "{last}");
+    let full: Value =
+        serde_json::from_str(&b.ok(&["stack", "history", last["id"].as_str().unwrap(), "-json"]))
+            .unwrap();
+    let steps = full["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{full:#}");
+    assert_eq!(steps[0]["status"], "interrupted", "{full:#}");
+    let left = components(&full);
+    assert_eq!(left.len(), 2, "{full:#}");
+    for c in &left {
+        assert_eq!(c["status"], "interrupted", "{c}");
+        let ws = c["workspace"].as_str().unwrap();
+        let mut cmd = b.command(&["history", "-json"]);
+        cmd.env("TF_WORKSPACE", ws);
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let run = c["runs"][0].clone();
+        assert!(
+            text.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .any(|h| h["id"] == run && h["outcome"] == "unfinished"),
+            "run {run} unfinished in {ws}: {text}"
+        );
+    }
+    slow.env.retain(|(k, _)| k != "SIM_LATENCY_MS");
+    slow.ok(&["stack", "apply", "-auto-approve"]);
+    let (code, out, err) = slow.run(&["stack", "plan", "-detailed-exitcode"]);
+    assert_eq!(code, 0, "no changes after convergence: {out}{err}");
+    assert_eq!(runs(&b).pop().unwrap()["outcome"], "success");
 }

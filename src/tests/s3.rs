@@ -141,6 +141,11 @@ const KEY: &str = "team/terraform.tfstate";
 #[path = "s3_stack_history.rs"]
 mod stack_history;
 
+/// Issue 33: the stack fixtures and working-copy set-up every stack test binary shares.
+#[path = "stack_fixtures.rs"]
+mod stack_fixtures;
+use stack_fixtures::{make_stack_copy, s3_stack_init, SIM_MAIN, SIM_REQUIRED, THING_MODULE};
+
 /// A Cairn working copy on the S3 server's bucket, sharing the sim store `sim`.
 struct Copy {
     dir: tempfile::TempDir,
@@ -240,6 +245,72 @@ impl Copy {
         let (code, out, err) = self.run(args);
         assert_eq!(code, 0, "cairn {args:?}:\n{out}\n{err}");
         out
+    }
+}
+
+/// A working copy of a stack of two components on S3 (`second` holds `first`'s id; one
+/// deployment), sharing the sim store `sim`; `s3_stack_init` initializes it.
+fn stack_copy(sim: &Path, server: &s3server::S3Server) -> Copy {
+    let c = Copy::new(sim, "", &env_creds(&server.endpoint()));
+    let stack = format!(
+        "{SIM_REQUIRED}{SIM_MAIN}{}",
+        r#"component "first" {
+  source    = "./m"
+  inputs    = { name = "first", value = "v" }
+  providers = { sim = provider.sim.main }
+}
+component "second" {
+  source    = "./m"
+  inputs    = { name = "second", value = component.first.id }
+  providers = { sim = provider.sim.main }
+}
+"#
+    );
+    make_stack_copy(
+        c.dir.path(),
+        &[
+            ("stack.tfcomponent.hcl", &stack),
+            (
+                "deploy.tfdeploy.hcl",
+                "deployment \"dev\" {\n  inputs = {}\n}\n",
+            ),
+            ("m/main.tf", THING_MODULE),
+        ],
+    );
+    c
+}
+
+/// A stack on the test S3 server in a bucket of its own: its working copies share one sim
+/// store ([`stack_copy`]) and are initialized with `init`.
+struct S3Stack {
+    server: &'static s3server::S3Server,
+    bucket: String,
+    sim: tempfile::TempDir,
+    init: Vec<String>,
+}
+
+impl S3Stack {
+    /// `None` where no S3 server can be started (the tests then skip).
+    fn new(name: &str) -> Option<S3Stack> {
+        let server = s3server::shared()?;
+        let bucket = s3server::bucket_name(name);
+        server.bucket(&bucket);
+        Some(S3Stack {
+            server,
+            init: s3_stack_init(&bucket, KEY),
+            bucket,
+            sim: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    /// A new working copy of the stack, not initialized yet.
+    fn copy(&self) -> Copy {
+        stack_copy(self.sim.path(), self.server)
+    }
+
+    /// `cairn stack init -backend=s3 …` for this bucket.
+    fn init(&self) -> Vec<&str> {
+        self.init.iter().map(String::as_str).collect()
     }
 }
 
@@ -918,48 +989,11 @@ fn an_outage_longer_than_a_request_keeps_outcomes_in_the_local_journal() {
 /// component instance is a workspace key of its own; a second working copy finds them.
 #[test]
 fn a_stack_on_s3_keeps_each_component_instance_under_its_own_key() {
-    let Some(server) = s3server::shared() else {
+    let Some(stack) = S3Stack::new("stack") else {
         return;
     };
-    let bucket = s3server::bucket_name("stack");
-    server.bucket(&bucket);
-    let sim = tempfile::tempdir().unwrap();
-    let files = [
-        (
-            "stack.tfcomponent.hcl",
-            "required_providers {\n  sim = { source = \"hashicorp/sim\" }\n}\nprovider \"sim\" \"main\" {\n  config {\n    region = \"main\"\n  }\n}\ncomponent \"first\" {\n  source    = \"./m\"\n  inputs    = { name = \"first\", value = \"v\" }\n  providers = { sim = provider.sim.main }\n}\ncomponent \"second\" {\n  source    = \"./m\"\n  inputs    = { name = \"second\", value = component.first.id }\n  providers = { sim = provider.sim.main }\n}\n",
-        ),
-        ("deploy.tfdeploy.hcl", "deployment \"dev\" {\n  inputs = {}\n}\n"),
-        (
-            "m/main.tf",
-            "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"value\" {\n  type = string\n}\nresource \"sim_thing\" \"t\" {\n  name  = var.name\n  value = var.value\n}\noutput \"id\" {\n  value = sim_thing.t.id\n}\n",
-        ),
-    ];
-    let copy = || {
-        let c = Copy::new(sim.path(), "", &env_creds(&server.endpoint()));
-        std::fs::remove_file(c.dir.path().join("main.tf")).unwrap();
-        for (p, text) in files {
-            let path = c.dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        c
-    };
-    let init: Vec<String> = [
-        "stack".to_string(),
-        "init".into(),
-        "-backend=s3".into(),
-        format!("-backend-config=bucket={bucket}"),
-        format!("-backend-config=key={KEY}"),
-        "-backend-config=region=us-east-1".into(),
-        "-backend-config=use_path_style=true".into(),
-        "-backend-config=use_lockfile=true".into(),
-        "-backend-config=skip_credentials_validation=true".into(),
-        "-backend-config=skip_requesting_account_id=true".into(),
-        "-backend-config=skip_region_validation=true".into(),
-    ]
-    .to_vec();
-    let init: Vec<&str> = init.iter().map(String::as_str).collect();
+    let init = stack.init();
+    let copy = || stack.copy();
     let a = copy();
     let out = a.ok(&init);
     assert!(out.contains("- Backend: s3 (recorded)."), "{out}");

@@ -25,6 +25,8 @@ mod s3server;
 /// Issue 33: the stack view (`cairn ui` in a stack's directory).
 #[path = "ui_stack.rs"]
 mod stack;
+#[path = "stack_fixtures.rs"]
+mod stack_fixtures;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -750,6 +752,48 @@ fn a_plan_recorded_without_its_graph_falls_back_to_the_configuration() {
     assert_eq!(p["add"], 1, "{p}");
 }
 
+/// Runs the browser script (`fixtures/ui-browser/drive.js`, its `scenario`) against the UI at
+/// `url`: at each `WAITING …` line it prints, `on_wait` hears the line (and makes the change
+/// the script waits for) before the script goes on. Asserts the run succeeded; returns the
+/// folder of its screenshots.
+fn drive_browser(url: &str, scenario: Option<&str>, mut on_wait: impl FnMut(&str)) -> PathBuf {
+    let shots = root().join("fixtures/ui-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let mut node = Command::new("node");
+    node.arg(root().join("fixtures/ui-browser/drive.js"))
+        .arg(url)
+        .arg(&shots);
+    if let Some(s) = scenario {
+        node.arg(s);
+    }
+    let mut node = node
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    let mut stdin = node.stdin.take().unwrap();
+    let stdout = BufReader::new(node.stdout.take().unwrap());
+    let mut log = String::new();
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line == "WAITING" || line.starts_with("WAITING ") {
+            on_wait(&line);
+            stdin.write_all(b"go\n").unwrap();
+        }
+    }
+    let out = node.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the browser run failed:\n{log}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{log}");
+    shots
+}
+
 fn browser_available() -> Result<(), String> {
     if !Path::new("/usr/bin/chromium").exists() {
         return Err("/usr/bin/chromium is missing (apt-get install chromium)".into());
@@ -787,58 +831,16 @@ fn every_view_in_headless_chromium() {
     assert!(out.contains("Run plan again"), "{out}");
     let ui = start_ui(tmp.path());
     ui.wait_runs(8);
-    let shots = root().join("fixtures/ui-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let mut node = Command::new("node")
-        .arg(root().join("fixtures/ui-browser/drive.js"))
-        .arg(&ui.url)
-        .arg(&shots)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    let mut stdin = node.stdin.take().unwrap();
-    let stdout = BufReader::new(node.stdout.take().unwrap());
-    let mut log = String::new();
-    for line in stdout.lines() {
-        let line = line.unwrap();
-        log.push_str(&line);
-        log.push('\n');
-        if line == "WAITING replan" || line == "WAITING applyplan" {
-            let args: &[&str] = if line.ends_with("replan") {
-                &["plan", "-var", "v=six", "-out=p.tfplan"]
-            } else {
-                &["apply", "p.tfplan"]
-            };
-            let (code, out) = cairn(tmp.path(), args, &[]);
-            assert_eq!(code, 0, "{out}");
-            stdin.write_all(b"go\n").unwrap();
-        } else if line == "WAITING typing" {
-            let (code, out) = cairn(
-                tmp.path(),
-                &["apply", "-auto-approve", "-var", "v=typed"],
-                &[],
-            );
-            assert_eq!(code, 0, "{out}");
-            stdin.write_all(b"go\n").unwrap();
-        } else if line == "WAITING" {
-            let (code, out) = cairn(
-                tmp.path(),
-                &["apply", "-auto-approve", "-var", "v=live"],
-                &[],
-            );
-            assert_eq!(code, 0, "{out}");
-            stdin.write_all(b"go\n").unwrap();
-        }
-    }
-    let out = node.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{log}\n{err}"
-    );
-    println!("{log}");
+    let shots = drive_browser(&ui.url, None, |line| {
+        let args: &[&str] = match line {
+            "WAITING replan" => &["plan", "-var", "v=six", "-out=p.tfplan"],
+            "WAITING applyplan" => &["apply", "p.tfplan"],
+            "WAITING typing" => &["apply", "-auto-approve", "-var", "v=typed"],
+            _ => &["apply", "-auto-approve", "-var", "v=live"],
+        };
+        let (code, out) = cairn(tmp.path(), args, &[]);
+        assert_eq!(code, 0, "{out}");
+    });
     for name in [
         "timeline",
         "run",

@@ -2,131 +2,14 @@
 //! with each component instance's state, the stack runs, and one click away each
 //! component's own history and state — over plain HTTP and in headless Chromium.
 
-use super::{browser_available, cairn, root, start_ui_with};
-use std::io::{BufRead, BufReader, Write};
+use super::stack_fixtures::{write_files, RUN_STACK};
+use super::{browser_available, cairn, drive_browser, start_ui_with};
 use std::path::Path;
-use std::process::{Command, Stdio};
-
-const COMPONENTS: &str = r#"required_providers {
-  sim = { source = "hashicorp/sim" }
-}
-
-variable "prefix" {
-  type = string
-}
-
-variable "regions" {
-  type = set(string)
-}
-
-provider "sim" "main" {
-  config {
-    region = "main"
-  }
-}
-
-provider "sim" "regional" {
-  for_each = var.regions
-  config {
-    region = each.value
-  }
-}
-
-component "net" {
-  source    = "./modules/net"
-  inputs    = { name = "${var.prefix}-net" }
-  providers = { sim = provider.sim.main }
-}
-
-component "app" {
-  source   = "./modules/app"
-  for_each = provider.sim.regional
-  inputs = {
-    net_id = component.net.id
-    label  = "${var.prefix}-app-${each.key}"
-  }
-  providers = { sim = each.value }
-}
-
-output "net_id" {
-  type  = string
-  value = component.net.id
-}
-
-output "apps" {
-  type  = map(string)
-  value = { for k, a in component.app : k => a.out }
-}
-"#;
-
-const DEPLOYMENTS: &str = r#"deployment "dev" {
-  inputs = {
-    prefix  = "dev"
-    regions = ["eu"]
-  }
-}
-
-deployment "prod" {
-  inputs = {
-    prefix  = "prod"
-    regions = ["eu", "us"]
-  }
-}
-"#;
-
-const NET_TF: &str = r#"terraform {
-  required_providers {
-    sim = { source = "hashicorp/sim" }
-  }
-}
-variable "name" {
-  type = string
-}
-resource "sim_thing" "net" {
-  name  = var.name
-  value = "net"
-}
-output "id" {
-  value = sim_thing.net.id
-}
-output "name" {
-  value = var.name
-}
-"#;
-
-const APP_TF: &str = r#"terraform {
-  required_providers {
-    sim = { source = "hashicorp/sim" }
-  }
-}
-variable "net_id" {
-  type = string
-}
-variable "label" {
-  type = string
-}
-resource "sim_thing" "app" {
-  name  = var.label
-  value = var.net_id
-}
-output "out" {
-  value = sim_thing.app.out
-}
-"#;
 
 fn stack_with_runs() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    for (p, text) in [
-        ("stack.tfcomponent.hcl", COMPONENTS),
-        ("deploy.tfdeploy.hcl", DEPLOYMENTS),
-        ("modules/net/main.tf", NET_TF),
-        ("modules/app/main.tf", APP_TF),
-    ] {
-        let path = d.join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    write_files(d, &RUN_STACK);
     for args in [
         &["stack", "init"][..],
         &["stack", "apply", "-auto-approve"],
@@ -219,6 +102,37 @@ fn the_stack_view_over_http_and_in_headless_chromium() {
     let (status, _) = ui.get("/api/stack/run/nope");
     assert_eq!(status, 404);
 
+    in_the_browser(&ui.url, d);
+
+    // A stack apply stopped by a configuration error is a failed run whose record carries
+    // the error at its place.
+    let path = d.join("stack.tfcomponent.hcl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("component.net.id", "component.nope.id")).unwrap();
+    let (code, out) = stack_cairn(d, &["stack", "apply", "-auto-approve"]);
+    assert_eq!(code, 1, "{out}");
+    let (_, list) = stack_cairn(d, &["stack", "history", "-json"]);
+    let failed: serde_json::Value = serde_json::from_str(list.lines().last().unwrap()).unwrap();
+    assert_eq!(failed["outcome"], "failed", "{failed}");
+    let r = ui.json(&format!(
+        "/api/stack/run/{}",
+        failed["id"].as_str().unwrap()
+    ));
+    assert_eq!(r["outcome"], "failed", "{r}");
+    assert!(
+        r["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["location"]
+                .as_str()
+                .is_some_and(|l| l.starts_with("stack.tfcomponent.hcl:"))),
+        "{r}"
+    );
+}
+
+/// The stack's views in headless Chromium, a stack run landing while the page is open.
+fn in_the_browser(url: &str, d: &Path) {
     if let Err(why) = browser_available() {
         assert!(
             std::env::var("CI").is_err(),
@@ -227,38 +141,11 @@ fn the_stack_view_over_http_and_in_headless_chromium() {
         eprintln!("skipping the browser test: {why}");
         return;
     }
-    let shots = root().join("fixtures/ui-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let mut node = Command::new("node")
-        .arg(root().join("fixtures/ui-browser/drive.js"))
-        .arg(&ui.url)
-        .arg(&shots)
-        .arg("stack")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    let mut stdin = node.stdin.take().unwrap();
-    let stdout = BufReader::new(node.stdout.take().unwrap());
-    let mut log = String::new();
-    for line in stdout.lines() {
-        let line = line.unwrap();
-        log.push_str(&line);
-        log.push('\n');
-        if line == "WAITING stack" {
-            let (code, out) = stack_cairn(d, &["stack", "apply", "-auto-approve"]);
-            assert_eq!(code, 0, "{out}");
-            stdin.write_all(b"go\n").unwrap();
-        }
-    }
-    let out = node.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "the browser run failed:\n{log}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{log}");
+    let shots = drive_browser(url, Some("stack"), |line| {
+        assert_eq!(line, "WAITING stack");
+        let (code, out) = stack_cairn(d, &["stack", "apply", "-auto-approve"]);
+        assert_eq!(code, 0, "{out}");
+    });
     for name in ["stack", "stack-run"] {
         let p = shots.join(format!("{name}.png"));
         let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);

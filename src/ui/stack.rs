@@ -190,6 +190,7 @@ fn run_summary(r: &history::StackRun) -> J {
         "duration_ms": r.finished_ms.map(|f| f.saturating_sub(r.started_ms)),
         "outcome": r.outcome,
         "message": r.message,
+        "diagnostics": r.diagnostics,
         "runners": r.runners,
         "summary": r.summary(),
         "changes": {"added": add, "changed": change, "destroyed": destroy},

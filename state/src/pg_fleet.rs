@@ -67,7 +67,8 @@ impl WorkRow {
 /// A runner's membership of a stack run (its own connection, holding the member lock).
 pub struct Fleet {
     cfg: PgConfig,
-    conn: Conn,
+    /// Autocommit once joined: it also carries the run history's entries (`history_writer`).
+    conn: Arc<Conn>,
     schema: String,
     pub run_id: String,
     /// This runner's name: `HOST:PID:RANDOM`.
@@ -170,7 +171,7 @@ impl Fleet {
         )?;
         Ok(Fleet {
             cfg: cfg.clone(),
-            conn,
+            conn: Arc::new(conn),
             schema: s,
             run_id,
             runner,
@@ -284,6 +285,12 @@ impl Fleet {
                 .map(|_| ())
         })?;
         Ok((run_id, true, abandoned))
+    }
+
+    /// What appends this runner's entries to the history of the stack whose state root is
+    /// `root` (`stack_runs`): over the runner's own connection, not one per entry.
+    pub fn history_writer(&self, root: &std::path::Path) -> crate::stack_runs::Writer {
+        crate::stack_runs::Writer::with_conn(root, self.conn.clone())
     }
 
     /// Every work item of the run and where it stands.

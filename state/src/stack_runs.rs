@@ -17,8 +17,9 @@ use crate::backend_config::{PgConfig, S3Config};
 use crate::pg_store::{key_of, quote_ident, Conn};
 use crate::store::{configured, Remote};
 use crate::StateError;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// One stored entry: its run, its own id (ordered by time within the run) and its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,13 +57,75 @@ fn io(what: &str, e: impl std::fmt::Display) -> StateError {
 /// Appends entry `id` of stack run `run` to the history of the stack whose state root is
 /// `root`. Durable when it returns.
 pub fn append(root: &Path, run: &str, id: &str, bytes: &[u8]) -> Result<(), StateError> {
-    if !valid_id(run) || !valid_id(id) {
-        return Err(io("record the stack run", format!("bad id {run:?}/{id:?}")));
+    Writer::new(root).append(run, id, bytes)
+}
+
+/// Appends the entries of a stack's runs (the stack whose state root is `root`), keeping on
+/// PostgreSQL one connection for all of them — a fleet's runner lends the one it holds
+/// ([`crate::pg_fleet::Fleet::history_writer`]) — and knowing, after the first, that the
+/// table is there: a stack run records each component run as it begins, so a connection per
+/// entry would cost a connection (and a runtime thread) per component run.
+pub struct Writer {
+    root: PathBuf,
+    /// The connection, once opened or lent, and whether the table is known to exist.
+    pg: Mutex<Option<(Arc<Conn>, bool)>>,
+}
+
+impl Writer {
+    pub fn new(root: &Path) -> Writer {
+        Writer {
+            root: root.to_path_buf(),
+            pg: Mutex::new(None),
+        }
     }
-    match configured(root)? {
-        None => append_local(root, run, id, bytes),
-        Some(Remote::Pg(pg)) => append_pg(&pg, run, id, bytes),
-        Some(Remote::S3(s3)) => append_s3(&s3, run, id, bytes),
+
+    /// One that appends over `conn` (autocommit, not in a transaction) on PostgreSQL.
+    pub(crate) fn with_conn(root: &Path, conn: Arc<Conn>) -> Writer {
+        Writer {
+            root: root.to_path_buf(),
+            pg: Mutex::new(Some((conn, false))),
+        }
+    }
+
+    /// Appends entry `id` of stack run `run`. Durable when it returns.
+    pub fn append(&self, run: &str, id: &str, bytes: &[u8]) -> Result<(), StateError> {
+        if !valid_id(run) || !valid_id(id) {
+            return Err(io("record the stack run", format!("bad id {run:?}/{id:?}")));
+        }
+        match configured(&self.root)? {
+            None => append_local(&self.root, run, id, bytes),
+            Some(Remote::Pg(pg)) => self.append_pg(&pg, run, id, bytes),
+            Some(Remote::S3(s3)) => append_s3(&s3, run, id, bytes),
+        }
+    }
+
+    fn append_pg(
+        &self,
+        cfg: &PgConfig,
+        run: &str,
+        id: &str,
+        bytes: &[u8],
+    ) -> Result<(), StateError> {
+        let mut kept = self.pg.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = kept.is_none();
+        let (conn, ready) = match kept.take() {
+            Some(k) => k,
+            None => (Arc::new(Conn::connect(cfg)?), false),
+        };
+        match append_pg(&conn, cfg, ready, run, id, bytes) {
+            Ok(()) => {
+                *kept = Some((conn, true));
+                Ok(())
+            }
+            // A kept connection the server closed since is replaced, once.
+            Err(_) if !fresh => {
+                let conn = Arc::new(Conn::connect(cfg)?);
+                append_pg(&conn, cfg, false, run, id, bytes)?;
+                *kept = Some((conn, true));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -170,15 +233,23 @@ fn history_table(cfg: &PgConfig) -> String {
     format!("{}.cairn_stack_history", quote_ident(&cfg.schema))
 }
 
-fn append_pg(cfg: &PgConfig, run: &str, id: &str, bytes: &[u8]) -> Result<(), StateError> {
-    let conn = Conn::connect(cfg)?;
+/// Appends over `conn`; `ready`: the table is known to exist (else looked for, and made).
+fn append_pg(
+    conn: &Conn,
+    cfg: &PgConfig,
+    ready: bool,
+    run: &str,
+    id: &str,
+    bytes: &[u8],
+) -> Result<(), StateError> {
     let table = history_table(cfg);
     let probe = table.clone();
-    let exists: bool = conn.run("cannot read the stack's schema", |c| async move {
-        c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&probe])
-            .await
-            .map(|r| r.get(0))
-    })?;
+    let exists: bool = ready
+        || conn.run("cannot read the stack's schema", |c| async move {
+            c.query_one("SELECT to_regclass($1) IS NOT NULL", &[&probe])
+                .await
+                .map(|r| r.get(0))
+        })?;
     if !exists {
         if cfg.skip_table_creation {
             return Err(StateError::Backend {

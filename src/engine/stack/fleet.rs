@@ -15,10 +15,11 @@
 //! says so): every item destroys its component's instances, each claimed once every
 //! component that depends on it is done — reverse dependency order.
 
+use super::history::Recorder;
 use super::{
     component_value, expand, group_rules, instances_in_state, instances_in_state_of, levels,
-    removal_job, run_job, state_outputs, AutoApproval, GroupRules, InstanceId, InstanceResult, Job,
-    JobDone, Outcome, Stack, StackRequest,
+    removal_job, run_job_observed, state_outputs, AutoApproval, GroupRules, InstanceId,
+    InstanceResult, Job, JobDone, Outcome, Stack, StackRequest,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plan::PlanMode;
@@ -39,6 +40,8 @@ pub enum FleetEvent {
         started: bool,
         abandoned: Option<String>,
         items: usize,
+        /// The stack run's record, for the runner's own entries.
+        record: Arc<Recorder>,
     },
     /// It claimed an item; `before`: the runners that claimed it earlier and stopped.
     Claimed { label: String, before: Vec<String> },
@@ -52,6 +55,52 @@ pub enum FleetEvent {
     Released { label: String },
     /// It marked an item blocked: an upstream component failed.
     Blocked { label: String, why: String },
+    /// The stack run's record could not be written (the run goes on).
+    Warning(String),
+}
+
+/// Links each component run a runner begins on a claimed item into the stack run's record
+/// as the run begins (`history::Recorder::run_begun`): a runner killed mid-item leaves its
+/// unfinished runs named there, beside those of the runner that takes the item over.
+struct RunLink {
+    rec: Arc<Recorder>,
+    runner: String,
+    item: String,
+    id: InstanceId,
+    warnings: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl crate::engine::observer::Observer for RunLink {
+    fn event(&self, _: crate::engine::observer::Progress) {}
+
+    fn run_begun(&self, run: u64) {
+        if let Some(w) = self.rec.run_begun(&self.runner, &self.item, &self.id, run) {
+            if let Ok(mut ws) = self.warnings.lock() {
+                ws.push(w);
+            }
+        }
+    }
+}
+
+/// Where a claimed item's runs are linked: the run's record, this runner and the item.
+#[derive(Clone)]
+struct ItemLink {
+    rec: Arc<Recorder>,
+    runner: String,
+    item: String,
+    warnings: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ItemLink {
+    fn observer(&self, id: &InstanceId) -> Arc<dyn crate::engine::observer::Observer> {
+        Arc::new(RunLink {
+            rec: self.rec.clone(),
+            runner: self.runner.clone(),
+            item: self.item.clone(),
+            id: id.clone(),
+            warnings: self.warnings.clone(),
+        })
+    }
 }
 
 /// How the run ended, as this runner saw it.
@@ -285,14 +334,16 @@ async fn apply_jobs(
     jobs: Vec<Job>,
     parallelism: usize,
     rules: Option<GroupRules>,
+    link: ItemLink,
 ) -> Vec<InstanceResult> {
     let sem = Arc::new(tokio::sync::Semaphore::new(parallelism.max(1)));
     let mut set = tokio::task::JoinSet::new();
     for job in jobs {
         let (base, root, sem) = (base.clone(), root.clone(), sem.clone());
+        let observer = link.observer(&job.id);
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
-            run_job(base, root, job, true).await
+            run_job_observed(base, root, job, true, observer).await
         });
     }
     let mut out = Vec::new();
@@ -448,6 +499,10 @@ pub async fn run(
             .map_err(|e| state_diag("Cannot join the stack run", e))?
     };
     let fleet = Arc::new(fleet);
+    // One record for this runner's part (the CLI's entries and the component runs it
+    // begins), written over the runner's own connection.
+    let record = Arc::new(Recorder::on_fleet(req, &fleet));
+    let warnings: Arc<std::sync::Mutex<Vec<String>>> = Default::default();
     let rows = fleet
         .rows()
         .map_err(|e| state_diag("Cannot read the stack run", e))?;
@@ -457,6 +512,7 @@ pub async fn run(
         started: fleet.started,
         abandoned: fleet.abandoned.clone(),
         items: rows.len(),
+        record: record.clone(),
     });
     let model = &stack.model;
     let dependents = |name: &str| -> Vec<String> {
@@ -474,7 +530,17 @@ pub async fn run(
     let mut mine = 0;
     let stop = req.base.stop.clone();
     let mut interrupted = false;
+    let said = |note: &mut dyn FnMut(FleetEvent)| {
+        let ws: Vec<String> = warnings
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default();
+        for w in ws {
+            note(FleetEvent::Warning(w));
+        }
+    };
     loop {
+        said(note);
         let stopped = stop.load(Ordering::SeqCst);
         if stopped && mine_running.is_empty() {
             interrupted = true;
@@ -567,6 +633,12 @@ pub async fn run(
                 label: name.clone(),
                 before: claim.before.clone(),
             });
+            let link = ItemLink {
+                rec: record.clone(),
+                runner: fleet.runner.clone(),
+                item: name.clone(),
+                warnings: warnings.clone(),
+            };
             labels.insert(i.item.clone(), name);
             mine_running.insert(i.item.clone());
             let (jobs, known) = item_jobs(stack, req, i, destroy);
@@ -580,7 +652,7 @@ pub async fn run(
             running.spawn(async move {
                 let mut results = known;
                 if !results.iter().any(|r| matches!(r.outcome, Outcome::Failed)) {
-                    results.extend(apply_jobs(base, root, jobs, par, rules).await);
+                    results.extend(apply_jobs(base, root, jobs, par, rules, link).await);
                 }
                 (item, results, claim)
             });
@@ -613,6 +685,7 @@ pub async fn run(
             _ = tokio::time::sleep(Duration::from_millis(250)) => {}
         }
     }
+    said(note);
     let rows = fleet
         .rows()
         .map_err(|e| state_diag("Cannot read the stack run", e))?;

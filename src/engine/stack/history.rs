@@ -16,12 +16,15 @@
 //! lists among its runs, and the stack run names it.
 
 use super::{InstanceId, InstanceResult, Outcome, StackRequest};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Diagnostics, SourceMap};
+use crate::engine::observer::Observer;
 use cairn_state::stack_runs;
-use cairn_state::RunContext;
+use cairn_state::{RecordedDiagnostic, RunContext};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// One component instance in a round (or a fleet's work item).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -38,7 +41,10 @@ pub struct ComponentRun {
     #[serde(default)]
     pub removed: bool,
     /// `applied`, `planned` (changes proposed), `no changes`, `not applied` (planned, then
-    /// not approved or interrupted), `deferred` or `failed`.
+    /// not approved or interrupted), `deferred` or `failed`; in a fleet's item its runner
+    /// did not finish, `interrupted` (the runner stopped or died: its runs here are left
+    /// unfinished, resolved by the runner that took the item over) or `running`; likewise in
+    /// a round the run stopped or died in (its runs resolved by the next run in their state).
     pub status: String,
     /// Why it was deferred.
     #[serde(default)]
@@ -94,6 +100,28 @@ enum Body {
         started_ms: u64,
         instances: Vec<ComponentRun>,
     },
+    /// A runner claimed a fleet's work item and starts on it (before any of its component
+    /// runs): with no `Item` from that runner after it, the runner stopped (or died) on it.
+    Claimed {
+        runner: String,
+        item: String,
+        started_ms: u64,
+    },
+    /// A runner's component run began in an instance's state, while it worked on `item`:
+    /// recorded as the run begins, so a runner killed mid-item leaves its run linked.
+    RunBegun {
+        runner: String,
+        item: String,
+        instance: ComponentRun,
+    },
+    /// A component run began in an instance's state in round `round` of a `stack
+    /// apply|destroy` (not a fleet's): recorded as the run begins, so a stack run killed
+    /// mid-round leaves its runs linked (the round's own entry, written when the round ends,
+    /// takes the place of these).
+    RoundRunBegun {
+        round: usize,
+        instance: ComponentRun,
+    },
     /// A runner left a fleet's run before it ended (interrupted).
     Left { runner: String },
     /// The run ended (a fleet: as the runner `runner` saw it).
@@ -103,7 +131,44 @@ enum Body {
         message: Option<String>,
         #[serde(default)]
         runner: Option<String>,
+        /// Why it failed before its first round (the configuration's errors).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        diagnostics: Vec<RecordedDiagnostic>,
     },
+}
+
+/// A stack run's diagnostics as its record keeps them (`RecordedDiagnostic`, as a run's
+/// `RunDiagnostics` in a state's log): `diags` with their places in `map`'s files
+/// (`FILE:LINE:COL`, relative to the stack's directory `dir` where they are in it).
+pub fn recorded(map: &SourceMap, diags: &Diagnostics, dir: &Path) -> Vec<RecordedDiagnostic> {
+    let prefix = format!("{}/", dir.display());
+    let mut out = crate::engine::session::recorded_diagnostics(diags, None);
+    for (r, d) in out.iter_mut().zip(diags.iter()) {
+        r.location = d.span.map(|span| {
+            let at = map.location(span);
+            at.strip_prefix(&prefix).map(str::to_string).unwrap_or(at)
+        });
+    }
+    out
+}
+
+/// `Error: SUMMARY` with its place and detail, as lines of text.
+pub fn diagnostic_text(d: &RecordedDiagnostic) -> String {
+    let word = match d.severity {
+        cairn_state::event::Severity::Warning => "Warning",
+        cairn_state::event::Severity::Error => "Error",
+    };
+    let mut t = format!("{word}: {}", d.summary);
+    if let Some(at) = &d.location {
+        let _ = write!(t, "\n  on {at}");
+    }
+    if let Some(a) = &d.address {
+        let _ = write!(t, "\n  with {a}");
+    }
+    for l in d.detail.lines() {
+        let _ = write!(t, "\n  {l}");
+    }
+    t
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -121,7 +186,9 @@ pub struct Step {
     /// The fleet's item and the runner that worked on it.
     pub item: Option<String>,
     pub runner: Option<String>,
-    /// A fleet item's status: `done`, `failed`, `blocked`.
+    /// A fleet item's status: `done`, `failed`, `blocked`, `interrupted` (its runner
+    /// stopped or died on it) or `running`; a round's, only when it has no end: `running`
+    /// while its process lives, else `interrupted` (killed, or abandoned by a second Ctrl-C).
     pub status: Option<String>,
     pub reason: Option<String>,
     pub started_ms: u64,
@@ -147,6 +214,8 @@ pub struct StackRun {
     /// this host; `unfinished` when it ended without saying how (a crash).
     pub outcome: String,
     pub message: Option<String>,
+    /// Why it failed before its first round: the configuration's diagnostics.
+    pub diagnostics: Vec<RecordedDiagnostic>,
     /// A fleet's runners, in the order they joined.
     pub runners: Vec<String>,
     pub steps: Vec<Step>,
@@ -169,18 +238,42 @@ impl StackRun {
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         let rounds = self.steps.iter().filter(|s| s.round.is_some()).count();
-        let items = self.steps.len() - rounds;
+        let items: std::collections::BTreeSet<&str> = self
+            .steps
+            .iter()
+            .filter_map(|s| s.item.as_deref())
+            .collect();
+        let items = items.len();
+        let interrupted = self
+            .steps
+            .iter()
+            .filter(|s| s.item.is_some() && s.status.as_deref() == Some("interrupted"))
+            .count();
         let s = |n: usize| if n == 1 { "" } else { "s" };
+        // Only a run's last round can be left without its end (it stopped or died in it).
+        let unended = self
+            .steps
+            .iter()
+            .filter(|s| s.round.is_some())
+            .find_map(|s| s.status.as_deref());
         if rounds > 0 {
-            parts.push(format!("{rounds} round{}", s(rounds)));
+            let mut text = format!("{rounds} round{}", s(rounds));
+            if let Some(status) = unended {
+                let _ = write!(text, " (the last {status})");
+            }
+            parts.push(text);
         }
         if items > 0 {
-            parts.push(format!(
+            let mut text = format!(
                 "{items} work item{} by {} runner{}",
                 s(items),
                 self.runners.len(),
                 s(self.runners.len())
-            ));
+            );
+            if interrupted > 0 {
+                let _ = write!(text, " ({interrupted} interrupted)");
+            }
+            parts.push(text);
         }
         let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
         for c in self.components() {
@@ -240,6 +333,8 @@ fn my_host() -> Option<String> {
 /// warning's text: the stack run itself goes on.
 pub struct Recorder {
     root: PathBuf,
+    /// Where its entries go (on PostgreSQL, over one connection for the whole run).
+    writer: stack_runs::Writer,
     pub id: String,
     host: Option<String>,
     crypt: Option<std::sync::Arc<cairn_state::crypt::Encryption>>,
@@ -249,6 +344,7 @@ impl Recorder {
     fn new(req: &StackRequest, id: String) -> Recorder {
         Recorder {
             root: req.state_root.clone(),
+            writer: stack_runs::Writer::new(&req.state_root),
             id,
             host: my_host(),
             crypt: crate::engine::encryption::state(),
@@ -269,7 +365,8 @@ impl Recorder {
             None => json,
         };
         let entry = stack_runs::new_id(at_ms);
-        stack_runs::append(&self.root, &self.id, &entry, &bytes)
+        self.writer
+            .append(&self.id, &entry, &bytes)
             .err()
             .map(|e| format!("stack run {} could not be recorded: {e}", self.id))
     }
@@ -289,15 +386,19 @@ impl Recorder {
         (rec, warn)
     }
 
-    /// A runner's part of a fleet's run `run_id` (the fleet's own id): the start when it
-    /// started the run, else its joining.
-    pub fn fleet(
-        req: &StackRequest,
-        run_id: &str,
-        runner: &str,
-        started: bool,
-    ) -> (Recorder, Option<String>) {
-        let rec = Recorder::new(req, run_id.to_string());
+    /// The record of the fleet run `fleet` is a member of (under the fleet's own id),
+    /// written over the runner's own database connection. No entry of its own: see
+    /// [`Recorder::fleet_start`].
+    pub fn on_fleet(req: &StackRequest, fleet: &cairn_state::pg_fleet::Fleet) -> Recorder {
+        Recorder {
+            writer: fleet.history_writer(&req.state_root),
+            ..Recorder::new(req, fleet.run_id.clone())
+        }
+    }
+
+    /// A runner's part of the fleet's run: the start when it started the run, else its
+    /// joining.
+    pub fn fleet_start(&self, req: &StackRequest, runner: &str, started: bool) -> Option<String> {
         let context = crate::engine::session::run_context();
         let body = if started {
             Body::Started {
@@ -317,8 +418,7 @@ impl Recorder {
                 context,
             }
         };
-        let warn = rec.append(body);
-        (rec, warn)
+        self.append(body)
     }
 
     /// Records round `round`, which started at `started_ms`: each instance's plan (or
@@ -379,6 +479,32 @@ impl Recorder {
         })
     }
 
+    /// `runner` claimed the fleet's work item `item` at `started_ms` and starts on it.
+    pub fn claimed(&self, runner: &str, item: &str, started_ms: u64) -> Option<String> {
+        self.append(Body::Claimed {
+            runner: runner.to_string(),
+            item: item.to_string(),
+            started_ms,
+        })
+    }
+
+    /// `runner`'s run `run` began in the state of instance `id` while it worked on `item`.
+    pub fn run_begun(&self, runner: &str, item: &str, id: &InstanceId, run: u64) -> Option<String> {
+        self.append(Body::RunBegun {
+            runner: runner.to_string(),
+            item: item.to_string(),
+            instance: begun(id, run),
+        })
+    }
+
+    /// Run `run` began in the state of instance `id` in round `round` of this (local) run.
+    pub fn round_run_begun(&self, round: usize, id: &InstanceId, run: u64) -> Option<String> {
+        self.append(Body::RoundRunBegun {
+            round,
+            instance: begun(id, run),
+        })
+    }
+
     /// A runner left a fleet's run before it ended.
     pub fn left(&self, runner: &str) -> Option<String> {
         self.append(Body::Left {
@@ -397,7 +523,41 @@ impl Recorder {
             outcome: outcome.to_string(),
             message,
             runner: runner.map(str::to_string),
+            diagnostics: Vec::new(),
         })
+    }
+
+    /// A `command` (`stack plan`, `stack apply`, …) stopped by the configuration's errors
+    /// before its first round: a failed run of its own, carrying them (in `map`'s files).
+    /// Recorded only where the stack's backend is known — `stack init` made its state root
+    /// — and quietly not at all when that backend cannot be written: the errors themselves
+    /// are what the command reports.
+    pub fn failed_to_load(
+        req: &StackRequest,
+        command: &str,
+        map: &SourceMap,
+        diags: &Diagnostics,
+    ) -> bool {
+        if !req.state_root.is_dir() {
+            return false;
+        }
+        let (rec, warn) = Recorder::start(req, command);
+        if warn.is_some() {
+            return false;
+        }
+        let diagnostics = recorded(map, diags, &req.dir);
+        let errors = diags.error_count();
+        let message = format!(
+            "The stack's configuration has {errors} error{}: nothing was planned or applied.",
+            if errors == 1 { "" } else { "s" }
+        );
+        rec.append(Body::Finished {
+            outcome: "failed".into(),
+            message: Some(message),
+            runner: None,
+            diagnostics,
+        })
+        .is_none()
     }
 
     /// One instance's entry: `planned` is its round's result, `done` what its apply did (the
@@ -536,6 +696,76 @@ pub fn record_plans(
     (ids, warnings)
 }
 
+/// Instance `id`'s run `run`, begun (until its step ends: interrupted if it never does).
+fn begun(id: &InstanceId, run: u64) -> ComponentRun {
+    ComponentRun {
+        deployment: id.deployment.clone(),
+        component: id.component.clone(),
+        key: id.key.clone(),
+        address: id.address(),
+        workspace: id.workspace(),
+        status: "interrupted".into(),
+        runs: vec![run],
+        ..ComponentRun::default()
+    }
+}
+
+/// Names each component run of round `round` of a local `stack apply|destroy` in the stack
+/// run's record as the run begins (`Observer::run_begun`), so a stack run killed (or
+/// abandoned) mid-round leaves its component runs linked, as interrupted steps. A failure to
+/// write is kept for [`RoundLink::warnings`]: the run goes on.
+#[derive(Clone)]
+pub struct RoundLink {
+    rec: Arc<Recorder>,
+    round: usize,
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+impl RoundLink {
+    pub fn new(rec: Arc<Recorder>, round: usize) -> RoundLink {
+        RoundLink {
+            rec,
+            round,
+            warnings: Default::default(),
+        }
+    }
+
+    /// The write failures so far (taken: each is said once).
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
+}
+
+impl super::Observers for RoundLink {
+    fn observer(&self, id: &InstanceId) -> Arc<dyn Observer> {
+        Arc::new(RoundRunLink {
+            link: self.clone(),
+            id: id.clone(),
+        })
+    }
+}
+
+struct RoundRunLink {
+    link: RoundLink,
+    id: InstanceId,
+}
+
+impl Observer for RoundRunLink {
+    fn event(&self, _: crate::engine::observer::Progress) {}
+
+    fn run_begun(&self, run: u64) {
+        let l = &self.link;
+        if let Some(w) = l.rec.round_run_begun(l.round, &self.id, run) {
+            if let Ok(mut ws) = l.warnings.lock() {
+                ws.push(w);
+            }
+        }
+    }
+}
+
 /// Whether process `pid` lives on this machine.
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
@@ -598,11 +828,19 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
         finished_ms: None,
         outcome: String::new(),
         message: None,
+        diagnostics: Vec::new(),
         runners: Vec::new(),
         steps: Vec::new(),
     };
     let mut started = false;
     let mut live = false;
+    // A fleet's steps as they come: an item a runner claimed stands where it was claimed
+    // until the runner's `Item` for it replaces it (at the end, where it finished).
+    let mut steps: Vec<Option<Step>> = Vec::new();
+    let mut open: BTreeMap<(String, String), usize> = BTreeMap::new();
+    // A local run's rounds whose component runs began, until the round's own entry.
+    let mut open_rounds: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut left: Vec<String> = Vec::new();
     for e in entries {
         match e.body {
             Body::Started {
@@ -643,43 +881,121 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
             Body::Round {
                 round,
                 started_ms,
-                instances,
-            } => run.steps.push(Step {
-                round: Some(round),
-                item: None,
-                runner: None,
-                status: None,
-                reason: None,
+                mut instances,
+            } => {
+                let mut step = Step {
+                    round: Some(round),
+                    item: None,
+                    runner: None,
+                    status: None,
+                    reason: None,
+                    started_ms,
+                    finished_ms: e.at_ms,
+                    instances: Vec::new(),
+                };
+                // The runs it began are linked even when the end's own look missed one.
+                match open_rounds.remove(&round) {
+                    Some(slot) => {
+                        if let Some(begun) = steps[slot].take() {
+                            for c in begun.instances {
+                                merge_runs(&mut instances, c);
+                            }
+                        }
+                        step.instances = instances;
+                        steps[slot] = Some(step);
+                    }
+                    None => {
+                        step.instances = instances;
+                        steps.push(Some(step));
+                    }
+                }
+            }
+            Body::RoundRunBegun { round, instance } => {
+                let slot = *open_rounds.entry(round).or_insert_with(|| {
+                    steps.push(Some(Step {
+                        round: Some(round),
+                        item: None,
+                        runner: None,
+                        status: Some("interrupted".into()),
+                        reason: None,
+                        started_ms: e.at_ms,
+                        finished_ms: e.at_ms,
+                        instances: Vec::new(),
+                    }));
+                    steps.len() - 1
+                });
+                if let Some(step) = steps[slot].as_mut() {
+                    step.finished_ms = e.at_ms;
+                    merge_runs(&mut step.instances, instance);
+                }
+            }
+            Body::Claimed {
+                runner,
+                item,
                 started_ms,
-                finished_ms: e.at_ms,
-                instances,
-            }),
+            } => {
+                open.entry((runner.clone(), item.clone()))
+                    .or_insert_with(|| {
+                        steps.push(Some(attempt(runner, item, started_ms, e.at_ms)));
+                        steps.len() - 1
+                    });
+            }
+            Body::RunBegun {
+                runner,
+                item,
+                instance,
+            } => {
+                let slot = *open
+                    .entry((runner.clone(), item.clone()))
+                    .or_insert_with(|| {
+                        steps.push(Some(attempt(runner, item, e.at_ms, e.at_ms)));
+                        steps.len() - 1
+                    });
+                if let Some(step) = steps[slot].as_mut() {
+                    step.finished_ms = e.at_ms;
+                    merge_runs(&mut step.instances, instance);
+                }
+            }
             Body::Item {
                 runner,
                 item,
                 status,
                 reason,
                 started_ms,
-                instances,
-            } => run.steps.push(Step {
-                round: None,
-                item: Some(item),
-                runner: Some(runner),
-                status: Some(status),
-                reason,
-                started_ms,
-                finished_ms: e.at_ms,
-                instances,
-            }),
-            Body::Left { .. } => {}
+                mut instances,
+            } => {
+                // The runs it began are linked even when the end's own look missed one.
+                if let Some(slot) = open.remove(&(runner.clone(), item.clone())) {
+                    if let Some(claimed) = steps[slot].take() {
+                        for c in claimed.instances {
+                            merge_runs(&mut instances, c);
+                        }
+                    }
+                }
+                steps.push(Some(Step {
+                    round: None,
+                    item: Some(item),
+                    runner: Some(runner),
+                    status: Some(status),
+                    reason,
+                    started_ms,
+                    finished_ms: e.at_ms,
+                    instances,
+                }));
+            }
+            Body::Left { runner } => left.push(runner),
             Body::Finished {
-                outcome, message, ..
+                outcome,
+                message,
+                diagnostics,
+                ..
             } => {
                 // A fleet's runners each say how it ended: the first one's word stands.
                 if run.finished_ms.is_none() {
                     run.finished_ms = Some(e.at_ms);
                     run.outcome = outcome;
                     run.message = message;
+                    run.diagnostics = diagnostics;
                 }
             }
         }
@@ -687,7 +1003,87 @@ fn fold(id: String, entries: Vec<Stored>, host: &Option<String>) -> StackRun {
     if run.finished_ms.is_none() {
         run.outcome = if live { "running" } else { "unfinished" }.into();
     }
+    // A round with no entry of its own: the run stopped (or died) in it — its component
+    // runs still running while its process lives, else interrupted (left unfinished in
+    // their states' histories, resolved by the next run there).
+    let status = if run.finished_ms.is_none() && live {
+        "running"
+    } else {
+        "interrupted"
+    };
+    for slot in open_rounds.into_values() {
+        if let Some(step) = steps[slot].as_mut() {
+            step.status = Some(status.into());
+            for c in &mut step.instances {
+                c.status = status.into();
+            }
+        }
+    }
+    // What is left of the claims: items their runners did not finish — still being worked
+    // on while the runner lives (on this host: elsewhere, until the run ends or another
+    // runner finished the item), else interrupted (the runner stopped or died).
+    for ((runner, item), slot) in open {
+        let taken_over = steps[slot + 1..]
+            .iter()
+            .flatten()
+            .any(|s| s.item.as_deref() == Some(item.as_str()));
+        let working = run.finished_ms.is_none()
+            && !taken_over
+            && !left.contains(&runner)
+            && runner_alive(&runner, host);
+        let status = if working { "running" } else { "interrupted" };
+        if let Some(step) = steps[slot].as_mut() {
+            step.status = Some(status.into());
+            for c in &mut step.instances {
+                c.status = status.into();
+            }
+        }
+    }
+    run.steps = steps.into_iter().flatten().collect();
     run
+}
+
+/// A fleet's item as its runner claimed it, until the runner says how it ended.
+fn attempt(runner: String, item: String, started_ms: u64, at_ms: u64) -> Step {
+    Step {
+        round: None,
+        item: Some(item),
+        runner: Some(runner),
+        status: Some("interrupted".into()),
+        reason: None,
+        started_ms,
+        finished_ms: at_ms,
+        instances: Vec::new(),
+    }
+}
+
+/// Adds `c`'s runs to the same instance's in `into` (or `c` itself when it has none there).
+fn merge_runs(into: &mut Vec<ComponentRun>, c: ComponentRun) {
+    match into
+        .iter_mut()
+        .find(|x| x.deployment == c.deployment && x.address == c.address)
+    {
+        Some(x) => {
+            for r in c.runs {
+                if !x.runs.contains(&r) {
+                    x.runs.push(r);
+                }
+            }
+            x.runs.sort_unstable();
+        }
+        None => into.push(c),
+    }
+}
+
+/// Whether a fleet's runner (`HOST:PID:RANDOM`) still lives: only known on its own host,
+/// elsewhere taken as living.
+fn runner_alive(runner: &str, host: &Option<String>) -> bool {
+    let mut parts = runner.rsplitn(3, ':');
+    let (_, pid, on) = (parts.next(), parts.next(), parts.next());
+    match (on, pid.and_then(|p| p.parse::<u32>().ok())) {
+        (Some(on), Some(pid)) if host.as_deref() == Some(on) => alive(pid),
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -751,6 +1147,7 @@ mod tests {
                         outcome: "success".into(),
                         message: None,
                         runner: Some("b".into()),
+                        diagnostics: Vec::new(),
                     },
                 ),
                 entry(
@@ -759,6 +1156,7 @@ mod tests {
                         outcome: "failed".into(),
                         message: None,
                         runner: Some("a".into()),
+                        diagnostics: Vec::new(),
                     },
                 ),
             ],
@@ -776,5 +1174,158 @@ mod tests {
         let run = fold("r2".into(), vec![entry(3, item("b", "done"))], &host);
         assert_eq!(run.outcome, "unfinished");
         assert_eq!(run.finished_ms, None);
+    }
+
+    #[test]
+    fn an_item_whose_runner_died_keeps_its_runs_beside_the_takers() {
+        let host = Some("ci-1".to_string());
+        let id = InstanceId {
+            deployment: "dev".into(),
+            component: "db".into(),
+            key: None,
+        };
+        let rec = |runner: &str, run: u64| Body::RunBegun {
+            runner: runner.into(),
+            item: "component.db (dev)".into(),
+            instance: ComponentRun {
+                deployment: id.deployment.clone(),
+                address: id.address(),
+                workspace: id.workspace(),
+                status: "interrupted".into(),
+                runs: vec![run],
+                ..Default::default()
+            },
+        };
+        let claimed = |runner: &str, at: u64| Body::Claimed {
+            runner: runner.into(),
+            item: "component.db (dev)".into(),
+            started_ms: at,
+        };
+        // Runner a (a dead process elsewhere: taken over by b) began run 7 and died; b
+        // claimed the item, began run 9 and finished it (its own look found run 9 only).
+        let dead = "elsewhere:1:x";
+        let run = fold(
+            "r1".into(),
+            vec![
+                entry(1, claimed(dead, 1)),
+                entry(2, rec(dead, 7)),
+                entry(5, claimed("ci-1:2:y", 5)),
+                entry(6, rec("ci-1:2:y", 9)),
+                entry(
+                    8,
+                    Body::Item {
+                        runner: "ci-1:2:y".into(),
+                        item: "component.db (dev)".into(),
+                        status: "done".into(),
+                        reason: None,
+                        started_ms: 5,
+                        instances: vec![ComponentRun {
+                            deployment: "dev".into(),
+                            address: "component.db".into(),
+                            status: "applied".into(),
+                            add: 2,
+                            runs: vec![9],
+                            ..Default::default()
+                        }],
+                    },
+                ),
+            ],
+            &host,
+        );
+        assert_eq!(run.steps.len(), 2, "{:#?}", run.steps);
+        let (first, then) = (&run.steps[0], &run.steps[1]);
+        assert_eq!(first.runner.as_deref(), Some(dead));
+        assert_eq!(first.status.as_deref(), Some("interrupted"));
+        assert_eq!(first.instances[0].runs, [7]);
+        assert_eq!(first.instances[0].status, "interrupted");
+        assert_eq!(then.status.as_deref(), Some("done"));
+        assert_eq!(then.instances[0].runs, [9]);
+        assert_eq!(run.components()[0].status, "applied");
+        assert_eq!(
+            run.summary(),
+            "1 work item by 0 runners (1 interrupted); 1 applied; 2 added, 0 changed, 0 destroyed"
+        );
+        // Before anyone took it over, with the runner alive elsewhere: still running.
+        let run = fold(
+            "r2".into(),
+            vec![entry(1, claimed(dead, 1)), entry(2, rec(dead, 7))],
+            &host,
+        );
+        assert_eq!(run.steps[0].status.as_deref(), Some("running"));
+        assert_eq!(run.steps[0].instances[0].runs, [7]);
+    }
+
+    #[test]
+    fn a_round_without_its_end_names_the_runs_it_began() {
+        let host = Some("ci-1".to_string());
+        let id = |d: &str| InstanceId {
+            deployment: d.into(),
+            component: "net".into(),
+            key: None,
+        };
+        let started = Body::Started {
+            command: "stack apply".into(),
+            args: Vec::new(),
+            user: "u".into(),
+            pid: u32::MAX,
+            context: RunContext {
+                host: Some("ci-1".into()),
+                ..Default::default()
+            },
+            deployment: None,
+            runner: None,
+        };
+        let begun = |round: usize, d: &str, run: u64| Body::RoundRunBegun {
+            round,
+            instance: super::begun(&id(d), run),
+        };
+        let ended = Body::Round {
+            round: 1,
+            started_ms: 1,
+            instances: vec![ComponentRun {
+                deployment: "dev".into(),
+                address: "component.net".into(),
+                status: "applied".into(),
+                runs: vec![4],
+                ..Default::default()
+            }],
+        };
+        // Round 1 ended (its runs merged into its entry); round 2 began two runs and the
+        // process is gone.
+        let run = fold(
+            "r1".into(),
+            vec![
+                entry(1, started),
+                entry(2, begun(1, "dev", 3)),
+                entry(5, ended),
+                entry(6, begun(2, "dev", 5)),
+                entry(7, begun(2, "prod", 2)),
+            ],
+            &host,
+        );
+        assert_eq!(run.outcome, "unfinished");
+        assert_eq!(run.steps.len(), 2, "{:#?}", run.steps);
+        assert_eq!(run.steps[0].status, None);
+        assert_eq!(run.steps[0].instances.len(), 1);
+        assert_eq!(run.steps[0].instances[0].runs, [3, 4]);
+        assert_eq!(run.steps[0].instances[0].status, "applied");
+        assert_eq!(run.steps[1].round, Some(2));
+        assert_eq!(run.steps[1].status.as_deref(), Some("interrupted"));
+        let runs: Vec<(&str, &str, &[u64])> = run.steps[1]
+            .instances
+            .iter()
+            .map(|c| (c.deployment.as_str(), c.status.as_str(), c.runs.as_slice()))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                ("dev", "interrupted", &[5][..]),
+                ("prod", "interrupted", &[2][..])
+            ]
+        );
+        assert_eq!(
+            run.summary(),
+            "2 rounds (the last interrupted); 2 interrupted"
+        );
     }
 }

@@ -623,7 +623,15 @@ async fn walk(opts: &Options, mode: PlanMode, apply: bool) -> Outcome {
     };
     let mut diags = loaded.diags.clone();
     let mut notes = Vec::new();
-    let (session, snapshot) = match RunSession::begin(opts, &loaded, &mut notes, &mut diags).await {
+    let (session, snapshot) = match RunSession::begin(
+        opts,
+        &loaded,
+        &super::observer::Silent,
+        &mut notes,
+        &mut diags,
+    )
+    .await
+    {
         Ok(s) => s,
         Err(d) => {
             diags.push(d);

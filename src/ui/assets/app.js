@@ -709,9 +709,10 @@ async function stackRunView(id) {
   <div class="card">By <strong>${esc(r.user)}</strong>${r.host ? ` on <strong>${esc(r.host)}</strong>` : ""} at ${when(r.started_ms)}, ${duration(r.duration_ms)}
   ${r.git_commit ? ` · git <code class="run-git" title="${esc(r.git_commit)}">${esc(gitText(r))}</code>` : ""}${r.ci_job ? ` · CI job ${ciLink(r.ci_job)}` : ""}
   ${r.deployment ? ` · deployment <code>${esc(r.deployment)}</code>` : ""}${r.runners.length ? ` · runners ${r.runners.map(x => `<code>${esc(x)}</code>`).join(", ")}` : ""}
-  <div>${esc(r.summary)}</div>${r.message ? `<div class="muted">${esc(r.message)}</div>` : ""}</div>`;
+  <div>${esc(r.summary)}</div>${r.message ? `<div class="muted">${esc(r.message)}</div>` : ""}
+  ${(r.diagnostics || []).map(d => `<pre class="stack-run-diag">${esc(d.severity === "Warning" ? "Warning" : "Error")}: ${esc(d.summary)}${d.location ? `\n  on ${esc(d.location)}` : ""}${d.detail ? `\n  ${esc(d.detail)}` : ""}</pre>`).join("")}</div>`;
   for (const step of r.steps) {
-    const title = step.round != null ? `Round ${step.round}`
+    const title = step.round != null ? `Round ${step.round}${step.status ? `: ${esc(step.status)}` : ""}`
       : `${esc(step.item || "work item")}: ${esc(step.status || "")}${step.runner ? ` by runner <code>${esc(step.runner)}</code>` : ""}${step.reason ? ` — ${esc(step.reason)}` : ""}`;
     html += `<h2 class="stack-step">${title} <span class="muted">${when(step.started_ms)}</span></h2>`;
     html += step.instances.length
