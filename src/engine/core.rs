@@ -145,7 +145,7 @@ pub(crate) struct Ctx {
     /// Provider instances recorded in state.
     pub state_providers: BTreeMap<ProviderAddr, cairn_state::ProviderInstance>,
     /// Instances in state (by static resource), to find orphans.
-    pub state_instances: super::source::StateInstances,
+    pub state_instances: StateInstances,
     pub limits: Limits,
     pub observer: Arc<dyn Observer>,
     pub diags: Mutex<Diagnostics>,
@@ -1558,6 +1558,57 @@ impl<'a> ResourceVisit<'a> {
                 (a.clone(), reason)
             })
             .collect()
+    }
+}
+
+/// The instances state holds of each static resource (managed instances with a current
+/// object, and data results), for finding the ones the configuration no longer produces.
+///
+/// The state's maps are shared, not copied (`cairn_state::Shared`), and are sorted by address:
+/// the instances of a resource in a module instance without keys (the root module, a call
+/// without `count`/`for_each`) are one range of them. Only instances inside module instances
+/// with keys, whose static resource is spread over one range per module instance, are listed
+/// here by static resource. (At 100,000 resources a map of every instance by resource cost
+/// about 30 MB for the whole walk; issue 31.)
+#[derive(Default)]
+pub(crate) struct StateInstances {
+    pub(crate) managed:
+        cairn_state::Shared<BTreeMap<ResourceInstanceAddr, cairn_state::ResourceInstance>>,
+    pub(crate) data: cairn_state::Shared<BTreeMap<ResourceInstanceAddr, cairn_state::DataObject>>,
+    pub(crate) keyed: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>,
+}
+
+impl StateInstances {
+    pub(crate) fn of(&self, module: &ModulePath, key: &ResourceKey) -> Vec<&ResourceInstanceAddr> {
+        let resource = ResourceAddr {
+            module: module.clone(),
+            mode: key.mode,
+            type_: key.type_.clone(),
+            name: key.name.clone(),
+        };
+        let start = ResourceInstanceAddr {
+            resource,
+            key: None,
+        };
+        let mut out: Vec<&ResourceInstanceAddr> = match key.mode {
+            Mode::Data => self
+                .data
+                .range(&start..)
+                .take_while(|(a, _)| a.resource == start.resource)
+                .map(|(a, _)| a)
+                .collect(),
+            _ => self
+                .managed
+                .range(&start..)
+                .take_while(|(a, _)| a.resource == start.resource)
+                .filter(|(_, i)| i.current.is_some())
+                .map(|(a, _)| a)
+                .collect(),
+        };
+        if let Some(keyed) = self.keyed.get(&(module.clone(), key.clone())) {
+            out.extend(keyed);
+        }
+        out
     }
 }
 

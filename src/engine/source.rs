@@ -3,7 +3,7 @@
 //! without writing it ([`open_read`]), the term graph, the state's instances grouped by
 //! resource, the `-target` scope, and the walk's context ([`new_ctx`]) made of all of them.
 
-use super::core::Ctx;
+use super::core::{Ctx, StateInstances};
 use super::graph::{build, Node, TermGraph};
 use super::journal::state_error;
 use super::observer::Observer;
@@ -13,7 +13,7 @@ use super::request::Options;
 use super::timing::timed;
 use super::values::Values;
 use super::walk::Limits;
-use crate::addr::{Mode, ModulePath, ProviderAddr, ResourceAddr, ResourceInstanceAddr, Target};
+use crate::addr::{ModulePath, ProviderAddr, ResourceInstanceAddr, Target};
 use crate::config::{Config, ResourceKey};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::provider::Provider;
@@ -246,56 +246,6 @@ pub(super) fn term_graph(config: &Config) -> (TermGraph, Diagnostics) {
     let (g, mut diags) = build(config);
     diags.extend(g.cycle_diagnostics(&config.sources));
     (g, diags)
-}
-
-/// The instances state holds of each static resource (managed instances with a current
-/// object, and data results), for finding the ones the configuration no longer produces.
-///
-/// The state's maps are shared, not copied (`cairn_state::Shared`), and are sorted by address:
-/// the instances of a resource in a module instance without keys (the root module, a call
-/// without `count`/`for_each`) are one range of them. Only instances inside module instances
-/// with keys, whose static resource is spread over one range per module instance, are listed
-/// here by static resource. (At 100,000 resources a map of every instance by resource cost
-/// about 30 MB for the whole walk; issue 31.)
-#[derive(Default)]
-pub(crate) struct StateInstances {
-    managed: cairn_state::Shared<BTreeMap<ResourceInstanceAddr, cairn_state::ResourceInstance>>,
-    data: cairn_state::Shared<BTreeMap<ResourceInstanceAddr, cairn_state::DataObject>>,
-    keyed: BTreeMap<(ModulePath, ResourceKey), Vec<ResourceInstanceAddr>>,
-}
-
-impl StateInstances {
-    pub(crate) fn of(&self, module: &ModulePath, key: &ResourceKey) -> Vec<&ResourceInstanceAddr> {
-        let resource = ResourceAddr {
-            module: module.clone(),
-            mode: key.mode,
-            type_: key.type_.clone(),
-            name: key.name.clone(),
-        };
-        let start = ResourceInstanceAddr {
-            resource,
-            key: None,
-        };
-        let mut out: Vec<&ResourceInstanceAddr> = match key.mode {
-            Mode::Data => self
-                .data
-                .range(&start..)
-                .take_while(|(a, _)| a.resource == start.resource)
-                .map(|(a, _)| a)
-                .collect(),
-            _ => self
-                .managed
-                .range(&start..)
-                .take_while(|(a, _)| a.resource == start.resource)
-                .filter(|(_, i)| i.current.is_some())
-                .map(|(a, _)| a)
-                .collect(),
-        };
-        if let Some(keyed) = self.keyed.get(&(module.clone(), key.clone())) {
-            out.extend(keyed);
-        }
-        out
-    }
 }
 
 /// What of the state the configuration still declares ([`StateInstances`]), and the
