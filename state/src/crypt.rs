@@ -130,6 +130,20 @@ struct KeySpec {
     salt: Vec<u8>,
 }
 
+impl KeySpec {
+    /// The key a pbkdf2 key provider derives, as configured now, for `salt`.
+    fn fresh(keys: &Pbkdf2, salt: Vec<u8>) -> KeySpec {
+        KeySpec {
+            provider: keys.address.clone(),
+            passphrase: keys.passphrase.clone(),
+            hash: keys.hash,
+            iterations: keys.iterations,
+            key_length: keys.key_length,
+            salt,
+        }
+    }
+}
+
 #[derive(Clone)]
 enum Cipher {
     A128(AesGcm<Aes128, U12>),
@@ -347,14 +361,7 @@ pub fn derive_ahead(keys: &Pbkdf2, hint: Option<&str>) {
         None => {
             let mut salt = vec![0u8; keys.salt_length];
             rand::rngs::OsRng.fill_bytes(&mut salt);
-            let spec = KeySpec {
-                provider: keys.address.clone(),
-                passphrase: keys.passphrase.clone(),
-                hash: keys.hash,
-                iterations: keys.iterations,
-                key_length: keys.key_length,
-                salt,
-            };
+            let spec = KeySpec::fresh(keys, salt);
             ahead_salts()
                 .lock()
                 .expect("salts derived ahead")
@@ -495,14 +502,7 @@ impl Encryption {
         let Method::AesGcm { keys, .. } = &self.primary else {
             return None;
         };
-        Some(KeySpec {
-            provider: keys.address.clone(),
-            passphrase: keys.passphrase.clone(),
-            hash: keys.hash,
-            iterations: keys.iterations,
-            key_length: keys.key_length,
-            salt,
-        })
+        Some(KeySpec::fresh(keys, salt))
     }
 
     /// Starts deriving the keys this process will need, each on a thread of its own, so
@@ -610,14 +610,7 @@ impl Encryption {
             // No key derived ahead: sealing derives it whenever it comes.
             return false;
         };
-        let spec = KeySpec {
-            provider: keys.address.clone(),
-            passphrase: keys.passphrase.clone(),
-            hash: keys.hash,
-            iterations: keys.iterations,
-            key_length: keys.key_length,
-            salt,
-        };
+        let spec = KeySpec::fresh(keys, salt);
         self.slot(&spec).0.get().is_some()
     }
 
@@ -655,14 +648,7 @@ impl Encryption {
         header.push(keys.key_length as u8);
         header.push(salt.len() as u8);
         header.extend_from_slice(&salt);
-        let cipher = self.cipher(KeySpec {
-            provider: keys.address.clone(),
-            passphrase: keys.passphrase.clone(),
-            hash: keys.hash,
-            iterations: keys.iterations,
-            key_length: keys.key_length,
-            salt,
-        })?;
+        let cipher = self.cipher(KeySpec::fresh(keys, salt))?;
         Ok(WriteKey::new(header, cipher, aad))
     }
 
