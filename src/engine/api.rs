@@ -475,7 +475,7 @@ async fn start_loaded(
         let record = crate::plan::record::plan_record(&plan, saved_plan, &loaded.files_hash);
         if let Err(e) = session
             .journal()
-            .append(EventBody::RunPlanned { plan: record })
+            .append_deferred(EventBody::RunPlanned { plan: record })
         {
             diags.push(e);
         }

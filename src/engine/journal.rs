@@ -144,6 +144,17 @@ impl Journal {
         Ok(seq)
     }
 
+    /// Appends an event that needs to be durable only with the next commit or recorded event
+    /// (see `EventLog::append_deferred`: while the state's key is still being derived it is
+    /// held in memory with the run's first records instead of waiting for the key).
+    pub(crate) fn append_deferred(&self, body: EventBody) -> Result<u64, Diagnostic> {
+        // `appended` is left alone: a held record is not in the store yet, so the flush
+        // thread must not count it as flushed; the next `append`/`record` (which stores it
+        // first) or `commit` covers it.
+        let mut store = self.store.lock().expect("journal lock");
+        store.append_deferred(body).map_err(state_error)
+    }
+
     /// Appends and waits until the event is durable: a commit point. Concurrent writers share
     /// flushes (group commit).
     pub(crate) async fn record(&self, body: EventBody) -> Result<u64, Diagnostic> {

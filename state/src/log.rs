@@ -90,6 +90,13 @@ pub trait EventLog: Send {
     /// Appends an event (durable at the next commit) and applies it to the snapshot. Events
     /// belong to the open run (a `RunStarted` to its own).
     fn append(&mut self, body: EventBody) -> Result<u64, StateError>;
+    /// Appends as [`EventLog::append`] does an event that needs to be durable only with the
+    /// next [`EventLog::commit`] (never with a [`Flusher`]'s flush): while a run's first
+    /// records are held back for the state's key (see [`EventLog::begin_run_in`]), it is held
+    /// with them instead of waiting for the key.
+    fn append_deferred(&mut self, body: EventBody) -> Result<u64, StateError> {
+        self.append(body)
+    }
     /// A commit point: everything appended so far is durable when this returns.
     fn commit(&mut self) -> Result<(), StateError>;
     /// A handle that makes everything appended so far durable, usable from another thread.
@@ -238,8 +245,9 @@ pub(crate) struct LogCore<S: Storage> {
     chain: Hash,
     /// Reused for the stored form of each appended event (its chain hash and payload).
     record_buf: Vec<u8>,
-    /// A run's first records (`RunStarted`, `RunContext`), encoded but not yet sealed nor
-    /// stored, while the state's key is still being derived (see
+    /// A run's first records (`RunStarted`, `RunContext`, and what
+    /// [`EventLog::append_deferred`] appends after them, such as the run's plan), encoded but
+    /// not yet sealed nor stored, while the state's key is still being derived (see
     /// [`EventLog::begin_run_in`]): sealed, chained and stored, in order, before anything
     /// else is appended, committed or read from the store.
     held: Vec<(u64, Vec<u8>)>,
@@ -334,6 +342,34 @@ impl<S: Storage> LogCore<S> {
             self.store_record(seq, &plain)?;
         }
         Ok(())
+    }
+
+    /// Encodes, seals, chains and stores `event` (the next seq), and applies it.
+    fn store_event(&mut self, event: Event) -> Result<u64, StateError> {
+        let seq = event.seq;
+        event::encode_into(&event, &mut self.encode_buf);
+        let plain = std::mem::take(&mut self.encode_buf);
+        let stored = self.store_record(seq, &plain);
+        self.encode_buf = plain;
+        stored?;
+        self.snapshot.apply_owned(event);
+        Ok(seq)
+    }
+
+    /// Holds `body` back as record `seq` of run `run` (see [`LogCore::held`]): encoded, not
+    /// yet sealed nor stored, and applied.
+    fn hold(&mut self, seq: u64, run: u64, body: EventBody) {
+        let event = Event {
+            seq,
+            version: CURRENT_VERSION,
+            time_ms: (self.clock)(),
+            run,
+            body,
+        };
+        let mut plain = Vec::new();
+        event::encode_into(&event, &mut plain);
+        self.held.push((seq, plain));
+        self.snapshot.apply_owned(event);
     }
 
     /// Rebuilds the snapshot: the newest usable checkpoint, then the events after it, each
@@ -697,12 +733,19 @@ impl<S: Storage> EventLog for LogCore<S> {
             body,
         };
         self.store_held()?;
-        event::encode_into(&event, &mut self.encode_buf);
-        let plain = std::mem::take(&mut self.encode_buf);
-        let stored = self.store_record(seq, &plain);
-        self.encode_buf = plain;
-        stored?;
-        self.snapshot.apply_owned(event);
+        self.store_event(event)
+    }
+
+    fn append_deferred(&mut self, body: EventBody) -> Result<u64, StateError> {
+        let holding = self.write
+            && !self.held.is_empty()
+            && self.crypt.as_ref().is_some_and(|c| !c.ready_to_seal());
+        if !holding {
+            return self.append(body);
+        }
+        let seq = self.snapshot.head + 1;
+        let run = self.snapshot.open_run.unwrap_or(0);
+        self.hold(seq, run, body);
         Ok(seq)
     }
 
@@ -745,18 +788,7 @@ impl<S: Storage> EventLog for LogCore<S> {
             bodies.push(EventBody::RunContext(context));
         }
         for body in bodies {
-            let seq = self.snapshot.head + 1;
-            let event = Event {
-                seq,
-                version: CURRENT_VERSION,
-                time_ms: (self.clock)(),
-                run: first,
-                body,
-            };
-            let mut plain = Vec::new();
-            event::encode_into(&event, &mut plain);
-            self.held.push((seq, plain));
-            self.snapshot.apply_owned(event);
+            self.hold(self.snapshot.head + 1, first, body);
         }
         Ok(first)
     }

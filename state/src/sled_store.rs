@@ -2179,8 +2179,8 @@ mod tests {
 
     /// A new log whose key is still being derived (on the prefetch thread) begins a run
     /// without waiting for it: the run's first records are held back (readable, checked)
-    /// and stored, sealed and chained in order, before the next record; reopened, the log
-    /// holds every record.
+    /// and stored, sealed and chained in order, before the next record (so is a deferred
+    /// append after them); reopened, the log holds every record.
     #[test]
     fn a_runs_first_records_do_not_wait_for_the_key_being_derived() {
         use crate::crypt::{Encryption, Hash, Method, Pbkdf2};
@@ -2222,8 +2222,22 @@ mod tests {
                 },
             )
             .unwrap();
-        assert!(!enc.ready_to_seal(), "begin_run waited for the key");
-        assert_eq!((run, s.head()), (1, 2));
+        // A record durable only with the next commit (the run's plan) is held with them.
+        let seq = s
+            .append_deferred(EventBody::ProviderRegistered {
+                instance: crate::event::ProviderInstance {
+                    addr: "provider[\"sim\"]".parse().unwrap(),
+                    id: "p".into(),
+                    config: StoredValue::Null,
+                    is_default: true,
+                },
+            })
+            .unwrap();
+        assert!(
+            !enc.ready_to_seal(),
+            "begin_run or a deferred append waited for the key"
+        );
+        assert_eq!((run, seq, s.head()), (1, 3, 3));
         // Held, yet read and checked like stored records.
         let events = s.events(1).unwrap();
         assert!(
