@@ -12,11 +12,12 @@
 //! followed: an unknown provider configuration defers by its own rule.
 
 use super::graph::{EdgeKind, Node, TermGraph};
+use super::plan_phase::PlanOut;
 use super::values::Values;
 use crate::addr::{Mode, ModulePath, ResourceAddr, ResourceInstanceAddr};
 use crate::plan::Action;
 use cairn_graph::NodeId;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// A pending dependency found by the search.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,8 +89,7 @@ fn follows(graph: &TermGraph, from: NodeId, to: NodeId) -> bool {
 pub(crate) fn find_pending(
     graph: &TermGraph,
     values: &Values,
-    actions: &BTreeMap<ResourceInstanceAddr, Action>,
-    deferred: &BTreeSet<ResourceInstanceAddr>,
+    out: &PlanOut,
     start: NodeId,
     instance: &ModulePath,
     first_steps: Option<Vec<NodeId>>,
@@ -131,20 +131,18 @@ pub(crate) fn find_pending(
             Node::Resource { key, .. } => {
                 let resource = ResourceAddr::new(m.clone(), key.mode, &key.type_, &key.name);
                 let lo = resource.instance(None);
-                for (addr, action) in actions
-                    .range(lo.clone()..)
-                    .take_while(|(a, _)| a.resource == resource)
-                {
-                    if key.mode == Mode::Managed && *action != Action::NoOp {
+                if key.mode == Mode::Managed {
+                    if let Some(change) = out.pending_change(&resource) {
                         return Some(Pending {
-                            dependency: addr.clone(),
-                            action: *action,
+                            dependency: change.addr.clone(),
+                            action: change.action,
                             via,
                         });
                     }
                 }
                 if key.mode == Mode::Data {
-                    if let Some(addr) = deferred
+                    if let Some(addr) = out
+                        .deferred
                         .range(lo..)
                         .take_while(|a| a.resource == resource)
                         .next()
