@@ -491,7 +491,7 @@ mod tests {
             .enumerate()
             .map(|(i, a)| Change {
                 addr: format!("sim_thing.t{i}").parse().unwrap(),
-                provider: "provider[\"sim\"]".parse().unwrap(),
+                provider: std::sync::Arc::new("provider[\"sim\"]".parse().unwrap()),
                 action: *a,
                 before: None,
                 after: None,

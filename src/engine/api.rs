@@ -209,11 +209,11 @@ async fn import_loaded(
                 let provider_id = match snapshot.providers.get(&c.provider) {
                     Some(p) => p.id.clone(),
                     None => {
-                        let slot = plan.provider_changes.iter().find(|p| p.addr == c.provider);
+                        let slot = plan.provider_changes.iter().find(|p| p.addr == *c.provider);
                         let config = slot.and_then(|s| s.after.clone()).unwrap_or_else(Value::null);
                         let id = super::providers::new_instance_id(&c.provider.package);
                         let instance = cairn_state::ProviderInstance {
-                            addr: c.provider.clone(),
+                            addr: (*c.provider).clone(),
                             id: id.clone(),
                             config: config.to_stored().unwrap_or(cairn_state::StoredValue::Null),
                             is_default: slot.is_some_and(|s| s.is_default),
@@ -230,7 +230,7 @@ async fn import_loaded(
                     attrs: before.to_stored().unwrap_or(cairn_state::StoredValue::Null),
                     deps: Vec::new(),
                     provider: cairn_state::ProviderRef {
-                        addr: c.provider.clone(),
+                        addr: (*c.provider).clone(),
                         id: provider_id,
                     },
                     create_token: None,

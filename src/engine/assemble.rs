@@ -186,7 +186,7 @@ async fn assemble_plan(
     // dependencies changed: recorded by apply.
     let recorded_again = |c: &Change| {
         refreshed.current(&c.addr).is_some_and(|o| {
-            o.provider.addr != c.provider
+            o.provider.addr != *c.provider
                 || (c.action == Action::NoOp
                     && !super::rules::same_deps(
                         &super::rules::instance_deps(&ctx, &c.addr),
@@ -220,7 +220,7 @@ fn moved_state(
         if let Some(obj) = s.current(addr) {
             forgotten.push(Change {
                 addr: addr.clone(),
-                provider: obj.provider.addr.clone(),
+                provider: crate::plan::shared_provider(&obj.provider.addr),
                 action: Action::Forget,
                 before: Some(Value::from_stored(&obj.attrs)),
                 after: None,
@@ -398,7 +398,7 @@ fn show_moved_objects(registry: &Registry, refreshed: &Snapshot, plan: &mut Plan
             let v = Value::from_stored(&obj.attrs);
             plan.changes.push(Change {
                 addr: addr.clone(),
-                provider: obj.provider.addr.clone(),
+                provider: crate::plan::shared_provider(&obj.provider.addr),
                 action: Action::NoOp,
                 before: Some(v.clone()),
                 after: Some(v),
@@ -617,7 +617,7 @@ fn targeted(targets: &[Target], addr: &ResourceInstanceAddr) -> bool {
 fn delete_of(addr: &ResourceInstanceAddr, obj: &ResourceObject, deposed: Option<String>) -> Change {
     Change {
         addr: addr.clone(),
-        provider: obj.provider.addr.clone(),
+        provider: crate::plan::shared_provider(&obj.provider.addr),
         action: Action::Delete,
         before: Some(Value::from_stored(&obj.attrs)),
         after: None,
@@ -728,7 +728,7 @@ pub(super) fn deleted_providers(
             plan.changes
                 .iter()
                 .filter(|c| c.action != Action::Delete)
-                .map(|c| &c.provider)
+                .map(|c| &*c.provider)
                 .chain(plan.data_reads.iter().map(|d| &d.provider))
                 .chain(state.resources.iter().filter_map(|(a, i)| {
                     i.current
@@ -896,7 +896,7 @@ mod tests {
     fn change(a: &str, action: Action, provider: &ProviderAddr) -> Change {
         Change {
             addr: addr(a),
-            provider: provider.clone(),
+            provider: provider.clone().into(),
             action,
             before: None,
             after: None,

@@ -275,7 +275,7 @@ impl PlanPhase {
         validate_instance(ctx, &slot.package, Mode::Managed, &inst, &config).await?;
         let mut change = Change {
             addr: inst.addr.clone(),
-            provider: inst.provider.clone(),
+            provider: crate::plan::shared_provider(&inst.provider),
             action: Action::NoOp,
             before: prior_value,
             after: None,
@@ -389,7 +389,7 @@ impl PlanPhase {
         let value = imported.value;
         self.record(Change {
             addr: inst.addr.clone(),
-            provider: inst.provider.clone(),
+            provider: crate::plan::shared_provider(&inst.provider),
             action: Action::NoOp,
             before: Some(value.clone()),
             after: Some(value.clone()),
@@ -683,7 +683,7 @@ impl PlanPhase {
         let after = plan_without_provider(&inst.schema, &inst.config);
         self.record(Change {
             addr: inst.addr.clone(),
-            provider: inst.provider.clone(),
+            provider: crate::plan::shared_provider(&inst.provider),
             action: Action::Read,
             before: None,
             after: Some(after.clone()),
@@ -869,7 +869,7 @@ impl Phase for PlanPhase {
             };
             self.record(Change {
                 addr: addr.clone(),
-                provider: prior.provider.addr.clone(),
+                provider: crate::plan::shared_provider(&prior.provider.addr),
                 action: Action::Delete,
                 before: Some(Value::from_stored(&prior.attrs)),
                 after: None,

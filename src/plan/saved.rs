@@ -140,7 +140,7 @@ mod tests {
             config_hash: String::new(),
             changes: vec![Change {
                 addr: "sim_thing.t0".parse().unwrap(),
-                provider: "provider[\"sim\"]".parse().unwrap(),
+                provider: std::sync::Arc::new("provider[\"sim\"]".parse().unwrap()),
                 action: Action::Create,
                 before: None,
                 after: None,

@@ -81,7 +81,7 @@ fn change(a: &str, action: Action, before: Option<Value>, after: Option<Value>) 
         ProviderAddr::default_for(addr.resource.module.without_keys(), addr.resource.package());
     Change {
         addr,
-        provider,
+        provider: provider.into(),
         action,
         before,
         after,
@@ -162,7 +162,7 @@ fn create_with_nested_values_and_unknowns() {
             ),
         ])),
     );
-    c.provider = provider("provider[\"sim\"].east");
+    c.provider = provider("provider[\"sim\"].east").into();
     let mut c2 = change(
         "module.net[\"a\"].sim_thing.web[0]",
         Action::Create,
@@ -298,7 +298,7 @@ fn replace_in_both_orders_marks_forcing_attributes() {
         provider: provider("provider[\"sim\"].east"),
         from: None,
     }));
-    moved.provider = provider("provider[\"sim\"].east");
+    moved.provider = provider("provider[\"sim\"].east").into();
     let mut p = plan(PlanMode::Normal, vec![dtc, cbd, tainted, moved]);
     p.provider_changes = vec![
         ProviderChange {
@@ -763,7 +763,7 @@ fn unknown_provider_configuration_and_errored_plans() {
         None,
         Some(obj([("name", s("late")), ("value", unknown())])),
     );
-    c.provider = provider("provider[\"sim\"].late");
+    c.provider = provider("provider[\"sim\"].late").into();
     c.reason = Some(Box::new(Reason::ProviderConfigUnknown {
         provider: provider("provider[\"sim\"].late"),
     }));
@@ -779,7 +779,7 @@ fn unknown_provider_configuration_and_errored_plans() {
             ("out", unknown()),
         ])),
     );
-    u.provider = provider("provider[\"sim\"].late");
+    u.provider = provider("provider[\"sim\"].late").into();
     u.diff_unavailable = true;
     let mut p = plan(PlanMode::Normal, vec![c, u]);
     p.variables = [

@@ -760,7 +760,7 @@ fn sample_plan() -> Plan {
     let provider: ProviderAddr = "provider[\"sim\"]".parse().unwrap();
     let change = |addr: &str, action, before: Option<Value>, after: Option<Value>| Change {
         addr: a(addr),
-        provider: provider.clone(),
+        provider: provider.clone().into(),
         action,
         before,
         after,

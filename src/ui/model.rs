@@ -278,7 +278,7 @@ pub(crate) fn diff_text(
 ) -> String {
     let ch = Change {
         addr: addr.clone(),
-        provider: provider.clone(),
+        provider: crate::plan::shared_provider(provider),
         action,
         before: before.map(Value::from_stored),
         after: after.map(Value::from_stored),
