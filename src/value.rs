@@ -34,7 +34,9 @@ pub enum Type {
     Tuple(Vec<Type>),
     /// Attribute types, and which attributes are `optional(...)` in a type constraint (with
     /// their defaults, if any).
-    Object(BTreeMap<String, Type>, OptionalAttrs),
+    /// (The map boxed: inline it made every `Type`, and so every `Value`, larger; see the
+    /// `sizes` test.)
+    Object(Box<BTreeMap<String, Type>>, OptionalAttrs),
 }
 
 /// The `optional(...)` attributes of an object type constraint, with their defaults: a map,
@@ -132,7 +134,10 @@ impl Type {
         Type::Map(Box::new(t))
     }
     pub fn object(attrs: impl IntoIterator<Item = (String, Type)>) -> Type {
-        Type::Object(attrs.into_iter().collect(), OptionalAttrs::default())
+        Type::Object(
+            Box::new(attrs.into_iter().collect()),
+            OptionalAttrs::default(),
+        )
     }
 }
 
@@ -181,7 +186,9 @@ impl fmt::Display for Type {
 /// `Number::new`; the arithmetic that keeps the sign of a zero is `neg`, `add`, `sub`, `mul`,
 /// `div` and `rem`, with IEEE 754's rules, as Go's `big.Float` has them.
 #[derive(Clone, Debug)]
-pub struct Number(pub(crate) BigDecimal, bool);
+// Boxed: a `BigDecimal` is 40 bytes, and inline it made every `Value` 48 bytes instead of
+// 32 (most values are not numbers; see the `sizes` test).
+pub struct Number(pub(crate) Box<BigDecimal>, bool);
 
 impl PartialEq for Number {
     fn eq(&self, other: &Number) -> bool {
@@ -260,15 +267,15 @@ impl Number {
     }
 
     pub(crate) fn new(d: BigDecimal) -> Number {
-        Number(d, false)
+        Number(Box::new(d), false)
     }
     pub(crate) fn negative_zero() -> Number {
-        Number(BigDecimal::from(0), true)
+        Number(Box::new(BigDecimal::from(0)), true)
     }
     /// A zero with the sign `negative`, or `d` when it is not zero.
     pub(crate) fn signed(d: BigDecimal, negative: bool) -> Number {
         let neg_zero = negative && d.is_zero();
-        Number(d, neg_zero)
+        Number(Box::new(d), neg_zero)
     }
     /// Whether this is `-0`.
     pub(crate) fn is_negative_zero(&self) -> bool {
@@ -289,13 +296,13 @@ impl Number {
     }
     /// `-x`.
     pub(crate) fn neg(&self) -> Number {
-        Number::signed(-self.0.clone(), !self.sign_bit())
+        Number::signed(-(*self.0).clone(), !self.sign_bit())
     }
     /// `x + y`, rounded as cty rounds (`binary512::canonical`). An exact zero is `-0` only
     /// when both operands are `-0` (IEEE 754, rounding to nearest).
     pub(crate) fn add(&self, y: &Number) -> Number {
         let both_neg = self.1 && y.1;
-        Number::signed(binary512::canonical(&self.0 + &y.0), both_neg)
+        Number::signed(binary512::canonical(&*self.0 + &*y.0), both_neg)
     }
     /// `x - y`: `x + (-y)`.
     pub(crate) fn sub(&self, y: &Number) -> Number {
@@ -303,7 +310,7 @@ impl Number {
     }
     /// `x × y`: a zero takes the sign of the operands' signs combined.
     pub(crate) fn mul(&self, y: &Number) -> Number {
-        let d = binary512::canonical(&self.0 * &y.0);
+        let d = binary512::canonical(&*self.0 * &*y.0);
         Number::signed(d, self.sign_bit() != y.sign_bit())
     }
     /// `x / y`, for a `y` that is not zero.
@@ -314,7 +321,7 @@ impl Number {
     /// `x % y` as cty computes it, for a `y` that is not zero: `x - trunc(x / y) × y`, where
     /// the truncated quotient is an integer (never `-0`), so `-0 % 5` is `-0` and `-5 % 5` is 0.
     pub(crate) fn rem(&self, y: &Number) -> Number {
-        Number::signed(binary512::canonical(&self.0 % &y.0), self.1)
+        Number::signed(binary512::canonical(&*self.0 % &*y.0), self.1)
     }
     /// The value as an integer, if it is one and fits.
     pub fn to_i64(&self) -> Option<i64> {
@@ -378,7 +385,7 @@ impl fmt::Display for Number {
         if self.1 {
             return f.write_str("-0");
         }
-        let n = binary512::canonical(self.0.clone()).normalized();
+        let n = binary512::canonical((*self.0).clone()).normalized();
         let (digits, scale) = n.as_bigint_and_exponent();
         if scale <= 0 {
             let mut s = digits.to_string();
@@ -866,5 +873,20 @@ mod tests {
             Value::string("b"),
         ]);
         assert_eq!(s, Value::Set(vec![Value::string("a"), Value::string("b")]));
+    }
+}
+
+/// The sizes every value and type of a large plan pay (issue 31): a `Value` was 48 bytes (a
+/// number's `BigDecimal` inline, and an object type's map), so every attribute of every object
+/// cost 16 bytes more, and every planned change 120 more.
+#[cfg(test)]
+mod sizes {
+    #[test]
+    fn values_types_and_changes_stay_small() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<super::Number>(), 16);
+        assert_eq!(size_of::<super::Type>(), 24);
+        assert_eq!(size_of::<super::Value>(), 32);
+        assert!(size_of::<crate::plan::Change>() <= 272);
     }
 }

@@ -114,7 +114,8 @@ fn resolved(from: &Type, to: &Type) -> Type {
                         .unwrap_or_else(|| t.clone());
                     (k.clone(), r)
                 })
-                .collect(),
+                .collect::<BTreeMap<_, _>>()
+                .into(),
             opt.clone(),
         ),
         (_, t) => t.clone(),
@@ -253,7 +254,7 @@ fn conv(v: Value, to: &Type, path: &mut Vec<PathStep>) -> Result<Value, ConvertE
                     return Err(ConvertError::new(path, missing_attrs(&missing)));
                 }
                 let mut out = ValueMap::new();
-                for (k, t) in attrs {
+                for (k, t) in attrs.iter() {
                     path.push(PathStep::Attr(k.clone()));
                     let value = match given.remove(k) {
                         Some(v) if !v.is_null() => conv(v, t, path)?,
@@ -435,7 +436,7 @@ pub(crate) fn mismatch(got: &Type, want: &Type) -> String {
             if !missing.is_empty() {
                 return missing_attrs(&missing);
             }
-            for (k, w) in wattrs {
+            for (k, w) in wattrs.iter() {
                 if let Some(g) = gattrs.get(k) {
                     if !convertible(g, w) {
                         return format!("attribute {}: {}", quote(k), mismatch(g, w));
@@ -462,7 +463,7 @@ pub(crate) fn mismatch(got: &Type, want: &Type) -> String {
             format!("all elements must be {}", friendly_name(w, true))
         }
         (Type::Object(gs, _), Type::Map(w)) => {
-            for (k, g) in gs {
+            for (k, g) in gs.iter() {
                 if !convertible(g, w) {
                     return format!("element {}: {}", quote(k), mismatch(g, w));
                 }
@@ -517,7 +518,7 @@ pub(crate) fn unify(types: &[Type]) -> Option<Type> {
         let attr_sets: Vec<&BTreeMap<String, Type>> = types
             .iter()
             .filter_map(|t| match t {
-                Type::Object(a, _) => Some(a),
+                Type::Object(a, _) => Some(&**a),
                 _ => None,
             })
             .collect();
@@ -528,7 +529,7 @@ pub(crate) fn unify(types: &[Type]) -> Option<Type> {
                 let tys: Vec<Type> = attr_sets.iter().map(|a| a[k].clone()).collect();
                 out.insert(k.clone(), unify(&tys)?);
             }
-            return Some(Type::Object(out, Default::default()));
+            return Some(Type::Object(Box::new(out), Default::default()));
         }
         let tys: Vec<Type> = attr_sets.iter().flat_map(|a| a.values().cloned()).collect();
         return Some(Type::map(unify(&tys)?));
@@ -777,6 +778,8 @@ mod tests {
                 ("note".to_string(), Type::String),
                 ("tags".to_string(), Type::map(Type::String)),
             ]
+            .into_iter()
+            .collect::<BTreeMap<_, _>>()
             .into(),
             optional.into(),
         );

@@ -879,7 +879,7 @@ impl<'a> Evaluator<'a> {
                          fractional part.",
                     ));
                 }
-                if i.0 < BigDecimal::zero() {
+                if *i.0 < BigDecimal::zero() {
                     return Err(invalid(&format!(
                         "{base}: a negative number is not a valid index for a sequence."
                     )));

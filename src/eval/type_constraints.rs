@@ -160,7 +160,7 @@ fn parse(expr: &Expression, file: FileId, in_object: bool) -> Result<Type, Diagn
                                 }
                             }
                         }
-                        Ok(Type::Object(attrs, optional.into()))
+                        Ok(Type::Object(Box::new(attrs), optional.into()))
                     }
                     other => Err(invalid(
                         other,

@@ -620,7 +620,7 @@ fn contains(a: Vec<Value>, _: &FunctionContext) -> Res {
 /// `range(limit)`, `range(start, limit)`, `range(start, limit, step)`: at most 1024 numbers.
 /// Unknown → unknown list.
 fn range(a: Vec<Value>, _: &FunctionContext) -> Res {
-    let n = |v: &Value| v.as_number().map(|n| n.0.clone()).unwrap_or_default();
+    let n = |v: &Value| v.as_number().map(|n| (*n.0).clone()).unwrap_or_default();
     let zero = BigDecimal::from(0);
     let (start, limit, step) = match a.len() {
         1 => (zero.clone(), n(&a[0]), None),

@@ -80,7 +80,7 @@ pub(super) const DEFS: &[Def] = &[
 ];
 
 fn dec(v: &Value) -> BigDecimal {
-    v.as_number().map(|n| n.0.clone()).unwrap_or_default()
+    v.as_number().map(|n| (*n.0).clone()).unwrap_or_default()
 }
 
 fn number(d: BigDecimal) -> Value {
@@ -242,7 +242,7 @@ fn extreme(a: Vec<Value>, better: std::cmp::Ordering) -> Res {
     }
     let best = best.ok_or_else(|| call_err("must pass at least one number"))?;
     let negative_zero = best.is_negative_zero();
-    match number(best.0) {
+    match number(*best.0) {
         Value::Number(_) if negative_zero => Ok(Value::Number(Number::negative_zero())),
         v => Ok(v),
     }

@@ -199,7 +199,7 @@ fn write(out: &mut Vec<u8>, v: &Value, ty: &Type, path: &mut String) -> Result<(
             }
             let _ = rmp::encode::write_map_len(out, attrs.len() as u32);
             let null = Value::null();
-            for (k, at) in attrs {
+            for (k, at) in attrs.iter() {
                 write_str(out, k);
                 let len = path.len();
                 if !path.is_empty() {
@@ -361,7 +361,7 @@ fn from_raw(raw: &rmpv::Value, ty: &Type, path: &mut String) -> Result<Value, St
                 m.insert(k.to_string(), from_raw(e, at, path)?);
                 path.truncate(len);
             }
-            for (k, at) in attrs {
+            for (k, at) in attrs.iter() {
                 m.entry(k.clone())
                     .or_insert_with(|| Value::Null(at.clone()));
             }
@@ -454,7 +454,7 @@ fn from_json(j: &serde_json::Value, ty: &Type, path: &mut String) -> Result<Valu
                 .as_object()
                 .ok_or_else(|| err(path, "an object is required"))?;
             let mut m = ValueMap::new();
-            for (k, at) in attrs {
+            for (k, at) in attrs.iter() {
                 let len = path.len();
                 if !path.is_empty() {
                     path.push('.');
@@ -513,7 +513,7 @@ pub(crate) fn type_from_json(j: &serde_json::Value) -> Result<Type, String> {
                             .collect()
                     })
                     .unwrap_or_default();
-                Ok(Type::Object(attrs, optional))
+                Ok(Type::Object(Box::new(attrs), optional))
             }
             _ => Err(bad()),
         },

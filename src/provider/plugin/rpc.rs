@@ -200,7 +200,7 @@ impl NestedType for p6::schema::Attribute {
             }
             block.attributes.insert(a.name.clone(), attr);
         }
-        let object = Type::Object(attrs, optional.into());
+        let object = Type::Object(Box::new(attrs), optional.into());
         use p6::schema::object::NestingMode as M;
         let ty = match M::try_from(obj.nesting).unwrap_or(M::Invalid) {
             M::Single => object,
