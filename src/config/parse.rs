@@ -603,3 +603,23 @@ mod piece_tests {
         assert_eq!(blocks, whole - 1);
     }
 }
+
+/// The sizes of the syntax tree's nodes the configuration keeps for the whole run (issue 31;
+/// the vendored hcl-edit's PATCHES.md §4): an expression was 72 bytes because three of its
+/// kinds held an array, an object and a formatted number inline, and every expression inline
+/// (an attribute's value, a traversal's root and index, an interpolation) paid for them.
+#[cfg(test)]
+mod sizes {
+    #[test]
+    fn syntax_tree_nodes_stay_small() {
+        use hcl_edit::expr::{Expression, Traversal, TraversalOperator};
+        use hcl_edit::structure::Attribute;
+        use hcl_edit::template::Element;
+        use std::mem::size_of;
+        assert_eq!(size_of::<Expression>(), 48);
+        assert_eq!(size_of::<Attribute>(), 104);
+        assert_eq!(size_of::<Traversal>(), 88);
+        assert_eq!(size_of::<hcl_edit::Decorated<TraversalOperator>>(), 64);
+        assert_eq!(size_of::<Element>(), 64);
+    }
+}

@@ -33,14 +33,14 @@ pub enum Expression {
     /// Represents a boolean.
     Bool(Decorated<bool>),
     /// Represents a number, either integer or float.
-    Number(Formatted<Number>),
+    Number(Box<Formatted<Number>>),
     /// Represents a string that does not contain any template interpolations or template
     /// directives.
     String(Decorated<String>),
     /// Represents an HCL array.
-    Array(Array),
+    Array(Box<Array>),
     /// Represents an HCL object.
-    Object(Object),
+    Object(Box<Object>),
     /// Represents a string containing template interpolations and template directives.
     StringTemplate(StringTemplate),
     /// Represents an HCL heredoc template.
@@ -381,7 +381,7 @@ impl From<Number> for Expression {
 
 impl From<Formatted<Number>> for Expression {
     fn from(value: Formatted<Number>) -> Self {
-        Expression::Number(value)
+        Expression::Number(Box::new(value))
     }
 }
 
@@ -411,13 +411,13 @@ impl From<Decorated<String>> for Expression {
 
 impl From<Array> for Expression {
     fn from(value: Array) -> Self {
-        Expression::Array(value)
+        Expression::Array(Box::new(value))
     }
 }
 
 impl From<Object> for Expression {
     fn from(value: Object) -> Self {
-        Expression::Object(value)
+        Expression::Object(Box::new(value))
     }
 }
 
@@ -507,13 +507,13 @@ where
 
 impl<T: Into<Expression>> FromIterator<T> for Expression {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
-        Expression::Array(Array::from_iter(iter))
+        Expression::Array(Box::new(Array::from_iter(iter)))
     }
 }
 
 impl<K: Into<ObjectKey>, V: Into<ObjectValue>> FromIterator<(K, V)> for Expression {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Expression::Object(Object::from_iter(iter))
+        Expression::Object(Box::new(Object::from_iter(iter)))
     }
 }
 

@@ -228,7 +228,7 @@ fn number<'i>(
             .map(|(num, repr)| {
                 let mut num = Formatted::new(num);
                 num.set_repr(repr);
-                state.borrow_mut().on_expr_term(Expression::Number(num));
+                state.borrow_mut().on_expr_term(Expression::Number(Box::new(num)));
             })
             .parse_next(input)
     }
@@ -243,7 +243,7 @@ fn neg_number<'i>(
             .map(|(num, repr)| {
                 let mut num = Formatted::new(-num);
                 num.set_repr(repr);
-                state.borrow_mut().on_expr_term(Expression::Number(num));
+                state.borrow_mut().on_expr_term(Expression::Number(Box::new(num)));
             })
             .parse_next(input)
     }
@@ -469,7 +469,7 @@ fn array_items<'i>(
                     array.set_trailing_comma(true);
                 }
                 array.set_trailing(trailing);
-                state.borrow_mut().on_expr_term(Expression::Array(array));
+                state.borrow_mut().on_expr_term(Expression::Array(Box::new(array)));
             })
             .parse_next(input)
     }
@@ -536,7 +536,7 @@ fn object_items<'i>(
 
             if ch == '}' {
                 object.set_trailing(trailing);
-                state.borrow_mut().on_expr_term(Expression::Object(object));
+                state.borrow_mut().on_expr_term(Expression::Object(Box::new(object)));
                 return Ok(());
             }
 
@@ -554,7 +554,7 @@ fn object_items<'i>(
                 '}' => {
                     value.set_terminator(ObjectValueTerminator::None);
                     object.push(key, value);
-                    state.borrow_mut().on_expr_term(Expression::Object(object));
+                    state.borrow_mut().on_expr_term(Expression::Object(Box::new(object)));
                     return Ok(());
                 }
                 '\r' => crlf

@@ -21,7 +21,7 @@ macro_rules! assert_roundtrip {
 #[test]
 fn number_expr() {
     let parsed = parse_complete("42", expr).unwrap();
-    let expected = Expression::Number(Formatted::new(Number::from(42)));
+    let expected = Expression::Number(Box::new(Formatted::new(Number::from(42))));
     assert_eq!(parsed, expected);
 }
 
@@ -63,9 +63,9 @@ fn neg_number_expr() {
 #[test]
 fn large_number_expr() {
     let parsed = parse_complete("18446744073709551616", expr).unwrap();
-    let expected = Expression::Number(Formatted::new(
+    let expected = Expression::Number(Box::new(Formatted::new(
         Number::from_f64(18_446_744_073_709_551_616.0).unwrap(),
-    ));
+    )));
     assert_eq!(parsed, expected);
     assert!(parsed.as_number().unwrap().is_f64());
 }
