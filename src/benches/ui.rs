@@ -67,10 +67,7 @@ fn build_log(dir: &std::path::Path) {
     )
     .expect("open");
     let provider = ProviderAddr::default_for(ModulePath::root(), "sim");
-    let pref = ProviderRef {
-        addr: provider.clone(),
-        id: "p1".into(),
-    };
+    let pref = ProviderRef::new(provider.clone(), "p1".into());
     let graph = plan_graph();
     for run in 0..RUNS {
         store
@@ -324,10 +321,10 @@ fn main() {
 fn many_runs(reps: usize) {
     use cairn_state::{Event, RecordedDiagnostic};
     const N: u64 = 10_000;
-    let pref = ProviderRef {
-        addr: ProviderAddr::default_for(ModulePath::root(), "sim"),
-        id: "p1".into(),
-    };
+    let pref = ProviderRef::new(
+        ProviderAddr::default_for(ModulePath::root(), "sim"),
+        "p1".into(),
+    );
     let object = |n: u64, v: u64| ResourceObject {
         attrs: StoredValue::Object(cairn_state::ValueMap::from([
             ("id".to_string(), StoredValue::String(format!("t{n}"))),

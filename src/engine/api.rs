@@ -229,10 +229,7 @@ async fn import_loaded(
                 let object = cairn_state::ResourceObject {
                     attrs: before.to_stored().unwrap_or(cairn_state::StoredValue::Null),
                     deps: Vec::new(),
-                    provider: cairn_state::ProviderRef {
-                        addr: (*c.provider).clone(),
-                        id: provider_id,
-                    },
+                    provider: cairn_state::ProviderRef::new((*c.provider).clone(), provider_id),
                     create_token: None,
                     tainted: false,
                     meta: importing.meta.clone(),

@@ -861,10 +861,7 @@ mod tests {
                 let object = ResourceObject {
                     attrs: cairn_state::StoredValue::Null,
                     deps: Vec::new(),
-                    provider: ProviderRef {
-                        addr: providers[0].clone(),
-                        id: instances[0].id.clone(),
-                    },
+                    provider: ProviderRef::new(providers[0].clone(), instances[0].id.clone()),
                     create_token: None,
                     tainted: false,
                     meta: ObjectMeta::default(),

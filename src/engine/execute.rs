@@ -112,10 +112,7 @@ pub(super) fn record_read_only(
             .unwrap_or_default();
         let object = cairn_state::DataObject {
             attrs,
-            provider: cairn_state::ProviderRef {
-                addr: read.provider.clone(),
-                id: provider_id,
-            },
+            provider: cairn_state::ProviderRef::new(read.provider.clone(), provider_id),
         };
         if let Err(e) = journal.append(EventBody::DataRead {
             addr: read.addr.clone(),

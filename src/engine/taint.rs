@@ -84,10 +84,10 @@ mod tests {
                     ResourceObject {
                         attrs: StoredValue::Null,
                         deps: vec![],
-                        provider: ProviderRef {
-                            addr: "provider[\"sim\"]".parse().unwrap(),
-                            id: "p".into(),
-                        },
+                        provider: ProviderRef::new(
+                            "provider[\"sim\"]".parse().unwrap(),
+                            "p".into(),
+                        ),
                         create_token: None,
                         tainted,
                         meta: Default::default(),

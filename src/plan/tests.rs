@@ -681,10 +681,7 @@ fn state_view() {
         Snapshot,
     };
     let east = provider("provider[\"sim\"].east");
-    let pref = ProviderRef {
-        addr: east.clone(),
-        id: "p1".into(),
-    };
+    let pref = ProviderRef::new(east.clone(), "p1".into());
     let object = |v: Value, tainted: bool| ResourceObject {
         attrs: stored(&v),
         deps: vec![],

@@ -1374,10 +1374,7 @@ mod tests {
     }
 
     fn pref() -> ProviderRef {
-        ProviderRef {
-            addr: "provider[\"sim\"]".parse().unwrap(),
-            id: "p".into(),
-        }
+        ProviderRef::new("provider[\"sim\"]".parse().unwrap(), "p".into())
     }
 
     fn started(addr: &str, action: OpAction, prior: Option<ResourceObject>) -> EventBody {

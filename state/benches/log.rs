@@ -41,10 +41,10 @@ fn opts() -> OpenOptions {
 }
 
 fn provider() -> ProviderRef {
-    ProviderRef {
-        addr: "provider[\"sim\"]".parse().expect("provider address"),
-        id: "p1".into(),
-    }
+    ProviderRef::new(
+        "provider[\"sim\"]".parse().expect("provider address"),
+        "p1".into(),
+    )
 }
 
 fn attrs(i: u64, generation: u64) -> StoredValue {
@@ -113,7 +113,7 @@ fn register(store: &mut Store) {
     store
         .append(EventBody::ProviderRegistered {
             instance: ProviderInstance {
-                addr: provider().addr,
+                addr: provider().addr.clone(),
                 id: "p1".into(),
                 config: StoredValue::Null,
                 is_default: true,

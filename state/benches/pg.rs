@@ -28,10 +28,7 @@ fn env_number(name: &str) -> Option<u64> {
 }
 
 fn provider() -> ProviderRef {
-    ProviderRef {
-        addr: "provider[\"sim\"]".parse().unwrap(),
-        id: "p".into(),
-    }
+    ProviderRef::new("provider[\"sim\"]".parse().unwrap(), "p".into())
 }
 
 fn attrs(i: u64) -> StoredValue {

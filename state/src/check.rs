@@ -333,10 +333,7 @@ mod tests {
         ResourceObject {
             attrs: StoredValue::Null,
             deps: deps.iter().map(|d| d.parse().unwrap()).collect(),
-            provider: ProviderRef {
-                addr: "provider[\"sim\"]".parse().unwrap(),
-                id: "p1".into(),
-            },
+            provider: ProviderRef::new("provider[\"sim\"]".parse().unwrap(), "p1".into()),
             create_token: None,
             tainted: false,
             meta: Default::default(),

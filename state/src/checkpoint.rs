@@ -702,10 +702,10 @@ mod tests {
             deps: vec![format!("module.m[\"x\"].sim_thing.d[{}]", -i)
                 .parse()
                 .unwrap()],
-            provider: ProviderRef {
-                addr: "module.m[\"x\"].provider[\"sim\"].east".parse().unwrap(),
-                id: "p".into(),
-            },
+            provider: ProviderRef::new(
+                "module.m[\"x\"].provider[\"sim\"].east".parse().unwrap(),
+                "p".into(),
+            ),
             create_token: (i % 3 == 0).then(|| format!("t{i}")),
             tainted: i % 5 == 0,
             meta: ObjectMeta {

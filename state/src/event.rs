@@ -58,11 +58,79 @@ pub struct Event {
 }
 
 /// Which provider instance manages an object: its address and the instance's id (an id
-/// distinguishes successive instances registered at the same address).
+/// distinguishes successive instances registered at the same address). Read through
+/// `Deref` (`r.addr`, `r.id`); made with [`ProviderRef::new`].
+///
+/// Shared: every object of a state names one of a handful of provider instances, and each
+/// held its own copy of the address (96 bytes) and the id (two strings on the heap), about
+/// 150 bytes of every instance of a snapshot (issue 31). One copy of each is kept in the
+/// process (interned when made or read) and each object holds a pointer to it.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProviderRef(std::sync::Arc<ProviderRefData>);
+
+/// What a [`ProviderRef`] names.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct ProviderRef {
+pub struct ProviderRefData {
     pub addr: ProviderAddr,
     pub id: String,
+}
+
+impl ProviderRef {
+    /// The shared reference to provider instance `id` at `addr`.
+    pub fn new(addr: ProviderAddr, id: String) -> ProviderRef {
+        ProviderRef::shared(ProviderRefData { addr, id })
+    }
+
+    /// The same instance with its address's package replaced (a provider's source moved).
+    pub fn with_package(&self, package: &str) -> ProviderRef {
+        let mut addr = self.addr.clone();
+        addr.package = package.to_string();
+        ProviderRef::new(addr, self.id.clone())
+    }
+
+    fn shared(data: ProviderRefData) -> ProviderRef {
+        use std::sync::{Arc, Mutex, OnceLock};
+        static SHARED: OnceLock<Mutex<std::collections::HashSet<Arc<ProviderRefData>>>> =
+            OnceLock::new();
+        let mut shared = SHARED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = shared.get(&data) {
+            return ProviderRef(a.clone());
+        }
+        let a = Arc::new(data);
+        shared.insert(a.clone());
+        ProviderRef(a)
+    }
+}
+
+impl std::ops::Deref for ProviderRef {
+    type Target = ProviderRefData;
+    fn deref(&self) -> &ProviderRefData {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ProviderRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderRef")
+            .field("addr", &self.addr)
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl Serialize for ProviderRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ProviderRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ProviderRef, D::Error> {
+        ProviderRefData::deserialize(d).map(ProviderRef::shared)
+    }
 }
 
 /// A provider instance as state remembers it, with the configuration it was registered with.
@@ -78,10 +146,7 @@ pub struct ProviderInstance {
 
 impl ProviderInstance {
     pub fn reference(&self) -> ProviderRef {
-        ProviderRef {
-            addr: self.addr.clone(),
-            id: self.id.clone(),
-        }
+        ProviderRef::new(self.addr.clone(), self.id.clone())
     }
 }
 
@@ -820,15 +885,12 @@ pub(crate) mod compact {
 
     impl Code for ProviderRef {
         fn put(&self, out: &mut Vec<u8>) {
-            let ProviderRef { addr, id } = self;
+            let ProviderRefData { addr, id } = &**self;
             addr.put(out);
             put_str(out, id);
         }
         fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-            Ok(ProviderRef {
-                addr: ProviderAddr::read(r)?,
-                id: String::read(r)?,
-            })
+            Ok(ProviderRef::new(ProviderAddr::read(r)?, String::read(r)?))
         }
     }
 
@@ -1319,10 +1381,10 @@ mod tests {
     #[test]
     fn every_kind_round_trips_in_the_compact_form() {
         let addr: ResourceInstanceAddr = "module.m[\"k\"].sim_thing.a[2]".parse().unwrap();
-        let provider = ProviderRef {
-            addr: "provider[\"sim\"].by_region[\"us\"]".parse().unwrap(),
-            id: "p1".into(),
-        };
+        let provider = ProviderRef::new(
+            "provider[\"sim\"].by_region[\"us\"]".parse().unwrap(),
+            "p1".into(),
+        );
         let object = ResourceObject {
             attrs: StoredValue::Object(
                 [
@@ -1787,10 +1849,7 @@ mod tests {
             run: u64,
             body: OldBody,
         }
-        let provider = ProviderRef {
-            addr: "provider[\"sim\"]".parse().unwrap(),
-            id: "p".into(),
-        };
+        let provider = ProviderRef::new("provider[\"sim\"]".parse().unwrap(), "p".into());
         let attrs = StoredValue::String("x".into());
         let old = |body| {
             rmp_serde::to_vec_named(&OldEvent {

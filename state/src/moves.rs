@@ -175,15 +175,15 @@ mod tests {
     fn snap(addrs: &[&str]) -> Snapshot {
         let mut s = Snapshot::default();
         for a in addrs {
-            let provider = crate::event::ProviderRef {
-                addr: crate::addr::ProviderAddr {
+            let provider = crate::event::ProviderRef::new(
+                crate::addr::ProviderAddr {
                     module: ModulePath::root(),
                     package: "x".into(),
                     alias: None,
                     key: None,
                 },
-                id: "p".into(),
-            };
+                "p".into(),
+            );
             let object = crate::event::DataObject {
                 attrs: crate::stored_value::StoredValue::Null,
                 provider,

@@ -1424,10 +1424,7 @@ mod tests {
             deposed: None,
             action: OpAction::Create,
             token: Some(format!("t{n}")),
-            provider: ProviderRef {
-                addr: "provider[\"sim\"]".parse().unwrap(),
-                id: "p".into(),
-            },
+            provider: ProviderRef::new("provider[\"sim\"]".parse().unwrap(), "p".into()),
             prior: None,
         }
     }
@@ -1438,10 +1435,7 @@ mod tests {
             object: Some(ResourceObject {
                 attrs: StoredValue::String(format!("v{n}")),
                 deps: vec![],
-                provider: ProviderRef {
-                    addr: "provider[\"sim\"]".parse().unwrap(),
-                    id: "p".into(),
-                },
+                provider: ProviderRef::new("provider[\"sim\"]".parse().unwrap(), "p".into()),
                 create_token: Some(format!("t{n}")),
                 tainted: false,
                 meta: Default::default(),

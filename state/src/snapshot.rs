@@ -491,13 +491,13 @@ impl Snapshot {
         for r in self.resources.values_mut() {
             for obj in r.current.iter_mut().chain(r.deposed.values_mut()) {
                 if obj.provider.addr.package == from {
-                    obj.provider.addr.package = to.to_string();
+                    obj.provider = obj.provider.with_package(to);
                 }
             }
         }
         for d in self.data.values_mut() {
             if d.provider.addr.package == from {
-                d.provider.addr.package = to.to_string();
+                d.provider = d.provider.with_package(to);
             }
         }
     }
@@ -720,10 +720,7 @@ mod tests {
         s.parse().unwrap()
     }
     fn pref() -> ProviderRef {
-        ProviderRef {
-            addr: "provider[\"sim\"]".parse().unwrap(),
-            id: "p1".into(),
-        }
+        ProviderRef::new("provider[\"sim\"]".parse().unwrap(), "p1".into())
     }
     fn attrs(id: &str) -> StoredValue {
         StoredValue::Object([("id".to_string(), StoredValue::String(id.into()))].into())
@@ -749,7 +746,7 @@ mod tests {
     fn provider() -> EventBody {
         EventBody::ProviderRegistered {
             instance: ProviderInstance {
-                addr: pref().addr,
+                addr: pref().addr.clone(),
                 id: "p1".into(),
                 config: StoredValue::Null,
                 is_default: true,
@@ -855,18 +852,18 @@ run 3 apply ["-auto-approve"] None last 3 +0 ~0 -0
             vec![
                 provider(),
                 EventBody::ProviderUpdated {
-                    addr: pref().addr,
+                    addr: pref().addr.clone(),
                     id: "p1".into(),
                     config: attrs("c"),
                 },
                 // An update or removal naming another instance id changes nothing.
                 EventBody::ProviderUpdated {
-                    addr: pref().addr,
+                    addr: pref().addr.clone(),
                     id: "old".into(),
                     config: StoredValue::Null,
                 },
                 EventBody::ProviderRemoved {
-                    addr: pref().addr,
+                    addr: pref().addr.clone(),
                     id: "old".into(),
                 },
             ],
@@ -879,7 +876,7 @@ provider["sim"] p1 {"id":"c"}
             vec![
                 provider(),
                 EventBody::ProviderRemoved {
-                    addr: pref().addr,
+                    addr: pref().addr.clone(),
                     id: "p1".into(),
                 },
             ],

@@ -483,10 +483,7 @@ mod tests {
         ResourceObject {
             attrs,
             deps: deps.iter().map(|d| d.parse().unwrap()).collect(),
-            provider: ProviderRef {
-                addr: provider.parse().unwrap(),
-                id: "p".into(),
-            },
+            provider: ProviderRef::new(provider.parse().unwrap(), "p".into()),
             create_token: Some("tok".into()),
             tainted,
             meta: Default::default(),
@@ -557,10 +554,7 @@ mod tests {
             "data.sim_lookup.d".parse().unwrap(),
             DataObject {
                 attrs: object(&[("id", s("d"))]),
-                provider: ProviderRef {
-                    addr: root.parse().unwrap(),
-                    id: "p".into(),
-                },
+                provider: ProviderRef::new(root.parse().unwrap(), "p".into()),
             },
         );
         snap.outputs.insert(

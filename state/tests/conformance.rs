@@ -123,10 +123,7 @@ fn both(tag: &str, test: impl Fn(&Env)) {
 }
 
 fn provider() -> ProviderRef {
-    ProviderRef {
-        addr: "provider[\"sim\"]".parse().unwrap(),
-        id: "p".into(),
-    }
+    ProviderRef::new("provider[\"sim\"]".parse().unwrap(), "p".into())
 }
 
 /// Registers the provider and creates instance `n` (three events: started, succeeded, and

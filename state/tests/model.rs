@@ -68,10 +68,7 @@ fn addr(i: u8) -> ResourceInstanceAddr {
 }
 
 fn pref() -> ProviderRef {
-    ProviderRef {
-        addr: "provider[\"sim\"]".parse().expect("provider"),
-        id: "p".into(),
-    }
+    ProviderRef::new("provider[\"sim\"]".parse().expect("provider"), "p".into())
 }
 
 fn object(v: u8, tainted: bool) -> ResourceObject {
@@ -251,7 +248,7 @@ fn run_actions(actions: Vec<Action>) -> Result<(), TestCaseError> {
             &mut model,
             EventBody::ProviderRegistered {
                 instance: ProviderInstance {
-                    addr: pref().addr,
+                    addr: pref().addr.clone(),
                     id: "p".into(),
                     config: StoredValue::Null,
                     is_default: true,

@@ -353,10 +353,7 @@ impl<'a> Target<'a> {
             .as_ref()
             .is_some_and(|o| o.provider.addr != inst.provider);
         if let (true, Some(id)) = (moved, ctx.provider_slot(&inst.provider).and_then(|s| s.id)) {
-            let provider = ProviderRef {
-                addr: inst.provider.clone(),
-                id,
-            };
+            let provider = ProviderRef::new(inst.provider.clone(), id);
             ex.rec.append(EventBody::ResourceRehomed {
                 addr: inst.addr.clone(),
                 provider,
@@ -409,10 +406,7 @@ impl<'a> Target<'a> {
                 )
             })?,
             deps: instance_deps(ctx, &inst.addr),
-            provider: ProviderRef {
-                addr: inst.provider.clone(),
-                id: slot.id.clone().unwrap_or_default(),
-            },
+            provider: ProviderRef::new(inst.provider.clone(), slot.id.clone().unwrap_or_default()),
             create_token: None,
             tainted: false,
             meta: importing.meta.clone(),
@@ -488,10 +482,7 @@ impl<'a> Prepared<'a> {
             return Err(missing_provider(&inst.provider, &inst.addr));
         };
         let c = c.clone();
-        let provider = ProviderRef {
-            addr: inst.provider.clone(),
-            id: slot.id.clone().unwrap_or_default(),
-        };
+        let provider = ProviderRef::new(inst.provider.clone(), slot.id.clone().unwrap_or_default());
         let res = &ctx.module(&inst.static_module).resources[&inst.key];
         let prior = t.current.as_ref().map(|o| Value::from_stored(&o.attrs));
         let config = match (&prior, &res.lifecycle.ignore_changes) {
@@ -816,10 +807,10 @@ impl Read<'_> {
             addr: inst.addr.clone(),
             object: DataObject {
                 attrs,
-                provider: ProviderRef {
-                    addr: inst.provider.clone(),
-                    id: slot.id.clone().unwrap_or_default(),
-                },
+                provider: ProviderRef::new(
+                    inst.provider.clone(),
+                    slot.id.clone().unwrap_or_default(),
+                ),
             },
         })?;
         ex.rec.read();
