@@ -48,7 +48,7 @@ pub(crate) struct PlanOut {
     pub outputs: BTreeMap<String, (Value, bool)>,
     /// The managed changes with an action other than no-op, found by resource (for the
     /// deferral rule, which asks whether a resource has a pending change).
-    pub pending: PendingActions,
+    pub pending: super::deferral::PendingActions,
     /// Data instances deferred to apply.
     pub deferred: BTreeSet<ResourceInstanceAddr>,
     /// Provider instances whose `diff_config` said replace.
@@ -83,60 +83,6 @@ pub(crate) struct PlanPhase {
     pub ephemerals: super::ephemeral::Ephemerals,
 }
 
-/// The managed changes of a walk with a pending action (not no-op): their indexes in
-/// [`PlanOut::changes`], in a table hashed by resource address. Not a map keyed by instance
-/// address: a copy of every address planned for a change cost 17 MB at 100,000 creates
-/// (issue 31); an index costs 4 bytes.
-#[derive(Default)]
-pub(crate) struct PendingActions {
-    table: hashbrown::HashTable<u32>,
-}
-
-fn resource_hash(r: &ResourceAddr) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = rustc_hash::FxHasher::default();
-    r.hash(&mut h);
-    h.finish()
-}
-
-impl PendingActions {
-    /// Records that `changes`' last element was just pushed: pending when its action is not
-    /// no-op, replacing an earlier change of the same instance (the later of two counts).
-    fn pushed(&mut self, changes: &[Change]) {
-        let i = changes.len() - 1;
-        let change = &changes[i];
-        let hash = resource_hash(&change.addr.resource);
-        let pending = change.action != Action::NoOp;
-        match self
-            .table
-            .find_entry(hash, |&j| changes[j as usize].addr == change.addr)
-        {
-            Ok(entry) if pending => *entry.into_mut() = i as u32,
-            Ok(entry) => {
-                entry.remove();
-            }
-            Err(_) if pending => {
-                self.table.insert_unique(hash, i as u32, |&j| {
-                    resource_hash(&changes[j as usize].addr.resource)
-                });
-            }
-            Err(_) => {}
-        }
-    }
-
-    /// The pending changes of `resource`'s instances, in no particular order.
-    fn of<'a, 'r>(
-        &'a self,
-        changes: &'a [Change],
-        resource: &'r ResourceAddr,
-    ) -> impl Iterator<Item = &'a Change> + use<'a, 'r> {
-        self.table
-            .iter_hash(resource_hash(resource))
-            .map(|&j| &changes[j as usize])
-            .filter(move |c| c.addr.resource == *resource)
-    }
-}
-
 /// A planned value equal to the prior one is made the prior one (`ValueMap`s are shared
 /// when copied): a no-op plan then holds each object once, not twice — in the change and in
 /// the walk's values alike (the walk's copy of the provider's planned maps was 26 MB of a
@@ -150,18 +96,19 @@ fn share_prior(change: &mut Change) {
 }
 
 impl PlanOut {
-    /// The pending change of `resource` with the lowest instance address (see
-    /// [`PendingActions`]).
-    pub(crate) fn pending_change(&self, resource: &ResourceAddr) -> Option<&Change> {
-        self.pending
-            .of(&self.changes, resource)
-            .min_by(|a, b| a.addr.cmp(&b.addr))
+    /// What the deferral rule reads of the plan so far.
+    pub(crate) fn planned(&self) -> super::deferral::Planned<'_> {
+        super::deferral::Planned {
+            changes: &self.changes,
+            pending: &self.pending,
+            deferred: &self.deferred,
+        }
     }
 
     /// The recorded changes in address order, the later of two for one address.
     pub(crate) fn take_changes(&mut self) -> Vec<Change> {
         // The indexes are into the vector as recorded.
-        self.pending = PendingActions::default();
+        self.pending = super::deferral::PendingActions::default();
         let mut changes = std::mem::take(&mut self.changes);
         let unique = {
             let mut seen = rustc_hash::FxHashSet::default();
@@ -623,7 +570,7 @@ impl PlanPhase {
             find_pending(
                 &ctx.graph,
                 &values,
-                &out,
+                out.planned(),
                 start,
                 &inst.addr.resource.module,
                 None,
@@ -731,7 +678,7 @@ impl PlanPhase {
         match find_pending(
             &ctx.graph,
             &values,
-            &out,
+            out.planned(),
             from,
             &inst.addr.resource.module,
             Some(first),
