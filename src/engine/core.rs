@@ -634,7 +634,10 @@ async fn visit<P: Phase>(ctx: &Arc<Ctx>, phase: &Arc<P>, id: NodeId) -> Result<(
         Node::Resource { module, key } => visit_resource(ctx, phase, module, key).await,
         Node::Orphan { addr } => {
             phase
-                .orphans(ctx, vec![(addr.clone(), OrphanReason::NoResourceConfig)])
+                .orphans(
+                    ctx,
+                    vec![((**addr).clone(), OrphanReason::NoResourceConfig)],
+                )
                 .await
         }
         Node::Destroy { .. } => phase.extra(ctx, &node).await,

@@ -131,7 +131,7 @@ fn add_destroy_nodes(g: &mut TermGraph, d: &mut Destroys<'_>) {
             .map(|p| Value::from_stored(&p.config))
             .unwrap_or_else(|| Value::Object(ValueMap::new()));
         let id = g.add(Node::Destroy {
-            addr: change.addr.clone(),
+            addr: Box::new(change.addr.clone()),
             deposed: deposed.clone(),
         });
         if change.deposed.is_some() {
