@@ -13,7 +13,7 @@
 
 use super::sabotage::Sabotage;
 use cairn_graph::{Dag, NodeId, Scheduler};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,6 +61,12 @@ impl WalkOutcome {
 
 pub(crate) type NodeFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
 
+/// At most this many nodes wait as tasks at once; further ready nodes wait, not started, in
+/// the walk's queue. A refresh of 100,000 instances spawned a task for every read at once,
+/// each then waiting for its `-parallelism` permit: 31 MB of tasks (issue 31). Far more than
+/// any `-parallelism`, so that many writers still share each of the journal's group commits.
+const MAX_TASKS: usize = 1024;
+
 /// Walks `dag` in dependency order. `visit(id)` returns a future that does the node's work and
 /// resolves to `true` on success; it is polled once in place and, if it has to wait, spawned
 /// on the runtime, so it owns what it needs.
@@ -76,35 +82,37 @@ pub(crate) async fn walk<N>(
     // Every spawned node is joined here before `walk` returns: no detached tasks.
     let mut running: JoinSet<(NodeId, bool)> = JoinSet::new();
     let mut completed: BTreeSet<NodeId> = BTreeSet::new();
+    // Ready nodes not started yet, while `MAX_TASKS` nodes wait as tasks.
+    let mut queued: VecDeque<NodeId> = VecDeque::new();
     loop {
         // Start every ready node. A node is polled once here first: one that finishes without
         // waiting on anything (most nodes only evaluate expressions) is done at once, with no
         // task spawned and no hop to a worker thread and back; its dependents may become
         // ready in turn. Only a node that waits (a provider call) becomes a task.
-        while !limits.stopped() {
-            let ready = scheduler.ready();
-            if ready.is_empty() {
-                break;
+        while !limits.stopped() && running.len() < MAX_TASKS {
+            if queued.is_empty() {
+                queued.extend(scheduler.ready());
             }
-            for id in ready {
-                let mut fut = visit(id);
-                let polled = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
-                match polled {
-                    Poll::Ready(true) => {
-                        completed.insert(id);
-                        scheduler.complete(id);
-                    }
-                    Poll::Ready(false) if limits.broken(Sabotage::FailureSkipsNothing) => {
-                        completed.insert(id);
-                        scheduler.complete(id);
-                    }
-                    Poll::Ready(false) => {
-                        outcome.failed.insert(id);
-                        outcome.skipped.extend(scheduler.fail(id));
-                    }
-                    Poll::Pending => {
-                        running.spawn(async move { (id, fut.await) });
-                    }
+            let Some(id) = queued.pop_front() else {
+                break;
+            };
+            let mut fut = visit(id);
+            let polled = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+            match polled {
+                Poll::Ready(true) => {
+                    completed.insert(id);
+                    scheduler.complete(id);
+                }
+                Poll::Ready(false) if limits.broken(Sabotage::FailureSkipsNothing) => {
+                    completed.insert(id);
+                    scheduler.complete(id);
+                }
+                Poll::Ready(false) => {
+                    outcome.failed.insert(id);
+                    outcome.skipped.extend(scheduler.fail(id));
+                }
+                Poll::Pending => {
+                    running.spawn(async move { (id, fut.await) });
                 }
             }
         }
