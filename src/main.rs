@@ -9,36 +9,22 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `purge_delay` option (its `mi_option_e` in mimalloc 3, which `libmimalloc-sys`
-/// builds, has no Rust name for it): the one before `use_numa_nodes`.
-#[cfg(not(feature = "system-alloc"))]
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-#[cfg(not(feature = "system-alloc"))]
-const _: () = assert!(libmimalloc_sys::mi_option_use_numa_nodes == MI_OPTION_PURGE_DELAY + 1);
-
-/// Memory given back as soon as it is free (issue 31): the peak a command reaches is what
-/// CI runners and laptops pay. Measured with 100,000 resources (README, Speed):
-/// - Transparent huge pages off for this process. mimalloc asks the kernel for huge pages on
-///   its arenas, and one touched byte then costs 2 MiB of zeroed memory: a 10,000-resource
-///   apply peaked at 186–221 MiB with them and 136–142 MiB without, and zeroing them was
-///   30 % of its CPU. (What `MIMALLOC_ALLOW_THP=0` does, done before the first large
-///   allocation; provider plugins started by this process inherit it, as they would that.)
-/// - mimalloc's purge delay 0: freed pages are returned at once instead of 10–100 ms later
-///   (100k `plan` 383 → 344 MiB, `apply` 623 → 577 MiB, at some system CPU time).
-fn give_memory_back() {
+/// Transparent huge pages off for this process (issue 31): mimalloc asks the kernel for huge
+/// pages on its arenas, and one touched byte then costs 2 MiB of zeroed memory. A
+/// 10,000-resource apply peaked at 186–221 MiB with them and 136–142 MiB without, and zeroing
+/// them was 30 % of its CPU. (What `MIMALLOC_ALLOW_THP=0` does, which mimalloc reads before
+/// `main`; provider plugins started by this process inherit it, as they would that.) How fast
+/// freed memory goes back is decided once the configuration's size is known
+/// (`engine::source::size_memory_for`).
+fn no_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: a process-wide flag, no pointers.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
-    #[cfg(not(feature = "system-alloc"))]
-    // SAFETY: sets an option of the allocator this binary links; any value is valid.
-    unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
-    }
 }
 
 fn main() {
-    give_memory_back();
+    no_huge_pages();
     std::process::exit(cairn::cli::main());
 }

@@ -41,6 +41,27 @@ pub fn load(opts: &Options) -> Result<Loaded, Report<()>> {
     load_with(opts, None, false)
 }
 
+/// mimalloc's `purge_delay` option (its `mi_option_e` in mimalloc 3, which `libmimalloc-sys`
+/// builds, has no Rust name for it): the one before `use_numa_nodes`.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+const _: () = assert!(libmimalloc_sys::mi_option_use_numa_nodes == MI_OPTION_PURGE_DELAY + 1);
+
+/// From this many resource blocks on, freed memory goes back to the system at once.
+const LARGE_CONFIGURATION: usize = 20_000;
+
+/// How fast freed memory goes back to the system, by the configuration's size (issue 31). A
+/// large run returns it at once (mimalloc's purge delay 0 instead of 10–100 ms), which keeps
+/// its peak down: 100,000 resources, `plan` 383 → 344 MiB, `apply` 623 → 577 MiB. It costs
+/// system time in `madvise` calls, which a small run would see (10,000 resources: `apply`
+/// 0.43 → 0.50 s, for 145 → 97 MiB), so a small run keeps mimalloc's default. Setting the
+/// option is harmless when mimalloc is not the allocator (`--features system-alloc`).
+fn size_memory_for(resources: usize) {
+    if resources >= LARGE_CONFIGURATION {
+        // SAFETY: sets an option of the linked mimalloc; any value is valid, at any time.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
+}
+
 /// [`load`]; with `saved` (the variable values of a saved plan) the inputs are exactly those
 /// values: no `-var`, tfvars file or `TF_VAR_*` is read, as the plan already holds them. When
 /// `lenient` (`inspect`), errors in the configuration or the variables do not stop it (they are
@@ -62,6 +83,7 @@ pub(super) fn load_with(
     let Some(mut config) = config else {
         return Err(Report::fail(diags, None));
     };
+    size_memory_for(config.modules().iter().map(|m| m.resources.len()).sum());
     if opts.generate_config {
         diags.extend(config.generate_import_blocks());
     }
