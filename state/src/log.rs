@@ -359,16 +359,21 @@ impl<S: Storage> LogCore<S> {
         Ok(seq)
     }
 
-    /// Holds `body` back as record `seq` of run `run` (see [`LogCore::held`]): encoded, not
-    /// yet sealed nor stored, and applied.
-    fn hold(&mut self, seq: u64, run: u64, body: EventBody) {
-        let event = Event {
+    /// `body` as event `seq` of run `run`, stamped with this version and the clock's time.
+    fn stamped(&self, seq: u64, run: u64, body: EventBody) -> Event {
+        Event {
             seq,
             version: CURRENT_VERSION,
             time_ms: (self.clock)(),
             run,
             body,
-        };
+        }
+    }
+
+    /// Holds `body` back as record `seq` of run `run` (see [`LogCore::held`]): encoded, not
+    /// yet sealed nor stored, and applied.
+    fn hold(&mut self, seq: u64, run: u64, body: EventBody) {
+        let event = self.stamped(seq, run, body);
         let mut plain = Vec::new();
         event::encode_into(&event, &mut plain);
         self.held.push((seq, plain));
@@ -738,13 +743,7 @@ impl<S: Storage> EventLog for LogCore<S> {
             EventBody::RunStarted { .. } => seq,
             _ => self.snapshot.open_run.unwrap_or(0),
         };
-        let event = Event {
-            seq,
-            version: CURRENT_VERSION,
-            time_ms: (self.clock)(),
-            run,
-            body,
-        };
+        let event = self.stamped(seq, run, body);
         self.store_held()?;
         self.store_event(event)
     }

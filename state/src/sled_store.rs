@@ -1444,19 +1444,22 @@ mod tests {
     }
 
     /// A log of a run creating `n` instances: 2n + 1 events.
+    /// The `sim` provider's instance `p`, registered.
+    fn sim_registered() -> EventBody {
+        EventBody::ProviderRegistered {
+            instance: crate::event::ProviderInstance {
+                addr: "provider[\"sim\"]".parse().unwrap(),
+                id: "p".into(),
+                config: StoredValue::Null,
+                is_default: true,
+            },
+        }
+    }
+
     fn fill(store: &mut Store, n: u64) {
         store.begin_run("apply", &[]).unwrap();
         if store.snapshot().providers.is_empty() {
-            store
-                .append(EventBody::ProviderRegistered {
-                    instance: crate::event::ProviderInstance {
-                        addr: "provider[\"sim\"]".parse().unwrap(),
-                        id: "p".into(),
-                        config: StoredValue::Null,
-                        is_default: true,
-                    },
-                })
-                .unwrap();
+            store.append(sim_registered()).unwrap();
         }
         for i in 0..n {
             let op = store.append(create(i)).unwrap();
@@ -2219,16 +2222,7 @@ mod tests {
             )
             .unwrap();
         // A record durable only with the next commit (the run's plan) is held with them.
-        let seq = s
-            .append_deferred(EventBody::ProviderRegistered {
-                instance: crate::event::ProviderInstance {
-                    addr: "provider[\"sim\"]".parse().unwrap(),
-                    id: "p".into(),
-                    config: StoredValue::Null,
-                    is_default: true,
-                },
-            })
-            .unwrap();
+        let seq = s.append_deferred(sim_registered()).unwrap();
         assert!(
             !enc.ready_to_seal(),
             "begin_run or a deferred append waited for the key"
