@@ -19,11 +19,14 @@
 //! of the syncs is an upper bound: with real providers, whose calls take milliseconds to
 //! minutes, it is smaller. `CAIRN_BENCH_DURABLE` chooses the sizes (default `100,1000`),
 //! `CAIRN_BENCH_RUNS` the runs per figure (default 3, the median is shown), `CAIRN_BENCH_BIN`
-//! another build of `cairn` (to measure a debug build without building a release one).
+//! another build of `cairn` (to measure a debug build without building a release one),
+//! `CAIRN_BENCH_BEFORE` an older build beside it (`support.rs`).
+
+mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::Command;
+use support::Build;
 
 /// The preloaded shim: counts the sync calls of the process (written to
 /// `$CAIRN_SHIM_COUNTS/<pid>` at exit) and, with `CAIRN_SHIM_SKIP_SYNC` set, returns from them
@@ -138,23 +141,19 @@ enum Way {
 }
 
 struct Setup {
-    bin: PathBuf,
     shim: PathBuf,
     counts: PathBuf,
 }
 
 impl Setup {
-    fn cairn(&self, dir: &Path, state: &Path, args: &[&str], way: Way) -> Command {
-        let mut c = Command::new(&self.bin);
+    fn cairn(&self, build: &Build, dir: &Path, state: &Path, args: &[&str], way: Way) -> Command {
+        let mut c = build.command();
         c.arg(format!("-chdir={}", dir.display()))
             .args(args)
             .env("NO_COLOR", "1")
             .env("CAIRN_STATE_DIR", state)
             .env("LD_PRELOAD", &self.shim)
-            .env("CAIRN_SHIM_COUNTS", &self.counts)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env("CAIRN_SHIM_COUNTS", &self.counts);
         if way == Way::NoSync {
             c.env("CAIRN_SHIM_SKIP_SYNC", "1");
         }
@@ -175,22 +174,16 @@ impl Setup {
     }
 }
 
-fn run(cmd: &mut Command) -> (f64, String) {
-    let start = Instant::now();
-    let out = cmd.output().expect("cairn runs");
-    let secs = start.elapsed().as_secs_f64();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (secs, stdout)
-}
-
 /// One figure: the median wall time of `runs` applies of `n` resources on a fresh state, the
 /// sync calls of one apply, and the events it recorded.
-fn measure(setup: &Setup, dir: &Path, n: usize, runs: usize, way: Way) -> (f64, u64, u64) {
+fn measure(
+    setup: &Setup,
+    build: &Build,
+    dir: &Path,
+    n: usize,
+    runs: usize,
+    way: Way,
+) -> (f64, u64, u64) {
     let base = match way {
         Way::Tmpfs => tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm"),
         _ => tempfile::tempdir_in(dir).unwrap(),
@@ -202,10 +195,13 @@ fn measure(setup: &Setup, dir: &Path, n: usize, runs: usize, way: Way) -> (f64, 
     for _ in 0..runs.max(1) {
         let _ = std::fs::remove_dir_all(&state);
         setup.take_counts();
-        let (t, _) = run(&mut setup.cairn(dir, &state, &["apply", "-auto-approve"], way));
+        let t =
+            support::run(&mut setup.cairn(build, dir, &state, &["apply", "-auto-approve"], way));
         syncs = setup.take_counts();
-        times.push(t);
-        let (_, out) = run(&mut setup.cairn(dir, &state, &["state", "verify"], Way::Durable));
+        times.push(t.wall);
+        let out =
+            support::run(&mut setup.cairn(build, dir, &state, &["state", "verify"], Way::Durable))
+                .stdout;
         setup.take_counts();
         events = out
             .split("intact: ")
@@ -227,26 +223,23 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
-    let bin: PathBuf = std::env::var_os("CAIRN_BENCH_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_cairn").into())
-        .into();
+    let builds = support::builds();
     // On disk (not a tmpfs `/tmp`): the benchmark's own directory under the target dir.
     let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let counts = root.path().join("counts");
     std::fs::create_dir_all(&counts).unwrap();
     let setup = Setup {
         shim: build_shim(root.path()),
-        bin,
         counts,
     };
     let tmpfs = Path::new("/dev/shm").is_dir();
     println!(
         "durable commits: `apply -auto-approve` of N terraform_data on a fresh local state, \
-         median of {runs} run(s), {}",
-        setup.bin.display()
+         median of {runs} run(s)"
     );
     println!(
-        "{:>6} {:>6} {:>7} {:>10} {:>10} {:>8} {:>10} {:>8} {:>7} {:>11} {:>9}",
+        "{:>6} {:>6} {:>6} {:>7} {:>10} {:>10} {:>8} {:>10} {:>8} {:>7} {:>11} {:>9}",
+        "build",
         "N",
         "chain",
         "events",
@@ -265,15 +258,19 @@ fn main() {
         for chain in [10, n] {
             let dir = root.path().join(format!("n{n}-{chain}"));
             chains(&dir, n, chain);
-            let (durable, syncs, events) = measure(&setup, &dir, n, runs, Way::Durable);
-            let (nosync, skipped, _) = measure(&setup, &dir, n, runs, Way::NoSync);
-            assert!(
-                syncs > 0 && skipped > 0,
-                "the shim counted no sync call: is LD_PRELOAD honoured?"
-            );
-            let mem = tmpfs.then(|| measure(&setup, &dir, n, runs, Way::Tmpfs).0);
-            println!(
-                "{:>6} {:>6} {:>7} {:>10.3} {:>10.3} {:>7.2}x {:>10} {:>8} {:>7} {:>11.2} {:>9.2}",
+            let mut durables = Vec::new();
+            for b in &builds {
+                let (durable, syncs, events) = measure(&setup, b, &dir, n, runs, Way::Durable);
+                let (nosync, skipped, _) = measure(&setup, b, &dir, n, runs, Way::NoSync);
+                assert!(
+                    syncs > 0 && skipped > 0,
+                    "the shim counted no sync call: is LD_PRELOAD honoured?"
+                );
+                let mem = tmpfs.then(|| measure(&setup, b, &dir, n, runs, Way::Tmpfs).0);
+                durables.push(durable);
+                println!(
+                "{:>6} {:>6} {:>6} {:>7} {:>10.3} {:>10.3} {:>7.2}x {:>10} {:>8} {:>7} {:>11.2} {:>9.2}",
+                if b.name.is_empty() { "-" } else { b.name },
                 n,
                 chain,
                 events,
@@ -285,6 +282,12 @@ fn main() {
                 syncs,
                 syncs as f64 / events.max(1) as f64,
                 (durable - nosync).max(0.0) * 1000.0 / syncs as f64,
+            );
+            }
+            support::compare(
+                &builds,
+                &format!("durable apply, {n} in chains of {chain} (median s)"),
+                &durables,
             );
             let _ = std::fs::remove_dir_all(&dir);
         }

@@ -4,7 +4,8 @@
 //! state each time, plain and encrypted interleaved. Prints the median and best wall time and
 //! the median CPU time of `CAIRN_BENCH_RUNS` (default 3) runs each, and the ratios of the
 //! medians (issue 29's goal for the apply: within 1.3×). `CAIRN_BENCH_N` overrides 10,000;
-//! `CAIRN_BENCH_BIN` runs another build of `cairn` (to compare two versions on one machine).
+//! `CAIRN_BENCH_BIN` runs another build of `cairn`; `CAIRN_BENCH_BEFORE` an older one beside
+//! it (`support.rs`).
 //! The latest figures (the key derived from the command's start) are in the README's
 //! benchmark section: on the shared machine, with every core busy, the wall ratios follow
 //! the CPU ratios (PBKDF2's 0.17–0.3 s of CPU against 0.9–1.0 s for the plain apply).
@@ -25,48 +26,21 @@
 //! (0.98× / 0.95×). On an existing state the key is needed to read it: a no-op `plan`
 //! still waits for the derivation (encrypted 1.08–1.21 s against 0.69–0.70 s plain).
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+mod support;
 
-/// One command: its wall time and CPU time (user and system, from `wait4`), in seconds. On a
-/// shared machine the CPU time is the steadier figure.
-#[allow(clippy::zombie_processes)]
-fn cairn(dir: &Path, args: &[&str]) -> (f64, f64) {
-    let bin =
-        std::env::var_os("CAIRN_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cairn").into());
-    let err = tempfile::tempfile().expect("temp file");
-    let start = Instant::now();
-    let child = Command::new(bin)
-        .args(args)
+use std::path::Path;
+use std::process::Command;
+use support::{run, Build, Figure};
+
+fn cairn(build: &Build, dir: &Path, args: &[&str]) -> Command {
+    let mut c = build.command();
+    c.args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .env_remove("CAIRN_STATE_DIR")
         .env_remove("TF_ENCRYPTION")
-        .env("TF_VAR_passphrase", "a benchmark passphrase, long enough")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err.try_clone().expect("dup"))
-        .spawn()
-        .expect("cairn runs");
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child and writes into values we own; `child` is not waited on
-    // again (std's Child does not reap on drop).
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let wall = start.elapsed().as_secs_f64();
-    assert_eq!(pid, child.id() as i32, "wait4 failed");
-    // `plan -detailed-exitcode` exits 0 when nothing changes: every command here exits 0.
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        use std::io::{Read, Seek};
-        let mut e = err;
-        let mut s = String::new();
-        e.rewind().ok();
-        e.read_to_string(&mut s).ok();
-        panic!("cairn {args:?} failed:\n{s}");
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (wall, secs(usage.ru_utime) + secs(usage.ru_stime))
+        .env("TF_VAR_passphrase", "a benchmark passphrase, long enough");
+    c
 }
 
 const ENCRYPTION: &str = r#"variable "passphrase" {
@@ -106,51 +80,51 @@ fn project(n: usize, encrypted: bool) -> tempfile::TempDir {
     dir
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
-    let n: usize = std::env::var("CAIRN_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
-    let runs: usize = std::env::var("CAIRN_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let n = support::env_num("CAIRN_BENCH_N", 10_000);
+    let runs = support::env_num("CAIRN_BENCH_RUNS", 3);
+    let builds = support::builds();
     let apply = ["apply", "-auto-approve", "-parallelism=10"];
     let noop = ["plan", "-detailed-exitcode"];
-    // [plain, encrypted] × [apply, no-op plan]: (wall, CPU) per run, interleaved.
-    let mut times: [[Vec<(f64, f64)>; 2]; 2] = Default::default();
-    for _ in 0..runs {
-        for (e, encrypted) in [false, true].into_iter().enumerate() {
-            let d = project(n, encrypted);
-            cairn(d.path(), &["init"]);
-            times[e][0].push(cairn(d.path(), &apply));
-            times[e][1].push(cairn(d.path(), &noop));
+    // By build, [plain, encrypted] × [apply, no-op plan], interleaved.
+    let mut figs: Vec<[[Figure; 2]; 2]> = builds.iter().map(|_| Default::default()).collect();
+    for round in 0..runs.max(1) {
+        for (i, b) in support::in_turn(&builds, round) {
+            for (e, encrypted) in [false, true].into_iter().enumerate() {
+                let d = project(n, encrypted);
+                run(&mut cairn(b, d.path(), &["init"]));
+                figs[i][e][0].push(&run(&mut cairn(b, d.path(), &apply)));
+                figs[i][e][1].push(&run(&mut cairn(b, d.path(), &noop)));
+            }
         }
     }
     for (c, what) in ["apply", "no-op plan"].into_iter().enumerate() {
-        let fig = |e: usize| {
-            let v = &times[e][c];
-            let best = v.iter().map(|t| t.0).fold(f64::INFINITY, f64::min);
-            (
-                median(v.iter().map(|t| t.0).collect()),
-                best,
-                median(v.iter().map(|t| t.1).collect()),
-            )
-        };
-        let (pw, pb, pc) = fig(0);
-        let (ew, eb, ec) = fig(1);
-        println!("cairn {what} of {n} terraform_data, no encryption:  median {pw:.2} s (best {pb:.2} s), CPU {pc:.2} s ({runs} runs)");
-        println!("cairn {what} of {n} terraform_data, aes_gcm/pbkdf2: median {ew:.2} s (best {eb:.2} s), CPU {ec:.2} s ({runs} runs)");
-        println!(
-            "{what}: encrypted / plain (medians): {:.2} wall, {:.2} CPU{}",
-            ew / pw,
-            ec / pc,
-            if c == 0 { " (goal: at most 1.3)" } else { "" }
+        let mut ratios = Vec::new();
+        for (b, f) in builds.iter().zip(&figs) {
+            let (p, e) = (&f[0][c], &f[1][c]);
+            let tag = b.tag();
+            println!("cairn {what} of {n} terraform_data, no encryption{tag}:  median {:.2} s (best {:.2} s), CPU {:.2} s ({runs} runs)", p.median(), p.best(), p.cpu());
+            println!("cairn {what} of {n} terraform_data, aes_gcm/pbkdf2{tag}: median {:.2} s (best {:.2} s), CPU {:.2} s ({runs} runs)", e.median(), e.best(), e.cpu());
+            println!(
+                "{what}{tag}: encrypted / plain (medians): {:.2} wall, {:.2} CPU{}",
+                e.median() / p.median(),
+                e.cpu() / p.cpu(),
+                if c == 0 { " (goal: at most 1.3)" } else { "" }
+            );
+            ratios.push(e.median() / p.median());
+        }
+        let plain: Vec<f64> = figs.iter().map(|f| f[0][c].median()).collect();
+        let encrypted: Vec<f64> = figs.iter().map(|f| f[1][c].median()).collect();
+        support::compare(
+            &builds,
+            &format!("{what}, no encryption (median s)"),
+            &plain,
         );
+        support::compare(
+            &builds,
+            &format!("{what}, aes_gcm/pbkdf2 (median s)"),
+            &encrypted,
+        );
+        support::compare(&builds, &format!("{what}, encrypted / plain"), &ratios);
     }
 }

@@ -6,18 +6,14 @@
 //!
 //! `CAIRN_BENCH_RUNS` (default 3): runs of each, best and median printed;
 //! `CAIRN_BENCH_FILES` (default 10,000); `CAIRN_BENCH_TERRAFORM=0` skips Terraform;
-//! `TF` names the terraform binary (default: `terraform` on the PATH).
+//! `TF` names the terraform binary (default: `terraform` on the PATH); `CAIRN_BENCH_BEFORE`
+//! measures an older build of `cairn` beside this one (`support.rs`).
+
+mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
-
-fn env_num(k: &str, d: usize) -> usize {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(d)
-}
+use std::process::Command;
+use support::{env_num, Figure};
 
 /// The fixture inputs, as (file name, bytes).
 fn sources() -> Vec<(String, Vec<u8>)> {
@@ -64,20 +60,8 @@ fn make_tree(root: &Path, n: usize, sources: &[(String, Vec<u8>)]) {
 }
 
 /// Wall time of one run of `cmd` in `dir` (its output discarded; exit 0 required).
-fn time(cmd: &mut Command, dir: &Path) -> f64 {
-    cmd.current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let start = Instant::now();
-    let out = cmd.output().expect("the formatter starts");
-    let t = start.elapsed().as_secs_f64();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    t
+fn time(cmd: &mut Command, dir: &Path) -> support::Run {
+    support::run(cmd.current_dir(dir))
 }
 
 fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
@@ -95,16 +79,12 @@ fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-fn best_median(mut v: Vec<f64>) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[0], v[v.len() / 2])
-}
-
 fn main() {
     let runs = env_num("CAIRN_BENCH_RUNS", 3).max(1);
     let n = env_num("CAIRN_BENCH_FILES", 10_000);
     let with_tf = std::env::var("CAIRN_BENCH_TERRAFORM").map_or(true, |v| v != "0");
     let tf = std::env::var("TF").unwrap_or_else(|_| "terraform".into());
+    let builds = support::builds();
     let sources = sources();
     let tmp = tempfile::tempdir().unwrap();
     let (ca_root, tf_root) = (tmp.path().join("cairn"), tmp.path().join("terraform"));
@@ -114,34 +94,38 @@ fn main() {
         bytes as f64 / 1e6,
         sources.len()
     );
-    let (mut ca_times, mut tf_times) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
-        make_tree(&ca_root, n, &sources);
-        ca_times.push(time(
-            Command::new(env!("CARGO_BIN_EXE_cairn")).args(["fmt", "-recursive"]),
-            &ca_root,
-        ));
+    let mut ca = vec![Figure::default(); builds.len()];
+    let mut tf_fig = Figure::default();
+    for round in 0..runs {
+        let mut trees = Vec::new();
+        for (i, b) in support::in_turn(&builds, round) {
+            make_tree(&ca_root, n, &sources);
+            ca[i].push(&time(b.command().args(["fmt", "-recursive"]), &ca_root));
+            trees.push(snapshot(&ca_root));
+        }
         if with_tf {
             make_tree(&tf_root, n, &sources);
-            tf_times.push(time(
+            tf_fig.push(&time(
                 Command::new(&tf).args(["fmt", "-recursive"]),
                 &tf_root,
             ));
+            let want = snapshot(&tf_root);
             assert!(
-                snapshot(&ca_root) == snapshot(&tf_root),
+                trees.iter().all(|t| *t == want),
                 "cairn's and terraform's formatted trees differ"
             );
         }
     }
-    let (cb, cm) = best_median(ca_times);
-    println!("cairn fmt -recursive:     best {cb:.3} s, median {cm:.3} s");
+    support::report(&builds, "cairn fmt -recursive", &ca);
     if with_tf {
-        let (tb, tm) = best_median(tf_times);
-        println!("terraform fmt -recursive: best {tb:.3} s, median {tm:.3} s");
-        println!(
-            "terraform / cairn (medians): {:.2}x; the formatted trees are byte-identical",
-            tm / cm
-        );
+        println!("terraform fmt -recursive: {tf_fig}");
+        for (b, f) in builds.iter().zip(&ca) {
+            println!(
+                "terraform / cairn (medians){}: {:.2}x; the formatted trees are byte-identical",
+                b.tag(),
+                tf_fig.median() / f.median()
+            );
+        }
     } else {
         println!("terraform: skipped (CAIRN_BENCH_TERRAFORM=0)");
     }

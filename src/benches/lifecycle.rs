@@ -16,77 +16,14 @@
 //! best and the median run (as hyperfine does); the peak memory is the largest of the runs.
 //! `CAIRN_BENCH_N` overrides 10,000; `CAIRN_BENCH_RUNS` the number of runs (default 5);
 //! `CAIRN_BENCH_TERRAFORM=0` skips Terraform; `CAIRN_BENCH_ONLY=inspect` runs only the two
-//! inspect figures.
+//! inspect figures; `CAIRN_BENCH_BEFORE` measures an older build beside this one
+//! (`support.rs`).
+
+mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// One run of a command: wall time and the child's peak RSS in MiB. The child is reaped with
-/// `wait4` (which returns its own resource usage), not `Child::wait`.
-#[allow(clippy::zombie_processes)]
-fn run_once(cmd: &mut Command) -> (Duration, f64) {
-    let out = tempfile::tempfile().expect("temp file");
-    let err = tempfile::tempfile().expect("temp file");
-    cmd.stdin(Stdio::null())
-        .stdout(out.try_clone().expect("dup"))
-        .stderr(err.try_clone().expect("dup"));
-    let start = Instant::now();
-    let child = cmd.spawn().expect("command starts");
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child and writes into values we own; `child` is not waited on
-    // again (std's Child does not reap on drop).
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let elapsed = start.elapsed();
-    assert_eq!(pid, child.id() as i32, "wait4 failed");
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        let read = |mut f: std::fs::File| {
-            use std::io::{Read, Seek};
-            let mut s = String::new();
-            f.rewind().ok();
-            f.read_to_string(&mut s).ok();
-            s.chars().take(3000).collect::<String>()
-        };
-        panic!("{cmd:?} failed:\n{}\n{}", read(out), read(err));
-    }
-    (elapsed, usage.ru_maxrss as f64 / 1024.0)
-}
-
-/// Best and median of several runs, and the largest peak memory among them.
-struct Figure {
-    best: f64,
-    median: f64,
-    peak_mib: f64,
-}
-
-impl std::fmt::Display for Figure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "best {:.3} s, median {:.3} s, peak {:.0} MiB",
-            self.best, self.median, self.peak_mib
-        )
-    }
-}
-
-/// Runs `prepare` then the command `runs` times.
-fn measure(runs: usize, mut prepare: impl FnMut(), mut make: impl FnMut() -> Command) -> Figure {
-    let mut times = Vec::new();
-    let mut peak: f64 = 0.0;
-    for _ in 0..runs.max(1) {
-        prepare();
-        let (t, mem) = run_once(&mut make());
-        times.push(t.as_secs_f64());
-        peak = peak.max(mem);
-    }
-    times.sort_by(f64::total_cmp);
-    Figure {
-        best: times[0],
-        median: times[times.len() / 2],
-        peak_mib: peak,
-    }
-}
+use std::process::Command;
+use support::{measure, report, run, Build};
 
 fn chains(dir: &Path, n: usize, chain: usize) {
     let mut tf = String::new();
@@ -136,8 +73,8 @@ fn unknown_provider_modules(dir: &Path, n: usize, modules: usize) {
     std::fs::write(dir.join("main.tf"), root).unwrap();
 }
 
-fn cairn(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+fn cairn(build: &Build, dir: &Path, args: &[&str]) -> Command {
+    let mut c = build.command();
     c.arg(format!("-chdir={}", dir.display()))
         .args(args)
         .env("NO_COLOR", "1");
@@ -149,41 +86,75 @@ fn fresh_state(dir: &Path) {
 }
 
 fn main() {
-    let env_num = |k: &str, d: usize| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    let n = env_num("CAIRN_BENCH_N", 10_000);
-    let runs = env_num("CAIRN_BENCH_RUNS", 5);
+    let n = support::env_num("CAIRN_BENCH_N", 10_000);
+    let runs = support::env_num("CAIRN_BENCH_RUNS", 5);
+    let builds = support::builds();
     let tmp = tempfile::tempdir().unwrap();
     println!("{runs} runs of each; wall time best and median, peak RSS the largest of the runs");
 
     // 1 and 2: terraform_data chains.
     let dir = tmp.path().join("chains");
     chains(&dir, n, 10);
-    let f = measure(runs, || {}, || cairn(&dir, &["inspect", "-json"]));
-    println!("load+evaluate {n} resources (cairn inspect): {f} (target: well under 0.5 s)");
+    let f = measure(
+        &builds,
+        runs,
+        |_| {},
+        |b| cairn(b, &dir, &["inspect", "-json"]),
+    );
+    report(
+        &builds,
+        &format!("load+evaluate {n} resources (cairn inspect; target: well under 0.5 s)"),
+        &f,
+    );
     let unknown = tmp.path().join("unknown-provider");
     unknown_provider_modules(&unknown, n, 100);
-    let f = measure(runs, || {}, || cairn(&unknown, &["inspect", "-json"]));
-    println!(
-        "cairn inspect -json, {n} aws resources over 100 modules (no provider): {f} (target < 0.3 s, < 200 MB)"
+    let f = measure(
+        &builds,
+        runs,
+        |_| {},
+        |b| cairn(b, &unknown, &["inspect", "-json"]),
+    );
+    report(
+        &builds,
+        &format!(
+            "cairn inspect -json, {n} aws resources over 100 modules (no provider; target < 0.3 s, < 200 MB)"
+        ),
+        &f,
     );
     if std::env::var("CAIRN_BENCH_ONLY").is_ok_and(|v| v == "inspect") {
         return;
     }
-    let plan = measure(runs, || fresh_state(&dir), || cairn(&dir, &["plan"]));
-    println!("cairn plan   {n} terraform_data: {plan} (target < 1 s, < 300 MB)");
-    let apply = measure(
+    let plan = measure(
+        &builds,
         runs,
-        || fresh_state(&dir),
-        || cairn(&dir, &["apply", "-auto-approve"]),
+        |_| fresh_state(&dir),
+        |b| cairn(b, &dir, &["plan"]),
     );
-    println!("cairn apply  {n} terraform_data: {apply} (target < 3 s, < 300 MB)");
-    let f = measure(runs, || {}, || cairn(&dir, &["plan", "-detailed-exitcode"]));
-    println!("cairn no-op plan {n} terraform_data (refresh included): {f}");
+    report(
+        &builds,
+        &format!("cairn plan   {n} terraform_data (target < 1 s, < 300 MB)"),
+        &plan,
+    );
+    // Each build's apply, then its no-op plan on the state that apply made, in turn.
+    let mut apply = vec![support::Figure::default(); builds.len()];
+    let mut noop = apply.clone();
+    for round in 0..runs.max(1) {
+        for (i, b) in support::in_turn(&builds, round) {
+            fresh_state(&dir);
+            apply[i].push(&run(&mut cairn(b, &dir, &["apply", "-auto-approve"])));
+            noop[i].push(&run(&mut cairn(b, &dir, &["plan", "-detailed-exitcode"])));
+        }
+    }
+    report(
+        &builds,
+        &format!("cairn apply  {n} terraform_data (target < 3 s, < 300 MB)"),
+        &apply,
+    );
+    report(
+        &builds,
+        &format!("cairn no-op plan {n} terraform_data (refresh included)"),
+        &noop,
+    );
 
     let want_tf = std::env::var("CAIRN_BENCH_TERRAFORM")
         .map(|v| v != "0")
@@ -205,68 +176,108 @@ fn main() {
                 .env("TF_IN_AUTOMATION", "1");
             c
         };
-        run_once(&mut tf(&["init", "-input=false"]));
-        let tf_state = || {
+        run(&mut tf(&["init", "-input=false"]));
+        let tf_state = |_: &Build| {
             let _ = std::fs::remove_file(tf_dir.join("terraform.tfstate"));
             let _ = std::fs::remove_file(tf_dir.join("terraform.tfstate.backup"));
         };
-        // Terraform is slow at this size: fewer runs.
+        // Terraform is slow at this size: fewer runs, and once whatever the builds.
         let tf_runs = runs.min(3);
-        let tf_plan = measure(tf_runs, tf_state, || {
+        let one = &builds[..1];
+        let tf_plan = &measure(one, tf_runs, tf_state, |_| {
             tf(&["plan", "-input=false", "-lock=false"])
-        });
-        let tf_apply = measure(tf_runs, tf_state, || {
+        })[0];
+        let tf_apply = &measure(one, tf_runs, tf_state, |_| {
             tf(&["apply", "-input=false", "-auto-approve", "-lock=false"])
-        });
+        })[0];
         let small = tmp.path().join("small");
         chains(&small, m, 10);
-        let c_plan = measure(runs, || fresh_state(&small), || cairn(&small, &["plan"]));
-        let c_apply = measure(
+        let c_plan = measure(
+            &builds,
             runs,
-            || fresh_state(&small),
-            || cairn(&small, &["apply", "-auto-approve"]),
+            |_| fresh_state(&small),
+            |b| cairn(b, &small, &["plan"]),
         );
-        println!("terraform plan  {m}: {tf_plan}\ncairn plan      {m}: {c_plan}");
-        println!("terraform apply {m}: {tf_apply}\ncairn apply     {m}: {c_apply}");
-        println!(
-            "at {m} resources (medians): plan {:.1}x faster than terraform, apply {:.1}x faster",
-            tf_plan.median / c_plan.median,
-            tf_apply.median / c_apply.median
+        let c_apply = measure(
+            &builds,
+            runs,
+            |_| fresh_state(&small),
+            |b| cairn(b, &small, &["apply", "-auto-approve"]),
         );
-        println!(
-            "cairn at {n} vs terraform at {m} (medians): plan {:.3} s vs {:.2} s, apply {:.3} s vs {:.2} s",
-            plan.median, tf_plan.median, apply.median, tf_apply.median
-        );
+        println!("terraform plan  {m}: {tf_plan}");
+        report(&builds, &format!("cairn plan      {m}"), &c_plan);
+        println!("terraform apply {m}: {tf_apply}");
+        report(&builds, &format!("cairn apply     {m}"), &c_apply);
+        for (i, b) in builds.iter().enumerate() {
+            println!(
+                "at {m} resources (medians){}: plan {:.1}x faster than terraform, apply {:.1}x faster",
+                b.tag(),
+                tf_plan.median() / c_plan[i].median(),
+                tf_apply.median() / c_apply[i].median()
+            );
+            println!(
+                "cairn at {n} vs terraform at {m} (medians){}: plan {:.3} s vs {:.2} s, apply {:.3} s vs {:.2} s",
+                b.tag(),
+                plan[i].median(),
+                tf_plan.median(),
+                apply[i].median(),
+                tf_apply.median()
+            );
+        }
     } else {
         println!("terraform: skipped");
     }
 
-    // 3: refresh of 1,000 sim_things at 20 ms latency.
-    let sim = tmp.path().join("sim");
-    std::fs::create_dir_all(&sim).unwrap();
+    // 3: refresh of 1,000 sim_things at 20 ms latency, each build on a state it made (an
+    // older build may not read a newer one's log).
     let mut tf = String::new();
     for i in 0..1000 {
         tf.push_str(&format!(
             "resource \"sim_thing\" \"t{i}\" {{\n  name = \"t{i}\"\n}}\n"
         ));
     }
-    std::fs::write(sim.join("main.tf"), tf).unwrap();
-    let store = sim.join("store");
-    let mut create = cairn(&sim, &["apply", "-auto-approve"]);
-    create.env("SIM_STORE", &store).env("SIM_LATENCY_MS", "0");
-    run_once(&mut create);
+    let sims: Vec<_> = builds
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let sim = tmp.path().join(format!("sim{i}"));
+            std::fs::create_dir_all(&sim).unwrap();
+            std::fs::write(sim.join("main.tf"), &tf).unwrap();
+            let mut create = cairn(b, &sim, &["apply", "-auto-approve"]);
+            create
+                .env("SIM_STORE", sim.join("store"))
+                .env("SIM_LATENCY_MS", "0");
+            run(&mut create);
+            sim
+        })
+        .collect();
     let f = measure(
+        &builds,
         runs,
-        || {},
-        || {
-            let mut refresh = cairn(&sim, &["refresh", "-parallelism=10"]);
-            refresh.env("SIM_STORE", &store).env("SIM_LATENCY_MS", "20");
+        |_| {},
+        |b| {
+            let sim = &sims[builds
+                .iter()
+                .position(|x| std::ptr::eq(x, b))
+                .expect("a build")];
+            let mut refresh = cairn(b, sim, &["refresh", "-parallelism=10"]);
+            refresh
+                .env("SIM_STORE", sim.join("store"))
+                .env("SIM_LATENCY_MS", "20");
             refresh
         },
     );
-    println!(
-        "refresh 1000 sim_thing at 20 ms, -parallelism=10: {f}; floor 2.000 s; ratio {:.3} best, {:.3} median (target < 1.15)",
-        f.best / 2.0,
-        f.median / 2.0
+    report(
+        &builds,
+        "refresh 1000 sim_thing at 20 ms, -parallelism=10 (floor 2.000 s)",
+        &f,
     );
+    for (b, f) in builds.iter().zip(&f) {
+        println!(
+            "refresh ratio to the floor{}: {:.3} best, {:.3} median (target < 1.15)",
+            b.tag(),
+            f.best() / 2.0,
+            f.median() / 2.0
+        );
+    }
 }

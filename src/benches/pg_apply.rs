@@ -2,50 +2,27 @@
 //! (`cargo bench --bench pg_apply`): the real `cairn` binary, a fresh state each time, a real
 //! server with PostgreSQL's durable defaults on the loopback interface. Prints best and median
 //! of `CAIRN_BENCH_RUNS` (default 3) runs per store and the ratio of the medians.
-//! `CAIRN_BENCH_N` overrides 10,000.
+//! `CAIRN_BENCH_N` overrides 10,000; `CAIRN_BENCH_BEFORE` measures an older build beside this
+//! one (`support.rs`).
 
 #[path = "../../state/tests/support/pgserver.rs"]
 mod pgserver;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-fn apply(dir: &Path, env: &[(&str, String)]) -> Duration {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    c.args(["apply", "-auto-approve", "-parallelism=10"])
+use std::path::Path;
+use support::{Build, Figure, Run};
+
+fn cairn(build: &Build, dir: &Path, args: &[&str], env: &[(&str, String)]) -> Run {
+    let mut c = build.command();
+    c.args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
-        .env_remove("CAIRN_STATE_DIR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .env_remove("CAIRN_STATE_DIR");
     for (k, v) in env {
         c.env(k, v);
     }
-    let start = Instant::now();
-    let out = c.output().expect("cairn runs");
-    let t = start.elapsed();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    t
-}
-
-fn init(dir: &Path, env: &[(&str, String)]) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    c.arg("init").current_dir(dir).stdin(Stdio::null());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("cairn runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::run(&mut c)
 }
 
 fn project(n: usize, schema: Option<&str>) -> tempfile::TempDir {
@@ -65,36 +42,44 @@ fn project(n: usize, schema: Option<&str>) -> tempfile::TempDir {
     dir
 }
 
-fn stats(mut v: Vec<Duration>) -> (f64, f64) {
-    v.sort();
-    (v[0].as_secs_f64(), v[v.len() / 2].as_secs_f64())
-}
-
 fn main() {
     let Some(server) = pgserver::start_or_skip(false) else {
         return;
     };
-    let n: usize = std::env::var("CAIRN_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
-    let runs: usize = std::env::var("CAIRN_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let n = support::env_num("CAIRN_BENCH_N", 10_000);
+    let runs = support::env_num("CAIRN_BENCH_RUNS", 3);
+    let builds = support::builds();
     let pg_env = [("PG_CONN_STR", server.conn_str())];
-    let (mut sled, mut pg) = (Vec::new(), Vec::new());
-    for r in 0..runs {
-        let d = project(n, None);
-        init(d.path(), &[]);
-        sled.push(apply(d.path(), &[]));
-        let d = project(n, Some(&format!("bench_{r}")));
-        init(d.path(), &pg_env);
-        pg.push(apply(d.path(), &pg_env));
+    let apply = ["apply", "-auto-approve", "-parallelism=10"];
+    let mut sled = vec![Figure::default(); builds.len()];
+    let mut pg = sled.clone();
+    for r in 0..runs.max(1) {
+        for (i, b) in support::in_turn(&builds, r) {
+            let d = project(n, None);
+            cairn(b, d.path(), &["init"], &[]);
+            sled[i].push(&cairn(b, d.path(), &apply, &[]));
+            let d = project(n, Some(&format!("bench_{r}_{i}")));
+            cairn(b, d.path(), &["init"], &pg_env);
+            pg[i].push(&cairn(b, d.path(), &apply, &pg_env));
+        }
     }
-    let (sb, sm) = stats(sled);
-    let (pb, pm) = stats(pg);
-    println!("cairn apply {n} terraform_data on sled:       best {sb:.2} s, median {sm:.2} s ({runs} runs)");
-    println!("cairn apply {n} terraform_data on PostgreSQL: best {pb:.2} s, median {pm:.2} s ({runs} runs)");
-    println!("PostgreSQL / sled (medians): {:.2}", pm / sm);
+    support::report(
+        &builds,
+        &format!("cairn apply {n} terraform_data on sled"),
+        &sled,
+    );
+    support::report(
+        &builds,
+        &format!("cairn apply {n} terraform_data on PostgreSQL"),
+        &pg,
+    );
+    let ratios: Vec<f64> = sled
+        .iter()
+        .zip(&pg)
+        .map(|(s, p)| p.median() / s.median())
+        .collect();
+    for (b, r) in builds.iter().zip(&ratios) {
+        println!("PostgreSQL / sled (medians){}: {r:.2}", b.tag());
+    }
+    support::compare(&builds, "PostgreSQL / sled", &ratios);
 }

@@ -19,7 +19,9 @@
 //! median are printed). `CAIRN_BENCH_ONLY=fast|sim|calls` runs one part;
 //! `CAIRN_BENCH_SIZES="1000 10000"` the sizes of part 1; `CAIRN_BENCH_TERRAFORM=0` skips
 //! Terraform; `CAIRN_BENCH_TF_MAX` the largest size Terraform runs at (default 10,000);
-//! `CAIRN_BENCH_KV6` a `terraform-provider-kv6` binary to use instead of building one.
+//! `CAIRN_BENCH_KV6` a `terraform-provider-kv6` binary to use instead of building one;
+//! `CAIRN_BENCH_BEFORE` an older build of `cairn` measured beside this one in parts 1 and 2
+//! (`support.rs`; part 3 runs this build's plugin client in this process).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,13 +32,11 @@ use std::time::Instant;
 use cairn::provider::plugin::PluginProvider;
 use cairn::provider::Provider;
 use cairn::value::Value;
+use support::Build;
 
-fn env_num(k: &str, d: usize) -> usize {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(d)
-}
+mod support;
+
+use support::env_num;
 
 /// Runs a command to its end; its wall time in seconds (a failure stops the benchmark with the
 /// command's output).
@@ -90,23 +90,24 @@ fn show((best, median): (f64, f64)) -> String {
 }
 
 /// The tool's invocation in `dir` with the CLI configuration `rc`.
-#[derive(Clone, Copy, PartialEq)]
-enum Tool {
-    Cairn,
+#[derive(Clone, Copy)]
+enum Tool<'a> {
+    Cairn(&'a Build),
     Terraform,
 }
 
-impl Tool {
-    fn name(self) -> &'static str {
+impl Tool<'_> {
+    /// `cairn`, `cairn [before]`, `terraform`.
+    fn name(self) -> String {
         match self {
-            Tool::Cairn => "cairn",
-            Tool::Terraform => "terraform",
+            Tool::Cairn(b) => format!("cairn{}", b.tag()),
+            Tool::Terraform => "terraform".into(),
         }
     }
 
     fn cmd(self, dir: &Path, rc: &Path, args: &[&str]) -> Command {
         let mut c = match self {
-            Tool::Cairn => Command::new(env!("CARGO_BIN_EXE_cairn")),
+            Tool::Cairn(b) => b.command(),
             Tool::Terraform => Command::new("terraform"),
         };
         c.current_dir(dir)
@@ -121,7 +122,7 @@ impl Tool {
     }
 
     /// Forgets the state (and the plugin's `store`): the next command starts from nothing.
-    fn fresh(self, dir: &Path, store: &Path) {
+    fn fresh(&self, dir: &Path, store: &Path) {
         let _ = std::fs::remove_dir_all(store);
         let _ = std::fs::remove_dir_all(dir.join(".cairn"));
         let _ = std::fs::remove_file(dir.join("terraform.tfstate"));
@@ -169,7 +170,16 @@ fn kv6() -> PathBuf {
     p
 }
 
-fn fast(runs: usize, tmp: &Path, tf: bool) {
+/// Every build of Cairn, then Terraform when `tf`.
+fn tools(builds: &[Build], tf: bool) -> Vec<Tool<'_>> {
+    let mut v: Vec<Tool> = builds.iter().map(Tool::Cairn).collect();
+    if tf {
+        v.push(Tool::Terraform);
+    }
+    v
+}
+
+fn fast(builds: &[Build], runs: usize, tmp: &Path, tf: bool) {
     let plugin = kv6();
     let rc = tmp.join("kv6.rc");
     rc_file(&rc, "example.com/cairn/kv6", plugin.parent().unwrap());
@@ -197,15 +207,10 @@ fn fast(runs: usize, tmp: &Path, tf: bool) {
             ));
         }
         std::fs::write(dir.join("main.tf"), text).unwrap();
-        let mut rows: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
-        let tools: &[Tool] = if tf && n <= tf_max {
-            &[Tool::Cairn, Tool::Terraform]
-        } else {
-            &[Tool::Cairn]
-        };
-        for &tool in tools {
+        let mut rows: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for tool in tools(builds, tf && n <= tf_max) {
             // Terraform at 10,000 takes minutes per command: once.
-            let runs = if tool == Tool::Terraform && n > 1000 {
+            let runs = if matches!(tool, Tool::Terraform) && n > 1000 {
                 1
             } else {
                 runs
@@ -237,15 +242,31 @@ fn fast(runs: usize, tmp: &Path, tf: bool) {
             rows.insert(tool.name(), vec![plan, apply, noop]);
             tool.fresh(&dir, &store);
         }
-        if let (Some(c), Some(t)) = (rows.get("cairn"), rows.get("terraform")) {
-            println!(
-                "  at {n}: cairn faster than terraform (medians): plan {:.1}x, apply {:.1}x, no-op plan {:.1}x (goal >= 10x)",
-                t[0].1 / c[0].1,
-                t[1].1 / c[1].1,
-                t[2].1 / c[2].1
-            );
-        } else if tf {
+        for b in builds {
+            let c = &rows[&Tool::Cairn(b).name()];
+            if let Some(t) = rows.get("terraform") {
+                println!(
+                    "  at {n}{}: cairn faster than terraform (medians): plan {:.1}x, apply {:.1}x, no-op plan {:.1}x (goal >= 10x)",
+                    b.tag(),
+                    t[0].1 / c[0].1,
+                    t[1].1 / c[1].1,
+                    t[2].1 / c[2].1
+                );
+            }
+        }
+        if tf && !rows.contains_key("terraform") {
             println!("  at {n}: terraform not run (CAIRN_BENCH_TF_MAX={tf_max})");
+        }
+        for (k, what) in ["plan", "apply", "no-op plan"].into_iter().enumerate() {
+            let medians: Vec<f64> = builds
+                .iter()
+                .map(|b| rows[&Tool::Cairn(b).name()][k].1)
+                .collect();
+            support::compare(
+                builds,
+                &format!("  at {n}: cairn {what} (median s)"),
+                &medians,
+            );
         }
     }
 }
@@ -280,7 +301,7 @@ impl SimStats {
     }
 }
 
-fn sim(tmp: &Path, tf: bool) {
+fn sim(builds: &[Build], tmp: &Path, tf: bool) {
     let plugins = PathBuf::from(
         std::env::var("ORACLE_PLUGINS").unwrap_or_else(|_| "/tmp/oracle-plugins".into()),
     );
@@ -306,13 +327,9 @@ fn sim(tmp: &Path, tf: bool) {
     println!(
         "== slow provider: the Python sim plugin, {n} sim_thing + {n} sim_lookup (one run each)"
     );
-    let tools: &[Tool] = if tf {
-        &[Tool::Cairn, Tool::Terraform]
-    } else {
-        &[Tool::Cairn]
-    };
-    let mut all: BTreeMap<(&str, &str), SimStats> = BTreeMap::new();
-    for &tool in tools {
+    let mut all: BTreeMap<(String, &str), SimStats> = BTreeMap::new();
+    let mut walls: BTreeMap<(String, &str), f64> = BTreeMap::new();
+    for tool in tools(builds, tf) {
         // One plan first, not measured, so that neither tool pays for files that are cold in
         // the page cache (the Python interpreter and its gRPC and crypto libraries, the tool's
         // own binary): each figure is one run, and the first run on this machine can take
@@ -347,13 +364,29 @@ fn sim(tmp: &Path, tf: bool) {
                 s.total()
             );
             all.insert((tool.name(), label), s);
+            walls.insert((tool.name(), label), wall);
         }
         tool.fresh(&dir, &store);
     }
+    for label in ["plan", "apply", "no-op plan"] {
+        let w: Vec<f64> = builds
+            .iter()
+            .map(|b| {
+                walls
+                    .get(&(Tool::Cairn(b).name(), label))
+                    .copied()
+                    .unwrap_or(f64::NAN)
+            })
+            .collect();
+        support::compare(builds, &format!("  {label}: cairn wall (s)"), &w);
+    }
     if tf {
         for label in ["plan", "apply", "no-op plan"] {
-            let (Some(c), Some(t)) = (all.get(&("cairn", label)), all.get(&("terraform", label)))
-            else {
+            let cairn = Tool::Cairn(builds.last().expect("a build")).name();
+            let (Some(c), Some(t)) = (
+                all.get(&(cairn, label)),
+                all.get(&("terraform".to_string(), label)),
+            ) else {
                 continue;
             };
             let methods: std::collections::BTreeSet<&String> =
@@ -440,13 +473,14 @@ fn main() {
     let want = |part: &str| only.is_empty() || only == part;
     let tmp = tempfile::tempdir().unwrap();
     let tf = terraform_wanted();
+    let builds = support::builds();
     if want("calls") {
         calls(env_num("CAIRN_BENCH_CALLS", 20_000));
     }
     if want("fast") {
-        fast(runs, tmp.path(), tf);
+        fast(&builds, runs, tmp.path(), tf);
     }
     if want("sim") {
-        sim(tmp.path(), tf);
+        sim(&builds, tmp.path(), tf);
     }
 }

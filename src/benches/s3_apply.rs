@@ -3,36 +3,27 @@
 //! the real `cairn` binary, a fresh state and a fresh bucket key each time. Prints best and
 //! median of `CAIRN_BENCH_RUNS` (default 3) runs per store, the ratio of the medians (issue
 //! 29's goal: within 2×) and how many event batch objects the S3 apply wrote.
-//! `CAIRN_BENCH_N` overrides 1,000.
+//! `CAIRN_BENCH_N` overrides 1,000; `CAIRN_BENCH_BEFORE` measures an older build beside this
+//! one (`support.rs`).
 
 #[path = "../../state/tests/support/s3server.rs"]
 mod s3server;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-fn cairn(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Duration {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+use std::path::Path;
+use support::{Build, Figure, Run};
+
+fn cairn(build: &Build, dir: &Path, args: &[&str], env: &[(&str, String)]) -> Run {
+    let mut c = build.command();
     c.args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
-        .env_remove("CAIRN_STATE_DIR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .env_remove("CAIRN_STATE_DIR");
     for (k, v) in env {
         c.env(k, v);
     }
-    let start = Instant::now();
-    let out = c.output().expect("cairn runs");
-    let t = start.elapsed();
-    assert!(
-        out.status.success(),
-        "cairn {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    t
+    support::run(&mut c)
 }
 
 fn project(n: usize, backend: Option<(&str, &str)>) -> tempfile::TempDir {
@@ -54,23 +45,13 @@ fn project(n: usize, backend: Option<(&str, &str)>) -> tempfile::TempDir {
     dir
 }
 
-fn stats(mut v: Vec<Duration>) -> (f64, f64) {
-    v.sort();
-    (v[0].as_secs_f64(), v[v.len() / 2].as_secs_f64())
-}
-
 fn main() {
     let Some(server) = s3server::shared() else {
         return;
     };
-    let n: usize = std::env::var("CAIRN_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000);
-    let runs: usize = std::env::var("CAIRN_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let n = support::env_num("CAIRN_BENCH_N", 1_000);
+    let runs = support::env_num("CAIRN_BENCH_RUNS", 3);
+    let builds = support::builds();
     let bucket = s3server::bucket_name("bench");
     server.bucket(&bucket);
     let env = [
@@ -79,26 +60,42 @@ fn main() {
         ("AWS_ENDPOINT_URL_S3", server.endpoint()),
     ];
     let apply = ["apply", "-auto-approve", "-parallelism=10"];
-    let (mut sled, mut s3) = (Vec::new(), Vec::new());
-    for r in 0..runs {
-        let d = project(n, None);
-        cairn(d.path(), &["init"], &[]);
-        sled.push(cairn(d.path(), &apply, &[]));
-        let key = format!("run{r}/terraform.tfstate");
-        let d = project(n, Some((&bucket, &key)));
-        cairn(d.path(), &["init"], &env);
-        s3.push(cairn(d.path(), &apply, &env));
+    let mut sled = vec![Figure::default(); builds.len()];
+    let mut s3 = sled.clone();
+    for r in 0..runs.max(1) {
+        for (i, b) in support::in_turn(&builds, r) {
+            let d = project(n, None);
+            cairn(b, d.path(), &["init"], &[]);
+            sled[i].push(&cairn(b, d.path(), &apply, &[]));
+            let key = format!("run{r}-{i}/terraform.tfstate");
+            let d = project(n, Some((&bucket, &key)));
+            cairn(b, d.path(), &["init"], &env);
+            s3[i].push(&cairn(b, d.path(), &apply, &env));
+        }
     }
     let batches = server
         .keys(&bucket)
         .iter()
-        .filter(|k| k.starts_with("run0/") && k.contains(".cairn/events/"))
+        .filter(|k| k.starts_with("run0-0/") && k.contains(".cairn/events/"))
         .count();
-    let (sb, sm) = stats(sled);
-    let (pb, pm) = stats(s3);
-    println!(
-        "cairn apply {n} terraform_data on sled: best {sb:.2} s, median {sm:.2} s ({runs} runs)"
+    support::report(
+        &builds,
+        &format!("cairn apply {n} terraform_data on sled"),
+        &sled,
     );
-    println!("cairn apply {n} terraform_data on S3:   best {pb:.2} s, median {pm:.2} s ({runs} runs; {batches} event batch objects in one apply)");
-    println!("S3 / sled (medians): {:.2} (goal: at most 2)", pm / sm);
+    support::report(
+        &builds,
+        &format!("cairn apply {n} terraform_data on S3"),
+        &s3,
+    );
+    println!("event batch objects in one S3 apply: {batches}");
+    let ratios: Vec<f64> = sled
+        .iter()
+        .zip(&s3)
+        .map(|(s, p)| p.median() / s.median())
+        .collect();
+    for (b, r) in builds.iter().zip(&ratios) {
+        println!("S3 / sled (medians){}: {r:.2} (goal: at most 2)", b.tag());
+    }
+    support::compare(&builds, "S3 / sled", &ratios);
 }

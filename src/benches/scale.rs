@@ -11,48 +11,14 @@
 //! `10k,100k`; `1m` alone adds a million to the default: it takes several minutes and a few
 //! GB). `CAIRN_BENCH_RUNS` runs each command several times (default 1; the figure is then the
 //! median time and the largest peak memory). `CAIRN_BENCH_BIN` runs another build of `cairn`
-//! instead of this one's (to compare two versions on one machine).
+//! instead of this one's; `CAIRN_BENCH_BEFORE` an older build beside it, each size's table
+//! printed for both and their ratios (`support.rs`).
+
+mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
-
-/// One run of a command: wall time in seconds, the child's peak RSS in MiB, its CPU time (user
-/// and system) in seconds and its stdout. The child is reaped with `wait4` (which returns its
-/// own resource usage), not `Child::wait`. On a shared machine the CPU time is the steadier
-/// figure: the wall time grows with everyone else's load.
-#[allow(clippy::zombie_processes)]
-fn run_once(cmd: &mut Command) -> (f64, f64, f64, String) {
-    let out = tempfile::tempfile().expect("temp file");
-    let err = tempfile::tempfile().expect("temp file");
-    cmd.stdin(Stdio::null())
-        .stdout(out.try_clone().expect("dup"))
-        .stderr(err.try_clone().expect("dup"));
-    let start = Instant::now();
-    let child = cmd.spawn().expect("command starts");
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child and writes into values we own; `child` is not waited on
-    // again (std's Child does not reap on drop).
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let elapsed = start.elapsed().as_secs_f64();
-    assert_eq!(pid, child.id() as i32, "wait4 failed");
-    let read = |mut f: std::fs::File| {
-        use std::io::{Read, Seek};
-        let mut s = String::new();
-        f.rewind().ok();
-        f.read_to_string(&mut s).ok();
-        s
-    };
-    // `plan -detailed-exitcode` exits 0 when nothing changes: every command here exits 0.
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        let cut = |s: String| s.chars().take(3000).collect::<String>();
-        panic!("{cmd:?} failed:\n{}\n{}", cut(read(out)), cut(read(err)));
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
-    (elapsed, usage.ru_maxrss as f64 / 1024.0, cpu, read(out))
-}
+use std::process::Command;
+use support::{run, Build, Figure};
 
 fn chains(dir: &Path, n: usize, chain: usize) {
     let mut tf = String::with_capacity(n * 90);
@@ -73,10 +39,8 @@ fn chains(dir: &Path, n: usize, chain: usize) {
     std::fs::write(dir.join("main.tf"), tf).unwrap();
 }
 
-fn cairn(dir: &Path, args: &[&str]) -> Command {
-    let bin =
-        std::env::var_os("CAIRN_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cairn").into());
-    let mut c = Command::new(bin);
+fn cairn(build: &Build, dir: &Path, args: &[&str]) -> Command {
+    let mut c = build.command();
     c.arg(format!("-chdir={}", dir.display()))
         .args(args)
         .env("NO_COLOR", "1");
@@ -119,43 +83,40 @@ const STEPS: [&str; 5] = [
 
 struct Row {
     n: usize,
-    /// (wall seconds, MiB, CPU seconds) per step of `STEPS`.
-    figures: Vec<(f64, f64, f64)>,
+    /// One figure per step of `STEPS`.
+    figures: Vec<Figure>,
     events: u64,
     bytes: u64,
 }
 
-fn measure(
-    runs: usize,
-    mut prepare: impl FnMut(),
-    mut make: impl FnMut() -> Command,
-) -> (f64, f64, f64) {
-    let mut times = Vec::new();
-    let mut cpus = Vec::new();
-    let mut peak: f64 = 0.0;
-    for _ in 0..runs.max(1) {
-        prepare();
-        let (t, mem, cpu, _) = run_once(&mut make());
-        times.push(t);
-        cpus.push(cpu);
-        peak = peak.max(mem);
+impl Row {
+    fn per_event(&self) -> f64 {
+        self.bytes as f64 / self.events.max(1) as f64
     }
-    times.sort_by(f64::total_cmp);
-    cpus.sort_by(f64::total_cmp);
-    (times[times.len() / 2], peak, cpus[cpus.len() / 2])
 }
 
-fn run_size(root: &Path, n: usize, runs: usize) -> Row {
+fn measure(runs: usize, mut prepare: impl FnMut(), mut make: impl FnMut() -> Command) -> Figure {
+    let mut f = Figure::default();
+    for _ in 0..runs.max(1) {
+        prepare();
+        f.push(&run(&mut make()));
+    }
+    f
+}
+
+fn run_size(build: &Build, root: &Path, n: usize, runs: usize) -> Row {
     let dir = root.join(format!("n{n}"));
     chains(&dir, n, 10);
     let fresh = || {
         let _ = std::fs::remove_dir_all(dir.join(".cairn"));
     };
-    let plan = measure(runs, fresh, || cairn(&dir, &["plan"]));
-    let apply = measure(runs, fresh, || cairn(&dir, &["apply", "-auto-approve"]));
+    let plan = measure(runs, fresh, || cairn(build, &dir, &["plan"]));
+    let apply = measure(runs, fresh, || {
+        cairn(build, &dir, &["apply", "-auto-approve"])
+    });
     let mut figures = vec![plan, apply];
     // Bytes on disk per event, right after the apply (no-op plans record no events).
-    let (_, _, _, out) = run_once(&mut cairn(&dir, &["state", "verify"]));
+    let out = run(&mut cairn(build, &dir, &["state", "verify"])).stdout;
     let events = out
         .split("intact: ")
         .nth(1)
@@ -166,14 +127,24 @@ fn run_size(root: &Path, n: usize, runs: usize) -> Row {
     figures.push(measure(
         runs,
         || {},
-        || cairn(&dir, &["plan", "-detailed-exitcode"]),
+        || cairn(build, &dir, &["plan", "-detailed-exitcode"]),
     ));
     figures.push(measure(
         runs,
         || {},
-        || cairn(&dir, &["plan", "-detailed-exitcode", "-refresh=false"]),
+        || {
+            cairn(
+                build,
+                &dir,
+                &["plan", "-detailed-exitcode", "-refresh=false"],
+            )
+        },
     ));
-    figures.push(measure(runs, || {}, || cairn(&dir, &["state", "list"])));
+    figures.push(measure(
+        runs,
+        || {},
+        || cairn(build, &dir, &["state", "list"]),
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     Row {
         n,
@@ -211,51 +182,86 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
+    let builds = support::builds();
     let tmp = tempfile::tempdir().unwrap();
     println!(
         "terraform_data in chains of 10; {runs} run(s) of each (median wall time, largest peak RSS)"
     );
-    let mut rows = Vec::new();
-    for &n in &sizes {
-        let row = run_size(tmp.path(), n, runs);
-        println!("\n{} resources", label(n));
-        println!("| command | wall | CPU | peak memory | per resource |");
-        println!("| --- | --- | --- | --- | --- |");
-        for (step, (t, mib, cpu)) in STEPS.iter().zip(&row.figures) {
+    // Rows by build, then by size.
+    let mut rows: Vec<Vec<Row>> = builds.iter().map(|_| Vec::new()).collect();
+    for (round, &n) in sizes.iter().enumerate() {
+        let mut this: Vec<Option<Row>> = builds.iter().map(|_| None).collect();
+        for (i, b) in support::in_turn(&builds, round) {
+            this[i] = Some(run_size(b, tmp.path(), n, runs));
+        }
+        for (b, row) in builds.iter().zip(&this) {
+            let row = row.as_ref().expect("measured");
+            println!("\n{} resources{}", label(n), b.tag());
+            println!("| command | wall | CPU | peak memory | per resource |");
+            println!("| --- | --- | --- | --- | --- |");
+            for (step, f) in STEPS.iter().zip(&row.figures) {
+                println!(
+                    "| `{step}` | {:.2} s | {:.2} s | {:.0} MiB | {:.1} KiB |",
+                    f.median(),
+                    f.cpu(),
+                    f.peak_mib(),
+                    f.peak_mib() * 1024.0 / n as f64
+                );
+            }
             println!(
-                "| `{step}` | {t:.2} s | {cpu:.2} s | {mib:.0} MiB | {:.1} KiB |",
-                mib * 1024.0 / n as f64
+                "on disk after the apply: {} bytes, {} events, {:.0} bytes per event",
+                row.bytes,
+                row.events,
+                row.per_event()
             );
         }
-        println!(
-            "on disk after the apply: {} bytes, {} events, {:.0} bytes per event",
-            row.bytes,
-            row.events,
-            row.bytes as f64 / row.events.max(1) as f64
-        );
-        rows.push(row);
+        if let [Some(before), Some(after)] = &this[..] {
+            println!("\n{} resources: after / before", label(n));
+            println!("| command | wall | CPU | memory |");
+            println!("| --- | --- | --- | --- |");
+            for (i, step) in STEPS.iter().enumerate() {
+                let (x, y) = (&before.figures[i], &after.figures[i]);
+                println!(
+                    "| `{step}` | {:.2} | {:.2} | {:.2} |",
+                    y.median() / x.median(),
+                    y.cpu() / x.cpu(),
+                    y.peak_mib() / x.peak_mib()
+                );
+            }
+            println!(
+                "| bytes per event | {:.2} | | |",
+                after.per_event() / before.per_event()
+            );
+        }
+        for (i, row) in this.into_iter().enumerate() {
+            rows[i].extend(row);
+        }
     }
-    for pair in rows.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
-        println!(
-            "\nratios {} / {} (linear: {:.1})",
-            label(b.n),
-            label(a.n),
-            b.n as f64 / a.n as f64
-        );
-        println!("| command | wall | CPU | memory |");
-        println!("| --- | --- | --- | --- |");
-        for (i, step) in STEPS.iter().enumerate() {
+    for (b, rows) in builds.iter().zip(&rows) {
+        for pair in rows.windows(2) {
+            let (a, c) = (&pair[0], &pair[1]);
             println!(
-                "| `{step}` | {:.1} | {:.1} | {:.1} |",
-                b.figures[i].0 / a.figures[i].0,
-                b.figures[i].2 / a.figures[i].2,
-                b.figures[i].1 / a.figures[i].1
+                "\nratios {} / {}{} (linear: {:.1})",
+                label(c.n),
+                label(a.n),
+                b.tag(),
+                c.n as f64 / a.n as f64
+            );
+            println!("| command | wall | CPU | memory |");
+            println!("| --- | --- | --- | --- |");
+            for (i, step) in STEPS.iter().enumerate() {
+                let (x, y) = (&a.figures[i], &c.figures[i]);
+                println!(
+                    "| `{step}` | {:.1} | {:.1} | {:.1} |",
+                    y.median() / x.median(),
+                    y.cpu() / x.cpu(),
+                    y.peak_mib() / x.peak_mib()
+                );
+            }
+            println!(
+                "| bytes per event | {:.2} | | |",
+                c.per_event() / a.per_event()
             );
         }
-        println!(
-            "| bytes per event | {:.2} | |",
-            (b.bytes as f64 / b.events.max(1) as f64) / (a.bytes as f64 / a.events.max(1) as f64)
-        );
     }
 }

@@ -7,21 +7,18 @@
 //! fresh schema and sim store; the time is until the last runner ends. Prints both times and
 //! their ratio. `CAIRN_BENCH_COMPONENTS`, `CAIRN_BENCH_DEPLOYMENTS`, `CAIRN_BENCH_RESOURCES`
 //! and `CAIRN_BENCH_PARALLELISM` (default 4) change the estate; `CAIRN_BENCH_RUNNERS`
-//! (default 3) the fleet. Runs in a debug build too: `cargo test --bench stack_fleet`.
+//! (default 3) the fleet; `CAIRN_BENCH_BEFORE` an older build beside this one (`support.rs`).
+//! Runs in a debug build too: `cargo test --bench stack_fleet`.
 
 #[path = "../../state/tests/support/pgserver.rs"]
 mod pgserver;
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn var(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use support::{env_num as var, Build};
 
 fn stack(components: usize, resources: usize) -> String {
     let mut c = String::from(
@@ -48,8 +45,8 @@ fn deployments(n: usize) -> String {
 
 const MODULE: &str = "terraform {\n  required_providers {\n    sim = { source = \"hashicorp/sim\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"upstream\" {\n  type = string\n}\nvariable \"n\" {\n  type = number\n}\nresource \"sim_thing\" \"t\" {\n  count = var.n\n  name  = \"${var.name}-${count.index}\"\n  value = var.upstream\n}\noutput \"id\" {\n  value = sim_thing.t[0].id\n}\n";
 
-fn cairn(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+fn cairn(build: &Build, dir: &Path, args: &[&str], env: &[(&str, String)]) -> Command {
+    let mut c = build.command();
     c.args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
@@ -65,9 +62,14 @@ fn cairn(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Command {
 
 /// Applies the estate with `runners` runners on a fresh schema and sim store; the wall time
 /// until the last one ends.
-fn fleet(server: &pgserver::PgServer, runners: usize, files: &[(String, String)]) -> Duration {
+fn fleet(
+    server: &pgserver::PgServer,
+    build: &Build,
+    runners: usize,
+    files: &[(String, String)],
+) -> Duration {
     let sim = tempfile::tempdir().unwrap();
-    let schema = pgserver::schema(&format!("fleet{runners}"));
+    let schema = pgserver::schema(&format!("fleet{runners}{}", build.name));
     let env = [
         ("PG_CONN_STR", server.conn_str()),
         ("SIM_STORE", sim.path().display().to_string()),
@@ -86,9 +88,14 @@ fn fleet(server: &pgserver::PgServer, runners: usize, files: &[(String, String)]
                 std::fs::create_dir_all(path.parent().unwrap()).unwrap();
                 std::fs::write(path, text).unwrap();
             }
-            let out = cairn(d.path(), &["stack", "init", "-backend=pg", &flag], &env)
-                .output()
-                .unwrap();
+            let out = cairn(
+                build,
+                d.path(),
+                &["stack", "init", "-backend=pg", &flag],
+                &env,
+            )
+            .output()
+            .unwrap();
             assert!(
                 out.status.success(),
                 "{}",
@@ -102,6 +109,7 @@ fn fleet(server: &pgserver::PgServer, runners: usize, files: &[(String, String)]
         .iter()
         .map(|d| {
             cairn(
+                build,
                 d.path(),
                 &["stack", "apply", "-runner", "-auto-approve", &par],
                 &env,
@@ -142,12 +150,18 @@ fn main() {
         ("m/main.tf".to_string(), MODULE.to_string()),
     ];
     println!("stack apply -runner: {c} components × {d} deployments × {r} sim_things");
-    let one = fleet(&server, 1, &files);
-    println!("1 runner:  {:.2} s", one.as_secs_f64());
-    let many = fleet(&server, n, &files);
-    println!("{n} runners: {:.2} s", many.as_secs_f64());
-    println!(
-        "{n} runners / 1 runner: {:.2}",
-        many.as_secs_f64() / one.as_secs_f64()
-    );
+    let builds = support::builds();
+    let mut ones = Vec::new();
+    let mut manys = Vec::new();
+    for b in &builds {
+        let one = fleet(&server, b, 1, &files).as_secs_f64();
+        println!("1 runner{}:  {one:.2} s", b.tag());
+        let many = fleet(&server, b, n, &files).as_secs_f64();
+        println!("{n} runners{}: {many:.2} s", b.tag());
+        println!("{n} runners / 1 runner{}: {:.2}", b.tag(), many / one);
+        ones.push(one);
+        manys.push(many);
+    }
+    support::compare(&builds, "1 runner (s)", &ones);
+    support::compare(&builds, &format!("{n} runners (s)"), &manys);
 }

@@ -11,7 +11,9 @@
 //! under 200 ms each. `CAIRN_BENCH_RUNS` sets the number of repetitions (default 5).
 //!
 //! Then the timeline of 10,000 runs (goal: under a second), its first page and every page in
-//! turn; `CAIRN_BENCH_UI=timeline` runs only that.
+//! turn; `CAIRN_BENCH_UI=timeline` runs only that. It measures the library in this process:
+//! to compare with an older commit, run it there too (`CAIRN_BENCH_BEFORE` is for the benchmarks
+//! that run the binary).
 
 use cairn::ui::model::{Model, StateQuery, TimelineQuery};
 use cairn_state::{
