@@ -73,13 +73,5 @@ fn main() {
         &format!("cairn apply {n} terraform_data on PostgreSQL"),
         &pg,
     );
-    let ratios: Vec<f64> = sled
-        .iter()
-        .zip(&pg)
-        .map(|(s, p)| p.median() / s.median())
-        .collect();
-    for (b, r) in builds.iter().zip(&ratios) {
-        println!("PostgreSQL / sled (medians){}: {r:.2}", b.tag());
-    }
-    support::compare(&builds, "PostgreSQL / sled", &ratios);
+    support::ratio_of_medians(&builds, "PostgreSQL / sled", &pg, &sled, "");
 }

@@ -89,13 +89,5 @@ fn main() {
         &s3,
     );
     println!("event batch objects in one S3 apply: {batches}");
-    let ratios: Vec<f64> = sled
-        .iter()
-        .zip(&s3)
-        .map(|(s, p)| p.median() / s.median())
-        .collect();
-    for (b, r) in builds.iter().zip(&ratios) {
-        println!("S3 / sled (medians){}: {r:.2} (goal: at most 2)", b.tag());
-    }
-    support::compare(&builds, "S3 / sled", &ratios);
+    support::ratio_of_medians(&builds, "S3 / sled", &s3, &sled, " (goal: at most 2)");
 }

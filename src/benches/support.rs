@@ -253,3 +253,17 @@ pub fn compare(builds: &[Build], what: &str, values: &[f64]) {
         );
     }
 }
+
+/// Prints, for each build, the ratio of the medians `num` ÷ `den` (`what`: "S3 / sled") with
+/// `goal` after it, then how that ratio moved between the builds.
+pub fn ratio_of_medians(builds: &[Build], what: &str, num: &[Figure], den: &[Figure], goal: &str) {
+    let ratios: Vec<f64> = num
+        .iter()
+        .zip(den)
+        .map(|(n, d)| n.median() / d.median())
+        .collect();
+    for (b, r) in builds.iter().zip(&ratios) {
+        println!("{what} (medians){}: {r:.2}{goal}", b.tag());
+    }
+    compare(builds, what, &ratios);
+}
