@@ -184,6 +184,14 @@ fn print_open(label: &str, wall: &Stats<Duration>, cpu: &Stats<Duration>, what: 
 
 /// Opens the state once, in this process, and prints the time (the child half of `opens`).
 fn open_once(dir: &Path) {
+    // Transparent huge pages off, as the `cairn` binary has them (its `main.rs`): with them
+    // the kernel zeroes 2 MiB at each first touch of mimalloc's arenas, up to half this
+    // open's time, varying from run to run.
+    #[cfg(target_os = "linux")]
+    // SAFETY: a process-wide flag, no pointers.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
     let cpu_before = cpu_micros();
     let start = Instant::now();
     let (store, warnings) = Store::open(dir, &opts()).expect("open");

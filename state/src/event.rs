@@ -889,8 +889,36 @@ pub(crate) mod compact {
             addr.put(out);
             put_str(out, id);
         }
+        /// Every object of a state names one of a few provider instances: this thread's
+        /// last ones are kept by their encoded bytes, so reading one again is a comparison
+        /// of bytes — no strings decoded, no hashing, no lock. (The encoding is prefix-free:
+        /// bytes that begin with one reference's encoding decode to that reference.)
         fn read(r: &mut Reader<'_>) -> Result<Self, String> {
-            Ok(ProviderRef::new(ProviderAddr::read(r)?, String::read(r)?))
+            const KEPT: usize = 8;
+            thread_local! {
+                static LAST: std::cell::RefCell<Vec<(Box<[u8]>, ProviderRef)>> =
+                    const { std::cell::RefCell::new(Vec::new()) };
+            }
+            let start = r.pos;
+            let rest = r.bytes.get(start..).unwrap_or_default();
+            let hit = LAST.with_borrow(|last| {
+                last.iter()
+                    .find(|(bytes, _)| rest.starts_with(bytes))
+                    .map(|(bytes, p)| (bytes.len(), p.clone()))
+            });
+            if let Some((len, p)) = hit {
+                r.pos += len;
+                return Ok(p);
+            }
+            let p = ProviderRef::new(ProviderAddr::read(r)?, String::read(r)?);
+            let bytes: Box<[u8]> = r.bytes[start..r.pos].into();
+            LAST.with_borrow_mut(|last| {
+                if last.len() == KEPT {
+                    last.remove(0);
+                }
+                last.push((bytes, p.clone()));
+            });
+            Ok(p)
         }
     }
 
@@ -1317,6 +1345,43 @@ pub(crate) mod compact {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// More provider references than the reader keeps, interleaved, two of them differing
+    /// only in their id's last byte: each decodes to itself, shared with the process's copy.
+    #[test]
+    fn provider_refs_read_back_shared() {
+        use crate::codec::{Code, Reader};
+        let refs: Vec<ProviderRef> = (0..12)
+            .map(|i| {
+                ProviderRef::new(
+                    ProviderAddr {
+                        module: crate::addr::ModulePath(Vec::new()),
+                        package: format!("example.com/p/p{}", i % 5),
+                        alias: (i % 2 == 1).then(|| format!("a{i}")),
+                        key: None,
+                    },
+                    format!("id-{i}"),
+                )
+            })
+            .collect();
+        let order: Vec<usize> = (0..60).map(|i| (i * 7) % 12).collect();
+        let mut out = Vec::new();
+        for &i in &order {
+            refs[i].put(&mut out);
+        }
+        let mut r = Reader::new(&out);
+        for &i in &order {
+            let got = ProviderRef::read(&mut r).unwrap();
+            assert_eq!(got, refs[i]);
+            assert!(std::sync::Arc::ptr_eq(&got.0, &refs[i].0));
+        }
+        assert!(r.at_end());
+        // A truncated reference is an error, not a match of a kept one.
+        let mut one = Vec::new();
+        refs[0].put(&mut one);
+        let cut = &one[..one.len() - 1];
+        assert!(ProviderRef::read(&mut Reader::new(cut)).is_err());
+    }
 
     fn sample() -> Event {
         Event {
