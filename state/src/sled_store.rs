@@ -186,12 +186,12 @@ fn flush_with_head(
     head: &HeadFile,
     dir: &Path,
 ) -> Result<(), StateError> {
-    let _order = pending.order.lock().expect("flush order");
+    let mut thread = pending.order.lock().expect("flush order");
     let last = match pending.write(events, dir)? {
         Some(last) => Some(last),
         None => last_record(events, dir)?,
     };
-    guarded_flush(db, dir)?;
+    guarded_flush(db, dir, &mut thread)?;
     if let Some((seq, record)) = last {
         head.write(Head::of(seq, &record), false)?;
     }
@@ -226,24 +226,92 @@ fn disk_full(dir: &Path, free: u64) -> StateError {
     )
 }
 
+/// The thread that runs sled's flushes for [`guarded_flush`]: one for the store's life (a
+/// thread started for each flush cost a tenth of a small durable commit). Dropped, it ends
+/// once its last flush has; abandoned (a flush that never returned), it is left to the
+/// process's exit.
+struct FlushThread {
+    requests: Option<std::sync::mpsc::Sender<std::sync::mpsc::Sender<sled::Result<usize>>>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FlushThread {
+    fn start(db: &sled::Db) -> Result<FlushThread, StateError> {
+        let (tx, rx) = std::sync::mpsc::channel::<std::sync::mpsc::Sender<_>>();
+        let db = db.clone();
+        let handle = std::thread::Builder::new()
+            .name("cairn-sled-flush".into())
+            .spawn(move || {
+                for reply in rx {
+                    let _ = reply.send(db.flush());
+                }
+            })
+            .map_err(|e| StateError::io("cannot start the state log's flush", e))?;
+        Ok(FlushThread {
+            requests: Some(tx),
+            handle: Some(handle),
+        })
+    }
+
+    fn abandon(mut self) {
+        self.handle = None;
+    }
+}
+
+impl Drop for FlushThread {
+    fn drop(&mut self) {
+        self.requests = None;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// `db.flush()`, which sled 0.34 never returns from when the disk fills up while it writes (its
-/// writer threads fail, and the flush waits for a durable position that never comes). A flush
-/// on a filesystem without room for a new log segment is refused up front; otherwise the
-/// flush runs on a thread of its own while this one watches the free space, and a flush still
-/// waiting once the disk is full is reported as the full disk it is (that thread is left to
-/// the process's exit).
-fn guarded_flush(db: &sled::Db, dir: &Path) -> Result<(), StateError> {
+/// writer threads fail, and the flush waits for a durable position that never comes). The
+/// flush runs on the store's flush thread (`thread`, started when first needed) while this one
+/// watches the free space: a filesystem without room for a new log segment, when the flush
+/// starts or while it waits, is reported as the full disk it is (that thread is abandoned to
+/// the process's exit; a later flush starts another).
+fn guarded_flush(
+    db: &sled::Db,
+    dir: &Path,
+    thread: &mut Option<FlushThread>,
+) -> Result<(), StateError> {
+    // The reply's sender goes to the thread (none is kept here): a flush thread that dies
+    // drops it, and the wait below ends.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let unsent = match thread.as_ref().and_then(|t| t.requests.as_ref()) {
+        Some(requests) => requests.send(tx).err().map(|e| e.0),
+        None => Some(tx),
+    };
+    if let Some(tx) = unsent {
+        let t = FlushThread::start(db)?;
+        let requests = t
+            .requests
+            .as_ref()
+            .expect("a new flush thread takes requests");
+        let sent = requests.send(tx).is_ok();
+        if let Some(old) = thread.replace(t) {
+            old.abandon();
+        }
+        if !sent {
+            return Err(StateError::io(
+                format!("cannot flush the state log ({})", dir.display()),
+                "the flush thread stopped",
+            ));
+        }
+    }
+    let abandon = |thread: &mut Option<FlushThread>| {
+        if let Some(t) = thread.take() {
+            t.abandon();
+        }
+    };
+    // The free space is read while the flush runs, not before it: off a small commit's path.
     if let Some(free) = free_bytes(dir).filter(|f| *f < FLUSH_RESERVE) {
+        abandon(thread);
         return Err(disk_full(dir, free));
     }
-    let (tx, rx) = std::sync::mpsc::channel();
-    let db2 = db.clone();
-    std::thread::Builder::new()
-        .name("cairn-sled-flush".into())
-        .spawn(move || {
-            let _ = tx.send(db2.flush());
-        })
-        .map_err(|e| StateError::io("cannot start the state log's flush", e))?;
     loop {
         match rx.recv_timeout(std::time::Duration::from_millis(500)) {
             Ok(r) => {
@@ -252,13 +320,15 @@ fn guarded_flush(db: &sled::Db, dir: &Path) -> Result<(), StateError> {
                     .map_err(sled_err("cannot flush the state log", dir))
             }
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                abandon(thread);
                 return Err(StateError::io(
                     format!("cannot flush the state log ({})", dir.display()),
                     "the flush stopped without an answer",
-                ))
+                ));
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 if let Some(free) = free_bytes(dir).filter(|f| *f < FLUSH_RESERVE) {
+                    abandon(thread);
                     return Err(disk_full(dir, free));
                 }
             }
@@ -627,7 +697,8 @@ fn last_seq_of(events: &sled::Tree, dir: &Path) -> Result<Option<u64>, StateErro
 #[derive(Default)]
 struct Pending {
     records: Mutex<Vec<(u64, Vec<u8>)>>,
-    order: Mutex<()>,
+    /// Held for a whole flush; holds the thread that runs sled's flushes.
+    order: Mutex<Option<FlushThread>>,
 }
 
 impl Pending {
