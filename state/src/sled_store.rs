@@ -268,16 +268,20 @@ impl Drop for FlushThread {
 }
 
 /// `db.flush()`, which sled 0.34 never returns from when the disk fills up while it writes (its
-/// writer threads fail, and the flush waits for a durable position that never comes). The
-/// flush runs on the store's flush thread (`thread`, started when first needed) while this one
-/// watches the free space: a filesystem without room for a new log segment, when the flush
-/// starts or while it waits, is reported as the full disk it is (that thread is abandoned to
-/// the process's exit; a later flush starts another).
+/// writer threads fail, and the flush waits for a durable position that never comes). A flush
+/// on a filesystem without room for a new log segment is refused up front, before anything is
+/// written; otherwise the flush runs on the store's flush thread (`thread`, started when first
+/// needed) while this one watches the free space, and a flush still waiting once the disk is
+/// full is reported as the full disk it is (that thread is abandoned to the process's exit; a
+/// later flush starts another).
 fn guarded_flush(
     db: &sled::Db,
     dir: &Path,
     thread: &mut Option<FlushThread>,
 ) -> Result<(), StateError> {
+    if let Some(free) = free_bytes(dir).filter(|f| *f < FLUSH_RESERVE) {
+        return Err(disk_full(dir, free));
+    }
     // The reply's sender goes to the thread (none is kept here): a flush thread that dies
     // drops it, and the wait below ends.
     let (tx, rx) = std::sync::mpsc::channel();
@@ -307,11 +311,6 @@ fn guarded_flush(
             t.abandon();
         }
     };
-    // The free space is read while the flush runs, not before it: off a small commit's path.
-    if let Some(free) = free_bytes(dir).filter(|f| *f < FLUSH_RESERVE) {
-        abandon(thread);
-        return Err(disk_full(dir, free));
-    }
     loop {
         match rx.recv_timeout(std::time::Duration::from_millis(500)) {
             Ok(r) => {
