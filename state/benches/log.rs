@@ -14,7 +14,8 @@
 //!   large-state ones).
 //! - `CAIRN_BENCH_ONLY`: `commit` (per-event commits), `group` (group commit) or `open` (write
 //!   the large state once, then time opens): one part only, for profiling.
-//! - `CAIRN_BENCH_KEEP=DIR`: copy the large state there.
+//! - `CAIRN_BENCH_KEEP=DIR`: copy the large state there (and, without its checkpoints, to
+//!   `DIR-replay`), to profile an open with `CAIRN_BENCH_OPEN=DIR`.
 //! - `CAIRN_BENCH_OPEN=DIR`: only open the state in DIR once and print the time (the benchmark
 //!   runs itself this way, so that every open is a fresh process as with the CLI; also handy
 //!   for `perf record`).
@@ -424,6 +425,15 @@ fn main() {
     {
         let (mut store, _) = Store::open(tmp.path(), &opts()).expect("open");
         store.clear_checkpoints().expect("clear");
+    }
+    if let Ok(keep) = std::env::var("CAIRN_BENCH_KEEP") {
+        let _ = std::process::Command::new("cp")
+            .args([
+                "-r",
+                &tmp.path().display().to_string(),
+                &format!("{keep}-replay"),
+            ])
+            .status();
     }
     let size = dir_size(tmp.path());
     println!(

@@ -537,7 +537,9 @@ fn decode_from(
     // Each slice is read, checked and decoded by a thread of its own into a vector of its own.
     // As many threads as the machine runs at once, each taking the next slice: the bytes of a
     // slice (read, decompressed) and its vector live only while it is decoded and built into
-    // a tree, so a machine with few cores does not hold every slice's buffers at once.
+    // a tree, so a machine with few cores does not hold every slice's buffers at once. Each
+    // thread joins its trees as it goes (`join_runs`), while the others still decode, and
+    // hands back one: what is left to join once all are decoded is one tree per thread.
     type Tree = BTreeMap<ResourceInstanceAddr, ResourceInstance>;
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
@@ -547,37 +549,37 @@ fn decode_from(
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut done: Vec<(usize, Tree)> = Vec::new();
+                    let mut runs: Vec<Tree> = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(p) = parts.get(i) else {
-                            return Ok::<_, String>(done);
+                            return Ok::<_, String>(build_map(runs));
                         };
                         let mut out = Vec::new();
                         out.resize_with(p.count, placeholder);
                         decode_slice(&read_part(src, i, p, crypt, compressed)?, &mut out)?;
                         // `from_iter` finds the slice sorted and builds the tree in one pass.
-                        done.push((i, out.into_iter().collect()));
+                        runs.push(out.into_iter().collect());
+                        join_runs(&mut runs);
                     }
                 })
             })
             .collect();
         let head = read_part(src, 0, &parts[0], crypt, compressed)
             .and_then(|b| rmp_serde::from_slice::<Snapshot>(&b).map_err(|e| e.to_string()));
-        let mut slices: Vec<(usize, Tree)> = Vec::with_capacity(parts.len());
+        let mut trees: Vec<Tree> = Vec::with_capacity(threads);
         let mut failed = None;
         for h in handles {
             match h.join() {
-                Ok(Ok(done)) => slices.extend(done),
+                Ok(Ok(tree)) => trees.push(tree),
                 Ok(Err(e)) => failed = failed.or(Some(e)),
                 Err(_) => failed = failed.or(Some("a checkpoint decoder panicked".into())),
             }
         }
-        slices.sort_unstable_by_key(|(i, _)| *i);
-        (head, failed.map_or(Ok(slices), Err))
+        (head, failed.map_or(Ok(trees), Err))
     });
     let mut snapshot = head?;
-    let slices: Vec<Tree> = slices?.into_iter().map(|(_, t)| t).collect();
+    let slices = slices?;
     if snapshot.head != seq {
         return Err(format!(
             "its header says {seq} but its state is at {}",
@@ -588,9 +590,22 @@ fn decode_from(
     Ok(snapshot)
 }
 
-/// The map of the slices' trees (each before the next), joined pairwise (`append` walks both,
-/// freeing their nodes as it builds the joined one): at no time are all the instances held
-/// twice, as one vector and one tree (issue 31: that was 40 MB at 100,000 instances).
+/// Joins the newest trees of `runs` while the one before the newest is no larger than it (as
+/// a binary counter carries): each instance is moved about log2(slices) times, a thread's
+/// trees stay few, and the joins run while other threads still decode.
+fn join_runs(runs: &mut Vec<BTreeMap<ResourceInstanceAddr, ResourceInstance>>) {
+    while let [.., a, b] = &runs[..] {
+        if a.len() > b.len() {
+            break;
+        }
+        let mut b = runs.pop().expect("two runs");
+        runs.last_mut().expect("two runs").append(&mut b);
+    }
+}
+
+/// The map of the slices' trees (disjoint: in any order), joined pairwise (`append` walks
+/// both, freeing their nodes as it builds the joined one): at no time are all the instances
+/// held twice, as one vector and one tree (issue 31: that was 40 MB at 100,000 instances).
 fn build_map(
     mut maps: Vec<BTreeMap<ResourceInstanceAddr, ResourceInstance>>,
 ) -> BTreeMap<ResourceInstanceAddr, ResourceInstance> {
