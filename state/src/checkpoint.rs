@@ -761,6 +761,39 @@ mod tests {
         }
     }
 
+    /// Trees of disjoint, interleaved slices (as the decoding threads take them) joined as
+    /// they come and then all together: the union, whatever the order.
+    #[test]
+    fn slice_trees_join_to_their_union() {
+        let s = snapshot(23);
+        let all: Vec<_> = s
+            .resources
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for slices in [1, 2, 3, 5, 7, 23] {
+            let mut threads: Vec<Vec<BTreeMap<_, _>>> = vec![Vec::new(); 2];
+            for j in 0..slices {
+                let tree: BTreeMap<_, _> = all
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % slices == j)
+                    .map(|(_, e)| e.clone())
+                    .collect();
+                let runs = &mut threads[j % 2];
+                runs.push(tree);
+                join_runs(runs);
+                assert!(runs.windows(2).all(|w| w[0].len() > w[1].len()), "{slices}");
+            }
+            let joined = build_map(threads.into_iter().map(build_map).collect());
+            assert_eq!(
+                joined.into_iter().collect::<Vec<_>>(),
+                all,
+                "{slices} slices"
+            );
+        }
+    }
+
     /// Format 6 checkpoints (parts uncompressed, written before 7) read as they are; format 7
     /// ones are smaller.
     #[test]
