@@ -10,21 +10,6 @@ mod pgserver;
 
 mod support;
 
-use std::path::Path;
-use support::{Build, Figure, Run};
-
-fn cairn(build: &Build, dir: &Path, args: &[&str], env: &[(&str, String)]) -> Run {
-    let mut c = build.command();
-    c.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CAIRN_STATE_DIR");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    support::run(&mut c)
-}
-
 fn project(n: usize, schema: Option<&str>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let mut tf = String::new();
@@ -50,19 +35,9 @@ fn main() {
     let runs = support::env_num("CAIRN_BENCH_RUNS", 3);
     let builds = support::builds();
     let pg_env = [("PG_CONN_STR", server.conn_str())];
-    let apply = ["apply", "-auto-approve", "-parallelism=10"];
-    let mut sled = vec![Figure::default(); builds.len()];
-    let mut pg = sled.clone();
-    for r in 0..runs.max(1) {
-        for (i, b) in support::in_turn(&builds, r) {
-            let d = project(n, None);
-            cairn(b, d.path(), &["init"], &[]);
-            sled[i].push(&cairn(b, d.path(), &apply, &[]));
-            let d = project(n, Some(&format!("bench_{r}_{i}")));
-            cairn(b, d.path(), &["init"], &pg_env);
-            pg[i].push(&cairn(b, d.path(), &apply, &pg_env));
-        }
-    }
+    let (sled, pg) = support::sled_beside(&builds, runs, &pg_env, |on_pg, r, i| {
+        project(n, on_pg.then(|| format!("bench_{r}_{i}")).as_deref())
+    });
     support::report(
         &builds,
         &format!("cairn apply {n} terraform_data on sled"),

@@ -11,21 +11,6 @@ mod s3server;
 
 mod support;
 
-use std::path::Path;
-use support::{Build, Figure, Run};
-
-fn cairn(build: &Build, dir: &Path, args: &[&str], env: &[(&str, String)]) -> Run {
-    let mut c = build.command();
-    c.args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CAIRN_STATE_DIR");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    support::run(&mut c)
-}
-
 fn project(n: usize, backend: Option<(&str, &str)>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let mut tf = String::new();
@@ -59,20 +44,10 @@ fn main() {
         ("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY.to_string()),
         ("AWS_ENDPOINT_URL_S3", server.endpoint()),
     ];
-    let apply = ["apply", "-auto-approve", "-parallelism=10"];
-    let mut sled = vec![Figure::default(); builds.len()];
-    let mut s3 = sled.clone();
-    for r in 0..runs.max(1) {
-        for (i, b) in support::in_turn(&builds, r) {
-            let d = project(n, None);
-            cairn(b, d.path(), &["init"], &[]);
-            sled[i].push(&cairn(b, d.path(), &apply, &[]));
-            let key = format!("run{r}-{i}/terraform.tfstate");
-            let d = project(n, Some((&bucket, &key)));
-            cairn(b, d.path(), &["init"], &env);
-            s3[i].push(&cairn(b, d.path(), &apply, &env));
-        }
-    }
+    let (sled, s3) = support::sled_beside(&builds, runs, &env, |on_s3, r, i| {
+        let key = format!("run{r}-{i}/terraform.tfstate");
+        project(n, on_s3.then_some((bucket.as_str(), key.as_str())))
+    });
     let batches = server
         .keys(&bucket)
         .iter()

@@ -267,3 +267,48 @@ pub fn ratio_of_medians(builds: &[Build], what: &str, num: &[Figure], den: &[Fig
     }
     compare(builds, what, &ratios);
 }
+
+/// `build`'s `cairn ARGS` in `dir`, with `env` and the state where the configuration says
+/// (`CAIRN_STATE_DIR` removed), run to its end.
+pub fn cairn_in(
+    build: &Build,
+    dir: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> Run {
+    let mut c = build.command();
+    c.args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CAIRN_STATE_DIR");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run(&mut c)
+}
+
+/// `init` and `apply -auto-approve -parallelism=10` of a fresh project on sled and of one on
+/// another store, for each build in turn, `runs` rounds: `project(on_store, round, build)`
+/// writes a project and returns its directory; `env` reaches the other store. The apply
+/// figures by build: (on sled, on the store).
+pub fn sled_beside(
+    builds: &[Build],
+    runs: usize,
+    env: &[(&str, String)],
+    mut project: impl FnMut(bool, usize, usize) -> tempfile::TempDir,
+) -> (Vec<Figure>, Vec<Figure>) {
+    let apply = ["apply", "-auto-approve", "-parallelism=10"];
+    let mut sled = vec![Figure::default(); builds.len()];
+    let mut store = sled.clone();
+    for r in 0..runs.max(1) {
+        for (i, b) in in_turn(builds, r) {
+            let d = project(false, r, i);
+            cairn_in(b, d.path(), &["init"], &[]);
+            sled[i].push(&cairn_in(b, d.path(), &apply, &[]));
+            let d = project(true, r, i);
+            cairn_in(b, d.path(), &["init"], env);
+            store[i].push(&cairn_in(b, d.path(), &apply, env));
+        }
+    }
+    (sled, store)
+}
