@@ -35,18 +35,9 @@ fn main() {
     let runs = support::env_num("CAIRN_BENCH_RUNS", 3);
     let builds = support::builds();
     let pg_env = [("PG_CONN_STR", server.conn_str())];
-    let (sled, pg) = support::sled_beside(&builds, runs, &pg_env, |on_pg, r, i| {
+    let figs = support::sled_beside(&builds, runs, &pg_env, |on_pg, r, i| {
         project(n, on_pg.then(|| format!("bench_{r}_{i}")).as_deref())
     });
-    support::report(
-        &builds,
-        &format!("cairn apply {n} terraform_data on sled"),
-        &sled,
-    );
-    support::report(
-        &builds,
-        &format!("cairn apply {n} terraform_data on PostgreSQL"),
-        &pg,
-    );
-    support::ratio_of_medians(&builds, "PostgreSQL / sled", &pg, &sled, "");
+    support::report_sled_beside(&builds, n, "PostgreSQL", &figs);
+    support::ratio_of_medians(&builds, "PostgreSQL / sled", &figs.1, &figs.0, "");
 }

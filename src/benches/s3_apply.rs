@@ -44,7 +44,7 @@ fn main() {
         ("AWS_SECRET_ACCESS_KEY", s3server::SECRET_KEY.to_string()),
         ("AWS_ENDPOINT_URL_S3", server.endpoint()),
     ];
-    let (sled, s3) = support::sled_beside(&builds, runs, &env, |on_s3, r, i| {
+    let figs = support::sled_beside(&builds, runs, &env, |on_s3, r, i| {
         let key = format!("run{r}-{i}/terraform.tfstate");
         project(n, on_s3.then_some((bucket.as_str(), key.as_str())))
     });
@@ -53,16 +53,7 @@ fn main() {
         .iter()
         .filter(|k| k.starts_with("run0-0/") && k.contains(".cairn/events/"))
         .count();
-    support::report(
-        &builds,
-        &format!("cairn apply {n} terraform_data on sled"),
-        &sled,
-    );
-    support::report(
-        &builds,
-        &format!("cairn apply {n} terraform_data on S3"),
-        &s3,
-    );
     println!("event batch objects in one S3 apply: {batches}");
-    support::ratio_of_medians(&builds, "S3 / sled", &s3, &sled, " (goal: at most 2)");
+    support::report_sled_beside(&builds, n, "S3", &figs);
+    support::ratio_of_medians(&builds, "S3 / sled", &figs.1, &figs.0, " (goal: at most 2)");
 }

@@ -312,3 +312,22 @@ pub fn sled_beside(
     }
     (sled, store)
 }
+
+/// Prints [`sled_beside`]'s figures for `n` resources on sled and on `store`.
+pub fn report_sled_beside(
+    builds: &[Build],
+    n: usize,
+    store: &str,
+    figs: &(Vec<Figure>, Vec<Figure>),
+) {
+    report(
+        builds,
+        &format!("cairn apply {n} terraform_data on sled"),
+        &figs.0,
+    );
+    report(
+        builds,
+        &format!("cairn apply {n} terraform_data on {store}"),
+        &figs.1,
+    );
+}
