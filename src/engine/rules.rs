@@ -173,7 +173,10 @@ pub(crate) fn collect_deps(
 
 /// True when two dependency lists name the same instances (in any order).
 pub(crate) fn same_deps(a: &[ResourceInstanceAddr], b: &[ResourceInstanceAddr]) -> bool {
-    a.iter().collect::<BTreeSet<_>>() == b.iter().collect::<BTreeSet<_>>()
+    // Both are usually sorted without repeats (as `instance_deps` makes and the state records
+    // them): equal lists are the same set, without building either set. A no-op plan asks
+    // this of every instance.
+    a == b || a.iter().collect::<BTreeSet<_>>() == b.iter().collect::<BTreeSet<_>>()
 }
 
 /// A provider instance whose configuration is known only at apply, so that it may turn out
@@ -201,4 +204,22 @@ pub(crate) fn check_scoped_failure(ctx: &Ctx, inst: &Instance, diags: Diagnostic
         .expect("failed checks")
         .insert((inst.static_module.clone(), check));
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_deps;
+    use crate::addr::ResourceInstanceAddr;
+
+    #[test]
+    fn same_deps_is_set_equality() {
+        let a: ResourceInstanceAddr = "sim_thing.a".parse().unwrap();
+        let b: ResourceInstanceAddr = "module.m.sim_thing.b[1]".parse().unwrap();
+        assert!(same_deps(&[], &[]));
+        assert!(same_deps(&[a.clone(), b.clone()], &[a.clone(), b.clone()]));
+        assert!(same_deps(&[a.clone(), b.clone()], &[b.clone(), a.clone()]));
+        assert!(same_deps(&[a.clone()], &[a.clone(), a.clone()]));
+        assert!(!same_deps(&[a.clone()], &[b.clone()]));
+        assert!(!same_deps(&[a.clone()], &[a, b]));
+    }
 }
