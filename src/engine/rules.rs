@@ -215,11 +215,13 @@ mod tests {
     fn same_deps_is_set_equality() {
         let a: ResourceInstanceAddr = "sim_thing.a".parse().unwrap();
         let b: ResourceInstanceAddr = "module.m.sim_thing.b[1]".parse().unwrap();
+        let (one_a, one_b) = (std::slice::from_ref(&a), std::slice::from_ref(&b));
+        let ab = [a.clone(), b.clone()];
         assert!(same_deps(&[], &[]));
-        assert!(same_deps(&[a.clone(), b.clone()], &[a.clone(), b.clone()]));
-        assert!(same_deps(&[a.clone(), b.clone()], &[b.clone(), a.clone()]));
-        assert!(same_deps(&[a.clone()], &[a.clone(), a.clone()]));
-        assert!(!same_deps(&[a.clone()], &[b.clone()]));
-        assert!(!same_deps(&[a.clone()], &[a, b]));
+        assert!(same_deps(&ab, &ab));
+        assert!(same_deps(&ab, &[b.clone(), a.clone()]));
+        assert!(same_deps(one_a, &[a.clone(), a.clone()]));
+        assert!(!same_deps(one_a, one_b));
+        assert!(!same_deps(one_a, &ab));
     }
 }
