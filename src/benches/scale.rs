@@ -154,6 +154,24 @@ fn run_size(build: &Build, root: &Path, n: usize, runs: usize) -> Row {
     }
 }
 
+/// The table of `y`'s figures divided by `x`'s, step by step, with `digits` decimals.
+fn ratio_table(x: &Row, y: &Row, digits: usize) {
+    println!("| command | wall | CPU | memory |");
+    println!("| --- | --- | --- | --- |");
+    for (step, (a, b)) in STEPS.iter().zip(x.figures.iter().zip(&y.figures)) {
+        println!(
+            "| `{step}` | {:.digits$} | {:.digits$} | {:.digits$} |",
+            b.median() / a.median(),
+            b.cpu() / a.cpu(),
+            b.peak_mib() / a.peak_mib()
+        );
+    }
+    println!(
+        "| bytes per event | {:.2} | | |",
+        y.per_event() / x.per_event()
+    );
+}
+
 fn label(n: usize) -> String {
     if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
         format!("{}M", n / 1_000_000)
@@ -217,21 +235,7 @@ fn main() {
         }
         if let [Some(before), Some(after)] = &this[..] {
             println!("\n{} resources: after / before", label(n));
-            println!("| command | wall | CPU | memory |");
-            println!("| --- | --- | --- | --- |");
-            for (i, step) in STEPS.iter().enumerate() {
-                let (x, y) = (&before.figures[i], &after.figures[i]);
-                println!(
-                    "| `{step}` | {:.2} | {:.2} | {:.2} |",
-                    y.median() / x.median(),
-                    y.cpu() / x.cpu(),
-                    y.peak_mib() / x.peak_mib()
-                );
-            }
-            println!(
-                "| bytes per event | {:.2} | | |",
-                after.per_event() / before.per_event()
-            );
+            ratio_table(before, after, 2);
         }
         for (i, row) in this.into_iter().enumerate() {
             rows[i].extend(row);
@@ -247,21 +251,7 @@ fn main() {
                 b.tag(),
                 c.n as f64 / a.n as f64
             );
-            println!("| command | wall | CPU | memory |");
-            println!("| --- | --- | --- | --- |");
-            for (i, step) in STEPS.iter().enumerate() {
-                let (x, y) = (&a.figures[i], &c.figures[i]);
-                println!(
-                    "| `{step}` | {:.1} | {:.1} | {:.1} |",
-                    y.median() / x.median(),
-                    y.cpu() / x.cpu(),
-                    y.peak_mib() / x.peak_mib()
-                );
-            }
-            println!(
-                "| bytes per event | {:.2} | | |",
-                c.per_event() / a.per_event()
-            );
+            ratio_table(a, c, 1);
         }
     }
 }
